@@ -1,0 +1,61 @@
+// memstub: one command, with a subcommand per part of the pipeline.
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "memstub/memstub.h"
+
+typedef struct command {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *help;
+} command;
+
+#define MS_CLI_ENTRY(name, help) {#name, ms_cmd_##name, help},
+static const command commands[] = {MS_CLI_COMMANDS(MS_CLI_ENTRY)};
+#undef MS_CLI_ENTRY
+
+static void usage(FILE *f) {
+  fputs("usage: memstub COMMAND [ARGS...]\n\n"
+        "Main-memory performance stubs: record a component's heap and stack use,\n"
+        "generate a stub from the trace, calibrate it, replay it and compare.\n\n"
+        "commands:\n",
+        f);
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+  fputs("  help       show this list, or 'memstub help COMMAND' for one command\n"
+        "  version    print the version\n\n"
+        "Exit status: 0 success, 1 a requested check failed, 2 bad usage or input.\n",
+        f);
+}
+
+static const command *find(const char *name) {
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (strcmp(commands[i].name, name) == 0) return &commands[i];
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return MS_EXIT_USAGE;
+  }
+  const char *name = argv[1];
+  if (strcmp(name, "help") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+    if (argc > 2) {
+      const command *c = find(argv[2]);
+      if (!c) return ms_cli_error("unknown command '%s' (see 'memstub help')", argv[2]);
+      char *hargv[] = {(char *)c->name, "--help", NULL};
+      return c->run(2, hargv);
+    }
+    usage(stdout);
+    return MS_EXIT_OK;
+  }
+  if (strcmp(name, "version") == 0 || strcmp(name, "--version") == 0) {
+    printf("memstub %s\n", MEMSTUB_VERSION_STRING);
+    return MS_EXIT_OK;
+  }
+  const command *c = find(name);
+  if (!c) return ms_cli_error("unknown command '%s' (see 'memstub help')", name);
+  return c->run(argc - 1, argv + 1);
+}

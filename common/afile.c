@@ -1,0 +1,131 @@
+// Atomic output files: write a temporary file beside the target, then rename.
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ms_common.h"
+
+int ms__afile_open(ms__afile *af, const char *path, memstub_error *err) {
+  memset(af, 0, sizeof *af);
+  if (strcmp(path, "-") == 0) {
+    af->f = stdout;
+    return 0;
+  }
+  // The temporary file lives in the target's directory so rename is atomic.
+  const char *slash = strrchr(path, '/');
+  int dirlen = slash ? (int)(slash - path + 1) : 0;
+  char *tmp = ms__asprintf("%.*s.%s.tmp.XXXXXX", dirlen, path, slash ? slash + 1 : path);
+  char *dup = ms__strdup(path);
+  if (!tmp || !dup) {
+    free(tmp);
+    free(dup);
+    return memstub_error_set(err, -ENOMEM, "%s: out of memory", path);
+  }
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    int e = errno;
+    free(tmp);
+    free(dup);
+    return memstub_error_set(err, -e, "%s: cannot create output file: %s", path, strerror(e));
+  }
+  // mkstemp makes 0600; give the file the usual permissions under umask.
+  mode_t um = umask(0);
+  umask(um);
+  (void)fchmod(fd, 0666 & ~um);
+  af->f = fdopen(fd, "w");
+  if (!af->f) {
+    int e = errno;
+    close(fd);
+    unlink(tmp);
+    free(tmp);
+    free(dup);
+    return memstub_error_set(err, -e, "%s: %s", path, strerror(e));
+  }
+  setvbuf(af->f, NULL, _IOFBF, 1 << 16);
+  af->tmp = tmp;
+  af->path = dup;
+  return 0;
+}
+
+static void afile_release(ms__afile *af) {
+  free(af->tmp);
+  free(af->path);
+  memset(af, 0, sizeof *af);
+}
+
+int ms__afile_commit(ms__afile *af, memstub_error *err) {
+  if (!af->tmp) {  // stdout
+    int bad = fflush(af->f) != 0 || ferror(af->f);
+    afile_release(af);
+    return bad ? memstub_error_set(err, -EIO, "standard output: write failed: %s",
+                                   strerror(errno))
+               : 0;
+  }
+  int e = 0;
+  if (fflush(af->f) != 0 || ferror(af->f)) e = errno ? errno : EIO;
+  if (!e && fdatasync(fileno(af->f)) != 0 && errno != EINVAL) e = errno;
+  if (fclose(af->f) != 0 && !e) e = errno ? errno : EIO;
+  if (!e && rename(af->tmp, af->path) != 0) e = errno;
+  if (e) {
+    unlink(af->tmp);
+    memstub_error_set(err, -e, "%s: cannot write: %s", af->path, strerror(e));
+  }
+  afile_release(af);
+  return e ? -e : 0;
+}
+
+void ms__afile_abort(ms__afile *af) {
+  if (af->tmp) {
+    fclose(af->f);
+    unlink(af->tmp);
+  } else if (af->f) {
+    fflush(af->f);
+  }
+  afile_release(af);
+}
+
+int ms__read_file(const char *path, char **bufp, size_t *lenp, memstub_error *err) {
+  int fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    return memstub_error_set(err, -e, "%s: cannot open: %s", path, strerror(e));
+  }
+  struct stat st;
+  size_t cap = 1 << 16;
+  if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    if (fd != STDIN_FILENO) close(fd);
+    return memstub_error_set(err, -EISDIR, "%s: is a directory", path);
+  }
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) cap = (size_t)st.st_size + 1;
+  char *buf = malloc(cap);
+  size_t len = 0;
+  int e = buf ? 0 : ENOMEM;
+  while (!e) {
+    if (len + 1 >= cap) {
+      char *nb = realloc(buf, cap * 2);
+      if (!nb) {
+        e = ENOMEM;
+        break;
+      }
+      buf = nb;
+      cap *= 2;
+    }
+    ssize_t r = read(fd, buf + len, cap - 1 - len);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) e = errno;
+    if (r <= 0) break;
+    len += (size_t)r;
+  }
+  if (fd != STDIN_FILENO) close(fd);
+  if (e) {
+    free(buf);
+    return memstub_error_set(err, -e, "%s: cannot read: %s", path, strerror(e));
+  }
+  buf[len] = '\0';
+  *bufp = buf;
+  *lenp = len;
+  return 0;
+}

@@ -1,0 +1,30 @@
+// memstub_error: one-line messages for callers to print.
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "memstub/error.h"
+
+int memstub_error_set(memstub_error *err, int code, const char *fmt, ...) {
+  if (err) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    err->code = code;
+  }
+  return code;
+}
+
+void memstub_error_prefix(memstub_error *err, const char *prefix) {
+  if (!err || !prefix) return;
+  // Shift the message right and put "prefix: " in front; the tail of a
+  // message that no longer fits is dropped.
+  size_t pl = strlen(prefix) + 2, ml = strlen(err->msg);
+  if (pl >= sizeof err->msg) pl = sizeof err->msg - 1;
+  if (pl + ml >= sizeof err->msg) ml = sizeof err->msg - 1 - pl;
+  memmove(err->msg + pl, err->msg, ml);
+  err->msg[pl + ml] = '\0';
+  memcpy(err->msg, prefix, pl - 2);
+  memcpy(err->msg + pl - 2, ": ", 2);
+}

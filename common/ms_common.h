@@ -1,0 +1,68 @@
+/* common/ms_common.h: helpers shared by memstub's parts; not installed.
+ * Internal names use the ms__ prefix. */
+#ifndef MEMSTUB_COMMON_MS_COMMON_H
+#define MEMSTUB_COMMON_MS_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "memstub/error.h"
+
+#define MS__ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- atomic output files (afile.c) ------------------------------------- */
+
+/* An output file that appears complete or not at all: data goes to a hidden
+ * temporary file beside path, which commit renames over path. path "-" writes
+ * to standard output instead (not atomic). */
+typedef struct ms__afile {
+  FILE *f;          /* write here */
+  char *path;       /* final name, NULL for stdout */
+  char *tmp;        /* temporary name, NULL for stdout */
+} ms__afile;
+
+/* Open for writing. 0, or -errno with err naming path. */
+int ms__afile_open(ms__afile *af, const char *path, memstub_error *err);
+/* Flush, sync and rename into place; on any failure the temporary file is
+ * removed and -errno returned with err set. af is closed either way. */
+int ms__afile_commit(ms__afile *af, memstub_error *err);
+/* Close and remove the temporary file; nothing appears at path. */
+void ms__afile_abort(ms__afile *af);
+
+/* Read a whole file ("-" for stdin) into a NUL-terminated malloc'd buffer.
+ * 0 or -errno with err naming path. */
+int ms__read_file(const char *path, char **buf, size_t *len, memstub_error *err);
+
+/* ---- numbers (num.c) --------------------------------------------------- */
+
+/* Strict decimal integer: optional '-', digits only, no spaces, in int64
+ * range. 0, -EINVAL (not a number) or -ERANGE (overflow). */
+int ms__parse_i64(const char *s, size_t len, int64_t *out);
+/* Strict floating point (strtod syntax, finite, whole string). 0 or -EINVAL. */
+int ms__parse_double(const char *s, double *out);
+/* a + b, a * b with overflow check: 0 or -ERANGE. */
+int ms__add_i64(int64_t a, int64_t b, int64_t *out);
+/* Round v to the nearest int64: 0 or -ERANGE when out of range or not finite. */
+int ms__round_i64(double v, int64_t *out);
+
+/* ---- strings ----------------------------------------------------------- */
+
+/* strdup that returns NULL on failure (no abort). */
+char *ms__strdup(const char *s);
+/* printf into a new malloc'd string; NULL when out of memory. */
+char *ms__asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- data files (paths.c) ---------------------------------------------- */
+
+/* Directory holding memstub's data (generator/, plots/, traces/samples/,
+ * runtime/ sources): $MEMSTUB_DATADIR, else the source tree when run from a
+ * build tree, else the installed share/memstub. Never NULL. */
+const char *ms__datadir(void);
+/* Directory holding the built libraries and generated headers (build tree or
+ * installed libdir); $MEMSTUB_LIBDIR overrides. Never NULL. */
+const char *ms__libdir(void);
+/* Directory holding the public headers (the parent of memstub/). */
+const char *ms__includedir(void);
+
+#endif

@@ -1,0 +1,74 @@
+// Strict number parsing and checked arithmetic.
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ms_common.h"
+
+int ms__parse_i64(const char *s, size_t len, int64_t *out) {
+  size_t i = 0;
+  int neg = 0;
+  if (len > 0 && s[0] == '-') {
+    neg = 1;
+    i = 1;
+  }
+  if (i == len) return -EINVAL;
+  // Accumulate negatively so INT64_MIN parses too.
+  int64_t v = 0;
+  for (; i < len; i++) {
+    unsigned d = (unsigned)(unsigned char)s[i] - '0';
+    if (d > 9) return -EINVAL;
+    if (v < (INT64_MIN + (int64_t)d) / 10) {
+      // Keep scanning so "12x" beyond the overflow still reads as non-numeric.
+      for (i++; i < len; i++)
+        if ((unsigned)(unsigned char)s[i] - '0' > 9) return -EINVAL;
+      return -ERANGE;
+    }
+    v = v * 10 - (int64_t)d;
+  }
+  if (!neg) {
+    if (v == INT64_MIN) return -ERANGE;
+    v = -v;
+  }
+  *out = v;
+  return 0;
+}
+
+int ms__parse_double(const char *s, double *out) {
+  if (!s || !*s) return -EINVAL;
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (*end != '\0' || errno == ERANGE || !isfinite(v)) return -EINVAL;
+  *out = v;
+  return 0;
+}
+
+int ms__add_i64(int64_t a, int64_t b, int64_t *out) {
+  return __builtin_add_overflow(a, b, out) ? -ERANGE : 0;
+}
+
+int ms__round_i64(double v, int64_t *out) {
+  // 2^63 is exactly representable; anything at or beyond it overflows.
+  if (!isfinite(v) || v >= 9223372036854775808.0 || v < -9223372036854775808.0) return -ERANGE;
+  *out = llround(v);
+  return 0;
+}
+
+char *ms__strdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+char *ms__asprintf(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *s = NULL;
+  if (vasprintf(&s, fmt, ap) < 0) s = NULL;
+  va_end(ap);
+  return s;
+}

@@ -1,0 +1,91 @@
+/* common/prim.h: the platform seam. Everything memstub needs from the CPU and
+ * the OS that is not plain C lives behind these calls: the stack pointer, the
+ * cycle counter, clocks, sleeping, page size and fault counts. Linux on x86-64
+ * and aarch64; other targets get portable fallbacks. */
+#ifndef MEMSTUB_COMMON_PRIM_H
+#define MEMSTUB_COMMON_PRIM_H
+
+#include <stdint.h>
+#include <time.h>
+
+// The current stack pointer. Inline so it reads the caller's frame.
+static inline __attribute__((always_inline)) uintptr_t ms__prim_sp(void) {
+  uintptr_t sp;
+#if defined(__x86_64__)
+  __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+#elif defined(__aarch64__)
+  __asm__ volatile("mov %0, sp" : "=r"(sp));
+#else
+  sp = (uintptr_t)__builtin_frame_address(0);
+#endif
+  return sp;
+}
+
+// Cycle counter at the start of a timed region: earlier instructions retire
+// before it is read (lfence; rdtsc). Never cpuid: it traps under a hypervisor.
+static inline __attribute__((always_inline)) uint64_t ms__prim_cycles_begin(void) {
+#if defined(__x86_64__)
+  uint32_t lo, hi;
+  __asm__ volatile("lfence\n\trdtsc" : "=a"(lo), "=d"(hi)::"memory");
+  return ((uint64_t)hi << 32) | lo;
+#elif defined(__aarch64__)
+  uint64_t v;
+  __asm__ volatile("isb\n\tmrs %0, cntvct_el0" : "=r"(v)::"memory");
+  return v;
+#else
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+#endif
+}
+
+// Cycle counter at the end of a timed region: waits for the region's
+// instructions (rdtscp), and later ones wait for the read (lfence).
+static inline __attribute__((always_inline)) uint64_t ms__prim_cycles_end(void) {
+#if defined(__x86_64__)
+  uint32_t lo, hi, aux;
+  __asm__ volatile("rdtscp\n\tlfence" : "=a"(lo), "=d"(hi), "=c"(aux)::"memory");
+  return ((uint64_t)hi << 32) | lo;
+#elif defined(__aarch64__)
+  uint64_t v;
+  __asm__ volatile("isb\n\tmrs %0, cntvct_el0\n\tisb" : "=r"(v)::"memory");
+  return v;
+#else
+  return ms__prim_cycles_begin();
+#endif
+}
+
+// CLOCK_MONOTONIC in nanoseconds.
+static inline int64_t ms__prim_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Whether the cycle counter ticks at a constant rate, in every P- and
+ * C-state (x86: invariant TSC; aarch64: the generic timer always does).
+ * Without it, cycle figures fall back to CLOCK_MONOTONIC nanoseconds. */
+int ms__prim_cycles_invariant(void);
+
+/* Cycles per nanosecond, measured once against CLOCK_MONOTONIC (about 20 ms
+ * the first time, cached after). 1.0 when the counter is not invariant. */
+double ms__prim_cycles_per_ns(void);
+
+// Sleep until CLOCK_MONOTONIC reaches deadline_ns (absolute); retries EINTR.
+void ms__prim_sleep_until(int64_t deadline_ns);
+
+// Set this thread's timer slack (how late the kernel may wake it). 0 or -errno.
+int ms__prim_set_timer_slack(unsigned long ns);
+
+long ms__prim_page_size(void);
+
+// Physical memory in bytes (0 if unknown).
+uint64_t ms__prim_phys_mem(void);
+
+// Minor page faults of the calling thread so far.
+long ms__prim_minor_faults(void);
+
+// One line naming the CPU model ("unknown" if the OS does not say).
+const char *ms__prim_cpu_model(void);
+
+#endif

@@ -1,0 +1,37 @@
+/* generator/internal.h: the generator's private pieces. */
+#ifndef MEMSTUB_GENERATOR_INTERNAL_H
+#define MEMSTUB_GENERATOR_INTERNAL_H
+
+#include "ms_common.h"
+#include "memstub/gen.h"
+
+/* The trace after transforms, relative to its bases: times from row 0, stack
+ * and heap above their minima, so every value is >= 0. */
+typedef struct ms__targets {
+  size_t n;
+  int64_t *t, *s, *h;  // [n]
+  int64_t time0, stack_base, heap_base;
+} ms__targets;
+
+// Append one point to g. 0 or -ENOMEM.
+int ms__gen_append(memstub_gen *g, int64_t time, int64_t stack, int64_t heap, int64_t point);
+
+/* Normalise the targets into LIFO points appended to g (normalize.c):
+ * row 0 becomes zero-delay "entry" points only if it is above the bases;
+ * every later row i becomes one or more points mapped to i: the delay on the
+ * first, the heap change on the last, and between them the pops and the push
+ * that take the open frames from the previous total to the new one.
+ * 0 or -ENOMEM. */
+int ms__gen_normalize(memstub_gen *g, const ms__targets *tg);
+
+/* Apply the calibration profile o->profile (compensate.c): called with the
+ * targets before normalisation (stage 0, may change tg) and with the points
+ * after it (stage 1, may change g). 0 or -EINVAL with err set. */
+int ms__gen_compensate(memstub_gen *g, ms__targets *tg, const memstub_gen_options *o, int stage,
+                       memstub_error *err);
+
+/* Derive the descriptor's figures (peaks, depth, duration, counts) from the
+ * points. */
+void ms__gen_finish(memstub_gen *g, const ms__targets *tg);
+
+#endif

@@ -1,0 +1,82 @@
+/* memstub/gen.h: turn a trace into stub data, and stub data into a header.
+ *
+ * memstub_gen_build() computes per-point deltas from the trace's totals,
+ * applies the what-if transforms, normalises the stack into frame pushes and
+ * pops that a recursion can perform (inserting zero-delay points where a real
+ * trace is not LIFO-shaped) and keeps, for every point, the original row it
+ * belongs to. memstub_gen_emit() writes the paper's memUse[NUMDATA] header
+ * through GNU m4 and generator/memuse.h.m4. */
+#ifndef MEMSTUB_GEN_H
+#define MEMSTUB_GEN_H
+
+#include <stdint.h>
+
+#include "memstub/error.h"
+#include "memstub/memalloc.h"
+#include "memstub/trace.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct memstub_profile;  // memstub/calib.h
+
+typedef struct memstub_gen_options {
+  const char *name;         // identifier prefix for the header's names; NULL or "" for none
+  const char *source;       // what to record as the source trace (default: "(memory)")
+  double time_scale;        // what-if transforms on the totals, before normalisation;
+  double heap_scale;        //   1.0 leaves the trace as recorded, 0.5 halves it
+  double stack_scale;
+  const struct memstub_profile *profile;  // calibration to compensate for; NULL for none
+  const char *profile_path;               // recorded in the header when profile is set
+  int timing;               // MEMSTUB_COMP_DEADLINE or MEMSTUB_COMP_USLEEP, with a profile
+} memstub_gen_options;
+
+// Defaults: no name, scales 1.0, no profile, deadline timing.
+void memstub_gen_options_init(memstub_gen_options *o);
+
+// How calibration changed the data (all zero without a profile).
+typedef struct memstub_gen_comp {
+  int64_t stack_points;     // points whose push was reduced or carried
+  int64_t stack_unmet_max;  // largest stack excess left at an original row, bytes
+  int64_t heap_points;      // points whose heap target was changed or carried
+  int64_t heap_unmet_max;   // largest heap excess left at an original row, bytes
+  int64_t time_points;      // points whose delay could not absorb the predicted cost
+  int64_t time_unmet_max;   // largest lateness left at a point, ns
+  int64_t time_shift_ns;    // total predicted cost moved out of the delays, ns
+} memstub_gen_comp;
+
+typedef struct memstub_gen {
+  struct memstub_stub stub;  // ready to replay; its arrays point into this object
+  struct memAlloc *use;      // [stub.numdata]
+  int64_t *point;            // [stub.numdata]
+  int64_t pushes, pops, constants;  // stack operations by kind
+  int64_t heap_up, heap_down;       // bytes added and removed over the whole stub
+  int64_t final_stack, final_heap;  // totals above the bases at the end
+  memstub_gen_comp comp;
+  char *name, *source, *transforms, *calibration;
+  size_t cap;
+} memstub_gen;
+
+/* Build stub data from a valid trace. On success *out owns the result.
+ * Fails with -EINVAL (err says why: a bad option, a trace of one row, a
+ * transform that overflows, a profile that does not fit) or -ENOMEM. */
+int memstub_gen_build(const memstub_trace *t, const memstub_gen_options *o, memstub_gen **out,
+                      memstub_error *err);
+void memstub_gen_free(memstub_gen *g);
+
+/* Write g as a C header to path ("-" for standard output) by running GNU m4
+ * ($MEMSTUB_M4, else "m4" on PATH) on the embedded generator/memuse.h.m4.
+ * Atomic: nothing appears at path unless m4 succeeded. 0 or a negative errno
+ * with err set (-ENOENT when m4 cannot be run). */
+int memstub_gen_emit(const memstub_gen *g, const char *path, memstub_error *err);
+
+/* Check the LIFO invariants of stub data: pushes > 0, every pop closes the
+ * open frame and equals minus its size, the map is non-decreasing and within
+ * the original rows. 0 or -EINVAL with err naming the point. */
+int memstub_gen_check(const struct memstub_stub *s, memstub_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,107 @@
+/* memstub/trace.h: the CSV trace format, version 1 (docs/formats.md).
+ *
+ *   # memstub-trace 1
+ *   # source: massif
+ *   time_ns,stack_bytes,heap_bytes[,extra...]
+ *   0,1024,0
+ *
+ * A trace is a growing table: three fixed columns (time, stack and heap
+ * totals) plus any number of extra signed 64-bit integer columns, and ordered
+ * "key: value" metadata. The reader is strict and reports the first problem as
+ * "file:line:column: reason"; the writer is atomic (temporary file, then
+ * rename), so a failure never leaves a half-written file. */
+#ifndef MEMSTUB_TRACE_H
+#define MEMSTUB_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "memstub/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MEMSTUB_TRACE_VERSION 1
+#define MEMSTUB_TRACE_MAGIC "memstub-trace"
+
+typedef struct memstub_point {
+  int64_t time_ns;      /* since the component started; never decreases */
+  int64_t stack_bytes;  /* stack in use, from the entry stack pointer; >= 0 */
+  int64_t heap_bytes;   /* heap held by the component; >= 0 */
+} memstub_point;
+
+typedef struct memstub_meta {
+  char *key;
+  char *value;
+} memstub_meta;
+
+typedef struct memstub_trace {
+  size_t n;              /* rows */
+  memstub_point *pts;    /* [n] */
+  size_t nextra;         /* extra columns after the fixed three */
+  char **extra_names;    /* [nextra] */
+  int64_t *extra;        /* [n * nextra], row-major */
+  size_t nmeta;
+  memstub_meta *meta;    /* in file order */
+  size_t cap;            /* rows allocated */
+} memstub_trace;
+
+/* An empty trace with the three fixed columns; NULL when out of memory. */
+memstub_trace *memstub_trace_create(void);
+void memstub_trace_free(memstub_trace *t);
+
+/* Add an extra column (before any row is added). name must be an identifier
+ * ([A-Za-z_][A-Za-z0-9_]*) not used yet. Returns its index among the extra
+ * columns, or -EINVAL / -ENOMEM. */
+int memstub_trace_add_column(memstub_trace *t, const char *name);
+
+/* Index of the extra column called name, or -1. */
+int memstub_trace_column(const memstub_trace *t, const char *name);
+
+/* Reserve room for at least n rows. 0 or -ENOMEM. */
+int memstub_trace_reserve(memstub_trace *t, size_t n);
+
+/* Append a row; its extra values start at 0 (set them with
+ * memstub_trace_extra_set). No checks: writers validate. 0 or -ENOMEM. */
+int memstub_trace_append(memstub_trace *t, int64_t time_ns, int64_t stack_bytes,
+                         int64_t heap_bytes);
+
+static inline int64_t *memstub_trace_extra_row(const memstub_trace *t, size_t row) {
+  return t->extra + row * t->nextra;
+}
+
+/* Set (replace) a metadata value. key: [A-Za-z0-9_.-]+; a value's newlines are
+ * stored as spaces. 0, -EINVAL or -ENOMEM. */
+int memstub_trace_set_meta(memstub_trace *t, const char *key, const char *value);
+
+/* The value for key, or NULL. */
+const char *memstub_trace_get_meta(const memstub_trace *t, const char *key);
+
+/* Parse a trace held in memory; name is used in messages. On success *out owns
+ * a new trace. On failure returns -EINVAL (bad input) or -ENOMEM, *out is NULL
+ * and err says "name:line:column: reason". */
+int memstub_trace_parse(const char *name, const char *buf, size_t len,
+                        memstub_trace **out, memstub_error *err);
+
+/* Read and parse a file ("-" for standard input). As memstub_trace_parse, plus
+ * -errno when the file cannot be read. */
+int memstub_trace_read(const char *path, memstub_trace **out, memstub_error *err);
+
+/* Check a trace built in memory against the format's rules (non-negative
+ * totals, time never decreasing, at least one row). 0 or -EINVAL with the
+ * offending row in err (as "row N", 1-based data row). */
+int memstub_trace_validate(const memstub_trace *t, memstub_error *err);
+
+/* Write the trace in format v1 to an open stream. 0 or -EIO. */
+int memstub_trace_fwrite(const memstub_trace *t, FILE *f);
+
+/* Validate, then write atomically to path ("-" for standard output): the
+ * file appears complete or not at all. 0 or a negative errno with err set. */
+int memstub_trace_write(const memstub_trace *t, const char *path, memstub_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

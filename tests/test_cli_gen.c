@@ -1,0 +1,251 @@
+// memstub gen end to end: the golden Listing 1 header, compiling generated
+// headers, and refusing malformed input without leaving files behind.
+#include <check.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memstub/gen.h"
+#include "testutil.h"
+
+START_TEST(test_listing1_golden) {
+  tu_run r = tu_memstub(tu_src("traces/samples"), "gen", "listing1.csv", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  char *golden = tu_read_file(tu_src("tests/golden/listing1.h"));
+  ck_assert_ptr_nonnull(golden);
+  ck_assert_str_eq(r.out, golden);
+  // The paper's four points, times in ns.
+  ck_assert_ptr_nonnull(strstr(r.out, "#define NUMDATA 4\n"));
+  ck_assert_ptr_nonnull(strstr(r.out, "[0].time = 129000, [0].stackAlloc = 300, [0].heapAlloc = 0,"));
+  ck_assert_ptr_nonnull(strstr(r.out, "[1].time = 223000, [1].stackAlloc = 100, [1].heapAlloc = 200,"));
+  ck_assert_ptr_nonnull(strstr(r.out, "[2].time = 384000, [2].stackAlloc = -100, [2].heapAlloc = -40,"));
+  ck_assert_ptr_nonnull(strstr(r.out, "[3].time = 112000, [3].stackAlloc = -300, [3].heapAlloc = -160,"));
+  free(golden);
+  tu_run_free(&r);
+}
+END_TEST
+
+static void gen_to(const char *dir, const char *trace, const char *name, const char *out) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, out);
+  tu_run r = tu_memstub(NULL, "gen", trace, "-o", path, "--name", name, NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+}
+
+/* Compile the synthetic sample's header together with the non-LIFO one
+ * (two stubs in one program), print every value, and compare with what the
+ * generator computes in memory; also check the header's struct layout
+ * against memstub/memalloc.h. */
+START_TEST(test_compile_generated_headers) {
+  char *dir = tu_mkdtemp();
+  const char *syn = strdup(tu_src("traces/samples/synthetic-4.8s.csv"));
+  const char *nl = strdup(tu_src("traces/samples/nonlifo.csv"));
+  gen_to(dir, syn, "syn", "syn.h");
+  gen_to(dir, nl, "nl", "nl.h");
+  char prog[4096], exe[4096];
+  snprintf(prog, sizeof prog, "%s/main.c", dir);
+  snprintf(exe, sizeof exe, "%s/main", dir);
+  tu_write_file(prog,
+                "#include <stdio.h>\n#include <stddef.h>\n#include \"syn.h\"\n#include \"nl.h\"\n"
+                "static void dump(const struct memstub_stub *s) {\n"
+                "  printf(\"%lld %lld %lld %lld\\n\", (long long)s->numdata, (long long)s->norig,\n"
+                "         (long long)s->peak_stack, (long long)s->duration_ns);\n"
+                "  for (long long i = 0; i < s->numdata; i++)\n"
+                "    printf(\"%lld %lld %lld %lld\\n\", (long long)s->use[i].time,\n"
+                "           (long long)s->use[i].stackAlloc, (long long)s->use[i].heapAlloc,\n"
+                "           (long long)s->point[i]);\n}\n"
+                "int main(void) {\n"
+                "  printf(\"%zu %zu %zu %zu %zu\\n\", sizeof(struct memstub_stub),\n"
+                "    offsetof(struct memstub_stub, use), offsetof(struct memstub_stub, point),\n"
+                "    offsetof(struct memstub_stub, inserted), offsetof(struct memstub_stub, calibration));\n"
+                "  printf(\"%d %d\\n\", syn_NUMDATA, nl_NUMDATA);\n"
+                "  dump(&syn_memStub); dump(&nl_memStub);\n"
+                "  printf(\"%s|%s\\n\", syn_memStub.source, nl_memStub.name);\n  return 0;\n}\n");
+  const char *cc = getenv("MEMSTUB_CC");
+  char *ccargv[] = {(char *)(cc ? cc : "cc"), "-std=c11", "-Wall", "-Wextra", "-Werror", "-o", exe,
+                    prog, NULL};
+  tu_run c = tu_exec(dir, ccargv);
+  ck_assert_msg(c.status == 0, "compile failed: %s", c.err);
+  char *runargv[] = {exe, NULL};
+  tu_run r = tu_exec(dir, runargv);
+  ck_assert_int_eq(r.status, 0);
+
+  // What the output must be, from the library and memstub/memalloc.h.
+  size_t cap = 1 << 22, off = 0;
+  char *want = malloc(cap);
+  off += (size_t)snprintf(want + off, cap - off, "%zu %zu %zu %zu %zu\n", sizeof(struct memstub_stub),
+                          offsetof(struct memstub_stub, use), offsetof(struct memstub_stub, point),
+                          offsetof(struct memstub_stub, inserted),
+                          offsetof(struct memstub_stub, calibration));
+  memstub_gen *g[2];
+  const char *paths[2] = {syn, nl};
+  for (int k = 0; k < 2; k++) {
+    memstub_trace *t;
+    memstub_error err = {0};
+    ck_assert_int_eq(memstub_trace_read(paths[k], &t, &err), 0);
+    memstub_gen_options o;
+    memstub_gen_options_init(&o);
+    ck_assert_int_eq(memstub_gen_build(t, &o, &g[k], &err), 0);
+    memstub_trace_free(t);
+  }
+  off += (size_t)snprintf(want + off, cap - off, "%lld %lld\n", (long long)g[0]->stub.numdata,
+                          (long long)g[1]->stub.numdata);
+  for (int k = 0; k < 2; k++) {
+    const struct memstub_stub *s = &g[k]->stub;
+    off += (size_t)snprintf(want + off, cap - off, "%lld %lld %lld %lld\n", (long long)s->numdata,
+                            (long long)s->norig, (long long)s->peak_stack,
+                            (long long)s->duration_ns);
+    for (int64_t i = 0; i < s->numdata; i++)
+      off += (size_t)snprintf(want + off, cap - off, "%lld %lld %lld %lld\n",
+                              (long long)s->use[i].time, (long long)s->use[i].stackAlloc,
+                              (long long)s->use[i].heapAlloc, (long long)s->point[i]);
+    memstub_gen_free(g[k]);
+  }
+  snprintf(want + off, cap - off, "%s|nl\n", syn);
+  ck_assert_str_eq(r.out, want);
+  free(want);
+  tu_run_free(&c);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+START_TEST(test_hostile_source_name) {
+  // A file name with m4 quotes, macro names, '$1', C escapes and a comment end.
+  char *dir = tu_mkdtemp();
+  const char *name = "we'ird `m4_define' $1 MS_PREFIX [[x]] \"q\" *\\ #.csv";
+  char path[4096], out[4096], prog[4096], exe[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  snprintf(out, sizeof out, "%s/h.h", dir);
+  snprintf(prog, sizeof prog, "%s/main.c", dir);
+  snprintf(exe, sizeof exe, "%s/main", dir);
+  tu_write_file(path, "time_ns,stack_bytes,heap_bytes\n0,0,0\n5,16,16\n9,0,0\n");
+  tu_run r = tu_memstub(NULL, "gen", path, "-o", out, NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  tu_write_file(prog, "#include <stdio.h>\n#include \"h.h\"\n"
+                      "int main(void) { fputs(memStub.source, stdout); return NUMDATA != 2; }\n");
+  char *ccargv[] = {"cc", "-std=c11", "-Wall", "-Werror", "-o", exe, prog, NULL};
+  const char *cc = getenv("MEMSTUB_CC");
+  if (cc) ccargv[0] = (char *)cc;
+  tu_run c = tu_exec(dir, ccargv);
+  ck_assert_msg(c.status == 0, "compile failed: %s", c.err);
+  char *runargv[] = {exe, NULL};
+  tu_run x = tu_exec(dir, runargv);
+  ck_assert_int_eq(x.status, 0);
+  ck_assert_str_eq(x.out, path);
+  tu_run_free(&r);
+  tu_run_free(&c);
+  tu_run_free(&x);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+// Malformed traces: exit 2, "memstub: error: file:line:column: ...", no output file.
+static const struct {
+  const char *text, *msg;
+} bad[] = {
+    {"0,0,0\n", "bad.csv:1:1: missing header row"},
+    {"time_ns,stack_bytes,heap_bytes\n0,x,0\n", "bad.csv:2:3: stack_bytes: not an integer: 'x'"},
+    {"time_ns,stack_bytes,heap_bytes\n5,0,0\n4,0,0\n", "bad.csv:3:1: time_ns: decreases from 5 to 4"},
+    {"time_ns,stack_bytes,heap_bytes\n0,0,-3\n", "bad.csv:2:5: heap_bytes: negative total -3"},
+    {"time_ns,stack_bytes,heap_bytes\n0,0,0,1\n", "bad.csv:2:7: stray field 4"},
+    {"time_ns,stack_bytes,heap_bytes\n0,0,0\n1,1,1", "bad.csv:3:6: truncated last line"},
+    {"time_ns,stack_bytes,heap_bytes\n", "bad.csv:2:1: empty trace"},
+    {"time_ns,stack_bytes,heap_bytes\n0,0,18446744073709551616\n",
+     "bad.csv:2:5: heap_bytes: 18446744073709551616 does not fit in 64 bits"},
+    {"time_ns,stack_bytes,heap_bytes\n0,0,0\n", "bad.csv: a stub needs at least two rows"},
+};
+
+START_TEST(test_malformed_exit_2_no_output) {
+  char *dir = tu_mkdtemp();
+  tu_write_file(strcat(strcpy(malloc(4200), dir), "/bad.csv"), bad[_i].text);
+  tu_run r = tu_memstub(dir, "gen", "bad.csv", "-o", "out.h", NULL);
+  ck_assert_int_eq(r.status, 2);
+  char want[512];
+  snprintf(want, sizeof want, "memstub: error: %s", bad[_i].msg);
+  ck_assert_msg(strncmp(r.err, want, strlen(want)) == 0, "got: %s\nwant: %s", r.err, want);
+  ck_assert_int_eq(tu_count_entries(dir), 1);  // bad.csv only: no out.h, no temporary
+  ck_assert_str_eq(r.out, "");
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+START_TEST(test_usage_and_environment_errors) {
+  char *dir = tu_mkdtemp();
+  const char *l1 = strdup(tu_src("traces/samples/listing1.csv"));
+  tu_run r = tu_memstub(dir, "gen", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "missing TRACE"));
+  tu_run_free(&r);
+  r = tu_memstub(dir, "gen", l1, "--heap-scale", "half", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "--heap-scale: expected a number, found 'half'"));
+  tu_run_free(&r);
+  r = tu_memstub(dir, "gen", l1, "--bogus", NULL);
+  ck_assert_int_eq(r.status, 2);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "gen", "missing.csv", "-o", "x.h", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_str_eq(r.err, "memstub: error: missing.csv: cannot open: No such file or directory\n");
+  tu_run_free(&r);
+  // Without GNU m4 the header is refused cleanly.
+  setenv("MEMSTUB_M4", "/nonexistent/m4", 1);
+  r = tu_memstub(dir, "gen", l1, "-o", "x.h", NULL);
+  unsetenv("MEMSTUB_M4");
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "cannot run GNU m4"));
+  ck_assert_int_eq(tu_count_entries(dir), 0);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "frobnicate", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_str_eq(r.err, "memstub: error: unknown command 'frobnicate' (see 'memstub help')\n");
+  tu_run_free(&r);
+  r = tu_memstub(dir, "help", "gen", NULL);
+  ck_assert_int_eq(r.status, 0);
+  ck_assert_ptr_nonnull(strstr(r.out, "usage: memstub gen TRACE"));
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+START_TEST(test_transforms_recorded) {
+  char *dir = tu_mkdtemp();
+  tu_run r = tu_memstub(dir, "gen", tu_src("traces/samples/listing1.csv"), "--time-scale", "0.5",
+                        "--heap-scale", "0.5", NULL);
+  ck_assert_int_eq(r.status, 0);
+  ck_assert_ptr_nonnull(strstr(r.out, " * transforms:    time x0.5, heap x0.5, stack x1\n"));
+  ck_assert_ptr_nonnull(strstr(r.out, "[1].time = 111500, [1].stackAlloc = 100, [1].heapAlloc = 100,"));
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+static Suite *cli_gen_suite(void) {
+  Suite *s = suite_create("cli_gen");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_listing1_golden);
+  tcase_add_test(tc, test_compile_generated_headers);
+  tcase_add_test(tc, test_hostile_source_name);
+  tcase_add_loop_test(tc, test_malformed_exit_2_no_output, 0, (int)(sizeof bad / sizeof bad[0]));
+  tcase_add_test(tc, test_usage_and_environment_errors);
+  tcase_add_test(tc, test_transforms_recorded);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(cli_gen_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

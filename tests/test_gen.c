@@ -1,0 +1,274 @@
+// The generator: deltas, stack normalisation, transforms and the point map.
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memstub/gen.h"
+#include "synth.h"
+
+static memstub_trace *from_rows(const int64_t (*rows)[3], size_t n) {
+  memstub_trace *t = memstub_trace_create();
+  for (size_t i = 0; i < n; i++) ck_assert_int_eq(memstub_trace_append(t, rows[i][0], rows[i][1], rows[i][2]), 0);
+  return t;
+}
+
+static memstub_gen *build(const memstub_trace *t, const memstub_gen_options *o) {
+  memstub_gen_options def;
+  memstub_gen_options_init(&def);
+  memstub_gen *g = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_gen_build(t, o ? o : &def, &g, &err) == 0, "%s", err.msg);
+  return g;
+}
+
+/* Perform the points as the recursion would (a stack of frames, one heap
+ * total) and check that after each row's last point the stack and heap equal
+ * that row's totals above the bases, and that every pop closes its frame. */
+static void replay_check(const memstub_trace *t, const memstub_gen *g) {
+  const struct memstub_stub *s = &g->stub;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_gen_check(s, &err) == 0, "%s", err.msg);
+  int64_t *frames = malloc((size_t)(s->numdata + 1) * sizeof *frames);
+  int64_t depth = 0, stack = 0, heap = 0, time = 0;
+  int64_t smin = INT64_MAX, hmin = INT64_MAX;
+  for (size_t i = 0; i < t->n; i++) {
+    if (t->pts[i].stack_bytes < smin) smin = t->pts[i].stack_bytes;
+    if (t->pts[i].heap_bytes < hmin) hmin = t->pts[i].heap_bytes;
+  }
+  ck_assert_int_eq(s->stack_base, smin);
+  ck_assert_int_eq(s->heap_base, hmin);
+  ck_assert_int_eq(s->norig, (int64_t)t->n);
+  int64_t row_seen = 0;
+  for (int64_t i = 0; i < s->numdata; i++) {
+    const struct memAlloc *u = &s->use[i];
+    time += u->time;
+    if (u->stackAlloc > 0) {
+      frames[depth++] = u->stackAlloc;
+    } else if (u->stackAlloc < 0) {
+      ck_assert_int_gt(depth, 0);
+      ck_assert_int_eq(-u->stackAlloc, frames[depth - 1]);  // no pop exceeds its frame
+      depth--;
+    }
+    stack += u->stackAlloc;
+    heap += u->heapAlloc;
+    ck_assert_int_ge(heap, 0);
+    int64_t row = s->point[i];
+    if (i + 1 == s->numdata || s->point[i + 1] != row) {  // the row's last point
+      const memstub_point *p = &t->pts[row];
+      ck_assert_int_eq(stack, p->stack_bytes - smin);
+      ck_assert_int_eq(heap, p->heap_bytes - hmin);
+      ck_assert_int_eq(time, p->time_ns - t->pts[0].time_ns);
+      row_seen++;
+    }
+  }
+  // Every row after the first has points; row 0 only when it is above a base.
+  int row0 = t->pts[0].stack_bytes > smin || t->pts[0].heap_bytes > hmin;
+  ck_assert_int_eq(row_seen, (int64_t)t->n - 1 + row0);
+  ck_assert_int_eq(time, s->duration_ns);
+  free(frames);
+}
+
+START_TEST(test_listing1) {
+  static const int64_t rows[][3] = {
+      {0, 0, 0}, {129000, 300, 0}, {352000, 400, 200}, {736000, 300, 160}, {848000, 0, 0}};
+  memstub_trace *t = from_rows(rows, 5);
+  memstub_gen *g = build(t, NULL);
+  static const struct memAlloc want[4] = {
+      {129000, 300, 0}, {223000, 100, 200}, {384000, -100, -40}, {112000, -300, -160}};
+  ck_assert_int_eq(g->stub.numdata, 4);
+  ck_assert_mem_eq(g->use, want, sizeof want);
+  for (int i = 0; i < 4; i++) ck_assert_int_eq(g->point[i], i + 1);
+  ck_assert_int_eq(g->stub.inserted, 0);
+  ck_assert_int_eq(g->stub.peak_stack, 400);
+  ck_assert_int_eq(g->stub.max_depth, 2);
+  ck_assert_int_eq(g->stub.peak_heap, 200);
+  ck_assert_int_eq(g->stub.duration_ns, 848000);
+  replay_check(t, g);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
+START_TEST(test_non_lifo_example) {
+  // +300, +100, then -150 becomes pop 100, pop 300, push 250.
+  static const int64_t rows[][3] = {{0, 0, 0}, {10, 300, 0}, {20, 400, 0}, {30, 250, 8}};
+  memstub_trace *t = from_rows(rows, 4);
+  memstub_gen *g = build(t, NULL);
+  static const struct memAlloc want[5] = {
+      {10, 300, 0}, {10, 100, 0}, {10, -100, 0}, {0, -300, 0}, {0, 250, 8}};
+  ck_assert_int_eq(g->stub.numdata, 5);
+  ck_assert_mem_eq(g->use, want, sizeof want);
+  static const int64_t map[5] = {1, 2, 3, 3, 3};
+  ck_assert_mem_eq(g->point, map, sizeof map);
+  ck_assert_int_eq(g->stub.inserted, 2);
+  replay_check(t, g);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
+START_TEST(test_constant_stack_kept) {
+  static const int64_t rows[][3] = {{0, 0, 0}, {5, 64, 0}, {9, 64, 4096}, {12, 64, 0}, {20, 0, 0}};
+  memstub_trace *t = from_rows(rows, 5);
+  memstub_gen *g = build(t, NULL);
+  ck_assert_int_eq(g->stub.numdata, 4);
+  ck_assert_int_eq(g->use[1].stackAlloc, 0);
+  ck_assert_int_eq(g->use[1].heapAlloc, 4096);
+  ck_assert_int_eq(g->use[2].stackAlloc, 0);
+  ck_assert_int_eq(g->constants, 2);
+  replay_check(t, g);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
+START_TEST(test_entry_above_bases) {
+  // Row 0 is above the minima: the stub builds it on zero-delay points mapped to row 0.
+  static const int64_t rows[][3] = {{1000, 1024, 500}, {2000, 1324, 400}, {3000, 24, 0}, {4000, 1024, 900}};
+  memstub_trace *t = from_rows(rows, 4);
+  memstub_gen *g = build(t, NULL);
+  ck_assert_int_eq(g->stub.stack_base, 24);
+  ck_assert_int_eq(g->stub.heap_base, 0);
+  ck_assert_int_eq(g->stub.time0_ns, 1000);
+  ck_assert_int_eq(g->point[0], 0);
+  ck_assert_int_eq(g->use[0].time, 0);
+  ck_assert_int_eq(g->use[0].stackAlloc, 1000);
+  ck_assert_int_eq(g->use[0].heapAlloc, 500);
+  replay_check(t, g);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
+START_TEST(test_normalisation_property) {
+  // Thousands of random traces with arbitrary stack and heap moves.
+  for (uint64_t seed = 1; seed <= 3000; seed++) {
+    uint64_t rs = seed;
+    ms__synth_params p = {.kind = MS__SYNTH_RANDOM,
+                          .seed = seed,
+                          .rows = ms__rand_range(&rs, 2, 120),
+                          .duration_ns = ms__rand_range(&rs, 0, 1000000),
+                          .max_stack = ms__rand_range(&rs, 0, 1) ? 64 : 1 << 20,
+                          .max_heap = ms__rand_range(&rs, 0, 1) ? 16 : 1 << 24};
+    memstub_trace *t;
+    ck_assert_int_eq(ms__synth(&p, &t), 0);
+    memstub_gen *g = build(t, NULL);
+    replay_check(t, g);
+    memstub_gen_free(g);
+    memstub_trace_free(t);
+  }
+}
+END_TEST
+
+START_TEST(test_component_like_sample_property) {
+  ms__synth_params p = {.kind = MS__SYNTH_PAPER, .seed = 7, .rows = 20000,
+                        .duration_ns = 4800000000, .max_stack = 65536, .max_heap = 1 << 20};
+  memstub_trace *t;
+  ck_assert_int_eq(ms__synth(&p, &t), 0);
+  memstub_gen *g = build(t, NULL);
+  replay_check(t, g);
+  ck_assert_int_gt(g->constants, 0);
+  ck_assert_int_gt(g->stub.peak_heap, 128 * 1024);  // crosses the mmap threshold
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
+START_TEST(test_transforms) {
+  static const int64_t rows[][3] = {{0, 0, 0}, {1000, 300, 1000}, {3000, 100, 3000}, {4001, 0, 0}};
+  memstub_trace *t = from_rows(rows, 4);
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  o.time_scale = 0.5;
+  o.heap_scale = 0.5;
+  o.stack_scale = 2;
+  memstub_gen *g = build(t, &o);
+  ck_assert_int_eq(g->use[0].time, 500);
+  ck_assert_int_eq(g->use[0].stackAlloc, 600);
+  ck_assert_int_eq(g->use[0].heapAlloc, 500);
+  ck_assert_int_eq(g->stub.duration_ns, 2001);  // 4001 * 0.5 rounded to nearest (half away from zero)
+  ck_assert_int_eq(g->stub.peak_heap, 1500);
+  ck_assert_str_eq(g->stub.transforms, "time x0.5, heap x0.5, stack x2");
+  memstub_gen_free(g);
+  o.time_scale = o.heap_scale = o.stack_scale = 1;
+  g = build(t, &o);
+  ck_assert_str_eq(g->stub.transforms, "none");
+  memstub_gen_free(g);
+  o.heap_scale = 0;  // "no heap at all"
+  g = build(t, &o);
+  ck_assert_int_eq(g->stub.peak_heap, 0);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
+START_TEST(test_bad_input_refused) {
+  static const int64_t rows[][3] = {{0, 0, 0}, {10, INT64_MAX / 2 + 1, 0}};
+  memstub_trace *t = from_rows(rows, 2);
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  memstub_gen *g = (memstub_gen *)1;
+  memstub_error err = {0};
+  o.stack_scale = 2;
+  ck_assert_int_eq(memstub_gen_build(t, &o, &g, &err), -EINVAL);
+  ck_assert_ptr_null(g);
+  ck_assert_str_eq(err.msg, "row 2: stack_bytes 4611686018427387904 overflows 64 bits with --stack-scale 2");
+  o.stack_scale = -1;
+  ck_assert_int_eq(memstub_gen_build(t, &o, &g, &err), -EINVAL);
+  ck_assert_str_eq(err.msg, "--stack-scale: must be a finite number >= 0, not -1");
+  o.stack_scale = 1;
+  o.name = "9lives";
+  ck_assert_int_eq(memstub_gen_build(t, &o, &g, &err), -EINVAL);
+  ck_assert_msg(strstr(err.msg, "--name: '9lives' is not a C identifier") != NULL, "%s", err.msg);
+  o.name = NULL;
+  t->n = 1;
+  ck_assert_int_eq(memstub_gen_build(t, &o, &g, &err), -EINVAL);
+  ck_assert_msg(strstr(err.msg, "at least two rows") != NULL, "%s", err.msg);
+  memstub_trace_free(t);
+}
+END_TEST
+
+START_TEST(test_check_rejects_broken_data) {
+  struct memAlloc use[3] = {{1, 100, 0}, {1, -50, 0}, {1, 0, 0}};
+  int64_t point[3] = {1, 2, 3};
+  struct memstub_stub s = {.numdata = 3, .use = use, .point = point, .norig = 4};
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_gen_check(&s, &err), -EINVAL);
+  ck_assert_str_eq(err.msg, "point 1: pops 50 bytes from a frame of 100");
+  use[1].stackAlloc = -100;
+  ck_assert_int_eq(memstub_gen_check(&s, &err), 0);
+  use[2].stackAlloc = -1;
+  ck_assert_int_eq(memstub_gen_check(&s, &err), -EINVAL);
+  ck_assert_str_eq(err.msg, "point 2: pop with no open frame");
+  use[2].stackAlloc = 0;
+  point[2] = 1;
+  ck_assert_int_eq(memstub_gen_check(&s, &err), -EINVAL);
+  ck_assert_str_eq(err.msg, "point 2: maps to row 1 out of order");
+}
+END_TEST
+
+static Suite *gen_suite(void) {
+  Suite *s = suite_create("gen");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_listing1);
+  tcase_add_test(tc, test_non_lifo_example);
+  tcase_add_test(tc, test_constant_stack_kept);
+  tcase_add_test(tc, test_entry_above_bases);
+  tcase_add_test(tc, test_normalisation_property);
+  tcase_add_test(tc, test_component_like_sample_property);
+  tcase_add_test(tc, test_transforms);
+  tcase_add_test(tc, test_bad_input_refused);
+  tcase_add_test(tc, test_check_rejects_broken_data);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(gen_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,274 @@
+// Trace format v1: the strict reader, the writer and atomic output.
+#include <check.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "memstub/trace.h"
+#include "testutil.h"
+
+#define H "time_ns,stack_bytes,heap_bytes\n"
+
+// Every refusal: the input and the exact "name:line:column: reason" prefix.
+static const struct refusal {
+  const char *what, *text, *msg;
+} refusals[] = {
+    {"empty file", "", "t.csv:1:1: empty file"},
+    {"only comments", "# memstub-trace 1\n# hello\n\n", "t.csv:4:1: missing header row"},
+    {"missing header row", "0,0,0\n", "t.csv:1:1: missing header row"},
+    {"wrong first column", "time,stack_bytes,heap_bytes\n0,0,0\n",
+     "t.csv:1:1: header row: column 1 must be 'time_ns', found 'time'"},
+    {"columns out of order", "time_ns,heap_bytes,stack_bytes\n0,0,0\n",
+     "t.csv:1:9: header row: column 2 must be 'stack_bytes', found 'heap_bytes'"},
+    {"missing column", "time_ns,stack_bytes\n0,0\n",
+     "t.csv:1:20: header row: missing column 'heap_bytes'"},
+    {"duplicate column", "time_ns,stack_bytes,heap_bytes,point,point\n0,0,0,1,1\n",
+     "t.csv:1:38: header row: column 5: 'point' is a duplicate column name"},
+    {"fixed name repeated", "time_ns,stack_bytes,heap_bytes,time_ns\n0,0,0,1\n",
+     "t.csv:1:32: header row: column 4: 'time_ns' is a duplicate column name"},
+    {"bad column name", "time_ns,stack_bytes,heap_bytes,9x\n0,0,0,1\n",
+     "t.csv:1:32: header row: column 4: '9x' is not a valid column name"},
+    {"unsupported version", "# memstub-trace 2\n" H "0,0,0\n",
+     "t.csv:1:17: unsupported trace format version 2"},
+    {"non-numeric field", H "0,abc,0\n", "t.csv:2:3: stack_bytes: not an integer: 'abc'"},
+    {"fraction", H "0,0,1.5\n", "t.csv:2:5: heap_bytes: not an integer: '1.5'"},
+    {"plus sign", H "+1,0,0\n", "t.csv:2:1: time_ns: not an integer: '+1'"},
+    {"space inside a number", H "0,1 2,0\n", "t.csv:2:3: stack_bytes: not an integer: '1 2'"},
+    {"lone carriage return", H "0,0\r,0\n", "t.csv:2:3: stack_bytes: not an integer: '0?'"},
+    {"negative stack", H "0,-5,0\n", "t.csv:2:3: stack_bytes: negative total -5"},
+    {"negative heap", H "0,0,-1\n", "t.csv:2:5: heap_bytes: negative total -1"},
+    {"negative time", H "-1,0,0\n", "t.csv:2:1: time_ns: negative time -1"},
+    {"decreasing time", H "10,0,0\n5,0,0\n", "t.csv:3:1: time_ns: decreases from 10 to 5"},
+    {"64-bit overflow", H "0,9223372036854775808,0\n",
+     "t.csv:2:3: stack_bytes: 9223372036854775808 does not fit in 64 bits"},
+    {"huge overflow", H "0,0,99999999999999999999999\n",
+     "t.csv:2:5: heap_bytes: 99999999999999999999999 does not fit in 64 bits"},
+    {"extra column overflow", "time_ns,stack_bytes,heap_bytes,x\n0,0,0,-9223372036854775809\n",
+     "t.csv:2:7: x: -9223372036854775809 does not fit in 64 bits"},
+    {"empty trace", "# memstub-trace 1\n" H, "t.csv:3:1: empty trace: no data rows"},
+    {"truncated last line", H "0,0,0\n10,1", "t.csv:3:5: truncated last line"},
+    {"truncated complete-looking line", H "0,0,0\n10,1,1", "t.csv:3:7: truncated last line"},
+    {"stray field", H "0,0,0,7\n", "t.csv:2:7: stray field 4: the header row names 3 columns"},
+    {"trailing comma", H "0,0,0,\n", "t.csv:2:7: stray field 4"},
+    {"too few fields", H "0,0\n", "t.csv:2:4: expected 3 fields (time_ns,stack_bytes,heap_bytes), found 2"},
+    {"empty field", H "0,,0\n", "t.csv:2:3: stack_bytes: empty field"},
+    {"missing extra field", "time_ns,stack_bytes,heap_bytes,point\n0,0,0\n",
+     "t.csv:2:6: expected 4 fields (time_ns,stack_bytes,heap_bytes,point), found 3"},
+    {"NUL byte", H "0,0,0\n1,\0,0\n", "t.csv:3:3: NUL byte"},
+};
+
+START_TEST(test_refusal) {
+  const struct refusal *r = &refusals[_i];
+  // Lengths include embedded NULs: the table's texts end at their last '\n'.
+  size_t len = strlen(r->text);
+  if (strcmp(r->what, "NUL byte") == 0) len = sizeof(H "0,0,0\n1,\0,0\n") - 1;
+  memstub_trace *t = (memstub_trace *)1;
+  memstub_error err = {0};
+  int rc = memstub_trace_parse("t.csv", r->text, len, &t, &err);
+  ck_assert_msg(rc == -EINVAL, "%s: accepted (rc %d)", r->what, rc);
+  ck_assert_ptr_null(t);
+  ck_assert_msg(strncmp(err.msg, r->msg, strlen(r->msg)) == 0, "%s:\n  got      %s\n  expected %s...",
+                r->what, err.msg, r->msg);
+}
+END_TEST
+
+START_TEST(test_accepts_crlf_comments_blanks_spaces) {
+  const char *text =
+      "# memstub-trace 1\r\n"
+      "# source: massif\r\n"
+      "#   peak-note :  hello world  \r\n"
+      "# a plain comment, not metadata\r\n"
+      "\r\n"
+      " time_ns , stack_bytes,heap_bytes\r\n"
+      "0, 1024 ,0\r\n"
+      "   \t\r\n"
+      "# in between\r\n"
+      "129000,1324,0\r\n"
+      "352000,1424,200\r\n"
+      "352000,9223372036854775807,0\r\n";
+  memstub_trace *t;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_parse("ok.csv", text, strlen(text), &t, &err) == 0, "%s", err.msg);
+  ck_assert_uint_eq(t->n, 4);
+  ck_assert_int_eq(t->pts[0].stack_bytes, 1024);
+  ck_assert_int_eq(t->pts[2].time_ns, 352000);
+  ck_assert_int_eq(t->pts[2].heap_bytes, 200);
+  ck_assert_int_eq(t->pts[3].stack_bytes, INT64_MAX);
+  ck_assert_str_eq(memstub_trace_get_meta(t, "source"), "massif");
+  ck_assert_str_eq(memstub_trace_get_meta(t, "peak-note"), "hello world");
+  ck_assert_ptr_null(memstub_trace_get_meta(t, "a"));
+  memstub_trace_free(t);
+}
+END_TEST
+
+START_TEST(test_extra_columns_carried) {
+  const char *in = "time_ns,stack_bytes,heap_bytes,point,late_ns\n0,0,0,0,-5\n10,1,2,1,7\n";
+  memstub_trace *t;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_parse("x.csv", in, strlen(in), &t, &err) == 0, "%s", err.msg);
+  ck_assert_uint_eq(t->nextra, 2);
+  ck_assert_int_eq(memstub_trace_column(t, "late_ns"), 1);
+  ck_assert_int_eq(memstub_trace_column(t, "nope"), -1);
+  ck_assert_int_eq(memstub_trace_extra_row(t, 0)[1], -5);
+  ck_assert_int_eq(memstub_trace_extra_row(t, 1)[0], 1);
+  memstub_trace_free(t);
+}
+END_TEST
+
+static memstub_trace *sample(void) {
+  memstub_trace *t = memstub_trace_create();
+  ck_assert_int_eq(memstub_trace_add_column(t, "point"), 0);
+  ck_assert_int_eq(memstub_trace_add_column(t, "point"), -EINVAL);
+  ck_assert_int_eq(memstub_trace_add_column(t, "stack_bytes"), -EINVAL);
+  ck_assert_int_eq(memstub_trace_set_meta(t, "source", "line one\nline two"), 0);
+  ck_assert_int_eq(memstub_trace_set_meta(t, "bad key", "x"), -EINVAL);
+  for (int i = 0; i < 1000; i++) {
+    ck_assert_int_eq(memstub_trace_append(t, i * 1000LL, i % 7 * 100, INT64_MAX - i), 0);
+    memstub_trace_extra_row(t, t->n - 1)[0] = -i;
+  }
+  return t;
+}
+
+START_TEST(test_round_trip) {
+  char *dir = tu_mkdtemp();
+  char path[4096];
+  snprintf(path, sizeof path, "%s/out.csv", dir);
+  memstub_trace *t = sample(), *u;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_write(t, path, &err) == 0, "%s", err.msg);
+  ck_assert_msg(memstub_trace_read(path, &u, &err) == 0, "%s", err.msg);
+  ck_assert_uint_eq(u->n, t->n);
+  ck_assert_uint_eq(u->nextra, 1);
+  ck_assert_mem_eq(u->pts, t->pts, t->n * sizeof *t->pts);
+  ck_assert_mem_eq(u->extra, t->extra, t->n * sizeof *t->extra);
+  ck_assert_str_eq(memstub_trace_get_meta(u, "source"), "line one line two");
+  ck_assert_int_eq(tu_count_entries(dir), 1);  // no temporary left behind
+  memstub_trace_free(t);
+  memstub_trace_free(u);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+START_TEST(test_write_refuses_invalid_and_keeps_old_file) {
+  char *dir = tu_mkdtemp();
+  char path[4096];
+  snprintf(path, sizeof path, "%s/keep.csv", dir);
+  tu_write_file(path, "old contents\n");
+  memstub_trace *t = sample();
+  t->pts[500].time_ns = 1;  // time decreases
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_trace_write(t, path, &err), -EINVAL);
+  ck_assert_msg(strstr(err.msg, "keep.csv: row 501: time_ns decreases") != NULL, "%s", err.msg);
+  char *now = tu_read_file(path);
+  ck_assert_str_eq(now, "old contents\n");
+  ck_assert_int_eq(tu_count_entries(dir), 1);
+  free(now);
+  memstub_trace *empty = memstub_trace_create();
+  ck_assert_int_eq(memstub_trace_write(empty, path, &err), -EINVAL);
+  ck_assert_msg(strstr(err.msg, "empty trace") != NULL, "%s", err.msg);
+  memstub_trace_free(empty);
+  memstub_trace_free(t);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+START_TEST(test_write_failure_midway_leaves_nothing) {
+  // A file-size limit makes the write fail part-way through, as a full disk
+  // would. The limit is set in a child: Check's own result file must not hit it.
+  char *dir = tu_mkdtemp();
+  char path[4096];
+  snprintf(path, sizeof path, "%s/big.csv", dir);
+  memstub_trace *t = sample();
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit rl = {.rlim_cur = 8192, .rlim_max = RLIM_INFINITY};
+    if (setrlimit(RLIMIT_FSIZE, &rl) != 0) _exit(10);
+    memstub_error err = {0};
+    int rc = memstub_trace_write(t, path, &err);
+    _exit(rc == -EFBIG && strstr(err.msg, "big.csv: cannot write: File too large") ? 0 : 11);
+  }
+  int st;
+  ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
+  ck_assert_int_eq(tu_count_entries(dir), 0);
+  memstub_trace_free(t);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+START_TEST(test_read_missing_file) {
+  memstub_trace *t;
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_trace_read("/nonexistent/x.csv", &t, &err), -ENOENT);
+  ck_assert_str_eq(err.msg, "/nonexistent/x.csv: cannot open: No such file or directory");
+  memstub_trace *one = memstub_trace_create();
+  ck_assert_int_eq(memstub_trace_append(one, 0, 0, 0), 0);
+  ck_assert_int_eq(memstub_trace_write(one, "/nonexistent/y.csv", &err), -ENOENT);
+  ck_assert_msg(strstr(err.msg, "/nonexistent/y.csv: cannot create output file") == err.msg, "%s",
+                err.msg);
+  memstub_trace_free(one);
+}
+END_TEST
+
+START_TEST(test_samples_parse) {
+  const char *names[] = {"traces/samples/listing1.csv", "traces/samples/synthetic-4.8s.csv",
+                         "traces/samples/nonlifo.csv"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    memstub_trace *t;
+    memstub_error err = {0};
+    ck_assert_msg(memstub_trace_read(tu_src(names[i]), &t, &err) == 0, "%s", err.msg);
+    ck_assert_uint_ge(t->n, 5);
+    memstub_trace_free(t);
+  }
+}
+END_TEST
+
+START_TEST(test_large_trace_parses) {
+  // 200k rows: the reader handles sizes well beyond the samples.
+  size_t rows = 200000;
+  char *buf = malloc(rows * 40 + 64);
+  size_t off = (size_t)sprintf(buf, H);
+  for (size_t i = 0; i < rows; i++) off += (size_t)sprintf(buf + off, "%zu,%zu,%zu\n", i * 10, i % 4096, i);
+  memstub_trace *t;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_parse("big", buf, off, &t, &err) == 0, "%s", err.msg);
+  ck_assert_uint_eq(t->n, rows);
+  ck_assert_int_eq(t->pts[rows - 1].heap_bytes, (int64_t)rows - 1);
+  memstub_trace_free(t);
+  free(buf);
+}
+END_TEST
+
+static Suite *trace_suite(void) {
+  Suite *s = suite_create("trace");
+  TCase *tc = tcase_create("core");
+  tcase_add_loop_test(tc, test_refusal, 0, (int)(sizeof refusals / sizeof refusals[0]));
+  tcase_add_test(tc, test_accepts_crlf_comments_blanks_spaces);
+  tcase_add_test(tc, test_extra_columns_carried);
+  tcase_add_test(tc, test_round_trip);
+  tcase_add_test(tc, test_write_refuses_invalid_and_keeps_old_file);
+  tcase_add_test(tc, test_write_failure_midway_leaves_nothing);
+  tcase_add_test(tc, test_read_missing_file);
+  tcase_add_test(tc, test_samples_parse);
+  tcase_add_test(tc, test_large_trace_parses);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(trace_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
