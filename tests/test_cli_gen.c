@@ -40,8 +40,9 @@ static void gen_to(const char *dir, const char *trace, const char *name, const c
  * against memstub/memalloc.h. */
 START_TEST(test_compile_generated_headers) {
   char *dir = tu_mkdtemp();
-  const char *syn = strdup(tu_src("traces/samples/synthetic-4.8s.csv"));
-  const char *nl = strdup(tu_src("traces/samples/nonlifo.csv"));
+  char syn[4096], nl[4096];
+  snprintf(syn, sizeof syn, "%s", tu_src("traces/samples/synthetic-4.8s.csv"));
+  snprintf(nl, sizeof nl, "%s", tu_src("traces/samples/nonlifo.csv"));
   gen_to(dir, syn, "syn", "syn.h");
   gen_to(dir, nl, "nl", "nl.h");
   char prog[4096], exe[4096];
@@ -162,7 +163,9 @@ static const struct {
 
 START_TEST(test_malformed_exit_2_no_output) {
   char *dir = tu_mkdtemp();
-  tu_write_file(strcat(strcpy(malloc(4200), dir), "/bad.csv"), bad[_i].text);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/bad.csv", dir);
+  tu_write_file(path, bad[_i].text);
   tu_run r = tu_memstub(dir, "gen", "bad.csv", "-o", "out.h", NULL);
   ck_assert_int_eq(r.status, 2);
   char want[512];
@@ -178,7 +181,8 @@ END_TEST
 
 START_TEST(test_usage_and_environment_errors) {
   char *dir = tu_mkdtemp();
-  const char *l1 = strdup(tu_src("traces/samples/listing1.csv"));
+  char l1[4096];
+  snprintf(l1, sizeof l1, "%s", tu_src("traces/samples/listing1.csv"));
   tu_run r = tu_memstub(dir, "gen", NULL);
   ck_assert_int_eq(r.status, 2);
   ck_assert_ptr_nonnull(strstr(r.err, "missing TRACE"));
