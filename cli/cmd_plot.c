@@ -1,8 +1,151 @@
-// memstub plot: not built yet (see the open issues).
+// memstub plot: original against replayed curves (the paper's Figure 3), by gnuplot.
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli.h"
+#include "memstub/compare.h"
+#include "memstub/plot.h"
+#include "ms_common.h"
+
+static const char usage_text[] =
+    "usage: memstub plot ORIGINAL [REPLAYED...] -o FILE [--title T] [--size WxH]\n"
+    "\n"
+    "Draw stack and heap in use over time (us), the original trace against each\n"
+    "replayed trace (memstub replay --measure), as in the paper's Figure 3, with a\n"
+    "panel of the per-point time error (replayed - original) when replays are given.\n"
+    "Curves are reduced to the lowest and highest point per pixel column, so peaks\n"
+    "never vanish. The format follows FILE's extension: .png, .svg or .pdf. Runs\n"
+    "gnuplot (5.2 or later) on plots/figure3.gp; set MEMSTUB_GNUPLOT to choose the\n"
+    "gnuplot program.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output FILE   write the figure to FILE (atomically); required\n"
+    "  -t, --title T       the figure's title (default: ORIGINAL's file name)\n"
+    "      --size WxH      size in pixels (default 1200x900; PDF: 100 pixels per inch)\n"
+    "  -h, --help          show this help\n";
+
+static const char *base_name(const char *p) {
+  const char *s = strrchr(p, '/');
+  return s && s[1] ? s + 1 : p;
+}
 
 int ms_cmd_plot(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  return ms_cli_error("'memstub plot' is not implemented yet");
+  enum { O_SIZE = 256 };
+  static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
+                                       {"title", required_argument, NULL, 't'},
+                                       {"size", required_argument, NULL, O_SIZE},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  memstub_plot_options po;
+  memstub_plot_options_init(&po);
+  const char *out = NULL;
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, ":o:t:h", opts, NULL)) != -1) {
+    switch (c) {
+      case 'o': out = optarg; break;
+      case 't': po.title = optarg; break;
+      case O_SIZE: {
+        int w, h, n = 0;
+        if (sscanf(optarg, "%dx%d%n", &w, &h, &n) != 2 || optarg[n] != '\0' || w < 100 || h < 100 ||
+            w > 20000 || h > 20000)
+          return ms_cli_usage("plot",
+                              "--size: expected WIDTHxHEIGHT in pixels (100-20000), "
+                              "found '%s'",
+                              optarg);
+        po.width = w;
+        po.height = h;
+        break;
+      }
+      case 'h': fputs(usage_text, stdout); return MS_EXIT_OK;
+      case ':': return ms_cli_usage("plot", "%s needs a value", argv[optind - 1]);
+      default: return ms_cli_usage("plot", "unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind >= argc) return ms_cli_usage("plot", "missing ORIGINAL");
+  if (!out) return ms_cli_usage("plot", "missing -o FILE (.png, .svg or .pdf)");
+  for (int i = optind; i < argc; i++)
+    if (strcmp(argv[i], "-") == 0)
+      return ms_cli_usage("plot", "plot reads its traces from files, not standard input");
+
+  const char *orig_path = argv[optind];
+  size_t nrepl = (size_t)(argc - optind - 1);
+  char **repl_paths = argv + optind + 1;
+  memstub_error err = {0};
+  memstub_trace *orig = NULL;
+  memstub_trace **repl = calloc(nrepl + 1, sizeof *repl);
+  char **labels = calloc(nrepl + 1, sizeof *labels);
+  char *orig_label = NULL, *title = NULL;
+  int status = MS_EXIT_USAGE;
+  if (!repl || !labels) {
+    ms_cli_error("out of memory");
+    goto done;
+  }
+  if (memstub_trace_read(orig_path, &orig, &err) < 0) {
+    ms_cli_fail(&err);
+    goto done;
+  }
+  // Replays are checked against the original first, so a problem is reported
+  // as file:line:column; then they are read for drawing.
+  memstub_compare_options co;
+  memstub_compare_options_init(&co);
+  co.allow_partial = 1;
+  for (size_t i = 0; i < nrepl; i++) {
+    memstub_compare_report *r = NULL;
+    if (memstub_compare_files(orig_path, repl_paths[i], &co, &r, &err) < 0 ||
+        memstub_trace_read(repl_paths[i], &repl[i], &err) < 0) {
+      memstub_compare_free(r);
+      ms_cli_fail(&err);
+      goto done;
+    }
+    if (r->missing)
+      ms_cli_warn("%s measures %zu of %s's %zu points", repl_paths[i], r->compared, orig_path,
+                  r->original_rows);
+    memstub_compare_free(r);
+  }
+  // Curves are named by file name; by path when two file names are equal.
+  int use_path = 0;
+  for (size_t i = 0; i < nrepl; i++)
+    for (size_t j = 0; j <= nrepl; j++) {
+      const char *other = j == nrepl ? orig_path : repl_paths[j];
+      if (j != i && strcmp(base_name(repl_paths[i]), base_name(other)) == 0) use_path = 1;
+    }
+  int oom =
+      !(orig_label = ms__asprintf("original (%s)", use_path ? orig_path : base_name(orig_path)));
+  for (size_t i = 0; i < nrepl; i++)
+    oom |= !(labels[i] = ms__asprintf("measured (%s)",
+                                      use_path ? repl_paths[i] : base_name(repl_paths[i])));
+  if (oom) {
+    ms_cli_error("out of memory");
+    goto done;
+  }
+  if (!po.title) {
+    title = ms__asprintf("%s: %s", base_name(orig_path),
+                         nrepl ? "original against replayed" : "stack and heap over time");
+    if (!title) {
+      ms_cli_error("out of memory");
+      goto done;
+    }
+    po.title = title;
+  }
+
+  if (memstub_plot_figure(out, orig, orig_label, nrepl, (const memstub_trace *const *)repl,
+                          (const char *const *)labels, &po, &err) < 0) {
+    ms_cli_fail(&err);
+    goto done;
+  }
+  ms_cli_note("%s: %s against %zu replay%s", out, orig_path, nrepl, nrepl == 1 ? "" : "s");
+  status = MS_EXIT_OK;
+done:
+  free(title);
+  for (size_t i = 0; repl && i < nrepl; i++) memstub_trace_free(repl[i]);
+  for (size_t i = 0; labels && i < nrepl; i++) free(labels[i]);
+  free(repl);
+  free(labels);
+  free(orig_label);
+  memstub_trace_free(orig);
+  return status;
 }

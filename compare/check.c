@@ -1,0 +1,244 @@
+// --check thresholds: parsing "KEY=VALUE,..." and evaluating against a report.
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "ms_common.h"
+
+typedef enum qty {
+  Q_TOTAL,      // |duration error|, time unit
+  Q_TOTAL_PCT,  // |duration error| in %
+  Q_P50,
+  Q_P99,
+  Q_MAX,
+  Q_LATE,      // count, or % of compared
+  Q_EXACT,     // share, %
+  Q_MEM_MAX,   // bytes
+  Q_MEM_MEAN,  // bytes
+  Q_MISSING,
+  Q_REPEATED,
+} qty;
+
+typedef struct keyinfo {
+  qty q;
+  int adj;       // the offset-removed view
+  int heap;      // heap rather than stack
+  double scale;  // ns per unit for time keys
+  const char *unit;
+  const char *what;
+  memstub_compare_check_dir dir;
+} keyinfo;
+
+static const char key_list[] =
+    "total-ns|us|ms|s, total-pct, [adj-]p50|p99|max-ns|us|ms|s, [adj-]late, stack-exact, "
+    "heap-exact, stack-max, heap-max, stack-mean, heap-mean, missing, repeated";
+
+static int time_unit(const char *u, keyinfo *k) {
+  static const struct {
+    const char *name;
+    double scale;
+  } units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+  for (size_t i = 0; i < MS__ARRAY_SIZE(units); i++)
+    if (strcmp(u, units[i].name) == 0) {
+      k->unit = units[i].name;
+      k->scale = units[i].scale;
+      return 0;
+    }
+  return -1;
+}
+
+// Parse a key ("adj-p99-us"); 0 or -1 when unknown.
+static int parse_key(const char *key, keyinfo *k) {
+  memset(k, 0, sizeof *k);
+  k->dir = MEMSTUB_COMPARE_AT_MOST;
+  if (strcmp(key, "total-pct") == 0) {
+    *k = (keyinfo){Q_TOTAL_PCT, 0, 0, 1, "%", "|total duration error|", MEMSTUB_COMPARE_AT_MOST};
+    return 0;
+  }
+  if (strncmp(key, "total-", 6) == 0) {
+    k->q = Q_TOTAL;
+    k->what = "|total duration error|";
+    return time_unit(key + 6, k);
+  }
+  static const struct {
+    const char *name;
+    qty q;
+    int heap;
+    const char *unit, *what;
+    memstub_compare_check_dir dir;
+  } plain[] = {
+      {"stack-exact", Q_EXACT, 0, "%", "share of exact stack points", MEMSTUB_COMPARE_AT_LEAST},
+      {"heap-exact", Q_EXACT, 1, "%", "share of exact heap points", MEMSTUB_COMPARE_AT_LEAST},
+      {"stack-max", Q_MEM_MAX, 0, "bytes", "largest |stack error|", MEMSTUB_COMPARE_AT_MOST},
+      {"heap-max", Q_MEM_MAX, 1, "bytes", "largest |heap error|", MEMSTUB_COMPARE_AT_MOST},
+      {"stack-mean", Q_MEM_MEAN, 0, "bytes", "mean |stack error|", MEMSTUB_COMPARE_AT_MOST},
+      {"heap-mean", Q_MEM_MEAN, 1, "bytes", "mean |heap error|", MEMSTUB_COMPARE_AT_MOST},
+      {"missing", Q_MISSING, 0, "points", "points not measured", MEMSTUB_COMPARE_AT_MOST},
+      {"repeated", Q_REPEATED, 0, "points", "repeated rows", MEMSTUB_COMPARE_AT_MOST},
+  };
+  for (size_t i = 0; i < MS__ARRAY_SIZE(plain); i++)
+    if (strcmp(key, plain[i].name) == 0) {
+      *k = (keyinfo){plain[i].q, 0, plain[i].heap, 1, plain[i].unit, plain[i].what, plain[i].dir};
+      return 0;
+    }
+  if (strncmp(key, "adj-", 4) == 0) {
+    k->adj = 1;
+    key += 4;
+  }
+  if (strcmp(key, "late") == 0) {
+    k->q = Q_LATE;
+    k->unit = "points";
+    k->scale = 1;
+    k->what = k->adj ? "late points (offset removed)" : "late points";
+    return 0;
+  }
+  static const struct {
+    const char *name, *what, *adj_what;
+    qty q;
+  } pct[] = {
+      {"p50-", "p50 of |time error|", "p50 of |time error - offset|", Q_P50},
+      {"p99-", "p99 of |time error|", "p99 of |time error - offset|", Q_P99},
+      {"max-", "largest |time error|", "largest |time error - offset|", Q_MAX},
+  };
+  for (size_t i = 0; i < MS__ARRAY_SIZE(pct); i++)
+    if (strncmp(key, pct[i].name, 4) == 0) {
+      k->q = pct[i].q;
+      k->what = k->adj ? pct[i].adj_what : pct[i].what;
+      return time_unit(key + 4, k);
+    }
+  return -1;
+}
+
+memstub_compare_checks *memstub_compare_checks_create(void) {
+  return calloc(1, sizeof(memstub_compare_checks));
+}
+
+void memstub_compare_checks_free(memstub_compare_checks *cs) {
+  if (!cs) return;
+  free(cs->c);
+  free(cs);
+}
+
+static int blank(char c) { return c == ' ' || c == '\t'; }
+
+// One "KEY=VALUE" item, [p, e).
+static int parse_item(memstub_compare_checks *cs, const char *p, const char *e,
+                      memstub_error *err) {
+  while (p < e && blank(*p)) p++;
+  while (e > p && blank(e[-1])) e--;
+  if (p == e)
+    return memstub_error_set(err, -EINVAL, "empty item: expected KEY=VALUE (keys: %s)", key_list);
+  const char *eq = memchr(p, '=', (size_t)(e - p));
+  char key[24], val[40];
+  const char *ke = eq ? eq : e;
+  while (ke > p && blank(ke[-1])) ke--;
+  if ((size_t)(ke - p) >= sizeof key)
+    return memstub_error_set(err, -EINVAL, "'%.*s': unknown check (keys: %s)", (int)(ke - p), p,
+                             key_list);
+  memcpy(key, p, (size_t)(ke - p));
+  key[ke - p] = '\0';
+  keyinfo k;
+  if (parse_key(key, &k) < 0)
+    return memstub_error_set(err, -EINVAL, "'%s': unknown check (keys: %s)", key, key_list);
+  if (!eq) return memstub_error_set(err, -EINVAL, "'%s' needs a limit: %s=VALUE", key, key);
+  const char *v = eq + 1;
+  while (v < e && blank(*v)) v++;
+  if ((size_t)(e - v) >= sizeof val)
+    return memstub_error_set(err, -EINVAL, "%s: limit too long: '%.*s'", key, (int)(e - v), v);
+  memcpy(val, v, (size_t)(e - v));
+  val[e - v] = '\0';
+  size_t vl = strlen(val);
+  int percent = vl > 0 && val[vl - 1] == '%';
+  if (percent) {
+    val[--vl] = '\0';
+    while (vl > 0 && blank(val[vl - 1])) val[--vl] = '\0';
+  }
+  double limit;
+  if (ms__parse_double(val, &limit) < 0 || limit < 0 || (vl > 0 && blank(val[0])))
+    return memstub_error_set(err, -EINVAL, "%s: expected a non-negative number, found '%.*s'", key,
+                             (int)(e - v), v);
+  if (percent && k.q != Q_EXACT && k.q != Q_LATE && k.q != Q_TOTAL_PCT)
+    return memstub_error_set(err, -EINVAL, "%s: takes no percentage ('%.*s'): give a number of %s",
+                             key, (int)(e - v), v, k.unit);
+  if (k.q == Q_EXACT) {
+    if (!percent) {
+      if (limit > 1)
+        return memstub_error_set(err, -EINVAL,
+                                 "%s: a share is a percentage (99.5%%) or a fraction from 0 to "
+                                 "1, found '%.*s'",
+                                 key, (int)(e - v), v);
+      limit *= 100;
+    }
+    if (limit > 100)
+      return memstub_error_set(err, -EINVAL, "%s: a share above 100%%: '%.*s'", key, (int)(e - v),
+                               v);
+  }
+  if (k.q == Q_LATE && percent) {
+    if (limit > 100)
+      return memstub_error_set(err, -EINVAL, "%s: a share above 100%%: '%.*s'", key, (int)(e - v),
+                               v);
+    k.unit = "%";
+  }
+  memstub_compare_check c;
+  memset(&c, 0, sizeof c);
+  int sl = snprintf(c.spec, sizeof c.spec, "%s=%.*s", key, (int)(e - v), v);
+  if (sl < 0 || (size_t)sl >= sizeof c.spec)
+    return memstub_error_set(err, -EINVAL, "%s: item too long", key);
+  snprintf(c.key, sizeof c.key, "%s", key);
+  c.limit = limit;
+  c.dir = k.dir;
+  c.unit = k.unit;
+  c.what = k.what;
+  memstub_compare_check *nc = realloc(cs->c, (cs->n + 1) * sizeof *nc);
+  if (!nc) return memstub_error_set(err, -ENOMEM, "out of memory");
+  cs->c = nc;
+  cs->c[cs->n++] = c;
+  return 0;
+}
+
+int memstub_compare_checks_parse(memstub_compare_checks *cs, const char *spec, memstub_error *err) {
+  const char *p = spec;
+  for (;;) {
+    const char *comma = strchr(p, ',');
+    const char *e = comma ? comma : p + strlen(p);
+    int rc = parse_item(cs, p, e, err);
+    if (rc < 0) return rc;
+    if (!comma) return 0;
+    p = comma + 1;
+  }
+}
+
+static double check_value(const memstub_compare_check *c, const memstub_compare_report *r) {
+  keyinfo k;
+  if (parse_key(c->key, &k) < 0) return NAN;
+  const memstub_compare_time *t = k.adj ? &r->adjusted : &r->time;
+  const memstub_compare_mem *m = k.heap ? &r->heap : &r->stack;
+  double n = (double)(r->compared ? r->compared : 1);
+  switch (k.q) {
+    case Q_TOTAL: return fabs((double)r->duration.error_ns) / k.scale;
+    case Q_TOTAL_PCT: return fabs(r->duration.error_pct);
+    case Q_P50: return (double)t->p50_abs / k.scale;
+    case Q_P99: return (double)t->p99_abs / k.scale;
+    case Q_MAX: return (double)t->max_abs / k.scale;
+    case Q_LATE: return strcmp(c->unit, "%") == 0 ? 100.0 * (double)t->late / n : (double)t->late;
+    case Q_EXACT: return 100.0 * (double)m->exact / n;
+    case Q_MEM_MAX: return (double)m->max_abs;
+    case Q_MEM_MEAN: return m->mean_abs;
+    case Q_MISSING: return (double)r->missing;
+    case Q_REPEATED: return (double)r->repeated;
+  }
+  return NAN;
+}
+
+size_t memstub_compare_checks_run(memstub_compare_checks *cs, const memstub_compare_report *r) {
+  size_t failed = 0;
+  for (size_t i = 0; i < cs->n; i++) {
+    memstub_compare_check *c = &cs->c[i];
+    c->value = check_value(c, r);
+    c->pass = c->dir == MEMSTUB_COMPARE_AT_MOST ? c->value <= c->limit : c->value >= c->limit;
+    if (!c->pass) failed++;
+  }
+  return failed;
+}

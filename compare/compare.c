@@ -1,0 +1,346 @@
+// Aligning a replayed trace with its original, and the error statistics.
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "ms_common.h"
+#include "prim.h"
+
+void memstub_compare_options_init(memstub_compare_options *o) {
+  memset(o, 0, sizeof *o);
+  o->late_ns = 10000;
+  o->stack_slack = 16;
+  o->heap_slack = 16;
+  o->page_size = 0;
+  o->mmap_threshold = 128 * 1024;
+}
+
+void memstub_compare_free(memstub_compare_report *r) {
+  if (!r) return;
+  free(r->original_name);
+  free(r->replayed_name);
+  free(r->match);
+  free(r);
+}
+
+/* Where a problem is, so each front end can say it its own way: which trace
+ * (0 original, 1 replayed), the 0-based data row (-1: the header row) and the
+ * 0-based field. which < 0: no position. */
+typedef struct where {
+  int which;
+  int64_t row;
+  size_t field;
+} where;
+
+__attribute__((format(printf, 4, 5))) static int fail_at(where *w, memstub_error *err, where at,
+                                                         const char *fmt, ...) {
+  *w = at;
+  va_list ap;
+  va_start(ap, fmt);
+  char msg[MEMSTUB_ERRMSG_MAX];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return memstub_error_set(err, -EINVAL, "%s", msg);
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+// Nearest rank: the k-th smallest (1-based) with k = ceil(pct * n / 100).
+static size_t rank_index(unsigned pct, size_t n) {
+  size_t k = (pct * n + 99) / 100;
+  return k ? k - 1 : 0;
+}
+
+// Statistics of e[0..n) - offset; scratch holds n values. pre: n > 0.
+static void time_stats(const int64_t *e, size_t n, int64_t offset, int64_t late_ns,
+                       int64_t *scratch, memstub_compare_time *t) {
+  double sum = 0;
+  memset(t, 0, sizeof *t);
+  t->min = INT64_MAX;
+  t->max = INT64_MIN;
+  for (size_t i = 0; i < n; i++) {
+    int64_t v = ms__sat_sub(e[i], offset);
+    if (v < t->min) t->min = v;
+    if (v > t->max) t->max = v;
+    if (v > late_ns) t->late++;
+    sum += (double)v;
+    scratch[i] = ms__sat_abs(v);
+  }
+  t->mean = sum / (double)n;
+  qsort(scratch, n, sizeof *scratch, cmp_i64);
+  t->p50_abs = scratch[rank_index(50, n)];
+  t->p99_abs = scratch[rank_index(99, n)];
+  t->max_abs = scratch[n - 1];
+}
+
+static void mem_finish(memstub_compare_mem *m, double sum_abs, size_t n) {
+  m->mean_abs = sum_abs / (double)n;
+  m->exact_share = (double)m->exact / (double)n;
+}
+
+/* The comparison, with problems located by *w (filled on -EINVAL). */
+static int compare_core(const memstub_trace *orig, const memstub_trace *repl,
+                        const memstub_compare_options *o, memstub_compare_report *r,
+                        memstub_error *err, where *w) {
+  w->which = -1;
+  int pc = memstub_trace_column(repl, "point");
+  if (pc < 0) {
+    if (memstub_trace_column(orig, "point") >= 0)
+      return fail_at(w, err, (where){1, -1, 0},
+                     "header row: no 'point' column, but ORIGINAL has one: are ORIGINAL and "
+                     "REPLAYED given the wrong way round? (memstub compare ORIGINAL REPLAYED)");
+    return fail_at(w, err, (where){1, -1, 0},
+                   "header row: no 'point' column: REPLAYED must be a replayed trace, which "
+                   "names the original row each row measures (memstub replay --measure "
+                   "writes one)");
+  }
+  size_t n = orig->n;
+  r->original_rows = n;
+  r->replayed_rows = repl->n;
+  r->match = malloc((n ? n : 1) * sizeof *r->match);
+  if (!r->match) return memstub_error_set(err, -ENOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++) r->match[i] = -1;
+
+  // Align: the last replayed row for each point wins (a row is reached at its
+  // last stub point).
+  int64_t prev = -1;
+  for (size_t j = 0; j < repl->n; j++) {
+    int64_t p = memstub_trace_extra_row(repl, j)[pc];
+    if (p < 0 || (uint64_t)p >= n)
+      return fail_at(w, err, (where){1, (int64_t)j, 3 + (size_t)pc},
+                     "point: %lld is out of range: ORIGINAL has %zu rows (points 0-%zu); is "
+                     "REPLAYED a replay of ORIGINAL?",
+                     (long long)p, n, n - 1);
+    if (r->match[p] >= 0)
+      r->repeated++;
+    else
+      r->compared++;
+    r->match[p] = (int64_t)j;
+    if (p < prev) r->out_of_order++;
+    prev = p;
+  }
+  r->missing = n - r->compared;
+  r->first_missing = -1;
+  for (size_t i = 0; i < n && r->missing; i++)
+    if (r->match[i] < 0) {
+      r->first_missing = (int64_t)i;
+      break;
+    }
+  if (r->compared * 2 < n && !o->allow_partial)
+    return fail_at(w, err, (where){-1, 0, 0},
+                   "REPLAYED measures only %zu of ORIGINAL's %zu points: it does not look like "
+                   "a replay of ORIGINAL (--allow-partial compares it anyway)",
+                   r->compared, n);
+
+  size_t m = r->compared;
+  int64_t *e = malloc(m * sizeof *e), *scratch = malloc(m * sizeof *scratch);
+  if (!e || !scratch) {
+    free(e);
+    free(scratch);
+    return memstub_error_set(err, -ENOMEM, "out of memory");
+  }
+  // The stub's heap block is the total above the trace's smallest heap total.
+  int64_t heap_base = INT64_MAX;
+  for (size_t i = 0; i < n; i++)
+    if (orig->pts[i].heap_bytes < heap_base) heap_base = orig->pts[i].heap_bytes;
+
+  memstub_compare_mem *st = &r->stack, *hp = &r->heap;
+  st->min = hp->min = INT64_MAX;
+  st->max = hp->max = INT64_MIN;
+  double st_sum = 0, hp_sum = 0;
+  size_t k = 0;
+  r->duration.first_point = r->duration.last_point = -1;
+  for (size_t i = 0; i < n; i++) {
+    if (r->match[i] < 0) continue;
+    const memstub_point *a = &orig->pts[i], *b = &repl->pts[r->match[i]];
+    if (r->duration.first_point < 0) r->duration.first_point = (int64_t)i;
+    r->duration.last_point = (int64_t)i;
+    e[k++] = ms__sat_sub(b->time_ns, a->time_ns);
+
+    int64_t ds = ms__sat_sub(b->stack_bytes, a->stack_bytes), as = ms__sat_abs(ds);
+    if (ds < st->min) st->min = ds;
+    if (ds > st->max) st->max = ds;
+    if (as > st->max_abs) st->max_abs = as;
+    st_sum += (double)as;
+    if (as <= o->stack_slack) st->exact++;
+
+    int64_t dh = ms__sat_sub(b->heap_bytes, a->heap_bytes), ah = ms__sat_abs(dh);
+    int paged = a->heap_bytes - heap_base >= o->mmap_threshold;
+    if (dh < hp->min) hp->min = dh;
+    if (dh > hp->max) hp->max = dh;
+    if (ah > hp->max_abs) hp->max_abs = ah;
+    hp_sum += (double)ah;
+    if (paged) hp->paged++;
+    if (ah <= o->heap_slack || (paged && ah <= o->page_size)) hp->exact++;
+  }
+  mem_finish(st, st_sum, m);
+  mem_finish(hp, hp_sum, m);
+
+  time_stats(e, m, 0, o->late_ns, scratch, &r->time);
+  memcpy(scratch, e, m * sizeof *e);
+  qsort(scratch, m, sizeof *scratch, cmp_i64);
+  r->offset_ns = scratch[rank_index(50, m)];
+  time_stats(e, m, r->offset_ns, o->late_ns, scratch, &r->adjusted);
+  free(e);
+  free(scratch);
+
+  const memstub_point *of = &orig->pts[r->duration.first_point],
+                      *ol = &orig->pts[r->duration.last_point],
+                      *rf = &repl->pts[r->match[r->duration.first_point]],
+                      *rl = &repl->pts[r->match[r->duration.last_point]];
+  r->duration.original_ns = ms__sat_sub(ol->time_ns, of->time_ns);
+  r->duration.replayed_ns = ms__sat_sub(rl->time_ns, rf->time_ns);
+  r->duration.error_ns = ms__sat_sub(r->duration.replayed_ns, r->duration.original_ns);
+  r->duration.error_pct = r->duration.original_ns ? 100.0 * (double)r->duration.error_ns /
+                                                        (double)r->duration.original_ns
+                          : r->duration.error_ns == 0 ? 0.0
+                          : r->duration.error_ns > 0  ? INFINITY
+                                                      : -INFINITY;
+  return 0;
+}
+
+static int check_options(const memstub_compare_options *o, memstub_error *err) {
+  if (o->late_ns < 0 || o->stack_slack < 0 || o->heap_slack < 0 || o->page_size < 0 ||
+      o->mmap_threshold < 0)
+    return memstub_error_set(err, -EINVAL,
+                             "compare options: thresholds and slacks must not be negative");
+  return 0;
+}
+
+/* Run the comparison. On -EINVAL with w->which >= 0, err->msg still lacks
+ * its position: the callers add it their own way. */
+static int run(const memstub_trace *orig, const char *orig_name, const memstub_trace *repl,
+               const char *repl_name, const memstub_compare_options *o,
+               memstub_compare_report **out, memstub_error *err, where *w) {
+  *out = NULL;
+  w->which = -1;
+  memstub_compare_options def;
+  if (!o) {
+    memstub_compare_options_init(&def);
+    o = &def;
+  }
+  int rc = check_options(o, err);
+  if (rc < 0) return rc;
+  memstub_compare_report *r = calloc(1, sizeof *r);
+  if (!r) return memstub_error_set(err, -ENOMEM, "out of memory");
+  r->options = *o;
+  if (r->options.page_size == 0) r->options.page_size = ms__prim_page_size();
+  r->original_name = ms__strdup(orig_name ? orig_name : "ORIGINAL");
+  r->replayed_name = ms__strdup(repl_name ? repl_name : "REPLAYED");
+  if (!r->original_name || !r->replayed_name)
+    rc = memstub_error_set(err, -ENOMEM, "out of memory");
+  else if (orig->n == 0 || repl->n == 0)
+    rc = memstub_error_set(err, -EINVAL, "%s: empty trace",
+                           orig->n == 0 ? r->original_name : r->replayed_name);
+  else
+    rc = compare_core(orig, repl, &r->options, r, err, w);
+  if (rc < 0) {
+    memstub_compare_free(r);
+    return rc;
+  }
+  *out = r;
+  return 0;
+}
+
+int memstub_compare_traces(const memstub_trace *orig, const char *orig_name,
+                           const memstub_trace *repl, const char *repl_name,
+                           const memstub_compare_options *o, memstub_compare_report **out,
+                           memstub_error *err) {
+  where w;
+  int rc = run(orig, orig_name, repl, repl_name, o, out, err, &w);
+  if (rc == -EINVAL && w.which >= 0 && err) {
+    const char *name =
+        w.which ? (repl_name ? repl_name : "REPLAYED") : (orig_name ? orig_name : "ORIGINAL");
+    char pre[600];
+    if (w.row < 0)
+      snprintf(pre, sizeof pre, "%s: header row", name);
+    else
+      snprintf(pre, sizeof pre, "%s: row %lld", name, (long long)w.row + 1);
+    // "header row: ..." messages already say so.
+    if (w.row < 0 && strncmp(err->msg, "header row: ", 12) == 0)
+      memmove(err->msg, err->msg + 12, strlen(err->msg + 12) + 1);
+    memstub_error_prefix(err, pre);
+  }
+  return rc;
+}
+
+static int is_blank(char c) { return c == ' ' || c == '\t'; }
+
+/* The 1-based line and column of data row `row` (-1: the header row), field
+ * `field`, in a trace file's text, found as the reader finds them. */
+static void locate(const char *buf, size_t len, int64_t row, size_t field, size_t *line,
+                   size_t *col) {
+  const char *p = buf, *end = buf + len;
+  int64_t data = -2;  // -1 once the header row is seen
+  size_t ln = 0;
+  *line = 1;
+  *col = 1;
+  while (p < end) {
+    ln++;
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    const char *e = nl ? nl : end;
+    const char *s = p;
+    while (s < e && is_blank(*s)) s++;
+    if (s < e && *s != '#' && *s != '\r') {
+      data++;
+      if (data == row) {
+        const char *f = p;
+        for (size_t k = 0; k < field; k++) {
+          const char *c = memchr(f, ',', (size_t)(e - f));
+          if (!c) break;
+          f = c + 1;
+        }
+        while (f < e && is_blank(*f)) f++;
+        *line = ln;
+        *col = (size_t)(f - p) + 1;
+        return;
+      }
+    }
+    p = nl ? nl + 1 : end;
+  }
+}
+
+int memstub_compare_files(const char *orig_path, const char *repl_path,
+                          const memstub_compare_options *o, memstub_compare_report **out,
+                          memstub_error *err) {
+  *out = NULL;
+  if (strcmp(orig_path, "-") == 0 && strcmp(repl_path, "-") == 0)
+    return memstub_error_set(err, -EINVAL,
+                             "only one of ORIGINAL and REPLAYED can be standard input ('-')");
+  const char *paths[2] = {orig_path, repl_path}, *names[2] = {"", ""};
+  char *buf[2] = {NULL, NULL};
+  size_t len[2] = {0, 0};
+  memstub_trace *t[2] = {NULL, NULL};
+  int rc = 0;
+  for (int k = 0; k < 2 && rc == 0; k++) {
+    names[k] = strcmp(paths[k], "-") == 0 ? "<stdin>" : paths[k];
+    rc = ms__read_file(paths[k], &buf[k], &len[k], err);
+    if (rc == 0) rc = memstub_trace_parse(names[k], buf[k], len[k], &t[k], err);
+  }
+  where w = {.which = -1};
+  if (rc == 0) rc = run(t[0], names[0], t[1], names[1], o, out, err, &w);
+  if (rc == -EINVAL && err) {
+    if (w.which >= 0) {
+      size_t line, col;
+      locate(buf[w.which], len[w.which], w.row, w.field, &line, &col);
+      char pre[600];
+      snprintf(pre, sizeof pre, "%s:%zu:%zu", names[w.which], line, col);
+      memstub_error_prefix(err, pre);
+    } else if (t[0] && t[1] && strncmp(err->msg, "REPLAYED", 8) == 0) {
+      char pre[1200];
+      snprintf(pre, sizeof pre, "%s vs %s", names[0], names[1]);
+      memstub_error_prefix(err, pre);
+    }
+  }
+  for (int k = 0; k < 2; k++) {
+    memstub_trace_free(t[k]);
+    free(buf[k]);
+  }
+  return rc;
+}

@@ -1,0 +1,216 @@
+// Writing a comparison report: text for people, JSON for programs.
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "ms_common.h"
+
+// ns as microseconds with exactly three decimals ("-12.345"), no rounding.
+static const char *us(char buf[40], int64_t ns, int plus) {
+  uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+  const char *sign = ns < 0 ? "-" : plus && ns > 0 ? "+" : "";
+  snprintf(buf, 40, "%s%" PRIu64 ".%03" PRIu64, sign, a / 1000, a % 1000);
+  return buf;
+}
+
+static double pct(size_t k, size_t n) { return n ? 100.0 * (double)k / (double)n : 0.0; }
+
+static void text_time(FILE *f, const memstub_compare_time *t, size_t n, int64_t late_ns) {
+  char a[40], b[40], c[40], d[40], e[40], g[40];
+  fprintf(f, "  |error|   p50 %s us, p99 %s us, max %s us\n", us(a, t->p50_abs, 0),
+          us(b, t->p99_abs, 0), us(c, t->max_abs, 0));
+  fprintf(f, "  error     min %s us, max %s us, mean %+.3f us\n", us(d, t->min, 1),
+          us(e, t->max, 1), t->mean / 1000.0);
+  fprintf(f, "  late      %zu of %zu points (%.2f%%) by more than %s us\n", t->late, n,
+          pct(t->late, n), us(g, late_ns, 0));
+}
+
+static void text_mem(FILE *f, const char *name, const memstub_compare_mem *m, size_t n,
+                     int64_t slack, const memstub_compare_options *o, int heap) {
+  fprintf(f, "%-6s exact %.2f%% (%zu of %zu within %" PRId64 " bytes", name, 100.0 * m->exact_share,
+          m->exact, n, slack);
+  if (heap)
+    fprintf(f, ", or %" PRId64 " where the block is at least %" PRId64 " bytes: %zu point%s",
+            o->page_size, o->mmap_threshold, m->paged, m->paged == 1 ? "" : "s");
+  fprintf(f,
+          ")\n       |error| max %" PRId64 " bytes, mean %.2f bytes; error min %+" PRId64
+          ", max %+" PRId64 " bytes\n",
+          m->max_abs, m->mean_abs, m->min, m->max);
+}
+
+int memstub_compare_write_text(const memstub_compare_report *r, const memstub_compare_checks *cs,
+                               FILE *f) {
+  char a[40], b[40], c[40];
+  const memstub_compare_options *o = &r->options;
+  fprintf(f, "original  %s (%zu rows)\nreplayed  %s (%zu rows)\n", r->original_name,
+          r->original_rows, r->replayed_name, r->replayed_rows);
+  fprintf(f, "points    %zu compared, %zu missing", r->compared, r->missing);
+  if (r->first_missing >= 0) fprintf(f, " (first: %" PRId64 ")", r->first_missing);
+  fprintf(f, ", %zu repeated, %zu out of order\n\n", r->repeated, r->out_of_order);
+
+  fprintf(f, "duration  original %s us, replayed %s us (points %" PRId64 "-%" PRId64 ")\n",
+          us(a, r->duration.original_ns, 0), us(b, r->duration.replayed_ns, 0),
+          r->duration.first_point, r->duration.last_point);
+  fprintf(f, "          error %s us (%+.6f%%)\n\n", us(c, r->duration.error_ns, 1),
+          r->duration.error_pct);
+
+  fputs("time error per point (replayed - original):\n", f);
+  text_time(f, &r->time, r->compared, o->late_ns);
+  fprintf(f, "with the constant offset (median error, %s us) removed:\n", us(a, r->offset_ns, 1));
+  text_time(f, &r->adjusted, r->compared, o->late_ns);
+  fputc('\n', f);
+  text_mem(f, "stack", &r->stack, r->compared, o->stack_slack, o, 0);
+  text_mem(f, "heap", &r->heap, r->compared, o->heap_slack, o, 1);
+
+  if (cs && cs->n) {
+    fputs("\nchecks:\n", f);
+    for (size_t i = 0; i < cs->n; i++) {
+      const memstub_compare_check *k = &cs->c[i];
+      fprintf(f, "  %-4s %-24s %s = %.6g %s\n", k->pass ? "ok" : "FAIL", k->spec, k->what, k->value,
+              k->unit);
+    }
+  }
+  return fflush(f) != 0 || ferror(f) ? -EIO : 0;
+}
+
+// ---- JSON -------------------------------------------------------------------
+
+// Length of the valid UTF-8 sequence at p, or 0.
+static size_t utf8_len(const unsigned char *p) {
+  size_t n = *p >= 0xf0 && *p <= 0xf4 ? 4 : *p >= 0xe0 ? 3 : *p >= 0xc2 && *p < 0xe0 ? 2 : 0;
+  if (n == 0 || *p >= 0xf5) return 0;
+  for (size_t i = 1; i < n; i++)
+    if ((p[i] & 0xc0) != 0x80) return 0;
+  // Overlong forms, surrogates and code points beyond U+10FFFF.
+  if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) ||
+      (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
+    return 0;
+  return n;
+}
+
+// A JSON string; bytes that are not UTF-8 become U+FFFD.
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    if (*p >= 0x80) {
+      size_t n = utf8_len(p);
+      if (n) {
+        fwrite(p, 1, n, f);
+        p += n;
+      } else {
+        fputs("\\ufffd", f);
+        p++;
+      }
+      continue;
+    }
+    if (*p == '"' || *p == '\\')
+      fprintf(f, "\\%c", *p);
+    else if (*p == '\n')
+      fputs("\\n", f);
+    else if (*p == '\t')
+      fputs("\\t", f);
+    else if (*p < 0x20 || *p == 0x7f)
+      fprintf(f, "\\u%04x", *p);
+    else
+      fputc(*p, f);
+    p++;
+  }
+  fputc('"', f);
+}
+
+// A number, or null when not finite (JSON has no infinity).
+static void json_num(FILE *f, double v) {
+  if (isfinite(v)) {
+    // The shortest of %.15g..%.17g that reads back as v.
+    char buf[40];
+    for (int prec = 15; prec <= 17; prec++) {
+      snprintf(buf, sizeof buf, "%.*g", prec, v);
+      if (strtod(buf, NULL) == v) break;
+    }
+    fputs(buf, f);
+  } else
+    fputs("null", f);
+}
+
+static void json_time(FILE *f, const memstub_compare_time *t, size_t n) {
+  fprintf(f,
+          "\"p50_abs_ns\": %" PRId64 ", \"p99_abs_ns\": %" PRId64 ", \"max_abs_ns\": %" PRId64
+          ", \"min_ns\": %" PRId64 ", \"max_ns\": %" PRId64 ", \"mean_ns\": ",
+          t->p50_abs, t->p99_abs, t->max_abs, t->min, t->max);
+  json_num(f, t->mean);
+  fprintf(f, ", \"late\": %zu, \"late_share\": ", t->late);
+  json_num(f, n ? (double)t->late / (double)n : 0.0);
+}
+
+static void json_mem(FILE *f, const memstub_compare_mem *m, int heap) {
+  fprintf(f, "{\"max_abs_bytes\": %" PRId64 ", \"mean_abs_bytes\": ", m->max_abs);
+  json_num(f, m->mean_abs);
+  fprintf(f,
+          ", \"min_bytes\": %" PRId64 ", \"max_bytes\": %" PRId64
+          ", \"exact\": %zu, "
+          "\"exact_share\": ",
+          m->min, m->max, m->exact);
+  json_num(f, m->exact_share);
+  if (heap) fprintf(f, ", \"mmap_points\": %zu", m->paged);
+  fputc('}', f);
+}
+
+int memstub_compare_write_json(const memstub_compare_report *r, const memstub_compare_checks *cs,
+                               FILE *f) {
+  const memstub_compare_options *o = &r->options;
+  fputs("{\n  \"format\": \"memstub-compare 1\",\n  \"original\": {\"path\": ", f);
+  json_str(f, r->original_name);
+  fprintf(f, ", \"rows\": %zu},\n  \"replayed\": {\"path\": ", r->original_rows);
+  json_str(f, r->replayed_name);
+  fprintf(f, ", \"rows\": %zu},\n", r->replayed_rows);
+  fprintf(f, "  \"points\": {\"compared\": %zu, \"missing\": %zu, \"first_missing\": ", r->compared,
+          r->missing);
+  if (r->first_missing >= 0)
+    fprintf(f, "%" PRId64, r->first_missing);
+  else
+    fputs("null", f);
+  fprintf(f, ", \"repeated\": %zu, \"out_of_order\": %zu},\n", r->repeated, r->out_of_order);
+  fprintf(f,
+          "  \"settings\": {\"late_ns\": %" PRId64 ", \"stack_slack_bytes\": %" PRId64
+          ", \"heap_slack_bytes\": %" PRId64 ", \"page_bytes\": %" PRId64
+          ", \"mmap_threshold_bytes\": %" PRId64 "},\n",
+          o->late_ns, o->stack_slack, o->heap_slack, o->page_size, o->mmap_threshold);
+  fprintf(f,
+          "  \"duration\": {\"first_point\": %" PRId64 ", \"last_point\": %" PRId64
+          ", \"original_ns\": %" PRId64 ", \"replayed_ns\": %" PRId64 ", \"error_ns\": %" PRId64
+          ", \"error_pct\": ",
+          r->duration.first_point, r->duration.last_point, r->duration.original_ns,
+          r->duration.replayed_ns, r->duration.error_ns);
+  json_num(f, r->duration.error_pct);
+  fputs("},\n  \"time\": {", f);
+  json_time(f, &r->time, r->compared);
+  fprintf(f, "},\n  \"time_offset_removed\": {\"offset_ns\": %" PRId64 ", ", r->offset_ns);
+  json_time(f, &r->adjusted, r->compared);
+  fputs("},\n  \"stack\": ", f);
+  json_mem(f, &r->stack, 0);
+  fputs(",\n  \"heap\": ", f);
+  json_mem(f, &r->heap, 1);
+  fputs(",\n  \"checks\": [", f);
+  int pass = 1;
+  for (size_t i = 0; cs && i < cs->n; i++) {
+    const memstub_compare_check *k = &cs->c[i];
+    pass &= k->pass != 0;
+    fputs(i ? ",\n    {\"spec\": " : "\n    {\"spec\": ", f);
+    json_str(f, k->spec);
+    fputs(", \"key\": ", f);
+    json_str(f, k->key);
+    fputs(", \"limit\": ", f);
+    json_num(f, k->limit);
+    fputs(", \"value\": ", f);
+    json_num(f, k->value);
+    fputs(", \"unit\": ", f);
+    json_str(f, k->unit);
+    fprintf(f, ", \"bound\": \"%s\", \"pass\": %s}",
+            k->dir == MEMSTUB_COMPARE_AT_MOST ? "at_most" : "at_least", k->pass ? "true" : "false");
+  }
+  fprintf(f, "%s],\n  \"pass\": %s\n}\n", cs && cs->n ? "\n  " : "", pass ? "true" : "false");
+  return fflush(f) != 0 || ferror(f) ? -EIO : 0;
+}

@@ -1,0 +1,165 @@
+/* memstub/compare.h: how closely a replay followed its original trace
+ * (docs/compare-and-plot.md).
+ *
+ * A replayed trace (memstub replay --measure) is a trace v1 with an extra
+ * column `point`: the original row each replayed row measures. The comparison
+ * aligns the two by that column and reports, over the points measured:
+ *   - the time error (replayed time_ns - original time_ns) per point:
+ *     percentiles of its absolute value, its signed range, the points late by
+ *     more than a threshold, and the same with the constant offset removed;
+ *   - the total duration error (between the first and the last point);
+ *   - the stack and heap error: largest and mean absolute error, and the share
+ *     of points that are exact (within a slack; for heap blocks at or above
+ *     glibc's mmap threshold, within a page).
+ * Checks (thresholds such as "p99-us=100,heap-exact=99.5%") are evaluated
+ * against a report. */
+#ifndef MEMSTUB_COMPARE_H
+#define MEMSTUB_COMPARE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "memstub/error.h"
+#include "memstub/trace.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct memstub_compare_options {
+  int64_t late_ns;         /* a point is late when its error exceeds this; 10000 */
+  int64_t stack_slack;     /* stack exact within this many bytes; 16 */
+  int64_t heap_slack;      /* heap exact within this many bytes; 16 */
+  int64_t page_size;       /* heap slack for mmap'd blocks; 0 = the host's page */
+  int64_t mmap_threshold;  /* blocks this large come from mmap; 131072 (glibc) */
+  /* Accept a replay that measures fewer than half of the original's points
+   * (otherwise refused as "not a replay of this original"). */
+  int allow_partial;
+} memstub_compare_options;
+
+/* The defaults above. */
+void memstub_compare_options_init(memstub_compare_options *o);
+
+/* The distribution of per-point time errors, in ns. Percentiles are
+ * nearest-rank: pN is the smallest value that at least N % of the points do
+ * not exceed. */
+typedef struct memstub_compare_time {
+  int64_t p50_abs, p99_abs, max_abs;  /* of |error| */
+  int64_t min, max;                   /* signed error */
+  double mean;                        /* signed error */
+  size_t late;                        /* points with error > late_ns */
+} memstub_compare_time;
+
+/* Stack or heap error (replayed - original bytes) over the compared points. */
+typedef struct memstub_compare_mem {
+  int64_t max_abs;
+  double mean_abs;
+  int64_t min, max;   /* signed error */
+  size_t exact;       /* points within the slack */
+  double exact_share; /* exact / compared, 0..1 */
+  size_t paged;       /* heap only: points whose block is at or above the mmap threshold */
+} memstub_compare_mem;
+
+typedef struct memstub_compare_report {
+  char *original_name, *replayed_name;  /* as given (file names, or labels) */
+  size_t original_rows, replayed_rows;
+  /* match[i]: the replayed row that measures original row i (the last one
+   * when several do), or -1 when none does. [original_rows] */
+  int64_t *match;
+  size_t compared;      /* original rows with a match */
+  size_t missing;       /* original rows without one */
+  size_t repeated;      /* replayed rows beyond the first for the same point */
+  size_t out_of_order;  /* replayed rows whose point is below the previous row's */
+  int64_t first_missing;   /* lowest missing point, -1 if none */
+  memstub_compare_time time;      /* raw error */
+  int64_t offset_ns;              /* the median signed error */
+  memstub_compare_time adjusted;  /* error - offset_ns */
+  struct {
+    int64_t first_point, last_point;  /* lowest and highest compared point */
+    int64_t original_ns, replayed_ns; /* last - first, in each trace */
+    int64_t error_ns;                 /* replayed_ns - original_ns */
+    double error_pct;                 /* 100 * error_ns / original_ns (+-inf if original_ns is 0) */
+  } duration;
+  memstub_compare_mem stack, heap;
+  memstub_compare_options options;  /* as used (page_size resolved) */
+} memstub_compare_report;
+
+/* Compare a replayed trace with its original (both in memory). names are
+ * used in the report and in messages ("row N" positions). On success *out
+ * owns a new report (free with memstub_compare_free). Fails with -EINVAL when
+ * repl has no `point` column, a point is outside the original, or the replay
+ * measures fewer than half of the original's points (unless allow_partial);
+ * -ENOMEM. *out is NULL on failure. o may be NULL for the defaults. */
+int memstub_compare_traces(const memstub_trace *orig, const char *orig_name,
+                           const memstub_trace *repl, const char *repl_name,
+                           const memstub_compare_options *o, memstub_compare_report **out,
+                           memstub_error *err);
+
+/* Read both files ("-" for standard input, at most one of them) and compare
+ * them. Errors name "file:line:column" for bad input, including a point out of
+ * range and a missing `point` column; -errno when a file cannot be read. */
+int memstub_compare_files(const char *orig_path, const char *repl_path,
+                          const memstub_compare_options *o, memstub_compare_report **out,
+                          memstub_error *err);
+
+void memstub_compare_free(memstub_compare_report *r);
+
+/* ---- checks ------------------------------------------------------------ */
+
+typedef enum memstub_compare_check_dir {
+  MEMSTUB_COMPARE_AT_MOST,  /* passes when value <= limit */
+  MEMSTUB_COMPARE_AT_LEAST, /* passes when value >= limit */
+} memstub_compare_check_dir;
+
+typedef struct memstub_compare_check {
+  char spec[64];    /* "p99-us=100" as written (normalised: no blanks) */
+  char key[24];     /* "p99-us" */
+  double limit;     /* in the key's unit (us, %, bytes, points) */
+  memstub_compare_check_dir dir;
+  const char *unit; /* "ns", "us", "ms", "s", "%", "bytes", "points" */
+  const char *what; /* what is measured, for messages */
+  /* Filled by memstub_compare_checks_run: */
+  double value;     /* in the key's unit */
+  int pass;
+} memstub_compare_check;
+
+typedef struct memstub_compare_checks {
+  size_t n;
+  memstub_compare_check *c;
+} memstub_compare_checks;
+
+/* An empty list; NULL when out of memory. */
+memstub_compare_checks *memstub_compare_checks_create(void);
+void memstub_compare_checks_free(memstub_compare_checks *cs);
+
+/* Parse "KEY=VALUE[,KEY=VALUE...]" and append the checks. Keys:
+ *   total-ns|us|ms|s, total-pct      |duration error| at most
+ *   [adj-]p50|p99|max-ns|us|ms|s     |time error| percentile at most
+ *   [adj-]late                       late points at most (N, or P% of compared)
+ *   stack-exact, heap-exact          exact share at least (P%, or a fraction 0..1)
+ *   stack-max, heap-max, stack-mean, heap-mean   |error| in bytes at most
+ *   missing, repeated                points at most
+ * ("adj-" checks the view with the constant offset removed). 0, or -EINVAL
+ * with err saying which item is wrong, or -ENOMEM. */
+int memstub_compare_checks_parse(memstub_compare_checks *cs, const char *spec, memstub_error *err);
+
+/* Evaluate every check against r (filling value and pass); returns how many
+ * failed. */
+size_t memstub_compare_checks_run(memstub_compare_checks *cs, const memstub_compare_report *r);
+
+/* ---- output ------------------------------------------------------------ */
+
+/* A human-readable report (and the checks' outcome, cs may be NULL). 0 or -EIO. */
+int memstub_compare_write_text(const memstub_compare_report *r, const memstub_compare_checks *cs,
+                               FILE *f);
+
+/* The report as one JSON object (keys in docs/compare-and-plot.md), with the
+ * checks' outcome when cs is given (run first). 0 or -EIO. */
+int memstub_compare_write_json(const memstub_compare_report *r, const memstub_compare_checks *cs,
+                               FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

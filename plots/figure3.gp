@@ -1,0 +1,115 @@
+# plots/figure3.gp: original against replayed memory behaviour, the paper's
+# Figure 3 (Trapp, Meyer & Facchi 2011): stack and heap in use over time (us),
+# the original trace against each measured replay, and a panel of the
+# per-point time error (replayed - original). Needs gnuplot 5.2 or later.
+#
+# memstub plot runs it as
+#   gnuplot -c figure3.gp DIR OUTPUT FORMAT WIDTH HEIGHT
+# DIR     a directory holding
+#           vars.gp     title, orig_label, nrepl, xmin, xmax (us), repl_label[1..nrepl]
+#           orig.dat    block 0 stack, block 1 heap: "time_us bytes" lines
+#           replN.dat   the same for replay N, and block 2 the time error: "time_us error_us"
+#         (the curves are already reduced to a few points per pixel column)
+# OUTPUT  the file to write
+# FORMAT  png, svg or pdf
+# WIDTH, HEIGHT  in pixels (pdf: 100 pixels to the inch)
+#
+# Readable in black and white: the original is a thick solid grey band drawn
+# first, each replay a thin line on top with its own dash pattern (and
+# colour), and each replay's time error has its own point type.
+
+if (ARGC < 5) {
+  print 'usage: gnuplot -c figure3.gp DIR OUTPUT FORMAT WIDTH HEIGHT'
+  exit status 2
+}
+dir = ARG1
+load dir.'/vars.gp'
+w = int(ARG4)
+h = int(ARG5)
+
+set encoding utf8
+fmt = ARG3
+if (fmt eq 'png') {
+  if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {
+    set terminal pngcairo size w,h enhanced font 'sans,10' dashlength 1.5
+  } else {
+    set terminal png size w,h
+  }
+}
+if (fmt eq 'svg') {
+  set terminal svg size w,h enhanced font 'sans,10' dashlength 1.5 background '#ffffff'
+}
+if (fmt eq 'pdf') {
+  set terminal pdfcairo size (w/100.0),(h/100.0) enhanced font 'sans,7' dashlength 1.5
+}
+if (fmt ne 'png' && fmt ne 'svg' && fmt ne 'pdf') {
+  print 'figure3.gp: unknown format ', fmt, ' (png, svg or pdf)'
+  exit status 2
+}
+set output ARG2
+
+# Line styles: 1 the original; 2.. the replays, cycling through five.
+set style line 1 lc rgb '#909090' lw 4 dt 1
+set style line 2 lc rgb '#D55E00' lw 1.25 dt 2
+set style line 3 lc rgb '#0072B2' lw 1.25 dt 4
+set style line 4 lc rgb '#009E73' lw 1.25 dt 5
+set style line 5 lc rgb '#CC79A7' lw 1.25 dt 3
+set style line 6 lc rgb '#E69F00' lw 1.25 dt (12,4,2,4,2,4)
+rs(i) = 2 + (i - 1) % 5
+pts = '2 6 4 8 12'
+rpt(i) = int(word(pts, 1 + (i - 1) % 5))
+
+set grid xtics ytics lc rgb '#c8c8c8' lw 0.5 dt 1
+set xrange [xmin:xmax]
+set format x '%.0f'
+set format y '%.0f'
+set mxtics
+set key top right opaque box noenhanced samplen 4 spacing 1.2
+set lmargin at screen 0.11
+set rmargin at screen 0.97
+
+top = 0.92
+bottom = 0.07
+gap = 0.015
+# Panel heights: stack and heap ph each, the time error 0.7 ph.
+ph = nrepl > 0 ? (top - bottom - 2 * gap) / 2.7 : (top - bottom - gap) / 2.0
+
+set multiplot title title noenhanced font ',12'
+
+# Stack.
+set tmargin at screen top
+set bmargin at screen top - ph
+set format x ''
+set ylabel 'stack in use (bytes)'
+plot dir.'/orig.dat' index 0 using 1:2 with steps ls 1 title orig_label, \
+     for [i=1:nrepl] sprintf('%s/repl%d.dat', dir, i) index 0 using 1:2 \
+         with steps ls rs(i) title repl_label[i]
+
+# Heap.
+unset key
+set tmargin at screen top - ph - gap
+set bmargin at screen top - 2 * ph - gap
+if (nrepl == 0) {
+  set format x '%.0f'
+  set xlabel 'time (µs)'
+}
+set ylabel 'heap in use (bytes)'
+plot dir.'/orig.dat' index 1 using 1:2 with steps ls 1 title orig_label, \
+     for [i=1:nrepl] sprintf('%s/repl%d.dat', dir, i) index 1 using 1:2 \
+         with steps ls rs(i) title repl_label[i]
+
+# Time error per point.
+if (nrepl > 0) {
+  set key top left opaque box noenhanced
+  set tmargin at screen top - 2 * ph - 2 * gap
+  set bmargin at screen bottom
+  set format x '%.0f'
+  set xlabel 'time (µs)'
+  set ylabel 'time error (µs)'
+  set xzeroaxis lt -1 lw 1 dt 1
+  plot for [i=1:nrepl] sprintf('%s/repl%d.dat', dir, i) index 2 using 1:2 \
+           with points ls rs(i) pt rpt(i) ps 0.7 title repl_label[i]
+}
+
+unset multiplot
+unset output

@@ -1,0 +1,744 @@
+// memstub compare: hand-made pairs with known errors (exact figures), the
+// mmap page rule, --check and its exit codes, --json, and bad input.
+#include <check.h>
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memstub/compare.h"
+#include "memstub/trace.h"
+#include "testutil.h"
+
+// ---- helpers ----------------------------------------------------------------
+
+static memstub_trace *parse(const char *text) {
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  int rc = memstub_trace_parse("test", text, strlen(text), &t, &err);
+  ck_assert_msg(rc == 0, "%s", err.msg);
+  return t;
+}
+
+static memstub_compare_options opts(void) {
+  memstub_compare_options o;
+  memstub_compare_options_init(&o);
+  o.page_size = 4096;  // host independent
+  return o;
+}
+
+static memstub_compare_report *compare(const char *orig, const char *repl,
+                                       const memstub_compare_options *o) {
+  memstub_trace *a = parse(orig), *b = parse(repl);
+  memstub_compare_report *r = NULL;
+  memstub_error err = {0};
+  int rc = memstub_compare_traces(a, "orig", b, "repl", o, &r, &err);
+  ck_assert_msg(rc == 0, "%s", err.msg);
+  memstub_trace_free(a);
+  memstub_trace_free(b);
+  return r;
+}
+
+static char *path_in(const char *dir, const char *name) {
+  char *p;
+  ck_assert(asprintf(&p, "%s/%s", dir, name) > 0);
+  return p;
+}
+
+// The hand-made pair: five points. Time errors +1, +2, +15, -1, +1 us; stack
+// +16 at one point; heap +4096 on a 200000-byte block (from mmap: exact by
+// the page rule) and +17 on a 100000-byte block (not exact).
+static const char orig5[] =
+    "# memstub-trace 1\n"
+    "time_ns,stack_bytes,heap_bytes\n"
+    "0,0,0\n"
+    "100000,300,0\n"
+    "200000,400,200000\n"
+    "300000,300,100000\n"
+    "400000,0,0\n";
+static const char repl5[] =
+    "time_ns,stack_bytes,heap_bytes,point,target_time_ns,late_ns\n"
+    "1000,0,0,0,0,1000\n"
+    "102000,316,0,1,100000,2000\n"
+    "215000,400,204096,2,200000,15000\n"
+    "299000,300,100017,3,300000,-1000\n"
+    "401000,0,0,4,400000,1000\n";
+
+// ---- library: exact figures -------------------------------------------------
+
+START_TEST(test_known_errors) {
+  memstub_compare_options o = opts();
+  memstub_compare_report *r = compare(orig5, repl5, &o);
+  ck_assert_uint_eq(r->original_rows, 5);
+  ck_assert_uint_eq(r->replayed_rows, 5);
+  ck_assert_uint_eq(r->compared, 5);
+  ck_assert_uint_eq(r->missing, 0);
+  ck_assert_uint_eq(r->repeated, 0);
+  ck_assert_int_eq(r->first_missing, -1);
+  // |e| sorted: 1000 1000 1000 2000 15000 (ns).
+  ck_assert_int_eq(r->time.p50_abs, 1000);
+  ck_assert_int_eq(r->time.p99_abs, 15000);
+  ck_assert_int_eq(r->time.max_abs, 15000);
+  ck_assert_int_eq(r->time.min, -1000);
+  ck_assert_int_eq(r->time.max, 15000);
+  ck_assert_double_eq_tol(r->time.mean, 3600, 1e-9);
+  ck_assert_uint_eq(r->time.late, 1);
+  // Offset: the median signed error, +1 us; then e - offset = 0 1 14 -2 0.
+  ck_assert_int_eq(r->offset_ns, 1000);
+  ck_assert_int_eq(r->adjusted.p50_abs, 1000);
+  ck_assert_int_eq(r->adjusted.p99_abs, 14000);
+  ck_assert_int_eq(r->adjusted.min, -2000);
+  ck_assert_int_eq(r->adjusted.max, 14000);
+  ck_assert_uint_eq(r->adjusted.late, 1);
+  ck_assert_int_eq(r->duration.first_point, 0);
+  ck_assert_int_eq(r->duration.last_point, 4);
+  ck_assert_int_eq(r->duration.original_ns, 400000);
+  ck_assert_int_eq(r->duration.replayed_ns, 400000);
+  ck_assert_int_eq(r->duration.error_ns, 0);
+  ck_assert_double_eq(r->duration.error_pct, 0);
+  ck_assert_int_eq(r->stack.max_abs, 16);
+  ck_assert_double_eq_tol(r->stack.mean_abs, 3.2, 1e-12);
+  ck_assert_uint_eq(r->stack.exact, 5);  // 16 is within the 16-byte slack
+  ck_assert_double_eq(r->stack.exact_share, 1.0);
+  ck_assert_int_eq(r->heap.max_abs, 4096);
+  ck_assert_int_eq(r->heap.min, 0);
+  ck_assert_double_eq_tol(r->heap.mean_abs, 822.6, 1e-9);
+  ck_assert_uint_eq(r->heap.paged, 1);
+  ck_assert_uint_eq(r->heap.exact, 4);
+  ck_assert_double_eq_tol(r->heap.exact_share, 0.8, 1e-12);
+  ck_assert_int_eq(r->options.page_size, 4096);
+  ck_assert_int_eq(r->match[2], 2);
+  memstub_compare_free(r);
+}
+END_TEST
+
+START_TEST(test_mmap_page_rule) {
+  memstub_compare_options o = opts();
+  // Below the threshold the block gets the 16-byte slack only.
+  o.mmap_threshold = 200001;
+  memstub_compare_report *r = compare(orig5, repl5, &o);
+  ck_assert_uint_eq(r->heap.paged, 0);
+  ck_assert_uint_eq(r->heap.exact, 3);
+  memstub_compare_free(r);
+  // "At or above": a block of exactly the threshold is paged.
+  o.mmap_threshold = 200000;
+  r = compare(orig5, repl5, &o);
+  ck_assert_uint_eq(r->heap.paged, 1);
+  ck_assert_uint_eq(r->heap.exact, 4);
+  memstub_compare_free(r);
+  // One byte less than the error is not a page's slack.
+  o.page_size = 4095;
+  r = compare(orig5, repl5, &o);
+  ck_assert_uint_eq(r->heap.exact, 3);
+  memstub_compare_free(r);
+  // Slacks are options: 17 bytes makes the 100000-byte block exact; stack 15 not.
+  o = opts();
+  o.heap_slack = 17;
+  o.stack_slack = 15;
+  r = compare(orig5, repl5, &o);
+  ck_assert_uint_eq(r->heap.exact, 5);
+  ck_assert_uint_eq(r->stack.exact, 4);
+  memstub_compare_free(r);
+  // The block is the total above the trace's smallest heap total: with a
+  // 50000-byte base, 131071 + 50000 is below the threshold, 131072 + 50000 at it.
+  o = opts();
+  r = compare("time_ns,stack_bytes,heap_bytes\n0,0,50000\n10,0,181071\n20,0,181072\n",
+              "time_ns,stack_bytes,heap_bytes,point\n0,0,50000,0\n10,0,185167,1\n"
+              "20,0,185168,2\n",
+              &o);
+  ck_assert_uint_eq(r->heap.paged, 1);
+  ck_assert_uint_eq(r->heap.exact, 2);  // row 1 (+4096, not paged) is not exact
+  ck_assert_int_eq(r->heap.max_abs, 4096);
+  memstub_compare_free(r);
+}
+END_TEST
+
+// 200 points 1 ms apart, error i * 100 ns at point i: nearest-rank
+// percentiles, the late boundary and the offset-removed view.
+START_TEST(test_percentiles) {
+  size_t cap = 1 << 16, o1 = 0, o2 = 0;
+  char *a = malloc(cap), *b = malloc(cap);
+  o1 += (size_t)snprintf(a, cap, "time_ns,stack_bytes,heap_bytes\n");
+  o2 += (size_t)snprintf(b, cap, "time_ns,stack_bytes,heap_bytes,point\n");
+  for (int i = 0; i < 200; i++) {
+    o1 += (size_t)snprintf(a + o1, cap - o1, "%d,%d,%d\n", i * 1000000, i, 1000 + i);
+    o2 += (size_t)snprintf(b + o2, cap - o2, "%d,%d,%d,%d\n", i * 1000000 + i * 100, i + (i % 3),
+                           1000 + i, i);
+  }
+  memstub_compare_options o = opts();
+  memstub_compare_report *r = compare(a, b, &o);
+  ck_assert_uint_eq(r->compared, 200);
+  ck_assert_int_eq(r->time.p50_abs, 9900);   // rank 100
+  ck_assert_int_eq(r->time.p99_abs, 19700);  // rank 198
+  ck_assert_int_eq(r->time.max_abs, 19900);
+  ck_assert_int_eq(r->time.min, 0);
+  ck_assert_uint_eq(r->time.late, 99);  // 10100 .. 19900 ns; 10000 is not late
+  ck_assert_int_eq(r->offset_ns, 9900);
+  // |i * 100 - 9900|: 0, 100 twice, ... 9900 twice, 10000.
+  ck_assert_int_eq(r->adjusted.p50_abs, 5000);
+  ck_assert_int_eq(r->adjusted.p99_abs, 9900);
+  ck_assert_int_eq(r->adjusted.max_abs, 10000);
+  ck_assert_int_eq(r->adjusted.min, -9900);
+  ck_assert_uint_eq(r->adjusted.late, 0);
+  ck_assert_int_eq(r->duration.original_ns, 199000000);
+  ck_assert_int_eq(r->duration.replayed_ns, 199019900);
+  ck_assert_int_eq(r->duration.error_ns, 19900);
+  ck_assert_double_eq_tol(r->duration.error_pct, 0.01, 1e-12);
+  // Stack +0, +1, +2 repeating: all within 16 bytes; max 2.
+  ck_assert_int_eq(r->stack.max_abs, 2);
+  ck_assert_uint_eq(r->stack.exact, 200);
+  ck_assert_uint_eq(r->heap.exact, 200);
+  ck_assert_int_eq(r->heap.max_abs, 0);
+  // A late threshold of 0 counts every positive error.
+  o.late_ns = 0;
+  memstub_compare_free(r);
+  r = compare(a, b, &o);
+  ck_assert_uint_eq(r->time.late, 199);
+  memstub_compare_free(r);
+  free(a);
+  free(b);
+}
+END_TEST
+
+START_TEST(test_missing_repeated_out_of_order) {
+  static const char orig[] =
+      "time_ns,stack_bytes,heap_bytes\n0,0,0\n10,0,0\n20,0,0\n30,0,0\n40,0,0\n50,0,0\n";
+  // Point 1 measured twice (the last counts: time 12), 3 before 2, 4 missing.
+  static const char repl[] =
+      "time_ns,stack_bytes,heap_bytes,point\n0,0,0,0\n11,0,0,1\n12,0,0,1\n31,0,0,3\n"
+      "32,0,0,2\n55,0,0,5\n";
+  memstub_compare_options o = opts();
+  memstub_compare_report *r = compare(orig, repl, &o);
+  ck_assert_uint_eq(r->replayed_rows, 6);
+  ck_assert_uint_eq(r->compared, 5);
+  ck_assert_uint_eq(r->missing, 1);
+  ck_assert_int_eq(r->first_missing, 4);
+  ck_assert_uint_eq(r->repeated, 1);
+  ck_assert_uint_eq(r->out_of_order, 1);
+  ck_assert_int_eq(r->match[1], 2);
+  ck_assert_int_eq(r->match[4], -1);
+  // errors: 0, 2, 12, 1, 5 ns
+  ck_assert_int_eq(r->time.max, 12);
+  ck_assert_int_eq(r->time.p50_abs, 2);
+  ck_assert_int_eq(r->duration.error_ns, 5);
+  memstub_compare_free(r);
+  // Missing ends: the duration spans the first and last points measured.
+  r = compare(orig, "time_ns,stack_bytes,heap_bytes,point\n13,0,0,1\n21,0,0,2\n44,0,0,4\n", &o);
+  ck_assert_int_eq(r->duration.first_point, 1);
+  ck_assert_int_eq(r->duration.last_point, 4);
+  ck_assert_int_eq(r->duration.original_ns, 30);
+  ck_assert_int_eq(r->duration.replayed_ns, 31);
+  memstub_compare_free(r);
+}
+END_TEST
+
+START_TEST(test_library_refusals) {
+  memstub_compare_options o = opts();
+  memstub_trace *a = parse(orig5), *b = NULL, *c = NULL;
+  memstub_compare_report *r = (memstub_compare_report *)1;
+  memstub_error err = {0};
+  // No point column.
+  ck_assert_int_eq(memstub_compare_traces(a, "o", a, "r", &o, &r, &err), -EINVAL);
+  ck_assert_ptr_null(r);
+  ck_assert_msg(strstr(err.msg, "r: header row: no 'point' column") != NULL, "%s", err.msg);
+  // Out of range, located by row.
+  b = parse("time_ns,stack_bytes,heap_bytes,point\n0,0,0,0\n1,0,0,-1\n");
+  ck_assert_int_eq(memstub_compare_traces(a, "o", b, "r", &o, &r, &err), -EINVAL);
+  ck_assert_msg(strstr(err.msg, "r: row 2: point: -1 is out of range") != NULL, "%s", err.msg);
+  // Fewer than half of the points: refused unless allow_partial.
+  c = parse("time_ns,stack_bytes,heap_bytes,point\n0,0,0,0\n1,0,0,4\n");
+  ck_assert_int_eq(memstub_compare_traces(a, "o", c, "r", &o, &r, &err), -EINVAL);
+  ck_assert_msg(strstr(err.msg, "measures only 2 of ORIGINAL's 5 points") != NULL, "%s", err.msg);
+  o.allow_partial = 1;
+  ck_assert_int_eq(memstub_compare_traces(a, "o", c, "r", &o, &r, &err), 0);
+  ck_assert_uint_eq(r->missing, 3);
+  memstub_compare_free(r);
+  o.stack_slack = -1;
+  ck_assert_int_eq(memstub_compare_traces(a, "o", c, "r", &o, &r, &err), -EINVAL);
+  memstub_compare_free(NULL);
+  memstub_trace_free(a);
+  memstub_trace_free(b);
+  memstub_trace_free(c);
+}
+END_TEST
+
+// ---- checks -----------------------------------------------------------------
+
+START_TEST(test_check_parse_and_run) {
+  memstub_compare_options o = opts();
+  memstub_compare_report *r = compare(orig5, repl5, &o);
+  memstub_compare_checks *cs = memstub_compare_checks_create();
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_compare_checks_parse(
+                       cs, "total-ms=1, p99-us=15,max-ns=14999,stack-exact=100%,heap-exact=0.8",
+                       &err),
+                   0);
+  ck_assert_int_eq(memstub_compare_checks_parse(cs, "late=20%,adj-late=0,adj-p99-us=14", &err),
+                   0);
+  ck_assert_int_eq(memstub_compare_checks_parse(
+                       cs, "heap-max=4095,stack-mean=3.2,missing=0,repeated=0,total-pct=0", &err),
+                   0);
+  ck_assert_uint_eq(cs->n, 13);
+  ck_assert_str_eq(cs->c[1].spec, "p99-us=15");
+  ck_assert_str_eq(cs->c[1].unit, "us");
+  ck_assert_double_eq(cs->c[4].limit, 80);  // the fraction as a percentage
+  ck_assert_int_eq(cs->c[4].dir, MEMSTUB_COMPARE_AT_LEAST);
+  ck_assert_str_eq(cs->c[5].unit, "%");
+  ck_assert_uint_eq(memstub_compare_checks_run(cs, r), 3);
+  static const int pass[] = {1, 1, 0, 1, 1, 1, 0, 1, 0, 1, 1, 1, 1};
+  static const double value[] = {0, 15, 15000, 100, 80, 20, 1, 14, 4096, 3.2, 0, 0, 0};
+  for (size_t i = 0; i < cs->n; i++) {
+    ck_assert_msg(cs->c[i].pass == pass[i], "%s: pass %d", cs->c[i].spec, cs->c[i].pass);
+    ck_assert_msg(fabs(cs->c[i].value - value[i]) < 1e-9, "%s: value %g", cs->c[i].spec,
+                  cs->c[i].value);
+  }
+  memstub_compare_checks_free(cs);
+  memstub_compare_free(r);
+
+  static const struct {
+    const char *spec, *msg;
+  } bad[] = {
+      {"p98-us=1", "'p98-us': unknown check"},
+      {"p99=1", "'p99': unknown check"},
+      {"total-min=1", "'total-min': unknown check"},
+      {"p99-us", "'p99-us' needs a limit"},
+      {"p99-us=", "p99-us: expected a non-negative number"},
+      {"p99-us=-1", "p99-us: expected a non-negative number, found '-1'"},
+      {"p99-us=abc", "found 'abc'"},
+      {"p99-us=nan", "found 'nan'"},
+      {"p99-us=5%", "p99-us: takes no percentage"},
+      {"heap-exact=99.5", "heap-exact: a share is a percentage (99.5%) or a fraction"},
+      {"heap-exact=101%", "heap-exact: a share above 100%"},
+      {"late=150%", "late: a share above 100%"},
+      {"p99-us=1,,total-ms=1", "empty item"},
+      {"", "empty item"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    cs = memstub_compare_checks_create();
+    ck_assert_int_eq(memstub_compare_checks_parse(cs, bad[i].spec, &err), -EINVAL);
+    ck_assert_msg(strstr(err.msg, bad[i].msg) != NULL, "'%s': got '%s'", bad[i].spec, err.msg);
+    memstub_compare_checks_free(cs);
+  }
+}
+END_TEST
+
+// ---- a realistic trace ------------------------------------------------------
+
+/* The bundled 4.8 s sample against a fake replay: a constant 25 us late,
+ * stack exact, heap rounded up to whole pages where the block comes from
+ * mmap. Offset removal takes the whole error away. */
+START_TEST(test_realistic_fake_replay) {
+  memstub_trace *a = NULL;
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_trace_read(tu_src("traces/samples/synthetic-4.8s.csv"), &a, &err), 0);
+  memstub_trace *b = memstub_trace_create();
+  ck_assert_int_eq(memstub_trace_add_column(b, "point"), 0);
+  ck_assert_int_eq(memstub_trace_add_column(b, "target_time_ns"), 1);
+  ck_assert_int_eq(memstub_trace_add_column(b, "late_ns"), 2);
+  size_t paged = 0;
+  for (size_t i = 0; i < a->n; i++) {
+    int64_t h = a->pts[i].heap_bytes;
+    if (h >= 131072) {
+      h = (h + 4095) / 4096 * 4096;
+      paged++;
+    }
+    ck_assert_int_eq(memstub_trace_append(b, a->pts[i].time_ns + 25000, a->pts[i].stack_bytes, h),
+                     0);
+    int64_t *x = memstub_trace_extra_row(b, i);
+    x[0] = (int64_t)i;
+    x[1] = a->pts[i].time_ns;
+    x[2] = 25000;
+  }
+  ck_assert(paged > 100);  // the sample crosses the threshold
+  memstub_compare_options o = opts();
+  memstub_compare_report *r = NULL;
+  ck_assert_int_eq(memstub_compare_traces(a, "a", b, "b", &o, &r, &err), 0);
+  ck_assert_uint_eq(r->compared, a->n);
+  ck_assert_int_eq(r->time.p50_abs, 25000);
+  ck_assert_int_eq(r->time.p99_abs, 25000);
+  ck_assert_uint_eq(r->time.late, a->n);
+  ck_assert_int_eq(r->offset_ns, 25000);
+  ck_assert_int_eq(r->adjusted.max_abs, 0);
+  ck_assert_uint_eq(r->adjusted.late, 0);
+  ck_assert_int_eq(r->duration.error_ns, 0);
+  ck_assert_int_eq(r->duration.original_ns, 4800000000);
+  ck_assert_uint_eq(r->stack.exact, a->n);
+  ck_assert_uint_eq(r->heap.paged, paged);
+  ck_assert_uint_eq(r->heap.exact, a->n);
+  ck_assert(r->heap.max_abs > 16 && r->heap.max_abs < 4096);
+  memstub_compare_free(r);
+  memstub_trace_free(a);
+  memstub_trace_free(b);
+}
+END_TEST
+
+// ---- a small JSON reader, enough to check the report ------------------------
+
+typedef struct jv {
+  char type;  // 'o' object, 'a' array, 's' string, 'n' number, 'b' bool, 'z' null
+  char *key;
+  char *str;
+  double num;
+  int b;
+  struct jv *kids;
+  size_t n;
+} jv;
+
+static void jskip(const char **p) {
+  while (isspace((unsigned char)**p)) (*p)++;
+}
+
+static int jparse(const char **p, jv *v);
+
+static int jstring(const char **p, char **out) {
+  if (**p != '"') return -1;
+  (*p)++;
+  size_t cap = 64, n = 0;
+  char *s = malloc(cap);
+  while (**p != '"') {
+    if (!**p || (unsigned char)**p < 0x20) return free(s), -1;
+    char c = *(*p)++;
+    if (c == '\\') {
+      c = *(*p)++;
+      if (c == 'u') {
+        for (int i = 0; i < 4; i++)
+          if (!isxdigit((unsigned char)*(*p)++)) return free(s), -1;
+        c = '?';
+      } else if (!strchr("\"\\/bfnrt", c)) {
+        return free(s), -1;
+      }
+    }
+    if (n + 2 > cap) s = realloc(s, cap *= 2);
+    s[n++] = c;
+  }
+  (*p)++;
+  s[n] = '\0';
+  *out = s;
+  return 0;
+}
+
+static int jparse(const char **p, jv *v) {
+  memset(v, 0, sizeof *v);
+  jskip(p);
+  if (**p == '{' || **p == '[') {
+    char close = **p == '{' ? '}' : ']';
+    v->type = **p == '{' ? 'o' : 'a';
+    (*p)++;
+    jskip(p);
+    if (**p == close) return (*p)++, 0;
+    for (;;) {
+      v->kids = realloc(v->kids, (v->n + 1) * sizeof *v->kids);
+      jv *k = &v->kids[v->n++];
+      char *key = NULL;
+      if (v->type == 'o') {
+        jskip(p);
+        if (jstring(p, &key) < 0) return -1;
+        jskip(p);
+        if (*(*p)++ != ':') return free(key), -1;
+      }
+      if (jparse(p, k) < 0) return free(key), -1;
+      k->key = key;
+      jskip(p);
+      if (**p == ',') {
+        (*p)++;
+        continue;
+      }
+      if (**p == close) return (*p)++, 0;
+      return -1;
+    }
+  }
+  if (**p == '"') {
+    v->type = 's';
+    return jstring(p, &v->str);
+  }
+  if (strncmp(*p, "true", 4) == 0 || strncmp(*p, "false", 5) == 0) {
+    v->type = 'b';
+    v->b = **p == 't';
+    *p += v->b ? 4 : 5;
+    return 0;
+  }
+  if (strncmp(*p, "null", 4) == 0) {
+    v->type = 'z';
+    *p += 4;
+    return 0;
+  }
+  // JSON numbers: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+  const char *s = *p;
+  if (*s == '-') s++;
+  if (!isdigit((unsigned char)*s) || (s[0] == '0' && isdigit((unsigned char)s[1]))) return -1;
+  char *end;
+  v->type = 'n';
+  v->num = strtod(*p, &end);
+  if (end == *p) return -1;
+  *p = end;
+  return 0;
+}
+
+static void jfree(jv *v) {
+  for (size_t i = 0; i < v->n; i++) jfree(&v->kids[i]);
+  free(v->kids);
+  free(v->key);
+  free(v->str);
+}
+
+// "a.b.c" or "a.0.b" (array index).
+static const jv *jget(const jv *v, const char *path) {
+  char buf[128];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *tok = strtok(buf, "."); tok && v; tok = strtok(NULL, ".")) {
+    const jv *next = NULL;
+    if (v->type == 'a') {
+      size_t i = (size_t)atoi(tok);
+      next = i < v->n ? &v->kids[i] : NULL;
+    } else if (v->type == 'o') {
+      for (size_t i = 0; i < v->n; i++)
+        if (strcmp(v->kids[i].key, tok) == 0) next = &v->kids[i];
+    }
+    v = next;
+  }
+  ck_assert_msg(v != NULL, "no key %s in the JSON", path);
+  return v;
+}
+
+static double jnum(const jv *root, const char *path) {
+  const jv *v = jget(root, path);
+  ck_assert_msg(v->type == 'n', "%s is not a number", path);
+  return v->num;
+}
+
+// ---- the command ------------------------------------------------------------
+
+typedef struct fixture {
+  char *dir, *orig, *repl;
+} fixture;
+
+static fixture fx_make(void) {
+  fixture f;
+  f.dir = tu_mkdtemp();
+  f.orig = path_in(f.dir, "orig.csv");
+  f.repl = path_in(f.dir, "repl.csv");
+  tu_write_file(f.orig, orig5);
+  tu_write_file(f.repl, repl5);
+  return f;
+}
+
+static void fx_free(fixture *f) {
+  tu_rmtree(f->dir);
+  free(f->dir);
+  free(f->orig);
+  free(f->repl);
+}
+
+START_TEST(test_cli_text_and_checks) {
+  fixture f = fx_make();
+  tu_run r = tu_memstub(f.dir, "compare", "orig.csv", "repl.csv", "--page-size", "4096", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_str_eq(r.err, "");
+  ck_assert_ptr_nonnull(strstr(r.out, "points    5 compared, 0 missing"));
+  ck_assert_ptr_nonnull(strstr(r.out, "|error|   p50 1.000 us, p99 15.000 us, max 15.000 us"));
+  ck_assert_ptr_nonnull(strstr(r.out, "late      1 of 5 points (20.00%) by more than 10.000 us"));
+  ck_assert_ptr_nonnull(strstr(r.out, "median error, +1.000 us"));
+  ck_assert_ptr_nonnull(strstr(r.out, "stack  exact 100.00% (5 of 5 within 16 bytes)"));
+  ck_assert_ptr_nonnull(strstr(r.out, "heap   exact 80.00% (4 of 5 within 16 bytes, or 4096"));
+  tu_run_free(&r);
+
+  // Passing checks: exit 0.
+  r = tu_memstub(f.dir, "compare", "orig.csv", "repl.csv", "--page-size", "4096", "--check",
+                 "total-ms=1,p99-us=15,stack-exact=100%", "--check", "heap-exact=80%", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "ok   heap-exact=80%"));
+  tu_run_free(&r);
+
+  // A failing check: exit 1, and stderr says which.
+  r = tu_memstub(f.dir, "compare", "orig.csv", "repl.csv", "--page-size", "4096", "--check",
+                 "total-ms=1,p99-us=10,heap-exact=99.5%", NULL);
+  ck_assert_int_eq(r.status, 1);
+  ck_assert_ptr_nonnull(strstr(r.out, "FAIL p99-us=10"));
+  ck_assert_ptr_nonnull(strstr(r.err, "memstub: check failed: p99-us=10: p99 of |time error| is "
+                                      "15 us, more than 10 us\n"));
+  ck_assert_ptr_nonnull(strstr(r.err, "memstub: check failed: heap-exact=99.5%: share of exact "
+                                      "heap points is 80 %, less than 99.5 %\n"));
+  ck_assert_ptr_null(strstr(r.err, "total-ms"));
+  tu_run_free(&r);
+
+  // Options change the figures: a bigger late threshold, a smaller threshold page.
+  r = tu_memstub(f.dir, "compare", "orig.csv", "repl.csv", "--late-us", "15", "--page-size",
+                 "4095", "--check", "late=0,heap-exact=60%", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "heap   exact 60.00%"));
+  tu_run_free(&r);
+
+  r = tu_memstub(f.dir, "help", "compare", NULL);
+  ck_assert_int_eq(r.status, 0);
+  ck_assert_ptr_nonnull(strstr(r.out, "usage: memstub compare ORIGINAL REPLAYED"));
+  tu_run_free(&r);
+  fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_cli_json) {
+  fixture f = fx_make();
+  tu_run r = tu_memstub(f.dir, "compare", "orig.csv", "repl.csv", "--json", "--page-size",
+                        "4096", "--check", "p99-us=10,stack-exact=100%", NULL);
+  ck_assert_int_eq(r.status, 1);
+  const char *p = r.out;
+  jv root;
+  ck_assert_msg(jparse(&p, &root) == 0, "not JSON: %s", r.out);
+  jskip(&p);
+  ck_assert_msg(*p == '\0', "trailing text after the JSON: %s", p);
+  ck_assert_int_eq(root.type, 'o');
+  ck_assert_str_eq(jget(&root, "format")->str, "memstub-compare 1");
+  ck_assert_str_eq(jget(&root, "original.path")->str, "orig.csv");
+  ck_assert_double_eq(jnum(&root, "original.rows"), 5);
+  ck_assert_double_eq(jnum(&root, "replayed.rows"), 5);
+  ck_assert_double_eq(jnum(&root, "points.compared"), 5);
+  ck_assert_double_eq(jnum(&root, "points.missing"), 0);
+  ck_assert_int_eq(jget(&root, "points.first_missing")->type, 'z');
+  ck_assert_double_eq(jnum(&root, "points.repeated"), 0);
+  ck_assert_double_eq(jnum(&root, "points.out_of_order"), 0);
+  ck_assert_double_eq(jnum(&root, "settings.late_ns"), 10000);
+  ck_assert_double_eq(jnum(&root, "settings.stack_slack_bytes"), 16);
+  ck_assert_double_eq(jnum(&root, "settings.heap_slack_bytes"), 16);
+  ck_assert_double_eq(jnum(&root, "settings.page_bytes"), 4096);
+  ck_assert_double_eq(jnum(&root, "settings.mmap_threshold_bytes"), 131072);
+  ck_assert_double_eq(jnum(&root, "duration.first_point"), 0);
+  ck_assert_double_eq(jnum(&root, "duration.last_point"), 4);
+  ck_assert_double_eq(jnum(&root, "duration.original_ns"), 400000);
+  ck_assert_double_eq(jnum(&root, "duration.replayed_ns"), 400000);
+  ck_assert_double_eq(jnum(&root, "duration.error_ns"), 0);
+  ck_assert_double_eq(jnum(&root, "duration.error_pct"), 0);
+  ck_assert_double_eq(jnum(&root, "time.p50_abs_ns"), 1000);
+  ck_assert_double_eq(jnum(&root, "time.p99_abs_ns"), 15000);
+  ck_assert_double_eq(jnum(&root, "time.max_abs_ns"), 15000);
+  ck_assert_double_eq(jnum(&root, "time.min_ns"), -1000);
+  ck_assert_double_eq(jnum(&root, "time.max_ns"), 15000);
+  ck_assert_double_eq(jnum(&root, "time.mean_ns"), 3600);
+  ck_assert_double_eq(jnum(&root, "time.late"), 1);
+  ck_assert_double_eq(jnum(&root, "time.late_share"), 0.2);
+  ck_assert_double_eq(jnum(&root, "time_offset_removed.offset_ns"), 1000);
+  ck_assert_double_eq(jnum(&root, "time_offset_removed.p99_abs_ns"), 14000);
+  ck_assert_double_eq(jnum(&root, "time_offset_removed.min_ns"), -2000);
+  ck_assert_double_eq(jnum(&root, "stack.max_abs_bytes"), 16);
+  ck_assert_double_eq(jnum(&root, "stack.mean_abs_bytes"), 3.2);
+  ck_assert_double_eq(jnum(&root, "stack.exact"), 5);
+  ck_assert_double_eq(jnum(&root, "stack.exact_share"), 1);
+  ck_assert_double_eq(jnum(&root, "heap.max_abs_bytes"), 4096);
+  ck_assert_double_eq(jnum(&root, "heap.mean_abs_bytes"), 822.6);
+  ck_assert_double_eq(jnum(&root, "heap.exact"), 4);
+  ck_assert_double_eq(jnum(&root, "heap.exact_share"), 0.8);
+  ck_assert_double_eq(jnum(&root, "heap.mmap_points"), 1);
+  ck_assert_str_eq(jget(&root, "checks.0.spec")->str, "p99-us=10");
+  ck_assert_str_eq(jget(&root, "checks.0.key")->str, "p99-us");
+  ck_assert_double_eq(jnum(&root, "checks.0.limit"), 10);
+  ck_assert_double_eq(jnum(&root, "checks.0.value"), 15);
+  ck_assert_str_eq(jget(&root, "checks.0.unit")->str, "us");
+  ck_assert_str_eq(jget(&root, "checks.0.bound")->str, "at_most");
+  ck_assert_int_eq(jget(&root, "checks.0.pass")->b, 0);
+  ck_assert_str_eq(jget(&root, "checks.1.bound")->str, "at_least");
+  ck_assert_int_eq(jget(&root, "checks.1.pass")->b, 1);
+  ck_assert_int_eq(jget(&root, "pass")->type, 'b');
+  ck_assert_int_eq(jget(&root, "pass")->b, 0);
+  ck_assert_ptr_nonnull(strstr(r.err, "check failed: p99-us=10"));
+  jfree(&root);
+  tu_run_free(&r);
+
+  // No checks: pass is true, checks empty; names with quotes and non-UTF-8 bytes
+  // stay valid JSON.
+  char *odd = path_in(f.dir, "we\"ird\\ \xff name.csv");
+  tu_write_file(odd, repl5);
+  r = tu_memstub(f.dir, "compare", "orig.csv", "we\"ird\\ \xff name.csv", "--json", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  p = r.out;
+  ck_assert_msg(jparse(&p, &root) == 0, "not JSON: %s", r.out);
+  ck_assert_uint_eq(jget(&root, "checks")->n, 0);
+  ck_assert_int_eq(jget(&root, "pass")->b, 1);
+  ck_assert_ptr_nonnull(strstr(r.out, "\"path\": \"we\\\"ird\\\\ \\ufffd name.csv\""));
+  jfree(&root);
+  tu_run_free(&r);
+  free(odd);
+  fx_free(&f);
+}
+END_TEST
+
+// Bad input and usage: exit 2 with "memstub: error: <msg>", nothing on stdout.
+static const struct {
+  const char *repl; /* NULL: use repl5 */
+  const char *args[6];
+  const char *msg;
+} bad[] = {
+    {"time_ns,stack_bytes,heap_bytes,point\n0,0,0,0\n1,x,0,1\n", {NULL},
+     "repl.csv:3:3: stack_bytes: not an integer: 'x'"},
+    {"time_ns,stack_bytes,heap_bytes,point\n5,0,0,0\n4,0,0,1\n", {NULL},
+     "repl.csv:3:1: time_ns: decreases from 5 to 4"},
+    {"# memstub-trace 1\n\ntime_ns,stack_bytes,heap_bytes,late_ns\n0,0,0,0\n", {NULL},
+     "repl.csv:3:1: header row: no 'point' column: REPLAYED must be a replayed trace"},
+    {"time_ns,stack_bytes,heap_bytes,point\n0,0,0,0\n# note\n\n1, 0, 0,  5\n", {NULL},
+     "repl.csv:5:11: point: 5 is out of range: ORIGINAL has 5 rows (points 0-4); is REPLAYED a "
+     "replay of ORIGINAL?"},
+    {"time_ns,stack_bytes,heap_bytes,point\r\n0,0,0,-2\r\n", {NULL},
+     "repl.csv:2:7: point: -2 is out of range"},
+    {"time_ns,stack_bytes,heap_bytes,point\n0,0,0,0\n1,0,0,1\n", {NULL},
+     "orig.csv vs repl.csv: REPLAYED measures only 2 of ORIGINAL's 5 points"},
+    {NULL, {"repl.csv", "orig.csv"}, "orig.csv:2:1: header row: no 'point' column, but ORIGINAL "
+                                     "has one: are ORIGINAL and REPLAYED given the wrong way round?"},
+    {NULL, {"orig.csv", "missing.csv"}, "missing.csv: cannot open: No such file or directory"},
+    {NULL, {"-", "-"}, "only one of ORIGINAL and REPLAYED can be standard input"},
+    {NULL, {"orig.csv"}, "expected ORIGINAL and REPLAYED"},
+    {NULL, {"orig.csv", "repl.csv", "x.csv"}, "too many arguments"},
+    {NULL, {"orig.csv", "repl.csv", "--check", "p99-us=fast"},
+     "--check: p99-us: expected a non-negative number, found 'fast'"},
+    {NULL, {"orig.csv", "repl.csv", "--page-size", "-4"}, "--page-size: must not be negative"},
+    {NULL, {"orig.csv", "repl.csv", "--late-us", "soon"}, "--late-us: expected a number"},
+    {NULL, {"orig.csv", "repl.csv", "--frobnicate"}, "unknown option '--frobnicate'"},
+    {NULL, {"orig.csv", "repl.csv", "--check"}, "--check needs a value"},
+};
+
+START_TEST(test_cli_bad_input) {
+  fixture f = fx_make();
+  if (bad[_i].repl) tu_write_file(f.repl, bad[_i].repl);
+  char *argv[16] = {"compare"};
+  int n = 1;
+  if (!bad[_i].args[0]) {
+    argv[n++] = "orig.csv";
+    argv[n++] = "repl.csv";
+  }
+  for (int k = 0; k < 6 && bad[_i].args[k]; k++) argv[n++] = (char *)bad[_i].args[k];
+  tu_run r = tu_memstub(f.dir, argv[0], argv[1], argv[2], argv[3], argv[4], argv[5], argv[6],
+                        NULL);
+  ck_assert_msg(r.status == 2, "exit %d: %s", r.status, r.err);
+  char want[512];
+  snprintf(want, sizeof want, "memstub: error: %s", bad[_i].msg);
+  ck_assert_msg(strncmp(r.err, want, strlen(want)) == 0, "got: %s\nwant: %s", r.err, want);
+  ck_assert_str_eq(r.out, "");
+  tu_run_free(&r);
+  fx_free(&f);
+}
+END_TEST
+
+static Suite *compare_suite(void) {
+  Suite *s = suite_create("compare");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_known_errors);
+  tcase_add_test(tc, test_mmap_page_rule);
+  tcase_add_test(tc, test_percentiles);
+  tcase_add_test(tc, test_missing_repeated_out_of_order);
+  tcase_add_test(tc, test_library_refusals);
+  tcase_add_test(tc, test_check_parse_and_run);
+  tcase_add_test(tc, test_realistic_fake_replay);
+  tcase_add_test(tc, test_cli_text_and_checks);
+  tcase_add_test(tc, test_cli_json);
+  tcase_add_loop_test(tc, test_cli_bad_input, 0, (int)(sizeof bad / sizeof bad[0]));
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(compare_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,380 @@
+// memstub plot: the min/max-per-column reduction, PNG/SVG/PDF output
+// (format and size, not pixels), atomic output with no temporary files left,
+// and clear errors for a missing gnuplot and bad input.
+#include <check.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "memstub/plot.h"
+#include "memstub/trace.h"
+#include "testutil.h"
+
+// ---- reduction --------------------------------------------------------------
+
+static uint64_t rng = 88172645463325252ULL;
+static uint64_t next(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return rng;
+}
+
+static size_t col(double x, double x0, double x1, size_t cols) {
+  double t = (x - x0) / (x1 - x0) * (double)cols;
+  if (t <= 0) return 0;
+  if (t >= (double)cols) return cols - 1;
+  return (size_t)t;
+}
+
+static int kept(const size_t *keep, size_t k, size_t idx) {
+  for (size_t i = 0; i < k; i++)
+    if (keep[i] == idx) return 1;
+  return 0;
+}
+
+/* Check the contract on one series: indices increase, at most 4 per column,
+ * and in every column the first, the last, the (first) lowest and the
+ * (first) highest point are kept; columns of at most 4 points keep all. */
+static void check_reduction(const double *x, const double *y, size_t n, double x0, double x1,
+                            size_t cols) {
+  size_t *keep = malloc((n ? n : 1) * sizeof *keep);
+  size_t k = memstub_plot_reduce(x, y, n, x0, x1, cols, keep);
+  ck_assert(k <= n);
+  ck_assert(k <= 4 * cols);
+  for (size_t i = 1; i < k; i++) ck_assert(keep[i - 1] < keep[i]);
+  size_t i = 0;
+  while (i < n) {
+    size_t c = col(x[i], x0, x1, cols), lo = i, hi = i, j = i;
+    for (; j < n && col(x[j], x0, x1, cols) == c; j++) {
+      if (y[j] < y[lo]) lo = j;
+      if (y[j] > y[hi]) hi = j;
+    }
+    ck_assert_msg(kept(keep, k, i) && kept(keep, k, j - 1), "column %zu: first or last dropped", c);
+    ck_assert_msg(kept(keep, k, lo), "column %zu: lowest point %zu dropped", c, lo);
+    ck_assert_msg(kept(keep, k, hi), "column %zu: highest point %zu dropped", c, hi);
+    size_t in = 0;
+    for (size_t m = 0; m < k; m++) in += keep[m] >= i && keep[m] < j;
+    ck_assert(in <= 4);
+    if (j - i <= 4) ck_assert_uint_eq(in, j - i);
+    i = j;
+  }
+  free(keep);
+}
+
+START_TEST(test_reduce_keeps_min_max) {
+  enum { N = 100000 };
+  double *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+  // Random walk with random gaps (several points per column, some columns empty).
+  double t = 0, v = 0;
+  for (size_t i = 0; i < N; i++) {
+    t += (double)(next() % 1000);
+    v += (double)((int64_t)(next() % 2001) - 1000);
+    x[i] = t;
+    y[i] = v;
+  }
+  check_reduction(x, y, N, x[0], x[N - 1], 1200);
+  check_reduction(x, y, N, x[0], x[N - 1], 7);
+  check_reduction(x, y, N, x[0], x[N - 1], 1);
+  // A single one-point spike among flat points never vanishes.
+  for (size_t i = 0; i < N; i++) y[i] = 100;
+  y[54321] = 1e9;
+  y[12345] = -5;
+  size_t *keep = malloc(N * sizeof *keep);
+  size_t k = memstub_plot_reduce(x, y, N, x[0], x[N - 1], 300, keep);
+  ck_assert(k <= 4 * 300);
+  ck_assert(kept(keep, k, 54321));
+  ck_assert(kept(keep, k, 12345));
+  // Few points per column: everything stays.
+  check_reduction(x, y, 1000, x[0], x[999], 1200);
+  // Equal times (an empty x range) make one column.
+  for (size_t i = 0; i < 10; i++) x[i] = 5;
+  k = memstub_plot_reduce(x, y, 10, 5, 5, 100, keep);
+  ck_assert_uint_le(k, 4);
+  ck_assert(kept(keep, k, 0) && kept(keep, k, 9));
+  ck_assert_uint_eq(memstub_plot_reduce(x, y, 0, 0, 1, 10, keep), 0);
+  free(keep);
+  free(x);
+  free(y);
+}
+END_TEST
+
+START_TEST(test_reduce_exact_small) {
+  // Columns of 10 units: [0,10) [10,20) [20,30). Column 0 holds 6 points.
+  static const double x[] = {0, 1, 2, 3, 4, 5, 12, 13, 25};
+  static const double y[] = {3, 9, 1, 9, 1, 4, 7, 7, 2};
+  size_t keep[9];
+  size_t k = memstub_plot_reduce(x, y, 9, 0, 30, 3, keep);
+  // Column 0: first 0, lowest 2 (first of the equal 1s), highest 1, last 5.
+  static const size_t want[] = {0, 1, 2, 5, 6, 7, 8};
+  ck_assert_uint_eq(k, sizeof want / sizeof want[0]);
+  for (size_t i = 0; i < k; i++) ck_assert_uint_eq(keep[i], want[i]);
+}
+END_TEST
+
+// ---- the command ------------------------------------------------------------
+
+typedef struct fixture {
+  char *dir, *tmp;
+  char *old_tmpdir;
+} fixture;
+
+static char *path_in(const char *dir, const char *name) {
+  char *p;
+  ck_assert(asprintf(&p, "%s/%s", dir, name) > 0);
+  return p;
+}
+
+/* A work directory holding the bundled 4.8 s sample (orig.csv), a fake
+ * replay (repl.csv: 20-40 us late, heap rounded to pages above 128 KiB) and
+ * a second one (repl2.csv: drifting); TMPDIR points at an empty directory so
+ * the test sees any temporary file left behind. */
+static fixture fx_make(void) {
+  fixture f;
+  f.dir = tu_mkdtemp();
+  f.tmp = path_in(f.dir, "tmp");
+  ck_assert_int_eq(mkdir(f.tmp, 0700), 0);
+  const char *old = getenv("TMPDIR");
+  f.old_tmpdir = old ? strdup(old) : NULL;
+  setenv("TMPDIR", f.tmp, 1);
+
+  memstub_trace *a = NULL;
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_trace_read(tu_src("traces/samples/synthetic-4.8s.csv"), &a, &err), 0);
+  for (int v = 0; v < 2; v++) {
+    memstub_trace *b = memstub_trace_create();
+    ck_assert_int_eq(memstub_trace_add_column(b, "point"), 0);
+    for (size_t i = 0; i < a->n; i++) {
+      int64_t e = v == 0 ? 20000 + (int64_t)(next() % 20000) : (int64_t)i * 15;
+      int64_t h = a->pts[i].heap_bytes;
+      if (v == 0 && h >= 131072) h = (h + 4095) / 4096 * 4096;
+      int64_t tm = a->pts[i].time_ns + e;
+      if (b->n && tm < b->pts[b->n - 1].time_ns) tm = b->pts[b->n - 1].time_ns;
+      ck_assert_int_eq(memstub_trace_append(b, tm, a->pts[i].stack_bytes + (v ? 16 : 0), h), 0);
+      memstub_trace_extra_row(b, i)[0] = (int64_t)i;
+    }
+    char *p = path_in(f.dir, v == 0 ? "repl.csv" : "repl2.csv");
+    ck_assert_int_eq(memstub_trace_write(b, p, &err), 0);
+    free(p);
+    memstub_trace_free(b);
+  }
+  char *p = path_in(f.dir, "orig.csv");
+  ck_assert_int_eq(memstub_trace_write(a, p, &err), 0);
+  free(p);
+  memstub_trace_free(a);
+  return f;
+}
+
+static void fx_free(fixture *f) {
+  // Nothing was left in TMPDIR.
+  ck_assert_int_eq(tu_count_entries(f->tmp), 0);
+  if (f->old_tmpdir)
+    setenv("TMPDIR", f->old_tmpdir, 1);
+  else
+    unsetenv("TMPDIR");
+  free(f->old_tmpdir);
+  tu_rmtree(f->dir);
+  free(f->dir);
+  free(f->tmp);
+}
+
+static long file_size(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static const struct {
+  const char *name, *magic;
+  size_t magic_len;
+} formats[] = {
+    {"fig.png", "\x89PNG\r\n\x1a\n", 8},
+    {"fig.svg", "<?xml", 5},
+    {"fig.pdf", "%PDF-", 5},
+};
+
+START_TEST(test_plot_formats) {
+  fixture f = fx_make();
+  const char *name = formats[_i].name;
+  tu_run r = tu_memstub(f.dir, "plot", "orig.csv", "repl.csv", "repl2.csv", "-o", name, "--title",
+                        "it's `date` @x & <b>", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_str_eq(r.out, "");
+  char *p = path_in(f.dir, name);
+  long size = file_size(p);
+  ck_assert_msg(size > 10000, "%s: %ld bytes", name, size);
+  char *data = tu_read_file(p);
+  ck_assert(memcmp(data, formats[_i].magic, formats[_i].magic_len) == 0);
+  if (strstr(name, ".svg")) {
+    ck_assert_ptr_nonnull(strstr(data, "<svg"));
+    ck_assert_ptr_nonnull(strstr(data, "</svg>"));
+    // The title reached the figure as text, not as a command or markup.
+    ck_assert_ptr_nonnull(strstr(data, "it's `date` @x &amp; &lt;b>"));
+    ck_assert_ptr_nonnull(strstr(data, "measured (repl2.csv)"));
+  }
+  free(data);
+  free(p);
+  // Only the inputs, the output and the (empty) TMPDIR: no temporary output file.
+  ck_assert_int_eq(tu_count_entries(f.dir), 5);
+  tu_run_free(&r);
+  fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_plot_original_only_and_size) {
+  fixture f = fx_make();
+  tu_run r = tu_memstub(f.dir, "plot", "orig.csv", "-o", "only.png", "--size", "640x480", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  char *p = path_in(f.dir, "only.png");
+  char *data = tu_read_file(p);
+  ck_assert(file_size(p) > 1000);
+  ck_assert(memcmp(data, "\x89PNG\r\n\x1a\n", 8) == 0);
+  // IHDR: width and height, big-endian, at bytes 16-23.
+  const unsigned char *u = (const unsigned char *)data;
+  ck_assert_uint_eq((u[16] << 24) | (u[17] << 16) | (u[18] << 8) | u[19], 640);
+  ck_assert_uint_eq((u[20] << 24) | (u[21] << 16) | (u[22] << 8) | u[23], 480);
+  free(data);
+  free(p);
+  tu_run_free(&r);
+  // An existing output is replaced whole.
+  r = tu_memstub(f.dir, "plot", "orig.csv", "repl.csv", "-o", "only.png", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_missing_gnuplot) {
+  fixture f = fx_make();
+  // Through the override...
+  setenv("MEMSTUB_GNUPLOT", "/nonexistent/gnuplot", 1);
+  tu_run r = tu_memstub(f.dir, "plot", "orig.csv", "repl.csv", "-o", "fig.png", NULL);
+  unsetenv("MEMSTUB_GNUPLOT");
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(r.err,
+                               "memstub: error: cannot run gnuplot ('/nonexistent/gnuplot'): "
+                               "No such file or directory; install it"));
+  ck_assert_ptr_nonnull(strstr(r.err, "MEMSTUB_GNUPLOT"));
+  tu_run_free(&r);
+  // ...and with no gnuplot on PATH.
+  char *old_path = strdup(getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+  setenv("PATH", f.tmp, 1);
+  r = tu_memstub(f.dir, "plot", "orig.csv", "-o", "fig.svg", NULL);
+  setenv("PATH", old_path, 1);
+  free(old_path);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "memstub: error: cannot run gnuplot ('gnuplot')"));
+  tu_run_free(&r);
+  // A gnuplot that fails: its status is reported.
+  setenv("MEMSTUB_GNUPLOT", "false", 1);
+  r = tu_memstub(f.dir, "plot", "orig.csv", "-o", "fig.pdf", NULL);
+  unsetenv("MEMSTUB_GNUPLOT");
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "memstub: error: gnuplot ('false') failed"));
+  tu_run_free(&r);
+  // No output and no temporary file in any case.
+  ck_assert_int_eq(tu_count_entries(f.dir), 4);
+  fx_free(&f);
+}
+END_TEST
+
+static const struct {
+  const char *args[6];
+  const char *msg;
+} bad[] = {
+    {{"orig.csv", "repl.csv", "-o", "fig.jpg"},
+     "fig.jpg: cannot tell the plot format: name the output .png, .svg or .pdf"},
+    {{"orig.csv", "orig.csv", "-o", "fig.png"},
+     "orig.csv:3:1: header row: no 'point' column: REPLAYED must be a replayed trace"},
+    {{"orig.csv", "bad.csv", "-o", "fig.png"}, "bad.csv:3:7: point: 999999 is out of range"},
+    {{"orig.csv", "missing.csv", "-o", "fig.png"}, "missing.csv: cannot open"},
+    {{"orig.csv", "repl.csv"}, "missing -o FILE"},
+    {{"-o", "fig.png"}, "missing ORIGINAL"},
+    {{"orig.csv", "-", "-o", "fig.png"}, "plot reads its traces from files"},
+    {{"orig.csv", "-o", "fig.png", "--size", "10x10"}, "--size: expected WIDTHxHEIGHT"},
+    {{"orig.csv", "-o", "fig.png", "--size", "800x600x"}, "--size: expected WIDTHxHEIGHT"},
+    {{"orig.csv", "-o", "fig.png", "--bogus"}, "unknown option '--bogus'"},
+};
+
+START_TEST(test_plot_bad_input) {
+  fixture f = fx_make();
+  char *b = path_in(f.dir, "bad.csv");
+  tu_write_file(b, "time_ns,stack_bytes,heap_bytes,point\n0,0,0,0\n1,0,0,999999\n");
+  free(b);
+  const char *const *a = bad[_i].args;
+  tu_run r = tu_memstub(f.dir, "plot", a[0], a[1], a[2], a[3], a[4], a[5], NULL);
+  ck_assert_msg(r.status == 2, "exit %d: %s", r.status, r.err);
+  char want[512];
+  snprintf(want, sizeof want, "memstub: error: %s", bad[_i].msg);
+  ck_assert_msg(strncmp(r.err, want, strlen(want)) == 0, "got: %s\nwant: %s", r.err, want);
+  ck_assert_int_eq(tu_count_entries(f.dir), 5);  // inputs, bad.csv, tmp: no figure
+  tu_run_free(&r);
+  fx_free(&f);
+}
+END_TEST
+
+// The library call: default labels, explicit script, tmpdir and gnuplot.
+START_TEST(test_library_figure) {
+  fixture f = fx_make();
+  memstub_trace *a = NULL, *b = NULL;
+  memstub_error err = {0};
+  char *orig = path_in(f.dir, "orig.csv"), *repl = path_in(f.dir, "repl.csv");
+  char *out = path_in(f.dir, "lib.svg"), *gif = path_in(f.dir, "lib.gif");
+  ck_assert_int_eq(memstub_trace_read(orig, &a, &err), 0);
+  ck_assert_int_eq(memstub_trace_read(repl, &b, &err), 0);
+  memstub_plot_options o;
+  memstub_plot_options_init(&o);
+  ck_assert_int_eq(o.width, 1200);
+  ck_assert_int_eq(o.height, 900);
+  o.script = strdup(tu_src("plots/figure3.gp"));
+  o.tmpdir = f.tmp;
+  const memstub_trace *reps[1] = {b};
+  int rc = memstub_plot_figure(out, a, NULL, 1, reps, NULL, &o, &err);
+  ck_assert_msg(rc == 0, "%s", err.msg);
+  char *svg = tu_read_file(out);
+  ck_assert_ptr_nonnull(strstr(svg, ">original<"));
+  ck_assert_ptr_nonnull(strstr(svg, ">replay 1<"));
+  free(svg);
+  ck_assert_int_eq(memstub_plot_figure(gif, a, "a", 1, reps, NULL, &o, &err), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "lib.gif: cannot tell the plot format"));
+  o.gnuplot = "/nonexistent/gnuplot";
+  ck_assert_int_eq(memstub_plot_figure(out, a, "a", 0, NULL, NULL, &o, &err), -ENOENT);
+  ck_assert_int_eq(tu_count_entries(f.dir), 5);  // lib.svg is the first one's, untouched
+  o.gnuplot = NULL;
+  o.width = 50;
+  ck_assert_int_eq(memstub_plot_figure(out, a, "a", 0, NULL, NULL, &o, &err), -EINVAL);
+  free((char *)o.script);
+  free(orig);
+  free(repl);
+  free(out);
+  free(gif);
+  memstub_trace_free(a);
+  memstub_trace_free(b);
+  fx_free(&f);
+}
+END_TEST
+
+static Suite *plot_suite(void) {
+  Suite *s = suite_create("plot");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_reduce_keeps_min_max);
+  tcase_add_test(tc, test_reduce_exact_small);
+  tcase_add_loop_test(tc, test_plot_formats, 0, (int)(sizeof formats / sizeof formats[0]));
+  tcase_add_test(tc, test_plot_original_only_and_size);
+  tcase_add_test(tc, test_missing_gnuplot);
+  tcase_add_test(tc, test_library_figure);
+  tcase_add_loop_test(tc, test_plot_bad_input, 0, (int)(sizeof bad / sizeof bad[0]));
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(plot_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
