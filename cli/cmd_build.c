@@ -1,8 +1,287 @@
-// memstub build: not built yet (see the open issues).
+// memstub build: compile a standalone stub program from a generated header.
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "cli.h"
+#include "ms_common.h"
+#include "ms_runtime.h"
+
+extern char **environ;
+
+static const char usage_text[] =
+    "usage: memstub build HEADER [-o PROGRAM] [--name NAME] [--cc CC] [-v]\n"
+    "\n"
+    "Compile a standalone stub program from HEADER, a header made by memstub gen.\n"
+    "The program replays the stub; run it with --help for its options\n"
+    "(--measure OUT.csv, --timing deadline|usleep, --margin NS, --check).\n"
+    "\n"
+    "options:\n"
+    "  -o, --output PROGRAM    the program to write (default: HEADER without .h);\n"
+    "                          written atomically\n"
+    "  -n, --name NAME         the --name the header was generated with (its\n"
+    "                          descriptor is NAME_memStub); found in the header\n"
+    "                          when it holds exactly one stub\n"
+    "      --cc CC             the C compiler (default: $MEMSTUB_CC, else $CC, else\n"
+    "                          the compiler memstub was built with)\n"
+    "  -v, --verbose           print the compiler command\n"
+    "  -h, --help              show this help\n"
+    "\n"
+    "The header is compiled with -std=c11 -O2 into the runtime's runtime/stub_main.c\n"
+    "and linked against the runtime's static libraries. The program is checked\n"
+    "(PROGRAM --check) before it is put in place.\n"
+    "\n"
+    "Exit status: 0 built; 2 bad usage, a header that is missing, not a memstub\n"
+    "header, does not compile or holds stub data that cannot be replayed.\n";
+
+static int is_ident(const char *s, size_t n) {
+  if (n == 0 || !(isalpha((unsigned char)s[0]) || s[0] == '_')) return 0;
+  for (size_t i = 1; i < n; i++)
+    if (!(isalnum((unsigned char)s[i]) || s[i] == '_')) return 0;
+  return 1;
+}
+
+/* The descriptor's name: the identifier after "static const struct
+ * memstub_stub" (name_memStub when name is given). 0, or exit status 2 after
+ * printing why. */
+static int find_stub(const char *header, const char *text, const char *name, char *out,
+                     size_t outlen) {
+  static const char key[] = "static const struct memstub_stub ";
+  char want[256] = "";
+  if (name) snprintf(want, sizeof want, "%s_memStub", name);
+  int found = 0;
+  char list[512] = "";
+  for (const char *p = strstr(text, key); p; p = strstr(p + 1, key)) {
+    const char *id = p + sizeof key - 1;
+    size_t n = strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_");
+    if (!is_ident(id, n) || n >= outlen) continue;
+    if (name && (n != strlen(want) || strncmp(id, want, n) != 0)) continue;
+    if (found++ == 0) snprintf(out, outlen, "%.*s", (int)n, id);
+    size_t l = strlen(list);
+    snprintf(list + l, sizeof list - l, "%s%.*s", l ? ", " : "", (int)n, id);
+  }
+  if (found == 1) return 0;
+  if (found > 1)
+    return ms_cli_error("%s: holds several stubs (%s): choose one with --name", header, list);
+  if (name)
+    return ms_cli_error("%s: no stub named %s (the header's --name differs?)", header, want);
+  return ms_cli_error("%s: not a memstub header: no 'struct memstub_stub' descriptor "
+                      "(generate one with memstub gen)", header);
+}
+
+// Split a command ("ccache gcc") on blanks into argv; returns the count.
+static int split(char *s, char **argv, int max) {
+  int n = 0;
+  for (char *tok = strtok(s, " \t"); tok && n < max; tok = strtok(NULL, " \t")) argv[n++] = tok;
+  return n;
+}
+
+/* Run argv, its stderr to errfd (-1 to inherit). Returns the exit status,
+ * 128 + signal, or -errno when it cannot be started. */
+static int run(char *const argv[], int errfd) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (errfd >= 0) posix_spawn_file_actions_adddup2(&fa, errfd, STDERR_FILENO);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -rc;
+  int st;
+  while (waitpid(pid, &st, 0) < 0)
+    if (errno != EINTR) return -errno;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+// path/libNAME.a for each name in the runtime's list; 0 or exit status 2.
+static int lib_paths(const char *libdir, char **argv, int *n, int max, char **owned) {
+  char names[512];
+  snprintf(names, sizeof names, "%s", ms__rt_build_libs());
+  char *save = NULL;
+  for (char *tok = strtok_r(names, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+    char *p = ms__asprintf("%s/lib%s.a", libdir, tok);
+    if (!p) return ms_cli_error("out of memory");
+    owned[(*n)] = p;
+    if (access(p, R_OK) != 0) {
+      int rc = ms_cli_error("%s: the runtime library is missing (set MEMSTUB_LIBDIR?)", p);
+      return rc;
+    }
+    if (*n < max) argv[(*n)++] = p;
+  }
+  return 0;
+}
 
 int ms_cmd_build(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  return ms_cli_error("'memstub build' is not implemented yet");
+  static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
+                                       {"name", required_argument, NULL, 'n'},
+                                       {"cc", required_argument, NULL, 'C'},
+                                       {"verbose", no_argument, NULL, 'v'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  const char *out = NULL, *name = NULL, *cc = NULL;
+  int verbose = 0;
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, ":o:n:vh", opts, NULL)) != -1) {
+    switch (c) {
+      case 'o': out = optarg; break;
+      case 'n': name = optarg; break;
+      case 'C': cc = optarg; break;
+      case 'v': verbose = 1; break;
+      case 'h': fputs(usage_text, stdout); return MS_EXIT_OK;
+      case ':': return ms_cli_usage("build", "%s needs a value", argv[optind - 1]);
+      default: return ms_cli_usage("build", "unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind != argc - 1)
+    return ms_cli_usage("build", optind == argc ? "missing HEADER" : "more than one HEADER given");
+  const char *header = argv[optind];
+  if (name && !is_ident(name, strlen(name)))
+    return ms_cli_usage("build", "--name: '%s' is not a C identifier", name);
+  if (cc && !*cc) return ms_cli_usage("build", "--cc needs a compiler");
+
+  // Default output: the header's name without .h.
+  char *defout = NULL;
+  if (!out) {
+    size_t l = strlen(header);
+    defout = ms__strdup(header);
+    if (!defout) return ms_cli_error("out of memory");
+    if (l <= 2 || strcmp(header + l - 2, ".h") != 0) {
+      free(defout);
+      return ms_cli_usage("build", "-o is needed: HEADER does not end in .h");
+    }
+    defout[l - 2] = '\0';
+    out = defout;
+  }
+
+  memstub_error err = {0};
+  char *text = NULL;
+  size_t len;
+  int status = MS_EXIT_OK;
+  char *tmp = NULL, *stubdef = NULL, *main_c = NULL, *ccbuf = NULL;
+  char *owned[16] = {0};
+  FILE *errf = NULL;
+  if (ms__read_file(header, &text, &len, &err) < 0) {
+    status = ms_cli_fail(&err);
+    goto done;
+  }
+  if (strlen(text) != len) {
+    status = ms_cli_error("%s: not a memstub header: it holds NUL bytes", header);
+    goto done;
+  }
+  char var[256];
+  if ((status = find_stub(header, text, name, var, sizeof var)) != 0) goto done;
+
+  main_c = ms__asprintf("%s/%s", ms__datadir(), MS__RT_STUB_MAIN);
+  stubdef = ms__asprintf("-DMEMSTUB_STUB_VAR=%s", var);
+  const char *use = cc ? cc : getenv("MEMSTUB_CC");
+  if (!use || !*use) use = getenv("CC");
+  if (!use || !*use) use = ms__rt_build_cc();
+  ccbuf = ms__asprintf("%s %s", use, ms__rt_build_cflags());
+  // The temporary program sits beside the target so the rename is atomic.
+  const char *slash = strrchr(out, '/');
+  int dirlen = slash ? (int)(slash - out + 1) : 0;
+  tmp = ms__asprintf("%.*s.%s.tmp.XXXXXX", dirlen, out, slash ? slash + 1 : out);
+  if (!main_c || !stubdef || !ccbuf || !tmp) {
+    status = ms_cli_error("out of memory");
+    goto done;
+  }
+  if (access(main_c, R_OK) != 0) {
+    status = ms_cli_error("%s: the stub's main is missing (set MEMSTUB_DATADIR?)", main_c);
+    goto done;
+  }
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    status = ms_cli_error("%s: cannot create the program: %s", out, strerror(errno));
+    free(tmp);
+    tmp = NULL;
+    goto done;
+  }
+  close(fd);
+
+  char *cargv[64];
+  int n = split(ccbuf, cargv, 32);
+  if (n == 0) {
+    status = ms_cli_usage("build", "the compiler command is empty");
+    goto done;
+  }
+  char *incl = ms__asprintf("-I%s", ms__includedir());
+  owned[15] = incl;
+  if (!incl) {
+    status = ms_cli_error("out of memory");
+    goto done;
+  }
+  const char *fixed[] = {"-std=c11", "-O2", "-Wall", "-Wextra", incl, "-include", header,
+                         stubdef, main_c, "-o", tmp};
+  for (size_t i = 0; i < MS__ARRAY_SIZE(fixed); i++) cargv[n++] = (char *)fixed[i];
+  int nowned = 0;
+  if ((status = lib_paths(ms__libdir(), cargv + n, &nowned, 8, owned)) != 0) goto done;
+  n += nowned;
+  char sys[] = MS__RT_SYSTEM_LIBS;
+  n += split(sys, cargv + n, 8);
+  cargv[n] = NULL;
+  if (verbose) {
+    for (int i = 0; i < n; i++) fprintf(stderr, "%s%s", i ? " " : "", cargv[i]);
+    fputc('\n', stderr);
+  }
+  int rc = run(cargv, -1);
+  if (rc < 0) {
+    status = ms_cli_error("cannot run the compiler '%s': %s", cargv[0], strerror(-rc));
+    goto done;
+  }
+  if (rc != 0) {
+    status = ms_cli_error("%s: the compiler failed (exit %d); is it a header made by memstub gen?",
+                          header, rc);
+    goto done;
+  }
+
+  // The usual permissions of an executable under the umask, whatever the linker chose.
+  mode_t um = umask(0);
+  umask(um);
+  (void)chmod(tmp, 0777 & ~um);
+
+  // Check the stub data before the program is put in place.
+  errf = tmpfile();
+  char *chargv[] = {tmp, "--check", NULL};
+  if (!strchr(tmp, '/')) chargv[0] = ms__asprintf("./%s", tmp), owned[14] = chargv[0];
+  rc = errf && chargv[0] ? run(chargv, fileno(errf)) : -ENOMEM;
+  if (rc != 0) {
+    char msg[1024] = "";
+    if (errf) {
+      rewind(errf);
+      if (!fgets(msg, sizeof msg, errf)) msg[0] = '\0';
+      msg[strcspn(msg, "\n")] = '\0';
+    }
+    const char *why = strstr(msg, "error: ");
+    status = ms_cli_error("%s: %s", header,
+                          why ? why + 7 : rc < 0 ? strerror(-rc) : "the stub does not replay");
+    goto done;
+  }
+  if (rename(tmp, out) != 0) {
+    status = ms_cli_error("%s: cannot write: %s", out, strerror(errno));
+    goto done;
+  }
+  free(tmp);
+  tmp = NULL;
+  ms_cli_note("%s: stub program built from %s", out, header);
+
+done:
+  if (errf) fclose(errf);
+  if (tmp) unlink(tmp);
+  for (size_t i = 0; i < MS__ARRAY_SIZE(owned); i++) free(owned[i]);
+  free(tmp);
+  free(text);
+  free(main_c);
+  free(stubdef);
+  free(ccbuf);
+  free(defout);
+  return status;
 }

@@ -1,0 +1,190 @@
+/* memstub/runtime.h: the replay engine, which runs a stub.
+ *
+ * A stub (struct memstub_stub, from a generated header or from
+ * memstub_gen_build()) is a list of points: wait `time` ns, then push a
+ * frame / pop one / keep the stack, then resize one heap block. The engine
+ * runs the paper's recursive allocate()/constantStack() algorithm
+ * (Trapp, Meyer & Facchi 2011, Listings 2 and 3) on a thread of its own,
+ * with a stack sized from the stub's peak and depth:
+ *
+ *   - a push alloca()s the frame's bytes in a new recursion level and writes
+ *     every new stack page (top down); a pop returns from exactly one level;
+ *   - the heap block is resized with realloc() and only its new bytes are
+ *     written, one write per page plus the last byte;
+ *   - delays run against absolute deadlines on CLOCK_MONOTONIC (sleep to a
+ *     margin before the deadline, then spin), so lateness is absorbed at the
+ *     next point and never accumulates; MEMSTUB_TIMING_USLEEP sleeps each
+ *     delay relative to the moment it starts, as the paper's usleep() did.
+ *
+ * With measuring on, the engine records per point (see memstub_replay_record)
+ * into memory reserved and touched before the replay, and
+ * memstub_replay_trace() turns the records into a replayed trace: one row per
+ * row of the original trace, measured at that row's last point. docs/runtime.md
+ * describes the algorithm, the measurements and their pitfalls. */
+#ifndef MEMSTUB_RUNTIME_H
+#define MEMSTUB_RUNTIME_H
+
+#include <stdint.h>
+
+#include "memstub/error.h"
+#include "memstub/memalloc.h"
+#include "memstub/trace.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How delays are waited for. */
+enum {
+  MEMSTUB_TIMING_DEADLINE = 0,  // absolute deadlines: sleep to a margin before, then spin
+  MEMSTUB_TIMING_USLEEP = 1,    // the paper's relative sleeps; errors accumulate by design
+};
+
+/* What is recorded per point (memstub_replay_options.measure, a bitmask). */
+enum {
+  MEMSTUB_MEASURE_TIME = 1u << 0,    // start_ns, end_ns: CLOCK_MONOTONIC (two clock reads)
+  MEMSTUB_MEASURE_CYCLES = 1u << 1,  // cyc_*: the cycle counter at each phase boundary
+  MEMSTUB_MEASURE_STACK = 1u << 2,   // stack_bytes, stack_moved
+  MEMSTUB_MEASURE_HEAP = 1u << 3,    // heap_bytes, heap_usable: mallinfo2() (locks every arena)
+  MEMSTUB_MEASURE_FAULTS = 1u << 4,  // faults_*: getrusage(RUSAGE_THREAD), three calls per point
+};
+/* What memstub_replay_trace() needs. */
+#define MEMSTUB_MEASURE_TRACE (MEMSTUB_MEASURE_TIME | MEMSTUB_MEASURE_STACK | MEMSTUB_MEASURE_HEAP)
+#define MEMSTUB_MEASURE_ALL                                                                \
+  (MEMSTUB_MEASURE_TIME | MEMSTUB_MEASURE_CYCLES | MEMSTUB_MEASURE_STACK |                 \
+   MEMSTUB_MEASURE_HEAP | MEMSTUB_MEASURE_FAULTS)
+
+/* The default deadline margin, 100 us: above the 99th percentile of
+ * clock_nanosleep's wake-up lateness measured on the development VM
+ * (docs/runtime.md). MEMSTUB_MARGIN_ADAPTIVE asks for a margin that follows
+ * the observed lateness instead (opt-in; between 20 and 200 us). */
+#define MEMSTUB_MARGIN_DEFAULT 100000
+#define MEMSTUB_MARGIN_ADAPTIVE (-1)
+
+typedef struct memstub_replay_options {
+  int timing;          // MEMSTUB_TIMING_*
+  int64_t margin_ns;   // deadline timing: wake this long before each deadline, then spin
+                       //   (MEMSTUB_MARGIN_DEFAULT); MEMSTUB_MARGIN_ADAPTIVE follows the
+                       //   observed wake-up lateness
+  unsigned measure;    // MEMSTUB_MEASURE_* bits; 0 records nothing (no per-point cost)
+  int64_t stack_extra; // bytes added to the replay thread's computed stack size
+  /* Called about twice a second by the calling thread while it waits for the
+   * replay (never by the replay thread), with the points begun so far; and
+   * once at the end with done == total. NULL for none. */
+  void (*progress)(int64_t done, int64_t total, void *arg);
+  void *progress_arg;
+} memstub_replay_options;
+
+/* Defaults: deadline timing, MEMSTUB_MARGIN_DEFAULT, no measuring, no extra
+ * stack, no progress. */
+void memstub_replay_options_init(memstub_replay_options *o);
+
+/* One point as it was replayed. Times are ns after the replay's start T0
+ * (memstub_replay_info.t0_ns). A field is filled only when its MEASURE bit
+ * was set; target_ns is always filled when records exist.
+ *
+ * Phases of a point: the wait; the stack part (alloca and touching the new
+ * pages for a push, the return for a pop, nothing for a constant point); the
+ * heap part (realloc, then touching the new bytes); then the measuring, which
+ * is not part of the work. For a pop the wait and cyc_start happen inside the
+ * frame being popped, everything after it in the frame below. */
+typedef struct memstub_replay_record {
+  int64_t target_ns;         // scheduled time: the sum of use[0..i].time
+  int64_t start_ns;          // TIME: the wait ended, the work began
+  int64_t end_ns;            // TIME: the stack and heap work ended
+  uint64_t cyc_start;        // CYCLES: work began (ms__prim_cycles_begin)
+  uint64_t cyc_stack_alloc;  // CYCLES: after alloca / the return
+  uint64_t cyc_stack_use;    // CYCLES: after writing the new stack pages
+  uint64_t cyc_heap_alloc;   // CYCLES: after realloc (and any fix-up, see docs)
+  uint64_t cyc_end;          // CYCLES: after writing the new heap bytes (ms__prim_cycles_end)
+  int64_t stack_bytes;       // STACK: entry stack pointer - stack pointer after the stack part
+  int64_t stack_moved;       // STACK: bytes the stack pointer moved for this point's frame
+                             //   (alloca incl. rounding; minus that for the pop; 0 otherwise)
+  int64_t heap_bytes;        // HEAP: mallinfo2 in use (uordblks + hblkhd) minus the baseline
+  int64_t heap_usable;       // HEAP: malloc_usable_size of the block (replay size + pad)
+  int64_t faults_start;      // FAULTS: minor faults of the replay thread since the baseline,
+  int64_t faults_stack;      //   at work start, after the stack part,
+  int64_t faults_end;        //   and after the heap part
+} memstub_replay_record;
+
+/* What heap preparation found (memstub_replay_info.tcache). */
+enum {
+  MEMSTUB_TCACHE_UNKNOWN = -2,   // mallinfo2 does not see the allocator (sanitizer, other malloc)
+  MEMSTUB_TCACHE_UNFILLED = -1,  // tcache active but a bin would not fill: heap may drift
+  MEMSTUB_TCACHE_OFF = 0,        // no tcache (e.g. GLIBC_TUNABLES=glibc.malloc.tcache_count=0)
+  MEMSTUB_TCACHE_FILLED = 1,     // tcache active; every bin filled so later frees bypass it
+};
+
+typedef struct memstub_replay_info {
+  int64_t t0_ns;           // CLOCK_MONOTONIC at the replay's start (T0)
+  int64_t duration_ns;     // T0 to the end of the last point's work (or its measuring)
+  int64_t target_ns;       // the stub's scheduled duration: the sum of use[].time
+  int64_t points;          // points replayed (the stub's numdata)
+  int64_t stack_size;      // bytes of stack given to the replay thread
+  int64_t alloca_bias;     // bytes subtracted from alloca requests for the compiler's rounding
+  int64_t margin_ns;       // deadline timing: the margin at the end (adaptive) or as set
+  int64_t sleeps;          // sleeps taken
+  int64_t late_wakeups;    // deadline timing: sleeps that woke after their deadline
+  int tcache;              // MEMSTUB_TCACHE_*
+  int heap_visible;        // 1 when mallinfo2 sees the block (glibc malloc, no sanitizer)
+  int64_t heap_pad;        // bytes the block holds beyond the replayed heap size
+  int64_t heap_fixups;     // reallocs glibc left 16 bytes too large, fixed (docs/runtime.md)
+  int64_t heap_stuck;      // ... and those the fix-up could not correct
+  int64_t heap_unmaps;     // moves of a shrunken mmapped block back into the arena
+  int64_t heap_trims;      // mmapped blocks made a page smaller (docs/runtime.md)
+  int64_t heap_baseline;   // mallinfo2 in use at the baseline, bytes
+  memstub_replay_record entry;  // measured at the start, before point 0 (the "entry" of row 0)
+} memstub_replay_info;
+
+typedef struct memstub_replay {
+  const struct memstub_stub *stub;  // the stub replayed; not owned: keep it alive meanwhile
+  memstub_replay_options opt;       // the options used
+  memstub_replay_info info;
+  memstub_replay_record *rec;       // [stub->numdata] when opt.measure != 0, else NULL
+} memstub_replay;
+
+/* Check that s can be replayed here without running it: the ABI, the LIFO
+ * invariants (memstub_gen_check), the peaks recomputed from the points, the
+ * heap and stack against the machine's memory, and the replay thread's stack
+ * size, stored in *stack_size if not NULL. 0, -EINVAL (malformed stub or
+ * options) or -ENOMEM (more memory than the machine has), with err set. */
+int memstub_replay_check(const struct memstub_stub *s, const memstub_replay_options *o,
+                         int64_t *stack_size, memstub_error *err);
+
+/* Replay s on a new thread and wait for it. o may be NULL for the defaults.
+ * On success *out owns the result (free it with memstub_replay_free).
+ * Fails before running as memstub_replay_check does, with -ENOMEM / -EAGAIN
+ * when the replay thread or its stack cannot be had, or with -ENOMEM when a
+ * heap resize fails during the replay (the replay stops there). */
+int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_options *o,
+                       memstub_replay **out, memstub_error *err);
+void memstub_replay_free(memstub_replay *r);
+
+/* The replayed trace: one row per original row that has points, measured at
+ * its last point, plus row 0 from the entry measurement when no point maps to
+ * row 0. Columns: time_ns = time0 + end_ns, stack_bytes = stack_base +
+ * stack_bytes, heap_bytes = heap_base + heap_bytes (clamped at 0), then
+ * point, target_time_ns and late_ns; metadata names the source, the timing
+ * and the host. Needs MEMSTUB_MEASURE_TRACE: -EINVAL otherwise; -ENOMEM. */
+int memstub_replay_trace(const memstub_replay *r, memstub_trace **out, memstub_error *err);
+
+/* memstub_replay_trace, written atomically to path ("-" for stdout). */
+int memstub_replay_write(const memstub_replay *r, const char *path, memstub_error *err);
+
+/* The body of a stub's function entry point (memstub_add_stub): replay s with
+ * the defaults and return 0 or a negative errno (err may be NULL). The
+ * environment can change the defaults: MEMSTUB_TIMING=deadline|usleep,
+ * MEMSTUB_MARGIN_NS=N|adaptive, and MEMSTUB_MEASURE=path writes the
+ * replayed trace. */
+int memstub_stub_call(const struct memstub_stub *s, memstub_error *err);
+
+/* "deadline" / "usleep" (NULL for an unknown mode), and back: 0 or -EINVAL. */
+const char *memstub_timing_name(int timing);
+int memstub_timing_parse(const char *name, int *timing);
+/* A margin: a number of ns >= 0, or "adaptive". 0 or -EINVAL. */
+int memstub_margin_parse(const char *text, int64_t *margin_ns);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,263 @@
+// The replay engine: the paper's recursive allocate() and constantStack()
+// (Trapp, Meyer & Facchi 2011, Listings 2 and 3), with absolute deadlines,
+// exact stack sizes and per-point measuring.
+//
+// Every push runs in a new level of allocate(): it alloca()s the frame's
+// bytes there, and the pop that closes the frame is a return from that
+// level. Keeping this honest at -O2 (docs/runtime.md, "Keeping the recursion
+// honest"): allocate() and the helpers it calls are noinline (and noclone on
+// gcc), an empty asm with a memory clobber follows the recursive call, and
+// the file is compiled with -fno-optimize-sibling-calls and
+// -fno-omit-frame-pointer (runtime/CMakeLists.txt). test_replay checks that
+// the stack overhead per frame is the same at every depth.
+#include <stdint.h>
+
+#include "internal.h"
+#include "prim.h"
+
+#if defined(__clang__)
+#define MS__NOINLINE __attribute__((noinline))
+#else
+#define MS__NOINLINE __attribute__((noinline, noclone))
+#endif
+// Nothing may move across this point, nor turn the call before it into a jump.
+#define MS__BARRIER() __asm__ volatile("" ::: "memory")
+
+/* ---- timing -------------------------------------------------------------- */
+
+/* Adaptive margin: a streaming estimate of the 98th percentile of the
+ * wake-up lateness (up 49 steps for a sample above the estimate, down one
+ * for a sample below), plus a little slack, within [MIN, MAX]. A rare
+ * preemption of milliseconds moves it by one step only: spinning longer
+ * would not help there, it would only get the spinning thread preempted. */
+static void adapt(ms__rt_ctx *c, int64_t lateness) {
+  int64_t q = c->lat_q;
+  q += lateness > q ? 49 * MS__RT_MARGIN_STEP : -MS__RT_MARGIN_STEP;
+  if (q < 0) q = 0;
+  if (q > MS__RT_MARGIN_MAX) q = MS__RT_MARGIN_MAX;
+  c->lat_q = q;
+  int64_t m = q + MS__RT_MARGIN_SLACK;
+  c->margin = m < MS__RT_MARGIN_MIN ? MS__RT_MARGIN_MIN : m > MS__RT_MARGIN_MAX ? MS__RT_MARGIN_MAX : m;
+}
+
+// Wait until T0 + c->deadline: sleep to the margin before it, then spin.
+// Returns the clock when the wait ended.
+static int64_t wait_deadline(ms__rt_ctx *c) {
+  int64_t deadline = c->t0 + c->deadline;
+  int64_t now = ms__prim_now_ns();
+  int64_t wake = deadline - c->margin;
+  if (now < wake) {
+    ms__prim_sleep_until(wake);
+    now = ms__prim_now_ns();
+    c->sleeps++;
+    if (now > deadline) c->late_wakeups++;
+    if (c->adaptive) adapt(c, now - wake);
+  }
+  while (now < deadline) now = ms__prim_now_ns();
+  return now;
+}
+
+// The paper's usleep(): a relative sleep from the moment it is called.
+static int64_t wait_relative(ms__rt_ctx *c, int64_t dt) {
+  ms__prim_sleep_until(ms__prim_now_ns() + dt);
+  c->sleeps++;
+  return ms__prim_now_ns();
+}
+
+/* ---- one point's phases ---------------------------------------------------- */
+
+// The wait of point x, then the start of its work.
+static MS__NOINLINE void begin(ms__rt_ctx *c, int64_t x) {
+  int64_t dt = c->use[x].time;
+  c->deadline += dt;
+  __atomic_store_n(&c->begun, x + 1, __ATOMIC_RELAXED);
+  int64_t now = 0;
+  if (dt > 0) now = c->timing == MEMSTUB_TIMING_USLEEP ? wait_relative(c, dt) : wait_deadline(c);
+  if (!c->rec) return;
+  memstub_replay_record *r = &c->rec[x];
+  r->target_ns = c->deadline;
+  if (c->measure & MEMSTUB_MEASURE_TIME) r->start_ns = (dt > 0 ? now : ms__prim_now_ns()) - c->t0;
+  if (c->measure & MEMSTUB_MEASURE_CYCLES) r->cyc_start = ms__prim_cycles_begin();
+  if (c->measure & MEMSTUB_MEASURE_FAULTS)
+    r->faults_start = ms__prim_minor_faults() - c->faults_base;
+}
+
+// After alloca (moved: bytes the stack pointer moved) or the return of a pop.
+static MS__NOINLINE void stack_alloced(ms__rt_ctx *c, int64_t x, int64_t moved) {
+  if (!c->rec) return;
+  memstub_replay_record *r = &c->rec[x];
+  if (c->measure & MEMSTUB_MEASURE_STACK && moved) r->stack_moved = moved;
+  if (c->measure & MEMSTUB_MEASURE_CYCLES) r->cyc_stack_alloc = ms__prim_cycles_begin();
+}
+
+// After the new stack pages were written.
+static MS__NOINLINE void stack_used(ms__rt_ctx *c, int64_t x) {
+  if (!c->rec) return;
+  memstub_replay_record *r = &c->rec[x];
+  if (c->measure & MEMSTUB_MEASURE_CYCLES) r->cyc_stack_use = ms__prim_cycles_begin();
+  if (c->measure & MEMSTUB_MEASURE_FAULTS)
+    r->faults_stack = ms__prim_minor_faults() - c->faults_base;
+}
+
+// The heap part of point x: resize the block, then write its new bytes.
+static MS__NOINLINE void heap_part(ms__rt_ctx *c, int64_t x) {
+  int64_t old = c->heap.size;
+  int64_t size = old + c->use[x].heapAlloc;  // no overflow: memstub_replay_check
+  if (size < 0) size = 0;
+  if (size != old) {
+    int rc = ms__rt_heap_resize(&c->heap, size);
+    if (rc < 0) {
+      c->failed = rc;
+      c->failed_at = x;
+      return;
+    }
+  }
+  if (c->rec && c->measure & MEMSTUB_MEASURE_CYCLES)
+    c->rec[x].cyc_heap_alloc = ms__prim_cycles_begin();
+  if (size > old) ms__rt_heap_touch(&c->heap, old, size);
+}
+
+// The measuring after point x's work; sp is the stack pointer of the level
+// the point ended in.
+static MS__NOINLINE void finish(ms__rt_ctx *c, int64_t x, uintptr_t sp) {
+  memstub_replay_record *r = &c->rec[x];
+  if (c->measure & MEMSTUB_MEASURE_CYCLES) r->cyc_end = ms__prim_cycles_end();
+  if (c->measure & MEMSTUB_MEASURE_TIME) r->end_ns = ms__prim_now_ns() - c->t0;
+  if (c->measure & MEMSTUB_MEASURE_STACK) r->stack_bytes = (int64_t)(c->entry_sp - sp);
+  if (c->measure & MEMSTUB_MEASURE_HEAP) {
+    r->heap_bytes = ms__rt_heap_inuse() - c->heap_base;
+    r->heap_usable = ms__rt_heap_usable(&c->heap);
+  }
+  if (c->measure & MEMSTUB_MEASURE_FAULTS)
+    r->faults_end = ms__prim_minor_faults() - c->faults_base;
+}
+
+// A point that leaves the stack as it is (or whose pop already happened).
+static void rest_of_point(ms__rt_ctx *c, int64_t x, int64_t moved, uintptr_t sp) {
+  stack_alloced(c, x, moved);
+  stack_used(c, x);
+  heap_part(c, x);
+  if (c->rec && !c->failed) finish(c, x, sp);
+}
+
+/* ---- the recursion --------------------------------------------------------- */
+
+/* Listing 2: constant-stack points after point x, at the current level.
+ * Returns the last point handled. */
+static MS__NOINLINE int64_t constant_stack(ms__rt_ctx *c, int64_t x, uintptr_t sp) {
+  while (!c->failed && x + 1 < c->n && c->use[x + 1].stackAlloc == 0) {
+    x++;
+    begin(c, x);
+    rest_of_point(c, x, 0, sp);
+  }
+  return x;
+}
+
+/* Listing 3: point x pushes a frame (pre: use[x].stackAlloc > 0). excess is
+ * the bytes the open frames hold beyond what the stub asked for (alloca
+ * rounds to 16): carried into this frame's request so rounding never
+ * accumulates with depth. Returns the point that pops this frame, with its
+ * wait done and the rest of it left to the caller, or n at the end. */
+static MS__NOINLINE int64_t allocate(ms__rt_ctx *c, int64_t x, int64_t excess) {
+  begin(c, x);
+  int64_t want = c->use[x].stackAlloc;
+  // The nearest multiple of 16 to what is still owed (nothing when <= 8).
+  int64_t d = want - excess;
+  d = d > 8 ? (d + 8) & ~(int64_t)15 : 0;
+  uintptr_t sp0 = ms__prim_sp();
+  char *p = NULL;
+  int64_t k = d - c->alloca_bias;
+  if (d > 0) p = __builtin_alloca((size_t)k);
+  uintptr_t sp = ms__prim_sp();
+  int64_t moved = (int64_t)(sp0 - sp);
+  excess += moved - want;
+  stack_alloced(c, x, moved);
+  if (p) {
+    // Write every new page, top down as a stack grows, and the last byte.
+    volatile char *q = p;
+    for (int64_t off = k - 1; off >= 0; off -= c->page) q[off] = 'a';
+    q[0] = 'a';
+  }
+  stack_used(c, x);
+  heap_part(c, x);
+  if (c->rec && !c->failed) finish(c, x, sp);
+  x = constant_stack(c, x, sp);  // rising edge, then constant
+  while (!c->failed && x + 1 < c->n && c->use[x + 1].stackAlloc > 0) {
+    x = allocate(c, x + 1, excess);
+    MS__BARRIER();
+    if (x >= c->n) return x;
+    rest_of_point(c, x, 0, sp);    // the child's pop, finished at this level
+    x = constant_stack(c, x, sp);  // falling edge, then constant
+  }
+  if (c->failed || x + 1 >= c->n) return c->n;  // the data ends with frames open
+  x++;  // use[x] pops this frame (memstub_gen_check)
+  begin(c, x);
+  if (c->rec && c->measure & MEMSTUB_MEASURE_STACK) c->rec[x].stack_moved = -moved;
+  return x;
+}
+
+// The replay's entry level: its stack pointer is the zero of the stack measurements.
+static MS__NOINLINE void replay_body(ms__rt_ctx *c) {
+  uintptr_t sp = ms__prim_sp();
+  c->entry_sp = sp;
+  c->heap_base = ms__rt_heap_inuse();
+  if (c->measure & MEMSTUB_MEASURE_FAULTS) c->faults_base = ms__prim_minor_faults();
+  c->t0 = ms__prim_now_ns();
+  c->deadline = 0;
+  if (c->rec) {
+    memstub_replay_record *e = &c->entry;
+    if (c->measure & MEMSTUB_MEASURE_CYCLES) e->cyc_start = e->cyc_end = ms__prim_cycles_begin();
+    if (c->measure & MEMSTUB_MEASURE_HEAP) {
+      e->heap_bytes = ms__rt_heap_inuse() - c->heap_base;
+      e->heap_usable = ms__rt_heap_usable(&c->heap);
+    }
+    e->stack_bytes = (int64_t)(c->entry_sp - sp);
+  }
+  int64_t x = 0;
+  while (x < c->n && !c->failed) {
+    if (c->use[x].stackAlloc > 0) {
+      x = allocate(c, x, 0);
+      MS__BARRIER();
+      if (x >= c->n) break;
+    } else {
+      begin(c, x);  // constant at depth 0 (a pop here is refused by the check)
+    }
+    rest_of_point(c, x, 0, sp);
+    x++;
+  }
+  c->end = ms__prim_now_ns();
+}
+
+void ms__rt_engine_run(ms__rt_ctx *c) {
+  (void)ms__prim_set_timer_slack(1);
+  if (c->adaptive) {
+    c->lat_q = MS__RT_MARGIN_INIT - MS__RT_MARGIN_SLACK;
+    c->margin = MS__RT_MARGIN_INIT;
+  }
+  replay_body(c);
+}
+
+/* ---- alloca's rounding --------------------------------------------------- */
+
+static MS__NOINLINE int64_t probe_alloca(int64_t k) {
+  uintptr_t a = ms__prim_sp();
+  volatile char *p = __builtin_alloca((size_t)k);
+  uintptr_t b = ms__prim_sp();
+  p[0] = 'a';
+  MS__BARRIER();
+  return (int64_t)(a - b);
+}
+
+int64_t ms__rt_alloca_bias(void) {
+  // gcc 12 moves the stack pointer by round16(k + 8), clang 14 by round16(k).
+  // bias = 16 - the largest k that moves it by exactly 16; then
+  // alloca(d - bias) moves it by d for every multiple d of 16.
+  int64_t kmax = 0;
+  for (int64_t k = 1; k <= 16; k++)
+    if (probe_alloca(k) == 16) kmax = k;
+  if (kmax == 0) return 0;
+  int64_t bias = 16 - kmax;
+  for (int64_t d = 16; d <= 4096; d += 16)
+    if (probe_alloca(d - bias) != d) return 0;
+  return bias;
+}

@@ -1,0 +1,184 @@
+// The stub's heap: one block resized with realloc(), measured with mallinfo2.
+//
+// glibc 2.36 pitfalls this file handles (docs/runtime.md has the details):
+// - mallinfo2 counts chunks held in the per-thread tcache as in use, and
+//   realloc frees split-off remainders and moved-from chunks into the tcache,
+//   so the measured heap would drift above the block. Filling every tcache
+//   bin before the baseline makes later frees bypass it.
+// - realloc keeps a chunk 16 bytes larger than asked when the difference is
+//   below glibc's 32-byte minimum chunk; a grow-then-shrink corrects it.
+// - the block is never freed during the replay (realloc(p, 0) frees; a new
+//   malloc would take from the tcache), so the heap offset stays constant.
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "prim.h"
+
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+#define MS__HAVE_MALLINFO2 1
+#endif
+
+// Keeps malloc/free pairs below from being optimised away.
+static void *volatile sink;
+
+int64_t ms__rt_heap_inuse(void) {
+#if defined(MS__HAVE_MALLINFO2)
+  struct mallinfo2 m = mallinfo2();
+  return (int64_t)(m.uordblks + m.hblkhd);
+#elif defined(__GLIBC__)
+  struct mallinfo m = mallinfo();
+  return (int64_t)(unsigned)m.uordblks + (int64_t)(unsigned)m.hblkhd;
+#else
+  return 0;
+#endif
+}
+
+int64_t ms__rt_heap_usable(const ms__rt_heap *h) {
+#if defined(__GLIBC__)
+  return (int64_t)malloc_usable_size(h->block);
+#else
+  (void)h;
+  return 0;
+#endif
+}
+
+// What malloc_usable_size reports for a request of t bytes served from an
+// arena: the chunk (t + 8 rounded up to 16, at least 32) minus its 8-byte header.
+static size_t arena_usable(size_t t) {
+  size_t c = (t + 8 + 15) & ~(size_t)15;
+  return (c < 32 ? 32 : c) - 8;
+}
+
+/* Fill the tcache bin of chunk size `chunk`: allocate b chunks (the first
+ * come out of the tcache), free them all, and stop once a free makes the heap
+ * in use drop, i.e. went past a full tcache bin into the arena. Returns how
+ * many frees the tcache took in the last round, -1 if it never filled within
+ * cap chunks, or -ENOMEM. */
+static int64_t fill_bin(size_t chunk, void **scratch, size_t cap) {
+  size_t req = chunk - 8;
+  for (size_t b = 8; b <= cap; b *= 2) {
+    size_t got = 0;
+    for (; got < b; got++) {
+      scratch[got] = malloc(req);
+      if (!scratch[got]) break;
+      sink = scratch[got];
+    }
+    int64_t before = ms__rt_heap_inuse();
+    for (size_t i = 0; i < got; i++) free(scratch[i]);
+    if (got < b) return -ENOMEM;
+    int64_t drop = before - ms__rt_heap_inuse();
+    if (drop > 0) return (int64_t)b - drop / (int64_t)chunk;
+  }
+  return -1;
+}
+
+int ms__rt_heap_prepare(ms__rt_heap *h, void **scratch, size_t nscratch) {
+  *h = (ms__rt_heap){.tcache = MEMSTUB_TCACHE_UNKNOWN};
+  // The thread's first malloc creates its arena and tcache: a one-off jump
+  // that must come before the baseline.
+  h->block = malloc(MS__RT_HEAP_PAD);
+  if (!h->block) return -ENOMEM;
+  ((volatile char *)h->block)[0] = 'a';
+  ((volatile char *)h->block)[MS__RT_HEAP_PAD - 1] = 'a';
+  // Does mallinfo2 see this allocator? (Not under ASan, nor another malloc.)
+  int64_t a = ms__rt_heap_inuse();
+  void *probe = malloc(64 * 1024);
+  if (!probe) return -ENOMEM;
+  sink = probe;
+  int64_t b = ms__rt_heap_inuse();
+  free(probe);
+  h->visible = b - a >= 64 * 1024;
+  if (!h->visible) return 0;
+  // glibc's tcache bins hold chunks of 32 to 1040 bytes.
+  int64_t cached = 0;
+  int unfilled = 0;
+  for (size_t chunk = 32; chunk <= 1040; chunk += 16) {
+    int64_t k = fill_bin(chunk, scratch, nscratch);
+    if (k == -ENOMEM) return -ENOMEM;
+    if (k < 0) unfilled = 1;
+    else cached += k;
+  }
+  h->tcache = unfilled ? MEMSTUB_TCACHE_UNFILLED : cached > 0 ? MEMSTUB_TCACHE_FILLED
+                                                              : MEMSTUB_TCACHE_OFF;
+  return 0;
+}
+
+// Whether malloc_usable_size u belongs to an mmapped chunk: those are whole
+// pages, and their usable size is the chunk minus its 16-byte header. An
+// arena chunk's usable size is 8 below a multiple of 16, never this.
+static int mmapped_usable(size_t u) { return (u + 16) % (size_t)ms__prim_page_size() == 0; }
+
+int ms__rt_heap_resize(ms__rt_heap *h, int64_t size) {
+  size_t t = (size_t)size + MS__RT_HEAP_PAD;
+#if defined(__GLIBC__)
+  // realloc keeps an mmapped block mmapped however small it gets (mremap),
+  // a page at least. Below glibc's smallest mmap threshold the block moves
+  // back into the arena as a freed buffer's successor would: calloc, which
+  // unlike malloc never takes from the tcache, then copy and free.
+  size_t u = malloc_usable_size(h->block);
+  if (h->visible && t < MS__RT_MMAP_MIN && mmapped_usable(u)) {
+    char *q = calloc(1, t);
+    if (!q) return -ENOMEM;
+    memcpy(q, h->block, t < u ? t : u);
+    free(h->block);
+    h->block = q;
+    h->size = size;
+    h->unmaps++;
+    return 0;
+  }
+#endif
+  char *p = realloc(h->block, t);
+  if (!p) return -ENOMEM;
+  h->block = p;
+  h->size = size;
+  if (!h->visible) return 0;
+#if defined(__GLIBC__)
+  u = malloc_usable_size(p);
+  if (mmapped_usable(u)) {
+    // An mmapped chunk is whole pages: it exceeds the replayed size by up to
+    // a page plus the pad and its header beyond the baseline chunk. When that
+    // is more than a page, a page less still holds size + 8 bytes.
+    long page = ms__prim_page_size();
+    int64_t chunk = (int64_t)u + 16, base = (int64_t)arena_usable(MS__RT_HEAP_PAD) + 8;
+    if (chunk - base - size > page) {
+      char *q = realloc(p, (size_t)(chunk - page - 24));
+      if (q) h->block = q;
+      h->trims++;
+    }
+    return 0;
+  }
+  size_t want = arena_usable(t);
+  if (u != want + 16) return 0;
+  // glibc kept a remainder below its minimum chunk. Grow by 32 (in place or
+  // moved), then shrink: that split always has room and leaves the exact chunk.
+  h->fixups++;
+  char *q = realloc(p, t + 32);
+  if (q) {
+    p = q;
+    q = realloc(p, t);
+    if (q) p = q;
+  }
+  h->block = p;
+  if (malloc_usable_size(p) != want) h->stuck++;
+#endif
+  return 0;
+}
+
+void ms__rt_heap_touch(ms__rt_heap *h, int64_t from, int64_t to) {
+  // Block offsets: the block holds the replayed bytes plus the pad at its end.
+  from += MS__RT_HEAP_PAD;
+  to += MS__RT_HEAP_PAD;
+  if (to <= from) return;
+  volatile char *q = h->block;
+  long page = ms__prim_page_size();
+  for (int64_t off = from; off < to; off += page) q[off] = 'a';
+  q[to - 1] = 'a';
+}
+
+void ms__rt_heap_release(ms__rt_heap *h) {
+  free(h->block);
+  h->block = NULL;
+}

@@ -1,0 +1,435 @@
+// Running a replay: checks before it, the replay thread, and the results.
+#include <errno.h>
+#include <gnu/libc-version.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+
+#include "internal.h"
+#include "memstub/gen.h"
+#include "prim.h"
+
+/* Replay thread stack: the stub's peak, plus per open frame allocate()'s own
+ * frame (about 64 bytes at -O2 on x86-64; estimated generously) and the
+ * rounding, plus a margin for the measuring and the C library calls below the
+ * deepest frame and for what glibc keeps at the top of a thread's stack. */
+#if defined(MEMSTUB_SANITIZED)
+#define FRAME_ESTIMATE 1024
+#define STACK_MARGIN (8 << 20)
+#else
+#define FRAME_ESTIMATE 256
+#define STACK_MARGIN (1 << 20)
+#endif
+#define SCRATCH_POINTERS 4096  // tcache filling: at most this many chunks per bin
+
+void memstub_replay_options_init(memstub_replay_options *o) {
+  memset(o, 0, sizeof *o);
+  o->timing = MEMSTUB_TIMING_DEADLINE;
+  o->margin_ns = MEMSTUB_MARGIN_DEFAULT;
+}
+
+const char *memstub_timing_name(int timing) {
+  return timing == MEMSTUB_TIMING_DEADLINE ? "deadline"
+         : timing == MEMSTUB_TIMING_USLEEP ? "usleep"
+                                           : NULL;
+}
+
+int memstub_timing_parse(const char *name, int *timing) {
+  if (name && strcmp(name, "deadline") == 0) *timing = MEMSTUB_TIMING_DEADLINE;
+  else if (name && strcmp(name, "usleep") == 0) *timing = MEMSTUB_TIMING_USLEEP;
+  else return -EINVAL;
+  return 0;
+}
+
+int memstub_margin_parse(const char *text, int64_t *margin_ns) {
+  int64_t v;
+  if (text && strcmp(text, "adaptive") == 0) v = MEMSTUB_MARGIN_ADAPTIVE;
+  else if (!text || ms__parse_i64(text, strlen(text), &v) < 0 || v < 0) return -EINVAL;
+  *margin_ns = v;
+  return 0;
+}
+
+static int check_options(const memstub_replay_options *o, memstub_error *err) {
+  if (!memstub_timing_name(o->timing))
+    return memstub_error_set(err, -EINVAL, "unknown timing mode %d", o->timing);
+  if (o->margin_ns < 0 && o->margin_ns != MEMSTUB_MARGIN_ADAPTIVE)
+    return memstub_error_set(err, -EINVAL, "margin: %lld ns is negative",
+                             (long long)o->margin_ns);
+  if (o->measure & ~(unsigned)MEMSTUB_MEASURE_ALL)
+    return memstub_error_set(err, -EINVAL, "measure: unknown bits 0x%x",
+                             o->measure & ~(unsigned)MEMSTUB_MEASURE_ALL);
+  if (o->stack_extra < 0)
+    return memstub_error_set(err, -EINVAL, "stack_extra: %lld bytes is negative",
+                             (long long)o->stack_extra);
+  return 0;
+}
+
+// The figures the replay depends on, recomputed from the points: a
+// hand-edited header's descriptor is not trusted to size the stack.
+typedef struct figures {
+  int64_t peak_stack, max_depth, peak_heap, duration;
+} figures;
+
+static int recompute(const struct memstub_stub *s, figures *f, memstub_error *err) {
+  int64_t stack = 0, depth = 0, heap = 0, t = 0;
+  memset(f, 0, sizeof *f);
+  for (int64_t i = 0; i < s->numdata; i++) {
+    const struct memAlloc *u = &s->use[i];
+    if (ms__add_i64(t, u->time, &t) < 0)
+      return memstub_error_set(err, -EINVAL, "point %lld: the delays add up beyond 64 bits",
+                               (long long)i);
+    if (ms__add_i64(stack, u->stackAlloc, &stack) < 0 ||
+        ms__add_i64(heap, u->heapAlloc, &heap) < 0)
+      return memstub_error_set(err, -EINVAL, "point %lld: the sizes add up beyond 64 bits",
+                               (long long)i);
+    if (heap < 0) heap = 0;  // the block never goes below 0
+    if (u->stackAlloc > 0) depth++;
+    if (u->stackAlloc < 0) depth--;
+    if (stack > f->peak_stack) f->peak_stack = stack;
+    if (depth > f->max_depth) f->max_depth = depth;
+    if (heap > f->peak_heap) f->peak_heap = heap;
+  }
+  f->duration = t;
+  // A descriptor that claims more is believed (it only makes the stack larger).
+  if (s->peak_stack > f->peak_stack) f->peak_stack = s->peak_stack;
+  if (s->max_depth > f->max_depth) f->max_depth = s->max_depth;
+  if (s->peak_heap > f->peak_heap) f->peak_heap = s->peak_heap;
+  return 0;
+}
+
+int memstub_replay_check(const struct memstub_stub *s, const memstub_replay_options *o,
+                         int64_t *stack_size, memstub_error *err) {
+  memstub_replay_options def;
+  if (!o) {
+    memstub_replay_options_init(&def);
+    o = &def;
+  }
+  int rc = check_options(o, err);
+  if (rc < 0) return rc;
+  if (!s) return memstub_error_set(err, -EINVAL, "no stub to replay");
+  if (s->abi != MEMSTUB_STUB_ABI)
+    return memstub_error_set(err, -EINVAL,
+                             "the stub has data layout %d, this runtime replays layout %d "
+                             "(regenerate the header with this memstub)",
+                             (int)s->abi, MEMSTUB_STUB_ABI);
+  if (s->numdata < 0 || (s->numdata > 0 && (!s->use || !s->point)))
+    return memstub_error_set(err, -EINVAL, "the stub has no points array (numdata %lld)",
+                             (long long)s->numdata);
+  if (s->norig < 1)
+    return memstub_error_set(err, -EINVAL, "the stub maps to %lld original rows; needs at least 1",
+                             (long long)s->norig);
+  if (s->stack_base < 0 || s->heap_base < 0 || s->peak_stack < 0 || s->peak_heap < 0 ||
+      s->max_depth < 0)
+    return memstub_error_set(err, -EINVAL, "the stub's descriptor has negative sizes");
+  if ((rc = memstub_gen_check(s, err)) < 0) return rc;
+  figures f;
+  if ((rc = recompute(s, &f, err)) < 0) return rc;
+
+  uint64_t phys = ms__prim_phys_mem();
+  if (phys && (uint64_t)f.peak_heap > phys)
+    return memstub_error_set(err, -ENOMEM,
+                             "the stub needs %lld bytes of heap at its peak; this machine has "
+                             "%llu bytes of memory",
+                             (long long)f.peak_heap, (unsigned long long)phys);
+  if (phys && (uint64_t)f.peak_stack > phys)
+    return memstub_error_set(err, -ENOMEM,
+                             "the stub needs %lld bytes of stack at its peak; this machine has "
+                             "%llu bytes of memory",
+                             (long long)f.peak_stack, (unsigned long long)phys);
+  long page = ms__prim_page_size();
+  int64_t size = 0;
+  int bad = ms__add_i64(f.peak_stack, o->stack_extra, &size) < 0 ||
+            f.max_depth > (INT64_MAX - size) / (FRAME_ESTIMATE + 32) ||
+            ms__add_i64(size, f.max_depth * (FRAME_ESTIMATE + 32), &size) < 0 ||
+            ms__add_i64(size, STACK_MARGIN + page, &size) < 0;
+  if (!bad) size = (size + page - 1) / page * page;
+  if (bad || (phys && (uint64_t)size > phys) || (uint64_t)size > SIZE_MAX / 2)
+    return memstub_error_set(err, -ENOMEM,
+                             "the stub needs a replay stack of more than %lld bytes (peak %lld "
+                             "bytes in %lld frames); this machine has %llu bytes of memory",
+                             bad ? (long long)INT64_MAX : (long long)size,
+                             (long long)f.peak_stack, (long long)f.max_depth,
+                             (unsigned long long)phys);
+  if (phys && (uint64_t)f.peak_heap + (uint64_t)size > phys)
+    return memstub_error_set(err, -ENOMEM,
+                             "the stub needs %lld bytes of heap and %lld of stack; this machine "
+                             "has %llu bytes of memory",
+                             (long long)f.peak_heap, (long long)size, (unsigned long long)phys);
+  if (stack_size) *stack_size = size;
+  return 0;
+}
+
+typedef struct job {
+  ms__rt_ctx c;
+  void **scratch;
+  int prep;  // heap preparation: 0 or -ENOMEM
+} job;
+
+static void *replay_thread(void *arg) {
+  job *j = arg;
+  j->prep = ms__rt_heap_prepare(&j->c.heap, j->scratch, SCRATCH_POINTERS);
+  if (j->prep == 0) ms__rt_engine_run(&j->c);
+  ms__rt_heap_release(&j->c.heap);
+  return NULL;
+}
+
+void memstub_replay_free(memstub_replay *r) {
+  if (!r) return;
+  free(r->rec);
+  free(r);
+}
+
+int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_options *o,
+                       memstub_replay **out, memstub_error *err) {
+  *out = NULL;
+  memstub_replay_options opt;
+  if (o) opt = *o;
+  else memstub_replay_options_init(&opt);
+  int64_t stack_size;
+  int rc = memstub_replay_check(s, &opt, &stack_size, err);
+  if (rc < 0) return rc;
+
+  memstub_replay *r = calloc(1, sizeof *r);
+  job *j = calloc(1, sizeof *j);
+  if (!r || !j) goto nomem;
+  r->stub = s;
+  r->opt = opt;
+  // Everything the replay thread writes is reserved, and touched, up front.
+  if (opt.measure && s->numdata > 0) {
+    r->rec = malloc((size_t)s->numdata * sizeof *r->rec);
+    if (!r->rec) goto nomem;
+    memset(r->rec, 0, (size_t)s->numdata * sizeof *r->rec);
+  }
+  j->scratch = malloc(SCRATCH_POINTERS * sizeof *j->scratch);
+  if (!j->scratch) goto nomem;
+  memset(j->scratch, 0, SCRATCH_POINTERS * sizeof *j->scratch);
+
+  ms__rt_ctx *c = &j->c;
+  c->use = s->use;
+  c->n = s->numdata;
+  c->timing = opt.timing;
+  c->measure = opt.measure;
+  c->rec = r->rec;
+  c->adaptive = opt.margin_ns == MEMSTUB_MARGIN_ADAPTIVE;
+  c->margin = c->adaptive ? MS__RT_MARGIN_INIT : opt.margin_ns;
+  c->page = ms__prim_page_size();
+  c->alloca_bias = ms__rt_alloca_bias();
+
+  pthread_attr_t attr;
+  pthread_t th;
+  if ((rc = pthread_attr_init(&attr)) != 0) goto thread_failed;
+  if ((rc = pthread_attr_setstacksize(&attr, (size_t)stack_size)) == 0 &&
+      (rc = pthread_attr_setguardsize(&attr, (size_t)c->page)) == 0)
+    rc = pthread_create(&th, &attr, replay_thread, j);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) goto thread_failed;
+  if (opt.progress) {
+    // Wait in half-second steps, reporting progress from this thread.
+    for (;;) {
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      ts.tv_nsec += 500000000;
+      if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+      if (pthread_timedjoin_np(th, NULL, &ts) != ETIMEDOUT) break;
+      opt.progress(__atomic_load_n(&c->begun, __ATOMIC_RELAXED), s->numdata, opt.progress_arg);
+    }
+    opt.progress(s->numdata, s->numdata, opt.progress_arg);
+  } else {
+    pthread_join(th, NULL);
+  }
+
+  if (j->prep < 0) {
+    rc = memstub_error_set(err, j->prep, "out of memory while preparing the replay's heap");
+    goto fail;
+  }
+  if (c->failed < 0) {
+    int64_t size = 0;
+    for (int64_t i = 0; i <= c->failed_at; i++) {
+      size += s->use[i].heapAlloc;
+      if (size < 0) size = 0;
+    }
+    rc = memstub_error_set(err, c->failed,
+                           "point %lld: cannot resize the heap block to %lld bytes: %s",
+                           (long long)c->failed_at, (long long)size, strerror(-c->failed));
+    goto fail;
+  }
+  memstub_replay_info *in = &r->info;
+  in->t0_ns = c->t0;
+  in->duration_ns = r->rec && (opt.measure & MEMSTUB_MEASURE_TIME) && s->numdata > 0
+                        ? r->rec[s->numdata - 1].end_ns
+                        : c->end - c->t0;
+  for (int64_t i = 0; i < s->numdata; i++) in->target_ns += s->use[i].time;
+  in->points = s->numdata;
+  in->stack_size = stack_size;
+  in->alloca_bias = c->alloca_bias;
+  in->margin_ns = opt.timing == MEMSTUB_TIMING_DEADLINE ? c->margin : 0;
+  in->sleeps = c->sleeps;
+  in->late_wakeups = c->late_wakeups;
+  in->tcache = c->heap.tcache;
+  in->heap_visible = c->heap.visible;
+  in->heap_pad = MS__RT_HEAP_PAD;
+  in->heap_fixups = c->heap.fixups;
+  in->heap_stuck = c->heap.stuck;
+  in->heap_unmaps = c->heap.unmaps;
+  in->heap_trims = c->heap.trims;
+  in->heap_baseline = c->heap_base;
+  in->entry = c->entry;
+  free(j->scratch);
+  free(j);
+  *out = r;
+  return 0;
+
+thread_failed:
+  rc = memstub_error_set(err, rc == EAGAIN ? -EAGAIN : -ENOMEM,
+                         "cannot start the replay thread with a stack of %lld bytes: %s",
+                         (long long)stack_size, strerror(rc));
+  goto fail;
+nomem:
+  rc = memstub_error_set(err, -ENOMEM, "out of memory reserving the replay's records");
+fail:
+  if (j) free(j->scratch);
+  free(j);
+  memstub_replay_free(r);
+  return rc;
+}
+
+/* ---- the replayed trace ---------------------------------------------------- */
+
+static int set_meta(memstub_trace *t, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int set_meta(memstub_trace *t, const char *key, const char *fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  return memstub_trace_set_meta(t, key, buf);
+}
+
+static int add_meta(memstub_trace *t, const memstub_replay *r, int64_t clamped) {
+  const struct memstub_stub *s = r->stub;
+  const memstub_replay_info *in = &r->info;
+  struct utsname u;
+  if (uname(&u) != 0) snprintf(u.release, sizeof u.release, "unknown");
+  char date[64] = "unknown";
+  time_t now = time(NULL);
+  struct tm tm;
+  if (gmtime_r(&now, &tm)) strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  char margin[64];
+  if (r->opt.timing != MEMSTUB_TIMING_DEADLINE)
+    snprintf(margin, sizeof margin, "none");
+  else if (r->opt.margin_ns == MEMSTUB_MARGIN_ADAPTIVE)
+    snprintf(margin, sizeof margin, "adaptive, %lld ns at the end", (long long)in->margin_ns);
+  else
+    snprintf(margin, sizeof margin, "%lld ns", (long long)in->margin_ns);
+  static const char *tc[] = {"unknown (mallinfo2 does not see the allocator)",
+                             "active, a bin would not fill", "off", "active, filled"};
+  int rc = 0;
+  if (!rc) rc = set_meta(t, "source", "memstub replay of %s", s->source ? s->source : "(memory)");
+  if (!rc) rc = set_meta(t, "stub", "%s", s->name && *s->name ? s->name : "(unnamed)");
+  if (!rc) rc = set_meta(t, "transforms", "%s", s->transforms ? s->transforms : "none");
+  if (!rc) rc = set_meta(t, "calibration", "%s", s->calibration ? s->calibration : "none");
+  if (!rc) rc = set_meta(t, "timing", "%s", memstub_timing_name(r->opt.timing));
+  if (!rc) rc = set_meta(t, "margin", "%s", margin);
+  if (!rc) rc = set_meta(t, "duration_ns", "%lld (target %lld)", (long long)in->duration_ns,
+                         (long long)in->target_ns);
+  if (!rc) rc = set_meta(t, "points", "%lld", (long long)in->points);
+  if (!rc) rc = set_meta(t, "stack_size", "%lld", (long long)in->stack_size);
+  if (!rc) rc = set_meta(t, "tcache", "%s", tc[in->tcache + 2]);
+  if (!rc) rc = set_meta(t, "heap_pad", "%lld", (long long)in->heap_pad);
+  if (!rc && clamped) rc = set_meta(t, "heap_clamped_rows", "%lld", (long long)clamped);
+  if (!rc) rc = set_meta(t, "host.cpu", "%s", ms__prim_cpu_model());
+  if (!rc) rc = set_meta(t, "host.kernel", "%s %s", u.sysname, u.release);
+  if (!rc) rc = set_meta(t, "host.libc", "glibc %s", gnu_get_libc_version());
+  if (!rc) rc = set_meta(t, "host.compiler", "%s", __VERSION__);
+  if (!rc) rc = set_meta(t, "replayed", "%s", date);
+  return rc;
+}
+
+int memstub_replay_trace(const memstub_replay *r, memstub_trace **out, memstub_error *err) {
+  *out = NULL;
+  if ((r->opt.measure & MEMSTUB_MEASURE_TRACE) != MEMSTUB_MEASURE_TRACE)
+    return memstub_error_set(err, -EINVAL,
+                             "the replay was not measured: a replayed trace needs time, stack "
+                             "and heap measurements");
+  const struct memstub_stub *s = r->stub;
+  memstub_trace *t = memstub_trace_create();
+  int rc = t ? 0 : -ENOMEM;
+  int ip = -1, it = -1, il = -1;
+  if (!rc && (ip = memstub_trace_add_column(t, "point")) < 0) rc = ip;
+  if (!rc && (it = memstub_trace_add_column(t, "target_time_ns")) < 0) rc = it;
+  if (!rc && (il = memstub_trace_add_column(t, "late_ns")) < 0) rc = il;
+  if (!rc) rc = memstub_trace_reserve(t, (size_t)s->norig);
+  int64_t clamped = 0;
+  // Row 0 from the entry measurement unless points build it.
+  if (!rc && !(s->numdata > 0 && s->point[0] == 0)) {
+    const memstub_replay_record *e = &r->info.entry;
+    int64_t heap = s->heap_base + e->heap_bytes;
+    if (heap < 0) clamped++, heap = 0;
+    rc = memstub_trace_append(t, s->time0_ns, s->stack_base + e->stack_bytes, heap);
+    if (!rc) {
+      int64_t *x = memstub_trace_extra_row(t, t->n - 1);
+      x[ip] = 0;
+      x[it] = s->time0_ns;
+      x[il] = 0;
+    }
+  }
+  for (int64_t i = 0; !rc && i < s->numdata; i++) {
+    if (i + 1 < s->numdata && s->point[i + 1] == s->point[i]) continue;  // not the row's last
+    const memstub_replay_record *p = &r->rec[i];
+    int64_t heap = s->heap_base + p->heap_bytes;
+    if (heap < 0) clamped++, heap = 0;
+    int64_t time = s->time0_ns + p->end_ns, target = s->time0_ns + p->target_ns;
+    rc = memstub_trace_append(t, time, s->stack_base + p->stack_bytes, heap);
+    if (!rc) {
+      int64_t *x = memstub_trace_extra_row(t, t->n - 1);
+      x[ip] = s->point[i];
+      x[it] = target;
+      x[il] = time - target;
+    }
+  }
+  if (!rc) rc = add_meta(t, r, clamped);
+  if (rc < 0) {
+    memstub_trace_free(t);
+    return memstub_error_set(err, rc, "cannot build the replayed trace: %s", strerror(-rc));
+  }
+  *out = t;
+  return 0;
+}
+
+int memstub_replay_write(const memstub_replay *r, const char *path, memstub_error *err) {
+  memstub_trace *t;
+  int rc = memstub_replay_trace(r, &t, err);
+  if (rc < 0) return rc;
+  rc = memstub_trace_write(t, path, err);
+  memstub_trace_free(t);
+  return rc;
+}
+
+/* ---- function entry points ------------------------------------------------- */
+
+int memstub_stub_call(const struct memstub_stub *s, memstub_error *err) {
+  memstub_replay_options o;
+  memstub_replay_options_init(&o);
+  const char *v = getenv("MEMSTUB_TIMING");
+  if (v && *v && memstub_timing_parse(v, &o.timing) < 0)
+    return memstub_error_set(err, -EINVAL, "MEMSTUB_TIMING: '%s' is neither deadline nor usleep",
+                             v);
+  v = getenv("MEMSTUB_MARGIN_NS");
+  if (v && *v && memstub_margin_parse(v, &o.margin_ns) < 0)
+    return memstub_error_set(err, -EINVAL,
+                             "MEMSTUB_MARGIN_NS: '%s' is neither a number of ns >= 0 nor adaptive",
+                             v);
+  const char *measure = getenv("MEMSTUB_MEASURE");
+  if (measure && *measure) o.measure = MEMSTUB_MEASURE_TRACE;
+  memstub_replay *r;
+  int rc = memstub_replay_run(s, &o, &r, err);
+  if (rc < 0) return rc;
+  if (measure && *measure) rc = memstub_replay_write(r, measure, err);
+  memstub_replay_free(r);
+  return rc;
+}

@@ -1,0 +1,116 @@
+/* runtime/stub_main.c: the main of a standalone stub program.
+ *
+ * memstub build compiles this file with the generated header forced in
+ * first (-include memuse.h) and MEMSTUB_STUB_VAR naming its descriptor
+ * (memStub, or NAME_memStub for a header generated with --name NAME), and
+ * links it against the runtime's static libraries:
+ *
+ *   cc -std=c11 -O2 -I INCLUDEDIR -include memuse.h -DMEMSTUB_STUB_VAR=memStub \
+ *      stub_main.c -o stub LIBDIR/libmemstub_runtime.a ... -lpthread -lm
+ *
+ * Exit status: 0 replayed; 2 bad usage, a stub that cannot be replayed here,
+ * or a failure while replaying or writing the measurements. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memstub/runtime.h"
+
+#ifndef MEMSTUB_STUB_VAR
+#define MEMSTUB_STUB_VAR memStub
+#endif
+
+static const char *prog = "stub";
+
+static const char usage_text[] =
+    "usage: %s [--measure OUT.csv] [--timing deadline|usleep] [--margin NS]\n"
+    "\n"
+    "Replay this memory stub: the heap, stack and timing of the component it was\n"
+    "generated from (source trace: %s).\n"
+    "\n"
+    "options:\n"
+    "  --measure FILE    measure every point and write the replayed trace to FILE\n"
+    "                    (one row per original row; extra columns point,\n"
+    "                    target_time_ns, late_ns)\n"
+    "  --timing MODE     deadline (default): absolute deadlines, errors never add up;\n"
+    "                    usleep: relative sleeps as in the paper\n"
+    "  --margin NS       deadline timing: wake NS ns before each deadline, then spin\n"
+    "                    (default 100000); 'adaptive' follows the wake-up lateness\n"
+    "  --check           only check that the stub can be replayed here\n"
+    "  -v, --verbose     print a summary when done\n"
+    "  -h, --help        show this help\n"
+    "\n"
+    "Exit status: 0 replayed, 2 bad usage or a stub that cannot be replayed.\n";
+
+static int fail(const char *fmt, const char *a) {
+  fprintf(stderr, "%s: error: ", prog);
+  fprintf(stderr, fmt, a);
+  fputc('\n', stderr);
+  return 2;
+}
+
+static int usage_error(const char *fmt, const char *a) {
+  fail(fmt, a);
+  fprintf(stderr, "see '%s --help'\n", prog);
+  return 2;
+}
+
+// "--opt VALUE" or "--opt=VALUE": the value, advancing *i; NULL if not this option.
+static const char *opt_value(int argc, char **argv, int *i, const char *name, int *missing) {
+  size_t n = strlen(name);
+  if (strncmp(argv[*i], name, n) != 0) return NULL;
+  if (argv[*i][n] == '=') return argv[*i] + n + 1;
+  if (argv[*i][n] != '\0') return NULL;
+  if (*i + 1 >= argc) {
+    *missing = 1;
+    return NULL;
+  }
+  return argv[++*i];
+}
+
+int main(int argc, char **argv) {
+  const struct memstub_stub *stub = &MEMSTUB_STUB_VAR;
+  if (argc > 0 && argv[0][0]) prog = argv[0];
+  memstub_replay_options o;
+  memstub_replay_options_init(&o);
+  const char *measure = NULL;
+  int check = 0, verbose = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v;
+    int missing = 0;
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      printf(usage_text, prog, stub->source ? stub->source : "unknown");
+      return 0;
+    } else if (strcmp(a, "--check") == 0) {
+      check = 1;
+    } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
+      verbose = 1;
+    } else if ((v = opt_value(argc, argv, &i, "--measure", &missing))) {
+      if (!*v) return usage_error("--measure needs a file name%s", "");
+      measure = v;
+    } else if ((v = opt_value(argc, argv, &i, "--timing", &missing))) {
+      if (memstub_timing_parse(v, &o.timing) < 0)
+        return usage_error("--timing: expected deadline or usleep, found '%s'", v);
+    } else if ((v = opt_value(argc, argv, &i, "--margin", &missing))) {
+      if (memstub_margin_parse(v, &o.margin_ns) < 0)
+        return usage_error("--margin: expected a number of ns >= 0 or adaptive, found '%s'", v);
+    } else if (missing) {
+      return usage_error("%s needs a value", a);
+    } else {
+      return usage_error("unknown argument '%s'", a);
+    }
+  }
+  memstub_error err = {0};
+  if (check) return memstub_replay_check(stub, &o, NULL, &err) < 0 ? fail("%s", err.msg) : 0;
+  if (measure) o.measure = MEMSTUB_MEASURE_TRACE;
+  memstub_replay *r;
+  if (memstub_replay_run(stub, &o, &r, &err) < 0) return fail("%s", err.msg);
+  int rc = 0;
+  if (measure && memstub_replay_write(r, measure, &err) < 0) rc = fail("%s", err.msg);
+  if (verbose && rc == 0)
+    fprintf(stderr, "%s: replayed %lld points in %lld ns (target %lld ns, %s timing)\n", prog,
+            (long long)r->info.points, (long long)r->info.duration_ns,
+            (long long)r->info.target_ns, memstub_timing_name(o.timing));
+  memstub_replay_free(r);
+  return rc;
+}

@@ -1,0 +1,287 @@
+// memstub replay and memstub build end to end: replaying the samples directly
+// and through a compiled stub program, measured curves matching the trace,
+// and bad input refused with exit 2 and a clear message.
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memstub/gen.h"
+#include "memstub/runtime.h"
+#include "test_replay_common.h"
+#include "testutil.h"
+
+static char *path_in(const char *dir, const char *name) {
+  char *p;
+  ck_assert(asprintf(&p, "%s/%s", dir, name) > 0);
+  return p;
+}
+
+static memstub_trace *read_trace(const char *path) {
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_read(path, &t, &err) == 0, "%s", err.msg);
+  return t;
+}
+
+static memstub_gen *gen_of(const memstub_trace *t) {
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  memstub_gen *g = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_gen_build(t, &o, &g, &err) == 0, "%s", err.msg);
+  return g;
+}
+
+// The measured trace at out matches the trace at orig_path (the criterion).
+static void check_replayed(const char *orig_path, const char *out) {
+  memstub_trace *orig = read_trace(orig_path), *rep = read_trace(out);
+  memstub_gen *g = gen_of(orig);
+  rt_fit fit;
+  rt_check_exact(orig, &g->stub, rep, 1, &fit);
+  memstub_gen_free(g);
+  memstub_trace_free(orig);
+  memstub_trace_free(rep);
+}
+
+static void expect_fail(tu_run *r, const char *needle) {
+  ck_assert_msg(r->status == 2, "exit %d, stderr: %s", r->status, r->err);
+  ck_assert_msg(strstr(r->err, "memstub: error: ") != NULL, "stderr: %s", r->err);
+  ck_assert_msg(strstr(r->err, needle) != NULL, "'%s' not in: %s", needle, r->err);
+}
+
+START_TEST(test_replay_samples) {
+  static const char *samples[] = {"listing1.csv", "nonlifo.csv"};
+  char *dir = tu_mkdtemp();
+  for (size_t i = 0; i < 2; i++) {
+    char rel[256];
+    snprintf(rel, sizeof rel, "traces/samples/%s", samples[i]);
+    char *in = strdup(tu_src(rel)), *out = path_in(dir, "replayed.csv");
+    tu_run r = tu_memstub(NULL, "replay", in, "--measure", out, NULL);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_ptr_nonnull(strstr(r.err, "replayed"));
+    check_replayed(in, out);
+    memstub_trace *rep = read_trace(out);
+    ck_assert_str_eq(memstub_trace_get_meta(rep, "timing"), "deadline");
+    ck_assert_ptr_nonnull(memstub_trace_get_meta(rep, "host.cpu"));
+    memstub_trace_free(rep);
+    tu_run_free(&r);
+    free(in);
+    free(out);
+  }
+  // The paper's relative sleeps, and no measuring at all.
+  char *in = strdup(tu_src("traces/samples/listing1.csv")), *out = path_in(dir, "u.csv");
+  tu_run r = tu_memstub(NULL, "replay", in, "--timing", "usleep", "-m", out, NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  check_replayed(in, out);
+  tu_run_free(&r);
+  r = tu_memstub(NULL, "replay", in, NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  ck_assert_int_eq(tu_count_entries(dir), 2);  // no temporary files left
+  tu_rmtree(dir);
+  free(dir);
+  free(in);
+  free(out);
+}
+END_TEST
+
+START_TEST(test_replay_bad_input) {
+  char *dir = tu_mkdtemp();
+  char *missing = path_in(dir, "missing.csv"), *huge = path_in(dir, "huge.csv"),
+       *out = path_in(dir, "out.csv"), *garbage = path_in(dir, "memuse.h");
+  tu_run r = tu_memstub(NULL, "replay", missing, NULL);
+  expect_fail(&r, "missing.csv");
+  tu_run_free(&r);
+  // A heap the machine does not have: refused before running.
+  tu_write_file(huge, "time_ns,stack_bytes,heap_bytes\n0,0,0\n1000,64,1000000000000000\n2000,0,0\n");
+  r = tu_memstub(NULL, "replay", huge, "--measure", out, NULL);
+  expect_fail(&r, "bytes of memory");
+  ck_assert(!tu_exists(out));
+  tu_run_free(&r);
+  // A header is not a trace.
+  tu_write_file(garbage, "#define NUMDATA 1\nstatic const struct memAlloc memUse[1];\n");
+  r = tu_memstub(NULL, "replay", garbage, NULL);
+  expect_fail(&r, "memuse.h:");
+  tu_run_free(&r);
+  char *in = strdup(tu_src("traces/samples/listing1.csv"));
+  r = tu_memstub(NULL, "replay", in, "--timing", "sometimes", NULL);
+  expect_fail(&r, "--timing");
+  tu_run_free(&r);
+  r = tu_memstub(NULL, "replay", in, "--margin", "-3", NULL);
+  expect_fail(&r, "--margin");
+  tu_run_free(&r);
+  r = tu_memstub(NULL, "replay", NULL);
+  expect_fail(&r, "missing TRACE");
+  tu_run_free(&r);
+  r = tu_memstub(NULL, "replay", "--help", NULL);
+  ck_assert_int_eq(r.status, 0);
+  ck_assert_ptr_nonnull(strstr(r.out, "--measure"));
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+  free(missing);
+  free(huge);
+  free(out);
+  free(garbage);
+  free(in);
+}
+END_TEST
+
+// gen, then build, in dir; returns the program's path.
+static char *gen_and_build(const char *dir, const char *trace, const char *name) {
+  char *h = path_in(dir, "memuse.h"), *prog = path_in(dir, "stub");
+  tu_run r = name ? tu_memstub(NULL, "gen", trace, "-o", h, "--name", name, NULL)
+                  : tu_memstub(NULL, "gen", trace, "-o", h, NULL);
+  ck_assert_msg(r.status == 0, "gen: %s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(NULL, "build", h, "-o", prog, NULL);
+  ck_assert_msg(r.status == 0, "build exit %d: %s", r.status, r.err);
+  ck_assert(tu_exists(prog));
+  tu_run_free(&r);
+  free(h);
+  return prog;
+}
+
+START_TEST(test_build_and_run) {
+  static const char *samples[] = {"listing1.csv", "nonlifo.csv"};
+  static const char *names[] = {NULL, "nl"};  // the second found through its --name
+  for (size_t i = 0; i < 2; i++) {
+    char *dir = tu_mkdtemp();
+    char rel[256];
+    snprintf(rel, sizeof rel, "traces/samples/%s", samples[i]);
+    char *in = strdup(tu_src(rel));
+    char *prog = gen_and_build(dir, in, names[i]);
+    char *out = path_in(dir, "replayed.csv");
+    char *argv[] = {prog, "--measure", out, NULL};
+    tu_run r = tu_exec(dir, argv);
+    ck_assert_msg(r.status == 0, "stub exit %d: %s", r.status, r.err);
+    check_replayed(in, out);
+    tu_run_free(&r);
+    char *argv2[] = {prog, "--timing=usleep", "--verbose", NULL};
+    r = tu_exec(dir, argv2);
+    ck_assert_msg(r.status == 0, "stub exit %d: %s", r.status, r.err);
+    ck_assert_ptr_nonnull(strstr(r.err, "replayed"));
+    tu_run_free(&r);
+    char *argv3[] = {prog, "--help", NULL};
+    r = tu_exec(dir, argv3);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "--measure"));
+    tu_run_free(&r);
+    char *argv4[] = {prog, "--bogus", NULL};
+    r = tu_exec(dir, argv4);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "unknown argument"));
+    tu_run_free(&r);
+    char *argv5[] = {prog, "--timing", NULL};
+    r = tu_exec(dir, argv5);
+    ck_assert_int_eq(r.status, 2);
+    tu_run_free(&r);
+    // memuse.h, stub, replayed.csv: nothing else (no temporary files).
+    ck_assert_int_eq(tu_count_entries(dir), 3);
+    tu_rmtree(dir);
+    free(dir);
+    free(in);
+    free(prog);
+    free(out);
+  }
+}
+END_TEST
+
+// The 4.8 s sample in full, through a compiled stub (the one long test).
+START_TEST(test_synthetic_sample) {
+  char *dir = tu_mkdtemp();
+  char *in = strdup(tu_src("traces/samples/synthetic-4.8s.csv"));
+  char *prog = gen_and_build(dir, in, "syn");
+  char *out = path_in(dir, "replayed.csv");
+  char *argv[] = {prog, "--measure", out, NULL};
+  tu_run r = tu_exec(dir, argv);
+  ck_assert_msg(r.status == 0, "stub exit %d: %s", r.status, r.err);
+  check_replayed(in, out);
+  memstub_trace *rep = read_trace(out);
+  ck_assert_int_eq(rep->n, 2400);
+  ck_assert_int_ge(rep->pts[rep->n - 1].time_ns, 4800000000LL);
+  memstub_trace_free(rep);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+  free(in);
+  free(prog);
+  free(out);
+}
+END_TEST
+
+START_TEST(test_build_bad_header) {
+  char *dir = tu_mkdtemp();
+  char *h = path_in(dir, "memuse.h"), *prog = path_in(dir, "stub");
+  char *in = strdup(tu_src("traces/samples/listing1.csv"));
+  tu_run r = tu_memstub(NULL, "gen", in, "-o", h, NULL);
+  ck_assert_int_eq(r.status, 0);
+  tu_run_free(&r);
+  // Hand-edited so that a pop no longer matches its frame.
+  char *text = tu_read_file(h);
+  char *at = strstr(text, "[2].stackAlloc = -100");
+  ck_assert_ptr_nonnull(at);
+  memcpy(at, "[2].stackAlloc = -150", 21);
+  tu_write_file(h, text);
+  free(text);
+  r = tu_memstub(NULL, "build", h, "-o", prog, NULL);
+  expect_fail(&r, "point 2");
+  ck_assert(!tu_exists(prog));
+  tu_run_free(&r);
+  // Not C at all.
+  tu_write_file(h, "this is not a header\nstatic const struct memstub_stub memStub = {\n");
+  r = tu_memstub(NULL, "build", h, "-o", prog, NULL);
+  expect_fail(&r, "the compiler failed");
+  ck_assert(!tu_exists(prog));
+  tu_run_free(&r);
+  // No descriptor: the paper's bare Listing 1.
+  tu_write_file(h, "#define NUMDATA 1\nstruct memAlloc { int time; } memUse[NUMDATA];\n");
+  r = tu_memstub(NULL, "build", h, "-o", prog, NULL);
+  expect_fail(&r, "not a memstub header");
+  tu_run_free(&r);
+  // A heap the machine does not have: refused by the check after compiling.
+  char *huge = path_in(dir, "huge.csv");
+  tu_write_file(huge, "time_ns,stack_bytes,heap_bytes\n0,0,0\n1000,64,1000000000000000\n2000,0,0\n");
+  r = tu_memstub(NULL, "gen", huge, "-o", h, NULL);
+  ck_assert_int_eq(r.status, 0);
+  tu_run_free(&r);
+  r = tu_memstub(NULL, "build", h, "-o", prog, NULL);
+  expect_fail(&r, "bytes of memory");
+  ck_assert(!tu_exists(prog));
+  tu_run_free(&r);
+  r = tu_memstub(NULL, "build", h, "-o", prog, "--name", "other", NULL);
+  expect_fail(&r, "no stub named other_memStub");
+  tu_run_free(&r);
+  char *missing = path_in(dir, "missing.h");
+  r = tu_memstub(NULL, "build", missing, "-o", prog, NULL);
+  expect_fail(&r, "missing.h");
+  tu_run_free(&r);
+  // memuse.h and huge.csv only: no program, no temporary files.
+  ck_assert_int_eq(tu_count_entries(dir), 2);
+  tu_rmtree(dir);
+  free(dir);
+  free(h);
+  free(prog);
+  free(in);
+  free(huge);
+  free(missing);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("replay_cli");
+  TCase *tc = tcase_create("cli");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_replay_samples);
+  tcase_add_test(tc, test_replay_bad_input);
+  tcase_add_test(tc, test_build_and_run);
+  tcase_add_test(tc, test_build_bad_header);
+  tcase_add_test(tc, test_synthetic_sample);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
