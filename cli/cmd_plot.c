@@ -16,14 +16,16 @@ static const char usage_text[] =
     "replayed trace (memstub replay --measure), as in the paper's Figure 3, with a\n"
     "panel of the per-point time error (replayed - original) when replays are given.\n"
     "Curves are reduced to the lowest and highest point per pixel column, so peaks\n"
-    "never vanish. The format follows FILE's extension: .png, .svg or .pdf. Runs\n"
+    "never vanish. The format follows FILE's extension: .png, .svg, .pdf, or .txt\n"
+    "for text to read in a terminal (gnuplot's dumb terminal). Runs\n"
     "gnuplot (5.2 or later) on plots/figure3.gp; set MEMSTUB_GNUPLOT to choose the\n"
     "gnuplot program.\n"
     "\n"
     "options:\n"
     "  -o, --output FILE   write the figure to FILE (atomically); required\n"
     "  -t, --title T       the figure's title (default: ORIGINAL's file name)\n"
-    "      --size WxH      size in pixels (default 1200x900; PDF: 100 pixels per inch)\n"
+    "      --size WxH      size in pixels (default 1200x900; PDF: 100 pixels per inch;\n"
+    "                      .txt: 10 x 20 pixels per character)\n"
     "  -h, --help          show this help\n";
 
 static const char *base_name(const char *p) {
@@ -66,7 +68,7 @@ int ms_cmd_plot(int argc, char **argv) {
     }
   }
   if (optind >= argc) return ms_cli_usage("plot", "missing ORIGINAL");
-  if (!out) return ms_cli_usage("plot", "missing -o FILE (.png, .svg or .pdf)");
+  if (!out) return ms_cli_usage("plot", "missing -o FILE (.png, .svg, .pdf or .txt)");
   for (int i = optind; i < argc; i++)
     if (strcmp(argv[i], "-") == 0)
       return ms_cli_usage("plot", "plot reads its traces from files, not standard input");

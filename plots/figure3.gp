@@ -11,8 +11,8 @@
 #           replN.dat   the same for replay N, and block 2 the time error: "time_us error_us"
 #         (the curves are already reduced to a few points per pixel column)
 # OUTPUT  the file to write
-# FORMAT  png, svg or pdf
-# WIDTH, HEIGHT  in pixels (pdf: 100 pixels to the inch)
+# FORMAT  png, svg, pdf, or txt (gnuplot's dumb terminal, for a terminal)
+# WIDTH, HEIGHT  in pixels (pdf: 100 pixels to the inch; txt: characters)
 #
 # Readable in black and white: the original is a thick solid grey band drawn
 # first, each replay a thin line on top with its own dash pattern (and
@@ -42,8 +42,11 @@ if (fmt eq 'svg') {
 if (fmt eq 'pdf') {
   set terminal pdfcairo size (w/100.0),(h/100.0) enhanced font 'sans,7' dashlength 1.5
 }
-if (fmt ne 'png' && fmt ne 'svg' && fmt ne 'pdf') {
-  print 'figure3.gp: unknown format ', fmt, ' (png, svg or pdf)'
+if (fmt eq 'txt') {
+  set terminal dumb size w,h
+}
+if (fmt ne 'png' && fmt ne 'svg' && fmt ne 'pdf' && fmt ne 'txt') {
+  print 'figure3.gp: unknown format ', fmt, ' (png, svg, pdf or txt)'
   exit status 2
 }
 set output ARG2

@@ -193,6 +193,11 @@ static void last_line(const char *log, char *out, size_t cap) {
 static int run_gnuplot(const char *gp, const char *script, const char *dir, const char *out_tmp,
                        const char *fmt, int w, int h, const char *log, memstub_error *err) {
   char ws[16], hs[16];
+  // Text output (gnuplot's dumb terminal) is sized in characters.
+  if (strcmp(fmt, "txt") == 0) {
+    w /= 10;
+    h /= 20;
+  }
   snprintf(ws, sizeof ws, "%d", w);
   snprintf(hs, sizeof hs, "%d", h);
   int logfd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -237,7 +242,7 @@ static int run_gnuplot(const char *gp, const char *script, const char *dir, cons
 static const char *format_of(const char *out) {
   const char *dot = strrchr(out, '.'), *slash = strrchr(out, '/');
   if (!dot || (slash && dot < slash)) return NULL;
-  static const char *const fmts[] = {"png", "svg", "pdf"};
+  static const char *const fmts[] = {"png", "svg", "pdf", "txt"};
   for (size_t i = 0; i < MS__ARRAY_SIZE(fmts); i++)
     if (strcasecmp(dot + 1, fmts[i]) == 0) return fmts[i];
   return NULL;
@@ -348,7 +353,7 @@ int memstub_plot_figure(const char *out, const memstub_trace *orig, const char *
   const char *fmt = format_of(out);
   if (strcmp(out, "-") == 0 || !fmt)
     return memstub_error_set(
-        err, -EINVAL, "%s: cannot tell the plot format: name the output .png, .svg or .pdf", out);
+        err, -EINVAL, "%s: cannot tell the plot format: name the output .png, .svg, .pdf or .txt", out);
   if (o->width < 100 || o->height < 100 || o->width > 20000 || o->height > 20000)
     return memstub_error_set(err, -EINVAL, "plot size %dx%d: width and height must be 100-20000",
                              o->width, o->height);
