@@ -1,0 +1,198 @@
+/* tests/record/rec_helper.c: programs with known allocation patterns for the
+ * recorder tests (tests/test_record.c). Built without sanitizers: it runs
+ * with the LD_PRELOAD recorder. Usage: rec_helper MODE [ARGS]. Nothing is
+ * printed before the pattern is done, so stdio's buffers stay out of it. */
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "memstub/probe.h"
+
+static void *volatile sink;
+
+static void spin_ms(int ms) {
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  do clock_gettime(CLOCK_MONOTONIC, &b);
+  while ((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < ms);
+}
+
+/* Every function of the malloc family, all blocks live at once: peak heap
+ * 3000 + 1000 + 4000 + 500 + 640 + 320 + 4096 + 100 = 13656 bytes. */
+static int pattern(void) {
+  char *a = malloc(1000);
+  char *b = calloc(10, 100);
+  a = realloc(a, 3000);
+  char *c = reallocarray(NULL, 100, 40);
+  void *d = NULL;
+  if (posix_memalign(&d, 64, 500) != 0) return 1;
+  void *e = aligned_alloc(64, 640);
+  void *f = memalign(32, 320);
+  void *g = valloc(4096);
+  void *h = pvalloc(100);
+  if (!a || !b || !c || !e || !f || !g || !h) return 1;
+  memset(a, 1, 3000);
+  free(h);
+  free(g);
+  free(f);
+  free(e);
+  free(d);
+  free(c);
+  free(b);
+  free(a);
+  free(NULL);
+  return 0;
+}
+
+/* Recursion with 1 KiB frames; allocates at the bottom (alloc=1) or only
+ * spins there, so that only the timer sees the depth (alloc=0). */
+static __attribute__((noinline)) int deep(int n, int alloc, int spin) {
+  volatile char pad[1024];
+  memset((char *)pad, n, sizeof pad);
+  if (n > 0) return deep(n - 1, alloc, spin) + pad[5];
+  if (alloc) {
+    sink = malloc(64);
+    free(sink);
+  }
+  if (spin) spin_ms(spin);
+  return pad[7];
+}
+
+static void *worker(void *arg) {
+  long k = (long)arg;
+  char *mine = malloc((size_t)k * 1000);
+  for (int i = 0; i < 20000; i++) {
+    sink = malloc(16);
+    free(sink);
+  }
+  spin_ms(20);
+  free(mine);
+  return NULL;
+}
+
+static int threads(void) {
+  pthread_t th[4];
+  for (long k = 0; k < 4; k++)
+    if (pthread_create(&th[k], NULL, worker, (void *)(k + 1)) != 0) return 1;
+  for (int k = 0; k < 4; k++) pthread_join(th[k], NULL);
+  return 0;
+}
+
+/* Parent holds 5000 bytes; a forked child and an exec'd child allocate a
+ * lot and exit normally; neither may write or change the parent's trace. */
+static int forks(const char *self) {
+  char *a = malloc(5000);
+  pid_t p = fork();
+  if (p == 0) {
+    char *big = malloc(1 << 20);
+    memset(big, 1, 1 << 20);
+    free(malloc(200000));
+    exit(0);  // runs destructors: the recorder's must stay quiet
+  }
+  int st;
+  waitpid(p, &st, 0);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) return 1;
+  p = fork();
+  if (p == 0) {
+    execl(self, self, "bigalloc", (char *)NULL);
+    _exit(127);
+  }
+  waitpid(p, &st, 0);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) return 1;
+  free(a);
+  return 0;
+}
+
+static int bigalloc(void) {
+  char *big = malloc(3 << 20);
+  memset(big, 2, 3 << 20);
+  free(big);
+  return 0;
+}
+
+/* Regions: 50000 bytes outside; region "work" three times, each with the
+ * churn pattern and, nested, region "inner" with a deep recursion. Churn of
+ * one "work": malloc 1024 (1*10) + calloc 256 (2*8) + realloc 4096 (3*12) +
+ * free 4096 (1*12) + free 256 (1*8) = 82 over 5 calls and 9728 bytes. */
+static __attribute__((noinline)) void work(void) {
+  char *p1 = malloc(1024);
+  char *p2 = calloc(4, 64);
+  p1 = realloc(p1, 4096);
+  free(p1);
+  free(p2);
+}
+
+static int probe(void) {
+  char *outside = malloc(50000);
+  memset(outside, 3, 50000);
+  free(malloc(100000));  // a peak outside the regions
+  for (int i = 0; i < 3; i++) {
+    if (memstub_probe_begin("work") != 1) return 1;
+    memstub_probe_point();
+    if (memstub_probe_begin("inner") != 2) return 1;
+    deep(20, 1, 0);
+    if (memstub_probe_end() != 1) return 1;
+    work();
+    memstub_probe_point();
+    if (memstub_probe_end() != 0) return 1;
+    spin_ms(2);
+  }
+  if (memstub_probe_end() != -EINVAL) return 1;
+  free(outside);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "pattern";
+  int rc = 0;
+  if (strcmp(mode, "pattern") == 0) {
+    rc = pattern();
+  } else if (strcmp(mode, "deep") == 0) {
+    deep(argc > 2 ? atoi(argv[2]) : 200, 1, 0);
+  } else if (strcmp(mode, "spin") == 0) {
+    // Deep without allocating: only the timer can see it.
+    deep(argc > 2 ? atoi(argv[2]) : 200, 0, 60);
+  } else if (strcmp(mode, "threads") == 0) {
+    rc = threads();
+  } else if (strcmp(mode, "fork") == 0) {
+    rc = forks(argv[0]);
+  } else if (strcmp(mode, "bigalloc") == 0) {
+    rc = bigalloc();
+  } else if (strcmp(mode, "exec") == 0) {
+    // The recorded process replaces itself: the trace is the new image's.
+    sink = malloc(7777);
+    execl(argv[0], argv[0], "pattern", (char *)NULL);
+    return 127;
+  } else if (strcmp(mode, "abort") == 0) {
+    sink = malloc(3000);
+    abort();
+  } else if (strcmp(mode, "_exit") == 0) {
+    sink = malloc(4444);
+    _exit(0);
+  } else if (strcmp(mode, "probe") == 0) {
+    rc = probe();
+  } else if (strcmp(mode, "many") == 0) {
+    // 200000 malloc/free pairs over about 100 ms, for coalescing.
+    for (int i = 0; i < 200; i++) {
+      for (int j = 0; j < 1000; j++) {
+        sink = malloc((size_t)(16 + (j % 64) * 16));
+        free(sink);
+      }
+      spin_ms(0);
+      struct timespec ts = {0, 500000};
+      nanosleep(&ts, NULL);
+    }
+  } else {
+    fprintf(stderr, "rec_helper: unknown mode '%s'\n", mode);
+    return 2;
+  }
+  return rc;
+}

@@ -1,0 +1,141 @@
+// The probe API without the recorder: measuring points taken in-process.
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "memstub/probe.h"
+#include "memstub/trace.h"
+#include "testutil.h"
+
+static __attribute__((noinline)) int down(int n) {
+  volatile char pad[512];
+  memset((char *)pad, n, sizeof pad);
+  if (n == 0) return memstub_probe_point();
+  int r = down(n - 1);
+  pad[3] = (char)r;
+  return r;
+}
+
+static void *other_thread(void *arg) {
+  (void)arg;
+  return (void *)(intptr_t)memstub_probe_begin("elsewhere");
+}
+
+/* Each case runs in a forked child: the probe's state is per process. */
+static int child_regions(const char *out) {
+  if (memstub_probe_recording() != 0) return 10;
+  if (memstub_probe_end() != -EINVAL) return 11;
+  if (memstub_probe_point() != 0) return 12;  // no region: nothing measured
+  for (int occ = 0; occ < 2; occ++) {
+    if (memstub_probe_begin("outer") != 1) return 13;
+    char *big = malloc(1 << 20);
+    memset(big, 1, 1 << 20);
+    if (memstub_probe_point() != 1) return 14;
+    if (memstub_probe_begin("inner") != 2) return 15;
+    if (down(10) != 2) return 16;
+    if (memstub_probe_end() != 1) return 17;
+    free(big);
+    if (memstub_probe_end() != 0) return 18;
+  }
+  pthread_t th;
+  void *res;
+  pthread_create(&th, NULL, other_thread, NULL);
+  pthread_join(th, &res);
+  if ((intptr_t)res != -EPERM) return 19;
+  memstub_error err;
+  if (memstub_probe_write(out, &err) != 0) return 20;
+  if (memstub_probe_write(out, &err) != -ENODATA) return 21;  // buffer emptied
+  return 0;
+}
+
+START_TEST(test_standalone_points) {
+  char *dir = tu_mkdtemp();
+  char out[4096];
+  snprintf(out, sizeof out, "%s/probe.csv", dir);
+  pid_t p = fork();
+  if (p == 0) _exit(child_regions(out));
+  int st;
+  waitpid(p, &st, 0);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child failed with %d", WEXITSTATUS(st));
+  memstub_trace *t;
+  memstub_error err;
+  ck_assert_msg(memstub_trace_read(out, &t, &err) == 0, "%s", err.msg);
+  // Per occurrence: begin, point, begin, point (deep), end, end.
+  ck_assert_int_eq(t->n, 12);
+  int col = memstub_trace_column(t, "region");
+  ck_assert_int_ge(col, 0);
+  ck_assert_int_eq(memstub_trace_extra_row(t, 0)[col], 1);
+  ck_assert_int_eq(memstub_trace_extra_row(t, 11)[col], 2);
+  ck_assert_int_eq(t->pts[0].time_ns, 0);
+  ck_assert_int_eq(t->pts[0].stack_bytes, 0);  // from the begin's caller
+  ck_assert_str_eq(memstub_trace_get_meta(t, "source"), "memstub-probe");
+  for (int occ = 0; occ < 2; occ++) {
+    const memstub_point *q = t->pts + occ * 6;
+    // The point 11 frames down is at least 11 * 512 bytes deeper.
+    ck_assert_msg(q[3].stack_bytes >= q[1].stack_bytes + 11 * 512, "%lld vs %lld",
+                  (long long)q[3].stack_bytes, (long long)q[1].stack_bytes);
+    ck_assert(q[3].stack_bytes < 64 * 1024);
+#ifndef MEMSTUB_SANITIZED
+    // mallinfo2 sees the 1 MiB block (ASan's allocator is not glibc's).
+    ck_assert_int_ge(q[1].heap_bytes - q[0].heap_bytes, 1 << 20);
+    ck_assert_int_le(q[5].heap_bytes, q[1].heap_bytes - (1 << 20) + 4096);
+#endif
+  }
+  memstub_trace_free(t);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+static int child_atexit(void) {
+  memstub_probe_begin(NULL);
+  memstub_probe_point();
+  memstub_probe_end();
+  return 0;  // exit() writes to $MEMSTUB_PROBE_OUTPUT
+}
+
+START_TEST(test_written_at_exit) {
+  char *dir = tu_mkdtemp();
+  char out[4096];
+  snprintf(out, sizeof out, "%s/atexit.csv", dir);
+  pid_t p = fork();
+  if (p == 0) {
+    setenv("MEMSTUB_PROBE_OUTPUT", out, 1);
+    exit(child_atexit());
+  }
+  int st;
+  waitpid(p, &st, 0);
+  ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  memstub_trace *t;
+  memstub_error err;
+  ck_assert_msg(memstub_trace_read(out, &t, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(t->n, 3);
+  ck_assert_int_eq(tu_count_entries(dir), 1);
+  memstub_trace_free(t);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+static Suite *probe_suite(void) {
+  Suite *s = suite_create("probe");
+  TCase *tc = tcase_create("core");
+  tcase_add_test(tc, test_standalone_points);
+  tcase_add_test(tc, test_written_at_exit);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(probe_suite());
+  srunner_set_fork_status(sr, CK_FORK);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,339 @@
+// memstub record: the LD_PRELOAD recorder on rec_helper's known patterns.
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memstub/trace.h"
+#include "testutil.h"
+
+static const char *helper(void) {
+  const char *h = getenv("MEMSTUB_REC_HELPER");
+  ck_assert_msg(h != NULL, "MEMSTUB_REC_HELPER is not set (run the tests with ctest)");
+  return h;
+}
+
+// memstub record -o DIR/NAME [opts...] -- rec_helper MODE [arg]; returns the
+// parsed trace (NULL when the run did not write one) and the run.
+static memstub_trace *record(const char *dir, const char *name, tu_run *run, const char *const *opts,
+                             const char *mode, const char *arg) {
+  char out[4096];
+  snprintf(out, sizeof out, "%s/%s", dir, name);
+  char *argv[32];
+  int n = 0;
+  argv[n++] = getenv("MEMSTUB_EXE");
+  argv[n++] = "record";
+  argv[n++] = "-o";
+  argv[n++] = out;
+  for (int i = 0; opts && opts[i]; i++) argv[n++] = (char *)opts[i];
+  argv[n++] = "--";
+  argv[n++] = (char *)helper();
+  argv[n++] = (char *)mode;
+  if (arg) argv[n++] = (char *)arg;
+  argv[n] = NULL;
+  ck_assert_ptr_nonnull(argv[0]);
+  *run = tu_exec(dir, argv);
+  memstub_trace *t = NULL;
+  memstub_error err;
+  if (memstub_trace_read(out, &t, &err) < 0) return NULL;
+  return t;
+}
+
+static int64_t meta_i(const memstub_trace *t, const char *key) {
+  const char *v = memstub_trace_get_meta(t, key);
+  ck_assert_msg(v != NULL, "metadata %s missing", key);
+  return strtoll(v, NULL, 10);
+}
+
+// "calls=N ..." of a churn line.
+static long long churn_field(const memstub_trace *t, const char *key, const char *field) {
+  const char *v = memstub_trace_get_meta(t, key);
+  ck_assert_msg(v != NULL, "metadata %s missing", key);
+  const char *p = strstr(v, field);
+  ck_assert_msg(p != NULL, "%s: no %s in '%s'", key, field, v);
+  return strtoll(p + strlen(field), NULL, 10);
+}
+
+static int64_t peak(const memstub_trace *t, int heap) {
+  int64_t m = 0;
+  for (size_t i = 0; i < t->n; i++) {
+    int64_t v = heap ? t->pts[i].heap_bytes : t->pts[i].stack_bytes;
+    if (v > m) m = v;
+  }
+  return m;
+}
+
+START_TEST(test_every_function) {
+  char *dir = tu_mkdtemp();
+  tu_run r;
+  const char *opts[] = {"-r", "0", NULL};
+  memstub_trace *t = record(dir, "t.csv", &r, opts, "pattern", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(t);
+  // Heap = bytes requested, all ten functions, everything freed at the end.
+  ck_assert_int_eq(peak(t, 1), 13656);
+  ck_assert_int_eq(meta_i(t, "record.peak_heap_bytes"), 13656);
+  ck_assert_int_eq(t->pts[t->n - 1].heap_bytes, 0);
+  static const char *const fns[] = {"malloc", "calloc", "realloc", "reallocarray",
+                                    "posix_memalign", "aligned_alloc", "memalign",
+                                    "valloc", "pvalloc", "free"};
+  for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+    char key[64];
+    snprintf(key, sizeof key, "churn.program.%s", fns[i]);
+    ck_assert_msg(churn_field(t, key, "calls=") >= 1, "%s not seen", fns[i]);
+  }
+  ck_assert_int_eq(churn_field(t, "churn.program.free", "calls="), 9);  // with free(NULL)
+  // Every row a real state, stack measured (main's frames are > 0).
+  ck_assert(peak(t, 0) > 0);
+  ck_assert_ptr_nonnull(strstr(r.err, "allocator churn"));
+  ck_assert_ptr_nonnull(memstub_trace_get_meta(t, "record.cost_ns_per_event"));
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  // Nothing but the trace is left in the directory (no temporary files).
+  ck_assert_int_eq(tu_count_entries(dir), 1);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+START_TEST(test_stack_at_calls_and_from_timer) {
+  char *dir = tu_mkdtemp();
+  tu_run r;
+  // 200 frames of 1 KiB, allocating at the bottom.
+  memstub_trace *t = record(dir, "deep.csv", &r, NULL, "deep", "200");
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(t);
+  int64_t s = peak(t, 0);
+  ck_assert_msg(s >= 200 * 1024 && s < 200 * 1024 + 64 * 1024, "peak stack %lld", (long long)s);
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  // The same depth without allocating: only the sampling timer sees it.
+  t = record(dir, "spin.csv", &r, NULL, "spin", "200");
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  s = peak(t, 0);
+  ck_assert_msg(s >= 200 * 1024, "timer-sampled peak stack %lld", (long long)s);
+  ck_assert(meta_i(t, "record.samples") >= 10);
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  const char *off[] = {"--sample-hz", "0", NULL};
+  t = record(dir, "nosample.csv", &r, off, "spin", "200");
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_msg(peak(t, 0) < 100 * 1024, "without the timer the depth is unseen: %lld",
+                (long long)peak(t, 0));
+  ck_assert_int_eq(meta_i(t, "record.samples"), 0);
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+START_TEST(test_threads) {
+  char *dir = tu_mkdtemp();
+  tu_run r;
+  // Process scope, main thread: all four workers' blocks (1000..4000) count.
+  memstub_trace *t = record(dir, "all.csv", &r, NULL, "threads", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(t);
+  ck_assert_int_ge(peak(t, 1), 1000);
+  ck_assert_int_ge(meta_i(t, "record.threads"), 5);
+  ck_assert_int_ge(churn_field(t, "churn.program.malloc", "calls="), 80000);
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  // The second thread, its own heap: 2000 held plus one 16-byte block.
+  const char *opts[] = {"--thread", "2", "--heap", "thread", NULL};
+  t = record(dir, "t2.csv", &r, opts, "threads", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(t);
+  ck_assert_int_eq(peak(t, 1), 2016);
+  ck_assert_str_eq(memstub_trace_get_meta(t, "record.heap_scope"), "thread");
+  ck_assert(peak(t, 0) > 0 && peak(t, 0) < 64 * 1024);
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+START_TEST(test_fork_and_exec) {
+  char *dir = tu_mkdtemp();
+  tu_run r;
+  const char *opts[] = {"-r", "0", NULL};
+  memstub_trace *t = record(dir, "fork.csv", &r, opts, "fork", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(t);
+  // Only the parent: its 5000 bytes, none of the children's megabytes.
+  ck_assert_int_eq(peak(t, 1), 5000);
+  ck_assert_int_eq(tu_count_entries(dir), 1);
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  // The recorded process execs itself: the trace is the new image's.
+  t = record(dir, "exec.csv", &r, opts, "exec", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(t);
+  ck_assert_int_eq(peak(t, 1), 13656);
+  ck_assert_ptr_nonnull(strstr(memstub_trace_get_meta(t, "command"), "pattern"));
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+START_TEST(test_fatal_signal_and__exit) {
+  char *dir = tu_mkdtemp();
+  tu_run r;
+  memstub_trace *t = record(dir, "abort.csv", &r, NULL, "abort", NULL);
+  ck_assert_int_eq(r.status, 1);  // the program failed, the trace is there
+  ck_assert_ptr_nonnull(strstr(r.err, "killed by signal 6"));
+  ck_assert_ptr_nonnull(t);
+  ck_assert_int_eq(peak(t, 1), 3000);
+  ck_assert_ptr_nonnull(strstr(memstub_trace_get_meta(t, "record.exit"), "signal 6"));
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  t = record(dir, "exit.csv", &r, NULL, "_exit", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(t);
+  ck_assert_int_eq(peak(t, 1), 4444);
+  ck_assert_str_eq(memstub_trace_get_meta(t, "record.exit"), "_exit");
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  ck_assert_int_eq(tu_count_entries(dir), 2);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+START_TEST(test_probe_regions_and_churn) {
+  char *dir = tu_mkdtemp();
+  tu_run r;
+  const char *opts[] = {"-r", "0", NULL};
+  memstub_trace *t = record(dir, "probe.csv", &r, opts, "probe", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(t);
+  int col = memstub_trace_column(t, "region");
+  ck_assert_int_ge(col, 0);
+  // Only the regions: every row tagged 1..3, time from the first begin.
+  ck_assert_int_eq(t->pts[0].time_ns, 0);
+  int64_t maxtag = 0;
+  for (size_t i = 0; i < t->n; i++) {
+    int64_t tag = memstub_trace_extra_row(t, i)[col];
+    ck_assert(tag >= 1 && tag <= 3);
+    if (tag > maxtag) maxtag = tag;
+  }
+  ck_assert_int_eq(maxtag, 3);
+  // The 100000-byte peak outside the regions is not in the trace; the
+  // 50000 bytes held across them are.
+  ck_assert_int_lt(peak(t, 1), 100000);
+  ck_assert_int_ge(peak(t, 1), 50000 + 4096);
+  // The stack from begin's caller: 20 frames of 1 KiB plus a little.
+  ck_assert_msg(peak(t, 0) >= 20 * 1024 && peak(t, 0) < 20 * 1024 + 16 * 1024, "%lld",
+                (long long)peak(t, 0));
+  ck_assert_str_eq(memstub_trace_get_meta(t, "record.stack_from"),
+                   "the frame that called memstub_probe_begin");
+  // Churn of "work": 3 occurrences of 82 (plus "inner"'s malloc 64 + free
+  // 64, 2 * 6, nested inside it).
+  ck_assert_int_eq(churn_field(t, "churn.region.work", "occurrences="), 3);
+  ck_assert_int_eq(churn_field(t, "churn.region.work", "calls="), 3 * 7);
+  ck_assert_int_eq(churn_field(t, "churn.region.work", "bytes="), 3 * (9728 + 128));
+  ck_assert_str_eq(strstr(memstub_trace_get_meta(t, "churn.region.work"), "churn="),
+                   "churn=282.0");
+  ck_assert_int_eq(churn_field(t, "churn.region.inner", "occurrences="), 3);
+  ck_assert_str_eq(strstr(memstub_trace_get_meta(t, "churn.region.inner"), "churn="),
+                   "churn=36.0");
+  ck_assert_str_eq(strstr(memstub_trace_get_meta(t, "churn.region.work.realloc"), "churn="),
+                   "churn=108.0");
+  ck_assert_ptr_nonnull(strstr(r.err, "region work"));
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  // One occurrence only.
+  const char *one[] = {"-r", "0", "--occurrence", "2", NULL};
+  t = record(dir, "probe2.csv", &r, one, "probe", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  col = memstub_trace_column(t, "region");
+  for (size_t i = 0; i < t->n; i++) ck_assert_int_eq(memstub_trace_extra_row(t, i)[col], 2);
+  ck_assert_int_eq(t->pts[0].time_ns, 0);
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+START_TEST(test_coalescing_keeps_peaks) {
+  char *dir = tu_mkdtemp();
+  tu_run r;
+  const char *every[] = {"-r", "0", NULL};
+  memstub_trace *a = record(dir, "every.csv", &r, every, "many", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  const char *ms[] = {"-r", "1000000", NULL};
+  memstub_trace *b = record(dir, "ms.csv", &r, ms, "many", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  ck_assert_ptr_nonnull(a);
+  ck_assert_ptr_nonnull(b);
+  ck_assert_int_ge(a->n, 200000);
+  // At most two rows per millisecond bucket (and a few at the edges).
+  int64_t ms_total = b->pts[b->n - 1].time_ns / 1000000 + 2;
+  ck_assert_msg((int64_t)b->n <= 2 * ms_total + 4, "%zu rows over %lld ms", b->n,
+                (long long)ms_total);
+  ck_assert_int_eq(peak(a, 1), peak(b, 1));
+  ck_assert_int_eq(peak(b, 1), 16 + 63 * 16);
+  memstub_trace_free(a);
+  memstub_trace_free(b);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+START_TEST(test_usage_errors) {
+  tu_run r = tu_memstub(NULL, "record", "--", "true", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "missing -o"));
+  tu_run_free(&r);
+  char *dir = tu_mkdtemp();
+  r = tu_memstub(dir, "record", "-o", "x.csv", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "missing the PROGRAM"));
+  tu_run_free(&r);
+  r = tu_memstub(dir, "record", "-o", "x.csv", "--", "/nonexistent/prog", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "cannot run '/nonexistent/prog'"));
+  tu_run_free(&r);
+  r = tu_memstub(dir, "record", "-o", "x.csv", "--heap", "bogus", "--", "true", NULL);
+  ck_assert_int_eq(r.status, 2);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "record", "-o", "/nonexistent/dir/x.csv", "--", "true", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "cannot write in directory"));
+  tu_run_free(&r);
+  ck_assert_int_eq(tu_count_entries(dir), 0);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+static Suite *record_suite(void) {
+  Suite *s = suite_create("record");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_every_function);
+  tcase_add_test(tc, test_stack_at_calls_and_from_timer);
+  tcase_add_test(tc, test_threads);
+  tcase_add_test(tc, test_fork_and_exec);
+  tcase_add_test(tc, test_fatal_signal_and__exit);
+  tcase_add_test(tc, test_probe_regions_and_churn);
+  tcase_add_test(tc, test_coalescing_keeps_peaks);
+  tcase_add_test(tc, test_usage_errors);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(record_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,253 @@
+/* glibc memusage's binary data file (memusage -d FILE) into a trace.
+ *
+ * Record layout, from glibc malloc/memusage.c (struct entry): uint64 heap,
+ * uint64 stack, uint32 time_low, uint32 time_high, in host byte order. The
+ * file starts with two records that memusage rewrites at exit: record 0 has
+ * heap 0, the peak of heap+stack as its stack and the start time; record 1
+ * the heap peak, the stack peak and the end time. Then one record per
+ * allocator call (and per SIGPROF tick unless --no-timer), written in blocks.
+ * heap is the bytes requested (malloc, calloc, realloc; not the aligned
+ * allocators). Times come from HP_TIMING (the cycle counter) on x86-64,
+ * aarch64 and others, or gettimeofday microseconds elsewhere.
+ *
+ * The inverted stack: update_data() chooses its direction with
+ * `#ifdef _STACK_GROWS_UP`, but <stackinfo.h> defines _STACK_GROWS_UP to 0
+ * on downward-growing stacks, so the upward branch runs: start_sp follows the
+ * lowest stack pointer and the value is sp - lowest, large when the stack is
+ * shallow and 0 at every new depth record. docs/recording.md lists the
+ * versions. The correction is peak - value, exact from the moment the
+ * deepest point was first reached. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memstub/import.h"
+#include "ms_common.h"
+#include "prim.h"
+
+typedef struct murec {
+  uint64_t heap, stack, time;
+} murec;
+
+static murec get(const unsigned char *p) {
+  uint64_t h, s;
+  uint32_t lo, hi;
+  memcpy(&h, p, 8);
+  memcpy(&s, p + 8, 8);
+  memcpy(&lo, p + 16, 4);
+  memcpy(&hi, p + 20, 4);
+  return (murec){h, s, ((uint64_t)hi << 32) | lo};
+}
+
+typedef struct ti {
+  uint64_t time, idx;
+} ti;
+
+// Time, then position in the file: a stable order.
+static int cmp_ti(const void *a, const void *b) {
+  const ti *x = a, *y = b;
+  if (x->time != y->time) return x->time < y->time ? -1 : 1;
+  return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+int memstub_import_memusage_parse(const char *name, const unsigned char *buf, size_t len,
+                                  const memstub_import_options *o, memstub_trace **out,
+                                  memstub_error *err) {
+  memstub_import_options dflt;
+  if (!o) {
+    memstub_import_options_init(&dflt);
+    o = &dflt;
+  }
+  *out = NULL;
+  const size_t R = 24;
+  if (len == 0) return memstub_error_set(err, -EINVAL, "%s: empty file: not a memusage data file", name);
+  if (len % R)
+    return memstub_error_set(err, -EINVAL,
+                             "%s: byte offset %zu: truncated: %zu bytes is not a whole number of "
+                             "24-byte records (the last one has %zu bytes)",
+                             name, len - len % R, len, len % R);
+  if (len < 2 * R)
+    return memstub_error_set(err, -EINVAL,
+                             "%s: byte offset %zu: truncated: a memusage data file starts with two "
+                             "24-byte header records",
+                             name, len);
+  murec h0 = get(buf), h1 = get(buf + R);
+  if (h0.heap != 0)
+    return memstub_error_set(err, -EINVAL,
+                             "%s: byte offset 0: not a memusage data file: the first record's heap "
+                             "is %llu, memusage writes 0",
+                             name, (unsigned long long)h0.heap);
+  size_t n = len / R - 2;
+  int complete = !(h1.heap == 0 && h1.stack == 0 && h1.time == h0.time);
+  murec *d = n ? malloc(n * sizeof *d) : NULL;
+  uint64_t *tmp = n ? malloc(n * sizeof *tmp) : NULL;
+  memstub_trace *t = memstub_trace_create();
+  if ((n && (!d || !tmp)) || !t) {
+    free(d);
+    free(tmp);
+    memstub_trace_free(t);
+    return memstub_error_set(err, -ENOMEM, "%s: out of memory", name);
+  }
+  uint64_t max_heap = 0, max_stack = 0;
+  size_t outside = 0;
+  for (size_t i = 0; i < n; i++) {
+    d[i] = get(buf + (i + 2) * R);
+    if (d[i].heap > max_heap) max_heap = d[i].heap;
+    if (d[i].stack > max_stack) max_stack = d[i].stack;
+    if (complete && (d[i].time < h0.time || d[i].time > h1.time)) outside++;
+    if (d[i].heap > (uint64_t)INT64_MAX || d[i].stack > (uint64_t)INT64_MAX) {
+      murec bad = d[i];
+      free(d);
+      free(tmp);
+      memstub_trace_free(t);
+      return memstub_error_set(err, -EINVAL,
+                               "%s: byte offset %zu: record %zu: heap %llu or stack %llu is out of "
+                               "range: not a memusage data file?",
+                               name, (i + 2) * R, i + 2, (unsigned long long)bad.heap,
+                               (unsigned long long)bad.stack);
+    }
+  }
+  if (complete && n && outside * 2 > n) {
+    free(d);
+    free(tmp);
+    memstub_trace_free(t);
+    return memstub_error_set(err, -EINVAL,
+                             "%s: byte offset 48: %zu of %zu records lie outside the file's start "
+                             "and end times: not a memusage data file (or written on another "
+                             "machine's byte order)?",
+                             name, outside, n);
+  }
+  // Records come in write order; threads and the two-half buffer can
+  // reorder them slightly: sort by time, stably.
+  ti *order = n ? malloc(n * sizeof *order) : NULL;
+  if (n && !order) {
+    free(d);
+    free(tmp);
+    memstub_trace_free(t);
+    return memstub_error_set(err, -ENOMEM, "%s: out of memory", name);
+  }
+  for (size_t i = 0; i < n; i++) order[i] = (ti){d[i].time, i};
+  qsort(order, n, sizeof *order, cmp_ti);
+
+  // Time unit.
+  int unit = o->time_unit;
+  if (unit == MEMSTUB_TIME_AUTO) {
+#if defined(__x86_64__) || defined(__i386__) || defined(__aarch64__)
+    unit = MEMSTUB_TIME_CYCLES;
+#else
+    unit = MEMSTUB_TIME_US;
+#endif
+  }
+  double ns_per_tick = 1000.0;
+  if (unit == MEMSTUB_TIME_CYCLES) {
+    double cpn = o->cycles_per_ns > 0 ? o->cycles_per_ns : ms__prim_cycles_per_ns();
+    ns_per_tick = 1.0 / cpn;
+  }
+
+  // The stack curve. Among allocation records (heap changed; timer records
+  // do not change it): an inverted curve reads exactly 0 at every call made
+  // at the deepest point so far, and high wherever the program is shallower
+  // than its deepest point; a normal one reads 0 only at or above memusage's
+  // constructor frame (shallower than main), and sits mostly low against
+  // its peak, which is a deep excursion.
+  size_t na = 0, zeros = 0;
+  uint64_t prev_heap = 0;
+  for (size_t i = 0; i < n; i++) {
+    murec r = d[order[i].idx];
+    if (r.heap != prev_heap) {
+      tmp[na++] = r.stack;
+      zeros += r.stack == 0;
+    }
+    prev_heap = r.heap;
+  }
+  uint64_t median = 0;
+  if (na) {
+    qsort(tmp, na, sizeof *tmp, cmp_u64);
+    median = tmp[na / 2];
+  }
+  uint64_t peak = complete && h1.stack > max_stack ? h1.stack : max_stack;
+  int inverted = o->stack_curve == MEMSTUB_STACK_INVERTED;
+  int detected = 0;
+  if (o->stack_curve == MEMSTUB_STACK_AUTO && peak > 0 && na >= 2)
+    inverted = detected = zeros * 20 >= na || median * 2 > peak;
+
+  int rc = memstub_trace_reserve(t, n + 1);
+  if (rc == 0) rc = memstub_trace_append(t, 0, 0, 0);  // the start, before any call
+  int64_t last = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    murec r = d[order[i].idx];
+    double ns = r.time >= h0.time ? (double)(r.time - h0.time) * ns_per_tick : 0;
+    int64_t tt = ns > 9.2e18 ? INT64_MAX : (int64_t)(ns + 0.5);
+    if (tt < last) tt = last;
+    last = tt;
+    uint64_t s = inverted ? (r.stack <= peak ? peak - r.stack : 0) : r.stack;
+    rc = memstub_trace_append(t, tt, (int64_t)s, (int64_t)r.heap);
+  }
+  char v[256];
+  if (rc == 0) rc = memstub_trace_set_meta(t, "source", "memusage");
+  if (rc == 0)
+    rc = memstub_trace_set_meta(t, "memusage.heap_measure",
+                                "bytes requested from malloc, calloc and realloc (memusage does "
+                                "not see posix_memalign, aligned_alloc, memalign, valloc)");
+  snprintf(v, sizeof v, "%zu", n);
+  if (rc == 0) rc = memstub_trace_set_meta(t, "memusage.records", v);
+  if (complete) {
+    snprintf(v, sizeof v, "%llu", (unsigned long long)h1.heap);
+    if (rc == 0) rc = memstub_trace_set_meta(t, "memusage.peak_heap_bytes", v);
+    snprintf(v, sizeof v, "%llu (as recorded, before any correction)", (unsigned long long)h1.stack);
+    if (rc == 0) rc = memstub_trace_set_meta(t, "memusage.peak_stack_bytes", v);
+  } else if (rc == 0) {
+    rc = memstub_trace_set_meta(t, "memusage.incomplete",
+                                "the header records were never rewritten (the program did not "
+                                "exit normally): no peaks, no end time");
+  }
+  if (unit == MEMSTUB_TIME_CYCLES)
+    snprintf(v, sizeof v, "cycle counter ticks, %.6g per ns (%s)", 1.0 / ns_per_tick,
+             o->cycles_per_ns > 0 ? "given" : "this host's rate: import on the machine that recorded");
+  else
+    snprintf(v, sizeof v, "microseconds");
+  if (rc == 0) rc = memstub_trace_set_meta(t, "memusage.time_unit", v);
+  if (inverted)
+    snprintf(v, sizeof v,
+             "inverted (corrected as peak - value; %s: %zu of %zu allocation records read 0, "
+             "median %llu of peak %llu)",
+             detected ? "detected" : "as told", zeros, na, (unsigned long long)median,
+             (unsigned long long)peak);
+  else
+    snprintf(v, sizeof v,
+             "normal (%s: %zu of %zu allocation records read 0, median %llu of peak %llu)",
+             o->stack_curve == MEMSTUB_STACK_NORMAL ? "as told" : "detected", zeros, na,
+             (unsigned long long)median, (unsigned long long)peak);
+  if (rc == 0) rc = memstub_trace_set_meta(t, "memusage.stack_curve", v);
+  if (rc == 0)
+    rc = memstub_trace_set_meta(t, "memusage.stack_from",
+                                "the highest stack pointer memusage saw in the thread (not the "
+                                "thread's stack top)");
+  free(d);
+  free(tmp);
+  free(order);
+  if (rc < 0) {
+    memstub_trace_free(t);
+    return memstub_error_set(err, -ENOMEM, "%s: out of memory", name);
+  }
+  *out = t;
+  return 0;
+}
+
+int memstub_import_memusage(const char *path, const memstub_import_options *o,
+                            memstub_trace **out, memstub_error *err) {
+  char *buf;
+  size_t len;
+  *out = NULL;
+  int rc = ms__read_file(path, &buf, &len, err);
+  if (rc < 0) return rc;
+  rc = memstub_import_memusage_parse(path, (const unsigned char *)buf, len, o, out, err);
+  free(buf);
+  return rc;
+}
