@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "memstub/calib.h"
 #include "memstub/gen.h"
 
 static const char usage_text[] =
@@ -22,6 +23,13 @@ static const char usage_text[] =
     "      --time-scale F      what-if: multiply every time by F (0.7 = 30%% faster)\n"
     "      --heap-scale F      what-if: multiply the heap totals by F\n"
     "      --stack-scale F     what-if: multiply the stack totals by F\n"
+    "  -c, --calibration FILE  compensate for the overheads measured on the target\n"
+    "                          host (a profile from 'memstub calibrate'): the stack\n"
+    "                          offset and overhead per frame, the heap overhead,\n"
+    "                          and the predicted time of each point's work\n"
+    "  -t, --timing MODE       with --calibration: the timing the stub will be\n"
+    "                          replayed with, deadline (default; work starts early\n"
+    "                          by its predicted cost) or usleep (delays shortened)\n"
     "  -h, --help              show this help\n";
 
 int ms_cmd_gen(int argc, char **argv) {
@@ -30,15 +38,17 @@ int ms_cmd_gen(int argc, char **argv) {
                                        {"time-scale", required_argument, NULL, 'T'},
                                        {"heap-scale", required_argument, NULL, 'H'},
                                        {"stack-scale", required_argument, NULL, 'S'},
+                                       {"calibration", required_argument, NULL, 'c'},
+                                       {"timing", required_argument, NULL, 't'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   memstub_gen_options o;
   memstub_gen_options_init(&o);
-  const char *out = "-";
+  const char *out = "-", *timing = NULL;
   optind = 1;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, ":o:n:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":o:n:c:t:h", opts, NULL)) != -1) {
     switch (c) {
       case 'o': out = optarg; break;
       case 'n': o.name = optarg; break;
@@ -52,6 +62,14 @@ int ms_cmd_gen(int argc, char **argv) {
         if (ms_cli_double("gen", "--stack-scale", optarg, &o.stack_scale) < 0)
           return MS_EXIT_USAGE;
         break;
+      case 'c': o.profile_path = optarg; break;
+      case 't':
+        timing = optarg;
+        if (strcmp(optarg, "deadline") == 0) o.timing = MEMSTUB_COMP_DEADLINE;
+        else if (strcmp(optarg, "usleep") == 0) o.timing = MEMSTUB_COMP_USLEEP;
+        else
+          return ms_cli_usage("gen", "--timing: expected deadline or usleep, found '%s'", optarg);
+        break;
       case 'h': fputs(usage_text, stdout); return MS_EXIT_OK;
       case ':': return ms_cli_usage("gen", "%s needs a value", argv[optind - 1]);
       default: return ms_cli_usage("gen", "unknown option '%s'", argv[optind - 1]);
@@ -61,13 +79,30 @@ int ms_cmd_gen(int argc, char **argv) {
     return ms_cli_usage("gen", optind == argc ? "missing TRACE" : "more than one TRACE given");
   const char *in = argv[optind];
   o.source = in;
+  if (timing && !o.profile_path)
+    return ms_cli_usage("gen", "--timing says what to compensate for: it needs --calibration");
 
   memstub_error err = {0};
   memstub_trace *t = NULL;
   memstub_gen *g = NULL;
-  int rc = memstub_trace_read(in, &t, &err);
+  memstub_profile prof;
+  int rc = 0;
+  if (o.profile_path) {
+    char warn[512];
+    if ((rc = memstub_profile_read(o.profile_path, &prof, &err)) < 0 ||
+        (rc = memstub_profile_check(&prof, o.profile_path, warn, sizeof warn, &err)) < 0)
+      return ms_cli_fail(&err);
+    if (rc > 0) ms_cli_warn("%s", warn);
+    o.profile = &prof;
+  }
+  rc = memstub_trace_read(in, &t, &err);
   if (rc == 0 && (rc = memstub_gen_build(t, &o, &g, &err)) < 0) memstub_error_prefix(&err, in);
   if (rc == 0) rc = memstub_gen_emit(g, out, &err);
+  if (rc == 0 && o.profile) {
+    char comp[512];
+    memstub_gen_comp_format(g, comp, sizeof comp);
+    ms_cli_note("compensation for %s: %s", o.profile_path, comp);
+  }
   if (rc == 0 && strcmp(out, "-") != 0)
     ms_cli_note("%s: %lld points (%lld inserted) for %lld rows of %s, %lld ns", out,
                 (long long)g->stub.numdata, (long long)g->stub.inserted,

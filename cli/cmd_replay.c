@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "memstub/calib.h"
 #include "memstub/gen.h"
 #include "memstub/runtime.h"
 
@@ -28,6 +29,9 @@ static const char usage_text[] =
     "      --time-scale F      what-if: multiply every time by F\n"
     "      --heap-scale F      what-if: multiply the heap totals by F\n"
     "      --stack-scale F     what-if: multiply the stack totals by F\n"
+    "  -c, --calibration FILE  compensate for the overheads measured on this host\n"
+    "                          (a profile from 'memstub calibrate'), as\n"
+    "                          'memstub gen --calibration' does, for --timing\n"
     "  -h, --help              show this help\n"
     "\n"
     "Exit status: 0 replayed; 2 bad usage, a trace that cannot be read or that\n"
@@ -45,6 +49,7 @@ int ms_cmd_replay(int argc, char **argv) {
                                        {"time-scale", required_argument, NULL, 'T'},
                                        {"heap-scale", required_argument, NULL, 'H'},
                                        {"stack-scale", required_argument, NULL, 'S'},
+                                       {"calibration", required_argument, NULL, 'c'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   memstub_gen_options go;
@@ -55,7 +60,7 @@ int ms_cmd_replay(int argc, char **argv) {
   optind = 1;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, ":m:t:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":m:t:c:h", opts, NULL)) != -1) {
     switch (c) {
       case 'm': measure = optarg; break;
       case 't':
@@ -80,6 +85,7 @@ int ms_cmd_replay(int argc, char **argv) {
         if (ms_cli_double("replay", "--stack-scale", optarg, &go.stack_scale) < 0)
           return MS_EXIT_USAGE;
         break;
+      case 'c': go.profile_path = optarg; break;
       case 'h': fputs(usage_text, stdout); return MS_EXIT_OK;
       case ':': return ms_cli_usage("replay", "%s needs a value", argv[optind - 1]);
       default: return ms_cli_usage("replay", "unknown option '%s'", argv[optind - 1]);
@@ -97,8 +103,25 @@ int ms_cmd_replay(int argc, char **argv) {
   memstub_trace *t = NULL;
   memstub_gen *g = NULL;
   memstub_replay *r = NULL;
-  int rc = memstub_trace_read(in, &t, &err);
+  memstub_profile prof;
+  int rc = 0;
+  if (go.profile_path) {
+    char warn[512];
+    if ((rc = memstub_profile_read(go.profile_path, &prof, &err)) < 0 ||
+        (rc = memstub_profile_check(&prof, go.profile_path, warn, sizeof warn, &err)) < 0)
+      return ms_cli_fail(&err);
+    if (rc > 0) ms_cli_warn("%s", warn);
+    go.profile = &prof;
+    go.timing = ro.timing == MEMSTUB_TIMING_USLEEP ? MEMSTUB_COMP_USLEEP : MEMSTUB_COMP_DEADLINE;
+    go.measured = measure != NULL;
+  }
+  rc = memstub_trace_read(in, &t, &err);
   if (rc == 0 && (rc = memstub_gen_build(t, &go, &g, &err)) < 0) memstub_error_prefix(&err, in);
+  if (rc == 0 && go.profile) {
+    char comp[512];
+    memstub_gen_comp_format(g, comp, sizeof comp);
+    ms_cli_note("compensation for %s: %s", go.profile_path, comp);
+  }
   if (rc == 0 && (rc = memstub_replay_run(&g->stub, &ro, &r, &err)) < 0)
     memstub_error_prefix(&err, in);
   if (rc == 0 && measure) rc = memstub_replay_write(r, measure, &err);

@@ -1,13 +1,304 @@
-// Calibration compensation (memstub gen --calibration): see calibration/.
+// Calibration compensation (memstub gen --calibration): the stub's own byte
+// and time overheads, measured on the target host (calibration/, the profile
+// in memstub/calib.h), are taken out of the data so the replayed curves and
+// times match the trace. docs/calibration.md, "Compensation".
+//
+//   stage 0 (targets): refuse a profile from another architecture or page
+//     size; subtract the heap overhead in use from the heap targets; hand the
+//     stack offset and per-frame overhead to the overhead-aware normaliser
+//     (normalize.c).
+//   stage 1 (points): predict each point's cost (the cost model below) and
+//     take it out of the delays. Deadline timing: each row's points start
+//     early by their predicted cost, T'_r = max(T_r - C_r, T'_{r-1}), so the
+//     row completes at its deadline; nothing accumulates. usleep timing: each
+//     row's delay loses the predicted cost and the sleep's overshoot, and
+//     what a delay cannot absorb is carried forward.
 #include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
+#include "memstub/calib.h"
+#include "prim.h"
+
+/* ---- the cost model ------------------------------------------------------- */
+
+/* The replay's state as far as the cost model needs it. Page faults follow
+ * eq. 4, generalised to traces that fall and rise again: only pages beyond
+ * the deepest point reached so far fault (the stack's pages stay resident
+ * within a replay; the arena's too: glibc keeps them as its top pad), and a
+ * mapped block faults on pages beyond its current mapping. */
+typedef struct sim {
+  const memstub_profile *p;
+  int64_t page, frame, offset, pad, thr;
+  int64_t *open;  // pushed bytes of the open frames
+  int64_t depth;
+  int64_t stack, stack_hw;  // offset + sum(F + a); the deepest so far
+  int64_t heap;             // replayed heap size
+  int mapped;
+  int64_t arena_hw;         // bytes of the arena block's pages written so far
+} sim;
+
+// Pages of glibc's mapping for a block of size + pad bytes (calibration's
+// ms__cal_map_pages).
+static int64_t map_pages(int64_t size, int64_t pad, int64_t page) {
+  int64_t nb = (size + pad + 8 + 15) / 16 * 16;
+  return (nb + 8 + page - 1) / page;
+}
+
+static int64_t pages_beyond(int64_t v, int64_t hw, int64_t page) {
+  // Eq. 4 with y = hw, x = v - hw: floor(((hw % page) + x) / page).
+  return v > hw ? v / page - hw / page : 0;
+}
+
+static double line(const memstub_calib_line *l, int64_t faults) {
+  double v = l->base.ns + l->per_fault.ns * (double)faults;
+  return v > 0 ? v : 0;
+}
+
+// The stack part of point u.
+static double stack_cost(sim *m, int64_t sa) {
+  const memstub_profile *p = m->p;
+  if (sa < 0) {
+    if (m->depth > 0) {
+      m->depth--;  // the first frame carries the offset
+      m->stack -= m->frame + m->open[m->depth] + (m->depth ? 0 : m->offset);
+    }
+    return p->stack_pop.ns;
+  }
+  if (sa == 0) return 0;
+  m->stack += m->frame + sa + (m->depth ? 0 : m->offset);
+  m->open[m->depth++] = sa;
+  int64_t pf = pages_beyond(m->stack, m->stack_hw, m->page);
+  if (m->stack > m->stack_hw) m->stack_hw = m->stack;
+  // The call below the new frame takes the first fault (alloc), the
+  // writing of the frame the others (use).
+  return (pf > 0 ? p->stack_alloc_fault.ns : p->stack_alloc_nofault.ns) +
+         line(&p->stack_use, pf > 0 ? pf - 1 : 0);
+}
+
+// The heap part of a change by dh.
+static double heap_cost(sim *m, int64_t dh) {
+  const memstub_profile *p = m->p;
+  int64_t old = m->heap, size = old + dh;
+  if (size < 0) size = 0;
+  if (size == old) return 0;
+  m->heap = size;
+  int64_t block = size + m->pad;  // what the runtime asks glibc for
+  if (size < old) {
+    if (m->mapped && block < m->thr) {  // the runtime moves it back to the arena
+      m->mapped = 0;                     // (calloc writes every page of the new chunk)
+      if (block > m->arena_hw) m->arena_hw = block;
+      return p->heap_from_mmap.ns;
+    }
+    if (!m->mapped) return p->heap_shrink.ns;
+    int64_t back = map_pages(old, m->pad, m->page) - map_pages(size, m->pad, m->page);
+    return back > 0 ? line(&p->heap_mmap_shrink, back) : p->heap_mmap_shrink_inpage.ns;
+  }
+  // glibc serves a chunk of the threshold or more from mmap (whole pages, a
+  // 16-byte header), unless realloc can grow it in place into the arena's
+  // top: taken here as within the arena's pages written before, or the room
+  // calibration found (the rule of calibration/internal.h). Moving to mmap
+  // copies the block (faulting the old size's pages), then the new bytes
+  // are written.
+  int64_t chunk = (block + 8 + 15) / 16 * 16;
+  int64_t pf = map_pages(size, m->pad, m->page) - map_pages(old, m->pad, m->page);
+  if (!m->mapped && chunk >= m->thr && block > m->arena_hw && block > m->p->heap_arena_room) {
+    m->mapped = 1;
+    return p->heap_to_mmap.ns + line(&p->heap_mmap_use, pf);
+  }
+  if (m->mapped)
+    return (pf > 0 ? p->heap_mmap_alloc_fault.ns : p->heap_mmap_alloc_nofault.ns) +
+           line(&p->heap_mmap_use, pf);
+  pf = pages_beyond(block, m->arena_hw, m->page);
+  if (block > m->arena_hw) m->arena_hw = block;
+  // realloc writes the new top chunk's header (the first fault), the
+  // writing of the new bytes takes the others.
+  return (pf > 0 ? p->heap_alloc_fault.ns : p->heap_alloc_nofault.ns) +
+         line(&p->heap_use, pf > 0 ? pf - 1 : 0);
+}
+
+static int sim_init(sim *m, const memstub_profile *p, int64_t depth) {
+  memset(m, 0, sizeof *m);
+  m->p = p;
+  m->page = p->page_size > 0 ? p->page_size : 4096;
+  m->frame = p->stack_per_frame;
+  m->offset = p->stack_offset;
+  m->pad = p->heap_pad;
+  m->thr = p->mmap_threshold > 0 ? p->mmap_threshold : 128 * 1024;
+  m->stack = m->stack_hw = 0;
+  m->arena_hw = m->pad;
+  m->open = malloc((size_t)(depth + 1) * sizeof *m->open);
+  return m->open ? 0 : -ENOMEM;
+}
+
+static double point_cost(sim *m, const struct memAlloc *u, double extra) {
+  return m->p->basic.ns + extra + stack_cost(m, u->stackAlloc) + heap_cost(m, u->heapAlloc);
+}
+
+int memstub_gen_predict(const struct memstub_stub *s, const struct memstub_profile *p,
+                        int measured, double *cost_ns, memstub_error *err) {
+  int rc = memstub_gen_check(s, err);
+  if (rc < 0) return rc;
+  int64_t depth = 0, max = 0;
+  for (int64_t i = 0; i < s->numdata; i++) {
+    depth += s->use[i].stackAlloc > 0 ? 1 : s->use[i].stackAlloc < 0 ? -1 : 0;
+    if (depth > max) max = depth;
+  }
+  sim m;
+  if (sim_init(&m, p, max) < 0) return memstub_error_set(err, -ENOMEM, "out of memory");
+  double extra = measured ? p->measure_trace.ns : 0;
+  for (int64_t i = 0; i < s->numdata; i++) cost_ns[i] = point_cost(&m, &s->use[i], extra);
+  free(m.open);
+  return 0;
+}
+
+/* ---- stage 0: the profile, the heap targets, the stack's figures ----------- */
+
+static int stage0(memstub_gen *g, ms__targets *tg, const memstub_gen_options *o,
+                  ms__stack_comp *sc, memstub_error *err) {
+  const memstub_profile *p = o->profile;
+  const char *name = o->profile_path ? o->profile_path : "calibration profile";
+  if (strcmp(p->arch, memstub_host_arch()) != 0)
+    return memstub_error_set(err, -EINVAL,
+                             "%s: measured on %s, this host is %s: calibrate on the host the "
+                             "stub runs on (memstub calibrate -o FILE)",
+                             name, p->arch, memstub_host_arch());
+  if (p->page_size != ms__prim_page_size())
+    return memstub_error_set(err, -EINVAL,
+                             "%s: measured with %lld-byte pages, this host has %ld-byte pages: "
+                             "calibrate on the host the stub runs on (memstub calibrate -o FILE)",
+                             name, (long long)p->page_size, ms__prim_page_size());
+  if (p->stack_per_frame < 0 || p->page_size <= 0)
+    return memstub_error_set(err, -EINVAL, "%s: negative stack overhead per frame", name);
+  sc->frame = p->stack_per_frame;
+  sc->offset = p->stack_offset;
+  memstub_gen_comp *c = &g->comp;
+  c->stack_frame_bytes = p->stack_per_frame;
+  c->stack_offset_bytes = p->stack_offset;
+  c->heap_overhead_bytes = p->heap_overhead_inuse;
+  // The replay measures the block's size plus heap_overhead_inuse (its chunk
+  // rounding beyond the baseline); size 0 measures heap_overhead_empty.
+  for (size_t i = 0; i < tg->n; i++) {
+    int64_t h = tg->h[i], want = h, left = 0;
+    if (h > 0) {
+      want = h - p->heap_overhead_inuse;
+      if (want < 0) {
+        want = 0;
+        left = h - p->heap_overhead_empty;
+      }
+    } else if (p->heap_overhead_empty != 0) {
+      left = p->heap_overhead_empty;
+    }
+    if (want != h) c->heap_points++;
+    if (left) {
+      c->heap_unmet++;
+      if (llabs(left) > c->heap_unmet_max) c->heap_unmet_max = llabs(left);
+    }
+    tg->h[i] = want;
+  }
+  return 0;
+}
+
+/* ---- stage 1: the delays --------------------------------------------------- */
+
+static int stage1(memstub_gen *g, const memstub_gen_options *o, memstub_error *err) {
+  const memstub_profile *p = o->profile;
+  const struct memstub_stub *s = &g->stub;
+  int64_t n = s->numdata;
+  double *cost = malloc((size_t)(n ? n : 1) * sizeof *cost);
+  if (!cost) return memstub_error_set(err, -ENOMEM, "out of memory");
+  int rc = memstub_gen_predict(s, p, o->measured, cost, err);
+  if (rc < 0) {
+    free(cost);
+    return rc;
+  }
+  memstub_gen_comp *c = &g->comp;
+  int usleep = o->timing == MEMSTUB_COMP_USLEEP;
+  double wait = p->wait_late.ns;
+  // usleep's overshoot: a + b x the sleep in ms.
+  double ov_a = p->sleep_overshoot.base.ns, ov_b = p->sleep_overshoot.per_fault.ns / 1e6;
+  // Per row: its points j0..j1, the first carrying the delay. Times are ns
+  // after T0: T the original deadline, S the compensated one (deadline),
+  // A the predicted end of the previous row's work.
+  int64_t T = 0, S_prev = 0;
+  double A = 0, cost_all = 0;
+  for (int64_t j0 = 0; j0 < n;) {
+    int64_t j1 = j0;
+    while (j1 + 1 < n && g->point[j1 + 1] == g->point[j0]) j1++;
+    int64_t d = g->use[j0].time;
+    T += d;
+    double C = 0;
+    for (int64_t j = j0; j <= j1; j++) C += cost[j];
+    cost_all += C;
+    int64_t delay;
+    double end;
+    if (!usleep) {
+      if (d > 0) C += wait;  // the clock read that finds the deadline passed
+      int64_t Ci = llround(C), S = T - Ci > S_prev ? T - Ci : S_prev;
+      delay = S - S_prev;
+      end = (A > (double)S ? A : (double)S) + C;
+      c->time_shift_ns += T - S;
+      S_prev = S;
+    } else {
+      // A sleep of w ns ends the row at A + w + overshoot(w) + C; no sleep
+      // at A + C.
+      double w = ((double)T - A - ov_a - C) / (1 + ov_b);
+      if (w >= 1) {
+        delay = llround(w);
+        end = A + (double)delay * (1 + ov_b) + ov_a + C;
+      } else {
+        double early = (double)T - A - C;  // > 0: no sleep ends this early
+        if (early > 0 && ov_a + 1 - early < early) {
+          delay = 1;
+          end = A + 1 + ov_a + C;
+        } else {
+          delay = 0;
+          end = A + C;
+        }
+      }
+      c->time_shift_ns += d - delay;
+    }
+    g->use[j0].time = delay;
+    for (int64_t j = j0 + 1; j <= j1; j++) g->use[j].time = 0;
+    double late = end - (double)T;
+    if (late >= 1) {
+      c->time_points++;
+      if (llround(late) > c->time_unmet_max) c->time_unmet_max = llround(late);
+    }
+    A = end;
+    j0 = j1 + 1;
+  }
+  c->time_cost_ns = llround(cost_all);
+  free(cost);
+  return 0;
+}
 
 int ms__gen_compensate(memstub_gen *g, ms__targets *tg, const memstub_gen_options *o, int stage,
-                       memstub_error *err) {
-  (void)g;
-  (void)tg;
-  (void)o;
-  (void)stage;
-  return memstub_error_set(err, -ENOTSUP, "calibration profiles are not supported yet");
+                       ms__stack_comp *sc, memstub_error *err) {
+  return stage == 0 ? stage0(g, tg, o, sc, err) : stage1(g, o, err);
+}
+
+void ms__gen_comp_summary(const memstub_gen_comp *c, int timing, char *buf, size_t cap) {
+  if (timing == MEMSTUB_COMP_NONE) {
+    snprintf(buf, cap, "none");
+    return;
+  }
+  snprintf(buf, cap,
+           "stack: %lld pushes %lld B smaller (offset %lld B), %lld frames re-pushed, %lld rows "
+           "unmet (max %lld B); heap: %lld rows %+lld B, %lld unmet (max %lld B); time (%s): "
+           "%lld ns of predicted work, %lld ns out of the delays, %lld rows late (max %lld ns)",
+           (long long)c->stack_points, (long long)c->stack_frame_bytes,
+           (long long)c->stack_offset_bytes, (long long)c->stack_replaced,
+           (long long)c->stack_unmet, (long long)c->stack_unmet_max, (long long)c->heap_points,
+           (long long)-c->heap_overhead_bytes, (long long)c->heap_unmet,
+           (long long)c->heap_unmet_max, timing == MEMSTUB_COMP_USLEEP ? "usleep" : "deadline",
+           (long long)c->time_cost_ns, (long long)c->time_shift_ns, (long long)c->time_points,
+           (long long)c->time_unmet_max);
+}
+
+void memstub_gen_comp_format(const memstub_gen *g, char *buf, size_t cap) {
+  ms__gen_comp_summary(&g->comp, g->stub.timing, buf, cap);
 }

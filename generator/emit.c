@@ -55,17 +55,8 @@ static void write_input(FILE *f, const memstub_gen *g) {
   define_string(f, "MS_SOURCE", g->source);
   define_string(f, "MS_TRANSFORMS", g->transforms);
   define_string(f, "MS_CALIBRATION", g->calibration);
-  char comp[256];
-  const memstub_gen_comp *c = &g->comp;
-  if (s->timing == MEMSTUB_COMP_NONE)
-    snprintf(comp, sizeof comp, "none");
-  else
-    snprintf(comp, sizeof comp,
-             "stack %lld points (max %lld B left), heap %lld points (max %lld B left), "
-             "time %lld points (max %lld ns late), %lld ns of cost moved out of delays",
-             (long long)c->stack_points, (long long)c->stack_unmet_max, (long long)c->heap_points,
-             (long long)c->heap_unmet_max, (long long)c->time_points,
-             (long long)c->time_unmet_max, (long long)c->time_shift_ns);
+  char comp[512];
+  ms__gen_comp_summary(&g->comp, s->timing, comp, sizeof comp);
   fprintf(f, "m4_define([[MS_COMP]], [[[[%s]]]])m4_dnl\n", comp);
   define_num(f, "MS_NUMDATA", s->numdata);
   define_num(f, "MS_NORIG", s->norig);

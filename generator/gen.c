@@ -190,14 +190,19 @@ int memstub_gen_build(const memstub_trace *t, const memstub_gen_options *o, mems
     goto out;
   }
   if ((rc = make_targets(t, o, &tg, err)) < 0) goto out;
-  if (o->profile && (rc = ms__gen_compensate(g, &tg, o, 0, err)) < 0) goto out;
-  if ((rc = ms__gen_normalize(g, &tg)) < 0) {
+  ms__stack_comp sc = {0};
+  if (o->profile && (rc = ms__gen_compensate(g, &tg, o, 0, &sc, err)) < 0) goto out;
+  if ((rc = ms__gen_normalize(g, &tg, o->profile ? &sc : NULL)) < 0) {
     rc = memstub_error_set(err, rc, "out of memory");
     goto out;
   }
   ms__gen_finish(g, &tg);
   if (o->profile) {
-    if ((rc = ms__gen_compensate(g, &tg, o, 1, err)) < 0) goto out;
+    g->comp.stack_points = sc.reduced;
+    g->comp.stack_replaced = sc.replaced;
+    g->comp.stack_unmet = sc.unmet;
+    g->comp.stack_unmet_max = sc.unmet_max;
+    if ((rc = ms__gen_compensate(g, &tg, o, 1, &sc, err)) < 0) goto out;
     ms__gen_finish(g, &tg);
   }
   if (o->profile) g->stub.timing = o->timing;

@@ -16,19 +16,35 @@ typedef struct ms__targets {
 // Append one point to g. 0 or -ENOMEM.
 int ms__gen_append(memstub_gen *g, int64_t time, int64_t stack, int64_t heap, int64_t point);
 
+/* Overhead-aware stack normalisation (calibration): the replay measures
+ * sum(frame + a) over the open frames, plus offset once one is open. */
+typedef struct ms__stack_comp {
+  int64_t frame, offset;  // F and O, bytes (F = O = 0: plain normalisation)
+  int64_t reduced;        // pushes made F smaller
+  int64_t replaced;       // frames popped and pushed again larger
+  int64_t unmet;          // rows that cannot be met
+  int64_t unmet_max;      // largest |error| left at such a row, bytes
+} ms__stack_comp;
+
 /* Normalise the targets into LIFO points appended to g (normalize.c):
  * row 0 becomes zero-delay "entry" points only if it is above the bases;
  * every later row i becomes one or more points mapped to i: the delay on the
  * first, the heap change on the last, and between them the pops and the push
- * that take the open frames from the previous total to the new one.
+ * that take the open frames from the previous total to the new one. sc NULL
+ * for the plain normalisation; else overhead-aware, with counts in sc.
  * 0 or -ENOMEM. */
-int ms__gen_normalize(memstub_gen *g, const ms__targets *tg);
+int ms__gen_normalize(memstub_gen *g, const ms__targets *tg, ms__stack_comp *sc);
 
 /* Apply the calibration profile o->profile (compensate.c): called with the
- * targets before normalisation (stage 0, may change tg) and with the points
- * after it (stage 1, may change g). 0 or -EINVAL with err set. */
+ * targets before normalisation (stage 0: checks the profile against this
+ * host, changes the heap targets, fills sc for the normaliser) and with the
+ * points after it (stage 1: the delays). 0 or -EINVAL with err set. */
 int ms__gen_compensate(memstub_gen *g, ms__targets *tg, const memstub_gen_options *o, int stage,
-                       memstub_error *err);
+                       ms__stack_comp *sc, memstub_error *err);
+
+/* One line on what calibration changed (the header's "compensation" line and
+ * memstub gen's note): "none" when timing is MEMSTUB_COMP_NONE. */
+void ms__gen_comp_summary(const memstub_gen_comp *c, int timing, char *buf, size_t cap);
 
 /* Derive the descriptor's figures (peaks, depth, duration, counts) from the
  * points. */

@@ -1,9 +1,12 @@
 // The generator: deltas, stack normalisation, transforms and the point map.
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "memstub/calib.h"
 #include "memstub/gen.h"
 #include "synth.h"
 
@@ -248,6 +251,234 @@ START_TEST(test_check_rejects_broken_data) {
 }
 END_TEST
 
+
+/* ---- calibration: the overhead-aware normaliser ----------------------------- */
+
+// A profile with only the stack and heap byte figures (no time costs).
+static void byte_profile(memstub_profile *p, int64_t frame, int64_t offset, int64_t heap_inuse) {
+  memset(p, 0, sizeof *p);
+  p->format = MEMSTUB_PROFILE_FORMAT;
+  snprintf(p->arch, sizeof p->arch, "%s", memstub_host_arch());
+  p->page_size = sysconf(_SC_PAGESIZE);
+  p->cycles_per_ns = 1;
+  p->stack_per_frame = frame;
+  p->stack_offset = offset;
+  p->heap_overhead_inuse = heap_inuse;
+  p->mmap_threshold = 128 * 1024;
+  p->heap_pad = 16;
+}
+
+/* Replay the stack as the runtime does: each frame costs F plus its alloca,
+ * rounded to 16 with the excess carried down (engine.c's allocate()), and
+ * measured as the frames plus the offset O once one is open. Check every
+ * original row: within 16 bytes of the trace, except the rows that cannot
+ * be met (0 < total < O + F), which must be counted exactly and sit at the
+ * closer of the two levels. */
+static void comp_check(const memstub_trace *t, const memstub_gen *g, int64_t F, int64_t O,
+                       int64_t heap_ov) {
+  const struct memstub_stub *s = &g->stub;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_gen_check(s, &err) == 0, "%s", err.msg);
+  int64_t n = s->numdata, depth = 0, heap = 0;
+  int64_t *want = malloc((size_t)(n + 1) * sizeof *want), *excess = malloc((size_t)(n + 2) * sizeof *excess);
+  int64_t *moved = malloc((size_t)(n + 1) * sizeof *moved);
+  excess[0] = 0;
+  int64_t measured = 0, model = 0, unmet = 0;
+  int64_t smin = INT64_MAX, hmin = INT64_MAX;
+  for (size_t i = 0; i < t->n; i++) {
+    if (t->pts[i].stack_bytes < smin) smin = t->pts[i].stack_bytes;
+    if (t->pts[i].heap_bytes < hmin) hmin = t->pts[i].heap_bytes;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    int64_t sa = s->use[i].stackAlloc;
+    if (sa > 0) {
+      int64_t d = sa - excess[depth];
+      d = d > 8 ? (d + 8) & ~(int64_t)15 : 0;
+      moved[depth] = d;
+      want[depth] = sa;
+      excess[depth + 1] = excess[depth] + d - sa;
+      depth++;
+      measured += F + d;
+      model += F + sa;
+    } else if (sa < 0) {
+      depth--;
+      ck_assert_int_eq(-sa, want[depth]);
+      measured -= F + moved[depth];
+      model -= F + want[depth];
+    }
+    heap += s->use[i].heapAlloc;
+    int64_t row = s->point[i];
+    if (i + 1 < n && s->point[i + 1] == row) continue;  // not the row's last point
+    int64_t T = t->pts[row].stack_bytes - smin, m = depth ? O + measured : 0;
+    int64_t mo = depth ? O + model : 0;
+    if (T > 0 && T < O + F) {
+      unmet++;
+      // The closer level: empty (0) or one empty frame (O + F + 1).
+      int64_t best = T < O + F + 1 - T ? T : O + F + 1 - T;
+      ck_assert_msg(llabs(mo - T) <= best, "row %lld: unmet at %lld for %lld, closer is %lld away",
+                    (long long)row, (long long)mo, (long long)T, (long long)best);
+    } else {
+      ck_assert_msg(llabs(mo - T) <= 1, "row %lld: model %lld for %lld (F %lld O %lld)",
+                    (long long)row, (long long)mo, (long long)T, (long long)F, (long long)O);
+      ck_assert_msg(llabs(m - T) <= 16, "row %lld: measured %lld for %lld", (long long)row,
+                    (long long)m, (long long)T);
+    }
+    // Heap: the target less the overhead in use (never below 0).
+    int64_t H = t->pts[row].heap_bytes - hmin, hw = H > 0 ? H - heap_ov : 0;
+    if (hw < 0) hw = 0;
+    ck_assert_int_eq(heap, hw);
+  }
+  // Rows without points are never unmet; row 0 only counts when it was built.
+  ck_assert_int_eq(g->comp.stack_unmet, unmet);
+  free(want);
+  free(excess);
+  free(moved);
+}
+
+static memstub_gen *build_comp(const memstub_trace *t, const memstub_profile *p) {
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  o.profile = p;
+  return build(t, &o);
+}
+
+START_TEST(test_comp_small_frames) {
+  // 16- and 32-byte frames with F = 80: a rise below F re-pushes the top
+  // frame larger; from an empty stack it cannot be met.
+  static const int64_t rows[][3] = {{0, 0, 0},    {10, 300, 0}, {20, 316, 0}, {30, 348, 0},
+                                    {40, 300, 0}, {50, 0, 0},   {60, 32, 0},  {70, 16, 0},
+                                    {80, 50, 0},  {90, 0, 0}};
+  memstub_trace *t = from_rows(rows, 10);
+  memstub_profile p;
+  byte_profile(&p, 80, 0, 0);
+  memstub_gen *g = build_comp(t, &p);
+  // push 300 - 80; then re-push 220 as 236 (pop, push), then as 268.
+  ck_assert_int_eq(g->use[0].stackAlloc, 220);
+  ck_assert_int_eq(g->use[1].stackAlloc, -220);
+  ck_assert_int_eq(g->use[2].stackAlloc, 236);
+  ck_assert_int_eq(g->comp.stack_replaced, 2);  // 316 and 348
+  ck_assert_int_eq(g->comp.stack_unmet, 3);     // 32 and 16 stay empty, 50 pushes an empty frame
+  ck_assert_int_eq(g->comp.stack_unmet_max, 32);
+  comp_check(t, g, 80, 0, 0);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
+START_TEST(test_comp_normaliser_property) {
+  static const int64_t frames[] = {80, 64, 17, 200, 1, 0};
+  for (uint64_t seed = 1; seed <= 1500; seed++) {
+    uint64_t rs = seed * 7919;
+    ms__synth_params sp = {.kind = MS__SYNTH_RANDOM,
+                           .seed = seed,
+                           .rows = ms__rand_range(&rs, 2, 100),
+                           .duration_ns = 1000000,
+                           .max_stack = ms__rand_range(&rs, 0, 1) ? 256 : 1 << 16,
+                           .max_heap = 1 << 12};
+    memstub_trace *t;
+    ck_assert_int_eq(ms__synth(&sp, &t), 0);
+    int64_t F = frames[seed % 6], O = seed % 5 == 0 ? 24 : 0, hov = (int64_t)(seed % 3) - 1;
+    memstub_profile p;
+    byte_profile(&p, F, O, hov);
+    memstub_gen *g = build_comp(t, &p);
+    comp_check(t, g, F, O, hov);
+    memstub_gen_free(g);
+    memstub_trace_free(t);
+  }
+}
+END_TEST
+
+START_TEST(test_comp_zero_overhead_is_plain) {
+  // A profile of zeros changes nothing but the provenance.
+  ms__synth_params sp = {.kind = MS__SYNTH_PAPER, .seed = 3, .rows = 500, .duration_ns = 100000000,
+                         .max_stack = 65536, .max_heap = 1 << 20};
+  memstub_trace *t;
+  ck_assert_int_eq(ms__synth(&sp, &t), 0);
+  memstub_profile p;
+  byte_profile(&p, 0, 0, 0);
+  memstub_gen *a = build(t, NULL), *b = build_comp(t, &p);
+  ck_assert_int_eq(a->stub.numdata, b->stub.numdata);
+  ck_assert_mem_eq(a->use, b->use, (size_t)a->stub.numdata * sizeof *a->use);
+  ck_assert_int_eq(b->stub.timing, MEMSTUB_COMP_DEADLINE);
+  ck_assert_msg(strstr(b->stub.calibration, "deadline timing") != NULL, "%s", b->stub.calibration);
+  memstub_gen_free(a);
+  memstub_gen_free(b);
+  memstub_trace_free(t);
+}
+END_TEST
+
+START_TEST(test_comp_time_deadline) {
+  // Every point costs 1000 ns (time_basic); the deadline of a clock read 50 ns.
+  static const int64_t rows[][3] = {{0, 0, 0}, {10000, 0, 0}, {10500, 0, 0}, {30000, 0, 0}};
+  memstub_trace *t = from_rows(rows, 4);
+  memstub_profile p;
+  byte_profile(&p, 0, 0, 0);
+  p.basic.ns = 1000;
+  p.wait_late.ns = 50;
+  memstub_gen *g = build_comp(t, &p);
+  // Row deadlines 10000, 10500, 30000 start 1050 ns early: 8950, 9450, 28950;
+  // row 2 starts when row 1 ends (10000) and is predicted to end 550 ns late.
+  ck_assert_int_eq(g->use[0].time, 8950);
+  ck_assert_int_eq(g->use[1].time, 500);
+  ck_assert_int_eq(g->use[2].time, 19500);
+  ck_assert_int_eq(g->comp.time_points, 1);
+  ck_assert_int_eq(g->comp.time_unmet_max, 550);
+  ck_assert_int_eq(g->comp.time_cost_ns, 3000);
+  ck_assert_int_eq(g->stub.duration_ns, 28950);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
+START_TEST(test_comp_time_usleep) {
+  // usleep: each delay loses the cost (1000) and the overshoot (3000); a delay
+  // too short is carried forward.
+  static const int64_t rows[][3] = {{0, 0, 0}, {10000, 0, 0}, {12000, 0, 0}, {30000, 0, 0}};
+  memstub_trace *t = from_rows(rows, 4);
+  memstub_profile p;
+  byte_profile(&p, 0, 0, 0);
+  p.basic.ns = 1000;
+  p.sleep_overshoot.base.ns = 3000;
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  o.profile = &p;
+  o.timing = MEMSTUB_COMP_USLEEP;
+  memstub_gen *g = build(t, &o);
+  // Row 1 ends at 10000 (sleep 6000). Row 2: 2000 - 1000 - 3000 < 1: no sleep,
+  // ends at 11000 (1000 early). Row 3: 30000 - 11000 - 4000 = 15000.
+  ck_assert_int_eq(g->use[0].time, 6000);
+  ck_assert_int_eq(g->use[1].time, 0);
+  ck_assert_int_eq(g->use[2].time, 15000);
+  ck_assert_int_eq(g->comp.time_points, 0);
+  ck_assert_int_eq(g->stub.timing, MEMSTUB_COMP_USLEEP);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
+START_TEST(test_comp_refuses_other_host) {
+  static const int64_t rows[][3] = {{0, 0, 0}, {10, 300, 0}};
+  memstub_trace *t = from_rows(rows, 2);
+  memstub_profile p;
+  byte_profile(&p, 80, 0, 0);
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  o.profile = &p;
+  o.profile_path = "other.profile";
+  memstub_gen *g = (memstub_gen *)1;
+  memstub_error err = {0};
+  p.page_size = 65536;
+  ck_assert_int_eq(memstub_gen_build(t, &o, &g, &err), -EINVAL);
+  ck_assert_msg(strstr(err.msg, "other.profile: measured with 65536-byte pages") != NULL, "%s",
+                err.msg);
+  byte_profile(&p, 80, 0, 0);
+  snprintf(p.arch, sizeof p.arch, "sparc64");
+  ck_assert_int_eq(memstub_gen_build(t, &o, &g, &err), -EINVAL);
+  ck_assert_msg(strstr(err.msg, "other.profile: measured on sparc64") != NULL, "%s", err.msg);
+  memstub_trace_free(t);
+}
+END_TEST
+
 static Suite *gen_suite(void) {
   Suite *s = suite_create("gen");
   TCase *tc = tcase_create("core");
@@ -261,6 +492,12 @@ static Suite *gen_suite(void) {
   tcase_add_test(tc, test_transforms);
   tcase_add_test(tc, test_bad_input_refused);
   tcase_add_test(tc, test_check_rejects_broken_data);
+  tcase_add_test(tc, test_comp_small_frames);
+  tcase_add_test(tc, test_comp_normaliser_property);
+  tcase_add_test(tc, test_comp_zero_overhead_is_plain);
+  tcase_add_test(tc, test_comp_time_deadline);
+  tcase_add_test(tc, test_comp_time_usleep);
+  tcase_add_test(tc, test_comp_refuses_other_host);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -28,22 +28,37 @@ typedef struct memstub_gen_options {
   double heap_scale;        //   1.0 leaves the trace as recorded, 0.5 halves it
   double stack_scale;
   const struct memstub_profile *profile;  // calibration to compensate for; NULL for none
+                                          //   (memstub/calib.h, docs/calibration.md)
   const char *profile_path;               // recorded in the header when profile is set
   int timing;               // MEMSTUB_COMP_DEADLINE or MEMSTUB_COMP_USLEEP, with a profile
+  int measured;             // with a profile: the replay will measure a trace
+                            //   (MEMSTUB_MEASURE_TRACE), so predict that cost too
 } memstub_gen_options;
 
 // Defaults: no name, scales 1.0, no profile, deadline timing.
 void memstub_gen_options_init(memstub_gen_options *o);
 
-// How calibration changed the data (all zero without a profile).
+/* How calibration changed the data (all zero without a profile). The stack
+ * is normalised with the per-frame overhead F and the offset O in mind: the
+ * replay measures O + the sum of (F + pushed bytes) over the open frames, so
+ * every push is F smaller, a rise smaller than F re-pushes the top frame
+ * larger, and a total below O + F with no frame open cannot be met (the
+ * closer of the two levels is taken). docs/calibration.md. */
 typedef struct memstub_gen_comp {
-  int64_t stack_points;     // points whose push was reduced or carried
-  int64_t stack_unmet_max;  // largest stack excess left at an original row, bytes
-  int64_t heap_points;      // points whose heap target was changed or carried
-  int64_t heap_unmet_max;   // largest heap excess left at an original row, bytes
-  int64_t time_points;      // points whose delay could not absorb the predicted cost
-  int64_t time_unmet_max;   // largest lateness left at a point, ns
-  int64_t time_shift_ns;    // total predicted cost moved out of the delays, ns
+  int64_t stack_points;     // pushes made smaller by the per-frame overhead
+  int64_t stack_replaced;   // frames popped and pushed again larger (a rise below F)
+  int64_t stack_unmet;      // rows whose stack total cannot be met
+  int64_t stack_unmet_max;  // largest stack error left at an original row, bytes
+  int64_t heap_points;      // rows whose heap target was changed by the heap overhead
+  int64_t heap_unmet;       // rows whose heap target was below the overhead
+  int64_t heap_unmet_max;   // largest heap error left at an original row, bytes
+  int64_t time_points;      // rows whose delay could not absorb the predicted cost
+  int64_t time_unmet_max;   // largest predicted lateness left at a row, ns
+  int64_t time_shift_ns;    // predicted cost taken out of the delays in all, ns
+  int64_t time_cost_ns;     // predicted cost of all points' work, ns
+  int64_t stack_frame_bytes;   // the profile's figures used: F,
+  int64_t stack_offset_bytes;  //   O,
+  int64_t heap_overhead_bytes; //   and the heap overhead in use
 } memstub_gen_comp;
 
 typedef struct memstub_gen {
@@ -70,6 +85,18 @@ void memstub_gen_free(memstub_gen *g);
  * Atomic: nothing appears at path unless m4 succeeded. 0 or a negative errno
  * with err set (-ENOENT when m4 cannot be run). */
 int memstub_gen_emit(const memstub_gen *g, const char *path, memstub_error *err);
+
+/* One line saying what calibration changed in g (g->comp), as the header's
+ * provenance comment has it; "none" without a profile. */
+void memstub_gen_comp_format(const memstub_gen *g, char *buf, size_t cap);
+
+/* The predicted cost of every point of s on the host that profile p was
+ * measured on, in ns, into cost_ns[0..s->numdata): time_basic plus the stack
+ * and heap parts of the profile's models (docs/calibration.md, "The cost
+ * model"), plus time_measure_trace when measured is set. Waiting is not
+ * included. 0, -EINVAL (s fails memstub_gen_check) or -ENOMEM. */
+int memstub_gen_predict(const struct memstub_stub *s, const struct memstub_profile *p,
+                        int measured, double *cost_ns, memstub_error *err);
 
 /* Check the LIFO invariants of stub data: pushes > 0, every pop closes the
  * open frame and equals minus its size, the map is non-decreasing and within
