@@ -1,0 +1,109 @@
+// memstub demo end to end: the README's first command, on the bundled trace
+// and on Listing 1 (reusing a fresh profile, and failing a --check).
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static char *in_dir(const char *dir, const char *name) {
+  char *p;
+  ck_assert(asprintf(&p, "%s/%s", dir, name) > 0);
+  return p;
+}
+
+START_TEST(test_demo_bundled_trace) {
+  char *dir = tu_mkdtemp();
+  tu_run r = tu_memstub(dir, "demo", NULL);
+  ck_assert_msg(r.status == 0, "exit %d\n%s\n%s", r.status, r.out, r.err);
+  // Every step ran, and the summary and the text figure were printed.
+  const char *steps[] = {"[1/6] calibrate", "[2/6] gen", "[3/6] build", "[4/6] replay",
+                         "[5/6] compare", "[6/6] plot", "fidelity: the replay against",
+                         "total duration", "paper: +44 us on 4.8 s", "time (\xc2\xb5s)",
+                         "memstub demo: done in"};
+  for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
+    ck_assert_msg(strstr(r.out, steps[i]) != NULL, "no '%s' in:\n%s", steps[i], r.out);
+  const char *files[] = {"host.profile", "memuse.h", "stub", "replayed.csv", "compare.txt",
+                         "compare.json", "figure3.png", "figure3.svg", "figure3.txt"};
+  char *out = in_dir(dir, "memstub-demo");
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    char *p = in_dir(out, files[i]);
+    ck_assert_msg(tu_exists(p), "%s was not made", p);
+    free(p);
+  }
+  ck_assert_int_eq(tu_count_entries(out), (int)(sizeof files / sizeof files[0]));
+  char *png = in_dir(out, "figure3.png");
+  char *data = tu_read_file(png);
+  ck_assert(memcmp(data, "\x89PNG", 4) == 0);
+  free(data);
+  free(png);
+  char *json = in_dir(out, "compare.json");
+  data = tu_read_file(json);
+  ck_assert_ptr_nonnull(strstr(data, "\"format\": \"memstub-compare 1\""));
+  free(data);
+  free(json);
+  free(out);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+START_TEST(test_demo_reuses_profile_and_checks) {
+  char *dir = tu_mkdtemp();
+  char l1[4096];
+  snprintf(l1, sizeof l1, "%s", tu_src("traces/samples/listing1.csv"));
+  tu_run r = tu_memstub(dir, "demo", l1, "-o", "d", "--no-figure", NULL);
+  ck_assert_msg(r.status == 0, "exit %d\n%s\n%s", r.status, r.out, r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "[1/6] calibrate: memstub calibrate --quick"));
+  ck_assert_ptr_null(strstr(r.out, "time (\xc2\xb5s)"));  // --no-figure
+  tu_run_free(&r);
+  // Again: the profile is fresh, so it is reused; a check nothing can meet fails with 1.
+  r = tu_memstub(dir, "demo", l1, "-o", "d", "--no-figure", "--check", "max-ns=0", NULL);
+  ck_assert_msg(r.status == 1, "exit %d\n%s\n%s", r.status, r.out, r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "[1/6] calibrate: reusing d/host.profile"));
+  ck_assert_ptr_nonnull(strstr(r.out, "the --check failed"));
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+START_TEST(test_demo_bad_input) {
+  char *dir = tu_mkdtemp();
+  char bad[4096];
+  snprintf(bad, sizeof bad, "%s/bad.csv", dir);
+  tu_write_file(bad, "time_ns,stack_bytes,heap_bytes\n0,0,0\n5,x,0\n");
+  tu_run r = tu_memstub(dir, "demo", "bad.csv", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_str_eq(r.err, "memstub: error: bad.csv:3:3: stack_bytes: not an integer: 'x'\n");
+  ck_assert_int_eq(tu_count_entries(dir), 1);  // no output directory
+  tu_run_free(&r);
+  r = tu_memstub(dir, "demo", "--timing", "sometimes", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "--timing: expected deadline or usleep"));
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+static Suite *demo_suite(void) {
+  Suite *s = suite_create("demo");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, test_demo_bundled_trace);
+  tcase_add_test(tc, test_demo_reuses_profile_and_checks);
+  tcase_add_test(tc, test_demo_bad_input);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(demo_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
