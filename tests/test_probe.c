@@ -12,12 +12,15 @@
 #include "memstub/trace.h"
 #include "testutil.h"
 
+// 512 bytes of stack per level. The empty asm makes the array escape: clang
+// drops a volatile array that is only written through memset.
 static __attribute__((noinline)) int down(int n) {
-  volatile char pad[512];
-  memset((char *)pad, n, sizeof pad);
+  char pad[512];
+  memset(pad, n, sizeof pad);
+  __asm__ volatile("" : : "r"(pad) : "memory");
   if (n == 0) return memstub_probe_point();
   int r = down(n - 1);
-  pad[3] = (char)r;
+  __asm__ volatile("" : : "r"(pad) : "memory");
   return r;
 }
 
@@ -35,6 +38,7 @@ static int child_regions(const char *out) {
     if (memstub_probe_begin("outer") != 1) return 13;
     char *big = malloc(1 << 20);
     memset(big, 1, 1 << 20);
+    __asm__ volatile("" : : "r"(big) : "memory");  // clang may elide an unused block
     if (memstub_probe_point() != 1) return 14;
     if (memstub_probe_begin("inner") != 2) return 15;
     if (down(10) != 2) return 16;
