@@ -412,9 +412,14 @@ int memstub_replay_write(const memstub_replay *r, const char *path, memstub_erro
 
 /* ---- function entry points ------------------------------------------------- */
 
+void memstub_replay_options_for(memstub_replay_options *o, const struct memstub_stub *s) {
+  memstub_replay_options_init(o);
+  if (s->timing == MEMSTUB_COMP_USLEEP) o->timing = MEMSTUB_TIMING_USLEEP;
+}
+
 int memstub_stub_call(const struct memstub_stub *s, memstub_error *err) {
   memstub_replay_options o;
-  memstub_replay_options_init(&o);
+  memstub_replay_options_for(&o, s);
   const char *v = getenv("MEMSTUB_TIMING");
   if (v && *v && memstub_timing_parse(v, &o.timing) < 0)
     return memstub_error_set(err, -EINVAL, "MEMSTUB_TIMING: '%s' is neither deadline nor usleep",

@@ -32,8 +32,9 @@ static const char usage_text[] =
     "  --measure FILE    measure every point and write the replayed trace to FILE\n"
     "                    (one row per original row; extra columns point,\n"
     "                    target_time_ns, late_ns)\n"
-    "  --timing MODE     deadline (default): absolute deadlines, errors never add up;\n"
-    "                    usleep: relative sleeps as in the paper\n"
+    "  --timing MODE     deadline: absolute deadlines, errors never add up;\n"
+    "                    usleep: relative sleeps as in the paper. The default is\n"
+    "                    the mode the header was calibrated for, else deadline\n"
     "  --margin NS       deadline timing: wake NS ns before each deadline, then spin\n"
     "                    (default 100000); 'adaptive' follows the wake-up lateness\n"
     "  --check           only check that the stub can be replayed here\n"
@@ -72,7 +73,7 @@ int main(int argc, char **argv) {
   const struct memstub_stub *stub = &MEMSTUB_STUB_VAR;
   if (argc > 0 && argv[0][0]) prog = argv[0];
   memstub_replay_options o;
-  memstub_replay_options_init(&o);
+  memstub_replay_options_for(&o, stub);
   const char *measure = NULL;
   int check = 0, verbose = 0;
   for (int i = 1; i < argc; i++) {

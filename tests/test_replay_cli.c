@@ -188,6 +188,54 @@ START_TEST(test_build_and_run) {
 }
 END_TEST
 
+// A header calibrated for usleep timing replays with usleep timing unless told
+// otherwise; one calibrated for deadline timing with deadline timing.
+START_TEST(test_stub_timing_follows_header) {
+  char *dir = tu_mkdtemp();
+  char *profile = path_in(dir, "host.profile"), *h = path_in(dir, "u.h");
+  char *prog = path_in(dir, "u"), *out = path_in(dir, "out.csv");
+  char *in = strdup(tu_src("traces/samples/listing1.csv"));
+  tu_run r = tu_memstub(NULL, "calibrate", "--quick", "-o", profile, NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  tu_run_free(&r);
+  const char *modes[] = {"usleep", "deadline"};
+  for (int k = 0; k < 2; k++) {
+    r = tu_memstub(NULL, "gen", in, "--calibration", profile, "--timing", modes[k], "-o", h, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    tu_run_free(&r);
+    r = tu_memstub(NULL, "build", h, "-o", prog, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    tu_run_free(&r);
+    char *argv[] = {prog, "--measure", out, NULL};
+    r = tu_exec(dir, argv);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    tu_run_free(&r);
+    memstub_trace *t;
+    memstub_error err = {0};
+    ck_assert_msg(memstub_trace_read(out, &t, &err) == 0, "%s", err.msg);
+    ck_assert_str_eq(memstub_trace_get_meta(t, "timing"), modes[k]);
+    memstub_trace_free(t);
+  }
+  // An explicit --timing wins.
+  char *argv[] = {prog, "--timing", "usleep", "--measure", out, NULL};
+  r = tu_exec(dir, argv);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  tu_run_free(&r);
+  memstub_trace *t;
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_trace_read(out, &t, &err), 0);
+  ck_assert_str_eq(memstub_trace_get_meta(t, "timing"), "usleep");
+  memstub_trace_free(t);
+  free(profile);
+  free(h);
+  free(prog);
+  free(out);
+  free(in);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 // The 4.8 s sample in full, through a compiled stub (the one long test).
 START_TEST(test_synthetic_sample) {
   char *dir = tu_mkdtemp();
@@ -277,6 +325,7 @@ int main(void) {
   tcase_add_test(tc, test_replay_bad_input);
   tcase_add_test(tc, test_build_and_run);
   tcase_add_test(tc, test_build_bad_header);
+  tcase_add_test(tc, test_stub_timing_follows_header);
   tcase_add_test(tc, test_synthetic_sample);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

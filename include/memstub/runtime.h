@@ -79,6 +79,11 @@ typedef struct memstub_replay_options {
  * stack, no progress. */
 void memstub_replay_options_init(memstub_replay_options *o);
 
+/* The defaults for replaying s: as memstub_replay_options_init, but with the
+ * timing s was compensated for (memstub gen --calibration --timing usleep
+ * makes a stub meant for usleep timing). */
+void memstub_replay_options_for(memstub_replay_options *o, const struct memstub_stub *s);
+
 /* One point as it was replayed. Times are ns after the replay's start T0
  * (memstub_replay_info.t0_ns). A field is filled only when its MEASURE bit
  * was set; target_ns is always filled when records exist.
