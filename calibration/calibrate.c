@@ -7,8 +7,11 @@
 // TSC: lfence;rdtsc / rdtscp;lfence), one counter read's own cost subtracted
 // per phase; faults from separate runs with MEMSTUB_MEASURE_FAULTS (three
 // getrusage calls per point would distort the times); bytes from
-// MEMSTUB_MEASURE_STACK and MEMSTUB_MEASURE_HEAP runs. docs/calibration.md
-// describes the traces and the models.
+// MEMSTUB_MEASURE_STACK and MEMSTUB_MEASURE_HEAP runs. In every fifth
+// repetition the basic, heap and stack traces also run cold, with a sleep
+// before every point as in a replay; those cycle records pair with the same
+// repetition's hot fault and heap runs, and give the cold figures (medians).
+// docs/calibration.md describes the traces and the models.
 #include <errno.h>
 #include <gnu/libc-version.h>
 #include <malloc.h>
@@ -40,6 +43,7 @@ void ms__cal_build_info(memstub_profile *p) {
 void memstub_calib_options_init(memstub_calib_options *o) {
   memset(o, 0, sizeof *o);
   o->repetitions = 100;
+  o->cold_delay_ns = MEMSTUB_CALIB_COLD_DELAY_DEFAULT;
 }
 
 void memstub_calib_free(memstub_calib *c) {
@@ -54,6 +58,7 @@ void memstub_calib_free(memstub_calib *c) {
 // The series fitted. Times in cycles (ns in the fallback), bytes in bytes.
 enum {
   S_BASIC,      // x 0: period of a basic point
+  S_BASIC_IN,   // x 0: a basic point's work from cyc_start to cyc_end (the cold basic's base)
   S_LATE,       // x 0: period of a point whose deadline has passed
   S_MEAS,       // x 0: period (ns) when measuring a trace
   S_SLEEP,      // x delay (ms): usleep's overshoot (ns)
@@ -66,7 +71,7 @@ enum {
   S_MUSE,       // x faults: mapped use
   S_MSHRINK,    // x pages given back: mapped smaller by whole pages
   S_MSHRINK0,   // mapped smaller within its pages
-  S_TOMMAP,     // arena -> mmap: realloc's move and copy
+  S_TOMMAP,     // x pages copied: arena -> mmap, realloc's move and copy
   S_FROMMMAP,   // mmap -> arena
   S_SALLOC0,    // alloca, no fault
   S_SALLOC1,    // alloca with the fault below the frame
@@ -130,8 +135,14 @@ static void ser_free(ser *s) {
 
 /* ---- the calibration traces ------------------------------------------------ */
 
+/* Each trace is built twice when cold runs are asked for: hot, with zero
+ * delays (the paper's method), and cold, the same rows (the heap trace's
+ * first cycle, fewer basic rows) with a delay before every row. Both give the
+ * same points in the same order, so a cold run's points pair with the hot
+ * fault and heap runs' points of the same index. */
 typedef struct stubs {
   memstub_gen *basic, *late, *heap, *stack, *bytes, *sleep;
+  memstub_gen *cbasic, *cheap, *cstack;  // cold; NULL without cold runs
 } stubs;
 
 // Heap increments: sub-page to many pages, odd and even (so the chunk
@@ -148,60 +159,80 @@ static int make_stub(memstub_trace *t, memstub_gen **out, memstub_error *err) {
   return rc;
 }
 
-static int build_stubs(stubs *s, int quick, memstub_error *err) {
+// basic: a 1-byte push or pop at every point, no heap; row i at i x step ns.
+static int trace_basic(int64_t n, int64_t step, memstub_trace *t) {
+  int rc = 0;
+  for (int64_t i = 0; i < n && rc == 0; i++) rc = memstub_trace_append(t, i * step, i % 2, 0);
+  return rc;
+}
+
+// heap: rising in small steps to about 400 KiB (in the arena, which glibc
+// grows in place past the mmap threshold while its top has room, then in
+// mmap), falling back, rising in large steps to about 1 MiB, falling back
+// (the block moves to mmap and back); a 1-byte push or pop at every point.
+// cycles of that; row i at i x step ns.
+static int trace_heap(int cycles, int64_t step, memstub_trace *t) {
+  int64_t heap = 0, i = 0, j = 0;
+  int rc = memstub_trace_append(t, 0, 0, 0);
+  for (int cycle = 0; cycle < cycles && rc == 0; cycle++) {
+    for (int phase = 0; phase < 4 && rc == 0; phase++) {
+      int64_t top = phase < 2 ? 400000 : 1000000;
+      do {
+        const int64_t *st = phase < 2 ? small_steps : large_steps;
+        size_t ns = phase < 2 ? MS__ARRAY_SIZE(small_steps) : MS__ARRAY_SIZE(large_steps);
+        int64_t d = st[j++ % ns];
+        if (phase % 2 == 0) heap += d;
+        else heap = heap > d ? heap - d : 0;
+        i++;
+        rc = memstub_trace_append(t, i * step, i % 2, heap);
+      } while (rc == 0 && (phase % 2 == 0 ? heap < top : heap > 0));
+    }
+  }
+  return rc;
+}
+
+// stack: rising in n pushes from 1 byte to many pages, then falling frame by
+// frame; no heap; row i at i x step ns.
+static int trace_stack(int64_t n, int64_t step, memstub_trace *t) {
+  static const int64_t steps[] = {1, 16, 100, 600, 2000, 4096, 5000, 9000, 17000, 40000, 33};
+  int64_t stack = 0, row = 0, *tot = malloc((size_t)n * sizeof *tot);
+  int rc = tot ? memstub_trace_append(t, 0, 0, 0) : -ENOMEM;
+  for (int64_t i = 0; i < n && rc == 0; i++) {
+    stack += steps[(i * 7) % MS__ARRAY_SIZE(steps)];
+    tot[i] = stack;
+    rc = memstub_trace_append(t, ++row * step, stack, 0);
+  }
+  for (int64_t i = n - 2; i >= -1 && rc == 0; i--)
+    rc = memstub_trace_append(t, ++row * step, i >= 0 ? tot[i] : 0, 0);
+  free(tot);
+  return rc;
+}
+
+// One stub from a trace builder; 0, -ENOMEM or the generator's error.
+#define MAKE(fill, out)                                                           \
+  do {                                                                            \
+    if (rc == 0 && !(t = memstub_trace_create())) rc = -ENOMEM;                   \
+    if (rc == 0) {                                                                \
+      rc = (fill);                                                                \
+      if (rc == 0) rc = make_stub(t, (out), err);                                 \
+      else memstub_trace_free(t);                                                 \
+    }                                                                             \
+  } while (0)
+
+static int build_stubs(stubs *s, int quick, int64_t cold, memstub_error *err) {
   memstub_trace *t;
   int rc = 0;
-  // basic: a 1-byte push or pop at every point, no heap, no delay (the
-  // paper's minimum stack allocation). late: the same with 1 ns delays, so
-  // every deadline has passed when it is checked.
+  // basic: the paper's minimum stack allocation, no delay. late: the same
+  // with 1 ns delays, so every deadline has passed when it is checked.
   int64_t nb = quick ? 400 : 2000;
-  for (int late = 0; late < 2 && rc == 0; late++) {
-    if (!(t = memstub_trace_create())) return memstub_error_set(err, -ENOMEM, "out of memory");
-    for (int64_t i = 0; i < nb && rc == 0; i++) rc = memstub_trace_append(t, late ? i : 0, i % 2, 0);
-    if (rc == 0) rc = make_stub(t, late ? &s->late : &s->basic, err);
-    else memstub_trace_free(t);
-  }
-  // heap: rising in small steps to about 400 KiB (in the arena, which glibc
-  // grows in place past the mmap threshold while its top has room, then in
-  // mmap), falling back, rising in large steps to about 1 MiB, falling back
-  // (the block moves to mmap and back); a 1-byte push or pop at every point,
-  // no delay.
-  if (rc == 0 && !(t = memstub_trace_create())) rc = -ENOMEM;
-  if (rc == 0) {
-    int64_t heap = 0, i = 0, j = 0;
-    rc = memstub_trace_append(t, 0, 0, 0);
-    for (int cycle = 0; cycle < (quick ? 2 : 3) && rc == 0; cycle++) {
-      for (int phase = 0; phase < 4 && rc == 0; phase++) {
-        int64_t top = phase < 2 ? 400000 : 1000000;
-        do {
-          const int64_t *st = phase < 2 ? small_steps : large_steps;
-          size_t ns = phase < 2 ? MS__ARRAY_SIZE(small_steps) : MS__ARRAY_SIZE(large_steps);
-          int64_t d = st[j++ % ns];
-          if (phase % 2 == 0) heap += d;
-          else heap = heap > d ? heap - d : 0;
-          rc = memstub_trace_append(t, 0, ++i % 2, heap);
-        } while (rc == 0 && (phase % 2 == 0 ? heap < top : heap > 0));
-      }
-    }
-    if (rc == 0) rc = make_stub(t, &s->heap, err);
-    else memstub_trace_free(t);
-  }
-  // stack: rising in pushes from 1 byte to many pages, then falling frame by
-  // frame; no heap, no delay.
-  if (rc == 0 && !(t = memstub_trace_create())) rc = -ENOMEM;
-  if (rc == 0) {
-    static const int64_t steps[] = {1, 16, 100, 600, 2000, 4096, 5000, 9000, 17000, 40000, 33};
-    int64_t n = quick ? 50 : 120, stack = 0, *tot = malloc((size_t)n * sizeof *tot);
-    rc = tot ? memstub_trace_append(t, 0, 0, 0) : -ENOMEM;
-    for (int64_t i = 0; i < n && rc == 0; i++) {
-      stack += steps[(i * 7) % MS__ARRAY_SIZE(steps)];
-      tot[i] = stack;
-      rc = memstub_trace_append(t, 0, stack, 0);
-    }
-    for (int64_t i = n - 2; i >= -1 && rc == 0; i--) rc = memstub_trace_append(t, 0, i >= 0 ? tot[i] : 0, 0);
-    free(tot);
-    if (rc == 0) rc = make_stub(t, &s->stack, err);
-    else memstub_trace_free(t);
+  MAKE(trace_basic(nb, 0, t), &s->basic);
+  MAKE(trace_basic(nb, 1, t), &s->late);
+  MAKE(trace_heap(quick ? 2 : 3, 0, t), &s->heap);
+  MAKE(trace_stack(quick ? 50 : 120, 0, t), &s->stack);
+  if (cold > 0) {
+    MAKE(trace_basic(quick ? 100 : 200, cold, t), &s->cbasic);
+    MAKE(trace_heap(1, cold, t), &s->cheap);
+    MAKE(trace_stack(quick ? 50 : 120, cold, t), &s->cstack);
   }
   // bytes: pushes several frames deep (1 to 12), then pops them all; frames
   // of 1 byte to a page.
@@ -242,8 +273,22 @@ static int build_stubs(stubs *s, int quick, memstub_error *err) {
     else memstub_trace_free(t);
   }
   if (rc == -ENOMEM) return memstub_error_set(err, rc, "out of memory");
+  // A cold stub's points are the first points of its hot stub, delays aside.
+  const memstub_gen *pairs[][2] = {
+      {s->cbasic, s->basic}, {s->cheap, s->heap}, {s->cstack, s->stack}};
+  for (size_t k = 0; rc == 0 && k < MS__ARRAY_SIZE(pairs); k++) {
+    const memstub_gen *c = pairs[k][0], *h = pairs[k][1];
+    if (!c) continue;
+    int same = c->stub.numdata <= h->stub.numdata;
+    for (int64_t i = 0; same && i < c->stub.numdata; i++)
+      same = c->use[i].stackAlloc == h->use[i].stackAlloc &&
+             c->use[i].heapAlloc == h->use[i].heapAlloc;
+    if (!same) rc = memstub_error_set(err, -EINVAL, "calibration: a cold trace is not its hot "
+                                                    "trace's prefix (internal error)");
+  }
   return rc;
 }
+#undef MAKE
 
 static void free_stubs(stubs *s) {
   memstub_gen_free(s->basic);
@@ -252,6 +297,9 @@ static void free_stubs(stubs *s) {
   memstub_gen_free(s->stack);
   memstub_gen_free(s->bytes);
   memstub_gen_free(s->sleep);
+  memstub_gen_free(s->cbasic);
+  memstub_gen_free(s->cheap);
+  memstub_gen_free(s->cstack);
 }
 
 /* ---- running ----------------------------------------------------------------- */
@@ -265,8 +313,14 @@ typedef struct ctx {
   int64_t heap_pad;  // the runtime's block pad (memstub_replay_info.heap_pad)
   double *room;      // per repetition: the largest block grown in place in the arena
   ser s[S_COUNT];
+  ser cs[S_COUNT];   // the cold runs' samples (time series only)
+  int64_t cold_every; // the cold traces run in every cold_every-th repetition (0: never)
+  int64_t cold_reps;
+  int64_t cold_ns;   // wall time spent in cold runs
   memstub_calib *out;
 } ctx;
+
+static int cold_rep(const ctx *c, int rep) { return c->cold_every > 0 && rep % c->cold_every == 0; }
 
 /* A fresh thread stack for every "fresh" run: glibc caches the stacks of
  * exited threads and hands out the smallest cached one that is large enough,
@@ -312,6 +366,11 @@ static double phase(const ctx *c, uint64_t a, uint64_t b, double k) {
   return ((double)(b - a) - c->timer) * k;
 }
 
+// A basic point's work inside its cycle records: four phases, each holding one read.
+static double basic_in(const ctx *c, const memstub_replay_record *r, double k) {
+  return ((double)(r->cyc_end - r->cyc_start) - 4 * c->timer) * k;
+}
+
 static int rep_basic(ctx *c, const stubs *st, int rep, memstub_error *err) {
   const memstub_gen *gs[2] = {st->basic, st->late};
   for (int late = 0; late < 2; late++) {
@@ -323,6 +382,7 @@ static int rep_basic(ctx *c, const stubs *st, int rep, memstub_error *err) {
     for (int64_t i = 1; rc == 0 && i + 1 < r->stub->numdata; i++) {
       double v = ((double)(r->rec[i + 1].cyc_start - r->rec[i].cyc_start) - 5 * c->timer) * k;
       rc = ser_add(&c->s[late ? S_LATE : S_BASIC], 0, v, rep);
+      if (rc == 0 && !late) rc = ser_add(&c->s[S_BASIC_IN], 0, basic_in(c, &r->rec[i], k), rep);
     }
     memstub_replay_free(r);
     if (rc < 0) return memstub_error_set(err, rc, "out of memory");
@@ -334,6 +394,17 @@ static int rep_basic(ctx *c, const stubs *st, int rep, memstub_error *err) {
   for (int64_t i = 1; rc == 0 && i + 1 < r->stub->numdata; i++)
     rc = ser_add(&c->s[S_MEAS], 0, (double)(r->rec[i + 1].start_ns - r->rec[i].start_ns), rep);
   memstub_replay_free(r);
+  if (rc < 0) return memstub_error_set(err, rc, "out of memory");
+  if (!cold_rep(c, rep)) return 0;
+  // Cold: each point after a sleep; its work inside the records.
+  int64_t t0 = ms__prim_now_ns();
+  rc = run(c, st->cbasic, MEMSTUB_MEASURE_CYCLES, MEMSTUB_TIMING_DEADLINE, 0, &r, err);
+  if (rc < 0) return rc;
+  double k = tick_scale(c, r);
+  for (int64_t i = 1; rc == 0 && i < r->stub->numdata; i++)
+    rc = ser_add(&c->cs[S_BASIC_IN], 0, basic_in(c, &r->rec[i], k), rep);
+  memstub_replay_free(r);
+  c->cold_ns += ms__prim_now_ns() - t0;
   return rc < 0 ? memstub_error_set(err, rc, "out of memory") : 0;
 }
 
@@ -354,41 +425,50 @@ static int rep_sleep(ctx *c, const stubs *st, int rep, memstub_error *err) {
 
 static int mapped_usable(int64_t u, long page) { return u > 0 && (u + 16) % page == 0; }
 
-static int rep_heap(ctx *c, const stubs *st, int rep, memstub_error *err) {
-  memstub_replay *rc_ = NULL, *rf = NULL, *rh = NULL;
-  int rc = run(c, st->heap, MEMSTUB_MEASURE_CYCLES, MEMSTUB_TIMING_DEADLINE, 0, &rc_, err);
-  if (rc == 0) rc = run(c, st->heap, MEMSTUB_MEASURE_FAULTS, MEMSTUB_TIMING_DEADLINE, 0, &rf, err);
-  if (rc == 0) rc = run(c, st->heap, MEMSTUB_MEASURE_HEAP, MEMSTUB_TIMING_DEADLINE, 0, &rh, err);
-  if (rc < 0) goto out;
-  const struct memstub_stub *s = rc_->stub;
+/* The heap samples of the cycle run ra, with the faults and the block's
+ * placement of the same points from the hot runs rf and rh. cold: ra is a
+ * cold run (its points are the first of rf's); only its time samples are
+ * taken, into c->cs. */
+static int heap_samples(ctx *c, const memstub_replay *ra, const memstub_replay *rf,
+                        const memstub_replay *rh, int cold, int rep) {
+  const struct memstub_stub *s = ra->stub;
+  ser *S = cold ? c->cs : c->s;
   int visible = rh->info.heap_visible;
   int64_t thr = 128 * 1024, pad = rh->info.heap_pad;
-  c->heap_pad = pad;
-  double k = tick_scale(c, rc_);
+  double k = tick_scale(c, ra);
   int64_t size = 0, hw = pad;  // hw: the arena pages written so far (the generator's model)
-  int was_mapped = 0;
-  rc = ser_add(&c->s[S_HB_EMPTY], 0, (double)rh->info.entry.heap_bytes, rep);
+  int was_mapped = 0, rc = 0;
+  if (!cold) rc = ser_add(&S[S_HB_EMPTY], 0, (double)rh->info.entry.heap_bytes, rep);
   for (int64_t i = 0; rc == 0 && i < s->numdata; i++) {
-    const memstub_replay_record *a = &rc_->rec[i], *f = &rf->rec[i], *h = &rh->rec[i];
+    const memstub_replay_record *a = &ra->rec[i], *f = &rf->rec[i], *h = &rh->rec[i];
     int64_t dh = s->use[i].heapAlloc, old = size;
     size += dh;
     if (size < 0) size = 0;
     int64_t chunk = (size + pad + 8 + 15) / 16 * 16;
     int mapped = visible ? mapped_usable(h->heap_usable, c->page)
                          : (was_mapped ? size + pad >= thr : chunk >= thr);
-    // The arena pages written so far, for the generator's fault count.
-    int64_t hw_beyond = size + pad > hw ? (size + pad) / c->page - hw / c->page : 0;
-    if (!mapped && size + pad > hw) hw = size + pad;
-    // Where the block is, for the generator's placement rule (checked later).
-    rc = ser_add4(&c->s[S_HEAP_PLACE], (double)(size + pad), mapped, (double)(old + pad), 0, rep);
-    if (rc < 0) break;
-    // The largest block glibc grew in place in the arena.
-    if (size > old && !was_mapped && !mapped && size + pad > c->room[rep]) c->room[rep] = size + pad;
-    // Bytes: measured minus replayed.
-    double dev = (double)(h->heap_bytes - size);
-    if (visible) {
-      int which = size == 0 ? S_HB_EMPTY : mapped ? S_HB_MMAP : S_HB_INUSE;
-      rc = ser_add(&c->s[which], (double)size, dev, rep);
+    if (!cold) {
+      // The arena pages written so far, for the generator's fault count.
+      int64_t hw_beyond = size + pad > hw ? (size + pad) / c->page - hw / c->page : 0;
+      if (!mapped && size + pad > hw) hw = size + pad;
+      // Where the block is, for the generator's placement rule (checked later).
+      rc = ser_add4(&S[S_HEAP_PLACE], (double)(size + pad), mapped, (double)(old + pad), 0, rep);
+      if (rc < 0) break;
+      // The largest block glibc grew in place in the arena.
+      if (size > old && !was_mapped && !mapped && size + pad > c->room[rep])
+        c->room[rep] = size + pad;
+      // Bytes: measured minus replayed.
+      double dev = (double)(h->heap_bytes - size);
+      if (visible) {
+        int which = size == 0 ? S_HB_EMPTY : mapped ? S_HB_MMAP : S_HB_INUSE;
+        rc = ser_add(&S[which], (double)size, dev, rep);
+      }
+      if (rc == 0 && size > old && !was_mapped && !mapped) {
+        int64_t pf = f->faults_end - f->faults_stack;
+        rc = ser_add(&S[S_HEAP_EQ4], (double)ms__cal_eq4(size - old, old, c->page), (double)pf,
+                     rep);
+        if (rc == 0) rc = ser_add(&S[S_HEAP_HW], (double)hw_beyond, (double)pf, rep);
+      }
     }
     if (rc < 0 || size == old) {
       was_mapped = mapped;
@@ -398,44 +478,109 @@ static int rep_heap(ctx *c, const stubs *st, int rep, memstub_error *err) {
     double use = phase(c, a->cyc_heap_alloc, a->cyc_end, k);
     int64_t pf = f->faults_end - f->faults_stack;
     if (size > old && !was_mapped && !mapped) {
-      rc = ser_add(&c->s[pf > 0 ? S_HALLOC1 : S_HALLOC0], (double)pf, alloc, rep);
-      if (rc == 0) rc = ser_add(&c->s[S_HUSE], (double)(pf > 0 ? pf - 1 : 0), use, rep);
-      if (rc == 0)
-        rc = ser_add(&c->s[S_HEAP_EQ4], (double)ms__cal_eq4(size - old, old, c->page), (double)pf,
-                     rep);
-      if (rc == 0) rc = ser_add(&c->s[S_HEAP_HW], (double)hw_beyond, (double)pf, rep);
+      rc = ser_add(&S[pf > 0 ? S_HALLOC1 : S_HALLOC0], (double)pf, alloc, rep);
+      if (rc == 0) rc = ser_add(&S[S_HUSE], (double)(pf > 0 ? pf - 1 : 0), use, rep);
     } else if (size > old && was_mapped && mapped) {
-      rc = ser_add(&c->s[pf > 0 ? S_MALLOC1 : S_MALLOC0], (double)pf, alloc, rep);
-      if (rc == 0) rc = ser_add(&c->s[S_MUSE], (double)pf, use, rep);
+      rc = ser_add(&S[pf > 0 ? S_MALLOC1 : S_MALLOC0], (double)pf, alloc, rep);
+      if (rc == 0) rc = ser_add(&S[S_MUSE], (double)pf, use, rep);
     } else if (size > old && !was_mapped && mapped) {
-      // The copy faults the old size's pages; the use phase writes the rest.
+      // The copy faults the old size's pages (the line's x); the use phase
+      // writes the rest.
       int64_t copied = (old + pad + 16 + c->page - 1) / c->page;
-      rc = ser_add(&c->s[S_TOMMAP], (double)pf, alloc, rep);
-      if (rc == 0) rc = ser_add(&c->s[S_MUSE], (double)(pf > copied ? pf - copied : 0), use, rep);
+      rc = ser_add(&S[S_TOMMAP], (double)copied, alloc, rep);
+      if (rc == 0) rc = ser_add(&S[S_MUSE], (double)(pf > copied ? pf - copied : 0), use, rep);
     } else if (size < old && !was_mapped && !mapped) {
-      rc = ser_add(&c->s[S_HSHRINK], (double)pf, alloc, rep);
+      rc = ser_add(&S[S_HSHRINK], (double)pf, alloc, rep);
     } else if (size < old && was_mapped && mapped) {
       int64_t back = ms__cal_map_pages(old, pad, c->page) - ms__cal_map_pages(size, pad, c->page);
-      rc = ser_add(&c->s[back > 0 ? S_MSHRINK : S_MSHRINK0], (double)back, alloc, rep);
+      rc = ser_add(&S[back > 0 ? S_MSHRINK : S_MSHRINK0], (double)back, alloc, rep);
     } else if (size < old && was_mapped && !mapped) {
-      rc = ser_add(&c->s[S_FROMMMAP], (double)pf, alloc + use, rep);
+      rc = ser_add(&S[S_FROMMMAP], (double)pf, alloc + use, rep);
     }
     was_mapped = mapped;
   }
-  if (rc < 0) rc = memstub_error_set(err, rc, "out of memory");
+  return rc;
+}
+
+static int rep_heap(ctx *c, const stubs *st, int rep, memstub_error *err) {
+  memstub_replay *rc_ = NULL, *rf = NULL, *rh = NULL, *rk = NULL;
+  int rc = run(c, st->heap, MEMSTUB_MEASURE_CYCLES, MEMSTUB_TIMING_DEADLINE, 0, &rc_, err);
+  if (rc == 0) rc = run(c, st->heap, MEMSTUB_MEASURE_FAULTS, MEMSTUB_TIMING_DEADLINE, 0, &rf, err);
+  if (rc == 0) rc = run(c, st->heap, MEMSTUB_MEASURE_HEAP, MEMSTUB_TIMING_DEADLINE, 0, &rh, err);
+  if (rc < 0) goto out;
+  c->heap_pad = rh->info.heap_pad;
+  if ((rc = heap_samples(c, rc_, rf, rh, 0, rep)) < 0) goto oom;
+  if (cold_rep(c, rep)) {
+    // Cold: the same points after a sleep each; faults and placement are
+    // those of the hot runs (a sleep changes neither).
+    int64_t t0 = ms__prim_now_ns();
+    rc = run(c, st->cheap, MEMSTUB_MEASURE_CYCLES, MEMSTUB_TIMING_DEADLINE, 0, &rk, err);
+    c->cold_ns += ms__prim_now_ns() - t0;
+    if (rc < 0) goto out;
+    if ((rc = heap_samples(c, rk, rf, rh, 1, rep)) < 0) goto oom;
+  }
+  goto out;
+oom:
+  rc = memstub_error_set(err, rc, "out of memory");
 out:
   memstub_replay_free(rc_);
   memstub_replay_free(rf);
   memstub_replay_free(rh);
+  memstub_replay_free(rk);
+  return rc;
+}
+
+/* The stack samples of the cycle run ra with the faults of rf (the same
+ * points on a stack in the same state). kind 0: first touch (hot), 1: a
+ * cached stack, 2: first touch, cold (into c->cs). */
+static int stack_samples(ctx *c, const memstub_replay *ra, const memstub_replay *rf, int kind,
+                         int rep) {
+  const struct memstub_stub *s = ra->stub;
+  ser *S = kind == 2 ? c->cs : c->s;
+  double k = tick_scale(c, ra);
+  int64_t sum = 0, depth = 0;
+  int rc = 0;
+  for (int64_t i = 0; rc == 0 && i < s->numdata; i++) {
+    const memstub_replay_record *a = &ra->rec[i], *f = &rf->rec[i];
+    int64_t sa = s->use[i].stackAlloc;
+    double alloc = phase(c, a->cyc_start, a->cyc_stack_alloc, k);
+    double use = phase(c, a->cyc_stack_alloc, a->cyc_stack_use, k);
+    int64_t pf = f->faults_stack - f->faults_start;
+    if (sa < 0) {
+      if (kind != 1) rc = ser_add(&S[S_SPOP], 0, alloc, rep);
+      sum += sa;
+      depth--;
+      continue;
+    }
+    if (sa == 0) continue;
+    if (kind != 1) {
+      rc = ser_add(&S[pf > 0 ? S_SALLOC1 : S_SALLOC0], (double)pf, alloc, rep);
+      if (rc == 0) rc = ser_add(&S[S_SUSE], (double)(pf > 0 ? pf - 1 : 0), use, rep);
+    }
+    if (kind == 0) {
+      if (rc == 0)
+        rc = ser_add(&S[S_STACK_EQ4], (double)ms__cal_eq4(sa, sum, c->page), (double)pf, rep);
+      // For eq. 4 with the frame overhead, once it is known.
+      if (rc == 0)
+        rc = ser_add4(&S[S_STACK_EQ4F], (double)sa, (double)pf, (double)sum, (double)depth, rep);
+    } else if (kind == 1) {
+      rc = ser_add(&S[S_SUSE_RT], (double)(pf > 0 ? pf - 1 : 0), use, rep);
+    }
+    sum += sa;
+    depth++;
+  }
   return rc;
 }
 
 /* The stack trace twice: on fresh thread stacks (first touch), then each on
- * the stack the other run just left in glibc's cache (re-touch). */
+ * the stack the other run just left in glibc's cache (re-touch). In a cold
+ * repetition, then the cold trace on a fresh stack, with the first-touch
+ * faults. */
 static int rep_stack(ctx *c, const stubs *st, int rep, memstub_error *err) {
   int64_t e1 = fresh_extra(c), e2 = fresh_extra(c);
   int64_t extra[2][2] = {{e1, e2}, {e2, e1}};
   int rc = 0;
+  memstub_replay *first = NULL;  // the first-touch faults
   for (int retouch = 0; retouch < 2 && rc == 0; retouch++) {
     memstub_replay *ra = NULL, *rf = NULL;
     rc = run(c, st->stack, MEMSTUB_MEASURE_CYCLES, MEMSTUB_TIMING_DEADLINE, extra[retouch][0], &ra,
@@ -443,45 +588,23 @@ static int rep_stack(ctx *c, const stubs *st, int rep, memstub_error *err) {
     if (rc == 0)
       rc = run(c, st->stack, MEMSTUB_MEASURE_FAULTS, MEMSTUB_TIMING_DEADLINE, extra[retouch][1],
                &rf, err);
-    if (rc < 0) {
-      memstub_replay_free(ra);
-      return rc;
-    }
-    const struct memstub_stub *s = ra->stub;
-    double k = tick_scale(c, ra);
-    int64_t sum = 0, depth = 0;
-    for (int64_t i = 0; rc == 0 && i < s->numdata; i++) {
-      const memstub_replay_record *a = &ra->rec[i], *f = &rf->rec[i];
-      int64_t sa = s->use[i].stackAlloc;
-      double alloc = phase(c, a->cyc_start, a->cyc_stack_alloc, k);
-      double use = phase(c, a->cyc_stack_alloc, a->cyc_stack_use, k);
-      int64_t pf = f->faults_stack - f->faults_start;
-      if (sa < 0) {
-        if (!retouch) rc = ser_add(&c->s[S_SPOP], 0, alloc, rep);
-        sum += sa;
-        depth--;
-        continue;
-      }
-      if (sa == 0) continue;
-      if (!retouch) {
-        rc = ser_add(&c->s[pf > 0 ? S_SALLOC1 : S_SALLOC0], (double)pf, alloc, rep);
-        if (rc == 0) rc = ser_add(&c->s[S_SUSE], (double)(pf > 0 ? pf - 1 : 0), use, rep);
-        if (rc == 0)
-          rc = ser_add(&c->s[S_STACK_EQ4], (double)ms__cal_eq4(sa, sum, c->page), (double)pf, rep);
-        // For eq. 4 with the frame overhead, once it is known.
-        if (rc == 0)
-          rc = ser_add4(&c->s[S_STACK_EQ4F], (double)sa, (double)pf, (double)sum, (double)depth,
-                        rep);
-      } else {
-        rc = ser_add(&c->s[S_SUSE_RT], (double)(pf > 0 ? pf - 1 : 0), use, rep);
-      }
-      sum += sa;
-      depth++;
-    }
+    if (rc == 0 && (rc = stack_samples(c, ra, rf, retouch, rep)) < 0)
+      rc = memstub_error_set(err, rc, "out of memory");
     memstub_replay_free(ra);
-    memstub_replay_free(rf);
-    if (rc < 0) return memstub_error_set(err, rc, "out of memory");
+    if (retouch == 0) first = rf;
+    else memstub_replay_free(rf);
   }
+  if (rc == 0 && cold_rep(c, rep)) {
+    memstub_replay *rk = NULL;
+    int64_t t0 = ms__prim_now_ns();
+    rc = run(c, st->cstack, MEMSTUB_MEASURE_CYCLES, MEMSTUB_TIMING_DEADLINE, fresh_extra(c), &rk,
+             err);
+    c->cold_ns += ms__prim_now_ns() - t0;
+    if (rc == 0 && (rc = stack_samples(c, rk, first, 2, rep)) < 0)
+      rc = memstub_error_set(err, rc, "out of memory");
+    memstub_replay_free(rk);
+  }
+  memstub_replay_free(first);
   return rc;
 }
 
@@ -520,13 +643,24 @@ static void rep_range(const ser *s, int rep, size_t *from, size_t *to, size_t *p
   *to = *pos = i;
 }
 
-/* A constant figure: the pooled mean of the samples (outliers trimmed), and
- * the SCV of the per-repetition means. y in cycles; floor for trimming. */
-static int fig_const(ctx *c, const ser *s, double floor, double cpn, memstub_calib_time *t) {
+/* One fit of a constant (fit_slope 0) or a line: least squares with one
+ * trimming pass (floor as in ms__cal_fit), or with l1 least absolute
+ * deviations (the median; nothing trimmed). Returns the points kept. */
+static int64_t fit1(const double *x, const double *y, size_t n, int fit_slope, double floor,
+                    int l1, double *a, double *b, double *r2, double *resid) {
+  if (!l1) return ms__cal_fit(x, y, n, fit_slope, floor, a, b, r2, resid, NULL);
+  return ms__cal_fit_l1(x, y, n, fit_slope, a, b, r2, resid) < 0 ? -ENOMEM : (int64_t)n;
+}
+
+/* A constant figure: the pooled mean of the samples (outliers trimmed), or
+ * with l1 their median; and the SCV of the per-repetition figures. y in
+ * cycles; floor for trimming. */
+static int fig_const(ctx *c, const ser *s, double floor, double cpn, int l1,
+                     memstub_calib_time *t) {
   memset(t, 0, sizeof *t);
   if (s->n == 0) return 0;
   double a, b, r2, resid;
-  int64_t kept = ms__cal_fit(NULL, s->y, s->n, 0, floor, &a, &b, &r2, &resid, NULL);
+  int64_t kept = fit1(NULL, s->y, s->n, 0, floor, l1, &a, &b, &r2, &resid);
   if (kept < 0) return -ENOMEM;
   c->out->trimmed += (int64_t)s->n - kept;
   double *m = malloc((size_t)c->o->repetitions * sizeof *m);
@@ -536,7 +670,7 @@ static int fig_const(ctx *c, const ser *s, double floor, double cpn, memstub_cal
     size_t from, to;
     rep_range(s, rep, &from, &to, &pos);
     if (to == from) continue;
-    if (ms__cal_fit(NULL, s->y + from, to - from, 0, floor, &m[nm], &b, &r2, &resid, NULL) < 0) {
+    if (fit1(NULL, s->y + from, to - from, 0, floor, l1, &m[nm], &b, &r2, &resid) < 0) {
       free(m);
       return -ENOMEM;
     }
@@ -550,13 +684,15 @@ static int fig_const(ctx *c, const ser *s, double floor, double cpn, memstub_cal
   return 0;
 }
 
-/* A line: the pooled least-squares fit y = base + per_fault x, and the SCVs
- * of the per-repetition fits' coefficients. */
-static int fig_line(ctx *c, const ser *s, double floor, double cpn, memstub_calib_line *l) {
+/* A line: the pooled fit y = base + per_fault x (least squares, or with l1
+ * least absolute deviations), and the SCVs of the per-repetition fits'
+ * coefficients (repetitions with 3 samples or more). */
+static int fig_line(ctx *c, const ser *s, double floor, double cpn, int l1,
+                    memstub_calib_line *l) {
   memset(l, 0, sizeof *l);
   if (s->n == 0) return 0;
   double a, b, r2, resid;
-  int64_t kept = ms__cal_fit(s->x, s->y, s->n, 1, floor, &a, &b, &r2, &resid, NULL);
+  int64_t kept = fit1(s->x, s->y, s->n, 1, floor, l1, &a, &b, &r2, &resid);
   if (kept < 0) return -ENOMEM;
   c->out->trimmed += (int64_t)s->n - kept;
   double *ma = malloc((size_t)c->o->repetitions * 2 * sizeof *ma);
@@ -568,8 +704,7 @@ static int fig_line(ctx *c, const ser *s, double floor, double cpn, memstub_cali
     rep_range(s, rep, &from, &to, &pos);
     if (to - from < 3) continue;
     double r2r, rr;
-    if (ms__cal_fit(s->x + from, s->y + from, to - from, 1, floor, &ma[nm], &mb[nm], &r2r, &rr,
-                    NULL) < 0) {
+    if (fit1(s->x + from, s->y + from, to - from, 1, floor, l1, &ma[nm], &mb[nm], &r2r, &rr) < 0) {
       free(ma);
       return -ENOMEM;
     }
@@ -629,6 +764,12 @@ static double m_heap_alloc(const memstub_profile *p, double x) {
 }
 static double m_stack_use(const memstub_profile *p, double x) {
   return p->stack_use.base.ns + p->stack_use.per_fault.ns * x;
+}
+static double m_cold_heap_mmap_use(const memstub_profile *p, double x) {
+  return p->cold.heap_mmap_use.base.ns + p->cold.heap_mmap_use.per_fault.ns * x;
+}
+static double m_cold_stack_use(const memstub_profile *p, double x) {
+  return p->cold.stack_use.base.ns + p->cold.stack_use.per_fault.ns * x;
 }
 static double m_stack_retouch(const memstub_profile *p, double x) {
   return p->stack_use_retouch.base.ns + p->stack_use_retouch.per_fault.ns * x;
@@ -708,6 +849,35 @@ static int model_check(ctx *c, int quick, memstub_error *err) {
   return rc;
 }
 
+/* The work figures of one set of samples (hot or cold), except time_basic:
+ * least squares (means), or with l1 least absolute deviations (medians). */
+static int fit_costs(ctx *c, const ser *s, double cpn, int l1, memstub_calib_costs *k) {
+  double fl = 5000 * cpn;  // 5 us: beyond that above the usual, a preemption
+  int rc;
+  memset(k, 0, sizeof *k);
+  struct {
+    int which;
+    memstub_calib_time *t;
+  } consts[] = {
+      {S_HALLOC0, &k->heap_alloc_nofault},      {S_HALLOC1, &k->heap_alloc_fault},
+      {S_HSHRINK, &k->heap_shrink},             {S_MALLOC0, &k->heap_mmap_alloc_nofault},
+      {S_MALLOC1, &k->heap_mmap_alloc_fault},   {S_MSHRINK0, &k->heap_mmap_shrink_inpage},
+      {S_FROMMMAP, &k->heap_from_mmap},         {S_SALLOC0, &k->stack_alloc_nofault},
+      {S_SALLOC1, &k->stack_alloc_fault},       {S_SPOP, &k->stack_pop},
+  };
+  for (size_t i = 0; i < MS__ARRAY_SIZE(consts); i++)
+    if ((rc = fig_const(c, &s[consts[i].which], fl, cpn, l1, consts[i].t)) < 0) return rc;
+  struct {
+    int which;
+    memstub_calib_line *l;
+  } lines[] = {{S_HUSE, &k->heap_use},           {S_MUSE, &k->heap_mmap_use},
+               {S_SUSE, &k->stack_use},          {S_MSHRINK, &k->heap_mmap_shrink},
+               {S_TOMMAP, &k->heap_to_mmap}};
+  for (size_t i = 0; i < MS__ARRAY_SIZE(lines); i++)
+    if ((rc = fig_line(c, &s[lines[i].which], fl, cpn, l1, lines[i].l)) < 0) return rc;
+  return 0;
+}
+
 static int fit_all(ctx *c, double cpn) {
   memstub_calib *out = c->out;
   memstub_profile *p = &out->profile;
@@ -716,7 +886,7 @@ static int fit_all(ctx *c, double cpn) {
   ser *s = c->s;
   // time_basic, and per repetition for the plot.
   double fb = 200 * cpn;  // a basic point: 200 ns beyond the usual is an interruption
-  if ((rc = fig_const(c, &s[S_BASIC], fb, cpn, &p->basic)) < 0) return rc;
+  if ((rc = fig_const(c, &s[S_BASIC], fb, cpn, 0, &p->basic)) < 0) return rc;
   out->basic_rep_ns = malloc((size_t)c->o->repetitions * sizeof *out->basic_rep_ns);
   if (!out->basic_rep_ns) return -ENOMEM;
   size_t pos = 0, pos2 = 0, nl = 0;
@@ -735,7 +905,7 @@ static int fit_all(ctx *c, double cpn) {
     lat[nl++] = m2 - m;
   }
   memstub_calib_time late;
-  if ((rc = fig_const(c, &s[S_LATE], fb, cpn, &late)) < 0) {
+  if ((rc = fig_const(c, &s[S_LATE], fb, cpn, 0, &late)) < 0) {
     free(lat);
     return rc;
   }
@@ -746,7 +916,7 @@ static int fit_all(ctx *c, double cpn) {
   p->wait_late.ns = p->wait_late.cycles / cpn;
   // Measuring a trace: TIME periods are ns already.
   memstub_calib_time meas;
-  if ((rc = fig_const(c, &s[S_MEAS], 1000, 1.0, &meas)) < 0) return rc;
+  if ((rc = fig_const(c, &s[S_MEAS], 1000, 1.0, 0, &meas)) < 0) return rc;
   p->measure_trace.ns = meas.cycles > p->basic.ns ? meas.cycles - p->basic.ns : 0;
   p->measure_trace.cycles = p->measure_trace.ns * cpn;
   p->measure_trace.scv = meas.scv;
@@ -754,7 +924,7 @@ static int fit_all(ctx *c, double cpn) {
   // overshoot adds up, so the compensation needs its mean; only beyond 1 ms
   // above the line is a sample taken for a preemption and trimmed. The
   // samples are ns: fitted with cpn 1, then given cycles.
-  if ((rc = fig_line(c, &s[S_SLEEP], 1000000, 1.0, &p->sleep_overshoot)) < 0) return rc;
+  if ((rc = fig_line(c, &s[S_SLEEP], 1000000, 1.0, 0, &p->sleep_overshoot)) < 0) return rc;
   p->sleep_overshoot.base.cycles *= cpn;
   p->sleep_overshoot.per_fault.cycles *= cpn;
   if (s[S_SLEEP].n) {
@@ -765,28 +935,41 @@ static int fit_all(ctx *c, double cpn) {
     p->sleep_overshoot_p90_ns = v[(size_t)((double)(s[S_SLEEP].n - 1) * 0.9)];
     free(v);
   }
-  // Heap and stack.
-  struct {
-    int which;
-    memstub_calib_time *t;
-  } consts[] = {
-      {S_HALLOC0, &p->heap_alloc_nofault},      {S_HALLOC1, &p->heap_alloc_fault},
-      {S_HSHRINK, &p->heap_shrink},             {S_MALLOC0, &p->heap_mmap_alloc_nofault},
-      {S_MALLOC1, &p->heap_mmap_alloc_fault},   {S_MSHRINK0, &p->heap_mmap_shrink_inpage},
-      {S_FROMMMAP, &p->heap_from_mmap},         {S_TOMMAP, &p->heap_to_mmap},
-      {S_SALLOC0, &p->stack_alloc_nofault},
-      {S_SALLOC1, &p->stack_alloc_fault},       {S_SPOP, &p->stack_pop},
-  };
-  for (size_t i = 0; i < MS__ARRAY_SIZE(consts); i++)
-    if ((rc = fig_const(c, &s[consts[i].which], fl, cpn, consts[i].t)) < 0) return rc;
-  struct {
-    int which;
-    memstub_calib_line *l;
-  } lines[] = {{S_HUSE, &p->heap_use},         {S_MUSE, &p->heap_mmap_use},
-               {S_SUSE, &p->stack_use},        {S_MSHRINK, &p->heap_mmap_shrink},
-               {S_SUSE_RT, &p->stack_use_retouch}};
-  for (size_t i = 0; i < MS__ARRAY_SIZE(lines); i++)
-    if ((rc = fig_line(c, &s[lines[i].which], fl, cpn, lines[i].l)) < 0) return rc;
+  // Heap and stack, hot; then the same figures cold.
+  memstub_calib_costs hot;
+  if ((rc = fit_costs(c, s, cpn, 0, &hot)) < 0) return rc;
+  p->heap_alloc_nofault = hot.heap_alloc_nofault;
+  p->heap_alloc_fault = hot.heap_alloc_fault;
+  p->heap_use = hot.heap_use;
+  p->heap_shrink = hot.heap_shrink;
+  p->heap_mmap_alloc_nofault = hot.heap_mmap_alloc_nofault;
+  p->heap_mmap_alloc_fault = hot.heap_mmap_alloc_fault;
+  p->heap_mmap_use = hot.heap_mmap_use;
+  p->heap_mmap_shrink = hot.heap_mmap_shrink;
+  p->heap_mmap_shrink_inpage = hot.heap_mmap_shrink_inpage;
+  p->heap_to_mmap = hot.heap_to_mmap;
+  p->heap_from_mmap = hot.heap_from_mmap;
+  p->stack_alloc_nofault = hot.stack_alloc_nofault;
+  p->stack_alloc_fault = hot.stack_alloc_fault;
+  p->stack_use = hot.stack_use;
+  p->stack_pop = hot.stack_pop;
+  if ((rc = fig_line(c, &s[S_SUSE_RT], fl, cpn, 0, &p->stack_use_retouch)) < 0) return rc;
+  if (c->cold_reps > 0) {
+    // Medians: deadline compensation moves each row by its predicted cost,
+    // and the cost that minimises a row's |error| is its median (the cold
+    // costs' spread is skewed: the mean would make most rows early).
+    if ((rc = fit_costs(c, c->cs, cpn, 1, &p->cold)) < 0) return rc;
+    // A basic point cold: the hot period, with the work inside its records
+    // as measured cold instead of hot (both medians).
+    memstub_calib_time hin, cin;
+    if ((rc = fig_const(c, &s[S_BASIC_IN], fb, cpn, 1, &hin)) < 0 ||
+        (rc = fig_const(c, &c->cs[S_BASIC_IN], fl, cpn, 1, &cin)) < 0)
+      return rc;
+    double v = p->basic.cycles + cin.cycles - hin.cycles;
+    p->cold.basic.cycles = v > 0 ? v : 0;
+    p->cold.basic.ns = p->cold.basic.cycles / cpn;
+    p->cold.basic.scv = cin.scv;
+  }
   // Bytes. The overhead per frame is what a push moves the stack pointer
   // beyond its alloca, measured exactly at every push (the median, frames
   // below the first); the offset is what the first frame adds beyond that.
@@ -876,7 +1059,7 @@ static int fit_all(ctx *c, double cpn) {
   p->eq4_stack_agreement =
       out->eq4_stack_points ? (double)out->eq4_stack_exact / (double)out->eq4_stack_points : 0;
   // Samples fitted, and trimmed as outliers.
-  for (int i = 0; i < S_COUNT; i++) out->samples_total += (int64_t)s[i].n;
+  for (int i = 0; i < S_COUNT; i++) out->samples_total += (int64_t)(s[i].n + c->cs[i].n);
   // Plot samples.
   static const ser empty;
   if ((rc = keep_samples(out, MEMSTUB_CALIB_S_HEAP_USE, &s[S_HUSE], NULL, cpn, m_heap_use, 0)) ||
@@ -891,7 +1074,11 @@ static int fit_all(ctx *c, double cpn) {
                          m_stack_alloc, 0)) ||
       (rc = keep_samples(out, MEMSTUB_CALIB_S_STACK_BYTES, &s[S_SBYTES], NULL, cpn, m_stack_bytes,
                          1)) ||
-      (rc = keep_samples(out, MEMSTUB_CALIB_S_SLEEP, &s[S_SLEEP], &empty, cpn, m_sleep, 1)))
+      (rc = keep_samples(out, MEMSTUB_CALIB_S_SLEEP, &s[S_SLEEP], &empty, cpn, m_sleep, 1)) ||
+      (rc = keep_samples(out, MEMSTUB_CALIB_S_COLD_HEAP_MMAP_USE, &c->cs[S_MUSE], NULL, cpn,
+                         m_cold_heap_mmap_use, 0)) ||
+      (rc = keep_samples(out, MEMSTUB_CALIB_S_COLD_STACK_USE, &c->cs[S_SUSE], NULL, cpn,
+                         m_cold_stack_use, 0)))
     return rc;
   return 0;
 }
@@ -906,6 +1093,11 @@ int memstub_calibrate(const memstub_calib_options *o, memstub_calib **out, memst
   if (o->repetitions < 1 || o->repetitions > 100000)
     return memstub_error_set(err, -EINVAL, "repetitions: %lld is not between 1 and 100000",
                              (long long)o->repetitions);
+  if (o->cold_delay_ns != 0 && (o->cold_delay_ns < MEMSTUB_CALIB_COLD_DELAY_MIN ||
+                                o->cold_delay_ns > MEMSTUB_CALIB_COLD_DELAY_MAX))
+    return memstub_error_set(err, -EINVAL, "cold delay: %lld ns is not 0 nor between %d and %d",
+                             (long long)o->cold_delay_ns, MEMSTUB_CALIB_COLD_DELAY_MIN,
+                             MEMSTUB_CALIB_COLD_DELAY_MAX);
   int64_t t_start = ms__prim_now_ns();
   // Every repetition sees glibc's default threshold, as a fresh process does
   // (glibc raises it when a mapped chunk is freed, unless it was set).
@@ -921,9 +1113,14 @@ int memstub_calibrate(const memstub_calib_options *o, memstub_calib **out, memst
     free(c.room);
     return memstub_error_set(err, -ENOMEM, "out of memory");
   }
+  // The cold traces run in every fifth repetition, at least once.
+  if (o->cold_delay_ns > 0) {
+    c.cold_every = 5;
+    c.cold_reps = (o->repetitions + c.cold_every - 1) / c.cold_every;
+  }
   stubs st = {0};
-  int rc = build_stubs(&st, o->quick, err);
-  c.total = o->repetitions * 12 + 3;
+  int rc = build_stubs(&st, o->quick, o->cold_delay_ns, err);
+  c.total = o->repetitions * 12 + 3 + c.cold_reps * 3;
   for (int rep = 0; rc == 0 && rep < o->repetitions; rep++) {
     if ((rc = rep_basic(&c, &st, rep, err)) < 0 || (rc = rep_sleep(&c, &st, rep, err)) < 0 ||
         (rc = rep_heap(&c, &st, rep, err)) < 0 || (rc = rep_stack(&c, &st, rep, err)) < 0 ||
@@ -941,18 +1138,22 @@ int memstub_calibrate(const memstub_calib_options *o, memstub_calib **out, memst
     p->repetitions = o->repetitions;
     p->mmap_threshold = 128 * 1024;
     p->heap_pad = c.heap_pad;
-    p->mmap_threshold = 128 * 1024;
+    p->cold_delay = o->cold_delay_ns;
+    p->cold_repetitions = c.cold_reps;
+    // A wait shorter than the deadline margin spins without sleeping.
+    p->cold_min_delay = c.cold_reps > 0 ? MEMSTUB_MARGIN_DEFAULT : 0;
     if ((rc = fit_all(&c, cpn)) < 0) rc = memstub_error_set(err, rc, "out of memory");
   }
   if (rc == 0) rc = model_check(&c, o->quick, err);
   free_stubs(&st);
-  for (int i = 0; i < S_COUNT; i++) ser_free(&c.s[i]);
+  for (int i = 0; i < S_COUNT; i++) ser_free(&c.s[i]), ser_free(&c.cs[i]);
   free(c.room);
   if (rc < 0) {
     memstub_calib_free(c.out);
     return rc;
   }
   c.out->duration_s = (double)(ms__prim_now_ns() - t_start) / 1e9;
+  c.out->cold_duration_s = (double)c.cold_ns / 1e9;
   *out = c.out;
   return 0;
 }

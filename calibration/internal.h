@@ -23,7 +23,7 @@ typedef struct ms__cal_key {
 
 /* The keys of p, in file order, into keys (room for cap). Returns how many. */
 size_t ms__cal_keys(memstub_profile *p, ms__cal_key *keys, size_t cap);
-#define MS__CAL_MAXKEYS 160
+#define MS__CAL_MAXKEYS 256
 
 /* The runtime build's compiler and flags (host.compiler, host.cflags), baked
  * in by calibration/CMakeLists.txt. */
@@ -44,6 +44,14 @@ void ms__cal_mean_scv(const double *v, size_t n, double *mean, double *scv);
  * pre: n >= 1. -ENOMEM. */
 int64_t ms__cal_fit(const double *x, const double *y, size_t n, int fit_slope, double floor,
                     double *a, double *b, double *r2, double *resid, unsigned char *keep);
+
+/* Least absolute deviations y = a + b x over n points: the line through the
+ * conditional median, which no outlier moves far (iteratively reweighted
+ * least squares from the least-squares line). fit_slope = 0 (or x NULL)
+ * fits a constant: the median. r2 and resid as ms__cal_fit's, of this line
+ * and every point. 0 or -ENOMEM; all zero for n == 0. */
+int ms__cal_fit_l1(const double *x, const double *y, size_t n, int fit_slope, double *a,
+                   double *b, double *r2, double *resid);
 
 /* Median of v[0..n) (v is reordered). 0 for n == 0. */
 double ms__cal_median(double *v, size_t n);

@@ -74,6 +74,16 @@ static int write_vars(const char *path, const memstub_calib *c, memstub_error *e
   fprintf(f, "ha0 = %g\nha1 = %g\nsa0 = %g\nsa1 = %g\n", p->heap_alloc_nofault.ns,
           p->heap_alloc_fault.ns, p->stack_alloc_nofault.ns, p->stack_alloc_fault.ns);
   fprintf(f, "so = %lld\nsf = %lld\n", (long long)p->stack_offset, (long long)p->stack_per_frame);
+  // The cold fits (docs/calibration.md, "Cold costs"); cold = 0 without them.
+  fprintf(f, "cold = %d\n", p->cold_delay > 0);
+  fprintf(f, "cold_title = 'cold (%.0f us sleeps), measured'\n", (double)p->cold_delay / 1000);
+  fprintf(f, "cold_heap_mmap_use = 'cold median: %.0f ns + %.0f ns x faults'\n",
+          p->cold.heap_mmap_use.base.ns, p->cold.heap_mmap_use.per_fault.ns);
+  fprintf(f, "cold_stack_use = 'cold median: %.0f ns + %.0f ns x faults'\n",
+          p->cold.stack_use.base.ns, p->cold.stack_use.per_fault.ns);
+  fprintf(f, "cmu_a = %g\ncmu_b = %g\ncsu_a = %g\ncsu_b = %g\n", p->cold.heap_mmap_use.base.ns,
+          p->cold.heap_mmap_use.per_fault.ns, p->cold.stack_use.base.ns,
+          p->cold.stack_use.per_fault.ns);
   int bad = ferror(f);
   if (fclose(f) != 0 || bad) return memstub_error_set(err, -EIO, "%s: write failed", path);
   return 0;

@@ -5,6 +5,7 @@
 // lists the keys.
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,39 @@ static void add_line(table *t, const char *name, memstub_calib_line *v) {
   add_line_x(t, name, v, "per_fault");
 }
 
+// The work figures of a cold (or hot) set, under prefix: PREFIX_basic, ...
+static void add_costs(table *t, const char *prefix, memstub_calib_costs *k) {
+  static const struct {
+    const char *name;
+    size_t off;
+    int kind;  // 0 time, 1 line per fault, 2 line per page
+  } f[] = {
+      {"basic", offsetof(memstub_calib_costs, basic), 0},
+      {"heap_alloc_nofault", offsetof(memstub_calib_costs, heap_alloc_nofault), 0},
+      {"heap_alloc_fault", offsetof(memstub_calib_costs, heap_alloc_fault), 0},
+      {"heap_use", offsetof(memstub_calib_costs, heap_use), 1},
+      {"heap_shrink", offsetof(memstub_calib_costs, heap_shrink), 0},
+      {"heap_mmap_alloc_nofault", offsetof(memstub_calib_costs, heap_mmap_alloc_nofault), 0},
+      {"heap_mmap_alloc_fault", offsetof(memstub_calib_costs, heap_mmap_alloc_fault), 0},
+      {"heap_mmap_use", offsetof(memstub_calib_costs, heap_mmap_use), 1},
+      {"heap_mmap_shrink", offsetof(memstub_calib_costs, heap_mmap_shrink), 2},
+      {"heap_mmap_shrink_inpage", offsetof(memstub_calib_costs, heap_mmap_shrink_inpage), 0},
+      {"heap_to_mmap", offsetof(memstub_calib_costs, heap_to_mmap), 2},
+      {"heap_from_mmap", offsetof(memstub_calib_costs, heap_from_mmap), 0},
+      {"stack_alloc_nofault", offsetof(memstub_calib_costs, stack_alloc_nofault), 0},
+      {"stack_alloc_fault", offsetof(memstub_calib_costs, stack_alloc_fault), 0},
+      {"stack_use", offsetof(memstub_calib_costs, stack_use), 1},
+      {"stack_pop", offsetof(memstub_calib_costs, stack_pop), 0},
+  };
+  for (size_t i = 0; i < MS__ARRAY_SIZE(f); i++) {
+    char key[64];
+    snprintf(key, sizeof key, "%s_%s", prefix, f[i].name);
+    void *v = (char *)k + f[i].off;
+    if (f[i].kind == 0) add_time(t, key, v);
+    else add_line_x(t, key, v, f[i].kind == 1 ? "per_fault" : "per_page");
+  }
+}
+
 #define TEXT(t, key, field) add(t, key, MS__CAL_TEXT, (field), sizeof(field))
 
 size_t ms__cal_keys(memstub_profile *p, ms__cal_key *keys, size_t cap) {
@@ -98,7 +132,7 @@ size_t ms__cal_keys(memstub_profile *p, ms__cal_key *keys, size_t cap) {
   add_line(&t, "time_heap_mmap_use", &p->heap_mmap_use);
   add_line_x(&t, "time_heap_mmap_shrink", &p->heap_mmap_shrink, "per_page");
   add_time(&t, "time_heap_mmap_shrink_inpage", &p->heap_mmap_shrink_inpage);
-  add_time(&t, "time_heap_to_mmap", &p->heap_to_mmap);
+  add_line_x(&t, "time_heap_to_mmap", &p->heap_to_mmap, "per_page");
   add_time(&t, "time_heap_from_mmap", &p->heap_from_mmap);
   t.comment = "stack: alloc by faults (eq. 7), use = base + per_fault x faults (eq. 8)";
   add_time(&t, "time_stack_alloc_nofault", &p->stack_alloc_nofault);
@@ -106,6 +140,13 @@ size_t ms__cal_keys(memstub_profile *p, ms__cal_key *keys, size_t cap) {
   add_line(&t, "time_stack_use", &p->stack_use);
   add_line(&t, "time_stack_use_retouch", &p->stack_use_retouch);
   add_time(&t, "time_stack_pop", &p->stack_pop);
+  t.comment = "cold costs: the work above measured with a sleep before every point "
+              "(cold_delay_ns), as a replay with delays runs it; medians; used for rows waiting "
+              "at least cold_min_delay_ns (cold_delay_ns = 0: none measured)";
+  add(&t, "cold_delay_ns", MS__CAL_I64, &p->cold_delay, 0);
+  add(&t, "cold_min_delay_ns", MS__CAL_I64, &p->cold_min_delay, 0);
+  add(&t, "cold_repetitions", MS__CAL_I64, &p->cold_repetitions, 0);
+  add_costs(&t, "time_cold", &p->cold);
   t.comment = "eq. 4 against the faults counted: share of rising points predicted exactly";
   add(&t, "faults_eq4_heap_agreement", MS__CAL_DOUBLE, &p->eq4_heap_agreement, 0);
   add(&t, "faults_eq4_stack_agreement", MS__CAL_DOUBLE, &p->eq4_stack_agreement, 0);
@@ -255,7 +296,7 @@ int memstub_profile_parse(const char *name, const char *text, size_t len, memstu
         else if (strcmp(key, "stack_overhead_per_frame_bytes") == 0 && (iv < 0 || iv > 1 << 20))
           why = "between 0 and 1 MiB";
         else if ((strcmp(key, "mmap_threshold_bytes") == 0 || strcmp(key, "heap_pad_bytes") == 0 ||
-                  strcmp(key, "heap_arena_room_bytes") == 0) &&
+                  strcmp(key, "heap_arena_room_bytes") == 0 || strncmp(key, "cold_", 5) == 0) &&
                  iv < 0)
           why = "0 or more";
         else if (strcmp(key, "cycles_invariant") == 0 && tmp.cycles_invariant != 0 &&

@@ -10,7 +10,8 @@
 #include "memstub/calib.h"
 
 static const char usage_text[] =
-    "usage: memstub calibrate -o host.profile [--quick] [--repeat R] [--plot FIG]\n"
+    "usage: memstub calibrate -o host.profile [--quick] [--repeat R] [--cold-delay NS]\n"
+    "                          [--plot FIG]\n"
     "\n"
     "Measure the stub's own overheads on this host: the replay engine runs the\n"
     "paper's calibration traces R times (time per point, heap and stack\n"
@@ -23,6 +24,10 @@ static const char usage_text[] =
     "  -o, --output FILE   write the profile to FILE (atomically); '-' for stdout\n"
     "  -q, --quick         smaller traces and 10 repetitions (a few seconds)\n"
     "  -r, --repeat R      repetitions (default 100, or 10 with --quick)\n"
+    "  -d, --cold-delay NS the delay before every point of the cold runs, which\n"
+    "                      measure the costs as a replay with delays meets them\n"
+    "                      (every fifth repetition; default 1000000, 1 ms;\n"
+    "                      200000 to 20000000, or 0 for none)\n"
     "  -p, --plot FIG      draw the fits to FIG (.png, .svg or .pdf) with gnuplot\n"
     "  -h, --help          show this help\n"
     "\n"
@@ -42,6 +47,54 @@ static void progress(int64_t done, int64_t total, void *arg) {
 
 static void row(const char *what, const char *here, const char *paper) {
   printf("  %-34s %-36s %s\n", what, here, paper);
+}
+
+static void row3(const char *what, const char *hot, const char *cold) {
+  printf("  %-34s %-30s %s\n", what, hot, cold);
+}
+
+// The hot and cold work figures side by side, in ns.
+static void print_cold(const memstub_calib *c) {
+  const memstub_profile *p = &c->profile;
+  const memstub_calib_costs *k = &p->cold;
+  char h[96], a[96];
+  printf("\n  cold: a %.0f us sleep before every point, %lld repetitions (%.1f s); used for rows\n"
+         "  that wait at least %.0f us (docs/calibration.md, \"Cold costs\")\n",
+         (double)p->cold_delay / 1000, (long long)p->cold_repetitions, c->cold_duration_s,
+         (double)p->cold_min_delay / 1000);
+  row3("figure, ns", "hot (zero delays)", "cold");
+#define T2(what, x, y)                                                            \
+  do {                                                                            \
+    snprintf(h, sizeof h, "%.0f / %.0f", p->x.ns, p->y.ns);                       \
+    snprintf(a, sizeof a, "%.0f / %.0f", k->x.ns, k->y.ns);                       \
+    row3(what, h, a);                                                             \
+  } while (0)
+#define L(what, x, per)                                                           \
+  do {                                                                            \
+    snprintf(h, sizeof h, "%.0f + %.0f x " per, p->x.base.ns, p->x.per_fault.ns); \
+    snprintf(a, sizeof a, "%.0f + %.0f x " per, k->x.base.ns, k->x.per_fault.ns); \
+    row3(what, h, a);                                                             \
+  } while (0)
+  snprintf(h, sizeof h, "%.1f", p->basic.ns);
+  snprintf(a, sizeof a, "%.1f", k->basic.ns);
+  row3("time_basic, per point", h, a);
+  T2("heap alloc, no fault / fault", heap_alloc_nofault, heap_alloc_fault);
+  L("heap use", heap_use, "faults");
+  T2("heap shrink / mmapped in page", heap_shrink, heap_mmap_shrink_inpage);
+  T2("mmapped alloc, no fault / fault", heap_mmap_alloc_nofault, heap_mmap_alloc_fault);
+  L("mmapped use", heap_mmap_use, "faults");
+  L("mmapped shrink", heap_mmap_shrink, "pages");
+  L("move arena->mmap", heap_to_mmap, "pages");
+  snprintf(h, sizeof h, "%.0f", p->heap_from_mmap.ns);
+  snprintf(a, sizeof a, "%.0f", k->heap_from_mmap.ns);
+  row3("move mmap->arena", h, a);
+  T2("stack alloc, no fault / fault", stack_alloc_nofault, stack_alloc_fault);
+  L("stack use", stack_use, "faults");
+  snprintf(h, sizeof h, "%.0f", p->stack_pop.ns);
+  snprintf(a, sizeof a, "%.0f", k->stack_pop.ns);
+  row3("stack pop", h, a);
+#undef T2
+#undef L
 }
 
 static void print_table(const memstub_calib *c) {
@@ -96,7 +149,8 @@ static void print_table(const memstub_calib *c) {
   snprintf(a, sizeof a, "%.0f + %.0f x faults cycles", p->heap_mmap_use.base.cycles,
            p->heap_mmap_use.per_fault.cycles);
   row("mmapped use", a, "");
-  snprintf(a, sizeof a, "%.0f / %.0f cycles", p->heap_to_mmap.cycles, p->heap_from_mmap.cycles);
+  snprintf(a, sizeof a, "%.0f + %.0f x pages copied / %.0f cycles", p->heap_to_mmap.base.cycles,
+           p->heap_to_mmap.per_fault.cycles, p->heap_from_mmap.cycles);
   row("move arena->mmap / mmap->arena", a, "");
   snprintf(a, sizeof a, "%.0f + %.0f x faults cycles", p->stack_use_retouch.base.cycles,
            p->stack_use_retouch.per_fault.cycles);
@@ -135,12 +189,14 @@ static void print_table(const memstub_calib *c) {
     snprintf(what, sizeof what, "model check (%lld points, no delay)", (long long)c->check_points);
     row(what, a, "");
   }
+  if (p->cold_delay > 0) print_cold(c);
 }
 
 int ms_cmd_calibrate(int argc, char **argv) {
   static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
                                        {"quick", no_argument, NULL, 'q'},
                                        {"repeat", required_argument, NULL, 'r'},
+                                       {"cold-delay", required_argument, NULL, 'd'},
                                        {"plot", required_argument, NULL, 'p'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
@@ -151,7 +207,7 @@ int ms_cmd_calibrate(int argc, char **argv) {
   optind = 1;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, ":o:qr:p:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":o:qr:d:p:h", opts, NULL)) != -1) {
     switch (c) {
       case 'o': out = optarg; break;
       case 'q': o.quick = 1; break;
@@ -160,6 +216,15 @@ int ms_cmd_calibrate(int argc, char **argv) {
         if (repeat < 1 || repeat > 100000)
           return ms_cli_usage("calibrate", "--repeat: %lld is not between 1 and 100000",
                               (long long)repeat);
+        break;
+      case 'd':
+        if (ms_cli_i64("calibrate", "--cold-delay", optarg, &o.cold_delay_ns) < 0)
+          return MS_EXIT_USAGE;
+        if (o.cold_delay_ns != 0 && (o.cold_delay_ns < MEMSTUB_CALIB_COLD_DELAY_MIN ||
+                                     o.cold_delay_ns > MEMSTUB_CALIB_COLD_DELAY_MAX))
+          return ms_cli_usage("calibrate", "--cold-delay: %lld is not 0 nor between %d and %d",
+                              (long long)o.cold_delay_ns, MEMSTUB_CALIB_COLD_DELAY_MIN,
+                              MEMSTUB_CALIB_COLD_DELAY_MAX);
         break;
       case 'p': plot = optarg; break;
       case 'h': fputs(usage_text, stdout); return MS_EXIT_OK;

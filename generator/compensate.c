@@ -7,8 +7,10 @@
 //     size; subtract the heap overhead in use from the heap targets; hand the
 //     stack offset and per-frame overhead to the overhead-aware normaliser
 //     (normalize.c).
-//   stage 1 (points): predict each point's cost (the cost model below) and
-//     take it out of the delays. Deadline timing: each row's points start
+//   stage 1 (points): predict each point's cost (the cost model below: in
+//     deadline timing the profile's cold figures for the points of a row
+//     that sleeps before it, else the hot ones) and take it out of the
+//     delays. Deadline timing: each row's points start
 //     early by their predicted cost, T'_r = max(T_r - C_r, T'_{r-1}), so the
 //     row completes at its deadline; nothing accumulates. usleep timing: each
 //     row's delay loses the predicted cost and the sleep's overshoot, and
@@ -32,6 +34,8 @@
  * mapped block faults on pages beyond its current mapping. */
 typedef struct sim {
   const memstub_profile *p;
+  const memstub_calib_costs *k;  // the figures for the current point: hot or cold
+  memstub_calib_costs hot;       // the profile's hot figures as a set
   int64_t page, frame, offset, pad, thr;
   int64_t *open;  // pushed bytes of the open frames
   int64_t depth;
@@ -40,6 +44,26 @@ typedef struct sim {
   int mapped;
   int64_t arena_hw;         // bytes of the arena block's pages written so far
 } sim;
+
+// The profile keeps its hot figures as fields of its own.
+static void hot_costs(const memstub_profile *p, memstub_calib_costs *k) {
+  k->basic = p->basic;
+  k->heap_alloc_nofault = p->heap_alloc_nofault;
+  k->heap_alloc_fault = p->heap_alloc_fault;
+  k->heap_use = p->heap_use;
+  k->heap_shrink = p->heap_shrink;
+  k->heap_mmap_alloc_nofault = p->heap_mmap_alloc_nofault;
+  k->heap_mmap_alloc_fault = p->heap_mmap_alloc_fault;
+  k->heap_mmap_use = p->heap_mmap_use;
+  k->heap_mmap_shrink = p->heap_mmap_shrink;
+  k->heap_mmap_shrink_inpage = p->heap_mmap_shrink_inpage;
+  k->heap_to_mmap = p->heap_to_mmap;
+  k->heap_from_mmap = p->heap_from_mmap;
+  k->stack_alloc_nofault = p->stack_alloc_nofault;
+  k->stack_alloc_fault = p->stack_alloc_fault;
+  k->stack_use = p->stack_use;
+  k->stack_pop = p->stack_pop;
+}
 
 // Pages of glibc's mapping for a block of size + pad bytes (calibration's
 // ms__cal_map_pages).
@@ -60,13 +84,13 @@ static double line(const memstub_calib_line *l, int64_t faults) {
 
 // The stack part of point u.
 static double stack_cost(sim *m, int64_t sa) {
-  const memstub_profile *p = m->p;
+  const memstub_calib_costs *k = m->k;
   if (sa < 0) {
     if (m->depth > 0) {
       m->depth--;  // the first frame carries the offset
       m->stack -= m->frame + m->open[m->depth] + (m->depth ? 0 : m->offset);
     }
-    return p->stack_pop.ns;
+    return k->stack_pop.ns;
   }
   if (sa == 0) return 0;
   m->stack += m->frame + sa + (m->depth ? 0 : m->offset);
@@ -75,13 +99,13 @@ static double stack_cost(sim *m, int64_t sa) {
   if (m->stack > m->stack_hw) m->stack_hw = m->stack;
   // The call below the new frame takes the first fault (alloc), the
   // writing of the frame the others (use).
-  return (pf > 0 ? p->stack_alloc_fault.ns : p->stack_alloc_nofault.ns) +
-         line(&p->stack_use, pf > 0 ? pf - 1 : 0);
+  return (pf > 0 ? k->stack_alloc_fault.ns : k->stack_alloc_nofault.ns) +
+         line(&k->stack_use, pf > 0 ? pf - 1 : 0);
 }
 
 // The heap part of a change by dh.
 static double heap_cost(sim *m, int64_t dh) {
-  const memstub_profile *p = m->p;
+  const memstub_calib_costs *k = m->k;
   int64_t old = m->heap, size = old + dh;
   if (size < 0) size = 0;
   if (size == old) return 0;
@@ -91,38 +115,41 @@ static double heap_cost(sim *m, int64_t dh) {
     if (m->mapped && block < m->thr) {  // the runtime moves it back to the arena
       m->mapped = 0;                     // (calloc writes every page of the new chunk)
       if (block > m->arena_hw) m->arena_hw = block;
-      return p->heap_from_mmap.ns;
+      return k->heap_from_mmap.ns;
     }
-    if (!m->mapped) return p->heap_shrink.ns;
+    if (!m->mapped) return k->heap_shrink.ns;
     int64_t back = map_pages(old, m->pad, m->page) - map_pages(size, m->pad, m->page);
-    return back > 0 ? line(&p->heap_mmap_shrink, back) : p->heap_mmap_shrink_inpage.ns;
+    return back > 0 ? line(&k->heap_mmap_shrink, back) : k->heap_mmap_shrink_inpage.ns;
   }
   // glibc serves a chunk of the threshold or more from mmap (whole pages, a
   // 16-byte header), unless realloc can grow it in place into the arena's
   // top: taken here as within the arena's pages written before, or the room
   // calibration found (the rule of calibration/internal.h). Moving to mmap
-  // copies the block (faulting the old size's pages), then the new bytes
-  // are written.
+  // copies the block (faulting the pages the old size fills in the new
+  // mapping), then the new bytes are written.
   int64_t chunk = (block + 8 + 15) / 16 * 16;
   int64_t pf = map_pages(size, m->pad, m->page) - map_pages(old, m->pad, m->page);
   if (!m->mapped && chunk >= m->thr && block > m->arena_hw && block > m->p->heap_arena_room) {
     m->mapped = 1;
-    return p->heap_to_mmap.ns + line(&p->heap_mmap_use, pf);
+    int64_t copied = (old + m->pad + 16 + m->page - 1) / m->page;
+    return line(&k->heap_to_mmap, copied) + line(&k->heap_mmap_use, pf);
   }
   if (m->mapped)
-    return (pf > 0 ? p->heap_mmap_alloc_fault.ns : p->heap_mmap_alloc_nofault.ns) +
-           line(&p->heap_mmap_use, pf);
+    return (pf > 0 ? k->heap_mmap_alloc_fault.ns : k->heap_mmap_alloc_nofault.ns) +
+           line(&k->heap_mmap_use, pf);
   pf = pages_beyond(block, m->arena_hw, m->page);
   if (block > m->arena_hw) m->arena_hw = block;
   // realloc writes the new top chunk's header (the first fault), the
   // writing of the new bytes takes the others.
-  return (pf > 0 ? p->heap_alloc_fault.ns : p->heap_alloc_nofault.ns) +
-         line(&p->heap_use, pf > 0 ? pf - 1 : 0);
+  return (pf > 0 ? k->heap_alloc_fault.ns : k->heap_alloc_nofault.ns) +
+         line(&k->heap_use, pf > 0 ? pf - 1 : 0);
 }
 
 static int sim_init(sim *m, const memstub_profile *p, int64_t depth) {
   memset(m, 0, sizeof *m);
   m->p = p;
+  hot_costs(p, &m->hot);
+  m->k = &m->hot;
   m->page = p->page_size > 0 ? p->page_size : 4096;
   m->frame = p->stack_per_frame;
   m->offset = p->stack_offset;
@@ -135,11 +162,20 @@ static int sim_init(sim *m, const memstub_profile *p, int64_t depth) {
 }
 
 static double point_cost(sim *m, const struct memAlloc *u, double extra) {
-  return m->p->basic.ns + extra + stack_cost(m, u->stackAlloc) + heap_cost(m, u->heapAlloc);
+  return m->k->basic.ns + extra + stack_cost(m, u->stackAlloc) + heap_cost(m, u->heapAlloc);
 }
 
-int memstub_gen_predict(const struct memstub_stub *s, const struct memstub_profile *p,
-                        int measured, double *cost_ns, memstub_error *err) {
+/* Whether a row that waits delay ns runs cold: it sleeps first (deadline
+ * timing sleeps when the wait exceeds the margin; cold_min_delay is that
+ * margin), and the profile has cold figures. */
+static int row_cold(const memstub_profile *p, int64_t delay) {
+  return p->cold_delay > 0 && delay > 0 && delay >= p->cold_min_delay;
+}
+
+/* The cost of every point; cold: rows that sleep first use the profile's
+ * cold figures (deadline timing; usleep timing keeps the hot ones). */
+static int predict(const struct memstub_stub *s, const memstub_profile *p, int measured, int cold,
+                   double *cost_ns, memstub_error *err) {
   int rc = memstub_gen_check(s, err);
   if (rc < 0) return rc;
   int64_t depth = 0, max = 0;
@@ -150,9 +186,20 @@ int memstub_gen_predict(const struct memstub_stub *s, const struct memstub_profi
   sim m;
   if (sim_init(&m, p, max) < 0) return memstub_error_set(err, -ENOMEM, "out of memory");
   double extra = measured ? p->measure_trace.ns : 0;
-  for (int64_t i = 0; i < s->numdata; i++) cost_ns[i] = point_cost(&m, &s->use[i], extra);
+  for (int64_t i = 0; i < s->numdata; i++) {
+    // A row's points run as a chain after the wait on its first point: all
+    // of them hot, or all cold.
+    if (i == 0 || s->point[i] != s->point[i - 1])
+      m.k = cold && row_cold(p, s->use[i].time) ? &p->cold : &m.hot;
+    cost_ns[i] = point_cost(&m, &s->use[i], extra);
+  }
   free(m.open);
   return 0;
+}
+
+int memstub_gen_predict(const struct memstub_stub *s, const struct memstub_profile *p,
+                        int measured, double *cost_ns, memstub_error *err) {
+  return predict(s, p, measured, 1, cost_ns, err);
 }
 
 /* ---- stage 0: the profile, the heap targets, the stack's figures ----------- */
@@ -210,14 +257,19 @@ static int stage1(memstub_gen *g, const memstub_gen_options *o, memstub_error *e
   int64_t n = s->numdata;
   double *cost = malloc((size_t)(n ? n : 1) * sizeof *cost);
   if (!cost) return memstub_error_set(err, -ENOMEM, "out of memory");
-  int rc = memstub_gen_predict(s, p, o->measured, cost, err);
+  int usleep = o->timing == MEMSTUB_COMP_USLEEP;
+  // Cold figures in deadline timing only: usleep timing adds every row's
+  // error up, which the cold medians would not (and measured no better).
+  int rc = predict(s, p, o->measured, !usleep, cost, err);
   if (rc < 0) {
     free(cost);
     return rc;
   }
   memstub_gen_comp *c = &g->comp;
-  int usleep = o->timing == MEMSTUB_COMP_USLEEP;
   double wait = p->wait_late.ns;
+  // A measured replay reads a row's end before measuring its last point, so
+  // that measuring delays only the next row.
+  double mlast = o->measured ? p->measure_trace.ns : 0;
   // usleep's overshoot: a + b x the sleep in ms.
   double ov_a = p->sleep_overshoot.base.ns, ov_b = p->sleep_overshoot.per_fault.ns / 1e6;
   // Per row: its points j0..j1, the first carrying the delay. Times are ns
@@ -233,6 +285,7 @@ static int stage1(memstub_gen *g, const memstub_gen_options *o, memstub_error *e
     double C = 0;
     for (int64_t j = j0; j <= j1; j++) C += cost[j];
     cost_all += C;
+    C -= mlast;
     int64_t delay;
     double end;
     if (!usleep) {
@@ -268,7 +321,7 @@ static int stage1(memstub_gen *g, const memstub_gen_options *o, memstub_error *e
       c->time_points++;
       if (llround(late) > c->time_unmet_max) c->time_unmet_max = llround(late);
     }
-    A = end;
+    A = end + mlast;
     j0 = j1 + 1;
   }
   c->time_cost_ns = llround(cost_all);

@@ -8,13 +8,16 @@
 # DIR     a directory holding
 #           vars.gp    title, one label per panel (the fitted figures), and the
 #                      models' coefficients (ns; bytes for the stack):
-#                      hu_a hu_b mu_a mu_b su_a su_b sr_a sr_b ha0 ha1 sa0 sa1 so sf
+#                      hu_a hu_b mu_a mu_b su_a su_b sr_a sr_b ha0 ha1 sa0 sa1 so sf,
+#                      and the cold fits: cold (1 when measured), cold_title,
+#                      cold_heap_mmap_use, cold_stack_use, cmu_a cmu_b csu_a csu_b
 #           sN.dat     "x value model" lines, N = the series
 #                        0 heap use (arena): faults -> ns     1 heap use (mmapped)
 #                        2 heap alloc: faults -> ns           3 stack use: faults -> ns
 #                        4 stack use, cached stack            5 stack alloc: faults -> ns
 #                        6 stack: open frames -> measured - pushed bytes
 #                        7 usleep: delay (ns) -> overshoot (ns)
+#                        8 heap use (mmapped), cold          9 stack use, first touch, cold
 #           basic.dat  "repetition ns": time_basic per repetition
 # OUTPUT  the file to write
 # FORMAT  png, svg or pdf
@@ -53,6 +56,8 @@ set style line 1 lc rgb '#808080' pt 7 ps 0.35
 set style line 2 lc rgb '#D55E00' lw 2.5
 set style line 3 lc rgb '#0072B2' pt 7 ps 0.35
 set style line 4 lc rgb '#009E73' lw 2.5
+set style line 5 lc rgb '#CC79A7' pt 7 ps 0.35
+set style line 6 lc rgb '#CC79A7' lw 2.5 dt 2
 set grid lc rgb '#d0d0d0' lw 0.5
 set key top left opaque box noenhanced
 set format y '%.0f'
@@ -69,10 +74,21 @@ set ylabel 'time (ns)'
 set logscale y
 set yrange [10:*]
 set xrange [0:*]
-plot dir.'/s0.dat' using 1:2 with points ls 1 title 'arena, measured', \
-     lin(hu_a, hu_b, x) with lines ls 2 title heap_use, \
-     dir.'/s1.dat' using 1:2 with points ls 3 title 'mmapped, measured', \
-     lin(mu_a, mu_b, x) with lines ls 4 title heap_mmap_use
+if (cold) {
+  set key bottom right
+  plot dir.'/s0.dat' using 1:2 with points ls 1 title 'arena, measured', \
+       lin(hu_a, hu_b, x) with lines ls 2 title heap_use, \
+       dir.'/s1.dat' using 1:2 with points ls 3 title 'mmapped, measured', \
+       lin(mu_a, mu_b, x) with lines ls 4 title heap_mmap_use, \
+       dir.'/s8.dat' using 1:2 with points ls 5 title 'mmapped, '.cold_title, \
+       lin(cmu_a, cmu_b, x) with lines ls 6 title cold_heap_mmap_use
+  set key top left
+} else {
+  plot dir.'/s0.dat' using 1:2 with points ls 1 title 'arena, measured', \
+       lin(hu_a, hu_b, x) with lines ls 2 title heap_use, \
+       dir.'/s1.dat' using 1:2 with points ls 3 title 'mmapped, measured', \
+       lin(mu_a, mu_b, x) with lines ls 4 title heap_mmap_use
+}
 
 # 2. Heap allocation (eq. 5): two levels.
 set title 'heap allocation, realloc (eq. 5)'
@@ -83,10 +99,21 @@ plot dir.'/s2.dat' using 1:2 with points ls 1 title 'measured', \
 # 3. Stack use against faults (eq. 8): first touch and a cached stack.
 set title 'stack use (eq. 8)'
 set xlabel 'page faults in the use phase'
-plot dir.'/s3.dat' using 1:2 with points ls 1 title 'first touch, measured', \
-     lin(su_a, su_b, x) with lines ls 2 title stack_use, \
-     dir.'/s4.dat' using 1:2 with points ls 3 title 'cached stack, measured', \
-     lin(sr_a, sr_b, x) with lines ls 4 title stack_retouch
+if (cold) {
+  set key bottom right
+  plot dir.'/s3.dat' using 1:2 with points ls 1 title 'first touch, measured', \
+       lin(su_a, su_b, x) with lines ls 2 title stack_use, \
+       dir.'/s4.dat' using 1:2 with points ls 3 title 'cached stack, measured', \
+       lin(sr_a, sr_b, x) with lines ls 4 title stack_retouch, \
+       dir.'/s9.dat' using 1:2 with points ls 5 title 'first touch, '.cold_title, \
+       lin(csu_a, csu_b, x) with lines ls 6 title cold_stack_use
+  set key top left
+} else {
+  plot dir.'/s3.dat' using 1:2 with points ls 1 title 'first touch, measured', \
+       lin(su_a, su_b, x) with lines ls 2 title stack_use, \
+       dir.'/s4.dat' using 1:2 with points ls 3 title 'cached stack, measured', \
+       lin(sr_a, sr_b, x) with lines ls 4 title stack_retouch
+}
 
 # 4. Stack allocation (eq. 7): two levels.
 set title 'stack allocation, alloca (eq. 7)'

@@ -67,6 +67,41 @@ START_TEST(test_fit_constant_and_scv) {
 }
 END_TEST
 
+// The cold figures are medians: least absolute deviations on skewed samples.
+START_TEST(test_fit_l1_skewed) {
+  // y = 300 + 2000 x plus a skewed spread: per x, ten samples of +0 to +900
+  // ns around the median line and one far above (a slow wake-up), the way
+  // cold samples spread. The median line is 300 + 2000 x + 400; least
+  // squares lands higher (the mean).
+  double x[1100], y[1100], a, b, r2, resid;
+  static const double spread[11] = {0, 100, 200, 300, 400, 400, 500, 600, 700, 900, 30000};
+  size_t n = 0;
+  for (int rep = 0; rep < 10; rep++)
+    for (int f = 0; f < 10; f++)
+      for (int k = 0; k < 11; k++, n++) x[n] = f, y[n] = 300 + 2000.0 * f + spread[k] + rep;
+  ck_assert_int_eq(ms__cal_fit_l1(x, y, n, 1, &a, &b, &r2, &resid), 0);
+  ck_assert_double_eq_tol(b, 2000, 1);
+  ck_assert_double_eq_tol(a, 707, 3);  // 300 + the median of the spread and rep (407)
+  double la, lb;
+  ck_assert_int_eq(ms__cal_fit(x, y, n, 1, 1e9, &la, &lb, &r2, &resid, NULL), (int64_t)n);
+  ck_assert(la > a + 2000);  // the mean carries the slow wake-ups
+  // A constant: the median, whatever the outliers.
+  double v[7] = {5, 1e9, 4, 6, 5, -1e9, 5};
+  ck_assert_int_eq(ms__cal_fit_l1(NULL, v, 7, 0, &a, &b, &r2, &resid), 0);
+  ck_assert_double_eq(a, 5);
+  ck_assert_double_eq(b, 0);
+  ck_assert_double_eq(v[1], 1e9);  // not reordered
+  // An exact line, and nothing.
+  for (size_t i = 0; i < 50; i++) x[i] = (double)(i % 7), y[i] = -40 + 3391 * x[i];
+  ck_assert_int_eq(ms__cal_fit_l1(x, y, 50, 1, &a, &b, &r2, &resid), 0);
+  ck_assert_double_eq_tol(a, -40, 1e-3);
+  ck_assert_double_eq_tol(b, 3391, 1e-3);
+  ck_assert_double_eq_tol(r2, 1, 1e-9);
+  ck_assert_int_eq(ms__cal_fit_l1(x, y, 0, 1, &a, &b, &r2, &resid), 0);
+  ck_assert_double_eq(a, 0);
+}
+END_TEST
+
 /* ---- a quick calibration, shared by the tests below ----------------------------- */
 
 static memstub_calib *cal;
@@ -95,6 +130,19 @@ START_TEST(test_calibrate_quick) {
   ck_assert(p->heap_alloc_fault.ns > p->heap_alloc_nofault.ns);
   ck_assert(cal->nbasic == 3);
   ck_assert(cal->check_points > 0 && cal->check_measured_ns > 0);
+  // Cold runs: every fifth repetition, at least one; then figures of their own.
+  ck_assert_int_eq(p->cold_delay, MEMSTUB_CALIB_COLD_DELAY_DEFAULT);
+  ck_assert_int_eq(p->cold_repetitions, 1);
+  ck_assert_int_gt(p->cold_min_delay, 0);
+  ck_assert(cal->cold_duration_s > 0.2 && cal->cold_duration_s < cal->duration_s);
+  ck_assert(p->cold.basic.ns > 0);
+  ck_assert(p->cold.heap_alloc_fault.ns > p->cold.heap_alloc_nofault.ns);
+  ck_assert(p->cold.heap_mmap_use.per_fault.ns > 0);
+  ck_assert(p->cold.stack_use.per_fault.ns > 0);
+  ck_assert(p->cold.heap_to_mmap.base.ns + 30 * p->cold.heap_to_mmap.per_fault.ns > 0);
+  ck_assert(p->heap_to_mmap.per_fault.ns > 0);  // the copy: per page copied
+  ck_assert(cal->nsamples[MEMSTUB_CALIB_S_COLD_HEAP_MMAP_USE] > 0);
+  ck_assert(cal->nsamples[MEMSTUB_CALIB_S_COLD_STACK_USE] > 0);
 #if !defined(MEMSTUB_SANITIZED)
   // docs/runtime.md: offset 0 and 80 bytes per frame with gcc 12 and clang 14 at -O2.
   ck_assert_int_ge(p->stack_per_frame, 16);
@@ -203,7 +251,17 @@ START_TEST(test_profile_refused) {
       {"stack_offset_bytes", "stack_offset_byte = 0", "unknown key 'stack_offset_byte'"},
       {"time_basic_cycles", "time_basic_cycles = fast", "time_basic_cycles: expected a number"},
       {"repetitions", "repetitions = 1.5", "repetitions: expected an integer"},
-      {"format", "format = 2", "profile format 2; this memstub reads format 1"},
+      {"format", "format = 1", "profile format 1; this memstub reads format 2"},
+      {"cold_delay_ns", "cold_delay_ns = -1", "cold_delay_ns: must be 0 or more"},
+      {"cold_repetitions", "cold_repetitions = x", "cold_repetitions: expected an integer"},
+      {"time_cold_basic_cycles", "time_cold_basic_cyles = 1",
+       "unknown key 'time_cold_basic_cyles'"},
+      {"time_cold_basic_ns", "time_cold_basic_ns = 1e6",
+       "time_cold_basic_ns = 1e+06 disagrees with"},
+      {"time_cold_heap_mmap_use_per_fault_ns", "time_cold_heap_mmap_use_per_fault_ns = -5",
+       "time_cold_heap_mmap_use_per_fault_ns: must be 0 or more"},
+      {"time_heap_to_mmap_per_page_scv", "time_heap_to_mmap_per_page_scv = -1",
+       "must be 0 or more"},
       {"time_basic_ns", "time_basic_ns = 1e6", "time_basic_ns = 1e+06 disagrees with"},
       {"time_basic_scv", "time_basic_scv = -1", "time_basic_scv: must be 0 or more"},
       {"faults_eq4_heap_agreement", "faults_eq4_heap_agreement = 2", "between 0 and 1"},
@@ -219,6 +277,22 @@ START_TEST(test_profile_refused) {
   int line;
   char *t = edit(good, "stack_offset_bytes", NULL, &line);
   refused(t, "missing key 'stack_offset_bytes'", -1);
+  free(t);
+  t = edit(good, "time_cold_stack_pop_scv", NULL, &line);
+  refused(t, "missing key 'time_cold_stack_pop_scv'", -1);
+  free(t);
+  // A format-1 profile (no cold keys, a constant time_heap_to_mmap) is refused
+  // by its format line, before any key is missed.
+  int fline;
+  t = edit(good, "format", "format = 1", &fline);
+  char *t2 = edit(t, "time_heap_to_mmap_base_cycles", "time_heap_to_mmap_cycles = 1", &line);
+  refused(t2, "profile format 1; this memstub reads format 2 (calibrate again)", fline);
+  free(t2);
+  free(t);
+  // Without cold figures (cold_delay_ns = 0) the profile is valid.
+  t = edit(good, "cold_delay_ns", "cold_delay_ns = 0", &line);
+  ck_assert_msg(memstub_profile_parse("nocold", t, strlen(t), &p, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(p.cold_delay, 0);
   free(t);
   char *twice = malloc(strlen(good) + 64);
   int nlines = 0;
@@ -257,6 +331,168 @@ START_TEST(test_profile_other_host) {
   snprintf(p.compiler, sizeof p.compiler, "TinyCC 0.9");
   ck_assert_int_eq(memstub_profile_check(&p, "h.profile", warn, sizeof warn, &err), 1);
   ck_assert_msg(strstr(warn, "another compiler ('TinyCC 0.9'") != NULL, "%s", warn);
+}
+END_TEST
+
+/* ---- compensation with cold figures ------------------------------------------------ */
+
+// A profile with no costs but those a test sets, usable on this host.
+static void zero_profile(memstub_profile *p) {
+  memset(p, 0, sizeof *p);
+  p->format = MEMSTUB_PROFILE_FORMAT;
+  snprintf(p->arch, sizeof p->arch, "%s", memstub_host_arch());
+  p->page_size = sysconf(_SC_PAGESIZE);
+  p->cycles_per_ns = 1;
+  p->mmap_threshold = 128 * 1024;
+  p->heap_pad = 16;
+}
+
+static memstub_trace *rows_trace(const int64_t (*rows)[3], size_t n) {
+  memstub_trace *t = memstub_trace_create();
+  ck_assert_ptr_nonnull(t);
+  for (size_t i = 0; i < n; i++)
+    ck_assert_int_eq(memstub_trace_append(t, rows[i][0], rows[i][1], rows[i][2]), 0);
+  return t;
+}
+
+static memstub_gen *comp_build(const memstub_trace *t, const memstub_profile *p, int timing,
+                               int measured) {
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  o.profile = p;
+  o.timing = timing;
+  o.measured = measured;
+  memstub_gen *g = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_gen_build(t, &o, &g, &err) == 0, "%s", err.msg);
+  return g;
+}
+
+START_TEST(test_comp_cold_rows) {
+  // A point costs 1000 ns hot and 5000 ns cold. Rows waiting 10 us spin
+  // (hot); rows waiting 500 us and 1 ms sleep first (cold, in deadline timing).
+  static const int64_t rows[][3] = {{0, 0, 0}, {10000, 0, 0}, {510000, 0, 0}, {1510000, 0, 0}};
+  memstub_trace *t = rows_trace(rows, 4);
+  memstub_profile p;
+  zero_profile(&p);
+  p.basic.ns = 1000;
+  p.cold.basic.ns = 5000;
+  p.cold_delay = 1000000;
+  p.cold_min_delay = 100000;
+  memstub_gen *g = comp_build(t, &p, MEMSTUB_COMP_DEADLINE, 0);
+  ck_assert_int_eq(g->stub.numdata, 3);
+  ck_assert_int_eq(g->use[0].time, 9000);
+  ck_assert_int_eq(g->use[1].time, 496000);   // 505000 - 9000
+  ck_assert_int_eq(g->use[2].time, 1000000);  // 1505000 - 505000
+  ck_assert_int_eq(g->comp.time_cost_ns, 11000);
+  ck_assert_int_eq(g->comp.time_points, 0);
+  double cost[3];
+  memstub_error err = {0};
+  memstub_gen *plain = NULL;
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  ck_assert_int_eq(memstub_gen_build(t, &o, &plain, &err), 0);
+  ck_assert_int_eq(memstub_gen_predict(&plain->stub, &p, 0, cost, &err), 0);
+  ck_assert_double_eq(cost[0], 1000);
+  ck_assert_double_eq(cost[1], 5000);
+  ck_assert_double_eq(cost[2], 5000);
+  memstub_gen_free(plain);
+  memstub_gen_free(g);
+  // usleep timing keeps the hot figures.
+  g = comp_build(t, &p, MEMSTUB_COMP_USLEEP, 0);
+  ck_assert_int_eq(g->use[0].time, 9000);
+  ck_assert_int_eq(g->use[1].time, 499000);
+  ck_assert_int_eq(g->use[2].time, 999000);
+  ck_assert_int_eq(g->comp.time_cost_ns, 3000);
+  memstub_gen_free(g);
+  // Without cold figures (cold_delay 0): hot everywhere.
+  p.cold_delay = 0;
+  g = comp_build(t, &p, MEMSTUB_COMP_DEADLINE, 0);
+  ck_assert_int_eq(g->use[1].time, 500000);
+  ck_assert_int_eq(g->comp.time_cost_ns, 3000);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
+START_TEST(test_comp_measured_last_point) {
+  // A measured replay reads a row's end before measuring its last point: a
+  // row of one point moves by its work alone, a row of two by both points'
+  // work and the first point's measuring.
+  static const int64_t rows[][3] = {{0, 0, 0}, {200000, 100, 0}, {400000, 50, 0}};
+  memstub_trace *t = rows_trace(rows, 3);
+  memstub_profile p;
+  zero_profile(&p);
+  p.cold.basic.ns = 5000;
+  p.cold_delay = 1000000;
+  p.cold_min_delay = 100000;
+  p.measure_trace.ns = 300;
+  memstub_gen *g = comp_build(t, &p, MEMSTUB_COMP_DEADLINE, 1);
+  // Row 1: push 100; row 2: pop it, push 50 (two points).
+  ck_assert_int_eq(g->stub.numdata, 3);
+  ck_assert_int_eq(g->use[0].stackAlloc, 100);
+  ck_assert_int_eq(g->use[1].stackAlloc, -100);
+  ck_assert_int_eq(g->use[2].stackAlloc, 50);
+  ck_assert_int_eq(g->use[0].time, 195000);  // 200000 - 5000
+  ck_assert_int_eq(g->use[1].time, 194700);  // 400000 - (2 x 5300 - 300) - 195000
+  ck_assert_int_eq(g->use[2].time, 0);
+  ck_assert_int_eq(g->comp.time_cost_ns, 3 * 5300);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
+START_TEST(test_comp_to_mmap_per_page) {
+  // Growing past the threshold and the arena's room moves the block to mmap:
+  // the move's base, each page the old size fills in the new mapping, then
+  // the new pages as mapped use.
+  static const int64_t hot[][3] = {{0, 0, 0}, {0, 0, 100000}, {0, 0, 300000}};
+  static const int64_t cold[][3] = {{0, 0, 0}, {1000000, 0, 100000}, {2000000, 0, 300000}};
+  memstub_profile p;
+  zero_profile(&p);
+  p.heap_arena_room = 150000;
+  p.heap_to_mmap.base.ns = 1000;
+  p.heap_to_mmap.per_fault.ns = 100;
+  p.heap_mmap_use.per_fault.ns = 10;
+  p.cold_delay = 1000000;
+  p.cold_min_delay = 100000;
+  p.cold.heap_to_mmap.base.ns = 2000;
+  p.cold.heap_to_mmap.per_fault.ns = 200;
+  p.cold.heap_mmap_use.per_fault.ns = 20;
+  int64_t page = p.page_size;
+  int64_t copied = (100000 + 16 + 16 + page - 1) / page;
+  int64_t map_new = ((300000 + 16 + 8 + 15) / 16 * 16 + 8 + page - 1) / page;
+  int64_t map_old = ((100000 + 16 + 8 + 15) / 16 * 16 + 8 + page - 1) / page;
+  for (int k = 0; k < 2; k++) {
+    memstub_trace *t = rows_trace(k ? cold : hot, 3);
+    memstub_gen *g = NULL;
+    memstub_error err = {0};
+    memstub_gen_options o;
+    memstub_gen_options_init(&o);
+    ck_assert_int_eq(memstub_gen_build(t, &o, &g, &err), 0);
+    double cost[2];
+    ck_assert_int_eq(g->stub.numdata, 2);
+    ck_assert_int_eq(memstub_gen_predict(&g->stub, &p, 0, cost, &err), 0);
+    ck_assert_double_eq(cost[0], 0);  // in the arena: no costs set
+    double want = k ? 2000 + 200.0 * (double)copied + 20.0 * (double)(map_new - map_old)
+                    : 1000 + 100.0 * (double)copied + 10.0 * (double)(map_new - map_old);
+    ck_assert_double_eq_tol(cost[1], want, 1e-9);
+    memstub_gen_free(g);
+    memstub_trace_free(t);
+  }
+}
+END_TEST
+
+START_TEST(test_calibrate_bad_cold_delay) {
+  memstub_calib_options o;
+  memstub_calib_options_init(&o);
+  ck_assert_int_eq(o.cold_delay_ns, MEMSTUB_CALIB_COLD_DELAY_DEFAULT);
+  o.cold_delay_ns = 50000;  // shorter than the deadline margin: no sleep
+  memstub_calib *c = NULL;
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_calibrate(&o, &c, &err), -EINVAL);
+  ck_assert_ptr_null(c);
+  ck_assert_msg(strstr(err.msg, "cold delay: 50000 ns") != NULL, "%s", err.msg);
 }
 END_TEST
 
@@ -410,6 +646,9 @@ START_TEST(test_cli) {
                 r.out);
   ck_assert_msg(strstr(r.out, "stack overhead per frame") && strstr(r.out, "64 bytes"), "%s",
                 r.out);
+  ck_assert_msg(strstr(r.out, "cold: a 1000 us sleep before every point, 1 repetitions") &&
+                    strstr(r.out, "mmapped shrink"),
+                "%s", r.out);
   if (plot) ck_assert(tu_exists(fig));
   tu_run_free(&r);
   memstub_profile p;
@@ -478,6 +717,18 @@ START_TEST(test_cli) {
   r = tu_memstub(NULL, "calibrate", "-o", prof, "--repeat", "0", NULL);
   ck_assert_msg(r.status == 2, "%d %s", r.status, r.err);
   tu_run_free(&r);
+  r = tu_memstub(NULL, "calibrate", "-o", prof, "--cold-delay", "5000", NULL);
+  ck_assert_msg(r.status == 2 && strstr(r.err, "--cold-delay: 5000 is not 0 nor between"), "%d %s",
+                r.status, r.err);
+  tu_run_free(&r);
+  // No cold runs: the profile says so, and the table has no cold part.
+  r = tu_memstub(NULL, "calibrate", "--quick", "--repeat", "1", "--cold-delay", "0", "-o", prof,
+                 NULL);
+  ck_assert_msg(r.status == 0 && !strstr(r.out, "cold: a"), "%d %s %s", r.status, r.out, r.err);
+  tu_run_free(&r);
+  ck_assert_msg(memstub_profile_read(prof, &p, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(p.cold_delay, 0);
+  ck_assert_int_eq(p.cold_repetitions, 0);
   free(text);
   free((char *)l1);
   tu_rmtree(dir);
@@ -492,10 +743,15 @@ static Suite *calib_suite(void) {
   tcase_add_test(tc, test_fit_exact_line);
   tcase_add_test(tc, test_fit_noise_and_outliers);
   tcase_add_test(tc, test_fit_constant_and_scv);
+  tcase_add_test(tc, test_fit_l1_skewed);
   tcase_add_test(tc, test_calibrate_quick);
   tcase_add_test(tc, test_profile_round_trip);
   tcase_add_test(tc, test_profile_refused);
   tcase_add_test(tc, test_profile_other_host);
+  tcase_add_test(tc, test_comp_cold_rows);
+  tcase_add_test(tc, test_comp_measured_last_point);
+  tcase_add_test(tc, test_comp_to_mmap_per_page);
+  tcase_add_test(tc, test_calibrate_bad_cold_delay);
   tcase_add_test(tc, test_e2e_listing1);
   tcase_add_test(tc, test_e2e_nonlifo);
   tcase_add_test(tc, test_e2e_synthetic);

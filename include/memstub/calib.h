@@ -16,6 +16,11 @@
  *   bytes                heap overhead empty / in use / mmapped; stack offset and
  *                        overhead per frame
  *
+ * The work figures are measured twice: hot, with zero delays between points
+ * (the paper's method, least-squares means), and cold, with a sleep before
+ * every point as a replay with delays runs it (medians); deadline
+ * compensation uses the cold ones for rows that sleep first.
+ *
  * The result is a profile (struct memstub_profile), kept as a text file of
  * `key = value` lines (memstub_profile_write / memstub_profile_read), which
  * memstub gen --calibration uses to pre-compensate a stub. */
@@ -31,8 +36,10 @@
 extern "C" {
 #endif
 
-/* The profile file's format version (the `format` key). */
-#define MEMSTUB_PROFILE_FORMAT 1
+/* The profile file's format version (the `format` key). Format 2 added the
+ * cold figures (cold_*, time_cold_*) and made time_heap_to_mmap a line in the
+ * pages copied. */
+#define MEMSTUB_PROFILE_FORMAT 2
 
 /* The architecture this code was compiled for, as profiles record it
  * (host.arch). A profile from another architecture is refused. */
@@ -69,6 +76,27 @@ typedef struct memstub_calib_line {
   double r2;        // coefficient of determination of the pooled fit
   double resid_ns;  // residual standard deviation of the pooled fit, ns
 } memstub_calib_line;
+
+/* The work of one point, the figures the cost model adds up
+ * (memstub_gen_predict). A profile holds them twice: hot, measured with zero
+ * delays between points (the paper's method), and cold, measured with a
+ * sleep before every point, as a replay's points run (docs/calibration.md,
+ * "Cold costs"). */
+typedef struct memstub_calib_costs {
+  memstub_calib_time basic;
+  memstub_calib_time heap_alloc_nofault, heap_alloc_fault;
+  memstub_calib_line heap_use;
+  memstub_calib_time heap_shrink;
+  memstub_calib_time heap_mmap_alloc_nofault, heap_mmap_alloc_fault;
+  memstub_calib_line heap_mmap_use;
+  memstub_calib_line heap_mmap_shrink;
+  memstub_calib_time heap_mmap_shrink_inpage;
+  memstub_calib_line heap_to_mmap;
+  memstub_calib_time heap_from_mmap;
+  memstub_calib_time stack_alloc_nofault, stack_alloc_fault;
+  memstub_calib_line stack_use;
+  memstub_calib_time stack_pop;
+} memstub_calib_costs;
 
 /* What was measured, and where. Text fields are NUL-terminated; a profile is
  * a plain value (no resources), so it needs no free function. */
@@ -110,7 +138,8 @@ typedef struct memstub_profile {
   memstub_calib_line heap_mmap_shrink;     // smaller by whole pages: mremap (and the runtime's
                                            //   trim); per_fault here is per page given back
   memstub_calib_time heap_mmap_shrink_inpage;  // smaller within the same pages
-  memstub_calib_time heap_to_mmap;         // arena -> mmap: realloc's move and copy
+  memstub_calib_line heap_to_mmap;         // arena -> mmap: realloc's move, and per page
+                                           //   copied (the old size's pages; key: _per_page)
   memstub_calib_time heap_from_mmap;       // mmap -> arena (the runtime's calloc, copy, free)
 
   /* Stack: eq. 7 (alloc) with a fault level, eq. 8 (use). */
@@ -118,6 +147,17 @@ typedef struct memstub_profile {
   memstub_calib_line stack_use;            // first touch: a fresh thread stack
   memstub_calib_line stack_use_retouch;    // a cached thread stack (informational)
   memstub_calib_time stack_pop;            // returning from a frame
+
+  /* Cold costs: the same work measured with a sleep of cold_delay ns before
+   * every point (deadline timing), as a replay with delays runs it: caches,
+   * TLB and the vCPU have gone cold meanwhile. */
+  int64_t cold_delay;            // cold_delay_ns: the delay before each point of the cold runs;
+                                 //   0: nothing measured cold (compensation uses the hot figures)
+  int64_t cold_min_delay;        // cold_min_delay_ns: rows waiting at least this long use the cold
+                                 //   figures (the deadline margin: a shorter wait spins, no sleep)
+  int64_t cold_repetitions;      // cold_repetitions: repetitions that ran the cold traces
+  memstub_calib_costs cold;      // time_cold_*: figures as above (basic: the work of a basic
+                                 //   point after a sleep, plus the hot loop)
 
   /* Eq. 4 against the measured faults: share of rising points where it
    * predicted exactly the faults counted (heap in the arena, stack). */
@@ -157,9 +197,22 @@ int memstub_profile_check(const memstub_profile *p, const char *name, char *warn
 
 /* ---- running the calibration ------------------------------------------- */
 
+/* The delay before every point of the cold runs, by default: 1 ms. Measured
+ * costs grow with the sleep (docs/calibration.md, "Cold costs"); 1 ms is the
+ * middle of the delays of traces recorded from components (the 4.8 s sample:
+ * p10 0.5 ms, median 1.8 ms) that keeps a default calibration well under a
+ * minute. */
+#define MEMSTUB_CALIB_COLD_DELAY_DEFAULT 1000000
+/* Limits of memstub_calib_options.cold_delay_ns (besides 0). The lower one is
+ * twice the default deadline margin, so every cold point sleeps. */
+#define MEMSTUB_CALIB_COLD_DELAY_MIN 200000
+#define MEMSTUB_CALIB_COLD_DELAY_MAX 20000000
+
 typedef struct memstub_calib_options {
   int64_t repetitions;   // R, default 100
   int quick;             // smaller traces (default 0); memstub calibrate --quick
+  int64_t cold_delay_ns; // the cold runs' delay (MEMSTUB_CALIB_COLD_DELAY_DEFAULT); 0: no cold
+                         //   runs. They run in every fifth repetition (at least one).
   /* Called from the calling thread after each run: runs done of total. */
   void (*progress)(int64_t done, int64_t total, void *arg);
   void *progress_arg;
@@ -179,10 +232,11 @@ typedef struct memstub_calib_sample {
 typedef struct memstub_calib {
   memstub_profile profile;
   /* Samples by series (MEMSTUB_CALIB_S_*), for plots; subsampled. */
-  memstub_calib_sample *samples[8];
-  size_t nsamples[8];
+  memstub_calib_sample *samples[10];
+  size_t nsamples[10];
   double *basic_rep_ns;          // time_basic of each repetition, ns [nbasic]
   size_t nbasic;
+  double cold_duration_s;        // wall time of the cold runs
   int64_t trimmed;               // samples dropped as outliers (preemption)
   int64_t samples_total;         // samples fitted
   double duration_s;             // wall time of the calibration
@@ -212,6 +266,8 @@ enum {
   MEMSTUB_CALIB_S_STACK_ALLOC,      // alloca: faults -> ns
   MEMSTUB_CALIB_S_STACK_BYTES,      // open frames -> measured - requested bytes
   MEMSTUB_CALIB_S_SLEEP,            // usleep: delay (ms, in faults) -> overshoot ns
+  MEMSTUB_CALIB_S_COLD_HEAP_MMAP_USE,  // mmapped heap use, cold
+  MEMSTUB_CALIB_S_COLD_STACK_USE,      // stack use, first touch, cold
 };
 
 /* Calibrate this host. On success *out owns the result (memstub_calib_free).
