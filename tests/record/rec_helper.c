@@ -18,6 +18,10 @@
 
 static void *volatile sink;
 
+// Keep p from being optimised away (a per-call sink: threads must not share
+// one, or one thread frees the block another just stored there).
+static inline void keep(void *p) { __asm__ volatile("" : : "r"(p) : "memory"); }
+
 static void spin_ms(int ms) {
   struct timespec a, b;
   clock_gettime(CLOCK_MONOTONIC, &a);
@@ -59,8 +63,9 @@ static __attribute__((noinline)) int deep(int n, int alloc, int spin) {
   memset((char *)pad, n, sizeof pad);
   if (n > 0) return deep(n - 1, alloc, spin) + pad[5];
   if (alloc) {
-    sink = malloc(64);
-    free(sink);
+    void *p = malloc(64);
+    keep(p);
+    free(p);
   }
   if (spin) spin_ms(spin);
   return pad[7];
@@ -70,8 +75,9 @@ static void *worker(void *arg) {
   long k = (long)arg;
   char *mine = malloc((size_t)k * 1000);
   for (int i = 0; i < 20000; i++) {
-    sink = malloc(16);
-    free(sink);
+    void *p = malloc(16);
+    keep(p);
+    free(p);
   }
   spin_ms(20);
   free(mine);
@@ -183,8 +189,9 @@ int main(int argc, char **argv) {
     // 200000 malloc/free pairs over about 100 ms, for coalescing.
     for (int i = 0; i < 200; i++) {
       for (int j = 0; j < 1000; j++) {
-        sink = malloc((size_t)(16 + (j % 64) * 16));
-        free(sink);
+        void *p = malloc((size_t)(16 + (j % 64) * 16));
+        keep(p);
+        free(p);
       }
       spin_ms(0);
       struct timespec ts = {0, 500000};
