@@ -2,28 +2,12 @@
 // samples go to temporary data files, the script draws them with the fitted
 // models, and the image appears atomically.
 #include <errno.h>
-#include <fcntl.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
+#include "gnuplot.h"
 #include "internal.h"
-
-extern char **environ;
-
-static const char *format_of(const char *out) {
-  const char *dot = strrchr(out, '.'), *slash = strrchr(out, '/');
-  if (!dot || (slash && dot < slash)) return NULL;
-  static const char *const fmts[] = {"png", "svg", "pdf"};
-  for (size_t i = 0; i < MS__ARRAY_SIZE(fmts); i++)
-    if (strcasecmp(dot + 1, fmts[i]) == 0) return fmts[i];
-  return NULL;
-}
 
 static int write_series(const char *path, const memstub_calib_sample *v, size_t n,
                         memstub_error *err) {
@@ -89,131 +73,38 @@ static int write_vars(const char *path, const memstub_calib *c, memstub_error *e
   return 0;
 }
 
-static int run_gnuplot(const char *gp, const char *script, const char *dir, const char *out,
-                       const char *fmt, const char *log, memstub_error *err) {
-  int logfd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (logfd < 0) return memstub_error_set(err, -errno, "%s: %s", log, strerror(errno));
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, logfd, STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&fa, logfd, STDERR_FILENO);
-  char *argv[] = {(char *)gp, "-c", (char *)script, (char *)dir, (char *)out, (char *)fmt, NULL};
-  pid_t pid;
-  int rc = posix_spawnp(&pid, gp, &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  close(logfd);
-  if (rc != 0)
-    return memstub_error_set(err, -rc,
-                             "cannot run gnuplot ('%s'): %s; install it (Debian: apt-get install "
-                             "gnuplot-nox) or set MEMSTUB_GNUPLOT to its path",
-                             gp, strerror(rc));
-  int status;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR)
-      return memstub_error_set(err, -errno, "waiting for gnuplot: %s", strerror(errno));
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
-  // The last line gnuplot said, for the message.
-  char msg[256] = "";
-  char *buf;
-  size_t len;
-  memstub_error e;
-  if (ms__read_file(log, &buf, &len, &e) == 0) {
-    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' ')) buf[--len] = '\0';
-    char *nl = strrchr(buf, '\n');
-    snprintf(msg, sizeof msg, "%s", nl ? nl + 1 : buf);
-    free(buf);
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && !msg[0])
-    return memstub_error_set(err, -ENOENT,
-                             "cannot run gnuplot ('%s'); install it (Debian: apt-get install "
-                             "gnuplot-nox) or set MEMSTUB_GNUPLOT to its path",
-                             gp);
-  return memstub_error_set(err, -EIO, "gnuplot ('%s') failed on %s%s%s", gp, script,
-                           msg[0] ? ": " : "", msg);
-}
-
 int memstub_calib_plot(const memstub_calib *c, const char *out, memstub_error *err) {
-  const char *fmt = format_of(out);
-  if (!fmt || strcmp(out, "-") == 0)
-    return memstub_error_set(err, -EINVAL,
-                             "%s: cannot tell the plot format: name the output .png, .svg or .pdf",
-                             out);
-  const char *gp = getenv("MEMSTUB_GNUPLOT");
-  if (!gp || !*gp) gp = "gnuplot";
-  char *script = ms__asprintf("%s/plots/calibration.gp", ms__datadir());
-  if (!script) return memstub_error_set(err, -ENOMEM, "out of memory");
-  if (access(script, R_OK) != 0) {
-    int e = errno;
-    memstub_error_set(err, -ENOENT,
-                      "cannot read the plot script %s: %s (set MEMSTUB_DATADIR to the directory "
-                      "holding plots/)",
-                      script, strerror(e));
-    free(script);
-    return -ENOENT;
-  }
-  const char *tmpdir = getenv("TMPDIR");
-  if (!tmpdir || !*tmpdir) tmpdir = "/tmp";
-  char *dir = ms__asprintf("%s/memstub-calplot-XXXXXX", tmpdir);
-  if (!dir || !mkdtemp(dir)) {
-    int e = dir ? errno : ENOMEM;
-    free(dir);
-    free(script);
-    return memstub_error_set(err, -e, "%s: cannot create a temporary directory: %s", tmpdir,
-                             strerror(e));
-  }
-  char path[4096];
-  int rc = 0;
+  ms__gnuplot g;
+  int rc = ms__gnuplot_begin(&g, out, "calibration.gp", NULL, NULL, NULL, 0, err);
+  if (rc < 0) return rc;
+  char *path = NULL;
   for (size_t i = 0; rc == 0 && i < MS__ARRAY_SIZE(c->samples); i++) {
-    snprintf(path, sizeof path, "%s/s%zu.dat", dir, i);
-    rc = write_series(path, c->samples[i], c->nsamples[i], err);
+    char name[32];
+    snprintf(name, sizeof name, "s%zu.dat", i);
+    path = ms__gnuplot_path(&g, name);
+    rc = path ? write_series(path, c->samples[i], c->nsamples[i], err)
+              : memstub_error_set(err, -ENOMEM, "out of memory");
+    free(path);
   }
   if (rc == 0) {
-    snprintf(path, sizeof path, "%s/basic.dat", dir);
-    FILE *f = fopen(path, "w");
+    path = ms__gnuplot_path(&g, "basic.dat");
+    FILE *f = path ? fopen(path, "w") : NULL;
     if (!f) {
-      rc = memstub_error_set(err, -errno, "%s: %s", path, strerror(errno));
+      rc = memstub_error_set(err, path ? -errno : -ENOMEM, "%s: cannot write",
+                             path ? path : "basic.dat");
     } else {
       for (size_t i = 0; i < c->nbasic; i++) fprintf(f, "%zu %g\n", i + 1, c->basic_rep_ns[i]);
       if (c->nbasic == 0) fputs("0 NaN\n", f);
       if (fclose(f) != 0) rc = memstub_error_set(err, -EIO, "%s: write failed", path);
     }
+    free(path);
   }
   if (rc == 0) {
-    snprintf(path, sizeof path, "%s/vars.gp", dir);
-    rc = write_vars(path, c, err);
+    path = ms__gnuplot_path(&g, "vars.gp");
+    rc = path ? write_vars(path, c, err) : memstub_error_set(err, -ENOMEM, "out of memory");
+    free(path);
   }
-  char log[4096];
-  snprintf(log, sizeof log, "%s/gnuplot.log", dir);
-  ms__afile af;
-  if (rc == 0 && (rc = ms__afile_open(&af, out, err)) == 0) {
-    rc = run_gnuplot(gp, script, dir, af.tmp, fmt, log, err);
-    struct stat st;
-    if (rc == 0 && (stat(af.tmp, &st) != 0 || st.st_size == 0))
-      rc = memstub_error_set(err, -EIO, "gnuplot ('%s') wrote nothing to %s", gp, out);
-    if (rc == 0) {
-      int fd = open(af.tmp, O_RDONLY | O_CLOEXEC);
-      if (fd >= 0) {
-        (void)fdatasync(fd);
-        close(fd);
-      }
-      rc = ms__afile_commit(&af, err);
-    } else {
-      ms__afile_abort(&af);
-    }
-  }
-  // Remove the temporary files.
-  for (size_t i = 0; i < MS__ARRAY_SIZE(c->samples); i++) {
-    snprintf(path, sizeof path, "%s/s%zu.dat", dir, i);
-    unlink(path);
-  }
-  static const char *const names[] = {"basic.dat", "vars.gp", "gnuplot.log"};
-  for (size_t i = 0; i < MS__ARRAY_SIZE(names); i++) {
-    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-    unlink(path);
-  }
-  rmdir(dir);
-  free(dir);
-  free(script);
+  if (rc == 0) rc = ms__gnuplot_render(&g, out, NULL, err);
+  ms__gnuplot_end(&g);
   return rc;
 }

@@ -1,22 +1,14 @@
 // The original-against-replayed figure: reduce the curves, write them to
 // temporary data files and run plots/figure3.gp with gnuplot.
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
+#include "gnuplot.h"
 #include "memstub/compare.h"
 #include "memstub/plot.h"
 #include "ms_common.h"
-
-extern char **environ;
 
 void memstub_plot_options_init(memstub_plot_options *o) {
   memset(o, 0, sizeof *o);
@@ -167,134 +159,13 @@ static int write_vars(const char *path, const char *title, const char *orig_labe
   return 0;
 }
 
-// ---- gnuplot ----------------------------------------------------------------
-
-// The last non-blank line of gnuplot's output, for the error message.
-static void last_line(const char *log, char *out, size_t cap) {
-  out[0] = '\0';
-  char *buf;
-  size_t len;
-  memstub_error e;
-  if (ms__read_file(log, &buf, &len, &e) < 0) return;
-  while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' ' || buf[len - 1] == '\r'))
-    buf[--len] = '\0';
-  char *p = strrchr(buf, '\n');
-  p = p ? p + 1 : buf;
-  snprintf(out, cap, "%s", p);
-  // gnuplot points at errors with a caret line; take the line above it too.
-  if (strspn(p, " ^") == strlen(p) && p > buf) {
-    p[-1] = '\0';
-    char *q = strrchr(buf, '\n');
-    snprintf(out, cap, "%s", q ? q + 1 : buf);
-  }
-  free(buf);
-}
-
-static int run_gnuplot(const char *gp, const char *script, const char *dir, const char *out_tmp,
-                       const char *fmt, int w, int h, const char *log, memstub_error *err) {
-  char ws[16], hs[16];
-  // Text output (gnuplot's dumb terminal) is sized in characters.
-  if (strcmp(fmt, "txt") == 0) {
-    w /= 10;
-    h /= 20;
-  }
-  snprintf(ws, sizeof ws, "%d", w);
-  snprintf(hs, sizeof hs, "%d", h);
-  int logfd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (logfd < 0) return memstub_error_set(err, -errno, "%s: %s", log, strerror(errno));
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, logfd, STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&fa, logfd, STDERR_FILENO);
-  // gnuplot -c SCRIPT DIR OUTPUT FORMAT WIDTH HEIGHT
-  char *argv[] = {(char *)gp, "-c", (char *)script, (char *)dir, (char *)out_tmp, (char *)fmt,
-                  ws, hs, NULL};
-  pid_t pid;
-  int rc = posix_spawnp(&pid, gp, &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  close(logfd);
-  if (rc != 0)
-    return memstub_error_set(err, -rc,
-                             "cannot run gnuplot ('%s'): %s; install it (Debian: apt-get install "
-                             "gnuplot-nox) or set MEMSTUB_GNUPLOT to its path",
-                             gp, strerror(rc));
-  int status;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR)
-      return memstub_error_set(err, -errno, "waiting for gnuplot: %s", strerror(errno));
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    char msg[300];
-    last_line(log, msg, sizeof msg);
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && !msg[0])
-      return memstub_error_set(err, -ENOENT,
-                               "cannot run gnuplot ('%s'); install it (Debian: apt-get install "
-                               "gnuplot-nox) or set MEMSTUB_GNUPLOT to its path",
-                               gp);
-    return memstub_error_set(err, -EIO, "gnuplot ('%s') failed on %s (%s %d)%s%s", gp, script,
-                             WIFEXITED(status) ? "exit status" : "signal",
-                             WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
-                             msg[0] ? ": " : "", msg);
-  }
-  return 0;
-}
-
-static const char *format_of(const char *out) {
-  const char *dot = strrchr(out, '.'), *slash = strrchr(out, '/');
-  if (!dot || (slash && dot < slash)) return NULL;
-  static const char *const fmts[] = {"png", "svg", "pdf", "txt"};
-  for (size_t i = 0; i < MS__ARRAY_SIZE(fmts); i++)
-    if (strcasecmp(dot + 1, fmts[i]) == 0) return fmts[i];
-  return NULL;
-}
-
 // ---- the figure -------------------------------------------------------------
 
-typedef struct tmpfiles {
-  char *dir;
-  char **paths;
-  size_t n, cap;
-} tmpfiles;
-
-static char *tmp_path(tmpfiles *tf, const char *name) {
-  if (tf->n == tf->cap) {
-    size_t cap = tf->cap ? tf->cap * 2 : 8;
-    char **p = realloc(tf->paths, cap * sizeof *p);
-    if (!p) return NULL;
-    tf->paths = p;
-    tf->cap = cap;
-  }
-  char *path = ms__asprintf("%s/%s", tf->dir, name);
-  if (path) tf->paths[tf->n++] = path;
-  return path;
-}
-
-static void tmp_cleanup(tmpfiles *tf) {
-  for (size_t i = 0; i < tf->n; i++) {
-    unlink(tf->paths[i]);
-    free(tf->paths[i]);
-  }
-  free(tf->paths);
-  if (tf->dir) rmdir(tf->dir);
-  free(tf->dir);
-}
-
-static int figure(const char *out, const char *fmt, const memstub_trace *orig,
+// Write the figure's data into the run's directory and draw it.
+static int figure(ms__gnuplot *g, const char *out, const memstub_trace *orig,
                   const char *orig_label, size_t nrepl, const memstub_trace *const *repl,
                   const char *const *labels, memstub_compare_report *const *cmp,
-                  const memstub_plot_options *o, const char *gp, const char *script, tmpfiles *tf,
-                  memstub_error *err) {
-  const char *tmpdir = o->tmpdir ? o->tmpdir : getenv("TMPDIR");
-  if (!tmpdir || !*tmpdir) tmpdir = "/tmp";
-  tf->dir = ms__asprintf("%s/memstub-plot-XXXXXX", tmpdir);
-  if (!tf->dir) return memstub_error_set(err, -ENOMEM, "out of memory");
-  if (!mkdtemp(tf->dir)) {
-    int e = errno;
-    free(tf->dir);
-    tf->dir = NULL;
-    return memstub_error_set(err, -e, "%s: cannot create a temporary directory: %s", tmpdir,
-                             strerror(e));
-  }
+                  const memstub_plot_options *o, memstub_error *err) {
   // One time axis for every panel.
   double x0 = (double)orig->pts[0].time_ns / 1000.0,
          x1 = (double)orig->pts[orig->n - 1].time_ns / 1000.0;
@@ -305,39 +176,33 @@ static int figure(const char *out, const char *fmt, const memstub_trace *orig,
   if (!(x1 > x0)) x1 = x0 + 1;
   size_t columns = (size_t)o->width;
 
-  char *path = tmp_path(tf, "vars.gp");
-  if (!path) return memstub_error_set(err, -ENOMEM, "out of memory");
-  int rc =
-      write_vars(path, o->title ? o->title : orig_label, orig_label, nrepl, labels, x0, x1, err);
-  if (rc < 0) return rc;
-  if (!(path = tmp_path(tf, "orig.dat"))) return memstub_error_set(err, -ENOMEM, "out of memory");
-  if ((rc = write_data(path, orig, orig, NULL, x0, x1, columns, err)) < 0) return rc;
-  for (size_t i = 0; i < nrepl; i++) {
+  char *path = ms__gnuplot_path(g, "vars.gp");
+  int rc = path ? write_vars(path, o->title ? o->title : orig_label, orig_label, nrepl, labels, x0,
+                             x1, err)
+                : memstub_error_set(err, -ENOMEM, "out of memory");
+  free(path);
+  if (rc == 0) {
+    path = ms__gnuplot_path(g, "orig.dat");
+    rc = path ? write_data(path, orig, orig, NULL, x0, x1, columns, err)
+              : memstub_error_set(err, -ENOMEM, "out of memory");
+    free(path);
+  }
+  for (size_t i = 0; rc == 0 && i < nrepl; i++) {
     char name[32];
     snprintf(name, sizeof name, "repl%zu.dat", i + 1);
-    if (!(path = tmp_path(tf, name))) return memstub_error_set(err, -ENOMEM, "out of memory");
-    if ((rc = write_data(path, repl[i], orig, cmp[i]->match, x0, x1, columns, err)) < 0) return rc;
+    path = ms__gnuplot_path(g, name);
+    rc = path ? write_data(path, repl[i], orig, cmp[i]->match, x0, x1, columns, err)
+              : memstub_error_set(err, -ENOMEM, "out of memory");
+    free(path);
   }
-  char *log = tmp_path(tf, "gnuplot.log");
-  if (!log) return memstub_error_set(err, -ENOMEM, "out of memory");
-
-  ms__afile af;
-  if ((rc = ms__afile_open(&af, out, err)) < 0) return rc;
-  rc = run_gnuplot(gp, script, tf->dir, af.tmp, fmt, o->width, o->height, log, err);
-  struct stat st;
-  if (rc == 0 && (stat(af.tmp, &st) != 0 || st.st_size == 0))
-    rc = memstub_error_set(err, -EIO, "gnuplot ('%s') wrote nothing to %s", gp, out);
-  if (rc < 0) {
-    ms__afile_abort(&af);
-    return rc;
-  }
-  // gnuplot wrote af.tmp by name; sync it and rename it into place.
-  int fd = open(af.tmp, O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    (void)fdatasync(fd);
-    close(fd);
-  }
-  return ms__afile_commit(&af, err);
+  if (rc < 0) return rc;
+  // WIDTH and HEIGHT follow the format; text output is sized in characters.
+  int text = strcmp(g->format, "txt") == 0;
+  char ws[16], hs[16];
+  snprintf(ws, sizeof ws, "%d", text ? o->width / 10 : o->width);
+  snprintf(hs, sizeof hs, "%d", text ? o->height / 20 : o->height);
+  const char *const extra[] = {ws, hs, NULL};
+  return ms__gnuplot_render(g, out, extra, err);
 }
 
 int memstub_plot_figure(const char *out, const memstub_trace *orig, const char *orig_label,
@@ -350,46 +215,26 @@ int memstub_plot_figure(const char *out, const memstub_trace *orig, const char *
     o = &def;
   }
   if (!orig_label) orig_label = "original";
-  const char *fmt = format_of(out);
-  if (strcmp(out, "-") == 0 || !fmt)
-    return memstub_error_set(
-        err, -EINVAL, "%s: cannot tell the plot format: name the output .png, .svg, .pdf or .txt", out);
   if (o->width < 100 || o->height < 100 || o->width > 20000 || o->height > 20000)
     return memstub_error_set(err, -EINVAL, "plot size %dx%d: width and height must be 100-20000",
                              o->width, o->height);
   if (orig->n == 0) return memstub_error_set(err, -EINVAL, "%s: empty trace", orig_label);
-
-  const char *gp = o->gnuplot;
-  if (!gp || !*gp) gp = getenv("MEMSTUB_GNUPLOT");
-  if (!gp || !*gp) gp = "gnuplot";
-  char *script =
-      o->script ? ms__strdup(o->script) : ms__asprintf("%s/plots/figure3.gp", ms__datadir());
-  if (!script) return memstub_error_set(err, -ENOMEM, "out of memory");
-  if (access(script, R_OK) != 0) {
-    int e = errno;
-    memstub_error_set(err, -ENOENT,
-                      "cannot read the plot script %s: %s (set MEMSTUB_DATADIR to "
-                      "the directory holding plots/)",
-                      script, strerror(e));
-    free(script);
-    return -ENOENT;
-  }
+  ms__gnuplot g;
+  int rc = ms__gnuplot_begin(&g, out, "figure3.gp", o->script, o->gnuplot, o->tmpdir, 1, err);
+  if (rc < 0) return rc;
 
   // Align every replay with the original, accepting partial ones.
   memstub_compare_options co;
   memstub_compare_options_init(&co);
   co.allow_partial = 1;
   memstub_compare_report **cmp = calloc(nrepl ? nrepl : 1, sizeof *cmp);
-  int rc = cmp ? 0 : memstub_error_set(err, -ENOMEM, "out of memory");
+  if (!cmp) rc = memstub_error_set(err, -ENOMEM, "out of memory");
   for (size_t i = 0; i < nrepl && rc == 0; i++)
     rc = memstub_compare_traces(orig, orig_label, repl[i], repl_labels ? repl_labels[i] : NULL, &co,
                                 &cmp[i], err);
-  tmpfiles tf = {0};
-  if (rc == 0)
-    rc = figure(out, fmt, orig, orig_label, nrepl, repl, repl_labels, cmp, o, gp, script, &tf, err);
-  tmp_cleanup(&tf);
+  if (rc == 0) rc = figure(&g, out, orig, orig_label, nrepl, repl, repl_labels, cmp, o, err);
+  ms__gnuplot_end(&g);
   for (size_t i = 0; cmp && i < nrepl; i++) memstub_compare_free(cmp[i]);
   free(cmp);
-  free(script);
   return rc;
 }

@@ -1,0 +1,177 @@
+// Running gnuplot on memstub's scripts, with atomic output (see gnuplot.h).
+#include "gnuplot.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ms_common.h"
+
+extern char **environ;
+
+static const char install_hint[] =
+    "install it (Debian: apt-get install gnuplot-nox) or set MEMSTUB_GNUPLOT to its path";
+
+// The format named by path's extension, or NULL.
+static const char *format_of(const char *path, int text_ok) {
+  const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
+  if (!dot || (slash && dot < slash)) return NULL;
+  static const char *const fmts[] = {"png", "svg", "pdf", "txt"};
+  for (size_t i = 0; i < MS__ARRAY_SIZE(fmts) - !text_ok; i++)
+    if (strcasecmp(dot + 1, fmts[i]) == 0) return fmts[i];
+  return NULL;
+}
+
+int ms__gnuplot_begin(ms__gnuplot *g, const char *out, const char *script_name,
+                      const char *script, const char *program, const char *tmpdir, int text_ok,
+                      memstub_error *err) {
+  *g = (ms__gnuplot){0};
+  g->format = strcmp(out, "-") == 0 ? NULL : format_of(out, text_ok);
+  if (!g->format)
+    return memstub_error_set(err, -EINVAL, "%s: cannot tell the plot format: name the output %s",
+                             out, text_ok ? ".png, .svg, .pdf or .txt" : ".png, .svg or .pdf");
+  g->program = program && *program ? program : getenv("MEMSTUB_GNUPLOT");
+  if (!g->program || !*g->program) g->program = "gnuplot";
+  g->script = script ? ms__strdup(script) : ms__asprintf("%s/plots/%s", ms__datadir(), script_name);
+  if (!g->script) return memstub_error_set(err, -ENOMEM, "out of memory");
+  if (access(g->script, R_OK) != 0) {
+    int e = errno;
+    memstub_error_set(err, -ENOENT,
+                      "cannot read the plot script %s: %s (set MEMSTUB_DATADIR to the directory "
+                      "holding plots/)",
+                      g->script, strerror(e));
+    ms__gnuplot_end(g);
+    return -ENOENT;
+  }
+  if (!tmpdir || !*tmpdir) tmpdir = getenv("TMPDIR");
+  if (!tmpdir || !*tmpdir) tmpdir = "/tmp";
+  g->dir = ms__asprintf("%s/memstub-plot-XXXXXX", tmpdir);
+  if (!g->dir || !mkdtemp(g->dir)) {
+    int e = g->dir ? errno : ENOMEM;
+    free(g->dir);
+    g->dir = NULL;
+    ms__gnuplot_end(g);
+    return memstub_error_set(err, -e, "%s: cannot create a temporary directory: %s", tmpdir,
+                             strerror(e));
+  }
+  return 0;
+}
+
+char *ms__gnuplot_path(const ms__gnuplot *g, const char *name) {
+  return ms__asprintf("%s/%s", g->dir, name);
+}
+
+// The last non-blank line gnuplot printed (and the one above a caret line).
+static void last_line(const char *log, char *out, size_t cap) {
+  out[0] = '\0';
+  char *buf;
+  size_t len;
+  memstub_error e;
+  if (ms__read_file(log, &buf, &len, &e) < 0) return;
+  while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' ' || buf[len - 1] == '\r'))
+    buf[--len] = '\0';
+  char *p = strrchr(buf, '\n');
+  p = p ? p + 1 : buf;
+  snprintf(out, cap, "%s", p);
+  if (strspn(p, " ^") == strlen(p) && p > buf) {
+    p[-1] = '\0';
+    char *q = strrchr(buf, '\n');
+    snprintf(out, cap, "%s", q ? q + 1 : buf);
+  }
+  free(buf);
+}
+
+// gnuplot -c SCRIPT DIR OUTPUT FORMAT [extra...], output and errors to log.
+static int run(const ms__gnuplot *g, const char *target, const char *const *extra,
+               const char *log, memstub_error *err) {
+  char *argv[32];
+  size_t n = 0;
+  argv[n++] = (char *)g->program;
+  argv[n++] = "-c";
+  argv[n++] = g->script;
+  argv[n++] = g->dir;
+  argv[n++] = (char *)target;
+  argv[n++] = (char *)g->format;
+  for (size_t i = 0; extra && extra[i] && n < MS__ARRAY_SIZE(argv) - 1; i++)
+    argv[n++] = (char *)extra[i];
+  argv[n] = NULL;
+  int logfd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (logfd < 0) return memstub_error_set(err, -errno, "%s: %s", log, strerror(errno));
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, logfd, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&fa, logfd, STDERR_FILENO);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, g->program, &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(logfd);
+  if (rc != 0)
+    return memstub_error_set(err, -rc, "cannot run gnuplot ('%s'): %s; %s", g->program,
+                             strerror(rc), install_hint);
+  int status;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return memstub_error_set(err, -errno, "waiting for gnuplot: %s", strerror(errno));
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+  char msg[300];
+  last_line(log, msg, sizeof msg);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && !msg[0])
+    return memstub_error_set(err, -ENOENT, "cannot run gnuplot ('%s'); %s", g->program,
+                             install_hint);
+  return memstub_error_set(err, -EIO, "gnuplot ('%s') failed on %s (%s %d)%s%s", g->program,
+                           g->script, WIFEXITED(status) ? "exit status" : "signal",
+                           WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+                           msg[0] ? ": " : "", msg);
+}
+
+int ms__gnuplot_render(ms__gnuplot *g, const char *out, const char *const *extra,
+                       memstub_error *err) {
+  char *log = ms__gnuplot_path(g, "gnuplot.log");
+  if (!log) return memstub_error_set(err, -ENOMEM, "out of memory");
+  ms__afile af;
+  int rc = ms__afile_open(&af, out, err);
+  if (rc == 0) rc = run(g, af.tmp, extra, log, err);
+  struct stat st;
+  if (rc == 0 && (stat(af.tmp, &st) != 0 || st.st_size == 0))
+    rc = memstub_error_set(err, -EIO, "gnuplot ('%s') wrote nothing to %s", g->program, out);
+  if (rc == 0) {
+    // gnuplot wrote the temporary file by name: sync it before the rename.
+    int fd = open(af.tmp, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      (void)fdatasync(fd);
+      close(fd);
+    }
+    rc = ms__afile_commit(&af, err);
+  } else if (af.f) {
+    ms__afile_abort(&af);
+  }
+  free(log);
+  return rc;
+}
+
+void ms__gnuplot_end(ms__gnuplot *g) {
+  if (g->dir) {
+    DIR *d = opendir(g->dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+      char *p = ms__gnuplot_path(g, e->d_name);
+      if (p) unlink(p);
+      free(p);
+    }
+    if (d) closedir(d);
+    rmdir(g->dir);
+  }
+  free(g->dir);
+  free(g->script);
+  *g = (ms__gnuplot){0};
+}
