@@ -42,13 +42,6 @@ static const char usage_text[] =
     "Exit status: 0 built; 2 bad usage, a header that is missing, not a memstub\n"
     "header, does not compile or holds stub data that cannot be replayed.\n";
 
-static int is_ident(const char *s, size_t n) {
-  if (n == 0 || !(isalpha((unsigned char)s[0]) || s[0] == '_')) return 0;
-  for (size_t i = 1; i < n; i++)
-    if (!(isalnum((unsigned char)s[i]) || s[i] == '_')) return 0;
-  return 1;
-}
-
 /* The descriptor's name: the identifier after "static const struct
  * memstub_stub" (name_memStub when name is given). 0, or exit status 2 after
  * printing why. */
@@ -62,7 +55,7 @@ static int find_stub(const char *header, const char *text, const char *name, cha
   for (const char *p = strstr(text, key); p; p = strstr(p + 1, key)) {
     const char *id = p + sizeof key - 1;
     size_t n = strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_");
-    if (!is_ident(id, n) || n >= outlen) continue;
+    if (!ms__is_ident(id, n) || n >= outlen) continue;
     if (name && (n != strlen(want) || strncmp(id, want, n) != 0)) continue;
     if (found++ == 0) snprintf(out, outlen, "%.*s", (int)n, id);
     size_t l = strlen(list);
@@ -144,7 +137,7 @@ int ms_cmd_build(int argc, char **argv) {
   if (optind != argc - 1)
     return ms_cli_usage("build", optind == argc ? "missing HEADER" : "more than one HEADER given");
   const char *header = argv[optind];
-  if (name && !is_ident(name, strlen(name)))
+  if (name && !ms__is_ident(name, strlen(name)))
     return ms_cli_usage("build", "--name: '%s' is not a C identifier", name);
   if (cc && !*cc) return ms_cli_usage("build", "--cc needs a compiler");
 

@@ -48,6 +48,9 @@ int ms__round_i64(double v, int64_t *out);
 
 /* ---- strings ----------------------------------------------------------- */
 
+/* Whether s[0..n) is a C identifier: [A-Za-z_][A-Za-z0-9_]* (n > 0). */
+int ms__is_ident(const char *s, size_t n);
+
 /* strdup that returns NULL on failure (no abort). */
 char *ms__strdup(const char *s);
 /* printf into a new malloc'd string; NULL when out of memory. */

@@ -57,6 +57,16 @@ int ms__round_i64(double v, int64_t *out) {
   return 0;
 }
 
+int ms__is_ident(const char *s, size_t n) {
+  if (n == 0 || !((s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z') || s[0] == '_'))
+    return 0;
+  for (size_t i = 1; i < n; i++)
+    if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
+          (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+      return 0;
+  return 1;
+}
+
 char *ms__strdup(const char *s) {
   size_t n = strlen(s) + 1;
   char *d = malloc(n);

@@ -42,17 +42,8 @@ int ms__gen_append(memstub_gen *g, int64_t time, int64_t stack, int64_t heap, in
   return 0;
 }
 
-static int is_ident(const char *s) {
-  if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_')) return 0;
-  for (s++; *s; s++)
-    if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
-          *s == '_'))
-      return 0;
-  return 1;
-}
-
 static int check_options(const memstub_gen_options *o, memstub_error *err) {
-  if (o->name && *o->name && !is_ident(o->name))
+  if (o->name && *o->name && !ms__is_ident(o->name, strlen(o->name)))
     return memstub_error_set(err, -EINVAL,
                              "--name: '%s' is not a C identifier ([A-Za-z_][A-Za-z0-9_]*)",
                              o->name);

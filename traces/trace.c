@@ -22,15 +22,6 @@ void memstub_trace_free(memstub_trace *t) {
   free(t);
 }
 
-static int is_ident(const char *s) {
-  if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_')) return 0;
-  for (s++; *s; s++)
-    if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
-          *s == '_'))
-      return 0;
-  return 1;
-}
-
 int memstub_trace_column(const memstub_trace *t, const char *name) {
   for (size_t i = 0; i < t->nextra; i++)
     if (strcmp(t->extra_names[i], name) == 0) return (int)i;
@@ -38,7 +29,7 @@ int memstub_trace_column(const memstub_trace *t, const char *name) {
 }
 
 int memstub_trace_add_column(memstub_trace *t, const char *name) {
-  if (t->n > 0 || !is_ident(name) || memstub_trace_column(t, name) >= 0 ||
+  if (t->n > 0 || !ms__is_ident(name, strlen(name)) || memstub_trace_column(t, name) >= 0 ||
       strcmp(name, "time_ns") == 0 || strcmp(name, "stack_bytes") == 0 ||
       strcmp(name, "heap_bytes") == 0)
     return -EINVAL;
