@@ -146,6 +146,7 @@ int main(int argc, char **argv) {
       go.profile_path = profile_path ? profile_path : "(quick calibration)";
       go.timing = confs[k].timing == MEMSTUB_TIMING_USLEEP ? MEMSTUB_COMP_USLEEP
                                                            : MEMSTUB_COMP_DEADLINE;
+      go.measured = 1;  // every replay here measures a trace
     }
     if (memstub_gen_build(orig, &go, &confs[k].gen, &err) < 0) return die(&err);
   }

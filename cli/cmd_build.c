@@ -1,5 +1,4 @@
 // memstub build: compile a standalone stub program from a generated header.
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>

@@ -93,8 +93,10 @@ void memstub_gen_comp_format(const memstub_gen *g, char *buf, size_t cap);
 /* The predicted cost of every point of s on the host that profile p was
  * measured on, in ns, into cost_ns[0..s->numdata): time_basic plus the stack
  * and heap parts of the profile's models (docs/calibration.md, "The cost
- * model"), plus time_measure_trace when measured is set. Waiting is not
- * included. 0, -EINVAL (s fails memstub_gen_check) or -ENOMEM. */
+ * model"), plus time_measure_trace when measured is set. A row whose first
+ * point waits at least p's cold_min_delay_ns is costed with the cold figures
+ * (measured after a sleep, "Cold costs"), the others with the hot ones.
+ * Waiting is not included. 0, -EINVAL (s fails memstub_gen_check) or -ENOMEM. */
 int memstub_gen_predict(const struct memstub_stub *s, const struct memstub_profile *p,
                         int measured, double *cost_ns, memstub_error *err);
 
