@@ -248,15 +248,29 @@ int main(int argc, char **argv) {
   }
   fprintf(f, "| paper (2011), one run, calibrated, usleep | +44.4 us | | | | | |\n\n");
   fprintf(f,
+          "In the paper's usleep mode every row's delay is a relative sleep, and each sleep "
+          "wakes late: by %.1f us + %.1f us per ms slept on this host (calibration's "
+          "`time_sleep_overshoot`, p90 %.1f us), with a spread that no profile can predict "
+          "row by row. Calibration takes the expected overshoot out of every delay, but over "
+          "%zu sleeps the rest adds up. Deadline timing waits for absolute deadlines, so a "
+          "late row is made up at the next one and the error never accumulates.\n\n",
+          prof.sleep_overshoot.base.ns / 1e3, prof.sleep_overshoot.per_fault.ns / 1e3,
+          prof.sleep_overshoot_p90_ns / 1e3, orig->n - 1);
+  fprintf(f,
           "## Bytes\n\n"
           "A row is exact when the replayed stack is within 16 bytes of the original, and the "
           "heap within 16 bytes, or one page for blocks glibc serves from mmap. The table gives "
           "the worst run: the lowest share of exact rows and the largest error in any run. "
-          "Without calibration the stub's own frames (80 bytes each here) and its heap block's "
-          "overhead show as offsets.\n\n"
+          "Without calibration the stub's own frames (%lld bytes each here) show as an offset "
+          "that grows with the depth. With calibration, the generator reports %lld rows it "
+          "cannot meet (largest gap %lld B): rows whose stack lies less than one stub frame "
+          "above the base with no frame open. No replay of a recursion can be shallower than "
+          "its own first frame. The stack rows that are not exact are among them.\n\n"
           "| configuration | stack exact (worst run) | largest stack error | heap exact (worst run) "
           "| largest heap error |\n"
-          "|---|---:|---:|---:|---:|\n");
+          "|---|---:|---:|---:|---:|\n",
+          (long long)confs[0].gen->comp.stack_frame_bytes, (long long)confs[0].gen->comp.stack_unmet,
+          (long long)confs[0].gen->comp.stack_unmet_max);
   for (int k = 0; k < NCONF; k++) {
     conf *c = &confs[k];
     double se, sh, a, b;
