@@ -158,7 +158,7 @@ int ms_cmd_build(int argc, char **argv) {
   char *text = NULL;
   size_t len;
   int status = MS_EXIT_OK;
-  char *tmp = NULL, *stubdef = NULL, *main_c = NULL, *ccbuf = NULL;
+  char *tmp = NULL, *target = NULL, *stubdef = NULL, *main_c = NULL, *ccbuf = NULL;
   char *owned[16] = {0};
   FILE *errf = NULL;
   if (ms__read_file(header, &text, &len, &err) < 0) {
@@ -178,10 +178,18 @@ int ms_cmd_build(int argc, char **argv) {
   if (!use || !*use) use = getenv("CC");
   if (!use || !*use) use = ms__rt_build_cc();
   ccbuf = ms__asprintf("%s %s", use, ms__rt_build_cflags());
-  // The temporary program sits beside the target so the rename is atomic.
-  const char *slash = strrchr(out, '/');
-  int dirlen = slash ? (int)(slash - out + 1) : 0;
-  tmp = ms__asprintf("%.*s.%s.tmp.XXXXXX", dirlen, out, slash ? slash + 1 : out);
+  // The temporary program sits beside the file it replaces (through a
+  // symbolic link, the file named), so the rename is atomic.
+  int in_place;
+  target = ms__afile_target(out, &in_place);
+  if (!target || in_place) {
+    status = ms_cli_error("%s: cannot write the program there: %s", out,
+                          target ? "not a regular file" : strerror(errno));
+    goto done;
+  }
+  const char *slash = strrchr(target, '/');
+  int dirlen = slash ? (int)(slash - target + 1) : 0;
+  tmp = ms__asprintf("%.*s.%s.tmp.XXXXXX", dirlen, target, slash ? slash + 1 : target);
   if (!main_c || !stubdef || !ccbuf || !tmp) {
     status = ms_cli_error("out of memory");
     goto done;
@@ -257,7 +265,7 @@ int ms_cmd_build(int argc, char **argv) {
                           why ? why + 7 : rc < 0 ? strerror(-rc) : "the stub does not replay");
     goto done;
   }
-  if (rename(tmp, out) != 0) {
+  if (rename(tmp, target) != 0) {
     status = ms_cli_error("%s: cannot write: %s", out, strerror(errno));
     goto done;
   }
@@ -270,6 +278,7 @@ done:
   if (tmp) unlink(tmp);
   for (size_t i = 0; i < MS__ARRAY_SIZE(owned); i++) free(owned[i]);
   free(tmp);
+  free(target);
   free(text);
   free(main_c);
   free(stubdef);

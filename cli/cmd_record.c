@@ -195,6 +195,15 @@ int ms_cmd_record(int argc, char **argv) {
     if ((size_t)snprintf(abs, sizeof abs, "%s/%s", cwd, out) >= sizeof abs)
       return ms_cli_error("%s: path too long", out);
   }
+  // The trace is read back for the summary, so it must be a (new) regular file.
+  int in_place;
+  char *target = ms__afile_target(abs, &in_place);
+  int usable = target && !in_place;
+  const char *why = !target ? strerror(errno) : "this is a device, FIFO or socket";
+  free(target);
+  if (!usable)
+    return ms_cli_error("%s: the trace needs a regular file (it is read back for the summary): %s",
+                        out, why);
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s", abs);
   *strrchr(dir, '/') = '\0';

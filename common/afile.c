@@ -1,6 +1,7 @@
 // Atomic output files: write a temporary file beside the target, then rename.
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -8,27 +9,59 @@
 
 #include "ms_common.h"
 
+char *ms__afile_target(const char *path, int *in_place) {
+  *in_place = 0;
+  struct stat st, lst;
+  if (stat(path, &st) != 0) return ms__strdup(path);  // new (or a dangling link): create it
+  if (S_ISDIR(st.st_mode)) {
+    errno = EISDIR;
+    return NULL;
+  }
+  if (!S_ISREG(st.st_mode)) {  // a device, FIFO or socket: never rename over it
+    *in_place = 1;
+    return ms__strdup(path);
+  }
+  if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+    // Replace the file the link names, beside it, and keep the link.
+    char real[PATH_MAX];
+    if (realpath(path, real)) return ms__strdup(real);
+  }
+  return ms__strdup(path);
+}
+
 int ms__afile_open(ms__afile *af, const char *path, memstub_error *err) {
   memset(af, 0, sizeof *af);
   if (strcmp(path, "-") == 0) {
     af->f = stdout;
     return 0;
   }
+  int in_place;
+  char *target = ms__afile_target(path, &in_place);
+  if (!target)
+    return memstub_error_set(err, -errno, "%s: cannot write: %s", path, strerror(errno));
+  if (in_place) {
+    af->f = fopen(target, "w");
+    if (!af->f) {
+      int e = errno;
+      free(target);
+      return memstub_error_set(err, -e, "%s: cannot open for writing: %s", path, strerror(e));
+    }
+    af->path = target;
+    return 0;
+  }
   // The temporary file lives in the target's directory so rename is atomic.
-  const char *slash = strrchr(path, '/');
-  int dirlen = slash ? (int)(slash - path + 1) : 0;
-  char *tmp = ms__asprintf("%.*s.%s.tmp.XXXXXX", dirlen, path, slash ? slash + 1 : path);
-  char *dup = ms__strdup(path);
-  if (!tmp || !dup) {
-    free(tmp);
-    free(dup);
+  const char *slash = strrchr(target, '/');
+  int dirlen = slash ? (int)(slash - target + 1) : 0;
+  char *tmp = ms__asprintf("%.*s.%s.tmp.XXXXXX", dirlen, target, slash ? slash + 1 : target);
+  if (!tmp) {
+    free(target);
     return memstub_error_set(err, -ENOMEM, "%s: out of memory", path);
   }
   int fd = mkstemp(tmp);
   if (fd < 0) {
     int e = errno;
     free(tmp);
-    free(dup);
+    free(target);
     return memstub_error_set(err, -e, "%s: cannot create output file: %s", path, strerror(e));
   }
   // mkstemp makes 0600; give the file the usual permissions under umask.
@@ -41,12 +74,12 @@ int ms__afile_open(ms__afile *af, const char *path, memstub_error *err) {
     close(fd);
     unlink(tmp);
     free(tmp);
-    free(dup);
+    free(target);
     return memstub_error_set(err, -e, "%s: %s", path, strerror(e));
   }
   setvbuf(af->f, NULL, _IOFBF, 1 << 16);
   af->tmp = tmp;
-  af->path = dup;
+  af->path = target;
   return 0;
 }
 
@@ -57,12 +90,14 @@ static void afile_release(ms__afile *af) {
 }
 
 int ms__afile_commit(ms__afile *af, memstub_error *err) {
-  if (!af->tmp) {  // stdout
+  if (!af->tmp) {  // standard output, or a device written in place
+    const char *name = af->path ? af->path : "standard output";
     int bad = fflush(af->f) != 0 || ferror(af->f);
+    int e = errno ? errno : EIO;
+    if (af->path && fclose(af->f) != 0) bad = 1;
+    if (bad) memstub_error_set(err, -e, "%s: write failed: %s", name, strerror(e));
     afile_release(af);
-    return bad ? memstub_error_set(err, -EIO, "standard output: write failed: %s",
-                                   strerror(errno))
-               : 0;
+    return bad ? -e : 0;
   }
   int e = 0;
   if (fflush(af->f) != 0 || ferror(af->f)) e = errno ? errno : EIO;
@@ -81,6 +116,8 @@ void ms__afile_abort(ms__afile *af) {
   if (af->tmp) {
     fclose(af->f);
     unlink(af->tmp);
+  } else if (af->path) {
+    fclose(af->f);  // written in place: what was written stays
   } else if (af->f) {
     fflush(af->f);
   }

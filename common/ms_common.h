@@ -14,13 +14,22 @@
 /* ---- atomic output files (afile.c) ------------------------------------- */
 
 /* An output file that appears complete or not at all: data goes to a hidden
- * temporary file beside path, which commit renames over path. path "-" writes
- * to standard output instead (not atomic). */
+ * temporary file beside the target, which commit renames over it. Only a
+ * regular file (or a new one) can be replaced so: a path naming a device,
+ * FIFO or socket (/dev/null, /dev/stdout) is written in place, and "-" means
+ * standard output; neither is atomic. A symbolic link is followed, so the
+ * link stays and the file it names is replaced. */
 typedef struct ms__afile {
-  FILE *f;          /* write here */
-  char *path;       /* final name, NULL for stdout */
-  char *tmp;        /* temporary name, NULL for stdout */
+  FILE *f;          // write here
+  char *path;       // the file replaced (the link's target for a link); NULL for stdout
+  char *tmp;        // the temporary file; NULL when written in place
 } ms__afile;
+
+/* Where an atomic write of path goes: a malloc'd path, the file to replace
+ * (path itself, or what a symbolic link at path names), with *in_place set
+ * when path exists but is not a regular file, so it must be written in place.
+ * NULL with errno set when path is a directory (EISDIR) or out of memory. */
+char *ms__afile_target(const char *path, int *in_place);
 
 /* Open for writing. 0, or -errno with err naming path. */
 int ms__afile_open(ms__afile *af, const char *path, memstub_error *err);

@@ -139,17 +139,20 @@ int ms__gnuplot_render(ms__gnuplot *g, const char *out, const char *const *extra
   if (!log) return memstub_error_set(err, -ENOMEM, "out of memory");
   ms__afile af;
   int rc = ms__afile_open(&af, out, err);
-  if (rc == 0) rc = run(g, af.tmp, extra, log, err);
+  // gnuplot writes the file by name: the temporary one, or a device in place.
+  if (rc == 0) rc = run(g, af.tmp ? af.tmp : af.path, extra, log, err);
   struct stat st;
-  if (rc == 0 && (stat(af.tmp, &st) != 0 || st.st_size == 0))
+  if (rc == 0 && af.tmp && (stat(af.tmp, &st) != 0 || st.st_size == 0))
     rc = memstub_error_set(err, -EIO, "gnuplot ('%s') wrote nothing to %s", g->program, out);
-  if (rc == 0) {
+  if (rc == 0 && af.tmp) {
     // gnuplot wrote the temporary file by name: sync it before the rename.
     int fd = open(af.tmp, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
       (void)fdatasync(fd);
       close(fd);
     }
+  }
+  if (rc == 0) {
     rc = ms__afile_commit(&af, err);
   } else if (af.f) {
     ms__afile_abort(&af);

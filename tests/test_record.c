@@ -1,5 +1,7 @@
 // memstub record: the LD_PRELOAD recorder on rec_helper's known patterns.
 #include <check.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -308,6 +310,19 @@ START_TEST(test_usage_errors) {
   ck_assert_int_eq(r.status, 2);
   ck_assert_ptr_nonnull(strstr(r.err, "cannot write in directory"));
   tu_run_free(&r);
+  // A trace is read back, so it must go to a regular file, not a FIFO or a directory.
+  char fifo[4096];
+  snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+  ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+  r = tu_memstub(dir, "record", "-o", "fifo", "--", "true", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "fifo: the trace needs a regular file"));
+  tu_run_free(&r);
+  r = tu_memstub(dir, "record", "-o", ".", "--", "true", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "Is a directory"));
+  tu_run_free(&r);
+  unlink(fifo);
   ck_assert_int_eq(tu_count_entries(dir), 0);
   tu_rmtree(dir);
   free(dir);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -206,6 +207,68 @@ START_TEST(test_write_failure_midway_leaves_nothing) {
 }
 END_TEST
 
+// Through a symbolic link: the file it names is replaced, the link stays.
+START_TEST(test_write_through_symlink) {
+  char *dir = tu_mkdtemp();
+  char real[4096], link[4096];
+  snprintf(real, sizeof real, "%s/real.csv", dir);
+  snprintf(link, sizeof link, "%s/link.csv", dir);
+  tu_write_file(real, "old\n");
+  ck_assert_int_eq(symlink("real.csv", link), 0);
+  memstub_trace *t = sample();
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_write(t, link, &err) == 0, "%s", err.msg);
+  struct stat st;
+  ck_assert_int_eq(lstat(link, &st), 0);
+  ck_assert(S_ISLNK(st.st_mode));
+  char *text = tu_read_file(real);
+  ck_assert_ptr_nonnull(strstr(text, "# memstub-trace 1\n"));
+  free(text);
+  ck_assert_int_eq(tu_count_entries(dir), 2);  // no temporary file left
+  memstub_trace_free(t);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+// A FIFO (like /dev/null or /dev/stdout, not a regular file) is written in
+// place, never renamed over; a directory is refused.
+START_TEST(test_write_to_fifo_and_directory) {
+  char *dir = tu_mkdtemp();
+  char fifo[4096], got[4096];
+  snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+  snprintf(got, sizeof got, "%s/got", dir);
+  ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {  // the reader: copy the FIFO into a file
+    FILE *in = fopen(fifo, "r"), *out = fopen(got, "w");
+    if (!in || !out) _exit(1);
+    int c;
+    while ((c = fgetc(in)) != EOF) fputc(c, out);
+    _exit(fclose(out) != 0);
+  }
+  memstub_trace *t = sample();
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_write(t, fifo, &err) == 0, "%s", err.msg);
+  int st;
+  ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+  ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  struct stat sb;
+  ck_assert_int_eq(lstat(fifo, &sb), 0);
+  ck_assert(S_ISFIFO(sb.st_mode));
+  char *text = tu_read_file(got);
+  ck_assert_ptr_nonnull(strstr(text, "time_ns,stack_bytes,heap_bytes,point\n"));
+  free(text);
+  ck_assert_int_eq(memstub_trace_write(t, dir, &err), -EISDIR);
+  ck_assert_msg(strstr(err.msg, ": cannot write: Is a directory") != NULL, "%s", err.msg);
+  ck_assert_int_eq(tu_count_entries(dir), 2);  // fifo and got: nothing else
+  memstub_trace_free(t);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 START_TEST(test_read_missing_file) {
   memstub_trace *t;
   memstub_error err = {0};
@@ -258,6 +321,8 @@ static Suite *trace_suite(void) {
   tcase_add_test(tc, test_round_trip);
   tcase_add_test(tc, test_write_refuses_invalid_and_keeps_old_file);
   tcase_add_test(tc, test_write_failure_midway_leaves_nothing);
+  tcase_add_test(tc, test_write_through_symlink);
+  tcase_add_test(tc, test_write_to_fifo_and_directory);
   tcase_add_test(tc, test_read_missing_file);
   tcase_add_test(tc, test_samples_parse);
   tcase_add_test(tc, test_large_trace_parses);

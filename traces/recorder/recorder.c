@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
@@ -1419,20 +1420,32 @@ static void wnum(int64_t v) {
   wput(p, (size_t)(b + sizeof b - p));
 }
 
-static int write_raw(const assembled *A) {
-  static char tmp[PATH_MAX + 64];
+// The signal-path writer's temporary name beside G.out: "DIR/.BASE.tmp.sig".
+static int raw_tmp_name(char *tmp, size_t cap) {
   const char *slash = strrchr(G.out, '/');
   size_t dl = slash ? (size_t)(slash - G.out + 1) : 0;
   const char *base = slash ? slash + 1 : G.out;
-  if (dl + strlen(base) + 40 > sizeof tmp) return -ENAMETOOLONG;
+  if (dl + strlen(base) + 40 > cap) return -ENAMETOOLONG;
   memcpy(tmp, G.out, dl);
   char *p = tmp + dl;
   *p++ = '.';
   memcpy(p, base, strlen(base));
   p += strlen(base);
-  memcpy(p, ".tmp.sig", 8);
-  p += 8;
-  *p = '\0';
+  memcpy(p, ".tmp.sig", 9);
+  return 0;
+}
+
+static int write_raw(const assembled *A) {
+  static char tmp[PATH_MAX + 64];
+  // A device, FIFO or symbolic link is written in place (through the link),
+  // never renamed over: only stat and lstat here, both async-signal-safe.
+  struct stat st, lst;
+  int in_place = stat(G.out, &st) == 0 &&
+                 (!S_ISREG(st.st_mode) || (lstat(G.out, &lst) == 0 && S_ISLNK(lst.st_mode)));
+  if (in_place)
+    memcpy(tmp, G.out, strlen(G.out) + 1);
+  else if (raw_tmp_name(tmp, sizeof tmp) < 0)
+    return -ENAMETOOLONG;
   g_wfd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (g_wfd < 0) return -errno;
   g_wlen = 0;
@@ -1461,6 +1474,7 @@ static int write_raw(const assembled *A) {
   wflush();
   if (!g_werr && fsync(g_wfd) != 0 && errno != EINVAL) g_werr = 1;
   if (close(g_wfd) != 0) g_werr = 1;
+  if (in_place) return g_werr ? -EIO : 0;
   if (g_werr || rename(tmp, G.out) != 0) {
     unlink(tmp);
     return -EIO;
