@@ -16,6 +16,18 @@ void ms__cal_mean_scv(const double *v, size_t n, double *mean, double *scv) {
   *scv = n >= 2 && m != 0 ? q / (double)n / (m * m) : 0;
 }
 
+// Whether the x with keep set (every x when keep is NULL) are all equal: then
+// there is no slope to fit, and rounding in their mean must not make one up.
+static int x_constant(const double *x, size_t n, const unsigned char *keep) {
+  const double *first = NULL;
+  for (size_t i = 0; i < n; i++) {
+    if (keep && !keep[i]) continue;
+    if (!first) first = &x[i];
+    else if (x[i] != *first) return 0;
+  }
+  return 1;
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -40,7 +52,7 @@ static void lsq(const double *x, const double *y, size_t n, const unsigned char 
     sxy += (x[i] - mx) * (y[i] - my);
     syy += (y[i] - my) * (y[i] - my);
   }
-  *b = fit_slope && sxx > 0 ? sxy / sxx : 0;
+  *b = fit_slope && sxx > 0 && !x_constant(x, n, keep) ? sxy / sxx : 0;
   *a = my - *b * mx;
   double sse = 0;
   for (size_t i = 0; i < n; i++)
@@ -101,7 +113,7 @@ int ms__cal_fit_l1(const double *x, const double *y, size_t n, int fit_slope, do
   if (n == 0) return 0;
   double *v = malloc(n * sizeof *v);
   if (!v) return -ENOMEM;
-  if (!fit_slope || !x) {
+  if (!fit_slope || !x || x_constant(x, n, NULL)) {
     memcpy(v, y, n * sizeof *v);
     *a = ms__cal_median(v, n);
   } else {

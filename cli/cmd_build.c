@@ -159,6 +159,7 @@ int ms_cmd_build(int argc, char **argv) {
   size_t len;
   int status = MS_EXIT_OK;
   char *tmp = NULL, *target = NULL, *stubdef = NULL, *main_c = NULL, *ccbuf = NULL;
+  char *usedef = NULL, *pointdef = NULL;
   char *owned[16] = {0};
   FILE *errf = NULL;
   if (ms__read_file(header, &text, &len, &err) < 0) {
@@ -174,6 +175,20 @@ int ms_cmd_build(int argc, char **argv) {
 
   main_c = ms__asprintf("%s/%s", ms__datadir(), MS__RT_STUB_MAIN);
   stubdef = ms__asprintf("-DMEMSTUB_STUB_VAR=%s", var);
+  // A generated header's arrays (NAME_memUse, NAME_memPoint): the program
+  // checks that the descriptor, which may be edited by hand, stays within them.
+  size_t vl = strlen(var);
+  if (vl >= 7 && strcmp(var + vl - 7, "memStub") == 0) {
+    int pl = (int)vl - 7;  // the prefix, NAME_ or nothing
+    char *usedecl = ms__asprintf("struct memAlloc %.*smemUse[", pl, var);
+    char *pointdecl = ms__asprintf("int64_t %.*smemPoint[", pl, var);
+    if (usedecl && pointdecl && strstr(text, usedecl) && strstr(text, pointdecl)) {
+      usedef = ms__asprintf("-DMEMSTUB_STUB_USE=%.*smemUse", pl, var);
+      pointdef = ms__asprintf("-DMEMSTUB_STUB_POINT=%.*smemPoint", pl, var);
+    }
+    free(usedecl);
+    free(pointdecl);
+  }
   const char *use = cc ? cc : getenv("MEMSTUB_CC");
   if (!use || !*use) use = getenv("CC");
   if (!use || !*use) use = ms__rt_build_cc();
@@ -222,6 +237,7 @@ int ms_cmd_build(int argc, char **argv) {
   const char *fixed[] = {"-std=c11", "-O2", "-Wall", "-Wextra", incl, "-include", header,
                          stubdef, main_c, "-o", tmp};
   for (size_t i = 0; i < MS__ARRAY_SIZE(fixed); i++) cargv[n++] = (char *)fixed[i];
+  if (usedef && pointdef) cargv[n++] = usedef, cargv[n++] = pointdef;
   int nowned = 0;
   if ((status = lib_paths(ms__libdir(), cargv + n, &nowned, 8, owned)) != 0) goto done;
   n += nowned;
@@ -282,6 +298,8 @@ done:
   free(text);
   free(main_c);
   free(stubdef);
+  free(usedef);
+  free(pointdef);
   free(ccbuf);
   free(defout);
   return status;

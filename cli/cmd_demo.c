@@ -92,7 +92,12 @@ static int run(demo *d, const char *what, char *const argv[], const char *out_pa
     return -1;
   }
   int st;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  while (waitpid(pid, &st, 0) < 0) {
+    if (errno != EINTR) {  // ECHILD when SIGCHLD is ignored: the status is lost
+      ms_cli_error("step %d (%s): cannot wait for %s: %s", d->step, what, argv[0],
+                   strerror(errno));
+      return -1;
+    }
   }
   if (WIFSIGNALED(st)) {
     ms_cli_error("step %d (%s) was killed by signal %d", d->step, what, WTERMSIG(st));
@@ -216,14 +221,24 @@ int ms_cmd_demo(int argc, char **argv) {
   self[n] = '\0';
   d.self = self;
 
-  // Check the trace before anything runs, so a bad one fails in a second.
+  // Check the trace before anything runs, so a bad one fails in a second:
+  // that it reads, and that it makes stub data (a one-row trace does not).
   memstub_trace *t = NULL;
+  memstub_gen *g = NULL;
   memstub_error err = {0};
-  if (memstub_trace_read(trace, &t, &err) < 0) {
+  memstub_gen_options go;
+  memstub_gen_options_init(&go);
+  int bad = memstub_trace_read(trace, &t, &err) < 0;
+  if (!bad && memstub_gen_build(t, &go, &g, &err) < 0) {
+    memstub_error_prefix(&err, trace);
+    bad = 1;
+  }
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+  if (bad) {
     free(trace);
     return ms_cli_fail(&err);
   }
-  memstub_trace_free(t);
   if (mkdir(d.dir, 0777) != 0 && errno != EEXIST) {
     int rc = ms_cli_error("%s: cannot create the directory: %s", d.dir, strerror(errno));
     free(trace);

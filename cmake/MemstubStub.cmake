@@ -2,8 +2,9 @@
 #
 # Adds a static library target NAME holding a memory stub made from TRACE:
 # at build time `memstub gen TRACE --name NAME GEN_ARGS...` writes the header
-# into the build tree, and the library exposes, from the generated header
-# memstub_NAME.h (on the target's include path):
+# into the build tree (a --calibration FILE among GEN_ARGS is, like TRACE,
+# relative to the source directory and a dependency), and the library exposes,
+# from the generated header memstub_NAME.h (on the target's include path):
 #
 #   int memstub_NAME(void);                       // replay it: 0 or -errno
 #   int memstub_NAME_err(memstub_error *err);     // the same, with the reason
@@ -31,6 +32,33 @@ function(memstub_add_stub)
     message(FATAL_ERROR "memstub_add_stub(${S_NAME}): unknown arguments ${S_UNPARSED_ARGUMENTS}")
   endif()
   get_filename_component(trace "${S_TRACE}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+  # A calibration profile in GEN_ARGS is an input like TRACE: relative to the
+  # source directory, and a dependency, so a new profile regenerates the header.
+  set(gen_args "")
+  set(profiles "")
+  set(profile_next FALSE)
+  foreach(arg IN LISTS S_GEN_ARGS)
+    set(profile "")
+    if(profile_next)
+      set(profile "${arg}")
+    elseif(arg MATCHES "^--calibration=(.+)$")
+      set(profile "${CMAKE_MATCH_1}")
+    endif()
+    if(NOT profile STREQUAL "")
+      get_filename_component(profile "${profile}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+      list(APPEND profiles "${profile}")
+      if(profile_next)
+        set(arg "${profile}")
+      else()
+        set(arg "--calibration=${profile}")
+      endif()
+    endif()
+    set(profile_next FALSE)
+    if(arg STREQUAL "--calibration" OR arg STREQUAL "-c")
+      set(profile_next TRUE)
+    endif()
+    list(APPEND gen_args "${arg}")
+  endforeach()
 
   if(TARGET memstub AND TARGET memstub_runtime)
     set(exe "$<TARGET_FILE:memstub>")
@@ -72,8 +100,8 @@ function(memstub_add_stub)
   set(dir "${CMAKE_CURRENT_BINARY_DIR}/memstub_${S_NAME}")
   set(header "${dir}/${S_NAME}_memuse.h")
   add_custom_command(OUTPUT "${header}"
-    COMMAND "${exe}" gen "${trace}" --name ${S_NAME} -o "${header}" ${S_GEN_ARGS}
-    DEPENDS "${trace}" ${exe_dep}
+    COMMAND "${exe}" gen "${trace}" --name ${S_NAME} -o "${header}" ${gen_args}
+    DEPENDS "${trace}" ${profiles} ${exe_dep}
     COMMENT "memstub gen ${S_TRACE} --name ${S_NAME}"
     VERBATIM)
   file(CONFIGURE OUTPUT "${dir}/memstub_${S_NAME}.h" @ONLY CONTENT

@@ -204,6 +204,10 @@ int memstub_gen_predict(const struct memstub_stub *s, const struct memstub_profi
 
 /* ---- stage 0: the profile, the heap targets, the stack's figures ----------- */
 
+// Sizes the compensation's 64-bit arithmetic takes: 2^60 bytes (1 EiB), far
+// beyond any machine's memory, far enough below 2^63 that sums cannot overflow.
+#define MAX_BYTES ((int64_t)1 << 60)
+
 static int stage0(memstub_gen *g, ms__targets *tg, const memstub_gen_options *o,
                   ms__stack_comp *sc, memstub_error *err) {
   const memstub_profile *p = o->profile;
@@ -220,6 +224,25 @@ static int stage0(memstub_gen *g, ms__targets *tg, const memstub_gen_options *o,
                              name, (long long)p->page_size, ms__prim_page_size());
   if (p->stack_per_frame < 0 || p->page_size <= 0)
     return memstub_error_set(err, -EINVAL, "%s: negative stack overhead per frame", name);
+  // The normaliser and the cost model add these to the totals in 64 bits.
+  const struct {
+    const char *key;
+    int64_t v;
+  } figures[] = {{"stack_offset_bytes", p->stack_offset},
+                 {"heap_overhead_inuse_bytes", p->heap_overhead_inuse},
+                 {"heap_overhead_empty_bytes", p->heap_overhead_empty},
+                 {"heap_pad_bytes", p->heap_pad}};
+  for (size_t i = 0; i < MS__ARRAY_SIZE(figures); i++)
+    if (figures[i].v < -MAX_BYTES || figures[i].v > MAX_BYTES)
+      return memstub_error_set(err, -EINVAL, "%s: %s: %lld bytes is beyond any host", name,
+                               figures[i].key, (long long)figures[i].v);
+  for (size_t i = 0; i < tg->n; i++)
+    if (tg->s[i] > MAX_BYTES || tg->h[i] > MAX_BYTES)
+      return memstub_error_set(err, -EINVAL,
+                               "row %zu: %s %lld bytes above its base is beyond what calibration "
+                               "can compensate (2^60 bytes)",
+                               i + 1, tg->s[i] > MAX_BYTES ? "stack" : "heap",
+                               (long long)(tg->s[i] > MAX_BYTES ? tg->s[i] : tg->h[i]));
   sc->frame = p->stack_per_frame;
   sc->offset = p->stack_offset;
   memstub_gen_comp *c = &g->comp;

@@ -45,13 +45,12 @@ static void define_num(FILE *f, const char *m, long long v) {
 static void write_input(FILE *f, const memstub_gen *g) {
   const struct memstub_stub *s = &g->stub;
   fwrite(ms__memuse_template, 1, ms__memuse_template_len, f);
-  char prefix[160], guard[200];
-  snprintf(prefix, sizeof prefix, "%s%s", g->name, *g->name ? "_" : "");
-  snprintf(guard, sizeof guard, "MEMSTUB_GEN_%s%sMEMUSE_H", g->name, *g->name ? "_" : "");
+  // The name is any length: NAME_ and the guard are written, never truncated.
+  const char *sep = *g->name ? "_" : "";
   fprintf(f, "m4_define([[MS_VERSION]], [[%s]])m4_dnl\n", MEMSTUB_VERSION_STRING);
-  fprintf(f, "m4_define([[MS_PREFIX]], [[%s]])m4_dnl\n", prefix);
+  fprintf(f, "m4_define([[MS_PREFIX]], [[%s%s]])m4_dnl\n", g->name, sep);
   fprintf(f, "m4_define([[MS_NAME]], [[%s]])m4_dnl\n", g->name);
-  fprintf(f, "m4_define([[MS_GUARD]], [[%s]])m4_dnl\n", guard);
+  fprintf(f, "m4_define([[MS_GUARD]], [[MEMSTUB_GEN_%s%sMEMUSE_H]])m4_dnl\n", g->name, sep);
   define_string(f, "MS_SOURCE", g->source);
   define_string(f, "MS_TRANSFORMS", g->transforms);
   define_string(f, "MS_CALIBRATION", g->calibration);
@@ -134,8 +133,14 @@ static int run_m4(const memstub_gen *g, int out_fd, memstub_error *err) {
   while (sigtimedwait(&pipe_set, NULL, &zero) == SIGPIPE) {
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  int status;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    // ECHILD when the caller ignores SIGCHLD: m4 was reaped unseen, its
+    // status is lost, and a header it may have cut short must not be taken.
+    int e = errno;
+    if (e != EINTR)
+      return memstub_error_set(err, -e, "cannot wait for m4 ('%s'): %s%s", m4, strerror(e),
+                               e == ECHILD ? " (SIGCHLD is ignored?)" : "");
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     return memstub_error_set(err, -EIO, "m4 ('%s') failed on generator/memuse.h.m4 (%s %d)", m4,

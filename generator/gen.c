@@ -127,8 +127,11 @@ void ms__gen_finish(memstub_gen *g, const ms__targets *tg) {
     }
     stack += u->stackAlloc;
     heap += u->heapAlloc;
-    if (u->heapAlloc > 0) g->heap_up += u->heapAlloc;
-    if (u->heapAlloc < 0) g->heap_down -= u->heapAlloc;
+    // Totals moved, for the provenance: they may add up beyond 64 bits, so saturate.
+    if (u->heapAlloc > 0 && ms__add_i64(g->heap_up, u->heapAlloc, &g->heap_up) < 0)
+      g->heap_up = INT64_MAX;
+    if (u->heapAlloc < 0 && ms__add_i64(g->heap_down, -u->heapAlloc, &g->heap_down) < 0)
+      g->heap_down = INT64_MAX;
     if (stack > s->peak_stack) s->peak_stack = stack;
     if (heap > s->peak_heap) s->peak_heap = heap;
   }
@@ -210,6 +213,9 @@ out:
 }
 
 int memstub_gen_check(const struct memstub_stub *s, memstub_error *err) {
+  // A hand-edited numdata must not wrap the size below.
+  if (s->numdata < 0 || (uint64_t)s->numdata >= SIZE_MAX / sizeof(int64_t))
+    return memstub_error_set(err, -EINVAL, "the stub claims %lld points", (long long)s->numdata);
   int64_t *open = malloc((size_t)(s->numdata + 1) * sizeof *open);
   if (!open) return memstub_error_set(err, -ENOMEM, "out of memory");
   int64_t depth = 0, prev = 0;

@@ -36,12 +36,14 @@ int64_t ms__rt_heap_inuse(void) {
 #endif
 }
 
-int64_t ms__rt_heap_usable(const ms__rt_heap *h) {
+int64_t ms__rt_heap_usable(const ms__rt_heap *h) { return (int64_t)h->usable; }
+
+// malloc_usable_size of the block, asked once per change of the block: each
+// point's resize and measuring read h->usable.
+static void set_block(ms__rt_heap *h, char *p) {
+  h->block = p;
 #if defined(__GLIBC__)
-  return (int64_t)malloc_usable_size(h->block);
-#else
-  (void)h;
-  return 0;
+  h->usable = malloc_usable_size(p);
 #endif
 }
 
@@ -79,8 +81,9 @@ int ms__rt_heap_prepare(ms__rt_heap *h, void **scratch, size_t nscratch) {
   *h = (ms__rt_heap){.tcache = MEMSTUB_TCACHE_UNKNOWN};
   // The thread's first malloc creates its arena and tcache: a one-off jump
   // that must come before the baseline.
-  h->block = malloc(MS__RT_HEAP_PAD);
-  if (!h->block) return -ENOMEM;
+  char *block = malloc(MS__RT_HEAP_PAD);
+  if (!block) return -ENOMEM;
+  set_block(h, block);
   ((volatile char *)h->block)[0] = 'a';
   ((volatile char *)h->block)[MS__RT_HEAP_PAD - 1] = 'a';
   // Does mallinfo2 see this allocator? (Not under ASan, nor another malloc.)
@@ -118,13 +121,13 @@ int ms__rt_heap_resize(ms__rt_heap *h, int64_t size) {
   // a page at least. Below glibc's smallest mmap threshold the block moves
   // back into the arena as a freed buffer's successor would: calloc, which
   // unlike malloc never takes from the tcache, then copy and free.
-  size_t u = malloc_usable_size(h->block);
+  size_t u = h->usable;
   if (h->visible && t < MS__RT_MMAP_MIN && mmapped_usable(u)) {
     char *q = calloc(1, t);
     if (!q) return -ENOMEM;
     memcpy(q, h->block, t < u ? t : u);
     free(h->block);
-    h->block = q;
+    set_block(h, q);
     h->size = size;
     h->unmaps++;
     return 0;
@@ -132,11 +135,11 @@ int ms__rt_heap_resize(ms__rt_heap *h, int64_t size) {
 #endif
   char *p = realloc(h->block, t);
   if (!p) return -ENOMEM;
-  h->block = p;
+  set_block(h, p);
   h->size = size;
   if (!h->visible) return 0;
 #if defined(__GLIBC__)
-  u = malloc_usable_size(p);
+  u = h->usable;
   if (mmapped_usable(u)) {
     // An mmapped chunk is whole pages: it exceeds the replayed size by up to
     // a page plus the pad and its header beyond the baseline chunk. When that
@@ -145,7 +148,7 @@ int ms__rt_heap_resize(ms__rt_heap *h, int64_t size) {
     int64_t chunk = (int64_t)u + 16, base = (int64_t)arena_usable(MS__RT_HEAP_PAD) + 8;
     if (chunk - base - size > page) {
       char *q = realloc(p, (size_t)(chunk - page - 24));
-      if (q) h->block = q;
+      if (q) set_block(h, q);
       h->trims++;
     }
     return 0;
@@ -161,8 +164,8 @@ int ms__rt_heap_resize(ms__rt_heap *h, int64_t size) {
     q = realloc(p, t);
     if (q) p = q;
   }
-  h->block = p;
-  if (malloc_usable_size(p) != want) h->stuck++;
+  set_block(h, p);
+  if (h->usable != want) h->stuck++;
 #endif
   return 0;
 }

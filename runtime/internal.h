@@ -20,6 +20,7 @@
 typedef struct ms__rt_heap {
   char *block;         // never NULL once prepared: realloc(p, 0) would free it
   int64_t size;        // replayed size; the block holds size + MS__RT_HEAP_PAD bytes
+  size_t usable;       // malloc_usable_size(block), kept as the block changes
   int visible;         // mallinfo2 sees this allocator
   int tcache;          // MEMSTUB_TCACHE_*
   int64_t fixups, stuck;  // 16-byte fix-ups, and those that failed

@@ -25,6 +25,9 @@
 #define STACK_MARGIN (1 << 20)
 #endif
 #define SCRATCH_POINTERS 4096  // tcache filling: at most this many chunks per bin
+// The longest replay: T0 + any deadline must fit in 64 bits (CLOCK_MONOTONIC
+// counts from boot, far below 2^62 ns), 146 years.
+#define MAX_DURATION (INT64_MAX / 2)
 
 void memstub_replay_options_init(memstub_replay_options *o) {
   memset(o, 0, sizeof *o);
@@ -94,6 +97,11 @@ static int recompute(const struct memstub_stub *s, figures *f, memstub_error *er
     if (heap > f->peak_heap) f->peak_heap = heap;
   }
   f->duration = t;
+  if (t > MAX_DURATION)
+    return memstub_error_set(err, -EINVAL,
+                             "the delays add up to %lld ns, longer than a replay can wait "
+                             "(%lld ns)",
+                             (long long)t, (long long)MAX_DURATION);
   // A descriptor that claims more is believed (it only makes the stack larger).
   if (s->peak_stack > f->peak_stack) f->peak_stack = s->peak_stack;
   if (s->max_depth > f->max_depth) f->max_depth = s->max_depth;
@@ -200,6 +208,7 @@ int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_option
   r->opt = opt;
   // Everything the replay thread writes is reserved, and touched, up front.
   if (opt.measure && s->numdata > 0) {
+    if ((uint64_t)s->numdata > SIZE_MAX / sizeof *r->rec) goto nomem;
     r->rec = malloc((size_t)s->numdata * sizeof *r->rec);
     if (!r->rec) goto nomem;
     memset(r->rec, 0, (size_t)s->numdata * sizeof *r->rec);
@@ -350,6 +359,20 @@ static int add_meta(memstub_trace *t, const memstub_replay *r, int64_t clamped) 
   return rc;
 }
 
+/* The replayed totals of a row: the bases plus what p measured, ending at
+ * `end` ns (scheduled at `target`). -ERANGE when a total leaves 64 bits: a
+ * hand-edited header's bases, or a start time near 2^63. */
+static int absolute(const struct memstub_stub *s, const memstub_replay_record *p, int64_t end,
+                    int64_t target, int64_t v[4]) {
+  return ms__add_i64(s->time0_ns, end, &v[0]) < 0 ||
+                 ms__add_i64(s->stack_base, p->stack_bytes, &v[1]) < 0 ||
+                 ms__add_i64(s->heap_base, p->heap_bytes, &v[2]) < 0 ||
+                 ms__add_i64(s->time0_ns, target, &v[3]) < 0 ||
+                 __builtin_sub_overflow(v[0], v[3], &end)
+             ? -ERANGE
+             : 0;
+}
+
 int memstub_replay_trace(const memstub_replay *r, memstub_trace **out, memstub_error *err) {
   *out = NULL;
   if ((r->opt.measure & MEMSTUB_MEASURE_TRACE) != MEMSTUB_MEASURE_TRACE)
@@ -363,14 +386,16 @@ int memstub_replay_trace(const memstub_replay *r, memstub_trace **out, memstub_e
   if (!rc && (ip = memstub_trace_add_column(t, "point")) < 0) rc = ip;
   if (!rc && (it = memstub_trace_add_column(t, "target_time_ns")) < 0) rc = it;
   if (!rc && (il = memstub_trace_add_column(t, "late_ns")) < 0) rc = il;
-  if (!rc) rc = memstub_trace_reserve(t, (size_t)s->norig);
-  int64_t clamped = 0;
+  // A row per point at most, and the entry: a hand-edited norig is not trusted.
+  int64_t rows = s->norig <= s->numdata ? s->norig : s->numdata + 1;
+  if (!rc) rc = memstub_trace_reserve(t, (size_t)rows);
+  int64_t clamped = 0, row = 0, v[4];  // time, stack, heap, target time
   // Row 0 from the entry measurement unless points build it.
   if (!rc && !(s->numdata > 0 && s->point[0] == 0)) {
     const memstub_replay_record *e = &r->info.entry;
-    int64_t heap = s->heap_base + e->heap_bytes;
-    if (heap < 0) clamped++, heap = 0;
-    rc = memstub_trace_append(t, s->time0_ns, s->stack_base + e->stack_bytes, heap);
+    rc = absolute(s, e, 0, 0, v);
+    if (!rc && v[2] < 0) clamped++, v[2] = 0;
+    if (!rc) rc = memstub_trace_append(t, v[0], v[1], v[2]);
     if (!rc) {
       int64_t *x = memstub_trace_extra_row(t, t->n - 1);
       x[ip] = 0;
@@ -381,20 +406,25 @@ int memstub_replay_trace(const memstub_replay *r, memstub_trace **out, memstub_e
   for (int64_t i = 0; !rc && i < s->numdata; i++) {
     if (i + 1 < s->numdata && s->point[i + 1] == s->point[i]) continue;  // not the row's last
     const memstub_replay_record *p = &r->rec[i];
-    int64_t heap = s->heap_base + p->heap_bytes;
-    if (heap < 0) clamped++, heap = 0;
-    int64_t time = s->time0_ns + p->end_ns, target = s->time0_ns + p->target_ns;
-    rc = memstub_trace_append(t, time, s->stack_base + p->stack_bytes, heap);
+    row = s->point[i];
+    rc = absolute(s, p, p->end_ns, p->target_ns, v);
+    if (!rc && v[2] < 0) clamped++, v[2] = 0;
+    if (!rc) rc = memstub_trace_append(t, v[0], v[1], v[2]);
     if (!rc) {
       int64_t *x = memstub_trace_extra_row(t, t->n - 1);
-      x[ip] = s->point[i];
-      x[it] = target;
-      x[il] = time - target;
+      x[ip] = row;
+      x[it] = v[3];
+      x[il] = v[0] - v[3];
     }
   }
   if (!rc) rc = add_meta(t, r, clamped);
   if (rc < 0) {
     memstub_trace_free(t);
+    if (rc == -ERANGE)
+      return memstub_error_set(err, -EINVAL,
+                               "cannot build the replayed trace: row %lld: the stub's time0_ns, "
+                               "stack_base or heap_base plus what was measured exceeds 64 bits",
+                               (long long)row);
     return memstub_error_set(err, rc, "cannot build the replayed trace: %s", strerror(-rc));
   }
   *out = t;

@@ -69,6 +69,17 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name, in
   return argv[++*i];
 }
 
+#if defined(MEMSTUB_STUB_USE) && defined(MEMSTUB_STUB_POINT)
+/* The arrays of a generated header (memstub build passes their names): a
+ * descriptor edited by hand must not send the replay beyond them. */
+static int beyond_arrays(const struct memstub_stub *s) {
+  const int64_t nuse = (int64_t)(sizeof MEMSTUB_STUB_USE / sizeof MEMSTUB_STUB_USE[0]);
+  const int64_t npoint = (int64_t)(sizeof MEMSTUB_STUB_POINT / sizeof MEMSTUB_STUB_POINT[0]);
+  return (s->use == MEMSTUB_STUB_USE && s->numdata > nuse) ||
+         (s->point == MEMSTUB_STUB_POINT && s->numdata > npoint);
+}
+#endif
+
 int main(int argc, char **argv) {
   const struct memstub_stub *stub = &MEMSTUB_STUB_VAR;
   if (argc > 0 && argv[0][0]) prog = argv[0];
@@ -101,6 +112,10 @@ int main(int argc, char **argv) {
       return usage_error("unknown argument '%s'", a);
     }
   }
+#if defined(MEMSTUB_STUB_USE) && defined(MEMSTUB_STUB_POINT)
+  if (beyond_arrays(stub))
+    return fail("the descriptor's numdata is more than its %s arrays hold", "memUse and memPoint");
+#endif
   memstub_error err = {0};
   if (check) return memstub_replay_check(stub, &o, NULL, &err) < 0 ? fail("%s", err.msg) : 0;
   if (measure) o.measure = MEMSTUB_MEASURE_TRACE;

@@ -102,6 +102,33 @@ START_TEST(test_fit_l1_skewed) {
 }
 END_TEST
 
+/* All samples at one x (the cold heap trace moves the block to mmap at the
+ * same size every time): there is no slope, and the rounding in the mean of
+ * the x must not invent one. Both fits give the constant fit. */
+START_TEST(test_fit_all_equal_x) {
+  static const double xs[] = {3, 98, 0.1, 7};
+  double x[33], y[33], v[33], a, b, r2, resid;
+  unsigned seed = 1;
+  for (size_t k = 0; k < sizeof xs / sizeof xs[0]; k++) {
+    for (size_t n = 5; n <= 33; n += 7) {
+      double mean = 0;
+      for (size_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        x[i] = xs[k];
+        y[i] = v[i] = 1000 + (seed >> 16) % 5000 + 0.37 * (double)i;
+        mean += y[i] / (double)n;
+      }
+      ck_assert_int_eq(ms__cal_fit_l1(x, y, n, 1, &a, &b, &r2, &resid), 0);
+      ck_assert_msg(b == 0, "l1, x = %g, n = %zu: slope %g", xs[k], n, b);
+      ck_assert_double_eq(a, ms__cal_median(v, n));
+      ck_assert_int_eq(ms__cal_fit(x, y, n, 1, 1e9, &a, &b, &r2, &resid, NULL), (int64_t)n);
+      ck_assert_msg(b == 0, "least squares, x = %g, n = %zu: slope %g", xs[k], n, b);
+      ck_assert_double_eq_tol(a, mean, 1e-9 * mean);
+    }
+  }
+}
+END_TEST
+
 /* ---- a quick calibration, shared by the tests below ----------------------------- */
 
 static memstub_calib *cal;
@@ -312,6 +339,10 @@ START_TEST(test_profile_refused) {
 }
 END_TEST
 
+/* Regressions found by tests/fuzz/fuzz_profile (and, for the ends of the
+ * number range, by reading its round-trip rule): messages quote the file's
+ * text printably, a text value is one line as the writer writes it, and
+ * whatever the reader accepts, a written copy reads back. */
 START_TEST(test_profile_other_host) {
   memstub_profile p = *profile();
   memstub_error err = {0};
@@ -744,6 +775,7 @@ static Suite *calib_suite(void) {
   tcase_add_test(tc, test_fit_noise_and_outliers);
   tcase_add_test(tc, test_fit_constant_and_scv);
   tcase_add_test(tc, test_fit_l1_skewed);
+  tcase_add_test(tc, test_fit_all_equal_x);
   tcase_add_test(tc, test_calibrate_quick);
   tcase_add_test(tc, test_profile_round_trip);
   tcase_add_test(tc, test_profile_refused);

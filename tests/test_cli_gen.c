@@ -1,6 +1,8 @@
 // memstub gen end to end: the golden Listing 1 header, compiling generated
 // headers, and refusing malformed input without leaving files behind.
 #include <check.h>
+#include <errno.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,6 +234,53 @@ START_TEST(test_transforms_recorded) {
 }
 END_TEST
 
+// --name of any length: every name is NAME_..., never cut short.
+START_TEST(test_long_name) {
+  char *dir = tu_mkdtemp();
+  char name[201], want[400];
+  memset(name, 'n', 200);
+  name[200] = '\0';
+  tu_run r = tu_memstub(dir, "gen", tu_src("traces/samples/listing1.csv"), "--name", name, NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  const char *names[] = {"#define %s_NUMDATA 4\n", "memUse[%s_NUMDATA]", "%s_memPoint[",
+                         "static const struct memstub_stub %s_memStub = {",
+                         "#define MEMSTUB_GEN_%s_MEMUSE_H\n"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    snprintf(want, sizeof want, names[i], name);
+    ck_assert_msg(strstr(r.out, want) != NULL, "no '%s' in the header", want);
+  }
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* A program that ignores SIGCHLD: m4 is reaped unseen, so its exit status is
+ * lost; the header is refused with the reason, never judged on garbage. */
+START_TEST(test_emit_with_sigchld_ignored) {
+  memstub_trace *t = memstub_trace_create();
+  ck_assert_int_eq(memstub_trace_append(t, 0, 0, 0), 0);
+  ck_assert_int_eq(memstub_trace_append(t, 10, 16, 0), 0);
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  memstub_gen *g = NULL;
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_gen_build(t, &o, &g, &err), 0);
+  char *dir = tu_mkdtemp(), path[4096];
+  snprintf(path, sizeof path, "%s/h.h", dir);
+  signal(SIGCHLD, SIG_IGN);  // this test's own process (Check forks one per test)
+  ck_assert_int_eq(memstub_gen_emit(g, path, &err), -ECHILD);
+  signal(SIGCHLD, SIG_DFL);
+  ck_assert_msg(strstr(err.msg, "cannot wait for m4") != NULL, "%s", err.msg);
+  ck_assert_int_eq(tu_count_entries(dir), 0);  // no header, no temporary
+  ck_assert_int_eq(memstub_gen_emit(g, path, &err), 0);
+  tu_rmtree(dir);
+  free(dir);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
 static Suite *cli_gen_suite(void) {
   Suite *s = suite_create("cli_gen");
   TCase *tc = tcase_create("core");
@@ -242,6 +291,8 @@ static Suite *cli_gen_suite(void) {
   tcase_add_loop_test(tc, test_malformed_exit_2_no_output, 0, (int)(sizeof bad / sizeof bad[0]));
   tcase_add_test(tc, test_usage_and_environment_errors);
   tcase_add_test(tc, test_transforms_recorded);
+  tcase_add_test(tc, test_long_name);
+  tcase_add_test(tc, test_emit_with_sigchld_ignored);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -1,9 +1,13 @@
 // memstub demo end to end: the README's first command, on the bundled trace
 // and on Listing 1 (reusing a fresh profile, and failing a --check).
 #include <check.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -89,6 +93,58 @@ START_TEST(test_demo_bad_input) {
 }
 END_TEST
 
+// A trace that reads but makes no stub (one row) fails before anything runs.
+START_TEST(test_demo_one_row_trace) {
+  char *dir = tu_mkdtemp();
+  char one[4096];
+  snprintf(one, sizeof one, "%s/one.csv", dir);
+  tu_write_file(one, "time_ns,stack_bytes,heap_bytes\n0,0,0\n");
+  tu_run r = tu_memstub(dir, "demo", "one.csv", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_str_eq(r.err, "memstub: error: one.csv: a stub needs at least two rows: the state at "
+                          "entry and a change\n");
+  ck_assert_int_eq(tu_count_entries(dir), 1);  // no output directory, no calibration
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* Started with SIGCHLD ignored (inherited through exec), the demo cannot
+ * learn its steps' exit status: it says so instead of reading garbage. The
+ * test ignores SIGCHLD too, so it reads the demo's stderr to its end. */
+START_TEST(test_demo_sigchld_ignored) {
+  char *dir = tu_mkdtemp();
+  char l1[4096], prof[4096];
+  snprintf(l1, sizeof l1, "%s", tu_src("traces/samples/listing1.csv"));
+  snprintf(prof, sizeof prof, "%s/none.profile", dir);
+  char *argv[] = {getenv("MEMSTUB_EXE"), "demo", l1, "--profile", prof, "-o", dir, NULL};
+  ck_assert_ptr_nonnull(argv[0]);
+  int fds[2];
+  ck_assert_int_eq(pipe(fds), 0);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], STDERR_FILENO);
+  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  signal(SIGCHLD, SIG_IGN);
+  pid_t pid;
+  ck_assert_int_eq(posix_spawn(&pid, argv[0], &fa, NULL, argv, NULL), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  char err[8192];
+  size_t len = 0;
+  ssize_t k;
+  while (len + 1 < sizeof err && (k = read(fds[0], err + len, sizeof err - 1 - len)) > 0)
+    len += (size_t)k;
+  err[len] = '\0';
+  close(fds[0]);
+  ck_assert_msg(strstr(err, "memstub: error: step 2 (gen): cannot wait for ") != NULL, "%s", err);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 static Suite *demo_suite(void) {
   Suite *s = suite_create("demo");
   TCase *tc = tcase_create("core");
@@ -96,6 +152,8 @@ static Suite *demo_suite(void) {
   tcase_add_test(tc, test_demo_bundled_trace);
   tcase_add_test(tc, test_demo_reuses_profile_and_checks);
   tcase_add_test(tc, test_demo_bad_input);
+  tcase_add_test(tc, test_demo_one_row_trace);
+  tcase_add_test(tc, test_demo_sigchld_ignored);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -479,6 +479,67 @@ START_TEST(test_comp_refuses_other_host) {
 }
 END_TEST
 
+/* Totals near 2^63 with a profile: the compensation's sums would overflow;
+ * refused with the row, as are byte figures no host has. */
+START_TEST(test_comp_refuses_huge_sizes) {
+  static const int64_t rows[][3] = {{0, 0, 0}, {10, 300, INT64_MAX}, {20, 0, 0}};
+  memstub_trace *t = from_rows(rows, 3);
+  memstub_profile p;
+  byte_profile(&p, 80, 0, -1);
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  o.profile = &p;
+  o.profile_path = "host.profile";
+  memstub_gen *g = (memstub_gen *)1;
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_gen_build(t, &o, &g, &err), -EINVAL);
+  ck_assert_ptr_null(g);
+  ck_assert_str_eq(err.msg, "row 2: heap 9223372036854775807 bytes above its base is beyond what "
+                            "calibration can compensate (2^60 bytes)");
+  t->pts[1].heap_bytes = 5000;
+  p.stack_offset = INT64_MAX;
+  ck_assert_int_eq(memstub_gen_build(t, &o, &g, &err), -EINVAL);
+  ck_assert_msg(strstr(err.msg, "host.profile: stack_offset_bytes: 9223372036854775807") != NULL,
+                "%s", err.msg);
+  p.stack_offset = 0;
+  g = build_comp(t, &p);  // the same trace at a sane size compensates
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
+// Heap moved back and forth by more than 2^63 in all: the provenance totals saturate.
+START_TEST(test_heap_totals_saturate) {
+  const int64_t H = 4000000000000000000LL;
+  static int64_t rows[7][3];
+  for (int i = 0; i < 7; i++) rows[i][0] = i * 1000, rows[i][2] = i % 2 ? H : 0;
+  memstub_trace *t = from_rows((const int64_t(*)[3])rows, 7);
+  memstub_gen *g = build(t, NULL);
+  ck_assert_int_eq(g->heap_up, INT64_MAX);  // 3 x 4e18
+  ck_assert_int_eq(g->heap_down, INT64_MAX);
+  ck_assert_int_eq(g->stub.peak_heap, H);
+  ck_assert_int_eq(g->final_heap, 0);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
+// A hand-edited numdata whose array of open frames would wrap size_t.
+START_TEST(test_check_rejects_hostile_numdata) {
+  static const struct memAlloc use[4] = {{0, 16, 0}, {0, 16, 0}, {0, 16, 0}, {0, 16, 0}};
+  static const int64_t point[4] = {1, 2, 3, 4};
+  struct memstub_stub s = {.numdata = ((int64_t)1 << 61) - 1, .use = use, .point = point,
+                           .norig = 5};
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_gen_check(&s, &err), -EINVAL);
+  ck_assert_str_eq(err.msg, "the stub claims 2305843009213693951 points");
+  s.numdata = -1;
+  ck_assert_int_eq(memstub_gen_check(&s, &err), -EINVAL);
+  s.numdata = 4;
+  ck_assert_int_eq(memstub_gen_check(&s, &err), 0);
+}
+END_TEST
+
 static Suite *gen_suite(void) {
   Suite *s = suite_create("gen");
   TCase *tc = tcase_create("core");
@@ -498,6 +559,9 @@ static Suite *gen_suite(void) {
   tcase_add_test(tc, test_comp_time_deadline);
   tcase_add_test(tc, test_comp_time_usleep);
   tcase_add_test(tc, test_comp_refuses_other_host);
+  tcase_add_test(tc, test_comp_refuses_huge_sizes);
+  tcase_add_test(tc, test_heap_totals_saturate);
+  tcase_add_test(tc, test_check_rejects_hostile_numdata);
   suite_add_tcase(s, tc);
   return s;
 }

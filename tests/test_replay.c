@@ -496,6 +496,66 @@ START_TEST(test_refused) {
 }
 END_TEST
 
+/* Delays that add up beyond what T0 + a deadline can hold in 64 bits: refused,
+ * never replayed as if they were zero (in either timing). */
+START_TEST(test_refused_endless_delays) {
+  static const struct memAlloc forever[] = {{INT64_MAX - 10, 16, 0}, {0, -16, 0}};
+  static const struct memAlloc halves[] = {{INT64_MAX / 2, 16, 0}, {INT64_MAX / 2, -16, 0}};
+  static const int64_t point[] = {1, 2};
+  struct memstub_stub s = {.abi = MEMSTUB_STUB_ABI, .numdata = 2, .use = forever, .point = point,
+                           .norig = 3};
+  memstub_replay_options o;
+  memstub_replay_options_init(&o);
+  memstub_replay *r = NULL;
+  memstub_error err = {0};
+  for (int timing = 0; timing < 2; timing++) {
+    o.timing = timing ? MEMSTUB_TIMING_USLEEP : MEMSTUB_TIMING_DEADLINE;
+    s.use = forever;
+    ck_assert_int_eq(memstub_replay_run(&s, &o, &r, &err), -EINVAL);
+    ck_assert_ptr_null(r);
+    ck_assert_msg(strstr(err.msg, "longer than a replay can wait") != NULL, "%s", err.msg);
+    s.use = halves;  // each fits, their sum does too, T0 + the sum does not
+    ck_assert_int_eq(memstub_replay_check(&s, &o, NULL, &err), -EINVAL);
+  }
+}
+END_TEST
+
+/* The replayed trace of a hand-edited descriptor: norig far beyond the points
+ * reserves no more rows than the points make; bases or a start time near
+ * 2^63 are refused with the row, never wrapped into negative totals. */
+START_TEST(test_replayed_trace_hand_edited_descriptor) {
+  static const struct memAlloc use[] = {{1000, 64, 100}, {1000, -64, 0}};
+  static const int64_t point[] = {1, 2};
+  struct memstub_stub s = {.abi = MEMSTUB_STUB_ABI, .numdata = 2, .use = use, .point = point,
+                           .norig = 1000000000000LL, .source = "hand-edited"};
+  memstub_replay *r = replay(&s, MEMSTUB_TIMING_DEADLINE, MEMSTUB_MEASURE_TRACE);
+  memstub_trace *rep = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_replay_trace(r, &rep, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(rep->n, 3);  // the entry and the two points' rows
+  memstub_trace_free(rep);
+  memstub_replay_free(r);
+  s.norig = 3;
+  int64_t *fields[] = {&s.time0_ns, &s.stack_base, &s.heap_base};
+#if defined(MEMSTUB_SANITIZED)
+  size_t nfields = 2;  // mallinfo2 does not see ASan's heap: nothing measured above heap_base
+#else
+  size_t nfields = 3;
+#endif
+  for (size_t k = 0; k < nfields; k++) {
+    *fields[k] = INT64_MAX - 4;  // row 1's time, stack and heap are all above 4
+    r = replay(&s, MEMSTUB_TIMING_DEADLINE, MEMSTUB_MEASURE_TRACE);
+    rep = (memstub_trace *)1;
+    ck_assert_int_eq(memstub_replay_trace(r, &rep, &err), -EINVAL);
+    ck_assert_ptr_null(rep);
+    ck_assert_msg(strstr(err.msg, "row 1: ") && strstr(err.msg, "exceeds 64 bits"), "%zu: %s", k,
+                  err.msg);
+    memstub_replay_free(r);
+    *fields[k] = 0;
+  }
+}
+END_TEST
+
 // The function entry point honours MEMSTUB_MEASURE and MEMSTUB_TIMING.
 START_TEST(test_stub_call_env) {
   memstub_trace *t = read_sample("listing1.csv");
@@ -539,6 +599,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_timing);
   tcase_add_test(tc, test_records);
   tcase_add_test(tc, test_refused);
+  tcase_add_test(tc, test_refused_endless_delays);
+  tcase_add_test(tc, test_replayed_trace_hand_edited_descriptor);
   tcase_add_test(tc, test_progress);
   tcase_add_test(tc, test_stub_call_env);
   suite_add_tcase(s, tc);

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "memstub/gen.h"
 #include "memstub/runtime.h"
@@ -317,6 +319,108 @@ START_TEST(test_build_bad_header) {
 }
 END_TEST
 
+/* A descriptor edited to claim more points than its arrays hold would send
+ * the replay (and its check) beyond them: refused by the program's check. */
+START_TEST(test_build_numdata_beyond_arrays) {
+  char *dir = tu_mkdtemp();
+  char *h = path_in(dir, "memuse.h"), *prog = path_in(dir, "stub");
+  const char *names[] = {NULL, "nm"};
+  for (int k = 0; k < 2; k++) {
+    tu_run r = k ? tu_memstub(NULL, "gen", tu_src("traces/samples/listing1.csv"), "-o", h,
+                              "--name", names[k], NULL)
+                 : tu_memstub(NULL, "gen", tu_src("traces/samples/listing1.csv"), "-o", h, NULL);
+    ck_assert_int_eq(r.status, 0);
+    tu_run_free(&r);
+    char *text = tu_read_file(h), *edited = NULL;
+    char *at = strstr(text, "NUMDATA,\n  .use");  // .numdata = [nm_]NUMDATA,
+    ck_assert_ptr_nonnull(at);
+    ck_assert(asprintf(&edited, "%.*sNUMDATA + 1%s", (int)(at - text), text, at + 7) > 0);
+    tu_write_file(h, edited);
+    free(text);
+    free(edited);
+    r = tu_memstub(NULL, "build", h, "-o", prog, NULL);
+    expect_fail(&r, "the descriptor's numdata is more than its memUse and memPoint arrays hold");
+    ck_assert(!tu_exists(prog));
+    tu_run_free(&r);
+  }
+  ck_assert_int_eq(tu_count_entries(dir), 1);  // memuse.h only
+  tu_rmtree(dir);
+  free(dir);
+  free(h);
+  free(prog);
+}
+END_TEST
+
+/* memstub_add_stub with GEN_ARGS --calibration FILE: the profile is found
+ * beside the CMakeLists.txt (like TRACE), and a new profile regenerates the
+ * header on the next build. */
+START_TEST(test_add_stub_profile_dependency) {
+  char *dir = tu_mkdtemp();
+  char *src = path_in(dir, "src"), *bld = path_in(dir, "b"), *cml = path_in(src, "CMakeLists.txt");
+  char *prof = path_in(src, "host.profile"), *hdr = path_in(bld, "memstub_s/s_memuse.h");
+  char *text = NULL, *inc = strdup(tu_src("include"));
+  char *fn = strdup(tu_src("cmake/MemstubStub.cmake"));
+  char *trace = strdup(tu_src("traces/samples/listing1.csv"));
+  ck_assert_int_eq(mkdir(src, 0777), 0);
+  ck_assert(asprintf(&text,
+                     "cmake_minimum_required(VERSION 3.20)\nproject(t C)\n"
+                     "set(MEMSTUB_EXECUTABLE \"%s\")\nset(MEMSTUB_LIBDIR \"%s\")\n"
+                     "set(MEMSTUB_INCLUDEDIR \"%s\")\ninclude(\"%s\")\n"
+                     "memstub_add_stub(NAME s TRACE \"%s\" GEN_ARGS --calibration host.profile)\n",
+                     getenv("MEMSTUB_EXE"), getenv("MEMSTUB_BINARY_DIR"), inc, fn, trace) > 0);
+  tu_write_file(cml, text);
+  free(text);
+  free(inc);
+  free(fn);
+  free(trace);
+  tu_run r = tu_memstub(NULL, "calibrate", "--quick", "-r", "1", "-d", "0", "-o", prof, NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  tu_run_free(&r);
+  char *cc = getenv("MEMSTUB_CC"), ccdef[4200];
+  snprintf(ccdef, sizeof ccdef, "-DCMAKE_C_COMPILER=%s", cc ? cc : "cc");
+  char *configure[] = {"cmake", "-S", src, "-B", bld, ccdef, NULL};
+  char *build[] = {"cmake", "--build", bld, "--target", "s", NULL};
+  r = tu_exec(NULL, configure);
+  ck_assert_msg(r.status == 0, "configure: %s%s", r.out, r.err);
+  tu_run_free(&r);
+  long long frame = 0;
+  for (int k = 0; k < 2; k++) {
+    if (k) {
+      // A new profile: another overhead per frame, written a second later.
+      sleep(1);
+      char *p = tu_read_file(prof), *at = strstr(p, "\nstack_overhead_per_frame_bytes = ");
+      ck_assert_ptr_nonnull(at);
+      char *end = strchr(at + 1, '\n');
+      ck_assert(asprintf(&text, "%.*s\nstack_overhead_per_frame_bytes = %lld%s", (int)(at - p), p,
+                         frame += 8, end) > 0);
+      tu_write_file(prof, text);
+      free(text);
+      free(p);
+    }
+    r = tu_exec(NULL, build);
+    ck_assert_msg(r.status == 0, "build %d: %s%s", k, r.out, r.err);
+    tu_run_free(&r);
+    char *h = tu_read_file(hdr), want[4400];
+    ck_assert_ptr_nonnull(h);
+    snprintf(want, sizeof want, " * calibration:   %s (deadline timing)\n", prof);
+    ck_assert_msg(strstr(h, want) != NULL, "no '%s' in:\n%.2000s", want, h);
+    const char *comp = strstr(h, " * compensation:  stack: ");
+    ck_assert_ptr_nonnull(comp);
+    if (!k) ck_assert(sscanf(comp + 25, "%*d pushes %lld B smaller", &frame) == 1);
+    snprintf(want, sizeof want, "pushes %lld B smaller", frame);
+    ck_assert_msg(strstr(h, want) != NULL, "build %d: no '%s' in the header", k, want);
+    free(h);
+  }
+  tu_rmtree(dir);
+  free(dir);
+  free(src);
+  free(bld);
+  free(cml);
+  free(prof);
+  free(hdr);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("replay_cli");
   TCase *tc = tcase_create("cli");
@@ -325,6 +429,8 @@ int main(void) {
   tcase_add_test(tc, test_replay_bad_input);
   tcase_add_test(tc, test_build_and_run);
   tcase_add_test(tc, test_build_bad_header);
+  tcase_add_test(tc, test_build_numdata_beyond_arrays);
+  tcase_add_test(tc, test_add_stub_profile_dependency);
   tcase_add_test(tc, test_stub_timing_follows_header);
   tcase_add_test(tc, test_synthetic_sample);
   suite_add_tcase(s, tc);

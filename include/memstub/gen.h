@@ -102,7 +102,8 @@ int memstub_gen_predict(const struct memstub_stub *s, const struct memstub_profi
 
 /* Check the LIFO invariants of stub data: pushes > 0, every pop closes the
  * open frame and equals minus its size, the map is non-decreasing and within
- * the original rows. 0 or -EINVAL with err naming the point. */
+ * the original rows; and a numdata that is neither negative nor beyond what
+ * memory can hold. 0 or -EINVAL with err naming the point, or -ENOMEM. */
 int memstub_gen_check(const struct memstub_stub *s, memstub_error *err);
 
 #ifdef __cplusplus

@@ -170,7 +170,8 @@ void memstub_replay_free(memstub_replay *r);
  * row 0. Columns: time_ns = time0 + end_ns, stack_bytes = stack_base +
  * stack_bytes, heap_bytes = heap_base + heap_bytes (clamped at 0), then
  * point, target_time_ns and late_ns; metadata names the source, the timing
- * and the host. Needs MEMSTUB_MEASURE_TRACE: -EINVAL otherwise; -ENOMEM. */
+ * and the host. Needs MEMSTUB_MEASURE_TRACE: -EINVAL otherwise, or when a
+ * base plus a measurement exceeds 64 bits (a hand-edited descriptor); -ENOMEM. */
 int memstub_replay_trace(const memstub_replay *r, memstub_trace **out, memstub_error *err);
 
 /* memstub_replay_trace, written atomically to path ("-" for stdout). */
