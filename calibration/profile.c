@@ -163,6 +163,18 @@ size_t ms__cal_keys(memstub_profile *p, ms__cal_key *keys, size_t cap) {
 
 /* ---- writing ---------------------------------------------------------------- */
 
+// Numbers are written with ten significant digits.
+#define NUM_FMT "%.10g"
+
+// d as a profile file holds it, so that what the reader checks is exactly what
+// a written copy reads back. -EINVAL when those digits no longer read as a
+// finite number (at the ends of the double range).
+static int as_written(double *d) {
+  char buf[32];
+  snprintf(buf, sizeof buf, NUM_FMT, *d);
+  return ms__parse_double(buf, d);
+}
+
 int memstub_profile_write(const memstub_profile *p, const char *path, memstub_error *err) {
   ms__cal_key keys[MS__CAL_MAXKEYS];
   size_t n = ms__cal_keys((memstub_profile *)p, keys, MS__CAL_MAXKEYS);
@@ -187,13 +199,26 @@ int memstub_profile_write(const memstub_profile *p, const char *path, memstub_er
       }
       case MS__CAL_I64: fprintf(f, "%s = %lld\n", k->key, (long long)*(int64_t *)k->ptr); break;
       case MS__CAL_INT: fprintf(f, "%s = %d\n", k->key, *(int *)k->ptr); break;
-      default: fprintf(f, "%s = %.10g\n", k->key, *(double *)k->ptr); break;
+      default: fprintf(f, "%s = " NUM_FMT "\n", k->key, *(double *)k->ptr); break;
     }
   }
   return ms__afile_commit(&af, err);
 }
 
 /* ---- reading ---------------------------------------------------------------- */
+
+// Text from the file made safe to quote in a message: control characters as
+// '?', at most max bytes (then "..."). pre: max <= 64.
+static const char *quote(const char *s, size_t max, char out[68]) {
+  size_t k = 0;
+  for (; s[k] && k < max; k++) out[k] = (unsigned char)s[k] < 0x20 || s[k] == 0x7f ? '?' : s[k];
+  if (s[k]) {
+    memcpy(out + k, "...", 3);
+    k += 3;
+  }
+  out[k] = '\0';
+  return out;
+}
 
 static char *trim(char *s, char *end) {
   while (s < end && (*s == ' ' || *s == '\t')) s++;
@@ -229,9 +254,10 @@ int memstub_profile_parse(const char *name, const char *text, size_t len, memstu
     s = next;
     if (!*l || *l == '#') continue;
     char *eq = strchr(l, '=');
+    char q[68];
     if (!eq) {
-      rc = memstub_error_set(err, -EINVAL, "%s:%ld: expected 'key = value', found '%.60s'",
-                             name, line, l);
+      rc = memstub_error_set(err, -EINVAL, "%s:%ld: expected 'key = value', found '%s'", name,
+                             line, quote(l, 60, q));
       break;
     }
     char *key = trim(l, eq), *val = trim(eq + 1, eq + 1 + strlen(eq + 1));
@@ -240,8 +266,8 @@ int memstub_profile_parse(const char *name, const char *text, size_t len, memstu
     if (!*key) {
       rc = memstub_error_set(err, -EINVAL, "%s:%ld: missing key before '='", name, line);
     } else if (i == nk) {
-      rc = memstub_error_set(err, -EINVAL, "%s:%ld: unknown key '%.60s' (profile format %d)",
-                             name, line, key, MEMSTUB_PROFILE_FORMAT);
+      rc = memstub_error_set(err, -EINVAL, "%s:%ld: unknown key '%s' (profile format %d)", name,
+                             line, quote(key, 60, q), MEMSTUB_PROFILE_FORMAT);
     } else if (seen[i]) {
       rc = memstub_error_set(err, -EINVAL, "%s:%ld: %s given twice (first on line %d)", name,
                              line, key, seen[i]);
@@ -251,28 +277,44 @@ int memstub_profile_parse(const char *name, const char *text, size_t len, memstu
       int64_t v;
       double d;
       switch (k->type) {
-        case MS__CAL_TEXT:
-          if (strlen(val) >= k->cap)
+        case MS__CAL_TEXT: {
+          // One line of text, kept as the writer writes it back: a tab is a
+          // space; other control characters are refused.
+          size_t bad = 0;
+          for (char *c = val; *c && !bad; c++)
+            if (*c == '\t') *c = ' ';
+            else if ((unsigned char)*c < 0x20 || *c == 0x7f) bad = (size_t)(c - val) + 1;
+          if (bad)
+            rc = memstub_error_set(err, -EINVAL,
+                                   "%s:%ld: %s: control character 0x%02x in the text (at "
+                                   "character %zu)",
+                                   name, line, key, (unsigned char)val[bad - 1], bad);
+          else if (strlen(val) >= k->cap)
             rc = memstub_error_set(err, -EINVAL, "%s:%ld: %s: longer than %zu characters", name,
                                    line, key, k->cap - 1);
           else
             snprintf(k->ptr, k->cap, "%s", val);
           break;
+        }
         case MS__CAL_I64:
         case MS__CAL_INT:
           if (ms__parse_i64(val, strlen(val), &v) < 0 ||
               (k->type == MS__CAL_INT && (v < -2147483647 || v > 2147483647)))
-            rc = memstub_error_set(err, -EINVAL, "%s:%ld: %s: expected an integer, found '%.40s'",
-                                   name, line, key, val);
+            rc = memstub_error_set(err, -EINVAL, "%s:%ld: %s: expected an integer, found '%s'",
+                                   name, line, key, quote(val, 40, q));
           else if (k->type == MS__CAL_INT)
             *(int *)k->ptr = (int)v;
           else
             *(int64_t *)k->ptr = v;
           break;
         default:
-          if (ms__parse_double(val, &d) < 0)
-            rc = memstub_error_set(err, -EINVAL, "%s:%ld: %s: expected a number, found '%.40s'",
-                                   name, line, key, val);
+          // strtod would skip a leading \v, \f or \r: no number starts so.
+          if ((unsigned char)val[0] <= ' ' || ms__parse_double(val, &d) < 0)
+            rc = memstub_error_set(err, -EINVAL, "%s:%ld: %s: expected a number, found '%s'",
+                                   name, line, key, quote(val, 40, q));
+          else if (as_written(&d) < 0)
+            rc = memstub_error_set(err, -EINVAL, "%s:%ld: %s: %s is out of range", name, line,
+                                   key, quote(val, 40, q));
           else
             *(double *)k->ptr = d;
           break;
@@ -312,7 +354,7 @@ int memstub_profile_parse(const char *name, const char *text, size_t len, memstu
           why = "0 or more";
         if (why)
           rc = memstub_error_set(err, -EINVAL, "%s:%ld: %s: must be %s, not %s", name, line, key,
-                                 why, val);
+                                 why, quote(val, 40, q));
       }
     }
   }
@@ -325,7 +367,7 @@ int memstub_profile_parse(const char *name, const char *text, size_t len, memstu
     if (keys[i].cycles_of < 0) continue;
     double ns = *(double *)keys[i].ptr, cyc = *(double *)keys[keys[i].cycles_of].ptr;
     double want = cyc / tmp.cycles_per_ns;
-    if (fabs(ns - want) > 0.01 * fabs(want) + 0.5)
+    if (!isfinite(want) || fabs(ns - want) > 0.01 * fabs(want) + 0.5)
       rc = memstub_error_set(err, -EINVAL,
                              "%s:%d: %s = %g disagrees with %s / cycles_per_ns = %g (edit both, "
                              "or calibrate again)",

@@ -343,6 +343,88 @@ END_TEST
  * number range, by reading its round-trip rule): messages quote the file's
  * text printably, a text value is one line as the writer writes it, and
  * whatever the reader accepts, a written copy reads back. */
+START_TEST(test_profile_fuzz_regressions) {
+  char *dir = tu_mkdtemp();
+  char *good = profile_text(profile(), dir);
+  memstub_profile p;
+  memstub_error err = {0};
+  int line;
+  // A key with control characters (the fuzzer's input): quoted with '?'.
+  char *t = edit(good, "host.cpu", "host\x0e\x0e.cpu = x", &line);
+  refused(t, "unknown key 'host??.cpu'", line);
+  ck_assert_int_eq(memstub_profile_parse("bad.profile", t, strlen(t), &p, &err), -EINVAL);
+  for (const char *c = err.msg; *c; c++) ck_assert_int_ge((unsigned char)*c, 0x20);
+  free(t);
+  // A text value with a control character: refused (the writer would have
+  // written a space, and the copy read back differently).
+  t = edit(good, "host.cpu", "host.cpu = Xeon\x01", &line);
+  refused(t, "host.cpu: control character 0x01 in the text (at character 5)", line);
+  free(t);
+  // A tab is kept as the space the writer writes.
+  t = edit(good, "host.cflags", "host.cflags = -O2\t-g", &line);
+  ck_assert_msg(memstub_profile_parse("tab", t, strlen(t), &p, &err) == 0, "%s", err.msg);
+  ck_assert_str_eq(p.cflags, "-O2 -g");
+  free(t);
+  // A number that its ten written digits make infinite.
+  t = edit(good, "time_basic_scv", "time_basic_scv = 1.7976931348623e308", &line);
+  refused(t, "time_basic_scv: 1.7976931348623e308 is out of range", line);
+  free(t);
+
+  // At the edge of the 1 % slack between time_basic_ns and
+  // time_basic_cycles / cycles_per_ns, the writer's rounding to ten digits
+  // pushed an accepted figure out (1258376913536 was accepted, written as
+  // 1.258376914e+12 and refused). Around the edge, whatever is accepted
+  // must read back once written.
+  memstub_profile q = *profile();
+  ms__cal_key keys[MS__CAL_MAXKEYS];
+  size_t nk = ms__cal_keys(&q, keys, MS__CAL_MAXKEYS);
+  q.cycles_per_ns = 2.596132796;
+  q.basic.cycles = 3234567896000;
+  for (size_t i = 0; i < nk; i++)
+    if (keys[i].cycles_of >= 0)
+      *(double *)keys[i].ptr = *(double *)keys[keys[i].cycles_of].ptr / q.cycles_per_ns;
+  char *edge = profile_text(&q, dir);
+  double want = q.basic.cycles / q.cycles_per_ns, top = floor(want + 0.01 * want + 0.5);
+  int accepted = 0, refusals = 0;
+  for (int k = 0; k < 200; k++) {
+    char repl[80];
+    snprintf(repl, sizeof repl, "time_basic_ns = %.0f", top - k);
+    t = edit(edge, "time_basic_ns", repl, &line);
+    if (memstub_profile_parse("edge", t, strlen(t), &p, &err) == 0) {
+      accepted++;
+      char *back = profile_text(&p, dir);
+      ck_assert_msg(memstub_profile_parse("back", back, strlen(back), &q, &err) == 0,
+                    "%s accepted, its written copy refused: %s", repl, err.msg);
+      free(back);
+    } else {
+      refusals++;
+      ck_assert_msg(strstr(err.msg, "time_basic_ns = ") != NULL, "%s", err.msg);
+    }
+    free(t);
+  }
+  ck_assert_int_gt(accepted, 0);
+  ck_assert_int_gt(refusals, 0);
+  free(edge);
+
+  // cycles_per_ns so small that cycles / cycles_per_ns is infinite: no *_ns
+  // figure agrees with that (every one did).
+  q = *profile();
+  nk = ms__cal_keys(&q, keys, MS__CAL_MAXKEYS);
+  q.cycles_per_ns = 1e-307;
+  for (size_t i = 0; i < nk; i++)
+    if (keys[i].cycles_of >= 0) {
+      *(double *)keys[keys[i].cycles_of].ptr = 1e10;
+      *(double *)keys[i].ptr = 5;
+    }
+  t = profile_text(&q, dir);
+  refused(t, "disagrees with time_basic_cycles / cycles_per_ns = inf", -1);
+  free(t);
+  free(good);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 START_TEST(test_profile_other_host) {
   memstub_profile p = *profile();
   memstub_error err = {0};
@@ -780,6 +862,7 @@ static Suite *calib_suite(void) {
   tcase_add_test(tc, test_profile_round_trip);
   tcase_add_test(tc, test_profile_refused);
   tcase_add_test(tc, test_profile_other_host);
+  tcase_add_test(tc, test_profile_fuzz_regressions);
   tcase_add_test(tc, test_comp_cold_rows);
   tcase_add_test(tc, test_comp_measured_last_point);
   tcase_add_test(tc, test_comp_to_mmap_per_page);

@@ -102,10 +102,22 @@ static const struct bad {
     {"negative", HEAD "#-----------\nsnapshot=0\n#-----------\ntime=0\nmem_heap_B=-1\n",
      "m:8:12: mem_heap_B: expected a non-negative integer"},
     {"decreasing time", HEAD SNAP(0, 5, 0, 0) SNAP(1, 4, 0, 0),
-     "m: snapshot 1: time decreases from 5 to 4"},
+     "m:15:6: snapshot 1: time decreases from 5 to 4"},
     {"missing tree", HEAD "#-----------\nsnapshot=0\n#-----------\ntime=0\nmem_heap_B=1\n"
                      "mem_heap_extra_B=0\nmem_stacks_B=0\n",
      "m:11:1: truncated: snapshot 0 has no 'heap_tree=' line"},
+    // Found by tests/fuzz/fuzz_massif: messages quote the file's text with
+    // control characters as '?', and name a line and a column that exist.
+    {"control characters quoted", "\x1b[31mhello\n",
+     "m:1:1: not a massif output: expected 'desc:', 'cmd:' or 'time_unit:', found '?[31mhello'"},
+    {"control character in a number", HEAD "#-----------\nsnapshot=0\n#-----------\ntime=0\r5\n",
+     "m:7:6: time: expected a non-negative integer, found '0?5'"},
+    {"time_unit without a space", "time_unit:\n" SNAP(0, 0, 0, 0),
+     "m:1:11: unknown time_unit '' (expected i, ms or B)"},
+    {"time beyond 64-bit ns", HEAD SNAP(0, 0, 0, 0) SNAP(1, 9300000000000, 0, 0),
+     "m:15:6: snapshot 1: time 9300000000000 does not fit in 64-bit ns"},
+    // Was accepted as a trace without rows, which no writer takes.
+    {"separator, then nothing", HEAD "#-----------\n", "m:5:1: no snapshots"},
 };
 
 START_TEST(test_massif_refusals) {
@@ -228,6 +240,37 @@ START_TEST(test_memusage_synthetic) {
 }
 END_TEST
 
+/* Found by tests/fuzz/fuzz_memusage: a file with only the two header records
+ * (a program that never allocated) passed NULL to qsort; and a stack peak in
+ * record 1 beyond int64, as the base of the inverted curve's correction, gave
+ * negative stack totals, a trace no writer takes. */
+START_TEST(test_memusage_fuzz_regressions) {
+  unsigned char buf[24 * 3];
+  memstub_import_options o;
+  memstub_import_options_init(&o);
+  o.time_unit = MEMSTUB_TIME_US;
+  put(buf, 0, 0, 5);
+  put(buf + 24, 0, 0, 9);
+  memstub_trace *t;
+  memstub_error err = {0}, verr;
+  ck_assert_msg(memstub_import_memusage_parse("u", buf, 48, &o, &t, &err) == 0, "%s", err.msg);
+  ck_assert_uint_eq(t->n, 1);  // the start only
+  ck_assert_int_eq(memstub_trace_validate(t, &verr), 0);
+  ck_assert_str_eq(memstub_trace_get_meta(t, "memusage.records"), "0");
+  memstub_trace_free(t);
+
+  put(buf, 0, 0x8700000000ULL, 0);
+  put(buf + 24, 0, 0xff00000000000000ULL, UINT64_MAX);
+  put(buf + 48, 0x5000138800ULL, 0, 0);
+  o.stack_curve = MEMSTUB_STACK_INVERTED;
+  t = (memstub_trace *)1;
+  ck_assert_int_eq(memstub_import_memusage_parse("u", buf, sizeof buf, &o, &t, &err), -EINVAL);
+  ck_assert_ptr_null(t);
+  ck_assert_str_eq(err.msg, "u: byte offset 24: record 1: heap peak 0 or stack peak "
+                            "18374686479671623680 is out of range: not a memusage data file?");
+}
+END_TEST
+
 static int have(const char *tool) {
   char cmd[256];
   snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", tool);
@@ -299,6 +342,7 @@ static Suite *import_suite(void) {
   tcase_add_test(tc, test_massif_minimal);
   tcase_add_test(tc, test_memusage_inverted_fixture);
   tcase_add_test(tc, test_memusage_synthetic);
+  tcase_add_test(tc, test_memusage_fuzz_regressions);
   tcase_add_test(tc, test_live_tools);
   suite_add_tcase(s, tc);
   return s;

@@ -82,10 +82,17 @@ static int is_meta_key(const char *s) {
   return 1;
 }
 
+static int is_meta_blank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
 int memstub_trace_set_meta(memstub_trace *t, const char *key, const char *value) {
   if (!is_meta_key(key)) return -EINVAL;
+  // Stored as a "# key: value" line carries it: one line, and no blanks at
+  // either end (the reader drops them), so a written trace reads back equal.
+  while (is_meta_blank(*value)) value++;
   char *v = ms__strdup(value);
   if (!v) return -ENOMEM;
+  size_t n = strlen(v);
+  while (n > 0 && is_meta_blank(v[n - 1])) v[--n] = '\0';
   for (char *p = v; *p; p++)
     if (*p == '\n' || *p == '\r') *p = ' ';
   for (size_t i = 0; i < t->nmeta; i++)

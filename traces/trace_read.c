@@ -105,20 +105,22 @@ static int parse_comment(parser *ps, memstub_trace *t, const char *p, const char
   const char *ke = p;
   while (p < e && is_space(*p)) p++;
   if (ke == k || p == e || *p != ':') return 0;  // plain comment
-  char key[128], val[1024];
-  size_t kl = (size_t)(ke - k);
-  if (kl >= sizeof key) return 0;
-  memcpy(key, k, kl);
-  key[kl] = '\0';
   p++;
   while (p < e && is_space(*p)) p++;
   const char *ve = e;
   while (ve > p && is_space(ve[-1])) ve--;
-  size_t vl = (size_t)(ve - p) < sizeof val - 1 ? (size_t)(ve - p) : sizeof val - 1;
+  // Key and value whole, however long: what the writer writes reads back.
+  size_t kl = (size_t)(ke - k), vl = (size_t)(ve - p);
+  char *key = malloc(kl + 1 + vl + 1);
+  if (!key) return memstub_error_set(ps->err, -ENOMEM, "%s: out of memory", ps->name);
+  char *val = key + kl + 1;
+  memcpy(key, k, kl);
+  key[kl] = '\0';
   memcpy(val, p, vl);
   val[vl] = '\0';
-  if (memstub_trace_set_meta(t, key, val) < 0)
-    return memstub_error_set(ps->err, -ENOMEM, "%s: out of memory", ps->name);
+  int rc = memstub_trace_set_meta(t, key, val);
+  free(key);
+  if (rc < 0) return memstub_error_set(ps->err, -ENOMEM, "%s: out of memory", ps->name);
   return 0;
 }
 
@@ -228,6 +230,12 @@ int memstub_trace_parse(const char *name, const char *buf, size_t len, memstub_t
       p = next;
       continue;
     }
+    // Not text, in a comment as anywhere else (a metadata value would end there).
+    const char *nul = memchr(s, '\0', (size_t)(e - s));
+    if (nul) {
+      rc = fail(&ps, nul, "NUL byte in the input");
+      break;
+    }
     if (*s == '#') {
       if ((rc = parse_comment(&ps, t, s, e)) < 0) break;
       p = next;
@@ -235,10 +243,6 @@ int memstub_trace_parse(const char *name, const char *buf, size_t len, memstub_t
     }
     if (!nl) {
       rc = fail(&ps, e, "truncated last line: no newline at the end of the file");
-      break;
-    }
-    if (memchr(s, '\0', (size_t)(e - s))) {
-      rc = fail(&ps, memchr(s, '\0', (size_t)(e - s)), "NUL byte in the input");
       break;
     }
     rc = have_header ? parse_row(&ps, t, p, e) : parse_header(&ps, t, p, e);

@@ -73,7 +73,8 @@ static inline int64_t *memstub_trace_extra_row(const memstub_trace *t, size_t ro
 }
 
 /* Set (replace) a metadata value. key: [A-Za-z0-9_.-]+; a value's newlines are
- * stored as spaces. 0, -EINVAL or -ENOMEM. */
+ * stored as spaces and blanks at either end are dropped, as the format carries
+ * it. 0, -EINVAL or -ENOMEM. */
 int memstub_trace_set_meta(memstub_trace *t, const char *key, const char *value);
 
 /* The value for key, or NULL. */

@@ -46,6 +46,19 @@ static int next_line(mparser *p, mline *l) {
   return 1;
 }
 
+// Text from the file made safe to quote in a message: control characters as
+// '?', at most 40 bytes (then "...").
+static const char *quote(const char *s, size_t n, char out[48]) {
+  size_t k = 0;
+  for (; k < n && k < 40; k++) out[k] = (unsigned char)s[k] < 0x20 || s[k] == 0x7f ? '?' : s[k];
+  if (n > 40) {
+    memcpy(out + k, "...", 3);
+    k += 3;
+  }
+  out[k] = '\0';
+  return out;
+}
+
 static int starts(const mline *l, const char *prefix) {
   size_t n = strlen(prefix);
   return l->len >= n && memcmp(l->s, prefix, n) == 0;
@@ -54,14 +67,16 @@ static int starts(const mline *l, const char *prefix) {
 // "key=NUMBER": the number, non-negative.
 static int field(mparser *p, const mline *l, const char *key, int64_t *v) {
   size_t kl = strlen(key);
+  char q[48];
   if (!starts(l, key) || l->len <= kl || l->s[kl] != '=') {
-    return memstub_error_set(p->err, -EINVAL, "%s:%ld:1: expected '%s=', found '%.*s'", p->name,
-                             l->no, key, (int)(l->len > 40 ? 40 : l->len), l->s);
+    return memstub_error_set(p->err, -EINVAL, "%s:%ld:1: expected '%s=', found '%s'", p->name,
+                             l->no, key, quote(l->s, l->len, q));
   }
   int rc = ms__parse_i64(l->s + kl + 1, l->len - kl - 1, v);
   if (rc < 0 || *v < 0)
-    return memstub_error_set(p->err, -EINVAL, "%s:%ld:%zu: %s: expected a non-negative integer, found '%.*s'",
-                             p->name, l->no, kl + 2, key, (int)(l->len - kl - 1), l->s + kl + 1);
+    return memstub_error_set(p->err, -EINVAL,
+                             "%s:%ld:%zu: %s: expected a non-negative integer, found '%s'",
+                             p->name, l->no, kl + 2, key, quote(l->s + kl + 1, l->len - kl - 1, q));
   return 0;
 }
 
@@ -84,7 +99,9 @@ int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
   mline l;
   int rc;
   char *desc = NULL, *cmd = NULL, *unit = NULL;
+  char q[48];
   long unit_line = 0;
+  size_t unit_col = 0;  // where the time unit starts on its line
   memstub_trace *t = memstub_trace_create();
   if (!t) return memstub_error_set(err, -ENOMEM, "%s: out of memory", name);
   int col = memstub_trace_add_column(t, "heap_extra_bytes");
@@ -108,8 +125,8 @@ int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
     if (!dst) {
       rc = memstub_error_set(err, -EINVAL,
                              "%s:%ld:1: not a massif output: expected 'desc:', 'cmd:' or "
-                             "'time_unit:', found '%.*s'",
-                             name, l.no, (int)(l.len > 40 ? 40 : l.len), l.s);
+                             "'time_unit:', found '%s'",
+                             name, l.no, quote(l.s, l.len, q));
       goto fail;
     }
     const char *v = memchr(l.s, ':', l.len) + 1;
@@ -119,7 +136,10 @@ int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
       rc = memstub_error_set(err, -ENOMEM, "%s: out of memory", name);
       goto fail;
     }
-    if (dst == &unit) unit_line = l.no;
+    if (dst == &unit) {
+      unit_line = l.no;
+      unit_col = (size_t)(v - l.s) + 1;
+    }
   }
   if (!unit) {
     rc = memstub_error_set(err, -EINVAL, "%s:%ld:1: missing 'time_unit:' line before the first snapshot",
@@ -133,20 +153,22 @@ int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
     if (!(o && o->ns_per_unit > 0)) {
       rc = memstub_error_set(
           err, -EINVAL,
-          "%s:%ld:12: time_unit '%s' (%s) has no fixed duration: give a conversion "
+          "%s:%ld:%zu: time_unit '%s' (%s) has no fixed duration: give a conversion "
           "(memstub import --ns-per-unit F) or run massif with --time-unit=ms",
-          name, unit_line, unit, unit[0] == 'i' ? "instructions executed" : "bytes allocated");
+          name, unit_line, unit_col, unit,
+          unit[0] == 'i' ? "instructions executed" : "bytes allocated");
       goto fail;
     }
     ns_per = o->ns_per_unit;
   } else {
-    rc = memstub_error_set(err, -EINVAL, "%s:%ld:12: unknown time_unit '%s' (expected i, ms or B)",
-                           name, unit_line, unit);
+    rc = memstub_error_set(err, -EINVAL, "%s:%ld:%zu: unknown time_unit '%s' (expected i, ms or B)",
+                           name, unit_line, unit_col, quote(unit, strlen(unit), q));
     goto fail;
   }
   // Snapshots: snapshot=N, then separator, time, mem_heap_B, mem_heap_extra_B,
   // mem_stacks_B, heap_tree and any tree lines, up to the next separator.
   int64_t expect = 0, prev_time = -1, t0 = 0;
+  long time_line = 0;  // the snapshot's time= line
   int64_t peak_extra = 0;
   int stacks_seen = 0;
   rc = next_line(&P, &l);
@@ -162,6 +184,7 @@ int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
         goto fail;
       }
       if ((rc = field(&P, &l, keys[k], &v[k])) < 0) goto fail;
+      if (k == 1) time_line = l.no;
       if (k == 0) {
         if (v[0] != expect) {
           rc = memstub_error_set(err, -EINVAL, "%s:%ld:10: snapshot %lld out of sequence (expected %lld)",
@@ -195,16 +218,19 @@ int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
       }
     }
     if (v[1] < prev_time) {
-      rc = memstub_error_set(err, -EINVAL, "%s: snapshot %lld: time decreases from %lld to %lld",
-                             name, (long long)expect, (long long)prev_time, (long long)v[1]);
+      rc = memstub_error_set(err, -EINVAL,
+                             "%s:%ld:6: snapshot %lld: time decreases from %lld to %lld", name,
+                             time_line, (long long)expect, (long long)prev_time,
+                             (long long)v[1]);
       goto fail;
     }
     if (expect == 0) t0 = v[1];
     prev_time = v[1];
     double ns = (double)(v[1] - t0) * ns_per;
     if (ns > 9.2e18) {
-      rc = memstub_error_set(err, -EINVAL, "%s: snapshot %lld: time %lld does not fit in 64-bit ns",
-                             name, (long long)expect, (long long)v[1]);
+      rc = memstub_error_set(err, -EINVAL,
+                             "%s:%ld:6: snapshot %lld: time %lld does not fit in 64-bit ns", name,
+                             time_line, (long long)expect, (long long)v[1]);
       goto fail;
     }
     if (memstub_trace_append(t, (int64_t)(ns + 0.5), v[4], v[2]) < 0) {
@@ -216,6 +242,11 @@ int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
     if (v[4] > 0) stacks_seen = 1;
     expect++;
     if (rc == 0) break;
+  }
+  if (expect == 0) {  // the header's separator ends the file
+    rc = memstub_error_set(err, -EINVAL, "%s:%ld:1: no snapshots: the file ends after its header",
+                           name, P.lineno + 1);
+    goto fail;
   }
   char num[64];
   rc = memstub_trace_set_meta(t, "source", "massif");

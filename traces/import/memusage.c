@@ -83,6 +83,13 @@ int memstub_import_memusage_parse(const char *name, const unsigned char *buf, si
                              "%s: byte offset 0: not a memusage data file: the first record's heap "
                              "is %llu, memusage writes 0",
                              name, (unsigned long long)h0.heap);
+  // Record 1's peaks are totals like the records' (the stack peak becomes
+  // the base of an inverted curve's correction).
+  if (h1.heap > (uint64_t)INT64_MAX || h1.stack > (uint64_t)INT64_MAX)
+    return memstub_error_set(err, -EINVAL,
+                             "%s: byte offset %zu: record 1: heap peak %llu or stack peak %llu is "
+                             "out of range: not a memusage data file?",
+                             name, R, (unsigned long long)h1.heap, (unsigned long long)h1.stack);
   size_t n = len / R - 2;
   int complete = !(h1.heap == 0 && h1.stack == 0 && h1.time == h0.time);
   murec *d = n ? malloc(n * sizeof *d) : NULL;
@@ -133,7 +140,7 @@ int memstub_import_memusage_parse(const char *name, const unsigned char *buf, si
     return memstub_error_set(err, -ENOMEM, "%s: out of memory", name);
   }
   for (size_t i = 0; i < n; i++) order[i] = (ti){d[i].time, i};
-  qsort(order, n, sizeof *order, cmp_ti);
+  if (n) qsort(order, n, sizeof *order, cmp_ti);  // order is NULL without records
 
   // Time unit.
   int unit = o->time_unit;

@@ -1,0 +1,2 @@
+host.cpu = a
+not a key value line

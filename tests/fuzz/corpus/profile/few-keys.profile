@@ -1,0 +1,5 @@
+format = 2
+host.arch = x86_64
+# comment
+
+repetitions = 3
