@@ -207,19 +207,6 @@ int memstub_profile_write(const memstub_profile *p, const char *path, memstub_er
 
 /* ---- reading ---------------------------------------------------------------- */
 
-// Text from the file made safe to quote in a message: control characters as
-// '?', at most max bytes (then "..."). pre: max <= 64.
-static const char *quote(const char *s, size_t max, char out[68]) {
-  size_t k = 0;
-  for (; s[k] && k < max; k++) out[k] = (unsigned char)s[k] < 0x20 || s[k] == 0x7f ? '?' : s[k];
-  if (s[k]) {
-    memcpy(out + k, "...", 3);
-    k += 3;
-  }
-  out[k] = '\0';
-  return out;
-}
-
 static char *trim(char *s, char *end) {
   while (s < end && (*s == ' ' || *s == '\t')) s++;
   while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r')) end--;
@@ -254,10 +241,10 @@ int memstub_profile_parse(const char *name, const char *text, size_t len, memstu
     s = next;
     if (!*l || *l == '#') continue;
     char *eq = strchr(l, '=');
-    char q[68];
+    char q[MS__QUOTE_MAX + 4];
     if (!eq) {
       rc = memstub_error_set(err, -EINVAL, "%s:%ld: expected 'key = value', found '%s'", name,
-                             line, quote(l, 60, q));
+                             line, ms__quote(l, strlen(l), 60, q));
       break;
     }
     char *key = trim(l, eq), *val = trim(eq + 1, eq + 1 + strlen(eq + 1));
@@ -267,7 +254,7 @@ int memstub_profile_parse(const char *name, const char *text, size_t len, memstu
       rc = memstub_error_set(err, -EINVAL, "%s:%ld: missing key before '='", name, line);
     } else if (i == nk) {
       rc = memstub_error_set(err, -EINVAL, "%s:%ld: unknown key '%s' (profile format %d)", name,
-                             line, quote(key, 60, q), MEMSTUB_PROFILE_FORMAT);
+                             line, ms__quote(key, strlen(key), 60, q), MEMSTUB_PROFILE_FORMAT);
     } else if (seen[i]) {
       rc = memstub_error_set(err, -EINVAL, "%s:%ld: %s given twice (first on line %d)", name,
                              line, key, seen[i]);
@@ -301,7 +288,7 @@ int memstub_profile_parse(const char *name, const char *text, size_t len, memstu
           if (ms__parse_i64(val, strlen(val), &v) < 0 ||
               (k->type == MS__CAL_INT && (v < -2147483647 || v > 2147483647)))
             rc = memstub_error_set(err, -EINVAL, "%s:%ld: %s: expected an integer, found '%s'",
-                                   name, line, key, quote(val, 40, q));
+                                   name, line, key, ms__quote(val, strlen(val), 40, q));
           else if (k->type == MS__CAL_INT)
             *(int *)k->ptr = (int)v;
           else
@@ -311,10 +298,10 @@ int memstub_profile_parse(const char *name, const char *text, size_t len, memstu
           // strtod would skip a leading \v, \f or \r: no number starts so.
           if ((unsigned char)val[0] <= ' ' || ms__parse_double(val, &d) < 0)
             rc = memstub_error_set(err, -EINVAL, "%s:%ld: %s: expected a number, found '%s'",
-                                   name, line, key, quote(val, 40, q));
+                                   name, line, key, ms__quote(val, strlen(val), 40, q));
           else if (as_written(&d) < 0)
             rc = memstub_error_set(err, -EINVAL, "%s:%ld: %s: %s is out of range", name, line,
-                                   key, quote(val, 40, q));
+                                   key, ms__quote(val, strlen(val), 40, q));
           else
             *(double *)k->ptr = d;
           break;
@@ -354,7 +341,7 @@ int memstub_profile_parse(const char *name, const char *text, size_t len, memstu
           why = "0 or more";
         if (why)
           rc = memstub_error_set(err, -EINVAL, "%s:%ld: %s: must be %s, not %s", name, line, key,
-                                 why, quote(val, 40, q));
+                                 why, ms__quote(val, strlen(val), 40, q));
       }
     }
   }

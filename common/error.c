@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "memstub/error.h"
+#include "ms_common.h"
 
 int memstub_error_set(memstub_error *err, int code, const char *fmt, ...) {
   if (err) {
@@ -14,6 +15,18 @@ int memstub_error_set(memstub_error *err, int code, const char *fmt, ...) {
     err->code = code;
   }
   return code;
+}
+
+const char *ms__quote(const char *s, size_t n, size_t max, char out[MS__QUOTE_MAX + 4]) {
+  if (max > MS__QUOTE_MAX) max = MS__QUOTE_MAX;
+  size_t k = 0;
+  for (; k < n && k < max; k++) out[k] = (unsigned char)s[k] < 0x20 || s[k] == 0x7f ? '?' : s[k];
+  if (n > max) {
+    memcpy(out + k, "...", 3);
+    k += 3;
+  }
+  out[k] = '\0';
+  return out;
 }
 
 void memstub_error_prefix(memstub_error *err, const char *prefix) {

@@ -60,6 +60,12 @@ int ms__round_i64(double v, int64_t *out);
 /* Whether s[0..n) is a C identifier: [A-Za-z_][A-Za-z0-9_]* (n > 0). */
 int ms__is_ident(const char *s, size_t n);
 
+/* Text from an input made safe to quote in a one-line message: control
+ * characters become '?', and past max bytes (max <= MS__QUOTE_MAX) it is cut
+ * and "..." added. Returns out. */
+#define MS__QUOTE_MAX 64
+const char *ms__quote(const char *s, size_t n, size_t max, char out[MS__QUOTE_MAX + 4]);
+
 /* strdup that returns NULL on failure (no abort). */
 char *ms__strdup(const char *s);
 /* printf into a new malloc'd string; NULL when out of memory. */

@@ -131,22 +131,24 @@ static int parse_item(memstub_compare_checks *cs, const char *p, const char *e,
   if (p == e)
     return memstub_error_set(err, -EINVAL, "empty item: expected KEY=VALUE (keys: %s)", key_list);
   const char *eq = memchr(p, '=', (size_t)(e - p));
-  char key[24], val[40];
+  char key[24], val[40], q[MS__QUOTE_MAX + 4];
   const char *ke = eq ? eq : e;
   while (ke > p && blank(ke[-1])) ke--;
   if ((size_t)(ke - p) >= sizeof key)
-    return memstub_error_set(err, -EINVAL, "'%.*s': unknown check (keys: %s)", (int)(ke - p), p,
-                             key_list);
+    return memstub_error_set(err, -EINVAL, "'%s': unknown check (keys: %s)",
+                             ms__quote(p, (size_t)(ke - p), 40, q), key_list);
   memcpy(key, p, (size_t)(ke - p));
   key[ke - p] = '\0';
   keyinfo k;
   if (parse_key(key, &k) < 0)
-    return memstub_error_set(err, -EINVAL, "'%s': unknown check (keys: %s)", key, key_list);
+    return memstub_error_set(err, -EINVAL, "'%s': unknown check (keys: %s)",
+                             ms__quote(key, strlen(key), 40, q), key_list);
   if (!eq) return memstub_error_set(err, -EINVAL, "'%s' needs a limit: %s=VALUE", key, key);
   const char *v = eq + 1;
   while (v < e && blank(*v)) v++;
   if ((size_t)(e - v) >= sizeof val)
-    return memstub_error_set(err, -EINVAL, "%s: limit too long: '%.*s'", key, (int)(e - v), v);
+    return memstub_error_set(err, -EINVAL, "%s: limit too long: '%s'", key,
+                             ms__quote(v, (size_t)(e - v), 40, q));
   memcpy(val, v, (size_t)(e - v));
   val[e - v] = '\0';
   size_t vl = strlen(val);
@@ -157,28 +159,28 @@ static int parse_item(memstub_compare_checks *cs, const char *p, const char *e,
   }
   double limit;
   if (ms__parse_double(val, &limit) < 0 || limit < 0 || (vl > 0 && blank(val[0])))
-    return memstub_error_set(err, -EINVAL, "%s: expected a non-negative number, found '%.*s'", key,
-                             (int)(e - v), v);
+    return memstub_error_set(err, -EINVAL, "%s: expected a non-negative number, found '%s'", key,
+                             ms__quote(v, (size_t)(e - v), 40, q));
   if (percent && k.q != Q_EXACT && k.q != Q_LATE && k.q != Q_TOTAL_PCT)
-    return memstub_error_set(err, -EINVAL, "%s: takes no percentage ('%.*s'): give a number of %s",
-                             key, (int)(e - v), v, k.unit);
+    return memstub_error_set(err, -EINVAL, "%s: takes no percentage ('%s'): give a number of %s",
+                             key, ms__quote(v, (size_t)(e - v), 40, q), k.unit);
   if (k.q == Q_EXACT) {
     if (!percent) {
       if (limit > 1)
         return memstub_error_set(err, -EINVAL,
                                  "%s: a share is a percentage (99.5%%) or a fraction from 0 to "
-                                 "1, found '%.*s'",
-                                 key, (int)(e - v), v);
+                                 "1, found '%s'",
+                                 key, ms__quote(v, (size_t)(e - v), 40, q));
       limit *= 100;
     }
     if (limit > 100)
-      return memstub_error_set(err, -EINVAL, "%s: a share above 100%%: '%.*s'", key, (int)(e - v),
-                               v);
+      return memstub_error_set(err, -EINVAL, "%s: a share above 100%%: '%s'", key,
+                               ms__quote(v, (size_t)(e - v), 40, q));
   }
   if (k.q == Q_LATE && percent) {
     if (limit > 100)
-      return memstub_error_set(err, -EINVAL, "%s: a share above 100%%: '%.*s'", key, (int)(e - v),
-                               v);
+      return memstub_error_set(err, -EINVAL, "%s: a share above 100%%: '%s'", key,
+                               ms__quote(v, (size_t)(e - v), 40, q));
     k.unit = "%";
   }
   memstub_compare_check c;

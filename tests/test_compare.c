@@ -314,6 +314,12 @@ START_TEST(test_check_parse_and_run) {
       {"late=150%", "late: a share above 100%"},
       {"p99-us=1,,total-ms=1", "empty item"},
       {"", "empty item"},
+      // Found by tests/fuzz/fuzz_check: control characters are quoted as '?'
+      // (a tab inside a key, an escape in a limit), long keys are cut.
+      {"p9\t9-us=1", "'p9?9-us': unknown check"},
+      {"p99-us=\x1b[31m", "p99-us: expected a non-negative number, found '?[31m'"},
+      {"stack-max-bytes-and-a-very-long-tail=1", "'stack-max-bytes-and-a-very-long-tail'"},
+      {"stack-max-bytes-and-a-very-long-tail-beyond-forty=1", "-bey...': unknown check"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     cs = memstub_compare_checks_create();

@@ -31,20 +31,6 @@ __attribute__((format(printf, 3, 4))) static int fail(parser *ps, const char *p,
                            (size_t)(p - ps->linep) + 1, what);
 }
 
-// A field's text made safe to quote in a message (printable, at most 24 bytes).
-static const char *quote(const char *s, size_t n, char out[32]) {
-  size_t k = 0;
-  for (size_t i = 0; i < n && k < 24; i++)
-    out[k++] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
-  if (n > 24) {
-    out[k++] = '.';
-    out[k++] = '.';
-    out[k++] = '.';
-  }
-  out[k] = '\0';
-  return out;
-}
-
 static int is_space(char c) { return c == ' ' || c == '\t'; }
 
 typedef struct field {
@@ -136,16 +122,16 @@ static int parse_header(parser *ps, memstub_trace *t, const char *p, const char 
       return fail(ps, e, "header row: missing column '%s' (expected '%s,%s,%s' first)",
                   fixed_cols[i], fixed_cols[0], fixed_cols[1], fixed_cols[2]);
     if (f[i].n != strlen(fixed_cols[i]) || memcmp(f[i].p, fixed_cols[i], f[i].n) != 0) {
-      char q[32];
+      char q[MS__QUOTE_MAX + 4];
       if (i == 0 && looks_numeric)
         return fail(ps, f[0].p, "missing header row: expected '%s,%s,%s' before the data",
                     fixed_cols[0], fixed_cols[1], fixed_cols[2]);
       return fail(ps, f[i].p, "header row: column %zu must be '%s', found '%s'", i + 1,
-                  fixed_cols[i], quote(f[i].p, f[i].n, q));
+                  fixed_cols[i], ms__quote(f[i].p, f[i].n, 24, q));
     }
   }
   for (size_t i = 3; i < n; i++) {
-    char name[128], q[32];
+    char name[128], q[MS__QUOTE_MAX + 4];
     if (f[i].n == 0 || f[i].n >= sizeof name)
       return fail(ps, f[i].p, "header row: column %zu has %s name", i + 1,
                   f[i].n ? "a too long" : "an empty");
@@ -155,7 +141,7 @@ static int parse_header(parser *ps, memstub_trace *t, const char *p, const char 
     if (rc == -ENOMEM) return memstub_error_set(ps->err, -ENOMEM, "%s: out of memory", ps->name);
     if (rc < 0)
       return fail(ps, f[i].p, "header row: column %zu: '%s' is %s", i + 1,
-                  quote(f[i].p, f[i].n, q),
+                  ms__quote(f[i].p, f[i].n, 24, q),
                   memstub_trace_column(t, name) >= 0 || strcmp(name, fixed_cols[0]) == 0 ||
                           strcmp(name, fixed_cols[1]) == 0 || strcmp(name, fixed_cols[2]) == 0
                       ? "a duplicate column name"
@@ -184,13 +170,13 @@ static int parse_row(parser *ps, memstub_trace *t, const char *p, const char *e)
   int64_t v[MAXF];
   for (size_t i = 0; i < want; i++) {
     const char *cname = i < 3 ? fixed_cols[i] : t->extra_names[i - 3];
-    char q[32];
+    char q[MS__QUOTE_MAX + 4];
     if (f[i].n == 0) return fail(ps, f[i].p, "%s: empty field", cname);
     int rc = ms__parse_i64(f[i].p, f[i].n, &v[i]);
     if (rc == -ERANGE)
-      return fail(ps, f[i].p, "%s: %s does not fit in 64 bits", cname, quote(f[i].p, f[i].n, q));
+      return fail(ps, f[i].p, "%s: %s does not fit in 64 bits", cname, ms__quote(f[i].p, f[i].n, 24, q));
     if (rc < 0)
-      return fail(ps, f[i].p, "%s: not an integer: '%s'", cname, quote(f[i].p, f[i].n, q));
+      return fail(ps, f[i].p, "%s: not an integer: '%s'", cname, ms__quote(f[i].p, f[i].n, 24, q));
     if (i < 3 && v[i] < 0)
       return fail(ps, f[i].p, "%s: negative %s %lld", cname, i == 0 ? "time" : "total",
                   (long long)v[i]);

@@ -46,19 +46,6 @@ static int next_line(mparser *p, mline *l) {
   return 1;
 }
 
-// Text from the file made safe to quote in a message: control characters as
-// '?', at most 40 bytes (then "...").
-static const char *quote(const char *s, size_t n, char out[48]) {
-  size_t k = 0;
-  for (; k < n && k < 40; k++) out[k] = (unsigned char)s[k] < 0x20 || s[k] == 0x7f ? '?' : s[k];
-  if (n > 40) {
-    memcpy(out + k, "...", 3);
-    k += 3;
-  }
-  out[k] = '\0';
-  return out;
-}
-
 static int starts(const mline *l, const char *prefix) {
   size_t n = strlen(prefix);
   return l->len >= n && memcmp(l->s, prefix, n) == 0;
@@ -67,16 +54,16 @@ static int starts(const mline *l, const char *prefix) {
 // "key=NUMBER": the number, non-negative.
 static int field(mparser *p, const mline *l, const char *key, int64_t *v) {
   size_t kl = strlen(key);
-  char q[48];
+  char q[MS__QUOTE_MAX + 4];
   if (!starts(l, key) || l->len <= kl || l->s[kl] != '=') {
     return memstub_error_set(p->err, -EINVAL, "%s:%ld:1: expected '%s=', found '%s'", p->name,
-                             l->no, key, quote(l->s, l->len, q));
+                             l->no, key, ms__quote(l->s, l->len, 40, q));
   }
   int rc = ms__parse_i64(l->s + kl + 1, l->len - kl - 1, v);
   if (rc < 0 || *v < 0)
     return memstub_error_set(p->err, -EINVAL,
                              "%s:%ld:%zu: %s: expected a non-negative integer, found '%s'",
-                             p->name, l->no, kl + 2, key, quote(l->s + kl + 1, l->len - kl - 1, q));
+                             p->name, l->no, kl + 2, key, ms__quote(l->s + kl + 1, l->len - kl - 1, 40, q));
   return 0;
 }
 
@@ -99,7 +86,7 @@ int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
   mline l;
   int rc;
   char *desc = NULL, *cmd = NULL, *unit = NULL;
-  char q[48];
+  char q[MS__QUOTE_MAX + 4];
   long unit_line = 0;
   size_t unit_col = 0;  // where the time unit starts on its line
   memstub_trace *t = memstub_trace_create();
@@ -126,7 +113,7 @@ int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
       rc = memstub_error_set(err, -EINVAL,
                              "%s:%ld:1: not a massif output: expected 'desc:', 'cmd:' or "
                              "'time_unit:', found '%s'",
-                             name, l.no, quote(l.s, l.len, q));
+                             name, l.no, ms__quote(l.s, l.len, 40, q));
       goto fail;
     }
     const char *v = memchr(l.s, ':', l.len) + 1;
@@ -162,7 +149,7 @@ int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
     ns_per = o->ns_per_unit;
   } else {
     rc = memstub_error_set(err, -EINVAL, "%s:%ld:%zu: unknown time_unit '%s' (expected i, ms or B)",
-                           name, unit_line, unit_col, quote(unit, strlen(unit), q));
+                           name, unit_line, unit_col, ms__quote(unit, strlen(unit), 40, q));
     goto fail;
   }
   // Snapshots: snapshot=N, then separator, time, mem_heap_B, mem_heap_extra_B,
