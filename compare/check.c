@@ -185,7 +185,8 @@ static int parse_item(memstub_compare_checks *cs, const char *p, const char *e,
   }
   memstub_compare_check c;
   memset(&c, 0, sizeof c);
-  int sl = snprintf(c.spec, sizeof c.spec, "%s=%.*s", key, (int)(e - v), v);
+  // The item as the user would write it again, without blanks ("10 %" -> "10%").
+  int sl = snprintf(c.spec, sizeof c.spec, "%s=%s%s", key, val, percent ? "%" : "");
   if (sl < 0 || (size_t)sl >= sizeof c.spec)
     return memstub_error_set(err, -EINVAL, "%s: item too long", key);
   snprintf(c.key, sizeof c.key, "%s", key);

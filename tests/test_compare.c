@@ -272,7 +272,7 @@ START_TEST(test_check_parse_and_run) {
   memstub_compare_checks *cs = memstub_compare_checks_create();
   memstub_error err = {0};
   ck_assert_int_eq(memstub_compare_checks_parse(
-                       cs, "total-ms=1, p99-us=15,max-ns=14999,stack-exact=100%,heap-exact=0.8",
+                       cs, "total-ms=1, p99-us=15,max-ns=14999,stack-exact=100 %,heap-exact=0.8",
                        &err),
                    0);
   ck_assert_int_eq(memstub_compare_checks_parse(cs, "late=20%,adj-late=0,adj-p99-us=14", &err),
@@ -282,6 +282,7 @@ START_TEST(test_check_parse_and_run) {
                    0);
   ck_assert_uint_eq(cs->n, 13);
   ck_assert_str_eq(cs->c[1].spec, "p99-us=15");
+  ck_assert_str_eq(cs->c[3].spec, "stack-exact=100%");  // written back without blanks
   ck_assert_str_eq(cs->c[1].unit, "us");
   ck_assert_double_eq(cs->c[4].limit, 80);  // the fraction as a percentage
   ck_assert_int_eq(cs->c[4].dir, MEMSTUB_COMPARE_AT_LEAST);
