@@ -295,8 +295,7 @@ int memstub_profile_parse(const char *name, const char *text, size_t len, memstu
             *(int64_t *)k->ptr = v;
           break;
         default:
-          // strtod would skip a leading \v, \f or \r: no number starts so.
-          if ((unsigned char)val[0] <= ' ' || ms__parse_double(val, &d) < 0)
+          if (ms__parse_double(val, &d) < 0)
             rc = memstub_error_set(err, -EINVAL, "%s:%ld: %s: expected a number, found '%s'",
                                    name, line, key, ms__quote(val, strlen(val), 40, q));
           else if (as_written(&d) < 0)

@@ -48,7 +48,8 @@ int ms__read_file(const char *path, char **buf, size_t *len, memstub_error *err)
 /* Strict decimal integer: optional '-', digits only, no spaces, in int64
  * range. 0, -EINVAL (not a number) or -ERANGE (overflow). */
 int ms__parse_i64(const char *s, size_t len, int64_t *out);
-/* Strict floating point (strtod syntax, finite, whole string). 0 or -EINVAL. */
+/* Strict floating point (strtod syntax, finite, whole string, no leading
+ * blank). 0 or -EINVAL. */
 int ms__parse_double(const char *s, double *out);
 /* a + b, a * b with overflow check: 0 or -ERANGE. */
 int ms__add_i64(int64_t a, int64_t b, int64_t *out);

@@ -1,4 +1,5 @@
 // Strict number parsing and checked arithmetic.
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -37,7 +38,8 @@ int ms__parse_i64(const char *s, size_t len, int64_t *out) {
 }
 
 int ms__parse_double(const char *s, double *out) {
-  if (!s || !*s) return -EINVAL;
+  // strtod would skip leading blanks (and \v, \f, \r): no number starts so.
+  if (!s || !*s || isspace((unsigned char)*s)) return -EINVAL;
   char *end;
   errno = 0;
   double v = strtod(s, &end);

@@ -158,7 +158,7 @@ static int parse_item(memstub_compare_checks *cs, const char *p, const char *e,
     while (vl > 0 && blank(val[vl - 1])) val[--vl] = '\0';
   }
   double limit;
-  if (ms__parse_double(val, &limit) < 0 || limit < 0 || (vl > 0 && blank(val[0])))
+  if (ms__parse_double(val, &limit) < 0 || limit < 0)
     return memstub_error_set(err, -EINVAL, "%s: expected a non-negative number, found '%s'", key,
                              ms__quote(v, (size_t)(e - v), 40, q));
   if (percent && k.q != Q_EXACT && k.q != Q_LATE && k.q != Q_TOTAL_PCT)

@@ -318,6 +318,7 @@ START_TEST(test_check_parse_and_run) {
       // Found by tests/fuzz/fuzz_check: control characters are quoted as '?'
       // (a tab inside a key, an escape in a limit), long keys are cut.
       {"p9\t9-us=1", "'p9?9-us': unknown check"},
+      {"max-ns= \v 14998", "max-ns: expected a non-negative number, found '? 14998'"},
       {"p99-us=\x1b[31m", "p99-us: expected a non-negative number, found '?[31m'"},
       {"stack-max-bytes-and-a-very-long-tail=1", "'stack-max-bytes-and-a-very-long-tail'"},
       {"stack-max-bytes-and-a-very-long-tail-beyond-forty=1", "-bey...': unknown check"},
