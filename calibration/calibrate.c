@@ -643,11 +643,15 @@ static void rep_range(const ser *s, int rep, size_t *from, size_t *to, size_t *p
   *to = *pos = i;
 }
 
+int64_t ms__cal_fit_fail_after;
+
 /* One fit of a constant (fit_slope 0) or a line: least squares with one
  * trimming pass (floor as in ms__cal_fit), or with l1 least absolute
- * deviations (the median; nothing trimmed). Returns the points kept. */
+ * deviations (the median; nothing trimmed). Returns the points kept, or
+ * -ENOMEM (also when ms__cal_fit_fail_after says so). */
 static int64_t fit1(const double *x, const double *y, size_t n, int fit_slope, double floor,
                     int l1, double *a, double *b, double *r2, double *resid) {
+  if (ms__cal_fit_fail_after > 0 && --ms__cal_fit_fail_after == 0) return -ENOMEM;  // injected
   if (!l1) return ms__cal_fit(x, y, n, fit_slope, floor, a, b, r2, resid, NULL);
   return ms__cal_fit_l1(x, y, n, fit_slope, a, b, r2, resid) < 0 ? -ENOMEM : (int64_t)n;
 }
@@ -878,6 +882,29 @@ static int fit_costs(ctx *c, const ser *s, double cpn, int l1, memstub_calib_cos
   return 0;
 }
 
+/* Per repetition: time_basic in ns into out->basic_rep_ns, and how much
+ * later a point whose deadline has passed ends, in cycles, into lat (room
+ * for the repetitions; *nl set). fb: the trimming floor. 0 or -ENOMEM. */
+static int basic_reps(ctx *c, double fb, double cpn, double *lat, size_t *nl) {
+  memstub_calib *out = c->out;
+  const ser *s = c->s;
+  size_t pos = 0, pos2 = 0;
+  *nl = 0;
+  for (int rep = 0; rep < c->o->repetitions; rep++) {
+    size_t f, t, f2, t2;
+    double m, m2, b, r2, rr;
+    rep_range(&s[S_BASIC], rep, &f, &t, &pos);
+    rep_range(&s[S_LATE], rep, &f2, &t2, &pos2);
+    if (t == f) continue;
+    if (fit1(NULL, s[S_BASIC].y + f, t - f, 0, fb, 0, &m, &b, &r2, &rr) < 0) return -ENOMEM;
+    out->basic_rep_ns[out->nbasic++] = m / cpn;
+    if (t2 == f2) continue;
+    if (fit1(NULL, s[S_LATE].y + f2, t2 - f2, 0, fb, 0, &m2, &b, &r2, &rr) < 0) return -ENOMEM;
+    lat[(*nl)++] = m2 - m;
+  }
+  return 0;
+}
+
 static int fit_all(ctx *c, double cpn) {
   memstub_calib *out = c->out;
   memstub_profile *p = &out->profile;
@@ -889,23 +916,12 @@ static int fit_all(ctx *c, double cpn) {
   if ((rc = fig_const(c, &s[S_BASIC], fb, cpn, 0, &p->basic)) < 0) return rc;
   out->basic_rep_ns = malloc((size_t)c->o->repetitions * sizeof *out->basic_rep_ns);
   if (!out->basic_rep_ns) return -ENOMEM;
-  size_t pos = 0, pos2 = 0, nl = 0;
+  size_t nl;
   double *lat = malloc((size_t)c->o->repetitions * sizeof *lat);
   if (!lat) return -ENOMEM;
-  for (int rep = 0; rep < c->o->repetitions; rep++) {
-    size_t f, t, f2, t2;
-    double m, m2, b, r2, rr;
-    rep_range(&s[S_BASIC], rep, &f, &t, &pos);
-    rep_range(&s[S_LATE], rep, &f2, &t2, &pos2);
-    if (t == f) continue;
-    ms__cal_fit(NULL, s[S_BASIC].y + f, t - f, 0, fb, &m, &b, &r2, &rr, NULL);
-    out->basic_rep_ns[out->nbasic++] = m / cpn;
-    if (t2 == f2) continue;
-    ms__cal_fit(NULL, s[S_LATE].y + f2, t2 - f2, 0, fb, &m2, &b, &r2, &rr, NULL);
-    lat[nl++] = m2 - m;
-  }
   memstub_calib_time late;
-  if ((rc = fig_const(c, &s[S_LATE], fb, cpn, 0, &late)) < 0) {
+  if ((rc = basic_reps(c, fb, cpn, lat, &nl)) < 0 ||
+      (rc = fig_const(c, &s[S_LATE], fb, cpn, 0, &late)) < 0) {
     free(lat);
     return rc;
   }
@@ -996,7 +1012,7 @@ static int fit_all(ctx *c, double cpn) {
   }
   double a = 0, b = 0, r2 = 0, rr = 0;
   if (s[S_SBYTES].n &&
-      ms__cal_fit(s[S_SBYTES].x, s[S_SBYTES].y, s[S_SBYTES].n, 1, 1e18, &a, &b, &r2, &rr, NULL) < 0)
+      fit1(s[S_SBYTES].x, s[S_SBYTES].y, s[S_SBYTES].n, 1, 1e18, 0, &a, &b, &r2, &rr) < 0)
     return -ENOMEM;
   p->stack_fit_r2 = r2;
   for (size_t i = 0; i < s[S_SBYTES].n; i++) {
@@ -1142,7 +1158,8 @@ int memstub_calibrate(const memstub_calib_options *o, memstub_calib **out, memst
     p->cold_repetitions = c.cold_reps;
     // A wait shorter than the deadline margin spins without sleeping.
     p->cold_min_delay = c.cold_reps > 0 ? MEMSTUB_MARGIN_DEFAULT : 0;
-    if ((rc = fit_all(&c, cpn)) < 0) rc = memstub_error_set(err, rc, "out of memory");
+    if ((rc = fit_all(&c, cpn)) < 0)
+      rc = memstub_error_set(err, rc, "cannot fit the calibration samples: %s", strerror(-rc));
   }
   if (rc == 0) rc = model_check(&c, o->quick, err);
   free_stubs(&st);

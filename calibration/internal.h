@@ -45,6 +45,11 @@ void ms__cal_mean_scv(const double *v, size_t n, double *mean, double *scv);
 int64_t ms__cal_fit(const double *x, const double *y, size_t n, int fit_slope, double floor,
                     double *a, double *b, double *r2, double *resid, unsigned char *keep);
 
+/* Fault injection for tests, 0 in normal use: when > 0, every fit
+ * memstub_calibrate makes counts it down, and the fit that brings it to 0
+ * fails as if out of memory. Not thread-safe: set it only in a test. */
+extern int64_t ms__cal_fit_fail_after;
+
 /* Least absolute deviations y = a + b x over n points: the line through the
  * conditional median, which no outlier moves far (iteratively reweighted
  * least squares from the least-squares line). fit_slope = 0 (or x NULL)

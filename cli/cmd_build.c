@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,8 +77,44 @@ static int split(char *s, char **argv, int max) {
   return n;
 }
 
-/* Run argv, its stderr to errfd (-1 to inherit). Returns the exit status,
- * 128 + signal, or -errno when it cannot be started. */
+/* ---- interruption: while the temporary program exists -------------------- */
+
+// The signals that stop a build, and the first of them caught (0: none).
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+static volatile sig_atomic_t caught;
+
+static void on_stop_signal(int sig) {
+  if (!caught) caught = sig;
+}
+
+/* Catch the stop signals that are not ignored, so that a build stopped midway
+ * can remove its temporary program; the actions replaced go to old. */
+static void catch_stop_signals(struct sigaction old[]) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop_signal;  // no SA_RESTART: a wait for a child returns EINTR
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < MS__ARRAY_SIZE(stop_signals); i++) {
+    sigaction(stop_signals[i], NULL, &old[i]);
+    if (old[i].sa_handler != SIG_IGN) sigaction(stop_signals[i], &sa, NULL);
+  }
+}
+
+/* Put the old actions back; then, when a stop signal was caught, raise it
+ * again, to die of it as if never caught. Returns status (or 128 + the
+ * signal, should its old action return). */
+static int release_stop_signals(const struct sigaction old[], int status) {
+  for (size_t i = 0; i < MS__ARRAY_SIZE(stop_signals); i++)
+    sigaction(stop_signals[i], &old[i], NULL);
+  if (!caught) return status;
+  raise(caught);
+  return 128 + caught;
+}
+
+/* Run argv, its stderr to errfd (-1 to inherit). A stop signal caught
+ * meanwhile is passed on to it, and it is waited for all the same, so that it
+ * writes nothing after. Returns the exit status, 128 + signal, or -errno when
+ * it cannot be started. */
 static int run(char *const argv[], int errfd) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
@@ -86,9 +123,12 @@ static int run(char *const argv[], int errfd) {
   int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) return -rc;
-  int st;
-  while (waitpid(pid, &st, 0) < 0)
+  int st, passed = 0;
+  for (;;) {
+    if (caught && !passed) passed = 1, kill(pid, caught);
+    if (waitpid(pid, &st, 0) == pid) break;
     if (errno != EINTR) return -errno;
+  }
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -162,6 +202,8 @@ int ms_cmd_build(int argc, char **argv) {
   char *usedef = NULL, *pointdef = NULL;
   char *owned[16] = {0};
   FILE *errf = NULL;
+  struct sigaction old_actions[MS__ARRAY_SIZE(stop_signals)];
+  int catching = 0;
   if (ms__read_file(header, &text, &len, &err) < 0) {
     status = ms_cli_fail(&err);
     goto done;
@@ -213,6 +255,8 @@ int ms_cmd_build(int argc, char **argv) {
     status = ms_cli_error("%s: the stub's main is missing (set MEMSTUB_DATADIR?)", main_c);
     goto done;
   }
+  catch_stop_signals(old_actions);  // before the temporary program exists
+  catching = 1;
   int fd = mkstemp(tmp);
   if (fd < 0) {
     status = ms_cli_error("%s: cannot create the program: %s", out, strerror(errno));
@@ -248,7 +292,9 @@ int ms_cmd_build(int argc, char **argv) {
     for (int i = 0; i < n; i++) fprintf(stderr, "%s%s", i ? " " : "", cargv[i]);
     fputc('\n', stderr);
   }
+  if (caught) goto done;  // stopped before the compiler started
   int rc = run(cargv, -1);
+  if (caught) goto done;  // stopped: the compiler, passed the signal, has ended
   if (rc < 0) {
     status = ms_cli_error("cannot run the compiler '%s': %s", cargv[0], strerror(-rc));
     goto done;
@@ -269,6 +315,7 @@ int ms_cmd_build(int argc, char **argv) {
   char *chargv[] = {tmp, "--check", NULL};
   if (!strchr(tmp, '/')) chargv[0] = ms__asprintf("./%s", tmp), owned[14] = chargv[0];
   rc = errf && chargv[0] ? run(chargv, fileno(errf)) : -ENOMEM;
+  if (caught) goto done;
   if (rc != 0) {
     char msg[1024] = "";
     if (errf) {
@@ -302,5 +349,6 @@ done:
   free(pointdef);
   free(ccbuf);
   free(defout);
-  return status;
+  // Last: a stop signal caught kills memstub here, nothing left behind.
+  return catching ? release_stop_signals(old_actions, status) : status;
 }

@@ -85,7 +85,9 @@ uint64_t ms__prim_phys_mem(void);
 // Minor page faults of the calling thread so far.
 long ms__prim_minor_faults(void);
 
-// One line naming the CPU model ("unknown" if the OS does not say).
+/* One line naming the CPU model ("unknown" if the OS does not say). Safe from
+ * any thread: read once (the first caller reads, any other waits for it), and
+ * the string returned never changes after. */
 const char *ms__prim_cpu_model(void);
 
 #endif

@@ -1,5 +1,6 @@
 // The platform seam on Linux (x86-64, aarch64, and a portable fallback).
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -77,12 +78,14 @@ long ms__prim_minor_faults(void) {
   return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_minflt : 0;
 }
 
-const char *ms__prim_cpu_model(void) {
-  static char model[256];
-  if (model[0]) return model;
-  snprintf(model, sizeof model, "unknown");
+static char cpu_model[256];
+static pthread_once_t cpu_model_once = PTHREAD_ONCE_INIT;
+
+// cpu_model from /proc/cpuinfo ("unknown" if it does not say); run once.
+static void read_cpu_model(void) {
+  snprintf(cpu_model, sizeof cpu_model, "unknown");
   FILE *f = fopen("/proc/cpuinfo", "re");
-  if (!f) return model;
+  if (!f) return;
   char line[512];
   while (fgets(line, sizeof line, f)) {
     // x86 says "model name", aarch64 may only say "CPU part"/"Hardware".
@@ -92,10 +95,15 @@ const char *ms__prim_cpu_model(void) {
       colon++;
       while (*colon == ' ' || *colon == '\t') colon++;
       colon[strcspn(colon, "\n")] = '\0';
-      snprintf(model, sizeof model, "%s", colon);
+      snprintf(cpu_model, sizeof cpu_model, "%s", colon);
       break;
     }
   }
   fclose(f);
-  return model;
+}
+
+const char *ms__prim_cpu_model(void) {
+  // Every caller waits for the one reading; the buffer never changes after.
+  pthread_once(&cpu_model_once, read_cpu_model);
+  return cpu_model;
 }

@@ -27,6 +27,10 @@
 
 /* ---- the cost model ------------------------------------------------------- */
 
+// Sizes the compensation's 64-bit arithmetic takes: 2^60 bytes (1 EiB), far
+// beyond any machine's memory, far enough below 2^63 that sums cannot overflow.
+#define MAX_BYTES ((int64_t)1 << 60)
+
 /* The replay's state as far as the cost model needs it. Page faults follow
  * eq. 4, generalised to traces that fall and rise again: only pages beyond
  * the deepest point reached so far fault (the stack's pages stay resident
@@ -43,6 +47,7 @@ typedef struct sim {
   int64_t heap;             // replayed heap size
   int mapped;
   int64_t arena_hw;         // bytes of the arena block's pages written so far
+  const char *beyond;       // "stack" or "heap" once that total left +-MAX_BYTES, else NULL
 } sim;
 
 // The profile keeps its hot figures as fields of its own.
@@ -82,6 +87,17 @@ static double line(const memstub_calib_line *l, int64_t faults) {
   return v > 0 ? v : 0;
 }
 
+/* a + b, when within +-MAX_BYTES; otherwise m->beyond is set to what (the
+ * simulation stops there) and a is returned. */
+static int64_t add(sim *m, int64_t a, int64_t b, const char *what) {
+  int64_t v;
+  if (__builtin_add_overflow(a, b, &v) || v > MAX_BYTES || v < -MAX_BYTES) {
+    m->beyond = what;
+    return a;
+  }
+  return v;
+}
+
 // The stack part of point u.
 static double stack_cost(sim *m, int64_t sa) {
   const memstub_calib_costs *k = m->k;
@@ -93,7 +109,10 @@ static double stack_cost(sim *m, int64_t sa) {
     return k->stack_pop.ns;
   }
   if (sa == 0) return 0;
-  m->stack += m->frame + sa + (m->depth ? 0 : m->offset);
+  // A frame of at most MAX_BYTES on a stack within it: the pop's sum cannot overflow.
+  int64_t frame = add(m, add(m, m->frame, sa, "stack"), m->depth ? 0 : m->offset, "stack");
+  m->stack = add(m, m->stack, frame, "stack");
+  if (m->beyond) return 0;
   m->open[m->depth++] = sa;
   int64_t pf = pages_beyond(m->stack, m->stack_hw, m->page);
   if (m->stack > m->stack_hw) m->stack_hw = m->stack;
@@ -106,7 +125,9 @@ static double stack_cost(sim *m, int64_t sa) {
 // The heap part of a change by dh.
 static double heap_cost(sim *m, int64_t dh) {
   const memstub_calib_costs *k = m->k;
-  int64_t old = m->heap, size = old + dh;
+  int64_t old = m->heap;  // 0 <= old <= MAX_BYTES: a fall cannot overflow, only a rise
+  int64_t size = dh > 0 ? add(m, old, dh, "heap") : old + dh;
+  if (m->beyond) return 0;
   if (size < 0) size = 0;
   if (size == old) return 0;
   m->heap = size;
@@ -172,12 +193,30 @@ static int row_cold(const memstub_profile *p, int64_t delay) {
   return p->cold_delay > 0 && delay > 0 && delay >= p->cold_min_delay;
 }
 
+/* The profile's figures the simulation adds to its byte totals: within
+ * +-MAX_BYTES, or -EINVAL with err naming the figure. */
+static int check_figures(const memstub_profile *p, memstub_error *err) {
+  const struct {
+    const char *key;
+    int64_t v;
+  } figures[] = {{"page_size_bytes", p->page_size},
+                 {"stack_per_frame_bytes", p->stack_per_frame},
+                 {"stack_offset_bytes", p->stack_offset},
+                 {"heap_pad_bytes", p->heap_pad}};
+  for (size_t i = 0; i < MS__ARRAY_SIZE(figures); i++)
+    if (figures[i].v < -MAX_BYTES || figures[i].v > MAX_BYTES)
+      return memstub_error_set(err, -EINVAL,
+                               "calibration profile: %s: %lld bytes is beyond any host",
+                               figures[i].key, (long long)figures[i].v);
+  return 0;
+}
+
 /* The cost of every point; cold: rows that sleep first use the profile's
  * cold figures (deadline timing; usleep timing keeps the hot ones). */
 static int predict(const struct memstub_stub *s, const memstub_profile *p, int measured, int cold,
                    double *cost_ns, memstub_error *err) {
   int rc = memstub_gen_check(s, err);
-  if (rc < 0) return rc;
+  if (rc < 0 || (rc = check_figures(p, err)) < 0) return rc;
   int64_t depth = 0, max = 0;
   for (int64_t i = 0; i < s->numdata; i++) {
     depth += s->use[i].stackAlloc > 0 ? 1 : s->use[i].stackAlloc < 0 ? -1 : 0;
@@ -192,6 +231,13 @@ static int predict(const struct memstub_stub *s, const memstub_profile *p, int m
     if (i == 0 || s->point[i] != s->point[i - 1])
       m.k = cold && row_cold(p, s->use[i].time) ? &p->cold : &m.hot;
     cost_ns[i] = point_cost(&m, &s->use[i], extra);
+    if (m.beyond) {
+      free(m.open);
+      return memstub_error_set(err, -EINVAL,
+                               "point %lld: the %s grows beyond what the cost model can predict "
+                               "(2^60 bytes)",
+                               (long long)i, m.beyond);
+    }
   }
   free(m.open);
   return 0;
@@ -203,10 +249,6 @@ int memstub_gen_predict(const struct memstub_stub *s, const struct memstub_profi
 }
 
 /* ---- stage 0: the profile, the heap targets, the stack's figures ----------- */
-
-// Sizes the compensation's 64-bit arithmetic takes: 2^60 bytes (1 EiB), far
-// beyond any machine's memory, far enough below 2^63 that sums cannot overflow.
-#define MAX_BYTES ((int64_t)1 << 60)
 
 static int stage0(memstub_gen *g, ms__targets *tg, const memstub_gen_options *o,
                   ms__stack_comp *sc, memstub_error *err) {

@@ -185,6 +185,26 @@ static void *replay_thread(void *arg) {
   return NULL;
 }
 
+/* Wait until the replay thread th has ended; with a progress callback, report
+ * the points begun (c->begun) every half second meanwhile, and all of them at
+ * the end. 0, or the error number of pthread_join: then th may still run, and
+ * nothing it uses may be freed. */
+static int wait_replay(pthread_t th, const ms__rt_ctx *c, const memstub_replay_options *opt) {
+  int joined = 0, rc;
+  struct timespec ts;
+  while (opt->progress && !joined && clock_gettime(CLOCK_REALTIME, &ts) == 0) {
+    ts.tv_nsec += 500000000;
+    if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+    rc = pthread_timedjoin_np(th, NULL, &ts);
+    if (rc != 0 && rc != ETIMEDOUT) break;  // a time it refuses: th still runs, wait untimed
+    if (rc == 0) joined = 1;
+    else opt->progress(__atomic_load_n(&c->begun, __ATOMIC_RELAXED), c->n, opt->progress_arg);
+  }
+  if (!joined && (rc = pthread_join(th, NULL)) != 0) return rc;
+  if (opt->progress) opt->progress(c->n, c->n, opt->progress_arg);
+  return 0;
+}
+
 void memstub_replay_free(memstub_replay *r) {
   if (!r) return;
   free(r->rec);
@@ -236,20 +256,9 @@ int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_option
     rc = pthread_create(&th, &attr, replay_thread, j);
   pthread_attr_destroy(&attr);
   if (rc != 0) goto thread_failed;
-  if (opt.progress) {
-    // Wait in half-second steps, reporting progress from this thread.
-    for (;;) {
-      struct timespec ts;
-      clock_gettime(CLOCK_REALTIME, &ts);
-      ts.tv_nsec += 500000000;
-      if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
-      if (pthread_timedjoin_np(th, NULL, &ts) != ETIMEDOUT) break;
-      opt.progress(__atomic_load_n(&c->begun, __ATOMIC_RELAXED), s->numdata, opt.progress_arg);
-    }
-    opt.progress(s->numdata, s->numdata, opt.progress_arg);
-  } else {
-    pthread_join(th, NULL);
-  }
+  if ((rc = wait_replay(th, c, &opt)) != 0)
+    // The thread may still write to j and r: both are left to it, never freed.
+    return memstub_error_set(err, -rc, "cannot wait for the replay thread: %s", strerror(rc));
 
   if (j->prep < 0) {
     rc = memstub_error_set(err, j->prep, "out of memory while preparing the replay's heap");

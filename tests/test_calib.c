@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "internal.h"  // calibration/internal.h: the fitting code
@@ -609,6 +610,72 @@ START_TEST(test_calibrate_bad_cold_delay) {
 }
 END_TEST
 
+/* ---- a fit that fails ------------------------------------------------------------ */
+
+/* After the last calibration run (model_check's three runs come after the
+ * fitting), a child process per fit makes that fit fail; each child reports
+ * how its calibration ended. The parent calibrates on, with no failure. */
+enum { FIT_REPORTED, FIT_SWALLOWED, FIT_NONE_LEFT, FIT_OTHER };
+typedef struct fit_sweep {
+  int64_t fits;         // fits made to fail
+  int64_t swallowed;    // the first fit whose failure gave a profile, 0 for none
+  int other;            // a child ended another way (its exit status)
+} fit_sweep;
+static int fit_child;  // in a child of the sweep
+
+static void fail_each_fit(int64_t done, int64_t total, void *arg) {
+  fit_sweep *fs = arg;
+  if (fit_child || done != total - 3) return;
+  for (int64_t k = 1; k < 10000; k++) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      fit_child = 1;
+      ms__cal_fit_fail_after = k;
+      return;
+    }
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) {
+      fs->other = -1;
+      return;
+    }
+    int how = WEXITSTATUS(st);
+    if (how == FIT_NONE_LEFT) return;
+    fs->fits++;
+    if (how == FIT_SWALLOWED && !fs->swallowed) fs->swallowed = k;
+    if (how != FIT_REPORTED && how != FIT_SWALLOWED) fs->other = how;
+  }
+}
+
+// How a child's calibration ended, as its exit status.
+static int fit_outcome(int rc, const memstub_calib *c, const memstub_error *err) {
+  if (ms__cal_fit_fail_after > 0) return rc == 0 ? FIT_NONE_LEFT : FIT_OTHER;
+  if (rc == 0) return FIT_SWALLOWED;
+  return rc == -ENOMEM && !c && strstr(err->msg, "cannot fit the calibration samples")
+             ? FIT_REPORTED
+             : FIT_OTHER;
+}
+
+START_TEST(test_calibrate_fit_fails) {
+  memstub_calib_options o;
+  memstub_calib_options_init(&o);
+  o.quick = 1;
+  o.repetitions = 2;
+  fit_sweep fs = {0};
+  o.progress = fail_each_fit;
+  o.progress_arg = &fs;
+  memstub_calib *c = NULL;
+  memstub_error err = {0};
+  int rc = memstub_calibrate(&o, &c, &err);
+  if (fit_child) _exit(fit_outcome(rc, c, &err));
+  ck_assert_msg(rc == 0, "%s", err.msg);
+  memstub_calib_free(c);
+  ck_assert_msg(fs.other == 0, "a child of the sweep ended with %d", fs.other);
+  ck_assert_msg(fs.fits >= 40, "only %lld fits after the runs", (long long)fs.fits);
+  ck_assert_msg(fs.swallowed == 0, "fit %lld of %lld failed, yet the calibration gave a profile",
+                (long long)fs.swallowed, (long long)fs.fits);
+}
+END_TEST
+
 /* ---- end to end ---------------------------------------------------------------- */
 
 static memstub_trace *read_sample(const char *name) {
@@ -867,6 +934,7 @@ static Suite *calib_suite(void) {
   tcase_add_test(tc, test_comp_measured_last_point);
   tcase_add_test(tc, test_comp_to_mmap_per_page);
   tcase_add_test(tc, test_calibrate_bad_cold_delay);
+  tcase_add_test(tc, test_calibrate_fit_fails);
   tcase_add_test(tc, test_e2e_listing1);
   tcase_add_test(tc, test_e2e_nonlifo);
   tcase_add_test(tc, test_e2e_synthetic);

@@ -508,6 +508,55 @@ START_TEST(test_comp_refuses_huge_sizes) {
 }
 END_TEST
 
+/* The cost model on hostile stub data: totals that would overflow its 64-bit
+ * sums are refused with the point; a fall below 0 is only clamped. */
+START_TEST(test_predict_refuses_huge_sizes) {
+  static const struct memAlloc stack_use[] = {{0, INT64_MAX - 8, 0}, {0, 64, 0}},
+                               stack2_use[] = {{0, (int64_t)1 << 59, 0}, {0, (int64_t)1 << 59, 0},
+                                               {0, (int64_t)1 << 59, 0}},
+                               heap_use[] = {{0, 0, 1 << 20}, {0, 0, INT64_MAX}},
+                               fall_use[] = {{0, 0, 1 << 20}, {0, 0, INT64_MIN}, {0, 0, 4096}};
+  static const int64_t point[] = {1, 2, 3};
+  const struct {
+    const struct memAlloc *use;
+    int64_t n;
+    const char *msg;  // NULL: predicted
+  } cases[] = {
+      {stack_use, 2, "point 0: the stack grows beyond what the cost model can predict (2^60 bytes)"},
+      {stack2_use, 3, "point 1: the stack grows beyond what the cost model can predict (2^60 bytes)"},
+      {heap_use, 2, "point 1: the heap grows beyond what the cost model can predict (2^60 bytes)"},
+      {fall_use, 3, NULL},
+  };
+  memstub_profile p;
+  byte_profile(&p, 80, 0, 0);
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    struct memstub_stub s = {.numdata = cases[k].n, .use = cases[k].use, .point = point,
+                             .norig = 4};
+    double cost[3];
+    memstub_error err = {0};
+    int rc = memstub_gen_predict(&s, &p, 0, cost, &err);
+    if (!cases[k].msg) {
+      ck_assert_msg(rc == 0, "case %zu: %s", k, err.msg);
+      continue;
+    }
+    ck_assert_int_eq(rc, -EINVAL);
+    ck_assert_str_eq(err.msg, cases[k].msg);
+  }
+  // Profile figures the model adds to its sums.
+  struct memstub_stub s = {.numdata = 2, .use = heap_use, .point = point, .norig = 4};
+  double cost[2];
+  memstub_error err = {0};
+  p.heap_pad = INT64_MAX;
+  ck_assert_int_eq(memstub_gen_predict(&s, &p, 0, cost, &err), -EINVAL);
+  ck_assert_str_eq(err.msg, "calibration profile: heap_pad_bytes: 9223372036854775807 bytes is "
+                            "beyond any host");
+  byte_profile(&p, 80, 0, 0);
+  p.page_size = (int64_t)1 << 62;
+  ck_assert_int_eq(memstub_gen_predict(&s, &p, 0, cost, &err), -EINVAL);
+  ck_assert_msg(strstr(err.msg, "page_size_bytes") != NULL, "%s", err.msg);
+}
+END_TEST
+
 // Heap moved back and forth by more than 2^63 in all: the provenance totals saturate.
 START_TEST(test_heap_totals_saturate) {
   const int64_t H = 4000000000000000000LL;
@@ -561,6 +610,7 @@ static Suite *gen_suite(void) {
   tcase_add_test(tc, test_comp_refuses_other_host);
   tcase_add_test(tc, test_comp_refuses_huge_sizes);
   tcase_add_test(tc, test_heap_totals_saturate);
+  tcase_add_test(tc, test_predict_refuses_huge_sizes);
   tcase_add_test(tc, test_check_rejects_hostile_numdata);
   suite_add_tcase(s, tc);
   return s;

@@ -3,13 +3,19 @@
 // threshold, a stack deeper than 8 MiB, exact stack and heap at every row,
 // timing sanity, the raw per-point records, and refusing bad stubs.
 #include <check.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "memstub/gen.h"
 #include "memstub/runtime.h"
+#include "prim.h"  // common/prim.h: ms__prim_cpu_model
 #include "test_replay_common.h"
 #include "testutil.h"
 
@@ -434,6 +440,107 @@ START_TEST(test_progress) {
 }
 END_TEST
 
+/* This program's pthread_timedjoin_np: when join_refuse is set, the next
+ * timed join fails at once with EINVAL, as for a time it refuses; otherwise
+ * glibc's (or the sanitizer's). */
+static int join_refuse;
+int pthread_timedjoin_np(pthread_t th, void **ret, const struct timespec *abstime) {
+  typedef int join_fn(pthread_t, void **, const struct timespec *);
+  if (join_refuse) {
+    join_refuse = 0;
+    return EINVAL;
+  }
+  join_fn *real = (join_fn *)dlsym(RTLD_NEXT, "pthread_timedjoin_np");
+  return real ? real(th, ret, abstime) : ENOSYS;
+}
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+// A timed join that fails does not end the wait: the replay returns once its
+// thread has, every point replayed (never with the thread still running).
+START_TEST(test_progress_join_refused) {
+  static struct memAlloc use[3];
+  static int64_t point[3];
+  for (int i = 0; i < 3; i++) {
+    use[i] = (struct memAlloc){.time = 100000000, .stackAlloc = 0, .heapAlloc = 16};
+    point[i] = i + 1;
+  }
+  struct memstub_stub s = {.abi = MEMSTUB_STUB_ABI, .numdata = 3, .use = use, .point = point,
+                           .norig = 4};
+  int64_t calls[2] = {0, 0};
+  memstub_replay_options o;
+  memstub_replay_options_init(&o);
+  o.measure = MEMSTUB_MEASURE_TIME;
+  o.progress = count_progress;
+  o.progress_arg = calls;
+  memstub_replay *r = NULL;
+  memstub_error err = {0};
+  join_refuse = 1;
+  int64_t t0 = now_ns();
+  ck_assert_msg(memstub_replay_run(&s, &o, &r, &err) == 0, "%s", err.msg);
+  int64_t waited = now_ns() - t0;
+  ck_assert_int_eq(join_refuse, 0);  // the refusal was met
+  ck_assert_int_ge(waited, 300000000);
+  ck_assert_int_eq(calls[1], 1);
+  for (int i = 0; i < 3; i++)
+    ck_assert_int_ge(r->rec[i].end_ns, (int64_t)(i + 1) * 100000000);
+  ck_assert_int_ge(r->info.duration_ns, r->info.target_ns);
+  memstub_replay_free(r);
+}
+END_TEST
+
+/* ---- the CPU model from several threads ------------------------------------------ */
+
+enum { CPU_THREADS = 4 };
+typedef struct cpu_seen {
+  pthread_barrier_t *start;
+  char model[256];
+} cpu_seen;
+
+// One thread: the CPU model as it reads the moment the call returns.
+static void *read_model(void *arg) {
+  cpu_seen *c = arg;
+  pthread_barrier_wait(c->start);
+  snprintf(c->model, sizeof c->model, "%s", ms__prim_cpu_model());
+  return NULL;
+}
+
+// In a fresh process: whether threads asking at once all saw the final model.
+static int models_agree(void) {
+  pthread_barrier_t start;
+  pthread_barrier_init(&start, NULL, CPU_THREADS);
+  cpu_seen seen[CPU_THREADS];
+  pthread_t th[CPU_THREADS];
+  for (int i = 0; i < CPU_THREADS; i++) {
+    seen[i].start = &start;
+    if (pthread_create(&th[i], NULL, read_model, &seen[i]) != 0) return 0;
+  }
+  for (int i = 0; i < CPU_THREADS; i++) pthread_join(th[i], NULL);
+  int agree = 1;
+  for (int i = 0; i < CPU_THREADS; i++) agree &= strcmp(seen[i].model, ms__prim_cpu_model()) == 0;
+  return agree;
+}
+
+/* ms__prim_cpu_model from several threads at once, each time in a new
+ * process (the model is read once per process): every thread sees the model
+ * as it ends up, never a placeholder or half a line. */
+START_TEST(test_cpu_model_threads) {
+  for (int k = 0; k < 20; k++) {
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) _exit(models_agree() ? 0 : 1);
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                  "process %d: the threads saw different CPU models", k);
+  }
+}
+END_TEST
+
 // Stubs that cannot be replayed are refused before anything runs.
 START_TEST(test_refused) {
   static const struct memAlloc bad_pop[] = {{0, 300, 0}, {0, -200, 0}};
@@ -602,6 +709,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_refused_endless_delays);
   tcase_add_test(tc, test_replayed_trace_hand_edited_descriptor);
   tcase_add_test(tc, test_progress);
+  tcase_add_test(tc, test_progress_join_refused);
+  tcase_add_test(tc, test_cpu_model_threads);
   tcase_add_test(tc, test_stub_call_env);
   suite_add_tcase(s, tc);
   return s;

@@ -2,6 +2,7 @@
 // and through a compiled stub program, measured curves matching the trace,
 // and bad input refused with exit 2 and a clear message.
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,6 +320,53 @@ START_TEST(test_build_bad_header) {
 }
 END_TEST
 
+/* A compiler stopped midway: it writes half its output, then signals memstub
+ * (its parent) with %s; unless passed the signal on, it runs 5 s more. */
+static const char stopped_cc[] =
+    "#!/bin/sh\n"
+    "while [ $# -gt 1 ]; do\n"
+    "  if [ \"$1\" = -o ]; then echo half > \"$2\"; fi\n"
+    "  shift\n"
+    "done\n"
+    "kill -%s $PPID\n"
+    "i=0\n"
+    "while [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done\n";
+
+/* memstub build stopped by SIGTERM or SIGINT while the compiler runs: it
+ * passes the signal on, removes the temporary program once the compiler has
+ * ended, and dies of the signal; no program, no temporary file. */
+START_TEST(test_build_interrupted) {
+  static const struct {
+    int sig;
+    const char *name;
+  } stops[] = {{SIGTERM, "TERM"}, {SIGINT, "INT"}};
+  char *dir = tu_mkdtemp();
+  char *h = path_in(dir, "memuse.h"), *prog = path_in(dir, "stub"), *cc = path_in(dir, "cc");
+  tu_write_file(h, "static const struct memstub_stub memStub = {0};\n");
+  for (size_t k = 0; k < sizeof stops / sizeof stops[0]; k++) {
+    struct sigaction now;
+    sigaction(stops[k].sig, NULL, &now);
+    if (now.sa_handler == SIG_IGN) continue;  // ignored here, so by memstub too
+    char script[sizeof stopped_cc + 8];
+    snprintf(script, sizeof script, stopped_cc, stops[k].name);
+    tu_write_file(cc, script);
+    ck_assert_int_eq(chmod(cc, 0755), 0);
+    tu_run r = tu_memstub(NULL, "build", h, "-o", prog, "--cc", cc, NULL);
+    ck_assert_msg(r.status == 128 + stops[k].sig, "SIG%s: exit %d: %s", stops[k].name, r.status,
+                  r.err);
+    ck_assert_msg(!strstr(r.err, "compiler failed"), "SIG%s: %s", stops[k].name, r.err);
+    // memuse.h and cc only.
+    ck_assert_int_eq(tu_count_entries(dir), 2);
+    tu_run_free(&r);
+  }
+  tu_rmtree(dir);
+  free(dir);
+  free(h);
+  free(prog);
+  free(cc);
+}
+END_TEST
+
 /* A descriptor edited to claim more points than its arrays hold would send
  * the replay (and its check) beyond them: refused by the program's check. */
 START_TEST(test_build_numdata_beyond_arrays) {
@@ -430,6 +478,7 @@ int main(void) {
   tcase_add_test(tc, test_build_and_run);
   tcase_add_test(tc, test_build_bad_header);
   tcase_add_test(tc, test_build_numdata_beyond_arrays);
+  tcase_add_test(tc, test_build_interrupted);
   tcase_add_test(tc, test_add_stub_profile_dependency);
   tcase_add_test(tc, test_stub_timing_follows_header);
   tcase_add_test(tc, test_synthetic_sample);

@@ -96,7 +96,12 @@ void memstub_gen_comp_format(const memstub_gen *g, char *buf, size_t cap);
  * model"), plus time_measure_trace when measured is set. A row whose first
  * point waits at least p's cold_min_delay_ns is costed with the cold figures
  * (measured after a sleep, "Cold costs"), the others with the hot ones.
- * Waiting is not included. 0, -EINVAL (s fails memstub_gen_check) or -ENOMEM. */
+ * Waiting is not included. The model's sums are 64-bit, so it refuses what
+ * no host holds: a stub whose stack or heap total passes 2^60 bytes at some
+ * point (hand-edited or hostile data), or a profile whose page size,
+ * stack_per_frame, stack_offset or heap_pad is beyond +-2^60 bytes. 0,
+ * -EINVAL (s fails memstub_gen_check or those limits; err names the point or
+ * the figure, and cost_ns may be partly written) or -ENOMEM. */
 int memstub_gen_predict(const struct memstub_stub *s, const struct memstub_profile *p,
                         int measured, double *cost_ns, memstub_error *err);
 

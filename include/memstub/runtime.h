@@ -160,7 +160,9 @@ int memstub_replay_check(const struct memstub_stub *s, const memstub_replay_opti
  * On success *out owns the result (free it with memstub_replay_free).
  * Fails before running as memstub_replay_check does, with -ENOMEM / -EAGAIN
  * when the replay thread or its stack cannot be had, or with -ENOMEM when a
- * heap resize fails during the replay (the replay stops there). */
+ * heap resize fails during the replay (the replay stops there). Should even
+ * pthread_join fail, it returns that error and leaves the still running
+ * thread its memory (leaked, never freed under it); s must then outlive it. */
 int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_options *o,
                        memstub_replay **out, memstub_error *err);
 void memstub_replay_free(memstub_replay *r);
