@@ -30,6 +30,8 @@
 // Sizes the compensation's 64-bit arithmetic takes: 2^60 bytes (1 EiB), far
 // beyond any machine's memory, far enough below 2^63 that sums cannot overflow.
 #define MAX_BYTES ((int64_t)1 << 60)
+// Likewise for times: 2^60 ns (36 years), the most a prediction may add up to.
+#define MAX_NS 0x1p60
 
 /* The replay's state as far as the cost model needs it. Page faults follow
  * eq. 4, generalised to traces that fall and rise again: only pages beyond
@@ -329,6 +331,23 @@ static int stage1(memstub_gen *g, const memstub_gen_options *o, memstub_error *e
   if (rc < 0) {
     free(cost);
     return rc;
+  }
+  // Costs of years per point come only from a profile no host has; they
+  // would overflow the 64-bit ns arithmetic below.
+  double total = 0;
+  for (int64_t j = 0; j < n; j++) total += fabs(cost[j]);
+  const char *huge = !(total < MAX_NS)                                 ? "its predicted costs"
+                     : !(fabs(p->wait_late.ns) < MAX_NS)               ? "time_wait_late_ns"
+                     : !(fabs(p->measure_trace.ns) < MAX_NS)           ? "time_measure_trace_ns"
+                     : !(fabs(p->sleep_overshoot.base.ns) < MAX_NS)    ? "time_sleep_overshoot_base_ns"
+                                                                       : NULL;
+  // A sleep that ends early by half of itself or more (per ms) divides by ~0.
+  if (!huge && !(p->sleep_overshoot.per_fault.ns > -5e5 && p->sleep_overshoot.per_fault.ns < MAX_NS))
+    huge = "time_sleep_overshoot_per_ms_ns";
+  if (huge) {
+    free(cost);
+    return memstub_error_set(err, -EINVAL, "%s: %s: beyond what compensation can take",
+                             o->profile_path ? o->profile_path : "profile", huge);
   }
   memstub_gen_comp *c = &g->comp;
   double wait = p->wait_late.ns;

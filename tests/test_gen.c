@@ -502,6 +502,29 @@ START_TEST(test_comp_refuses_huge_sizes) {
   ck_assert_msg(strstr(err.msg, "host.profile: stack_offset_bytes: 9223372036854775807") != NULL,
                 "%s", err.msg);
   p.stack_offset = 0;
+  // Time figures of years per point (a profile no host has) are refused, not
+  // let overflow the 64-bit ns arithmetic; so is a sleep ending early by half
+  // of itself.
+  static const struct {
+    int what, timing;
+    const char *msg;
+  } times[] = {{0, MEMSTUB_COMP_DEADLINE, "host.profile: its predicted costs: beyond"},
+               {1, MEMSTUB_COMP_DEADLINE, "host.profile: time_wait_late_ns: beyond"},
+               {2, MEMSTUB_COMP_USLEEP, "host.profile: time_sleep_overshoot_per_ms_ns: beyond"},
+               {3, MEMSTUB_COMP_USLEEP, "host.profile: time_sleep_overshoot_base_ns: beyond"}};
+  for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) {
+    memstub_profile q = p;
+    if (times[i].what == 0) q.basic.ns = 1e30;
+    if (times[i].what == 1) q.wait_late.ns = -1e30;
+    if (times[i].what == 2) q.sleep_overshoot.per_fault.ns = -1e6;
+    if (times[i].what == 3) q.sleep_overshoot.base.ns = 1e19;
+    o.profile = &q;
+    o.timing = times[i].timing;
+    g = (memstub_gen *)1;
+    ck_assert_int_eq(memstub_gen_build(t, &o, &g, &err), -EINVAL);
+    ck_assert_ptr_null(g);
+    ck_assert_msg(strstr(err.msg, times[i].msg) != NULL, "%zu: %s", i, err.msg);
+  }
   g = build_comp(t, &p);  // the same trace at a sane size compensates
   memstub_gen_free(g);
   memstub_trace_free(t);
