@@ -24,10 +24,14 @@ int ms__prim_cycles_invariant(void) {
 #endif
 }
 
-double ms__prim_cycles_per_ns(void) {
-  static double cached;
-  if (cached > 0) return cached;
-  if (!ms__prim_cycles_invariant()) return cached = 1.0;
+static double cycles_per_ns;
+static pthread_once_t cycles_per_ns_once = PTHREAD_ONCE_INIT;
+
+// cycles_per_ns measured against CLOCK_MONOTONIC (1.0 without an invariant
+// counter); run once.
+static void measure_cycles_per_ns(void) {
+  cycles_per_ns = 1.0;
+  if (!ms__prim_cycles_invariant()) return;
   // Two 10 ms windows; keep the rate from the one less disturbed, i.e. with
   // the shortest clock read around each end.
   double best = 0;
@@ -49,7 +53,13 @@ double ms__prim_cycles_per_ns(void) {
       best = rate;
     }
   }
-  return cached = best > 0 ? best : 1.0;
+  if (best > 0) cycles_per_ns = best;
+}
+
+double ms__prim_cycles_per_ns(void) {
+  // Every caller waits for the one measurement; the rate never changes after.
+  pthread_once(&cycles_per_ns_once, measure_cycles_per_ns);
+  return cycles_per_ns;
 }
 
 void ms__prim_sleep_until(int64_t deadline_ns) {
@@ -63,9 +73,11 @@ int ms__prim_set_timer_slack(unsigned long ns) {
 }
 
 long ms__prim_page_size(void) {
+  // Relaxed atomics: threads may both ask sysconf, and get the same answer.
   static long ps;
-  if (!ps) ps = sysconf(_SC_PAGESIZE);
-  return ps;
+  long v = __atomic_load_n(&ps, __ATOMIC_RELAXED);
+  if (!v) __atomic_store_n(&ps, v = sysconf(_SC_PAGESIZE), __ATOMIC_RELAXED);
+  return v;
 }
 
 uint64_t ms__prim_phys_mem(void) {
