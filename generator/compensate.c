@@ -195,20 +195,22 @@ static int row_cold(const memstub_profile *p, int64_t delay) {
   return p->cold_delay > 0 && delay > 0 && delay >= p->cold_min_delay;
 }
 
-/* The profile's figures the simulation adds to its byte totals: within
- * +-MAX_BYTES, or -EINVAL with err naming the figure. */
-static int check_figures(const memstub_profile *p, memstub_error *err) {
+/* The profile's byte figures the normaliser and the cost model add to their
+ * 64-bit totals: within +-MAX_BYTES, or -EINVAL with err naming the profile
+ * (name) and the figure. */
+static int check_figures(const memstub_profile *p, const char *name, memstub_error *err) {
   const struct {
     const char *key;
     int64_t v;
   } figures[] = {{"page_size_bytes", p->page_size},
                  {"stack_per_frame_bytes", p->stack_per_frame},
                  {"stack_offset_bytes", p->stack_offset},
+                 {"heap_overhead_inuse_bytes", p->heap_overhead_inuse},
+                 {"heap_overhead_empty_bytes", p->heap_overhead_empty},
                  {"heap_pad_bytes", p->heap_pad}};
   for (size_t i = 0; i < MS__ARRAY_SIZE(figures); i++)
     if (figures[i].v < -MAX_BYTES || figures[i].v > MAX_BYTES)
-      return memstub_error_set(err, -EINVAL,
-                               "calibration profile: %s: %lld bytes is beyond any host",
+      return memstub_error_set(err, -EINVAL, "%s: %s: %lld bytes is beyond any host", name,
                                figures[i].key, (long long)figures[i].v);
   return 0;
 }
@@ -218,7 +220,7 @@ static int check_figures(const memstub_profile *p, memstub_error *err) {
 static int predict(const struct memstub_stub *s, const memstub_profile *p, int measured, int cold,
                    double *cost_ns, memstub_error *err) {
   int rc = memstub_gen_check(s, err);
-  if (rc < 0 || (rc = check_figures(p, err)) < 0) return rc;
+  if (rc < 0 || (rc = check_figures(p, "calibration profile", err)) < 0) return rc;
   int64_t depth = 0, max = 0;
   for (int64_t i = 0; i < s->numdata; i++) {
     depth += s->use[i].stackAlloc > 0 ? 1 : s->use[i].stackAlloc < 0 ? -1 : 0;
@@ -268,18 +270,8 @@ static int stage0(memstub_gen *g, ms__targets *tg, const memstub_gen_options *o,
                              name, (long long)p->page_size, ms__prim_page_size());
   if (p->stack_per_frame < 0 || p->page_size <= 0)
     return memstub_error_set(err, -EINVAL, "%s: negative stack overhead per frame", name);
-  // The normaliser and the cost model add these to the totals in 64 bits.
-  const struct {
-    const char *key;
-    int64_t v;
-  } figures[] = {{"stack_offset_bytes", p->stack_offset},
-                 {"heap_overhead_inuse_bytes", p->heap_overhead_inuse},
-                 {"heap_overhead_empty_bytes", p->heap_overhead_empty},
-                 {"heap_pad_bytes", p->heap_pad}};
-  for (size_t i = 0; i < MS__ARRAY_SIZE(figures); i++)
-    if (figures[i].v < -MAX_BYTES || figures[i].v > MAX_BYTES)
-      return memstub_error_set(err, -EINVAL, "%s: %s: %lld bytes is beyond any host", name,
-                               figures[i].key, (long long)figures[i].v);
+  int rc = check_figures(p, name, err);
+  if (rc < 0) return rc;
   for (size_t i = 0; i < tg->n; i++)
     if (tg->s[i] > MAX_BYTES || tg->h[i] > MAX_BYTES)
       return memstub_error_set(err, -EINVAL,
