@@ -416,16 +416,22 @@ static void count_progress(int64_t done, int64_t total, void *arg) {
   else calls[0]++;
 }
 
-// Progress is reported from the waiting thread, and once at the end.
-START_TEST(test_progress) {
+/* A stub of n points (n <= 12), each 100 ms after the last and growing the
+ * heap by 16 bytes: a replay long enough to report progress on the way. */
+static struct memstub_stub slow_stub(int n) {
   static struct memAlloc use[12];
   static int64_t point[12];
-  for (int i = 0; i < 12; i++) {
+  for (int i = 0; i < n; i++) {
     use[i] = (struct memAlloc){.time = 100000000, .stackAlloc = 0, .heapAlloc = 16};
     point[i] = i + 1;
   }
-  struct memstub_stub s = {.abi = MEMSTUB_STUB_ABI, .numdata = 12, .use = use, .point = point,
-                           .norig = 13};
+  return (struct memstub_stub){.abi = MEMSTUB_STUB_ABI, .numdata = n, .use = use,
+                               .point = point, .norig = n + 1};
+}
+
+// Progress is reported from the waiting thread, and once at the end.
+START_TEST(test_progress) {
+  struct memstub_stub s = slow_stub(12);
   int64_t calls[2] = {0, 0};
   memstub_replay_options o;
   memstub_replay_options_init(&o);
@@ -463,14 +469,7 @@ static int64_t now_ns(void) {
 // A timed join that fails does not end the wait: the replay returns once its
 // thread has, every point replayed (never with the thread still running).
 START_TEST(test_progress_join_refused) {
-  static struct memAlloc use[3];
-  static int64_t point[3];
-  for (int i = 0; i < 3; i++) {
-    use[i] = (struct memAlloc){.time = 100000000, .stackAlloc = 0, .heapAlloc = 16};
-    point[i] = i + 1;
-  }
-  struct memstub_stub s = {.abi = MEMSTUB_STUB_ABI, .numdata = 3, .use = use, .point = point,
-                           .norig = 4};
+  struct memstub_stub s = slow_stub(3);
   int64_t calls[2] = {0, 0};
   memstub_replay_options o;
   memstub_replay_options_init(&o);
