@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "malloc_model.h"
 #include "memstub/calib.h"
 #include "prim.h"
 
@@ -75,8 +76,7 @@ static void hot_costs(const memstub_profile *p, memstub_calib_costs *k) {
 // Pages of glibc's mapping for a block of size + pad bytes (calibration's
 // ms__cal_map_pages).
 static int64_t map_pages(int64_t size, int64_t pad, int64_t page) {
-  int64_t nb = (size + pad + 8 + 15) / 16 * 16;
-  return (nb + 8 + page - 1) / page;
+  return ms__malloc_mmap_bytes(size + pad, page) / page;
 }
 
 static int64_t pages_beyond(int64_t v, int64_t hw, int64_t page) {
@@ -150,11 +150,11 @@ static double heap_cost(sim *m, int64_t dh) {
   // calibration found (the rule of calibration/internal.h). Moving to mmap
   // copies the block (faulting the pages the old size fills in the new
   // mapping), then the new bytes are written.
-  int64_t chunk = (block + 8 + 15) / 16 * 16;
   int64_t pf = map_pages(size, m->pad, m->page) - map_pages(old, m->pad, m->page);
-  if (!m->mapped && chunk >= m->thr && block > m->arena_hw && block > m->p->heap_arena_room) {
+  if (!m->mapped && ms__malloc_is_mmapped(block, m->thr) && block > m->arena_hw &&
+      block > m->p->heap_arena_room) {
     m->mapped = 1;
-    int64_t copied = (old + m->pad + 16 + m->page - 1) / m->page;
+    int64_t copied = ms__malloc_pages(MS__MALLOC_MMAP_HEADER + old + m->pad, m->page);
     return line(&k->heap_to_mmap, copied) + line(&k->heap_mmap_use, pf);
   }
   if (m->mapped)
@@ -177,7 +177,7 @@ static int sim_init(sim *m, const memstub_profile *p, int64_t depth) {
   m->frame = p->stack_per_frame;
   m->offset = p->stack_offset;
   m->pad = p->heap_pad;
-  m->thr = p->mmap_threshold > 0 ? p->mmap_threshold : 128 * 1024;
+  m->thr = p->mmap_threshold > 0 ? p->mmap_threshold : MS__MALLOC_MMAP_THRESHOLD;
   m->stack = m->stack_hw = 0;
   m->arena_hw = m->pad;
   m->open = malloc((size_t)(depth + 1) * sizeof *m->open);
