@@ -219,7 +219,7 @@ static int check_figures(const memstub_profile *p, const char *name, memstub_err
  * cold figures (deadline timing; usleep timing keeps the hot ones). */
 static int predict(const struct memstub_stub *s, const memstub_profile *p, int measured, int cold,
                    double *cost_ns, memstub_error *err) {
-  int rc = memstub_gen_check(s, err);
+  int rc = memstub_stub_check(s, err);
   if (rc < 0 || (rc = check_figures(p, "calibration profile", err)) < 0) return rc;
   int64_t depth = 0, max = 0;
   for (int64_t i = 0; i < s->numdata; i++) {
@@ -316,7 +316,7 @@ static int stage1(memstub_gen *g, const memstub_gen_options *o, memstub_error *e
   int64_t n = s->numdata;
   double *cost = malloc((size_t)(n ? n : 1) * sizeof *cost);
   if (!cost) return memstub_error_set(err, -ENOMEM, "out of memory");
-  int usleep = o->timing == MEMSTUB_COMP_USLEEP;
+  int usleep = o->timing == MEMSTUB_TIMING_USLEEP;
   // Cold figures in deadline timing only: usleep timing adds every row's
   // error up, which the cold medians would not (and measured no better).
   int rc = predict(s, p, o->measured, !usleep, cost, err);
@@ -411,7 +411,7 @@ int ms__gen_compensate(memstub_gen *g, ms__targets *tg, const memstub_gen_option
 }
 
 void ms__gen_comp_summary(const memstub_gen_comp *c, int timing, char *buf, size_t cap) {
-  if (timing == MEMSTUB_COMP_NONE) {
+  if (timing == MEMSTUB_TIMING_NONE) {
     snprintf(buf, cap, "none");
     return;
   }
@@ -423,7 +423,7 @@ void ms__gen_comp_summary(const memstub_gen_comp *c, int timing, char *buf, size
            (long long)c->stack_offset_bytes, (long long)c->stack_replaced,
            (long long)c->stack_unmet, (long long)c->stack_unmet_max, (long long)c->heap_points,
            (long long)-c->heap_overhead_bytes, (long long)c->heap_unmet,
-           (long long)c->heap_unmet_max, timing == MEMSTUB_COMP_USLEEP ? "usleep" : "deadline",
+           (long long)c->heap_unmet_max, timing == MEMSTUB_TIMING_USLEEP ? "usleep" : "deadline",
            (long long)c->time_cost_ns, (long long)c->time_shift_ns, (long long)c->time_points,
            (long long)c->time_unmet_max);
 }
