@@ -65,8 +65,8 @@ int ms_cmd_gen(int argc, char **argv) {
       case 'c': o.profile_path = optarg; break;
       case 't':
         timing = optarg;
-        if (strcmp(optarg, "deadline") == 0) o.timing = MEMSTUB_COMP_DEADLINE;
-        else if (strcmp(optarg, "usleep") == 0) o.timing = MEMSTUB_COMP_USLEEP;
+        if (strcmp(optarg, "deadline") == 0) o.timing = MEMSTUB_TIMING_DEADLINE;
+        else if (strcmp(optarg, "usleep") == 0) o.timing = MEMSTUB_TIMING_USLEEP;
         else
           return ms_cli_usage("gen", "--timing: expected deadline or usleep, found '%s'", optarg);
         break;

@@ -91,7 +91,7 @@ function(memstub_add_stub)
       set_target_properties(memstub::runtime PROPERTIES
         INTERFACE_INCLUDE_DIRECTORIES "${MEMSTUB_INCLUDEDIR}"
         INTERFACE_LINK_LIBRARIES
-          "${MEMSTUB_LIBDIR}/libmemstub_runtime.a;${MEMSTUB_LIBDIR}/libmemstub_gen.a;${MEMSTUB_LIBDIR}/libmemstub_trace.a;${MEMSTUB_LIBDIR}/libmemstub_common.a;Threads::Threads;m")
+          "${MEMSTUB_LIBDIR}/libmemstub_runtime.a;${MEMSTUB_LIBDIR}/libmemstub_trace.a;${MEMSTUB_LIBDIR}/libmemstub_common.a;Threads::Threads;m")
     endif()
     set(runtime memstub::runtime)
   endif()

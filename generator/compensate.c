@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "malloc_model.h"
 #include "memstub/calib.h"
 #include "prim.h"
 
@@ -75,8 +76,7 @@ static void hot_costs(const memstub_profile *p, memstub_calib_costs *k) {
 // Pages of glibc's mapping for a block of size + pad bytes (calibration's
 // ms__cal_map_pages).
 static int64_t map_pages(int64_t size, int64_t pad, int64_t page) {
-  int64_t nb = (size + pad + 8 + 15) / 16 * 16;
-  return (nb + 8 + page - 1) / page;
+  return ms__malloc_mmap_bytes(size + pad, page) / page;
 }
 
 static int64_t pages_beyond(int64_t v, int64_t hw, int64_t page) {
@@ -150,11 +150,11 @@ static double heap_cost(sim *m, int64_t dh) {
   // calibration found (the rule of calibration/internal.h). Moving to mmap
   // copies the block (faulting the pages the old size fills in the new
   // mapping), then the new bytes are written.
-  int64_t chunk = (block + 8 + 15) / 16 * 16;
   int64_t pf = map_pages(size, m->pad, m->page) - map_pages(old, m->pad, m->page);
-  if (!m->mapped && chunk >= m->thr && block > m->arena_hw && block > m->p->heap_arena_room) {
+  if (!m->mapped && ms__malloc_is_mmapped(block, m->thr) && block > m->arena_hw &&
+      block > m->p->heap_arena_room) {
     m->mapped = 1;
-    int64_t copied = (old + m->pad + 16 + m->page - 1) / m->page;
+    int64_t copied = ms__malloc_pages(MS__MALLOC_MMAP_HEADER + old + m->pad, m->page);
     return line(&k->heap_to_mmap, copied) + line(&k->heap_mmap_use, pf);
   }
   if (m->mapped)
@@ -177,7 +177,7 @@ static int sim_init(sim *m, const memstub_profile *p, int64_t depth) {
   m->frame = p->stack_per_frame;
   m->offset = p->stack_offset;
   m->pad = p->heap_pad;
-  m->thr = p->mmap_threshold > 0 ? p->mmap_threshold : 128 * 1024;
+  m->thr = p->mmap_threshold > 0 ? p->mmap_threshold : MS__MALLOC_MMAP_THRESHOLD;
   m->stack = m->stack_hw = 0;
   m->arena_hw = m->pad;
   m->open = malloc((size_t)(depth + 1) * sizeof *m->open);
@@ -219,7 +219,7 @@ static int check_figures(const memstub_profile *p, const char *name, memstub_err
  * cold figures (deadline timing; usleep timing keeps the hot ones). */
 static int predict(const struct memstub_stub *s, const memstub_profile *p, int measured, int cold,
                    double *cost_ns, memstub_error *err) {
-  int rc = memstub_gen_check(s, err);
+  int rc = memstub_stub_check(s, err);
   if (rc < 0 || (rc = check_figures(p, "calibration profile", err)) < 0) return rc;
   int64_t depth = 0, max = 0;
   for (int64_t i = 0; i < s->numdata; i++) {
@@ -316,7 +316,7 @@ static int stage1(memstub_gen *g, const memstub_gen_options *o, memstub_error *e
   int64_t n = s->numdata;
   double *cost = malloc((size_t)(n ? n : 1) * sizeof *cost);
   if (!cost) return memstub_error_set(err, -ENOMEM, "out of memory");
-  int usleep = o->timing == MEMSTUB_COMP_USLEEP;
+  int usleep = o->timing == MEMSTUB_TIMING_USLEEP;
   // Cold figures in deadline timing only: usleep timing adds every row's
   // error up, which the cold medians would not (and measured no better).
   int rc = predict(s, p, o->measured, !usleep, cost, err);
@@ -411,7 +411,7 @@ int ms__gen_compensate(memstub_gen *g, ms__targets *tg, const memstub_gen_option
 }
 
 void ms__gen_comp_summary(const memstub_gen_comp *c, int timing, char *buf, size_t cap) {
-  if (timing == MEMSTUB_COMP_NONE) {
+  if (timing == MEMSTUB_TIMING_NONE) {
     snprintf(buf, cap, "none");
     return;
   }
@@ -423,7 +423,7 @@ void ms__gen_comp_summary(const memstub_gen_comp *c, int timing, char *buf, size
            (long long)c->stack_offset_bytes, (long long)c->stack_replaced,
            (long long)c->stack_unmet, (long long)c->stack_unmet_max, (long long)c->heap_points,
            (long long)-c->heap_overhead_bytes, (long long)c->heap_unmet,
-           (long long)c->heap_unmet_max, timing == MEMSTUB_COMP_USLEEP ? "usleep" : "deadline",
+           (long long)c->heap_unmet_max, timing == MEMSTUB_TIMING_USLEEP ? "usleep" : "deadline",
            (long long)c->time_cost_ns, (long long)c->time_shift_ns, (long long)c->time_points,
            (long long)c->time_unmet_max);
 }

@@ -1,4 +1,5 @@
-// memstub_gen_build: trace -> transforms -> bases -> normalised stub points.
+// memstub_gen_build: trace -> transforms -> bases -> normalised stub points
+// (the points themselves: points.c).
 #include <errno.h>
 #include <stddef.h>
 #include <math.h>
@@ -10,7 +11,7 @@
 void memstub_gen_options_init(memstub_gen_options *o) {
   memset(o, 0, sizeof *o);
   o->time_scale = o->heap_scale = o->stack_scale = 1.0;
-  o->timing = MEMSTUB_COMP_DEADLINE;
+  o->timing = MEMSTUB_TIMING_DEADLINE;
 }
 
 void memstub_gen_free(memstub_gen *g) {
@@ -22,24 +23,6 @@ void memstub_gen_free(memstub_gen *g) {
   free(g->transforms);
   free(g->calibration);
   free(g);
-}
-
-int ms__gen_append(memstub_gen *g, int64_t time, int64_t stack, int64_t heap, int64_t point) {
-  size_t n = (size_t)g->stub.numdata;
-  if (n == g->cap) {
-    size_t cap = g->cap ? g->cap * 2 : 256;
-    struct memAlloc *u = realloc(g->use, cap * sizeof *u);
-    if (!u) return -ENOMEM;
-    g->use = u;
-    int64_t *p = realloc(g->point, cap * sizeof *p);
-    if (!p) return -ENOMEM;
-    g->point = p;
-    g->cap = cap;
-  }
-  g->use[n] = (struct memAlloc){.time = time, .stackAlloc = stack, .heapAlloc = heap};
-  g->point[n] = point;
-  g->stub.numdata++;
-  return 0;
 }
 
 static int check_options(const memstub_gen_options *o, memstub_error *err) {
@@ -57,7 +40,7 @@ static int check_options(const memstub_gen_options *o, memstub_error *err) {
     if (!isfinite(scales[i].v) || scales[i].v < 0)
       return memstub_error_set(err, -EINVAL, "%s: must be a finite number >= 0, not %g",
                                scales[i].opt, scales[i].v);
-  if (o->profile && o->timing != MEMSTUB_COMP_DEADLINE && o->timing != MEMSTUB_COMP_USLEEP)
+  if (o->profile && o->timing != MEMSTUB_TIMING_DEADLINE && o->timing != MEMSTUB_TIMING_USLEEP)
     return memstub_error_set(err, -EINVAL, "unknown timing mode %d", o->timing);
   return 0;
 }
@@ -108,50 +91,6 @@ static int make_targets(const memstub_trace *t, const memstub_gen_options *o, ms
   return 0;
 }
 
-void ms__gen_finish(memstub_gen *g, const ms__targets *tg) {
-  struct memstub_stub *s = &g->stub;
-  int64_t depth = 0, stack = 0, heap = 0, dur = 0;
-  g->pushes = g->pops = g->constants = g->heap_up = g->heap_down = 0;
-  s->max_depth = s->peak_stack = s->peak_heap = 0;
-  for (int64_t i = 0; i < s->numdata; i++) {
-    const struct memAlloc *u = &g->use[i];
-    dur += u->time;
-    if (u->stackAlloc > 0) {
-      g->pushes++;
-      if (++depth > s->max_depth) s->max_depth = depth;
-    } else if (u->stackAlloc < 0) {
-      g->pops++;
-      depth--;
-    } else {
-      g->constants++;
-    }
-    stack += u->stackAlloc;
-    heap += u->heapAlloc;
-    // Totals moved, for the provenance: they may add up beyond 64 bits, so saturate.
-    if (u->heapAlloc > 0 && ms__add_i64(g->heap_up, u->heapAlloc, &g->heap_up) < 0)
-      g->heap_up = INT64_MAX;
-    if (u->heapAlloc < 0 && ms__add_i64(g->heap_down, -u->heapAlloc, &g->heap_down) < 0)
-      g->heap_down = INT64_MAX;
-    if (stack > s->peak_stack) s->peak_stack = stack;
-    if (heap > s->peak_heap) s->peak_heap = heap;
-  }
-  g->final_stack = stack;
-  g->final_heap = heap;
-  s->abi = MEMSTUB_STUB_ABI;
-  s->name = g->name;
-  s->use = g->use;
-  s->point = g->point;
-  s->norig = (int64_t)tg->n;
-  s->time0_ns = tg->time0;
-  s->stack_base = tg->stack_base;
-  s->heap_base = tg->heap_base;
-  s->duration_ns = dur;
-  s->inserted = s->numdata - (int64_t)(tg->n - 1);
-  s->source = g->source;
-  s->transforms = g->transforms;
-  s->calibration = g->calibration;
-}
-
 static int set_provenance(memstub_gen *g, const memstub_gen_options *o) {
   g->name = ms__strdup(o->name ? o->name : "");
   g->source = ms__strdup(o->source ? o->source : "(memory)");
@@ -164,7 +103,7 @@ static int set_provenance(memstub_gen *g, const memstub_gen_options *o) {
     g->calibration = ms__strdup("none");
   else
     g->calibration = ms__asprintf("%s (%s timing)", o->profile_path ? o->profile_path : "(memory)",
-                                  o->timing == MEMSTUB_COMP_USLEEP ? "usleep" : "deadline");
+                                  o->timing == MEMSTUB_TIMING_USLEEP ? "usleep" : "deadline");
   return g->name && g->source && g->transforms && g->calibration ? 0 : -ENOMEM;
 }
 
@@ -210,35 +149,4 @@ out:
   }
   *out = g;
   return 0;
-}
-
-int memstub_gen_check(const struct memstub_stub *s, memstub_error *err) {
-  // A hand-edited numdata must not wrap the size below.
-  if (s->numdata < 0 || (uint64_t)s->numdata >= SIZE_MAX / sizeof(int64_t))
-    return memstub_error_set(err, -EINVAL, "the stub claims %lld points", (long long)s->numdata);
-  int64_t *open = malloc((size_t)(s->numdata + 1) * sizeof *open);
-  if (!open) return memstub_error_set(err, -ENOMEM, "out of memory");
-  int64_t depth = 0, prev = 0;
-  int rc = 0;
-  for (int64_t i = 0; i < s->numdata && rc == 0; i++) {
-    const struct memAlloc *u = &s->use[i];
-    if (u->time < 0)
-      rc = memstub_error_set(err, -EINVAL, "point %lld: negative delay %lld", (long long)i,
-                             (long long)u->time);
-    else if (u->stackAlloc > 0)
-      open[depth++] = u->stackAlloc;
-    else if (u->stackAlloc < 0 && depth == 0)
-      rc = memstub_error_set(err, -EINVAL, "point %lld: pop with no open frame", (long long)i);
-    else if (u->stackAlloc < 0 && -u->stackAlloc != open[depth - 1])
-      rc = memstub_error_set(err, -EINVAL, "point %lld: pops %lld bytes from a frame of %lld",
-                             (long long)i, (long long)-u->stackAlloc, (long long)open[depth - 1]);
-    else if (u->stackAlloc < 0)
-      depth--;
-    if (rc == 0 && (s->point[i] < prev || s->point[i] >= s->norig))
-      rc = memstub_error_set(err, -EINVAL, "point %lld: maps to row %lld out of order",
-                             (long long)i, (long long)s->point[i]);
-    prev = s->point[i];
-  }
-  free(open);
-  return rc;
 }

@@ -13,7 +13,7 @@ typedef struct ms__targets {
   int64_t time0, stack_base, heap_base;
 } ms__targets;
 
-// Append one point to g. 0 or -ENOMEM.
+// Append one point to g (points.c). 0 or -ENOMEM.
 int ms__gen_append(memstub_gen *g, int64_t time, int64_t stack, int64_t heap, int64_t point);
 
 /* Overhead-aware stack normalisation (calibration): the replay measures
@@ -43,11 +43,11 @@ int ms__gen_compensate(memstub_gen *g, ms__targets *tg, const memstub_gen_option
                        ms__stack_comp *sc, memstub_error *err);
 
 /* One line on what calibration changed (the header's "compensation" line and
- * memstub gen's note): "none" when timing is MEMSTUB_COMP_NONE. */
+ * memstub gen's note): "none" when timing is MEMSTUB_TIMING_NONE. */
 void ms__gen_comp_summary(const memstub_gen_comp *c, int timing, char *buf, size_t cap);
 
 /* Derive the descriptor's figures (peaks, depth, duration, counts) from the
- * points. */
+ * points (points.c). */
 void ms__gen_finish(memstub_gen *g, const ms__targets *tg);
 
 #endif

@@ -56,10 +56,14 @@ struct memAlloc {
 };
 #endif
 
+#ifndef MEMSTUB_ENUM_TIMING
+#define MEMSTUB_ENUM_TIMING
+enum memstub_timing { MEMSTUB_TIMING_NONE = 0, MEMSTUB_TIMING_DEADLINE = 1, MEMSTUB_TIMING_USLEEP = 2 };
+#endif
+
 #ifndef MEMSTUB_STRUCT_STUB
 #define MEMSTUB_STRUCT_STUB
 #define MEMSTUB_STUB_ABI 1
-enum { MEMSTUB_COMP_NONE = 0, MEMSTUB_COMP_DEADLINE = 1, MEMSTUB_COMP_USLEEP = 2 };
 struct memstub_stub {
   int32_t abi;
   int32_t timing;

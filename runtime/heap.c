@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "malloc_model.h"
 #include "prim.h"
 
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
@@ -47,20 +48,13 @@ static void set_block(ms__rt_heap *h, char *p) {
 #endif
 }
 
-// What malloc_usable_size reports for a request of t bytes served from an
-// arena: the chunk (t + 8 rounded up to 16, at least 32) minus its 8-byte header.
-static size_t arena_usable(size_t t) {
-  size_t c = (t + 8 + 15) & ~(size_t)15;
-  return (c < 32 ? 32 : c) - 8;
-}
-
 /* Fill the tcache bin of chunk size `chunk`: allocate b chunks (the first
  * come out of the tcache), free them all, and stop once a free makes the heap
  * in use drop, i.e. went past a full tcache bin into the arena. Returns how
  * many frees the tcache took in the last round, -1 if it never filled within
  * cap chunks, or -ENOMEM. */
 static int64_t fill_bin(size_t chunk, void **scratch, size_t cap) {
-  size_t req = chunk - 8;
+  size_t req = (size_t)ms__malloc_chunk_usable((int64_t)chunk);
   for (size_t b = 8; b <= cap; b *= 2) {
     size_t got = 0;
     for (; got < b; got++) {
@@ -98,7 +92,8 @@ int ms__rt_heap_prepare(ms__rt_heap *h, void **scratch, size_t nscratch) {
   // glibc's tcache bins hold chunks of 32 to 1040 bytes.
   int64_t cached = 0;
   int unfilled = 0;
-  for (size_t chunk = 32; chunk <= 1040; chunk += 16) {
+  for (size_t chunk = MS__MALLOC_MIN_CHUNK; chunk <= MS__MALLOC_TCACHE_MAX_CHUNK;
+       chunk += MS__MALLOC_ALIGN) {
     int64_t k = fill_bin(chunk, scratch, nscratch);
     if (k == -ENOMEM) return -ENOMEM;
     if (k < 0) unfilled = 1;
@@ -109,10 +104,10 @@ int ms__rt_heap_prepare(ms__rt_heap *h, void **scratch, size_t nscratch) {
   return 0;
 }
 
-// Whether malloc_usable_size u belongs to an mmapped chunk: those are whole
-// pages, and their usable size is the chunk minus its 16-byte header. An
-// arena chunk's usable size is 8 below a multiple of 16, never this.
-static int mmapped_usable(size_t u) { return (u + 16) % (size_t)ms__prim_page_size() == 0; }
+// Whether malloc_usable_size u belongs to an mmapped chunk (whole pages).
+static int mmapped_usable(size_t u) {
+  return ms__malloc_usable_is_mmapped((int64_t)u, ms__prim_page_size());
+}
 
 int ms__rt_heap_resize(ms__rt_heap *h, int64_t size) {
   size_t t = (size_t)size + MS__RT_HEAP_PAD;
@@ -122,7 +117,7 @@ int ms__rt_heap_resize(ms__rt_heap *h, int64_t size) {
   // back into the arena as a freed buffer's successor would: calloc, which
   // unlike malloc never takes from the tcache, then copy and free.
   size_t u = h->usable;
-  if (h->visible && t < MS__RT_MMAP_MIN && mmapped_usable(u)) {
+  if (h->visible && t < MS__MALLOC_MMAP_THRESHOLD && mmapped_usable(u)) {
     char *q = calloc(1, t);
     if (!q) return -ENOMEM;
     memcpy(q, h->block, t < u ? t : u);
@@ -145,20 +140,20 @@ int ms__rt_heap_resize(ms__rt_heap *h, int64_t size) {
     // a page plus the pad and its header beyond the baseline chunk. When that
     // is more than a page, a page less still holds size + 8 bytes.
     long page = ms__prim_page_size();
-    int64_t chunk = (int64_t)u + 16, base = (int64_t)arena_usable(MS__RT_HEAP_PAD) + 8;
+    int64_t chunk = (int64_t)u + MS__MALLOC_MMAP_HEADER, base = ms__malloc_chunk(MS__RT_HEAP_PAD);
     if (chunk - base - size > page) {
-      char *q = realloc(p, (size_t)(chunk - page - 24));
+      char *q = realloc(p, (size_t)ms__malloc_mmap_request_max(chunk - page));
       if (q) set_block(h, q);
       h->trims++;
     }
     return 0;
   }
-  size_t want = arena_usable(t);
-  if (u != want + 16) return 0;
+  size_t want = (size_t)ms__malloc_arena_usable((int64_t)t);
+  if (u != want + MS__MALLOC_ALIGN) return 0;
   // glibc kept a remainder below its minimum chunk. Grow by 32 (in place or
   // moved), then shrink: that split always has room and leaves the exact chunk.
   h->fixups++;
-  char *q = realloc(p, t + 32);
+  char *q = realloc(p, t + MS__MALLOC_MIN_CHUNK);
   if (q) {
     p = q;
     q = realloc(p, t);

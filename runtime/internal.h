@@ -14,8 +14,6 @@
 // Bytes the block holds beyond the replayed size, so glibc's 32-byte minimum
 // chunk never binds and its 16-byte rounding is centred (docs/runtime.md).
 #define MS__RT_HEAP_PAD 16
-// glibc's smallest (and default) mmap threshold, 128 KiB.
-#define MS__RT_MMAP_MIN (128 * 1024)
 
 typedef struct ms__rt_heap {
   char *block;         // never NULL once prepared: realloc(p, 0) would free it

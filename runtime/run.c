@@ -10,7 +10,6 @@
 #include <time.h>
 
 #include "internal.h"
-#include "memstub/gen.h"
 #include "prim.h"
 
 /* Replay thread stack: the stub's peak, plus per open frame allocate()'s own
@@ -133,7 +132,7 @@ int memstub_replay_check(const struct memstub_stub *s, const memstub_replay_opti
   if (s->stack_base < 0 || s->heap_base < 0 || s->peak_stack < 0 || s->peak_heap < 0 ||
       s->max_depth < 0)
     return memstub_error_set(err, -EINVAL, "the stub's descriptor has negative sizes");
-  if ((rc = memstub_gen_check(s, err)) < 0) return rc;
+  if ((rc = memstub_stub_check(s, err)) < 0) return rc;
   figures f;
   if ((rc = recompute(s, &f, err)) < 0) return rc;
 
@@ -453,7 +452,7 @@ int memstub_replay_write(const memstub_replay *r, const char *path, memstub_erro
 
 void memstub_replay_options_for(memstub_replay_options *o, const struct memstub_stub *s) {
   memstub_replay_options_init(o);
-  if (s->timing == MEMSTUB_COMP_USLEEP) o->timing = MEMSTUB_TIMING_USLEEP;
+  if (s->timing == MEMSTUB_TIMING_USLEEP) o->timing = MEMSTUB_TIMING_USLEEP;
 }
 
 int memstub_stub_call(const struct memstub_stub *s, memstub_error *err) {

@@ -281,12 +281,52 @@ START_TEST(test_emit_with_sigchld_ignored) {
 }
 END_TEST
 
+/* A generated header and memstub's own headers define the same types under
+ * the same guards: this memstub's Listing 1 header, and one from before the
+ * timing modes were one enum (tests/golden/listing1-comp-enum.h, with
+ * MEMSTUB_COMP_*), each compile before or after memstub/runtime.h, and
+ * either name of a timing mode means the same. */
+START_TEST(test_header_with_runtime_h) {
+  char *dir = tu_mkdtemp(), prog[4096], inc[4096];
+  snprintf(prog, sizeof prog, "%s/main.c", dir);
+  snprintf(inc, sizeof inc, "-I%s", tu_src("include"));
+  const char *headers[] = {"tests/golden/listing1.h", "tests/golden/listing1-comp-enum.h"};
+  for (int k = 0; k < 4; k++) {
+    char hdr[4096], *text = NULL;
+    snprintf(hdr, sizeof hdr, "%s", tu_src(headers[k / 2]));
+    const char *first = k % 2 ? "memstub/runtime.h" : hdr, *second = k % 2 ? hdr : "memstub/runtime.h";
+    ck_assert(asprintf(&text,
+                       "#include \"%s\"\n#include \"%s\"\n"
+                       "_Static_assert(MEMSTUB_TIMING_NONE == 0 && MEMSTUB_TIMING_DEADLINE == 1 &&\n"
+                       "               MEMSTUB_TIMING_USLEEP == 2, \"the header's values\");\n"
+                       "_Static_assert(MEMSTUB_COMP_USLEEP == MEMSTUB_TIMING_USLEEP, \"one enum\");\n"
+                       "int main(void) {\n"
+                       "  memstub_replay_options o;\n"
+                       "  memstub_replay_options_for(&o, &memStub);\n"
+                       "  return memStub.timing == MEMSTUB_TIMING_NONE && memStub.numdata == 4 ? 0 : 1;\n"
+                       "}\n",
+                       first, second) > 0);
+    tu_write_file(prog, text);
+    free(text);
+    const char *cc = getenv("MEMSTUB_CC");
+    char *ccargv[] = {(char *)(cc ? cc : "cc"), "-std=c11", "-Wall", "-Wextra", "-Werror",
+                      "-fsyntax-only", inc, prog, NULL};
+    tu_run c = tu_exec(dir, ccargv);
+    ck_assert_msg(c.status == 0, "%s then %s: %s", first, second, c.err);
+    tu_run_free(&c);
+  }
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 static Suite *cli_gen_suite(void) {
   Suite *s = suite_create("cli_gen");
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_listing1_golden);
   tcase_add_test(tc, test_compile_generated_headers);
+  tcase_add_test(tc, test_header_with_runtime_h);
   tcase_add_test(tc, test_hostile_source_name);
   tcase_add_loop_test(tc, test_malformed_exit_2_no_output, 0, (int)(sizeof bad / sizeof bad[0]));
   tcase_add_test(tc, test_usage_and_environment_errors);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "malloc_model.h"
 #include "memstub/calib.h"
 #include "memstub/gen.h"
 #include "synth.h"
@@ -172,7 +173,7 @@ START_TEST(test_component_like_sample_property) {
   memstub_gen *g = build(t, NULL);
   replay_check(t, g);
   ck_assert_int_gt(g->constants, 0);
-  ck_assert_int_gt(g->stub.peak_heap, 128 * 1024);  // crosses the mmap threshold
+  ck_assert_int_gt(g->stub.peak_heap, MS__MALLOC_MMAP_THRESHOLD);  // crosses the mmap threshold
   memstub_gen_free(g);
   memstub_trace_free(t);
 }
@@ -264,7 +265,7 @@ static void byte_profile(memstub_profile *p, int64_t frame, int64_t offset, int6
   p->stack_per_frame = frame;
   p->stack_offset = offset;
   p->heap_overhead_inuse = heap_inuse;
-  p->mmap_threshold = 128 * 1024;
+  p->mmap_threshold = MS__MALLOC_MMAP_THRESHOLD;
   p->heap_pad = 16;
 }
 

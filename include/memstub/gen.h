@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "memstub/error.h"
-#include "memstub/memalloc.h"
+#include "memstub/stub.h"
 #include "memstub/trace.h"
 
 #ifdef __cplusplus
@@ -30,7 +30,7 @@ typedef struct memstub_gen_options {
   const struct memstub_profile *profile;  // calibration to compensate for; NULL for none
                                           //   (memstub/calib.h, docs/calibration.md)
   const char *profile_path;               // recorded in the header when profile is set
-  int timing;               // MEMSTUB_COMP_DEADLINE or MEMSTUB_COMP_USLEEP, with a profile
+  int timing;               // MEMSTUB_TIMING_DEADLINE or MEMSTUB_TIMING_USLEEP, with a profile
   int measured;             // with a profile: the replay will measure a trace
                             //   (MEMSTUB_MEASURE_TRACE), so predict that cost too
 } memstub_gen_options;
@@ -100,15 +100,13 @@ void memstub_gen_comp_format(const memstub_gen *g, char *buf, size_t cap);
  * no host holds: a stub whose stack or heap total passes 2^60 bytes at some
  * point (hand-edited or hostile data), or a profile whose page size,
  * stack_per_frame, stack_offset or heap_pad is beyond +-2^60 bytes. 0,
- * -EINVAL (s fails memstub_gen_check or those limits; err names the point or
+ * -EINVAL (s fails memstub_stub_check or those limits; err names the point or
  * the figure, and cost_ns may be partly written) or -ENOMEM. */
 int memstub_gen_predict(const struct memstub_stub *s, const struct memstub_profile *p,
                         int measured, double *cost_ns, memstub_error *err);
 
-/* Check the LIFO invariants of stub data: pushes > 0, every pop closes the
- * open frame and equals minus its size, the map is non-decreasing and within
- * the original rows; and a numdata that is neither negative nor beyond what
- * memory can hold. 0 or -EINVAL with err naming the point, or -ENOMEM. */
+/* memstub_stub_check (memstub/stub.h), the runtime's check of the LIFO
+ * invariants, under the generator's name. */
 int memstub_gen_check(const struct memstub_stub *s, memstub_error *err);
 
 #ifdef __cplusplus

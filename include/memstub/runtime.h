@@ -27,18 +27,15 @@
 #include <stdint.h>
 
 #include "memstub/error.h"
-#include "memstub/memalloc.h"
+#include "memstub/stub.h"
 #include "memstub/trace.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* How delays are waited for. */
-enum {
-  MEMSTUB_TIMING_DEADLINE = 0,  // absolute deadlines: sleep to a margin before, then spin
-  MEMSTUB_TIMING_USLEEP = 1,    // the paper's relative sleeps; errors accumulate by design
-};
+/* How delays are waited for: enum memstub_timing, MEMSTUB_TIMING_DEADLINE or
+ * MEMSTUB_TIMING_USLEEP (memstub/stub.h). */
 
 /* What is recorded per point (memstub_replay_options.measure, a bitmask). */
 enum {
@@ -62,7 +59,8 @@ enum {
 #define MEMSTUB_MARGIN_ADAPTIVE (-1)
 
 typedef struct memstub_replay_options {
-  int timing;          // MEMSTUB_TIMING_*
+  int timing;          // MEMSTUB_TIMING_DEADLINE or _USLEEP (memstub_replay_options_init
+                       //   sets deadline; MEMSTUB_TIMING_NONE is refused)
   int64_t margin_ns;   // deadline timing: wake this long before each deadline, then spin
                        //   (MEMSTUB_MARGIN_DEFAULT); MEMSTUB_MARGIN_ADAPTIVE follows the
                        //   observed wake-up lateness
@@ -149,7 +147,7 @@ typedef struct memstub_replay {
 } memstub_replay;
 
 /* Check that s can be replayed here without running it: the ABI, the LIFO
- * invariants (memstub_gen_check), the peaks recomputed from the points, the
+ * invariants (memstub_stub_check), the peaks recomputed from the points, the
  * heap and stack against the machine's memory, and the replay thread's stack
  * size, stored in *stack_size if not NULL. 0, -EINVAL (malformed stub or
  * options) or -ENOMEM (more memory than the machine has), with err set. */
@@ -179,12 +177,7 @@ int memstub_replay_trace(const memstub_replay *r, memstub_trace **out, memstub_e
 /* memstub_replay_trace, written atomically to path ("-" for stdout). */
 int memstub_replay_write(const memstub_replay *r, const char *path, memstub_error *err);
 
-/* The body of a stub's function entry point (memstub_add_stub): replay s with
- * the defaults and return 0 or a negative errno (err may be NULL). The
- * environment can change the defaults: MEMSTUB_TIMING=deadline|usleep,
- * MEMSTUB_MARGIN_NS=N|adaptive, and MEMSTUB_MEASURE=path writes the
- * replayed trace. */
-int memstub_stub_call(const struct memstub_stub *s, memstub_error *err);
+/* memstub_stub_call(), a stub's function entry point, is in memstub/stub.h. */
 
 /* "deadline" / "usleep" (NULL for an unknown mode), and back: 0 or -EINVAL. */
 const char *memstub_timing_name(int timing);

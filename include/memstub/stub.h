@@ -1,0 +1,98 @@
+/* memstub/stub.h: what a compiled stub is, its one contract.
+ *
+ * The paper's simulation data file (Trapp, Meyer & Facchi 2011, Listing 1) is
+ * an array memUse[NUMDATA] of struct memAlloc. memstub keeps that array and
+ * adds a descriptor, struct memstub_stub, that points at it together with the
+ * map back to the original trace and the figures the runtime needs to size
+ * its thread. Generated headers (memstub gen, generator/memuse.h.m4) repeat
+ * the type definitions below under the same guards, so a header compiles on
+ * its own or next to this file.
+ *
+ * A stub program links the runtime alone (memstub/runtime.h): the functions
+ * declared here are the runtime's, never the generator's. */
+#ifndef MEMSTUB_STUB_H
+#define MEMSTUB_STUB_H
+
+#include <stdint.h>
+
+#include "memstub/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef MEMSTUB_ENUM_TIMING
+#define MEMSTUB_ENUM_TIMING
+/* How delays are waited for: a replay's mode (memstub_replay_options.timing),
+ * and the mode a stub's delays were compensated for (memstub_stub.timing,
+ * memstub gen --calibration --timing). The values are the header's: a
+ * generated header holds them as numbers. */
+enum memstub_timing {
+  MEMSTUB_TIMING_NONE = 0,      // a stub only: not compensated (replayed with deadline timing)
+  MEMSTUB_TIMING_DEADLINE = 1,  // absolute deadlines: sleep to a margin before, then spin
+  MEMSTUB_TIMING_USLEEP = 2,    // the paper's relative sleeps; errors accumulate by design
+};
+#endif
+
+/* The names memalloc.h gave the same modes (same values). Kept until no code
+ * uses them. */
+#define MEMSTUB_COMP_NONE MEMSTUB_TIMING_NONE
+#define MEMSTUB_COMP_DEADLINE MEMSTUB_TIMING_DEADLINE
+#define MEMSTUB_COMP_USLEEP MEMSTUB_TIMING_USLEEP
+
+#ifndef MEMSTUB_STRUCT_MEMALLOC
+#define MEMSTUB_STRUCT_MEMALLOC
+/* One replay point. Delay first, then the stack change, then the heap change. */
+struct memAlloc {
+  int64_t time;        /* ns since the previous point (paper: microseconds) */
+  int64_t stackAlloc;  /* > 0 push a frame of this many bytes; < 0 pop exactly
+                          one frame (minus its size); 0 stack unchanged */
+  int64_t heapAlloc;   /* change of the heap block in bytes */
+};
+#endif
+
+#ifndef MEMSTUB_STRUCT_STUB
+#define MEMSTUB_STRUCT_STUB
+#define MEMSTUB_STUB_ABI 1
+
+struct memstub_stub {
+  int32_t abi;                  /* MEMSTUB_STUB_ABI */
+  int32_t timing;               /* MEMSTUB_TIMING_*: what use[].time was compensated for */
+  const char *name;             /* gen --name, "" if none */
+  int64_t numdata;              /* points in use[] */
+  const struct memAlloc *use;   /* [numdata] */
+  const int64_t *point;         /* [numdata] original trace row each point belongs to;
+                                   non-decreasing; a row's last point completes it */
+  int64_t norig;                /* rows in the original trace */
+  int64_t time0_ns;             /* original time of row 0 */
+  int64_t stack_base;           /* original stack total that replay zero stands for */
+  int64_t heap_base;            /* original heap total that replay zero stands for */
+  int64_t peak_stack;           /* peak sum of open frames' bytes */
+  int64_t max_depth;            /* peak number of open frames */
+  int64_t peak_heap;            /* peak heap block size */
+  int64_t duration_ns;          /* sum of use[].time */
+  int64_t inserted;             /* points added by stack normalisation */
+  const char *source;           /* provenance, one line each */
+  const char *transforms;
+  const char *calibration;
+};
+#endif
+
+/* Check the LIFO invariants of stub data (runtime/check.c): no negative
+ * delay, pushes > 0, every pop closes the open frame and equals minus its
+ * size, the map is non-decreasing and within the original rows; and a
+ * numdata that is neither negative nor beyond what memory can hold. 0 or
+ * -EINVAL with err naming the point, or -ENOMEM. */
+int memstub_stub_check(const struct memstub_stub *s, memstub_error *err);
+
+/* The body of a stub's function entry point (memstub_add_stub): replay s with
+ * the defaults and return 0 or a negative errno (err may be NULL). The
+ * environment can change the defaults: MEMSTUB_TIMING=deadline|usleep,
+ * MEMSTUB_MARGIN_NS=N|adaptive, and MEMSTUB_MEASURE=path writes the
+ * replayed trace. A standalone stub program's main is runtime/stub_main.c. */
+int memstub_stub_call(const struct memstub_stub *s, memstub_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
