@@ -100,7 +100,6 @@ static inline int ms__cal_mapped_next(int mapped, int64_t block, int64_t old, in
   return block > old && chunk >= thr && block > hw && block > room;
 }
 
-
 /* The mmap threshold glibc starts with, which calibration fixes for the
  * whole process (memstub_calibrate). */
 #define MS__CAL_MMAP_THRESHOLD (128 * 1024)
