@@ -164,7 +164,7 @@ static int calibrate(ms__cal_ctx *c, const ms__cal_programs *st, memstub_error *
     rc = ms__cal_repetition(c, st, rep, err);
   if (rc < 0) return rc;
   profile_header(&c->out->profile, c);
-  if ((rc = ms__cal_fit_figures(c, c->cpn)) < 0)
+  if ((rc = ms__cal_fit_figures(c)) < 0)
     return memstub_error_set(err, rc, "cannot fit the calibration samples: %s", strerror(-rc));
   return model_check(c, o->quick, err);
 }

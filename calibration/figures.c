@@ -454,7 +454,8 @@ static int keep_plot_samples(ms__cal_ctx *c, double cpn) {
 
 /* ---- all of them ------------------------------------------------------------------ */
 
-int ms__cal_fit_figures(ms__cal_ctx *c, double cpn) {
+int ms__cal_fit_figures(ms__cal_ctx *c) {
+  double cpn = c->cpn;
   memstub_calib *out = c->out;
   memstub_profile *p = &out->profile;
   int rc;

@@ -216,8 +216,8 @@ int ms__cal_repetition(ms__cal_ctx *c, const ms__cal_programs *st, int rep, mems
 /* ---- the figures (figures.c) ------------------------------------------------ */
 
 /* Fit c's samples into c->out's profile figures (the header fields, set by
- * the caller, stay) and keep samples for the plot; cpn: cycles per ns.
- * 0 or -ENOMEM (err not set). */
-int ms__cal_fit_figures(ms__cal_ctx *c, double cpn);
+ * the caller, stay) and keep samples for the plot. 0 or -ENOMEM (no error
+ * message: the caller says what failed). */
+int ms__cal_fit_figures(ms__cal_ctx *c);
 
 #endif
