@@ -107,6 +107,45 @@ int64_t ms__cal_fit(const double *x, const double *y, size_t n, int fit_slope, d
   return kept;
 }
 
+/* The line through the conditional median by iteratively reweighted least
+ * squares: weights 1 / |residual| (w: room for n), with residuals below
+ * delta (a millionth of the data's spread) taken as delta, starting from
+ * the least-squares line. pre: n >= 1. */
+static void l1_line(const double *x, const double *y, size_t n, double *w, double *a, double *b) {
+  double lo = y[0], hi = y[0], mx = 0, my = 0;
+  for (size_t i = 0; i < n; i++) {
+    lo = y[i] < lo ? y[i] : lo;
+    hi = y[i] > hi ? y[i] : hi;
+    mx += x[i];
+    my += y[i];
+  }
+  mx /= (double)n;
+  my /= (double)n;
+  double sxx = 0, sxy = 0;
+  for (size_t i = 0; i < n; i++) {
+    sxx += (x[i] - mx) * (x[i] - mx);
+    sxy += (x[i] - mx) * (y[i] - my);
+  }
+  double B = sxx > 0 ? sxy / sxx : 0, A = my - B * mx;
+  double delta = (hi - lo) * 1e-6 + 1e-12;
+  for (int it = 0; it < 200; it++) {
+    double sw = 0, swx = 0, swy = 0;
+    for (size_t i = 0; i < n; i++) {
+      double r = fabs(y[i] - A - B * x[i]);
+      w[i] = 1 / (r > delta ? r : delta);
+      sw += w[i], swx += w[i] * x[i], swy += w[i] * y[i];
+    }
+    double wx = swx / sw, wy = swy / sw, wxx = 0, wxy = 0;
+    for (size_t i = 0; i < n; i++)
+      wxx += w[i] * (x[i] - wx) * (x[i] - wx), wxy += w[i] * (x[i] - wx) * (y[i] - wy);
+    double nb = wxx > 0 ? wxy / wxx : 0, na = wy - nb * wx;
+    int done = fabs(na - A) <= 1e-6 * (fabs(A) + delta) && fabs(nb - B) <= 1e-6 * (fabs(B) + delta);
+    A = na, B = nb;
+    if (done) break;
+  }
+  *a = A, *b = B;
+}
+
 int ms__cal_fit_l1(const double *x, const double *y, size_t n, int fit_slope, double *a,
                    double *b, double *r2, double *resid) {
   *a = *b = *r2 = *resid = 0;
@@ -117,43 +156,9 @@ int ms__cal_fit_l1(const double *x, const double *y, size_t n, int fit_slope, do
     memcpy(v, y, n * sizeof *v);
     *a = ms__cal_median(v, n);
   } else {
-    // Iteratively reweighted least squares: weights 1 / |residual|, with
-    // residuals below delta (a millionth of the data's spread) taken as
-    // delta, starting from the least-squares line.
-    double lo = y[0], hi = y[0], mx = 0, my = 0;
-    for (size_t i = 0; i < n; i++) {
-      lo = y[i] < lo ? y[i] : lo;
-      hi = y[i] > hi ? y[i] : hi;
-      mx += x[i];
-      my += y[i];
-    }
-    mx /= (double)n;
-    my /= (double)n;
-    double sxx = 0, sxy = 0;
-    for (size_t i = 0; i < n; i++) {
-      sxx += (x[i] - mx) * (x[i] - mx);
-      sxy += (x[i] - mx) * (y[i] - my);
-    }
-    double B = sxx > 0 ? sxy / sxx : 0, A = my - B * mx;
-    double delta = (hi - lo) * 1e-6 + 1e-12;
-    for (int it = 0; it < 200; it++) {
-      double sw = 0, swx = 0, swy = 0;
-      for (size_t i = 0; i < n; i++) {
-        double r = fabs(y[i] - A - B * x[i]);
-        v[i] = 1 / (r > delta ? r : delta);
-        sw += v[i], swx += v[i] * x[i], swy += v[i] * y[i];
-      }
-      double wx = swx / sw, wy = swy / sw, wxx = 0, wxy = 0;
-      for (size_t i = 0; i < n; i++)
-        wxx += v[i] * (x[i] - wx) * (x[i] - wx), wxy += v[i] * (x[i] - wx) * (y[i] - wy);
-      double nb = wxx > 0 ? wxy / wxx : 0, na = wy - nb * wx;
-      int done = fabs(na - A) <= 1e-6 * (fabs(A) + delta) &&
-                 fabs(nb - B) <= 1e-6 * (fabs(B) + delta);
-      A = na, B = nb;
-      if (done) break;
-    }
-    *a = A, *b = B;
+    l1_line(x, y, n, v, a, b);
   }
+  free(v);
   // Goodness of fit of the line found: as for least squares.
   double my = 0, sse = 0, syy = 0;
   for (size_t i = 0; i < n; i++) my += y[i];
@@ -166,6 +171,5 @@ int ms__cal_fit_l1(const double *x, const double *y, size_t n, int fit_slope, do
   *r2 = !fit_slope ? 0 : syy > 0 ? 1 - sse / syy : 1;
   double dof = (double)n - (fit_slope ? 2 : 1);
   *resid = dof > 0 ? sqrt(sse / dof) : 0;
-  free(v);
   return 0;
 }

@@ -1,4 +1,14 @@
-/* calibration/internal.h: the calibration's private pieces. */
+/* calibration/internal.h: the calibration's private pieces.
+ *
+ * How a calibration flows through the files:
+ *   programs.c  the calibration traces, built as stubs (memstub_gen_build)
+ *   runs.c      each repetition replays them (memstub_replay_run) and turns
+ *               the records into samples, one series per figure
+ *   figures.c   the samples fitted into the profile's figures (fit.c: the
+ *               least-squares and median fits)
+ *   calibrate.c memstub_calibrate: options, the loop over the repetitions,
+ *               the host, the model check
+ *   profile.c   the profile file: keys, writer, strict reader, host check */
 #ifndef MEMSTUB_CALIBRATION_INTERNAL_H
 #define MEMSTUB_CALIBRATION_INTERNAL_H
 
@@ -6,6 +16,8 @@
 #include <stdint.h>
 
 #include "memstub/calib.h"
+#include "memstub/gen.h"
+#include "memstub/runtime.h"
 #include "ms_common.h"
 
 /* ---- the profile's keys (profile.c) ------------------------------------- */
@@ -26,7 +38,7 @@ size_t ms__cal_keys(memstub_profile *p, ms__cal_key *keys, size_t cap);
 #define MS__CAL_MAXKEYS 256
 
 /* The runtime build's compiler and flags (host.compiler, host.cflags), baked
- * in by calibration/CMakeLists.txt. */
+ * in by calibration/CMakeLists.txt (calibrate.c). */
 void ms__cal_build_info(memstub_profile *p);
 
 /* ---- fitting (fit.c) --------------------------------------------------- */
@@ -87,5 +99,125 @@ static inline int ms__cal_mapped_next(int mapped, int64_t block, int64_t old, in
   if (mapped) return block >= thr;
   return block > old && chunk >= thr && block > hw && block > room;
 }
+
+/* The mmap threshold glibc starts with, which calibration fixes for the
+ * whole process (memstub_calibrate). */
+#define MS__CAL_MMAP_THRESHOLD (128 * 1024)
+
+/* ---- samples (runs.c adds them, figures.c fits them) ----------------------- */
+
+// The series. Times in cycles (ns in the fallback), bytes in bytes.
+enum {
+  MS__S_BASIC,      // x 0: period of a basic point
+  MS__S_BASIC_IN,   // x 0: a basic point's work from cyc_start to cyc_end (the cold basic's base)
+  MS__S_LATE,       // x 0: period of a point whose deadline has passed
+  MS__S_MEAS,       // x 0: period (ns) when measuring a trace
+  MS__S_SLEEP,      // x delay (ms): usleep's overshoot (ns)
+  MS__S_HALLOC0,    // arena realloc, no fault
+  MS__S_HALLOC1,    // arena realloc, faults
+  MS__S_HUSE,       // x faults in the use phase: arena use
+  MS__S_HSHRINK,    // arena realloc smaller
+  MS__S_MALLOC0,    // mapped realloc (mremap), no fault
+  MS__S_MALLOC1,    // ... faults
+  MS__S_MUSE,       // x faults: mapped use
+  MS__S_MSHRINK,    // x pages given back: mapped smaller by whole pages
+  MS__S_MSHRINK0,   // mapped smaller within its pages
+  MS__S_TOMMAP,     // x pages copied: arena -> mmap, realloc's move and copy
+  MS__S_FROMMMAP,   // mmap -> arena
+  MS__S_SALLOC0,    // alloca, no fault
+  MS__S_SALLOC1,    // alloca with the fault below the frame
+  MS__S_SUSE,       // x faults in the use phase: first touch
+  MS__S_SUSE_RT,    // ... cached thread stack
+  MS__S_SPOP,       // return
+  MS__S_SBYTES,     // x open frames: stack measured - pushed bytes
+  MS__S_SFRAME,     // x depth after a push: what the push moved beyond its alloca
+  MS__S_HB_EMPTY,   // heap measured - size, size 0
+  MS__S_HB_INUSE,   // ... in the arena
+  MS__S_HB_MMAP,    // ... mapped
+  MS__S_STACK_EQ4,  // x eq. 4 paper form, y faults counted (rising stack, first touch)
+  MS__S_STACK_EQ4F, // x pushed bytes, y faults counted, z bytes below, w open frames
+  MS__S_HEAP_EQ4,   // x eq. 4, y faults counted (rising arena heap)
+  MS__S_HEAP_HW,    // x the generator's fault count (beyond the pages written before), y counted
+  MS__S_HEAP_PLACE, // x block (size + pad), y 1 if mapped, z the block before
+  MS__S_COUNT
+};
+
+// A series of samples: x, y, two more values for some series, and the
+// repetition each came from (samples are added in repetition order).
+typedef struct ms__cal_ser {
+  double *x, *y, *z, *w;
+  int32_t *rep;
+  size_t n, cap;
+} ms__cal_ser;
+
+// Append a sample. 0 or -ENOMEM.
+int ms__cal_add4(ms__cal_ser *s, double x, double y, double z, double w, int rep);
+static inline int ms__cal_add(ms__cal_ser *s, double x, double y, int rep) {
+  return ms__cal_add4(s, x, y, 0, 0, rep);
+}
+void ms__cal_ser_free(ms__cal_ser *s);
+
+/* ---- the calibration programs (programs.c) ---------------------------------- */
+
+/* The calibration traces as stubs. Each is built twice when cold runs are
+ * asked for: hot, with zero delays (the paper's method), and cold, the same
+ * rows (the heap trace's first cycle, fewer basic rows) with a delay before
+ * every row. Both give the same points in the same order, so a cold run's
+ * points pair with the hot fault and heap runs' points of the same index. */
+typedef union ms__cal_programs {
+  struct {
+    memstub_gen *basic, *late, *heap, *stack, *bytes, *sleep;
+    memstub_gen *cbasic, *cheap, *cstack;  // cold; NULL without cold runs
+  };
+  memstub_gen *all[9];
+} ms__cal_programs;
+
+/* Build them: quick for the smaller traces, cold the delay before every
+ * point of the cold ones (0: none). 0, -ENOMEM or the generator's error, with
+ * err set; on failure what was built stays in s for ms__cal_programs_free. */
+int ms__cal_programs_build(ms__cal_programs *s, int quick, int64_t cold, memstub_error *err);
+void ms__cal_programs_free(ms__cal_programs *s);
+
+/* ---- the runs (runs.c) ------------------------------------------------------ */
+
+// A calibration in progress: what every run needs, and the samples so far.
+typedef struct ms__cal_ctx {
+  const memstub_calib_options *o;
+  int64_t done, total;  // runs, for the progress callback
+  double timer;         // one counter read, in counter ticks
+  int invariant;        // the counter is invariant (else CLOCK_MONOTONIC ns)
+  double cpn;           // cycles per ns (1 without an invariant counter)
+  long page;
+  int64_t heap_pad;     // the runtime's block pad (memstub_replay_info.heap_pad)
+  double *room;         // per repetition: the largest block grown in place in the arena
+  ms__cal_ser s[MS__S_COUNT];
+  ms__cal_ser cs[MS__S_COUNT];  // the cold runs' samples (time series only)
+  int64_t cold_every;   // the cold traces run in every cold_every-th repetition (0: never)
+  int64_t cold_reps;
+  int64_t cold_ns;      // wall time spent in cold runs
+  memstub_calib *out;
+} ms__cal_ctx;
+
+/* One replay of g with the measure bits and timing given, on a thread stack
+ * extra bytes larger than the default (0: the default); counts the run for
+ * the progress callback. 0 or the replay's error (err prefixed). */
+int ms__cal_run(ms__cal_ctx *c, const memstub_gen *g, unsigned measure, int timing,
+                int64_t extra, memstub_replay **r, memstub_error *err);
+
+/* A stack_extra a page larger than any asked for before: glibc then maps a
+ * fresh thread stack instead of reusing a cached one (first touch). */
+int64_t ms__cal_fresh_extra(const ms__cal_ctx *c);
+
+/* Repetition rep of every calibration program, its samples added to c->s
+ * (and c->cs in a cold repetition). 0, -ENOMEM or a replay's error, with
+ * err set. */
+int ms__cal_repetition(ms__cal_ctx *c, const ms__cal_programs *st, int rep, memstub_error *err);
+
+/* ---- the figures (figures.c) ------------------------------------------------ */
+
+/* Fit c's samples into c->out's profile figures (the header fields, set by
+ * the caller, stay) and keep samples for the plot. 0 or -ENOMEM (no error
+ * message: the caller says what failed). */
+int ms__cal_fit_figures(ms__cal_ctx *c);
 
 #endif

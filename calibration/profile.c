@@ -45,7 +45,8 @@ static void add_time(table *t, const char *name, memstub_calib_time *v) {
   add(t, key, MS__CAL_DOUBLE, &v->scv, 0);
 }
 
-static void add_line_x(table *t, const char *name, memstub_calib_line *v, const char *per) {
+// A line's keys: NAME_base_*, NAME_PER_* (per: per_fault, per_page, per_ms), r2, resid.
+static void add_line(table *t, const char *name, memstub_calib_line *v, const char *per) {
   char key[64];
   snprintf(key, sizeof key, "%s_base", name);
   add_time(t, key, &v->base);
@@ -57,107 +58,122 @@ static void add_line_x(table *t, const char *name, memstub_calib_line *v, const 
   add(t, key, MS__CAL_DOUBLE, &v->resid_ns, 0);
 }
 
-static void add_line(table *t, const char *name, memstub_calib_line *v) {
-  add_line_x(t, name, v, "per_fault");
-}
+/* The fields of memstub_calib_costs in the file's order, each under
+ * PREFIX_name (time_ for the hot set, time_cold_ for the cold one). */
+enum { F_TIME, F_LINE_PER_FAULT, F_LINE_PER_PAGE };
+static const struct {
+  const char *name;
+  size_t off;
+  int kind;  // F_*
+} cost_fields[] = {
+#define FIELD(name, kind) {#name, offsetof(memstub_calib_costs, name), kind}
+    FIELD(basic, F_TIME),
+    FIELD(heap_alloc_nofault, F_TIME),
+    FIELD(heap_alloc_fault, F_TIME),
+    FIELD(heap_use, F_LINE_PER_FAULT),
+    FIELD(heap_shrink, F_TIME),
+    FIELD(heap_mmap_alloc_nofault, F_TIME),
+    FIELD(heap_mmap_alloc_fault, F_TIME),
+    FIELD(heap_mmap_use, F_LINE_PER_FAULT),
+    FIELD(heap_mmap_shrink, F_LINE_PER_PAGE),
+    FIELD(heap_mmap_shrink_inpage, F_TIME),
+    FIELD(heap_to_mmap, F_LINE_PER_PAGE),
+    FIELD(heap_from_mmap, F_TIME),
+    FIELD(stack_alloc_nofault, F_TIME),
+    FIELD(stack_alloc_fault, F_TIME),
+    FIELD(stack_use, F_LINE_PER_FAULT),
+    FIELD(stack_pop, F_TIME),
+#undef FIELD
+};
+// Where the file's sections of hot figures start in cost_fields.
+enum { C_BASIC = 0, C_HEAP = 1, C_MMAP = 5, C_STACK = 12, C_STACK_POP = 15, C_END = 16 };
+_Static_assert(MS__ARRAY_SIZE(cost_fields) == C_END, "every field of memstub_calib_costs");
 
-// The work figures of a cold (or hot) set, under prefix: PREFIX_basic, ...
-static void add_costs(table *t, const char *prefix, memstub_calib_costs *k) {
-  static const struct {
-    const char *name;
-    size_t off;
-    int kind;  // 0 time, 1 line per fault, 2 line per page
-  } f[] = {
-      {"basic", offsetof(memstub_calib_costs, basic), 0},
-      {"heap_alloc_nofault", offsetof(memstub_calib_costs, heap_alloc_nofault), 0},
-      {"heap_alloc_fault", offsetof(memstub_calib_costs, heap_alloc_fault), 0},
-      {"heap_use", offsetof(memstub_calib_costs, heap_use), 1},
-      {"heap_shrink", offsetof(memstub_calib_costs, heap_shrink), 0},
-      {"heap_mmap_alloc_nofault", offsetof(memstub_calib_costs, heap_mmap_alloc_nofault), 0},
-      {"heap_mmap_alloc_fault", offsetof(memstub_calib_costs, heap_mmap_alloc_fault), 0},
-      {"heap_mmap_use", offsetof(memstub_calib_costs, heap_mmap_use), 1},
-      {"heap_mmap_shrink", offsetof(memstub_calib_costs, heap_mmap_shrink), 2},
-      {"heap_mmap_shrink_inpage", offsetof(memstub_calib_costs, heap_mmap_shrink_inpage), 0},
-      {"heap_to_mmap", offsetof(memstub_calib_costs, heap_to_mmap), 2},
-      {"heap_from_mmap", offsetof(memstub_calib_costs, heap_from_mmap), 0},
-      {"stack_alloc_nofault", offsetof(memstub_calib_costs, stack_alloc_nofault), 0},
-      {"stack_alloc_fault", offsetof(memstub_calib_costs, stack_alloc_fault), 0},
-      {"stack_use", offsetof(memstub_calib_costs, stack_use), 1},
-      {"stack_pop", offsetof(memstub_calib_costs, stack_pop), 0},
-  };
-  for (size_t i = 0; i < MS__ARRAY_SIZE(f); i++) {
+// The work figures cost_fields[from..to) of k, under prefix.
+static void add_costs(table *t, const char *prefix, memstub_calib_costs *k, size_t from,
+                      size_t to) {
+  for (size_t i = from; i < to; i++) {
     char key[64];
-    snprintf(key, sizeof key, "%s_%s", prefix, f[i].name);
-    void *v = (char *)k + f[i].off;
-    if (f[i].kind == 0) add_time(t, key, v);
-    else add_line_x(t, key, v, f[i].kind == 1 ? "per_fault" : "per_page");
+    snprintf(key, sizeof key, "%s_%s", prefix, cost_fields[i].name);
+    void *v = (char *)k + cost_fields[i].off;
+    if (cost_fields[i].kind == F_TIME) add_time(t, key, v);
+    else add_line(t, key, v, cost_fields[i].kind == F_LINE_PER_FAULT ? "per_fault" : "per_page");
   }
 }
 
 #define TEXT(t, key, field) add(t, key, MS__CAL_TEXT, (field), sizeof(field))
 
+// The host and the runtime build the figures belong to.
+static void keys_host(table *t, memstub_profile *p) {
+  add(t, "format", MS__CAL_INT, &p->format, 0);
+  t->comment = "the host and the runtime build the figures belong to";
+  TEXT(t, "host.arch", p->arch);
+  TEXT(t, "host.cpu", p->cpu);
+  TEXT(t, "host.kernel", p->kernel);
+  TEXT(t, "host.libc", p->libc);
+  TEXT(t, "host.compiler", p->compiler);
+  TEXT(t, "host.cflags", p->cflags);
+  TEXT(t, "host.date", p->date);
+  add(t, "page_size_bytes", MS__CAL_I64, &p->page_size, 0);
+  add(t, "cycles_per_ns", MS__CAL_DOUBLE, &p->cycles_per_ns, 0);
+  add(t, "cycles_invariant", MS__CAL_INT, &p->cycles_invariant, 0);
+  add(t, "timer_overhead_cycles", MS__CAL_DOUBLE, &p->timer_cycles, 0);
+  add(t, "repetitions", MS__CAL_I64, &p->repetitions, 0);
+  add(t, "mmap_threshold_bytes", MS__CAL_I64, &p->mmap_threshold, 0);
+  add(t, "heap_pad_bytes", MS__CAL_I64, &p->heap_pad, 0);
+  add(t, "heap_arena_room_bytes", MS__CAL_I64, &p->heap_arena_room, 0);
+}
+
+// The hot figures in their sections, with the waiting figures after basic
+// and the cached stack's use before the pop.
+static void keys_hot(table *t, memstub_profile *p) {
+  t->comment = "time per point (eq. 1) and waiting";
+  add_costs(t, "time", &p->hot, C_BASIC, C_HEAP);
+  add_time(t, "time_wait_late", &p->wait_late);
+  add_time(t, "time_measure_trace", &p->measure_trace);
+  add_line(t, "time_sleep_overshoot", &p->sleep_overshoot, "per_ms");
+  add(t, "time_sleep_overshoot_p90_ns", MS__CAL_DOUBLE, &p->sleep_overshoot_p90_ns, 0);
+  t->comment =
+      "heap in the arena: alloc by faults (eq. 5), use = base + per_fault x faults (eq. 6)";
+  add_costs(t, "time", &p->hot, C_HEAP, C_MMAP);
+  t->comment = "heap block served from mmap (extension), and the moves between arena and mmap";
+  add_costs(t, "time", &p->hot, C_MMAP, C_STACK);
+  t->comment = "stack: alloc by faults (eq. 7), use = base + per_fault x faults (eq. 8)";
+  add_costs(t, "time", &p->hot, C_STACK, C_STACK_POP);
+  add_line(t, "time_stack_use_retouch", &p->stack_use_retouch, "per_fault");
+  add_costs(t, "time", &p->hot, C_STACK_POP, C_END);
+}
+
+static void keys_cold(table *t, memstub_profile *p) {
+  t->comment = "cold costs: the work above measured with a sleep before every point "
+               "(cold_delay_ns), as a replay with delays runs it; medians; used for rows waiting "
+               "at least cold_min_delay_ns (cold_delay_ns = 0: none measured)";
+  add(t, "cold_delay_ns", MS__CAL_I64, &p->cold_delay, 0);
+  add(t, "cold_min_delay_ns", MS__CAL_I64, &p->cold_min_delay, 0);
+  add(t, "cold_repetitions", MS__CAL_I64, &p->cold_repetitions, 0);
+  add_costs(t, "time_cold", &p->cold, C_BASIC, C_END);
+}
+
+static void keys_bytes(table *t, memstub_profile *p) {
+  t->comment = "eq. 4 against the faults counted: share of rising points predicted exactly";
+  add(t, "faults_eq4_heap_agreement", MS__CAL_DOUBLE, &p->eq4_heap_agreement, 0);
+  add(t, "faults_eq4_stack_agreement", MS__CAL_DOUBLE, &p->eq4_stack_agreement, 0);
+  t->comment = "bytes";
+  add(t, "heap_overhead_empty_bytes", MS__CAL_I64, &p->heap_overhead_empty, 0);
+  add(t, "heap_overhead_inuse_bytes", MS__CAL_I64, &p->heap_overhead_inuse, 0);
+  add(t, "heap_overhead_mmap_bytes", MS__CAL_I64, &p->heap_overhead_mmap, 0);
+  add(t, "stack_offset_bytes", MS__CAL_I64, &p->stack_offset, 0);
+  add(t, "stack_overhead_per_frame_bytes", MS__CAL_I64, &p->stack_per_frame, 0);
+  add(t, "stack_fit_r2", MS__CAL_DOUBLE, &p->stack_fit_r2, 0);
+  add(t, "stack_fit_max_residual_bytes", MS__CAL_I64, &p->stack_fit_max_resid, 0);
+}
+
 size_t ms__cal_keys(memstub_profile *p, ms__cal_key *keys, size_t cap) {
   table t = {.k = keys, .cap = cap};
-  add(&t, "format", MS__CAL_INT, &p->format, 0);
-  t.comment = "the host and the runtime build the figures belong to";
-  TEXT(&t, "host.arch", p->arch);
-  TEXT(&t, "host.cpu", p->cpu);
-  TEXT(&t, "host.kernel", p->kernel);
-  TEXT(&t, "host.libc", p->libc);
-  TEXT(&t, "host.compiler", p->compiler);
-  TEXT(&t, "host.cflags", p->cflags);
-  TEXT(&t, "host.date", p->date);
-  add(&t, "page_size_bytes", MS__CAL_I64, &p->page_size, 0);
-  add(&t, "cycles_per_ns", MS__CAL_DOUBLE, &p->cycles_per_ns, 0);
-  add(&t, "cycles_invariant", MS__CAL_INT, &p->cycles_invariant, 0);
-  add(&t, "timer_overhead_cycles", MS__CAL_DOUBLE, &p->timer_cycles, 0);
-  add(&t, "repetitions", MS__CAL_I64, &p->repetitions, 0);
-  add(&t, "mmap_threshold_bytes", MS__CAL_I64, &p->mmap_threshold, 0);
-  add(&t, "heap_pad_bytes", MS__CAL_I64, &p->heap_pad, 0);
-  add(&t, "heap_arena_room_bytes", MS__CAL_I64, &p->heap_arena_room, 0);
-  t.comment = "time per point (eq. 1) and waiting";
-  add_time(&t, "time_basic", &p->basic);
-  add_time(&t, "time_wait_late", &p->wait_late);
-  add_time(&t, "time_measure_trace", &p->measure_trace);
-  add_line_x(&t, "time_sleep_overshoot", &p->sleep_overshoot, "per_ms");
-  add(&t, "time_sleep_overshoot_p90_ns", MS__CAL_DOUBLE, &p->sleep_overshoot_p90_ns, 0);
-  t.comment = "heap in the arena: alloc by faults (eq. 5), use = base + per_fault x faults (eq. 6)";
-  add_time(&t, "time_heap_alloc_nofault", &p->heap_alloc_nofault);
-  add_time(&t, "time_heap_alloc_fault", &p->heap_alloc_fault);
-  add_line(&t, "time_heap_use", &p->heap_use);
-  add_time(&t, "time_heap_shrink", &p->heap_shrink);
-  t.comment = "heap block served from mmap (extension), and the moves between arena and mmap";
-  add_time(&t, "time_heap_mmap_alloc_nofault", &p->heap_mmap_alloc_nofault);
-  add_time(&t, "time_heap_mmap_alloc_fault", &p->heap_mmap_alloc_fault);
-  add_line(&t, "time_heap_mmap_use", &p->heap_mmap_use);
-  add_line_x(&t, "time_heap_mmap_shrink", &p->heap_mmap_shrink, "per_page");
-  add_time(&t, "time_heap_mmap_shrink_inpage", &p->heap_mmap_shrink_inpage);
-  add_line_x(&t, "time_heap_to_mmap", &p->heap_to_mmap, "per_page");
-  add_time(&t, "time_heap_from_mmap", &p->heap_from_mmap);
-  t.comment = "stack: alloc by faults (eq. 7), use = base + per_fault x faults (eq. 8)";
-  add_time(&t, "time_stack_alloc_nofault", &p->stack_alloc_nofault);
-  add_time(&t, "time_stack_alloc_fault", &p->stack_alloc_fault);
-  add_line(&t, "time_stack_use", &p->stack_use);
-  add_line(&t, "time_stack_use_retouch", &p->stack_use_retouch);
-  add_time(&t, "time_stack_pop", &p->stack_pop);
-  t.comment = "cold costs: the work above measured with a sleep before every point "
-              "(cold_delay_ns), as a replay with delays runs it; medians; used for rows waiting "
-              "at least cold_min_delay_ns (cold_delay_ns = 0: none measured)";
-  add(&t, "cold_delay_ns", MS__CAL_I64, &p->cold_delay, 0);
-  add(&t, "cold_min_delay_ns", MS__CAL_I64, &p->cold_min_delay, 0);
-  add(&t, "cold_repetitions", MS__CAL_I64, &p->cold_repetitions, 0);
-  add_costs(&t, "time_cold", &p->cold);
-  t.comment = "eq. 4 against the faults counted: share of rising points predicted exactly";
-  add(&t, "faults_eq4_heap_agreement", MS__CAL_DOUBLE, &p->eq4_heap_agreement, 0);
-  add(&t, "faults_eq4_stack_agreement", MS__CAL_DOUBLE, &p->eq4_stack_agreement, 0);
-  t.comment = "bytes";
-  add(&t, "heap_overhead_empty_bytes", MS__CAL_I64, &p->heap_overhead_empty, 0);
-  add(&t, "heap_overhead_inuse_bytes", MS__CAL_I64, &p->heap_overhead_inuse, 0);
-  add(&t, "heap_overhead_mmap_bytes", MS__CAL_I64, &p->heap_overhead_mmap, 0);
-  add(&t, "stack_offset_bytes", MS__CAL_I64, &p->stack_offset, 0);
-  add(&t, "stack_overhead_per_frame_bytes", MS__CAL_I64, &p->stack_per_frame, 0);
-  add(&t, "stack_fit_r2", MS__CAL_DOUBLE, &p->stack_fit_r2, 0);
-  add(&t, "stack_fit_max_residual_bytes", MS__CAL_I64, &p->stack_fit_max_resid, 0);
+  keys_host(&t, p);
+  keys_hot(&t, p);
+  keys_cold(&t, p);
+  keys_bytes(&t, p);
   return t.n;
 }
 
@@ -214,153 +230,189 @@ static char *trim(char *s, char *end) {
   return s;
 }
 
-int memstub_profile_parse(const char *name, const char *text, size_t len, memstub_profile *p,
-                          memstub_error *err) {
-  memstub_profile tmp;
-  memset(&tmp, 0, sizeof tmp);
+// The reader's state over one text: the profile so far, its keys, and on
+// which line each key was seen (0: not yet).
+typedef struct reader {
+  const char *name;
+  memstub_profile p;
   ms__cal_key keys[MS__CAL_MAXKEYS];
-  size_t nk = ms__cal_keys(&tmp, keys, MS__CAL_MAXKEYS);
-  int seen[MS__CAL_MAXKEYS] = {0};
-  char *buf = malloc(len + 1);
-  if (!buf) return memstub_error_set(err, -ENOMEM, "out of memory");
-  memcpy(buf, text, len);
-  buf[len] = '\0';
-  int rc = 0;
-  long line = 0;
+  size_t nk;
+  int seen[MS__CAL_MAXKEYS];
+  long line;
+  memstub_error *err;
+} reader;
+
+// A text value, kept as the writer writes it back: one line; a tab is a
+// space; other control characters are refused.
+static int set_text(reader *r, const char *key, const ms__cal_key *k, char *val) {
+  size_t bad = 0;
+  for (char *c = val; *c && !bad; c++)
+    if (*c == '\t') *c = ' ';
+    else if ((unsigned char)*c < 0x20 || *c == 0x7f) bad = (size_t)(c - val) + 1;
+  if (bad)
+    return memstub_error_set(r->err, -EINVAL,
+                             "%s:%ld: %s: control character 0x%02x in the text (at "
+                             "character %zu)",
+                             r->name, r->line, key, (unsigned char)val[bad - 1], bad);
+  if (strlen(val) >= k->cap)
+    return memstub_error_set(r->err, -EINVAL, "%s:%ld: %s: longer than %zu characters", r->name,
+                             r->line, key, k->cap - 1);
+  snprintf(k->ptr, k->cap, "%s", val);
+  return 0;
+}
+
+// A number: an integer (int or int64_t) or a double that reads back as written.
+static int set_number(reader *r, const char *key, const ms__cal_key *k, const char *val) {
+  char q[MS__QUOTE_MAX + 4];
+  int64_t v;
+  double d;
+  if (k->type != MS__CAL_DOUBLE) {
+    if (ms__parse_i64(val, strlen(val), &v) < 0 ||
+        (k->type == MS__CAL_INT && (v < -2147483647 || v > 2147483647)))
+      return memstub_error_set(r->err, -EINVAL, "%s:%ld: %s: expected an integer, found '%s'",
+                               r->name, r->line, key, ms__quote(val, strlen(val), 40, q));
+    if (k->type == MS__CAL_INT) *(int *)k->ptr = (int)v;
+    else *(int64_t *)k->ptr = v;
+    return 0;
+  }
+  if (ms__parse_double(val, &d) < 0)
+    return memstub_error_set(r->err, -EINVAL, "%s:%ld: %s: expected a number, found '%s'",
+                             r->name, r->line, key, ms__quote(val, strlen(val), 40, q));
+  if (as_written(&d) < 0)
+    return memstub_error_set(r->err, -EINVAL, "%s:%ld: %s: %s is out of range", r->name,
+                             r->line, key, ms__quote(val, strlen(val), 40, q));
+  *(double *)k->ptr = d;
+  return 0;
+}
+
+/* Why the number just read for key is out of its range, or NULL: sizes and
+ * counts positive, times and spreads >= 0 (offsets may be negative). */
+static const char *out_of_range(const char *key, const ms__cal_key *k, const memstub_profile *p) {
+  int64_t iv = k->type == MS__CAL_I64 ? *(int64_t *)k->ptr : 0;
+  double dv = k->type == MS__CAL_DOUBLE ? *(double *)k->ptr : 0;
+  if ((strcmp(key, "page_size_bytes") == 0 && (iv < 512 || (iv & (iv - 1)) != 0)))
+    return "a power of two of at least 512";
+  if (strcmp(key, "repetitions") == 0 && iv < 1) return "at least 1";
+  if (strcmp(key, "cycles_per_ns") == 0 && !(dv > 0)) return "above 0";
+  if (strcmp(key, "stack_overhead_per_frame_bytes") == 0 && (iv < 0 || iv > 1 << 20))
+    return "between 0 and 1 MiB";
+  if ((strcmp(key, "mmap_threshold_bytes") == 0 || strcmp(key, "heap_pad_bytes") == 0 ||
+       strcmp(key, "heap_arena_room_bytes") == 0 || strncmp(key, "cold_", 5) == 0) &&
+      iv < 0)
+    return "0 or more";
+  if (strcmp(key, "cycles_invariant") == 0 && p->cycles_invariant != 0 &&
+      p->cycles_invariant != 1)
+    return "0 or 1";
+  if (k->type != MS__CAL_DOUBLE) return NULL;
+  if (strstr(key, "_scv") && dv < 0) return "0 or more";
+  if (strstr(key, "agreement") && (dv < 0 || dv > 1)) return "between 0 and 1";
+  if (strncmp(key, "time_", 5) == 0 && (strstr(key, "_cycles") || strstr(key, "_ns")) &&
+      !strstr(key, "_base_") && dv < 0)
+    return "0 or more";
+  return NULL;
+}
+
+// The value of key k (index i), checked: format first, then its range.
+static int set_value(reader *r, size_t i, const char *key, char *val) {
+  ms__cal_key *k = &r->keys[i];
+  char q[MS__QUOTE_MAX + 4];
+  r->seen[i] = (int)r->line;
+  int rc = k->type == MS__CAL_TEXT ? set_text(r, key, k, val) : set_number(r, key, k, val);
+  if (rc < 0) return rc;
+  if (strcmp(key, "format") == 0 && r->p.format != MEMSTUB_PROFILE_FORMAT)
+    return memstub_error_set(r->err, -EINVAL,
+                             "%s:%ld: profile format %d; this memstub reads format %d "
+                             "(calibrate again)",
+                             r->name, r->line, r->p.format, MEMSTUB_PROFILE_FORMAT);
+  const char *why = k->type != MS__CAL_TEXT ? out_of_range(key, k, &r->p) : NULL;
+  if (why)
+    return memstub_error_set(r->err, -EINVAL, "%s:%ld: %s: must be %s, not %s", r->name, r->line,
+                             key, why, ms__quote(val, strlen(val), 40, q));
+  return 0;
+}
+
+// One line that is neither blank nor a comment: `key = value`.
+static int read_line(reader *r, char *l) {
+  char q[MS__QUOTE_MAX + 4];
+  char *eq = strchr(l, '=');
+  if (!eq)
+    return memstub_error_set(r->err, -EINVAL, "%s:%ld: expected 'key = value', found '%s'",
+                             r->name, r->line, ms__quote(l, strlen(l), 60, q));
+  char *key = trim(l, eq), *val = trim(eq + 1, eq + 1 + strlen(eq + 1));
+  size_t i = 0;
+  while (i < r->nk && strcmp(r->keys[i].key, key) != 0) i++;
+  if (!*key)
+    return memstub_error_set(r->err, -EINVAL, "%s:%ld: missing key before '='", r->name, r->line);
+  if (i == r->nk)
+    return memstub_error_set(r->err, -EINVAL, "%s:%ld: unknown key '%s' (profile format %d)",
+                             r->name, r->line, ms__quote(key, strlen(key), 60, q),
+                             MEMSTUB_PROFILE_FORMAT);
+  if (r->seen[i])
+    return memstub_error_set(r->err, -EINVAL, "%s:%ld: %s given twice (first on line %d)",
+                             r->name, r->line, key, r->seen[i]);
+  return set_value(r, i, key, val);
+}
+
+// Every line of buf[0..len) (NUL-terminated at len).
+static int read_lines(reader *r, char *buf, size_t len) {
   char *s = buf, *bufend = buf + len;
-  while (rc == 0 && s < bufend) {
-    line++;
+  while (s < bufend) {
+    r->line++;
     char *nl = memchr(s, '\n', (size_t)(bufend - s));
     char *end = nl ? nl : bufend;
     char *next = nl ? nl + 1 : bufend;
-    if (memchr(s, '\0', (size_t)(end - s))) {
-      rc = memstub_error_set(err, -EINVAL, "%s:%ld: a NUL byte (not a text file)", name, line);
-      break;
-    }
+    if (memchr(s, '\0', (size_t)(end - s)))
+      return memstub_error_set(r->err, -EINVAL, "%s:%ld: a NUL byte (not a text file)", r->name,
+                               r->line);
     char *l = trim(s, end);
     s = next;
     if (!*l || *l == '#') continue;
-    char *eq = strchr(l, '=');
-    char q[MS__QUOTE_MAX + 4];
-    if (!eq) {
-      rc = memstub_error_set(err, -EINVAL, "%s:%ld: expected 'key = value', found '%s'", name,
-                             line, ms__quote(l, strlen(l), 60, q));
-      break;
-    }
-    char *key = trim(l, eq), *val = trim(eq + 1, eq + 1 + strlen(eq + 1));
-    size_t i = 0;
-    while (i < nk && strcmp(keys[i].key, key) != 0) i++;
-    if (!*key) {
-      rc = memstub_error_set(err, -EINVAL, "%s:%ld: missing key before '='", name, line);
-    } else if (i == nk) {
-      rc = memstub_error_set(err, -EINVAL, "%s:%ld: unknown key '%s' (profile format %d)", name,
-                             line, ms__quote(key, strlen(key), 60, q), MEMSTUB_PROFILE_FORMAT);
-    } else if (seen[i]) {
-      rc = memstub_error_set(err, -EINVAL, "%s:%ld: %s given twice (first on line %d)", name,
-                             line, key, seen[i]);
-    } else {
-      seen[i] = (int)line;
-      ms__cal_key *k = &keys[i];
-      int64_t v;
-      double d;
-      switch (k->type) {
-        case MS__CAL_TEXT: {
-          // One line of text, kept as the writer writes it back: a tab is a
-          // space; other control characters are refused.
-          size_t bad = 0;
-          for (char *c = val; *c && !bad; c++)
-            if (*c == '\t') *c = ' ';
-            else if ((unsigned char)*c < 0x20 || *c == 0x7f) bad = (size_t)(c - val) + 1;
-          if (bad)
-            rc = memstub_error_set(err, -EINVAL,
-                                   "%s:%ld: %s: control character 0x%02x in the text (at "
-                                   "character %zu)",
-                                   name, line, key, (unsigned char)val[bad - 1], bad);
-          else if (strlen(val) >= k->cap)
-            rc = memstub_error_set(err, -EINVAL, "%s:%ld: %s: longer than %zu characters", name,
-                                   line, key, k->cap - 1);
-          else
-            snprintf(k->ptr, k->cap, "%s", val);
-          break;
-        }
-        case MS__CAL_I64:
-        case MS__CAL_INT:
-          if (ms__parse_i64(val, strlen(val), &v) < 0 ||
-              (k->type == MS__CAL_INT && (v < -2147483647 || v > 2147483647)))
-            rc = memstub_error_set(err, -EINVAL, "%s:%ld: %s: expected an integer, found '%s'",
-                                   name, line, key, ms__quote(val, strlen(val), 40, q));
-          else if (k->type == MS__CAL_INT)
-            *(int *)k->ptr = (int)v;
-          else
-            *(int64_t *)k->ptr = v;
-          break;
-        default:
-          if (ms__parse_double(val, &d) < 0)
-            rc = memstub_error_set(err, -EINVAL, "%s:%ld: %s: expected a number, found '%s'",
-                                   name, line, key, ms__quote(val, strlen(val), 40, q));
-          else if (as_written(&d) < 0)
-            rc = memstub_error_set(err, -EINVAL, "%s:%ld: %s: %s is out of range", name, line,
-                                   key, ms__quote(val, strlen(val), 40, q));
-          else
-            *(double *)k->ptr = d;
-          break;
-      }
-      if (rc == 0 && strcmp(key, "format") == 0 && tmp.format != MEMSTUB_PROFILE_FORMAT)
-        rc = memstub_error_set(err, -EINVAL,
-                               "%s:%ld: profile format %d; this memstub reads format %d "
-                               "(calibrate again)",
-                               name, line, tmp.format, MEMSTUB_PROFILE_FORMAT);
-      if (rc == 0 && k->type != MS__CAL_TEXT) {
-        // Ranges: sizes and counts positive, times and spreads >= 0 (offsets may be negative).
-        int64_t iv = k->type == MS__CAL_I64 ? *(int64_t *)k->ptr : 0;
-        double dv = k->type == MS__CAL_DOUBLE ? *(double *)k->ptr : 0;
-        const char *why = NULL;
-        if ((strcmp(key, "page_size_bytes") == 0 && (iv < 512 || (iv & (iv - 1)) != 0)))
-          why = "a power of two of at least 512";
-        else if (strcmp(key, "repetitions") == 0 && iv < 1)
-          why = "at least 1";
-        else if (strcmp(key, "cycles_per_ns") == 0 && !(dv > 0))
-          why = "above 0";
-        else if (strcmp(key, "stack_overhead_per_frame_bytes") == 0 && (iv < 0 || iv > 1 << 20))
-          why = "between 0 and 1 MiB";
-        else if ((strcmp(key, "mmap_threshold_bytes") == 0 || strcmp(key, "heap_pad_bytes") == 0 ||
-                  strcmp(key, "heap_arena_room_bytes") == 0 || strncmp(key, "cold_", 5) == 0) &&
-                 iv < 0)
-          why = "0 or more";
-        else if (strcmp(key, "cycles_invariant") == 0 && tmp.cycles_invariant != 0 &&
-                 tmp.cycles_invariant != 1)
-          why = "0 or 1";
-        else if (k->type == MS__CAL_DOUBLE && strstr(key, "_scv") && dv < 0)
-          why = "0 or more";
-        else if (k->type == MS__CAL_DOUBLE && strstr(key, "agreement") && (dv < 0 || dv > 1))
-          why = "between 0 and 1";
-        else if (k->type == MS__CAL_DOUBLE && strncmp(key, "time_", 5) == 0 &&
-                 (strstr(key, "_cycles") || strstr(key, "_ns")) && !strstr(key, "_base_") &&
-                 dv < 0)
-          why = "0 or more";
-        if (why)
-          rc = memstub_error_set(err, -EINVAL, "%s:%ld: %s: must be %s, not %s", name, line, key,
-                                 why, ms__quote(val, strlen(val), 40, q));
-      }
-    }
+    int rc = read_line(r, l);
+    if (rc < 0) return rc;
   }
-  for (size_t i = 0; rc == 0 && i < nk; i++)
-    if (!seen[i])
-      rc = memstub_error_set(err, -EINVAL, "%s:%ld: missing key '%s'", name, line + 1,
-                             keys[i].key);
-  // Every *_ns figure is its *_cycles figure over cycles_per_ns (1 % slack).
-  for (size_t i = 0; rc == 0 && i < nk; i++) {
-    if (keys[i].cycles_of < 0) continue;
-    double ns = *(double *)keys[i].ptr, cyc = *(double *)keys[keys[i].cycles_of].ptr;
-    double want = cyc / tmp.cycles_per_ns;
+  return 0;
+}
+
+/* Every key present, and every *_ns figure its *_cycles figure over
+ * cycles_per_ns (1 % slack). */
+static int check_complete(reader *r) {
+  for (size_t i = 0; i < r->nk; i++)
+    if (!r->seen[i])
+      return memstub_error_set(r->err, -EINVAL, "%s:%ld: missing key '%s'", r->name, r->line + 1,
+                               r->keys[i].key);
+  for (size_t i = 0; i < r->nk; i++) {
+    const ms__cal_key *k = &r->keys[i];
+    if (k->cycles_of < 0) continue;
+    double ns = *(double *)k->ptr, cyc = *(double *)r->keys[k->cycles_of].ptr;
+    double want = cyc / r->p.cycles_per_ns;
     if (!isfinite(want) || fabs(ns - want) > 0.01 * fabs(want) + 0.5)
-      rc = memstub_error_set(err, -EINVAL,
-                             "%s:%d: %s = %g disagrees with %s / cycles_per_ns = %g (edit both, "
-                             "or calibrate again)",
-                             name, seen[i], keys[i].key, ns, keys[keys[i].cycles_of].key, want);
+      return memstub_error_set(r->err, -EINVAL,
+                               "%s:%d: %s = %g disagrees with %s / cycles_per_ns = %g (edit "
+                               "both, or calibrate again)",
+                               r->name, r->seen[i], k->key, ns, r->keys[k->cycles_of].key, want);
   }
+  return 0;
+}
+
+int memstub_profile_parse(const char *name, const char *text, size_t len, memstub_profile *p,
+                          memstub_error *err) {
+  reader *r = calloc(1, sizeof *r);
+  char *buf = malloc(len + 1);
+  if (!r || !buf) {
+    free(r);
+    free(buf);
+    return memstub_error_set(err, -ENOMEM, "out of memory");
+  }
+  r->name = name;
+  r->err = err;
+  r->nk = ms__cal_keys(&r->p, r->keys, MS__CAL_MAXKEYS);
+  memcpy(buf, text, len);
+  buf[len] = '\0';
+  int rc = read_lines(r, buf, len);
+  if (rc == 0) rc = check_complete(r);
+  if (rc == 0) *p = r->p;
   free(buf);
-  if (rc == 0) *p = tmp;
+  free(r);
   return rc;
 }
 

@@ -2,12 +2,14 @@
 // host (calibration/, docs/calibration.md) and write a profile for
 // memstub gen --calibration.
 #include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "memstub/calib.h"
+#include "ms_common.h"
+#include "prim.h"
 
 static const char usage_text[] =
     "usage: memstub calibrate -o host.profile [--quick] [--repeat R] [--cold-delay NS]\n"
@@ -36,92 +38,48 @@ static const char usage_text[] =
 // Redrawn at most ten times a second (a run takes a few ms), and at the end.
 static void progress(int64_t done, int64_t total, void *arg) {
   (void)arg;
-  static struct timespec last;
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  double dt = (double)(now.tv_sec - last.tv_sec) + (double)(now.tv_nsec - last.tv_nsec) / 1e9;
-  if (done < total && dt < 0.1) return;
+  static int64_t last;
+  int64_t now = ms__prim_now_ns();
+  if (done < total && now - last < 100000000) return;
   last = now;
   ms_cli_progress("calibrating", (uint64_t)done, (uint64_t)total);
 }
+
+/* ---- the table ------------------------------------------------------------------ */
 
 static void row(const char *what, const char *here, const char *paper) {
   printf("  %-34s %-36s %s\n", what, here, paper);
 }
 
-static void row3(const char *what, const char *hot, const char *cold) {
-  printf("  %-34s %-30s %s\n", what, hot, cold);
-}
-
-// The hot and cold work figures side by side, in ns.
-static void print_cold(const memstub_calib *c) {
-  const memstub_profile *p = &c->profile;
-  const memstub_calib_costs *k = &p->cold;
-  char h[96], a[96];
-  printf("\n  cold: a %.0f us sleep before every point, %lld repetitions (%.1f s); used for rows\n"
-         "  that wait at least %.0f us (docs/calibration.md, \"Cold costs\")\n",
-         (double)p->cold_delay / 1000, (long long)p->cold_repetitions, c->cold_duration_s,
-         (double)p->cold_min_delay / 1000);
-  row3("figure, ns", "hot (zero delays)", "cold");
-#define T2(what, x, y)                                                            \
-  do {                                                                            \
-    snprintf(h, sizeof h, "%.0f / %.0f", p->x.ns, p->y.ns);                       \
-    snprintf(a, sizeof a, "%.0f / %.0f", k->x.ns, k->y.ns);                       \
-    row3(what, h, a);                                                             \
-  } while (0)
-#define L(what, x, per)                                                           \
-  do {                                                                            \
-    snprintf(h, sizeof h, "%.0f + %.0f x " per, p->x.base.ns, p->x.per_fault.ns); \
-    snprintf(a, sizeof a, "%.0f + %.0f x " per, k->x.base.ns, k->x.per_fault.ns); \
-    row3(what, h, a);                                                             \
-  } while (0)
-  snprintf(h, sizeof h, "%.1f", p->basic.ns);
-  snprintf(a, sizeof a, "%.1f", k->basic.ns);
-  row3("time_basic, per point", h, a);
-  T2("heap alloc, no fault / fault", heap_alloc_nofault, heap_alloc_fault);
-  L("heap use", heap_use, "faults");
-  T2("heap shrink / mmapped in page", heap_shrink, heap_mmap_shrink_inpage);
-  T2("mmapped alloc, no fault / fault", heap_mmap_alloc_nofault, heap_mmap_alloc_fault);
-  L("mmapped use", heap_mmap_use, "faults");
-  L("mmapped shrink", heap_mmap_shrink, "pages");
-  L("move arena->mmap", heap_to_mmap, "pages");
-  snprintf(h, sizeof h, "%.0f", p->heap_from_mmap.ns);
-  snprintf(a, sizeof a, "%.0f", k->heap_from_mmap.ns);
-  row3("move mmap->arena", h, a);
-  T2("stack alloc, no fault / fault", stack_alloc_nofault, stack_alloc_fault);
-  L("stack use", stack_use, "faults");
-  snprintf(h, sizeof h, "%.0f", p->stack_pop.ns);
-  snprintf(a, sizeof a, "%.0f", k->stack_pop.ns);
-  row3("stack pop", h, a);
-#undef T2
-#undef L
-}
-
-static void print_table(const memstub_calib *c) {
-  const memstub_profile *p = &c->profile;
+// Two time figures in cycles: "A / B cycles".
+static void row_levels(const char *what, const memstub_calib_time *x, const memstub_calib_time *y,
+                       const char *paper) {
   char a[160];
-  printf("memstub calibrate: %lld repetitions in %.1f s\n", (long long)p->repetitions,
-         c->duration_s);
-  printf("  host: %s, %s, %s, %s; runtime %s %s; %lld-byte pages; %.4f cycles/ns%s\n", p->arch,
-         p->cpu, p->kernel, p->libc, p->compiler, p->cflags, (long long)p->page_size,
-         p->cycles_per_ns, p->cycles_invariant ? " (invariant TSC)" : " (no invariant TSC: ns)");
-  printf("\n");
+  snprintf(a, sizeof a, "%.0f / %.0f cycles", x->cycles, y->cycles);
+  row(what, a, paper);
+}
+
+// A line in cycles: "BASE + PER x faults cycles".
+static void row_line(const char *what, const memstub_calib_line *l, const char *paper) {
+  char a[160];
+  snprintf(a, sizeof a, "%.0f + %.0f x faults cycles", l->base.cycles, l->per_fault.cycles);
+  row(what, a, paper);
+}
+
+// The paper's figures (Section 5.2) beside this host's.
+static void print_paper(const memstub_profile *p) {
+  const memstub_calib_costs *h = &p->hot;
+  char a[160];
   row("figure", "this host", "paper (Core 2 Duo P8400, -O0)");
-  snprintf(a, sizeof a, "%.0f cycles = %.1f ns, SCV %.3f", p->basic.cycles, p->basic.ns,
-           p->basic.scv);
+  snprintf(a, sizeof a, "%.0f cycles = %.1f ns, SCV %.3f", h->basic.cycles, h->basic.ns,
+           h->basic.scv);
   row("time_basic, per point (eq. 1)", a, "126775 cycles, SCV 0.009");
-  snprintf(a, sizeof a, "%.0f / %.0f cycles", p->heap_alloc_nofault.cycles,
-           p->heap_alloc_fault.cycles);
-  row("heap alloc, no fault / fault (eq.5)", a, "94 / 3722 cycles");
-  snprintf(a, sizeof a, "%.0f + %.0f x faults cycles", p->heap_use.base.cycles,
-           p->heap_use.per_fault.cycles);
-  row("heap use (eq. 6)", a, "69 (pf+1) + 3252 (pf-1) cycles");
-  snprintf(a, sizeof a, "%.0f / %.0f cycles", p->stack_alloc_nofault.cycles,
-           p->stack_alloc_fault.cycles);
-  row("stack alloc, no fault / fault (eq.7)", a, "48 cycles");
-  snprintf(a, sizeof a, "%.0f + %.0f x faults cycles", p->stack_use.base.cycles,
-           p->stack_use.per_fault.cycles);
-  row("stack use (eq. 8)", a, "61 + 3358 x faults cycles");
+  row_levels("heap alloc, no fault / fault (eq.5)", &h->heap_alloc_nofault, &h->heap_alloc_fault,
+             "94 / 3722 cycles");
+  row_line("heap use (eq. 6)", &h->heap_use, "69 (pf+1) + 3252 (pf-1) cycles");
+  row_levels("stack alloc, no fault / fault (eq.7)", &h->stack_alloc_nofault,
+             &h->stack_alloc_fault, "48 cycles");
+  row_line("stack use (eq. 8)", &h->stack_use, "61 + 3358 x faults cycles");
   snprintf(a, sizeof a, "%lld / %lld bytes", (long long)p->heap_overhead_empty,
            (long long)p->heap_overhead_inuse);
   row("heap overhead, empty / in use", a, "32 / 40 bytes");
@@ -130,6 +88,12 @@ static void print_table(const memstub_calib *c) {
   snprintf(a, sizeof a, "%lld bytes (R^2 %.4f, max resid %lld B)", (long long)p->stack_per_frame,
            p->stack_fit_r2, (long long)p->stack_fit_max_resid);
   row("stack overhead per frame", a, "64 bytes");
+}
+
+// The figures the paper's model lacks.
+static void print_beyond(const memstub_profile *p) {
+  const memstub_calib_costs *h = &p->hot;
+  char a[160];
   printf("\n  beyond the paper's model\n");
   snprintf(a, sizeof a, "%.0f ns", p->wait_late.ns);
   row("deadline already passed (per point)", a, "");
@@ -139,30 +103,31 @@ static void print_table(const memstub_calib *c) {
            p->sleep_overshoot.base.ns / 1000, p->sleep_overshoot.per_fault.ns / 1000,
            p->sleep_overshoot_p90_ns / 1000);
   row("usleep overshoot", a, "");
-  snprintf(a, sizeof a, "%.0f / %.0f / %.0f + %.0f x pages cycles", p->heap_shrink.cycles,
-           p->heap_mmap_shrink_inpage.cycles, p->heap_mmap_shrink.base.cycles,
-           p->heap_mmap_shrink.per_fault.cycles);
+  snprintf(a, sizeof a, "%.0f / %.0f / %.0f + %.0f x pages cycles", h->heap_shrink.cycles,
+           h->heap_mmap_shrink_inpage.cycles, h->heap_mmap_shrink.base.cycles,
+           h->heap_mmap_shrink.per_fault.cycles);
   row("heap shrink: arena / mmap in page / pages", a, "");
-  snprintf(a, sizeof a, "%.0f / %.0f cycles", p->heap_mmap_alloc_nofault.cycles,
-           p->heap_mmap_alloc_fault.cycles);
-  row("mmapped alloc, no fault / fault", a, "");
-  snprintf(a, sizeof a, "%.0f + %.0f x faults cycles", p->heap_mmap_use.base.cycles,
-           p->heap_mmap_use.per_fault.cycles);
-  row("mmapped use", a, "");
-  snprintf(a, sizeof a, "%.0f + %.0f x pages copied / %.0f cycles", p->heap_to_mmap.base.cycles,
-           p->heap_to_mmap.per_fault.cycles, p->heap_from_mmap.cycles);
+  row_levels("mmapped alloc, no fault / fault", &h->heap_mmap_alloc_nofault,
+             &h->heap_mmap_alloc_fault, "");
+  row_line("mmapped use", &h->heap_mmap_use, "");
+  snprintf(a, sizeof a, "%.0f + %.0f x pages copied / %.0f cycles", h->heap_to_mmap.base.cycles,
+           h->heap_to_mmap.per_fault.cycles, h->heap_from_mmap.cycles);
   row("move arena->mmap / mmap->arena", a, "");
-  snprintf(a, sizeof a, "%.0f + %.0f x faults cycles", p->stack_use_retouch.base.cycles,
-           p->stack_use_retouch.per_fault.cycles);
-  row("stack use, cached thread stack", a, "");
-  snprintf(a, sizeof a, "%.0f cycles", p->stack_pop.cycles);
+  row_line("stack use, cached thread stack", &p->stack_use_retouch, "");
+  snprintf(a, sizeof a, "%.0f cycles", h->stack_pop.cycles);
   row("stack pop (return)", a, "");
   snprintf(a, sizeof a, "%lld bytes", (long long)p->heap_overhead_mmap);
   row("heap overhead, mmapped block", a, "");
+}
+
+// How well the models fit, and the model check.
+static void print_fit(const memstub_calib *c) {
+  const memstub_profile *p = &c->profile;
+  char a[160];
   printf("\n  goodness of fit\n");
-  snprintf(a, sizeof a, "R^2 %.3f, resid %.0f ns", p->heap_use.r2, p->heap_use.resid_ns);
+  snprintf(a, sizeof a, "R^2 %.3f, resid %.0f ns", p->hot.heap_use.r2, p->hot.heap_use.resid_ns);
   row("heap use", a, "");
-  snprintf(a, sizeof a, "R^2 %.3f, resid %.0f ns", p->stack_use.r2, p->stack_use.resid_ns);
+  snprintf(a, sizeof a, "R^2 %.3f, resid %.0f ns", p->hot.stack_use.r2, p->hot.stack_use.resid_ns);
   row("stack use", a, "");
   snprintf(a, sizeof a, "heap %lld/%lld exact (%lld within 1)", (long long)c->eq4_heap_exact,
            (long long)c->eq4_heap_points, (long long)c->eq4_heap_within1);
@@ -181,14 +146,84 @@ static void print_table(const memstub_calib *c) {
   snprintf(a, sizeof a, "%lld of %lld samples", (long long)c->trimmed,
            (long long)c->samples_total);
   row("trimmed as preempted", a, "");
-  if (c->check_points > 0) {
-    snprintf(a, sizeof a, "%.0f us measured, %.0f us predicted (%+.0f%%)",
-             c->check_measured_ns / 1000, c->check_predicted_ns / 1000,
-             100 * (c->check_predicted_ns - c->check_measured_ns) / c->check_measured_ns);
-    char what[64];
-    snprintf(what, sizeof what, "model check (%lld points, no delay)", (long long)c->check_points);
-    row(what, a, "");
+  if (c->check_points <= 0) return;
+  snprintf(a, sizeof a, "%.0f us measured, %.0f us predicted (%+.0f%%)",
+           c->check_measured_ns / 1000, c->check_predicted_ns / 1000,
+           100 * (c->check_predicted_ns - c->check_measured_ns) / c->check_measured_ns);
+  char what[64];
+  snprintf(what, sizeof what, "model check (%lld points, no delay)", (long long)c->check_points);
+  row(what, a, "");
+}
+
+/* The rows of the hot and cold table: one figure of memstub_calib_costs
+ * (b: none; in whole ns, or tenths), two (a / b), or a line (per: its x). */
+enum { ONE, ONE_TENTHS, TWO, LINE };
+#define AT(field) offsetof(memstub_calib_costs, field)
+static const struct {
+  const char *what;
+  int kind;
+  size_t a, b;
+  const char *per;
+} cost_rows[] = {
+    {"time_basic, per point", ONE_TENTHS, AT(basic), 0, NULL},
+    {"heap alloc, no fault / fault", TWO, AT(heap_alloc_nofault), AT(heap_alloc_fault), NULL},
+    {"heap use", LINE, AT(heap_use), 0, "faults"},
+    {"heap shrink / mmapped in page", TWO, AT(heap_shrink), AT(heap_mmap_shrink_inpage), NULL},
+    {"mmapped alloc, no fault / fault", TWO, AT(heap_mmap_alloc_nofault),
+     AT(heap_mmap_alloc_fault), NULL},
+    {"mmapped use", LINE, AT(heap_mmap_use), 0, "faults"},
+    {"mmapped shrink", LINE, AT(heap_mmap_shrink), 0, "pages"},
+    {"move arena->mmap", LINE, AT(heap_to_mmap), 0, "pages"},
+    {"move mmap->arena", ONE, AT(heap_from_mmap), 0, NULL},
+    {"stack alloc, no fault / fault", TWO, AT(stack_alloc_nofault), AT(stack_alloc_fault), NULL},
+    {"stack use", LINE, AT(stack_use), 0, "faults"},
+    {"stack pop", ONE, AT(stack_pop), 0, NULL},
+};
+#undef AT
+
+// Row i of cost_rows for the figures k, into buf.
+static void cost_text(size_t i, const memstub_calib_costs *k, char *buf, size_t cap) {
+  const char *base = (const char *)k;
+  const memstub_calib_time *a = (const void *)(base + cost_rows[i].a);
+  const memstub_calib_time *b = (const void *)(base + cost_rows[i].b);
+  const memstub_calib_line *l = (const void *)(base + cost_rows[i].a);
+  switch (cost_rows[i].kind) {
+    case ONE: snprintf(buf, cap, "%.0f", a->ns); break;
+    case ONE_TENTHS: snprintf(buf, cap, "%.1f", a->ns); break;
+    case TWO: snprintf(buf, cap, "%.0f / %.0f", a->ns, b->ns); break;
+    default:
+      snprintf(buf, cap, "%.0f + %.0f x %s", l->base.ns, l->per_fault.ns, cost_rows[i].per);
+      break;
   }
+}
+
+// The hot and cold work figures side by side, in ns.
+static void print_cold(const memstub_calib *c) {
+  const memstub_profile *p = &c->profile;
+  printf("\n  cold: a %.0f us sleep before every point, %lld repetitions (%.1f s); used for rows\n"
+         "  that wait at least %.0f us (docs/calibration.md, \"Cold costs\")\n",
+         (double)p->cold_delay / 1000, (long long)p->cold_repetitions, c->cold_duration_s,
+         (double)p->cold_min_delay / 1000);
+  printf("  %-34s %-30s %s\n", "figure, ns", "hot (zero delays)", "cold");
+  for (size_t i = 0; i < MS__ARRAY_SIZE(cost_rows); i++) {
+    char h[96], k[96];
+    cost_text(i, &p->hot, h, sizeof h);
+    cost_text(i, &p->cold, k, sizeof k);
+    printf("  %-34s %-30s %s\n", cost_rows[i].what, h, k);
+  }
+}
+
+static void print_table(const memstub_calib *c) {
+  const memstub_profile *p = &c->profile;
+  printf("memstub calibrate: %lld repetitions in %.1f s\n", (long long)p->repetitions,
+         c->duration_s);
+  printf("  host: %s, %s, %s, %s; runtime %s %s; %lld-byte pages; %.4f cycles/ns%s\n", p->arch,
+         p->cpu, p->kernel, p->libc, p->compiler, p->cflags, (long long)p->page_size,
+         p->cycles_per_ns, p->cycles_invariant ? " (invariant TSC)" : " (no invariant TSC: ns)");
+  printf("\n");
+  print_paper(p);
+  print_beyond(p);
+  print_fit(c);
   if (p->cold_delay > 0) print_cold(c);
 }
 

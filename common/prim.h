@@ -90,4 +90,26 @@ long ms__prim_minor_faults(void);
  * the string returned never changes after. */
 const char *ms__prim_cpu_model(void);
 
+/* ---- the host's description and glibc's allocator (calibration) ----------
+ * memstub_host_arch() (memstub/calib.h), the architecture this code was
+ * compiled for, is defined with these in prim_linux.c. */
+
+// The kernel's name and release ("Linux 6.1.0-18-amd64") into buf (cap
+// bytes); "unknown" when the OS does not say.
+void ms__prim_kernel(char *buf, size_t cap);
+
+// The C library and its version ("glibc 2.36") into buf (cap bytes).
+void ms__prim_libc(char *buf, size_t cap);
+
+// The current UTC time, ISO 8601 ("2026-11-24T13:53:02Z"), into buf (cap
+// bytes); "unknown" when the clock cannot be read.
+void ms__prim_utc_date(char *buf, size_t cap);
+
+// Fix the allocator's mmap threshold at bytes for the whole process (glibc
+// raises it when a mapped chunk is freed, unless it was set). 0 or -EINVAL.
+int ms__prim_heap_mmap_threshold(long bytes);
+
+// Give the free pages of every arena back to the OS (glibc: malloc_trim).
+void ms__prim_heap_trim(void);
+
 #endif

@@ -119,3 +119,53 @@ const char *ms__prim_cpu_model(void) {
   pthread_once(&cpu_model_once, read_cpu_model);
   return cpu_model;
 }
+
+/* ---- the host's description and glibc's allocator (calibration) ---------- */
+// (Included here, with the block that needs them.)
+#include <gnu/libc-version.h>
+#include <malloc.h>
+#include <sys/utsname.h>
+#include <time.h>
+
+#include "memstub/calib.h"
+
+const char *memstub_host_arch(void) {
+#if defined(__x86_64__)
+  return "x86_64";
+#elif defined(__aarch64__)
+  return "aarch64";
+#elif defined(__i386__)
+  return "i386";
+#elif defined(__arm__)
+  return "arm";
+#elif defined(__riscv) && __riscv_xlen == 64
+  return "riscv64";
+#elif defined(__powerpc64__)
+  return "ppc64";
+#else
+  return "unknown";
+#endif
+}
+
+void ms__prim_kernel(char *buf, size_t cap) {
+  struct utsname u;
+  if (uname(&u) == 0) snprintf(buf, cap, "%.60s %.60s", u.sysname, u.release);
+  else snprintf(buf, cap, "unknown");
+}
+
+void ms__prim_libc(char *buf, size_t cap) {
+  snprintf(buf, cap, "glibc %s", gnu_get_libc_version());
+}
+
+void ms__prim_utc_date(char *buf, size_t cap) {
+  time_t now = time(NULL);
+  struct tm tm;
+  snprintf(buf, cap, "unknown");
+  if (gmtime_r(&now, &tm)) strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+int ms__prim_heap_mmap_threshold(long bytes) {
+  return mallopt(M_MMAP_THRESHOLD, (int)bytes) == 1 ? 0 : -EINVAL;
+}
+
+void ms__prim_heap_trim(void) { malloc_trim(0); }

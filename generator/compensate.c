@@ -42,7 +42,6 @@
 typedef struct sim {
   const memstub_profile *p;
   const memstub_calib_costs *k;  // the figures for the current point: hot or cold
-  memstub_calib_costs hot;       // the profile's hot figures as a set
   int64_t page, frame, offset, pad, thr;
   int64_t *open;  // pushed bytes of the open frames
   int64_t depth;
@@ -52,26 +51,6 @@ typedef struct sim {
   int64_t arena_hw;         // bytes of the arena block's pages written so far
   const char *beyond;       // "stack" or "heap" once that total left +-MAX_BYTES, else NULL
 } sim;
-
-// The profile keeps its hot figures as fields of its own.
-static void hot_costs(const memstub_profile *p, memstub_calib_costs *k) {
-  k->basic = p->basic;
-  k->heap_alloc_nofault = p->heap_alloc_nofault;
-  k->heap_alloc_fault = p->heap_alloc_fault;
-  k->heap_use = p->heap_use;
-  k->heap_shrink = p->heap_shrink;
-  k->heap_mmap_alloc_nofault = p->heap_mmap_alloc_nofault;
-  k->heap_mmap_alloc_fault = p->heap_mmap_alloc_fault;
-  k->heap_mmap_use = p->heap_mmap_use;
-  k->heap_mmap_shrink = p->heap_mmap_shrink;
-  k->heap_mmap_shrink_inpage = p->heap_mmap_shrink_inpage;
-  k->heap_to_mmap = p->heap_to_mmap;
-  k->heap_from_mmap = p->heap_from_mmap;
-  k->stack_alloc_nofault = p->stack_alloc_nofault;
-  k->stack_alloc_fault = p->stack_alloc_fault;
-  k->stack_use = p->stack_use;
-  k->stack_pop = p->stack_pop;
-}
 
 // Pages of glibc's mapping for a block of size + pad bytes (calibration's
 // ms__cal_map_pages).
@@ -171,8 +150,7 @@ static double heap_cost(sim *m, int64_t dh) {
 static int sim_init(sim *m, const memstub_profile *p, int64_t depth) {
   memset(m, 0, sizeof *m);
   m->p = p;
-  hot_costs(p, &m->hot);
-  m->k = &m->hot;
+  m->k = &p->hot;
   m->page = p->page_size > 0 ? p->page_size : 4096;
   m->frame = p->stack_per_frame;
   m->offset = p->stack_offset;
@@ -233,7 +211,7 @@ static int predict(const struct memstub_stub *s, const memstub_profile *p, int m
     // A row's points run as a chain after the wait on its first point: all
     // of them hot, or all cold.
     if (i == 0 || s->point[i] != s->point[i - 1])
-      m.k = cold && row_cold(p, s->use[i].time) ? &p->cold : &m.hot;
+      m.k = cold && row_cold(p, s->use[i].time) ? &p->cold : &p->hot;
     cost_ns[i] = point_cost(&m, &s->use[i], extra);
     if (m.beyond) {
       free(m.open);

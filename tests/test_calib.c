@@ -152,10 +152,10 @@ START_TEST(test_calibrate_quick) {
   ck_assert_int_eq(p->page_size, sysconf(_SC_PAGESIZE));
   ck_assert_int_eq(p->repetitions, 3);
   ck_assert(p->cycles_per_ns > 0);
-  ck_assert(p->basic.ns >= 0 && p->basic.ns < 100000);
-  ck_assert(p->heap_use.per_fault.ns > 0);
-  ck_assert(p->stack_use.per_fault.ns > 0);
-  ck_assert(p->heap_alloc_fault.ns > p->heap_alloc_nofault.ns);
+  ck_assert(p->hot.basic.ns >= 0 && p->hot.basic.ns < 100000);
+  ck_assert(p->hot.heap_use.per_fault.ns > 0);
+  ck_assert(p->hot.stack_use.per_fault.ns > 0);
+  ck_assert(p->hot.heap_alloc_fault.ns > p->hot.heap_alloc_nofault.ns);
   ck_assert(cal->nbasic == 3);
   ck_assert(cal->check_points > 0 && cal->check_measured_ns > 0);
   // Cold runs: every fifth repetition, at least one; then figures of their own.
@@ -168,7 +168,7 @@ START_TEST(test_calibrate_quick) {
   ck_assert(p->cold.heap_mmap_use.per_fault.ns > 0);
   ck_assert(p->cold.stack_use.per_fault.ns > 0);
   ck_assert(p->cold.heap_to_mmap.base.ns + 30 * p->cold.heap_to_mmap.per_fault.ns > 0);
-  ck_assert(p->heap_to_mmap.per_fault.ns > 0);  // the copy: per page copied
+  ck_assert(p->hot.heap_to_mmap.per_fault.ns > 0);  // the copy: per page copied
   ck_assert(cal->nsamples[MEMSTUB_CALIB_S_COLD_HEAP_MMAP_USE] > 0);
   ck_assert(cal->nsamples[MEMSTUB_CALIB_S_COLD_STACK_USE] > 0);
 #if !defined(MEMSTUB_SANITIZED)
@@ -380,12 +380,12 @@ START_TEST(test_profile_fuzz_regressions) {
   ms__cal_key keys[MS__CAL_MAXKEYS];
   size_t nk = ms__cal_keys(&q, keys, MS__CAL_MAXKEYS);
   q.cycles_per_ns = 2.596132796;
-  q.basic.cycles = 3234567896000;
+  q.hot.basic.cycles = 3234567896000;
   for (size_t i = 0; i < nk; i++)
     if (keys[i].cycles_of >= 0)
       *(double *)keys[i].ptr = *(double *)keys[keys[i].cycles_of].ptr / q.cycles_per_ns;
   char *edge = profile_text(&q, dir);
-  double want = q.basic.cycles / q.cycles_per_ns, top = floor(want + 0.01 * want + 0.5);
+  double want = q.hot.basic.cycles / q.cycles_per_ns, top = floor(want + 0.01 * want + 0.5);
   int accepted = 0, refusals = 0;
   for (int k = 0; k < 200; k++) {
     char repl[80];
@@ -489,7 +489,7 @@ START_TEST(test_comp_cold_rows) {
   memstub_trace *t = rows_trace(rows, 4);
   memstub_profile p;
   zero_profile(&p);
-  p.basic.ns = 1000;
+  p.hot.basic.ns = 1000;
   p.cold.basic.ns = 5000;
   p.cold_delay = 1000000;
   p.cold_min_delay = 100000;
@@ -565,9 +565,9 @@ START_TEST(test_comp_to_mmap_per_page) {
   memstub_profile p;
   zero_profile(&p);
   p.heap_arena_room = 150000;
-  p.heap_to_mmap.base.ns = 1000;
-  p.heap_to_mmap.per_fault.ns = 100;
-  p.heap_mmap_use.per_fault.ns = 10;
+  p.hot.heap_to_mmap.base.ns = 1000;
+  p.hot.heap_to_mmap.per_fault.ns = 100;
+  p.hot.heap_mmap_use.per_fault.ns = 10;
   p.cold_delay = 1000000;
   p.cold_min_delay = 100000;
   p.cold.heap_to_mmap.base.ns = 2000;

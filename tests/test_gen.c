@@ -414,7 +414,7 @@ START_TEST(test_comp_time_deadline) {
   memstub_trace *t = from_rows(rows, 4);
   memstub_profile p;
   byte_profile(&p, 0, 0, 0);
-  p.basic.ns = 1000;
+  p.hot.basic.ns = 1000;
   p.wait_late.ns = 50;
   memstub_gen *g = build_comp(t, &p);
   // Row deadlines 10000, 10500, 30000 start 1050 ns early: 8950, 9450, 28950;
@@ -438,7 +438,7 @@ START_TEST(test_comp_time_usleep) {
   memstub_trace *t = from_rows(rows, 4);
   memstub_profile p;
   byte_profile(&p, 0, 0, 0);
-  p.basic.ns = 1000;
+  p.hot.basic.ns = 1000;
   p.sleep_overshoot.base.ns = 3000;
   memstub_gen_options o;
   memstub_gen_options_init(&o);
@@ -515,7 +515,7 @@ START_TEST(test_comp_refuses_huge_sizes) {
                {3, MEMSTUB_COMP_USLEEP, "host.profile: time_sleep_overshoot_base_ns: beyond"}};
   for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) {
     memstub_profile q = p;
-    if (times[i].what == 0) q.basic.ns = 1e30;
+    if (times[i].what == 0) q.hot.basic.ns = 1e30;
     if (times[i].what == 1) q.wait_late.ns = -1e30;
     if (times[i].what == 2) q.sleep_overshoot.per_fault.ns = -1e6;
     if (times[i].what == 3) q.sleep_overshoot.base.ns = 1e19;

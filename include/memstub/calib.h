@@ -42,24 +42,9 @@ extern "C" {
 #define MEMSTUB_PROFILE_FORMAT 2
 
 /* The architecture this code was compiled for, as profiles record it
- * (host.arch). A profile from another architecture is refused. */
-static inline const char *memstub_host_arch(void) {
-#if defined(__x86_64__)
-  return "x86_64";
-#elif defined(__aarch64__)
-  return "aarch64";
-#elif defined(__i386__)
-  return "i386";
-#elif defined(__arm__)
-  return "arm";
-#elif defined(__riscv) && __riscv_xlen == 64
-  return "riscv64";
-#elif defined(__powerpc64__)
-  return "ppc64";
-#else
-  return "unknown";
-#endif
-}
+ * (host.arch): "x86_64", "aarch64", "i386", "arm", "riscv64", "ppc64" or
+ * "unknown". A profile from another architecture is refused. Never fails. */
+const char *memstub_host_arch(void);
 
 /* One time figure: mean over the repetitions' points, and its spread. */
 typedef struct memstub_calib_time {
@@ -78,24 +63,30 @@ typedef struct memstub_calib_line {
 } memstub_calib_line;
 
 /* The work of one point, the figures the cost model adds up
- * (memstub_gen_predict). A profile holds them twice: hot, measured with zero
- * delays between points (the paper's method), and cold, measured with a
- * sleep before every point, as a replay's points run (docs/calibration.md,
- * "Cold costs"). */
+ * (memstub_gen_predict). A profile holds them twice (memstub_profile.hot and
+ * .cold): hot, measured with zero delays between points (the paper's
+ * method; keys time_NAME_*), and cold, measured with a sleep before every
+ * point, as a replay's points run (docs/calibration.md, "Cold costs"; keys
+ * time_cold_NAME_*). */
 typedef struct memstub_calib_costs {
-  memstub_calib_time basic;
+  memstub_calib_time basic;  // a 1-byte push or pop, no heap, no wait (eq. 1's time_basic)
+  /* Heap in glibc's arena: eq. 5 (alloc, two levels by faults) and eq. 6 (use). */
   memstub_calib_time heap_alloc_nofault, heap_alloc_fault;
   memstub_calib_line heap_use;
-  memstub_calib_time heap_shrink;
-  memstub_calib_time heap_mmap_alloc_nofault, heap_mmap_alloc_fault;
+  memstub_calib_time heap_shrink;           // realloc smaller
+  /* Heap block served from mmap (extension). */
+  memstub_calib_time heap_mmap_alloc_nofault, heap_mmap_alloc_fault;  // mremap
   memstub_calib_line heap_mmap_use;
-  memstub_calib_line heap_mmap_shrink;
-  memstub_calib_time heap_mmap_shrink_inpage;
-  memstub_calib_line heap_to_mmap;
-  memstub_calib_time heap_from_mmap;
+  memstub_calib_line heap_mmap_shrink;      // smaller by whole pages: mremap (and the runtime's
+                                            //   trim); per_fault here is per page given back
+  memstub_calib_time heap_mmap_shrink_inpage;  // smaller within the same pages
+  memstub_calib_line heap_to_mmap;          // arena -> mmap: realloc's move, and per page
+                                            //   copied (the old size's pages; key: _per_page)
+  memstub_calib_time heap_from_mmap;        // mmap -> arena (the runtime's calloc, copy, free)
+  /* Stack: eq. 7 (alloc) with a fault level, eq. 8 (use). */
   memstub_calib_time stack_alloc_nofault, stack_alloc_fault;
-  memstub_calib_line stack_use;
-  memstub_calib_time stack_pop;
+  memstub_calib_line stack_use;             // first touch: a fresh thread stack
+  memstub_calib_time stack_pop;             // returning from a frame
 } memstub_calib_costs;
 
 /* What was measured, and where. Text fields are NUL-terminated; a profile is
@@ -120,33 +111,18 @@ typedef struct memstub_profile {
   int64_t heap_arena_room;    // heap_arena_room_bytes: the largest block glibc grew in place
                               //   in the arena (past the mmap threshold while its top has room)
 
-  /* Time per point (eq. 1's time_basic) and waiting. */
-  memstub_calib_time basic;            // time_basic: a 1-byte push or pop, no heap, no wait
+  /* The work of a point, measured with zero delays (time_basic, time_heap_*,
+   * time_stack_*). */
+  memstub_calib_costs hot;
+  memstub_calib_line stack_use_retouch;  // time_stack_use_retouch: stack use on a cached
+                                         //   thread stack (informational)
+
+  /* Waiting and measuring. */
   memstub_calib_time wait_late;        // time_wait_late: deadline wait already past (a clock read)
   memstub_calib_time measure_trace;    // time_measure_trace: extra per point when measuring a trace
   memstub_calib_line sleep_overshoot;  // time_sleep_overshoot: usleep mode, wake-up lateness
                                        //   = base + per_fault x the delay in ms (key: _per_ms)
   double sleep_overshoot_p90_ns;       // time_sleep_overshoot_p90_ns
-
-  /* Heap in glibc's arena: eq. 5 (alloc, two levels) and eq. 6 (use). */
-  memstub_calib_time heap_alloc_nofault, heap_alloc_fault;
-  memstub_calib_line heap_use;
-  memstub_calib_time heap_shrink;          // realloc smaller
-  /* Heap block served from mmap (extension). */
-  memstub_calib_time heap_mmap_alloc_nofault, heap_mmap_alloc_fault;  // mremap
-  memstub_calib_line heap_mmap_use;
-  memstub_calib_line heap_mmap_shrink;     // smaller by whole pages: mremap (and the runtime's
-                                           //   trim); per_fault here is per page given back
-  memstub_calib_time heap_mmap_shrink_inpage;  // smaller within the same pages
-  memstub_calib_line heap_to_mmap;         // arena -> mmap: realloc's move, and per page
-                                           //   copied (the old size's pages; key: _per_page)
-  memstub_calib_time heap_from_mmap;       // mmap -> arena (the runtime's calloc, copy, free)
-
-  /* Stack: eq. 7 (alloc) with a fault level, eq. 8 (use). */
-  memstub_calib_time stack_alloc_nofault, stack_alloc_fault;
-  memstub_calib_line stack_use;            // first touch: a fresh thread stack
-  memstub_calib_line stack_use_retouch;    // a cached thread stack (informational)
-  memstub_calib_time stack_pop;            // returning from a frame
 
   /* Cold costs: the same work measured with a sleep of cold_delay ns before
    * every point (deadline timing), as a replay with delays runs it: caches,
@@ -156,8 +132,8 @@ typedef struct memstub_profile {
   int64_t cold_min_delay;        // cold_min_delay_ns: rows waiting at least this long use the cold
                                  //   figures (the deadline margin: a shorter wait spins, no sleep)
   int64_t cold_repetitions;      // cold_repetitions: repetitions that ran the cold traces
-  memstub_calib_costs cold;      // time_cold_*: figures as above (basic: the work of a basic
-                                 //   point after a sleep, plus the hot loop)
+  memstub_calib_costs cold;      // time_cold_*: the figures of hot, cold (basic: the work of a
+                                 //   basic point after a sleep, plus the hot loop)
 
   /* Eq. 4 against the measured faults: share of rising points where it
    * predicted exactly the faults counted (heap in the arena, stack). */

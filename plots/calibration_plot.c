@@ -1,13 +1,14 @@
-// The calibration's fits, drawn by gnuplot with plots/calibration.gp: the
-// samples go to temporary data files, the script draws them with the fitted
-// models, and the image appears atomically.
+// The calibration's fits (memstub calibrate --plot), drawn by gnuplot with
+// plots/calibration.gp: the samples go to temporary data files, the script
+// draws them with the fitted models, and the image appears atomically.
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gnuplot.h"
-#include "internal.h"
+#include "memstub/calib.h"
+#include "ms_common.h"
 
 static int write_series(const char *path, const memstub_calib_sample *v, size_t n,
                         memstub_error *err) {
@@ -23,6 +24,7 @@ static int write_series(const char *path, const memstub_calib_sample *v, size_t 
 
 static int write_vars(const char *path, const memstub_calib *c, memstub_error *err) {
   const memstub_profile *p = &c->profile;
+  const memstub_calib_costs *h = &p->hot;
   FILE *f = fopen(path, "w");
   if (!f) return memstub_error_set(err, -errno, "%s: %s", path, strerror(errno));
   fprintf(f, "# written by memstub calibrate for plots/calibration.gp\n");
@@ -32,31 +34,31 @@ static int write_vars(const char *path, const memstub_calib *c, memstub_error *e
     if (*q == '\'' || (unsigned char)*q < 0x20) *q = ' ';
   fprintf(f, "title = 'memstub calibration: %s, %s, %lld repetitions, %s'\n", cpu, p->kernel,
           (long long)p->repetitions, p->date);
-  fprintf(f, "heap_use = '%.0f ns + %.0f ns x faults (R^2 %.2f)'\n", p->heap_use.base.ns,
-          p->heap_use.per_fault.ns, p->heap_use.r2);
-  fprintf(f, "heap_mmap_use = '%.0f ns + %.0f ns x faults (R^2 %.2f)'\n", p->heap_mmap_use.base.ns,
-          p->heap_mmap_use.per_fault.ns, p->heap_mmap_use.r2);
-  fprintf(f, "heap_alloc = '%.0f ns without a fault, %.0f ns with'\n", p->heap_alloc_nofault.ns,
-          p->heap_alloc_fault.ns);
-  fprintf(f, "stack_use = '%.0f ns + %.0f ns x faults (R^2 %.2f)'\n", p->stack_use.base.ns,
-          p->stack_use.per_fault.ns, p->stack_use.r2);
+  fprintf(f, "heap_use = '%.0f ns + %.0f ns x faults (R^2 %.2f)'\n", h->heap_use.base.ns,
+          h->heap_use.per_fault.ns, h->heap_use.r2);
+  fprintf(f, "heap_mmap_use = '%.0f ns + %.0f ns x faults (R^2 %.2f)'\n", h->heap_mmap_use.base.ns,
+          h->heap_mmap_use.per_fault.ns, h->heap_mmap_use.r2);
+  fprintf(f, "heap_alloc = '%.0f ns without a fault, %.0f ns with'\n", h->heap_alloc_nofault.ns,
+          h->heap_alloc_fault.ns);
+  fprintf(f, "stack_use = '%.0f ns + %.0f ns x faults (R^2 %.2f)'\n", h->stack_use.base.ns,
+          h->stack_use.per_fault.ns, h->stack_use.r2);
   fprintf(f, "stack_retouch = 'cached stack: %.0f ns + %.0f ns x faults'\n",
           p->stack_use_retouch.base.ns, p->stack_use_retouch.per_fault.ns);
-  fprintf(f, "stack_alloc = '%.0f ns without a fault, %.0f ns with'\n", p->stack_alloc_nofault.ns,
-          p->stack_alloc_fault.ns);
+  fprintf(f, "stack_alloc = '%.0f ns without a fault, %.0f ns with'\n", h->stack_alloc_nofault.ns,
+          h->stack_alloc_fault.ns);
   fprintf(f, "stack_bytes = 'offset %lld B + %lld B per frame (R^2 %.4f)'\n",
           (long long)p->stack_offset, (long long)p->stack_per_frame, p->stack_fit_r2);
-  fprintf(f, "basic = 'time_basic %.1f ns = %.0f cycles, SCV %.3g'\n", p->basic.ns, p->basic.cycles,
-          p->basic.scv);
-  fprintf(f, "basic_ns = %g\n", p->basic.ns);
+  fprintf(f, "basic = 'time_basic %.1f ns = %.0f cycles, SCV %.3g'\n", h->basic.ns, h->basic.cycles,
+          h->basic.scv);
+  fprintf(f, "basic_ns = %g\n", h->basic.ns);
   // The models' coefficients, ns (bytes for the stack).
-  fprintf(f, "hu_a = %g\nhu_b = %g\nmu_a = %g\nmu_b = %g\n", p->heap_use.base.ns,
-          p->heap_use.per_fault.ns, p->heap_mmap_use.base.ns, p->heap_mmap_use.per_fault.ns);
-  fprintf(f, "su_a = %g\nsu_b = %g\nsr_a = %g\nsr_b = %g\n", p->stack_use.base.ns,
-          p->stack_use.per_fault.ns, p->stack_use_retouch.base.ns,
+  fprintf(f, "hu_a = %g\nhu_b = %g\nmu_a = %g\nmu_b = %g\n", h->heap_use.base.ns,
+          h->heap_use.per_fault.ns, h->heap_mmap_use.base.ns, h->heap_mmap_use.per_fault.ns);
+  fprintf(f, "su_a = %g\nsu_b = %g\nsr_a = %g\nsr_b = %g\n", h->stack_use.base.ns,
+          h->stack_use.per_fault.ns, p->stack_use_retouch.base.ns,
           p->stack_use_retouch.per_fault.ns);
-  fprintf(f, "ha0 = %g\nha1 = %g\nsa0 = %g\nsa1 = %g\n", p->heap_alloc_nofault.ns,
-          p->heap_alloc_fault.ns, p->stack_alloc_nofault.ns, p->stack_alloc_fault.ns);
+  fprintf(f, "ha0 = %g\nha1 = %g\nsa0 = %g\nsa1 = %g\n", h->heap_alloc_nofault.ns,
+          h->heap_alloc_fault.ns, h->stack_alloc_nofault.ns, h->stack_alloc_fault.ns);
   fprintf(f, "so = %lld\nsf = %lld\n", (long long)p->stack_offset, (long long)p->stack_per_frame);
   // The cold fits (docs/calibration.md, "Cold costs"); cold = 0 without them.
   fprintf(f, "cold = %d\n", p->cold_delay > 0);
