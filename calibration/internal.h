@@ -18,6 +18,7 @@
 #include "memstub/calib.h"
 #include "memstub/gen.h"
 #include "memstub/runtime.h"
+#include "malloc_model.h"
 #include "ms_common.h"
 
 /* ---- the profile's keys (profile.c) ------------------------------------- */
@@ -83,8 +84,7 @@ static inline int64_t ms__cal_eq4(int64_t x, int64_t y, int64_t page) {
  * chunk (request rounded as malloc does, 16-byte aligned) plus its header,
  * rounded up to pages. The generator's cost model uses the same rule. */
 static inline int64_t ms__cal_map_pages(int64_t size, int64_t pad, int64_t page) {
-  int64_t nb = (size + pad + 8 + 15) / 16 * 16;
-  return (nb + 8 + page - 1) / page;
+  return ms__malloc_mmap_bytes(size + pad, page) / page;
 }
 
 /* The generator's rule for where glibc keeps the block after a change from
@@ -95,14 +95,13 @@ static inline int64_t ms__cal_map_pages(int64_t size, int64_t pad, int64_t page)
  * below the threshold (the runtime's rule). Returns 1 for mapped. */
 static inline int ms__cal_mapped_next(int mapped, int64_t block, int64_t old, int64_t hw,
                                       int64_t room, int64_t thr) {
-  int64_t chunk = (block + 8 + 15) / 16 * 16;
   if (mapped) return block >= thr;
-  return block > old && chunk >= thr && block > hw && block > room;
+  return block > old && ms__malloc_is_mmapped(block, thr) && block > hw && block > room;
 }
 
 /* The mmap threshold glibc starts with, which calibration fixes for the
  * whole process (memstub_calibrate). */
-#define MS__CAL_MMAP_THRESHOLD (128 * 1024)
+#define MS__CAL_MMAP_THRESHOLD MS__MALLOC_MMAP_THRESHOLD
 
 /* ---- samples (runs.c adds them, figures.c fits them) ----------------------- */
 

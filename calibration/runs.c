@@ -198,8 +198,6 @@ static int rep_sleep(ms__cal_ctx *c, const ms__cal_programs *st, int rep, memstu
 
 /* ---- heap -------------------------------------------------------------------- */
 
-static int mapped_usable(int64_t u, long page) { return u > 0 && (u + 16) % page == 0; }
-
 // The heap trace's state at a point, as the hot runs saw it.
 typedef struct heap_pt {
   int64_t old, size, pad;  // the size before and after; the runtime's block pad
@@ -252,7 +250,7 @@ static int heap_time_point(ms__cal_ctx *c, ms__cal_ser *S, const heap_pt *p, dou
   if (size > old && !was && now) {
     // The copy faults the old size's pages (the line's x); the use phase
     // writes the rest.
-    int64_t copied = (old + p->pad + 16 + c->page - 1) / c->page;
+    int64_t copied = ms__malloc_pages(MS__MALLOC_MMAP_HEADER + old + p->pad, c->page);
     int rc = ms__cal_add(&S[MS__S_TOMMAP], (double)copied, alloc, rep);
     return rc ? rc : ms__cal_add(&S[MS__S_MUSE], (double)(pf > copied ? pf - copied : 0), use, rep);
   }
@@ -284,10 +282,9 @@ static int heap_samples(ms__cal_ctx *c, const memstub_replay *ra, const memstub_
     p.old = p.size;
     p.size += s->use[i].heapAlloc;
     if (p.size < 0) p.size = 0;
-    int64_t chunk = (p.size + p.pad + 8 + 15) / 16 * 16;
-    p.mapped = visible ? mapped_usable(h->heap_usable, c->page)
+    p.mapped = visible ? ms__malloc_usable_is_mmapped(h->heap_usable, c->page)
                        : (p.was_mapped ? p.size + p.pad >= MS__CAL_MMAP_THRESHOLD
-                                       : chunk >= MS__CAL_MMAP_THRESHOLD);
+                                       : ms__malloc_is_mmapped(p.size + p.pad, MS__CAL_MMAP_THRESHOLD));
     p.pf = f->faults_end - f->faults_stack;
     if (!cold) rc = heap_hot_point(c, &p, h, visible, &hw, rep);
     double alloc = phase(c, a->cyc_stack_use, a->cyc_heap_alloc, k);
