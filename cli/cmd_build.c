@@ -1,6 +1,5 @@
 // memstub build: compile a standalone stub program from a generated header.
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,30 +12,38 @@
 #include "ms_spawn.h"
 #include "ms_runtime.h"
 
-static const char usage_text[] =
+enum { O_CC = MS_CLI_LONG };
+
+static const ms_cli_option options[] = {
+    {"output", 'o', "PROGRAM",
+     "the program to write (default: HEADER without .h);\n"
+     "written atomically"},
+    {"name", 'n', "NAME",
+     "the --name the header was generated with (its\n"
+     "descriptor is NAME_memStub); found in the header\n"
+     "when it holds exactly one stub"},
+    {"cc", O_CC, "CC",
+     "the C compiler (default: $MEMSTUB_CC, else $CC, else\n"
+     "the compiler memstub was built with)"},
+    {"verbose", 'v', NULL, "print the compiler command"},
+    {NULL}};
+
+static const ms_cli_spec spec = {
+    "build",
     "usage: memstub build HEADER [-o PROGRAM] [--name NAME] [--cc CC] [-v]\n"
     "\n"
     "Compile a standalone stub program from HEADER, a header made by memstub gen.\n"
     "The program replays the stub; run it with --help for its options\n"
     "(--measure OUT.csv, --timing deadline|usleep, --margin NS, --check).\n"
-    "\n"
-    "options:\n"
-    "  -o, --output PROGRAM    the program to write (default: HEADER without .h);\n"
-    "                          written atomically\n"
-    "  -n, --name NAME         the --name the header was generated with (its\n"
-    "                          descriptor is NAME_memStub); found in the header\n"
-    "                          when it holds exactly one stub\n"
-    "      --cc CC             the C compiler (default: $MEMSTUB_CC, else $CC, else\n"
-    "                          the compiler memstub was built with)\n"
-    "  -v, --verbose           print the compiler command\n"
-    "  -h, --help              show this help\n"
+    "\n",
+    options, 26,
     "\n"
     "The header is compiled with -std=c11 -O2 into the runtime's runtime/stub_main.c\n"
     "and linked against the runtime's static libraries. The program is checked\n"
     "(PROGRAM --check) before it is put in place.\n"
     "\n"
     "Exit status: 0 built; 2 bad usage, a header that is missing, not a memstub\n"
-    "header, does not compile or holds stub data that cannot be replayed.\n";
+    "header, does not compile or holds stub data that cannot be replayed.\n"};
 
 /* The descriptor's name: the identifier after "static const struct
  * memstub_stub" (name_memStub when name is given). 0, or exit status 2 after
@@ -140,31 +147,23 @@ static int lib_paths(const char *libdir, char **argv, int *n, int max, char **ow
 }
 
 int ms_cmd_build(int argc, char **argv) {
-  static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
-                                       {"name", required_argument, NULL, 'n'},
-                                       {"cc", required_argument, NULL, 'C'},
-                                       {"verbose", no_argument, NULL, 'v'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
   const char *out = NULL, *name = NULL, *cc = NULL;
   int verbose = 0;
-  optind = 1;
-  opterr = 0;
+  ms_cli_parser p = {.spec = &spec};
   int c;
-  while ((c = getopt_long(argc, argv, ":o:n:vh", opts, NULL)) != -1) {
+  while ((c = ms_cli_next(&p, argc, argv)) > 0) {
     switch (c) {
-      case 'o': out = optarg; break;
-      case 'n': name = optarg; break;
-      case 'C': cc = optarg; break;
+      case 'o': out = p.arg; break;
+      case 'n': name = p.arg; break;
+      case O_CC: cc = p.arg; break;
       case 'v': verbose = 1; break;
-      case 'h': fputs(usage_text, stdout); return MS_EXIT_OK;
-      case ':': return ms_cli_usage("build", "%s needs a value", argv[optind - 1]);
-      default: return ms_cli_usage("build", "unknown option '%s'", argv[optind - 1]);
     }
   }
-  if (optind != argc - 1)
-    return ms_cli_usage("build", optind == argc ? "missing HEADER" : "more than one HEADER given");
-  const char *header = argv[optind];
+  if (c < 0) return p.status;
+  int first = p.optind;
+  if (first != argc - 1)
+    return ms_cli_usage("build", first == argc ? "missing HEADER" : "more than one HEADER given");
+  const char *header = argv[first];
   if (name && !ms__is_ident(name, strlen(name)))
     return ms_cli_usage("build", "--name: '%s' is not a C identifier", name);
   if (cc && !*cc) return ms_cli_usage("build", "--cc needs a compiler");

@@ -84,7 +84,10 @@ int ms__spawn_start(ms__child *c, char *const argv[], const ms__spawn_opts *o,
                              start_reason(-rc));
   }
   c->pid = pid;
-  if (o->timeout_ns > 0) c->timeout_ns = o->timeout_ns, c->deadline_ns = ms__prim_now_ns() + o->timeout_ns;
+  if (o->timeout_ns > 0) {
+    c->timeout_ns = o->timeout_ns;
+    c->deadline_ns = ms__prim_now_ns() + o->timeout_ns;
+  }
   return 0;
 }
 

@@ -155,7 +155,8 @@ START_TEST(test_spawn_success_capture) {
   ck_assert_int_eq(ms__spawn_check(&r, argv[0], NULL, &err), 0);
   ms__spawn_result_free(&r);
   // A large output through the pipe (more than a pipe buffer holds).
-  char *big[] = {"sh", "-c", "i=0; while [ $i -lt 20000 ]; do echo 0123456789; i=$((i+1)); done", NULL};
+  char *big[] = {"sh", "-c",
+                 "i=0; while [ $i -lt 20000 ]; do echo 0123456789; i=$((i+1)); done", NULL};
   ck_assert_int_eq(ms__spawn_run(big, &o, &r, &err), 0);
   ck_assert_uint_eq(r.out_len, 220000);
   ck_assert_ptr_null(r.err);

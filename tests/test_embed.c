@@ -110,7 +110,8 @@ START_TEST(test_find_package_installed) {
   tu_run_free(&r);
 
   // A version this install is not: refused at configure time.
-  char *src2 = path_in(dir, "src2"), *bld2 = path_in(dir, "b2"), *cml2 = path_in(src2, "CMakeLists.txt");
+  char *src2 = path_in(dir, "src2"), *bld2 = path_in(dir, "b2");
+  char *cml2 = path_in(src2, "CMakeLists.txt");
   ck_assert_int_eq(mkdir(src2, 0777), 0);
   tu_write_file(cml2, "cmake_minimum_required(VERSION 3.20)\nproject(t C)\n"
                       "find_package(memstub 9.0 REQUIRED)\n");
