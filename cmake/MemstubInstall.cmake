@@ -33,6 +33,11 @@ install(EXPORT memstubTargets NAMESPACE memstub:: FILE memstubTargets.cmake
         DESTINATION ${MEMSTUB_CMAKEDIR})
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/memstub DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The sample traces (memstub demo replays synthetic-4.8s.csv).
+install(FILES ${PROJECT_SOURCE_DIR}/traces/samples/listing1.csv
+              ${PROJECT_SOURCE_DIR}/traces/samples/nonlifo.csv
+              ${PROJECT_SOURCE_DIR}/traces/samples/synthetic-4.8s.csv
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/memstub/traces/samples)
 
 # memstubConfig.cmake finds everything relative to itself, so an installed
 # tree can be moved (cmake --install build --prefix DIR).

@@ -109,6 +109,26 @@ START_TEST(test_find_package_installed) {
   ck_assert_str_eq(r.out, "rc=0 numdata=4 name=s probe=0 \n");
   tu_run_free(&r);
 
+  // The installed command finds its data, archives and headers in the
+  // prefix, not where the build was configured to install: it builds and
+  // checks a stub program, and the demo finds its sample trace.
+  char *mexe = path_in(prefix, "bin/memstub"), *h = path_in(dir, "l1.h"), *sp = path_in(dir, "l1");
+  char *genv[] = {mexe, "gen", trace, "-o", h, NULL};
+  r = tu_exec(NULL, genv);
+  ck_assert_msg(r.status == 0, "gen: %s", r.err);
+  tu_run_free(&r);
+  char *bargv[] = {mexe, "build", h, "-o", sp, NULL};
+  r = tu_exec(NULL, bargv);
+  ck_assert_msg(r.status == 0, "build: %s", r.err);
+  tu_run_free(&r);
+  char *sargv[] = {sp, "--check", NULL};
+  r = tu_exec(NULL, sargv);
+  ck_assert_msg(r.status == 0, "check: %s", r.err);
+  tu_run_free(&r);
+  char *sample = path_in(prefix, "share/memstub/traces/samples/synthetic-4.8s.csv");
+  ck_assert(tu_exists(sample));
+  free(sample);
+
   // A version this install is not: refused at configure time.
   char *src2 = path_in(dir, "src2"), *bld2 = path_in(dir, "b2");
   char *cml2 = path_in(src2, "CMakeLists.txt");
@@ -131,7 +151,6 @@ START_TEST(test_find_package_installed) {
   free(bld);
   free(cml);
   free(app);
-  free(trace);
   free(exe_txt);
   free(want);
   free(hdr);
@@ -139,6 +158,10 @@ START_TEST(test_find_package_installed) {
   free(src2);
   free(bld2);
   free(cml2);
+  free(trace);
+  free(mexe);
+  free(h);
+  free(sp);
 }
 END_TEST
 
