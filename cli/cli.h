@@ -48,7 +48,7 @@ void ms_cli_progress(const char *label, uint64_t done, uint64_t total);
  *   static const ms_cli_option opts[] = {
  *       {"output", 'o', "FILE", "write the header to FILE (atomically)"},
  *       {"time-scale", O_TIME_SCALE, "F", "what-if: multiply every time by F"},
- *       {NULL}};
+ *       {0}};
  */
 typedef struct ms_cli_option {
   const char *name;  // the long name, without "--"
@@ -63,7 +63,7 @@ enum { MS_CLI_LONG = 256, MS_CLI_MAX_OPTIONS = 40 };
 typedef struct ms_cli_spec {
   const char *name;           // the subcommand, for messages ("see 'memstub gen --help'")
   const char *intro;          // the help above the options ("usage: ...\n\n...\n")
-  const ms_cli_option *opts;  // ends with {NULL}
+  const ms_cli_option *opts;  // ends with {0}
   int column;                 // where the options' help starts in the list
   const char *outro;          // the help after the options (NULL: none)
 } ms_cli_spec;

@@ -26,7 +26,7 @@ static const ms_cli_option options[] = {
      "the C compiler (default: $MEMSTUB_CC, else $CC, else\n"
      "the compiler memstub was built with)"},
     {"verbose", 'v', NULL, "print the compiler command"},
-    {NULL}};
+    {0}};
 
 static const ms_cli_spec spec = {
     "build",

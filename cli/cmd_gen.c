@@ -25,7 +25,7 @@ static const ms_cli_option options[] = {
      "with --calibration: the timing the stub will be\n"
      "replayed with, deadline (default; work starts early\n"
      "by its predicted cost) or usleep (delays shortened)"},
-    {NULL}};
+    {0}};
 
 static const ms_cli_spec spec = {
     "gen",

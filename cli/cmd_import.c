@@ -13,7 +13,7 @@ static const ms_cli_option options[] = {
     {"stack-curve", O_STACK_CURVE, "C", "memusage: auto (detect, the default), normal, inverted"},
     {"time-unit", O_TIME_UNIT, "U", "memusage: auto, cycles or us"},
     {"cycles-per-ns", O_CYCLES_PER_NS, "F", "memusage: counter ticks per ns of the recording host"},
-    {NULL}};
+    {0}};
 
 static const ms_cli_spec spec = {
     "import",

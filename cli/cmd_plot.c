@@ -16,7 +16,7 @@ static const ms_cli_option options[] = {
     {"size", O_SIZE, "WxH",
      "size in pixels (default 1200x900; PDF: 100 pixels per inch;\n"
      ".txt: 10 x 20 pixels per character)"},
-    {NULL}};
+    {0}};
 
 static const ms_cli_spec spec = {
     "plot",

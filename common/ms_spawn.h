@@ -36,6 +36,9 @@ typedef struct ms__spawn_opts {
                                     // to the child (once); the wait goes on
   const char *what;                 // names the child in messages: "cannot run WHAT
                                     // ('argv0')"; NULL: "cannot run 'argv0'"
+  char *const *env;                 // the child's environment (NULL: the caller's)
+  int like_system;                  // as system(): SIGINT and SIGQUIT are ignored while
+                                    // waiting (the child, in the foreground, gets them)
 } ms__spawn_opts;
 
 // A started child; ms__spawn_wait ends it. Fields are the helper's.
@@ -46,6 +49,8 @@ typedef struct ms__child {
   const char *name, *what;
   volatile sig_atomic_t *forward;
   int forwarded;
+  int like_system, ignoring;
+  struct sigaction old_int, old_quit;  // while ignoring: the actions to restore
 } ms__child;
 
 typedef struct ms__spawn_result {
@@ -60,7 +65,8 @@ typedef struct ms__spawn_result {
 void ms__spawn_opts_init(ms__spawn_opts *o);
 
 /* Start argv[0] (searched on PATH unless it holds a '/') with argv, in the
- * caller's environment. argv and o->what must stay valid until the wait.
+ * caller's environment (or o->env). With o->like_system, SIGINT and SIGQUIT
+ * are ignored from here until the wait ends (the child gets their defaults). argv and o->what must stay valid until the wait.
  * 0, or -errno with err saying "cannot run 'argv0': not found" (ENOENT),
  * "...: permission denied" (EACCES) or the reason; nothing is left running. */
 int ms__spawn_start(ms__child *c, char *const argv[], const ms__spawn_opts *o,
@@ -72,7 +78,8 @@ int ms__spawn_start(ms__child *c, char *const argv[], const ms__spawn_opts *o,
  * killed for the timeout (r filled, err says so); -ECHILD when its status is
  * lost (the caller ignores SIGCHLD, so it was reaped unseen); -ENOMEM or
  * another -errno with err set. The child is never left unreaped except in the
- * -ECHILD case, where the kernel reaped it. */
+ * -ECHILD case, where the kernel reaped it. With like_system, the interrupt
+ * actions ms__spawn_start replaced are put back. */
 int ms__spawn_wait(ms__child *c, ms__spawn_result *r, memstub_error *err);
 
 // ms__spawn_start then ms__spawn_wait; r is filled whenever the child started.

@@ -59,12 +59,20 @@ static void close_fd(int *fd) {
   *fd = -1;
 }
 
+// like_system: put back the interrupt actions ms__spawn_start replaced.
+static void restore_interrupts(ms__child *c) {
+  if (!c->ignoring) return;
+  sigaction(SIGINT, &c->old_int, NULL);
+  sigaction(SIGQUIT, &c->old_quit, NULL);
+  c->ignoring = 0;
+}
+
 int ms__spawn_start(ms__child *c, char *const argv[], const ms__spawn_opts *o,
                     memstub_error *err) {
   ms__spawn_opts def;
   if (!o) ms__spawn_opts_init(&def), o = &def;
   *c = (ms__child){.pid = -1, .out_fd = -1, .err_fd = -1, .name = argv[0], .what = o->what,
-                   .forward = o->forward};
+                   .forward = o->forward, .like_system = o->like_system};
   char lb[300];
   int out_wr = -1, err_wr = -1;
   posix_spawn_file_actions_t fa;
@@ -72,9 +80,33 @@ int ms__spawn_start(ms__child *c, char *const argv[], const ms__spawn_opts *o,
   if (rc == 0) rc = route(&fa, STDIN_FILENO, o->in, NULL, NULL);
   if (rc == 0) rc = route(&fa, STDOUT_FILENO, o->out, &c->out_fd, &out_wr);
   if (rc == 0) rc = route(&fa, STDERR_FILENO, o->err, &c->err_fd, &err_wr);
+  // As system(): the interrupts are ignored here from before the child
+  // exists, and set back to their defaults in the child.
+  posix_spawnattr_t attr;
+  posix_spawnattr_t *ap = NULL;
+  if (rc == 0 && c->like_system) {
+    struct sigaction ign;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    sigaction(SIGINT, &ign, &c->old_int);
+    sigaction(SIGQUIT, &ign, &c->old_quit);
+    c->ignoring = 1;
+    sigset_t dflt;
+    sigemptyset(&dflt);
+    sigaddset(&dflt, SIGINT);
+    sigaddset(&dflt, SIGQUIT);
+    if ((rc = -posix_spawnattr_init(&attr)) == 0) {
+      ap = &attr;
+      rc = -posix_spawnattr_setsigdefault(ap, &dflt);
+      if (rc == 0) rc = -posix_spawnattr_setflags(ap, POSIX_SPAWN_SETSIGDEF);
+    }
+  }
   pid_t pid = -1;
-  if (rc == 0) rc = -posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+  if (rc == 0) rc = -posix_spawnp(&pid, argv[0], &fa, ap, argv, o->env ? o->env : environ);
   posix_spawn_file_actions_destroy(&fa);
+  if (ap) posix_spawnattr_destroy(ap);
+  if (rc < 0) restore_interrupts(c);
   close_fd(&out_wr);
   close_fd(&err_wr);
   if (rc < 0) {
@@ -159,7 +191,15 @@ static int read_captures(ms__child *c, ms__spawn_result *r) {
   return 0;
 }
 
+static int wait_child(ms__child *c, ms__spawn_result *r, memstub_error *err);
+
 int ms__spawn_wait(ms__child *c, ms__spawn_result *r, memstub_error *err) {
+  int rc = wait_child(c, r, err);
+  restore_interrupts(c);
+  return rc;
+}
+
+static int wait_child(ms__child *c, ms__spawn_result *r, memstub_error *err) {
   *r = (ms__spawn_result){0};
   char lb[300];
   int rc = read_captures(c, r);

@@ -338,6 +338,44 @@ START_TEST(test_spawn_forward) {
 }
 END_TEST
 
+// A child with an environment of its own.
+START_TEST(test_spawn_env) {
+  ms__spawn_opts o;
+  ms__spawn_opts_init(&o);
+  o.out = MS__SPAWN_CAPTURE;
+  char *env[] = {"MS_SPAWN_TEST=given", NULL};
+  o.env = env;
+  setenv("MS_SPAWN_OTHER", "inherited", 1);
+  ms__spawn_result r;
+  memstub_error err = {0};
+  char *argv[] = {"/bin/sh", "-c", "echo \"$MS_SPAWN_TEST-$MS_SPAWN_OTHER\"", NULL};
+  ck_assert_int_eq(ms__spawn_run(argv, &o, &r, &err), 0);
+  unsetenv("MS_SPAWN_OTHER");
+  ck_assert_str_eq(r.out, "given-\n");
+  ms__spawn_result_free(&r);
+}
+END_TEST
+
+/* like_system: an interrupt meant for the child (here sent by the child to
+ * its parent) does not end the waiting parent; the old actions come back. */
+START_TEST(test_spawn_like_system) {
+  struct sigaction before;
+  sigaction(SIGINT, NULL, &before);
+  ms__spawn_opts o;
+  ms__spawn_opts_init(&o);
+  o.like_system = 1;
+  ms__spawn_result r;
+  memstub_error err = {0};
+  char *argv[] = {"sh", "-c", "kill -INT $PPID; kill -QUIT $PPID; exit 4", NULL};
+  ck_assert_int_eq(ms__spawn_run(argv, &o, &r, &err), 0);
+  ck_assert_int_eq(ms__spawn_status(&r), 4);
+  struct sigaction after;
+  sigaction(SIGINT, NULL, &after);
+  ck_assert(after.sa_handler == before.sa_handler);
+  ms__spawn_result_free(&r);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("common");
   TCase *tc = tcase_create("afile_num_error");
@@ -357,6 +395,8 @@ int main(void) {
   tcase_add_test(sp, test_spawn_timeout);
   tcase_add_test(sp, test_spawn_sigchld_ignored);
   tcase_add_test(sp, test_spawn_forward);
+  tcase_add_test(sp, test_spawn_env);
+  tcase_add_test(sp, test_spawn_like_system);
   suite_add_tcase(s, sp);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
