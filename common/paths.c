@@ -40,27 +40,29 @@ static const char *installed(const char *rel, const char *configured, char buf[P
   return n > 0 && n < PATH_MAX ? buf : configured;
 }
 
+/* $env when set, else the build tree's dir when running from it, else the
+ * installed dir (PREFIX/rel, see installed()) into buf. */
+static const char *pick(const char *env, const char *build, const char *rel,
+                        const char *configured, char buf[PATH_MAX]) {
+  const char *v = getenv(env);
+  if (v && *v) return v;
+  return in_build_tree() ? build : installed(rel, configured, buf);
+}
+
 const char *ms__datadir(void) {
   static char buf[PATH_MAX];
-  const char *env = getenv("MEMSTUB_DATADIR");
-  if (env && *env) return env;
-  return in_build_tree() ? MEMSTUB_BUILD_SOURCE_DIR
-                         : installed(MEMSTUB_INSTALL_DATADIR_REL, MEMSTUB_INSTALL_DATADIR, buf);
+  return pick("MEMSTUB_DATADIR", MEMSTUB_BUILD_SOURCE_DIR, MEMSTUB_INSTALL_DATADIR_REL,
+              MEMSTUB_INSTALL_DATADIR, buf);
 }
 
 const char *ms__libdir(void) {
   static char buf[PATH_MAX];
-  const char *env = getenv("MEMSTUB_LIBDIR");
-  if (env && *env) return env;
-  return in_build_tree() ? MEMSTUB_BUILD_BINARY_DIR
-                         : installed(MEMSTUB_INSTALL_LIBDIR_REL, MEMSTUB_INSTALL_LIBDIR, buf);
+  return pick("MEMSTUB_LIBDIR", MEMSTUB_BUILD_BINARY_DIR, MEMSTUB_INSTALL_LIBDIR_REL,
+              MEMSTUB_INSTALL_LIBDIR, buf);
 }
 
 const char *ms__includedir(void) {
   static char buf[PATH_MAX];
-  const char *env = getenv("MEMSTUB_INCLUDEDIR");
-  if (env && *env) return env;
-  return in_build_tree()
-             ? MEMSTUB_BUILD_SOURCE_DIR "/include"
-             : installed(MEMSTUB_INSTALL_INCLUDEDIR_REL, MEMSTUB_INSTALL_INCLUDEDIR, buf);
+  return pick("MEMSTUB_INCLUDEDIR", MEMSTUB_BUILD_SOURCE_DIR "/include",
+              MEMSTUB_INSTALL_INCLUDEDIR_REL, MEMSTUB_INSTALL_INCLUDEDIR, buf);
 }
