@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "memstub/calib.h"
 #include "ms_common.h"
 
 static void vmsg(const char *kind, const char *fmt, va_list ap) {
@@ -65,6 +66,16 @@ int ms_cli_i64(const char *cmd, const char *opt, const char *arg, int64_t *out) 
   return 0;
 }
 
+int ms_cli_load_profile(const char *path, memstub_profile *prof) {
+  memstub_error err = {0};
+  char warn[512];
+  int rc = memstub_profile_read(path, prof, &err);
+  if (rc == 0) rc = memstub_profile_check(prof, path, warn, sizeof warn, &err);
+  if (rc < 0) return ms_cli_fail(&err);
+  if (rc > 0) ms_cli_warn("%s", warn);
+  return 0;
+}
+
 int ms_cli_progress_enabled(void) {
   static int enabled = -1;
   if (enabled < 0) enabled = isatty(STDERR_FILENO) && !getenv("MEMSTUB_QUIET");
@@ -78,4 +89,105 @@ void ms_cli_progress(const char *label, uint64_t done, uint64_t total) {
           (unsigned long long)total, pct);
   if (done >= total) fputc('\n', stderr);
   fflush(stderr);
+}
+
+/* ---- options as data ---------------------------------------------------- */
+
+static const ms_cli_option help_option = {"help", 'h', NULL, "show this help"};
+
+// The table's options, then --help: the i-th, or NULL past the end.
+static const ms_cli_option *option_at(const ms_cli_spec *spec, int i) {
+  int n = 0;
+  while (spec->opts[n].name) n++;
+  return i < n ? &spec->opts[i] : i == n ? &help_option : NULL;
+}
+
+void ms_cli_help(const ms_cli_spec *spec, FILE *f) {
+  fputs(spec->intro, f);
+  fputs("options:\n", f);
+  const ms_cli_option *o;
+  for (int i = 0; (o = option_at(spec, i)); i++) {
+    char left[128];
+    const char *sp = o->arg ? " " : "", *arg = o->arg ? o->arg : "";
+    int n = o->key < MS_CLI_LONG
+                ? snprintf(left, sizeof left, "  -%c, --%s%s%s", o->key, o->name, sp, arg)
+                : snprintf(left, sizeof left, "      --%s%s%s", o->name, sp, arg);
+    fprintf(f, "%-*s", spec->column, left);
+    if (n >= spec->column) fprintf(f, " ");
+    // Continuation lines of the help start at the column too.
+    for (const char *h = o->help; *h;) {
+      size_t len = strcspn(h, "\n");
+      fprintf(f, "%.*s\n", (int)len, h);
+      h += len;
+      if (*h == '\n' && *++h) fprintf(f, "%*s", spec->column, "");
+    }
+  }
+  if (spec->outro) fputs(spec->outro, f);
+}
+
+// The getopt_long tables for p->spec, and getopt reset for a new argv.
+static void begin(ms_cli_parser *p) {
+  size_t s = 0;
+  p->shorts[s++] = ':';  // report a missing value as ':', not '?'
+  const ms_cli_option *o;
+  for (int i = 0; (o = option_at(p->spec, i)) && i < MS_CLI_MAX_OPTIONS + 1; i++) {
+    p->longs[i] = (struct option){o->name, o->arg ? required_argument : no_argument, NULL, o->key};
+    if (o->key < MS_CLI_LONG) {
+      p->shorts[s++] = (char)o->key;
+      if (o->arg) p->shorts[s++] = ':';
+    }
+  }
+  p->started = 1;
+  optind = 1;
+  opterr = 0;
+}
+
+int ms_cli_next(ms_cli_parser *p, int argc, char **argv) {
+  if (!p->started) begin(p);
+  int c = getopt_long(argc, argv, p->shorts, p->longs, NULL);
+  p->optind = optind;
+  p->arg = optarg;
+  p->opt = NULL;
+  if (c == -1) return 0;
+  const char *cmd = p->spec->name;
+  if (c == ':') {
+    p->status = ms_cli_usage(cmd, "%s needs a value", argv[optind - 1]);
+    return -1;
+  }
+  const ms_cli_option *o = NULL;
+  for (int i = 0; (o = option_at(p->spec, i)); i++)
+    if (o->key == c) break;
+  if (!o) {
+    p->status = ms_cli_usage(cmd, "unknown option '%s'", argv[optind - 1]);
+    return -1;
+  }
+  if (o == &help_option) {
+    ms_cli_help(p->spec, stdout);
+    p->status = MS_EXIT_OK;
+    return -1;
+  }
+  snprintf(p->optname, sizeof p->optname, "--%s", o->name);
+  p->opt = p->optname;
+  return c;
+}
+
+int ms_cli_arg_double(ms_cli_parser *p, double *out) {
+  return ms_cli_double(p->spec->name, p->opt, p->arg, out) < 0 ? -1 : 0;
+}
+
+int ms_cli_arg_choice(ms_cli_parser *p, const char *const *choices, int *out) {
+  int n = 0;
+  for (; choices[n]; n++)
+    if (strcmp(p->arg, choices[n]) == 0) {
+      *out = n;
+      return 0;
+    }
+  // "expected a, b or c"
+  char list[256] = "";
+  size_t len = 0;
+  for (int i = 0; i < n && len < sizeof list; i++)
+    len += (size_t)snprintf(list + len, sizeof list - len, "%s%s",
+                            i == 0 ? "" : i == n - 1 ? " or " : ", ", choices[i]);
+  ms_cli_usage(p->spec->name, "%s: expected %s, found '%s'", p->opt, list, p->arg);
+  return -1;
 }

@@ -6,7 +6,9 @@
 #ifndef MEMSTUB_CLI_H
 #define MEMSTUB_CLI_H
 
+#include <getopt.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "memstub/error.h"
 
@@ -27,11 +29,70 @@ int ms_cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(pr
 int ms_cli_double(const char *cmd, const char *opt, const char *arg, double *out);
 int ms_cli_i64(const char *cmd, const char *opt, const char *arg, int64_t *out);
 
+struct memstub_profile;
+/* Read and check a calibration profile, warning about what the check finds
+ * doubtful: 0, or MS_EXIT_USAGE after printing why it cannot be used. */
+int ms_cli_load_profile(const char *path, struct memstub_profile *prof);
+
 // Whether progress may be drawn (stderr is a terminal and MEMSTUB_QUIET unset).
 int ms_cli_progress_enabled(void);
 // Redraw a one-line progress indicator "label  done/total" on stderr; a
 // no-op when progress is disabled. done == total ends the line.
 void ms_cli_progress(const char *label, uint64_t done, uint64_t total);
+
+/* ---- options as data ------------------------------------------------------
+ * A subcommand declares its options in one table, from which the parser
+ * makes getopt_long's option array and short-option string, and the help
+ * text makes its options list; --help (-h) is added to every table.
+ *
+ *   static const ms_cli_option opts[] = {
+ *       {"output", 'o', "FILE", "write the header to FILE (atomically)"},
+ *       {"time-scale", O_TIME_SCALE, "F", "what-if: multiply every time by F"},
+ *       {0}};
+ */
+typedef struct ms_cli_option {
+  const char *name;  // the long name, without "--"
+  int key;           // what ms_cli_next returns: the short option when < 256
+                     // (a letter), else a long-only option's id (MS_CLI_LONG + n)
+  const char *arg;   // the argument's name in the help ("FILE"); NULL for a flag
+  const char *help;  // one line of help a '\n' continues, indented to the column
+} ms_cli_option;
+
+enum { MS_CLI_LONG = 256, MS_CLI_MAX_OPTIONS = 40 };
+
+typedef struct ms_cli_spec {
+  const char *name;           // the subcommand, for messages ("see 'memstub gen --help'")
+  const char *intro;          // the help above the options ("usage: ...\n\n...\n")
+  const ms_cli_option *opts;  // ends with {0}
+  int column;                 // where the options' help starts in the list
+  const char *outro;          // the help after the options (NULL: none)
+} ms_cli_spec;
+
+typedef struct ms_cli_parser {
+  const ms_cli_spec *spec;
+  int started;
+  const char *arg;      // the current option's argument (NULL for a flag)
+  const char *opt;      // the current option as "--name", for messages
+  int status;           // when ms_cli_next returns -1: the exit status
+  int optind;           // after the options: the first operand
+  struct option longs[MS_CLI_MAX_OPTIONS + 2];
+  char shorts[2 * MS_CLI_MAX_OPTIONS + 4];
+  char optname[64];
+} ms_cli_parser;
+
+// Print the subcommand's help (intro, "options:", the list, outro) to f.
+void ms_cli_help(const ms_cli_spec *spec, FILE *f);
+/* The next option of argv (argv[0] is the subcommand's name), parsed as
+ * p->spec says (set it and zero the rest before the first call: `ms_cli_parser
+ * p = {.spec = &spec};`): the option's key (p->arg its argument); 0 after the last
+ * option (p->optind the first operand); -1 when parsing ends here with
+ * p->status: 0 after --help was printed, 2 after a usage error was printed
+ * (an unknown option, a missing value). */
+int ms_cli_next(ms_cli_parser *p, int argc, char **argv);
+/* The current option's argument as a number, or one of choices (an index):
+ * 0, or -1 after printing "OPT: expected ..., found '...'" (exit status 2). */
+int ms_cli_arg_double(ms_cli_parser *p, double *out);
+int ms_cli_arg_choice(ms_cli_parser *p, const char *const *choices, int *out);
 
 #define MS_CLI_COMMANDS(X)                                                              \
   X(demo, "run the whole pipeline on a bundled trace (or yours) and show the result")  \

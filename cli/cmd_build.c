@@ -1,46 +1,49 @@
 // memstub build: compile a standalone stub program from a generated header.
 #include <errno.h>
-#include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "ms_common.h"
+#include "ms_spawn.h"
 #include "ms_runtime.h"
 
-extern char **environ;
+enum { O_CC = MS_CLI_LONG };
 
-static const char usage_text[] =
+static const ms_cli_option options[] = {
+    {"output", 'o', "PROGRAM",
+     "the program to write (default: HEADER without .h);\n"
+     "written atomically"},
+    {"name", 'n', "NAME",
+     "the --name the header was generated with (its\n"
+     "descriptor is NAME_memStub); found in the header\n"
+     "when it holds exactly one stub"},
+    {"cc", O_CC, "CC",
+     "the C compiler (default: $MEMSTUB_CC, else $CC, else\n"
+     "the compiler memstub was built with)"},
+    {"verbose", 'v', NULL, "print the compiler command"},
+    {0}};
+
+static const ms_cli_spec spec = {
+    "build",
     "usage: memstub build HEADER [-o PROGRAM] [--name NAME] [--cc CC] [-v]\n"
     "\n"
     "Compile a standalone stub program from HEADER, a header made by memstub gen.\n"
     "The program replays the stub; run it with --help for its options\n"
     "(--measure OUT.csv, --timing deadline|usleep, --margin NS, --check).\n"
-    "\n"
-    "options:\n"
-    "  -o, --output PROGRAM    the program to write (default: HEADER without .h);\n"
-    "                          written atomically\n"
-    "  -n, --name NAME         the --name the header was generated with (its\n"
-    "                          descriptor is NAME_memStub); found in the header\n"
-    "                          when it holds exactly one stub\n"
-    "      --cc CC             the C compiler (default: $MEMSTUB_CC, else $CC, else\n"
-    "                          the compiler memstub was built with)\n"
-    "  -v, --verbose           print the compiler command\n"
-    "  -h, --help              show this help\n"
+    "\n",
+    options, 26,
     "\n"
     "The header is compiled with -std=c11 -O2 into the runtime's runtime/stub_main.c\n"
     "and linked against the runtime's static libraries. The program is checked\n"
     "(PROGRAM --check) before it is put in place.\n"
     "\n"
     "Exit status: 0 built; 2 bad usage, a header that is missing, not a memstub\n"
-    "header, does not compile or holds stub data that cannot be replayed.\n";
+    "header, does not compile or holds stub data that cannot be replayed.\n"};
 
 /* The descriptor's name: the identifier after "static const struct
  * memstub_stub" (name_memStub when name is given). 0, or exit status 2 after
@@ -111,25 +114,18 @@ static int release_stop_signals(const struct sigaction old[], int status) {
   return 128 + caught;
 }
 
-/* Run argv, its stderr to errfd (-1 to inherit). A stop signal caught
- * meanwhile is passed on to it, and it is waited for all the same, so that it
- * writes nothing after. Returns the exit status, 128 + signal, or -errno when
- * it cannot be started. */
-static int run(char *const argv[], int errfd) {
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  if (errfd >= 0) posix_spawn_file_actions_adddup2(&fa, errfd, STDERR_FILENO);
-  pid_t pid;
-  int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return -rc;
-  int st, passed = 0;
-  for (;;) {
-    if (caught && !passed) passed = 1, kill(pid, caught);
-    if (waitpid(pid, &st, 0) == pid) break;
-    if (errno != EINTR) return -errno;
-  }
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+/* Run argv (what names it in messages), its stderr captured into r when
+ * capture is set. A stop signal caught meanwhile is passed on to it, and it
+ * is waited for all the same, so that it writes nothing after. 0 with r
+ * filled (free it), or -errno with err set when it cannot be run or waited for. */
+static int run(char *const argv[], const char *what, int capture, ms__spawn_result *r,
+               memstub_error *err) {
+  ms__spawn_opts so;
+  ms__spawn_opts_init(&so);
+  so.err = capture ? MS__SPAWN_CAPTURE : MS__SPAWN_INHERIT;
+  so.forward = &caught;
+  so.what = what;
+  return ms__spawn_run(argv, &so, r, err);
 }
 
 // path/libNAME.a for each name in the runtime's list; 0 or exit status 2.
@@ -151,31 +147,23 @@ static int lib_paths(const char *libdir, char **argv, int *n, int max, char **ow
 }
 
 int ms_cmd_build(int argc, char **argv) {
-  static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
-                                       {"name", required_argument, NULL, 'n'},
-                                       {"cc", required_argument, NULL, 'C'},
-                                       {"verbose", no_argument, NULL, 'v'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
   const char *out = NULL, *name = NULL, *cc = NULL;
   int verbose = 0;
-  optind = 1;
-  opterr = 0;
+  ms_cli_parser p = {.spec = &spec};
   int c;
-  while ((c = getopt_long(argc, argv, ":o:n:vh", opts, NULL)) != -1) {
+  while ((c = ms_cli_next(&p, argc, argv)) > 0) {
     switch (c) {
-      case 'o': out = optarg; break;
-      case 'n': name = optarg; break;
-      case 'C': cc = optarg; break;
+      case 'o': out = p.arg; break;
+      case 'n': name = p.arg; break;
+      case O_CC: cc = p.arg; break;
       case 'v': verbose = 1; break;
-      case 'h': fputs(usage_text, stdout); return MS_EXIT_OK;
-      case ':': return ms_cli_usage("build", "%s needs a value", argv[optind - 1]);
-      default: return ms_cli_usage("build", "unknown option '%s'", argv[optind - 1]);
     }
   }
-  if (optind != argc - 1)
-    return ms_cli_usage("build", optind == argc ? "missing HEADER" : "more than one HEADER given");
-  const char *header = argv[optind];
+  if (c < 0) return p.status;
+  int first = p.optind;
+  if (first != argc - 1)
+    return ms_cli_usage("build", first == argc ? "missing HEADER" : "more than one HEADER given");
+  const char *header = argv[first];
   if (name && !ms__is_ident(name, strlen(name)))
     return ms_cli_usage("build", "--name: '%s' is not a C identifier", name);
   if (cc && !*cc) return ms_cli_usage("build", "--cc needs a compiler");
@@ -201,7 +189,6 @@ int ms_cmd_build(int argc, char **argv) {
   char *tmp = NULL, *target = NULL, *stubdef = NULL, *main_c = NULL, *ccbuf = NULL;
   char *usedef = NULL, *pointdef = NULL;
   char *owned[16] = {0};
-  FILE *errf = NULL;
   struct sigaction old_actions[MS__ARRAY_SIZE(stop_signals)];
   int catching = 0;
   if (ms__read_file(header, &text, &len, &err) < 0) {
@@ -293,13 +280,15 @@ int ms_cmd_build(int argc, char **argv) {
     fputc('\n', stderr);
   }
   if (caught) goto done;  // stopped before the compiler started
-  int rc = run(cargv, -1);
+  ms__spawn_result res;
+  int rc = run(cargv, "the compiler", 0, &res, &err);
+  ms__spawn_result_free(&res);
   if (caught) goto done;  // stopped: the compiler, passed the signal, has ended
   if (rc < 0) {
-    status = ms_cli_error("cannot run the compiler '%s': %s", cargv[0], strerror(-rc));
+    status = ms_cli_fail(&err);
     goto done;
   }
-  if (rc != 0) {
+  if ((rc = ms__spawn_status(&res)) != 0) {
     status = ms_cli_error("%s: the compiler failed (exit %d); is it a header made by memstub gen?",
                           header, rc);
     goto done;
@@ -311,23 +300,26 @@ int ms_cmd_build(int argc, char **argv) {
   (void)chmod(tmp, 0777 & ~um);
 
   // Check the stub data before the program is put in place.
-  errf = tmpfile();
   char *chargv[] = {tmp, "--check", NULL};
   if (!strchr(tmp, '/')) chargv[0] = ms__asprintf("./%s", tmp), owned[14] = chargv[0];
-  rc = errf && chargv[0] ? run(chargv, fileno(errf)) : -ENOMEM;
-  if (caught) goto done;
-  if (rc != 0) {
-    char msg[1024] = "";
-    if (errf) {
-      rewind(errf);
-      if (!fgets(msg, sizeof msg, errf)) msg[0] = '\0';
-      msg[strcspn(msg, "\n")] = '\0';
-    }
-    const char *why = strstr(msg, "error: ");
-    status = ms_cli_error("%s: %s", header,
-                          why ? why + 7 : rc < 0 ? strerror(-rc) : "the stub does not replay");
+  res = (ms__spawn_result){0};
+  rc = chargv[0] ? run(chargv, "the stub's check", 1, &res, &err)
+                 : memstub_error_set(&err, -ENOMEM, "out of memory");
+  if (caught) {
+    ms__spawn_result_free(&res);
     goto done;
   }
+  if (rc != 0 || ms__spawn_status(&res) != 0) {
+    // The check's first line says why: "...error: <why>".
+    char msg[1024] = "";
+    if (res.err) snprintf(msg, sizeof msg, "%.*s", (int)strcspn(res.err, "\n"), res.err);
+    ms__spawn_result_free(&res);
+    const char *why = strstr(msg, "error: ");
+    status = ms_cli_error("%s: %s", header,
+                          why ? why + 7 : rc < 0 ? err.msg : "the stub does not replay");
+    goto done;
+  }
+  ms__spawn_result_free(&res);
   if (rename(tmp, target) != 0) {
     status = ms_cli_error("%s: cannot write: %s", out, strerror(errno));
     goto done;
@@ -337,7 +329,6 @@ int ms_cmd_build(int argc, char **argv) {
   ms_cli_note("%s: stub program built from %s", out, header);
 
 done:
-  if (errf) fclose(errf);
   if (tmp) unlink(tmp);
   for (size_t i = 0; i < MS__ARRAY_SIZE(owned); i++) free(owned[i]);
   free(tmp);

@@ -1,5 +1,4 @@
 // memstub gen: a trace becomes a memUse header, through GNU m4.
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -7,7 +6,29 @@
 #include "memstub/calib.h"
 #include "memstub/gen.h"
 
-static const char usage_text[] =
+enum { O_TIME_SCALE = MS_CLI_LONG, O_HEAP_SCALE, O_STACK_SCALE };
+
+static const ms_cli_option options[] = {
+    {"output", 'o', "FILE", "write the header to FILE (atomically)"},
+    {"name", 'n', "NAME",
+     "prefix the header's names: NAME_NUMDATA, NAME_memUse,\n"
+     "NAME_memPoint, NAME_memStub (to link several stubs)"},
+    {"time-scale", O_TIME_SCALE, "F", "what-if: multiply every time by F (0.7 = 30%% faster)"},
+    {"heap-scale", O_HEAP_SCALE, "F", "what-if: multiply the heap totals by F"},
+    {"stack-scale", O_STACK_SCALE, "F", "what-if: multiply the stack totals by F"},
+    {"calibration", 'c', "FILE",
+     "compensate for the overheads measured on the target\n"
+     "host (a profile from 'memstub calibrate'): the stack\n"
+     "offset and overhead per frame, the heap overhead,\n"
+     "and the predicted time of each point's work"},
+    {"timing", 't', "MODE",
+     "with --calibration: the timing the stub will be\n"
+     "replayed with, deadline (default; work starts early\n"
+     "by its predicted cost) or usleep (delays shortened)"},
+    {0}};
+
+static const ms_cli_spec spec = {
+    "gen",
     "usage: memstub gen TRACE [-o memuse.h] [options]\n"
     "\n"
     "Generate the stub's simulation data file (the paper's Listing 1): a C header\n"
@@ -15,69 +36,37 @@ static const char usage_text[] =
     "Stack changes are normalised into frame pushes and pops; rows that are not\n"
     "LIFO-shaped get zero-delay points inserted, and memPoint[] maps every point\n"
     "back to its row. Without -o the header goes to standard output.\n"
-    "\n"
-    "options:\n"
-    "  -o, --output FILE       write the header to FILE (atomically)\n"
-    "  -n, --name NAME         prefix the header's names: NAME_NUMDATA, NAME_memUse,\n"
-    "                          NAME_memPoint, NAME_memStub (to link several stubs)\n"
-    "      --time-scale F      what-if: multiply every time by F (0.7 = 30%% faster)\n"
-    "      --heap-scale F      what-if: multiply the heap totals by F\n"
-    "      --stack-scale F     what-if: multiply the stack totals by F\n"
-    "  -c, --calibration FILE  compensate for the overheads measured on the target\n"
-    "                          host (a profile from 'memstub calibrate'): the stack\n"
-    "                          offset and overhead per frame, the heap overhead,\n"
-    "                          and the predicted time of each point's work\n"
-    "  -t, --timing MODE       with --calibration: the timing the stub will be\n"
-    "                          replayed with, deadline (default; work starts early\n"
-    "                          by its predicted cost) or usleep (delays shortened)\n"
-    "  -h, --help              show this help\n";
+    "\n",
+    options, 26, NULL};
 
 int ms_cmd_gen(int argc, char **argv) {
-  static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
-                                       {"name", required_argument, NULL, 'n'},
-                                       {"time-scale", required_argument, NULL, 'T'},
-                                       {"heap-scale", required_argument, NULL, 'H'},
-                                       {"stack-scale", required_argument, NULL, 'S'},
-                                       {"calibration", required_argument, NULL, 'c'},
-                                       {"timing", required_argument, NULL, 't'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
+  static const char *const timings[] = {"deadline", "usleep", NULL};
+  static const int timing_mode[] = {MEMSTUB_TIMING_DEADLINE, MEMSTUB_TIMING_USLEEP};
   memstub_gen_options o;
   memstub_gen_options_init(&o);
   const char *out = "-", *timing = NULL;
-  optind = 1;
-  opterr = 0;
-  int c;
-  while ((c = getopt_long(argc, argv, ":o:n:c:t:h", opts, NULL)) != -1) {
+  ms_cli_parser p = {.spec = &spec};
+  int c, k, bad = 0;
+  while (!bad && (c = ms_cli_next(&p, argc, argv)) > 0) {
     switch (c) {
-      case 'o': out = optarg; break;
-      case 'n': o.name = optarg; break;
-      case 'T':
-        if (ms_cli_double("gen", "--time-scale", optarg, &o.time_scale) < 0) return MS_EXIT_USAGE;
-        break;
-      case 'H':
-        if (ms_cli_double("gen", "--heap-scale", optarg, &o.heap_scale) < 0) return MS_EXIT_USAGE;
-        break;
-      case 'S':
-        if (ms_cli_double("gen", "--stack-scale", optarg, &o.stack_scale) < 0)
-          return MS_EXIT_USAGE;
-        break;
-      case 'c': o.profile_path = optarg; break;
+      case 'o': out = p.arg; break;
+      case 'n': o.name = p.arg; break;
+      case 'c': o.profile_path = p.arg; break;
+      case O_TIME_SCALE: bad = ms_cli_arg_double(&p, &o.time_scale); break;
+      case O_HEAP_SCALE: bad = ms_cli_arg_double(&p, &o.heap_scale); break;
+      case O_STACK_SCALE: bad = ms_cli_arg_double(&p, &o.stack_scale); break;
       case 't':
-        timing = optarg;
-        if (strcmp(optarg, "deadline") == 0) o.timing = MEMSTUB_TIMING_DEADLINE;
-        else if (strcmp(optarg, "usleep") == 0) o.timing = MEMSTUB_TIMING_USLEEP;
-        else
-          return ms_cli_usage("gen", "--timing: expected deadline or usleep, found '%s'", optarg);
+        timing = p.arg;
+        if (!(bad = ms_cli_arg_choice(&p, timings, &k))) o.timing = timing_mode[k];
         break;
-      case 'h': fputs(usage_text, stdout); return MS_EXIT_OK;
-      case ':': return ms_cli_usage("gen", "%s needs a value", argv[optind - 1]);
-      default: return ms_cli_usage("gen", "unknown option '%s'", argv[optind - 1]);
     }
   }
-  if (optind != argc - 1)
-    return ms_cli_usage("gen", optind == argc ? "missing TRACE" : "more than one TRACE given");
-  const char *in = argv[optind];
+  if (bad) return MS_EXIT_USAGE;
+  if (c < 0) return p.status;
+  int first = p.optind;
+  if (first != argc - 1)
+    return ms_cli_usage("gen", first == argc ? "missing TRACE" : "more than one TRACE given");
+  const char *in = argv[first];
   o.source = in;
   if (timing && !o.profile_path)
     return ms_cli_usage("gen", "--timing says what to compensate for: it needs --calibration");
@@ -86,16 +75,11 @@ int ms_cmd_gen(int argc, char **argv) {
   memstub_trace *t = NULL;
   memstub_gen *g = NULL;
   memstub_profile prof;
-  int rc = 0;
   if (o.profile_path) {
-    char warn[512];
-    if ((rc = memstub_profile_read(o.profile_path, &prof, &err)) < 0 ||
-        (rc = memstub_profile_check(&prof, o.profile_path, warn, sizeof warn, &err)) < 0)
-      return ms_cli_fail(&err);
-    if (rc > 0) ms_cli_warn("%s", warn);
+    if (ms_cli_load_profile(o.profile_path, &prof) != 0) return MS_EXIT_USAGE;
     o.profile = &prof;
   }
-  rc = memstub_trace_read(in, &t, &err);
+  int rc = memstub_trace_read(in, &t, &err);
   if (rc == 0 && (rc = memstub_gen_build(t, &o, &g, &err)) < 0) memstub_error_prefix(&err, in);
   if (rc == 0) rc = memstub_gen_emit(g, out, &err);
   if (rc == 0 && o.profile) {

@@ -1,12 +1,22 @@
 // memstub import: valgrind massif or glibc memusage files into traces.
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 #include "memstub/import.h"
 
-static const char usage_text[] =
+enum { O_NS_PER_UNIT = MS_CLI_LONG, O_STACK_CURVE, O_TIME_UNIT, O_CYCLES_PER_NS };
+
+static const ms_cli_option options[] = {
+    {"output", 'o', "FILE", "write the trace to FILE (atomically)"},
+    {"ns-per-unit", O_NS_PER_UNIT, "F", "massif: nanoseconds per instruction or byte of time"},
+    {"stack-curve", O_STACK_CURVE, "C", "memusage: auto (detect, the default), normal, inverted"},
+    {"time-unit", O_TIME_UNIT, "U", "memusage: auto, cycles or us"},
+    {"cycles-per-ns", O_CYCLES_PER_NS, "F", "memusage: counter ticks per ns of the recording host"},
+    {0}};
+
+static const ms_cli_spec spec = {
+    "import",
     "usage: memstub import massif FILE [-o TRACE] [--ns-per-unit F]\n"
     "       memstub import memusage FILE [-o TRACE] [--stack-curve auto|normal|inverted]\n"
     "                               [--time-unit auto|cycles|us] [--cycles-per-ns F]\n"
@@ -23,67 +33,51 @@ static const char usage_text[] =
     "record the stack curve upside down; it is detected and corrected, and the\n"
     "command says so. Times are cycle counter ticks on x86-64 and aarch64 (converted\n"
     "with this host's rate unless --cycles-per-ns is given) or microseconds.\n"
-    "\n"
-    "options:\n"
-    "  -o, --output FILE        write the trace to FILE (atomically)\n"
-    "      --ns-per-unit F      massif: nanoseconds per instruction or byte of time\n"
-    "      --stack-curve C      memusage: auto (detect, the default), normal, inverted\n"
-    "      --time-unit U        memusage: auto, cycles or us\n"
-    "      --cycles-per-ns F    memusage: counter ticks per ns of the recording host\n"
-    "  -h, --help               show this help\n";
+    "\n",
+    options, 27, NULL};
+
+// A number > 0 for the current option: 0, or -1 after a usage error.
+static int positive(ms_cli_parser *p, double *out) {
+  if (ms_cli_arg_double(p, out) < 0) return -1;
+  if (*out > 0) return 0;
+  ms_cli_usage("import", "%s must be > 0", p->opt);
+  return -1;
+}
 
 int ms_cmd_import(int argc, char **argv) {
-  static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
-                                       {"ns-per-unit", required_argument, NULL, 'N'},
-                                       {"stack-curve", required_argument, NULL, 'S'},
-                                       {"time-unit", required_argument, NULL, 'T'},
-                                       {"cycles-per-ns", required_argument, NULL, 'C'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
+  static const char *const curves[] = {"auto", "normal", "inverted", NULL};
+  static const int curve_of[] = {MEMSTUB_STACK_AUTO, MEMSTUB_STACK_NORMAL, MEMSTUB_STACK_INVERTED};
+  static const char *const units[] = {"auto", "cycles", "us", NULL};
+  static const int unit_of[] = {MEMSTUB_TIME_AUTO, MEMSTUB_TIME_CYCLES, MEMSTUB_TIME_US};
   memstub_import_options o;
   memstub_import_options_init(&o);
   const char *out = "-";
-  optind = 1;
-  opterr = 0;
-  int c;
-  while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+  ms_cli_parser p = {.spec = &spec};
+  int c, k, bad = 0;
+  while (!bad && (c = ms_cli_next(&p, argc, argv)) > 0) {
     switch (c) {
-      case 'o': out = optarg; break;
-      case 'N':
-        if (ms_cli_double("import", "--ns-per-unit", optarg, &o.ns_per_unit) < 0)
-          return MS_EXIT_USAGE;
-        if (!(o.ns_per_unit > 0)) return ms_cli_usage("import", "--ns-per-unit must be > 0");
+      case 'o': out = p.arg; break;
+      case O_NS_PER_UNIT: bad = positive(&p, &o.ns_per_unit); break;
+      case O_CYCLES_PER_NS: bad = positive(&p, &o.cycles_per_ns); break;
+      case O_STACK_CURVE:
+        if (!(bad = ms_cli_arg_choice(&p, curves, &k))) o.stack_curve = curve_of[k];
         break;
-      case 'C':
-        if (ms_cli_double("import", "--cycles-per-ns", optarg, &o.cycles_per_ns) < 0)
-          return MS_EXIT_USAGE;
-        if (!(o.cycles_per_ns > 0)) return ms_cli_usage("import", "--cycles-per-ns must be > 0");
+      case O_TIME_UNIT:
+        if (!(bad = ms_cli_arg_choice(&p, units, &k))) o.time_unit = unit_of[k];
         break;
-      case 'S':
-        if (strcmp(optarg, "auto") == 0) o.stack_curve = MEMSTUB_STACK_AUTO;
-        else if (strcmp(optarg, "normal") == 0) o.stack_curve = MEMSTUB_STACK_NORMAL;
-        else if (strcmp(optarg, "inverted") == 0) o.stack_curve = MEMSTUB_STACK_INVERTED;
-        else return ms_cli_usage("import", "--stack-curve: expected auto, normal or inverted, found '%s'", optarg);
-        break;
-      case 'T':
-        if (strcmp(optarg, "auto") == 0) o.time_unit = MEMSTUB_TIME_AUTO;
-        else if (strcmp(optarg, "cycles") == 0) o.time_unit = MEMSTUB_TIME_CYCLES;
-        else if (strcmp(optarg, "us") == 0) o.time_unit = MEMSTUB_TIME_US;
-        else return ms_cli_usage("import", "--time-unit: expected auto, cycles or us, found '%s'", optarg);
-        break;
-      case 'h': fputs(usage_text, stdout); return MS_EXIT_OK;
-      case ':': return ms_cli_usage("import", "%s needs a value", argv[optind - 1]);
-      default: return ms_cli_usage("import", "unknown option '%s'", argv[optind - 1]);
     }
   }
-  if (optind >= argc) return ms_cli_usage("import", "missing the format (massif or memusage)");
-  const char *fmt = argv[optind];
+  if (bad) return MS_EXIT_USAGE;
+  if (c < 0) return p.status;
+  int first = p.optind;
+  if (first >= argc) return ms_cli_usage("import", "missing the format (massif or memusage)");
+  const char *fmt = argv[first];
   int massif = strcmp(fmt, "massif") == 0;
   if (!massif && strcmp(fmt, "memusage") != 0)
     return ms_cli_usage("import", "unknown format '%s' (expected massif or memusage)", fmt);
-  if (optind + 2 != argc)
-    return ms_cli_usage("import", optind + 1 == argc ? "missing FILE" : "more than one FILE given");
-  const char *in = argv[optind + 1];
+  if (first + 2 != argc)
+    return ms_cli_usage("import", first + 1 == argc ? "missing FILE" : "more than one FILE given");
+  const char *in = argv[first + 1];
 
   memstub_error err = {0};
   memstub_trace *t = NULL;

@@ -1,5 +1,4 @@
 // memstub plot: original against replayed curves (the paper's Figure 3), by gnuplot.
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +8,18 @@
 #include "memstub/plot.h"
 #include "ms_common.h"
 
-static const char usage_text[] =
+enum { O_SIZE = MS_CLI_LONG };
+
+static const ms_cli_option options[] = {
+    {"output", 'o', "FILE", "write the figure to FILE (atomically); required"},
+    {"title", 't', "T", "the figure's title (default: ORIGINAL's file name)"},
+    {"size", O_SIZE, "WxH",
+     "size in pixels (default 1200x900; PDF: 100 pixels per inch;\n"
+     ".txt: 10 x 20 pixels per character)"},
+    {0}};
+
+static const ms_cli_spec spec = {
+    "plot",
     "usage: memstub plot ORIGINAL [REPLAYED...] -o FILE [--title T] [--size WxH]\n"
     "\n"
     "Draw stack and heap in use over time (us), the original trace against each\n"
@@ -20,13 +30,8 @@ static const char usage_text[] =
     "for text to read in a terminal (gnuplot's dumb terminal). Runs\n"
     "gnuplot (5.2 or later) on plots/figure3.gp; set MEMSTUB_GNUPLOT to choose the\n"
     "gnuplot program.\n"
-    "\n"
-    "options:\n"
-    "  -o, --output FILE   write the figure to FILE (atomically); required\n"
-    "  -t, --title T       the figure's title (default: ORIGINAL's file name)\n"
-    "      --size WxH      size in pixels (default 1200x900; PDF: 100 pixels per inch;\n"
-    "                      .txt: 10 x 20 pixels per character)\n"
-    "  -h, --help          show this help\n";
+    "\n",
+    options, 22, NULL};
 
 static const char *base_name(const char *p) {
   const char *s = strrchr(p, '/');
@@ -34,48 +39,40 @@ static const char *base_name(const char *p) {
 }
 
 int ms_cmd_plot(int argc, char **argv) {
-  enum { O_SIZE = 256 };
-  static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
-                                       {"title", required_argument, NULL, 't'},
-                                       {"size", required_argument, NULL, O_SIZE},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
   memstub_plot_options po;
   memstub_plot_options_init(&po);
   const char *out = NULL;
-  optind = 1;
-  opterr = 0;
+  ms_cli_parser p = {.spec = &spec};
   int c;
-  while ((c = getopt_long(argc, argv, ":o:t:h", opts, NULL)) != -1) {
+  while ((c = ms_cli_next(&p, argc, argv)) > 0) {
     switch (c) {
-      case 'o': out = optarg; break;
-      case 't': po.title = optarg; break;
+      case 'o': out = p.arg; break;
+      case 't': po.title = p.arg; break;
       case O_SIZE: {
         int w, h, n = 0;
-        if (sscanf(optarg, "%dx%d%n", &w, &h, &n) != 2 || optarg[n] != '\0' || w < 100 || h < 100 ||
-            w > 20000 || h > 20000)
+        if (sscanf(p.arg, "%dx%d%n", &w, &h, &n) != 2 || p.arg[n] != '\0' || w < 100 ||
+            h < 100 || w > 20000 || h > 20000)
           return ms_cli_usage("plot",
                               "--size: expected WIDTHxHEIGHT in pixels (100-20000), "
                               "found '%s'",
-                              optarg);
+                              p.arg);
         po.width = w;
         po.height = h;
         break;
       }
-      case 'h': fputs(usage_text, stdout); return MS_EXIT_OK;
-      case ':': return ms_cli_usage("plot", "%s needs a value", argv[optind - 1]);
-      default: return ms_cli_usage("plot", "unknown option '%s'", argv[optind - 1]);
     }
   }
-  if (optind >= argc) return ms_cli_usage("plot", "missing ORIGINAL");
+  if (c < 0) return p.status;
+  int first = p.optind;
+  if (first >= argc) return ms_cli_usage("plot", "missing ORIGINAL");
   if (!out) return ms_cli_usage("plot", "missing -o FILE (.png, .svg, .pdf or .txt)");
-  for (int i = optind; i < argc; i++)
+  for (int i = first; i < argc; i++)
     if (strcmp(argv[i], "-") == 0)
       return ms_cli_usage("plot", "plot reads its traces from files, not standard input");
 
-  const char *orig_path = argv[optind];
-  size_t nrepl = (size_t)(argc - optind - 1);
-  char **repl_paths = argv + optind + 1;
+  const char *orig_path = argv[first];
+  size_t nrepl = (size_t)(argc - first - 1);
+  char **repl_paths = argv + first + 1;
   memstub_error err = {0};
   memstub_trace *orig = NULL;
   memstub_trace **repl = calloc(nrepl + 1, sizeof *repl);

@@ -15,9 +15,11 @@
 # MEMSTUB_MEASURE from the environment (see docs/runtime.md).
 #
 # Inside the memstub project the function uses its targets (memstub,
-# memstub_runtime). Elsewhere, after find_package(memstub) or an include of
-# this file, it uses MEMSTUB_EXECUTABLE, MEMSTUB_LIBDIR and MEMSTUB_INCLUDEDIR,
-# which default to the installed memstub.
+# memstub_runtime). After find_package(memstub) it uses the installed tree's
+# exported targets (memstub::memstub, memstub::runtime). After an include of
+# this file alone, or when MEMSTUB_EXECUTABLE is set, it uses
+# MEMSTUB_EXECUTABLE, MEMSTUB_LIBDIR and MEMSTUB_INCLUDEDIR, which default to
+# the installed memstub.
 include_guard(GLOBAL)
 
 function(memstub_add_stub)
@@ -64,6 +66,11 @@ function(memstub_add_stub)
     set(exe "$<TARGET_FILE:memstub>")
     set(exe_dep memstub)
     set(runtime memstub_runtime)
+  elseif(TARGET memstub::memstub AND TARGET memstub::runtime AND NOT MEMSTUB_EXECUTABLE)
+    # find_package(memstub): the command and the runtime of that install.
+    set(exe "$<TARGET_FILE:memstub::memstub>")
+    set(exe_dep "$<TARGET_FILE:memstub::memstub>")
+    set(runtime memstub::runtime)
   else()
     if(NOT MEMSTUB_EXECUTABLE)
       set(hint "")

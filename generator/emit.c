@@ -3,19 +3,17 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "ms_spawn.h"
 #include "memstub/memstub.h"
 
 extern const char ms__memuse_template[];  // generator/memuse.h.m4, embedded
 extern const unsigned long ms__memuse_template_len;
-extern char **environ;
 
 // Characters that stand for themselves in C strings, comments and m4 input.
 static int is_safe(unsigned char c) {
@@ -98,21 +96,20 @@ static int run_m4(const memstub_gen *g, int out_fd, memstub_error *err) {
   int in[2];
   if (pipe2(in, O_CLOEXEC) < 0)
     return memstub_error_set(err, -errno, "cannot create a pipe: %s", strerror(errno));
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, in[0], STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&fa, out_fd, STDOUT_FILENO);
+  ms__spawn_opts so;
+  ms__spawn_opts_init(&so);
+  so.in = in[0];
+  so.out = out_fd;
+  so.what = "m4";
   char *argv[] = {(char *)m4, "-P", "--fatal-warnings", "-", NULL};
-  pid_t pid;
-  int rc = posix_spawnp(&pid, m4, &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
+  ms__child child;
+  int rc = ms__spawn_start(&child, argv, &so, err);
   close(in[0]);
-  if (rc != 0) {
+  if (rc < 0) {
     close(in[1]);
-    return memstub_error_set(err, rc == ENOENT ? -ENOENT : -rc,
-                             "cannot run GNU m4 ('%s'): %s; install it (Debian: apt-get install "
-                             "m4) or set MEMSTUB_M4",
-                             m4, strerror(rc));
+    return memstub_error_set(err, rc, "cannot run GNU m4 ('%s'): %s; install it (Debian: apt-get "
+                             "install m4) or set MEMSTUB_M4",
+                             m4, strerror(-rc));
   }
   sigset_t pipe_set, old;
   sigemptyset(&pipe_set);
@@ -133,19 +130,17 @@ static int run_m4(const memstub_gen *g, int out_fd, memstub_error *err) {
   while (sigtimedwait(&pipe_set, NULL, &zero) == SIGPIPE) {
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    // ECHILD when the caller ignores SIGCHLD: m4 was reaped unseen, its
-    // status is lost, and a header it may have cut short must not be taken.
-    int e = errno;
-    if (e != EINTR)
-      return memstub_error_set(err, -e, "cannot wait for m4 ('%s'): %s%s", m4, strerror(e),
-                               e == ECHILD ? " (SIGCHLD is ignored?)" : "");
+  // -ECHILD when the caller ignores SIGCHLD: m4 was reaped unseen, its
+  // status is lost, and a header it may have cut short must not be taken.
+  ms__spawn_result r;
+  rc = ms__spawn_wait(&child, &r, err);
+  ms__spawn_result_free(&r);
+  if (rc < 0) return rc;  // "cannot wait for m4 ('m4'): ..."
+  if (ms__spawn_status(&r) != 0) {
+    char how[96];
+    return memstub_error_set(err, -EIO, "m4 ('%s') failed on generator/memuse.h.m4 (%s)", m4,
+                             ms__spawn_describe(&r, how, sizeof how));
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    return memstub_error_set(err, -EIO, "m4 ('%s') failed on generator/memuse.h.m4 (%s %d)", m4,
-                             WIFEXITED(status) ? "exit status" : "signal",
-                             WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
   if (werr) return memstub_error_set(err, -werr, "feeding m4: %s", strerror(werr));
   return 0;
 }

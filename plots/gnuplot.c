@@ -4,18 +4,15 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ms_common.h"
-
-extern char **environ;
+#include "ms_spawn.h"
 
 static const char install_hint[] =
     "install it (Debian: apt-get install gnuplot-nox) or set MEMSTUB_GNUPLOT to its path";
@@ -105,32 +102,30 @@ static int run(const ms__gnuplot *g, const char *target, const char *const *extr
   argv[n] = NULL;
   int logfd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (logfd < 0) return memstub_error_set(err, -errno, "%s: %s", log, strerror(errno));
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, logfd, STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&fa, logfd, STDERR_FILENO);
-  pid_t pid;
-  int rc = posix_spawnp(&pid, g->program, &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
+  ms__spawn_opts so;
+  ms__spawn_opts_init(&so);
+  so.in = MS__SPAWN_NULL;
+  so.out = so.err = logfd;
+  so.what = "gnuplot";
+  ms__child child;
+  int rc = ms__spawn_start(&child, argv, &so, err);
   close(logfd);
-  if (rc != 0)
-    return memstub_error_set(err, -rc, "cannot run gnuplot ('%s'): %s; %s", g->program,
-                             strerror(rc), install_hint);
-  int status;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR)
-      return memstub_error_set(err, -errno, "waiting for gnuplot: %s", strerror(errno));
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
-  char msg[300];
+  if (rc < 0)
+    return memstub_error_set(err, rc, "cannot run gnuplot ('%s'): %s; %s", g->program,
+                             strerror(-rc), install_hint);
+  ms__spawn_result r;
+  rc = ms__spawn_wait(&child, &r, err);
+  ms__spawn_result_free(&r);
+  if (rc < 0) return rc;  // "cannot wait for gnuplot ('...'): ..."
+  if (ms__spawn_status(&r) == 0) return 0;
+  char msg[300], how[96];
   last_line(log, msg, sizeof msg);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && !msg[0])
+  if (r.exited && r.code == 127 && !msg[0])
     return memstub_error_set(err, -ENOENT, "cannot run gnuplot ('%s'); %s", g->program,
                              install_hint);
-  return memstub_error_set(err, -EIO, "gnuplot ('%s') failed on %s (%s %d)%s%s", g->program,
-                           g->script, WIFEXITED(status) ? "exit status" : "signal",
-                           WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
-                           msg[0] ? ": " : "", msg);
+  return memstub_error_set(err, -EIO, "gnuplot ('%s') failed on %s (%s)%s%s", g->program,
+                           g->script, ms__spawn_describe(&r, how, sizeof how), msg[0] ? ": " : "",
+                           msg);
 }
 
 int ms__gnuplot_render(ms__gnuplot *g, const char *out, const char *const *extra,

@@ -111,7 +111,9 @@ static int parse_comment(parser *ps, memstub_trace *t, const char *p, const char
 }
 
 static int parse_header(parser *ps, memstub_trace *t, const char *p, const char *e) {
-  enum { MAXCOLS = 64 };
+  // The header row holds at most as many columns in all as the extra-column
+  // limit (so 3 fewer extra ones); issue 12 checks the limit where a column is added.
+  enum { MAXCOLS = MEMSTUB_TRACE_MAX_EXTRA_COLUMNS };
   field f[MAXCOLS];
   const char *stray;
   size_t n = split(p, e, f, MAXCOLS, &stray);
@@ -152,7 +154,7 @@ static int parse_header(parser *ps, memstub_trace *t, const char *p, const char 
 
 // Parse one data row and append it to t.
 static int parse_row(parser *ps, memstub_trace *t, const char *p, const char *e) {
-  enum { MAXF = 67 };
+  enum { MAXF = 3 + MEMSTUB_TRACE_MAX_EXTRA_COLUMNS };
   field f[MAXF];
   size_t want = 3 + t->nextra;
   const char *stray;

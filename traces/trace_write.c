@@ -25,7 +25,8 @@ int memstub_trace_fwrite(const memstub_trace *t, FILE *f) {
   fputc('\n', f);
   // Rows are formatted by hand into one buffer: several times faster than
   // fprintf for the million-row traces the generator benchmarks use.
-  char line[21 * 67 + 2];
+  // Up to 20 characters and a separator per field, the newline, a spare byte.
+  char line[21 * (3 + MEMSTUB_TRACE_MAX_EXTRA_COLUMNS) + 2];
   for (size_t r = 0; r < t->n; r++) {
     char *w = line;
     const int64_t fixed[3] = {t->pts[r].time_ns, t->pts[r].stack_bytes, t->pts[r].heap_bytes};

@@ -25,6 +25,9 @@ extern "C" {
 
 #define MEMSTUB_TRACE_VERSION 1
 #define MEMSTUB_TRACE_MAGIC "memstub-trace"
+/* The extra columns a trace may have beyond the fixed three: the reader's and
+ * the writer's row buffers are sized for this many. */
+#define MEMSTUB_TRACE_MAX_EXTRA_COLUMNS 64
 
 typedef struct memstub_point {
   int64_t time_ns;      /* since the component started; never decreases */
