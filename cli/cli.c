@@ -175,6 +175,10 @@ int ms_cli_arg_double(ms_cli_parser *p, double *out) {
   return ms_cli_double(p->spec->name, p->opt, p->arg, out) < 0 ? -1 : 0;
 }
 
+int ms_cli_arg_i64(ms_cli_parser *p, int64_t *out) {
+  return ms_cli_i64(p->spec->name, p->opt, p->arg, out) < 0 ? -1 : 0;
+}
+
 int ms_cli_arg_choice(ms_cli_parser *p, const char *const *choices, int *out) {
   int n = 0;
   for (; choices[n]; n++)

@@ -92,6 +92,7 @@ int ms_cli_next(ms_cli_parser *p, int argc, char **argv);
 /* The current option's argument as a number, or one of choices (an index):
  * 0, or -1 after printing "OPT: expected ..., found '...'" (exit status 2). */
 int ms_cli_arg_double(ms_cli_parser *p, double *out);
+int ms_cli_arg_i64(ms_cli_parser *p, int64_t *out);
 int ms_cli_arg_choice(ms_cli_parser *p, const char *const *choices, int *out);
 
 #define MS_CLI_COMMANDS(X)                                                              \

@@ -1,7 +1,6 @@
 // memstub calibrate: measure the stub's own time and byte overheads on this
 // host (calibration/, docs/calibration.md) and write a profile for
 // memstub gen --calibration.
-#include <getopt.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,7 +10,20 @@
 #include "ms_common.h"
 #include "prim.h"
 
-static const char usage_text[] =
+static const ms_cli_option options[] = {
+    {"output", 'o', "FILE", "write the profile to FILE (atomically); '-' for stdout"},
+    {"quick", 'q', NULL, "smaller traces and 10 repetitions (a few seconds)"},
+    {"repeat", 'r', "R", "repetitions (default 100, or 10 with --quick)"},
+    {"cold-delay", 'd', "NS",
+     "the delay before every point of the cold runs, which\n"
+     "measure the costs as a replay with delays meets them\n"
+     "(every fifth repetition; default 1000000, 1 ms;\n"
+     "200000 to 20000000, or 0 for none)"},
+    {"plot", 'p', "FIG", "draw the fits to FIG (.png, .svg or .pdf) with gnuplot"},
+    {0}};
+
+static const ms_cli_spec spec = {
+    "calibrate",
     "usage: memstub calibrate -o host.profile [--quick] [--repeat R] [--cold-delay NS]\n"
     "                          [--plot FIG]\n"
     "\n"
@@ -21,19 +33,8 @@ static const char usage_text[] =
     "byte overheads), fits the models and writes a profile for\n"
     "'memstub gen --calibration' and 'memstub replay --calibration'.\n"
     "A table of this host's figures beside the paper's goes to standard output.\n"
-    "\n"
-    "options:\n"
-    "  -o, --output FILE   write the profile to FILE (atomically); '-' for stdout\n"
-    "  -q, --quick         smaller traces and 10 repetitions (a few seconds)\n"
-    "  -r, --repeat R      repetitions (default 100, or 10 with --quick)\n"
-    "  -d, --cold-delay NS the delay before every point of the cold runs, which\n"
-    "                      measure the costs as a replay with delays meets them\n"
-    "                      (every fifth repetition; default 1000000, 1 ms;\n"
-    "                      200000 to 20000000, or 0 for none)\n"
-    "  -p, --plot FIG      draw the fits to FIG (.png, .svg or .pdf) with gnuplot\n"
-    "  -h, --help          show this help\n"
-    "\n"
-    "Exit status: 0 calibrated; 2 bad usage, or a run or file that failed.\n";
+    "\n",
+    options, 22, "\nExit status: 0 calibrated; 2 bad usage, or a run or file that failed.\n"};
 
 // Redrawn at most ten times a second (a run takes a few ms), and at the end.
 static void progress(int64_t done, int64_t total, void *arg) {
@@ -227,48 +228,41 @@ static void print_table(const memstub_calib *c) {
   if (p->cold_delay > 0) print_cold(c);
 }
 
+// The range of --repeat: 0, or a usage error's exit status.
+static int check_repeat(int64_t repeat) {
+  if (repeat >= 1 && repeat <= 100000) return 0;
+  return ms_cli_usage("calibrate", "--repeat: %lld is not between 1 and 100000",
+                      (long long)repeat);
+}
+
+// The range of --cold-delay: 0, or a usage error's exit status.
+static int check_cold_delay(int64_t ns) {
+  if (ns == 0 || (ns >= MEMSTUB_CALIB_COLD_DELAY_MIN && ns <= MEMSTUB_CALIB_COLD_DELAY_MAX))
+    return 0;
+  return ms_cli_usage("calibrate", "--cold-delay: %lld is not 0 nor between %d and %d",
+                      (long long)ns, MEMSTUB_CALIB_COLD_DELAY_MIN, MEMSTUB_CALIB_COLD_DELAY_MAX);
+}
+
 int ms_cmd_calibrate(int argc, char **argv) {
-  static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
-                                       {"quick", no_argument, NULL, 'q'},
-                                       {"repeat", required_argument, NULL, 'r'},
-                                       {"cold-delay", required_argument, NULL, 'd'},
-                                       {"plot", required_argument, NULL, 'p'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
   memstub_calib_options o;
   memstub_calib_options_init(&o);
   const char *out = NULL, *plot = NULL;
   int64_t repeat = 0;
-  optind = 1;
-  opterr = 0;
-  int c;
-  while ((c = getopt_long(argc, argv, ":o:qr:d:p:h", opts, NULL)) != -1) {
+  ms_cli_parser p = {.spec = &spec};
+  int c, bad = 0;
+  while (!bad && (c = ms_cli_next(&p, argc, argv)) > 0) {
     switch (c) {
-      case 'o': out = optarg; break;
+      case 'o': out = p.arg; break;
       case 'q': o.quick = 1; break;
-      case 'r':
-        if (ms_cli_i64("calibrate", "--repeat", optarg, &repeat) < 0) return MS_EXIT_USAGE;
-        if (repeat < 1 || repeat > 100000)
-          return ms_cli_usage("calibrate", "--repeat: %lld is not between 1 and 100000",
-                              (long long)repeat);
-        break;
-      case 'd':
-        if (ms_cli_i64("calibrate", "--cold-delay", optarg, &o.cold_delay_ns) < 0)
-          return MS_EXIT_USAGE;
-        if (o.cold_delay_ns != 0 && (o.cold_delay_ns < MEMSTUB_CALIB_COLD_DELAY_MIN ||
-                                     o.cold_delay_ns > MEMSTUB_CALIB_COLD_DELAY_MAX))
-          return ms_cli_usage("calibrate", "--cold-delay: %lld is not 0 nor between %d and %d",
-                              (long long)o.cold_delay_ns, MEMSTUB_CALIB_COLD_DELAY_MIN,
-                              MEMSTUB_CALIB_COLD_DELAY_MAX);
-        break;
-      case 'p': plot = optarg; break;
-      case 'h': fputs(usage_text, stdout); return MS_EXIT_OK;
-      case ':': return ms_cli_usage("calibrate", "%s needs a value", argv[optind - 1]);
-      default: return ms_cli_usage("calibrate", "unknown option '%s'", argv[optind - 1]);
+      case 'r': bad = ms_cli_arg_i64(&p, &repeat) || check_repeat(repeat); break;
+      case 'd': bad = ms_cli_arg_i64(&p, &o.cold_delay_ns) || check_cold_delay(o.cold_delay_ns); break;
+      case 'p': plot = p.arg; break;
     }
   }
-  if (optind != argc)
-    return ms_cli_usage("calibrate", "unexpected argument '%s'", argv[optind]);
+  if (bad) return MS_EXIT_USAGE;
+  if (c < 0) return p.status;
+  if (p.optind != argc)
+    return ms_cli_usage("calibrate", "unexpected argument '%s'", argv[p.optind]);
   if (!out || !*out) return ms_cli_usage("calibrate", "missing -o FILE for the profile");
   o.repetitions = repeat ? repeat : o.quick ? 10 : 100;
   if (ms_cli_progress_enabled()) o.progress = progress;
