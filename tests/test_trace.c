@@ -329,6 +329,106 @@ static memstub_trace *write_and_read(const memstub_trace *t) {
   return u;
 }
 
+/* Issue 12.1: the extra-column limit is checked where a column is added, and
+ * the writer cannot overflow whatever it is given. */
+
+// A trace with nextra extra columns c0..c{n-1} and two rows of wide numbers.
+static memstub_trace *wide_trace(int nextra) {
+  memstub_trace *t = memstub_trace_create();
+  ck_assert_ptr_nonnull(t);
+  for (int c = 0; c < nextra; c++) {
+    char name[16];
+    snprintf(name, sizeof name, "c%d", c);
+    ck_assert_int_eq(memstub_trace_add_column(t, name), c);
+  }
+  for (int r = 0; r < 2; r++) {
+    ck_assert_int_eq(memstub_trace_append(t, r * 1000, 16 * r, INT64_MAX - r), 0);
+    int64_t *ex = memstub_trace_extra_row(t, (size_t)r);
+    for (int c = 0; c < nextra; c++) ex[c] = c % 2 ? INT64_MIN : INT64_MAX - c;
+  }
+  return t;
+}
+
+START_TEST(test_column_limit_api) {
+  memstub_trace *t = wide_trace(0);
+  memstub_trace_free(t);
+  t = memstub_trace_create();
+  for (int c = 0; c < MEMSTUB_TRACE_MAX_EXTRA_COLUMNS; c++) {
+    char name[16];
+    snprintf(name, sizeof name, "c%d", c);
+    ck_assert_int_eq(memstub_trace_add_column(t, name), c);
+  }
+  ck_assert_int_eq(memstub_trace_add_column(t, "one_more"), -E2BIG);
+  ck_assert_int_eq(memstub_trace_column(t, "one_more"), -1);
+  memstub_trace_free(t);
+}
+END_TEST
+
+START_TEST(test_column_limit_round_trip) {
+  char *dir = tu_mkdtemp(), path[512];
+  snprintf(path, sizeof path, "%s/wide.csv", dir);
+  memstub_trace *t = wide_trace(MEMSTUB_TRACE_MAX_EXTRA_COLUMNS), *u = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_write(t, path, &err) == 0, "%s", err.msg);
+  ck_assert_msg(memstub_trace_read(path, &u, &err) == 0, "%s", err.msg);
+  ck_assert_uint_eq(u->nextra, (size_t)MEMSTUB_TRACE_MAX_EXTRA_COLUMNS);
+  ck_assert_uint_eq(u->n, t->n);
+  for (size_t r = 0; r < t->n; r++) {
+    ck_assert_int_eq(u->pts[r].heap_bytes, t->pts[r].heap_bytes);
+    for (size_t c = 0; c < t->nextra; c++)
+      ck_assert_int_eq(memstub_trace_extra_row(u, r)[c], memstub_trace_extra_row(t, r)[c]);
+  }
+  memstub_trace_free(u);
+  memstub_trace_free(t);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+// A file of 3 + nextra columns: the header row, then one row of zeros.
+static void write_wide_file(const char *path, int nextra) {
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("time_ns,stack_bytes,heap_bytes", f);
+  for (int c = 0; c < nextra; c++) fprintf(f, ",c%d", c);
+  fputs("\n0,0,0", f);
+  for (int c = 0; c < nextra; c++) fputs(",0", f);
+  fputs("\n1000,0,0", f);
+  for (int c = 0; c < nextra; c++) fputs(",0", f);
+  fputs("\n", f);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+START_TEST(test_column_limit_refused_by_every_reader) {
+  char *dir = tu_mkdtemp(), path[512], out[512];
+  snprintf(path, sizeof path, "%s/t70.csv", dir);
+  snprintf(out, sizeof out, "%s/out", dir);
+  write_wide_file(path, 70);
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_trace_read(path, &t, &err), -EINVAL);
+  ck_assert_ptr_null(t);
+  ck_assert_msg(strstr(err.msg, "t70.csv:1:") && strstr(err.msg, "too many columns (at most 64"),
+                "%s", err.msg);
+  // Every command that reads a trace refuses it the same way, exit 2, no output.
+  const char *cmds[][6] = {{"gen", path, "-o", out, NULL},
+                           {"replay", path, "--measure", out, NULL},
+                           {"compare", path, path, NULL},
+                           {"compare", tu_src("traces/samples/listing1.csv"), path, NULL},
+                           {"plot", path, "-o", out, NULL},
+                           {"demo", path, "-o", out, NULL}};
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+    tu_run r = tu_memstub(NULL, cmds[i][0], cmds[i][1], cmds[i][2], cmds[i][3], cmds[i][4], NULL);
+    ck_assert_msg(r.status == 2 && strstr(r.err, "too many columns"), "%s: status %d: %s",
+                  cmds[i][0], r.status, r.err);
+    ck_assert_msg(!tu_exists(out), "%s left %s", cmds[i][0], out);
+    tu_run_free(&r);
+  }
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 /* Metadata values the "# key: value" line cannot carry. The fuzzer's input
  * was a value ending in "\r\0": the reader kept "...\r", stored as "... ",
  * and the trailing blank was lost when the written trace was read back. A
@@ -383,6 +483,9 @@ static Suite *trace_suite(void) {
   tcase_add_test(tc, test_samples_parse);
   tcase_add_test(tc, test_large_trace_parses);
   tcase_add_test(tc, test_meta_round_trip);
+  tcase_add_test(tc, test_column_limit_api);
+  tcase_add_test(tc, test_column_limit_round_trip);
+  tcase_add_test(tc, test_column_limit_refused_by_every_reader);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -33,6 +33,7 @@ int memstub_trace_add_column(memstub_trace *t, const char *name) {
       strcmp(name, "time_ns") == 0 || strcmp(name, "stack_bytes") == 0 ||
       strcmp(name, "heap_bytes") == 0)
     return -EINVAL;
+  if (t->nextra >= MEMSTUB_TRACE_MAX_EXTRA_COLUMNS) return -E2BIG;
   char **names = realloc(t->extra_names, (t->nextra + 1) * sizeof *names);
   if (!names) return -ENOMEM;
   t->extra_names = names;
@@ -122,6 +123,9 @@ const char *memstub_trace_get_meta(const memstub_trace *t, const char *key) {
 
 int memstub_trace_validate(const memstub_trace *t, memstub_error *err) {
   if (t->n == 0) return memstub_error_set(err, -EINVAL, "empty trace: no data rows");
+  if (t->nextra > MEMSTUB_TRACE_MAX_EXTRA_COLUMNS)
+    return memstub_error_set(err, -E2BIG, "%zu extra columns: at most %d", t->nextra,
+                             MEMSTUB_TRACE_MAX_EXTRA_COLUMNS);
   for (size_t i = 0; i < t->n; i++) {
     const memstub_point *p = &t->pts[i];
     if (p->time_ns < 0)

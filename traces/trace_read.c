@@ -111,13 +111,13 @@ static int parse_comment(parser *ps, memstub_trace *t, const char *p, const char
 }
 
 static int parse_header(parser *ps, memstub_trace *t, const char *p, const char *e) {
-  // The header row holds at most as many columns in all as the extra-column
-  // limit (so 3 fewer extra ones); issue 12 checks the limit where a column is added.
-  enum { MAXCOLS = MEMSTUB_TRACE_MAX_EXTRA_COLUMNS };
+  enum { MAXCOLS = 3 + MEMSTUB_TRACE_MAX_EXTRA_COLUMNS };
   field f[MAXCOLS];
   const char *stray;
   size_t n = split(p, e, f, MAXCOLS, &stray);
-  if (stray) return fail(ps, stray, "header row: too many columns (at most %d)", MAXCOLS);
+  if (stray)
+    return fail(ps, stray, "header row: too many columns (at most %d beyond the first three)",
+                MEMSTUB_TRACE_MAX_EXTRA_COLUMNS);
   int looks_numeric = f[0].n > 0 && f[0].p[0] >= '0' && f[0].p[0] <= '9';
   for (size_t i = 0; i < 3; i++) {
     if (i >= n)

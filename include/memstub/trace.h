@@ -25,8 +25,8 @@ extern "C" {
 
 #define MEMSTUB_TRACE_VERSION 1
 #define MEMSTUB_TRACE_MAGIC "memstub-trace"
-/* The extra columns a trace may have beyond the fixed three: the reader's and
- * the writer's row buffers are sized for this many. */
+/* The extra columns a trace may have beyond the fixed three: adding one more
+ * is refused (-E2BIG), and so is a file with more. */
 #define MEMSTUB_TRACE_MAX_EXTRA_COLUMNS 64
 
 typedef struct memstub_point {
@@ -57,7 +57,8 @@ void memstub_trace_free(memstub_trace *t);
 
 /* Add an extra column (before any row is added). name must be an identifier
  * ([A-Za-z_][A-Za-z0-9_]*) not used yet. Returns its index among the extra
- * columns, or -EINVAL / -ENOMEM. */
+ * columns, or -EINVAL (a bad or used name, or rows already added), -E2BIG
+ * (MEMSTUB_TRACE_MAX_EXTRA_COLUMNS columns already) or -ENOMEM. */
 int memstub_trace_add_column(memstub_trace *t, const char *name);
 
 /* Index of the extra column called name, or -1. */
