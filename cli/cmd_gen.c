@@ -30,7 +30,17 @@ static const char usage_text[] =
     "  -t, --timing MODE       with --calibration: the timing the stub will be\n"
     "                          replayed with, deadline (default; work starts early\n"
     "                          by its predicted cost) or usleep (delays shortened)\n"
+    "  -f, --format FORM       the form of the points: listing (the paper's\n"
+    "                          Listing 1, readable), compact (packed, compiles in\n"
+    "                          seconds at millions of points) or auto (default:\n"
+    "                          listing up to 16384 points, compact beyond)\n"
     "  -h, --help              show this help\n";
+
+// Progress on a terminal while a large stub's points are written.
+static void gen_progress(void *ctx, int64_t done, int64_t total) {
+  (void)ctx;
+  if (total >= 100000) ms_cli_progress("memstub gen: writing points", (uint64_t)done, (uint64_t)total);
+}
 
 int ms_cmd_gen(int argc, char **argv) {
   static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
@@ -40,15 +50,18 @@ int ms_cmd_gen(int argc, char **argv) {
                                        {"stack-scale", required_argument, NULL, 'S'},
                                        {"calibration", required_argument, NULL, 'c'},
                                        {"timing", required_argument, NULL, 't'},
+                                       {"format", required_argument, NULL, 'f'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   memstub_gen_options o;
   memstub_gen_options_init(&o);
   const char *out = "-", *timing = NULL;
+  memstub_gen_emit_options eo = {.format = MEMSTUB_GEN_FORMAT_AUTO};
+  if (ms_cli_progress_enabled()) eo.progress = gen_progress;
   optind = 1;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, ":o:n:c:t:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":o:n:c:t:f:h", opts, NULL)) != -1) {
     switch (c) {
       case 'o': out = optarg; break;
       case 'n': o.name = optarg; break;
@@ -69,6 +82,11 @@ int ms_cmd_gen(int argc, char **argv) {
         else if (strcmp(optarg, "usleep") == 0) o.timing = MEMSTUB_TIMING_USLEEP;
         else
           return ms_cli_usage("gen", "--timing: expected deadline or usleep, found '%s'", optarg);
+        break;
+      case 'f':
+        if (memstub_gen_format_parse(optarg, &eo.format) < 0)
+          return ms_cli_usage("gen", "--format: expected listing, compact or auto, found '%s'",
+                              optarg);
         break;
       case 'h': fputs(usage_text, stdout); return MS_EXIT_OK;
       case ':': return ms_cli_usage("gen", "%s needs a value", argv[optind - 1]);
@@ -97,7 +115,7 @@ int ms_cmd_gen(int argc, char **argv) {
   }
   rc = memstub_trace_read(in, &t, &err);
   if (rc == 0 && (rc = memstub_gen_build(t, &o, &g, &err)) < 0) memstub_error_prefix(&err, in);
-  if (rc == 0) rc = memstub_gen_emit(g, out, &err);
+  if (rc == 0) rc = memstub_gen_emit_ex(g, out, &eo, NULL, &err);
   if (rc == 0 && o.profile) {
     char comp[512];
     memstub_gen_comp_format(g, comp, sizeof comp);
