@@ -383,7 +383,7 @@ static int run_m4(const memstub_gen *g, const data_files *d, int out_fd, memstub
 
 /* Run m4 on the template, the definitions and d, into path ("-": standard
  * output, only once m4 succeeded). */
-static int emit_m4(const memstub_gen *g, const data_files *d, const char *path,
+static int emit_m4(const memstub_gen *g, const data_files *d, const char *path, int64_t *sync_ns,
                    memstub_error *err) {
   int to_stdout = strcmp(path, "-") == 0;
   ms__afile af;
@@ -418,7 +418,10 @@ static int emit_m4(const memstub_gen *g, const data_files *d, const char *path,
   }
   // m4 wrote to the file descriptor directly; move the stream to its end.
   fseek(af.f, 0, SEEK_END);
-  return ms__afile_commit(&af, err);
+  int64_t t0 = ms__prim_now_ns();
+  rc = ms__afile_commit(&af, err);
+  *sync_ns = ms__prim_now_ns() - t0;
+  return rc;
 }
 
 int memstub_gen_emit(const memstub_gen *g, const char *path, memstub_error *err) {
@@ -436,13 +439,15 @@ int memstub_gen_emit_ex(const memstub_gen *g, const char *path, const memstub_ge
   int64_t t0 = ms__prim_now_ns();
   int rc = write_data(g, o, &d, err);
   int64_t t1 = ms__prim_now_ns();
-  if (rc == 0) rc = emit_m4(g, &d, path, err);
+  int64_t sync_ns = 0;
+  if (rc == 0) rc = emit_m4(g, &d, path, &sync_ns, err);
   int64_t t2 = ms__prim_now_ns();
   remove_data(&d);
   if (rc == 0 && rep) {
     rep->format = d.format;
     rep->format_ns = t1 - t0;
-    rep->m4_ns = t2 - t1;
+    rep->m4_ns = t2 - t1 - sync_ns;
+    rep->sync_ns = sync_ns;
     rep->data_bytes = d.bytes;
   }
   return rc;

@@ -54,7 +54,10 @@ int memstub_stub_decode(const char *data, int64_t len, int64_t numdata, struct m
     prev = point[i];
   }
   if (ok && p == e) return 0;
-  // Damaged data: a row the check refuses, so nothing replays it.
-  if (numdata > 0) point[0] = -1;
+  // Damaged data: point 0 maps to row -1, which the check refuses, so nothing replays it.
+  if (numdata > 0) {
+    use[0] = (struct memAlloc){0, 0, 0};
+    point[0] = -1;
+  }
   return -EINVAL;
 }

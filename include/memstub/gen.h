@@ -120,6 +120,7 @@ typedef struct memstub_gen_emit_report {
   int format;          // the form written (LISTING or COMPACT)
   int64_t format_ns;   // formatting the points in C into the data files
   int64_t m4_ns;       // running m4 on the template with the data included
+  int64_t sync_ns;     // putting the file in place: flush, fsync, rename
   int64_t data_bytes;  // bytes of point data passed through m4 unexpanded
 } memstub_gen_emit_report;
 
