@@ -9,11 +9,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "ms_common.h"
 #include "ms_runtime.h"
+#include "prim.h"
 
 extern char **environ;
 
@@ -111,6 +113,20 @@ static int release_stop_signals(const struct sigaction old[], int status) {
   return 128 + caught;
 }
 
+/* While a large header builds, a terminal shows what runs and for how long
+ * (run() polls instead of blocking); NULL: nothing shown. */
+static const char *progress_label;
+
+static void show_progress(int64_t t0, int done) {
+  if (done) {
+    fputs("\r\033[K", stderr);
+  } else {
+    double s = (double)(ms__prim_now_ns() - t0) / 1e9;
+    fprintf(stderr, "\r\033[Kmemstub build: %s  %.1f s", progress_label, s);
+  }
+  fflush(stderr);
+}
+
 /* Run argv, its stderr to errfd (-1 to inherit). A stop signal caught
  * meanwhile is passed on to it, and it is waited for all the same, so that it
  * writes nothing after. Returns the exit status, 128 + signal, or -errno when
@@ -123,12 +139,20 @@ static int run(char *const argv[], int errfd) {
   int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) return -rc;
-  int st, passed = 0;
+  int st, passed = 0, show = progress_label != NULL;
+  int64_t t0 = ms__prim_now_ns();
   for (;;) {
     if (caught && !passed) passed = 1, kill(pid, caught);
-    if (waitpid(pid, &st, 0) == pid) break;
+    pid_t w = waitpid(pid, &st, show ? WNOHANG : 0);
+    if (w == pid) break;
+    if (w == 0) {  // still running: redraw, then look again in 200 ms
+      show_progress(t0, 0);
+      nanosleep(&(struct timespec){0, 200000000}, NULL);
+      continue;
+    }
     if (errno != EINTR) return -errno;
   }
+  if (show) show_progress(t0, 1);
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -293,6 +317,12 @@ int ms_cmd_build(int argc, char **argv) {
     fputc('\n', stderr);
   }
   if (caught) goto done;  // stopped before the compiler started
+  // Large headers (compact ones of a million points and more) take seconds.
+  char label[64];
+  if (len >= ((size_t)1 << 20) && ms_cli_progress_enabled()) {
+    snprintf(label, sizeof label, "compiling %.0f MB", (double)len / 1e6);
+    progress_label = label;
+  }
   int rc = run(cargv, -1);
   if (caught) goto done;  // stopped: the compiler, passed the signal, has ended
   if (rc < 0) {
@@ -314,7 +344,9 @@ int ms_cmd_build(int argc, char **argv) {
   errf = tmpfile();
   char *chargv[] = {tmp, "--check", NULL};
   if (!strchr(tmp, '/')) chargv[0] = ms__asprintf("./%s", tmp), owned[14] = chargv[0];
+  if (progress_label) progress_label = "checking the stub data";
   rc = errf && chargv[0] ? run(chargv, fileno(errf)) : -ENOMEM;
+  progress_label = NULL;
   if (caught) goto done;
   if (rc != 0) {
     char msg[1024] = "";
