@@ -184,7 +184,7 @@ static void write_compact(const memstub_gen *g, const memstub_gen_emit_options *
     p = put_packed(p, g->use[i].time);
     p = put_packed(p, g->use[i].stackAlloc);
     p = put_packed(p, g->use[i].heapAlloc);
-    p = put_packed(p, g->point[i] - prev);
+    p = put_packed(p, (int64_t)((uint64_t)g->point[i] - (uint64_t)prev));  // wraps, never UB
     prev = g->point[i];
     line += (size_t)(p - q);
     w->n = (size_t)(p - w->buf);

@@ -109,8 +109,11 @@ int memstub_stub_decode(const char *data, int64_t len, int64_t numdata, struct m
                         int64_t *point);
 static struct memAlloc MS_PREFIX[[]]memUse[MS_PREFIX[[]]NUMDATA];
 static int64_t MS_PREFIX[[]]memPoint[MS_PREFIX[[]]NUMDATA];
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverlength-strings" /* beyond ISO C's 4095, fine in gcc and clang */
 static const char MS_PREFIX[[]]memData[] =
 m4_undivert([[$1]]);
+#pragma GCC diagnostic pop
 
 __attribute__((constructor)) static void MS_PREFIX[[]]memDecode(void) {
   memstub_stub_decode(MS_PREFIX[[]]memData, (int64_t)sizeof MS_PREFIX[[]]memData - 1,
