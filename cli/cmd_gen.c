@@ -113,8 +113,13 @@ int ms_cmd_gen(int argc, char **argv) {
     if (rc > 0) ms_cli_warn("%s", warn);
     o.profile = &prof;
   }
+  // On a terminal, the stage under way (a 10M-row trace reads for a second).
+  if (ms_cli_progress_enabled()) fprintf(stderr, "\r\033[Kmemstub gen: reading %s", in);
   rc = memstub_trace_read(in, &t, &err);
+  if (rc == 0 && ms_cli_progress_enabled())
+    fprintf(stderr, "\r\033[Kmemstub gen: normalising %zu rows", t->n);
   if (rc == 0 && (rc = memstub_gen_build(t, &o, &g, &err)) < 0) memstub_error_prefix(&err, in);
+  if (ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
   if (rc == 0) rc = memstub_gen_emit_ex(g, out, &eo, NULL, &err);
   if (rc == 0 && o.profile) {
     char comp[512];

@@ -387,7 +387,7 @@ START_TEST(test_cli_format_refused) {
 }
 END_TEST
 
-// Progress is drawn on a terminal only: with stderr captured, gen says only its note.
+// Progress is drawn on a terminal only: with stderr captured, gen and build say only their notes.
 START_TEST(test_progress_silent_off_tty) {
   char *dir = tu_mkdtemp();
   char csv[4096];
@@ -401,6 +401,16 @@ START_TEST(test_progress_silent_off_tty) {
   ck_assert_ptr_null(strchr(r.err, '\r'));
   ck_assert_ptr_null(strstr(r.err, "writing points"));
   ck_assert_ptr_nonnull(strstr(r.err, "t.h: "));
+  tu_run_free(&r);
+  char h[4096];
+  snprintf(h, sizeof h, "%s/t.h", dir);
+  char *text = tu_read_file(h);
+  ck_assert_int_gt(strlen(text), 1 << 20);  // large enough for build's progress
+  free(text);
+  r = tu_memstub(dir, "build", "t.h", NULL);
+  run_ok(&r, "build");
+  ck_assert_ptr_null(strchr(r.err, '\r'));
+  ck_assert_ptr_null(strstr(r.err, "compiling"));
   tu_run_free(&r);
   tu_rmtree(dir);
   free(dir);
