@@ -3,10 +3,14 @@
 // forms of one trace replay the same stack and heap bytes.
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "memstub/gen.h"
 #include "testutil.h"
@@ -417,6 +421,75 @@ START_TEST(test_progress_silent_off_tty) {
 }
 END_TEST
 
+/* Run `memstub ARGS` in dir with stderr on a pseudo-terminal (stdout to
+ * /dev/null); what it drew there, and its exit status in *status. */
+static char *on_tty(const char *dir, char *const args[], int *status) {
+  int m = posix_openpt(O_RDWR | O_NOCTTY);
+  ck_assert_int_ge(m, 0);
+  ck_assert_int_eq(grantpt(m), 0);
+  ck_assert_int_eq(unlockpt(m), 0);
+  const char *slave = ptsname(m);
+  ck_assert_ptr_nonnull(slave);
+  const char *exe = getenv("MEMSTUB_EXE");
+  ck_assert_ptr_nonnull(exe);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    setsid();
+    int s = open(slave, O_RDWR);
+    int null = open("/dev/null", O_RDWR);
+    if (s < 0 || null < 0 || chdir(dir) != 0) _exit(126);
+    dup2(null, STDIN_FILENO);
+    dup2(null, STDOUT_FILENO);
+    dup2(s, STDERR_FILENO);
+    char *argv[16] = {(char *)exe};
+    for (int i = 0; args[i] && i < 14; i++) argv[i + 1] = args[i];
+    unsetenv("MEMSTUB_QUIET");
+    execv(exe, argv);
+    _exit(127);
+  }
+  size_t cap = 1 << 16, n = 0;
+  char *out = malloc(cap);
+  for (;;) {
+    if (n + 4096 > cap) out = realloc(out, cap *= 2);
+    ssize_t k = read(m, out + n, 4096);
+    if (k <= 0) break;  // EIO once the child and its terminal are gone
+    n += (size_t)k;
+  }
+  out[n] = '\0';
+  ck_assert_int_eq(waitpid(pid, status, 0), pid);
+  close(m);
+  return out;
+}
+
+// On a terminal, gen and build of a large trace show their progress.
+START_TEST(test_progress_on_tty) {
+  char *dir = tu_mkdtemp();
+  char csv[4096];
+  snprintf(csv, sizeof csv, "%s/t.csv", dir);
+  memstub_trace *t = make_trace(120000, 9);
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_trace_write(t, csv, &err), 0);
+  memstub_trace_free(t);
+  int st;
+  char *gen_args[] = {"gen", "t.csv", "-o", "t.h", NULL};
+  char *out = on_tty(dir, gen_args, &st);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
+  ck_assert_ptr_nonnull(strstr(out, "memstub gen: reading t.csv"));
+  ck_assert_ptr_nonnull(strstr(out, "memstub gen: writing points"));
+  ck_assert_ptr_nonnull(strstr(out, "(100%)"));
+  free(out);
+  char *build_args[] = {"build", "t.h", NULL};
+  out = on_tty(dir, build_args, &st);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
+  ck_assert_msg(strstr(out, "memstub build: compiling ") != NULL, "%s", out);
+  ck_assert_msg(strstr(out, "memstub build: checking the stub data") != NULL, "%s", out);
+  free(out);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 static Suite *large_suite(void) {
   Suite *s = suite_create("large");
   TCase *tc = tcase_create("core");
@@ -429,6 +502,7 @@ static Suite *large_suite(void) {
   tcase_add_test(tc, test_damaged_compact_refused);
   tcase_add_test(tc, test_cli_format_refused);
   tcase_add_test(tc, test_progress_silent_off_tty);
+  tcase_add_test(tc, test_progress_on_tty);
   suite_add_tcase(s, tc);
   return s;
 }
