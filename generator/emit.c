@@ -195,14 +195,16 @@ static void write_compact(const memstub_gen *g, const memstub_gen_emit_options *
   progress(o, n, n);
 }
 
-/* A directory of its own under $TMPDIR (or /tmp, should $TMPDIR hold
- * characters that cannot stand in m4 quotes unchanged). */
+/* A directory of its own under $TMPDIR, else /tmp (when $TMPDIR is unset,
+ * holds characters that cannot stand in m4 quotes unchanged, or refuses). */
 static int make_dir(data_files *d, memstub_error *err) {
   const char *t = getenv("TMPDIR");
   int ok = t && *t == '/' && strlen(t) < 2048;
   for (const unsigned char *c = (const unsigned char *)t; ok && *c; c++) ok = is_safe(*c);
-  snprintf(d->dir, sizeof d->dir, "%s/memstub-gen-XXXXXX", ok ? t : "/tmp");
-  if (mkdtemp(d->dir)) return 0;
+  for (int k = ok ? 0 : 1; k < 2; k++) {
+    snprintf(d->dir, sizeof d->dir, "%s/memstub-gen-XXXXXX", k == 0 ? t : "/tmp");
+    if (mkdtemp(d->dir)) return 0;
+  }
   int e = errno;
   memstub_error_set(err, -e, "%s: cannot make a temporary directory: %s", d->dir, strerror(e));
   d->dir[0] = '\0';

@@ -391,6 +391,21 @@ START_TEST(test_cli_format_refused) {
 }
 END_TEST
 
+// The data files go to $TMPDIR, else /tmp: a $TMPDIR that refuses is no failure.
+START_TEST(test_tmpdir_fallback) {
+  const char *bad[] = {"/nonexistent-memstub-test", "relative", "/tmp/we[ird"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    setenv("TMPDIR", bad[i], 1);
+    tu_run r = tu_memstub(tu_src("traces/samples"), "gen", "listing1.csv", NULL);
+    run_ok(&r, "gen");
+    char *golden = tu_read_file(tu_src("tests/golden/listing1.h"));
+    ck_assert_str_eq(r.out, golden);
+    free(golden);
+    tu_run_free(&r);
+  }
+}
+END_TEST
+
 // Progress is drawn on a terminal only: with stderr captured, gen and build say only their notes.
 START_TEST(test_progress_silent_off_tty) {
   char *dir = tu_mkdtemp();
@@ -501,6 +516,7 @@ static Suite *large_suite(void) {
   tcase_add_test(tc, test_both_forms_same_replay);
   tcase_add_test(tc, test_damaged_compact_refused);
   tcase_add_test(tc, test_cli_format_refused);
+  tcase_add_test(tc, test_tmpdir_fallback);
   tcase_add_test(tc, test_progress_silent_off_tty);
   tcase_add_test(tc, test_progress_on_tty);
   suite_add_tcase(s, tc);
