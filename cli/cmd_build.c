@@ -11,6 +11,7 @@
 #include "ms_common.h"
 #include "ms_spawn.h"
 #include "ms_runtime.h"
+#include "prim.h"
 
 enum { O_CC = MS_CLI_LONG };
 
@@ -114,6 +115,17 @@ static int release_stop_signals(const struct sigaction old[], int status) {
   return 128 + caught;
 }
 
+/* While a large header builds, a terminal shows what runs and for how long;
+ * NULL: nothing shown. */
+static const char *progress_label;
+
+// The spawn helper's tick: redraw "memstub build: LABEL  N.N s".
+static void show_progress(void *arg, int64_t elapsed_ns) {
+  (void)arg;
+  fprintf(stderr, "\r\033[Kmemstub build: %s  %.1f s", progress_label, (double)elapsed_ns / 1e9);
+  fflush(stderr);
+}
+
 /* Run argv (what names it in messages), its stderr captured into r when
  * capture is set. A stop signal caught meanwhile is passed on to it, and it
  * is waited for all the same, so that it writes nothing after. 0 with r
@@ -125,7 +137,10 @@ static int run(char *const argv[], const char *what, int capture, ms__spawn_resu
   so.err = capture ? MS__SPAWN_CAPTURE : MS__SPAWN_INHERIT;
   so.forward = &caught;
   so.what = what;
-  return ms__spawn_run(argv, &so, r, err);
+  if (progress_label) so.tick = show_progress;
+  int rc = ms__spawn_run(argv, &so, r, err);
+  if (progress_label) fputs("\r\033[K", stderr), fflush(stderr);
+  return rc;
 }
 
 // path/libNAME.a for each name in the runtime's list; 0 or exit status 2.
@@ -280,6 +295,12 @@ int ms_cmd_build(int argc, char **argv) {
     fputc('\n', stderr);
   }
   if (caught) goto done;  // stopped before the compiler started
+  // Large headers (compact ones of a million points and more) take seconds.
+  char label[64];
+  if (len >= ((size_t)1 << 20) && ms_cli_progress_enabled()) {
+    snprintf(label, sizeof label, "compiling %.0f MB", (double)len / 1e6);
+    progress_label = label;
+  }
   ms__spawn_result res;
   int rc = run(cargv, "the compiler", 0, &res, &err);
   ms__spawn_result_free(&res);
@@ -303,8 +324,10 @@ int ms_cmd_build(int argc, char **argv) {
   char *chargv[] = {tmp, "--check", NULL};
   if (!strchr(tmp, '/')) chargv[0] = ms__asprintf("./%s", tmp), owned[14] = chargv[0];
   res = (ms__spawn_result){0};
+  if (progress_label) progress_label = "checking the stub data";
   rc = chargv[0] ? run(chargv, "the stub's check", 1, &res, &err)
                  : memstub_error_set(&err, -ENOMEM, "out of memory");
+  progress_label = NULL;
   if (caught) {
     ms__spawn_result_free(&res);
     goto done;

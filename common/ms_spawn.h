@@ -39,7 +39,13 @@ typedef struct ms__spawn_opts {
   char *const *env;                 // the child's environment (NULL: the caller's)
   int like_system;                  // as system(): SIGINT and SIGQUIT are ignored while
                                     // waiting (the child, in the foreground, gets them)
+  void (*tick)(void *arg, int64_t elapsed_ns);  // non-NULL: called about every
+  void *tick_arg;                   // MS__SPAWN_TICK_NS while waiting, first as the
+                                    // wait begins (progress)
 } ms__spawn_opts;
+
+enum { MS__SPAWN_TICK_MS = 200 };
+#define MS__SPAWN_TICK_NS ((int64_t)MS__SPAWN_TICK_MS * 1000000)
 
 // A started child; ms__spawn_wait ends it. Fields are the helper's.
 typedef struct ms__child {
@@ -50,6 +56,9 @@ typedef struct ms__child {
   volatile sig_atomic_t *forward;
   int forwarded;
   int like_system, ignoring;
+  void (*tick)(void *arg, int64_t elapsed_ns);
+  void *tick_arg;
+  int64_t start_ns, next_tick_ns;
   struct sigaction old_int, old_quit;  // while ignoring: the actions to restore
 } ms__child;
 

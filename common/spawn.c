@@ -116,6 +116,10 @@ int ms__spawn_start(ms__child *c, char *const argv[], const ms__spawn_opts *o,
                              start_reason(-rc));
   }
   c->pid = pid;
+  c->tick = o->tick;
+  c->tick_arg = o->tick_arg;
+  c->start_ns = ms__prim_now_ns();
+  c->next_tick_ns = c->start_ns;  // the first tick as the wait begins
   if (o->timeout_ns > 0) {
     c->timeout_ns = o->timeout_ns;
     c->deadline_ns = ms__prim_now_ns() + o->timeout_ns;
@@ -159,13 +163,25 @@ static void time_out(ms__child *c, ms__spawn_result *r) {
   close_fd(&c->err_fd);
 }
 
-// Milliseconds to the deadline for poll (-1: none), rounded up.
+// The caller's tick, when its time has come.
+static void tick(ms__child *c) {
+  if (!c->tick) return;
+  int64_t now = ms__prim_now_ns();
+  if (now < c->next_tick_ns) return;
+  c->next_tick_ns = now + MS__SPAWN_TICK_NS;
+  c->tick(c->tick_arg, now - c->start_ns);
+}
+
+// Milliseconds to the deadline for poll (-1: none), rounded up; at most a
+// tick's period when the caller has a tick.
 static int poll_ms(const ms__child *c, const ms__spawn_result *r) {
-  if (!c->deadline_ns || r->timed_out) return -1;
+  int cap = c->tick ? MS__SPAWN_TICK_MS : -1;
+  if (!c->deadline_ns || r->timed_out) return cap;
   int64_t left = c->deadline_ns - ms__prim_now_ns();
   if (left <= 0) return 0;
   int64_t ms = (left + 999999) / 1000000;
-  return ms > 1000 ? 1000 : (int)ms;
+  if (cap < 0) cap = 1000;
+  return ms > cap ? cap : (int)ms;
 }
 
 /* Read the capture pipes until both are closed (or the timeout passes).
@@ -173,6 +189,7 @@ static int poll_ms(const ms__child *c, const ms__spawn_result *r) {
 static int read_captures(ms__child *c, ms__spawn_result *r) {
   while (c->out_fd >= 0 || c->err_fd >= 0) {
     pass_on(c);
+    tick(c);
     if (c->deadline_ns && ms__prim_now_ns() >= c->deadline_ns) {
       time_out(c, r);
       break;
@@ -213,15 +230,16 @@ static int wait_child(ms__child *c, ms__spawn_result *r, memstub_error *err) {
   for (;;) {
     pass_on(c);
     int timed = c->deadline_ns && !r->timed_out;
-    pid_t got = waitpid(c->pid, &st, timed ? WNOHANG : 0);
+    pid_t got = waitpid(c->pid, &st, timed || c->tick ? WNOHANG : 0);
     if (got == c->pid) break;
     if (got == 0) {
-      // Still running under a deadline: sleep a little, or kill it.
-      int64_t now = ms__prim_now_ns();
-      if (now >= c->deadline_ns)
+      // Still running under a deadline or a tick: sleep a little, or kill it.
+      tick(c);
+      int64_t now = ms__prim_now_ns(), until = now + (timed ? 2000000 : 20000000);
+      if (timed && now >= c->deadline_ns)
         time_out(c, r);
       else
-        ms__prim_sleep_until(now + 2000000 < c->deadline_ns ? now + 2000000 : c->deadline_ns);
+        ms__prim_sleep_until(timed && c->deadline_ns < until ? c->deadline_ns : until);
       continue;
     }
     if (errno == EINTR) continue;

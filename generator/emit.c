@@ -1,16 +1,23 @@
 // memstub_gen_emit: stub data -> m4 input -> GNU m4 -> header file.
+//
+// m4 shapes the header (generator/memuse.h.m4: the comment, the types, the
+// names, the descriptor); the points, the bulk of a large header, are
+// formatted here into temporary files that the template copies in unexpanded
+// (m4_undivert), so no point passes through macro expansion.
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
 #include "ms_spawn.h"
 #include "memstub/memstub.h"
+#include "prim.h"
 
 extern const char ms__memuse_template[];  // generator/memuse.h.m4, embedded
 extern const unsigned long ms__memuse_template_len;
@@ -19,6 +26,238 @@ extern const unsigned long ms__memuse_template_len;
 static int is_safe(unsigned char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
          (c && strchr(" ._/+=:,@%-()~", c));
+}
+
+/* ---- the point data, formatted in C --------------------------------------- */
+
+/* The files the template copies in unexpanded: use and map rows for a
+ * listing, the packed string literal for the compact form. */
+typedef struct data_files {
+  int format;          // LISTING or COMPACT
+  char dir[4096];      // private temporary directory, "" until made
+  char file[2][4200];  // [0] use or data, [1] map; "" until made
+  int64_t bytes;       // written in all
+} data_files;
+
+int memstub_gen_format_parse(const char *s, int *format) {
+  static const char *const names[] = {"auto", "listing", "compact"};
+  for (int i = 0; i < 3; i++)
+    if (strcmp(s, names[i]) == 0) {
+      *format = i;
+      return 0;
+    }
+  return -EINVAL;
+}
+
+int memstub_gen_format_for(int format, int64_t numdata) {
+  if (format == MEMSTUB_GEN_FORMAT_LISTING || format == MEMSTUB_GEN_FORMAT_COMPACT) return format;
+  return numdata <= MEMSTUB_GEN_LISTING_MAX ? MEMSTUB_GEN_FORMAT_LISTING
+                                            : MEMSTUB_GEN_FORMAT_COMPACT;
+}
+
+// A buffered writer on a file descriptor: no stdio, no printf per field.
+#define WBUF_CAP (1 << 20)
+typedef struct wbuf {
+  int fd;
+  int err;  // first errno, 0 if none
+  size_t n;
+  int64_t total;
+  char *buf;  // [WBUF_CAP]
+} wbuf;
+
+static void wb_flush(wbuf *w) {
+  size_t off = 0;
+  while (off < w->n && !w->err) {
+    ssize_t k = write(w->fd, w->buf + off, w->n - off);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) w->err = k < 0 ? errno : EIO;
+    else off += (size_t)k;
+  }
+  w->total += (int64_t)w->n;
+  w->n = 0;
+}
+
+// Room for need more bytes at w->buf + w->n (need well below WBUF_CAP).
+static char *wb_room(wbuf *w, size_t need) {
+  if (w->n + need > WBUF_CAP) wb_flush(w);
+  return w->buf + w->n;
+}
+
+static char *put_str(char *p, const char *s, size_t n) {
+  memcpy(p, s, n);
+  return p + n;
+}
+
+// Decimal, as printf's %lld writes it.
+static char *put_i64(char *p, int64_t v) {
+  uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+  char tmp[20];
+  int n = 0;
+  if (v < 0) *p++ = '-';
+  do {
+    tmp[n++] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u);
+  while (n) *p++ = tmp[--n];
+  return p;
+}
+
+/* The compact encoding (docs/formats.md, "Compact data"; decoded by
+ * runtime/decode.c): per point the zigzag of time, stackAlloc, heapAlloc and
+ * the row step point[i] - point[i - 1], each in 5-bit groups, low first, one
+ * character a group: the last group from digit_end, the others from
+ * digit_more. Neither holds '"', '\\' or '?', so the data sits in a C
+ * string literal as it is. */
+static const char digit_end[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef";
+static const char digit_more[] = "ghijklmnopqrstuvwxyz0123456789-_";
+#define COMPACT_TAG "ms1."
+#define COMPACT_LINE 4000  // characters of data per literal line
+
+static char *put_packed(char *p, int64_t v) {
+  uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+  while (z >= 32) {
+    *p++ = digit_more[z & 31];
+    z >>= 5;
+  }
+  *p++ = digit_end[z];
+  return p;
+}
+
+// The current progress step: every 2^16 points, and the end.
+static void progress(const memstub_gen_emit_options *o, int64_t done, int64_t total) {
+  if (o->progress && ((done & 0xffff) == 0 || done == total))
+    o->progress(o->progress_ctx, done, total);
+}
+
+static void write_listing(const memstub_gen *g, const memstub_gen_emit_options *o, wbuf *use,
+                          wbuf *map) {
+  const int64_t n = g->stub.numdata;
+  for (int64_t i = 0; i < n; i++) {
+    progress(o, i, n);
+    // "  [i].time = T, [i].stackAlloc = S, [i].heapAlloc = H,\n": at most 130 bytes
+    char *p = wb_room(use, 160);
+    p = put_str(p, "  [", 3);
+    p = put_i64(p, i);
+    p = put_str(p, "].time = ", 9);
+    p = put_i64(p, g->use[i].time);
+    p = put_str(p, ", [", 3);
+    p = put_i64(p, i);
+    p = put_str(p, "].stackAlloc = ", 15);
+    p = put_i64(p, g->use[i].stackAlloc);
+    p = put_str(p, ", [", 3);
+    p = put_i64(p, i);
+    p = put_str(p, "].heapAlloc = ", 14);
+    p = put_i64(p, g->use[i].heapAlloc);
+    p = put_str(p, ",\n", 2);
+    use->n = (size_t)(p - use->buf);
+  }
+  for (int64_t i = 0; i < n; i += 16) {
+    char *p = wb_room(map, 16 * 22 + 8);
+    p = put_str(p, "  ", 2);
+    for (int64_t k = i; k < n && k < i + 16; k++) {
+      if (k > i) p = put_str(p, ", ", 2);
+      p = put_i64(p, g->point[k]);
+    }
+    p = put_str(p, ",\n", 2);
+    map->n = (size_t)(p - map->buf);
+  }
+  progress(o, n, n);
+}
+
+static void write_compact(const memstub_gen *g, const memstub_gen_emit_options *o, wbuf *w) {
+  const int64_t n = g->stub.numdata;
+  char *p = wb_room(w, 8);
+  p = put_str(p, "  \"" COMPACT_TAG, 3 + sizeof COMPACT_TAG - 1);
+  w->n = (size_t)(p - w->buf);
+  size_t line = sizeof COMPACT_TAG - 1;
+  int64_t prev = 0;
+  for (int64_t i = 0; i < n; i++) {
+    progress(o, i, n);
+    p = wb_room(w, 4 * 13 + 8);
+    if (line >= COMPACT_LINE) {  // a new literal on a new line; C joins them
+      p = put_str(p, "\"\n  \"", 5);
+      line = 0;
+    }
+    char *q = p;
+    p = put_packed(p, g->use[i].time);
+    p = put_packed(p, g->use[i].stackAlloc);
+    p = put_packed(p, g->use[i].heapAlloc);
+    p = put_packed(p, (int64_t)((uint64_t)g->point[i] - (uint64_t)prev));  // wraps, never UB
+    prev = g->point[i];
+    line += (size_t)(p - q);
+    w->n = (size_t)(p - w->buf);
+  }
+  p = wb_room(w, 4);
+  p = put_str(p, "\"", 1);
+  w->n = (size_t)(p - w->buf);
+  progress(o, n, n);
+}
+
+/* A directory of its own under $TMPDIR, else /tmp (when $TMPDIR is unset,
+ * holds characters that cannot stand in m4 quotes unchanged, or refuses). */
+static int make_dir(data_files *d, memstub_error *err) {
+  const char *t = getenv("TMPDIR");
+  int ok = t && *t == '/' && strlen(t) < 2048;
+  for (const unsigned char *c = (const unsigned char *)t; ok && *c; c++) ok = is_safe(*c);
+  for (int k = ok ? 0 : 1; k < 2; k++) {
+    snprintf(d->dir, sizeof d->dir, "%s/memstub-gen-XXXXXX", k == 0 ? t : "/tmp");
+    if (mkdtemp(d->dir)) return 0;
+  }
+  int e = errno;
+  memstub_error_set(err, -e, "%s: cannot make a temporary directory: %s", d->dir, strerror(e));
+  d->dir[0] = '\0';
+  return -e;
+}
+
+static int open_data(data_files *d, int k, const char *name, wbuf *w, memstub_error *err) {
+  snprintf(d->file[k], sizeof d->file[k], "%s/%s", d->dir, name);
+  w->fd = open(d->file[k], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (w->fd >= 0) return 0;
+  int e = errno;
+  d->file[k][0] = '\0';
+  return memstub_error_set(err, -e, "%s/%s: cannot create: %s", d->dir, name, strerror(e));
+}
+
+static int close_data(data_files *d, int k, wbuf *w, memstub_error *err) {
+  if (w->fd < 0) return 0;
+  wb_flush(w);
+  d->bytes += w->total;
+  if (close(w->fd) != 0 && !w->err) w->err = errno;
+  w->fd = -1;
+  if (w->err)
+    return memstub_error_set(err, -w->err, "%s: write failed: %s", d->file[k], strerror(w->err));
+  return 0;
+}
+
+// Format the points into d's files. 0 or a negative errno with err set.
+static int write_data(const memstub_gen *g, const memstub_gen_emit_options *o, data_files *d,
+                      memstub_error *err) {
+  int rc = make_dir(d, err);
+  if (rc < 0) return rc;
+  wbuf w[2] = {{.fd = -1}, {.fd = -1}};
+  int nf = d->format == MEMSTUB_GEN_FORMAT_COMPACT ? 1 : 2;
+  for (int k = 0; k < nf && rc == 0; k++)
+    if (!(w[k].buf = malloc(WBUF_CAP))) rc = memstub_error_set(err, -ENOMEM, "out of memory");
+  if (rc == 0) rc = open_data(d, 0, nf == 1 ? "data" : "use", &w[0], err);
+  if (rc == 0 && nf == 2) rc = open_data(d, 1, "map", &w[1], err);
+  if (rc == 0) {
+    if (nf == 1)
+      write_compact(g, o, &w[0]);
+    else
+      write_listing(g, o, &w[0], &w[1]);
+  }
+  for (int k = 0; k < nf; k++) {
+    int r = close_data(d, k, &w[k], err);
+    if (rc == 0) rc = r;
+    free(w[k].buf);
+  }
+  return rc;
+}
+
+static void remove_data(data_files *d) {
+  for (int k = 0; k < 2; k++)
+    if (d->file[k][0]) unlink(d->file[k]);
+  if (d->dir[0]) rmdir(d->dir);
 }
 
 /* Define macro `m` as s, quoted twice so its expansion is never rescanned:
@@ -40,7 +279,7 @@ static void define_num(FILE *f, const char *m, long long v) {
   fprintf(f, "m4_define([[%s]], [[%lld]])m4_dnl\n", m, v);
 }
 
-static void write_input(FILE *f, const memstub_gen *g) {
+static void write_input(FILE *f, const memstub_gen *g, const data_files *d) {
   const struct memstub_stub *s = &g->stub;
   fwrite(ms__memuse_template, 1, ms__memuse_template_len, f);
   // The name is any length: NAME_ and the guard are written, never truncated.
@@ -74,23 +313,17 @@ static void write_input(FILE *f, const memstub_gen *g) {
   define_num(f, "MS_HEAP_DOWN", g->heap_down);
   define_num(f, "MS_FINAL_HEAP", g->final_heap);
   fputs("MS_BEGIN[[]]m4_dnl\n", f);
-  for (int64_t i = 0; i < s->numdata; i++)
-    fprintf(f, "MS_POINT(%lld,%lld,%lld,%lld)m4_dnl\n", (long long)i, (long long)g->use[i].time,
-            (long long)g->use[i].stackAlloc, (long long)g->use[i].heapAlloc);
-  fputs("MS_MAP_BEGIN[[]]m4_dnl\n", f);
-  for (int64_t i = 0; i < s->numdata; i += 16) {
-    fputs("MS_MAP(", f);
-    for (int64_t k = i; k < s->numdata && k < i + 16; k++)
-      fprintf(f, "%s%lld", k > i ? "," : "", (long long)g->point[k]);
-    fputs(")m4_dnl\n", f);
-  }
+  if (d->format == MEMSTUB_GEN_FORMAT_COMPACT)
+    fprintf(f, "MS_COMPACT([[%s]])m4_dnl\n", d->file[0]);
+  else
+    fprintf(f, "MS_LISTING([[%s]], [[%s]])m4_dnl\n", d->file[0], d->file[1]);
   fputs("MS_END[[]]m4_dnl\n", f);
 }
 
 /* Run m4 reading a pipe we feed and writing to out_fd. SIGPIPE is blocked
  * while feeding (and any pending one consumed), so an m4 that dies early
  * gives EPIPE here rather than killing the caller. */
-static int run_m4(const memstub_gen *g, int out_fd, memstub_error *err) {
+static int run_m4(const memstub_gen *g, const data_files *d, int out_fd, memstub_error *err) {
   const char *m4 = getenv("MEMSTUB_M4");
   if (!m4 || !*m4) m4 = "m4";
   int in[2];
@@ -119,7 +352,7 @@ static int run_m4(const memstub_gen *g, int out_fd, memstub_error *err) {
   int werr = 0;
   if (f) {
     setvbuf(f, NULL, _IOFBF, 1 << 16);
-    write_input(f, g);
+    write_input(f, g, d);
     if (fflush(f) != 0 || ferror(f)) werr = errno ? errno : EIO;
     fclose(f);
   } else {
@@ -145,8 +378,10 @@ static int run_m4(const memstub_gen *g, int out_fd, memstub_error *err) {
   return 0;
 }
 
-int memstub_gen_emit(const memstub_gen *g, const char *path, memstub_error *err) {
-  if (g->stub.numdata < 1) return memstub_error_set(err, -EINVAL, "no points to emit");
+/* Run m4 on the template, the definitions and d, into path ("-": standard
+ * output, only once m4 succeeded). */
+static int emit_m4(const memstub_gen *g, const data_files *d, const char *path, int64_t *sync_ns,
+                   memstub_error *err) {
   int to_stdout = strcmp(path, "-") == 0;
   ms__afile af;
   FILE *tmp = NULL;
@@ -160,7 +395,7 @@ int memstub_gen_emit(const memstub_gen *g, const char *path, memstub_error *err)
   }
   FILE *out = to_stdout ? tmp : af.f;
   fflush(out);
-  rc = run_m4(g, fileno(out), err);
+  rc = run_m4(g, d, fileno(out), err);
   if (to_stdout) {
     if (rc == 0) {
       char buf[1 << 16];
@@ -180,5 +415,37 @@ int memstub_gen_emit(const memstub_gen *g, const char *path, memstub_error *err)
   }
   // m4 wrote to the file descriptor directly; move the stream to its end.
   fseek(af.f, 0, SEEK_END);
-  return ms__afile_commit(&af, err);
+  int64_t t0 = ms__prim_now_ns();
+  rc = ms__afile_commit(&af, err);
+  *sync_ns = ms__prim_now_ns() - t0;
+  return rc;
+}
+
+int memstub_gen_emit(const memstub_gen *g, const char *path, memstub_error *err) {
+  return memstub_gen_emit_ex(g, path, NULL, NULL, err);
+}
+
+int memstub_gen_emit_ex(const memstub_gen *g, const char *path, const memstub_gen_emit_options *o,
+                        memstub_gen_emit_report *rep, memstub_error *err) {
+  if (g->stub.numdata < 1) return memstub_error_set(err, -EINVAL, "no points to emit");
+  memstub_gen_emit_options none = {0};
+  if (!o) o = &none;
+  if (o->format < MEMSTUB_GEN_FORMAT_AUTO || o->format > MEMSTUB_GEN_FORMAT_COMPACT)
+    return memstub_error_set(err, -EINVAL, "unknown header form %d", o->format);
+  data_files d = {.format = memstub_gen_format_for(o->format, g->stub.numdata)};
+  int64_t t0 = ms__prim_now_ns();
+  int rc = write_data(g, o, &d, err);
+  int64_t t1 = ms__prim_now_ns();
+  int64_t sync_ns = 0;
+  if (rc == 0) rc = emit_m4(g, &d, path, &sync_ns, err);
+  int64_t t2 = ms__prim_now_ns();
+  remove_data(&d);
+  if (rc == 0 && rep) {
+    rep->format = d.format;
+    rep->format_ns = t1 - t0;
+    rep->m4_ns = t2 - t1 - sync_ns;
+    rep->sync_ns = sync_ns;
+    rep->data_bytes = d.bytes;
+  }
+  return rc;
 }

@@ -14,11 +14,17 @@ m4_divert(-1)
 #   MS_HEAP_BASE MS_PEAK_HEAP MS_HEAP_UP MS_HEAP_DOWN MS_FINAL_HEAP
 #   MS_COMP                                             one line on what calibration changed
 # and then calls, in order:
-#   MS_BEGIN                     the file up to the memUse initialisers
-#   MS_POINT(i, time, stack, heap)   once per point
-#   MS_MAP_BEGIN
-#   MS_MAP(p, ...)               up to 16 original rows per call
-#   MS_END                       the rest
+#   MS_BEGIN                     the file up to the NUMDATA define
+#   MS_LISTING(use, map)         the paper's form: memUse and memPoint as
+#                                initialisers, their rows read from the files
+#                                use and map (formatted by emit.c), or
+#   MS_COMPACT(data)             the compact form: memUse and memPoint empty,
+#                                filled before main by memstub_stub_decode()
+#                                from a string literal read from the file data
+#   MS_END                       the descriptor and the rest
+# The files hold the bulk of the points, one row or one literal per line; they
+# are copied into the output unexpanded (m4_undivert of a file name), so m4
+# shapes the header and the points never pass through macro expansion.
 m4_changecom()
 m4_changequote([[, ]])
 
@@ -87,23 +93,36 @@ struct memstub_stub {
 #endif
 
 #define MS_PREFIX[[]]NUMDATA MS_NUMDATA
-static const struct memAlloc MS_PREFIX[[]]memUse[MS_PREFIX[[]]NUMDATA] = {
 ]])
 
-m4_define([[MS_POINT]], [[  [$1].time = $2, [$1].stackAlloc = $3, [$1].heapAlloc = $4,
-]])
-
-m4_define([[MS_MAP_BEGIN]], [[};
+m4_define([[MS_LISTING]], [[static const struct memAlloc MS_PREFIX[[]]memUse[MS_PREFIX[[]]NUMDATA] = {
+m4_undivert([[$1]])};
 
 static const int64_t MS_PREFIX[[]]memPoint[MS_PREFIX[[]]NUMDATA] = {
+m4_undivert([[$2]])};
+
 ]])
 
-m4_define([[MS_MAP]], [[  m4_patsubst([[$*]], [[,]], [[, ]]),
+m4_define([[MS_COMPACT]], [[/* The points, packed (docs/formats.md, "Compact data"): memstub_stub_decode,
+ * in the runtime, unpacks them into memUse and memPoint before main runs. */
+int memstub_stub_decode(const char *data, int64_t len, int64_t numdata, struct memAlloc *use,
+                        int64_t *point);
+static struct memAlloc MS_PREFIX[[]]memUse[MS_PREFIX[[]]NUMDATA];
+static int64_t MS_PREFIX[[]]memPoint[MS_PREFIX[[]]NUMDATA];
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverlength-strings" /* beyond ISO C's 4095, fine in gcc and clang */
+static const char MS_PREFIX[[]]memData[] =
+m4_undivert([[$1]]);
+#pragma GCC diagnostic pop
+
+__attribute__((constructor)) static void MS_PREFIX[[]]memDecode(void) {
+  memstub_stub_decode(MS_PREFIX[[]]memData, (int64_t)sizeof MS_PREFIX[[]]memData - 1,
+                      MS_PREFIX[[]]NUMDATA, MS_PREFIX[[]]memUse, MS_PREFIX[[]]memPoint);
+}
+
 ]])
 
-m4_define([[MS_END]], [[};
-
-static const struct memstub_stub MS_PREFIX[[]]memStub = {
+m4_define([[MS_END]], [[static const struct memstub_stub MS_PREFIX[[]]memStub = {
   .abi = MEMSTUB_STUB_ABI,
   .timing = MS_TIMING,
   .name = "MS_NAME",

@@ -292,6 +292,36 @@ START_TEST(test_spawn_timeout) {
 }
 END_TEST
 
+// The tick: called as the wait begins and then every period, with the time
+// elapsed, whether the child's output is captured or not.
+static void count_tick(void *arg, int64_t elapsed_ns) {
+  int64_t *last = arg;
+  ck_assert_int_ge(elapsed_ns, last[1]);
+  last[0]++;
+  last[1] = elapsed_ns;
+}
+
+START_TEST(test_spawn_tick) {
+  for (int capture = 0; capture < 2; capture++) {
+    ms__spawn_opts o;
+    ms__spawn_opts_init(&o);
+    int64_t seen[2] = {0, 0};
+    o.tick = count_tick;
+    o.tick_arg = seen;
+    if (capture) o.out = MS__SPAWN_CAPTURE;
+    ms__spawn_result r;
+    memstub_error err = {0};
+    char *argv[] = {"sleep", "0.7", NULL};
+    ck_assert_int_eq(ms__spawn_run(argv, &o, &r, &err), 0);
+    ck_assert_int_eq(ms__spawn_status(&r), 0);
+    // 0.7 s at one tick per 0.2 s: the first at once, then at least two more.
+    ck_assert_msg(seen[0] >= 3, "capture %d: %lld ticks", capture, (long long)seen[0]);
+    ck_assert_int_ge(seen[1], 2 * MS__SPAWN_TICK_NS);
+    ms__spawn_result_free(&r);
+  }
+}
+END_TEST
+
 // With SIGCHLD ignored the status is lost: -ECHILD and a message that says why.
 START_TEST(test_spawn_sigchld_ignored) {
   signal(SIGCHLD, SIG_IGN);
@@ -393,6 +423,7 @@ int main(void) {
   tcase_add_test(sp, test_spawn_signal);
   tcase_add_test(sp, test_spawn_not_found);
   tcase_add_test(sp, test_spawn_timeout);
+  tcase_add_test(sp, test_spawn_tick);
   tcase_add_test(sp, test_spawn_sigchld_ignored);
   tcase_add_test(sp, test_spawn_forward);
   tcase_add_test(sp, test_spawn_env);

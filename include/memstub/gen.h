@@ -81,10 +81,57 @@ int memstub_gen_build(const memstub_trace *t, const memstub_gen_options *o, mems
 void memstub_gen_free(memstub_gen *g);
 
 /* Write g as a C header to path ("-" for standard output) by running GNU m4
- * ($MEMSTUB_M4, else "m4" on PATH) on the embedded generator/memuse.h.m4.
+ * ($MEMSTUB_M4, else "m4" on PATH) on the embedded generator/memuse.h.m4,
+ * in the form MEMSTUB_GEN_FORMAT_AUTO picks (memstub_gen_emit_ex below).
  * Atomic: nothing appears at path unless m4 succeeded. 0 or a negative errno
  * with err set (-ENOENT when m4 cannot be run). */
 int memstub_gen_emit(const memstub_gen *g, const char *path, memstub_error *err);
+
+/* The two forms of a header's point data (docs/formats.md, "Data forms").
+ * LISTING is the paper's Listing 1, designated initialisers people read;
+ * COMPACT packs the points into a string literal the compiler takes in one
+ * token, and the runtime (memstub_stub_decode) unpacks it before main. AUTO
+ * takes LISTING up to MEMSTUB_GEN_LISTING_MAX points, COMPACT beyond. */
+enum memstub_gen_format {
+  MEMSTUB_GEN_FORMAT_AUTO = 0,
+  MEMSTUB_GEN_FORMAT_LISTING = 1,
+  MEMSTUB_GEN_FORMAT_COMPACT = 2,
+};
+/* Up to this many points a listing builds in about half a second and 50 MiB;
+ * beyond, each point adds some 40 us and 1.7 KiB to the compile (1M points:
+ * 46 s, 1.8 GiB; bench/results/gen.md), and nobody reads it line by line. */
+#define MEMSTUB_GEN_LISTING_MAX 16384
+
+/* "auto", "listing" or "compact" into *format: 0, or -EINVAL for anything
+ * else (*format unchanged). */
+int memstub_gen_format_parse(const char *s, int *format);
+// The form a header of numdata points gets for format (AUTO resolved).
+int memstub_gen_format_for(int format, int64_t numdata);
+
+typedef struct memstub_gen_emit_options {
+  int format;  // enum memstub_gen_format
+  /* Called now and then while the points are written (done of total), and
+   * once at the end; NULL for none. */
+  void (*progress)(void *ctx, int64_t done, int64_t total);
+  void *progress_ctx;
+} memstub_gen_emit_options;
+
+// Where memstub_gen_emit_ex spent its time, for benchmarks and progress.
+typedef struct memstub_gen_emit_report {
+  int format;          // the form written (LISTING or COMPACT)
+  int64_t format_ns;   // formatting the points in C into the data files
+  int64_t m4_ns;       // running m4 on the template with the data included
+  int64_t sync_ns;     // putting the file in place: flush, fsync, rename
+  int64_t data_bytes;  // bytes of point data passed through m4 unexpanded
+} memstub_gen_emit_report;
+
+/* memstub_gen_emit with options (o NULL: AUTO, no progress); rep, when not
+ * NULL, is filled on success. The point data is formatted in C into
+ * temporary files (in $TMPDIR, else /tmp) that the m4 template includes
+ * unexpanded (m4_undivert); they are removed in every case. Fails like
+ * memstub_gen_emit, and with -EINVAL for an unknown o->format. */
+int memstub_gen_emit_ex(const memstub_gen *g, const char *path, const memstub_gen_emit_options *o,
+                        memstub_gen_emit_report *rep, memstub_error *err);
 
 /* One line saying what calibration changed in g (g->comp), as the header's
  * provenance comment has it; "none" without a profile. */

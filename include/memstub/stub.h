@@ -85,6 +85,15 @@ struct memstub_stub {
  * -EINVAL with err naming the point, or -ENOMEM. */
 int memstub_stub_check(const struct memstub_stub *s, memstub_error *err);
 
+/* Unpack the compact form of a generated header (runtime/decode.c, called by
+ * the header's constructor): len bytes of data into use[0..numdata) and
+ * point[0..numdata). 0, or -EINVAL when data is damaged (not numdata points,
+ * or bytes left over): then use[0] is zeroed and point[0] set to -1, which
+ * memstub_stub_check refuses ("point 0: maps to row -1"), so the stub is
+ * never replayed. */
+int memstub_stub_decode(const char *data, int64_t len, int64_t numdata, struct memAlloc *use,
+                        int64_t *point);
+
 /* The body of a stub's function entry point (memstub_add_stub): replay s with
  * the defaults and return 0 or a negative errno (err may be NULL). The
  * environment can change the defaults: MEMSTUB_TIMING=deadline|usleep,
