@@ -161,176 +161,187 @@ static int lib_paths(const char *libdir, char **argv, int *n, int max, char **ow
   return 0;
 }
 
-int ms_cmd_build(int argc, char **argv) {
-  const char *out = NULL, *name = NULL, *cc = NULL;
-  int verbose = 0;
+/* One build: what the command line asked, and what the steps below make.
+ * Every pointer is owned and freed by job_free. */
+typedef struct build_job {
+  const char *header, *out, *name, *cc;
+  int verbose;
+  char *defout;                         // the default output (HEADER without .h)
+  char *text;                           // the header's contents
+  size_t len;
+  char var[256];                        // the descriptor's name
+  char *stubdef, *usedef, *pointdef;    // -D definitions for stub_main.c
+  char *main_c, *ccbuf, *incl, *target, *tmp;
+  char *owned[16];                      // the archives' paths [0..12], the system
+                                        // libraries [13], ./PROGRAM [14]
+  char *cargv[64];                      // the compiler's command line
+} build_job;
+
+static void job_free(build_job *j) {
+  if (j->tmp) unlink(j->tmp);
+  for (size_t i = 0; i < MS__ARRAY_SIZE(j->owned); i++) free(j->owned[i]);
+  free(j->tmp);
+  free(j->target);
+  free(j->text);
+  free(j->main_c);
+  free(j->stubdef);
+  free(j->usedef);
+  free(j->pointdef);
+  free(j->ccbuf);
+  free(j->incl);
+  free(j->defout);
+}
+
+// The command line into j: 0, or the exit status (help printed, or a usage error).
+static int parse_args(build_job *j, int argc, char **argv, int *done) {
   ms_cli_parser p = {.spec = &spec};
   int c;
   while ((c = ms_cli_next(&p, argc, argv)) > 0) {
     switch (c) {
-      case 'o': out = p.arg; break;
-      case 'n': name = p.arg; break;
-      case O_CC: cc = p.arg; break;
-      case 'v': verbose = 1; break;
+      case 'o': j->out = p.arg; break;
+      case 'n': j->name = p.arg; break;
+      case O_CC: j->cc = p.arg; break;
+      case 'v': j->verbose = 1; break;
     }
   }
+  *done = 1;
   if (c < 0) return p.status;
   int first = p.optind;
   if (first != argc - 1)
     return ms_cli_usage("build", first == argc ? "missing HEADER" : "more than one HEADER given");
-  const char *header = argv[first];
-  if (name && !ms__is_ident(name, strlen(name)))
-    return ms_cli_usage("build", "--name: '%s' is not a C identifier", name);
-  if (cc && !*cc) return ms_cli_usage("build", "--cc needs a compiler");
-
-  // Default output: the header's name without .h.
-  char *defout = NULL;
-  if (!out) {
-    size_t l = strlen(header);
-    defout = ms__strdup(header);
-    if (!defout) return ms_cli_error("out of memory");
-    if (l <= 2 || strcmp(header + l - 2, ".h") != 0) {
-      free(defout);
+  j->header = argv[first];
+  if (j->name && !ms__is_ident(j->name, strlen(j->name)))
+    return ms_cli_usage("build", "--name: '%s' is not a C identifier", j->name);
+  if (j->cc && !*j->cc) return ms_cli_usage("build", "--cc needs a compiler");
+  if (!j->out) {  // default output: the header's name without .h
+    size_t l = strlen(j->header);
+    if (l <= 2 || strcmp(j->header + l - 2, ".h") != 0)
       return ms_cli_usage("build", "-o is needed: HEADER does not end in .h");
-    }
-    defout[l - 2] = '\0';
-    out = defout;
+    if (!(j->defout = ms__strdup(j->header))) return ms_cli_error("out of memory");
+    j->defout[l - 2] = '\0';
+    j->out = j->defout;
   }
+  *done = 0;
+  return MS_EXIT_OK;
+}
 
+/* Read the header and name what stub_main.c needs from it: the descriptor
+ * and, for a generated header, its arrays (NAME_memUse, NAME_memPoint), so the
+ * program checks that the descriptor, which may be edited by hand, stays
+ * within them. 0 or exit status 2 after printing why. */
+static int read_header(build_job *j) {
   memstub_error err = {0};
-  char *text = NULL;
-  size_t len;
-  int status = MS_EXIT_OK;
-  char *tmp = NULL, *target = NULL, *stubdef = NULL, *main_c = NULL, *ccbuf = NULL;
-  char *usedef = NULL, *pointdef = NULL;
-  char *owned[16] = {0};
-  struct sigaction old_actions[MS__ARRAY_SIZE(stop_signals)];
-  int catching = 0;
-  if (ms__read_file(header, &text, &len, &err) < 0) {
-    status = ms_cli_fail(&err);
-    goto done;
-  }
-  if (strlen(text) != len) {
-    status = ms_cli_error("%s: not a memstub header: it holds NUL bytes", header);
-    goto done;
-  }
-  char var[256];
-  if ((status = find_stub(header, text, name, var, sizeof var)) != 0) goto done;
-
-  main_c = ms__asprintf("%s/%s", ms__datadir(), MS__RT_STUB_MAIN);
-  stubdef = ms__asprintf("-DMEMSTUB_STUB_VAR=%s", var);
-  // A generated header's arrays (NAME_memUse, NAME_memPoint): the program
-  // checks that the descriptor, which may be edited by hand, stays within them.
-  size_t vl = strlen(var);
-  if (vl >= 7 && strcmp(var + vl - 7, "memStub") == 0) {
+  if (ms__read_file(j->header, &j->text, &j->len, &err) < 0) return ms_cli_fail(&err);
+  if (strlen(j->text) != j->len)
+    return ms_cli_error("%s: not a memstub header: it holds NUL bytes", j->header);
+  int rc = find_stub(j->header, j->text, j->name, j->var, sizeof j->var);
+  if (rc != 0) return rc;
+  if (!(j->stubdef = ms__asprintf("-DMEMSTUB_STUB_VAR=%s", j->var)))
+    return ms_cli_error("out of memory");
+  size_t vl = strlen(j->var);
+  if (vl >= 7 && strcmp(j->var + vl - 7, "memStub") == 0) {
     int pl = (int)vl - 7;  // the prefix, NAME_ or nothing
-    char *usedecl = ms__asprintf("struct memAlloc %.*smemUse[", pl, var);
-    char *pointdecl = ms__asprintf("int64_t %.*smemPoint[", pl, var);
-    if (usedecl && pointdecl && strstr(text, usedecl) && strstr(text, pointdecl)) {
-      usedef = ms__asprintf("-DMEMSTUB_STUB_USE=%.*smemUse", pl, var);
-      pointdef = ms__asprintf("-DMEMSTUB_STUB_POINT=%.*smemPoint", pl, var);
+    char *usedecl = ms__asprintf("struct memAlloc %.*smemUse[", pl, j->var);
+    char *pointdecl = ms__asprintf("int64_t %.*smemPoint[", pl, j->var);
+    if (usedecl && pointdecl && strstr(j->text, usedecl) && strstr(j->text, pointdecl)) {
+      j->usedef = ms__asprintf("-DMEMSTUB_STUB_USE=%.*smemUse", pl, j->var);
+      j->pointdef = ms__asprintf("-DMEMSTUB_STUB_POINT=%.*smemPoint", pl, j->var);
     }
     free(usedecl);
     free(pointdecl);
   }
-  const char *use = cc ? cc : getenv("MEMSTUB_CC");
+  return 0;
+}
+
+/* The temporary program's name, beside the file it replaces (through a
+ * symbolic link, the file named) so that the rename is atomic, and the
+ * stub's main. 0 or exit status 2 after printing why. */
+static int plan_output(build_job *j) {
+  j->main_c = ms__asprintf("%s/%s", ms__datadir(), MS__RT_STUB_MAIN);
+  int in_place;
+  j->target = ms__afile_target(j->out, &in_place);
+  if (!j->target || in_place)
+    return ms_cli_error("%s: cannot write the program there: %s", j->out,
+                        j->target ? "not a regular file" : strerror(errno));
+  const char *slash = strrchr(j->target, '/');
+  int dirlen = slash ? (int)(slash - j->target + 1) : 0;
+  j->tmp = ms__asprintf("%.*s.%s.tmp.XXXXXX", dirlen, j->target, slash ? slash + 1 : j->target);
+  if (!j->main_c || !j->tmp) return ms_cli_error("out of memory");
+  if (access(j->main_c, R_OK) != 0)
+    return ms_cli_error("%s: the stub's main is missing (set MEMSTUB_DATADIR?)", j->main_c);
+  return 0;
+}
+
+/* The compiler's command line into j->cargv: the compiler (--cc, $MEMSTUB_CC,
+ * $CC or memstub's own) and its flags, the header, stub_main.c, the runtime's
+ * archives and the system libraries. 0 or exit status 2 after printing why. */
+static int compiler_argv(build_job *j) {
+  const char *use = j->cc ? j->cc : getenv("MEMSTUB_CC");
   if (!use || !*use) use = getenv("CC");
   if (!use || !*use) use = ms__rt_build_cc();
-  ccbuf = ms__asprintf("%s %s", use, ms__rt_build_cflags());
-  // The temporary program sits beside the file it replaces (through a
-  // symbolic link, the file named), so the rename is atomic.
-  int in_place;
-  target = ms__afile_target(out, &in_place);
-  if (!target || in_place) {
-    status = ms_cli_error("%s: cannot write the program there: %s", out,
-                          target ? "not a regular file" : strerror(errno));
-    goto done;
-  }
-  const char *slash = strrchr(target, '/');
-  int dirlen = slash ? (int)(slash - target + 1) : 0;
-  tmp = ms__asprintf("%.*s.%s.tmp.XXXXXX", dirlen, target, slash ? slash + 1 : target);
-  if (!main_c || !stubdef || !ccbuf || !tmp) {
-    status = ms_cli_error("out of memory");
-    goto done;
-  }
-  if (access(main_c, R_OK) != 0) {
-    status = ms_cli_error("%s: the stub's main is missing (set MEMSTUB_DATADIR?)", main_c);
-    goto done;
-  }
-  catch_stop_signals(old_actions);  // before the temporary program exists
-  catching = 1;
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    status = ms_cli_error("%s: cannot create the program: %s", out, strerror(errno));
-    free(tmp);
-    tmp = NULL;
-    goto done;
-  }
-  close(fd);
-
-  char *cargv[64];
-  int n = split(ccbuf, cargv, 32);
-  if (n == 0) {
-    status = ms_cli_usage("build", "the compiler command is empty");
-    goto done;
-  }
-  char *incl = ms__asprintf("-I%s", ms__includedir());
-  owned[15] = incl;
-  if (!incl) {
-    status = ms_cli_error("out of memory");
-    goto done;
-  }
-  const char *fixed[] = {"-std=c11", "-O2", "-Wall", "-Wextra", incl, "-include", header,
-                         stubdef, main_c, "-o", tmp};
-  for (size_t i = 0; i < MS__ARRAY_SIZE(fixed); i++) cargv[n++] = (char *)fixed[i];
-  if (usedef && pointdef) cargv[n++] = usedef, cargv[n++] = pointdef;
+  j->ccbuf = ms__asprintf("%s %s", use, ms__rt_build_cflags());
+  j->incl = ms__asprintf("-I%s", ms__includedir());
+  if (!j->ccbuf || !j->incl) return ms_cli_error("out of memory");
+  int n = split(j->ccbuf, j->cargv, 32);
+  if (n == 0) return ms_cli_usage("build", "the compiler command is empty");
+  const char *fixed[] = {"-std=c11", "-O2",     "-Wall",  "-Wextra", j->incl, "-include",
+                         j->header,  j->stubdef, j->main_c, "-o",      j->tmp};
+  for (size_t i = 0; i < MS__ARRAY_SIZE(fixed); i++) j->cargv[n++] = (char *)fixed[i];
+  if (j->usedef && j->pointdef) j->cargv[n++] = j->usedef, j->cargv[n++] = j->pointdef;
   int nowned = 0;
-  if ((status = lib_paths(ms__libdir(), cargv + n, &nowned, 8, owned)) != 0) goto done;
+  int rc = lib_paths(ms__libdir(), j->cargv + n, &nowned, 8, j->owned);
+  if (rc != 0) return rc;
   n += nowned;
-  char sys[] = MS__RT_SYSTEM_LIBS;
-  n += split(sys, cargv + n, 8);
-  cargv[n] = NULL;
-  if (verbose) {
-    for (int i = 0; i < n; i++) fprintf(stderr, "%s%s", i ? " " : "", cargv[i]);
+  if (!(j->owned[13] = ms__strdup(MS__RT_SYSTEM_LIBS))) return ms_cli_error("out of memory");
+  n += split(j->owned[13], j->cargv + n, 8);
+  j->cargv[n] = NULL;
+  if (j->verbose) {
+    for (int i = 0; i < n; i++) fprintf(stderr, "%s%s", i ? " " : "", j->cargv[i]);
     fputc('\n', stderr);
   }
-  if (caught) goto done;  // stopped before the compiler started
+  return 0;
+}
+
+// Compile into j->tmp. 0 or exit status 2 after printing why (or a stop signal caught).
+static int compile(build_job *j) {
+  if (caught) return MS_EXIT_USAGE;  // stopped before the compiler started
   // Large headers (compact ones of a million points and more) take seconds.
   char label[64];
-  if (len >= ((size_t)1 << 20) && ms_cli_progress_enabled()) {
-    snprintf(label, sizeof label, "compiling %.0f MB", (double)len / 1e6);
+  if (j->len >= ((size_t)1 << 20) && ms_cli_progress_enabled()) {
+    snprintf(label, sizeof label, "compiling %.0f MB", (double)j->len / 1e6);
     progress_label = label;
   }
+  memstub_error err = {0};
   ms__spawn_result res;
-  int rc = run(cargv, "the compiler", 0, &res, &err);
+  int rc = run(j->cargv, "the compiler", 0, &res, &err);
+  progress_label = progress_label ? "checking the stub data" : NULL;
+  int st = rc < 0 ? 0 : ms__spawn_status(&res);
   ms__spawn_result_free(&res);
-  if (caught) goto done;  // stopped: the compiler, passed the signal, has ended
-  if (rc < 0) {
-    status = ms_cli_fail(&err);
-    goto done;
-  }
-  if ((rc = ms__spawn_status(&res)) != 0) {
-    status = ms_cli_error("%s: the compiler failed (exit %d); is it a header made by memstub gen?",
-                          header, rc);
-    goto done;
-  }
-
+  if (caught) return MS_EXIT_USAGE;  // stopped: the compiler, passed the signal, has ended
+  if (rc < 0) return ms_cli_fail(&err);
+  if (st != 0)
+    return ms_cli_error("%s: the compiler failed (exit %d); is it a header made by memstub gen?",
+                        j->header, st);
   // The usual permissions of an executable under the umask, whatever the linker chose.
   mode_t um = umask(0);
   umask(um);
-  (void)chmod(tmp, 0777 & ~um);
+  (void)chmod(j->tmp, 0777 & ~um);
+  return 0;
+}
 
-  // Check the stub data before the program is put in place.
-  char *chargv[] = {tmp, "--check", NULL};
-  if (!strchr(tmp, '/')) chargv[0] = ms__asprintf("./%s", tmp), owned[14] = chargv[0];
-  res = (ms__spawn_result){0};
-  if (progress_label) progress_label = "checking the stub data";
-  rc = chargv[0] ? run(chargv, "the stub's check", 1, &res, &err)
-                 : memstub_error_set(&err, -ENOMEM, "out of memory");
+// Check the stub data (PROGRAM --check) before the program is put in place.
+// 0 or exit status 2 after printing why.
+static int check_program(build_job *j) {
+  memstub_error err = {0};
+  char *chargv[] = {j->tmp, "--check", NULL};
+  if (!strchr(j->tmp, '/')) chargv[0] = ms__asprintf("./%s", j->tmp), j->owned[14] = chargv[0];
+  ms__spawn_result res = {0};
+  int rc = chargv[0] ? run(chargv, "the stub's check", 1, &res, &err)
+                     : memstub_error_set(&err, -ENOMEM, "out of memory");
   progress_label = NULL;
   if (caught) {
     ms__spawn_result_free(&res);
-    goto done;
+    return MS_EXIT_USAGE;
   }
   if (rc != 0 || ms__spawn_status(&res) != 0) {
     // The check's first line says why: "...error: <why>".
@@ -338,31 +349,52 @@ int ms_cmd_build(int argc, char **argv) {
     if (res.err) snprintf(msg, sizeof msg, "%.*s", (int)strcspn(res.err, "\n"), res.err);
     ms__spawn_result_free(&res);
     const char *why = strstr(msg, "error: ");
-    status = ms_cli_error("%s: %s", header,
-                          why ? why + 7 : rc < 0 ? err.msg : "the stub does not replay");
-    goto done;
+    return ms_cli_error("%s: %s", j->header,
+                        why ? why + 7 : rc < 0 ? err.msg : "the stub does not replay");
   }
   ms__spawn_result_free(&res);
-  if (rename(tmp, target) != 0) {
-    status = ms_cli_error("%s: cannot write: %s", out, strerror(errno));
-    goto done;
-  }
-  free(tmp);
-  tmp = NULL;
-  ms_cli_note("%s: stub program built from %s", out, header);
+  return 0;
+}
 
-done:
-  if (tmp) unlink(tmp);
-  for (size_t i = 0; i < MS__ARRAY_SIZE(owned); i++) free(owned[i]);
-  free(tmp);
-  free(target);
-  free(text);
-  free(main_c);
-  free(stubdef);
-  free(usedef);
-  free(pointdef);
-  free(ccbuf);
-  free(defout);
+// Create the temporary program, compile, check and put it in place.
+static int build(build_job *j) {
+  int fd = mkstemp(j->tmp);
+  if (fd < 0) {
+    int rc = ms_cli_error("%s: cannot create the program: %s", j->out, strerror(errno));
+    free(j->tmp);
+    j->tmp = NULL;
+    return rc;
+  }
+  close(fd);
+  int rc = compiler_argv(j);
+  if (rc == 0) rc = compile(j);
+  if (rc == 0) rc = check_program(j);
+  if (rc != 0) return rc;
+  if (rename(j->tmp, j->target) != 0)
+    return ms_cli_error("%s: cannot write: %s", j->out, strerror(errno));
+  free(j->tmp);
+  j->tmp = NULL;
+  ms_cli_note("%s: stub program built from %s", j->out, j->header);
+  return 0;
+}
+
+int ms_cmd_build(int argc, char **argv) {
+  build_job j = {0};
+  int done, status = parse_args(&j, argc, argv, &done);
+  if (done) {
+    job_free(&j);
+    return status;
+  }
+  status = read_header(&j);
+  if (status == 0) status = plan_output(&j);
+  if (status != 0) {
+    job_free(&j);
+    return status;
+  }
+  struct sigaction old_actions[MS__ARRAY_SIZE(stop_signals)];
+  catch_stop_signals(old_actions);  // before the temporary program exists
+  status = build(&j);
+  job_free(&j);
   // Last: a stop signal caught kills memstub here, nothing left behind.
-  return catching ? release_stop_signals(old_actions, status) : status;
+  return release_stop_signals(old_actions, status);
 }
