@@ -22,7 +22,8 @@ static const char usage_text[] =
     "Run PROGRAM with the LD_PRELOAD recorder and write its heap and stack use over\n"
     "time as a trace (docs/recording.md). Heap: bytes requested from the malloc\n"
     "family, like massif's mem_heap_B. Stack: the recorded thread's stack pointer\n"
-    "against its stack top, at every allocator call and from a timer; inside\n"
+    "against its stack top, at every allocator call and from a timer on its CPU\n"
+    "time (so that sleeps, polls and waits are never interrupted); inside\n"
     "memstub_probe_begin()/end() regions, against the frame that called begin,\n"
     "and then only the regions are recorded. A summary with the allocator churn\n"
     "goes to standard error.\n"
@@ -35,11 +36,13 @@ static const char usage_text[] =
     "                           the blocks the recorded thread allocated\n"
     "  -r, --resolution NS      coalesce into buckets of NS ns, keeping each bucket's\n"
     "                           peaks and last state (default 100000; 0: every event)\n"
-    "      --sample-hz HZ       timer samples of the stack per second (default 1000;\n"
-    "                           0: only at allocator calls)\n"
+    "      --sample-hz HZ       timer samples of the stack per second of the recorded\n"
+    "                           thread's CPU time (default 1000, at most the kernel's\n"
+    "                           tick rate; 0: only at allocator calls)\n"
     "      --occurrence N|all   with probe regions: only the Nth occurrence, or all\n"
     "                           of them on one timeline (default all)\n"
-    "      --signal N           the signal the sampling timer uses (default SIGRTMAX-2)\n"
+    "      --signal N           the signal the sampling timer uses (default: the first\n"
+    "                           free real-time signal from SIGRTMAX-2 down)\n"
     "  -q, --quiet              no summary\n"
     "  -h, --help               show this help\n"
     "\n"
@@ -338,6 +341,8 @@ int ms_cmd_record(int argc, char **argv) {
   memstub_error err = {0};
   memstub_trace *t = NULL;
   if (memstub_trace_read(abs, &t, &err) < 0) return ms_cli_fail(&err);
+  const char *fallback = memstub_trace_get_meta(t, MS__REC_META_SAMPLING_OFF);
+  if (fallback) ms_cli_warn("%s: %s", o.out, fallback);
   if (!o.quiet) summary(o.out, t);
   memstub_trace_free(t);
   return failed ? MS_EXIT_CHECK : MS_EXIT_OK;

@@ -48,6 +48,7 @@ void ms__rec_resolve(void) {
   R(_exit);
   R(_Exit);
 #undef R
+  ms__rec_sampler_resolve();
 }
 
 /* ---- bootstrap arena (dlsym may allocate before the real functions are

@@ -4,13 +4,15 @@
  * thread, the stack in use (stack pointer against the thread's stack top, or
  * against the frame that opened a probe region) and the heap in use as bytes
  * requested (a pointer -> size table, like massif's mem_heap_B), over time.
- * A timer signal samples the recorded thread's stack between allocator calls.
+ * A timer on the recorded thread's CPU time samples its stack between
+ * allocator calls (sampler.c: it never lands in a blocked system call).
  *
  * Hot path, per allocator call: one TLS load, the real call, a lock-free
  * open-addressing table update, one atomic add on the heap total, the churn
  * counters, and an update of the thread's own coalescing bucket. The clock is
  * read only when the sampling tick moved, every 16th event, or on every event
- * while the thread allocates slowly. Each thread appends rows to its own
+ * while the thread allocates slowly; the trace's last row is the end of the
+ * run, so its time axis is wall time, idle stretches included. Each thread appends rows to its own
  * chunks (mmap, never malloc); at exit the chunks are merged by time,
  * re-coalesced and written atomically through memstub_trace_write. On a fatal
  * signal a signal-safe writer does the same with write(2) and rename(2).
@@ -104,7 +106,8 @@ typedef struct tstate {
   int exact;             // stamp every event (slow allocation rate)
   uintptr_t base;        // stack reference: the thread's top or a region's base
   uint32_t tick, since, win_events;
-  int64_t now;  // last clock reading
+  int64_t win_t0;  // when the window of win_events began
+  int64_t now;     // last clock reading
   uint64_t nevents;
   int64_t tag;
   // coalescing bucket
@@ -142,6 +145,7 @@ typedef struct ms__rec_global {
   long rec_ordinal;  // 0: main thread, N: the Nth thread the program creates
   int scope_thread;  // heap of the recorded thread only
   int64_t res_ns, res_raw;
+  int64_t win_raw;  // 1 ms in clock units: the window of the allocation rate
   long sample_hz;
   long occurrence;  // 0: every region occurrence
   int sig;
@@ -154,6 +158,7 @@ typedef struct ms__rec_global {
   timer_t timer;
   int timer_ok;
   tstate *rec;
+  int rec_gone;  // the recorded thread has ended (its last row is its end)
   tstate *list;
   pthread_key_t key;
   int key_ok;
@@ -218,16 +223,23 @@ static inline tstate *state(void) {
 
 /* ---- sampler.c ---- */
 
-// Install the sampling signal's handler; 0, or -1 (then sample_hz is 0).
+// Choose a free real-time signal and install the sampling handler on it; 0,
+// or -1 (the reason goes to the metadata; then stacks are sampled at
+// allocator calls only).
 int ms__rec_sampler_install(void);
-// Start sampling thread tid (the recorded thread, calling this itself).
+// Start sampling thread tid on its CPU clock (the recorded thread, calling
+// this itself).
 void ms__rec_sampler_arm(pid_t tid);
 // Stop the timer (the recorded thread ends); the timer stays allocated.
 void ms__rec_sampler_pause(void);
 // Stop and delete the timer.
 void ms__rec_sampler_stop(void);
-// A forked child: the timer was not inherited.
+// A forked child: the timer was not inherited; the signal goes back to the program.
 void ms__rec_sampler_forget(void);
+// The signal functions the sampler hooks, from dlsym(RTLD_NEXT).
+void ms__rec_sampler_resolve(void);
+// The sampler's metadata lines (clock, signal, pauses, why it fell back).
+void ms__rec_sampler_meta(void);
 
 /* ---- sink.c: rows and coalescing ---- */
 
@@ -256,22 +268,29 @@ static inline void coalesce(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t
 }
 
 /* The event's time. The clock is read when the sampling tick moved, every
- * 16th event, or every event while the thread allocates slowly (fewer than
- * 256 events in the last tick). */
-static inline int64_t stamp(tstate *ts) {
-  uint32_t tk = __atomic_load_n(&ms__rec_tick, __ATOMIC_RELAXED);
-  if (UNLIKELY(tk != ts->tick)) {
+ * 16th event, or every event while the thread allocates slowly: fewer than
+ * 256 events in the last millisecond of wall time, measured by the thread
+ * itself at its clock reads (the ticks follow CPU time, and stop while the
+ * recorded thread waits). Without sampling every event reads the clock. */
+static inline int64_t read_clock(tstate *ts) {
+  int64_t t = raw_now();
+  if (t - ts->win_t0 >= ms__rec.win_raw) {
     ts->exact = ms__rec.sample_hz <= 0 || ts->win_events < 256;
     ts->win_events = 0;
-    ts->tick = tk;
-    ts->since = 0;
-    return ts->now = raw_now();
+    ts->win_t0 = t;
   }
+  ts->since = 0;
+  return ts->now = t;
+}
+
+static inline int64_t stamp(tstate *ts) {
+  uint32_t tk = __atomic_load_n(&ms__rec_tick, __ATOMIC_RELAXED);
   ts->win_events++;
-  if (ts->exact || ++ts->since >= 16) {
-    ts->since = 0;
-    return ts->now = raw_now();
+  if (UNLIKELY(tk != ts->tick)) {
+    ts->tick = tk;
+    return read_clock(ts);
   }
+  if (ts->exact || ++ts->since >= 16) return read_clock(ts);
   return ts->now;
 }
 

@@ -117,7 +117,8 @@ static row *merge_runs(row *buf, row *tmp, size_t *runs, size_t nruns) {
  * regions of the recorded thread when there were any (one occurrence or
  * all), else from the recorded thread's start; times in ns (raw * scale from
  * the origin), coalesced again across threads. */
-static void cover(assembled *A, const row *buf, size_t total, row *tmp, double scale) {
+static void cover(assembled *A, const row *buf, size_t total, row *tmp, double scale,
+                  int64_t raw_end) {
   int64_t max_tag = 0;
   for (size_t i = 0; i < total; i++)
     if (buf[i].tag > max_tag) max_tag = buf[i].tag;
@@ -175,6 +176,13 @@ static void cover(assembled *A, const row *buf, size_t total, row *tmp, double s
   }
   if (out == 0) {
     tmp[out++] = (row){0, 0, last_heap < 0 ? 0 : last_heap, 0};
+    cur = tmp[0];
+  }
+  // The component's end, so that a last idle stretch keeps its length: now,
+  // unless probe regions delimit it or the recorded thread ended before.
+  if (!A->regions && !ms__rec.rec_gone) {
+    int64_t t_end = (int64_t)((double)(raw_end - origin) * scale);
+    if (t_end > tmp[out - 1].t) tmp[out++] = (row){t_end, cur.stack, cur.heap, 0};
   }
   A->rows = tmp;
   A->n = out;
@@ -197,12 +205,13 @@ static int assemble(assembled *A) {
   }
   A->raw_rows = total;
   if (total == 0) return -ENODATA;
-  row *buf = ms__rec_map(total * sizeof(row)), *tmp = ms__rec_map(total * sizeof(row));
+  // One row more than gathered: the end row (cover()).
+  row *buf = ms__rec_map((total + 1) * sizeof(row)), *tmp = ms__rec_map((total + 1) * sizeof(row));
   size_t *runs = ms__rec_map((nruns + 1) * sizeof(size_t));
   if (!buf || !tmp || !runs) return -ENOMEM;
   total = gather_runs(buf, total, runs);
   row *merged = merge_runs(buf, tmp, runs, nruns);
-  cover(A, merged, total, merged == buf ? tmp : buf, scale);
+  cover(A, merged, total, merged == buf ? tmp : buf, scale, raw_end);
   return 0;
 }
 

@@ -37,7 +37,12 @@ static void thread_gone(void *arg) {
   ts->in_hook = 1;
   CBARRIER();
   ms__rec_flush_bucket(ts);
-  if (ts->is_rec) ms__rec_sampler_pause();
+  if (ts->is_rec) {
+    // The component ends with its thread: a last row keeps its idle tail.
+    ms__rec_sampler_pause();
+    ms__rec_push_row(ts, raw_now(), -1, __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED), ts->tag);
+    ms__rec.rec_gone = 1;
+  }
   CBARRIER();
   ts->in_hook = 0;
 }
@@ -111,7 +116,7 @@ static int read_env(void) {
   if (ms__rec.res_ns < 0) ms__rec.res_ns = 0;
   ms__rec.sample_hz = env_long(MS__REC_ENV_SAMPLE_HZ, MS__REC_DEFAULT_SAMPLE_HZ);
   ms__rec.occurrence = env_long(MS__REC_ENV_OCCURRENCE, 0);
-  ms__rec.sig = (int)env_long(MS__REC_ENV_SIGNAL, SIGRTMAX - 2);
+  ms__rec.sig = (int)env_long(MS__REC_ENV_SIGNAL, 0);  // 0: the first free one
   return 0;
 }
 
@@ -139,6 +144,7 @@ static void init_clock(void) {
   for (int i = 0; i < 63; i++) (void)raw_now();
   ms__rec.now_cost_raw = (double)(raw_now() - a) / 64.0;
   ms__rec.res_raw = (int64_t)((double)ms__rec.res_ns * ms__rec.raw_per_ns);
+  ms__rec.win_raw = (int64_t)(1e6 * ms__rec.raw_per_ns);
   ms__rec.origin_raw = ms__rec.raw0;  // until the recorded thread starts
 }
 
@@ -173,7 +179,7 @@ static void init_recording(void) {
   }
   ms__rec.key_ok = pthread_key_create(&ms__rec.key, thread_gone) == 0;
   pthread_atfork(NULL, NULL, child_after_fork);
-  if (ms__rec.sample_hz > 0 && ms__rec_sampler_install() != 0) ms__rec.sample_hz = 0;
+  if (ms__rec.sample_hz > 0) ms__rec_sampler_install();  // else: at allocator calls only
   install_fatal();
   ms__rec.state = ST_READY;
   __atomic_store_n(&ms__rec_on, 1, __ATOMIC_RELEASE);

@@ -76,6 +76,7 @@ void ms__rec_build_meta(const assembled *A) {
   ms__rec_meta("record.resolution_ns", "%lld", (long long)ms__rec.res_ns);
   ms__rec_meta("record.sample_hz", "%ld",
                ms__rec.timer_ok || ms__rec.sample_hz > 0 ? ms__rec.sample_hz : 0L);
+  ms__rec_sampler_meta();
   ms__rec_meta(
       "record.clock", "%s",
       ms__rec.use_tsc ? "invariant cycle counter, rate measured over the run" : "CLOCK_MONOTONIC");
