@@ -60,17 +60,16 @@ void ms__rec_churn_meta(const char *prefix, const churn *c, uint64_t occurrences
   char key[96], wb[40];
   ms__rec_fmt_x10(wb, sizeof wb, w);
   if (occurrences)
-    ms__rec_meta(prefix, "occurrences=%llu calls=%llu bytes=%llu churn=%s",
-                 (unsigned long long)occurrences, (unsigned long long)calls,
-                 (unsigned long long)bytes, wb);
+    ms__rec_meta(prefix, MS__REC_CHURN_OCC_FMT, (unsigned long long)occurrences,
+                 (unsigned long long)calls, (unsigned long long)bytes, wb);
   else
-    ms__rec_meta(prefix, "calls=%llu bytes=%llu churn=%s", (unsigned long long)calls,
-                 (unsigned long long)bytes, wb);
+    ms__rec_meta(prefix, MS__REC_CHURN_FMT, (unsigned long long)calls, (unsigned long long)bytes,
+                 wb);
   for (int f = 0; f < NFN; f++) {
     if (!c->calls[f]) continue;
     snprintf(key, sizeof key, "%s.%s", prefix, ms__rec_fn_name[f]);
     ms__rec_fmt_x10(wb, sizeof wb, ms__rec_fn_weight[f] * c->wlog[f]);
-    ms__rec_meta(key, "calls=%llu bytes=%llu churn=%s", (unsigned long long)c->calls[f],
+    ms__rec_meta(key, MS__REC_CHURN_FMT, (unsigned long long)c->calls[f],
                  (unsigned long long)c->bytes[f], wb);
   }
 }

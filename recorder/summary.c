@@ -57,16 +57,16 @@ void ms__rec_build_meta(const assembled *A) {
   ms__rec_meta("command", "%s", cmd);
   ms__rec_meta("record.pid", "%ld", (long)ms__rec.pid);
   if (ms__rec.rec_ordinal == 0)
-    ms__rec_meta("record.thread", "main");
+    ms__rec_meta(MS__REC_META_THREAD, "main");
   else
-    ms__rec_meta("record.thread", "%ld (the %ldth thread the program created)%s",
+    ms__rec_meta(MS__REC_META_THREAD, "%ld (the %ldth thread the program created)%s",
                  ms__rec.rec_ordinal, ms__rec.rec_ordinal,
                  ms__rec.rec ? "" : "; never created: no stack recorded");
-  ms__rec_meta("record.heap_scope", "%s", ms__rec.scope_thread ? "thread" : "process");
+  ms__rec_meta(MS__REC_META_HEAP_SCOPE, "%s", ms__rec.scope_thread ? "thread" : "process");
   ms__rec_meta("record.heap_measure",
                "bytes requested from the malloc family (like massif mem_heap_B)");
   ms__rec_meta(
-      "record.stack_from", "%s",
+      MS__REC_META_STACK_FROM, "%s",
       A->regions ? "the frame that called memstub_probe_begin" : "the recorded thread's stack top");
   ms__rec_meta("record.regions", "%s",
                A->regions ? (ms__rec.occurrence ? "one occurrence" : "all occurrences")
@@ -98,17 +98,17 @@ void ms__rec_build_meta(const assembled *A) {
   if (cost < 0) cost = 0;
   ms__rec_fmt_x10(b1, sizeof b1, cost);
   ms__rec_fmt_x10(b2, sizeof b2, scost);
-  ms__rec_meta("record.events", "%llu", (unsigned long long)events);
-  ms__rec_meta("record.cost_ns_per_event", "%s", b1);
+  ms__rec_meta(MS__REC_META_EVENTS, "%llu", (unsigned long long)events);
+  ms__rec_meta(MS__REC_META_COST_EVENT, "%s", b1);
   ms__rec_meta("record.cost_measured_events", "%llu", (unsigned long long)cost_n);
-  ms__rec_meta("record.samples", "%llu", (unsigned long long)samples);
-  ms__rec_meta("record.cost_ns_per_sample", "%s", b2);
+  ms__rec_meta(MS__REC_META_SAMPLES, "%llu", (unsigned long long)samples);
+  ms__rec_meta(MS__REC_META_COST_SAMPLE, "%s", b2);
   ms__rec_meta("record.overhead_ns", "%lld",
                (long long)(cost * (double)events + scost * (double)samples));
   ms__rec_meta("record.threads", "%ld", ms__rec.threads_seen);
   ms__rec_meta("record.rows_merged", "%llu", (unsigned long long)A->raw_rows);
-  ms__rec_meta("record.peak_heap_bytes", "%lld", (long long)A->peak_heap);
-  ms__rec_meta("record.peak_stack_bytes", "%lld", (long long)A->peak_stack);
+  ms__rec_meta(MS__REC_META_PEAK_HEAP, "%lld", (long long)A->peak_heap);
+  ms__rec_meta(MS__REC_META_PEAK_STACK, "%lld", (long long)A->peak_stack);
   if (ms__rec.table_overflow)
     ms__rec_meta("record.table_overflow", "%llu", (unsigned long long)ms__rec.table_overflow);
   if (ms__rec.unknown_frees)
@@ -119,10 +119,10 @@ void ms__rec_build_meta(const assembled *A) {
                  ms__rec.finish_sig);
   else
     ms__rec_meta("record.exit", "%s", ms__rec.finish_how == 1 ? "_exit" : "exit");
-  ms__rec_meta("churn.weights",
+  ms__rec_meta(MS__REC_CHURN_WEIGHTS_KEY,
                "malloc=1 calloc=2 realloc=3 free=1 (aligned allocators as malloc, "
                "reallocarray as realloc); churn = sum of weight*log2(bytes)");
-  ms__rec_churn_meta("churn.program", &all, 0);
+  ms__rec_churn_meta(MS__REC_CHURN_PROGRAM, &all, 0);
   // Regions: merged by name across threads.
   for (tstate *ts = ms__rec.list; ts; ts = ts->next) {
     for (int i = 0; i < ts->nstats; i++) {
@@ -140,7 +140,7 @@ void ms__rec_build_meta(const assembled *A) {
             ms__rec_churn_add(&sum.c, &u->stats[j].c);
           }
       char key[96];
-      snprintf(key, sizeof key, "churn.region.%s", sum.name);
+      snprintf(key, sizeof key, MS__REC_CHURN_REGION "%s", sum.name);
       ms__rec_churn_meta(key, &sum.c, sum.occurrences);
     }
   }
