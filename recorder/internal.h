@@ -39,11 +39,17 @@
 #include "prim.h"
 #include "protocol.h"
 
+/* Everything declared here is the library's own: hidden, so that the hooks
+ * reach these globals directly (PC-relative), not through the GOT. */
+#pragma GCC visibility push(hidden)
+
 #define EXPORT __attribute__((visibility("default")))
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define TLS __thread __attribute__((tls_model("initial-exec")))
 #define CBARRIER() __asm__ volatile("" ::: "memory")
+// The hot path, inlined into the hooks as when it was one file.
+#define HOT static inline __attribute__((always_inline))
 
 /* ---- allocator functions ---- */
 
@@ -185,9 +191,9 @@ extern void *(*ms__rec_real_calloc)(size_t, size_t);
 extern void *(*ms__rec_real_realloc)(void *, size_t);
 extern void (*ms__rec_real_free)(void *);
 
-static inline int multi(void) { return __atomic_load_n(&ms__rec_multi, __ATOMIC_RELAXED); }
+HOT int multi(void) { return __atomic_load_n(&ms__rec_multi, __ATOMIC_RELAXED); }
 
-static inline int64_t heap_add(int64_t d) {
+HOT int64_t heap_add(int64_t d) {
   if (LIKELY(!multi())) {
     int64_t v = __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED) + d;
     __atomic_store_n(&ms__rec_heap, v, __ATOMIC_RELAXED);
@@ -196,7 +202,7 @@ static inline int64_t heap_add(int64_t d) {
   return __atomic_add_fetch(&ms__rec_heap, d, __ATOMIC_RELAXED);
 }
 
-static inline int64_t raw_now(void) {
+HOT int64_t raw_now(void) {
   return ms__rec.use_tsc ? (int64_t)ms__prim_cycles_begin() : ms__prim_now_ns();
 }
 
@@ -215,7 +221,7 @@ void *ms__rec_map(size_t n);
 // The real functions, from dlsym(RTLD_NEXT) (hooks.c).
 void ms__rec_resolve(void);
 
-static inline tstate *state(void) {
+HOT tstate *state(void) {
   tstate *ts = ms__rec_ts;
   if (LIKELY(ts && !ts->guard && __atomic_load_n(&ms__rec_on, __ATOMIC_RELAXED))) return ts;
   return ms__rec_slow_state();
@@ -255,7 +261,7 @@ void ms__rec_on_fatal(int sig);
 
 /* A bucket of `resolution` ns becomes at most two rows: its maxima at its
  * first time, then its last state when that differs. Peaks survive. */
-static inline void coalesce(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag) {
+HOT void coalesce(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag) {
   if (LIKELY(ts->c_active && t < ts->c_end && tag == ts->c_tag)) {
     if (s > ts->c_maxs) ts->c_maxs = s;
     if (h > ts->c_maxh) ts->c_maxh = h;
@@ -268,14 +274,16 @@ static inline void coalesce(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t
 }
 
 /* The event's time. The clock is read when the sampling tick moved, every
- * 16th event, or every event while the thread allocates slowly: fewer than
- * 256 events in the last millisecond of wall time, measured by the thread
- * itself at its clock reads (the ticks follow CPU time, and stop while the
- * recorded thread waits). Without sampling every event reads the clock. */
-static inline int64_t read_clock(tstate *ts) {
+ * 16th event, or every event while the thread allocates slowly: 256 events
+ * took 1 ms of wall time or more, measured by the thread itself at its clock
+ * reads (the ticks follow CPU time and stop while the recorded thread waits).
+ * In exact mode the rate is looked at only every 256th event, so that a slow
+ * thread pays one comparison for it. Without sampling every event reads the
+ * clock. */
+HOT int64_t read_clock(tstate *ts) {
   int64_t t = raw_now();
-  if (t - ts->win_t0 >= ms__rec.win_raw) {
-    ts->exact = ms__rec.sample_hz <= 0 || ts->win_events < 256;
+  if (ts->win_events >= 256 || (!ts->exact && t - ts->win_t0 >= ms__rec.win_raw)) {
+    ts->exact = ms__rec.sample_hz <= 0 || t - ts->win_t0 >= ms__rec.win_raw;
     ts->win_events = 0;
     ts->win_t0 = t;
   }
@@ -283,7 +291,7 @@ static inline int64_t read_clock(tstate *ts) {
   return ts->now = t;
 }
 
-static inline int64_t stamp(tstate *ts) {
+HOT int64_t stamp(tstate *ts) {
   uint32_t tk = __atomic_load_n(&ms__rec_tick, __ATOMIC_RELAXED);
   ts->win_events++;
   if (UNLIKELY(tk != ts->tick)) {
@@ -294,7 +302,7 @@ static inline int64_t stamp(tstate *ts) {
   return ts->now;
 }
 
-static inline void event(tstate *ts, int64_t h, uintptr_t sp) {
+HOT void event(tstate *ts, int64_t h, uintptr_t sp) {
   int64_t s = -1, tag;
   if (ts->is_rec) {
     s = (int64_t)(ts->base - sp);
@@ -322,13 +330,13 @@ void ms__rec_churn_add(churn *sum, const churn *c);
 // Metadata lines for c under prefix (occurrences 0: none given).
 void ms__rec_churn_meta(const char *prefix, const churn *c, uint64_t occurrences);
 
-static inline double flog2(uint64_t n) {
+HOT double flog2(uint64_t n) {
   if (n < 4096) return ms__rec_log2tab[n];
   int e = 63 - __builtin_clzll(n);                           // >= 12
   return (double)(e - 11) + ms__rec_log2tab[n >> (e - 11)];  // error < 0.0008
 }
 
-static inline void count(tstate *ts, int fn, uint64_t bytes) {
+HOT void count(tstate *ts, int fn, uint64_t bytes) {
   ts->c.calls[fn]++;
   ts->c.bytes[fn] += bytes;
   ts->c.wlog[fn] += flog2(bytes);
@@ -358,5 +366,7 @@ void ms__rec_meta(const char *key, const char *fmt, ...) __attribute__((format(p
 void ms__rec_fmt_x10(char *buf, size_t n, double v);
 // Every metadata line of the trace A.
 void ms__rec_build_meta(const assembled *A);
+
+#pragma GCC visibility pop
 
 #endif

@@ -14,6 +14,8 @@
 
 #include "internal.h"
 
+#pragma GCC visibility push(hidden)
+
 #define TOMB ((uint64_t)1)
 #define NOT_MINE (UINT64_C(1) << 63)  // in entries handed around (not in slots)
 #define MAX_PROBE 4096
@@ -31,13 +33,13 @@ int ms__rec_big_put(uintptr_t p, uint64_t entry);
 // The side table's entry for p (and its slot freed), or -1.
 int ms__rec_big_take(uintptr_t p, uint64_t *entry);
 
-static inline uintptr_t slot_of(uintptr_t p, uintptr_t mask) {
+HOT uintptr_t slot_of(uintptr_t p, uintptr_t mask) {
   uintptr_t k = p >> 5;
   return (k ^ (((k >> 20) * UINT64_C(0x9E3779B97F4A7C15)) >> 40)) & mask;
 }
 
 // entry: requested size, plus NOT_MINE when the block is not counted.
-static inline int table_put(uintptr_t p, uint64_t entry) {
+HOT int table_put(uintptr_t p, uint64_t entry) {
   uint64_t size = entry & ~NOT_MINE;
   if (UNLIKELY(size >= SZ_BIG || (p >> 47) != 0)) {
     // The main table marks the block big, the side table keeps its size.
@@ -68,7 +70,7 @@ static inline int table_put(uintptr_t p, uint64_t entry) {
 }
 
 // The entry stored for p (and its slot freed), or -1 when p is not there.
-static inline int table_take(uintptr_t p, uint64_t *entry) {
+HOT int table_take(uintptr_t p, uint64_t *entry) {
   if (UNLIKELY((p >> 47) != 0)) return ms__rec_big_take(p, entry);
   uint64_t key = (uint64_t)(p >> 4);
   uintptr_t i = slot_of(p, ms__rec_tab_mask);
@@ -85,5 +87,7 @@ static inline int table_take(uintptr_t p, uint64_t *entry) {
   }
   return -1;
 }
+
+#pragma GCC visibility pop
 
 #endif
