@@ -232,13 +232,17 @@ START_TEST(test_issue_sleeping_program) {
     for (size_t i = 0; i < t->n && at < 0; i++)
       if (t->pts[i].heap_bytes >= 3 << 20) at = t->pts[i].time_ns;
     int64_t last = t->pts[t->n - 1].time_ns;
-    // The trace starts at the recorder's start, a little before main: up to
-    // 1 ms of start-up beside the resolution step.
-    ok = within(rec.wall_ns, 300000000, 0.05, SLACK_NS) && within(last, 300000000, 0.02, res) &&
-         at >= 200000000 && within(at, t2, 0, res + 1000000);
+    // The trace starts at the recorder's start, a little before main, and
+    // ends at its exit, a little after: that start-up and shut-down (edge,
+    // under 1 ms on an idle machine) is allowed beside the resolution step.
+    // On a loaded machine the program's own sleeps overshoot, so the trace is
+    // held to the program's clock, and the run to 0.30 s within 5 %.
+    int64_t edge = last - rec.wall_ns;
+    ok = within(rec.wall_ns, 300000000, 0.05, SLACK_NS) && within(last, rec.wall_ns, 0.02, res) &&
+         edge >= 0 && at >= 200000000 && at >= t2 - res && at <= t2 + edge + res;
     if (!ok)
       fprintf(stderr,
-              "issue: try %d: ran %.3f ms, trace %.3f ms, 2 MiB at %.3f ms (program: %.3f)\n",
+              "issue: try %d: ran %.3f ms, trace %.3f ms, 2 MiB at %.3f ms (program: %.3f ms)\n",
               k + 1, rec.wall_ns / 1e6, last / 1e6, at / 1e6, t2 / 1e6);
     memstub_trace_free(t);
     tu_run_free(&rec.r);
