@@ -160,6 +160,7 @@ typedef struct ms__rec_global {
   double raw_per_ns;  // estimate, for buckets and costs
   double now_cost_raw;
   int64_t origin_raw;  // when the recorded thread started
+  int64_t origin_ns;   // the same on CLOCK_MONOTONIC
   char out[PATH_MAX];
   timer_t timer;
   int timer_ok;

@@ -371,14 +371,14 @@ EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
 }
 
 void ms__rec_sampler_meta(void) {
+  if (ms__rec.sample_hz <= 0) return;  // no timer asked for
   ms__rec_meta("record.sample_clock", "%s",
                "the recorded thread's CPU time (checked by the kernel at its timer interrupt)");
-  if (ms__rec.sample_hz > 0 && ms__rec.sig > 0)
-    ms__rec_meta("record.sample_signal", "%d", ms__rec.sig);
+  if (ms__rec.sig > 0) ms__rec_meta("record.sample_signal", "%d", ms__rec.sig);
   if (S.pauses)
     ms__rec_meta("record.sample_pauses", "%u (the recorded thread blocked the signal)", S.pauses);
-  if (ms__rec.sample_hz > 0 && S.blocked && S.own)
+  if (S.blocked && S.own)
     set_why("the recorded thread blocked signal %d (sampling paused until the end)", ms__rec.sig);
-  if (ms__rec.sample_hz > 0 && S.why[0])
+  if (S.why[0])
     ms__rec_meta(MS__REC_META_SAMPLING_OFF, "%s; stack sampled at allocator calls only", S.why);
 }

@@ -79,6 +79,7 @@ void ms__rec_become_recorded(tstate *ts, uintptr_t top, int64_t stack0) {
   ms__rec.rec = ts;
   int64_t t = raw_now();
   ms__rec.origin_raw = t;
+  ms__rec.origin_ns = ms__prim_now_ns();
   ms__rec_push_row(ts, t, stack0, __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED), 0);
   CBARRIER();
   ts->in_hook = 0;

@@ -73,6 +73,8 @@ void ms__rec_build_meta(const assembled *A) {
                           : "none (whole run)");
   if (A->regions && ms__rec.occurrence)
     ms__rec_meta("record.occurrence", "%ld", ms__rec.occurrence);
+  if (!A->regions && ms__rec.origin_ns)
+    ms__rec_meta("record.origin_monotonic_ns", "%lld", (long long)ms__rec.origin_ns);
   ms__rec_meta("record.resolution_ns", "%lld", (long long)ms__rec.res_ns);
   ms__rec_meta("record.sample_hz", "%ld",
                ms__rec.timer_ok || ms__rec.sample_hz > 0 ? ms__rec.sample_hz : 0L);

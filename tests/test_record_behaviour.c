@@ -18,8 +18,9 @@
 // The same for the whole `memstub record` run (start-up, writing and
 // reading back the trace) against the program alone.
 #define OUTER_SLACK_NS 250000000LL
-// How often a pair is run again when only its timing is off (noise).
-#define TIMING_TRIES 3
+// Timing: up to this many interleaved pairs, compared by their fastest run
+// (a loaded machine only ever adds time, at every wake-up).
+#define TIMING_TRIES 5
 
 static const char *behave(void) {
   const char *h = getenv("MEMSTUB_REC_BEHAVE");
@@ -83,10 +84,12 @@ static int within(int64_t a, int64_t ref, double rel, int64_t slack) {
 }
 
 // The same program with and without the recorder: status, output (with its
-// EINTR counts) always equal; wall time within 5 % in one of a few tries.
+// EINTR counts) always equal; wall time within 5 %, the fastest run of each
+// against the other, over up to TIMING_TRIES interleaved pairs.
 static void same_behaviour(const char *mode, int want_status) {
   char *dir = tu_mkdtemp();
   int timing_ok = 0;
+  int64_t best_nat = INT64_MAX, best_rec = INT64_MAX, outer_nat = INT64_MAX, outer_rec = INT64_MAX;
   for (int k = 0; k < TIMING_TRIES && !timing_ok; k++) {
     outcome nat = run(dir, mode, NULL, NULL);
     outcome rec = run(dir, mode, "t.csv", NULL);
@@ -102,14 +105,17 @@ static void same_behaviour(const char *mode, int want_status) {
     }
     ck_assert_msg(strcmp(nat.r.out, rec.r.out) == 0,
                   "%s: output differs\nnative:\n%s\nrecorded:\n%s", mode, nat.r.out, rec.r.out);
-    timing_ok = within(rec.wall_ns, nat.wall_ns, 0.05, SLACK_NS) &&
-                rec.outer_ns <= nat.outer_ns + nat.outer_ns / 20 + OUTER_SLACK_NS;
+    if (nat.wall_ns < best_nat) best_nat = nat.wall_ns;
+    if (rec.wall_ns < best_rec) best_rec = rec.wall_ns;
+    if (nat.outer_ns < outer_nat) outer_nat = nat.outer_ns;
+    if (rec.outer_ns < outer_rec) outer_rec = rec.outer_ns;
+    timing_ok = within(best_rec, best_nat, 0.05, SLACK_NS) &&
+                outer_rec <= outer_nat + outer_nat / 20 + OUTER_SLACK_NS;
     if (!timing_ok)
-      fprintf(
-          stderr,
-          "%s: try %d: wall %.1f ms recorded against %.1f ms native (whole run %.1f / %.1f ms)\n",
-          mode, k + 1, rec.wall_ns / 1e6, nat.wall_ns / 1e6, rec.outer_ns / 1e6,
-          nat.outer_ns / 1e6);
+      fprintf(stderr,
+              "%s: pair %d: fastest wall %.1f ms recorded against %.1f ms native (whole run "
+              "%.1f / %.1f ms)\n",
+              mode, k + 1, best_rec / 1e6, best_nat / 1e6, outer_rec / 1e6, outer_nat / 1e6);
     tu_run_free(&nat.r);
     tu_run_free(&rec.r);
   }
@@ -188,7 +194,16 @@ START_TEST(test_program_takes_the_signal) {
 }
 END_TEST
 
-// The last row is the program's end: its time is the program's wall time.
+// The trace's time 0 on CLOCK_MONOTONIC (record.origin_monotonic_ns).
+static int64_t origin_of(const memstub_trace *t) {
+  int64_t o = atoll(meta(t, "record.origin_monotonic_ns"));
+  ck_assert_msg(o > 0, "no record.origin_monotonic_ns");
+  return o;
+}
+
+// The last row is the program's end: its time is the program's end on its
+// own clock, from the trace's origin, within 2 % + one resolution step (the
+// recorder's exit comes after main's end: exit handlers, stdio).
 static void check_span(const char *mode, int64_t res) {
   char *dir = tu_mkdtemp();
   int ok = 0;
@@ -197,10 +212,11 @@ static void check_span(const char *mode, int64_t res) {
     ck_assert_msg(rec.r.status == 0, "%s: %s", mode, rec.r.err);
     memstub_trace *t = read_trace(dir, "t.csv");
     int64_t last = t->pts[t->n - 1].time_ns;
-    ok = within(last, rec.wall_ns, 0.02, res);
+    int64_t end = err_value(rec.r.err, "end_abs_ns") - origin_of(t);
+    ok = within(last, end, 0.02, res) && last >= end - res;
     if (!ok)
-      fprintf(stderr, "%s: try %d: trace spans %.3f ms, the program ran %.3f ms\n", mode, k + 1,
-              last / 1e6, rec.wall_ns / 1e6);
+      fprintf(stderr, "%s: try %d: trace spans %.3f ms, the program ended at %.3f ms\n", mode,
+              k + 1, last / 1e6, end / 1e6);
     memstub_trace_free(t);
     tu_run_free(&rec.r);
   }
@@ -225,25 +241,25 @@ START_TEST(test_issue_sleeping_program) {
     outcome rec = run(dir, "issue", "t.csv", NULL);
     ck_assert_msg(rec.r.status == 0, "%s", rec.r.err);
     ck_assert_str_eq(rec.r.out, "done\n");
-    int64_t t2 = err_value(rec.r.err, "t2_ns");
-    ck_assert_int_ge(t2, 200000000);
     memstub_trace *t = read_trace(dir, "t.csv");
+    int64_t origin = origin_of(t);
+    int64_t t2 = err_value(rec.r.err, "t2_abs_ns") - origin;
+    int64_t end = err_value(rec.r.err, "end_abs_ns") - origin;
     int64_t at = -1;
     for (size_t i = 0; i < t->n && at < 0; i++)
       if (t->pts[i].heap_bytes >= 3 << 20) at = t->pts[i].time_ns;
     int64_t last = t->pts[t->n - 1].time_ns;
-    // The trace starts at the recorder's start, a little before main, and
-    // ends at its exit, a little after: that start-up and shut-down (edge,
-    // under 1 ms on an idle machine) is allowed beside the resolution step.
-    // On a loaded machine the program's own sleeps overshoot, so the trace is
-    // held to the program's clock, and the run to 0.30 s within 5 %.
-    int64_t edge = last - rec.wall_ns;
-    ok = within(rec.wall_ns, 300000000, 0.05, SLACK_NS) && within(last, rec.wall_ns, 0.02, res) &&
-         edge >= 0 && at >= 200000000 && at >= t2 - res && at <= t2 + edge + res;
+    // On the program's own clock: the 2 MiB row where the program was when it
+    // asked for them (± one resolution step), the last row at its end. On
+    // a loaded machine its sleeps overshoot: the run is held to 0.30 s
+    // within 5 % + slack.
+    ok = within(rec.wall_ns, 300000000, 0.05, SLACK_NS) && within(last, end, 0.02, res) &&
+         last >= end - res && at >= 200000000 && within(at, t2, 0, res);
     if (!ok)
       fprintf(stderr,
-              "issue: try %d: ran %.3f ms, trace %.3f ms, 2 MiB at %.3f ms (program: %.3f ms)\n",
-              k + 1, rec.wall_ns / 1e6, last / 1e6, at / 1e6, t2 / 1e6);
+              "issue: try %d: ran %.3f ms, trace %.3f ms (program's end %.3f), 2 MiB at %.3f ms "
+              "(program: %.3f ms)\n",
+              k + 1, rec.wall_ns / 1e6, last / 1e6, end / 1e6, at / 1e6, t2 / 1e6);
     memstub_trace_free(t);
     tu_run_free(&rec.r);
   }

@@ -4,8 +4,9 @@
  * CPU work and allocations in between (so that a CPU-time sampler has
  * ticks), and prints to stdout only what must be the same with and without
  * `memstub record`: results and the counts of EINTR it saw. On stderr it
- * prints "behave: wall_ns N" (main's start to its end) and, in mode issue,
- * "behave: t2_ns N" (when the second allocation starts). Built without
+ * prints "behave: wall_ns N" (main's start to its end), start_abs_ns and
+ * end_abs_ns (the same on CLOCK_MONOTONIC) and, in mode issue, "behave:
+ * t2_abs_ns N" (CLOCK_MONOTONIC when the second allocation starts). Built without
  * sanitizers: it runs under the LD_PRELOAD recorder.
  * Usage: behave MODE. */
 #include <errno.h>
@@ -374,7 +375,7 @@ static int issue(void) {
   char *a = malloc(1 << 20);
   memset(a, 1, 1 << 20);
   usleep(200000);
-  fprintf(stderr, "behave: t2_ns %lld\n", (long long)(now_ns(CLOCK_MONOTONIC) - t_start));
+  fprintf(stderr, "behave: t2_abs_ns %lld\n", (long long)now_ns(CLOCK_MONOTONIC));
   char *b = malloc(2 << 20);
   memset(b, 1, 2 << 20);
   usleep(100000);
@@ -421,6 +422,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   fflush(stdout);
-  fprintf(stderr, "behave: wall_ns %lld\n", (long long)(now_ns(CLOCK_MONOTONIC) - t_start));
+  int64_t t_end = now_ns(CLOCK_MONOTONIC);
+  fprintf(stderr, "behave: wall_ns %lld\nbehave: start_abs_ns %lld\nbehave: end_abs_ns %lld\n",
+          (long long)(t_end - t_start), (long long)t_start, (long long)t_end);
   return rc;
 }
