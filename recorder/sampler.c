@@ -6,8 +6,9 @@
  * as CPU profilers do): the stack moves only while the thread runs, and a
  * thread that sleeps, polls or waits consumes no CPU time, so no tick lands
  * in its blocked system calls. Linux checks CPU timers at its timer
- * interrupt and, since 5.11 on x86-64, sends the signal on the way back to
- * user space, so a system call running on the CPU is not interrupted either.
+ * interrupt and, with POSIX_CPU_TIMERS_TASK_WORK (x86-64), sends the signal on
+ * the way back to user space, so a system call running on the CPU is not
+ * interrupted either.
  *
  * The signal is the first free real-time signal (default action, not
  * blocked) from SIGRTMAX-2 down. The program keeps its own view of it: a
