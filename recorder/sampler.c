@@ -12,10 +12,10 @@
  *
  * The signal is the first free real-time signal (default action, not
  * blocked) from SIGRTMAX-2 down. The program keeps its own view of it: a
- * query returns the disposition the program set (SIG_DFL at first), SIG_DFL
- * and SIG_IGN are remembered, and a real handler makes the recorder give the
- * signal up (timer deleted, handler handed over) and fall back to sampling
- * at allocator calls only. While the recorded thread blocks the signal the
+ * query returns SIG_DFL (with the mask and flags the program set with it),
+ * and SIG_IGN or a handler makes the recorder give the signal up (timer
+ * deleted, disposition handed over: SIG_IGN must survive exec) and fall back
+ * to sampling at allocator calls only. While the recorded thread blocks the signal the
  * timer is paused, so no instance of it stays pending for sigwait() to
  * collect. Both show in the trace's metadata. */
 #include <dlfcn.h>
@@ -283,14 +283,14 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
   }
   if (!watching(sig)) return real_sigaction(sig, act, old);
   struct sigaction before = S.prog;
-  int keep = !act || (!(act->sa_flags & SA_SIGINFO) &&
-                      (act->sa_handler == SIG_DFL || act->sa_handler == SIG_IGN));
-  if (keep) {
+  if (!act || (!(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL)) {
     if (act) S.prog = *act;
     if (old) *old = before;
     return 0;
   }
-  give_up("the program installed its own handler on signal %d");
+  give_up(act->sa_handler == SIG_IGN && !(act->sa_flags & SA_SIGINFO)
+              ? "the program set signal %d to be ignored"
+              : "the program installed its own handler on signal %d");
   int rc = real_sigaction(sig, act, NULL);
   if (rc == 0 && old) *old = before;
   return rc;
@@ -301,12 +301,13 @@ static handler_fn signal_common(handler_fn (*real)(int, handler_fn), int sig, ha
   if (!watching(sig)) return real(sig, h);
   handler_fn before =
       (S.prog.sa_flags & SA_SIGINFO) ? (handler_fn)(void *)S.prog.sa_sigaction : S.prog.sa_handler;
-  if (h == SIG_DFL || h == SIG_IGN) {
+  if (h == SIG_DFL) {
     memset(&S.prog, 0, sizeof S.prog);
     S.prog.sa_handler = h;
     return before;
   }
-  give_up("the program installed its own handler on signal %d");
+  give_up(h == SIG_IGN ? "the program set signal %d to be ignored"
+                       : "the program installed its own handler on signal %d");
   return real(sig, h) == SIG_ERR ? SIG_ERR : before;
 }
 
