@@ -202,6 +202,9 @@ static int64_t origin_of(const memstub_trace *t) {
   return o;
 }
 
+START_TEST(test_ignored_signal_survives_exec) { same_behaviour("ignexec", 0); }
+END_TEST
+
 // The last row is the program's end: its time is the program's end on its
 // own clock, from the trace's origin, within 2 % + one resolution step (the
 // recorder's exit comes after main's end: exit handlers, stdio).
@@ -282,6 +285,7 @@ static Suite *behaviour_suite(void) {
   tcase_add_test(tc, test_own_timers);
   tcase_add_test(tc, test_all_signals_blocked);
   tcase_add_test(tc, test_program_takes_the_signal);
+  tcase_add_test(tc, test_ignored_signal_survives_exec);
   suite_add_tcase(s, tc);
   return s;
 }

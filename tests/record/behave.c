@@ -370,6 +370,26 @@ static int ownsig(void) {
   return 0;
 }
 
+// Ignores SIGRTMAX-2 and execs itself: the new image must find it ignored
+// (an ignored disposition survives exec), and a handled one back at SIG_DFL.
+static int ignexec(const char *self, int stage) {
+  int sig = SIGRTMAX - 2;
+  if (stage == 1) {
+    burn_cpu(5);
+    signal(sig, SIG_IGN);
+    handle(SIGRTMAX - 3, on_own);
+    execl(self, self, "ignexec2", (char *)NULL);
+    return 9;
+  }
+  struct sigaction a, b;
+  sigaction(sig, NULL, &a);
+  sigaction(SIGRTMAX - 3, NULL, &b);
+  burn_cpu(5);
+  printf("after exec: SIGRTMAX-2 ignored %d, SIGRTMAX-3 default %d\n", a.sa_handler == SIG_IGN,
+         b.sa_handler == SIG_DFL);
+  return 0;
+}
+
 // The issue's program: 1 MiB, 200 ms asleep, 2 MiB, 100 ms asleep.
 static int issue(void) {
   char *a = malloc(1 << 20);
@@ -417,8 +437,12 @@ int main(int argc, char **argv) {
     rc = issue();
   else if (strcmp(mode, "cpu") == 0)
     rc = cpu();
+  else if (strcmp(mode, "ignexec") == 0)
+    rc = ignexec(argv[0], 1);
+  else if (strcmp(mode, "ignexec2") == 0)
+    rc = ignexec(argv[0], 2);
   else {
-    fprintf(stderr, "usage: behave sleeps|polls|pipes|timers|blockall|ownsig|issue|cpu\n");
+    fprintf(stderr, "usage: behave sleeps|polls|pipes|timers|blockall|ownsig|ignexec|issue|cpu\n");
     return 2;
   }
   fflush(stdout);
