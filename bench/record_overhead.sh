@@ -117,7 +117,8 @@ host_cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' ||
   echo
   for w in $WL_ORDER; do echo "- \`$w\`: ${WL_DESC[$w]}"; done
   echo
-  echo "memstub record ran with its defaults (100 us resolution, 1 kHz stack sampling, process heap);"
+  echo "memstub record ran with its defaults (100 us resolution, stack sampling every 1 ms of the"
+  echo "recorded thread's CPU time, process heap);"
   echo "memusage with its default SIGPROF timer; massif with --stacks=yes and its defaults."
   # The recorder's own view of its cost on the last alloc run.
   "$MEMSTUB" record -q -o "$tmp/cost.csv" -- $ALLOC 16 0 >/dev/null 2>&1 || true

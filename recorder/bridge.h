@@ -1,14 +1,14 @@
-/* traces/recorder/bridge.h: the link between the probe API (traces/probe.c,
+/* recorder/bridge.h: the link between the probe API (recorder/probe.c,
  * linked into the program under study) and the LD_PRELOAD recorder
- * (traces/recorder/recorder.c). Not installed.
+ * (recorder/regions.c). Not installed.
  *
  * The recorder exports one function under MS__RECORDER_PROBE_SYMBOL; the
  * probe finds it with dlsym(RTLD_DEFAULT, ...) on its first call. When it is
  * there and answers MS__PROBE_HELLO with 1, every probe call is forwarded to
  * it with the stack pointer of the probe's caller; otherwise the probe takes
  * its measuring points itself. */
-#ifndef MEMSTUB_TRACES_RECORDER_BRIDGE_H
-#define MEMSTUB_TRACES_RECORDER_BRIDGE_H
+#ifndef MEMSTUB_RECORDER_BRIDGE_H
+#define MEMSTUB_RECORDER_BRIDGE_H
 
 #include <stdint.h>
 

@@ -1,5 +1,5 @@
-/* traces/probe.c: the probe API (memstub/probe.h). Under the recorder the
- * calls are forwarded to it (traces/recorder/bridge.h); without it the probe
+/* recorder/probe.c: the probe API (memstub/probe.h). Under the recorder the
+ * calls are forwarded to it (recorder/bridge.h); without it the probe
  * takes the paper's measuring points itself: stack pointer, mallinfo2() and a
  * timestamp, into an mmap'd buffer written as a trace at exit. */
 #include "memstub/probe.h"
@@ -17,7 +17,7 @@
 #include "memstub/trace.h"
 #include "ms_common.h"
 #include "prim.h"
-#include "recorder/bridge.h"
+#include "bridge.h"
 
 typedef struct ppoint {
   int64_t t, stack, heap, region;

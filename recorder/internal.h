@@ -1,0 +1,373 @@
+/* recorder/internal.h: what the recorder's files share (docs/recording.md).
+ *
+ * The recorder interposes the malloc family and keeps, for one recorded
+ * thread, the stack in use (stack pointer against the thread's stack top, or
+ * against the frame that opened a probe region) and the heap in use as bytes
+ * requested (a pointer -> size table, like massif's mem_heap_B), over time.
+ * A timer on the recorded thread's CPU time samples its stack between
+ * allocator calls (sampler.c: it never lands in a blocked system call).
+ *
+ * Hot path, per allocator call: one TLS load, the real call, a lock-free
+ * open-addressing table update, one atomic add on the heap total, the churn
+ * counters, and an update of the thread's own coalescing bucket. The clock is
+ * read only when the sampling tick moved, every 16th event, or on every event
+ * while the thread allocates slowly; the trace's last row is the end of the
+ * run, so its time axis is wall time, idle stretches included. Each thread appends rows to its own
+ * chunks (mmap, never malloc); at exit the chunks are merged by time,
+ * re-coalesced and written atomically through memstub_trace_write. On a fatal
+ * signal a signal-safe writer does the same with write(2) and rename(2).
+ *
+ * The recorder never calls malloc while it does its bookkeeping. When it calls
+ * libc itself (dlsym, writing the trace) the thread's guard or the global
+ * "off" switch routes any allocation straight to the real allocator. During
+ * dlsym's own bootstrap, allocations come from a static arena.
+ *
+ * Files: hooks.c (the malloc family, threads, _exit), table.c/table.h (the
+ * pointer table), state.c (global state, initialisation, thread registration),
+ * sampler.c (the stack-sampling timer), churn.c, regions.c (probe regions),
+ * sink.c (rows, coalescing, the trace at exit), summary.c (the metadata). */
+#ifndef MEMSTUB_RECORDER_INTERNAL_H
+#define MEMSTUB_RECORDER_INTERNAL_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "prim.h"
+#include "protocol.h"
+
+/* Everything declared here is the library's own: hidden, so that the hooks
+ * reach these globals directly (PC-relative), not through the GOT. */
+#pragma GCC visibility push(hidden)
+
+#define EXPORT __attribute__((visibility("default")))
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define TLS __thread __attribute__((tls_model("initial-exec")))
+#define CBARRIER() __asm__ volatile("" ::: "memory")
+// The hot path, inlined into the hooks as when it was one file.
+#define HOT static inline __attribute__((always_inline))
+
+/* ---- allocator functions ---- */
+
+enum {
+  F_MALLOC,
+  F_CALLOC,
+  F_REALLOC,
+  F_FREE,
+  F_POSIX_MEMALIGN,
+  F_ALIGNED_ALLOC,
+  F_MEMALIGN,
+  F_VALLOC,
+  F_PVALLOC,
+  F_REALLOCARRAY,
+  NFN
+};
+
+/* ---- rows and per-thread state ---- */
+
+typedef struct row {
+  int64_t t;      // raw clock units until the merge, then ns
+  int64_t stack;  // bytes, -1 when the row comes from another thread
+  int64_t heap;   // bytes
+  int64_t tag;    // probe region occurrence (0: outside regions)
+} row;
+
+#define CHUNK_ROWS 8192
+typedef struct chunk {
+  struct chunk *next;
+  size_t n;  // committed rows (release-stored)
+  row rows[CHUNK_ROWS];
+} chunk;
+
+#define MAX_DEPTH 32
+#define MAX_STATS 64
+#define NAME_MAX_LEN 64
+
+typedef struct churn {
+  uint64_t calls[NFN];
+  uint64_t bytes[NFN];
+  double wlog[NFN];  // sum of log2(bytes)
+} churn;
+
+typedef struct rframe {
+  const char *name;
+  churn at_begin;
+} rframe;
+
+typedef struct rstat {
+  char name[NAME_MAX_LEN];
+  uint64_t occurrences;
+  churn c;
+} rstat;
+
+typedef struct tstate {
+  // hot: the allocator hooks
+  volatile int in_hook;  // bookkeeping under way: the sampler keeps off
+  int guard;             // the recorder's own libc calls: pass through
+  int is_rec;            // this is the recorded thread
+  int exact;             // stamp every event (slow allocation rate)
+  uintptr_t base;        // stack reference: the thread's top or a region's base
+  uint32_t tick, since, win_events;
+  int64_t win_t0;  // when the window of win_events began
+  int64_t now;     // last clock reading
+  uint64_t nevents;
+  int64_t tag;
+  // coalescing bucket
+  int c_active;
+  int64_t c_end, c_t0, c_maxs, c_maxh, c_tag;
+  int64_t c_lt, c_ls, c_lh;
+  chunk *head, *tail;
+  churn c;
+  // cost measurement
+  uint64_t cost_raw, cost_n;
+  uint64_t samples, sample_raw;
+  // probe regions
+  int depth;
+  int64_t occ;
+  int nstats;
+  rframe frames[MAX_DEPTH];
+  rstat stats[MAX_STATS];
+  // identity
+  uintptr_t top;
+  pid_t tid;
+  uint64_t rows_dropped;
+  struct tstate *next;
+} tstate;
+
+extern TLS tstate *ms__rec_ts;  // this thread's state, once registered
+extern TLS int ms__rec_busy;    // inside registration or initialisation
+
+/* ---- global state (state.c) ---- */
+
+enum { ST_UNINIT, ST_INITING, ST_READY, ST_PASSIVE };
+
+typedef struct ms__rec_global {
+  int state;
+  pid_t pid;
+  long rec_ordinal;  // 0: main thread, N: the Nth thread the program creates
+  int scope_thread;  // heap of the recorded thread only
+  int64_t res_ns, res_raw;
+  int64_t win_raw;  // 1 ms in clock units: the window of the allocation rate
+  long sample_hz;
+  long occurrence;  // 0: every region occurrence
+  int sig;
+  int use_tsc;
+  int64_t raw0, ns0;
+  double raw_per_ns;  // estimate, for buckets and costs
+  double now_cost_raw;
+  int64_t origin_raw;  // when the recorded thread started
+  int64_t origin_ns;   // the same on CLOCK_MONOTONIC
+  char out[PATH_MAX];
+  timer_t timer;
+  int timer_ok;
+  tstate *rec;
+  int rec_gone;  // the recorded thread has ended (its last row is its end)
+  tstate *list;
+  pthread_key_t key;
+  int key_ok;
+  int finished;
+  int finish_how;  // 0 exit, 1 _exit, 2 signal
+  int finish_sig;
+  uint64_t table_overflow, unknown_frees, chunk_fail;
+  long threads_created, threads_seen;
+} ms__rec_global;
+
+extern ms__rec_global ms__rec;
+extern int ms__rec_on;         // recording (relaxed loads on the hot path)
+extern int64_t ms__rec_heap;   // heap total in scope
+extern uint32_t ms__rec_tick;  // sampling ticks
+extern int64_t ms__rec_tag;    // the recorded thread's current region occurrence
+/* Set before a second thread can run (pthread_create sets it before the
+ * thread exists; a thread made another way sets it at its first call). Until
+ * then the table and the heap total use plain loads and stores. */
+extern int ms__rec_multi;
+
+// The real functions (hooks.c resolves them).
+extern void *(*ms__rec_real_malloc)(size_t);
+extern void *(*ms__rec_real_calloc)(size_t, size_t);
+extern void *(*ms__rec_real_realloc)(void *, size_t);
+extern void (*ms__rec_real_free)(void *);
+
+HOT int multi(void) { return __atomic_load_n(&ms__rec_multi, __ATOMIC_RELAXED); }
+
+HOT int64_t heap_add(int64_t d) {
+  if (LIKELY(!multi())) {
+    int64_t v = __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED) + d;
+    __atomic_store_n(&ms__rec_heap, v, __ATOMIC_RELAXED);
+    return v;
+  }
+  return __atomic_add_fetch(&ms__rec_heap, d, __ATOMIC_RELAXED);
+}
+
+HOT int64_t raw_now(void) {
+  return ms__rec.use_tsc ? (int64_t)ms__prim_cycles_begin() : ms__prim_now_ns();
+}
+
+/* ---- state.c ---- */
+
+// 1 when the real functions are known (initialises on the first call).
+int ms__rec_ensure_ready(void);
+// The calling thread's new state, registered in the list; NULL when out of memory.
+tstate *ms__rec_ts_register(void);
+// This thread becomes the recorded one; its stack top is top.
+void ms__rec_become_recorded(tstate *ts, uintptr_t top, int64_t stack0);
+// The thread's state when it records, else NULL (allocations pass through).
+tstate *ms__rec_slow_state(void) __attribute__((noinline));
+// Fresh zeroed memory from mmap (never malloc); NULL when it fails.
+void *ms__rec_map(size_t n);
+// The real functions, from dlsym(RTLD_NEXT) (hooks.c).
+void ms__rec_resolve(void);
+
+HOT tstate *state(void) {
+  tstate *ts = ms__rec_ts;
+  if (LIKELY(ts && !ts->guard && __atomic_load_n(&ms__rec_on, __ATOMIC_RELAXED))) return ts;
+  return ms__rec_slow_state();
+}
+
+/* ---- sampler.c ---- */
+
+// Choose a free real-time signal and install the sampling handler on it; 0,
+// or -1 (the reason goes to the metadata; then stacks are sampled at
+// allocator calls only).
+int ms__rec_sampler_install(void);
+// Start sampling thread tid on its CPU clock (the recorded thread, calling
+// this itself).
+void ms__rec_sampler_arm(pid_t tid);
+// Stop the timer (the recorded thread ends); the timer stays allocated.
+void ms__rec_sampler_pause(void);
+// Stop and delete the timer.
+void ms__rec_sampler_stop(void);
+// A forked child: the timer was not inherited; the signal goes back to the program.
+void ms__rec_sampler_forget(void);
+// The signal functions the sampler hooks, from dlsym(RTLD_NEXT).
+void ms__rec_sampler_resolve(void);
+// The sampler's metadata lines (clock, signal, pauses, why it fell back).
+void ms__rec_sampler_meta(void);
+
+/* ---- sink.c: rows and coalescing ---- */
+
+void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag);
+// Close the thread's coalescing bucket into rows.
+void ms__rec_flush_bucket(tstate *ts);
+void ms__rec_new_bucket(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag)
+    __attribute__((noinline));
+// Write the trace once (how: 0 exit, 1 _exit, 2 fatal signal sig).
+void ms__rec_finish(int how, int sig);
+// The fatal-signal handler: the trace, then the signal's default action.
+void ms__rec_on_fatal(int sig);
+
+/* A bucket of `resolution` ns becomes at most two rows: its maxima at its
+ * first time, then its last state when that differs. Peaks survive. */
+HOT void coalesce(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag) {
+  if (LIKELY(ts->c_active && t < ts->c_end && tag == ts->c_tag)) {
+    if (s > ts->c_maxs) ts->c_maxs = s;
+    if (h > ts->c_maxh) ts->c_maxh = h;
+    ts->c_lt = t;
+    ts->c_ls = s;
+    ts->c_lh = h;
+    return;
+  }
+  ms__rec_new_bucket(ts, t, s, h, tag);
+}
+
+/* The event's time. The clock is read when the sampling tick moved, every
+ * 16th event, or every event while the thread allocates slowly: 256 events
+ * took 1 ms of wall time or more, measured by the thread itself at its clock
+ * reads (the ticks follow CPU time and stop while the recorded thread waits).
+ * In exact mode the rate is looked at only every 256th event, so that a slow
+ * thread pays one comparison for it. Without sampling every event reads the
+ * clock. */
+HOT int64_t read_clock(tstate *ts) {
+  int64_t t = raw_now();
+  if (ts->win_events >= 256 || (!ts->exact && t - ts->win_t0 >= ms__rec.win_raw)) {
+    ts->exact = ms__rec.sample_hz <= 0 || t - ts->win_t0 >= ms__rec.win_raw;
+    ts->win_events = 0;
+    ts->win_t0 = t;
+  }
+  ts->since = 0;
+  return ts->now = t;
+}
+
+HOT int64_t stamp(tstate *ts) {
+  uint32_t tk = __atomic_load_n(&ms__rec_tick, __ATOMIC_RELAXED);
+  ts->win_events++;
+  if (UNLIKELY(tk != ts->tick)) {
+    ts->tick = tk;
+    return read_clock(ts);
+  }
+  if (ts->exact || ++ts->since >= 16) return read_clock(ts);
+  return ts->now;
+}
+
+HOT void event(tstate *ts, int64_t h, uintptr_t sp) {
+  int64_t s = -1, tag;
+  if (ts->is_rec) {
+    s = (int64_t)(ts->base - sp);
+    if (s < 0) s = 0;
+    tag = ts->tag;
+  } else {
+    tag = __atomic_load_n(&ms__rec_tag, __ATOMIC_RELAXED);
+  }
+  coalesce(ts, stamp(ts), s, h, tag);
+}
+
+/* ---- churn.c ---- */
+
+extern const char *const ms__rec_fn_name[NFN];
+extern const int ms__rec_fn_weight[NFN];
+extern float ms__rec_log2tab[4096];
+
+void ms__rec_churn_init(void);
+// Add c to the thread's statistics of the region named name.
+void ms__rec_stat_add(tstate *ts, const char *name, const churn *c);
+// *d = *now - *before.
+void ms__rec_churn_diff(churn *d, const churn *now, const churn *before);
+// *sum += *c.
+void ms__rec_churn_add(churn *sum, const churn *c);
+// Metadata lines for c under prefix (occurrences 0: none given).
+void ms__rec_churn_meta(const char *prefix, const churn *c, uint64_t occurrences);
+
+HOT double flog2(uint64_t n) {
+  if (n < 4096) return ms__rec_log2tab[n];
+  int e = 63 - __builtin_clzll(n);                           // >= 12
+  return (double)(e - 11) + ms__rec_log2tab[n >> (e - 11)];  // error < 0.0008
+}
+
+HOT void count(tstate *ts, int fn, uint64_t bytes) {
+  ts->c.calls[fn]++;
+  ts->c.bytes[fn] += bytes;
+  ts->c.wlog[fn] += flog2(bytes);
+}
+
+/* ---- summary.c: the trace's metadata ---- */
+
+typedef struct kv {
+  char key[96];
+  char val[160];
+} kv;
+#define MAX_META 512
+extern kv ms__rec_meta_kv[MAX_META];
+extern int ms__rec_nmeta;
+
+typedef struct assembled {
+  row *rows;
+  size_t n;
+  int64_t peak_stack, peak_heap, duration;
+  size_t raw_rows;
+  int regions;
+} assembled;
+
+// One metadata line (key sanitised, newlines in the value made spaces).
+void ms__rec_meta(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+// Tenths, without floating point formatting.
+void ms__rec_fmt_x10(char *buf, size_t n, double v);
+// Every metadata line of the trace A.
+void ms__rec_build_meta(const assembled *A);
+
+#pragma GCC visibility pop
+
+#endif

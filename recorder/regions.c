@@ -1,0 +1,66 @@
+/* recorder/regions.c: probe regions (memstub/probe.h), as the probe
+ * forwards them through recorder/bridge.h. */
+#include <errno.h>
+#include <string.h>
+
+#include "bridge.h"
+#include "internal.h"
+
+EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
+  if (op == MS__PROBE_HELLO)
+    return ms__rec_ensure_ready() && ms__rec.state == ST_READY &&
+           __atomic_load_n(&ms__rec_on, __ATOMIC_RELAXED);
+  tstate *ts = state();
+  if (!ts) return op == MS__PROBE_END ? -EINVAL : 0;
+  ts->in_hook = 1;
+  CBARRIER();
+  int rc;
+  int64_t h = __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED);
+  switch (op) {
+    case MS__PROBE_BEGIN:
+      if (ts->depth < MAX_DEPTH) {
+        ts->frames[ts->depth].name = name;
+        ts->frames[ts->depth].at_begin = ts->c;
+      }
+      rc = ++ts->depth;
+      if (ts->is_rec && ts->depth == 1) {
+        ms__rec_flush_bucket(ts);
+        ts->tag = ++ts->occ;
+        ts->base = sp;
+        __atomic_store_n(&ms__rec_tag, ts->tag, __ATOMIC_RELAXED);
+        ms__rec_push_row(ts, ts->now = raw_now(), 0, h, ts->tag);
+      }
+      break;
+    case MS__PROBE_POINT:
+      rc = ts->depth;
+      if (ts->is_rec) {
+        ms__rec_flush_bucket(ts);
+        int64_t s = (int64_t)(ts->base - sp);
+        ms__rec_push_row(ts, ts->now = raw_now(), s < 0 ? 0 : s, h, ts->tag);
+      }
+      break;
+    default:  // MS__PROBE_END
+      if (ts->depth == 0) {
+        rc = -EINVAL;
+        break;
+      }
+      rc = --ts->depth;
+      if (ts->depth < MAX_DEPTH) {
+        churn d;
+        ms__rec_churn_diff(&d, &ts->c, &ts->frames[ts->depth].at_begin);
+        ms__rec_stat_add(ts, ts->frames[ts->depth].name, &d);
+      }
+      if (ts->is_rec && ts->depth == 0) {
+        ms__rec_flush_bucket(ts);
+        int64_t s = (int64_t)(ts->base - sp);
+        ms__rec_push_row(ts, ts->now = raw_now(), s < 0 ? 0 : s, h, ts->tag);
+        ts->tag = 0;
+        ts->base = ts->top;
+        __atomic_store_n(&ms__rec_tag, 0, __ATOMIC_RELAXED);
+      }
+      break;
+  }
+  CBARRIER();
+  ts->in_hook = 0;
+  return rc;
+}

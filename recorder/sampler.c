@@ -1,0 +1,386 @@
+/* recorder/sampler.c: the timer that samples the recorded thread's stack
+ * between allocator calls, and the hooks that keep it out of the program's
+ * way (docs/recording.md, "What the recorder can and cannot disturb").
+ *
+ * The timer runs on the recorded thread's CPU clock (CLOCK_THREAD_CPUTIME_ID,
+ * as CPU profilers do): the stack moves only while the thread runs, and a
+ * thread that sleeps, polls or waits consumes no CPU time, so no tick lands
+ * in its blocked system calls. Linux checks CPU timers at its timer
+ * interrupt and, with POSIX_CPU_TIMERS_TASK_WORK (x86-64), sends the signal on
+ * the way back to user space, so a system call running on the CPU is not
+ * interrupted either.
+ *
+ * The signal is the first free real-time signal (default action, not
+ * blocked) from SIGRTMAX-2 down. The program keeps its own view of it: a
+ * query returns SIG_DFL (with the mask and flags the program set with it),
+ * and SIG_IGN or a handler makes the recorder give the signal up (timer
+ * deleted, disposition handed over: SIG_IGN must survive exec) and fall back
+ * to sampling at allocator calls only. While the recorded thread blocks the signal the
+ * timer is paused, so no instance of it stays pending for sigwait() to
+ * collect. Both show in the trace's metadata. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <ucontext.h>
+
+#include "internal.h"
+
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id _sigev_un._tid
+#endif
+
+typedef void (*handler_fn)(int);
+
+static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+static int (*real_sigprocmask)(int, const sigset_t *, sigset_t *);
+static int (*real_pthread_sigmask)(int, const sigset_t *, sigset_t *);
+static handler_fn (*real_signal)(int, handler_fn);
+static handler_fn (*real_sysv_signal)(int, handler_fn);
+static handler_fn (*real_bsd_signal)(int, handler_fn);
+
+static struct {
+  void *owner;               // the thread holding the lock on timer operations (slow paths only)
+  int own;                   // our handler is on ms__rec.sig and the program has not taken it
+  int blocked;               // the recorded thread blocks the signal: timer paused
+  uint32_t pauses;           // how often it was paused for that
+  struct sigaction prog;     // the disposition the program believes it set
+  char why[160];             // why sampling fell back to allocator calls, if it did
+  struct itimerspec period;  // the armed timer's period
+} S;
+
+void ms__rec_sampler_resolve(void) {
+#define R(name) real_##name = (__typeof__(real_##name))dlsym(RTLD_NEXT, #name)
+  R(sigaction);
+  R(sigprocmask);
+  R(pthread_sigmask);
+  R(signal);
+  R(sysv_signal);
+  R(bsd_signal);
+#undef R
+}
+
+/* The lock on timer operations. A signal handler that interrupts its holder
+ * and calls sigprocmask() or sigaction() again goes on without it (lock()
+ * returns 0: nothing to unlock), rather than waiting for itself. */
+static TLS char tls_id;
+
+static int lock(void) {
+  void *self = &tls_id, *none = NULL;
+  if (__atomic_load_n(&S.owner, __ATOMIC_RELAXED) == self) return 0;
+  while (
+      !__atomic_compare_exchange_n(&S.owner, &none, self, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+    none = NULL;
+    sched_yield();
+  }
+  return 1;
+}
+
+// 1 when taken, 0 when this thread holds it already, -1 when another does.
+static int trylock(void) {
+  void *self = &tls_id, *none = NULL;
+  if (__atomic_load_n(&S.owner, __ATOMIC_RELAXED) == self) return 0;
+  return __atomic_compare_exchange_n(&S.owner, &none, self, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)
+             ? 1
+             : -1;
+}
+
+static void unlock(int got) {
+  if (got > 0) __atomic_store_n(&S.owner, NULL, __ATOMIC_RELEASE);
+}
+
+static void set_why(const char *fmt, int sig) {
+  if (!S.why[0]) snprintf(S.why, sizeof S.why, fmt, sig);
+}
+
+static uintptr_t context_sp(void *ucv) {
+#if defined(__x86_64__)
+  return (uintptr_t)((ucontext_t *)ucv)->uc_mcontext.gregs[REG_RSP];
+#elif defined(__aarch64__)
+  return (uintptr_t)((ucontext_t *)ucv)->uc_mcontext.sp;
+#else
+  (void)ucv;
+  return ms__prim_sp();
+#endif
+}
+
+static void on_sample(int sig, siginfo_t *si, void *ucv) {
+  (void)sig;
+  (void)si;
+  __atomic_store_n(&ms__rec_tick, __atomic_load_n(&ms__rec_tick, __ATOMIC_RELAXED) + 1,
+                   __ATOMIC_RELAXED);
+  tstate *ts = ms__rec_ts;
+  if (!ts || !ts->is_rec || ts->in_hook || ts->guard ||
+      !__atomic_load_n(&ms__rec_on, __ATOMIC_RELAXED))
+    return;
+  int e = errno;
+  ts->in_hook = 1;
+  CBARRIER();
+  int64_t t0 = raw_now();
+  int64_t s = (int64_t)(ts->base - context_sp(ucv));
+  if (s < 0) s = 0;
+  ts->now = t0;
+  coalesce(ts, t0, s, __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED), ts->tag);
+  ts->samples++;
+  ts->sample_raw += (uint64_t)(raw_now() - t0);
+  CBARRIER();
+  ts->in_hook = 0;
+  errno = e;
+}
+
+// s has the default action and the calling thread does not block it.
+static int sig_free(int s) {
+  struct sigaction o;
+  sigset_t m;
+  if (real_sigaction(s, NULL, &o) != 0) return 0;
+  if ((o.sa_flags & SA_SIGINFO) || o.sa_handler != SIG_DFL) return 0;
+  if (real_pthread_sigmask(SIG_BLOCK, NULL, &m) != 0 || sigismember(&m, s)) return 0;
+  return 1;
+}
+
+// The signal: the one asked for (ms__rec.sig > 0) when it is free, else the
+// first free one from SIGRTMAX-2 down to SIGRTMIN, then SIGRTMAX-1, SIGRTMAX.
+static int choose_signal(void) {
+  if (ms__rec.sig > 0) {
+    if (sig_free(ms__rec.sig)) return ms__rec.sig;
+    set_why("signal %d (--signal) has a handler, is ignored or is blocked", ms__rec.sig);
+    return -1;
+  }
+  for (int s = SIGRTMAX - 2; s >= SIGRTMIN; s--)
+    if (sig_free(s)) return s;
+  for (int s = SIGRTMAX - 1; s <= SIGRTMAX; s++)
+    if (sig_free(s)) return s;
+  set_why("no free real-time signal (all %d have a handler, are ignored or blocked)",
+          SIGRTMAX - SIGRTMIN + 1);
+  return -1;
+}
+
+int ms__rec_sampler_install(void) {
+  if (!real_sigaction || !real_pthread_sigmask) {
+    set_why("the signal functions were not found", 0);
+    return -1;
+  }
+  int sig = choose_signal();
+  if (sig < 0) return -1;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sigemptyset(&sa.sa_mask);
+  sa.sa_sigaction = on_sample;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  if (real_sigaction(sig, &sa, NULL) != 0) {
+    set_why("cannot install a handler on signal %d", sig);
+    return -1;
+  }
+  ms__rec.sig = sig;
+  memset(&S.prog, 0, sizeof S.prog);
+  S.prog.sa_handler = SIG_DFL;
+  S.own = 1;
+  return 0;
+}
+
+// The calling thread blocks the signal.
+static int thread_blocks_sig(void) {
+  sigset_t m;
+  return real_pthread_sigmask(SIG_BLOCK, NULL, &m) == 0 && sigismember(&m, ms__rec.sig);
+}
+
+// Start sampling the calling thread (the recorded one, thread id tid) on its
+// CPU clock; paused at once when it blocks the signal.
+void ms__rec_sampler_arm(pid_t tid) {
+  if (ms__rec.sample_hz <= 0 || !__atomic_load_n(&S.own, __ATOMIC_ACQUIRE)) return;
+  int got = lock();
+  if (ms__rec.timer_ok) {
+    timer_delete(ms__rec.timer);
+    ms__rec.timer_ok = 0;
+  }
+  struct sigevent sev;
+  memset(&sev, 0, sizeof sev);
+  sev.sigev_notify = SIGEV_THREAD_ID;
+  sev.sigev_signo = ms__rec.sig;
+  sev.sigev_notify_thread_id = tid;
+  clockid_t clk;
+  if (pthread_getcpuclockid(pthread_self(), &clk) != 0) clk = CLOCK_THREAD_CPUTIME_ID;
+  if (timer_create(clk, &sev, &ms__rec.timer) != 0) {
+    set_why("timer_create on the thread's CPU clock failed (errno %d)", errno);
+    unlock(got);
+    return;
+  }
+  long ns = 1000000000L / ms__rec.sample_hz;
+  if (ns < 1000) ns = 1000;
+  S.period = (struct itimerspec){{ns / 1000000000L, ns % 1000000000L},
+                                 {ns / 1000000000L, ns % 1000000000L}};
+  S.blocked = thread_blocks_sig();
+  if (S.blocked) S.pauses++;
+  if (S.blocked || timer_settime(ms__rec.timer, 0, &S.period, NULL) == 0)
+    ms__rec.timer_ok = 1;
+  else
+    timer_delete(ms__rec.timer);
+  unlock(got);
+}
+
+void ms__rec_sampler_pause(void) {
+  int got = lock();
+  if (ms__rec.timer_ok) {
+    struct itimerspec off = {{0, 0}, {0, 0}};
+    timer_settime(ms__rec.timer, 0, &off, NULL);
+  }
+  unlock(got);
+}
+
+void ms__rec_sampler_stop(void) {
+  // trylock: this may run in a fatal-signal handler while another thread
+  // holds the lock (the process is ending: the timer goes with it).
+  int got = trylock();
+  if (got < 0) return;
+  if (ms__rec.timer_ok) {
+    timer_delete(ms__rec.timer);
+    ms__rec.timer_ok = 0;
+  }
+  unlock(got);
+}
+
+void ms__rec_sampler_forget(void) {
+  // A forked child: no timer was inherited; give the signal back its default.
+  ms__rec.timer_ok = 0;
+  if (S.own && real_sigaction) {
+    S.own = 0;
+    real_sigaction(ms__rec.sig, &S.prog, NULL);
+  }
+  S.owner = NULL;
+}
+
+// The program takes the signal: no more timer, sampling at allocator calls only.
+static void give_up(const char *fmt) {
+  int got = lock();
+  if (S.own) {
+    S.own = 0;
+    set_why(fmt, ms__rec.sig);
+    if (ms__rec.timer_ok) {
+      timer_delete(ms__rec.timer);  // also drops an instance still pending
+      ms__rec.timer_ok = 0;
+    }
+  }
+  unlock(got);
+}
+
+static int watching(int sig) {
+  return sig == ms__rec.sig && __atomic_load_n(&S.own, __ATOMIC_ACQUIRE) &&
+         ms__rec.state == ST_READY;
+}
+
+static void need(void *fn) {
+  if (!fn) ms__rec_ensure_ready();
+}
+
+EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+  need((void *)real_sigaction);
+  if (!real_sigaction) {
+    errno = ENOSYS;
+    return -1;
+  }
+  if (!watching(sig)) return real_sigaction(sig, act, old);
+  struct sigaction before = S.prog;
+  if (!act || (!(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL)) {
+    if (act) S.prog = *act;
+    if (old) *old = before;
+    return 0;
+  }
+  give_up(act->sa_handler == SIG_IGN && !(act->sa_flags & SA_SIGINFO)
+              ? "the program set signal %d to be ignored"
+              : "the program installed its own handler on signal %d");
+  int rc = real_sigaction(sig, act, NULL);
+  if (rc == 0 && old) *old = before;
+  return rc;
+}
+
+static handler_fn signal_common(handler_fn (*real)(int, handler_fn), int sig, handler_fn h) {
+  if (!real) return SIG_ERR;
+  if (!watching(sig)) return real(sig, h);
+  handler_fn before =
+      (S.prog.sa_flags & SA_SIGINFO) ? (handler_fn)(void *)S.prog.sa_sigaction : S.prog.sa_handler;
+  if (h == SIG_DFL) {
+    memset(&S.prog, 0, sizeof S.prog);
+    S.prog.sa_handler = h;
+    return before;
+  }
+  give_up(h == SIG_IGN ? "the program set signal %d to be ignored"
+                       : "the program installed its own handler on signal %d");
+  return real(sig, h) == SIG_ERR ? SIG_ERR : before;
+}
+
+EXPORT handler_fn signal(int sig, handler_fn h) {
+  need((void *)real_signal);
+  return signal_common(real_signal, sig, h);
+}
+
+EXPORT handler_fn sysv_signal(int sig, handler_fn h) {
+  need((void *)real_sysv_signal);
+  return signal_common(real_sysv_signal, sig, h);
+}
+
+handler_fn bsd_signal(int sig, handler_fn h);  // glibc declares it only for older standards
+EXPORT handler_fn bsd_signal(int sig, handler_fn h) {
+  need((void *)real_bsd_signal);
+  return signal_common(real_bsd_signal, sig, h);
+}
+
+/* A change of the recorded thread's mask: pause the timer before the signal
+ * gets blocked (an instance already pending is delivered to our handler when
+ * timer_settime returns, while it is still unblocked), resume it once the
+ * signal is unblocked again. */
+static int mask_common(int (*real)(int, const sigset_t *, sigset_t *), int how, const sigset_t *set,
+                       sigset_t *old) {
+  if (!real) {
+    errno = ENOSYS;
+    return -1;
+  }
+  tstate *ts = ms__rec_ts;
+  if (!set || !ts || !ts->is_rec || !watching(ms__rec.sig)) return real(how, set, old);
+  int got = lock();
+  if ((how == SIG_BLOCK || how == SIG_SETMASK) && sigismember(set, ms__rec.sig) && !S.blocked &&
+      ms__rec.timer_ok) {
+    struct itimerspec off = {{0, 0}, {0, 0}};
+    timer_settime(ms__rec.timer, 0, &off, NULL);
+    S.blocked = 1;
+    S.pauses++;
+  }
+  unlock(got);
+  int rc = real(how, set, old);
+  int e = errno;
+  if (S.blocked) {
+    got = lock();
+    if (S.blocked && ms__rec.timer_ok && !thread_blocks_sig()) {
+      timer_settime(ms__rec.timer, 0, &S.period, NULL);
+      S.blocked = 0;
+    }
+    unlock(got);
+  }
+  errno = e;
+  return rc;
+}
+
+EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old) {
+  need((void *)real_sigprocmask);
+  return mask_common(real_sigprocmask, how, set, old);
+}
+
+EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
+  need((void *)real_pthread_sigmask);
+  return mask_common(real_pthread_sigmask, how, set, old);
+}
+
+void ms__rec_sampler_meta(void) {
+  if (ms__rec.sample_hz <= 0) return;  // no timer asked for
+  ms__rec_meta("record.sample_clock", "%s",
+               "the recorded thread's CPU time (checked by the kernel at its timer interrupt)");
+  if (ms__rec.sig > 0) ms__rec_meta("record.sample_signal", "%d", ms__rec.sig);
+  if (S.pauses)
+    ms__rec_meta("record.sample_pauses", "%u (the recorded thread blocked the signal)", S.pauses);
+  if (S.blocked && S.own)
+    set_why("the recorded thread blocked signal %d (sampling paused until the end)", ms__rec.sig);
+  if (S.why[0])
+    ms__rec_meta(MS__REC_META_SAMPLING_OFF, "%s; stack sampled at allocator calls only", S.why);
+}

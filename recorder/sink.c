@@ -1,0 +1,370 @@
+/* recorder/sink.c: the rows each thread keeps (chunks from mmap, coalesced
+ * into buckets), and the trace made of them at exit: merged by time,
+ * coalesced across threads, written through memstub_trace_write, or by a
+ * signal-safe writer on a fatal signal. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "memstub/trace.h"  // before internal.h: its inline functions name a parameter row
+#include "internal.h"
+
+void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag) {
+  chunk *c = ts->tail;
+  if (UNLIKELY(!c || c->n == CHUNK_ROWS)) {
+    int e = errno;
+    chunk *nc = ms__rec_map(sizeof(chunk));
+    errno = e;
+    if (!nc) {
+      ts->rows_dropped++;
+      __atomic_fetch_add(&ms__rec.chunk_fail, 1, __ATOMIC_RELAXED);
+      return;
+    }
+    if (c)
+      c->next = nc;
+    else
+      ts->head = nc;
+    ts->tail = c = nc;
+  }
+  c->rows[c->n] = (row){t, s, h, tag};
+  __atomic_store_n(&c->n, c->n + 1, __ATOMIC_RELEASE);
+}
+
+/* ---- coalescing -----------------------------------------------------------------
+ * A bucket of `resolution` ns becomes at most two rows: its maxima at its
+ * first time, then its last state when that differs. Peaks survive. */
+
+void ms__rec_flush_bucket(tstate *ts) {
+  if (!ts->c_active) return;
+  ms__rec_push_row(ts, ts->c_t0, ts->c_maxs, ts->c_maxh, ts->c_tag);
+  if (ts->c_ls != ts->c_maxs || ts->c_lh != ts->c_maxh)
+    ms__rec_push_row(ts, ts->c_lt, ts->c_ls, ts->c_lh, ts->c_tag);
+  ts->c_active = 0;
+}
+
+void ms__rec_new_bucket(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag) {
+  ms__rec_flush_bucket(ts);
+  ts->c_active = 1;
+  ts->c_t0 = ts->c_lt = t;
+  ts->c_end = t + ms__rec.res_raw;
+  ts->c_maxs = ts->c_ls = s;
+  ts->c_maxh = ts->c_lh = h;
+  ts->c_tag = tag;
+  if (ms__rec.res_raw == 0) ms__rec_flush_bucket(ts);
+}
+
+// Merge two time-ordered runs a[0..na) b[0..nb) into out.
+static void merge2(const row *a, size_t na, const row *b, size_t nb, row *out) {
+  size_t i = 0, j = 0, k = 0;
+  while (i < na && j < nb) out[k++] = b[j].t < a[i].t ? b[j++] : a[i++];
+  while (i < na) out[k++] = a[i++];
+  while (j < nb) out[k++] = b[j++];
+}
+
+// Every thread's rows into buf, one time-ordered run per thread (clamped to
+// be so); runs[] gets each run's start and runs[nruns] the end. The number of rows.
+static size_t gather_runs(row *buf, size_t total, size_t *runs) {
+  size_t k = 0, r = 0;
+  for (tstate *ts = __atomic_load_n(&ms__rec.list, __ATOMIC_ACQUIRE); ts; ts = ts->next) {
+    runs[r++] = k;
+    int64_t last = INT64_MIN;
+    for (chunk *c = ts->head; c; c = c->next) {
+      size_t n = __atomic_load_n(&c->n, __ATOMIC_ACQUIRE);
+      for (size_t i = 0; i < n && k < total; i++) {
+        buf[k] = c->rows[i];
+        if (buf[k].t < last) buf[k].t = last;
+        last = buf[k++].t;
+      }
+    }
+  }
+  runs[r] = k;
+  return k;
+}
+
+// Pairwise merging of runs until one is left; returns the buffer holding it.
+static row *merge_runs(row *buf, row *tmp, size_t *runs, size_t nruns) {
+  while (nruns > 1) {
+    size_t out = 0, nr = 0;
+    for (size_t i = 0; i < nruns; i += 2) {
+      size_t a0 = runs[i], a1 = runs[i + 1];
+      if (i + 1 < nruns) {
+        size_t b1 = runs[i + 2];
+        merge2(buf + a0, a1 - a0, buf + a1, b1 - a1, tmp + a0);
+        runs[nr++] = a0;
+        out = b1;
+      } else {
+        memcpy(tmp + a0, buf + a0, (a1 - a0) * sizeof(row));
+        runs[nr++] = a0;
+        out = a1;
+      }
+    }
+    runs[nr] = out;
+    nruns = nr;
+    row *sw = buf;
+    buf = tmp;
+    tmp = sw;
+  }
+  return buf;
+}
+
+/* What the trace covers, from the merged rows buf[0..total) into out: probe
+ * regions of the recorded thread when there were any (one occurrence or
+ * all), else from the recorded thread's start; times in ns (raw * scale from
+ * the origin), coalesced again across threads. */
+static void cover(assembled *A, const row *buf, size_t total, row *tmp, double scale,
+                  int64_t raw_end) {
+  int64_t max_tag = 0;
+  for (size_t i = 0; i < total; i++)
+    if (buf[i].tag > max_tag) max_tag = buf[i].tag;
+  A->regions = max_tag > 0;
+  int64_t origin = -1, last_stack = 0, last_heap = 0;
+  if (!A->regions) origin = ms__rec.origin_raw;
+  size_t out = 0;
+  int64_t bucket_end = INT64_MIN, prev_t = 0;
+  int have = 0;
+  row cur = {0, 0, 0, 0}, mx = {0, 0, 0, 0};
+  for (size_t i = 0; i < total; i++) {
+    row x = buf[i];
+    if (A->regions) {
+      if (x.tag == 0 || (ms__rec.occurrence > 0 && x.tag != ms__rec.occurrence)) {
+        if (x.stack >= 0 && origin < 0) last_stack = 0;
+        last_heap = x.heap;
+        continue;
+      }
+      if (origin < 0) origin = x.t;
+    } else if (x.t < origin) {
+      last_heap = x.heap;
+      if (x.stack >= 0) last_stack = x.stack;
+      continue;
+    }
+    if (x.stack >= 0)
+      last_stack = x.stack;
+    else
+      x.stack = last_stack;
+    last_heap = x.heap;
+    int64_t t = (int64_t)((double)(x.t - origin) * scale);
+    if (t < prev_t) t = prev_t;
+    prev_t = t;
+    x.t = t;
+    if (x.heap < 0) x.heap = 0;
+    if (x.stack > A->peak_stack) A->peak_stack = x.stack;
+    if (x.heap > A->peak_heap) A->peak_heap = x.heap;
+    if (have && t < bucket_end && x.tag == mx.tag) {
+      if (x.stack > mx.stack) mx.stack = x.stack;
+      if (x.heap > mx.heap) mx.heap = x.heap;
+      cur = x;
+      continue;
+    }
+    if (have) {
+      tmp[out++] = mx;
+      if (cur.stack != mx.stack || cur.heap != mx.heap) tmp[out++] = cur;
+    }
+    have = 1;
+    mx = cur = x;
+    bucket_end = t + (ms__rec.res_ns > 0 ? ms__rec.res_ns : 1);
+    if (ms__rec.res_ns == 0) bucket_end = t;  // every event
+  }
+  if (have) {
+    tmp[out++] = mx;
+    if (cur.stack != mx.stack || cur.heap != mx.heap) tmp[out++] = cur;
+  }
+  if (out == 0) {
+    tmp[out++] = (row){0, 0, last_heap < 0 ? 0 : last_heap, 0};
+    cur = tmp[0];
+  }
+  // The component's end, so that a last idle stretch keeps its length: now,
+  // unless probe regions delimit it or the recorded thread ended before.
+  if (!A->regions && !ms__rec.rec_gone) {
+    int64_t t_end = (int64_t)((double)(raw_end - origin) * scale);
+    if (t_end > tmp[out - 1].t) tmp[out++] = (row){t_end, cur.stack, cur.heap, 0};
+  }
+  A->rows = tmp;
+  A->n = out;
+  A->duration = tmp[out - 1].t;
+}
+
+// Gather every thread's rows, merge them by time, keep what the trace
+// covers and coalesce again across threads. Signal-safe (mmap only).
+static int assemble(assembled *A) {
+  memset(A, 0, sizeof *A);
+  int64_t raw_end = raw_now(), ns_end = ms__prim_now_ns();
+  double scale = ms__rec.use_tsc && raw_end > ms__rec.raw0
+                     ? (double)(ns_end - ms__rec.ns0) / (double)(raw_end - ms__rec.raw0)
+                     : 1.0;
+  if (ms__rec.use_tsc && raw_end > ms__rec.raw0) ms__rec.raw_per_ns = 1.0 / scale;
+  size_t total = 0, nruns = 0;
+  for (tstate *ts = __atomic_load_n(&ms__rec.list, __ATOMIC_ACQUIRE); ts; ts = ts->next) {
+    for (chunk *c = ts->head; c; c = c->next) total += __atomic_load_n(&c->n, __ATOMIC_ACQUIRE);
+    nruns++;
+  }
+  A->raw_rows = total;
+  if (total == 0) return -ENODATA;
+  // One row more than gathered: the end row (cover()).
+  row *buf = ms__rec_map((total + 1) * sizeof(row)), *tmp = ms__rec_map((total + 1) * sizeof(row));
+  size_t *runs = ms__rec_map((nruns + 1) * sizeof(size_t));
+  if (!buf || !tmp || !runs) return -ENOMEM;
+  total = gather_runs(buf, total, runs);
+  row *merged = merge_runs(buf, tmp, runs, nruns);
+  cover(A, merged, total, merged == buf ? tmp : buf, scale, raw_end);
+  return 0;
+}
+
+/* The trace through memstub_trace_write (normal exit). */
+static int write_normal(const assembled *A) {
+  memstub_trace *t = memstub_trace_create();
+  if (!t) return -ENOMEM;
+  int rc = 0, col = -1;
+  if (A->regions) col = memstub_trace_add_column(t, "region");
+  for (int i = 0; i < ms__rec_nmeta && rc == 0; i++)
+    rc = memstub_trace_set_meta(t, ms__rec_meta_kv[i].key, ms__rec_meta_kv[i].val);
+  if (rc == 0) rc = memstub_trace_reserve(t, A->n);
+  for (size_t i = 0; i < A->n && rc == 0; i++) {
+    rc = memstub_trace_append(t, A->rows[i].t, A->rows[i].stack, A->rows[i].heap);
+    if (rc == 0 && col >= 0) memstub_trace_extra_row(t, t->n - 1)[col] = A->rows[i].tag;
+  }
+  memstub_error err;
+  if (rc == 0) rc = memstub_trace_write(t, ms__rec.out, &err);
+  memstub_trace_free(t);
+  return rc;
+}
+
+/* The signal-safe writer: write(2) to a temporary file beside the target,
+ * fsync, rename. */
+static char g_wbuf[1 << 16];
+static size_t g_wlen;
+static int g_wfd = -1, g_werr;
+
+static void wflush(void) {
+  size_t off = 0;
+  while (off < g_wlen && !g_werr) {
+    ssize_t w = write(g_wfd, g_wbuf + off, g_wlen - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0)
+      g_werr = 1;
+    else
+      off += (size_t)w;
+  }
+  g_wlen = 0;
+}
+
+static void wput(const char *s, size_t n) {
+  while (n) {
+    size_t k = sizeof g_wbuf - g_wlen < n ? sizeof g_wbuf - g_wlen : n;
+    memcpy(g_wbuf + g_wlen, s, k);
+    g_wlen += k;
+    s += k;
+    n -= k;
+    if (g_wlen == sizeof g_wbuf) wflush();
+  }
+}
+
+static void wstr(const char *s) { wput(s, strlen(s)); }
+
+static void wnum(int64_t v) {
+  char b[24], *p = b + sizeof b;
+  uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+  do *--p = (char)('0' + u % 10);
+  while (u /= 10);
+  if (v < 0) *--p = '-';
+  wput(p, (size_t)(b + sizeof b - p));
+}
+
+// The signal-path writer's temporary name beside ms__rec.out: "DIR/.BASE.tmp.sig".
+static int raw_tmp_name(char *tmp, size_t cap) {
+  const char *slash = strrchr(ms__rec.out, '/');
+  size_t dl = slash ? (size_t)(slash - ms__rec.out + 1) : 0;
+  const char *base = slash ? slash + 1 : ms__rec.out;
+  if (dl + strlen(base) + 40 > cap) return -ENAMETOOLONG;
+  memcpy(tmp, ms__rec.out, dl);
+  char *p = tmp + dl;
+  *p++ = '.';
+  memcpy(p, base, strlen(base));
+  p += strlen(base);
+  memcpy(p, ".tmp.sig", 9);
+  return 0;
+}
+
+static int write_raw(const assembled *A) {
+  static char tmp[PATH_MAX + 64];
+  // A device, FIFO or symbolic link is written in place (through the link),
+  // never renamed over: only stat and lstat here, both async-signal-safe.
+  struct stat st, lst;
+  int in_place = stat(ms__rec.out, &st) == 0 &&
+                 (!S_ISREG(st.st_mode) || (lstat(ms__rec.out, &lst) == 0 && S_ISLNK(lst.st_mode)));
+  if (in_place)
+    memcpy(tmp, ms__rec.out, strlen(ms__rec.out) + 1);
+  else if (raw_tmp_name(tmp, sizeof tmp) < 0)
+    return -ENAMETOOLONG;
+  g_wfd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (g_wfd < 0) return -errno;
+  g_wlen = 0;
+  g_werr = 0;
+  wstr("# memstub-trace 1\n");
+  for (int i = 0; i < ms__rec_nmeta; i++) {
+    wstr("# ");
+    wstr(ms__rec_meta_kv[i].key);
+    wstr(": ");
+    wstr(ms__rec_meta_kv[i].val);
+    wstr("\n");
+  }
+  wstr(A->regions ? "time_ns,stack_bytes,heap_bytes,region\n" : "time_ns,stack_bytes,heap_bytes\n");
+  for (size_t i = 0; i < A->n; i++) {
+    wnum(A->rows[i].t);
+    wput(",", 1);
+    wnum(A->rows[i].stack);
+    wput(",", 1);
+    wnum(A->rows[i].heap);
+    if (A->regions) {
+      wput(",", 1);
+      wnum(A->rows[i].tag);
+    }
+    wput("\n", 1);
+  }
+  wflush();
+  if (!g_werr && fsync(g_wfd) != 0 && errno != EINVAL) g_werr = 1;
+  if (close(g_wfd) != 0) g_werr = 1;
+  if (in_place) return g_werr ? -EIO : 0;
+  if (g_werr || rename(tmp, ms__rec.out) != 0) {
+    unlink(tmp);
+    return -EIO;
+  }
+  return 0;
+}
+
+// how: 0 exit, 1 _exit, 2 fatal signal.
+void ms__rec_finish(int how, int sig) {
+  if (ms__rec.state != ST_READY || getpid() != ms__rec.pid) return;
+  if (__atomic_exchange_n(&ms__rec.finished, 1, __ATOMIC_ACQ_REL)) return;
+  tstate *me = ms__rec_ts;
+  if (me) me->guard = 1;
+  __atomic_store_n(&ms__rec_on, 0, __ATOMIC_SEQ_CST);
+  ms__rec_sampler_stop();
+  ms__rec.finish_how = how;
+  ms__rec.finish_sig = sig;
+  // Let other threads leave their bookkeeping, then close every bucket.
+  for (tstate *ts = ms__rec.list; ts; ts = ts->next) {
+    if (ts == me) continue;
+    for (int i = 0; i < 2000 && ts->in_hook; i++) sched_yield();
+  }
+  for (tstate *ts = ms__rec.list; ts; ts = ts->next) ms__rec_flush_bucket(ts);
+  assembled A;
+  if (assemble(&A) != 0) return;
+  ms__rec_build_meta(&A);
+  if (how == 2)
+    write_raw(&A);
+  else if (write_normal(&A) != 0)
+    write_raw(&A);
+}
+
+void ms__rec_on_fatal(int sig) {
+  int e = errno;
+  ms__rec_finish(2, sig);
+  errno = e;
+  raise(sig);  // the disposition is back to the default (SA_RESETHAND)
+}

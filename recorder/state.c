@@ -1,0 +1,244 @@
+/* recorder/state.c: the recorder's global state, its initialisation from
+ * the environment (recorder/protocol.h), and the registration of threads. */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "ms_common.h"
+#include "table.h"
+
+ms__rec_global ms__rec;
+int ms__rec_on;
+int64_t ms__rec_heap;
+uint32_t ms__rec_tick;
+int64_t ms__rec_tag;
+int ms__rec_multi;
+TLS tstate *ms__rec_ts;
+TLS int ms__rec_busy;
+
+void *ms__rec_map(size_t n) {
+  void *p =
+      mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+/* ---- thread registration ---- */
+
+static void thread_gone(void *arg) {
+  tstate *ts = arg;
+  if (!ts || !__atomic_load_n(&ms__rec_on, __ATOMIC_RELAXED)) return;
+  ts->in_hook = 1;
+  CBARRIER();
+  ms__rec_flush_bucket(ts);
+  if (ts->is_rec) {
+    // The component ends with its thread: a last row keeps its idle tail.
+    ms__rec_sampler_pause();
+    ms__rec_push_row(ts, raw_now(), -1, __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED), ts->tag);
+    ms__rec.rec_gone = 1;
+  }
+  CBARRIER();
+  ts->in_hook = 0;
+}
+
+tstate *ms__rec_ts_register(void) {
+  ms__rec_busy = 1;
+  int e = errno;
+  tstate *ts = ms__rec_map(sizeof(tstate));
+  if (ts) {
+    ts->tid = (pid_t)syscall(SYS_gettid);
+    if (ts->tid != getpid()) __atomic_store_n(&ms__rec_multi, 1, __ATOMIC_SEQ_CST);
+    ts->exact = 1;
+    ts->tick = __atomic_load_n(&ms__rec_tick, __ATOMIC_RELAXED);
+    tstate *head = __atomic_load_n(&ms__rec.list, __ATOMIC_RELAXED);
+    do ts->next = head;
+    while (!__atomic_compare_exchange_n(&ms__rec.list, &head, ts, 1, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED));
+    __atomic_fetch_add(&ms__rec.threads_seen, 1, __ATOMIC_RELAXED);
+    if (ms__rec.key_ok) pthread_setspecific(ms__rec.key, ts);
+    ms__rec_ts = ts;
+  }
+  errno = e;
+  ms__rec_busy = 0;
+  return ts;
+}
+
+// This thread becomes the recorded one; its stack top is top.
+void ms__rec_become_recorded(tstate *ts, uintptr_t top, int64_t stack0) {
+  ts->in_hook = 1;
+  CBARRIER();
+  ms__rec_flush_bucket(ts);
+  ts->top = ts->base = top;
+  ts->is_rec = 1;
+  ms__rec.rec = ts;
+  int64_t t = raw_now();
+  ms__rec.origin_raw = t;
+  ms__rec.origin_ns = ms__prim_now_ns();
+  ms__rec_push_row(ts, t, stack0, __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED), 0);
+  CBARRIER();
+  ts->in_hook = 0;
+  ms__rec_sampler_arm(ts->tid);
+}
+
+/* ---- initialisation ---- */
+
+extern void *__libc_stack_end __attribute__((weak));
+
+static long env_long(const char *name, long dflt) {
+  const char *s = getenv(name);
+  if (!s || !*s) return dflt;
+  char *end;
+  long v = strtol(s, &end, 10);
+  return *end ? dflt : v;
+}
+
+static void child_after_fork(void);
+
+// The options (recorder/protocol.h); 0, or -1 when this process does not record.
+static int read_env(void) {
+  const char *out = getenv(MS__REC_ENV_OUTPUT);
+  long pid = env_long(MS__REC_ENV_PID, -1);
+  ms__rec.pid = getpid();
+  // Only the process `memstub record` started records (and keeps recording
+  // across exec, which keeps the pid). Its children run untouched.
+  if (!out || !*out || pid != (long)ms__rec.pid || strlen(out) >= sizeof ms__rec.out) return -1;
+  memcpy(ms__rec.out, out, strlen(out) + 1);
+  const char *th = getenv(MS__REC_ENV_THREAD);
+  ms__rec.rec_ordinal = th && strcmp(th, "main") != 0 ? env_long(MS__REC_ENV_THREAD, 0) : 0;
+  const char *scope = getenv(MS__REC_ENV_HEAP);
+  ms__rec.scope_thread = scope && strcmp(scope, "thread") == 0;
+  ms__rec.res_ns = env_long(MS__REC_ENV_RESOLUTION, MS__REC_DEFAULT_RESOLUTION_NS);
+  if (ms__rec.res_ns < 0) ms__rec.res_ns = 0;
+  ms__rec.sample_hz = env_long(MS__REC_ENV_SAMPLE_HZ, MS__REC_DEFAULT_SAMPLE_HZ);
+  ms__rec.occurrence = env_long(MS__REC_ENV_OCCURRENCE, 0);
+  ms__rec.sig = (int)env_long(MS__REC_ENV_SIGNAL, 0);  // 0: the first free one
+  return 0;
+}
+
+/* The clock: the invariant cycle counter if there is one; the rate is
+ * estimated over 200 us now (for buckets) and measured over the whole run at
+ * the end (for the trace's times). */
+static void init_clock(void) {
+  ms__rec.use_tsc = ms__prim_cycles_invariant();
+  ms__rec.ns0 = ms__prim_now_ns();
+  ms__rec.raw0 = raw_now();
+  if (ms__rec.use_tsc) {
+    int64_t until = ms__rec.ns0 + 200000, n1;
+    while ((n1 = ms__prim_now_ns()) < until) {
+    }
+    int64_t r1 = raw_now();
+    ms__rec.raw_per_ns = (double)(r1 - ms__rec.raw0) / (double)(n1 - ms__rec.ns0);
+    if (!(ms__rec.raw_per_ns > 0.01)) {
+      ms__rec.use_tsc = 0;
+      ms__rec.raw_per_ns = 1.0;
+    }
+  } else {
+    ms__rec.raw_per_ns = 1.0;
+  }
+  int64_t a = raw_now();
+  for (int i = 0; i < 63; i++) (void)raw_now();
+  ms__rec.now_cost_raw = (double)(raw_now() - a) / 64.0;
+  ms__rec.res_raw = (int64_t)((double)ms__rec.res_ns * ms__rec.raw_per_ns);
+  ms__rec.win_raw = (int64_t)(1e6 * ms__rec.raw_per_ns);
+  ms__rec.origin_raw = ms__rec.raw0;  // until the recorded thread starts
+}
+
+// The trace on a fatal signal whose action the program left at the default.
+static void install_fatal(void) {
+  static const int fatal[] = {SIGSEGV, SIGBUS, SIGILL,  SIGFPE,  SIGABRT, SIGTERM,
+                              SIGINT,  SIGHUP, SIGQUIT, SIGXCPU, SIGXFSZ, SIGSYS};
+  for (size_t i = 0; i < MS__ARRAY_SIZE(fatal); i++) {
+    struct sigaction old;
+    if (sigaction(fatal[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL) continue;
+    struct sigaction fa;
+    memset(&fa, 0, sizeof fa);
+    sigemptyset(&fa.sa_mask);
+    fa.sa_handler = ms__rec_on_fatal;
+    fa.sa_flags = SA_RESETHAND | SA_NODEFER;
+    sigaction(fatal[i], &fa, NULL);
+  }
+}
+
+static void init_recording(void) {
+  if (read_env() != 0) {
+    ms__rec.state = ST_PASSIVE;
+    return;
+  }
+  int bits = (int)env_long(MS__REC_ENV_TABLE_BITS, 26);
+  if (bits < 12 || bits > 34) bits = 26;
+  ms__rec_churn_init();
+  init_clock();
+  if (ms__rec_table_init(bits) != 0) {
+    ms__rec.state = ST_PASSIVE;
+    return;
+  }
+  ms__rec.key_ok = pthread_key_create(&ms__rec.key, thread_gone) == 0;
+  pthread_atfork(NULL, NULL, child_after_fork);
+  if (ms__rec.sample_hz > 0) ms__rec_sampler_install();  // else: at allocator calls only
+  install_fatal();
+  ms__rec.state = ST_READY;
+  __atomic_store_n(&ms__rec_on, 1, __ATOMIC_RELEASE);
+
+  pid_t tid = (pid_t)syscall(SYS_gettid);
+  if (ms__rec.rec_ordinal == 0 && tid == ms__rec.pid) {
+    tstate *ts = ms__rec_ts ? ms__rec_ts : ms__rec_ts_register();
+    if (ts) {
+      uintptr_t top =
+          &__libc_stack_end && __libc_stack_end ? (uintptr_t)__libc_stack_end : ms__prim_sp();
+      ms__rec_become_recorded(ts, top, (int64_t)(top - ms__prim_sp()));
+    }
+  }
+}
+
+// 1 when the real functions are known.
+int ms__rec_ensure_ready(void) {
+  int st = __atomic_load_n(&ms__rec.state, __ATOMIC_ACQUIRE);
+  if (LIKELY(st >= ST_READY)) return 1;
+  if (ms__rec_busy) return ms__rec_real_malloc != NULL;  // dlsym's own allocations
+  int expect = ST_UNINIT;
+  if (__atomic_compare_exchange_n(&ms__rec.state, &expect, ST_INITING, 0, __ATOMIC_ACQ_REL,
+                                  __ATOMIC_ACQUIRE)) {
+    ms__rec_busy = 1;
+    ms__rec_resolve();
+    ms__rec_busy = 0;
+    if (!ms__rec_real_malloc || !ms__rec_real_free || !ms__rec_real_calloc ||
+        !ms__rec_real_realloc) {
+      __atomic_store_n(&ms__rec.state, ST_PASSIVE, __ATOMIC_RELEASE);
+      return ms__rec_real_malloc != NULL;
+    }
+    ms__rec_busy = 1;
+    init_recording();
+    ms__rec_busy = 0;
+    if (ms__rec.state == ST_INITING) ms__rec.state = ST_PASSIVE;
+    __atomic_store_n(&ms__rec.state, ms__rec.state, __ATOMIC_RELEASE);
+    return 1;
+  }
+  while (__atomic_load_n(&ms__rec.state, __ATOMIC_ACQUIRE) == ST_INITING) sched_yield();
+  return 1;
+}
+
+__attribute__((constructor)) static void rec_ctor(void) { ms__rec_ensure_ready(); }
+// The trace at exit, after the program's own exit handlers.
+__attribute__((destructor)) static void rec_dtor(void) { ms__rec_finish(0, 0); }
+
+// The thread's state when it records, else NULL (allocations pass through).
+tstate *ms__rec_slow_state(void) {
+  if (!ms__rec_ensure_ready()) return NULL;
+  if (!__atomic_load_n(&ms__rec_on, __ATOMIC_RELAXED) || ms__rec_busy) return NULL;
+  tstate *ts = ms__rec_ts;
+  if (!ts) ts = ms__rec_ts_register();
+  return ts && !ts->guard ? ts : NULL;
+}
+
+static void child_after_fork(void) {
+  // A forked child does not record and writes no trace (docs/recording.md).
+  __atomic_store_n(&ms__rec_on, 0, __ATOMIC_RELAXED);
+  ms__rec_sampler_forget();
+  ms__rec.state = ST_PASSIVE;
+}

@@ -1,0 +1,151 @@
+/* recorder/summary.c: the trace's metadata: what was recorded, how, at what
+ * cost, and the churn (recorder/protocol.h names what the command reads). */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+kv ms__rec_meta_kv[MAX_META];
+int ms__rec_nmeta;
+
+void ms__rec_meta(const char *key, const char *fmt, ...) {
+  if (ms__rec_nmeta == MAX_META) return;
+  kv *m = &ms__rec_meta_kv[ms__rec_nmeta++];
+  size_t i = 0;
+  for (; key[i] && i < sizeof m->key - 1; i++) {
+    char c = key[i];
+    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+             c == '_' || c == '.' || c == '-';
+    m->key[i] = ok ? c : '_';
+  }
+  m->key[i] = '\0';
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(m->val, sizeof m->val, fmt, ap);
+  va_end(ap);
+  for (char *c = m->val; *c; c++)
+    if (*c == '\n' || *c == '\r') *c = ' ';
+}
+
+// Tenths, without floating point formatting.
+void ms__rec_fmt_x10(char *buf, size_t n, double v) {
+  long long x = (long long)(v * 10.0 + (v >= 0 ? 0.5 : -0.5));
+  snprintf(buf, n, "%s%lld.%lld", x < 0 ? "-" : "", (x < 0 ? -x : x) / 10, (x < 0 ? -x : x) % 10);
+}
+
+static void read_cmdline(char *buf, size_t n) {
+  buf[0] = '\0';
+  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ssize_t r = read(fd, buf, n - 1);
+  close(fd);
+  if (r <= 0) return;
+  for (ssize_t i = 0; i < r; i++)
+    if (buf[i] == '\0') buf[i] = ' ';
+  while (r > 0 && buf[r - 1] == ' ') r--;
+  buf[r] = '\0';
+}
+
+void ms__rec_build_meta(const assembled *A) {
+  ms__rec_nmeta = 0;
+  char cmd[1024], b1[40], b2[40];
+  read_cmdline(cmd, sizeof cmd);
+  ms__rec_meta("source", "memstub-record");
+  ms__rec_meta("command", "%s", cmd);
+  ms__rec_meta("record.pid", "%ld", (long)ms__rec.pid);
+  if (ms__rec.rec_ordinal == 0)
+    ms__rec_meta(MS__REC_META_THREAD, "main");
+  else
+    ms__rec_meta(MS__REC_META_THREAD, "%ld (the %ldth thread the program created)%s",
+                 ms__rec.rec_ordinal, ms__rec.rec_ordinal,
+                 ms__rec.rec ? "" : "; never created: no stack recorded");
+  ms__rec_meta(MS__REC_META_HEAP_SCOPE, "%s", ms__rec.scope_thread ? "thread" : "process");
+  ms__rec_meta("record.heap_measure",
+               "bytes requested from the malloc family (like massif mem_heap_B)");
+  ms__rec_meta(
+      MS__REC_META_STACK_FROM, "%s",
+      A->regions ? "the frame that called memstub_probe_begin" : "the recorded thread's stack top");
+  ms__rec_meta("record.regions", "%s",
+               A->regions ? (ms__rec.occurrence ? "one occurrence" : "all occurrences")
+                          : "none (whole run)");
+  if (A->regions && ms__rec.occurrence)
+    ms__rec_meta("record.occurrence", "%ld", ms__rec.occurrence);
+  if (!A->regions && ms__rec.origin_ns)
+    ms__rec_meta("record.origin_monotonic_ns", "%lld", (long long)ms__rec.origin_ns);
+  ms__rec_meta("record.resolution_ns", "%lld", (long long)ms__rec.res_ns);
+  ms__rec_meta("record.sample_hz", "%ld",
+               ms__rec.timer_ok || ms__rec.sample_hz > 0 ? ms__rec.sample_hz : 0L);
+  ms__rec_sampler_meta();
+  ms__rec_meta(
+      "record.clock", "%s",
+      ms__rec.use_tsc ? "invariant cycle counter, rate measured over the run" : "CLOCK_MONOTONIC");
+  uint64_t events = 0, cost_raw = 0, cost_n = 0, samples = 0, sample_raw = 0, dropped = 0;
+  churn all;
+  memset(&all, 0, sizeof all);
+  for (tstate *ts = ms__rec.list; ts; ts = ts->next) {
+    events += ts->nevents;
+    cost_raw += ts->cost_raw;
+    cost_n += ts->cost_n;
+    samples += ts->samples;
+    sample_raw += ts->sample_raw;
+    dropped += ts->rows_dropped;
+    ms__rec_churn_add(&all, &ts->c);
+  }
+  double rpn = ms__rec.raw_per_ns > 0 ? ms__rec.raw_per_ns : 1.0;
+  double cost = cost_n ? ((double)cost_raw / (double)cost_n - ms__rec.now_cost_raw) / rpn : 0;
+  double scost = samples ? ((double)sample_raw / (double)samples) / rpn : 0;
+  if (cost < 0) cost = 0;
+  ms__rec_fmt_x10(b1, sizeof b1, cost);
+  ms__rec_fmt_x10(b2, sizeof b2, scost);
+  ms__rec_meta(MS__REC_META_EVENTS, "%llu", (unsigned long long)events);
+  ms__rec_meta(MS__REC_META_COST_EVENT, "%s", b1);
+  ms__rec_meta("record.cost_measured_events", "%llu", (unsigned long long)cost_n);
+  ms__rec_meta(MS__REC_META_SAMPLES, "%llu", (unsigned long long)samples);
+  ms__rec_meta(MS__REC_META_COST_SAMPLE, "%s", b2);
+  ms__rec_meta("record.overhead_ns", "%lld",
+               (long long)(cost * (double)events + scost * (double)samples));
+  ms__rec_meta("record.threads", "%ld", ms__rec.threads_seen);
+  ms__rec_meta("record.rows_merged", "%llu", (unsigned long long)A->raw_rows);
+  ms__rec_meta(MS__REC_META_PEAK_HEAP, "%lld", (long long)A->peak_heap);
+  ms__rec_meta(MS__REC_META_PEAK_STACK, "%lld", (long long)A->peak_stack);
+  if (ms__rec.table_overflow)
+    ms__rec_meta("record.table_overflow", "%llu", (unsigned long long)ms__rec.table_overflow);
+  if (ms__rec.unknown_frees)
+    ms__rec_meta("record.unknown_frees", "%llu", (unsigned long long)ms__rec.unknown_frees);
+  if (dropped) ms__rec_meta("record.rows_dropped", "%llu", (unsigned long long)dropped);
+  if (ms__rec.finish_how == 2)
+    ms__rec_meta("record.exit", "killed by signal %d (trace written from the signal handler)",
+                 ms__rec.finish_sig);
+  else
+    ms__rec_meta("record.exit", "%s", ms__rec.finish_how == 1 ? "_exit" : "exit");
+  ms__rec_meta(MS__REC_CHURN_WEIGHTS_KEY,
+               "malloc=1 calloc=2 realloc=3 free=1 (aligned allocators as malloc, "
+               "reallocarray as realloc); churn = sum of weight*log2(bytes)");
+  ms__rec_churn_meta(MS__REC_CHURN_PROGRAM, &all, 0);
+  // Regions: merged by name across threads.
+  for (tstate *ts = ms__rec.list; ts; ts = ts->next) {
+    for (int i = 0; i < ts->nstats; i++) {
+      const rstat *st = &ts->stats[i];
+      int seen = 0;
+      for (tstate *u = ms__rec.list; u != ts && !seen; u = u->next)
+        for (int j = 0; j < u->nstats; j++)
+          if (strcmp(u->stats[j].name, st->name) == 0) seen = 1;
+      if (seen) continue;
+      rstat sum = *st;
+      for (tstate *u = ts->next; u; u = u->next)
+        for (int j = 0; j < u->nstats; j++)
+          if (strcmp(u->stats[j].name, st->name) == 0) {
+            sum.occurrences += u->stats[j].occurrences;
+            ms__rec_churn_add(&sum.c, &u->stats[j].c);
+          }
+      char key[96];
+      snprintf(key, sizeof key, MS__REC_CHURN_REGION "%s", sum.name);
+      ms__rec_churn_meta(key, &sum.c, sum.occurrences);
+    }
+  }
+}
+
+/* The trace through memstub_trace_write (normal exit). */

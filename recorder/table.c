@@ -1,0 +1,54 @@
+/* recorder/table.c: the pointer table's memory and its side table of big
+ * blocks (table.h has the hot path). */
+#include "table.h"
+
+#include <errno.h>
+
+uint64_t *ms__rec_tab;
+uintptr_t ms__rec_tab_mask;
+
+typedef struct bslot {
+  uintptr_t key;  // 0 empty, 1 tombstone
+  uint64_t entry;
+} bslot;
+static bslot *g_big;
+static uintptr_t g_big_mask;
+
+int ms__rec_table_init(int bits) {
+  ms__rec_tab = ms__rec_map(sizeof(uint64_t) << bits);
+  while (!ms__rec_tab && bits > 16) ms__rec_tab = ms__rec_map(sizeof(uint64_t) << --bits);
+  g_big = ms__rec_map(sizeof(bslot) << 16);
+  if (!ms__rec_tab || !g_big) return -ENOMEM;
+  ms__rec_tab_mask = ((uintptr_t)1 << bits) - 1;
+  g_big_mask = ((uintptr_t)1 << 16) - 1;
+  return 0;
+}
+
+int ms__rec_big_put(uintptr_t p, uint64_t entry) {
+  uintptr_t i = slot_of(p, g_big_mask);
+  for (int n = 0; n < MAX_PROBE; n++, i = (i + 1) & g_big_mask) {
+    uintptr_t k = __atomic_load_n(&g_big[i].key, __ATOMIC_RELAXED);
+    while (k <= TOMB) {
+      if (__atomic_compare_exchange_n(&g_big[i].key, &k, p, 0, __ATOMIC_ACQ_REL,
+                                      __ATOMIC_RELAXED)) {
+        g_big[i].entry = entry;
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
+int ms__rec_big_take(uintptr_t p, uint64_t *entry) {
+  uintptr_t i = slot_of(p, g_big_mask);
+  for (int n = 0; n < MAX_PROBE; n++, i = (i + 1) & g_big_mask) {
+    uintptr_t k = __atomic_load_n(&g_big[i].key, __ATOMIC_ACQUIRE);
+    if (k == p) {
+      *entry = g_big[i].entry;
+      __atomic_store_n(&g_big[i].key, TOMB, __ATOMIC_RELEASE);
+      return 0;
+    }
+    if (k == 0) return -1;
+  }
+  return -1;
+}

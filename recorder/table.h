@@ -1,0 +1,93 @@
+/* recorder/table.h: the pointer -> requested size table (hooks.c, hot path).
+ *
+ * Open addressing with linear probing over 8-byte slots: (ptr >> 4) in the
+ * top 43 bits, a "not counted" flag, and the requested size in 20 bits
+ * (blocks of 1 MiB and more, and pointers above 2^47, go to a small side
+ * table of full-width slots, table.c). The slot index keeps the low address
+ * bits (ptr >> 5: neighbouring blocks share cache lines, like the heap
+ * itself) and mixes in a hash of each 32 MiB window. Inserts claim an empty or
+ * deleted slot with a CAS; deletes store a tombstone. The tables are
+ * reserved once (MAP_NORESERVE) and only the pages in use are touched; the
+ * main table costs about a quarter of the heap's address range in use. */
+#ifndef MEMSTUB_RECORDER_TABLE_H
+#define MEMSTUB_RECORDER_TABLE_H
+
+#include "internal.h"
+
+#pragma GCC visibility push(hidden)
+
+#define TOMB ((uint64_t)1)
+#define NOT_MINE (UINT64_C(1) << 63)  // in entries handed around (not in slots)
+#define MAX_PROBE 4096
+#define SZ_BITS 20
+#define SZ_BIG ((UINT64_C(1) << SZ_BITS) - 1)
+#define FLAG_BIT (UINT64_C(1) << SZ_BITS)
+
+extern uint64_t *ms__rec_tab;
+extern uintptr_t ms__rec_tab_mask;
+
+// Reserve the tables (2^bits main slots, fewer when that fails); 0 or -ENOMEM.
+int ms__rec_table_init(int bits);
+// The side table: 1 when stored, 0 when full.
+int ms__rec_big_put(uintptr_t p, uint64_t entry);
+// The side table's entry for p (and its slot freed), or -1.
+int ms__rec_big_take(uintptr_t p, uint64_t *entry);
+
+HOT uintptr_t slot_of(uintptr_t p, uintptr_t mask) {
+  uintptr_t k = p >> 5;
+  return (k ^ (((k >> 20) * UINT64_C(0x9E3779B97F4A7C15)) >> 40)) & mask;
+}
+
+// entry: requested size, plus NOT_MINE when the block is not counted.
+HOT int table_put(uintptr_t p, uint64_t entry) {
+  uint64_t size = entry & ~NOT_MINE;
+  if (UNLIKELY(size >= SZ_BIG || (p >> 47) != 0)) {
+    // The main table marks the block big, the side table keeps its size.
+    if (!ms__rec_big_put(p, entry)) return 0;
+    size = SZ_BIG;
+  }
+  uint64_t v = ((uint64_t)(p >> 4) << (SZ_BITS + 1)) | (entry & NOT_MINE ? FLAG_BIT : 0) | size;
+  if ((p >> 47) != 0) return 1;  // only in the side table
+  uintptr_t i = slot_of(p, ms__rec_tab_mask);
+  int mt = multi();
+  for (int n = 0; n < MAX_PROBE; n++, i = (i + 1) & ms__rec_tab_mask) {
+    uint64_t k = __atomic_load_n(&ms__rec_tab[i], __ATOMIC_RELAXED);
+    if (LIKELY(!mt) && k <= TOMB) {
+      __atomic_store_n(&ms__rec_tab[i], v, __ATOMIC_RELAXED);
+      return 1;
+    }
+    while (k <= TOMB) {
+      if (__atomic_compare_exchange_n(&ms__rec_tab[i], &k, v, 0, __ATOMIC_ACQ_REL,
+                                      __ATOMIC_RELAXED))
+        return 1;
+    }
+  }
+  if (size == SZ_BIG) {
+    uint64_t e;
+    ms__rec_big_take(p, &e);
+  }
+  return 0;
+}
+
+// The entry stored for p (and its slot freed), or -1 when p is not there.
+HOT int table_take(uintptr_t p, uint64_t *entry) {
+  if (UNLIKELY((p >> 47) != 0)) return ms__rec_big_take(p, entry);
+  uint64_t key = (uint64_t)(p >> 4);
+  uintptr_t i = slot_of(p, ms__rec_tab_mask);
+  for (int n = 0; n < MAX_PROBE; n++, i = (i + 1) & ms__rec_tab_mask) {
+    uint64_t k = __atomic_load_n(&ms__rec_tab[i], __ATOMIC_ACQUIRE);
+    if ((k >> (SZ_BITS + 1)) == key && k > TOMB) {
+      __atomic_store_n(&ms__rec_tab[i], TOMB, __ATOMIC_RELEASE);
+      uint64_t size = k & SZ_BIG;
+      if (UNLIKELY(size == SZ_BIG)) return ms__rec_big_take(p, entry);
+      *entry = size | (k & FLAG_BIT ? NOT_MINE : 0);
+      return 0;
+    }
+    if (k == 0) return -1;
+  }
+  return -1;
+}
+
+#pragma GCC visibility pop
+
+#endif
