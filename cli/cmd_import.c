@@ -8,7 +8,7 @@
 
 static const char usage_text[] =
     "usage: memstub import massif FILE [-o TRACE] [--ns-per-unit F]\n"
-    "       memstub import memusage FILE [-o TRACE] [--stack-curve auto|normal|inverted]\n"
+    "       memstub import memusage FILE [-o TRACE] [--stack-curve auto|normal|inverted|none]\n"
     "                               [--time-unit auto|cycles|us] [--cycles-per-ns F]\n"
     "\n"
     "Convert another tool's recording into a trace (docs/recording.md). Without -o\n"
@@ -21,13 +21,16 @@ static const char usage_text[] =
     "\n"
     "memusage: the binary file of glibc's `memusage -d FILE`. Some glibc versions\n"
     "record the stack curve upside down; it is detected and corrected, and the\n"
-    "command says so. Times are cycle counter ticks on x86-64 and aarch64 (converted\n"
+    "command says so. A curve too degenerate to read (few distinct values, nested\n"
+    "allocations that never move it) is imported as unknown: stack 0 and the\n"
+    "metadata line 'stack: unknown (...)', with a warning. Times are cycle counter ticks on x86-64 and aarch64 (converted\n"
     "with this host's rate unless --cycles-per-ns is given) or microseconds.\n"
     "\n"
     "options:\n"
     "  -o, --output FILE        write the trace to FILE (atomically)\n"
     "      --ns-per-unit F      massif: nanoseconds per instruction or byte of time\n"
-    "      --stack-curve C      memusage: auto (detect, the default), normal, inverted\n"
+    "      --stack-curve C      memusage: auto (detect, the default), normal, inverted,\n"
+    "                           none (stack not imported: 0, marked unknown)\n"
     "      --time-unit U        memusage: auto, cycles or us\n"
     "      --cycles-per-ns F    memusage: counter ticks per ns of the recording host\n"
     "  -h, --help               show this help\n";
@@ -63,7 +66,8 @@ int ms_cmd_import(int argc, char **argv) {
         if (strcmp(optarg, "auto") == 0) o.stack_curve = MEMSTUB_STACK_AUTO;
         else if (strcmp(optarg, "normal") == 0) o.stack_curve = MEMSTUB_STACK_NORMAL;
         else if (strcmp(optarg, "inverted") == 0) o.stack_curve = MEMSTUB_STACK_INVERTED;
-        else return ms_cli_usage("import", "--stack-curve: expected auto, normal or inverted, found '%s'", optarg);
+        else if (strcmp(optarg, "none") == 0) o.stack_curve = MEMSTUB_STACK_NONE;
+        else return ms_cli_usage("import", "--stack-curve: expected auto, normal, inverted or none, found '%s'", optarg);
         break;
       case 'T':
         if (strcmp(optarg, "auto") == 0) o.time_unit = MEMSTUB_TIME_AUTO;
@@ -94,8 +98,13 @@ int ms_cmd_import(int argc, char **argv) {
       ms_cli_note("%s: the stack curve was recorded upside down (a glibc memusage bug, see "
                   "docs/recording.md); corrected: %s",
                   in, curve);
-    if (memstub_trace_get_meta(t, "memusage.incomplete"))
-      ms_cli_warn("%s: %s", in, memstub_trace_get_meta(t, "memusage.incomplete"));
+    // What the importer could not trust: warnings, each from its metadata line.
+    static const char *const doubts[] = {"memusage.incomplete", "memusage.inconsistent",
+                                         "memusage.stack_degenerate", "stack", "heap"};
+    for (size_t i = 0; i < sizeof doubts / sizeof *doubts; i++)
+      if (memstub_trace_get_meta(t, doubts[i]) &&
+          (i < 3 || strncmp(memstub_trace_get_meta(t, doubts[i]), "unknown", 7) == 0))
+        ms_cli_warn("%s: %s: %s", in, doubts[i], memstub_trace_get_meta(t, doubts[i]));
     if (!massif && !o.cycles_per_ns && o.time_unit != MEMSTUB_TIME_US)
       ms_cli_note("%s: times converted with this host's cycle counter rate (give "
                   "--cycles-per-ns when the file comes from another machine)",

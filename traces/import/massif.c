@@ -78,6 +78,21 @@ static char *dup_range(const char *s, size_t n) {
   return d;
 }
 
+/* The value of the last "OPTION" (ending in '=') in desc: 1 for yes, 0 for
+ * no, -1 when absent or neither. */
+static int option_yes(const char *desc, const char *option) {
+  int v = -1;
+  size_t n = strlen(option);
+  for (const char *p = desc ? strstr(desc, option) : NULL; p; p = strstr(p + n, option)) {
+    if (p != desc && p[-1] != ' ') continue;  // a word of its own
+    const char *a = p + n;
+    v = strncmp(a, "yes", 3) == 0 && (a[3] == ' ' || a[3] == '\0')  ? 1
+        : strncmp(a, "no", 2) == 0 && (a[2] == ' ' || a[2] == '\0') ? 0
+                                                                     : -1;
+  }
+  return v;
+}
+
 int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
                                 const memstub_import_options *o, memstub_trace **out,
                                 memstub_error *err) {
@@ -246,11 +261,30 @@ int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
     snprintf(num, sizeof num, "%.17g", ns_per);
     rc = memstub_trace_set_meta(t, "import.ns_per_unit", num);
   }
+  // What massif measured, from the options in desc (the last one given
+  // counts, as in valgrind): without --stacks=yes mem_stacks_B is 0 and the
+  // stack is unknown, not flat; --heap=no leaves the heap unknown;
+  // --pages-as-heap=yes makes mem_heap_B the whole process's mapped pages.
+  int stacks = option_yes(desc, "--stacks=");
+  int heap = option_yes(desc, "--heap=");
+  int pages = option_yes(desc, "--pages-as-heap=");
+  int stack_measured = stacks_seen || stacks == 1;
   if (rc == 0)
     rc = memstub_trace_set_meta(t, "massif.stacks",
-                                stacks_seen || (desc && strstr(desc, "--stacks=yes"))
+                                stack_measured
                                     ? "mem_stacks_B: every thread's stack, from massif's start"
                                     : "not measured (run massif with --stacks=yes)");
+  if (rc == 0 && !stack_measured)
+    rc = memstub_trace_set_meta(t, "stack",
+                                "unknown (massif ran without --stacks=yes); stack_bytes are 0");
+  if (rc == 0)
+    rc = memstub_trace_set_meta(
+        t, "massif.heap_measure",
+        pages == 1 ? "pages mapped by the whole process (--pages-as-heap=yes), not bytes requested"
+        : heap == 0 ? "not measured (--heap=no)"
+                    : "bytes requested from the malloc family (mem_heap_B)");
+  if (rc == 0 && heap == 0 && pages != 1)
+    rc = memstub_trace_set_meta(t, "heap", "unknown (massif ran with --heap=no); heap_bytes are 0");
   if (rc < 0) {
     rc = memstub_error_set(err, -ENOMEM, "%s: out of memory", name);
     goto fail;
