@@ -204,6 +204,20 @@ START_TEST(test_massif_measured) {
 }
 END_TEST
 
+// Values in the file win over its options: a column with values is measured.
+START_TEST(test_massif_values_win) {
+  const char *text = "desc: --heap=no --stacks=no\ncmd: ./x\ntime_unit: ms\n" SNAP(0, 0, 0, 0)
+      SNAP(1, 3, 200, 1024);
+  memstub_trace *t;
+  memstub_error err;
+  ck_assert_msg(memstub_import_massif_parse("m", text, strlen(text), NULL, &t, &err) == 0, "%s",
+                err.msg);
+  ck_assert_ptr_null(memstub_trace_get_meta(t, "stack"));
+  ck_assert_ptr_null(memstub_trace_get_meta(t, "heap"));
+  memstub_trace_free(t);
+}
+END_TEST
+
 START_TEST(test_massif_minimal) {
   const char *text = HEAD SNAP(0, 0, 0, 0) SNAP(1, 3, 200, 1024);
   memstub_trace *t;
@@ -717,6 +731,7 @@ static Suite *import_suite(void) {
   tcase_add_loop_test(tc, test_massif_refusals, 0, (int)(sizeof bad_massif / sizeof bad_massif[0]));
   tcase_add_test(tc, test_massif_minimal);
   tcase_add_loop_test(tc, test_massif_measured, 0, (int)(sizeof massif_opts / sizeof massif_opts[0]));
+  tcase_add_test(tc, test_massif_values_win);
   tcase_add_test(tc, test_memusage_inverted_fixture);
   tcase_add_test(tc, test_memusage_degenerate_fixture);
   tcase_add_loop_test(tc, test_memusage_degenerate_criterion, 0,

@@ -172,7 +172,7 @@ int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
   int64_t expect = 0, prev_time = -1, t0 = 0;
   long time_line = 0;  // the snapshot's time= line
   int64_t peak_extra = 0;
-  int stacks_seen = 0;
+  int stacks_seen = 0, heap_seen = 0;
   rc = next_line(&P, &l);
   while (rc > 0) {
     int64_t v[5];
@@ -242,6 +242,7 @@ int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
     memstub_trace_extra_row(t, t->n - 1)[col] = v[3];
     if (v[3] > peak_extra) peak_extra = v[3];
     if (v[4] > 0) stacks_seen = 1;
+    if (v[2] > 0) heap_seen = 1;
     expect++;
     if (rc == 0) break;
   }
@@ -265,6 +266,7 @@ int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
   // counts, as in valgrind): without --stacks=yes mem_stacks_B is 0 and the
   // stack is unknown, not flat; --heap=no leaves the heap unknown;
   // --pages-as-heap=yes makes mem_heap_B the whole process's mapped pages.
+  // Values in the file win over its options: a column marked unknown is 0.
   int stacks = option_yes(desc, "--stacks=");
   int heap = option_yes(desc, "--heap=");
   int pages = option_yes(desc, "--pages-as-heap=");
@@ -283,7 +285,7 @@ int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
         pages == 1 ? "pages mapped by the whole process (--pages-as-heap=yes), not bytes requested"
         : heap == 0 ? "not measured (--heap=no)"
                     : "bytes requested from the malloc family (mem_heap_B)");
-  if (rc == 0 && heap == 0 && pages != 1)
+  if (rc == 0 && heap == 0 && pages != 1 && !heap_seen)
     rc = memstub_trace_set_meta(t, "heap", "unknown (massif ran with --heap=no); heap_bytes are 0");
   if (rc < 0) {
     rc = memstub_error_set(err, -ENOMEM, "%s: out of memory", name);
