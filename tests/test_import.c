@@ -509,6 +509,30 @@ START_TEST(test_memusage_inverted_corrected) {
 }
 END_TEST
 
+/* sort_null.memusage (`sort /dev/null`, glibc 2.36: inverted) reads 0 on
+ * only 3 of 282 allocation records and its median is below half the peak,
+ * so it was taken as a normal curve, upside down. A program ends where it
+ * began, and its last records (exit's frees) read near the peak: inverted. */
+START_TEST(test_memusage_inverted_by_the_end) {
+  memstub_trace *t;
+  memstub_error err;
+  memstub_import_options o;
+  memstub_import_options_init(&o);
+  o.cycles_per_ns = 2.0;
+  ck_assert_msg(memstub_import_memusage(fx("sort_null.memusage"), &o, &t, &err) == 0, "%s", err.msg);
+  const char *curve = memstub_trace_get_meta(t, "memusage.stack_curve");
+  ck_assert_msg(strncmp(curve, "inverted (corrected as peak - value; detected: 3 of 282 allocation "
+                               "records read 0, median 816, last 14 median 1632, of peak 1664)",
+                        200) == 0, "%s", curve);
+  ck_assert_ptr_null(memstub_trace_get_meta(t, "stack"));
+  // Corrected, the program ends near the top of its stack: at most 64 bytes
+  // below it, where it read 1600 and more before.
+  ck_assert_int_le(t->pts[t->n - 1].stack_bytes, 64);
+  ck_assert_int_eq(peak(t, 0), 1664);
+  memstub_trace_free(t);
+}
+END_TEST
+
 /* The header's peaks against the records: rec_prog.memusage cut after 150
  * records (a copy cut at a record boundary) lost its heap peak; a header
  * whose peak the records exceed belongs to another run. Both were imported
@@ -743,6 +767,7 @@ static Suite *import_suite(void) {
   tcase_add_loop_test(tc, test_memusage_degenerate_criterion, 0,
                       (int)(sizeof degen_cases / sizeof degen_cases[0]));
   tcase_add_test(tc, test_memusage_inverted_corrected);
+  tcase_add_test(tc, test_memusage_inverted_by_the_end);
   tcase_add_test(tc, test_memusage_inconsistent);
   tcase_add_test(tc, test_memusage_synthetic);
   tcase_add_test(tc, test_memusage_fuzz_regressions);

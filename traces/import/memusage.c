@@ -162,7 +162,10 @@ int memstub_import_memusage_parse(const char *name, const unsigned char *buf, si
   // at the deepest point so far, and high wherever the program is shallower
   // than its deepest point; a normal one reads 0 only at or above memusage's
   // constructor frame (shallower than main), and sits mostly low against
-  // its peak, which is a deep excursion.
+  // its peak, which is a deep excursion. A program ends where it began, at
+  // main's level or above: the last allocation records (exit's frees) read
+  // high on an inverted curve, far above the deepest point, and low on a
+  // normal one, near the top.
   //
   // Degenerate: a curve that holds too little to be read either way. When
   // allocations nest (runs of allocation records whose heap grows each time,
@@ -199,9 +202,12 @@ int memstub_import_memusage_parse(const char *name, const unsigned char *buf, si
     }
     prev_heap = r.heap;
   }
-  uint64_t median = 0;
-  size_t distinct = 0;
+  uint64_t median = 0, tail = 0;
+  size_t distinct = 0, ntail = na / 20 ? na / 20 : 1;
   if (na) {
+    // The last 5 % (at least one), in time order until sorted here.
+    qsort(tmp + (na - ntail), ntail, sizeof *tmp, cmp_u64);
+    tail = tmp[na - ntail + ntail / 2];
     qsort(tmp, na, sizeof *tmp, cmp_u64);
     median = tmp[na / 2];
     distinct = 1;
@@ -213,7 +219,7 @@ int memstub_import_memusage_parse(const char *name, const unsigned char *buf, si
   int inverted = o->stack_curve == MEMSTUB_STACK_INVERTED;
   int detected = 0;
   if (o->stack_curve == MEMSTUB_STACK_AUTO && peak > 0 && na >= 2)
-    inverted = detected = zeros * 20 >= na || median * 2 > peak;
+    inverted = detected = zeros * 20 >= na || median * 2 > peak || tail * 2 > peak;
   // Auto never imports a curve it cannot read; an explicit direction is
   // obeyed (with memusage.stack_degenerate saying why it is doubtful).
   int unknown = o->stack_curve == MEMSTUB_STACK_NONE ||
@@ -232,7 +238,7 @@ int memstub_import_memusage_parse(const char *name, const unsigned char *buf, si
     uint64_t s = unknown ? 0 : inverted ? (r.stack <= peak ? peak - r.stack : 0) : r.stack;
     rc = memstub_trace_append(t, tt, (int64_t)s, (int64_t)r.heap);
   }
-  char v[512];
+  char v[768];
   if (rc == 0) rc = memstub_trace_set_meta(t, "source", "memusage");
   if (rc == 0)
     rc = memstub_trace_set_meta(t, "memusage.heap_measure",
@@ -281,9 +287,11 @@ int memstub_import_memusage_parse(const char *name, const unsigned char *buf, si
   else
     snprintf(v, sizeof v, "microseconds");
   if (rc == 0) rc = memstub_trace_set_meta(t, "memusage.time_unit", v);
-  char evidence[160];
-  snprintf(evidence, sizeof evidence, "%zu of %zu allocation records read 0, median %llu of peak %llu",
-           zeros, na, (unsigned long long)median, (unsigned long long)peak);
+  char evidence[200];
+  snprintf(evidence, sizeof evidence,
+           "%zu of %zu allocation records read 0, median %llu, last %zu median %llu, of peak %llu",
+           zeros, na, (unsigned long long)median, ntail, (unsigned long long)tail,
+           (unsigned long long)peak);
   char degen[256];
   snprintf(degen, sizeof degen,
            "degenerate stack curve: %zu allocation records take %zu distinct stack value%s, and %zu "
