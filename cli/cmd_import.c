@@ -100,10 +100,11 @@ int ms_cmd_import(int argc, char **argv) {
                   in, curve);
     // What the importer could not trust: warnings, each from its metadata line.
     static const char *const doubts[] = {"memusage.incomplete", "memusage.inconsistent",
-                                         "memusage.stack_degenerate", "stack", "heap"};
+                                         "memusage.stack_degenerate", "massif.inconsistent",
+                                         "stack", "heap"};
     for (size_t i = 0; i < sizeof doubts / sizeof *doubts; i++)
       if (memstub_trace_get_meta(t, doubts[i]) &&
-          (i < 3 || strncmp(memstub_trace_get_meta(t, doubts[i]), "unknown", 7) == 0))
+          (i < 4 || strncmp(memstub_trace_get_meta(t, doubts[i]), "unknown", 7) == 0))
         ms_cli_warn("%s: %s: %s", in, doubts[i], memstub_trace_get_meta(t, doubts[i]));
     if (!massif && !o.cycles_per_ns && o.time_unit != MEMSTUB_TIME_US)
       ms_cli_note("%s: times converted with this host's cycle counter rate (give "

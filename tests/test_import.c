@@ -218,6 +218,46 @@ START_TEST(test_massif_values_win) {
 }
 END_TEST
 
+/* A detailed snapshot's heap tree totals its mem_heap_B: a file where they
+ * disagree (edited or damaged) is imported with massif.inconsistent and a
+ * warning; it was imported without a word. The real files agree. */
+START_TEST(test_massif_inconsistent_tree) {
+  memstub_trace *t;
+  memstub_error err;
+  ck_assert_int_eq(memstub_import_massif(fx("mu_prog.massif"), NULL, &t, &err), 0);
+  ck_assert_ptr_null(memstub_trace_get_meta(t, "massif.inconsistent"));
+  memstub_trace_free(t);
+  const char *text = HEAD SNAP(0, 0, 0, 0)
+      "#-----------\nsnapshot=1\n#-----------\ntime=3\nmem_heap_B=64100\n"
+      "mem_heap_extra_B=0\nmem_stacks_B=0\nheap_tree=peak\n"
+      "n2: 64000 (heap allocation functions) malloc/new/new[], --alloc-fns, etc.\n"
+      " n0: 64000 0x1091D8: main (in /tmp/mu/mu_prog)\n";
+  ck_assert_msg(memstub_import_massif_parse("m", text, strlen(text), NULL, &t, &err) == 0, "%s",
+                err.msg);
+  const char *why = memstub_trace_get_meta(t, "massif.inconsistent");
+  ck_assert_ptr_nonnull(why);
+  ck_assert_str_eq(why, "line 20: snapshot 1 has mem_heap_B=64100 but its heap tree totals 64000 "
+                        "(an edited or damaged file?)");
+  ck_assert_int_eq(t->pts[1].heap_bytes, 64100);  // the totals are still imported
+  memstub_trace_free(t);
+  // The command warns.
+  char *dir = tu_mkdtemp();
+  char path[4096];
+  snprintf(path, sizeof path, "%s/bad.massif", dir);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  ck_assert_int_eq(fclose(f), 0);
+  tu_run r = tu_memstub(NULL, "import", "massif", path, NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_msg(strstr(r.err, "memstub: warning: ") && strstr(r.err, "massif.inconsistent: line 20"),
+                "%s", r.err);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 START_TEST(test_massif_minimal) {
   const char *text = HEAD SNAP(0, 0, 0, 0) SNAP(1, 3, 200, 1024);
   memstub_trace *t;
@@ -762,6 +802,7 @@ static Suite *import_suite(void) {
   tcase_add_test(tc, test_massif_minimal);
   tcase_add_loop_test(tc, test_massif_measured, 0, (int)(sizeof massif_opts / sizeof massif_opts[0]));
   tcase_add_test(tc, test_massif_values_win);
+  tcase_add_test(tc, test_massif_inconsistent_tree);
   tcase_add_test(tc, test_memusage_inverted_fixture);
   tcase_add_test(tc, test_memusage_degenerate_fixture);
   tcase_add_loop_test(tc, test_memusage_degenerate_criterion, 0,

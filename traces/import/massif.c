@@ -78,6 +78,18 @@ static char *dup_range(const char *s, size_t n) {
   return d;
 }
 
+/* A heap tree's root line, "nN: BYTES (...": 1 and *bytes, else 0. */
+static int tree_root(const mline *l, int64_t *bytes) {
+  size_t i = 1;
+  if (l->len < 5 || l->s[0] != 'n') return 0;
+  while (i < l->len && l->s[i] >= '0' && l->s[i] <= '9') i++;
+  if (i == 1 || i + 2 >= l->len || l->s[i] != ':' || l->s[i + 1] != ' ') return 0;
+  size_t b = i + 2, e = b;
+  while (e < l->len && l->s[e] >= '0' && l->s[e] <= '9') e++;
+  if (e == b || (e < l->len && l->s[e] != ' ')) return 0;
+  return ms__parse_i64(l->s + b, e - b, bytes) == 0;
+}
+
 /* The value of the last "OPTION" (ending in '=') in desc: 1 for yes, 0 for
  * no, -1 when absent or neither. */
 static int option_yes(const char *desc, const char *option) {
@@ -173,6 +185,8 @@ int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
   long time_line = 0;  // the snapshot's time= line
   int64_t peak_extra = 0;
   int stacks_seen = 0, heap_seen = 0;
+  long mismatch_line = 0;  // the first heap tree whose root disagrees with mem_heap_B
+  int64_t mismatch_snap = 0, mismatch_heap = 0, mismatch_root = 0;
   rc = next_line(&P, &l);
   while (rc > 0) {
     int64_t v[5];
@@ -207,8 +221,18 @@ int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
                              name, P.lineno + (rc == 0), (long long)expect);
       goto fail;
     }
-    // Skip the tree.
+    // Skip the tree. Its root ("nN: BYTES (heap allocation functions) ...")
+    // totals the snapshot's heap: the first disagreement is kept.
+    int root_next = !starts(&l, "heap_tree=empty");
     while ((rc = next_line(&P, &l)) > 0 && !is_sep(&l)) {
+      int64_t root;
+      if (root_next && tree_root(&l, &root) && root != v[2] && !mismatch_line) {
+        mismatch_line = l.no;
+        mismatch_snap = expect;
+        mismatch_heap = v[2];
+        mismatch_root = root;
+      }
+      root_next = 0;
     }
     if (rc < 0) goto fail;
     if (rc > 0) {  // the separator before the next snapshot=
@@ -285,6 +309,15 @@ int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
         pages == 1 ? "pages mapped by the whole process (--pages-as-heap=yes), not bytes requested"
         : heap == 0 ? "not measured (--heap=no)"
                     : "bytes requested from the malloc family (mem_heap_B)");
+  if (mismatch_line) {
+    char why[256];
+    snprintf(why, sizeof why,
+             "line %ld: snapshot %lld has mem_heap_B=%lld but its heap tree totals %lld (an "
+             "edited or damaged file?)",
+             mismatch_line, (long long)mismatch_snap, (long long)mismatch_heap,
+             (long long)mismatch_root);
+    if (rc == 0) rc = memstub_trace_set_meta(t, "massif.inconsistent", why);
+  }
   if (rc == 0 && heap == 0 && pages != 1 && !heap_seen)
     rc = memstub_trace_set_meta(t, "heap", "unknown (massif ran with --heap=no); heap_bytes are 0");
   if (rc < 0) {
