@@ -10,7 +10,9 @@ enum { O_NS_PER_UNIT = MS_CLI_LONG, O_STACK_CURVE, O_TIME_UNIT, O_CYCLES_PER_NS 
 static const ms_cli_option options[] = {
     {"output", 'o', "FILE", "write the trace to FILE (atomically)"},
     {"ns-per-unit", O_NS_PER_UNIT, "F", "massif: nanoseconds per instruction or byte of time"},
-    {"stack-curve", O_STACK_CURVE, "C", "memusage: auto (detect, the default), normal, inverted"},
+    {"stack-curve", O_STACK_CURVE, "C",
+     "memusage: auto (detect, the default), normal,\n"
+     "inverted, none (not imported: 0, marked unknown)"},
     {"time-unit", O_TIME_UNIT, "U", "memusage: auto, cycles or us"},
     {"cycles-per-ns", O_CYCLES_PER_NS, "F", "memusage: counter ticks per ns of the recording host"},
     {0}};
@@ -18,7 +20,8 @@ static const ms_cli_option options[] = {
 static const ms_cli_spec spec = {
     "import",
     "usage: memstub import massif FILE [-o TRACE] [--ns-per-unit F]\n"
-    "       memstub import memusage FILE [-o TRACE] [--stack-curve auto|normal|inverted]\n"
+    "       memstub import memusage FILE [-o TRACE]\n"
+    "                               [--stack-curve auto|normal|inverted|none]\n"
     "                               [--time-unit auto|cycles|us] [--cycles-per-ns F]\n"
     "\n"
     "Convert another tool's recording into a trace (docs/recording.md). Without -o\n"
@@ -31,8 +34,11 @@ static const ms_cli_spec spec = {
     "\n"
     "memusage: the binary file of glibc's `memusage -d FILE`. Some glibc versions\n"
     "record the stack curve upside down; it is detected and corrected, and the\n"
-    "command says so. Times are cycle counter ticks on x86-64 and aarch64 (converted\n"
-    "with this host's rate unless --cycles-per-ns is given) or microseconds.\n"
+    "command says so. A curve too degenerate to read (few distinct values, nested\n"
+    "allocations that never move it) is imported as unknown: stack 0 and the\n"
+    "metadata line 'stack: unknown (...)', with a warning. Times are cycle counter\n"
+    "ticks on x86-64 and aarch64 (converted with this host's rate unless\n"
+    "--cycles-per-ns is given) or microseconds.\n"
     "\n",
     options, 27, NULL};
 
@@ -45,8 +51,9 @@ static int positive(ms_cli_parser *p, double *out) {
 }
 
 int ms_cmd_import(int argc, char **argv) {
-  static const char *const curves[] = {"auto", "normal", "inverted", NULL};
-  static const int curve_of[] = {MEMSTUB_STACK_AUTO, MEMSTUB_STACK_NORMAL, MEMSTUB_STACK_INVERTED};
+  static const char *const curves[] = {"auto", "normal", "inverted", "none", NULL};
+  static const int curve_of[] = {MEMSTUB_STACK_AUTO, MEMSTUB_STACK_NORMAL, MEMSTUB_STACK_INVERTED,
+                                 MEMSTUB_STACK_NONE};
   static const char *const units[] = {"auto", "cycles", "us", NULL};
   static const int unit_of[] = {MEMSTUB_TIME_AUTO, MEMSTUB_TIME_CYCLES, MEMSTUB_TIME_US};
   memstub_import_options o;
@@ -88,8 +95,14 @@ int ms_cmd_import(int argc, char **argv) {
       ms_cli_note("%s: the stack curve was recorded upside down (a glibc memusage bug, see "
                   "docs/recording.md); corrected: %s",
                   in, curve);
-    if (memstub_trace_get_meta(t, "memusage.incomplete"))
-      ms_cli_warn("%s: %s", in, memstub_trace_get_meta(t, "memusage.incomplete"));
+    // What the importer could not trust: warnings, each from its metadata line.
+    static const char *const doubts[] = {"memusage.incomplete", "memusage.inconsistent",
+                                         "memusage.stack_degenerate", "massif.inconsistent",
+                                         "stack", "heap"};
+    for (size_t i = 0; i < sizeof doubts / sizeof *doubts; i++)
+      if (memstub_trace_get_meta(t, doubts[i]) &&
+          (i < 4 || strncmp(memstub_trace_get_meta(t, doubts[i]), "unknown", 7) == 0))
+        ms_cli_warn("%s: %s: %s", in, doubts[i], memstub_trace_get_meta(t, doubts[i]));
     if (!massif && !o.cycles_per_ns && o.time_unit != MEMSTUB_TIME_US)
       ms_cli_note("%s: times converted with this host's cycle counter rate (give "
                   "--cycles-per-ns when the file comes from another machine)",

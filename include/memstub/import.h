@@ -11,7 +11,15 @@
  *   the end time and the heap and stack peaks; then one record per allocator
  *   call or timer tick. Some glibc versions record the stack curve upside
  *   down (see docs/recording.md): the importer detects it and corrects it,
- *   and says so in the trace's metadata (memusage.stack_curve).
+ *   and says so in the trace's metadata (memusage.stack_curve). A curve
+ *   too degenerate to read either way (few distinct values, nested
+ *   allocations that never move it) is imported as unknown: stack_bytes 0
+ *   and the metadata line "stack: unknown (...)" (docs/formats.md).
+ *
+ *   Both importers mark a stack they could not measure with "stack:
+ *   unknown (...)" (massif without --stacks=yes, memusage with
+ *   MEMSTUB_STACK_NONE or a degenerate curve), and say in the metadata when
+ *   a file's own totals disagree (memusage.inconsistent).
  *
  * Malformed or truncated files are refused with "file:line:column: reason"
  * (massif) or "file: byte offset N: reason" (memusage). */
@@ -31,6 +39,7 @@ enum memstub_stack_curve {
   MEMSTUB_STACK_AUTO = 0,  /* detect from the data (a heuristic, reported) */
   MEMSTUB_STACK_NORMAL,    /* take the stack values as they are */
   MEMSTUB_STACK_INVERTED,  /* correct the inverted curve */
+  MEMSTUB_STACK_NONE,      /* do not import the stack: stack_bytes 0, "stack: unknown" */
 };
 
 enum memstub_time_unit {

@@ -97,6 +97,20 @@ static inline void fuzz_trace_equal(const memstub_trace *a, const memstub_trace 
                 b->meta[i].key, b->meta[i].value);
 }
 
+/* An importer's "stack: unknown (...)" or "heap: unknown (...)" (docs/formats.md):
+ * the value starts with "unknown", and the column is 0 in every row. */
+static inline void fuzz_check_unknown(const memstub_trace *t) {
+  const char *s = memstub_trace_get_meta(t, "stack"), *h = memstub_trace_get_meta(t, "heap");
+  FUZZ_ASSERT(!s || strncmp(s, "unknown", 7) == 0, "stack: '%s'", s);
+  FUZZ_ASSERT(!h || strncmp(h, "unknown", 7) == 0, "heap: '%s'", h);
+  for (size_t i = 0; i < t->n; i++) {
+    FUZZ_ASSERT(!s || t->pts[i].stack_bytes == 0, "stack unknown, row %zu has %lld", i,
+                (long long)t->pts[i].stack_bytes);
+    FUZZ_ASSERT(!h || t->pts[i].heap_bytes == 0, "heap unknown, row %zu has %lld", i,
+                (long long)t->pts[i].heap_bytes);
+  }
+}
+
 /* A trace someone accepted (a reader or an importer) is valid, and survives
  * memstub_trace_fwrite and memstub_trace_parse unchanged. */
 static inline void fuzz_trace_round_trip(const memstub_trace *t) {

@@ -1,11 +1,13 @@
 // libFuzzer harness: the glibc memusage importer
 // (memstub_import_memusage_parse), with three sets of options: detected
 // stack curve and cycles, an inverted curve in microseconds, a normal curve
-// with a tiny cycle rate (huge times).
+// with a tiny cycle rate (huge times), and the stack not imported.
 //
 // Every input is either refused with "fuzz.memusage: byte offset N: reason"
 // (N inside the input) or "fuzz.memusage: empty file...", or imported as a
-// valid trace that survives the trace writer and reader unchanged.
+// valid trace that survives the trace writer and reader unchanged. A stack
+// marked unknown ("stack: unknown (...)") is 0 in every row; with
+// MEMSTUB_STACK_NONE it is always so marked.
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,6 +43,9 @@ static void one(const uint8_t *data, size_t size, int curve, int unit, double cp
     return;
   }
   FUZZ_ASSERT(rc == 0 && t != NULL, "rc %d", rc);
+  fuzz_check_unknown(t);
+  if (curve == MEMSTUB_STACK_NONE)
+    FUZZ_ASSERT(memstub_trace_get_meta(t, "stack") != NULL, "--stack-curve none, no 'stack' marker");
   fuzz_trace_round_trip(t);
   memstub_trace_free(t);
 }
@@ -49,5 +54,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   one(data, size, MEMSTUB_STACK_AUTO, MEMSTUB_TIME_CYCLES, 3.0);
   one(data, size, MEMSTUB_STACK_INVERTED, MEMSTUB_TIME_US, 0);
   one(data, size, MEMSTUB_STACK_NORMAL, MEMSTUB_TIME_CYCLES, 1e-12);
+  one(data, size, MEMSTUB_STACK_NONE, MEMSTUB_TIME_US, 0);
   return 0;
 }

@@ -78,6 +78,33 @@ static char *dup_range(const char *s, size_t n) {
   return d;
 }
 
+/* A heap tree's root line, "nN: BYTES (...": 1 and *bytes, else 0. */
+static int tree_root(const mline *l, int64_t *bytes) {
+  size_t i = 1;
+  if (l->len < 5 || l->s[0] != 'n') return 0;
+  while (i < l->len && l->s[i] >= '0' && l->s[i] <= '9') i++;
+  if (i == 1 || i + 2 >= l->len || l->s[i] != ':' || l->s[i + 1] != ' ') return 0;
+  size_t b = i + 2, e = b;
+  while (e < l->len && l->s[e] >= '0' && l->s[e] <= '9') e++;
+  if (e == b || (e < l->len && l->s[e] != ' ')) return 0;
+  return ms__parse_i64(l->s + b, e - b, bytes) == 0;
+}
+
+/* The value of the last "OPTION" (ending in '=') in desc: 1 for yes, 0 for
+ * no, -1 when absent or neither. */
+static int option_yes(const char *desc, const char *option) {
+  int v = -1;
+  size_t n = strlen(option);
+  for (const char *p = desc ? strstr(desc, option) : NULL; p; p = strstr(p + n, option)) {
+    if (p != desc && p[-1] != ' ') continue;  // a word of its own
+    const char *a = p + n;
+    v = strncmp(a, "yes", 3) == 0 && (a[3] == ' ' || a[3] == '\0')  ? 1
+        : strncmp(a, "no", 2) == 0 && (a[2] == ' ' || a[2] == '\0') ? 0
+                                                                     : -1;
+  }
+  return v;
+}
+
 int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
                                 const memstub_import_options *o, memstub_trace **out,
                                 memstub_error *err) {
@@ -157,7 +184,9 @@ int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
   int64_t expect = 0, prev_time = -1, t0 = 0;
   long time_line = 0;  // the snapshot's time= line
   int64_t peak_extra = 0;
-  int stacks_seen = 0;
+  int stacks_seen = 0, heap_seen = 0;
+  long mismatch_line = 0;  // the first heap tree whose root disagrees with mem_heap_B
+  int64_t mismatch_snap = 0, mismatch_heap = 0, mismatch_root = 0;
   rc = next_line(&P, &l);
   while (rc > 0) {
     int64_t v[5];
@@ -192,8 +221,18 @@ int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
                              name, P.lineno + (rc == 0), (long long)expect);
       goto fail;
     }
-    // Skip the tree.
+    // Skip the tree. Its root ("nN: BYTES (heap allocation functions) ...")
+    // totals the snapshot's heap: the first disagreement is kept.
+    int root_next = !starts(&l, "heap_tree=empty");
     while ((rc = next_line(&P, &l)) > 0 && !is_sep(&l)) {
+      int64_t root;
+      if (root_next && tree_root(&l, &root) && root != v[2] && !mismatch_line) {
+        mismatch_line = l.no;
+        mismatch_snap = expect;
+        mismatch_heap = v[2];
+        mismatch_root = root;
+      }
+      root_next = 0;
     }
     if (rc < 0) goto fail;
     if (rc > 0) {  // the separator before the next snapshot=
@@ -227,6 +266,7 @@ int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
     memstub_trace_extra_row(t, t->n - 1)[col] = v[3];
     if (v[3] > peak_extra) peak_extra = v[3];
     if (v[4] > 0) stacks_seen = 1;
+    if (v[2] > 0) heap_seen = 1;
     expect++;
     if (rc == 0) break;
   }
@@ -246,11 +286,40 @@ int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
     snprintf(num, sizeof num, "%.17g", ns_per);
     rc = memstub_trace_set_meta(t, "import.ns_per_unit", num);
   }
+  // What massif measured, from the options in desc (the last one given
+  // counts, as in valgrind): without --stacks=yes mem_stacks_B is 0 and the
+  // stack is unknown, not flat; --heap=no leaves the heap unknown;
+  // --pages-as-heap=yes makes mem_heap_B the whole process's mapped pages.
+  // Values in the file win over its options: a column marked unknown is 0.
+  int stacks = option_yes(desc, "--stacks=");
+  int heap = option_yes(desc, "--heap=");
+  int pages = option_yes(desc, "--pages-as-heap=");
+  int stack_measured = stacks_seen || stacks == 1;
   if (rc == 0)
     rc = memstub_trace_set_meta(t, "massif.stacks",
-                                stacks_seen || (desc && strstr(desc, "--stacks=yes"))
+                                stack_measured
                                     ? "mem_stacks_B: every thread's stack, from massif's start"
                                     : "not measured (run massif with --stacks=yes)");
+  if (rc == 0 && !stack_measured)
+    rc = memstub_trace_set_meta(t, "stack",
+                                "unknown (massif ran without --stacks=yes); stack_bytes are 0");
+  if (rc == 0)
+    rc = memstub_trace_set_meta(
+        t, "massif.heap_measure",
+        pages == 1 ? "pages mapped by the whole process (--pages-as-heap=yes), not bytes requested"
+        : heap == 0 ? "not measured (--heap=no)"
+                    : "bytes requested from the malloc family (mem_heap_B)");
+  if (mismatch_line) {
+    char why[256];
+    snprintf(why, sizeof why,
+             "line %ld: snapshot %lld has mem_heap_B=%lld but its heap tree totals %lld (an "
+             "edited or damaged file?)",
+             mismatch_line, (long long)mismatch_snap, (long long)mismatch_heap,
+             (long long)mismatch_root);
+    if (rc == 0) rc = memstub_trace_set_meta(t, "massif.inconsistent", why);
+  }
+  if (rc == 0 && heap == 0 && pages != 1 && !heap_seen)
+    rc = memstub_trace_set_meta(t, "heap", "unknown (massif ran with --heap=no); heap_bytes are 0");
   if (rc < 0) {
     rc = memstub_error_set(err, -ENOMEM, "%s: out of memory", name);
     goto fail;

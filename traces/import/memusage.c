@@ -162,27 +162,69 @@ int memstub_import_memusage_parse(const char *name, const unsigned char *buf, si
   // at the deepest point so far, and high wherever the program is shallower
   // than its deepest point; a normal one reads 0 only at or above memusage's
   // constructor frame (shallower than main), and sits mostly low against
-  // its peak, which is a deep excursion.
+  // its peak, which is a deep excursion. A program ends where it began, at
+  // main's level or above: the last allocation records (exit's frees) read
+  // high on an inverted curve, far above the deepest point, and low on a
+  // normal one, near the top.
+  //
+  // Degenerate: a curve that holds too little to be read either way. When
+  // allocations nest (runs of allocation records whose heap grows each time,
+  // no free between), a real curve moves with them, or the allocations are a
+  // loop at one level; an inverted recording stores 0 at every new depth, so
+  // a descent and a loop look the same. Degenerate is: at least
+  // DEGEN_MIN_RECORDS allocation records, at most DEGEN_MAX_VALUES distinct
+  // stack values among them, a run of at least DEGEN_MIN_NEST nested
+  // allocations, and no run of nested allocations that moves the stack.
+  // Both readings (normal and inverted) then fit the data, and neither
+  // recovers the depths the inverted one lost (docs/recording.md).
+  enum { DEGEN_MIN_RECORDS = 8, DEGEN_MAX_VALUES = 3, DEGEN_MIN_NEST = 4 };
   size_t na = 0, zeros = 0;
-  uint64_t prev_heap = 0;
+  size_t run = 0, longest_nest = 0, moving_runs = 0;
+  int run_moved = 0;
+  uint64_t prev_heap = 0, prev_stack = 0;
   for (size_t i = 0; i < n; i++) {
     murec r = d[order[i].idx];
     if (r.heap != prev_heap) {
+      if (r.heap > prev_heap) {  // an allocation: it nests in the run of growth before it
+        if (++run == 1) {
+          run_moved = 0;
+        } else if (r.stack != prev_stack && !run_moved) {
+          run_moved = 1;
+          moving_runs++;
+        }
+        if (run > longest_nest) longest_nest = run;
+      } else {  // a free or a shrink ends the run
+        run = 0;
+      }
       tmp[na++] = r.stack;
       zeros += r.stack == 0;
+      prev_stack = r.stack;
     }
     prev_heap = r.heap;
   }
-  uint64_t median = 0;
+  uint64_t median = 0, tail = 0;
+  size_t distinct = 0, ntail = na / 20 ? na / 20 : 1;
   if (na) {
+    // The last 5 % (at least one), in time order until sorted here.
+    qsort(tmp + (na - ntail), ntail, sizeof *tmp, cmp_u64);
+    tail = tmp[na - ntail + ntail / 2];
     qsort(tmp, na, sizeof *tmp, cmp_u64);
     median = tmp[na / 2];
+    distinct = 1;
+    for (size_t i = 1; i < na; i++) distinct += tmp[i] != tmp[i - 1];
   }
+  int degenerate = na >= DEGEN_MIN_RECORDS && distinct <= DEGEN_MAX_VALUES &&
+                   longest_nest >= DEGEN_MIN_NEST && moving_runs == 0;
   uint64_t peak = complete && h1.stack > max_stack ? h1.stack : max_stack;
   int inverted = o->stack_curve == MEMSTUB_STACK_INVERTED;
   int detected = 0;
   if (o->stack_curve == MEMSTUB_STACK_AUTO && peak > 0 && na >= 2)
-    inverted = detected = zeros * 20 >= na || median * 2 > peak;
+    inverted = detected = zeros * 20 >= na || median * 2 > peak || tail * 2 > peak;
+  // Auto never imports a curve it cannot read; an explicit direction is
+  // obeyed (with memusage.stack_degenerate saying why it is doubtful).
+  int unknown = o->stack_curve == MEMSTUB_STACK_NONE ||
+                (o->stack_curve == MEMSTUB_STACK_AUTO && degenerate);
+  if (unknown) inverted = 0;
 
   int rc = memstub_trace_reserve(t, n + 1);
   if (rc == 0) rc = memstub_trace_append(t, 0, 0, 0);  // the start, before any call
@@ -193,10 +235,10 @@ int memstub_import_memusage_parse(const char *name, const unsigned char *buf, si
     int64_t tt = ns > 9.2e18 ? INT64_MAX : (int64_t)(ns + 0.5);
     if (tt < last) tt = last;
     last = tt;
-    uint64_t s = inverted ? (r.stack <= peak ? peak - r.stack : 0) : r.stack;
+    uint64_t s = unknown ? 0 : inverted ? (r.stack <= peak ? peak - r.stack : 0) : r.stack;
     rc = memstub_trace_append(t, tt, (int64_t)s, (int64_t)r.heap);
   }
-  char v[256];
+  char v[768];
   if (rc == 0) rc = memstub_trace_set_meta(t, "source", "memusage");
   if (rc == 0)
     rc = memstub_trace_set_meta(t, "memusage.heap_measure",
@@ -209,6 +251,31 @@ int memstub_import_memusage_parse(const char *name, const unsigned char *buf, si
     if (rc == 0) rc = memstub_trace_set_meta(t, "memusage.peak_heap_bytes", v);
     snprintf(v, sizeof v, "%llu (as recorded, before any correction)", (unsigned long long)h1.stack);
     if (rc == 0) rc = memstub_trace_set_meta(t, "memusage.peak_stack_bytes", v);
+    // The header's peaks are the maxima of the values memusage recorded: in a
+    // whole file from one thread they are the records' maxima exactly.
+    // Otherwise records are missing (a copy cut at a record boundary) or the
+    // header belongs to another run; threads can race memusage's counters,
+    // so this is said, not refused.
+    const char *why = NULL;
+    uint64_t want = 0, got = 0;
+    if (h1.heap != max_heap) {
+      why = "heap peak";
+      want = h1.heap;
+      got = max_heap;
+    } else if (h1.stack != max_stack) {
+      why = "stack peak";
+      want = h1.stack;
+      got = max_stack;
+    }
+    if (why) {
+      snprintf(v, sizeof v,
+               "the header's %s is %llu but the records' largest value is %llu: %s (threads "
+               "racing memusage's counters can also do this)",
+               why, (unsigned long long)want, (unsigned long long)got,
+               want > got ? "records are missing (a truncated copy?)"
+                          : "the header does not belong to these records");
+      if (rc == 0) rc = memstub_trace_set_meta(t, "memusage.inconsistent", v);
+    }
   } else if (rc == 0) {
     rc = memstub_trace_set_meta(t, "memusage.incomplete",
                                 "the header records were never rewritten (the program did not "
@@ -220,18 +287,37 @@ int memstub_import_memusage_parse(const char *name, const unsigned char *buf, si
   else
     snprintf(v, sizeof v, "microseconds");
   if (rc == 0) rc = memstub_trace_set_meta(t, "memusage.time_unit", v);
-  if (inverted)
-    snprintf(v, sizeof v,
-             "inverted (corrected as peak - value; %s: %zu of %zu allocation records read 0, "
-             "median %llu of peak %llu)",
-             detected ? "detected" : "as told", zeros, na, (unsigned long long)median,
-             (unsigned long long)peak);
+  char evidence[200];
+  snprintf(evidence, sizeof evidence,
+           "%zu of %zu allocation records read 0, median %llu, last %zu median %llu, of peak %llu",
+           zeros, na, (unsigned long long)median, ntail, (unsigned long long)tail,
+           (unsigned long long)peak);
+  char degen[256];
+  snprintf(degen, sizeof degen,
+           "degenerate stack curve: %zu allocation records take %zu distinct stack value%s, and %zu "
+           "allocations nest without moving it",
+           na, distinct, distinct == 1 ? "" : "s", longest_nest);
+  if (o->stack_curve == MEMSTUB_STACK_NONE)
+    snprintf(v, sizeof v, "none (as told: the stack is not imported)");
+  else if (unknown)
+    snprintf(v, sizeof v, "unknown (a %s; read as normal or as inverted it would be a wrong curve; %s)",
+             degen, evidence);
+  else if (inverted)
+    snprintf(v, sizeof v, "inverted (corrected as peak - value; %s: %s)",
+             detected ? "detected" : "as told", evidence);
   else
-    snprintf(v, sizeof v,
-             "normal (%s: %zu of %zu allocation records read 0, median %llu of peak %llu)",
-             o->stack_curve == MEMSTUB_STACK_NORMAL ? "as told" : "detected", zeros, na,
-             (unsigned long long)median, (unsigned long long)peak);
+    snprintf(v, sizeof v, "normal (%s: %s)",
+             o->stack_curve == MEMSTUB_STACK_NORMAL ? "as told" : "detected", evidence);
   if (rc == 0) rc = memstub_trace_set_meta(t, "memusage.stack_curve", v);
+  if (o->stack_curve == MEMSTUB_STACK_NONE)
+    snprintf(v, sizeof v, "unknown (not imported: --stack-curve none); stack_bytes are 0");
+  else
+    snprintf(v, sizeof v, "unknown (memusage recorded a %s); stack_bytes are 0", degen);
+  if (rc == 0 && unknown) rc = memstub_trace_set_meta(t, "stack", v);
+  snprintf(v, sizeof v, "%s: imported %s as told, but %s", degen, inverted ? "inverted" : "normal",
+           inverted ? "a run of 0s may be a descent whose depths memusage lost"
+                    : "it may be an inverted recording");
+  if (rc == 0 && degenerate && !unknown) rc = memstub_trace_set_meta(t, "memusage.stack_degenerate", v);
   if (rc == 0)
     rc = memstub_trace_set_meta(t, "memusage.stack_from",
                                 "the highest stack pointer memusage saw in the thread (not the "
