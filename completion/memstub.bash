@@ -12,8 +12,10 @@ _memstub_options() {  # a subcommand's long and short options, from its --help
   "$1" "$2" --help 2>/dev/null | sed -n 's/^ *\(-[a-zA-Z], \)\{0,1\}\(--[a-z][a-z0-9-]*\).*/\2/p'
 }
 
-_memstub_takes_arg() {  # whether option $3 of subcommand $2 takes a value
-  "$1" "$2" --help 2>/dev/null | grep -Eq -- "^ *(-[a-zA-Z], )?$3 [A-Z]|^ *$3, --[a-z0-9-]+ [A-Z]"
+_memstub_arg() {  # the argument name option $3 of subcommand $2 takes ("FILE"), or ""
+  "$1" "$2" --help 2>/dev/null |
+    sed -n -E -e "s/^ *(-[a-zA-Z], )?$3 ([^ ]+).*/\2/p" -e "s/^ *$3, --[a-z0-9-]+ ([^ ]+).*/\1/p" |
+    head -1
 }
 
 _memstub_files() {
@@ -60,16 +62,27 @@ _memstub() {
       COMPREPLY=($(compgen -W "$(_memstub_options "$exe" "$cmd")" -- "$cur"))
       return ;;
   esac
-  # The value of an option: a file for FILE/DIR/TRACE-like ones, a choice
-  # where the help lists them as a|b|c.
-  if [[ $prev == -* ]] && _memstub_takes_arg "$exe" "$cmd" "$prev"; then
-    local choices
-    choices=$("$exe" "$cmd" --help 2>/dev/null | grep -E -- "(^| )$prev [a-z0-9]+(\|[a-z0-9]+)+" |
-      sed -E "s/.*$prev ([a-z0-9|]+).*/\1/" | tr '|' ' ' | head -1)
-    if [ -n "$choices" ]; then
-      COMPREPLY=($(compgen -W "$choices" -- "$cur"))
-      return
-    fi
+  # The value of an option: a file or directory, a choice, a compiler, or
+  # (for numbers and names) nothing to offer.
+  if [[ $prev == -* ]]; then
+    local arg
+    arg=$(_memstub_arg "$exe" "$cmd" "$prev")
+    case $prev in
+      --timing | -t) [ "$arg" = MODE ] && { COMPREPLY=($(compgen -W "deadline usleep" -- "$cur")); return; } ;;
+      --heap) COMPREPLY=($(compgen -W "process thread" -- "$cur")); return ;;
+      --stack-curve) COMPREPLY=($(compgen -W "auto normal inverted" -- "$cur")); return ;;
+      --time-unit) COMPREPLY=($(compgen -W "auto cycles us" -- "$cur")); return ;;
+      --format | -f) COMPREPLY=($(compgen -W "listing compact auto" -- "$cur")); return ;;
+      --occurrence) COMPREPLY=($(compgen -W "all" -- "$cur")); return ;;
+      --margin) COMPREPLY=($(compgen -W "adaptive" -- "$cur")); return ;;
+    esac
+    case $arg in
+      "") ;;
+      DIR) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur")); return ;;
+      CC) COMPREPLY=($(compgen -c -- "$cur" | sort -u)); return ;;
+      FILE | PROGRAM | FIG | *.csv | *.CSV) ;;
+      *) return ;;  # a number, a name, a spec: nothing to guess
+    esac
   fi
   _memstub_files
 }

@@ -197,10 +197,13 @@ START_TEST(test_installed_tree_moved) {
   r = sh(dir, "bash -c '. %s/share/bash-completion/completions/memstub && complete -p memstub && "
               "COMP_WORDS=(%s re) COMP_CWORD=1 && _memstub && echo \"${COMPREPLY[*]}\" && "
               "COMP_WORDS=(%s gen --ou) COMP_CWORD=2 && _memstub && echo \"${COMPREPLY[*]}\" && "
-              "COMP_WORDS=(%s compare t.cs) COMP_CWORD=2 && _memstub && echo \"${COMPREPLY[*]}\"'",
-         prefix, ms, ms, ms);
+              "COMP_WORDS=(%s compare t.cs) COMP_CWORD=2 && _memstub && echo \"${COMPREPLY[*]}\" && "
+              "COMP_WORDS=(%s replay -t \"\") COMP_CWORD=3 && _memstub && echo \"${COMPREPLY[*]}\" && "
+              "COMPREPLY=() && COMP_WORDS=(%s gen --time-scale \"\") COMP_CWORD=3 && _memstub && echo \"[${COMPREPLY[*]}]\"'",
+         prefix, ms, ms, ms, ms, ms);
   RUN_OK(r);
-  ck_assert_str_eq(r.out, "complete -F _memstub memstub\nrecord replay\n--output\nt.csv\n");
+  ck_assert_str_eq(r.out, "complete -F _memstub memstub\nrecord replay\n--output\nt.csv\n"
+                          "deadline usleep\n[]\n");
   tu_run_free(&r);
   // --version: the version and the build's configuration.
   r = sh(dir, "'%s' --version && '%s' version", ms, ms);
