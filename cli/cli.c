@@ -169,6 +169,17 @@ int ms_cli_next(ms_cli_parser *p, int argc, char **argv) {
         names[n++] = o->name;
       names[n] = NULL;
       near = ms_cli_closest(name, names);
+      // A prefix of several long names ("--time"): getopt_long cannot choose.
+      char list[256] = "";
+      size_t len = 0, matches = 0;
+      for (int i = 0; i < n && len < sizeof list; i++)
+        if (*name && strncmp(names[i], name, strlen(name)) == 0)
+          len += (size_t)snprintf(list + len, sizeof list - len, "%s'--%s'",
+                                  matches++ ? ", " : "", names[i]);
+      if (matches > 1) {
+        p->status = ms_cli_usage(cmd, "ambiguous option '%s': %s", bad, list);
+        return -1;
+      }
     }
     if (near)
       p->status = ms_cli_usage(cmd, "unknown option '%s' (did you mean '--%s'?)", bad, near);

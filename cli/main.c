@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "memstub/memstub.h"
 #include "ms_buildconfig.h"
+#include "ms_common.h"
 
 typedef struct command {
   const char *name;
@@ -51,15 +52,19 @@ static int unknown(const char *name) {
   return ms_cli_error("unknown command '%s' (see 'memstub help')", name);
 }
 
-// memstub version: the version, then how this build was made.
+// memstub version: the version, how this build was made, and where this
+// memstub takes its files from (common/paths.c).
 static int version(void) {
   printf("memstub %s\n"
          "compiler:   %s\n"
          "flags:      %s\n"
          "build type: %s\n"
-         "sanitizers: %s\n",
+         "sanitizers: %s\n"
+         "data:       %s\n"
+         "libraries:  %s\n"
+         "headers:    %s\n",
          MEMSTUB_VERSION_STRING, MS__BUILD_COMPILER, MS__BUILD_FLAGS, MS__BUILD_TYPE,
-         MS__BUILD_SANITIZE);
+         MS__BUILD_SANITIZE, ms__datadir(), ms__libdir(), ms__includedir());
   return MS_EXIT_OK;
 }
 

@@ -212,6 +212,20 @@ START_TEST(test_installed_tree_moved) {
   ck_assert_ptr_nonnull(strstr(r.out, "build type: "));
   ck_assert_ptr_nonnull(strstr(r.out, "sanitizers: "));
   tu_run_free(&r);
+  // Where it takes its files from: the moved prefix, found from the
+  // executable; MEMSTUB_PREFIX and then one variable per directory win.
+  r = sh(dir, "env -u MEMSTUB_DATADIR -u MEMSTUB_LIBDIR -u MEMSTUB_INCLUDEDIR -u MEMSTUB_PREFIX "
+              "'%s' version | tail -3 && MEMSTUB_PREFIX=/p MEMSTUB_LIBDIR=/l '%s' version | tail -3",
+         ms, ms);
+  RUN_OK(r);
+  char *want;
+  ck_assert(asprintf(&want,
+                     "data:       %s/share/memstub\nlibraries:  %s/lib/memstub\nheaders:    %s/include\n"
+                     "data:       /p/share/memstub\nlibraries:  /l\nheaders:    /p/include\n",
+                     prefix, prefix, prefix) > 0);
+  ck_assert_str_eq(r.out, want);
+  free(want);
+  tu_run_free(&r);
 
   tu_rmtree(dir);
   free(dir);
@@ -237,6 +251,7 @@ START_TEST(test_did_you_mean) {
       {{"gen", "--time-scael=2"}, "unknown option '--time-scael=2' (did you mean '--time-scale'?)"},
       {{"build", "--hlep"}, "(did you mean '--help'?)"},
       {{"gen", "--frobnicate"}, "unknown option '--frobnicate'\n"},
+      {{"gen", "--tim", "1"}, "ambiguous option '--tim': '--time-scale', '--timing'\n"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const char *const *a = cases[i].args;
