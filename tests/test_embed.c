@@ -187,7 +187,7 @@ START_TEST(test_find_package_build_tree) {
   tu_write_file(cml, text);
   tu_write_file(app, app_c);
   free(text);
-  // memstub_DIR names the build tree (as -DCMAKE_PREFIX_PATH=BUILD would).
+  // CMAKE_PREFIX_PATH names the build tree (-Dmemstub_DIR=BUILD works too).
   tu_run r = configure(src, bld, getenv("MEMSTUB_BINARY_DIR"));
   ck_assert_msg(r.status == 0, "configure: %s%s", r.out, r.err);
   tu_run_free(&r);
