@@ -158,7 +158,33 @@ int ms_cli_next(ms_cli_parser *p, int argc, char **argv) {
   for (int i = 0; (o = option_at(p->spec, i)); i++)
     if (o->key == c) break;
   if (!o) {
-    p->status = ms_cli_usage(cmd, "unknown option '%s'", argv[optind - 1]);
+    const char *bad = argv[optind - 1], *near = NULL;
+    char name[64];
+    // A long option: the closest long name ("--outptu=x" -> "output").
+    if (c == '?' && optopt == 0 && strncmp(bad, "--", 2) == 0) {
+      snprintf(name, sizeof name, "%.*s", (int)strcspn(bad + 2, "="), bad + 2);
+      const char *names[MS_CLI_MAX_OPTIONS + 2];
+      int n = 0;
+      for (int i = 0; (o = option_at(p->spec, i)) && n < MS_CLI_MAX_OPTIONS + 1; i++)
+        names[n++] = o->name;
+      names[n] = NULL;
+      near = ms_cli_closest(name, names);
+      // A prefix of several long names ("--time"): getopt_long cannot choose.
+      char list[256] = "";
+      size_t len = 0, matches = 0;
+      for (int i = 0; i < n && len < sizeof list; i++)
+        if (*name && strncmp(names[i], name, strlen(name)) == 0)
+          len += (size_t)snprintf(list + len, sizeof list - len, "%s'--%s'",
+                                  matches++ ? ", " : "", names[i]);
+      if (matches > 1) {
+        p->status = ms_cli_usage(cmd, "ambiguous option '%s': %s", bad, list);
+        return -1;
+      }
+    }
+    if (near)
+      p->status = ms_cli_usage(cmd, "unknown option '%s' (did you mean '--%s'?)", bad, near);
+    else
+      p->status = ms_cli_usage(cmd, "unknown option '%s'", bad);
     return -1;
   }
   if (o == &help_option) {
@@ -194,4 +220,41 @@ int ms_cli_arg_choice(ms_cli_parser *p, const char *const *choices, int *out) {
                             i == 0 ? "" : i == n - 1 ? " or " : ", ", choices[i]);
   ms_cli_usage(p->spec->name, "%s: expected %s, found '%s'", p->opt, list, p->arg);
   return -1;
+}
+
+/* ---- typo suggestions --------------------------------------------------- */
+
+size_t ms_cli_distance(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  if (la > 63 || lb > 63) return la > lb ? la : lb;  // no name is this long
+  // Three rows of the optimal-string-alignment table.
+  size_t rows[3][64], *pp = rows[0], *prev = rows[1], *cur = rows[2];
+  for (size_t j = 0; j <= lb; j++) prev[j] = j;
+  for (size_t i = 1; i <= la; i++) {
+    cur[0] = i;
+    for (size_t j = 1; j <= lb; j++) {
+      size_t cost = a[i - 1] != b[j - 1];
+      size_t d = prev[j] + 1;
+      if (cur[j - 1] + 1 < d) d = cur[j - 1] + 1;
+      if (prev[j - 1] + cost < d) d = prev[j - 1] + cost;
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && pp[j - 2] + 1 < d)
+        d = pp[j - 2] + 1;
+      cur[j] = d;
+    }
+    size_t *t = pp;
+    pp = prev;
+    prev = cur;
+    cur = t;
+  }
+  return prev[lb];
+}
+
+const char *ms_cli_closest(const char *word, const char *const *candidates) {
+  size_t len = strlen(word), limit = len <= 4 ? 1 : len <= 8 ? 2 : 3, best = limit + 1;
+  const char *pick = NULL;
+  for (size_t i = 0; candidates[i]; i++) {
+    size_t d = ms_cli_distance(word, candidates[i]);
+    if (d < best) best = d, pick = candidates[i];
+  }
+  return pick;
 }

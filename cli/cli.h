@@ -95,6 +95,15 @@ int ms_cli_arg_double(ms_cli_parser *p, double *out);
 int ms_cli_arg_i64(ms_cli_parser *p, int64_t *out);
 int ms_cli_arg_choice(ms_cli_parser *p, const char *const *choices, int *out);
 
+/* ---- typo suggestions ----------------------------------------------------- */
+
+/* The candidate closest to word (edit distance, a swap of two neighbours
+ * counting one), or NULL when none is close: at most 1 edit for words of up
+ * to 4 letters, 2 up to 8, 3 beyond. candidates ends with NULL. */
+const char *ms_cli_closest(const char *word, const char *const *candidates);
+/* Optimal-string-alignment distance between a and b (for tests). */
+size_t ms_cli_distance(const char *a, const char *b);
+
 #define MS_CLI_COMMANDS(X)                                                              \
   X(demo, "run the whole pipeline on a bundled trace (or yours) and show the result")  \
   X(record, "record a program's heap and stack usage into a trace (LD_PRELOAD)")       \

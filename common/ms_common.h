@@ -84,4 +84,16 @@ const char *ms__libdir(void);
 /* Directory holding the public headers (the parent of memstub/). */
 const char *ms__includedir(void);
 
+/* ---- figures for humans (units.c) ------------------------------------------
+ * For summaries and text figures; CSV and JSON keep raw numbers. Both write
+ * into buf (cap bytes, at least MS__FMT_MAX), cut rather than overflow, and
+ * return buf. */
+#define MS__FMT_MAX 32
+/* Bytes in binary units: "512 B", "1.5 KiB", "20.0 MiB", "3.2 GiB", "1.0 TiB"
+ * (one decimal from KiB up; negative values keep their sign). */
+const char *ms__fmt_bytes(int64_t bytes, char *buf, size_t cap);
+/* Nanoseconds with three significant digits: "850 ns", "250 µs", "12.5 ms",
+ * "1.20 s" (seconds from 1 s up, whatever the size; sign kept). */
+const char *ms__fmt_ns(int64_t ns, char *buf, size_t cap);
+
 #endif

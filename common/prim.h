@@ -112,4 +112,11 @@ int ms__prim_heap_mmap_threshold(long bytes);
 // Give the free pages of every arena back to the OS (glibc: malloc_trim).
 void ms__prim_heap_trim(void);
 
+/* ---- where this program is (paths.c) ------------------------------------ */
+
+// The running executable's absolute path into buf (cap bytes; Linux:
+// /proc/self/exe). 0, or -errno (buf "") when the OS does not say or the
+// path does not fit.
+int ms__prim_self_exe(char *buf, size_t cap);
+
 #endif

@@ -169,3 +169,16 @@ int ms__prim_heap_mmap_threshold(long bytes) {
 }
 
 void ms__prim_heap_trim(void) { malloc_trim(0); }
+
+int ms__prim_self_exe(char *buf, size_t cap) {
+  if (cap == 0) return -ERANGE;
+  buf[0] = '\0';
+  ssize_t n = readlink("/proc/self/exe", buf, cap);
+  if (n < 0) return -errno;
+  if ((size_t)n >= cap) {
+    buf[0] = '\0';
+    return -ENAMETOOLONG;
+  }
+  buf[n] = '\0';
+  return 0;
+}

@@ -406,6 +406,50 @@ START_TEST(test_spawn_like_system) {
 }
 END_TEST
 
+// Figures for humans: binary byte units with one decimal, times with three
+// significant digits, each moving up a unit where rounding would print 1024.0
+// or 1000.
+START_TEST(test_fmt_bytes) {
+  char b[MS__FMT_MAX];
+  ck_assert_str_eq(ms__fmt_bytes(0, b, sizeof b), "0 B");
+  ck_assert_str_eq(ms__fmt_bytes(512, b, sizeof b), "512 B");
+  ck_assert_str_eq(ms__fmt_bytes(1023, b, sizeof b), "1023 B");
+  ck_assert_str_eq(ms__fmt_bytes(1024, b, sizeof b), "1.0 KiB");
+  ck_assert_str_eq(ms__fmt_bytes(1536, b, sizeof b), "1.5 KiB");
+  ck_assert_str_eq(ms__fmt_bytes(1572864, b, sizeof b), "1.5 MiB");
+  ck_assert_str_eq(ms__fmt_bytes(1048575, b, sizeof b), "1.0 MiB");  // not "1024.0 KiB"
+  ck_assert_str_eq(ms__fmt_bytes(20 * 1048576 + 1, b, sizeof b), "20.0 MiB");
+  ck_assert_str_eq(ms__fmt_bytes(3435973837LL, b, sizeof b), "3.2 GiB");
+  ck_assert_str_eq(ms__fmt_bytes(1099511627776LL, b, sizeof b), "1.0 TiB");
+  ck_assert_str_eq(ms__fmt_bytes(-1536, b, sizeof b), "-1.5 KiB");
+  ck_assert_str_eq(ms__fmt_bytes(-100, b, sizeof b), "-100 B");
+  ck_assert_str_eq(ms__fmt_bytes(INT64_MAX, b, sizeof b), "8.0 EiB");
+  ck_assert_str_eq(ms__fmt_bytes(INT64_MIN, b, sizeof b), "-8.0 EiB");
+  // A short buffer is cut, never overrun.
+  char small[5] = "xxxx";
+  ck_assert_str_eq(ms__fmt_bytes(1572864, small, 4), "1.5");
+}
+END_TEST
+
+START_TEST(test_fmt_ns) {
+  char b[MS__FMT_MAX];
+  ck_assert_str_eq(ms__fmt_ns(0, b, sizeof b), "0 ns");
+  ck_assert_str_eq(ms__fmt_ns(850, b, sizeof b), "850 ns");
+  ck_assert_str_eq(ms__fmt_ns(999, b, sizeof b), "999 ns");
+  ck_assert_str_eq(ms__fmt_ns(1000, b, sizeof b), "1.00 \u00b5s");
+  ck_assert_str_eq(ms__fmt_ns(250000, b, sizeof b), "250 \u00b5s");
+  ck_assert_str_eq(ms__fmt_ns(999499, b, sizeof b), "999 \u00b5s");
+  ck_assert_str_eq(ms__fmt_ns(999500, b, sizeof b), "1.00 ms");  // not "1000 µs"
+  ck_assert_str_eq(ms__fmt_ns(12500000, b, sizeof b), "12.5 ms");
+  ck_assert_str_eq(ms__fmt_ns(1200000000, b, sizeof b), "1.20 s");
+  ck_assert_str_eq(ms__fmt_ns(4800000000LL, b, sizeof b), "4.80 s");
+  ck_assert_str_eq(ms__fmt_ns(9996000000LL, b, sizeof b), "10.0 s");
+  ck_assert_str_eq(ms__fmt_ns(3600000000000LL, b, sizeof b), "3600 s");
+  ck_assert_str_eq(ms__fmt_ns(-250000, b, sizeof b), "-250 \u00b5s");
+  ck_assert_str_eq(ms__fmt_ns(INT64_MIN, b, sizeof b), "-9223372037 s");
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("common");
   TCase *tc = tcase_create("afile_num_error");
@@ -429,6 +473,10 @@ int main(void) {
   tcase_add_test(sp, test_spawn_env);
   tcase_add_test(sp, test_spawn_like_system);
   suite_add_tcase(s, sp);
+  TCase *un = tcase_create("units");
+  tcase_add_test(un, test_fmt_bytes);
+  tcase_add_test(un, test_fmt_ns);
+  suite_add_tcase(s, un);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);

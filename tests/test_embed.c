@@ -1,8 +1,10 @@
 // Embedding memstub in another CMake project from an installed tree:
 // `cmake --install` into a fresh prefix, then a project that does
 // find_package(memstub), memstub_add_stub() and links memstub::runtime and
-// memstub::probe. (The build-tree path, include() of cmake/MemstubStub.cmake,
-// is test_add_stub_profile_dependency in test_replay_cli.c.)
+// memstub::probe; and the same project against this build tree, before any
+// install (find_package through the build tree's memstubConfig.cmake). (An
+// include() of cmake/MemstubStub.cmake is test_add_stub_profile_dependency in
+// test_replay_cli.c.)
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,11 +167,63 @@ START_TEST(test_find_package_installed) {
 }
 END_TEST
 
+// find_package(memstub 0.1) from the build tree itself: the exported
+// build-tree targets, the version file and memstub_add_stub().
+START_TEST(test_find_package_build_tree) {
+  char *dir = tu_mkdtemp();
+  char *src = path_in(dir, "src"), *bld = path_in(dir, "b");
+  ck_assert_int_eq(mkdir(src, 0777), 0);
+  char *cml = path_in(src, "CMakeLists.txt"), *app = path_in(src, "app.c"), *text = NULL;
+  char *trace = strdup(tu_src("traces/samples/listing1.csv"));
+  ck_assert(asprintf(&text,
+                     "cmake_minimum_required(VERSION 3.20)\nproject(t C)\n"
+                     "find_package(memstub 0.1 REQUIRED)\n"
+                     "memstub_add_stub(NAME s TRACE \"%s\")\n"
+                     "add_executable(app app.c)\n"
+                     "target_link_libraries(app PRIVATE s memstub::probe)\n"
+                     "file(GENERATE OUTPUT ${CMAKE_BINARY_DIR}/memstub_exe.txt\n"
+                     "     CONTENT \"$<TARGET_FILE:memstub::memstub>\")\n",
+                     trace) > 0);
+  tu_write_file(cml, text);
+  tu_write_file(app, app_c);
+  free(text);
+  // CMAKE_PREFIX_PATH names the build tree (-Dmemstub_DIR=BUILD works too).
+  tu_run r = configure(src, bld, getenv("MEMSTUB_BINARY_DIR"));
+  ck_assert_msg(r.status == 0, "configure: %s%s", r.out, r.err);
+  tu_run_free(&r);
+  char *build[] = {"cmake", "--build", bld, NULL};
+  r = tu_exec(NULL, build);
+  ck_assert_msg(r.status == 0, "build: %s%s", r.out, r.err);
+  tu_run_free(&r);
+  // The build tree's own command made the header.
+  char *exe_txt = path_in(bld, "memstub_exe.txt"), *exe = tu_read_file(exe_txt);
+  ck_assert_ptr_nonnull(exe);
+  ck_assert_str_eq(exe, getenv("MEMSTUB_EXE"));
+  char *prog = path_in(bld, "app");
+  char *run[] = {prog, NULL};
+  r = tu_exec(NULL, run);
+  ck_assert_msg(r.status == 0, "app: %s%s", r.out, r.err);
+  ck_assert_str_eq(r.out, "rc=0 numdata=4 name=s probe=0 \n");
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+  free(src);
+  free(bld);
+  free(cml);
+  free(app);
+  free(trace);
+  free(exe_txt);
+  free(exe);
+  free(prog);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("embed");
   TCase *tc = tcase_create("installed");
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, test_find_package_installed);
+  tcase_add_test(tc, test_find_package_build_tree);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,41 @@
+# cmake -DMEMSTUB=exe -DTEMPLATE=memstub.1.in -DOUT=memstub.1 -DVERSION=v -P MemstubMan.cmake
+cmake_minimum_required(VERSION 3.20)
+# Writes memstub(1): the template's hand-written sections around a COMMANDS
+# list and one section per subcommand, both taken from the command's help.
+
+# Text as roff: backslashes and hyphens escaped, no line read as a request.
+function(ms_roff text out)
+  string(REPLACE "\\" "\\e" text "${text}")
+  string(REPLACE "-" "\\-" text "${text}")
+  string(REGEX REPLACE "(^|\n)([.'])" "\\1\\\\&\\2" text "${text}")
+  set(${out} "${text}" PARENT_SCOPE)
+endfunction()
+
+execute_process(COMMAND ${MEMSTUB} help OUTPUT_VARIABLE top RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "'${MEMSTUB} help' failed: ${rc}")
+endif()
+# "  name       what it does" lines after "commands:"
+string(REGEX REPLACE ".*\ncommands:\n" "" list "${top}")
+string(REGEX REPLACE "\n\n.*" "" list "${list}")
+string(REPLACE "\n" ";" lines "${list}")
+set(COMMANDS "")
+set(SECTIONS "")
+foreach(line IN LISTS lines)
+  if(NOT line MATCHES "^  ([a-z]+) +(.*)$")
+    continue()
+  endif()
+  set(name "${CMAKE_MATCH_1}")
+  ms_roff("${CMAKE_MATCH_2}" what)
+  string(APPEND COMMANDS ".TP\n.B ${name}\n${what}\n")
+  if(name STREQUAL "help" OR name STREQUAL "version")
+    continue()
+  endif()
+  execute_process(COMMAND ${MEMSTUB} ${name} --help OUTPUT_VARIABLE help RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "'${MEMSTUB} ${name} --help' failed: ${rc}")
+  endif()
+  ms_roff("${help}" help)
+  string(APPEND SECTIONS ".SS memstub ${name}\n.nf\n${help}.fi\n")
+endforeach()
+configure_file(${TEMPLATE} ${OUT} @ONLY)
