@@ -422,12 +422,11 @@ int memstub_import_memusage_parse(const char *name, const unsigned char *buf, si
   free(p.d);
   free(p.tmp);
   free(p.order);
-  if (rc < 0) {
+  if (rc < 0)
     memstub_trace_free(p.t);
-    return rc;
-  }
-  *out = p.t;
-  return 0;
+  else
+    *out = p.t;
+  return rc;
 }
 
 int memstub_import_memusage(const char *path, const memstub_import_options *o,
