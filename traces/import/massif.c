@@ -105,201 +105,235 @@ static int option_yes(const char *desc, const char *option) {
   return v;
 }
 
-int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
-                                const memstub_import_options *o, memstub_trace **out,
-                                memstub_error *err) {
-  *out = NULL;
-  mparser P = {name, buf, len, 0, 0, err};
-  mline l;
-  int rc;
-  char *desc = NULL, *cmd = NULL, *unit = NULL;
+// One import's state: the line reader, the header's values, the snapshots so far.
+typedef struct massif {
+  mparser P;
+  mline l;  // the current line
+  const memstub_import_options *o;
+  char *desc, *cmd, *unit;
+  long unit_line;
+  size_t unit_col;  // where the time unit starts on its line
+  double ns_per;    // ns per unit of time
+  memstub_trace *t;
+  int col;          // the heap_extra_bytes column
+  int64_t expect;   // the next snapshot's number: the count so far
+  int64_t prev_time, t0;
+  long time_line;   // the snapshot's time= line
+  int stacks_seen, heap_seen;
+  long mismatch_line;  // the first heap tree whose root disagrees with mem_heap_B
+  int64_t mismatch_snap, mismatch_heap, mismatch_root;
+} massif;
+
+// Keep one header line's value (desc:, cmd: or time_unit:); -EINVAL for any
+// other line, -ENOMEM.
+static int ma_header_line(massif *s) {
+  const mline *l = &s->l;
   char q[MS__QUOTE_MAX + 4];
-  long unit_line = 0;
-  size_t unit_col = 0;  // where the time unit starts on its line
-  memstub_trace *t = memstub_trace_create();
-  if (!t) return memstub_error_set(err, -ENOMEM, "%s: out of memory", name);
-  int col = memstub_trace_add_column(t, "heap_extra_bytes");
-  if (col < 0) {
-    rc = memstub_error_set(err, -ENOMEM, "%s: out of memory", name);
-    goto fail;
-  }
-  // Header lines up to the first separator.
-  for (;;) {
-    rc = next_line(&P, &l);
-    if (rc < 0) goto fail;
-    if (rc == 0) {
-      rc = memstub_error_set(err, -EINVAL, "%s:%ld:1: %s", name, P.lineno + 1,
-                             P.lineno == 0 ? "empty file: not a massif output"
-                                           : "no snapshots: the file ends after its header");
-      goto fail;
-    }
-    if (is_sep(&l)) break;
-    char **dst = starts(&l, "desc:") ? &desc : starts(&l, "cmd:") ? &cmd
-                 : starts(&l, "time_unit:") ? &unit : NULL;
-    if (!dst) {
-      rc = memstub_error_set(err, -EINVAL,
+  char **dst = starts(l, "desc:") ? &s->desc : starts(l, "cmd:") ? &s->cmd
+               : starts(l, "time_unit:") ? &s->unit : NULL;
+  if (!dst)
+    return memstub_error_set(s->P.err, -EINVAL,
                              "%s:%ld:1: not a massif output: expected 'desc:', 'cmd:' or "
                              "'time_unit:', found '%s'",
-                             name, l.no, ms__quote(l.s, l.len, 40, q));
-      goto fail;
-    }
-    const char *v = memchr(l.s, ':', l.len) + 1;
-    while (v < l.s + l.len && *v == ' ') v++;
-    free(*dst);
-    if (!(*dst = dup_range(v, (size_t)(l.s + l.len - v)))) {
-      rc = memstub_error_set(err, -ENOMEM, "%s: out of memory", name);
-      goto fail;
-    }
-    if (dst == &unit) {
-      unit_line = l.no;
-      unit_col = (size_t)(v - l.s) + 1;
-    }
+                             s->P.name, l->no, ms__quote(l->s, l->len, 40, q));
+  const char *v = memchr(l->s, ':', l->len) + 1;
+  while (v < l->s + l->len && *v == ' ') v++;
+  free(*dst);
+  if (!(*dst = dup_range(v, (size_t)(l->s + l->len - v))))
+    return memstub_error_set(s->P.err, -ENOMEM, "%s: out of memory", s->P.name);
+  if (dst == &s->unit) {
+    s->unit_line = l->no;
+    s->unit_col = (size_t)(v - l->s) + 1;
   }
-  if (!unit) {
-    rc = memstub_error_set(err, -EINVAL, "%s:%ld:1: missing 'time_unit:' line before the first snapshot",
-                           name, l.no);
-    goto fail;
+  return 0;
+}
+
+// Read the header lines up to the first separator (left in s->l); -EINVAL
+// for an empty file, a file without snapshots or without time_unit:.
+static int ma_header(massif *s) {
+  for (;;) {
+    int rc = next_line(&s->P, &s->l);
+    if (rc < 0) return rc;
+    if (rc == 0)
+      return memstub_error_set(s->P.err, -EINVAL, "%s:%ld:1: %s", s->P.name, s->P.lineno + 1,
+                               s->P.lineno == 0 ? "empty file: not a massif output"
+                                                : "no snapshots: the file ends after its header");
+    if (is_sep(&s->l)) break;
+    if ((rc = ma_header_line(s)) < 0) return rc;
   }
-  double ns_per = 0;
+  if (!s->unit)
+    return memstub_error_set(s->P.err, -EINVAL,
+                             "%s:%ld:1: missing 'time_unit:' line before the first snapshot",
+                             s->P.name, s->l.no);
+  return 0;
+}
+
+// ns per unit of time: ms, or i and B with o->ns_per_unit; -EINVAL otherwise.
+static int ma_time_unit(massif *s) {
+  const char *unit = s->unit;
+  char q[MS__QUOTE_MAX + 4];
   if (strcmp(unit, "ms") == 0) {
-    ns_per = 1e6;
-  } else if (strcmp(unit, "i") == 0 || strcmp(unit, "B") == 0) {
-    if (!(o && o->ns_per_unit > 0)) {
-      rc = memstub_error_set(
-          err, -EINVAL,
+    s->ns_per = 1e6;
+    return 0;
+  }
+  if (strcmp(unit, "i") == 0 || strcmp(unit, "B") == 0) {
+    if (!(s->o && s->o->ns_per_unit > 0))
+      return memstub_error_set(
+          s->P.err, -EINVAL,
           "%s:%ld:%zu: time_unit '%s' (%s) has no fixed duration: give a conversion "
           "(memstub import --ns-per-unit F) or run massif with --time-unit=ms",
-          name, unit_line, unit_col, unit,
+          s->P.name, s->unit_line, s->unit_col, unit,
           unit[0] == 'i' ? "instructions executed" : "bytes allocated");
-      goto fail;
-    }
-    ns_per = o->ns_per_unit;
-  } else {
-    rc = memstub_error_set(err, -EINVAL, "%s:%ld:%zu: unknown time_unit '%s' (expected i, ms or B)",
-                           name, unit_line, unit_col, ms__quote(unit, strlen(unit), 40, q));
-    goto fail;
+    s->ns_per = s->o->ns_per_unit;
+    return 0;
   }
+  return memstub_error_set(s->P.err, -EINVAL, "%s:%ld:%zu: unknown time_unit '%s' (expected i, ms or B)",
+                           s->P.name, s->unit_line, s->unit_col,
+                           ms__quote(unit, strlen(unit), 40, q));
+}
+
+// Check that snapshot=N is the one expected and a separator follows it;
+// -EINVAL otherwise.
+static int ma_snapshot_sep(massif *s, int64_t n) {
+  if (n != s->expect)
+    return memstub_error_set(s->P.err, -EINVAL, "%s:%ld:10: snapshot %lld out of sequence (expected %lld)",
+                             s->P.name, s->l.no, (long long)n, (long long)s->expect);
+  int rc = next_line(&s->P, &s->l);
+  if (rc < 0) return rc;
+  if (rc == 0 || !is_sep(&s->l))
+    return memstub_error_set(s->P.err, -EINVAL, "%s:%ld:1: expected a '#-----------' line after snapshot=%lld",
+                             s->P.name, s->P.lineno + (rc == 0), (long long)n);
+  return 0;
+}
+
+// Read a snapshot's snapshot=, separator, time=, mem_heap_B=,
+// mem_heap_extra_B= and mem_stacks_B= into v (s->l holds snapshot=); >0 with
+// the next line read, 0 at the end of the input, <0 (-EINVAL) on failure.
+static int ma_fields(massif *s, int64_t v[5]) {
+  static const char *const keys[] = {"snapshot", "time", "mem_heap_B", "mem_heap_extra_B",
+                                     "mem_stacks_B"};
+  int rc = 1;
+  for (int k = 0; k < 5; k++) {
+    if (rc == 0)
+      return memstub_error_set(s->P.err, -EINVAL,
+                               "%s:%ld:1: truncated: snapshot %lld ends before '%s='", s->P.name,
+                               s->P.lineno + 1, (long long)s->expect, keys[k]);
+    if ((rc = field(&s->P, &s->l, keys[k], &v[k])) < 0) return rc;
+    if (k == 1) s->time_line = s->l.no;
+    if (k == 0 && (rc = ma_snapshot_sep(s, v[0])) < 0) return rc;
+    if ((rc = next_line(&s->P, &s->l)) < 0) return rc;
+  }
+  return rc;
+}
+
+// Check the heap_tree= line (rc: ma_fields' result), skip the tree, keeping
+// the first root that disagrees with heap, and the separator after it; >0
+// with the next snapshot= line read, 0 at the end, <0 (-EINVAL) on failure.
+static int ma_tree(massif *s, int rc, int64_t heap) {
+  if (rc == 0 || !starts(&s->l, "heap_tree="))
+    return memstub_error_set(s->P.err, -EINVAL, "%s:%ld:1: truncated: snapshot %lld has no 'heap_tree=' line",
+                             s->P.name, s->P.lineno + (rc == 0), (long long)s->expect);
+  // Its root ("nN: BYTES (heap allocation functions) ...") totals the
+  // snapshot's heap: the first disagreement is kept.
+  int root_next = !starts(&s->l, "heap_tree=empty");
+  while ((rc = next_line(&s->P, &s->l)) > 0 && !is_sep(&s->l)) {
+    int64_t root;
+    if (root_next && tree_root(&s->l, &root) && root != heap && !s->mismatch_line) {
+      s->mismatch_line = s->l.no;
+      s->mismatch_snap = s->expect;
+      s->mismatch_heap = heap;
+      s->mismatch_root = root;
+    }
+    root_next = 0;
+  }
+  if (rc <= 0) return rc;
+  // The separator before the next snapshot=.
+  if ((rc = next_line(&s->P, &s->l)) < 0) return rc;
+  if (rc == 0)
+    return memstub_error_set(s->P.err, -EINVAL, "%s:%ld:1: truncated: the file ends after a separator",
+                             s->P.name, s->P.lineno + 1);
+  return rc;
+}
+
+// Append the snapshot v as a row (time in ns from the first snapshot's);
+// -EINVAL for a time that decreases or overflows, -ENOMEM.
+static int ma_row(massif *s, const int64_t v[5]) {
+  if (v[1] < s->prev_time)
+    return memstub_error_set(s->P.err, -EINVAL,
+                             "%s:%ld:6: snapshot %lld: time decreases from %lld to %lld", s->P.name,
+                             s->time_line, (long long)s->expect, (long long)s->prev_time,
+                             (long long)v[1]);
+  if (s->expect == 0) s->t0 = v[1];
+  s->prev_time = v[1];
+  double ns = (double)(v[1] - s->t0) * s->ns_per;
+  if (ns > 9.2e18)
+    return memstub_error_set(s->P.err, -EINVAL,
+                             "%s:%ld:6: snapshot %lld: time %lld does not fit in 64-bit ns", s->P.name,
+                             s->time_line, (long long)s->expect, (long long)v[1]);
+  if (memstub_trace_append(s->t, (int64_t)(ns + 0.5), v[4], v[2]) < 0)
+    return memstub_error_set(s->P.err, -ENOMEM, "%s: out of memory", s->P.name);
+  memstub_trace_extra_row(s->t, s->t->n - 1)[s->col] = v[3];
+  if (v[4] > 0) s->stacks_seen = 1;
+  if (v[2] > 0) s->heap_seen = 1;
+  return 0;
+}
+
+// Read every snapshot after the header into rows; -EINVAL (no snapshots, or
+// a malformed or truncated one) or -ENOMEM on failure.
+static int ma_snapshots(massif *s) {
   // Snapshots: snapshot=N, then separator, time, mem_heap_B, mem_heap_extra_B,
   // mem_stacks_B, heap_tree and any tree lines, up to the next separator.
-  int64_t expect = 0, prev_time = -1, t0 = 0;
-  long time_line = 0;  // the snapshot's time= line
-  int64_t peak_extra = 0;
-  int stacks_seen = 0, heap_seen = 0;
-  long mismatch_line = 0;  // the first heap tree whose root disagrees with mem_heap_B
-  int64_t mismatch_snap = 0, mismatch_heap = 0, mismatch_root = 0;
-  rc = next_line(&P, &l);
+  int rc = next_line(&s->P, &s->l);
   while (rc > 0) {
     int64_t v[5];
-    static const char *const keys[] = {"snapshot", "time", "mem_heap_B", "mem_heap_extra_B",
-                                       "mem_stacks_B"};
-    for (int k = 0; k < 5; k++) {
-      if (rc == 0) {
-        rc = memstub_error_set(err, -EINVAL,
-                               "%s:%ld:1: truncated: snapshot %lld ends before '%s='", name,
-                               P.lineno + 1, (long long)expect, keys[k]);
-        goto fail;
-      }
-      if ((rc = field(&P, &l, keys[k], &v[k])) < 0) goto fail;
-      if (k == 1) time_line = l.no;
-      if (k == 0) {
-        if (v[0] != expect) {
-          rc = memstub_error_set(err, -EINVAL, "%s:%ld:10: snapshot %lld out of sequence (expected %lld)",
-                                 name, l.no, (long long)v[0], (long long)expect);
-          goto fail;
-        }
-        if ((rc = next_line(&P, &l)) < 0) goto fail;
-        if (rc == 0 || !is_sep(&l)) {
-          rc = memstub_error_set(err, -EINVAL, "%s:%ld:1: expected a '#-----------' line after snapshot=%lld",
-                                 name, P.lineno + (rc == 0), (long long)v[0]);
-          goto fail;
-        }
-      }
-      if ((rc = next_line(&P, &l)) < 0) goto fail;
-    }
-    if (rc == 0 || !starts(&l, "heap_tree=")) {
-      rc = memstub_error_set(err, -EINVAL, "%s:%ld:1: truncated: snapshot %lld has no 'heap_tree=' line",
-                             name, P.lineno + (rc == 0), (long long)expect);
-      goto fail;
-    }
-    // Skip the tree. Its root ("nN: BYTES (heap allocation functions) ...")
-    // totals the snapshot's heap: the first disagreement is kept.
-    int root_next = !starts(&l, "heap_tree=empty");
-    while ((rc = next_line(&P, &l)) > 0 && !is_sep(&l)) {
-      int64_t root;
-      if (root_next && tree_root(&l, &root) && root != v[2] && !mismatch_line) {
-        mismatch_line = l.no;
-        mismatch_snap = expect;
-        mismatch_heap = v[2];
-        mismatch_root = root;
-      }
-      root_next = 0;
-    }
-    if (rc < 0) goto fail;
-    if (rc > 0) {  // the separator before the next snapshot=
-      if ((rc = next_line(&P, &l)) < 0) goto fail;
-      if (rc == 0) {
-        rc = memstub_error_set(err, -EINVAL, "%s:%ld:1: truncated: the file ends after a separator",
-                               name, P.lineno + 1);
-        goto fail;
-      }
-    }
-    if (v[1] < prev_time) {
-      rc = memstub_error_set(err, -EINVAL,
-                             "%s:%ld:6: snapshot %lld: time decreases from %lld to %lld", name,
-                             time_line, (long long)expect, (long long)prev_time,
-                             (long long)v[1]);
-      goto fail;
-    }
-    if (expect == 0) t0 = v[1];
-    prev_time = v[1];
-    double ns = (double)(v[1] - t0) * ns_per;
-    if (ns > 9.2e18) {
-      rc = memstub_error_set(err, -EINVAL,
-                             "%s:%ld:6: snapshot %lld: time %lld does not fit in 64-bit ns", name,
-                             time_line, (long long)expect, (long long)v[1]);
-      goto fail;
-    }
-    if (memstub_trace_append(t, (int64_t)(ns + 0.5), v[4], v[2]) < 0) {
-      rc = memstub_error_set(err, -ENOMEM, "%s: out of memory", name);
-      goto fail;
-    }
-    memstub_trace_extra_row(t, t->n - 1)[col] = v[3];
-    if (v[3] > peak_extra) peak_extra = v[3];
-    if (v[4] > 0) stacks_seen = 1;
-    if (v[2] > 0) heap_seen = 1;
-    expect++;
-    if (rc == 0) break;
+    if ((rc = ma_fields(s, v)) < 0) return rc;
+    if ((rc = ma_tree(s, rc, v[2])) < 0) return rc;
+    int more = rc;
+    if ((rc = ma_row(s, v)) < 0) return rc;
+    s->expect++;
+    rc = more;
   }
-  if (expect == 0) {  // the header's separator ends the file
-    rc = memstub_error_set(err, -EINVAL, "%s:%ld:1: no snapshots: the file ends after its header",
-                           name, P.lineno + 1);
-    goto fail;
-  }
+  if (s->expect == 0)  // the header's separator ends the file
+    return memstub_error_set(s->P.err, -EINVAL, "%s:%ld:1: no snapshots: the file ends after its header",
+                             s->P.name, s->P.lineno + 1);
+  return 0;
+}
+
+// The header's metadata: source, cmd, desc, time unit, snapshots and the
+// conversion; <0 on out of memory.
+static int ma_meta_header(massif *s) {
+  memstub_trace *t = s->t;
   char num[64];
-  rc = memstub_trace_set_meta(t, "source", "massif");
-  if (rc == 0 && cmd) rc = memstub_trace_set_meta(t, "massif.cmd", cmd);
-  if (rc == 0 && desc) rc = memstub_trace_set_meta(t, "massif.desc", desc);
-  if (rc == 0) rc = memstub_trace_set_meta(t, "massif.time_unit", unit);
-  snprintf(num, sizeof num, "%lld", (long long)expect);
+  int rc = memstub_trace_set_meta(t, "source", "massif");
+  if (rc == 0 && s->cmd) rc = memstub_trace_set_meta(t, "massif.cmd", s->cmd);
+  if (rc == 0 && s->desc) rc = memstub_trace_set_meta(t, "massif.desc", s->desc);
+  if (rc == 0) rc = memstub_trace_set_meta(t, "massif.time_unit", s->unit);
+  snprintf(num, sizeof num, "%lld", (long long)s->expect);
   if (rc == 0) rc = memstub_trace_set_meta(t, "massif.snapshots", num);
-  if (rc == 0 && ns_per != 1e6) {
-    snprintf(num, sizeof num, "%.17g", ns_per);
+  if (rc == 0 && s->ns_per != 1e6) {
+    snprintf(num, sizeof num, "%.17g", s->ns_per);
     rc = memstub_trace_set_meta(t, "import.ns_per_unit", num);
   }
+  return rc;
+}
+
+// What massif measured, "stack:"/"heap: unknown" and the heap trees'
+// disagreement; <0 on out of memory.
+static int ma_meta_measures(massif *s) {
   // What massif measured, from the options in desc (the last one given
   // counts, as in valgrind): without --stacks=yes mem_stacks_B is 0 and the
   // stack is unknown, not flat; --heap=no leaves the heap unknown;
   // --pages-as-heap=yes makes mem_heap_B the whole process's mapped pages.
   // Values in the file win over its options: a column marked unknown is 0.
-  int stacks = option_yes(desc, "--stacks=");
-  int heap = option_yes(desc, "--heap=");
-  int pages = option_yes(desc, "--pages-as-heap=");
-  int stack_measured = stacks_seen || stacks == 1;
-  if (rc == 0)
-    rc = memstub_trace_set_meta(t, "massif.stacks",
-                                stack_measured
-                                    ? "mem_stacks_B: every thread's stack, from massif's start"
-                                    : "not measured (run massif with --stacks=yes)");
+  memstub_trace *t = s->t;
+  int stacks = option_yes(s->desc, "--stacks=");
+  int heap = option_yes(s->desc, "--heap=");
+  int pages = option_yes(s->desc, "--pages-as-heap=");
+  int stack_measured = s->stacks_seen || stacks == 1;
+  int rc = memstub_trace_set_meta(t, "massif.stacks",
+                                  stack_measured
+                                      ? "mem_stacks_B: every thread's stack, from massif's start"
+                                      : "not measured (run massif with --stacks=yes)");
   if (rc == 0 && !stack_measured)
     rc = memstub_trace_set_meta(t, "stack",
                                 "unknown (massif ran without --stacks=yes); stack_bytes are 0");
@@ -309,32 +343,51 @@ int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
         pages == 1 ? "pages mapped by the whole process (--pages-as-heap=yes), not bytes requested"
         : heap == 0 ? "not measured (--heap=no)"
                     : "bytes requested from the malloc family (mem_heap_B)");
-  if (mismatch_line) {
+  if (s->mismatch_line) {
     char why[256];
     snprintf(why, sizeof why,
              "line %ld: snapshot %lld has mem_heap_B=%lld but its heap tree totals %lld (an "
              "edited or damaged file?)",
-             mismatch_line, (long long)mismatch_snap, (long long)mismatch_heap,
-             (long long)mismatch_root);
+             s->mismatch_line, (long long)s->mismatch_snap, (long long)s->mismatch_heap,
+             (long long)s->mismatch_root);
     if (rc == 0) rc = memstub_trace_set_meta(t, "massif.inconsistent", why);
   }
-  if (rc == 0 && heap == 0 && pages != 1 && !heap_seen)
+  if (rc == 0 && heap == 0 && pages != 1 && !s->heap_seen)
     rc = memstub_trace_set_meta(t, "heap", "unknown (massif ran with --heap=no); heap_bytes are 0");
-  if (rc < 0) {
-    rc = memstub_error_set(err, -ENOMEM, "%s: out of memory", name);
-    goto fail;
-  }
-  free(desc);
-  free(cmd);
-  free(unit);
-  *out = t;
+  return rc;
+}
+
+// All the metadata; -ENOMEM ("out of memory") on failure.
+static int ma_meta(massif *s) {
+  int rc = ma_meta_header(s);
+  if (rc == 0) rc = ma_meta_measures(s);
+  if (rc < 0) return memstub_error_set(s->P.err, -ENOMEM, "%s: out of memory", s->P.name);
   return 0;
-fail:
-  free(desc);
-  free(cmd);
-  free(unit);
-  memstub_trace_free(t);
-  return rc < 0 ? rc : -EINVAL;
+}
+
+// The stages in order; on failure everything is freed and *out is NULL (import.h).
+int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
+                                const memstub_import_options *o, memstub_trace **out,
+                                memstub_error *err) {
+  *out = NULL;
+  massif s = {.P = {name, buf, len, 0, 0, err}, .o = o, .prev_time = -1};
+  s.t = memstub_trace_create();
+  if (!s.t) return memstub_error_set(err, -ENOMEM, "%s: out of memory", name);
+  int rc = 0;
+  if ((s.col = memstub_trace_add_column(s.t, "heap_extra_bytes")) < 0)
+    rc = memstub_error_set(err, -ENOMEM, "%s: out of memory", name);
+  if (rc == 0) rc = ma_header(&s);
+  if (rc == 0) rc = ma_time_unit(&s);
+  if (rc == 0) rc = ma_snapshots(&s);
+  if (rc == 0) rc = ma_meta(&s);
+  free(s.desc);
+  free(s.cmd);
+  free(s.unit);
+  if (rc < 0)
+    memstub_trace_free(s.t);
+  else
+    *out = s.t;
+  return rc;
 }
 
 int memstub_import_massif(const char *path, const memstub_import_options *o,
