@@ -76,6 +76,11 @@ typedef struct row {
   int64_t tag;    // probe region occurrence (0: outside regions)
 } row;
 
+/* A row that is a bucket boundary, never coalesced with its neighbours: the
+ * program's first state, a region's begin, point and end, the recorded
+ * thread's end. Or'ed into tag, taken off at the merge (sink.c). */
+#define ROW_EXACT ((int64_t)1 << 62)
+
 #define CHUNK_ROWS 8192
 typedef struct chunk {
   struct chunk *next;
@@ -162,6 +167,7 @@ typedef struct ms__rec_global {
   int64_t origin_raw;  // when the recorded thread started
   int64_t origin_ns;   // the same on CLOCK_MONOTONIC
   char out[PATH_MAX];
+  char status[PATH_MAX];  // the status file (protocol.h), "" when none
   timer_t timer;
   int timer_ok;
   tstate *rec;
@@ -259,6 +265,10 @@ void ms__rec_new_bucket(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag
 void ms__rec_finish(int how, int sig);
 // The fatal-signal handler: the trace, then the signal's default action.
 void ms__rec_on_fatal(int sig);
+// Rewrite the status file (protocol.h) with "started=1" and, when finished
+// (how >= 0), the outcome. Signal-safe; failures are ignored (the command
+// then says it cannot tell).
+void ms__rec_status(int how, int sig, int written, int err, int why);
 
 /* A bucket of `resolution` ns becomes at most two rows: its maxima at its
  * first time, then its last state when that differs. Peaks survive. */

@@ -17,6 +17,36 @@
 #define MS__REC_ENV_SIGNAL "MEMSTUB_RECORD_SIGNAL"        // unset: the first free RT signal
 #define MS__REC_ENV_TABLE_BITS "MEMSTUB_RECORD_TABLE_BITS"  // log2 of the pointer table's slots
 #define MS__REC_ENV_LIB "MEMSTUB_RECORD_LIB"              // the library, for the command only
+#define MS__REC_ENV_STATUS "MEMSTUB_RECORD_STATUS"        // absolute path of the status file
+
+/* ---- the status file: recorder -> command ----
+ * Lines "key=N". The recorder writes MS__REC_ST_STARTED=1 when it starts
+ * recording (so a missing file means it never loaded: a static or setuid
+ * program), and rewrites the whole file when it writes the trace, or
+ * decides not to (write(2) only: it may run in a signal handler). A file
+ * with only "started" means the process ended without the recorder's exit
+ * path (SIGKILL, a handler of its own, a stack overflow). */
+#define MS__REC_ST_STARTED "started"
+#define MS__REC_ST_FINISHED "finished"     // how: 1 exit, 2 _exit, 3 fatal signal
+#define MS__REC_ST_SIGNAL "signal"         // the fatal signal
+#define MS__REC_ST_WRITTEN "written"       // 1: the trace was written
+#define MS__REC_ST_ERRNO "errno"           // why writing it failed
+#define MS__REC_ST_WHY "nothing"           // MS__REC_NOTHING_*: why there is nothing to write
+#define MS__REC_ST_OCCURRENCES "occurrences"  // region occurrences of the recorded thread
+#define MS__REC_ST_THREADS "threads_created"  // threads created through pthread_create
+enum {
+  MS__REC_NOTHING_NONE = 0,
+  MS__REC_NOTHING_THREAD = 1,      // --thread N: the program created fewer threads
+  MS__REC_NOTHING_OCCURRENCE = 2,  // --occurrence N: fewer occurrences (or no region)
+  MS__REC_NOTHING_ROWS = 3         // no rows at all
+};
+
+// The English ordinal suffix of n: "st" (1st, 21st), "nd", "rd", "th" (11th-13th).
+static inline const char *ms__rec_ordinal(long n) {
+  long t = n % 100, u = n % 10;
+  if (t >= 11 && t <= 13) return "th";
+  return u == 1 ? "st" : u == 2 ? "nd" : u == 3 ? "rd" : "th";
+}
 
 #define MS__REC_DEFAULT_RESOLUTION_NS 100000
 #define MS__REC_DEFAULT_SAMPLE_HZ 1000
@@ -47,6 +77,9 @@
 #define MS__REC_META_COST_EVENT "record.cost_ns_per_event"
 #define MS__REC_META_EVENTS "record.events"
 #define MS__REC_META_COST_SAMPLE "record.cost_ns_per_sample"
+// The value of a cost that was not measured (fewer calls than one measured
+// call in 1024, or no timer sample).
+#define MS__REC_NOT_MEASURED "not measured"
 #define MS__REC_META_SAMPLES "record.samples"
 #define MS__REC_META_HEAP_SCOPE "record.heap_scope"
 #define MS__REC_META_THREAD "record.thread"

@@ -38,7 +38,9 @@ void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag) 
 
 /* ---- coalescing -----------------------------------------------------------------
  * A bucket of `resolution` ns becomes at most two rows: its maxima at its
- * first time, then its last state when that differs. Peaks survive. */
+ * first time, then its last state when that differs. Peaks survive; rows
+ * marked ROW_EXACT (first state, region begin/point/end, the end) are
+ * boundaries the buckets never cross, so those states survive too. */
 
 void ms__rec_flush_bucket(tstate *ts) {
   if (!ts->c_active) return;
@@ -121,7 +123,7 @@ static void cover(assembled *A, const row *buf, size_t total, row *tmp, double s
                   int64_t raw_end) {
   int64_t max_tag = 0;
   for (size_t i = 0; i < total; i++)
-    if (buf[i].tag > max_tag) max_tag = buf[i].tag;
+    if ((buf[i].tag & ~ROW_EXACT) > max_tag) max_tag = buf[i].tag & ~ROW_EXACT;
   A->regions = max_tag > 0;
   int64_t origin = -1, last_stack = 0, last_heap = 0;
   if (!A->regions) origin = ms__rec.origin_raw;
@@ -131,6 +133,8 @@ static void cover(assembled *A, const row *buf, size_t total, row *tmp, double s
   row cur = {0, 0, 0, 0}, mx = {0, 0, 0, 0};
   for (size_t i = 0; i < total; i++) {
     row x = buf[i];
+    int exact = (x.tag & ROW_EXACT) != 0;
+    x.tag &= ~ROW_EXACT;
     if (A->regions) {
       if (x.tag == 0 || (ms__rec.occurrence > 0 && x.tag != ms__rec.occurrence)) {
         if (x.stack >= 0 && origin < 0) last_stack = 0;
@@ -155,6 +159,17 @@ static void cover(assembled *A, const row *buf, size_t total, row *tmp, double s
     if (x.heap < 0) x.heap = 0;
     if (x.stack > A->peak_stack) A->peak_stack = x.stack;
     if (x.heap > A->peak_heap) A->peak_heap = x.heap;
+    if (exact) {
+      // A boundary: the bucket before it ends, the row stays as it is, and
+      // the next row starts a new bucket.
+      if (have) {
+        tmp[out++] = mx;
+        if (cur.stack != mx.stack || cur.heap != mx.heap) tmp[out++] = cur;
+      }
+      have = 0;
+      tmp[out++] = cur = x;
+      continue;
+    }
     if (have && t < bucket_end && x.tag == mx.tag) {
       if (x.stack > mx.stack) mx.stack = x.stack;
       if (x.heap > mx.heap) mx.heap = x.heap;
@@ -337,6 +352,53 @@ static int write_raw(const assembled *A) {
   return 0;
 }
 
+// "key=v\n" at b + *n (b holds 512 bytes).
+static void status_line(char *b, size_t *n, const char *key, int64_t v) {
+  size_t k = strlen(key);
+  if (*n + k + 24 > 512) return;
+  memcpy(b + *n, key, k);
+  *n += k;
+  b[(*n)++] = '=';
+  char d[24], *p = d + sizeof d;
+  uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+  do *--p = (char)('0' + u % 10);
+  while (u /= 10);
+  if (v < 0) *--p = '-';
+  memcpy(b + *n, p, (size_t)(d + sizeof d - p));
+  *n += (size_t)(d + sizeof d - p);
+  b[(*n)++] = '\n';
+}
+
+void ms__rec_status(int how, int sig, int written, int err, int why) {
+  if (!ms__rec.status[0]) return;
+  char b[512];
+  size_t n = 0;
+  status_line(b, &n, MS__REC_ST_STARTED, 1);
+  if (how >= 0) {
+    status_line(b, &n, MS__REC_ST_FINISHED, how + 1);
+    status_line(b, &n, MS__REC_ST_SIGNAL, sig);
+    status_line(b, &n, MS__REC_ST_WRITTEN, written);
+    status_line(b, &n, MS__REC_ST_ERRNO, err);
+    status_line(b, &n, MS__REC_ST_WHY, why);
+    status_line(b, &n, MS__REC_ST_OCCURRENCES, ms__rec.rec ? ms__rec.rec->occ : 0);
+    status_line(b, &n, MS__REC_ST_THREADS,
+                __atomic_load_n(&ms__rec.threads_created, __ATOMIC_RELAXED));
+  }
+  int e = errno;
+  int fd = open(ms__rec.status, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    size_t off = 0;
+    while (off < n) {
+      ssize_t w = write(fd, b + off, n - off);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) break;
+      off += (size_t)w;
+    }
+    close(fd);
+  }
+  errno = e;
+}
+
 // how: 0 exit, 1 _exit, 2 fatal signal.
 void ms__rec_finish(int how, int sig) {
   if (ms__rec.state != ST_READY || getpid() != ms__rec.pid) return;
@@ -353,13 +415,26 @@ void ms__rec_finish(int how, int sig) {
     for (int i = 0; i < 2000 && ts->in_hook; i++) sched_yield();
   }
   for (tstate *ts = ms__rec.list; ts; ts = ts->next) ms__rec_flush_bucket(ts);
+  // Nothing to write when what was asked for never happened: the command
+  // says so from the status file, and an older trace at the path stays.
+  int64_t occ = ms__rec.rec ? ms__rec.rec->occ : 0;
+  int why = MS__REC_NOTHING_NONE;
+  if (ms__rec.rec_ordinal > 0 && !ms__rec.rec)
+    why = MS__REC_NOTHING_THREAD;
+  else if (ms__rec.occurrence > 0 && occ < ms__rec.occurrence)
+    why = MS__REC_NOTHING_OCCURRENCE;
   assembled A;
-  if (assemble(&A) != 0) return;
+  int rc = why ? 0 : assemble(&A);
+  if (why || rc != 0) {
+    ms__rec_status(how, sig, 0, rc == -ENODATA ? 0 : -rc, why ? why : MS__REC_NOTHING_ROWS);
+    return;
+  }
   ms__rec_build_meta(&A);
   if (how == 2)
-    write_raw(&A);
-  else if (write_normal(&A) != 0)
-    write_raw(&A);
+    rc = write_raw(&A);
+  else if ((rc = write_normal(&A)) != 0)
+    rc = write_raw(&A);
+  ms__rec_status(how, sig, rc == 0, rc < 0 ? -rc : 0, MS__REC_NOTHING_NONE);
 }
 
 void ms__rec_on_fatal(int sig) {

@@ -40,7 +40,8 @@ static void thread_gone(void *arg) {
   if (ts->is_rec) {
     // The component ends with its thread: a last row keeps its idle tail.
     ms__rec_sampler_pause();
-    ms__rec_push_row(ts, raw_now(), -1, __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED), ts->tag);
+    ms__rec_push_row(ts, raw_now(), -1, __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED),
+                     ts->tag | ROW_EXACT);
     ms__rec.rec_gone = 1;
   }
   CBARRIER();
@@ -80,7 +81,8 @@ void ms__rec_become_recorded(tstate *ts, uintptr_t top, int64_t stack0) {
   int64_t t = raw_now();
   ms__rec.origin_raw = t;
   ms__rec.origin_ns = ms__prim_now_ns();
-  ms__rec_push_row(ts, t, stack0, __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED), 0);
+  // The program's (or the thread's) first state: a row of its own.
+  ms__rec_push_row(ts, t, stack0, __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED), ROW_EXACT);
   CBARRIER();
   ts->in_hook = 0;
   ms__rec_sampler_arm(ts->tid);
@@ -118,6 +120,9 @@ static int read_env(void) {
   ms__rec.sample_hz = env_long(MS__REC_ENV_SAMPLE_HZ, MS__REC_DEFAULT_SAMPLE_HZ);
   ms__rec.occurrence = env_long(MS__REC_ENV_OCCURRENCE, 0);
   ms__rec.sig = (int)env_long(MS__REC_ENV_SIGNAL, 0);  // 0: the first free one
+  const char *status = getenv(MS__REC_ENV_STATUS);
+  if (status && strlen(status) < sizeof ms__rec.status)
+    memcpy(ms__rec.status, status, strlen(status) + 1);
   return 0;
 }
 
@@ -184,6 +189,7 @@ static void init_recording(void) {
   install_fatal();
   ms__rec.state = ST_READY;
   __atomic_store_n(&ms__rec_on, 1, __ATOMIC_RELEASE);
+  ms__rec_status(-1, 0, 0, 0, 0);
 
   pid_t tid = (pid_t)syscall(SYS_gettid);
   if (ms__rec.rec_ordinal == 0 && tid == ms__rec.pid) {
