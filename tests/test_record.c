@@ -447,8 +447,10 @@ START_TEST(test_killed) {
 }
 END_TEST
 
-// Item 9: exit() called from a thread, and a daemon that closes every
-// descriptor and changes directory: the trace is written, no hang.
+// Item 9: exit() and exec called from a thread, and a daemon that closes
+// every descriptor and changes directory: the trace is written, no hang.
+// (These passed before the fix too; the fork, exec and thread cases are
+// test_fork_and_exec and test_threads.)
 START_TEST(test_thread_exit_and_closed_fds) {
   char *dir = tu_mkdtemp();
   tu_run r;
@@ -460,13 +462,21 @@ START_TEST(test_thread_exit_and_closed_fds) {
   ck_assert_msg(peak(t, 1) >= 3333 && peak(t, 1) < 3333 + 4096, "%lld", (long long)peak(t, 1));
   memstub_trace_free(t);
   tu_run_free(&r);
+  // exec from a thread: the new image (same pid) is recorded from its start.
+  t = record(dir, "texec.csv", &r, NULL, "thread_exec", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(t);
+  ck_assert_int_eq(peak(t, 1), 13656);
+  ck_assert_ptr_nonnull(strstr(memstub_trace_get_meta(t, "command"), "pattern"));
+  memstub_trace_free(t);
+  tu_run_free(&r);
   t = record(dir, "daemon.csv", &r, NULL, "closefds", NULL);
   ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
   ck_assert_ptr_nonnull(t);
   ck_assert_int_eq(peak(t, 1), 7666);
   memstub_trace_free(t);
   tu_run_free(&r);
-  ck_assert_int_eq(tu_count_entries(dir), 2);
+  ck_assert_int_eq(tu_count_entries(dir), 3);
   tu_rmtree(dir);
   free(dir);
 }

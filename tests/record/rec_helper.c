@@ -216,6 +216,23 @@ static int thread_exit(void) {
   return 0;  // never reached
 }
 
+// A thread replaces the process with "pattern" while main waits in join.
+static const char *g_self;
+static void *exec_worker(void *arg) {
+  (void)arg;
+  sink = malloc(5555);
+  execl(g_self, g_self, "pattern", (char *)NULL);
+  return NULL;
+}
+
+static int thread_exec(const char *self) {
+  g_self = self;
+  pthread_t th;
+  if (pthread_create(&th, NULL, exec_worker, NULL) != 0) return 1;
+  pthread_join(th, NULL);
+  return 127;  // exec failed
+}
+
 /* A daemon's start: every descriptor closed (stdio included), the working
  * directory changed to /; then it allocates and exits normally. */
 static int closefds(void) {
@@ -279,6 +296,8 @@ int main(int argc, char **argv) {
     rc = two_threads();
   } else if (strcmp(mode, "thread_exit") == 0) {
     rc = thread_exit();
+  } else if (strcmp(mode, "thread_exec") == 0) {
+    rc = thread_exec(argv[0]);
   } else if (strcmp(mode, "closefds") == 0) {
     rc = closefds();
   } else if (strcmp(mode, "segv") == 0) {
