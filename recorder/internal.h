@@ -77,8 +77,8 @@ typedef struct row {
 } row;
 
 /* A row that is a bucket boundary, never coalesced with its neighbours: the
- * program's first state, a region's begin, point and end, the recorded
- * thread's end. Or'ed into tag, taken off at the merge (sink.c). */
+ * program's first state, a region's begin and end, the recorded thread's
+ * end. Or'ed into tag, taken off at the merge (sink.c). */
 #define ROW_EXACT ((int64_t)1 << 62)
 
 #define CHUNK_ROWS 8192

@@ -36,7 +36,8 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
       if (ts->is_rec) {
         ms__rec_flush_bucket(ts);
         int64_t s = (int64_t)(ts->base - sp);
-        ms__rec_push_row(ts, ts->now = raw_now(), s < 0 ? 0 : s, h, ts->tag | ROW_EXACT);
+        // A point coalesces like an event (only begin and end are boundaries).
+        ms__rec_push_row(ts, ts->now = raw_now(), s < 0 ? 0 : s, h, ts->tag);
       }
       break;
     default:  // MS__PROBE_END

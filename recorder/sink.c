@@ -39,7 +39,7 @@ void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag) 
 /* ---- coalescing -----------------------------------------------------------------
  * A bucket of `resolution` ns becomes at most two rows: its maxima at its
  * first time, then its last state when that differs. Peaks survive; rows
- * marked ROW_EXACT (first state, region begin/point/end, the end) are
+ * marked ROW_EXACT (first state, region begin and end, the end) are
  * boundaries the buckets never cross, so those states survive too. */
 
 void ms__rec_flush_bucket(tstate *ts) {

@@ -329,6 +329,47 @@ START_TEST(test_usage_errors) {
 }
 END_TEST
 
+// The options table (cli/cli.h): --help lists every option; the options
+// stop at PROGRAM, whose own options are its own, with or without "--".
+START_TEST(test_options_stop_at_the_program) {
+  tu_run r = tu_memstub(NULL, "record", "--help", NULL);
+  ck_assert_int_eq(r.status, 0);
+  static const char *const names[] = {"-o, --output FILE", "-t, --thread WHICH",
+                                      "--heap SCOPE",      "-r, --resolution NS",
+                                      "--sample-hz HZ",    "--occurrence N|all",
+                                      "--signal N",        "-q, --quiet",
+                                      "-h, --help"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    ck_assert_msg(strstr(r.out, names[i]) != NULL, "%s missing from:\n%s", names[i], r.out);
+  tu_run_free(&r);
+  char *dir = tu_mkdtemp();
+  char out[4096];
+  snprintf(out, sizeof out, "%s/x.csv", dir);
+  // "-r" after PROGRAM is the program's (rec_helper deep reads it as 0 frames).
+  char *argv[] = {getenv("MEMSTUB_EXE"), "record", "-qo", out, "-r0", (char *)helper(), "deep",
+                  "-r", NULL};
+  r = tu_exec(dir, argv);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_str_eq(r.err, "");  // -q, clustered with -o
+  memstub_trace *t = NULL;
+  memstub_error err;
+  ck_assert_int_eq(memstub_trace_read(out, &t, &err), 0);
+  ck_assert_str_eq(memstub_trace_get_meta(t, "record.resolution_ns"), "0");
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "record", "-o", "y.csv", "--sample-hz", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "--sample-hz needs a value"));
+  tu_run_free(&r);
+  r = tu_memstub(dir, "record", "-o", "y.csv", "--heap", "bogus", "--", "true", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "--heap: expected process or thread, found 'bogus'"));
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 /* ---- issue 12: reliability ---- */
 
 // The heap of the first and the last row.
@@ -521,6 +562,7 @@ static Suite *record_suite(void) {
   tcase_add_test(tc, test_probe_regions_and_churn);
   tcase_add_test(tc, test_coalescing_keeps_peaks);
   tcase_add_test(tc, test_usage_errors);
+  tcase_add_test(tc, test_options_stop_at_the_program);
   suite_add_tcase(s, tc);
   TCase *rel = tcase_create("reliability");
   tcase_set_timeout(rel, 120);
