@@ -443,9 +443,9 @@ static int no_trace(const rec_opts *o, const rec_status *st, int wst) {
     return MS_EXIT_CHECK;
   }
   if (!st->finished) {
-    ms_cli_error("%s: no trace: %s ended without running the recorder's exit path (a raw "
-                 "exit system call?)",
-                 o->out, prog);
+    ms_cli_error("%s: no trace: the recorded process ended without the recorder's exit path "
+                 "(a raw exit system call, or an exec into a static or setuid program)",
+                 o->out);
     return MS_EXIT_CHECK;
   }
   if (st->nothing == MS__REC_NOTHING_ROWS) {

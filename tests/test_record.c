@@ -474,6 +474,12 @@ START_TEST(test_killed) {
   ck_assert_msg(strstr(r.err, "SIGKILL cannot be caught") != NULL, "%s", r.err);
   ck_assert_ptr_null(strstr(r.err, "static or setuid"));
   tu_run_free(&r);
+  // Sibling: the exit system call itself, past every hook: no trace, said so.
+  t = record(dir, "raw.csv", &r, NULL, "rawexit", NULL);
+  ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_null(t);
+  ck_assert_msg(strstr(r.err, "without the recorder's exit path") != NULL, "%s", r.err);
+  tu_run_free(&r);
   t = record(dir, "segv.csv", &r, NULL, "segv", NULL);
   ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
   ck_assert_msg(strstr(r.err, "killed by signal 11") != NULL, "%s", r.err);

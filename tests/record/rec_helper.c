@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -304,6 +305,10 @@ int main(int argc, char **argv) {
     sink = malloc(2222);
     *(volatile int *)sink = 1;
     raise(SIGSEGV);  // the default action, as a null dereference would get
+    return 1;
+  } else if (strcmp(mode, "rawexit") == 0) {
+    sink = malloc(1212);
+    syscall(SYS_exit_group, 0);  // past exit(), _exit() and every hook
     return 1;
   } else if (strcmp(mode, "sigkill") == 0) {
     sink = malloc(1111);
