@@ -9,17 +9,78 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "memstub/trace.h"  // before internal.h: its inline functions name a parameter row
 #include "internal.h"
 
+/* ---- the journal: chunks as pages of a file, so that a SIGKILL leaves them
+ * for `memstub record` to salvage (protocol.h) ---- */
+
+void ms__rec_journal_init(void) {
+  if (!ms__rec.journal[0]) return;
+  int fd = open(ms__rec.journal, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  void *p = MAP_FAILED;
+  if (fd >= 0) {
+    if (fallocate(fd, 0, 0, MS__REC_JOURNAL_HEAD) == 0)
+      p = mmap(NULL, MS__REC_JOURNAL_HEAD, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+  }
+  if (p == MAP_FAILED) {
+    ms__rec.journal_off = 1;
+    return;
+  }
+  ms__rec_journal_head *h = p;
+  h->use_tsc = ms__rec.use_tsc;
+  h->raw_per_ns = ms__rec.raw_per_ns;
+  h->origin_raw = ms__rec.origin_raw;
+  h->res_ns = ms__rec.res_ns;
+  h->occurrence = ms__rec.occurrence;
+  __atomic_store_n(&h->magic, MS__REC_JOURNAL_MAGIC, __ATOMIC_RELEASE);
+  ms__rec.jhead = h;
+}
+
+// A slot of the journal (n <= its size), or NULL (then from anonymous memory).
+void *ms__rec_journal_slot(size_t n) {
+  if (!ms__rec.jhead || __atomic_load_n(&ms__rec.journal_off, __ATOMIC_RELAXED)) return NULL;
+  uint64_t bytes = (n + 4095) & ~(uint64_t)4095;
+  uint64_t at = __atomic_fetch_add(&ms__rec.journal_bytes, bytes, __ATOMIC_RELAXED);
+  if (at + bytes > MS__REC_JOURNAL_MAX) {
+    __atomic_store_n(&ms__rec.journal_off, 1, __ATOMIC_RELAXED);
+    return NULL;
+  }
+  off_t off = (off_t)(MS__REC_JOURNAL_HEAD + at);
+  // Opened by path each time: a daemon may have closed every descriptor.
+  int fd = open(ms__rec.journal, O_RDWR | O_CLOEXEC);
+  void *p = MAP_FAILED;
+  if (fd >= 0) {
+    // Blocks reserved (a store to a page the disk has no room for would be
+    // SIGBUS); fallocate never shrinks the file under a thread that is ahead.
+    if (fallocate(fd, 0, off, (off_t)bytes) == 0)
+      p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
+    close(fd);
+  }
+  if (p == MAP_FAILED) {
+    __atomic_store_n(&ms__rec.journal_off, 1, __ATOMIC_RELAXED);
+    return NULL;
+  }
+  ((uint64_t *)p)[2] = bytes;  // the entry's size (protocol.h)
+  return p;
+}
+
 void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag) {
   chunk *c = ts->tail;
   if (UNLIKELY(!c || c->n == CHUNK_ROWS)) {
     int e = errno;
-    chunk *nc = ms__rec_map(sizeof(chunk));
+    chunk *nc = ms__rec_journal_slot(sizeof(chunk));
+    if (nc) {
+      nc->thread_no = ts->h.thread_no;
+      nc->magic = MS__REC_JOURNAL_MAGIC;
+    } else {
+      nc = ms__rec_map(sizeof(chunk));
+    }
     errno = e;
     if (!nc) {
       ts->rows_dropped++;
@@ -43,21 +104,21 @@ void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag) 
  * boundaries the buckets never cross, so those states survive too. */
 
 void ms__rec_flush_bucket(tstate *ts) {
-  if (!ts->c_active) return;
-  ms__rec_push_row(ts, ts->c_t0, ts->c_maxs, ts->c_maxh, ts->c_tag);
-  if (ts->c_ls != ts->c_maxs || ts->c_lh != ts->c_maxh)
-    ms__rec_push_row(ts, ts->c_lt, ts->c_ls, ts->c_lh, ts->c_tag);
-  ts->c_active = 0;
+  if (!ts->h.b.active) return;
+  ms__rec_push_row(ts, ts->h.b.t0, ts->h.b.maxs, ts->h.b.maxh, ts->h.b.tag);
+  if (ts->h.b.ls != ts->h.b.maxs || ts->h.b.lh != ts->h.b.maxh)
+    ms__rec_push_row(ts, ts->h.b.lt, ts->h.b.ls, ts->h.b.lh, ts->h.b.tag);
+  ts->h.b.active = 0;
 }
 
 void ms__rec_new_bucket(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag) {
   ms__rec_flush_bucket(ts);
-  ts->c_active = 1;
-  ts->c_t0 = ts->c_lt = t;
-  ts->c_end = t + ms__rec.res_raw;
-  ts->c_maxs = ts->c_ls = s;
-  ts->c_maxh = ts->c_lh = h;
-  ts->c_tag = tag;
+  ts->h.b.active = 1;
+  ts->h.b.t0 = ts->h.b.lt = t;
+  ts->h.b.end = t + ms__rec.res_raw;
+  ts->h.b.maxs = ts->h.b.ls = s;
+  ts->h.b.maxh = ts->h.b.lh = h;
+  ts->h.b.tag = tag;
   if (ms__rec.res_raw == 0) ms__rec_flush_bucket(ts);
 }
 

@@ -467,18 +467,25 @@ END_TEST
 START_TEST(test_killed) {
   char *dir = tu_mkdtemp();
   tu_run r;
+  // SIGKILL: the process cannot write; the command salvages the journal.
   memstub_trace *t = record(dir, "kill.csv", &r, NULL, "sigkill", NULL);
   ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
-  ck_assert_ptr_null(t);
   ck_assert_msg(strstr(r.err, "killed by signal 9") != NULL, "%s", r.err);
-  ck_assert_msg(strstr(r.err, "SIGKILL cannot be caught") != NULL, "%s", r.err);
+  ck_assert_msg(strstr(r.err, "SIGKILL), which cannot be caught") != NULL, "%s", r.err);
   ck_assert_ptr_null(strstr(r.err, "static or setuid"));
+  ck_assert_ptr_nonnull(t);
+  ck_assert_int_eq(peak(t, 1), 1111);
+  ck_assert_str_eq(memstub_trace_get_meta(t, "record.salvaged"), "1");
+  ck_assert_ptr_nonnull(strstr(memstub_trace_get_meta(t, "record.exit"), "SIGKILL"));
+  memstub_trace_free(t);
   tu_run_free(&r);
-  // Sibling: the exit system call itself, past every hook: no trace, said so.
+  // Sibling: the exit system call itself, past every hook: said, and salvaged.
   t = record(dir, "raw.csv", &r, NULL, "rawexit", NULL);
   ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
-  ck_assert_ptr_null(t);
   ck_assert_msg(strstr(r.err, "without the recorder's exit path") != NULL, "%s", r.err);
+  ck_assert_ptr_nonnull(t);
+  ck_assert_int_eq(peak(t, 1), 1212);
+  memstub_trace_free(t);
   tu_run_free(&r);
   t = record(dir, "segv.csv", &r, NULL, "segv", NULL);
   ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
@@ -486,9 +493,11 @@ START_TEST(test_killed) {
   ck_assert_ptr_nonnull(t);
   ck_assert_int_eq(peak(t, 1), 2222);
   ck_assert_ptr_nonnull(strstr(memstub_trace_get_meta(t, "record.exit"), "signal 11"));
+  ck_assert_ptr_null(memstub_trace_get_meta(t, "record.salvaged"));
   memstub_trace_free(t);
   tu_run_free(&r);
-  ck_assert_int_eq(tu_count_entries(dir), 1);
+  // The three traces, and no status file or journal left beside them.
+  ck_assert_int_eq(tu_count_entries(dir), 3);
   tu_rmtree(dir);
   free(dir);
 }
