@@ -21,7 +21,10 @@
 
 void ms__rec_journal_init(void) {
   if (!ms__rec.journal[0]) return;
-  int fd = open(ms__rec.journal, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  // A new file, not the old one truncated: after an exec, a child the old
+  // image forked may still map the old one's pages.
+  unlink(ms__rec.journal);
+  int fd = open(ms__rec.journal, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   void *p = MAP_FAILED;
   if (fd >= 0) {
     if (fallocate(fd, 0, 0, MS__REC_JOURNAL_HEAD) == 0)

@@ -259,6 +259,8 @@ tstate *ms__rec_slow_state(void) {
 static void child_after_fork(void) {
   // A forked child does not record and writes no trace (docs/recording.md).
   __atomic_store_n(&ms__rec_on, 0, __ATOMIC_RELAXED);
+  // Its state is the parent's (in the journal, shared): never touched again.
+  ms__rec_ts = NULL;
   ms__rec_sampler_forget();
   ms__rec.state = ST_PASSIVE;
 }
