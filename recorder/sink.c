@@ -45,7 +45,7 @@ void ms__rec_journal_init(void) {
   ms__rec.jhead = h;
 }
 
-// A slot of the journal (n <= its size), or NULL (then from anonymous memory).
+// A journal entry of n bytes, page-rounded (internal.h); NULL: anonymous memory then.
 void *ms__rec_journal_slot(size_t n) {
   if (!ms__rec.jhead || __atomic_load_n(&ms__rec.journal_off, __ATOMIC_RELAXED)) return NULL;
   uint64_t bytes = (n + 4095) & ~(uint64_t)4095;
