@@ -479,6 +479,15 @@ START_TEST(test_killed) {
   ck_assert_ptr_nonnull(strstr(memstub_trace_get_meta(t, "record.exit"), "SIGKILL"));
   memstub_trace_free(t);
   tu_run_free(&r);
+  // Inside a probe region: the salvage keeps the region only, from its entry.
+  t = record(dir, "rkill.csv", &r, NULL, "region_kill", NULL);
+  ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(t);
+  ck_assert_int_ge(memstub_trace_column(t, "region"), 0);
+  ck_assert_int_eq(t->pts[0].time_ns, 0);
+  ck_assert_int_eq(t->pts[t->n - 1].heap_bytes - t->pts[0].heap_bytes, 4321);
+  memstub_trace_free(t);
+  tu_run_free(&r);
   // Sibling: the exit system call itself, past every hook: said, and salvaged.
   t = record(dir, "raw.csv", &r, NULL, "rawexit", NULL);
   ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
@@ -496,8 +505,8 @@ START_TEST(test_killed) {
   ck_assert_ptr_null(memstub_trace_get_meta(t, "record.salvaged"));
   memstub_trace_free(t);
   tu_run_free(&r);
-  // The three traces, and no status file or journal left beside them.
-  ck_assert_int_eq(tu_count_entries(dir), 3);
+  // The four traces, and no status file or journal left beside them.
+  ck_assert_int_eq(tu_count_entries(dir), 4);
   tu_rmtree(dir);
   free(dir);
 }

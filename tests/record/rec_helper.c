@@ -310,6 +310,13 @@ int main(int argc, char **argv) {
     sink = malloc(1212);
     syscall(SYS_exit_group, 0);  // past exit(), _exit() and every hook
     return 1;
+  } else if (strcmp(mode, "region_kill") == 0) {
+    // Killed inside a probe region: the salvaged trace is the region's.
+    sink = malloc(50000);
+    if (memstub_probe_begin("k") != 1) return 1;
+    sink = malloc(4321);
+    raise(SIGKILL);
+    return 1;
   } else if (strcmp(mode, "sigkill") == 0) {
     sink = malloc(1111);
     raise(SIGKILL);
