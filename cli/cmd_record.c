@@ -1,7 +1,6 @@
 // memstub record: run a program under the LD_PRELOAD recorder.
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,7 +15,35 @@
 #include "ms_common.h"
 #include "../recorder/protocol.h"
 
-static const char usage_text[] =
+enum { O_HEAP = MS_CLI_LONG, O_SAMPLE_HZ, O_OCCURRENCE, O_SIGNAL };
+
+static const ms_cli_option options[] = {
+    {"output", 'o', "FILE",
+     "the trace (required); the recorded process writes it\n"
+     "atomically when it exits (or dies of a signal)"},
+    {"thread", 't', "WHICH", "main (default), or N: the Nth thread PROGRAM creates"},
+    {"heap", O_HEAP, "SCOPE",
+     "process (default): every thread's blocks; thread:\n"
+     "the blocks the recorded thread allocated"},
+    {"resolution", 'r', "NS",
+     "coalesce into buckets of NS ns, keeping each bucket's\n"
+     "peaks and last state, and every region's entry and\n"
+     "exit (default 100000; 0: every event)"},
+    {"sample-hz", O_SAMPLE_HZ, "HZ",
+     "timer samples of the stack per second of the recorded\n"
+     "thread's CPU time (default 1000, at most the kernel's\n"
+     "tick rate; 0: only at allocator calls)"},
+    {"occurrence", O_OCCURRENCE, "N|all",
+     "with probe regions: only the Nth occurrence, or all\n"
+     "of them on one timeline (default all)"},
+    {"signal", O_SIGNAL, "N",
+     "the signal the sampling timer uses (default: the first\n"
+     "free real-time signal from SIGRTMAX-2 down)"},
+    {"quiet", 'q', NULL, "no summary"},
+    {0}};
+
+static const ms_cli_spec spec = {
+    "record",
     "usage: memstub record -o TRACE [options] -- PROGRAM [ARGS...]\n"
     "\n"
     "Run PROGRAM with the LD_PRELOAD recorder and write its heap and stack use over\n"
@@ -27,35 +54,21 @@ static const char usage_text[] =
     "memstub_probe_begin()/end() regions, against the frame that called begin,\n"
     "and then only the regions are recorded. A summary with the allocator churn\n"
     "goes to standard error.\n"
-    "\n"
-    "options:\n"
-    "  -o, --output FILE        the trace (required); the recorded process writes it\n"
-    "                           atomically when it exits (or dies of a signal)\n"
-    "  -t, --thread WHICH       main (default), or N: the Nth thread PROGRAM creates\n"
-    "      --heap SCOPE         process (default): every thread's blocks; thread:\n"
-    "                           the blocks the recorded thread allocated\n"
-    "  -r, --resolution NS      coalesce into buckets of NS ns, keeping each bucket's\n"
-    "                           peaks and last state (default 100000; 0: every event)\n"
-    "      --sample-hz HZ       timer samples of the stack per second of the recorded\n"
-    "                           thread's CPU time (default 1000, at most the kernel's\n"
-    "                           tick rate; 0: only at allocator calls)\n"
-    "      --occurrence N|all   with probe regions: only the Nth occurrence, or all\n"
-    "                           of them on one timeline (default all)\n"
-    "      --signal N           the signal the sampling timer uses (default: the first\n"
-    "                           free real-time signal from SIGRTMAX-2 down)\n"
-    "  -q, --quiet              no summary\n"
-    "  -h, --help               show this help\n"
+    "\n",
+    options, 27,
     "\n"
     "Children the program forks or spawns are not recorded; if the recorded process\n"
     "itself calls exec, the new image is recorded from its start. Exit status: 0 when\n"
-    "PROGRAM exited 0 and the trace was written, 1 when PROGRAM failed or was killed\n"
-    "(the trace is still written when possible), 2 on bad usage or no trace.\n";
+    "PROGRAM exited 0 and the trace was written; 1 when PROGRAM failed or was killed\n"
+    "(the trace is still written when possible), or when what --thread or\n"
+    "--occurrence asks for never happened (no trace is written then); 2 on bad\n"
+    "usage, a program that cannot be run, or no recorder in it (static or setuid).\n"};
 
-static int parse_pos(const char *opt, const char *arg, long long lo, long long *out) {
+static int parse_pos(ms_cli_parser *p, long long lo, long long *out) {
   int64_t v;
-  if (ms_cli_i64("record", opt, arg, &v) < 0) return -1;
+  if (ms_cli_arg_i64(p, &v) < 0) return -1;
   if (v < lo) {
-    ms_cli_usage("record", "%s must be >= %lld", opt, lo);
+    ms_cli_usage("record", "%s must be >= %lld", p->opt, lo);
     return -1;
   }
   *out = v;
@@ -82,17 +95,30 @@ static const char *meta_or(const memstub_trace *t, const char *key) {
   return v ? v : "?";
 }
 
+// A cost from the metadata: "N ns", or its words when it was not measured.
+static const char *cost(char *buf, size_t n, const char *v) {
+  char *end;
+  strtod(v, &end);
+  if (end != v && *end == '\0')
+    snprintf(buf, n, "%s ns", v);
+  else
+    snprintf(buf, n, "%s", v);
+  return buf;
+}
+
 static void summary(const char *path, const memstub_trace *t) {
 #define M(k) meta_or(t, k)
   double secs = (double)t->pts[t->n - 1].time_ns / 1e9;
   ms_cli_note("%s: %zu rows over %.3f s; peak heap %s bytes, peak stack %s bytes (%s)", path, t->n,
               secs, M(MS__REC_META_PEAK_HEAP), M(MS__REC_META_PEAK_STACK),
               M(MS__REC_META_STACK_FROM));
+  char ce[64], cs[64];
   ms_cli_note(
-      "recorder cost: %s ns per allocator call (%s calls), %s ns per timer sample (%s "
+      "recorder cost per allocator call: %s (%s calls); per timer sample: %s (%s "
       "samples); heap scope %s, thread %s",
-      M(MS__REC_META_COST_EVENT), M(MS__REC_META_EVENTS), M(MS__REC_META_COST_SAMPLE),
-      M(MS__REC_META_SAMPLES), M(MS__REC_META_HEAP_SCOPE), M(MS__REC_META_THREAD));
+      cost(ce, sizeof ce, M(MS__REC_META_COST_EVENT)), M(MS__REC_META_EVENTS),
+      cost(cs, sizeof cs, M(MS__REC_META_COST_SAMPLE)), M(MS__REC_META_SAMPLES),
+      M(MS__REC_META_HEAP_SCOPE), M(MS__REC_META_THREAD));
   fprintf(stderr,
           "allocator churn (Kudrjavets et al. 2022: sum of w(f)*log2(bytes); malloc 1, free 1, "
           "calloc 2, realloc 3):\n"
@@ -133,74 +159,97 @@ typedef struct rec_opts {
   char **prog;
 } rec_opts;
 
+/* Where the options end: the index of PROGRAM, or of the "--" before it.
+ * The options stop at the first operand (the program's own options are
+ * its own), as getopt's '+' would; an option's value is skipped. */
+static int options_end(int argc, char **argv) {
+  int i = 1;
+  while (i < argc) {
+    const char *a = argv[i];
+    if (strcmp(a, "--") == 0 || a[0] != '-' || a[1] == '\0') return i;
+    int takes = 0;
+    if (a[1] == '-') {
+      for (const ms_cli_option *o = options; o->name; o++)
+        if (strcmp(a + 2, o->name) == 0) takes = o->arg != NULL;
+    } else {
+      // A cluster of short options: a value is the rest of it, or the next word.
+      for (const char *c = a + 1; *c; c++) {
+        const ms_cli_option *o = options;
+        while (o->name && o->key != *c) o++;
+        if (o->name && o->arg) {
+          takes = c[1] == '\0';
+          break;
+        }
+      }
+    }
+    i += takes ? 2 : 1;
+  }
+  return argc;
+}
+
+// One option into *o: 0, or -1 after a usage error.
+static int apply_option(ms_cli_parser *p, int c, rec_opts *o) {
+  static const char *const heaps[] = {"process", "thread", NULL};
+  int k;
+  switch (c) {
+    case 'o': o->out = p->arg; return 0;
+    case 't':
+      if (strcmp(p->arg, "main") != 0) {
+        long long n;
+        if (parse_pos(p, 1, &n) < 0) return -1;
+      }
+      o->thread = p->arg;
+      return 0;
+    case O_HEAP:
+      if (ms_cli_arg_choice(p, heaps, &k) < 0) return -1;
+      o->heap = heaps[k];
+      return 0;
+    case 'r': return parse_pos(p, 0, &o->res);
+    case O_SAMPLE_HZ:
+      if (parse_pos(p, 0, &o->hz) < 0) return -1;
+      if (o->hz > MS__REC_MAX_SAMPLE_HZ) {
+        ms_cli_usage("record", "--sample-hz must be <= %d", MS__REC_MAX_SAMPLE_HZ);
+        return -1;
+      }
+      return 0;
+    case O_OCCURRENCE:
+      if (strcmp(p->arg, "all") == 0) {
+        o->occ = 0;
+        return 0;
+      }
+      return parse_pos(p, 1, &o->occ);
+    case O_SIGNAL:
+      if (parse_pos(p, 1, &o->sig) < 0) return -1;
+      if (o->sig > SIGRTMAX) {
+        ms_cli_usage("record", "--signal must be <= %d", SIGRTMAX);
+        return -1;
+      }
+      return 0;
+    default: o->quiet = 1; return 0;  // 'q'
+  }
+}
+
 // The command line into *o: 0, or non-zero when the command is done (--help)
 // or the line is wrong (said on stderr); *status then holds the exit status.
 static int parse_opts(int argc, char **argv, rec_opts *o, int *status) {
-  static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
-                                       {"thread", required_argument, NULL, 't'},
-                                       {"heap", required_argument, NULL, 'H'},
-                                       {"resolution", required_argument, NULL, 'r'},
-                                       {"sample-hz", required_argument, NULL, 'S'},
-                                       {"occurrence", required_argument, NULL, 'O'},
-                                       {"signal", required_argument, NULL, 'G'},
-                                       {"quiet", no_argument, NULL, 'q'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
-  const char *out = NULL, *thread = "main", *heap = "process";
-  long long res = MS__REC_DEFAULT_RESOLUTION_NS, hz = MS__REC_DEFAULT_SAMPLE_HZ, occ = 0, sig = -1;
-  int quiet = 0;
+  *o = (rec_opts){NULL, "main", "process", MS__REC_DEFAULT_RESOLUTION_NS,
+                  MS__REC_DEFAULT_SAMPLE_HZ, 0, -1, 0, NULL};
   *status = MS_EXIT_USAGE;
-  optind = 1;
-  opterr = 0;
+  int end = options_end(argc, argv);
+  if (end < argc && strcmp(argv[end], "--") == 0) end++;
+  ms_cli_parser p = {.spec = &spec};
   int c;
-  // '+': stop at the first non-option (the program), as after "--".
-  while ((c = getopt_long(argc, argv, "+:o:t:r:qh", opts, NULL)) != -1) {
-    switch (c) {
-      case 'o': out = optarg; break;
-      case 't':
-        if (strcmp(optarg, "main") != 0) {
-          long long n;
-          if (parse_pos("--thread", optarg, 1, &n) < 0) return -1;
-        }
-        thread = optarg;
-        break;
-      case 'H':
-        if (strcmp(optarg, "process") != 0 && strcmp(optarg, "thread") != 0)
-          return ms_cli_usage("record", "--heap: expected process or thread, found '%s'", optarg);
-        heap = optarg;
-        break;
-      case 'r':
-        if (parse_pos("--resolution", optarg, 0, &res) < 0) return -1;
-        break;
-      case 'S':
-        if (parse_pos("--sample-hz", optarg, 0, &hz) < 0) return -1;
-        if (hz > MS__REC_MAX_SAMPLE_HZ)
-          return ms_cli_usage("record", "--sample-hz must be <= %d", MS__REC_MAX_SAMPLE_HZ);
-        break;
-      case 'O':
-        if (strcmp(optarg, "all") == 0)
-          occ = 0;
-        else if (parse_pos("--occurrence", optarg, 1, &occ) < 0)
-          return -1;
-        break;
-      case 'G':
-        if (parse_pos("--signal", optarg, 1, &sig) < 0) return -1;
-        if (sig > SIGRTMAX) return ms_cli_usage("record", "--signal must be <= %d", SIGRTMAX);
-        break;
-      case 'q': quiet = 1; break;
-      case 'h':
-        fputs(usage_text, stdout);
-        *status = MS_EXIT_OK;
-        return -1;
-      case ':': return ms_cli_usage("record", "%s needs a value", argv[optind - 1]);
-      default: return ms_cli_usage("record", "unknown option '%s'", argv[optind - 1]);
-    }
+  while ((c = ms_cli_next(&p, end, argv)) > 0)
+    if (apply_option(&p, c, o) < 0) return -1;
+  if (c < 0) {
+    *status = p.status;
+    return -1;
   }
-  if (!out) return ms_cli_usage("record", "missing -o TRACE");
-  if (optind >= argc) return ms_cli_usage("record", "missing the PROGRAM to run (after --)");
-  if (strcmp(out, "-") == 0)
+  if (!o->out) return ms_cli_usage("record", "missing -o TRACE");
+  if (end >= argc) return ms_cli_usage("record", "missing the PROGRAM to run (after --)");
+  if (strcmp(o->out, "-") == 0)
     return ms_cli_usage("record", "-o -: the recorded program writes the trace; give a file");
-  *o = (rec_opts){out, thread, heap, res, hz, occ, sig, quiet, argv + optind};
+  o->prog = argv + end;
   return 0;
 }
 
@@ -308,18 +357,271 @@ static int run_program(char **prog, int *st) {
   return 0;
 }
 
+/* ---- the recorder's status file (recorder/protocol.h) ---- */
+
+typedef struct rec_status {
+  int present;  // the recorder started in the process
+  long long finished, signal, written, err, nothing, occurrences, threads;
+} rec_status;
+
+// An empty file beside the trace (the status file, the journal), its path
+// into path[PATH_MAX]. 0, or the exit status.
+static int status_create(const char *abs, char *path) {
+  snprintf(path, PATH_MAX, "%s", abs);
+  char *slash = strrchr(path, '/');
+  size_t dl = (size_t)(slash - path) + 1;
+  if (dl + 32 >= PATH_MAX) return ms_cli_error("%s: path too long", abs);
+  snprintf(path + dl, PATH_MAX - dl, ".memstub-record-XXXXXX");
+  int fd = mkostemp(path, O_CLOEXEC);
+  if (fd < 0) return ms_cli_error("%s: cannot create a file beside the trace: %s", path, strerror(errno));
+  close(fd);
+  return 0;
+}
+
+static long long status_value(const char *text, const char *key) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\n%s=", key);
+  const char *p = strstr(text, pat);
+  return p ? strtoll(p + strlen(pat), NULL, 10) : 0;
+}
+
+// Read and remove the status file.
+static rec_status status_take(const char *path) {
+  rec_status st = {0};
+  char text[1024] = "\n";
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ssize_t n = read(fd, text + 1, sizeof text - 2);
+    if (n > 0) text[n + 1] = '\0';
+    close(fd);
+  }
+  unlink(path);
+  st.present = status_value(text, MS__REC_ST_STARTED) == 1;
+  st.finished = status_value(text, MS__REC_ST_FINISHED);
+  st.signal = status_value(text, MS__REC_ST_SIGNAL);
+  st.written = status_value(text, MS__REC_ST_WRITTEN);
+  st.err = status_value(text, MS__REC_ST_ERRNO);
+  st.nothing = status_value(text, MS__REC_ST_WHY);
+  st.occurrences = status_value(text, MS__REC_ST_OCCURRENCES);
+  st.threads = status_value(text, MS__REC_ST_THREADS);
+  return st;
+}
+
+/* ---- salvage: the journal of a process killed by SIGKILL (protocol.h) ---- */
+
+typedef struct salvage_row {
+  ms__rec_row r;
+  uint64_t thread_no, seq;
+} salvage_row;
+
+static int by_time(const void *a, const void *b) {
+  const salvage_row *x = a, *y = b;
+  if (x->r.t != y->r.t) return x->r.t < y->r.t ? -1 : 1;
+  if (x->thread_no != y->thread_no) return x->thread_no < y->thread_no ? -1 : 1;
+  return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+// Room for k more rows in *rows (capacity *cap): 0, or -1.
+static int rows_room(salvage_row **rows, size_t n, size_t *cap, size_t k) {
+  if (n + k <= *cap) return 0;
+  size_t nc = 2 * (n + k);
+  salvage_row *nr = realloc(*rows, nc * sizeof *nr);
+  if (!nr) return -1;
+  *rows = nr;
+  *cap = nc;
+  return 0;
+}
+
+// Every committed row of the journal at path, time-ordered, into *out: the
+// chunks' rows, and each thread's open bucket as the recorder would have
+// closed it. The number of rows, or -1 when the journal is unusable.
+static long long journal_rows(const char *path, ms__rec_journal_head *head, salvage_row **out) {
+  *out = NULL;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat sb;
+  ms__rec_chunk *c = malloc(sizeof *c);
+  if (fstat(fd, &sb) != 0 || !c || pread(fd, head, sizeof *head, 0) != (ssize_t)sizeof *head ||
+      head->magic != MS__REC_JOURNAL_MAGIC) {
+    free(c);
+    close(fd);
+    return -1;
+  }
+  salvage_row *rows = NULL;
+  size_t n = 0, cap = 0;
+  // Entries are whole pages; one whose head was never written (the process
+  // died in between) is stepped over a page at a time.
+  for (off_t off = MS__REC_JOURNAL_HEAD; off < sb.st_size;) {
+    ms__rec_thead th;
+    if (pread(fd, &th, sizeof th, off) != (ssize_t)sizeof th) break;
+    int is_ts = th.magic == MS__REC_JOURNAL_TSTATE, is_chunk = th.magic == MS__REC_JOURNAL_MAGIC;
+    if ((!is_ts && !is_chunk) || th.bytes % 4096 != 0 || th.bytes < 4096) {
+      off += 4096;
+      continue;
+    }
+    off += (off_t)th.bytes;
+    if (is_ts) {
+      if (!th.b.active) continue;
+      if (rows_room(&rows, n, &cap, 2) < 0) break;
+      rows[n] = (salvage_row){{th.b.t0, th.b.maxs, th.b.maxh, th.b.tag}, th.thread_no, n};
+      n++;
+      if (th.b.ls != th.b.maxs || th.b.lh != th.b.maxh) {
+        rows[n] = (salvage_row){{th.b.lt, th.b.ls, th.b.lh, th.b.tag}, th.thread_no, n};
+        n++;
+      }
+      continue;
+    }
+    if (th.bytes < sizeof *c ||
+        pread(fd, c, sizeof *c, off - (off_t)th.bytes) != (ssize_t)sizeof *c ||
+        c->n > MS__REC_CHUNK_ROWS || rows_room(&rows, n, &cap, c->n) < 0)
+      continue;
+    for (size_t i = 0; i < c->n; i++, n++)
+      rows[n] = (salvage_row){c->rows[i], c->thread_no, n};
+  }
+  free(c);
+  close(fd);
+  if (n) qsort(rows, n, sizeof *rows, by_time);
+  *out = rows;
+  return (long long)n;
+}
+
+/* The trace from the journal of a killed process: the rows it had committed
+ * and each thread's open bucket, kept as the trace at exit
+ * would keep them (regions, --occurrence, time from the origin), without
+ * the final coalescing. 0, or -1 when there is nothing to salvage. */
+static int salvage(const rec_opts *o, const char *journal, const char *abs, const char *why) {
+  ms__rec_journal_head head;
+  salvage_row *rows;
+  long long n = journal_rows(journal, &head, &rows);
+  if (n <= 0) {
+    free(rows);
+    return -1;
+  }
+  int regions = 0;
+  for (long long i = 0; i < n; i++)
+    if ((rows[i].r.tag & ~MS__REC_ROW_EXACT) > 0) regions = 1;
+  double ns_per_raw = head.use_tsc && head.raw_per_ns > 0 ? 1.0 / head.raw_per_ns : 1.0;
+  memstub_trace *t = memstub_trace_create();
+  int col = regions && t ? memstub_trace_add_column(t, "region") : -1;
+  int rc = t ? 0 : -ENOMEM;
+  int64_t origin = regions ? -1 : head.origin_raw, last_stack = 0, prev = 0;
+  for (long long i = 0; i < n && rc == 0; i++) {
+    ms__rec_row x = rows[i].r;
+    x.tag &= ~MS__REC_ROW_EXACT;
+    if (regions ? x.tag == 0 || (o->occ > 0 && x.tag != o->occ) : x.t < origin) continue;
+    if (origin < 0) origin = x.t;
+    if (x.stack >= 0) last_stack = x.stack;
+    int64_t ts = (int64_t)((double)(x.t - origin) * ns_per_raw);
+    if (ts < prev) ts = prev;
+    prev = ts;
+    rc = memstub_trace_append(t, ts, last_stack, x.heap < 0 ? 0 : x.heap);
+    if (rc == 0 && col >= 0) memstub_trace_extra_row(t, t->n - 1)[col] = x.tag;
+  }
+  free(rows);
+  char num[256];
+  snprintf(num, sizeof num, "the process %s; rows salvaged from the recorder's journal", why);
+  if (rc == 0 && t->n == 0) rc = -ENODATA;
+  if (rc == 0) rc = memstub_trace_set_meta(t, "source", "memstub-record");
+  if (rc == 0) rc = memstub_trace_set_meta(t, "record.exit", num);
+  if (rc == 0) rc = memstub_trace_set_meta(t, "record.salvaged", "1");
+  snprintf(num, sizeof num, "%lld", (long long)head.res_ns);
+  if (rc == 0) rc = memstub_trace_set_meta(t, "record.resolution_ns", num);
+  if (rc == 0) rc = memstub_trace_set_meta(t, MS__REC_META_THREAD, o->thread);
+  if (rc == 0) rc = memstub_trace_set_meta(t, MS__REC_META_HEAP_SCOPE, o->heap);
+  memstub_error err;
+  if (rc == 0) rc = memstub_trace_write(t, abs, &err);
+  memstub_trace_free(t);
+  return rc == 0 ? 0 : -1;
+}
+
+// Why there is no trace, said on stderr; the exit status.
+static int no_trace(const rec_opts *o, const rec_status *st, int wst, const char *journal,
+                    const char *abs) {
+  const char *prog = o->prog[0];
+  if (!st->present)
+    return ms_cli_error(
+        "%s: no trace was written: the recorder never started in %s (is it a static or setuid "
+        "program? the recorder needs a dynamically linked one)",
+        o->out, prog);
+  if (st->nothing == MS__REC_NOTHING_THREAD) {
+    long long n = strtoll(o->thread, NULL, 10);
+    ms_cli_error("%s: no trace written: the program created only %lld thread%s through "
+                 "pthread_create; --thread %lld asks for the %lld%s",
+                 o->out, st->threads, st->threads == 1 ? "" : "s", n, n,
+                 ms__rec_ordinal((long)n));
+    return MS_EXIT_CHECK;
+  }
+  if (st->nothing == MS__REC_NOTHING_OCCURRENCE) {
+    if (st->occurrences == 0)
+      ms_cli_error("%s: no trace written: --occurrence %lld, but the recorded thread opened no "
+                   "probe region",
+                   o->out, o->occ);
+    else
+      ms_cli_error("%s: no trace written: --occurrence %lld, but the probe regions ran only "
+                   "%lld occurrence%s",
+                   o->out, o->occ, st->occurrences, st->occurrences == 1 ? "" : "s");
+    return MS_EXIT_CHECK;
+  }
+  if (!st->finished) {
+    // The recorder never reached its exit path: what it had recorded is in
+    // its journal, unless the journal could not be made.
+    int sig = WIFSIGNALED(wst) ? WTERMSIG(wst) : 0;
+    char why[160];
+    if (sig == SIGKILL)
+      snprintf(why, sizeof why, "was killed by signal 9 (SIGKILL), which cannot be caught");
+    else if (sig)
+      snprintf(why, sizeof why,
+               "was killed by signal %d with a handler of its own (or on an overflowed stack)",
+               sig);
+    else
+      snprintf(why, sizeof why,
+               "ended without the recorder's exit path (a raw exit system call, or an exec "
+               "into a static or setuid program)");
+    if (salvage(o, journal, abs, why) == 0) {
+      ms_cli_warn("%s: the recorded process %s: the trace holds what the recorder had recorded "
+                  "until then, salvaged from its journal (record.salvaged)",
+                  o->out, why);
+      return -1;  // a trace: read it back as usual
+    }
+    ms_cli_error("%s: no trace: the recorded process %s, so the recorder could not write what it "
+                 "had recorded",
+                 o->out, why);
+    return MS_EXIT_CHECK;
+  }
+  if (st->nothing == MS__REC_NOTHING_ROWS) {
+    ms_cli_error("%s: no trace: nothing was recorded%s%s", o->out, st->err ? ": " : "",
+                 st->err ? strerror((int)st->err) : "");
+    return MS_EXIT_CHECK;
+  }
+  ms_cli_error("%s: the recorder could not write the trace: %s", o->out,
+               st->err ? strerror((int)st->err) : "unknown error");
+  return MS_EXIT_CHECK;
+}
+
 int ms_cmd_record(int argc, char **argv) {
   rec_opts o = {0};
   int rc;
   if (parse_opts(argc, argv, &o, &rc) != 0) return rc;
-  char abs[PATH_MAX], lib[PATH_MAX];
+  char abs[PATH_MAX], lib[PATH_MAX], status[PATH_MAX], journal[PATH_MAX];
   if ((rc = output_path(o.out, abs)) != 0) return rc;
   if ((rc = find_lib(lib)) != 0) return rc;
   struct stat before;
   int had = stat(abs, &before) == 0;
+  if ((rc = status_create(abs, status)) != 0) return rc;
+  if ((rc = status_create(abs, journal)) != 0) {
+    unlink(status);
+    return rc;
+  }
   set_env(&o, abs, lib);
+  setenv(MS__REC_ENV_STATUS, status, 1);
+  setenv(MS__REC_ENV_JOURNAL, journal, 1);
   int st;
-  if ((rc = run_program(o.prog, &st)) != 0) return rc;
+  rc = run_program(o.prog, &st);
+  rec_status rs = status_take(status);
+  if (rc != 0) {
+    unlink(journal);
+    return rc;
+  }
 
   int failed = 0;
   char **prog = o.prog;
@@ -333,11 +635,15 @@ int ms_cmd_record(int argc, char **argv) {
   struct stat after;
   if (stat(abs, &after) != 0 ||
       (had && after.st_ino == before.st_ino && after.st_mtim.tv_sec == before.st_mtim.tv_sec &&
-       after.st_mtim.tv_nsec == before.st_mtim.tv_nsec))
-    return ms_cli_error(
-        "%s: no trace was written (is %s a static or setuid program? the "
-        "recorder needs a dynamically linked one)",
-        o.out, prog[0]);
+       after.st_mtim.tv_nsec == before.st_mtim.tv_nsec)) {
+    rc = no_trace(&o, &rs, st, journal, abs);
+    if (rc >= 0) {
+      unlink(journal);
+      return rc;
+    }
+    failed = 1;  // salvaged: the trace lacks the end of the run
+  }
+  unlink(journal);
   memstub_error err = {0};
   memstub_trace *t = NULL;
   if (memstub_trace_read(abs, &t, &err) < 0) return ms_cli_fail(&err);

@@ -223,6 +223,7 @@ EXPORT void free(void *p) {
   }
   if (!p) {
     ts->c.calls[F_FREE]++;
+    ts->nevents++;  // an allocator call like any other (record.events)
     return;
   }
   MEASURE_BEGIN(ts);

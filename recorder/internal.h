@@ -69,19 +69,12 @@ enum {
 
 /* ---- rows and per-thread state ---- */
 
-typedef struct row {
-  int64_t t;      // raw clock units until the merge, then ns
-  int64_t stack;  // bytes, -1 when the row comes from another thread
-  int64_t heap;   // bytes
-  int64_t tag;    // probe region occurrence (0: outside regions)
-} row;
-
-#define CHUNK_ROWS 8192
-typedef struct chunk {
-  struct chunk *next;
-  size_t n;  // committed rows (release-stored)
-  row rows[CHUNK_ROWS];
-} chunk;
+// Rows and their chunks are in protocol.h: the journal (sink.c) holds them
+// for `memstub record` to salvage after SIGKILL.
+typedef ms__rec_row row;
+typedef ms__rec_chunk chunk;
+#define ROW_EXACT MS__REC_ROW_EXACT
+#define CHUNK_ROWS MS__REC_CHUNK_ROWS
 
 #define MAX_DEPTH 32
 #define MAX_STATS 64
@@ -105,6 +98,7 @@ typedef struct rstat {
 } rstat;
 
 typedef struct tstate {
+  ms__rec_thead h;  // first: the journal's salvage reads it (protocol.h)
   // hot: the allocator hooks
   volatile int in_hook;  // bookkeeping under way: the sampler keeps off
   int guard;             // the recorder's own libc calls: pass through
@@ -116,10 +110,7 @@ typedef struct tstate {
   int64_t now;     // last clock reading
   uint64_t nevents;
   int64_t tag;
-  // coalescing bucket
-  int c_active;
-  int64_t c_end, c_t0, c_maxs, c_maxh, c_tag;
-  int64_t c_lt, c_ls, c_lh;
+  // coalescing bucket: h.b
   chunk *head, *tail;
   churn c;
   // cost measurement
@@ -162,6 +153,12 @@ typedef struct ms__rec_global {
   int64_t origin_raw;  // when the recorded thread started
   int64_t origin_ns;   // the same on CLOCK_MONOTONIC
   char out[PATH_MAX];
+  char status[PATH_MAX];   // the status file (protocol.h), "" when none
+  char journal[PATH_MAX];  // the row journal (protocol.h), "" when none
+  ms__rec_journal_head *jhead;  // its head page, mapped shared
+  uint64_t journal_bytes;       // handed out after the head
+  int journal_off;              // it failed once: anonymous chunks from then on
+  uint64_t threads_no;          // threads registered (chunk thread_no)
   timer_t timer;
   int timer_ok;
   tstate *rec;
@@ -259,16 +256,25 @@ void ms__rec_new_bucket(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag
 void ms__rec_finish(int how, int sig);
 // The fatal-signal handler: the trace, then the signal's default action.
 void ms__rec_on_fatal(int sig);
+// Open the journal (protocol.h) afresh with its head; nothing when it fails.
+void ms__rec_journal_init(void);
+// A zeroed entry of the journal of n bytes (page-rounded, its size stored
+// at its third word), or NULL when there is no journal or it cannot grow.
+void *ms__rec_journal_slot(size_t n);
+// Rewrite the status file (protocol.h) with "started=1" and, when finished
+// (how >= 0), the outcome. Signal-safe; failures are ignored (the command
+// then says it cannot tell).
+void ms__rec_status(int how, int sig, int written, int err, int why);
 
 /* A bucket of `resolution` ns becomes at most two rows: its maxima at its
  * first time, then its last state when that differs. Peaks survive. */
 HOT void coalesce(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag) {
-  if (LIKELY(ts->c_active && t < ts->c_end && tag == ts->c_tag)) {
-    if (s > ts->c_maxs) ts->c_maxs = s;
-    if (h > ts->c_maxh) ts->c_maxh = h;
-    ts->c_lt = t;
-    ts->c_ls = s;
-    ts->c_lh = h;
+  if (LIKELY(ts->h.b.active && t < ts->h.b.end && tag == ts->h.b.tag)) {
+    if (s > ts->h.b.maxs) ts->h.b.maxs = s;
+    if (h > ts->h.b.maxh) ts->h.b.maxh = h;
+    ts->h.b.lt = t;
+    ts->h.b.ls = s;
+    ts->h.b.lh = h;
     return;
   }
   ms__rec_new_bucket(ts, t, s, h, tag);

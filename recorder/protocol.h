@@ -6,6 +6,9 @@
 #ifndef MEMSTUB_RECORDER_PROTOCOL_H
 #define MEMSTUB_RECORDER_PROTOCOL_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 /* ---- environment: command -> recorded process ---- */
 #define MS__REC_ENV_OUTPUT "MEMSTUB_RECORD_OUTPUT"        // absolute path of the trace
 #define MS__REC_ENV_PID "MEMSTUB_RECORD_PID"              // only this pid records
@@ -17,6 +20,98 @@
 #define MS__REC_ENV_SIGNAL "MEMSTUB_RECORD_SIGNAL"        // unset: the first free RT signal
 #define MS__REC_ENV_TABLE_BITS "MEMSTUB_RECORD_TABLE_BITS"  // log2 of the pointer table's slots
 #define MS__REC_ENV_LIB "MEMSTUB_RECORD_LIB"              // the library, for the command only
+#define MS__REC_ENV_STATUS "MEMSTUB_RECORD_STATUS"        // absolute path of the status file
+#define MS__REC_ENV_JOURNAL "MEMSTUB_RECORD_JOURNAL"      // absolute path of the row journal
+
+/* ---- rows, chunks and the journal: recorder -> command ----
+ * Each thread appends rows to chunks of MS__REC_CHUNK_ROWS. With
+ * MS__REC_ENV_JOURNAL set, the chunks and the threads' states are pages of
+ * that file (MAP_SHARED, blocks reserved with fallocate so that a full disk
+ * never faults), after a head page, so that what was recorded survives a
+ * SIGKILL and the command can salvage it; without it, beyond
+ * MS__REC_JOURNAL_MAX, or when the file cannot grow, they come from
+ * anonymous memory. */
+typedef struct ms__rec_row {
+  int64_t t;      // raw clock units until the merge, then ns
+  int64_t stack;  // bytes, -1 when the row comes from another thread
+  int64_t heap;   // bytes
+  int64_t tag;    // probe region occurrence (0: outside regions), | MS__REC_ROW_EXACT
+} ms__rec_row;
+
+/* A row that is a bucket boundary, never coalesced with its neighbours: the
+ * program's first state, a region's begin and end, the recorded thread's
+ * end. Or'ed into tag, taken off at the merge (recorder/sink.c). */
+#define MS__REC_ROW_EXACT ((int64_t)1 << 62)
+
+#define MS__REC_CHUNK_ROWS 8192
+#define MS__REC_JOURNAL_MAGIC 0x6c6e726a63657273ULL  // "srecjrnl"
+#define MS__REC_JOURNAL_HEAD 4096                     // bytes before the first chunk
+#define MS__REC_JOURNAL_MAX ((uint64_t)512 << 20)  // at most; anonymous memory beyond
+/* Journal entries (chunks and thread states) are whole pages, and start with
+ * magic, thread_no and their size in bytes. */
+typedef struct ms__rec_chunk {
+  uint64_t magic;      // MS__REC_JOURNAL_MAGIC in a journal
+  uint64_t thread_no;  // the thread's registration order (1, 2, ...)
+  uint64_t bytes;      // the entry's size in the journal
+  struct ms__rec_chunk *next;
+  size_t n;  // committed rows (release-stored)
+  ms__rec_row rows[MS__REC_CHUNK_ROWS];
+} ms__rec_chunk;
+
+/* A thread's open coalescing bucket (recorder/sink.c), at the head of its
+ * state, which is a journal slot too (magic MS__REC_JOURNAL_TSTATE): the
+ * salvage adds it as rows, maxima at t0, then the last state. */
+#define MS__REC_JOURNAL_TSTATE 0x7473726a63657273ULL  // "srecjrst"
+typedef struct ms__rec_bucket {
+  int64_t active;
+  int64_t end, t0, maxs, maxh, tag;
+  int64_t lt, ls, lh;
+} ms__rec_bucket;
+typedef struct ms__rec_thead {
+  uint64_t magic;  // MS__REC_JOURNAL_TSTATE in a journal
+  uint64_t thread_no;
+  uint64_t bytes;
+  ms__rec_bucket b;
+} ms__rec_thead;
+
+typedef struct ms__rec_journal_head {
+  uint64_t magic;       // MS__REC_JOURNAL_MAGIC once the head is complete
+  int64_t use_tsc;      // times are cycle counts (else CLOCK_MONOTONIC ns)
+  double raw_per_ns;    // the start-up estimate of the cycle counter's rate
+  int64_t origin_raw;   // the recorded thread's start
+  int64_t res_ns;       // --resolution
+  int64_t occurrence;   // --occurrence (0: all)
+  int64_t origin_ns;    // CLOCK_MONOTONIC at origin_raw
+} ms__rec_journal_head;
+
+/* ---- the status file: recorder -> command ----
+ * Lines "key=N". The recorder writes MS__REC_ST_STARTED=1 when it starts
+ * recording (so a missing file means it never loaded: a static or setuid
+ * program), and rewrites the whole file when it writes the trace, or
+ * decides not to (write(2) only: it may run in a signal handler). A file
+ * with only "started" means the process ended without the recorder's exit
+ * path (SIGKILL, a handler of its own, a stack overflow). */
+#define MS__REC_ST_STARTED "started"
+#define MS__REC_ST_FINISHED "finished"     // how: 1 exit, 2 _exit, 3 fatal signal
+#define MS__REC_ST_SIGNAL "signal"         // the fatal signal
+#define MS__REC_ST_WRITTEN "written"       // 1: the trace was written
+#define MS__REC_ST_ERRNO "errno"           // why writing it failed
+#define MS__REC_ST_WHY "nothing"           // MS__REC_NOTHING_*: why there is nothing to write
+#define MS__REC_ST_OCCURRENCES "occurrences"  // region occurrences of the recorded thread
+#define MS__REC_ST_THREADS "threads_created"  // threads created through pthread_create
+enum {
+  MS__REC_NOTHING_NONE = 0,
+  MS__REC_NOTHING_THREAD = 1,      // --thread N: the program created fewer threads
+  MS__REC_NOTHING_OCCURRENCE = 2,  // --occurrence N: fewer occurrences (or no region)
+  MS__REC_NOTHING_ROWS = 3         // no rows at all
+};
+
+// The English ordinal suffix of n: "st" (1st, 21st), "nd", "rd", "th" (11th-13th).
+static inline const char *ms__rec_ordinal(long n) {
+  long t = n % 100, u = n % 10;
+  if (t >= 11 && t <= 13) return "th";
+  return u == 1 ? "st" : u == 2 ? "nd" : u == 3 ? "rd" : "th";
+}
 
 #define MS__REC_DEFAULT_RESOLUTION_NS 100000
 #define MS__REC_DEFAULT_SAMPLE_HZ 1000
@@ -47,6 +142,9 @@
 #define MS__REC_META_COST_EVENT "record.cost_ns_per_event"
 #define MS__REC_META_EVENTS "record.events"
 #define MS__REC_META_COST_SAMPLE "record.cost_ns_per_sample"
+// The value of a cost that was not measured (fewer calls than one measured
+// call in 1024, or no timer sample).
+#define MS__REC_NOT_MEASURED "not measured"
 #define MS__REC_META_SAMPLES "record.samples"
 #define MS__REC_META_HEAP_SCOPE "record.heap_scope"
 #define MS__REC_META_THREAD "record.thread"

@@ -28,7 +28,7 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
         ts->tag = ++ts->occ;
         ts->base = sp;
         __atomic_store_n(&ms__rec_tag, ts->tag, __ATOMIC_RELAXED);
-        ms__rec_push_row(ts, ts->now = raw_now(), 0, h, ts->tag);
+        ms__rec_push_row(ts, ts->now = raw_now(), 0, h, ts->tag | ROW_EXACT);
       }
       break;
     case MS__PROBE_POINT:
@@ -36,6 +36,7 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
       if (ts->is_rec) {
         ms__rec_flush_bucket(ts);
         int64_t s = (int64_t)(ts->base - sp);
+        // A point coalesces like an event (only begin and end are boundaries).
         ms__rec_push_row(ts, ts->now = raw_now(), s < 0 ? 0 : s, h, ts->tag);
       }
       break;
@@ -53,7 +54,7 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
       if (ts->is_rec && ts->depth == 0) {
         ms__rec_flush_bucket(ts);
         int64_t s = (int64_t)(ts->base - sp);
-        ms__rec_push_row(ts, ts->now = raw_now(), s < 0 ? 0 : s, h, ts->tag);
+        ms__rec_push_row(ts, ts->now = raw_now(), s < 0 ? 0 : s, h, ts->tag | ROW_EXACT);
         ts->tag = 0;
         ts->base = ts->top;
         __atomic_store_n(&ms__rec_tag, 0, __ATOMIC_RELAXED);

@@ -9,17 +9,81 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "memstub/trace.h"  // before internal.h: its inline functions name a parameter row
 #include "internal.h"
 
+/* ---- the journal: chunks as pages of a file, so that a SIGKILL leaves them
+ * for `memstub record` to salvage (protocol.h) ---- */
+
+void ms__rec_journal_init(void) {
+  if (!ms__rec.journal[0]) return;
+  // A new file, not the old one truncated: after an exec, a child the old
+  // image forked may still map the old one's pages.
+  unlink(ms__rec.journal);
+  int fd = open(ms__rec.journal, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  void *p = MAP_FAILED;
+  if (fd >= 0) {
+    if (fallocate(fd, 0, 0, MS__REC_JOURNAL_HEAD) == 0)
+      p = mmap(NULL, MS__REC_JOURNAL_HEAD, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+  }
+  if (p == MAP_FAILED) {
+    ms__rec.journal_off = 1;
+    return;
+  }
+  ms__rec_journal_head *h = p;
+  h->use_tsc = ms__rec.use_tsc;
+  h->raw_per_ns = ms__rec.raw_per_ns;
+  h->origin_raw = ms__rec.origin_raw;
+  h->res_ns = ms__rec.res_ns;
+  h->occurrence = ms__rec.occurrence;
+  __atomic_store_n(&h->magic, MS__REC_JOURNAL_MAGIC, __ATOMIC_RELEASE);
+  ms__rec.jhead = h;
+}
+
+// A journal entry of n bytes, page-rounded (internal.h); NULL: anonymous memory then.
+void *ms__rec_journal_slot(size_t n) {
+  if (!ms__rec.jhead || __atomic_load_n(&ms__rec.journal_off, __ATOMIC_RELAXED)) return NULL;
+  uint64_t bytes = (n + 4095) & ~(uint64_t)4095;
+  uint64_t at = __atomic_fetch_add(&ms__rec.journal_bytes, bytes, __ATOMIC_RELAXED);
+  if (at + bytes > MS__REC_JOURNAL_MAX) {
+    __atomic_store_n(&ms__rec.journal_off, 1, __ATOMIC_RELAXED);
+    return NULL;
+  }
+  off_t off = (off_t)(MS__REC_JOURNAL_HEAD + at);
+  // Opened by path each time: a daemon may have closed every descriptor.
+  int fd = open(ms__rec.journal, O_RDWR | O_CLOEXEC);
+  void *p = MAP_FAILED;
+  if (fd >= 0) {
+    // Blocks reserved (a store to a page the disk has no room for would be
+    // SIGBUS); fallocate never shrinks the file under a thread that is ahead.
+    if (fallocate(fd, 0, off, (off_t)bytes) == 0)
+      p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
+    close(fd);
+  }
+  if (p == MAP_FAILED) {
+    __atomic_store_n(&ms__rec.journal_off, 1, __ATOMIC_RELAXED);
+    return NULL;
+  }
+  ((uint64_t *)p)[2] = bytes;  // the entry's size (protocol.h)
+  return p;
+}
+
 void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag) {
   chunk *c = ts->tail;
   if (UNLIKELY(!c || c->n == CHUNK_ROWS)) {
     int e = errno;
-    chunk *nc = ms__rec_map(sizeof(chunk));
+    chunk *nc = ms__rec_journal_slot(sizeof(chunk));
+    if (nc) {
+      nc->thread_no = ts->h.thread_no;
+      nc->magic = MS__REC_JOURNAL_MAGIC;
+    } else {
+      nc = ms__rec_map(sizeof(chunk));
+    }
     errno = e;
     if (!nc) {
       ts->rows_dropped++;
@@ -38,24 +102,26 @@ void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag) 
 
 /* ---- coalescing -----------------------------------------------------------------
  * A bucket of `resolution` ns becomes at most two rows: its maxima at its
- * first time, then its last state when that differs. Peaks survive. */
+ * first time, then its last state when that differs. Peaks survive; rows
+ * marked ROW_EXACT (first state, region begin and end, the end) are
+ * boundaries the buckets never cross, so those states survive too. */
 
 void ms__rec_flush_bucket(tstate *ts) {
-  if (!ts->c_active) return;
-  ms__rec_push_row(ts, ts->c_t0, ts->c_maxs, ts->c_maxh, ts->c_tag);
-  if (ts->c_ls != ts->c_maxs || ts->c_lh != ts->c_maxh)
-    ms__rec_push_row(ts, ts->c_lt, ts->c_ls, ts->c_lh, ts->c_tag);
-  ts->c_active = 0;
+  if (!ts->h.b.active) return;
+  ms__rec_push_row(ts, ts->h.b.t0, ts->h.b.maxs, ts->h.b.maxh, ts->h.b.tag);
+  if (ts->h.b.ls != ts->h.b.maxs || ts->h.b.lh != ts->h.b.maxh)
+    ms__rec_push_row(ts, ts->h.b.lt, ts->h.b.ls, ts->h.b.lh, ts->h.b.tag);
+  ts->h.b.active = 0;
 }
 
 void ms__rec_new_bucket(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag) {
   ms__rec_flush_bucket(ts);
-  ts->c_active = 1;
-  ts->c_t0 = ts->c_lt = t;
-  ts->c_end = t + ms__rec.res_raw;
-  ts->c_maxs = ts->c_ls = s;
-  ts->c_maxh = ts->c_lh = h;
-  ts->c_tag = tag;
+  ts->h.b.active = 1;
+  ts->h.b.t0 = ts->h.b.lt = t;
+  ts->h.b.end = t + ms__rec.res_raw;
+  ts->h.b.maxs = ts->h.b.ls = s;
+  ts->h.b.maxh = ts->h.b.lh = h;
+  ts->h.b.tag = tag;
   if (ms__rec.res_raw == 0) ms__rec_flush_bucket(ts);
 }
 
@@ -121,7 +187,7 @@ static void cover(assembled *A, const row *buf, size_t total, row *tmp, double s
                   int64_t raw_end) {
   int64_t max_tag = 0;
   for (size_t i = 0; i < total; i++)
-    if (buf[i].tag > max_tag) max_tag = buf[i].tag;
+    if ((buf[i].tag & ~ROW_EXACT) > max_tag) max_tag = buf[i].tag & ~ROW_EXACT;
   A->regions = max_tag > 0;
   int64_t origin = -1, last_stack = 0, last_heap = 0;
   if (!A->regions) origin = ms__rec.origin_raw;
@@ -131,6 +197,8 @@ static void cover(assembled *A, const row *buf, size_t total, row *tmp, double s
   row cur = {0, 0, 0, 0}, mx = {0, 0, 0, 0};
   for (size_t i = 0; i < total; i++) {
     row x = buf[i];
+    int exact = (x.tag & ROW_EXACT) != 0;
+    x.tag &= ~ROW_EXACT;
     if (A->regions) {
       if (x.tag == 0 || (ms__rec.occurrence > 0 && x.tag != ms__rec.occurrence)) {
         if (x.stack >= 0 && origin < 0) last_stack = 0;
@@ -155,6 +223,17 @@ static void cover(assembled *A, const row *buf, size_t total, row *tmp, double s
     if (x.heap < 0) x.heap = 0;
     if (x.stack > A->peak_stack) A->peak_stack = x.stack;
     if (x.heap > A->peak_heap) A->peak_heap = x.heap;
+    if (exact) {
+      // A boundary: the bucket before it ends, the row stays as it is, and
+      // the next row starts a new bucket.
+      if (have) {
+        tmp[out++] = mx;
+        if (cur.stack != mx.stack || cur.heap != mx.heap) tmp[out++] = cur;
+      }
+      have = 0;
+      tmp[out++] = cur = x;
+      continue;
+    }
     if (have && t < bucket_end && x.tag == mx.tag) {
       if (x.stack > mx.stack) mx.stack = x.stack;
       if (x.heap > mx.heap) mx.heap = x.heap;
@@ -337,6 +416,53 @@ static int write_raw(const assembled *A) {
   return 0;
 }
 
+// "key=v\n" at b + *n (b holds 512 bytes).
+static void status_line(char *b, size_t *n, const char *key, int64_t v) {
+  size_t k = strlen(key);
+  if (*n + k + 24 > 512) return;
+  memcpy(b + *n, key, k);
+  *n += k;
+  b[(*n)++] = '=';
+  char d[24], *p = d + sizeof d;
+  uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+  do *--p = (char)('0' + u % 10);
+  while (u /= 10);
+  if (v < 0) *--p = '-';
+  memcpy(b + *n, p, (size_t)(d + sizeof d - p));
+  *n += (size_t)(d + sizeof d - p);
+  b[(*n)++] = '\n';
+}
+
+void ms__rec_status(int how, int sig, int written, int err, int why) {
+  if (!ms__rec.status[0]) return;
+  char b[512];
+  size_t n = 0;
+  status_line(b, &n, MS__REC_ST_STARTED, 1);
+  if (how >= 0) {
+    status_line(b, &n, MS__REC_ST_FINISHED, how + 1);
+    status_line(b, &n, MS__REC_ST_SIGNAL, sig);
+    status_line(b, &n, MS__REC_ST_WRITTEN, written);
+    status_line(b, &n, MS__REC_ST_ERRNO, err);
+    status_line(b, &n, MS__REC_ST_WHY, why);
+    status_line(b, &n, MS__REC_ST_OCCURRENCES, ms__rec.rec ? ms__rec.rec->occ : 0);
+    status_line(b, &n, MS__REC_ST_THREADS,
+                __atomic_load_n(&ms__rec.threads_created, __ATOMIC_RELAXED));
+  }
+  int e = errno;
+  int fd = open(ms__rec.status, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    size_t off = 0;
+    while (off < n) {
+      ssize_t w = write(fd, b + off, n - off);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) break;
+      off += (size_t)w;
+    }
+    close(fd);
+  }
+  errno = e;
+}
+
 // how: 0 exit, 1 _exit, 2 fatal signal.
 void ms__rec_finish(int how, int sig) {
   if (ms__rec.state != ST_READY || getpid() != ms__rec.pid) return;
@@ -353,13 +479,26 @@ void ms__rec_finish(int how, int sig) {
     for (int i = 0; i < 2000 && ts->in_hook; i++) sched_yield();
   }
   for (tstate *ts = ms__rec.list; ts; ts = ts->next) ms__rec_flush_bucket(ts);
+  // Nothing to write when what was asked for never happened: the command
+  // says so from the status file, and an older trace at the path stays.
+  int64_t occ = ms__rec.rec ? ms__rec.rec->occ : 0;
+  int why = MS__REC_NOTHING_NONE;
+  if (ms__rec.rec_ordinal > 0 && !ms__rec.rec)
+    why = MS__REC_NOTHING_THREAD;
+  else if (ms__rec.occurrence > 0 && occ < ms__rec.occurrence)
+    why = MS__REC_NOTHING_OCCURRENCE;
   assembled A;
-  if (assemble(&A) != 0) return;
+  int rc = why ? 0 : assemble(&A);
+  if (why || rc != 0) {
+    ms__rec_status(how, sig, 0, rc == -ENODATA ? 0 : -rc, why ? why : MS__REC_NOTHING_ROWS);
+    return;
+  }
   ms__rec_build_meta(&A);
   if (how == 2)
-    write_raw(&A);
-  else if (write_normal(&A) != 0)
-    write_raw(&A);
+    rc = write_raw(&A);
+  else if ((rc = write_normal(&A)) != 0)
+    rc = write_raw(&A);
+  ms__rec_status(how, sig, rc == 0, rc < 0 ? -rc : 0, MS__REC_NOTHING_NONE);
 }
 
 void ms__rec_on_fatal(int sig) {

@@ -40,7 +40,8 @@ static void thread_gone(void *arg) {
   if (ts->is_rec) {
     // The component ends with its thread: a last row keeps its idle tail.
     ms__rec_sampler_pause();
-    ms__rec_push_row(ts, raw_now(), -1, __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED), ts->tag);
+    ms__rec_push_row(ts, raw_now(), -1, __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED),
+                     ts->tag | ROW_EXACT);
     ms__rec.rec_gone = 1;
   }
   CBARRIER();
@@ -50,9 +51,15 @@ static void thread_gone(void *arg) {
 tstate *ms__rec_ts_register(void) {
   ms__rec_busy = 1;
   int e = errno;
-  tstate *ts = ms__rec_map(sizeof(tstate));
+  tstate *ts = ms__rec_journal_slot(sizeof(tstate));
+  if (ts) {
+    ts->h.magic = MS__REC_JOURNAL_TSTATE;
+  } else {
+    ts = ms__rec_map(sizeof(tstate));
+  }
   if (ts) {
     ts->tid = (pid_t)syscall(SYS_gettid);
+    ts->h.thread_no = __atomic_add_fetch(&ms__rec.threads_no, 1, __ATOMIC_RELAXED);
     if (ts->tid != getpid()) __atomic_store_n(&ms__rec_multi, 1, __ATOMIC_SEQ_CST);
     ts->exact = 1;
     ts->tick = __atomic_load_n(&ms__rec_tick, __ATOMIC_RELAXED);
@@ -80,7 +87,12 @@ void ms__rec_become_recorded(tstate *ts, uintptr_t top, int64_t stack0) {
   int64_t t = raw_now();
   ms__rec.origin_raw = t;
   ms__rec.origin_ns = ms__prim_now_ns();
-  ms__rec_push_row(ts, t, stack0, __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED), 0);
+  if (ms__rec.jhead) {
+    ms__rec.jhead->origin_ns = ms__rec.origin_ns;
+    __atomic_store_n(&ms__rec.jhead->origin_raw, t, __ATOMIC_RELEASE);
+  }
+  // The program's (or the thread's) first state: a row of its own.
+  ms__rec_push_row(ts, t, stack0, __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED), ROW_EXACT);
   CBARRIER();
   ts->in_hook = 0;
   ms__rec_sampler_arm(ts->tid);
@@ -118,6 +130,12 @@ static int read_env(void) {
   ms__rec.sample_hz = env_long(MS__REC_ENV_SAMPLE_HZ, MS__REC_DEFAULT_SAMPLE_HZ);
   ms__rec.occurrence = env_long(MS__REC_ENV_OCCURRENCE, 0);
   ms__rec.sig = (int)env_long(MS__REC_ENV_SIGNAL, 0);  // 0: the first free one
+  const char *journal = getenv(MS__REC_ENV_JOURNAL);
+  if (journal && strlen(journal) < sizeof ms__rec.journal)
+    memcpy(ms__rec.journal, journal, strlen(journal) + 1);
+  const char *status = getenv(MS__REC_ENV_STATUS);
+  if (status && strlen(status) < sizeof ms__rec.status)
+    memcpy(ms__rec.status, status, strlen(status) + 1);
   return 0;
 }
 
@@ -182,8 +200,10 @@ static void init_recording(void) {
   pthread_atfork(NULL, NULL, child_after_fork);
   if (ms__rec.sample_hz > 0) ms__rec_sampler_install();  // else: at allocator calls only
   install_fatal();
+  ms__rec_journal_init();
   ms__rec.state = ST_READY;
   __atomic_store_n(&ms__rec_on, 1, __ATOMIC_RELEASE);
+  ms__rec_status(-1, 0, 0, 0, 0);
 
   pid_t tid = (pid_t)syscall(SYS_gettid);
   if (ms__rec.rec_ordinal == 0 && tid == ms__rec.pid) {
@@ -239,6 +259,8 @@ tstate *ms__rec_slow_state(void) {
 static void child_after_fork(void) {
   // A forked child does not record and writes no trace (docs/recording.md).
   __atomic_store_n(&ms__rec_on, 0, __ATOMIC_RELAXED);
+  // Its state is the parent's (in the journal, shared): never touched again.
+  ms__rec_ts = NULL;
   ms__rec_sampler_forget();
   ms__rec.state = ST_PASSIVE;
 }

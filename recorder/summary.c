@@ -59,9 +59,8 @@ void ms__rec_build_meta(const assembled *A) {
   if (ms__rec.rec_ordinal == 0)
     ms__rec_meta(MS__REC_META_THREAD, "main");
   else
-    ms__rec_meta(MS__REC_META_THREAD, "%ld (the %ldth thread the program created)%s",
-                 ms__rec.rec_ordinal, ms__rec.rec_ordinal,
-                 ms__rec.rec ? "" : "; never created: no stack recorded");
+    ms__rec_meta(MS__REC_META_THREAD, "%ld (the %ld%s thread the program created)",
+                 ms__rec.rec_ordinal, ms__rec.rec_ordinal, ms__rec_ordinal(ms__rec.rec_ordinal));
   ms__rec_meta(MS__REC_META_HEAP_SCOPE, "%s", ms__rec.scope_thread ? "thread" : "process");
   ms__rec_meta("record.heap_measure",
                "bytes requested from the malloc family (like massif mem_heap_B)");
@@ -95,16 +94,17 @@ void ms__rec_build_meta(const assembled *A) {
     ms__rec_churn_add(&all, &ts->c);
   }
   double rpn = ms__rec.raw_per_ns > 0 ? ms__rec.raw_per_ns : 1.0;
+  // Not measured (cost_n 0): no estimate, and none in record.overhead_ns.
   double cost = cost_n ? ((double)cost_raw / (double)cost_n - ms__rec.now_cost_raw) / rpn : 0;
   double scost = samples ? ((double)sample_raw / (double)samples) / rpn : 0;
   if (cost < 0) cost = 0;
   ms__rec_fmt_x10(b1, sizeof b1, cost);
   ms__rec_fmt_x10(b2, sizeof b2, scost);
   ms__rec_meta(MS__REC_META_EVENTS, "%llu", (unsigned long long)events);
-  ms__rec_meta(MS__REC_META_COST_EVENT, "%s", b1);
+  ms__rec_meta(MS__REC_META_COST_EVENT, "%s", cost_n ? b1 : MS__REC_NOT_MEASURED);
   ms__rec_meta("record.cost_measured_events", "%llu", (unsigned long long)cost_n);
   ms__rec_meta(MS__REC_META_SAMPLES, "%llu", (unsigned long long)samples);
-  ms__rec_meta(MS__REC_META_COST_SAMPLE, "%s", b2);
+  ms__rec_meta(MS__REC_META_COST_SAMPLE, "%s", samples ? b2 : MS__REC_NOT_MEASURED);
   ms__rec_meta("record.overhead_ns", "%lld",
                (long long)(cost * (double)events + scost * (double)samples));
   ms__rec_meta("record.threads", "%ld", ms__rec.threads_seen);
@@ -147,5 +147,3 @@ void ms__rec_build_meta(const assembled *A) {
     }
   }
 }
-
-/* The trace through memstub_trace_write (normal exit). */

@@ -329,6 +329,251 @@ START_TEST(test_usage_errors) {
 }
 END_TEST
 
+// The options table (cli/cli.h): --help lists every option; the options
+// stop at PROGRAM, whose own options are its own, with or without "--".
+START_TEST(test_options_stop_at_the_program) {
+  tu_run r = tu_memstub(NULL, "record", "--help", NULL);
+  ck_assert_int_eq(r.status, 0);
+  static const char *const names[] = {"-o, --output FILE", "-t, --thread WHICH",
+                                      "--heap SCOPE",      "-r, --resolution NS",
+                                      "--sample-hz HZ",    "--occurrence N|all",
+                                      "--signal N",        "-q, --quiet",
+                                      "-h, --help"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    ck_assert_msg(strstr(r.out, names[i]) != NULL, "%s missing from:\n%s", names[i], r.out);
+  tu_run_free(&r);
+  char *dir = tu_mkdtemp();
+  char out[4096];
+  snprintf(out, sizeof out, "%s/x.csv", dir);
+  // "-r" after PROGRAM is the program's (rec_helper deep reads it as 0 frames).
+  char *argv[] = {getenv("MEMSTUB_EXE"), "record", "-qo", out, "-r0", (char *)helper(), "deep",
+                  "-r", NULL};
+  r = tu_exec(dir, argv);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_str_eq(r.err, "");  // -q, clustered with -o
+  memstub_trace *t = NULL;
+  memstub_error err;
+  ck_assert_int_eq(memstub_trace_read(out, &t, &err), 0);
+  ck_assert_str_eq(memstub_trace_get_meta(t, "record.resolution_ns"), "0");
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "record", "-o", "y.csv", "--sample-hz", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "--sample-hz needs a value"));
+  tu_run_free(&r);
+  r = tu_memstub(dir, "record", "-o", "y.csv", "--heap", "bogus", "--", "true", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "--heap: expected process or thread, found 'bogus'"));
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* ---- issue 12: reliability ---- */
+
+// The heap of the first and the last row.
+static void first_last_heap(const memstub_trace *t, int64_t *first, int64_t *last) {
+  *first = t->pts[0].heap_bytes;
+  *last = t->pts[t->n - 1].heap_bytes;
+}
+
+// Item 2: the bytes a region keeps survive every resolution from 0 to 10 ms:
+// its entry state (heap before) and its exit state are rows of the trace.
+START_TEST(test_region_entry_survives_coalescing) {
+  char *dir = tu_mkdtemp();
+  static const char *const res[] = {"0", "1000", "10000", "100000", "1000000", "10000000"};
+  for (size_t i = 0; i < sizeof res / sizeof res[0]; i++) {
+    tu_run r;
+    const char *opts[] = {"-r", res[i], NULL};
+    memstub_trace *t = record(dir, "keep.csv", &r, opts, "region_keep", NULL);
+    ck_assert_msg(r.status == 0, "-r %s: exit %d: %s", res[i], r.status, r.err);
+    ck_assert_ptr_nonnull(t);
+    int64_t first, last;
+    first_last_heap(t, &first, &last);
+    ck_assert_msg(last - first == 9096 && t->n >= 2,
+                  "-r %s: %zu rows, heap %lld at the region's entry, %lld at its exit", res[i],
+                  t->n, (long long)first, (long long)last);
+    ck_assert_int_eq(peak(t, 1), last);
+    memstub_trace_free(t);
+    tu_run_free(&r);
+    // The whole run: the program's first state (before its first malloc,
+    // in the same bucket) and its final state (all freed) are rows.
+    t = record(dir, "early.csv", &r, opts, "early", NULL);
+    ck_assert_msg(r.status == 0, "-r %s: exit %d: %s", res[i], r.status, r.err);
+    ck_assert_ptr_nonnull(t);
+    first_last_heap(t, &first, &last);
+    ck_assert_msg(first == 0 && last == 0 && peak(t, 1) == 9096,
+                  "-r %s: %zu rows, heap first %lld, last %lld, peak %lld", res[i], t->n,
+                  (long long)first, (long long)last, (long long)peak(t, 1));
+    memstub_trace_free(t);
+    tu_run_free(&r);
+  }
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+// Item 4: an occurrence the program never reached fails, says how many
+// there were, and leaves no trace.
+START_TEST(test_occurrence_beyond_the_last) {
+  char *dir = tu_mkdtemp();
+  tu_run r;
+  const char *opts[] = {"--occurrence", "5", NULL};
+  memstub_trace *t = record(dir, "occ.csv", &r, opts, "region_keep", NULL);
+  ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_null(t);
+  ck_assert_msg(strstr(r.err, "1 occurrence") != NULL, "%s", r.err);
+  ck_assert_ptr_null(strstr(r.err, "static or setuid"));
+  tu_run_free(&r);
+  // Sibling: --occurrence on a program without probe regions.
+  const char *one[] = {"--occurrence", "1", NULL};
+  t = record(dir, "occ.csv", &r, one, "pattern", NULL);
+  ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_null(t);
+  ck_assert_msg(strstr(r.err, "no probe region") != NULL, "%s", r.err);
+  tu_run_free(&r);
+  ck_assert_int_eq(tu_count_entries(dir), 0);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+// Item 5: a thread the program never created is said as such, in both heap
+// scopes, with an ordinal in English.
+START_TEST(test_thread_never_created) {
+  char *dir = tu_mkdtemp();
+  static const char *const scopes[] = {"thread", "process"};
+  for (int i = 0; i < 2; i++) {
+    tu_run r;
+    const char *opts[] = {"-t", "3", "--heap", scopes[i], NULL};
+    memstub_trace *t = record(dir, "t3.csv", &r, opts, "two_threads", NULL);
+    ck_assert_msg(r.status == 1, "--heap %s: exit %d: %s", scopes[i], r.status, r.err);
+    ck_assert_ptr_null(t);
+    ck_assert_msg(strstr(r.err, "created only 2 threads") != NULL, "%s", r.err);
+    ck_assert_msg(strstr(r.err, "3rd") != NULL, "%s", r.err);
+    ck_assert_ptr_null(strstr(r.err, "static or setuid"));
+    ck_assert_ptr_null(strstr(r.err, "3th"));
+    tu_run_free(&r);
+  }
+  ck_assert_int_eq(tu_count_entries(dir), 0);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+// Item 9 and 5: killed by SIGKILL (nothing can be written) or SIGSEGV (the
+// trace is written from the handler): said, exit 1, never the static hint.
+START_TEST(test_killed) {
+  char *dir = tu_mkdtemp();
+  tu_run r;
+  // SIGKILL: the process cannot write; the command salvages the journal.
+  memstub_trace *t = record(dir, "kill.csv", &r, NULL, "sigkill", NULL);
+  ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "killed by signal 9") != NULL, "%s", r.err);
+  ck_assert_msg(strstr(r.err, "SIGKILL), which cannot be caught") != NULL, "%s", r.err);
+  ck_assert_ptr_null(strstr(r.err, "static or setuid"));
+  ck_assert_ptr_nonnull(t);
+  ck_assert_int_eq(peak(t, 1), 1111);
+  ck_assert_str_eq(memstub_trace_get_meta(t, "record.salvaged"), "1");
+  ck_assert_ptr_nonnull(strstr(memstub_trace_get_meta(t, "record.exit"), "SIGKILL"));
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  // Inside a probe region: the salvage keeps the region only, from its entry.
+  t = record(dir, "rkill.csv", &r, NULL, "region_kill", NULL);
+  ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(t);
+  ck_assert_int_ge(memstub_trace_column(t, "region"), 0);
+  ck_assert_int_eq(t->pts[0].time_ns, 0);
+  ck_assert_int_eq(t->pts[t->n - 1].heap_bytes - t->pts[0].heap_bytes, 4321);
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  // Sibling: the exit system call itself, past every hook: said, and salvaged.
+  t = record(dir, "raw.csv", &r, NULL, "rawexit", NULL);
+  ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "without the recorder's exit path") != NULL, "%s", r.err);
+  ck_assert_ptr_nonnull(t);
+  ck_assert_int_eq(peak(t, 1), 1212);
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  t = record(dir, "segv.csv", &r, NULL, "segv", NULL);
+  ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "killed by signal 11") != NULL, "%s", r.err);
+  ck_assert_ptr_nonnull(t);
+  ck_assert_int_eq(peak(t, 1), 2222);
+  ck_assert_ptr_nonnull(strstr(memstub_trace_get_meta(t, "record.exit"), "signal 11"));
+  ck_assert_ptr_null(memstub_trace_get_meta(t, "record.salvaged"));
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  // The four traces, and no status file or journal left beside them.
+  ck_assert_int_eq(tu_count_entries(dir), 4);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+// Item 9: exit() and exec called from a thread, and a daemon that closes
+// every descriptor and changes directory: the trace is written, no hang.
+// (These passed before the fix too; the fork, exec and thread cases are
+// test_fork_and_exec and test_threads.)
+START_TEST(test_thread_exit_and_closed_fds) {
+  char *dir = tu_mkdtemp();
+  tu_run r;
+  memstub_trace *t = record(dir, "texit.csv", &r, NULL, "thread_exit", NULL);
+  ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);  // the program's status 3
+  ck_assert_msg(strstr(r.err, "exited with status 3") != NULL, "%s", r.err);
+  ck_assert_ptr_nonnull(t);
+  // 3333 bytes and glibc's own for the thread (its DTV, a few hundred).
+  ck_assert_msg(peak(t, 1) >= 3333 && peak(t, 1) < 3333 + 4096, "%lld", (long long)peak(t, 1));
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  // exec from a thread: the new image (same pid) is recorded from its start.
+  t = record(dir, "texec.csv", &r, NULL, "thread_exec", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(t);
+  ck_assert_int_eq(peak(t, 1), 13656);
+  ck_assert_ptr_nonnull(strstr(memstub_trace_get_meta(t, "command"), "pattern"));
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  t = record(dir, "daemon.csv", &r, NULL, "closefds", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(t);
+  ck_assert_int_eq(peak(t, 1), 7666);
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  ck_assert_int_eq(tu_count_entries(dir), 3);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+// Item 7: the summary's call counts agree (record.events is every allocator
+// call, free(NULL) included, as churn.program counts them), and a cost that
+// was not measured says so instead of 0.0 ns.
+START_TEST(test_summary_counts_agree) {
+  char *dir = tu_mkdtemp();
+  tu_run r;
+  memstub_trace *t = record(dir, "p.csv", &r, NULL, "pattern", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(t);
+  ck_assert_int_eq(meta_i(t, "record.events"), churn_field(t, "churn.program", "calls="));
+  // 20 calls: fewer than the 1024 between two measured ones.
+  ck_assert_str_eq(memstub_trace_get_meta(t, "record.cost_ns_per_event"), "not measured");
+  ck_assert_msg(strstr(r.err, "0.0 ns") == NULL, "%s", r.err);
+  ck_assert_msg(strstr(r.err, "not measured") != NULL, "%s", r.err);
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  t = record(dir, "th.csv", &r, NULL, "threads", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(t);
+  ck_assert_int_eq(meta_i(t, "record.events"), churn_field(t, "churn.program", "calls="));
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 static Suite *record_suite(void) {
   Suite *s = suite_create("record");
   TCase *tc = tcase_create("core");
@@ -341,7 +586,17 @@ static Suite *record_suite(void) {
   tcase_add_test(tc, test_probe_regions_and_churn);
   tcase_add_test(tc, test_coalescing_keeps_peaks);
   tcase_add_test(tc, test_usage_errors);
+  tcase_add_test(tc, test_options_stop_at_the_program);
   suite_add_tcase(s, tc);
+  TCase *rel = tcase_create("reliability");
+  tcase_set_timeout(rel, 120);
+  tcase_add_test(rel, test_region_entry_survives_coalescing);
+  tcase_add_test(rel, test_occurrence_beyond_the_last);
+  tcase_add_test(rel, test_thread_never_created);
+  tcase_add_test(rel, test_killed);
+  tcase_add_test(rel, test_thread_exit_and_closed_fds);
+  tcase_add_test(rel, test_summary_counts_agree);
+  suite_add_tcase(s, rel);
   return s;
 }
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -157,6 +158,94 @@ static int probe(void) {
   return 0;
 }
 
+/* Issue 12 item 2: 20 ms asleep, a region that allocates and keeps 9096
+ * bytes, 20 ms asleep: the region's entry state (heap as it was) must
+ * survive coalescing at every resolution. */
+static int region_keep(void) {
+  struct timespec ts = {0, 20000000};
+  nanosleep(&ts, NULL);
+  if (memstub_probe_begin("keep") != 1) return 1;
+  char *p = malloc(9096);
+  memset(p, 4, 9096);
+  sink = p;
+  if (memstub_probe_end() != 0) return 1;
+  nanosleep(&ts, NULL);
+  return 0;
+}
+
+/* The program's first state: it allocates at once, within the first
+ * bucket, and frees at the end: first row heap 0, last row heap 0. */
+static int early(void) {
+  char *p = malloc(9096);
+  memset(p, 5, 9096);
+  sink = p;
+  struct timespec ts = {0, 20000000};
+  nanosleep(&ts, NULL);
+  free(p);
+  sink = NULL;
+  return 0;
+}
+
+static void *idle_worker(void *arg) {
+  keep(arg);
+  char *p = malloc(16);
+  keep(p);
+  free(p);
+  return NULL;
+}
+
+// Two threads only (--thread 3 asks for one that never exists).
+static int two_threads(void) {
+  pthread_t th[2];
+  for (long k = 0; k < 2; k++)
+    if (pthread_create(&th[k], NULL, idle_worker, NULL) != 0) return 1;
+  for (int k = 0; k < 2; k++) pthread_join(th[k], NULL);
+  return 0;
+}
+
+// A thread ends the process with exit(3) while main waits in join.
+static void *exiting_worker(void *arg) {
+  (void)arg;
+  sink = malloc(3333);
+  exit(3);
+}
+
+static int thread_exit(void) {
+  pthread_t th;
+  if (pthread_create(&th, NULL, exiting_worker, NULL) != 0) return 1;
+  pthread_join(th, NULL);
+  return 0;  // never reached
+}
+
+// A thread replaces the process with "pattern" while main waits in join.
+static const char *g_self;
+static void *exec_worker(void *arg) {
+  (void)arg;
+  sink = malloc(5555);
+  execl(g_self, g_self, "pattern", (char *)NULL);
+  return NULL;
+}
+
+static int thread_exec(const char *self) {
+  g_self = self;
+  pthread_t th;
+  if (pthread_create(&th, NULL, exec_worker, NULL) != 0) return 1;
+  pthread_join(th, NULL);
+  return 127;  // exec failed
+}
+
+/* A daemon's start: every descriptor closed (stdio included), the working
+ * directory changed to /; then it allocates and exits normally. */
+static int closefds(void) {
+  sink = malloc(6666);
+  for (int fd = 0; fd < 1024; fd++) close(fd);
+  if (chdir("/") != 0) return 1;
+  char *p = malloc(1000);
+  keep(p);
+  free(p);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "pattern";
   int rc = 0;
@@ -200,6 +289,38 @@ int main(int argc, char **argv) {
       struct timespec ts = {0, 500000};
       nanosleep(&ts, NULL);
     }
+  } else if (strcmp(mode, "region_keep") == 0) {
+    rc = region_keep();
+  } else if (strcmp(mode, "early") == 0) {
+    rc = early();
+  } else if (strcmp(mode, "two_threads") == 0) {
+    rc = two_threads();
+  } else if (strcmp(mode, "thread_exit") == 0) {
+    rc = thread_exit();
+  } else if (strcmp(mode, "thread_exec") == 0) {
+    rc = thread_exec(argv[0]);
+  } else if (strcmp(mode, "closefds") == 0) {
+    rc = closefds();
+  } else if (strcmp(mode, "segv") == 0) {
+    sink = malloc(2222);
+    *(volatile int *)sink = 1;
+    raise(SIGSEGV);  // the default action, as a null dereference would get
+    return 1;
+  } else if (strcmp(mode, "rawexit") == 0) {
+    sink = malloc(1212);
+    syscall(SYS_exit_group, 0);  // past exit(), _exit() and every hook
+    return 1;
+  } else if (strcmp(mode, "region_kill") == 0) {
+    // Killed inside a probe region: the salvaged trace is the region's.
+    sink = malloc(50000);
+    if (memstub_probe_begin("k") != 1) return 1;
+    sink = malloc(4321);
+    raise(SIGKILL);
+    return 1;
+  } else if (strcmp(mode, "sigkill") == 0) {
+    sink = malloc(1111);
+    raise(SIGKILL);
+    return 1;
   } else {
     fprintf(stderr, "rec_helper: unknown mode '%s'\n", mode);
     return 2;
