@@ -85,6 +85,20 @@ uint64_t ms__prim_phys_mem(void);
 // Minor page faults of the calling thread so far.
 long ms__prim_minor_faults(void);
 
+// CPU time the calling thread has used so far (CLOCK_THREAD_CPUTIME_ID), ns; -1 if unknown.
+int64_t ms__prim_thread_cpu_ns(void);
+
+/* The calling thread's scheduler statistics (/proc/thread-self/schedstat),
+ * kept open so that each reading is one pread (about 1 us here).
+ * ms__prim_sched_open: a descriptor, or -errno when the kernel does not
+ * keep them (CONFIG_SCHED_INFO off, no /proc). ms__prim_sched_run_delay: the
+ * ns the thread has spent runnable but waiting for a CPU so far (the
+ * run-queue wait), or -1 when it cannot be read. Close with
+ * ms__prim_sched_close (accepts a negative descriptor). */
+int ms__prim_sched_open(void);
+int64_t ms__prim_sched_run_delay(int fd);
+void ms__prim_sched_close(int fd);
+
 /* One line naming the CPU model ("unknown" if the OS does not say). Safe from
  * any thread: read once (the first caller reads, any other waits for it), and
  * the string returned never changes after. */

@@ -19,6 +19,10 @@
 #include "test_replay_common.h"
 #include "testutil.h"
 
+// The model's margins stay within these (runtime/internal.h).
+#define MS_MARGIN_MIN_TEST 20000
+#define MS_MARGIN_MAX_TEST 500000
+
 // A stub from a trace, with default generator options.
 static memstub_gen *gen(const memstub_trace *t) {
   memstub_gen_options o;
@@ -323,23 +327,31 @@ START_TEST(test_timing) {
                            .norig = 41, .source = "timing"};
   int64_t target = 0;
   for (int i = 0; i < 40; i++) target += use[i].time;
-  // Deadline with the default margin, usleep, deadline with the adaptive margin.
-  for (int pass = 0; pass < 3; pass++) {
+  // Deadline with the default (model) margin, usleep, deadline with the
+  // adaptive margin, deadline with the old fixed margin.
+  for (int pass = 0; pass < 4; pass++) {
     int timing = pass == 1 ? MEMSTUB_TIMING_USLEEP : MEMSTUB_TIMING_DEADLINE;
     memstub_replay_options o;
     memstub_replay_options_init(&o);
     o.timing = timing;
     o.measure = MEMSTUB_MEASURE_TIME;
     if (pass == 2) o.margin_ns = MEMSTUB_MARGIN_ADAPTIVE;
+    if (pass == 3) o.margin_ns = MEMSTUB_MARGIN_DEFAULT;
     memstub_replay *r = NULL;
     memstub_error err = {0};
     ck_assert_msg(memstub_replay_run(&s, &o, &r, &err) == 0, "%s", err.msg);
-    if (pass == 2) {
-      ck_assert_int_ge(r->info.margin_ns, 20000);
-      ck_assert_int_le(r->info.margin_ns, 200000);
-    } else if (pass == 0) {
+    if (pass == 0 || pass == 2) {
+      ck_assert_int_ge(r->info.margin_ns, MS_MARGIN_MIN_TEST);
+      ck_assert_int_le(r->info.margin_ns, MS_MARGIN_MAX_TEST);
+      ck_assert_int_eq(r->info.reaim_ns, MEMSTUB_REAIM_DEFAULT);
+      ck_assert_int_ge(r->info.sleeps, 1);  // 1 ms waits sleep (unless the host stalls)
+    } else if (pass == 3) {
       ck_assert_int_eq(r->info.margin_ns, MEMSTUB_MARGIN_DEFAULT);
+      ck_assert_int_eq(r->info.reaim_ns, 0);
+      ck_assert_int_le(r->info.sleeps, 40);
     }
+    if (pass != 1) ck_assert_int_le(r->info.late_wakeups, 40);
+    ck_assert_int_ge(r->info.cpu_ns, 0);
     ck_assert_int_eq(r->info.target_ns, target);
     ck_assert_int_ge(r->info.duration_ns, target);
     ck_assert_int_lt(r->info.duration_ns, target + 2000000000LL);
@@ -595,6 +607,13 @@ START_TEST(test_refused) {
   int64_t m = 0;
   ck_assert_int_eq(memstub_margin_parse("adaptive", &m), 0);
   ck_assert_int_eq(m, MEMSTUB_MARGIN_ADAPTIVE);
+  ck_assert_int_eq(memstub_margin_parse("model", &m), 0);
+  ck_assert_int_eq(m, MEMSTUB_MARGIN_MODEL);
+  memstub_replay_options_init(&o);
+  ck_assert_int_eq(o.margin_ns, MEMSTUB_MARGIN_MODEL);
+  o.reaim_ns = -2;
+  ck_assert_int_eq(memstub_replay_run(&s, &o, &r, &err), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "reaim"));
   ck_assert_int_eq(memstub_margin_parse("250000", &m), 0);
   ck_assert_int_eq(m, 250000);
   ck_assert_int_eq(memstub_margin_parse("-1", &m), -EINVAL);
