@@ -164,6 +164,50 @@ END_TEST
 
 // Random non-LIFO stack moves and small heap steps (which provoke glibc's
 // 16-byte remainders), with and without an entry state above the bases.
+/* The cause columns of a replayed trace: late_ns = wake_late_ns + work_ns
+ * (a row's points share its deadline), the wait ends at or after it in
+ * deadline timing, the run-queue wait is known or -1, and the metadata
+ * carries the replay thread's CPU time. */
+START_TEST(test_cause_columns) {
+  memstub_trace *t = read_sample("nonlifo.csv");
+  memstub_gen *g = gen(t);
+  memstub_replay *r = replay(&g->stub, MEMSTUB_TIMING_DEADLINE, MEMSTUB_MEASURE_TRACE);
+  memstub_trace *rep = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_replay_trace(r, &rep, &err) == 0, "%s", err.msg);
+  int cl = memstub_trace_column(rep, "late_ns"), cw = memstub_trace_column(rep, "wake_late_ns"),
+      ck = memstub_trace_column(rep, "work_ns"), co = memstub_trace_column(rep, "off_cpu_ns");
+  ck_assert_int_ge(cw, 0);
+  ck_assert_int_ge(ck, 0);
+  ck_assert_int_ge(co, 0);
+  for (size_t i = 0; i < rep->n; i++) {
+    const int64_t *x = memstub_trace_extra_row(rep, i);
+    ck_assert_int_ge(x[cw], 0);
+    ck_assert_int_ge(x[ck], 0);
+    ck_assert_int_eq(x[cl], x[cw] + x[ck]);
+    ck_assert_int_ge(x[co], -1);
+    if (r->info.run_delay_ns >= 0) ck_assert_int_ge(x[co], 0);
+  }
+  ck_assert_int_ge(r->info.cpu_ns, 0);
+  ck_assert_ptr_nonnull(memstub_trace_get_meta(rep, "cpu_ns"));
+  ck_assert_ptr_nonnull(strstr(memstub_trace_get_meta(rep, "margin"), "model"));
+  memstub_trace_free(rep);
+  memstub_replay_free(r);
+
+  // Without MEASURE_SCHED: no off_cpu_ns column, the rest as before.
+  r = replay(&g->stub, MEMSTUB_TIMING_DEADLINE,
+             MEMSTUB_MEASURE_TIME | MEMSTUB_MEASURE_STACK | MEMSTUB_MEASURE_HEAP);
+  ck_assert_msg(memstub_replay_trace(r, &rep, &err) == 0, "%s", err.msg);
+  ck_assert_int_lt(memstub_trace_column(rep, "off_cpu_ns"), 0);
+  ck_assert_int_ge(memstub_trace_column(rep, "work_ns"), 0);
+  for (int64_t i = 0; i < g->stub.numdata; i++) ck_assert_int_eq(r->rec[i].run_delay_ns, -1);
+  memstub_trace_free(rep);
+  memstub_replay_free(r);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
 START_TEST(test_random_rows) {
   uint64_t seed = 0x9e3779b97f4a7c15ULL + (uint64_t)_i;
   char *text = malloc(1 << 20);
@@ -716,6 +760,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_listing1);
   tcase_add_loop_test(tc, test_constant_situations, 0, (int)(sizeof situations / sizeof situations[0]));
   tcase_add_test(tc, test_nonlifo);
+  tcase_add_test(tc, test_cause_columns);
   tcase_add_loop_test(tc, test_random_rows, 0, 2);
   tcase_add_test(tc, test_small_frames_no_drift);
   tcase_add_test(tc, test_heap_mmap_threshold);
