@@ -91,21 +91,32 @@ void ms__rt_waiter_learn(ms__rt_waiter *w, int64_t s, int64_t over) {
 
 // Wait until T0 + c->deadline for point x: sleep as the waiter plans (to
 // the margin, or first to reaim before the deadline), then spin. Returns the
-// clock when the wait ended. Measuring (the run-queue reading) happens only
-// before the first sleep, where it costs nothing: the sleep's end is absolute.
+// clock when the wait ended. The run-queue readings happen before a sleep,
+// where they cost nothing (the sleep's end is absolute), and, for the
+// adaptive margin, right after a wake-up, inside the margin: it learns the
+// overshoot without the time the thread waited for a CPU, which no margin
+// cures (a busy host would otherwise drive it to its cap, and the spin with it).
 static int64_t wait_deadline(ms__rt_ctx *c, int64_t x) {
   int64_t deadline = c->t0 + c->deadline;
   int64_t now = ms__prim_now_ns();
-  int64_t s;
+  int64_t s, rd = -1;
   int slept = 0, last = 0;
   while (!last && (s = ms__rt_plan_sleep(&c->waiter, deadline - now, &last)) > 0) {
     int64_t wake = now + s;
-    if (!slept && c->sched_fd >= 0) c->rec[x].run_delay_ns = ms__prim_sched_run_delay(c->sched_fd);
+    if (c->sched_fd >= 0 && (!slept || c->waiter.adaptive) && rd < 0)
+      rd = ms__prim_sched_run_delay(c->sched_fd);
+    if (!slept && c->sched_rec) c->rec[x].run_delay_ns = rd;
     ms__prim_sleep_until(wake);
     now = ms__prim_now_ns();
     c->sleeps++;
     slept = 1;
-    ms__rt_waiter_learn(&c->waiter, s, now - wake);
+    if (c->waiter.adaptive) {
+      int64_t over = now - wake, rd1 = ms__prim_sched_run_delay(c->sched_fd);
+      if (rd >= 0 && rd1 >= rd) over -= rd1 - rd < over ? rd1 - rd : over;
+      ms__rt_waiter_learn(&c->waiter, s, over);
+      rd = rd1;  // the next sleep's reading
+      now = ms__prim_now_ns();
+    }
   }
   if (slept && now > deadline) c->late_wakeups++;
   while (now < deadline) now = ms__prim_now_ns();
@@ -290,7 +301,9 @@ static MS__NOINLINE void replay_body(ms__rt_ctx *c) {
 void ms__rt_engine_run(ms__rt_ctx *c) {
   (void)ms__prim_set_timer_slack(1);
   // Opened here, in the replay thread: thread-self is this thread.
-  c->sched_fd = c->rec && (c->measure & MEMSTUB_MEASURE_SCHED) ? ms__prim_sched_open() : -1;
+  c->sched_rec = c->rec && (c->measure & MEMSTUB_MEASURE_SCHED);
+  int adaptive = c->timing == MEMSTUB_TIMING_DEADLINE && c->waiter.adaptive;
+  c->sched_fd = c->sched_rec || adaptive ? ms__prim_sched_open() : -1;
   if (c->rec)
     for (int64_t i = 0; i < c->n; i++) c->rec[i].run_delay_ns = -1;
   replay_body(c);

@@ -518,7 +518,8 @@ int memstub_stub_call(const struct memstub_stub *s, memstub_error *err) {
   v = getenv("MEMSTUB_MARGIN_NS");
   if (v && *v && memstub_margin_parse(v, &o.margin_ns) < 0)
     return memstub_error_set(err, -EINVAL,
-                             "MEMSTUB_MARGIN_NS: '%s' is neither a number of ns >= 0 nor adaptive",
+                             "MEMSTUB_MARGIN_NS: '%s' is none of model, adaptive or a number "
+                             "of ns >= 0",
                              v);
   const char *measure = getenv("MEMSTUB_MEASURE");
   if (measure && *measure) o.measure = MEMSTUB_MEASURE_TRACE;
