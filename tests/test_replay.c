@@ -194,6 +194,12 @@ START_TEST(test_cause_columns) {
   memstub_trace_free(rep);
   memstub_replay_free(r);
 
+  // usleep timing reads the run-queue wait before every sleep too.
+  r = replay(&g->stub, MEMSTUB_TIMING_USLEEP, MEMSTUB_MEASURE_TRACE);
+  for (int64_t i = 0; i < g->stub.numdata && r->info.run_delay_ns >= 0; i++)
+    if (g->stub.use[i].time > 0) ck_assert_int_ge(r->rec[i].run_delay_ns, 0);
+  memstub_replay_free(r);
+
   // Without MEASURE_SCHED: no off_cpu_ns column, the rest as before.
   r = replay(&g->stub, MEMSTUB_TIMING_DEADLINE,
              MEMSTUB_MEASURE_TIME | MEMSTUB_MEASURE_STACK | MEMSTUB_MEASURE_HEAP);
