@@ -33,6 +33,9 @@ static const char usage_text[] =
     "                          before the deadline, then spin\n"
     "      --reaim NS          model and adaptive: where long sleeps end before\n"
     "                          the deadline (default 1000000; -1: never re-aim)\n"
+    "      --slice NS          ask the scheduler (Linux 6.12+) for a time slice of NS\n"
+    "                          ns (100000 to 100000000) for the replay thread: it\n"
+    "                          then waits less for a busy CPU when it wakes\n"
     "      --time-scale F      what-if: multiply every time by F\n"
     "      --heap-scale F      what-if: multiply the heap totals by F\n"
     "      --stack-scale F     what-if: multiply the stack totals by F\n"
@@ -54,6 +57,7 @@ int ms_cmd_replay(int argc, char **argv) {
                                        {"timing", required_argument, NULL, 't'},
                                        {"margin", required_argument, NULL, 'M'},
                                        {"reaim", required_argument, NULL, 'R'},
+                                       {"slice", required_argument, NULL, 'L'},
                                        {"time-scale", required_argument, NULL, 'T'},
                                        {"heap-scale", required_argument, NULL, 'H'},
                                        {"stack-scale", required_argument, NULL, 'S'},
@@ -85,6 +89,12 @@ int ms_cmd_replay(int argc, char **argv) {
         if (ms_cli_i64("replay", "--reaim", optarg, &ro.reaim_ns) < 0) return MS_EXIT_USAGE;
         if (ro.reaim_ns < -1 || ro.reaim_ns == 0)
           return ms_cli_usage("replay", "--reaim: expected a number of ns > 0 or -1, found '%s'",
+                              optarg);
+        break;
+      case 'L':
+        if (ms_cli_i64("replay", "--slice", optarg, &ro.sched_slice_ns) < 0) return MS_EXIT_USAGE;
+        if (ro.sched_slice_ns < 100000 || ro.sched_slice_ns > 100000000)
+          return ms_cli_usage("replay", "--slice: expected 100000 to 100000000 ns, found '%s'",
                               optarg);
         break;
       case 'T':

@@ -77,6 +77,13 @@ void ms__prim_sleep_until(int64_t deadline_ns);
 // Set this thread's timer slack (how late the kernel may wake it). 0 or -errno.
 int ms__prim_set_timer_slack(unsigned long ns);
 
+/* Ask the scheduler for a time slice of ns for this thread (SCHED_OTHER;
+ * Linux's EEVDF scheduler, 6.12 and later, honours it between 100 us and
+ * 100 ms: a shorter slice gives the thread earlier deadlines, so it preempts
+ * a busy CPU sooner when it wakes). No privileges needed. 0 or -errno
+ * (older kernels may accept it and ignore it). */
+int ms__prim_set_sched_slice(uint64_t ns);
+
 long ms__prim_page_size(void);
 
 // Physical memory in bytes (0 if unknown).

@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "prim.h"
@@ -72,6 +74,29 @@ void ms__prim_sleep_until(int64_t deadline_ns) {
 
 int ms__prim_set_timer_slack(unsigned long ns) {
   return prctl(PR_SET_TIMERSLACK, ns, 0, 0, 0) == 0 ? 0 : -errno;
+}
+
+int ms__prim_set_sched_slice(uint64_t ns) {
+#if defined(SYS_sched_setattr)
+  // struct sched_attr (include/uapi/linux/sched/types.h), version 1 layout.
+  struct {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+    uint32_t util_min, util_max;
+  } a;
+  memset(&a, 0, sizeof a);
+  a.size = sizeof a;
+  a.policy = SCHED_OTHER;
+  a.nice = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+  a.runtime = ns;
+  return syscall(SYS_sched_setattr, 0, &a, 0) == 0 ? 0 : -errno;
+#else
+  (void)ns;
+  return -ENOSYS;
+#endif
 }
 
 long ms__prim_page_size(void) {

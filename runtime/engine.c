@@ -303,6 +303,7 @@ static MS__NOINLINE void replay_body(ms__rt_ctx *c) {
 
 void ms__rt_engine_run(ms__rt_ctx *c) {
   (void)ms__prim_set_timer_slack(1);
+  if (c->slice > 0 && ms__prim_set_sched_slice((uint64_t)c->slice) < 0) c->slice = 0;
   // Opened here, in the replay thread: thread-self is this thread.
   c->sched_rec = c->rec && (c->measure & MEMSTUB_MEASURE_SCHED);
   int adaptive = c->timing == MEMSTUB_TIMING_DEADLINE && c->waiter.adaptive;

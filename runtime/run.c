@@ -64,6 +64,10 @@ static int check_options(const memstub_replay_options *o, memstub_error *err) {
       o->margin_ns != MEMSTUB_MARGIN_MODEL)
     return memstub_error_set(err, -EINVAL, "margin: %lld ns is negative",
                              (long long)o->margin_ns);
+  if (o->sched_slice_ns != 0 && (o->sched_slice_ns < 100000 || o->sched_slice_ns > 100000000))
+    return memstub_error_set(err, -EINVAL,
+                             "sched_slice: %lld ns is neither 0 nor within 100 us to 100 ms",
+                             (long long)o->sched_slice_ns);
   if (o->reaim_ns < -1 || o->reaim_ns > MAX_DURATION)
     return memstub_error_set(err, -EINVAL, "reaim: %lld ns is neither -1, 0 nor a time in ns",
                              (long long)o->reaim_ns);
@@ -249,6 +253,7 @@ int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_option
   c->measure = opt.measure;
   c->rec = r->rec;
   ms__rt_waiter_init(&c->waiter, opt.margin_ns, opt.reaim_ns);
+  c->slice = opt.sched_slice_ns;
   c->sched_fd = -1;
   c->page = ms__prim_page_size();
   c->alloca_bias = ms__rt_alloca_bias();
@@ -297,6 +302,7 @@ int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_option
   in->run_delay_ns =
       c->run_delay_end >= 0 && c->run_delay0 >= 0 ? c->run_delay_end - c->run_delay0 : -1;
   in->run_delay_end = c->run_delay_end;
+  in->sched_slice_ns = c->slice;
   in->sleeps = c->sleeps;
   in->late_wakeups = c->late_wakeups;
   in->tcache = c->heap.tcache;

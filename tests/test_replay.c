@@ -664,6 +664,10 @@ START_TEST(test_refused) {
   o.reaim_ns = -2;
   ck_assert_int_eq(memstub_replay_run(&s, &o, &r, &err), -EINVAL);
   ck_assert_ptr_nonnull(strstr(err.msg, "reaim"));
+  memstub_replay_options_init(&o);
+  o.sched_slice_ns = 5000;
+  ck_assert_int_eq(memstub_replay_run(&s, &o, &r, &err), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "sched_slice"));
   ck_assert_int_eq(memstub_margin_parse("250000", &m), 0);
   ck_assert_int_eq(m, 250000);
   ck_assert_int_eq(memstub_margin_parse("-1", &m), -EINVAL);

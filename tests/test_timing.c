@@ -230,6 +230,7 @@ START_TEST(test_idle_cpu) {
   memstub_replay_options o;
   memstub_replay_options_init(&o);
   o.measure = MEMSTUB_MEASURE_TRACE;
+  o.sched_slice_ns = 100000;  // kernels before 6.12 may ignore it, or refuse it (then 0)
   memstub_replay *r = NULL;
   memstub_error err = {0};
   ck_assert_msg(memstub_replay_run(&s, &o, &r, &err) == 0, "%s", err.msg);
@@ -242,6 +243,7 @@ START_TEST(test_idle_cpu) {
   ck_assert_int_ge(r->info.sleeps, 6);
   ck_assert_int_le(r->info.sleeps, 18);
   ck_assert_int_eq(r->info.reaim_ns, MEMSTUB_REAIM_DEFAULT);
+  ck_assert(r->info.sched_slice_ns == 0 || r->info.sched_slice_ns == 100000);
   // The run-queue reading happened before each wait's first sleep.
   int read = 0;
   for (int i = 0; i < 6; i++) read += r->rec[i].run_delay_ns >= 0;

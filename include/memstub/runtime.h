@@ -93,6 +93,12 @@ typedef struct memstub_replay_options {
    * far before its deadline and the wait re-aims with a short sleep. 0 for
    * MEMSTUB_REAIM_DEFAULT; -1 never cuts a wait (one sleep to the margin). */
   int64_t reaim_ns;
+  /* 0 (default): leave the scheduler alone. From 100000 to 100000000: ask
+   * Linux (6.12 and later, EEVDF) for a time slice of this many ns for the
+   * replay thread, unprivileged: a short slice (100 us) lets it preempt a busy
+   * CPU sooner when it wakes, so it waits less for a CPU on a loaded host
+   * (docs/runtime.md, "What margins cannot cure"). */
+  int64_t sched_slice_ns;
 } memstub_replay_options;
 
 /* Defaults: deadline timing, MEMSTUB_MARGIN_MODEL with MEMSTUB_REAIM_DEFAULT,
@@ -170,6 +176,7 @@ typedef struct memstub_replay_info {
   int64_t run_delay_end;   // SCHED: its run-queue wait so far at the end (cumulative, as
                            //   run_delay_ns of the records), -1 if unknown
   int64_t reaim_ns;        // deadline timing, model or adaptive: as used; 0 otherwise
+  int64_t sched_slice_ns;  // the slice asked for when the kernel accepted it, else 0
 } memstub_replay_info;
 
 typedef struct memstub_replay {
