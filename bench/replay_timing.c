@@ -63,14 +63,14 @@ static void push(vec *a, int64_t x) {
   a->v[a->n++] = x;
 }
 
-typedef struct cell {   // one scheme on one trace (or all traces: the pooled cell)
-  vec abs;              // |error| per row, all runs
-  size_t late;          // rows late by > LATE_NS
-  vec host_abs;         // |error| of rows the host did not delay
+typedef struct cell {  // one scheme on one trace (or all traces: the pooled cell)
+  vec abs;             // |error| per row, all runs
+  size_t late;         // rows late by > LATE_NS
+  vec host_abs;        // |error| of rows the host did not delay
   size_t cause[MEMSTUB_LATE_CAUSES];
-  vec total;            // total duration error per run
-  vec cpu_ppm;          // replay thread CPU per run, parts per million of the duration
-  vec off_cpu;          // run-queue wait per run, ns
+  vec total;    // total duration error per run
+  vec cpu_ppm;  // replay thread CPU per run, parts per million of the duration
+  vec off_cpu;  // run-queue wait per run, ns
   vec bucket_abs[BUCKETS];
   size_t bucket_late[BUCKETS];
   int64_t sleeps, runs;
@@ -117,8 +117,8 @@ static const char *us(char *buf, int64_t ns) {
 
 // A mostly idle component: 24 rows 50 to 400 ms apart (4.3 s), small heap and stack steps.
 static memstub_trace *idle_trace(void) {
-  static const int ms[] = {50,  400, 120, 300, 80,  250, 60,  350, 150, 200, 100, 190,
-                           110, 280, 70,  330, 90,  170, 230, 140, 260, 130, 240, 0};
+  static const int ms[] = {50,  400, 120, 300, 80, 250, 60,  350, 150, 200, 100, 190,
+                           110, 280, 70,  330, 90, 170, 230, 140, 260, 130, 240, 0};
   memstub_trace *t = memstub_trace_create();
   int64_t time = 0;
   for (int i = 0; t && i < 24; i++) {
@@ -138,13 +138,18 @@ int main(int argc, char **argv) {
   int ntrace_paths = 0, runs = 5, usleep_too = 1;
   char *reaims = NULL;
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
+    if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
+      runs = atoi(argv[++i]);
     else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc && ntrace_paths < MAX_TRACES - 1)
       trace_paths[ntrace_paths++] = argv[++i];
-    else if (strcmp(argv[i], "--profile") == 0 && i + 1 < argc) profile_path = argv[++i];
-    else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) out = argv[++i];
-    else if (strcmp(argv[i], "--reaims") == 0 && i + 1 < argc) reaims = argv[++i];
-    else if (strcmp(argv[i], "--no-usleep") == 0) usleep_too = 0;
+    else if (strcmp(argv[i], "--profile") == 0 && i + 1 < argc)
+      profile_path = argv[++i];
+    else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+      out = argv[++i];
+    else if (strcmp(argv[i], "--reaims") == 0 && i + 1 < argc)
+      reaims = argv[++i];
+    else if (strcmp(argv[i], "--no-usleep") == 0)
+      usleep_too = 0;
     else {
       fprintf(stderr,
               "usage: %s [--runs N] [--trace CSV]... [--profile P] [--no-usleep] "
@@ -184,7 +189,8 @@ int main(int argc, char **argv) {
     input *x = &in[nin];
     memset(x, 0, sizeof *x);
     if (k < ntrace_paths) {
-      snprintf(x->name, sizeof x->name, "%s", strrchr(trace_paths[k], '/') ? strrchr(trace_paths[k], '/') + 1 : trace_paths[k]);
+      snprintf(x->name, sizeof x->name, "%s",
+               strrchr(trace_paths[k], '/') ? strrchr(trace_paths[k], '/') + 1 : trace_paths[k]);
       if (memstub_trace_read(trace_paths[k], &x->t, &err) < 0) {
         fprintf(stderr, "%s: error: %s\n", argv[0], err.msg);
         return 2;
@@ -321,8 +327,9 @@ int main(int argc, char **argv) {
   strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&started));
   char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
   fprintf(f, "# Replay timing\n\n");
-  fprintf(f, "Written by `bench_replay_timing` (bench/replay_timing.c); the numbers below come\n"
-             "from the run described here and nowhere else.\n\n");
+  fprintf(f,
+          "Written by `bench_replay_timing` (bench/replay_timing.c); the numbers below come\n"
+          "from the run described here and nowhere else.\n\n");
   fprintf(f, "- Command: `");
   for (int i = 0; i < argc; i++) fprintf(f, "%s%s", i ? " " : "", argv[i]);
   fprintf(f, "`\n- Date: %s\n- Host: %s, %ld CPUs online, %s %s, glibc %s, %s\n", date,
@@ -330,8 +337,9 @@ int main(int argc, char **argv) {
           gnu_get_libc_version(), "compiler " __VERSION__);
   fprintf(f, "- /proc/loadavg: `%s` before, `%s` after\n", load0, load1);
   fprintf(f, "- Compensation: %s\n", profile_path ? profile_path : "none (no profile)");
-  fprintf(f, "- Runs: %d per scheme and trace, interleaved; measured as `memstub replay "
-             "--measure` (MEMSTUB_MEASURE_TRACE)\n- Traces:",
+  fprintf(f,
+          "- Runs: %d per scheme and trace, interleaved; measured as `memstub replay "
+          "--measure` (MEMSTUB_MEASURE_TRACE)\n- Traces:",
           runs);
   for (int k = 0; k < nin; k++)
     fprintf(f, " %s (%zu rows, %.3f s)%s", in[k].name, in[k].t->n,
@@ -350,7 +358,8 @@ int main(int argc, char **argv) {
     fprintf(f, "## %s\n\n", k < nin ? in[k].name : "All traces pooled, by wait length");
     if (k == nin) {
       fprintf(f, "| scheme |");
-      for (int b = 0; b < BUCKETS; b++) fprintf(f, " %s: rows | p50 | p99 | max | late |", bucket_name[b]);
+      for (int b = 0; b < BUCKETS; b++)
+        fprintf(f, " %s: rows | p50 | p99 | max | late |", bucket_name[b]);
       fprintf(f, "\n|---|");
       for (int b = 0; b < BUCKETS; b++) fprintf(f, "---:|---:|---:|---:|---:|");
       fputc('\n', f);
@@ -371,8 +380,10 @@ int main(int argc, char **argv) {
       }
       fputc('\n', f);
     }
-    fprintf(f, "| scheme | rows | p50 | p99 | max | late > 10 us | total | CPU | sleeps/run | late: woke "
-               "late / work / not running | p99 without host | run-queue wait/run (ms) |\n");
+    fprintf(
+        f,
+        "| scheme | rows | p50 | p99 | max | late > 10 us | total | CPU | sleeps/run | late: woke "
+        "late / work / not running | p99 without host | run-queue wait/run (ms) |\n");
     fprintf(f, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n");
     for (int s = 0; s < nsc; s++) {
       cell *c = &cells[s][k];
@@ -380,9 +391,11 @@ int main(int argc, char **argv) {
       for (size_t i = 0; i < c->total.n; i++)
         if ((c->total.v[i] < 0 ? -c->total.v[i] : c->total.v[i]) > (tmax < 0 ? -tmax : tmax))
           tmax = c->total.v[i];
-      fprintf(f, "| %s | %zu | %s | %s | %s | %zu (%.2f%%) | %s (%s) | %.2f%% (%.2f%%) | %lld | %zu / %zu / %zu | %s | %.1f |\n",
-              sc[s].label, c->abs.n, us(b1, quantile(&c->abs, 0.5)), us(b2, quantile(&c->abs, 0.99)),
-              us(b3, quantile(&c->abs, 1.0)), c->late,
+      fprintf(f,
+              "| %s | %zu | %s | %s | %s | %zu (%.2f%%) | %s (%s) | %.2f%% (%.2f%%) | %lld | %zu / "
+              "%zu / %zu | %s | %.1f |\n",
+              sc[s].label, c->abs.n, us(b1, quantile(&c->abs, 0.5)),
+              us(b2, quantile(&c->abs, 0.99)), us(b3, quantile(&c->abs, 1.0)), c->late,
               c->abs.n ? 100.0 * (double)c->late / (double)c->abs.n : 0.0,
               us(b4, quantile(&c->total, 0.5)), us(b5, tmax),
               (double)quantile(&c->cpu_ppm, 0.5) / 1e4, (double)quantile(&c->cpu_ppm, 1.0) / 1e4,
@@ -393,8 +406,9 @@ int main(int argc, char **argv) {
     fputc('\n', f);
   }
   fprintf(f, "docs/runtime.md (\"Timing\") explains the schemes and reads these figures.\n\n");
-  fprintf(f, "The paper reports 4.8000444 s measured for a 4.8 s simulation data file\n"
-             "(Trapp, Meyer & Facchi 2011, Section 5.3): 44.4 us of total error in one run.\n");
+  fprintf(f,
+          "The paper reports 4.8000444 s measured for a 4.8 s simulation data file\n"
+          "(Trapp, Meyer & Facchi 2011, Section 5.3): 44.4 us of total error in one run.\n");
   if (ms__afile_commit(&af, &err) < 0) {
     fprintf(stderr, "%s: error: %s\n", argv[0], err.msg);
     return 2;

@@ -171,7 +171,8 @@ static int compare_core(const memstub_trace *orig, const memstub_trace *repl,
   }
   // Cause columns of a replayed trace (memstub replay --measure).
   int cw = memstub_trace_column(repl, "wake_late_ns"), ck = memstub_trace_column(repl, "work_ns"),
-      co = memstub_trace_column(repl, "off_cpu_ns"), ct = memstub_trace_column(repl, "target_time_ns");
+      co = memstub_trace_column(repl, "off_cpu_ns"),
+      ct = memstub_trace_column(repl, "target_time_ns");
   r->late_by_cause.causes_known = cw >= 0 && ck >= 0 && ct >= 0;
   r->late_by_cause.off_cpu_known = r->late_by_cause.causes_known && co >= 0;
   size_t nown = 0;

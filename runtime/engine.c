@@ -51,7 +51,9 @@ void ms__rt_waiter_init(ms__rt_waiter *w, int64_t margin_opt, int64_t reaim_opt)
   memset(w, 0, sizeof *w);
   w->fixed = margin_opt >= 0 ? margin_opt : -1;
   w->adaptive = margin_opt == MEMSTUB_MARGIN_ADAPTIVE;
-  w->reaim = w->fixed >= 0 || reaim_opt < 0 ? 0 : reaim_opt == 0 ? MEMSTUB_REAIM_DEFAULT : reaim_opt;
+  w->reaim = w->fixed >= 0 || reaim_opt < 0 ? 0
+             : reaim_opt == 0                 ? MEMSTUB_REAIM_DEFAULT
+                                              : reaim_opt;
   // Adaptive buckets start from the static model at the bucket's upper end.
   for (int b = 0; b < MS__RT_SLEEP_BUCKETS; b++)
     w->q[b] = model_overshoot(b < MS__RT_SLEEP_BUCKETS - 1 ? bucket_end[b] : 10000000) -
@@ -141,7 +143,8 @@ static MS__NOINLINE void begin(ms__rt_ctx *c, int64_t x) {
   c->deadline += dt;
   __atomic_store_n(&c->begun, x + 1, __ATOMIC_RELAXED);
   int64_t now = 0;
-  if (dt > 0) now = c->timing == MEMSTUB_TIMING_USLEEP ? wait_relative(c, x, dt) : wait_deadline(c, x);
+  if (dt > 0)
+    now = c->timing == MEMSTUB_TIMING_USLEEP ? wait_relative(c, x, dt) : wait_deadline(c, x);
   if (!c->rec) return;
   memstub_replay_record *r = &c->rec[x];
   r->target_ns = c->deadline;

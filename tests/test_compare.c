@@ -791,8 +791,10 @@ START_TEST(test_late_causes) {
   tu_run t = tu_memstub(dir, "compare", "o.csv", "r.csv", NULL);
   ck_assert_msg(t.status == 0, "exit %d: %s", t.status, t.err);
   ck_assert_ptr_nonnull(strstr(t.out, "late points by cause:"));
-  ck_assert_ptr_nonnull(strstr(t.out, "woke late (the sleep overshot)             1, largest 50.000 us"));
-  ck_assert_ptr_nonnull(strstr(t.out, "thread not running (waited for a CPU)      2, largest 900.000 us"));
+  ck_assert_ptr_nonnull(
+      strstr(t.out, "woke late (the sleep overshot)             1, largest 50.000 us"));
+  ck_assert_ptr_nonnull(
+      strstr(t.out, "thread not running (waited for a CPU)      2, largest 900.000 us"));
   ck_assert_ptr_nonnull(strstr(t.out, "without the 2 points the host delayed:"));
   ck_assert_ptr_nonnull(strstr(t.out, "replay CPU  120.000 us, 2.40% of the replay's duration"));
   tu_run_free(&t);

@@ -83,8 +83,7 @@ START_TEST(test_model_margin) {
     prev = m;
   }
   ck_assert_int_eq(ms__rt_margin_for(&w, 0), MS__RT_OVERSHOOT_BASE);
-  ck_assert_int_eq(ms__rt_margin_for(&w, 1000000),
-                   MS__RT_OVERSHOOT_BASE + MS__RT_OVERSHOOT_PER_MS);
+  ck_assert_int_eq(ms__rt_margin_for(&w, 1000000), MS__RT_OVERSHOOT_BASE + MS__RT_OVERSHOOT_PER_MS);
   ck_assert_int_eq(ms__rt_margin_for(&w, INT64_MAX), MS__RT_MARGIN_MAX);
   ck_assert_int_eq(ms__rt_margin_for(&w, -1), MS__RT_OVERSHOOT_BASE);
 }
@@ -225,8 +224,12 @@ START_TEST(test_idle_cpu) {
     use[i] = (struct memAlloc){.time = 60000000, .stackAlloc = i % 2 ? -64 : 64, .heapAlloc = 8};
     point[i] = i + 1;
   }
-  struct memstub_stub s = {.abi = MEMSTUB_STUB_ABI, .numdata = 6, .use = use, .point = point,
-                           .norig = 7, .source = "idle"};
+  struct memstub_stub s = {.abi = MEMSTUB_STUB_ABI,
+                           .numdata = 6,
+                           .use = use,
+                           .point = point,
+                           .norig = 7,
+                           .source = "idle"};
   memstub_replay_options o;
   memstub_replay_options_init(&o);
   o.measure = MEMSTUB_MEASURE_TRACE;

@@ -213,7 +213,8 @@ void memstub_replay_free(memstub_replay *r);
  * long after its deadline), work_ns (the row's work, from the end of its wait
  * to the end of its last point) and, with MEMSTUB_MEASURE_SCHED, off_cpu_ns
  * (the run-queue wait from the row's sleep to the next sleep; -1 unknown);
- * metadata names the source, the timing, the CPU time and the host. Needs MEMSTUB_MEASURE_TRACE: -EINVAL otherwise, or when a
+ * metadata names the source, the timing, the CPU time and the host. Needs
+ * time, stack and heap (MEMSTUB_MEASURE_TRACE): -EINVAL otherwise, or when a
  * base plus a measurement exceeds 64 bits (a hand-edited descriptor); -ENOMEM. */
 int memstub_replay_trace(const memstub_replay *r, memstub_trace **out, memstub_error *err);
 
