@@ -164,6 +164,31 @@ static void show_summary(const memstub_compare_report *r, const char *trace) {
          r->duration.error_ns >= 0 ? "+" : "", tot, r->duration.error_pct);
   printf("  time per row    p50 %s, p99 %s, max %s; %zu of %zu rows late by > %lld us\n", p50,
          p99, mx, r->time.late, r->compared, (long long)(r->options.late_ns / 1000));
+  const size_t *c = r->late_by_cause.rows;
+  if (r->time.late && r->late_by_cause.causes_known)
+    printf("  late rows       %zu woke late (sleep overshot), %zu worked longer than predicted, "
+           "%zu waited for a CPU (the host)\n",
+           c[MEMSTUB_LATE_WAKE], c[MEMSTUB_LATE_WORK], c[MEMSTUB_LATE_OFF_CPU]);
+  if (r->host_rows && r->compared > r->host_rows) {
+    fmt_ns(p50, sizeof p50, (double)r->stub_time.p50_abs);
+    fmt_ns(p99, sizeof p99, (double)r->stub_time.p99_abs);
+    fmt_ns(mx, sizeof mx, (double)r->stub_time.max_abs);
+    printf("  without host    p50 %s, p99 %s, max %s; %zu of %zu rows late by > %lld us\n", p50,
+           p99, mx, r->stub_time.late, r->compared - r->host_rows,
+           (long long)(r->options.late_ns / 1000));
+  }
+  if (r->replay_cpu_ns >= 0 && r->duration.original_ns > 0) {
+    char cpu[32];
+    fmt_ns(cpu, sizeof cpu, (double)r->replay_cpu_ns);
+    printf("  stub CPU        %s, %.2f %% of the trace's %.3f s", cpu,
+           100.0 * (double)r->replay_cpu_ns / (double)r->duration.original_ns,
+           (double)r->duration.original_ns / 1e9);
+    if (r->replay_off_cpu_ns >= 0) {
+      fmt_ns(cpu, sizeof cpu, (double)r->replay_off_cpu_ns);
+      printf("; it waited %s for a CPU", cpu);
+    }
+    printf("\n");
+  }
   printf("  stack           %zu of %zu rows exact (within %lld B), largest error %lld B\n",
          r->stack.exact, r->compared, (long long)r->options.stack_slack,
          (long long)r->stack.max_abs);

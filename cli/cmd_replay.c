@@ -19,13 +19,23 @@ static const char usage_text[] =
     "options:\n"
     "  -m, --measure FILE      measure every point and write the replayed trace to\n"
     "                          FILE: one row per row of TRACE, absolute totals, and\n"
-    "                          the columns point, target_time_ns and late_ns\n"
+    "                          the columns point, target_time_ns, late_ns and, to\n"
+    "                          say why a row was late, wake_late_ns, work_ns and\n"
+    "                          off_cpu_ns (docs/runtime.md)\n"
     "  -t, --timing MODE       deadline (default): absolute deadlines on\n"
     "                          CLOCK_MONOTONIC, lateness never adds up;\n"
     "                          usleep: the paper's relative sleeps\n"
-    "      --margin NS         deadline timing: wake NS ns before each deadline,\n"
-    "                          then spin (default 100000); 'adaptive' follows the\n"
-    "                          observed wake-up lateness\n"
+    "      --margin MODE       deadline timing: 'model' (default): sleep to 1 ms\n"
+    "                          before each deadline, then again to the margin the\n"
+    "                          overshoot model gives that short sleep, then spin;\n"
+    "                          'adaptive': the same, learning the overshoot as it\n"
+    "                          goes; NS: the old fixed margin, one sleep to NS ns\n"
+    "                          before the deadline, then spin\n"
+    "      --reaim NS          model and adaptive: where long sleeps end before\n"
+    "                          the deadline (default 1000000; -1: never re-aim)\n"
+    "      --slice NS          ask the scheduler (Linux 6.12+) for a time slice of NS\n"
+    "                          ns (100000 to 100000000) for the replay thread: it\n"
+    "                          then waits less for a busy CPU when it wakes\n"
     "      --time-scale F      what-if: multiply every time by F\n"
     "      --heap-scale F      what-if: multiply the heap totals by F\n"
     "      --stack-scale F     what-if: multiply the stack totals by F\n"
@@ -46,6 +56,8 @@ int ms_cmd_replay(int argc, char **argv) {
   static const struct option opts[] = {{"measure", required_argument, NULL, 'm'},
                                        {"timing", required_argument, NULL, 't'},
                                        {"margin", required_argument, NULL, 'M'},
+                                       {"reaim", required_argument, NULL, 'R'},
+                                       {"slice", required_argument, NULL, 'L'},
                                        {"time-scale", required_argument, NULL, 'T'},
                                        {"heap-scale", required_argument, NULL, 'H'},
                                        {"stack-scale", required_argument, NULL, 'S'},
@@ -70,8 +82,20 @@ int ms_cmd_replay(int argc, char **argv) {
         break;
       case 'M':
         if (memstub_margin_parse(optarg, &ro.margin_ns) < 0)
-          return ms_cli_usage("replay", "--margin: expected a number of ns >= 0 or adaptive, "
-                              "found '%s'", optarg);
+          return ms_cli_usage("replay", "--margin: expected model, adaptive or a number of ns "
+                              ">= 0, found '%s'", optarg);
+        break;
+      case 'R':
+        if (ms_cli_i64("replay", "--reaim", optarg, &ro.reaim_ns) < 0) return MS_EXIT_USAGE;
+        if (ro.reaim_ns < -1 || ro.reaim_ns == 0)
+          return ms_cli_usage("replay", "--reaim: expected a number of ns > 0 or -1, found '%s'",
+                              optarg);
+        break;
+      case 'L':
+        if (ms_cli_i64("replay", "--slice", optarg, &ro.sched_slice_ns) < 0) return MS_EXIT_USAGE;
+        if (ro.sched_slice_ns < 100000 || ro.sched_slice_ns > 100000000)
+          return ms_cli_usage("replay", "--slice: expected 100000 to 100000000 ns, found '%s'",
+                              optarg);
         break;
       case 'T':
         if (ms_cli_double("replay", "--time-scale", optarg, &go.time_scale) < 0)
@@ -138,6 +162,14 @@ int ms_cmd_replay(int argc, char **argv) {
                 in, (long long)g->stub.norig, (long long)i->points, (long long)i->duration_ns,
                 (long long)i->target_ns, memstub_timing_name(ro.timing), late,
                 measure ? "; measured trace in " : "", measure ? measure : "");
+    char cpu[64] = "unknown", off[96] = "";
+    if (i->cpu_ns >= 0 && i->duration_ns > 0)
+      snprintf(cpu, sizeof cpu, "%.3f s, %.2f %% of the duration", (double)i->cpu_ns / 1e9,
+               100.0 * (double)i->cpu_ns / (double)i->duration_ns);
+    if (i->run_delay_ns >= 0)
+      snprintf(off, sizeof off, "; it waited %.3f ms for a CPU", (double)i->run_delay_ns / 1e6);
+    ms_cli_note("%s: replay thread CPU %s; %lld sleeps, %lld waits woke after their deadline%s",
+                in, cpu, (long long)i->sleeps, (long long)i->late_wakeups, off);
   }
   memstub_replay_free(r);
   memstub_gen_free(g);

@@ -77,6 +77,13 @@ void ms__prim_sleep_until(int64_t deadline_ns);
 // Set this thread's timer slack (how late the kernel may wake it). 0 or -errno.
 int ms__prim_set_timer_slack(unsigned long ns);
 
+/* Ask the scheduler for a time slice of ns for this thread (SCHED_OTHER;
+ * Linux's EEVDF scheduler, 6.12 and later, honours it between 100 us and
+ * 100 ms: a shorter slice gives the thread earlier deadlines, so it preempts
+ * a busy CPU sooner when it wakes). No privileges needed. 0 or -errno
+ * (older kernels may accept it and ignore it). */
+int ms__prim_set_sched_slice(uint64_t ns);
+
 long ms__prim_page_size(void);
 
 // Physical memory in bytes (0 if unknown).
@@ -84,6 +91,20 @@ uint64_t ms__prim_phys_mem(void);
 
 // Minor page faults of the calling thread so far.
 long ms__prim_minor_faults(void);
+
+// CPU time the calling thread has used so far (CLOCK_THREAD_CPUTIME_ID), ns; -1 if unknown.
+int64_t ms__prim_thread_cpu_ns(void);
+
+/* The calling thread's scheduler statistics (/proc/thread-self/schedstat),
+ * kept open so that each reading is one pread (about 1 us here).
+ * ms__prim_sched_open: a descriptor, or -errno when the kernel does not
+ * keep them (CONFIG_SCHED_INFO off, no /proc). ms__prim_sched_run_delay: the
+ * ns the thread has spent runnable but waiting for a CPU so far (the
+ * run-queue wait), or -1 when it cannot be read. Close with
+ * ms__prim_sched_close (accepts a negative descriptor). */
+int ms__prim_sched_open(void);
+int64_t ms__prim_sched_run_delay(int fd);
+void ms__prim_sched_close(int fd);
 
 /* One line naming the CPU model ("unknown" if the OS does not say). Safe from
  * any thread: read once (the first caller reads, any other waits for it), and

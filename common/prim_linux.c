@@ -1,10 +1,14 @@
 // The platform seam on Linux (x86-64, aarch64, and a portable fallback).
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "prim.h"
@@ -72,6 +76,29 @@ int ms__prim_set_timer_slack(unsigned long ns) {
   return prctl(PR_SET_TIMERSLACK, ns, 0, 0, 0) == 0 ? 0 : -errno;
 }
 
+int ms__prim_set_sched_slice(uint64_t ns) {
+#if defined(SYS_sched_setattr)
+  // struct sched_attr (include/uapi/linux/sched/types.h), version 1 layout.
+  struct {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+    uint32_t util_min, util_max;
+  } a;
+  memset(&a, 0, sizeof a);
+  a.size = sizeof a;
+  a.policy = SCHED_OTHER;
+  a.nice = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+  a.runtime = ns;
+  return syscall(SYS_sched_setattr, 0, &a, 0) == 0 ? 0 : -errno;
+#else
+  (void)ns;
+  return -ENOSYS;
+#endif
+}
+
 long ms__prim_page_size(void) {
   // Relaxed atomics: threads may both ask sysconf, and get the same answer.
   static long ps;
@@ -88,6 +115,33 @@ uint64_t ms__prim_phys_mem(void) {
 long ms__prim_minor_faults(void) {
   struct rusage ru;
   return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_minflt : 0;
+}
+
+int64_t ms__prim_thread_cpu_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return -1;
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int ms__prim_sched_open(void) {
+  int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+  return fd >= 0 ? fd : -errno;
+}
+
+int64_t ms__prim_sched_run_delay(int fd) {
+  // "<on-CPU ns> <run-queue wait ns> <timeslices>\n"
+  char buf[96];
+  if (fd < 0) return -1;
+  ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  uint64_t run, wait;
+  if (sscanf(buf, "%" SCNu64 " %" SCNu64, &run, &wait) != 2 || wait > INT64_MAX) return -1;
+  return (int64_t)wait;
+}
+
+void ms__prim_sched_close(int fd) {
+  if (fd >= 0) close(fd);
 }
 
 static char cpu_model[256];

@@ -84,6 +84,28 @@ static void mem_finish(memstub_compare_mem *m, double sum_abs, size_t n) {
   m->exact_share = (double)m->exact / (double)n;
 }
 
+memstub_late_cause memstub_compare_late_cause(int64_t error_ns, int64_t wake_late_ns,
+                                              int64_t work_excess_ns, int64_t off_cpu_ns) {
+  if (off_cpu_ns >= 0 && off_cpu_ns >= error_ns - error_ns / 2) return MEMSTUB_LATE_OFF_CPU;
+  return wake_late_ns >= work_excess_ns ? MEMSTUB_LATE_WAKE : MEMSTUB_LATE_WORK;
+}
+
+const char *memstub_late_cause_name(memstub_late_cause c, int json) {
+  static const char *text[] = {"woke late", "work", "not running", "unknown"};
+  static const char *keys[] = {"wake", "work", "off_cpu", "unknown"};
+  if ((unsigned)c >= MEMSTUB_LATE_CAUSES) return json ? "unknown" : "unknown";
+  return json ? keys[c] : text[c];
+}
+
+// The leading integer of metadata value key in t, or -1.
+static int64_t meta_i64(const memstub_trace *t, const char *key) {
+  const char *v = memstub_trace_get_meta(t, key);
+  if (!v) return -1;
+  size_t n = strspn(v, "0123456789");
+  int64_t x;
+  return n && ms__parse_i64(v, n, &x) == 0 ? x : -1;
+}
+
 /* The comparison, with problems located by *w (filled on -EINVAL). */
 static int compare_core(const memstub_trace *orig, const memstub_trace *repl,
                         const memstub_compare_options *o, memstub_compare_report *r,
@@ -139,12 +161,21 @@ static int compare_core(const memstub_trace *orig, const memstub_trace *repl,
                    r->compared, n);
 
   size_t m = r->compared;
-  int64_t *e = malloc(m * sizeof *e), *scratch = malloc(m * sizeof *scratch);
-  if (!e || !scratch) {
+  int64_t *e = malloc(m * sizeof *e), *scratch = malloc(m * sizeof *scratch),
+          *own = malloc(m * sizeof *own);
+  if (!e || !scratch || !own) {
     free(e);
     free(scratch);
+    free(own);
     return memstub_error_set(err, -ENOMEM, "out of memory");
   }
+  // Cause columns of a replayed trace (memstub replay --measure).
+  int cw = memstub_trace_column(repl, "wake_late_ns"), ck = memstub_trace_column(repl, "work_ns"),
+      co = memstub_trace_column(repl, "off_cpu_ns"),
+      ct = memstub_trace_column(repl, "target_time_ns");
+  r->late_by_cause.causes_known = cw >= 0 && ck >= 0 && ct >= 0;
+  r->late_by_cause.off_cpu_known = r->late_by_cause.causes_known && co >= 0;
+  size_t nown = 0;
   // The stub's heap block is the total above the trace's smallest heap total.
   int64_t heap_base = INT64_MAX;
   for (size_t i = 0; i < n; i++)
@@ -161,7 +192,24 @@ static int compare_core(const memstub_trace *orig, const memstub_trace *repl,
     const memstub_point *a = &orig->pts[i], *b = &repl->pts[r->match[i]];
     if (r->duration.first_point < 0) r->duration.first_point = (int64_t)i;
     r->duration.last_point = (int64_t)i;
-    e[k++] = ms__sat_sub(b->time_ns, a->time_ns);
+    int64_t err_ns = ms__sat_sub(b->time_ns, a->time_ns);
+    e[k++] = err_ns;
+    int host = 0;
+    if (err_ns > o->late_ns) {
+      memstub_late_cause cause = MEMSTUB_LATE_UNKNOWN;
+      if (r->late_by_cause.causes_known) {
+        const int64_t *x = memstub_trace_extra_row(repl, (size_t)r->match[i]);
+        // Predicted work: the schedule moved the row's deadline this much early.
+        int64_t predicted = ms__sat_sub(a->time_ns, x[ct]);
+        cause = memstub_compare_late_cause(err_ns, x[cw], ms__sat_sub(x[ck], predicted),
+                                           co >= 0 ? x[co] : -1);
+      }
+      r->late_by_cause.rows[cause]++;
+      if (err_ns > r->late_by_cause.max_ns[cause]) r->late_by_cause.max_ns[cause] = err_ns;
+      host = cause == MEMSTUB_LATE_OFF_CPU;
+    }
+    if (host) r->host_rows++;
+    else own[nown++] = err_ns;
 
     int64_t ds = ms__sat_sub(b->stack_bytes, a->stack_bytes), as = ms__sat_abs(ds);
     if (ds < st->min) st->min = ds;
@@ -187,8 +235,13 @@ static int compare_core(const memstub_trace *orig, const memstub_trace *repl,
   qsort(scratch, m, sizeof *scratch, cmp_i64);
   r->offset_ns = scratch[rank_index(50, m)];
   time_stats(e, m, r->offset_ns, o->late_ns, scratch, &r->adjusted);
+  if (nown) time_stats(own, nown, 0, o->late_ns, scratch, &r->stub_time);
   free(e);
   free(scratch);
+  free(own);
+  r->replay_cpu_ns = meta_i64(repl, "cpu_ns");
+  r->replay_off_cpu_ns = meta_i64(repl, "off_cpu_ns");
+  r->replay_duration_ns = meta_i64(repl, "duration_ns");
 
   const memstub_point *of = &orig->pts[r->duration.first_point],
                       *ol = &orig->pts[r->duration.last_point],

@@ -61,6 +61,30 @@ int memstub_compare_write_text(const memstub_compare_report *r, const memstub_co
   text_time(f, &r->time, r->compared, o->late_ns);
   fprintf(f, "with the constant offset (median error, %s us) removed:\n", us(a, r->offset_ns, 1));
   text_time(f, &r->adjusted, r->compared, o->late_ns);
+  const char *why[MEMSTUB_LATE_CAUSES] = {
+      "woke late (the sleep overshot)", "work longer than predicted (cost model)",
+      "thread not running (waited for a CPU)", "unknown (no wake_late_ns, work_ns columns)"};
+  if (r->time.late) {
+    fprintf(f, "late points by cause:\n");
+    for (int k = 0; k < MEMSTUB_LATE_CAUSES; k++)
+      if (r->late_by_cause.rows[k])
+        fprintf(f, "  %-42s %zu, largest %s us\n", why[k], r->late_by_cause.rows[k],
+                us(a, r->late_by_cause.max_ns[k], 0));
+    if (r->late_by_cause.causes_known && !r->late_by_cause.off_cpu_known)
+      fputs("  (no off_cpu_ns column: a busy host shows as woke late or work)\n", f);
+  }
+  if (r->host_rows && r->compared > r->host_rows) {
+    fprintf(f, "without the %zu point%s the host delayed:\n", r->host_rows,
+            r->host_rows == 1 ? "" : "s");
+    text_time(f, &r->stub_time, r->compared - r->host_rows, o->late_ns);
+  }
+  if (r->replay_cpu_ns >= 0 && r->replay_duration_ns > 0)
+    fprintf(f, "replay CPU  %s us, %.2f%% of the replay's duration%s%s%s\n",
+            us(a, r->replay_cpu_ns, 0),
+            100.0 * (double)r->replay_cpu_ns / (double)r->replay_duration_ns,
+            r->replay_off_cpu_ns >= 0 ? "; waited for a CPU " : "",
+            r->replay_off_cpu_ns >= 0 ? us(b, r->replay_off_cpu_ns, 0) : "",
+            r->replay_off_cpu_ns >= 0 ? " us" : "");
   fputc('\n', f);
   text_mem(f, "stack", &r->stack, r->compared, o->stack_slack, o, 0);
   text_mem(f, "heap", &r->heap, r->compared, o->heap_slack, o, 1);
@@ -189,6 +213,28 @@ int memstub_compare_write_json(const memstub_compare_report *r, const memstub_co
   json_time(f, &r->time, r->compared);
   fprintf(f, "},\n  \"time_offset_removed\": {\"offset_ns\": %" PRId64 ", ", r->offset_ns);
   json_time(f, &r->adjusted, r->compared);
+  fprintf(f, "},\n  \"late_by_cause\": {\"known\": %s, \"off_cpu_known\": %s",
+          r->late_by_cause.causes_known ? "true" : "false",
+          r->late_by_cause.off_cpu_known ? "true" : "false");
+  for (int k = 0; k < MEMSTUB_LATE_CAUSES; k++)
+    fprintf(f, ", \"%s\": {\"points\": %zu, \"max_ns\": %" PRId64 "}",
+            memstub_late_cause_name((memstub_late_cause)k, 1), r->late_by_cause.rows[k],
+            r->late_by_cause.max_ns[k]);
+  fprintf(f, "},\n  \"time_without_host\": {\"host_points\": %zu, ", r->host_rows);
+  json_time(f, &r->stub_time, r->compared - r->host_rows);
+  fputs("},\n  \"replay\": {\"cpu_ns\": ", f);
+  if (r->replay_cpu_ns >= 0) fprintf(f, "%" PRId64, r->replay_cpu_ns);
+  else fputs("null", f);
+  fputs(", \"off_cpu_ns\": ", f);
+  if (r->replay_off_cpu_ns >= 0) fprintf(f, "%" PRId64, r->replay_off_cpu_ns);
+  else fputs("null", f);
+  fputs(", \"duration_ns\": ", f);
+  if (r->replay_duration_ns >= 0) fprintf(f, "%" PRId64, r->replay_duration_ns);
+  else fputs("null", f);
+  fputs(", \"cpu_share\": ", f);
+  if (r->replay_cpu_ns >= 0 && r->replay_duration_ns > 0)
+    json_num(f, (double)r->replay_cpu_ns / (double)r->replay_duration_ns);
+  else fputs("null", f);
   fputs("},\n  \"stack\": ", f);
   json_mem(f, &r->stack, 0);
   fputs(",\n  \"heap\": ", f);

@@ -11,6 +11,7 @@
 // -fno-omit-frame-pointer (runtime/CMakeLists.txt). test_replay checks that
 // the stack overhead per frame is the same at every depth.
 #include <stdint.h>
+#include <string.h>
 
 #include "internal.h"
 #include "prim.h"
@@ -25,41 +26,111 @@
 
 /* ---- timing -------------------------------------------------------------- */
 
-/* Adaptive margin: a streaming estimate of the 98th percentile of the
- * wake-up lateness (up 49 steps for a sample above the estimate, down one
- * for a sample below), plus a little slack, within [MIN, MAX]. A rare
- * preemption of milliseconds moves it by one step only: spinning longer
- * would not help there, it would only get the spinning thread preempted. */
-static void adapt(ms__rt_ctx *c, int64_t lateness) {
-  int64_t q = c->lat_q;
-  q += lateness > q ? 49 * MS__RT_MARGIN_STEP : -MS__RT_MARGIN_STEP;
-  if (q < 0) q = 0;
-  if (q > MS__RT_MARGIN_MAX) q = MS__RT_MARGIN_MAX;
-  c->lat_q = q;
-  int64_t m = q + MS__RT_MARGIN_SLACK;
-  c->margin = m < MS__RT_MARGIN_MIN ? MS__RT_MARGIN_MIN : m > MS__RT_MARGIN_MAX ? MS__RT_MARGIN_MAX : m;
+// Upper ends of the sleep-length buckets (the last is open).
+static const int64_t bucket_end[MS__RT_SLEEP_BUCKETS - 1] = {100000,  200000,  500000,
+                                                             1000000, 2000000, 5000000};
+
+int ms__rt_sleep_bucket(int64_t s) {
+  int b = 0;
+  while (b < MS__RT_SLEEP_BUCKETS - 1 && s >= bucket_end[b]) b++;
+  return b;
 }
 
-// Wait until T0 + c->deadline: sleep to the margin before it, then spin.
-// Returns the clock when the wait ended.
-static int64_t wait_deadline(ms__rt_ctx *c) {
+static int64_t clamp_margin(int64_t m) {
+  return m < MS__RT_MARGIN_MIN ? MS__RT_MARGIN_MIN : m > MS__RT_MARGIN_MAX ? MS__RT_MARGIN_MAX : m;
+}
+
+// The static model's p99 overshoot after a sleep of s ns.
+static int64_t model_overshoot(int64_t s) {
+  if (s < 0) s = 0;
+  if (s > 1000000000) s = 1000000000;  // no overflow below; the margin is capped anyway
+  return MS__RT_OVERSHOOT_BASE + MS__RT_OVERSHOOT_PER_MS * s / 1000000;
+}
+
+void ms__rt_waiter_init(ms__rt_waiter *w, int64_t margin_opt, int64_t reaim_opt) {
+  memset(w, 0, sizeof *w);
+  w->fixed = margin_opt >= 0 ? margin_opt : -1;
+  w->adaptive = margin_opt == MEMSTUB_MARGIN_ADAPTIVE;
+  w->reaim = w->fixed >= 0 || reaim_opt < 0 ? 0
+             : reaim_opt == 0                 ? MEMSTUB_REAIM_DEFAULT
+                                              : reaim_opt;
+  // Adaptive buckets start from the static model at the bucket's upper end.
+  for (int b = 0; b < MS__RT_SLEEP_BUCKETS; b++)
+    w->q[b] = model_overshoot(b < MS__RT_SLEEP_BUCKETS - 1 ? bucket_end[b] : 10000000) -
+              MS__RT_MARGIN_SLACK;
+}
+
+int64_t ms__rt_margin_for(const ms__rt_waiter *w, int64_t s) {
+  if (w->fixed >= 0) return w->fixed;
+  if (w->adaptive) return clamp_margin(w->q[ms__rt_sleep_bucket(s)] + MS__RT_MARGIN_SLACK);
+  return clamp_margin(model_overshoot(s));
+}
+
+int64_t ms__rt_plan_sleep(const ms__rt_waiter *w, int64_t rem, int *last) {
+  *last = 1;
+  if (rem <= 0) return 0;
+  if (w->fixed >= 0) return rem > w->fixed ? rem - w->fixed : 0;
+  // A long wait: sleep to reaim before the deadline; its overshoot (however
+  // long the sleep) has the reaim distance to land in, then re-aim.
+  if (w->reaim > 0 && rem - w->reaim >= w->reaim / MS__RT_REAIM_MIN_DIV) {
+    *last = 0;
+    return rem - w->reaim;
+  }
+  // The last sleep: its margin is taken for its own length, at most rem.
+  int64_t s = rem - ms__rt_margin_for(w, rem);
+  return s > 0 ? s : 0;
+}
+
+void ms__rt_waiter_learn(ms__rt_waiter *w, int64_t s, int64_t over) {
+  if (!w->adaptive) return;
+  int b = ms__rt_sleep_bucket(s);
+  int64_t q = w->q[b];
+  q += over > q ? 99 * MS__RT_MARGIN_STEP : -MS__RT_MARGIN_STEP;
+  if (q < 0) q = 0;
+  if (q > MS__RT_MARGIN_MAX) q = MS__RT_MARGIN_MAX;
+  w->q[b] = q;
+}
+
+// Wait until T0 + c->deadline for point x: sleep as the waiter plans (to
+// the margin, or first to reaim before the deadline), then spin. Returns the
+// clock when the wait ended. The run-queue readings happen before a sleep,
+// where they cost nothing (the sleep's end is absolute), and, for the
+// adaptive margin, right after a wake-up, inside the margin: it learns the
+// overshoot without the time the thread waited for a CPU, which no margin
+// cures (a busy host would otherwise drive it to its cap, and the spin with it).
+static int64_t wait_deadline(ms__rt_ctx *c, int64_t x) {
   int64_t deadline = c->t0 + c->deadline;
   int64_t now = ms__prim_now_ns();
-  int64_t wake = deadline - c->margin;
-  if (now < wake) {
+  int64_t s, rd = -1;
+  int slept = 0, last = 0;
+  while (!last && (s = ms__rt_plan_sleep(&c->waiter, deadline - now, &last)) > 0) {
+    int64_t wake = now + s;
+    if (c->sched_fd >= 0 && (!slept || c->waiter.adaptive) && rd < 0)
+      rd = ms__prim_sched_run_delay(c->sched_fd);
+    if (!slept && c->sched_rec) c->rec[x].run_delay_ns = rd;
     ms__prim_sleep_until(wake);
     now = ms__prim_now_ns();
     c->sleeps++;
-    if (now > deadline) c->late_wakeups++;
-    if (c->adaptive) adapt(c, now - wake);
+    slept = 1;
+    if (c->waiter.adaptive) {
+      int64_t over = now - wake, rd1 = ms__prim_sched_run_delay(c->sched_fd);
+      if (rd >= 0 && rd1 >= rd) over -= rd1 - rd < over ? rd1 - rd : over;
+      ms__rt_waiter_learn(&c->waiter, s, over);
+      rd = rd1;  // the next sleep's reading
+      now = ms__prim_now_ns();
+    }
   }
+  if (slept && now > deadline) c->late_wakeups++;
   while (now < deadline) now = ms__prim_now_ns();
   return now;
 }
 
 // The paper's usleep(): a relative sleep from the moment it is called.
-static int64_t wait_relative(ms__rt_ctx *c, int64_t dt) {
-  ms__prim_sleep_until(ms__prim_now_ns() + dt);
+static int64_t wait_relative(ms__rt_ctx *c, int64_t x, int64_t dt) {
+  int64_t wake = ms__prim_now_ns() + dt;
+  // Measured after the sleep's end is fixed: it costs the sleep, not the row.
+  if (c->sched_rec) c->rec[x].run_delay_ns = ms__prim_sched_run_delay(c->sched_fd);
+  ms__prim_sleep_until(wake);
   c->sleeps++;
   return ms__prim_now_ns();
 }
@@ -72,7 +143,8 @@ static MS__NOINLINE void begin(ms__rt_ctx *c, int64_t x) {
   c->deadline += dt;
   __atomic_store_n(&c->begun, x + 1, __ATOMIC_RELAXED);
   int64_t now = 0;
-  if (dt > 0) now = c->timing == MEMSTUB_TIMING_USLEEP ? wait_relative(c, dt) : wait_deadline(c);
+  if (dt > 0)
+    now = c->timing == MEMSTUB_TIMING_USLEEP ? wait_relative(c, x, dt) : wait_deadline(c, x);
   if (!c->rec) return;
   memstub_replay_record *r = &c->rec[x];
   r->target_ns = c->deadline;
@@ -202,6 +274,8 @@ static MS__NOINLINE void replay_body(ms__rt_ctx *c) {
   c->entry_sp = sp;
   c->heap_base = ms__rt_heap_inuse();
   if (c->measure & MEMSTUB_MEASURE_FAULTS) c->faults_base = ms__prim_minor_faults();
+  c->run_delay0 = ms__prim_sched_run_delay(c->sched_fd);
+  c->cpu0 = ms__prim_thread_cpu_ns();
   c->t0 = ms__prim_now_ns();
   c->deadline = 0;
   if (c->rec) {
@@ -226,15 +300,22 @@ static MS__NOINLINE void replay_body(ms__rt_ctx *c) {
     x++;
   }
   c->end = ms__prim_now_ns();
+  c->cpu_end = ms__prim_thread_cpu_ns();
+  c->run_delay_end = ms__prim_sched_run_delay(c->sched_fd);
 }
 
 void ms__rt_engine_run(ms__rt_ctx *c) {
   (void)ms__prim_set_timer_slack(1);
-  if (c->adaptive) {
-    c->lat_q = MS__RT_MARGIN_INIT - MS__RT_MARGIN_SLACK;
-    c->margin = MS__RT_MARGIN_INIT;
-  }
+  if (c->slice > 0 && ms__prim_set_sched_slice((uint64_t)c->slice) < 0) c->slice = 0;
+  // Opened here, in the replay thread: thread-self is this thread.
+  c->sched_rec = c->rec && (c->measure & MEMSTUB_MEASURE_SCHED);
+  int adaptive = c->timing == MEMSTUB_TIMING_DEADLINE && c->waiter.adaptive;
+  c->sched_fd = c->sched_rec || adaptive ? ms__prim_sched_open() : -1;
+  if (c->rec)
+    for (int64_t i = 0; i < c->n; i++) c->rec[i].run_delay_ns = -1;
   replay_body(c);
+  ms__prim_sched_close(c->sched_fd);
+  c->sched_fd = -1;
 }
 
 /* ---- alloca's rounding --------------------------------------------------- */

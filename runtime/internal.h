@@ -43,6 +43,49 @@ void ms__rt_heap_touch(ms__rt_heap *h, int64_t from, int64_t to);
 int64_t ms__rt_heap_usable(const ms__rt_heap *h);
 void ms__rt_heap_release(ms__rt_heap *h);
 
+/* ---- waiting for a deadline (engine.c) ----------------------------------- */
+
+/* The overshoot model (docs/runtime.md, "Timing"): how late clock_nanosleep
+ * with 1 ns of timer slack wakes after a sleep of s ns, at about the 99th
+ * percentile, on the development VM: BASE + PER_MS x s / 1 ms (measured:
+ * p99 54 us after 50 us, 93 after 100 us, 78 after 200 us, 88 after 500 us,
+ * 116 after 1 ms; 2000 sleeps each). A margin stays within [MIN, MAX]. */
+#define MS__RT_OVERSHOOT_BASE 80000
+#define MS__RT_OVERSHOOT_PER_MS 40000
+#define MS__RT_MARGIN_MIN 20000
+#define MS__RT_MARGIN_MAX 500000
+/* Adaptive: per bucket of sleep length, a streaming 99th percentile of the
+ * overshoot (up 99 STEPs for a sample above the estimate, down one for a
+ * sample below), plus SLACK. */
+#define MS__RT_MARGIN_STEP 500
+#define MS__RT_MARGIN_SLACK 10000
+#define MS__RT_SLEEP_BUCKETS 7
+/* A wait re-aims (sleeps twice) only when its first sleep would be at least
+ * this share of reaim long: each wake-up costs CPU (about 25 us here). */
+#define MS__RT_REAIM_MIN_DIV 4
+
+typedef struct ms__rt_waiter {
+  int64_t fixed;   // >= 0: the old fixed margin (one sleep, no model); < 0: the model
+  int64_t reaim;   // model: long sleeps end this far before the deadline; 0 never cut
+  int adaptive;    // learn the overshoot per bucket of sleep length
+  int64_t q[MS__RT_SLEEP_BUCKETS];  // adaptive: estimated p99 overshoot per bucket, ns
+} ms__rt_waiter;
+
+// Set w up for a margin option (ns >= 0, MEMSTUB_MARGIN_MODEL or _ADAPTIVE)
+// and a reaim option (0 default, -1 never, or ns).
+void ms__rt_waiter_init(ms__rt_waiter *w, int64_t margin_opt, int64_t reaim_opt);
+// The bucket of a sleep of s ns: < 100 us, 200 us, 500 us, 1 ms, 2 ms, 5 ms, longer.
+int ms__rt_sleep_bucket(int64_t s);
+// The margin to leave before a deadline after a sleep of s ns (pure).
+int64_t ms__rt_margin_for(const ms__rt_waiter *w, int64_t s);
+/* The next sleep of a wait with rem ns left to its deadline: its length,
+ * or 0 to spin the rest (pure). With reaim set, a long wait first sleeps to
+ * reaim before the deadline (*last = 0: plan again after it); a shorter one
+ * sleeps to the margin (*last = 1: spin after it, whatever is left). */
+int64_t ms__rt_plan_sleep(const ms__rt_waiter *w, int64_t rem, int *last);
+// Adaptive: learn that a sleep of s ns woke over ns late (nothing otherwise).
+void ms__rt_waiter_learn(ms__rt_waiter *w, int64_t s, int64_t over);
+
 /* ---- the engine (engine.c) --------------------------------------------- */
 
 typedef struct ms__rt_ctx {
@@ -51,8 +94,7 @@ typedef struct ms__rt_ctx {
   int64_t n;
   int timing;
   unsigned measure;
-  int adaptive;
-  int64_t margin;           // current margin, ns
+  ms__rt_waiter waiter;     // deadline timing: margins and re-aiming
   memstub_replay_record *rec;  // [n] or NULL
   long page;
   int64_t alloca_bias;
@@ -61,8 +103,12 @@ typedef struct ms__rt_ctx {
   uintptr_t entry_sp;
   int64_t t0, deadline;     // absolute T0; scheduled time of the current point, relative
   int64_t end;              // absolute end of the replay
-  int64_t lat_q;            // adaptive margin: estimated 98th percentile of wake-up lateness
   int64_t sleeps, late_wakeups;
+  int sched_fd;             // /proc/thread-self/schedstat (MEASURE_SCHED, adaptive), or < 0
+  int sched_rec;            // MEASURE_SCHED: record run_delay_ns per point
+  int64_t slice;            // the scheduler slice to ask for, 0 for none; 0 after if refused
+  int64_t cpu0, cpu_end;    // the thread's CPU time at T0 and at the end (-1 unknown)
+  int64_t run_delay0, run_delay_end;  // its run-queue wait at T0 and at the end (-1 unknown)
   int64_t begun;            // points begun, for progress (written with __atomic_store_n)
   int64_t heap_base, faults_base;
   int failed;               // a negative errno once a heap resize failed
@@ -77,16 +123,5 @@ void ms__rt_engine_run(ms__rt_ctx *c);
 /* Bytes an alloca(k) moves the stack pointer beyond round16(k), found once
  * with a probe compiled like the engine; 0 when the probe is inconclusive. */
 int64_t ms__rt_alloca_bias(void);
-
-/* The adaptive deadline margin, ns (docs/runtime.md has the measurements
- * behind these): it starts at INIT, follows the 98th percentile of the
- * wake-up lateness in steps of STEP (49 STEPs up), plus SLACK, and stays
- * within [MIN, MAX]. MAX is low on purpose: on a loaded machine a longer
- * spin gets the spinning thread preempted, for milliseconds. */
-#define MS__RT_MARGIN_INIT MEMSTUB_MARGIN_DEFAULT
-#define MS__RT_MARGIN_STEP 500
-#define MS__RT_MARGIN_SLACK 10000
-#define MS__RT_MARGIN_MIN 20000
-#define MS__RT_MARGIN_MAX 200000
 
 #endif

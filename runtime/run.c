@@ -31,7 +31,7 @@
 void memstub_replay_options_init(memstub_replay_options *o) {
   memset(o, 0, sizeof *o);
   o->timing = MEMSTUB_TIMING_DEADLINE;
-  o->margin_ns = MEMSTUB_MARGIN_DEFAULT;
+  o->margin_ns = MEMSTUB_MARGIN_MODEL;
 }
 
 const char *memstub_timing_name(int timing) {
@@ -50,6 +50,7 @@ int memstub_timing_parse(const char *name, int *timing) {
 int memstub_margin_parse(const char *text, int64_t *margin_ns) {
   int64_t v;
   if (text && strcmp(text, "adaptive") == 0) v = MEMSTUB_MARGIN_ADAPTIVE;
+  else if (text && strcmp(text, "model") == 0) v = MEMSTUB_MARGIN_MODEL;
   else if (!text || ms__parse_i64(text, strlen(text), &v) < 0 || v < 0) return -EINVAL;
   *margin_ns = v;
   return 0;
@@ -58,9 +59,17 @@ int memstub_margin_parse(const char *text, int64_t *margin_ns) {
 static int check_options(const memstub_replay_options *o, memstub_error *err) {
   if (!memstub_timing_name(o->timing))
     return memstub_error_set(err, -EINVAL, "unknown timing mode %d", o->timing);
-  if (o->margin_ns < 0 && o->margin_ns != MEMSTUB_MARGIN_ADAPTIVE)
+  if (o->margin_ns < 0 && o->margin_ns != MEMSTUB_MARGIN_ADAPTIVE &&
+      o->margin_ns != MEMSTUB_MARGIN_MODEL)
     return memstub_error_set(err, -EINVAL, "margin: %lld ns is negative",
                              (long long)o->margin_ns);
+  if (o->sched_slice_ns != 0 && (o->sched_slice_ns < 100000 || o->sched_slice_ns > 100000000))
+    return memstub_error_set(err, -EINVAL,
+                             "sched_slice: %lld ns is neither 0 nor within 100 us to 100 ms",
+                             (long long)o->sched_slice_ns);
+  if (o->reaim_ns < -1 || o->reaim_ns > MAX_DURATION)
+    return memstub_error_set(err, -EINVAL, "reaim: %lld ns is neither -1, 0 nor a time in ns",
+                             (long long)o->reaim_ns);
   if (o->measure & ~(unsigned)MEMSTUB_MEASURE_ALL)
     return memstub_error_set(err, -EINVAL, "measure: unknown bits 0x%x",
                              o->measure & ~(unsigned)MEMSTUB_MEASURE_ALL);
@@ -242,8 +251,9 @@ int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_option
   c->timing = opt.timing;
   c->measure = opt.measure;
   c->rec = r->rec;
-  c->adaptive = opt.margin_ns == MEMSTUB_MARGIN_ADAPTIVE;
-  c->margin = c->adaptive ? MS__RT_MARGIN_INIT : opt.margin_ns;
+  ms__rt_waiter_init(&c->waiter, opt.margin_ns, opt.reaim_ns);
+  c->slice = opt.sched_slice_ns;
+  c->sched_fd = -1;
   c->page = ms__prim_page_size();
   c->alloca_bias = ms__rt_alloca_bias();
 
@@ -283,7 +293,15 @@ int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_option
   in->points = s->numdata;
   in->stack_size = stack_size;
   in->alloca_bias = c->alloca_bias;
-  in->margin_ns = opt.timing == MEMSTUB_TIMING_DEADLINE ? c->margin : 0;
+  in->margin_ns = opt.timing != MEMSTUB_TIMING_DEADLINE ? 0
+                  : c->waiter.fixed >= 0          ? c->waiter.fixed
+                                                  : ms__rt_margin_for(&c->waiter, c->waiter.reaim);
+  in->reaim_ns = opt.timing == MEMSTUB_TIMING_DEADLINE ? c->waiter.reaim : 0;
+  in->cpu_ns = c->cpu_end >= 0 && c->cpu0 >= 0 ? c->cpu_end - c->cpu0 : -1;
+  in->run_delay_ns =
+      c->run_delay_end >= 0 && c->run_delay0 >= 0 ? c->run_delay_end - c->run_delay0 : -1;
+  in->run_delay_end = c->run_delay_end;
+  in->sched_slice_ns = c->slice;
   in->sleeps = c->sleeps;
   in->late_wakeups = c->late_wakeups;
   in->tcache = c->heap.tcache;
@@ -295,6 +313,7 @@ int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_option
   in->heap_trims = c->heap.trims;
   in->heap_baseline = c->heap_base;
   in->entry = c->entry;
+  in->entry.run_delay_ns = c->run_delay0;
   free(j->scratch);
   free(j);
   *out = r;
@@ -340,7 +359,11 @@ static int add_meta(memstub_trace *t, const memstub_replay *r, int64_t clamped) 
   if (r->opt.timing != MEMSTUB_TIMING_DEADLINE)
     snprintf(margin, sizeof margin, "none");
   else if (r->opt.margin_ns == MEMSTUB_MARGIN_ADAPTIVE)
-    snprintf(margin, sizeof margin, "adaptive, %lld ns at the end", (long long)in->margin_ns);
+    snprintf(margin, sizeof margin, "adaptive, %lld ns at the end, re-aim %lld ns",
+             (long long)in->margin_ns, (long long)in->reaim_ns);
+  else if (r->opt.margin_ns == MEMSTUB_MARGIN_MODEL)
+    snprintf(margin, sizeof margin, "model, %lld ns after a re-aim of %lld ns",
+             (long long)in->margin_ns, (long long)in->reaim_ns);
   else
     snprintf(margin, sizeof margin, "%lld ns", (long long)in->margin_ns);
   static const char *tc[] = {"unknown (mallinfo2 does not see the allocator)",
@@ -354,6 +377,12 @@ static int add_meta(memstub_trace *t, const memstub_replay *r, int64_t clamped) 
   if (!rc) rc = set_meta(t, "margin", "%s", margin);
   if (!rc) rc = set_meta(t, "duration_ns", "%lld (target %lld)", (long long)in->duration_ns,
                          (long long)in->target_ns);
+  if (!rc && in->cpu_ns >= 0)
+    rc = set_meta(t, "cpu_ns", "%lld (%.2f %% of the duration)", (long long)in->cpu_ns,
+                  in->duration_ns > 0 ? 100.0 * (double)in->cpu_ns / (double)in->duration_ns : 0.0);
+  if (!rc && in->run_delay_ns >= 0)
+    rc = set_meta(t, "off_cpu_ns", "%lld (the replay thread waited this long for a CPU)",
+                  (long long)in->run_delay_ns);
   if (!rc) rc = set_meta(t, "points", "%lld", (long long)in->points);
   if (!rc) rc = set_meta(t, "stack_size", "%lld", (long long)in->stack_size);
   if (!rc) rc = set_meta(t, "tcache", "%s", tc[in->tcache + 2]);
@@ -383,17 +412,32 @@ static int absolute(const struct memstub_stub *s, const memstub_replay_record *p
 
 int memstub_replay_trace(const memstub_replay *r, memstub_trace **out, memstub_error *err) {
   *out = NULL;
-  if ((r->opt.measure & MEMSTUB_MEASURE_TRACE) != MEMSTUB_MEASURE_TRACE)
+  const unsigned need = MEMSTUB_MEASURE_TIME | MEMSTUB_MEASURE_STACK | MEMSTUB_MEASURE_HEAP;
+  if ((r->opt.measure & need) != need)
     return memstub_error_set(err, -EINVAL,
                              "the replay was not measured: a replayed trace needs time, stack "
                              "and heap measurements");
   const struct memstub_stub *s = r->stub;
+  int sched = (r->opt.measure & MEMSTUB_MEASURE_SCHED) != 0;
   memstub_trace *t = memstub_trace_create();
+  int64_t *next = NULL;  // SCHED: next[i], the first run-queue reading at a point >= i
   int rc = t ? 0 : -ENOMEM;
-  int ip = -1, it = -1, il = -1;
+  int ip = -1, it = -1, il = -1, iw = -1, ik = -1, io = -1;
   if (!rc && (ip = memstub_trace_add_column(t, "point")) < 0) rc = ip;
   if (!rc && (it = memstub_trace_add_column(t, "target_time_ns")) < 0) rc = it;
   if (!rc && (il = memstub_trace_add_column(t, "late_ns")) < 0) rc = il;
+  if (!rc && (iw = memstub_trace_add_column(t, "wake_late_ns")) < 0) rc = iw;
+  if (!rc && (ik = memstub_trace_add_column(t, "work_ns")) < 0) rc = ik;
+  if (!rc && sched && (io = memstub_trace_add_column(t, "off_cpu_ns")) < 0) rc = io;
+  if (!rc && sched) {
+    next = malloc((size_t)(s->numdata + 1) * sizeof *next);
+    if (!next) rc = -ENOMEM;
+    else {
+      next[s->numdata] = r->info.run_delay_end;
+      for (int64_t i = s->numdata - 1; i >= 0; i--)
+        next[i] = r->rec[i].run_delay_ns >= 0 ? r->rec[i].run_delay_ns : next[i + 1];
+    }
+  }
   // A row per point at most, and the entry: a hand-edited norig is not trusted.
   int64_t rows = s->norig <= s->numdata ? s->norig : s->numdata + 1;
   if (!rc) rc = memstub_trace_reserve(t, (size_t)rows);
@@ -409,11 +453,20 @@ int memstub_replay_trace(const memstub_replay *r, memstub_trace **out, memstub_e
       x[ip] = 0;
       x[it] = s->time0_ns;
       x[il] = 0;
+      x[iw] = 0;
+      x[ik] = 0;
+      if (sched) x[io] = 0;
     }
   }
+  // The run-queue reading before the current row's wait (the latest at or
+  // before its first point), cumulative.
+  int64_t latest = r->info.entry.run_delay_ns, before = latest, first = 0;
   for (int64_t i = 0; !rc && i < s->numdata; i++) {
+    if (i > 0 && s->point[i] != s->point[i - 1]) first = i;  // the row's first point
+    if (r->rec[i].run_delay_ns >= 0) latest = r->rec[i].run_delay_ns;
+    if (i == first) before = latest;
     if (i + 1 < s->numdata && s->point[i + 1] == s->point[i]) continue;  // not the row's last
-    const memstub_replay_record *p = &r->rec[i];
+    const memstub_replay_record *p = &r->rec[i], *f = &r->rec[first];
     row = s->point[i];
     rc = absolute(s, p, p->end_ns, p->target_ns, v);
     if (!rc && v[2] < 0) clamped++, v[2] = 0;
@@ -423,8 +476,13 @@ int memstub_replay_trace(const memstub_replay *r, memstub_trace **out, memstub_e
       x[ip] = row;
       x[it] = v[3];
       x[il] = v[0] - v[3];
+      x[iw] = f->start_ns - f->target_ns;
+      x[ik] = p->end_ns - f->start_ns;
+      // From the row's wait to the next sleep after it (or the end).
+      if (sched) x[io] = before >= 0 && next[i + 1] >= before ? next[i + 1] - before : -1;
     }
   }
+  free(next);
   if (!rc) rc = add_meta(t, r, clamped);
   if (rc < 0) {
     memstub_trace_free(t);
@@ -465,7 +523,8 @@ int memstub_stub_call(const struct memstub_stub *s, memstub_error *err) {
   v = getenv("MEMSTUB_MARGIN_NS");
   if (v && *v && memstub_margin_parse(v, &o.margin_ns) < 0)
     return memstub_error_set(err, -EINVAL,
-                             "MEMSTUB_MARGIN_NS: '%s' is neither a number of ns >= 0 nor adaptive",
+                             "MEMSTUB_MARGIN_NS: '%s' is none of model, adaptive or a number "
+                             "of ns >= 0",
                              v);
   const char *measure = getenv("MEMSTUB_MEASURE");
   if (measure && *measure) o.measure = MEMSTUB_MEASURE_TRACE;

@@ -23,7 +23,7 @@
 static const char *prog = "stub";
 
 static const char usage_text[] =
-    "usage: %s [--measure OUT.csv] [--timing deadline|usleep] [--margin NS]\n"
+    "usage: %s [--measure OUT.csv] [--timing deadline|usleep] [--margin MODE]\n"
     "\n"
     "Replay this memory stub: the heap, stack and timing of the component it was\n"
     "generated from (source trace: %s).\n"
@@ -31,12 +31,14 @@ static const char usage_text[] =
     "options:\n"
     "  --measure FILE    measure every point and write the replayed trace to FILE\n"
     "                    (one row per original row; extra columns point,\n"
-    "                    target_time_ns, late_ns)\n"
+    "                    target_time_ns, late_ns, wake_late_ns, work_ns, off_cpu_ns)\n"
     "  --timing MODE     deadline: absolute deadlines, errors never add up;\n"
     "                    usleep: relative sleeps as in the paper. The default is\n"
     "                    the mode the header was calibrated for, else deadline\n"
-    "  --margin NS       deadline timing: wake NS ns before each deadline, then spin\n"
-    "                    (default 100000); 'adaptive' follows the wake-up lateness\n"
+    "  --margin MODE     deadline timing: 'model' (default) sleeps to 1 ms before\n"
+    "                    each deadline, then to the margin the overshoot model gives,\n"
+    "                    then spins; 'adaptive' learns the overshoot; NS: one sleep\n"
+    "                    to NS ns before each deadline, then spin\n"
     "  --check           only check that the stub can be replayed here\n"
     "  -v, --verbose     print a summary when done\n"
     "  -h, --help        show this help\n"
@@ -105,7 +107,8 @@ int main(int argc, char **argv) {
         return usage_error("--timing: expected deadline or usleep, found '%s'", v);
     } else if ((v = opt_value(argc, argv, &i, "--margin", &missing))) {
       if (memstub_margin_parse(v, &o.margin_ns) < 0)
-        return usage_error("--margin: expected a number of ns >= 0 or adaptive, found '%s'", v);
+        return usage_error("--margin: expected model, adaptive or a number of ns >= 0, found '%s'",
+                           v);
     } else if (missing) {
       return usage_error("%s needs a value", a);
     } else {
@@ -124,9 +127,15 @@ int main(int argc, char **argv) {
   int rc = 0;
   if (measure && memstub_replay_write(r, measure, &err) < 0) rc = fail("%s", err.msg);
   if (verbose && rc == 0)
-    fprintf(stderr, "%s: replayed %lld points in %lld ns (target %lld ns, %s timing)\n", prog,
-            (long long)r->info.points, (long long)r->info.duration_ns,
-            (long long)r->info.target_ns, memstub_timing_name(o.timing));
+    fprintf(stderr,
+            "%s: replayed %lld points in %lld ns (target %lld ns, %s timing); CPU %lld ns "
+            "(%.2f %% of the duration), %lld sleeps\n",
+            prog, (long long)r->info.points, (long long)r->info.duration_ns,
+            (long long)r->info.target_ns, memstub_timing_name(o.timing),
+            (long long)r->info.cpu_ns,
+            r->info.duration_ns > 0 ? 100.0 * (double)r->info.cpu_ns / (double)r->info.duration_ns
+                                    : 0.0,
+            (long long)r->info.sleeps);
   memstub_replay_free(r);
   return rc;
 }

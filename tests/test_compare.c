@@ -725,6 +725,99 @@ START_TEST(test_cli_bad_input) {
 }
 END_TEST
 
+// Late rows by cause: a compensated replay (targets moved early by the
+// predicted work) whose late rows woke late, worked longer than predicted,
+// or waited for a CPU; the host's rows are left out of stub_time.
+static const char orig_c[] =
+    "time_ns,stack_bytes,heap_bytes\n"
+    "0,0,0\n"
+    "1000000,0,0\n"
+    "2000000,0,0\n"
+    "3000000,0,0\n"
+    "4000000,0,0\n"
+    "5000000,0,0\n";
+// Row 1: 2 us late, on time. Row 2: 50 us late, woke 48 us late (the work
+// as predicted, 5 us). Row 3: 30 us late, the work 35 us where 5 were
+// predicted. Row 4: 900 us late, 800 us waiting for a CPU. Row 5: 20 us late,
+// woke 12 us late, worked 8 us over, 10 us off CPU (half of it: the host).
+static const char repl_c[] =
+    "# cpu_ns: 120000 (2.40 % of the duration)\n"
+    "# off_cpu_ns: 2920000 (the replay thread waited this long for a CPU)\n"
+    "# duration_ns: 5000020 (target 4999995)\n"
+    "time_ns,stack_bytes,heap_bytes,point,target_time_ns,late_ns,wake_late_ns,work_ns,"
+    "off_cpu_ns\n"
+    "0,0,0,0,0,0,0,0,0\n"
+    "1002000,0,0,1,995000,7000,0,7000,0\n"
+    "2050000,0,0,2,1995000,55000,48000,5000,0\n"
+    "3030000,0,0,3,2995000,35000,0,35000,0\n"
+    "4900000,0,0,4,3995000,905000,890000,10000,800000\n"
+    "5020000,0,0,5,4999995,20005,12000,13000,10000\n";
+
+START_TEST(test_late_causes) {
+  memstub_compare_options o = opts();
+  const char *orig = orig_c, *repl = repl_c;
+  memstub_compare_report *r = compare(orig, repl, &o);
+  ck_assert_uint_eq(r->time.late, 4);
+  ck_assert(r->late_by_cause.causes_known);
+  ck_assert(r->late_by_cause.off_cpu_known);
+  ck_assert_uint_eq(r->late_by_cause.rows[MEMSTUB_LATE_WAKE], 1);
+  ck_assert_int_eq(r->late_by_cause.max_ns[MEMSTUB_LATE_WAKE], 50000);
+  ck_assert_uint_eq(r->late_by_cause.rows[MEMSTUB_LATE_WORK], 1);
+  ck_assert_int_eq(r->late_by_cause.max_ns[MEMSTUB_LATE_WORK], 30000);
+  ck_assert_uint_eq(r->late_by_cause.rows[MEMSTUB_LATE_OFF_CPU], 2);
+  ck_assert_int_eq(r->late_by_cause.max_ns[MEMSTUB_LATE_OFF_CPU], 900000);
+  ck_assert_uint_eq(r->late_by_cause.rows[MEMSTUB_LATE_UNKNOWN], 0);
+  // Without the host's two rows: errors 0, 2, 50, 30 us.
+  ck_assert_uint_eq(r->host_rows, 2);
+  ck_assert_int_eq(r->stub_time.max_abs, 50000);
+  ck_assert_uint_eq(r->stub_time.late, 2);
+  ck_assert_int_eq(r->replay_cpu_ns, 120000);
+  ck_assert_int_eq(r->replay_off_cpu_ns, 2920000);
+  ck_assert_int_eq(r->replay_duration_ns, 5000020);
+  memstub_compare_free(r);
+
+  // No cause columns (an older replayed trace): every late row is unknown.
+  r = compare(orig5, repl5, &o);
+  ck_assert(!r->late_by_cause.causes_known);
+  ck_assert_uint_eq(r->late_by_cause.rows[MEMSTUB_LATE_UNKNOWN], 1);
+  ck_assert_uint_eq(r->host_rows, 0);
+  ck_assert_int_eq(r->replay_cpu_ns, -1);
+  memstub_compare_free(r);
+
+  // The command: text and JSON.
+  char *dir = tu_mkdtemp(), *po = path_in(dir, "o.csv"), *pr = path_in(dir, "r.csv");
+  tu_write_file(po, orig);
+  tu_write_file(pr, repl);
+  tu_run t = tu_memstub(dir, "compare", "o.csv", "r.csv", NULL);
+  ck_assert_msg(t.status == 0, "exit %d: %s", t.status, t.err);
+  ck_assert_ptr_nonnull(strstr(t.out, "late points by cause:"));
+  ck_assert_ptr_nonnull(
+      strstr(t.out, "woke late (the sleep overshot)             1, largest 50.000 us"));
+  ck_assert_ptr_nonnull(
+      strstr(t.out, "thread not running (waited for a CPU)      2, largest 900.000 us"));
+  ck_assert_ptr_nonnull(strstr(t.out, "without the 2 points the host delayed:"));
+  ck_assert_ptr_nonnull(strstr(t.out, "replay CPU  120.000 us, 2.40% of the replay's duration"));
+  tu_run_free(&t);
+  t = tu_memstub(dir, "compare", "o.csv", "r.csv", "--json", NULL);
+  ck_assert_msg(t.status == 0, "exit %d: %s", t.status, t.err);
+  const char *p = t.out;
+  jv root;
+  ck_assert_msg(jparse(&p, &root) == 0, "not JSON: %s", t.out);
+  ck_assert(jnum(&root, "late_by_cause.wake.points") == 1);
+  ck_assert(jnum(&root, "late_by_cause.work.max_ns") == 30000);
+  ck_assert(jnum(&root, "late_by_cause.off_cpu.points") == 2);
+  ck_assert(jnum(&root, "time_without_host.host_points") == 2);
+  ck_assert(jnum(&root, "time_without_host.max_abs_ns") == 50000);
+  ck_assert(jnum(&root, "replay.cpu_ns") == 120000);
+  jfree(&root);
+  tu_run_free(&t);
+  tu_rmtree(dir);
+  free(dir);
+  free(po);
+  free(pr);
+}
+END_TEST
+
 static Suite *compare_suite(void) {
   Suite *s = suite_create("compare");
   TCase *tc = tcase_create("core");
@@ -738,6 +831,7 @@ static Suite *compare_suite(void) {
   tcase_add_test(tc, test_realistic_fake_replay);
   tcase_add_test(tc, test_cli_text_and_checks);
   tcase_add_test(tc, test_cli_json);
+  tcase_add_test(tc, test_late_causes);
   tcase_add_loop_test(tc, test_cli_bad_input, 0, (int)(sizeof bad / sizeof bad[0]));
   suite_add_tcase(s, tc);
   return s;

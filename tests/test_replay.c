@@ -19,6 +19,10 @@
 #include "test_replay_common.h"
 #include "testutil.h"
 
+// The model's margins stay within these (runtime/internal.h).
+#define MS_MARGIN_MIN_TEST 20000
+#define MS_MARGIN_MAX_TEST 500000
+
 // A stub from a trace, with default generator options.
 static memstub_gen *gen(const memstub_trace *t) {
   memstub_gen_options o;
@@ -160,6 +164,56 @@ END_TEST
 
 // Random non-LIFO stack moves and small heap steps (which provoke glibc's
 // 16-byte remainders), with and without an entry state above the bases.
+/* The cause columns of a replayed trace: late_ns = wake_late_ns + work_ns
+ * (a row's points share its deadline), the wait ends at or after it in
+ * deadline timing, the run-queue wait is known or -1, and the metadata
+ * carries the replay thread's CPU time. */
+START_TEST(test_cause_columns) {
+  memstub_trace *t = read_sample("nonlifo.csv");
+  memstub_gen *g = gen(t);
+  memstub_replay *r = replay(&g->stub, MEMSTUB_TIMING_DEADLINE, MEMSTUB_MEASURE_TRACE);
+  memstub_trace *rep = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_replay_trace(r, &rep, &err) == 0, "%s", err.msg);
+  int cl = memstub_trace_column(rep, "late_ns"), cw = memstub_trace_column(rep, "wake_late_ns"),
+      ck = memstub_trace_column(rep, "work_ns"), co = memstub_trace_column(rep, "off_cpu_ns");
+  ck_assert_int_ge(cw, 0);
+  ck_assert_int_ge(ck, 0);
+  ck_assert_int_ge(co, 0);
+  for (size_t i = 0; i < rep->n; i++) {
+    const int64_t *x = memstub_trace_extra_row(rep, i);
+    ck_assert_int_ge(x[cw], 0);
+    ck_assert_int_ge(x[ck], 0);
+    ck_assert_int_eq(x[cl], x[cw] + x[ck]);
+    ck_assert_int_ge(x[co], -1);
+    if (r->info.run_delay_ns >= 0) ck_assert_int_ge(x[co], 0);
+  }
+  ck_assert_int_ge(r->info.cpu_ns, 0);
+  ck_assert_ptr_nonnull(memstub_trace_get_meta(rep, "cpu_ns"));
+  ck_assert_ptr_nonnull(strstr(memstub_trace_get_meta(rep, "margin"), "model"));
+  memstub_trace_free(rep);
+  memstub_replay_free(r);
+
+  // usleep timing reads the run-queue wait before every sleep too.
+  r = replay(&g->stub, MEMSTUB_TIMING_USLEEP, MEMSTUB_MEASURE_TRACE);
+  for (int64_t i = 0; i < g->stub.numdata && r->info.run_delay_ns >= 0; i++)
+    if (g->stub.use[i].time > 0) ck_assert_int_ge(r->rec[i].run_delay_ns, 0);
+  memstub_replay_free(r);
+
+  // Without MEASURE_SCHED: no off_cpu_ns column, the rest as before.
+  r = replay(&g->stub, MEMSTUB_TIMING_DEADLINE,
+             MEMSTUB_MEASURE_TIME | MEMSTUB_MEASURE_STACK | MEMSTUB_MEASURE_HEAP);
+  ck_assert_msg(memstub_replay_trace(r, &rep, &err) == 0, "%s", err.msg);
+  ck_assert_int_lt(memstub_trace_column(rep, "off_cpu_ns"), 0);
+  ck_assert_int_ge(memstub_trace_column(rep, "work_ns"), 0);
+  for (int64_t i = 0; i < g->stub.numdata; i++) ck_assert_int_eq(r->rec[i].run_delay_ns, -1);
+  memstub_trace_free(rep);
+  memstub_replay_free(r);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
 START_TEST(test_random_rows) {
   uint64_t seed = 0x9e3779b97f4a7c15ULL + (uint64_t)_i;
   char *text = malloc(1 << 20);
@@ -323,23 +377,31 @@ START_TEST(test_timing) {
                            .norig = 41, .source = "timing"};
   int64_t target = 0;
   for (int i = 0; i < 40; i++) target += use[i].time;
-  // Deadline with the default margin, usleep, deadline with the adaptive margin.
-  for (int pass = 0; pass < 3; pass++) {
+  // Deadline with the default (model) margin, usleep, deadline with the
+  // adaptive margin, deadline with the old fixed margin.
+  for (int pass = 0; pass < 4; pass++) {
     int timing = pass == 1 ? MEMSTUB_TIMING_USLEEP : MEMSTUB_TIMING_DEADLINE;
     memstub_replay_options o;
     memstub_replay_options_init(&o);
     o.timing = timing;
     o.measure = MEMSTUB_MEASURE_TIME;
     if (pass == 2) o.margin_ns = MEMSTUB_MARGIN_ADAPTIVE;
+    if (pass == 3) o.margin_ns = MEMSTUB_MARGIN_DEFAULT;
     memstub_replay *r = NULL;
     memstub_error err = {0};
     ck_assert_msg(memstub_replay_run(&s, &o, &r, &err) == 0, "%s", err.msg);
-    if (pass == 2) {
-      ck_assert_int_ge(r->info.margin_ns, 20000);
-      ck_assert_int_le(r->info.margin_ns, 200000);
-    } else if (pass == 0) {
+    if (pass == 0 || pass == 2) {
+      ck_assert_int_ge(r->info.margin_ns, MS_MARGIN_MIN_TEST);
+      ck_assert_int_le(r->info.margin_ns, MS_MARGIN_MAX_TEST);
+      ck_assert_int_eq(r->info.reaim_ns, MEMSTUB_REAIM_DEFAULT);
+      ck_assert_int_ge(r->info.sleeps, 1);  // 1 ms waits sleep (unless the host stalls)
+    } else if (pass == 3) {
       ck_assert_int_eq(r->info.margin_ns, MEMSTUB_MARGIN_DEFAULT);
+      ck_assert_int_eq(r->info.reaim_ns, 0);
+      ck_assert_int_le(r->info.sleeps, 40);
     }
+    if (pass != 1) ck_assert_int_le(r->info.late_wakeups, 40);
+    ck_assert_int_ge(r->info.cpu_ns, 0);
     ck_assert_int_eq(r->info.target_ns, target);
     ck_assert_int_ge(r->info.duration_ns, target);
     ck_assert_int_lt(r->info.duration_ns, target + 2000000000LL);
@@ -595,6 +657,17 @@ START_TEST(test_refused) {
   int64_t m = 0;
   ck_assert_int_eq(memstub_margin_parse("adaptive", &m), 0);
   ck_assert_int_eq(m, MEMSTUB_MARGIN_ADAPTIVE);
+  ck_assert_int_eq(memstub_margin_parse("model", &m), 0);
+  ck_assert_int_eq(m, MEMSTUB_MARGIN_MODEL);
+  memstub_replay_options_init(&o);
+  ck_assert_int_eq(o.margin_ns, MEMSTUB_MARGIN_MODEL);
+  o.reaim_ns = -2;
+  ck_assert_int_eq(memstub_replay_run(&s, &o, &r, &err), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "reaim"));
+  memstub_replay_options_init(&o);
+  o.sched_slice_ns = 5000;
+  ck_assert_int_eq(memstub_replay_run(&s, &o, &r, &err), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "sched_slice"));
   ck_assert_int_eq(memstub_margin_parse("250000", &m), 0);
   ck_assert_int_eq(m, 250000);
   ck_assert_int_eq(memstub_margin_parse("-1", &m), -EINVAL);
@@ -697,6 +770,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_listing1);
   tcase_add_loop_test(tc, test_constant_situations, 0, (int)(sizeof situations / sizeof situations[0]));
   tcase_add_test(tc, test_nonlifo);
+  tcase_add_test(tc, test_cause_columns);
   tcase_add_loop_test(tc, test_random_rows, 0, 2);
   tcase_add_test(tc, test_small_frames_no_drift);
   tcase_add_test(tc, test_heap_mmap_threshold);

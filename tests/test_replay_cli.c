@@ -80,7 +80,19 @@ START_TEST(test_replay_samples) {
   tu_run_free(&r);
   r = tu_memstub(NULL, "replay", in, NULL);
   ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(strstr(r.err, "replay thread CPU"));
   tu_run_free(&r);
+  // The margin schemes by name, a re-aim distance, the old fixed margin.
+  const char *margins[][4] = {{"--margin", "model", "--reaim", "500000"},
+                              {"--margin", "adaptive", "--reaim", "-1"},
+                              {"--margin", "100000", NULL, NULL}};
+  for (int k = 0; k < 3; k++) {
+    r = tu_memstub(NULL, "replay", in, margins[k][0], margins[k][1], margins[k][2], margins[k][3],
+                   NULL);
+    ck_assert_msg(r.status == 0, "%s %s: exit %d: %s", margins[k][0], margins[k][1], r.status,
+                  r.err);
+    tu_run_free(&r);
+  }
   ck_assert_int_eq(tu_count_entries(dir), 2);  // no temporary files left
   tu_rmtree(dir);
   free(dir);
@@ -113,6 +125,12 @@ START_TEST(test_replay_bad_input) {
   tu_run_free(&r);
   r = tu_memstub(NULL, "replay", in, "--margin", "-3", NULL);
   expect_fail(&r, "--margin");
+  tu_run_free(&r);
+  r = tu_memstub(NULL, "replay", in, "--reaim", "0", NULL);
+  expect_fail(&r, "--reaim");
+  tu_run_free(&r);
+  r = tu_memstub(NULL, "replay", in, "--reaim", "soon", NULL);
+  expect_fail(&r, "--reaim");
   tu_run_free(&r);
   r = tu_memstub(NULL, "replay", NULL);
   expect_fail(&r, "missing TRACE");

@@ -61,6 +61,32 @@ typedef struct memstub_compare_mem {
   size_t paged;       /* heap only: points whose block is at or above the mmap threshold */
 } memstub_compare_mem;
 
+/* Why a late row was late (docs/compare-and-plot.md, "Late rows by cause"). */
+typedef enum memstub_late_cause {
+  MEMSTUB_LATE_WAKE = 0,     /* the wait ended after its deadline: the sleep overshot
+                                (in a VM this includes the hypervisor waking the vCPU late) */
+  MEMSTUB_LATE_WORK = 1,     /* the work took longer than predicted (the cost model; no
+                                profile predicts no work) */
+  MEMSTUB_LATE_OFF_CPU = 2,  /* the thread was runnable but not running (run-queue wait)
+                                for at least half of the lateness: the host was busy */
+  MEMSTUB_LATE_UNKNOWN = 3,  /* the replayed trace has no wake_late_ns / work_ns columns */
+  MEMSTUB_LATE_CAUSES = 4,
+} memstub_late_cause;
+
+/* The cause of a row late by error_ns (> 0), from the replayed trace's
+ * columns: wake_late_ns (its wait ended that long after its deadline),
+ * work_excess_ns (its work minus the predicted work: work_ns minus original
+ * time_ns minus target_time_ns) and off_cpu_ns (run-queue wait around the
+ * row; < 0 when unknown). OFF_CPU when the run-queue wait covers at least
+ * half of the error, else WAKE or WORK, whichever is larger (WAKE on a tie).
+ * Pure. */
+memstub_late_cause memstub_compare_late_cause(int64_t error_ns, int64_t wake_late_ns,
+                                              int64_t work_excess_ns, int64_t off_cpu_ns);
+
+/* "woke late", "work", "not running", "unknown": the short names (JSON keys:
+ * "wake", "work", "off_cpu", "unknown" with json set). */
+const char *memstub_late_cause_name(memstub_late_cause c, int json);
+
 typedef struct memstub_compare_report {
   char *original_name, *replayed_name;  /* as given (file names, or labels) */
   size_t original_rows, replayed_rows;
@@ -83,6 +109,22 @@ typedef struct memstub_compare_report {
   } duration;
   memstub_compare_mem stack, heap;
   memstub_compare_options options;  /* as used (page_size resolved) */
+  /* Late points (error > late_ns) by cause. causes_known: REPLAYED has
+   * wake_late_ns and work_ns (memstub replay --measure); off_cpu_known: and
+   * off_cpu_ns. Without them every late point is MEMSTUB_LATE_UNKNOWN. */
+  struct {
+    int causes_known, off_cpu_known;
+    size_t rows[MEMSTUB_LATE_CAUSES];    /* late points of each cause */
+    int64_t max_ns[MEMSTUB_LATE_CAUSES]; /* their largest error */
+  } late_by_cause;
+  /* The time error without the points the host delayed (cause OFF_CPU): the
+   * stub's own error on a quiet host, as far as the replay can tell. */
+  size_t host_rows;                /* points left out (late, cause OFF_CPU) */
+  memstub_compare_time stub_time;  /* over the compared points minus those */
+  /* From REPLAYED's metadata (memstub replay --measure): the replay thread's
+   * CPU time, its run-queue wait and the replay's duration, ns; -1 when not
+   * given. */
+  int64_t replay_cpu_ns, replay_off_cpu_ns, replay_duration_ns;
 } memstub_compare_report;
 
 /* Compare a replayed trace with its original (both in memory). names are

@@ -44,19 +44,35 @@ enum {
   MEMSTUB_MEASURE_STACK = 1u << 2,   // stack_bytes, stack_moved
   MEMSTUB_MEASURE_HEAP = 1u << 3,    // heap_bytes, heap_usable: mallinfo2() (locks every arena)
   MEMSTUB_MEASURE_FAULTS = 1u << 4,  // faults_*: getrusage(RUSAGE_THREAD), three calls per point
+  MEMSTUB_MEASURE_SCHED = 1u << 5,   // run_delay_ns: the thread's run-queue wait, read (one
+                                     //   pread) only before a point's first sleep, never in
+                                     //   the timed path
 };
-/* What memstub_replay_trace() needs. */
-#define MEMSTUB_MEASURE_TRACE (MEMSTUB_MEASURE_TIME | MEMSTUB_MEASURE_STACK | MEMSTUB_MEASURE_HEAP)
+/* What memstub_replay_trace() needs: time, stack and heap; with SCHED the
+ * replayed trace also says how long the thread waited for a CPU around each
+ * row (off_cpu_ns), so a late row can be told from a busy host. */
+#define MEMSTUB_MEASURE_TRACE                                                              \
+  (MEMSTUB_MEASURE_TIME | MEMSTUB_MEASURE_STACK | MEMSTUB_MEASURE_HEAP | MEMSTUB_MEASURE_SCHED)
 #define MEMSTUB_MEASURE_ALL                                                                \
   (MEMSTUB_MEASURE_TIME | MEMSTUB_MEASURE_CYCLES | MEMSTUB_MEASURE_STACK |                 \
-   MEMSTUB_MEASURE_HEAP | MEMSTUB_MEASURE_FAULTS)
+   MEMSTUB_MEASURE_HEAP | MEMSTUB_MEASURE_FAULTS | MEMSTUB_MEASURE_SCHED)
 
-/* The default deadline margin, 100 us: above the 99th percentile of
- * clock_nanosleep's wake-up lateness measured on the development VM
- * (docs/runtime.md). MEMSTUB_MARGIN_ADAPTIVE asks for a margin that follows
- * the observed lateness instead (opt-in; between 20 and 200 us). */
+/* Deadline margins (memstub_replay_options.margin_ns, docs/runtime.md "Timing"):
+ *   MEMSTUB_MARGIN_MODEL (the default): a wait sleeps to `reaim_ns` before its
+ *     deadline, wakes, and sleeps again to the margin that the overshoot model
+ *     gives for that last, short sleep (a high percentile of clock_nanosleep's
+ *     lateness for its length), then spins;
+ *   MEMSTUB_MARGIN_ADAPTIVE: the same, with the model learnt online per
+ *     sleep length (a streaming 99th percentile of the observed overshoot);
+ *   a number of ns >= 0: the fixed margin of memstub before the model, one
+ *     sleep to that far before the deadline, then spin.
+ * MEMSTUB_MARGIN_DEFAULT is that old fixed margin, 100 us (calibration's
+ * cold_min_delay_ns refers to it). */
 #define MEMSTUB_MARGIN_DEFAULT 100000
 #define MEMSTUB_MARGIN_ADAPTIVE (-1)
+#define MEMSTUB_MARGIN_MODEL (-2)
+/* How far before its deadline a long sleep ends to re-aim (1 ms). */
+#define MEMSTUB_REAIM_DEFAULT 1000000
 
 typedef struct memstub_replay_options {
   int timing;          // MEMSTUB_TIMING_DEADLINE or _USLEEP (memstub_replay_options_init
@@ -71,10 +87,20 @@ typedef struct memstub_replay_options {
    * once at the end with done == total. NULL for none. */
   void (*progress)(int64_t done, int64_t total, void *arg);
   void *progress_arg;
+  /* MEMSTUB_MARGIN_MODEL and _ADAPTIVE: a sleep longer than this ends this
+   * far before its deadline and the wait re-aims with a short sleep. 0 for
+   * MEMSTUB_REAIM_DEFAULT; -1 never cuts a wait (one sleep to the margin). */
+  int64_t reaim_ns;
+  /* 0 (default): leave the scheduler alone. From 100000 to 100000000: ask
+   * Linux (6.12 and later, EEVDF) for a time slice of this many ns for the
+   * replay thread, unprivileged: a short slice (100 us) lets it preempt a busy
+   * CPU sooner when it wakes, so it waits less for a CPU on a loaded host
+   * (docs/runtime.md, "What margins cannot cure"). */
+  int64_t sched_slice_ns;
 } memstub_replay_options;
 
-/* Defaults: deadline timing, MEMSTUB_MARGIN_DEFAULT, no measuring, no extra
- * stack, no progress. */
+/* Defaults: deadline timing, MEMSTUB_MARGIN_MODEL with MEMSTUB_REAIM_DEFAULT,
+ * no measuring, no extra stack, no progress. */
 void memstub_replay_options_init(memstub_replay_options *o);
 
 /* The defaults for replaying s: as memstub_replay_options_init, but with the
@@ -108,6 +134,9 @@ typedef struct memstub_replay_record {
   int64_t faults_start;      // FAULTS: minor faults of the replay thread since the baseline,
   int64_t faults_stack;      //   at work start, after the stack part,
   int64_t faults_end;        //   and after the heap part
+  int64_t run_delay_ns;      // SCHED: the thread's run-queue wait so far (schedstat), read
+                             //   just before the point's first sleep; -1 when it did not
+                             //   sleep or the kernel does not say
 } memstub_replay_record;
 
 /* What heap preparation found (memstub_replay_info.tcache). */
@@ -125,9 +154,10 @@ typedef struct memstub_replay_info {
   int64_t points;          // points replayed (the stub's numdata)
   int64_t stack_size;      // bytes of stack given to the replay thread
   int64_t alloca_bias;     // bytes subtracted from alloca requests for the compiler's rounding
-  int64_t margin_ns;       // deadline timing: the margin at the end (adaptive) or as set
-  int64_t sleeps;          // sleeps taken
-  int64_t late_wakeups;    // deadline timing: sleeps that woke after their deadline
+  int64_t margin_ns;       // deadline timing: the fixed margin, or the margin the model
+                           //   (adaptive: as learnt at the end) gives a re-aiming sleep
+  int64_t sleeps;          // sleeps taken (a re-aimed wait sleeps twice or more)
+  int64_t late_wakeups;    // deadline timing: waits whose last sleep woke after the deadline
   int tcache;              // MEMSTUB_TCACHE_*
   int heap_visible;        // 1 when mallinfo2 sees the block (glibc malloc, no sanitizer)
   int64_t heap_pad;        // bytes the block holds beyond the replayed heap size
@@ -137,6 +167,14 @@ typedef struct memstub_replay_info {
   int64_t heap_trims;      // mmapped blocks made a page smaller (docs/runtime.md)
   int64_t heap_baseline;   // mallinfo2 in use at the baseline, bytes
   memstub_replay_record entry;  // measured at the start, before point 0 (the "entry" of row 0)
+  int64_t cpu_ns;          // CPU time of the replay thread from T0 to the end (spinning,
+                           //   waking, the work and the measuring); -1 if unknown
+  int64_t run_delay_ns;    // SCHED: the replay thread's run-queue wait from T0 to the end;
+                           //   -1 if unknown or not measured
+  int64_t run_delay_end;   // SCHED: its run-queue wait so far at the end (cumulative, as
+                           //   run_delay_ns of the records), -1 if unknown
+  int64_t reaim_ns;        // deadline timing, model or adaptive: as used; 0 otherwise
+  int64_t sched_slice_ns;  // the slice asked for when the kernel accepted it, else 0
 } memstub_replay_info;
 
 typedef struct memstub_replay {
@@ -169,8 +207,12 @@ void memstub_replay_free(memstub_replay *r);
  * its last point, plus row 0 from the entry measurement when no point maps to
  * row 0. Columns: time_ns = time0 + end_ns, stack_bytes = stack_base +
  * stack_bytes, heap_bytes = heap_base + heap_bytes (clamped at 0), then
- * point, target_time_ns and late_ns; metadata names the source, the timing
- * and the host. Needs MEMSTUB_MEASURE_TRACE: -EINVAL otherwise, or when a
+ * point, target_time_ns, late_ns, wake_late_ns (the row's wait ended this
+ * long after its deadline), work_ns (the row's work, from the end of its wait
+ * to the end of its last point) and, with MEMSTUB_MEASURE_SCHED, off_cpu_ns
+ * (the run-queue wait from the row's sleep to the next sleep; -1 unknown);
+ * metadata names the source, the timing, the CPU time and the host. Needs
+ * time, stack and heap (MEMSTUB_MEASURE_TRACE): -EINVAL otherwise, or when a
  * base plus a measurement exceeds 64 bits (a hand-edited descriptor); -ENOMEM. */
 int memstub_replay_trace(const memstub_replay *r, memstub_trace **out, memstub_error *err);
 
@@ -182,7 +224,7 @@ int memstub_replay_write(const memstub_replay *r, const char *path, memstub_erro
 /* "deadline" / "usleep" (NULL for an unknown mode), and back: 0 or -EINVAL. */
 const char *memstub_timing_name(int timing);
 int memstub_timing_parse(const char *name, int *timing);
-/* A margin: a number of ns >= 0, or "adaptive". 0 or -EINVAL. */
+/* A margin: a number of ns >= 0, "model" or "adaptive". 0 or -EINVAL. */
 int memstub_margin_parse(const char *text, int64_t *margin_ns);
 
 #ifdef __cplusplus
