@@ -697,7 +697,7 @@ int memstub_stub_call(const struct memstub_stub *s, memstub_error *err) {
                              v);
   const char *measure = getenv("MEMSTUB_MEASURE");
   char *path = NULL;
-  int rc;
+  int rc = 0;
   if (measure && *measure) {
     // The file name is fixed, and checked, before the replay.
     int64_t call = __atomic_add_fetch(&stub_calls, 1, __ATOMIC_RELAXED);
@@ -705,6 +705,25 @@ int memstub_stub_call(const struct memstub_stub *s, memstub_error *err) {
                                    err)) < 0)
       return rc;
     o.measure = MEMSTUB_MEASURE_TRACE;
+    // A name already taken, or a directory that is not there, fails before
+    // the replay, not after it (the write checks again, atomically).
+    struct stat st;
+    char *slash = strrchr(path, '/');
+    if (slash) *slash = '\0';
+    int nodir = slash && path[0] && stat(path, &st) != 0, e = errno;
+    if (slash) *slash = '/';
+    if (nodir)
+      rc = memstub_error_set(err, -e, "MEMSTUB_MEASURE: %s: cannot write: %s", path,
+                             strerror(e));
+    else if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+      rc = memstub_error_set(err, -EEXIST,
+                             "MEMSTUB_MEASURE: %s exists already (another stub's measurement, "
+                             "or an earlier run's); not replaced",
+                             path);
+    if (rc < 0) {
+      free(path);
+      return rc;
+    }
   }
   memstub_replay *r;
   rc = memstub_replay_run(s, &o, &r, err);

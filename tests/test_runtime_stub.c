@@ -110,6 +110,12 @@ START_TEST(test_two_stubs_one_program) {
   ck_assert_int_eq(memstub_measure_path("/x/m.csv", NULL, 42, 7, &out, &err), 0);
   ck_assert_str_eq(out, "/x/m.csv.stub.42.7");
   free(out);
+  // A directory that is not there: refused, naming the file.
+  snprintf(path, sizeof path, "%s/none/m.csv", dir);
+  setenv("MEMSTUB_MEASURE", path, 1);
+  ck_assert_int_eq(memstub_nonlifo_stub_err(&err), -ENOENT);
+  unsetenv("MEMSTUB_MEASURE");
+  ck_assert_msg(strstr(err.msg, "/none/m.csv.nonlifo_stub.") != NULL, "%s", err.msg);
   ck_assert_int_eq(memstub_measure_path("/x/%q.csv", "s", 1, 1, &out, &err), -EINVAL);
   ck_assert_msg(strstr(err.msg, "column 4") && strstr(err.msg, "%q"), "%s", err.msg);
   ck_assert_ptr_null(out);
