@@ -12,7 +12,9 @@
 #
 # so a program links NAME and calls memstub_NAME() in place of the real
 # component. The replay follows MEMSTUB_TIMING, MEMSTUB_MARGIN_NS and
-# MEMSTUB_MEASURE from the environment (see docs/runtime.md).
+# MEMSTUB_MEASURE from the environment (see docs/runtime.md); MEMSTUB_MEASURE
+# is a template (%p pid, %n NAME, %c call number; ".%n.%p.%c" appended when it
+# has no field), so every stub and process measures to a new file of its own.
 #
 # Inside the memstub project the function uses its targets (memstub,
 # memstub_runtime). After find_package(memstub) it uses the installed tree's

@@ -166,3 +166,26 @@ int ms__read_file(const char *path, char **bufp, size_t *lenp, memstub_error *er
   *lenp = len;
   return 0;
 }
+
+int ms__afile_commit_new(ms__afile *af, memstub_error *err) {
+  if (!af->tmp) return ms__afile_commit(af, err);
+  int e = 0;
+  if (fflush(af->f) != 0 || ferror(af->f)) e = errno ? errno : EIO;
+  if (!e && fdatasync(fileno(af->f)) != 0 && errno != EINVAL) e = errno;
+  if (fclose(af->f) != 0 && !e) e = errno ? errno : EIO;
+  // renameat2 refuses to replace; a file system without it takes a hard link,
+  // which fails just the same when the name is taken.
+  int renamed = 0;
+  if (!e && renameat2(AT_FDCWD, af->tmp, AT_FDCWD, af->path, RENAME_NOREPLACE) == 0) renamed = 1;
+  else if (!e) {
+    e = errno;
+    if (e == EINVAL || e == ENOSYS || e == ENOTSUP) e = link(af->tmp, af->path) != 0 ? errno : 0;
+  }
+  if (!renamed) unlink(af->tmp);  // linked, or failed: drop the temporary name
+  if (e == EEXIST)
+    memstub_error_set(err, -e, "%s: exists already; not replaced", af->path);
+  else if (e)
+    memstub_error_set(err, -e, "%s: cannot write: %s", af->path, strerror(e));
+  afile_release(af);
+  return e ? -e : 0;
+}

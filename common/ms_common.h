@@ -38,6 +38,11 @@ int ms__afile_open(ms__afile *af, const char *path, memstub_error *err);
 int ms__afile_commit(ms__afile *af, memstub_error *err);
 /* Close and remove the temporary file; nothing appears at path. */
 void ms__afile_abort(ms__afile *af);
+/* As ms__afile_commit, but never replaces a file: the complete file appears
+ * at path only if nothing is there, else -EEXIST with err naming path (the
+ * temporary file is removed either way). A path written in place (a device,
+ * standard output) is committed as ms__afile_commit does. */
+int ms__afile_commit_new(ms__afile *af, memstub_error *err);
 
 /* Read a whole file ("-" for stdin) into a NUL-terminated malloc'd buffer.
  * 0 or -errno with err naming path. */

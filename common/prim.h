@@ -140,4 +140,15 @@ void ms__prim_heap_trim(void);
 // path does not fit.
 int ms__prim_self_exe(char *buf, size_t cap);
 
+/* ---- the process's resource limits (replay's up-front check) ------------- */
+
+enum { MS__PRIM_LIMIT_AS, MS__PRIM_LIMIT_DATA, MS__PRIM_LIMIT_STACK };
+
+/* The soft limit of one resource of the calling process, bytes (getrlimit:
+ * RLIMIT_AS, RLIMIT_DATA, RLIMIT_STACK), UINT64_MAX when unlimited or
+ * unknown; and in *used (if not NULL) what the process uses of it now
+ * (Linux: VmSize, VmData of /proc/self/status; the main thread's stack,
+ * VmStk), 0 when unknown. */
+uint64_t ms__prim_mem_limit(int which, uint64_t *used);
+
 #endif

@@ -236,3 +236,29 @@ int ms__prim_self_exe(char *buf, size_t cap) {
   buf[n] = '\0';
   return 0;
 }
+
+/* ---- the process's resource limits ------------------------------------------ */
+
+uint64_t ms__prim_mem_limit(int which, uint64_t *used) {
+  static const int res[] = {RLIMIT_AS, RLIMIT_DATA, RLIMIT_STACK};
+  static const char *const field[] = {"VmSize:", "VmData:", "VmStk:"};
+  if (used) *used = 0;
+  if (which < 0 || which > MS__PRIM_LIMIT_STACK) return UINT64_MAX;
+  struct rlimit rl;
+  uint64_t limit = getrlimit(res[which], &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                       ? (uint64_t)rl.rlim_cur
+                       : UINT64_MAX;
+  if (!used) return limit;
+  FILE *f = fopen("/proc/self/status", "re");
+  if (!f) return limit;
+  char line[256];
+  size_t n = strlen(field[which]);
+  unsigned long long kb;
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, field[which], n) == 0 && sscanf(line + n, "%llu", &kb) == 1) {
+      *used = (uint64_t)kb * 1024;
+      break;
+    }
+  fclose(f);
+  return limit;
+}

@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "prim.h"
@@ -23,6 +25,10 @@
 #define FRAME_ESTIMATE 256
 #define STACK_MARGIN (1 << 20)
 #endif
+/* Address space glibc reserves for a new thread's malloc arena (HEAP_MAX_SIZE:
+ * twice the largest mmap threshold, 64 MiB on 64-bit), mapped when the replay
+ * thread first allocates. */
+#define ARENA_RESERVE ((uint64_t)2 * 4 * 1024 * 1024 * sizeof(long))
 #define SCRATCH_POINTERS 4096  // tcache filling: at most this many chunks per bin
 // The longest replay: T0 + any deadline must fit in 64 bits (CLOCK_MONOTONIC
 // counts from boot, far below 2^62 ns), 146 years.
@@ -117,6 +123,64 @@ static int recompute(const struct memstub_stub *s, figures *f, memstub_error *er
   return 0;
 }
 
+/* The limits on memory the process runs under, for an error message: "" when
+ * none is set, else " (the process's limits: address space, ulimit -v, N
+ * bytes; ...)". */
+static void limit_hint(char *buf, size_t cap) {
+  static const struct {
+    int which;
+    const char *what;
+  } lim[] = {{MS__PRIM_LIMIT_AS, "address space, ulimit -v"},
+             {MS__PRIM_LIMIT_DATA, "data, ulimit -d"}};
+  size_t n = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < sizeof lim / sizeof lim[0] && n < cap; i++) {
+    uint64_t limit = ms__prim_mem_limit(lim[i].which, NULL);
+    if (limit == UINT64_MAX) continue;
+    int w = snprintf(buf + n, cap - n, "%s%s %llu bytes", n ? "; " : " (the process's limits: ",
+                     lim[i].what, (unsigned long long)limit);
+    if (w < 0) break;
+    n += (size_t)w;
+  }
+  if (n > 0 && n + 1 < cap) snprintf(buf + n, cap - n, ")");
+}
+
+/* Refuse a replay that the process's limits on memory cannot hold: the heap
+ * block at its peak, the replay thread's stack and the records, beyond what
+ * the process uses now (RLIMIT_AS, RLIMIT_DATA). RLIMIT_STACK bounds the main
+ * thread's stack only: the replay thread's is mapped at the size asked for.
+ * 0, or -ENOMEM naming the limit. */
+static int check_limits(uint64_t heap, uint64_t stack, uint64_t records, memstub_error *err) {
+  static const struct {
+    int which;
+    const char *name, *shell;
+  } lim[] = {{MS__PRIM_LIMIT_AS, "address-space limit (RLIMIT_AS", "ulimit -v"},
+             {MS__PRIM_LIMIT_DATA, "data limit (RLIMIT_DATA", "ulimit -d"}};
+  uint64_t base = heap;
+  if (__builtin_add_overflow(base, stack, &base) || __builtin_add_overflow(base, records, &base))
+    base = UINT64_MAX;
+  for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++) {
+    uint64_t used, limit = ms__prim_mem_limit(lim[i].which, &used);
+    if (limit == UINT64_MAX) continue;
+    // Address space: the replay thread's malloc arena is reserved too.
+    uint64_t arena = lim[i].which == MS__PRIM_LIMIT_AS ? ARENA_RESERVE : 0, need;
+    if (__builtin_add_overflow(base, arena, &need)) need = UINT64_MAX;
+    uint64_t room = limit > used ? limit - used : 0;
+    if (need > room)
+      return memstub_error_set(err, -ENOMEM,
+                               "the stub needs %llu bytes of memory (heap %llu at its peak, "
+                               "replay stack %llu, records %llu, malloc arena %llu); the "
+                               "process's %s, %s) is "
+                               "%llu bytes and it uses %llu already, leaving %llu",
+                               (unsigned long long)need, (unsigned long long)heap,
+                               (unsigned long long)stack, (unsigned long long)records,
+                               (unsigned long long)arena,
+                               lim[i].name, lim[i].shell, (unsigned long long)limit,
+                               (unsigned long long)used, (unsigned long long)room);
+  }
+  return 0;
+}
+
 int memstub_replay_check(const struct memstub_stub *s, const memstub_replay_options *o,
                          int64_t *stack_size, memstub_error *err) {
   memstub_replay_options def;
@@ -175,6 +239,11 @@ int memstub_replay_check(const struct memstub_stub *s, const memstub_replay_opti
                              "the stub needs %lld bytes of heap and %lld of stack; this machine "
                              "has %llu bytes of memory",
                              (long long)f.peak_heap, (long long)size, (unsigned long long)phys);
+  uint64_t records =
+      o->measure ? (uint64_t)s->numdata * (uint64_t)sizeof(memstub_replay_record) : 0;
+  if ((rc = check_limits((uint64_t)f.peak_heap + MS__RT_HEAP_PAD, (uint64_t)size, records, err)) <
+      0)
+    return rc;
   if (stack_size) *stack_size = size;
   return 0;
 }
@@ -226,6 +295,7 @@ int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_option
   if (o) opt = *o;
   else memstub_replay_options_init(&opt);
   int64_t stack_size;
+  char hint[256];  // the limits on memory, for an error
   int rc = memstub_replay_check(s, &opt, &stack_size, err);
   if (rc < 0) return rc;
 
@@ -270,18 +340,25 @@ int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_option
     return memstub_error_set(err, -rc, "cannot wait for the replay thread: %s", strerror(rc));
 
   if (j->prep < 0) {
-    rc = memstub_error_set(err, j->prep, "out of memory while preparing the replay's heap");
+    limit_hint(hint, sizeof hint);
+    rc = memstub_error_set(err, j->prep, "out of memory while preparing the replay's heap%s",
+                           hint);
     goto fail;
   }
   if (c->failed < 0) {
-    int64_t size = 0;
+    // The point, its row of the original trace and its time there.
+    int64_t size = 0, t = 0;
     for (int64_t i = 0; i <= c->failed_at; i++) {
       size += s->use[i].heapAlloc;
       if (size < 0) size = 0;
+      t += s->use[i].time;
     }
+    limit_hint(hint, sizeof hint);
     rc = memstub_error_set(err, c->failed,
-                           "point %lld: cannot resize the heap block to %lld bytes: %s",
-                           (long long)c->failed_at, (long long)size, strerror(-c->failed));
+                           "point %lld (row %lld of the trace, %lld ns after its start): "
+                           "stopped: cannot resize the heap block to %lld bytes: %s%s",
+                           (long long)c->failed_at, (long long)s->point[c->failed_at],
+                           (long long)t, (long long)size, strerror(-c->failed), hint);
     goto fail;
   }
   memstub_replay_info *in = &r->info;
@@ -320,9 +397,10 @@ int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_option
   return 0;
 
 thread_failed:
+  limit_hint(hint, sizeof hint);
   rc = memstub_error_set(err, rc == EAGAIN ? -EAGAIN : -ENOMEM,
-                         "cannot start the replay thread with a stack of %lld bytes: %s",
-                         (long long)stack_size, strerror(rc));
+                         "cannot start the replay thread with a stack of %lld bytes: %s%s",
+                         (long long)stack_size, strerror(rc), hint);
   goto fail;
 nomem:
   rc = memstub_error_set(err, -ENOMEM, "out of memory reserving the replay's records");
@@ -508,9 +586,100 @@ int memstub_replay_write(const memstub_replay *r, const char *path, memstub_erro
 
 /* ---- function entry points ------------------------------------------------- */
 
+// Write the replayed trace to path, a new file: never replaces one.
+static int write_new(const memstub_replay *r, const char *path, memstub_error *err) {
+  memstub_trace *t;
+  int rc = memstub_replay_trace(r, &t, err);
+  if (rc < 0) return rc;
+  ms__afile af;
+  if ((rc = ms__afile_open(&af, path, err)) < 0) {
+    memstub_trace_free(t);
+    return rc;
+  }
+  if (memstub_trace_fwrite(t, af.f) < 0) {
+    int e = errno ? errno : EIO;
+    ms__afile_abort(&af);
+    memstub_trace_free(t);
+    return memstub_error_set(err, -e, "%s: cannot write: %s", path, strerror(e));
+  }
+  memstub_trace_free(t);
+  if ((rc = ms__afile_commit_new(&af, err)) == -EEXIST)
+    memstub_error_set(err, rc,
+                      "MEMSTUB_MEASURE: %s exists already (another stub's measurement, or an "
+                      "earlier run's); not replaced",
+                      path);
+  return rc;
+}
+
 void memstub_replay_options_for(memstub_replay_options *o, const struct memstub_stub *s) {
   memstub_replay_options_init(o);
   if (s->timing == MEMSTUB_TIMING_USLEEP) o->timing = MEMSTUB_TIMING_USLEEP;
+}
+
+/* The calls of memstub_stub_call in this process, for %c: every call, of
+ * any stub in any thread, takes the next number (from 1). */
+static int64_t stub_calls;
+
+// A stub's name as it goes into a file name: [A-Za-z0-9_.-], others as '_'.
+static void name_part(const struct memstub_stub *s, char *buf, size_t cap) {
+  const char *n = s->name && *s->name ? s->name : "stub";
+  size_t i = 0;
+  for (; n[i] && i + 1 < cap; i++) {
+    char ch = n[i];
+    int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+             ch == '_' || ch == '-' || (ch == '.' && i > 0);
+    buf[i] = ok ? ch : '_';
+  }
+  buf[i] = '\0';
+}
+
+int memstub_measure_path(const char *tmpl, const char *name, long pid, int64_t call, char **out,
+                         memstub_error *err) {
+  *out = NULL;
+  struct memstub_stub tmp = {0};
+  tmp.name = name;
+  char nm[256], num[48];
+  name_part(&tmp, nm, sizeof nm);
+  size_t len = strlen(tmpl), cap = len + 1;
+  int fields = 0;
+  // Room: every field at most max(sizeof nm, sizeof num) bytes, plus the suffix.
+  cap += (len / 2 + 3) * sizeof nm + 8;
+  char *buf = malloc(cap), *w = buf;
+  if (!buf) return memstub_error_set(err, -ENOMEM, "MEMSTUB_MEASURE: out of memory");
+  for (const char *p = tmpl; *p; p++) {
+    if (*p != '%') {
+      *w++ = *p;
+      continue;
+    }
+    const char *f = NULL;
+    switch (p[1]) {
+      case 'p': snprintf(num, sizeof num, "%ld", pid), f = num; break;
+      case 'c': snprintf(num, sizeof num, "%lld", (long long)call), f = num; break;
+      case 'n': f = nm; break;
+      case '%': f = "%"; break;
+      default:
+        free(buf);
+        return memstub_error_set(err, -EINVAL,
+                                 "MEMSTUB_MEASURE: '%s': column %d: unknown field '%%%.1s' "
+                                 "(%%p pid, %%n stub name, %%c call number, %%%% a %%)",
+                                 tmpl, (int)(p - tmpl) + 1, p[1] ? p + 1 : "");
+    }
+    if (p[1] != '%') fields++;
+    size_t n = strlen(f);
+    memcpy(w, f, n);
+    w += n;
+    p++;
+  }
+  *w = '\0';
+  // No field: the default suffix, unless the variable names standard output or
+  // an existing device or FIFO (written in place, shared by every stub).
+  struct stat st;
+  int special = strcmp(tmpl, "-") == 0 ||
+                (stat(buf, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode));
+  if (!fields && !special)
+    snprintf(w, cap - (size_t)(w - buf), ".%s.%ld.%lld", nm, pid, (long long)call);
+  *out = buf;
+  return 0;
 }
 
 int memstub_stub_call(const struct memstub_stub *s, memstub_error *err) {
@@ -527,11 +696,43 @@ int memstub_stub_call(const struct memstub_stub *s, memstub_error *err) {
                              "of ns >= 0",
                              v);
   const char *measure = getenv("MEMSTUB_MEASURE");
-  if (measure && *measure) o.measure = MEMSTUB_MEASURE_TRACE;
+  char *path = NULL;
+  int rc = 0;
+  if (measure && *measure) {
+    // The file name is fixed, and checked, before the replay.
+    int64_t call = __atomic_add_fetch(&stub_calls, 1, __ATOMIC_RELAXED);
+    if ((rc = memstub_measure_path(measure, s ? s->name : NULL, (long)getpid(), call, &path,
+                                   err)) < 0)
+      return rc;
+    o.measure = MEMSTUB_MEASURE_TRACE;
+    // A name already taken, or a directory that is not there, fails before
+    // the replay, not after it (the write checks again, atomically).
+    struct stat st;
+    char *slash = strrchr(path, '/');
+    if (slash) *slash = '\0';
+    int nodir = slash && path[0] && stat(path, &st) != 0, e = errno;
+    if (slash) *slash = '/';
+    if (nodir)
+      rc = memstub_error_set(err, -e, "MEMSTUB_MEASURE: %s: cannot write: %s", path,
+                             strerror(e));
+    else if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+      rc = memstub_error_set(err, -EEXIST,
+                             "MEMSTUB_MEASURE: %s exists already (another stub's measurement, "
+                             "or an earlier run's); not replaced",
+                             path);
+    if (rc < 0) {
+      free(path);
+      return rc;
+    }
+  }
   memstub_replay *r;
-  int rc = memstub_replay_run(s, &o, &r, err);
-  if (rc < 0) return rc;
-  if (measure && *measure) rc = memstub_replay_write(r, measure, err);
+  rc = memstub_replay_run(s, &o, &r, err);
+  if (rc < 0) {
+    free(path);
+    return rc;
+  }
+  if (path) rc = write_new(r, path, err);
   memstub_replay_free(r);
+  free(path);
   return rc;
 }

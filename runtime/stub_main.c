@@ -8,8 +8,10 @@
  *   cc -std=c11 -O2 -I INCLUDEDIR -include memuse.h -DMEMSTUB_STUB_VAR=memStub \
  *      stub_main.c -o stub LIBDIR/libmemstub_runtime.a ... -lpthread -lm
  *
- * Exit status: 0 replayed; 2 bad usage, a stub that cannot be replayed here,
- * or a failure while replaying or writing the measurements. */
+ * Exit status: 0 replayed; 2 bad usage, a stub that cannot be replayed here
+ * (more memory or stack than the process's limits leave: refused before the
+ * replay, docs/runtime.md), or a failure while replaying (the point named) or
+ * writing the measurements. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +45,8 @@ static const char usage_text[] =
     "  -v, --verbose     print a summary when done\n"
     "  -h, --help        show this help\n"
     "\n"
-    "Exit status: 0 replayed, 2 bad usage or a stub that cannot be replayed.\n";
+    "Exit status: 0 replayed, 2 bad usage, a stub that cannot be replayed here\n"
+    "(more memory than ulimit -v or -d leaves), or a replay stopped by an error.\n";
 
 static int fail(const char *fmt, const char *a) {
   fprintf(stderr, "%s: error: ", prog);

@@ -741,11 +741,12 @@ START_TEST(test_stub_call_env) {
   memstub_gen *g = gen(t);
   char *dir = tu_mkdtemp();
   char path[4096];
-  snprintf(path, sizeof path, "%s/m.csv", dir);
+  snprintf(path, sizeof path, "%s/m-%%p.csv", dir);  // a template: the pid
   setenv("MEMSTUB_MEASURE", path, 1);
   setenv("MEMSTUB_TIMING", "usleep", 1);
   memstub_error err = {0};
   ck_assert_int_eq(memstub_stub_call(&g->stub, &err), 0);
+  snprintf(path, sizeof path, "%s/m-%ld.csv", dir, (long)getpid());
   memstub_trace *rep = NULL;
   ck_assert_msg(memstub_trace_read(path, &rep, &err) == 0, "%s", err.msg);
   ck_assert_int_eq(rep->n, 5);

@@ -1,12 +1,16 @@
 // memstub_add_stub: the library made from traces/samples/listing1.csv at
 // build time (tests/CMakeLists.txt), called through its function entry point.
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "memstub/runtime.h"
 #include "memstub_listing1_stub.h"
+#include "memstub_nonlifo_stub.h"
 #include "test_replay_common.h"
 #include "testutil.h"
 
@@ -23,11 +27,15 @@ END_TEST
 START_TEST(test_entry_point_measured) {
   char *dir = tu_mkdtemp();
   char path[4096];
-  snprintf(path, sizeof path, "%s/replayed.csv", dir);
+  snprintf(path, sizeof path, "%s/replayed-%%n.csv", dir);
   setenv("MEMSTUB_MEASURE", path, 1);
   memstub_error err = {0};
   ck_assert_msg(memstub_listing1_stub_err(&err) == 0, "%s", err.msg);
+  // The template names the file, and a second call never replaces it.
+  ck_assert_int_eq(memstub_listing1_stub_err(&err), -EEXIST);
+  ck_assert_msg(strstr(err.msg, "exists already") != NULL, "%s", err.msg);
   unsetenv("MEMSTUB_MEASURE");
+  snprintf(path, sizeof path, "%s/replayed-listing1_stub.csv", dir);
   memstub_trace *orig = NULL, *rep = NULL;
   ck_assert_int_eq(memstub_trace_read(tu_src("traces/samples/listing1.csv"), &orig, &err), 0);
   ck_assert_msg(memstub_trace_read(path, &rep, &err) == 0, "%s", err.msg);
@@ -36,6 +44,127 @@ START_TEST(test_entry_point_measured) {
   ck_assert_str_eq(memstub_trace_get_meta(rep, "stub"), "listing1_stub");
   memstub_trace_free(orig);
   memstub_trace_free(rep);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* The measurement of one call: the file in dir whose name starts with prefix
+ * (exactly one such file), read; its name in *name if not NULL. */
+static memstub_trace *measured(const char *dir, const char *prefix, char **name) {
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd, "cd '%s' && ls", dir);
+  FILE *p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  char line[1024], found[1024] = "";
+  int n = 0;
+  while (fgets(line, sizeof line, p)) {
+    line[strcspn(line, "\n")] = '\0';
+    if (strncmp(line, prefix, strlen(prefix)) == 0) n++, snprintf(found, sizeof found, "%s", line);
+  }
+  pclose(p);
+  ck_assert_msg(n == 1, "%d files named %s* in %s", n, prefix, dir);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, found);
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_read(path, &t, &err) == 0, "%s", err.msg);
+  if (name) *name = strdup(found);
+  return t;
+}
+
+/* Two stubbed components in one program, MEMSTUB_MEASURE naming a plain file:
+ * each call measures to a file of its own (name, pid, call number appended),
+ * and each file is that stub's replay. */
+START_TEST(test_two_stubs_one_program) {
+  char *dir = tu_mkdtemp();
+  char path[4096];
+  snprintf(path, sizeof path, "%s/m.csv", dir);
+  setenv("MEMSTUB_MEASURE", path, 1);
+  memstub_error err = {0};
+  ck_assert_msg(memstub_listing1_stub_err(&err) == 0, "%s", err.msg);
+  ck_assert_msg(memstub_nonlifo_stub_err(&err) == 0, "%s", err.msg);
+  ck_assert_msg(memstub_listing1_stub_err(&err) == 0, "%s", err.msg);
+  unsetenv("MEMSTUB_MEASURE");
+  ck_assert_int_eq(tu_count_entries(dir), 3);
+  ck_assert(!tu_exists(path));
+  char prefix[256];
+  snprintf(prefix, sizeof prefix, "m.csv.nonlifo_stub.%ld.", (long)getpid());
+  memstub_trace *t = measured(dir, prefix, NULL);
+  ck_assert_str_eq(memstub_trace_get_meta(t, "stub"), "nonlifo_stub");
+  memstub_trace_free(t);
+  // The two calls of listing1_stub: two files, their call numbers apart.
+  snprintf(prefix, sizeof prefix, "m.csv.listing1_stub.%ld.", (long)getpid());
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd, "ls '%s' | grep -c '^%s[0-9]*$'", dir, prefix);
+  FILE *p = popen(cmd, "r");
+  int count = 0;
+  ck_assert_int_eq(fscanf(p, "%d", &count), 1);
+  pclose(p);
+  ck_assert_int_eq(count, 2);
+  // A template: the fields expanded as documented.
+  char *out = NULL;
+  ck_assert_int_eq(memstub_measure_path("/x/%n-%p-%c-%%.csv", "a/b", 42, 7, &out, &err), 0);
+  ck_assert_str_eq(out, "/x/a_b-42-7-%.csv");
+  free(out);
+  ck_assert_int_eq(memstub_measure_path("/x/m.csv", NULL, 42, 7, &out, &err), 0);
+  ck_assert_str_eq(out, "/x/m.csv.stub.42.7");
+  free(out);
+  // A directory that is not there: refused, naming the file.
+  snprintf(path, sizeof path, "%s/none/m.csv", dir);
+  setenv("MEMSTUB_MEASURE", path, 1);
+  ck_assert_int_eq(memstub_nonlifo_stub_err(&err), -ENOENT);
+  unsetenv("MEMSTUB_MEASURE");
+  ck_assert_msg(strstr(err.msg, "/none/m.csv.nonlifo_stub.") != NULL, "%s", err.msg);
+  ck_assert_int_eq(memstub_measure_path("/x/%q.csv", "s", 1, 1, &out, &err), -EINVAL);
+  ck_assert_msg(strstr(err.msg, "column 4") && strstr(err.msg, "%q"), "%s", err.msg);
+  ck_assert_ptr_null(out);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* Two processes started with the same environment at once, each calling the
+ * same stub: two files, one per pid, both complete. */
+START_TEST(test_two_processes) {
+  char *dir = tu_mkdtemp();
+  char path[4096];
+  snprintf(path, sizeof path, "%s/m.csv", dir);
+  setenv("MEMSTUB_MEASURE", path, 1);
+  int go[2];
+  ck_assert_int_eq(pipe(go), 0);
+  pid_t pid[2];
+  for (int i = 0; i < 2; i++) {
+    pid[i] = fork();
+    ck_assert_int_ge(pid[i], 0);
+    if (pid[i] == 0) {
+      char c;
+      close(go[1]);
+      if (read(go[0], &c, 1) != 0) _exit(3);  // both start when the pipe closes
+      _exit(memstub_listing1_stub() == 0 ? 0 : 1);
+    }
+  }
+  unsetenv("MEMSTUB_MEASURE");
+  close(go[0]);
+  close(go[1]);
+  for (int i = 0; i < 2; i++) {
+    int st;
+    ck_assert_int_eq(waitpid(pid[i], &st, 0), pid[i]);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child %d: status %d", i, st);
+  }
+  ck_assert_int_eq(tu_count_entries(dir), 2);
+  memstub_trace *orig = NULL;
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_trace_read(tu_src("traces/samples/listing1.csv"), &orig, &err), 0);
+  for (int i = 0; i < 2; i++) {
+    char prefix[256];
+    snprintf(prefix, sizeof prefix, "m.csv.listing1_stub.%ld.1", (long)pid[i]);
+    memstub_trace *rep = measured(dir, prefix, NULL);
+    rt_fit fit;
+    rt_check_exact(orig, memstub_listing1_stub_stub(), rep, 1, &fit);
+    memstub_trace_free(rep);
+  }
+  memstub_trace_free(orig);
   tu_rmtree(dir);
   free(dir);
 }
@@ -107,6 +236,8 @@ int main(void) {
   tcase_add_test(tc, test_entry_point);
   tcase_add_test(tc, test_entry_point_measured);
   tcase_add_test(tc, test_entry_point_bad_env);
+  tcase_add_test(tc, test_two_stubs_one_program);
+  tcase_add_test(tc, test_two_processes);
   suite_add_tcase(s, tc);
   TCase *link = tcase_create("link");
   tcase_set_timeout(link, 120);
