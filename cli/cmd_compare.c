@@ -6,10 +6,10 @@
 #include "cli.h"
 #include "memstub/compare.h"
 
-enum { O_JSON = MS_CLI_LONG, O_LATE, O_SSLACK, O_HSLACK, O_PAGE, O_MMAP, O_PARTIAL };
+enum { O_CHECK = MS_CLI_LONG, O_JSON, O_LATE, O_SSLACK, O_HSLACK, O_PAGE, O_MMAP, O_PARTIAL };
 
 static const ms_cli_option options[] = {
-    {"check", 'c', "SPEC",
+    {"check", O_CHECK, "SPEC",
      "thresholds KEY=VALUE[,KEY=VALUE...]; exit 1 if any fails.\n"
      "Repeatable. Keys (at most, unless noted):\n"
      "  total-ns|us|ms|s, total-pct   |total duration error|\n"
@@ -67,7 +67,7 @@ static int take_option(ms_cli_parser *p, int c, memstub_compare_options *o,
   memstub_error err = {0};
   double late_us;
   switch (c) {
-    case 'c':
+    case O_CHECK:
       if (memstub_compare_checks_parse(cs, p->arg, &err) == 0) break;
       ms_cli_usage("compare", "--check: %s", err.msg);
       return -1;

@@ -15,13 +15,13 @@
 #include "ms_common.h"
 #include "../recorder/protocol.h"
 
-enum { O_HEAP = MS_CLI_LONG, O_SAMPLE_HZ, O_OCCURRENCE, O_SIGNAL };
+enum { O_THREAD = MS_CLI_LONG, O_HEAP, O_SAMPLE_HZ, O_OCCURRENCE, O_SIGNAL };
 
 static const ms_cli_option options[] = {
     {"output", 'o', "FILE",
      "the trace (required); the recorded process writes it\n"
      "atomically when it exits (or dies of a signal)"},
-    {"thread", 't', "WHICH", "main (default), or N: the Nth thread PROGRAM creates"},
+    {"thread", O_THREAD, "WHICH", "main (default), or N: the Nth thread PROGRAM creates"},
     {"heap", O_HEAP, "SCOPE",
      "process (default): every thread's blocks; thread:\n"
      "the blocks the recorded thread allocated"},
@@ -193,7 +193,7 @@ static int apply_option(ms_cli_parser *p, int c, rec_opts *o) {
   int k;
   switch (c) {
     case 'o': o->out = p->arg; return 0;
-    case 't':
+    case O_THREAD:
       if (strcmp(p->arg, "main") != 0) {
         long long n;
         if (parse_pos(p, 1, &n) < 0) return -1;
