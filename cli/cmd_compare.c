@@ -109,6 +109,9 @@ static int compare(const char *orig, const char *repl, const memstub_compare_opt
   memstub_compare_report *r = NULL;
   if (memstub_compare_files(orig, repl, o, &r, &err) < 0) return ms_cli_fail(&err);
   warn_rows(r, orig, repl);
+  // A column ORIGINAL did not measure is not compared (docs/formats.md).
+  if (r->stack_unknown) ms_cli_warn("%s: stack: %s: the stack is not compared", orig, r->stack_unknown);
+  if (r->heap_unknown) ms_cli_warn("%s: heap: %s: the heap is not compared", orig, r->heap_unknown);
   size_t failed = memstub_compare_checks_run(cs, r);
   int wrc =
       json ? memstub_compare_write_json(r, cs, stdout) : memstub_compare_write_text(r, cs, stdout);
@@ -116,7 +119,10 @@ static int compare(const char *orig, const char *repl, const memstub_compare_opt
   if (wrc < 0) return ms_cli_error("standard output: write failed");
   for (size_t i = 0; i < cs->n; i++) {
     const memstub_compare_check *k = &cs->c[i];
-    if (!k->pass)
+    if (k->skipped)
+      ms_cli_note("check skipped: %s: the %s is unknown in %s", k->spec,
+                  strncmp(k->key, "heap", 4) == 0 ? "heap" : "stack", orig);
+    else if (!k->pass)
       ms_cli_note("check failed: %s: %s is %.6g %s, %s %.6g %s", k->spec, k->what, k->value,
                   k->unit, k->dir == MEMSTUB_COMPARE_AT_MOST ? "more than" : "less than",
                   k->limit, k->unit);

@@ -193,12 +193,20 @@ static void show_summary(const memstub_compare_report *r, const char *trace) {
     }
     printf("\n");
   }
-  printf("  stack           %zu of %zu rows exact (within %lld B), largest error %lld B\n",
-         r->stack.exact, r->compared, (long long)r->options.stack_slack,
-         (long long)r->stack.max_abs);
-  printf("  heap            %zu of %zu rows exact (within %lld B, or a page for mmap'd blocks),"
-         " largest error %lld B\n",
-         r->heap.exact, r->compared, (long long)r->options.heap_slack, (long long)r->heap.max_abs);
+  // A column the trace does not know (docs/formats.md) is not compared.
+  if (r->stack_unknown)
+    printf("  stack           unknown in the trace: not compared\n");
+  else
+    printf("  stack           %zu of %zu rows exact (within %lld B), largest error %lld B\n",
+           r->stack.exact, r->compared, (long long)r->options.stack_slack,
+           (long long)r->stack.max_abs);
+  if (r->heap_unknown)
+    printf("  heap            unknown in the trace: not compared\n");
+  else
+    printf("  heap            %zu of %zu rows exact (within %lld B, or a page for mmap'd blocks),"
+           " largest error %lld B\n",
+           r->heap.exact, r->compared, (long long)r->options.heap_slack,
+           (long long)r->heap.max_abs);
 }
 
 static int print_file(const char *path) {
