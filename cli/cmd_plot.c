@@ -12,10 +12,10 @@ enum { O_TITLE = MS_CLI_LONG, O_SIZE };
 
 static const ms_cli_option options[] = {
     {"output", 'o', "FILE", "write the figure to FILE (atomically); required"},
-    {"title", O_TITLE, "T", "the figure's title (default: ORIGINAL's file name)"},
     {"size", O_SIZE, "WxH",
      "size in pixels (default 1200x900; PDF: 100 pixels per inch;\n"
      ".txt: 10 x 20 pixels per character)"},
+    {"title", O_TITLE, "T", "the figure's title (default: ORIGINAL's file name)"},
     {0}};
 
 static const ms_cli_spec spec = {

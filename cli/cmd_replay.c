@@ -35,9 +35,7 @@ static const ms_cli_option options[] = {
      "ask the scheduler (Linux 6.12+) for a time slice of NS\n"
      "ns (100000 to 100000000) for the replay thread: it\n"
      "then waits less for a busy CPU when it wakes"},
-    {"time-scale", O_TIME_SCALE, "F", "what-if: multiply every time by F"},
-    {"heap-scale", O_HEAP_SCALE, "F", "what-if: multiply the heap totals by F"},
-    {"stack-scale", O_STACK_SCALE, "F", "what-if: multiply the stack totals by F"},
+    MS_CLI_WHATIF_OPTIONS(O_TIME_SCALE, O_HEAP_SCALE, O_STACK_SCALE),
     {"calibration", 'c', "FILE",
      "compensate for the overheads measured on this host\n"
      "(a profile from 'memstub calibrate'), as\n"

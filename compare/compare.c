@@ -20,12 +20,9 @@ void memstub_compare_options_init(memstub_compare_options *o) {
 
 void memstub_compare_free(memstub_compare_report *r) {
   if (!r) return;
-  free(r->original_name);
-  free(r->replayed_name);
-  free(r->match);
-  free(r->stack_unknown);
-  free(r->heap_unknown);
-  free(r);
+  void *owned[] = {r->original_name, r->replayed_name, r->match, r->stack_unknown,
+                   r->heap_unknown, r};
+  for (size_t i = 0; i < sizeof owned / sizeof *owned; i++) free(owned[i]);
 }
 
 /* Where a problem is, so each front end can say it its own way: which trace
@@ -318,11 +315,9 @@ static int run(const memstub_trace *orig, const char *orig_name, const memstub_t
   *out = NULL;
   w->which = -1;
   memstub_compare_options def;
-  if (!o) {
-    memstub_compare_options_init(&def);
-    o = &def;
-  }
-  int rc = check_options(o, err);
+  memstub_compare_options_init(&def);
+  int rc = check_options(o ? o : &def, err);
+  if (!o) o = &def;
   if (rc < 0) return rc;
   memstub_compare_report *r = calloc(1, sizeof *r);
   if (!r) return memstub_error_set(err, -ENOMEM, "out of memory");
