@@ -60,6 +60,12 @@ typedef struct ms_cli_option {
 
 enum { MS_CLI_LONG = 256, MS_CLI_MAX_OPTIONS = 40 };
 
+// The what-if options of gen and replay, with the caller's keys.
+#define MS_CLI_WHATIF_OPTIONS(time_key, heap_key, stack_key)                                 \
+  {"time-scale", time_key, "F", "what-if: multiply every time by F (0.7 = 30% faster)"},    \
+      {"heap-scale", heap_key, "F", "what-if: multiply the heap totals by F"},             \
+      {"stack-scale", stack_key, "F", "what-if: multiply the stack totals by F"}
+
 typedef struct ms_cli_spec {
   const char *name;           // the subcommand, for messages ("see 'memstub gen --help'")
   const char *intro;          // the help above the options ("usage: ...\n\n...\n")

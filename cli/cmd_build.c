@@ -23,10 +23,10 @@ static const ms_cli_option options[] = {
      "the --name the header was generated with (its\n"
      "descriptor is NAME_memStub); found in the header\n"
      "when it holds exactly one stub"},
+    {"verbose", 'v', NULL, "print the compiler command"},
     {"cc", O_CC, "CC",
      "the C compiler (default: $MEMSTUB_CC, else $CC, else\n"
      "the compiler memstub was built with)"},
-    {"verbose", 'v', NULL, "print the compiler command"},
     {0}};
 
 static const ms_cli_spec spec = {
@@ -180,16 +180,9 @@ typedef struct build_job {
 static void job_free(build_job *j) {
   if (j->tmp) unlink(j->tmp);
   for (size_t i = 0; i < MS__ARRAY_SIZE(j->owned); i++) free(j->owned[i]);
-  free(j->tmp);
-  free(j->target);
-  free(j->text);
-  free(j->main_c);
-  free(j->stubdef);
-  free(j->usedef);
-  free(j->pointdef);
-  free(j->ccbuf);
-  free(j->incl);
-  free(j->defout);
+  char *strings[] = {j->tmp,     j->target,   j->text, j->main_c, j->stubdef,
+                     j->usedef,  j->pointdef, j->ccbuf, j->incl,  j->defout};
+  for (size_t i = 0; i < MS__ARRAY_SIZE(strings); i++) free(strings[i]);
 }
 
 // The command line into j: 0, or the exit status (help printed, or a usage error).

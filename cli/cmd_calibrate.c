@@ -10,10 +10,12 @@
 #include "ms_common.h"
 #include "prim.h"
 
+enum { O_QUICK = MS_CLI_LONG, O_REPEAT };
+
 static const ms_cli_option options[] = {
     {"output", 'o', "FILE", "write the profile to FILE (atomically); '-' for stdout"},
-    {"quick", 'q', NULL, "smaller traces and 10 repetitions (a few seconds)"},
-    {"repeat", 'r', "R", "repetitions (default 100, or 10 with --quick)"},
+    {"quick", O_QUICK, NULL, "smaller traces and 10 repetitions (a few seconds)"},
+    {"repeat", O_REPEAT, "R", "repetitions (default 100, or 10 with --quick)"},
     {"cold-delay", 'd', "NS",
      "the delay before every point of the cold runs, which\n"
      "measure the costs as a replay with delays meets them\n"
@@ -253,8 +255,8 @@ int ms_cmd_calibrate(int argc, char **argv) {
   while (!bad && (c = ms_cli_next(&p, argc, argv)) > 0) {
     switch (c) {
       case 'o': out = p.arg; break;
-      case 'q': o.quick = 1; break;
-      case 'r': bad = ms_cli_arg_i64(&p, &repeat) || check_repeat(repeat); break;
+      case O_QUICK: o.quick = 1; break;
+      case O_REPEAT: bad = ms_cli_arg_i64(&p, &repeat) || check_repeat(repeat); break;
       case 'd': bad = ms_cli_arg_i64(&p, &o.cold_delay_ns) || check_cold_delay(o.cold_delay_ns); break;
       case 'p': plot = p.arg; break;
     }

@@ -2,7 +2,6 @@
 // step run as the memstub command a user would type, then a fidelity summary.
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -22,7 +21,21 @@
 
 extern char **environ;
 
-static const char usage_text[] =
+enum { O_PROFILE = MS_CLI_LONG, O_RECALIBRATE, O_TIMING, O_CHECK, O_NO_FIGURE };
+
+static const ms_cli_option options[] = {
+    {"output", 'o', "DIR", "where the files go (default: ./memstub-demo)"},
+    {"profile", O_PROFILE, "FILE", "use this calibration profile instead of calibrating"},
+    {"recalibrate", O_RECALIBRATE, NULL, "calibrate even when DIR/host.profile is fresh"},
+    {"timing", O_TIMING, "MODE", "deadline (default) or usleep, the paper's relative sleeps"},
+    {"check", O_CHECK, "SPEC",
+     "fail (exit 1) unless the replay meets SPEC, as for\n"
+     "memstub compare --check"},
+    {"no-figure", O_NO_FIGURE, NULL, "do not print the text figure"},
+    {0}};
+
+static const ms_cli_spec spec = {
+    "demo",
     "usage: memstub demo [TRACE] [-o DIR] [--profile FILE] [--recalibrate]\n"
     "                    [--timing deadline|usleep] [--check SPEC] [--no-figure]\n"
     "\n"
@@ -40,18 +53,9 @@ static const char usage_text[] =
     "\n"
     "Then it prints where each file is, a fidelity summary beside the paper's\n"
     "figures, and the figure as text.\n"
-    "\n"
-    "options:\n"
-    "  -o, --output DIR      where the files go (default: ./memstub-demo)\n"
-    "      --profile FILE    use this calibration profile instead of calibrating\n"
-    "      --recalibrate     calibrate even when DIR/host.profile is fresh\n"
-    "      --timing MODE     deadline (default) or usleep, the paper's relative sleeps\n"
-    "      --check SPEC      fail (exit 1) unless the replay meets SPEC, as for\n"
-    "                        memstub compare --check\n"
-    "      --no-figure       do not print the text figure\n"
-    "  -h, --help            show this help\n"
-    "\n"
-    "Exit status: 0 done; 1 a --check failed; 2 bad usage, bad input or a step failed.\n";
+    "\n",
+    options, 24,
+    "\nExit status: 0 done; 1 a --check failed; 2 bad usage, bad input or a step failed.\n"};
 
 typedef struct demo {
   const char *dir;
@@ -189,12 +193,20 @@ static void show_summary(const memstub_compare_report *r, const char *trace) {
     }
     printf("\n");
   }
-  printf("  stack           %zu of %zu rows exact (within %lld B), largest error %lld B\n",
-         r->stack.exact, r->compared, (long long)r->options.stack_slack,
-         (long long)r->stack.max_abs);
-  printf("  heap            %zu of %zu rows exact (within %lld B, or a page for mmap'd blocks),"
-         " largest error %lld B\n",
-         r->heap.exact, r->compared, (long long)r->options.heap_slack, (long long)r->heap.max_abs);
+  // A column the trace does not know (docs/formats.md) is not compared.
+  if (r->stack_unknown)
+    printf("  stack           unknown in the trace: not compared\n");
+  else
+    printf("  stack           %zu of %zu rows exact (within %lld B), largest error %lld B\n",
+           r->stack.exact, r->compared, (long long)r->options.stack_slack,
+           (long long)r->stack.max_abs);
+  if (r->heap_unknown)
+    printf("  heap            unknown in the trace: not compared\n");
+  else
+    printf("  heap            %zu of %zu rows exact (within %lld B, or a page for mmap'd blocks),"
+           " largest error %lld B\n",
+           r->heap.exact, r->compared, (long long)r->options.heap_slack,
+           (long long)r->heap.max_abs);
 }
 
 static int print_file(const char *path) {
@@ -207,47 +219,60 @@ static int print_file(const char *path) {
   return 0;
 }
 
-int ms_cmd_demo(int argc, char **argv) {
-  static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
-                                       {"profile", required_argument, NULL, 'p'},
-                                       {"recalibrate", no_argument, NULL, 'r'},
-                                       {"timing", required_argument, NULL, 't'},
-                                       {"check", required_argument, NULL, 'c'},
-                                       {"no-figure", no_argument, NULL, 'F'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
-  demo d = {.dir = "memstub-demo", .steps = 6};
-  const char *profile = NULL, *timing = "deadline", *check = NULL;
-  int recalibrate = 0, figure = 1;
-  optind = 1;
-  opterr = 0;
-  int c;
-  while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+// What the user asked for.
+typedef struct demo_args {
+  const char *profile, *timing, *check;
+  int recalibrate, figure;
+} demo_args;
+
+// The files of a run: the trace, and what the steps write in DIR.
+typedef struct demo_files {
+  char *trace, *own_profile, *header, *stub, *replayed, *cmp_txt, *cmp_json, *png, *svg, *txt;
+} demo_files;
+
+static void files_free(demo_files *f) {
+  char **all[] = {&f->trace, &f->own_profile, &f->header, &f->stub, &f->replayed,
+                  &f->cmp_txt, &f->cmp_json, &f->png, &f->svg, &f->txt};
+  for (size_t i = 0; i < MS__ARRAY_SIZE(all); i++) {
+    free(*all[i]);
+    *all[i] = NULL;
+  }
+}
+
+/* Parse argv into d, a and f->trace: 0 to run, else 1 with *status the exit
+ * status (after --help or a usage error, both printed). */
+static int parse_args(int argc, char **argv, demo *d, demo_args *a, demo_files *f, int *status) {
+  static const char *const timings[] = {"deadline", "usleep", NULL};
+  ms_cli_parser p = {.spec = &spec};
+  int c, k, bad = 0;
+  while (!bad && (c = ms_cli_next(&p, argc, argv)) > 0) {
     switch (c) {
-      case 'o': d.dir = optarg; break;
-      case 'p': profile = optarg; break;
-      case 'r': recalibrate = 1; break;
-      case 't': timing = optarg; break;
-      case 'c': check = optarg; break;
-      case 'F': figure = 0; break;
-      case 'h': fputs(usage_text, stdout); return MS_EXIT_OK;
-      case ':': return ms_cli_usage("demo", "%s needs a value", argv[optind - 1]);
-      default: return ms_cli_usage("demo", "unknown option '%s'", argv[optind - 1]);
+      case 'o': d->dir = p.arg; break;
+      case O_PROFILE: a->profile = p.arg; break;
+      case O_RECALIBRATE: a->recalibrate = 1; break;
+      case O_TIMING:
+        if (!(bad = ms_cli_arg_choice(&p, timings, &k))) a->timing = timings[k];
+        break;
+      case O_CHECK: a->check = p.arg; break;
+      case O_NO_FIGURE: a->figure = 0; break;
     }
   }
-  if (strcmp(timing, "deadline") != 0 && strcmp(timing, "usleep") != 0)
-    return ms_cli_usage("demo", "--timing: expected deadline or usleep, found '%s'", timing);
-  if (optind < argc - 1) return ms_cli_usage("demo", "more than one TRACE given");
-  char *trace = optind < argc ? ms__strdup(argv[optind])
-                              : ms__asprintf("%s/traces/samples/synthetic-4.8s.csv", ms__datadir());
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (!trace || n <= 0) return ms_cli_error("cannot find the memstub executable");
-  self[n] = '\0';
-  d.self = self;
+  *status = bad ? MS_EXIT_USAGE : p.status;
+  if (bad || c < 0) return 1;
+  if (p.optind < argc - 1) {
+    *status = ms_cli_usage("demo", "more than one TRACE given");
+    return 1;
+  }
+  f->trace = p.optind < argc
+                 ? ms__strdup(argv[p.optind])
+                 : ms__asprintf("%s/traces/samples/synthetic-4.8s.csv", ms__datadir());
+  return 0;
+}
 
-  // Check the trace before anything runs, so a bad one fails in a second:
-  // that it reads, and that it makes stub data (a one-row trace does not).
+/* Check the trace before anything runs, so a bad one fails in a second:
+ * that it reads, and that it makes stub data (a one-row trace does not).
+ * 0, or the exit status after printing why. */
+static int check_trace(const char *trace) {
   memstub_trace *t = NULL;
   memstub_gen *g = NULL;
   memstub_error err = {0};
@@ -260,115 +285,133 @@ int ms_cmd_demo(int argc, char **argv) {
   }
   memstub_gen_free(g);
   memstub_trace_free(t);
-  if (bad) {
-    free(trace);
-    return ms_cli_fail(&err);
+  return bad ? ms_cli_fail(&err) : 0;
+}
+
+/* Step 1: reuse DIR/host.profile when fresh, use --profile, or calibrate.
+ * *profile is the one to use; 0, or the failed command's status. */
+static int step_calibrate(demo *d, const demo_args *a, const demo_files *f,
+                          const char **profile, int *made) {
+  *profile = a->profile;
+  if (!a->profile && !a->recalibrate && profile_fresh(f->own_profile)) {
+    d->step++;
+    printf("\n[%d/%d] calibrate: reusing %s (made on this host in the last 24 hours; "
+           "--recalibrate to redo)\n",
+           d->step, d->steps, f->own_profile);
+    *profile = f->own_profile;
+  } else if (!a->profile) {
+    char *argv[] = {(char *)d->self, "calibrate", "--quick", "-o", f->own_profile, NULL};
+    int rc = run(d, "calibrate", argv, NULL, 0);
+    if (rc != 0) return rc;
+    *profile = f->own_profile;
+    *made = 1;
+  } else {
+    d->step++;
+    printf("\n[%d/%d] calibrate: using %s\n", d->step, d->steps, a->profile);
   }
-  if (mkdir(d.dir, 0777) != 0 && errno != EEXIST) {
-    int rc = ms_cli_error("%s: cannot create the directory: %s", d.dir, strerror(errno));
-    free(trace);
+  return 0;
+}
+
+/* Step 5: compare to DIR/compare.txt (with the --check) and compare.json.
+ * 0, or the failed command's status; *check_failed when only the check failed. */
+static int step_compare(demo *d, const demo_args *a, const demo_files *f, int *check_failed) {
+  char *self = (char *)d->self;
+  char *argv[] = {self, "compare", f->trace, f->replayed, NULL, NULL, NULL};
+  if (a->check) {
+    argv[4] = "--check";
+    argv[5] = (char *)a->check;
+  }
+  int crc = run(d, "compare", argv, f->cmp_txt, 0);
+  if (crc != 0 && crc != MS_EXIT_CHECK) return crc;
+  char *j[] = {self, "compare", f->trace, f->replayed, "--json", NULL};
+  if (run(d, "compare", j, f->cmp_json, 1) > MS_EXIT_CHECK) return MS_EXIT_USAGE;
+  *check_failed = crc == MS_EXIT_CHECK;
+  return 0;
+}
+
+/* Steps 2 to 6, each a memstub command: 0, or the failed command's status
+ * (-1 when it could not be run); *check_failed when the --check failed. */
+static int run_steps(demo *d, const demo_args *a, const demo_files *f, const char *profile,
+                     int *check_failed) {
+  char *self = (char *)d->self, *timing = (char *)a->timing;
+  char *gen[] = {self, "gen", f->trace, "--calibration", (char *)profile, "--timing",
+                 timing, "-o", f->header, NULL};
+  char *build[] = {self, "build", f->header, "-o", f->stub, NULL};
+  char *replay[] = {f->stub, "--timing", timing, "--measure", f->replayed, NULL};
+  int rc;
+  if ((rc = run(d, "gen", gen, NULL, 0)) != 0 || (rc = run(d, "build", build, NULL, 0)) != 0 ||
+      (rc = run(d, "replay", replay, NULL, 0)) != 0 ||
+      (rc = step_compare(d, a, f, check_failed)) != 0)
     return rc;
+  const char *outs[] = {f->png, f->svg, f->txt};
+  for (size_t i = 0; i < MS__ARRAY_SIZE(outs); i++) {
+    char *argv[] = {self, "plot", f->trace, f->replayed, "-o", (char *)outs[i], NULL};
+    int prc = run(d, "plot", argv, NULL, i > 0);
+    if (prc != 0) return prc < 0 ? MS_EXIT_USAGE : prc;
+  }
+  return 0;
+}
+
+// After the steps: the files, the fidelity summary and the figure. 0 or 2.
+static int show_result(const demo *d, const demo_args *a, const demo_files *f,
+                       const char *profile, int profile_made) {
+  memstub_compare_report *r = NULL;
+  memstub_error err = {0};
+  if (memstub_compare_files(f->trace, f->replayed, NULL, &r, &err) < 0) return ms_cli_fail(&err);
+  show_files(d, profile, profile_made);
+  show_summary(r, f->trace);
+  memstub_compare_free(r);
+  if (a->figure) {
+    printf("\n");
+    print_file(f->txt);
+  }
+  return 0;
+}
+
+int ms_cmd_demo(int argc, char **argv) {
+  demo d = {.dir = "memstub-demo", .steps = 6};
+  demo_args a = {.timing = "deadline", .figure = 1};
+  demo_files f = {0};
+  int rc;
+  if (parse_args(argc, argv, &d, &a, &f, &rc)) return rc;
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (!f.trace || n <= 0) {
+    free(f.trace);
+    return ms_cli_error("cannot find the memstub executable");
+  }
+  self[n] = '\0';
+  d.self = self;
+  if ((rc = check_trace(f.trace)) != 0) goto out;
+  if (mkdir(d.dir, 0777) != 0 && errno != EEXIST) {
+    rc = ms_cli_error("%s: cannot create the directory: %s", d.dir, strerror(errno));
+    goto out;
   }
 
   int64_t t0 = ms__prim_now_ns();
-  printf("memstub demo: %s -> %s/\n", trace, d.dir);
-  char *own_profile = path_in(&d, "host.profile");
-  char *header = path_in(&d, "memuse.h"), *stub = path_in(&d, "stub");
-  char *replayed = path_in(&d, "replayed.csv"), *cmp_txt = path_in(&d, "compare.txt");
-  char *cmp_json = path_in(&d, "compare.json"), *png = path_in(&d, "figure3.png");
-  char *svg = path_in(&d, "figure3.svg"), *txt = path_in(&d, "figure3.txt");
-  int rc = 0, profile_made = 0;
-
-  if (!profile && !recalibrate && profile_fresh(own_profile)) {
-    d.step++;
-    printf("\n[%d/%d] calibrate: reusing %s (made on this host in the last 24 hours; "
-           "--recalibrate to redo)\n",
-           d.step, d.steps, own_profile);
-    profile = own_profile;
-  } else if (!profile) {
-    char *a[] = {self, "calibrate", "--quick", "-o", own_profile, NULL};
-    if ((rc = run(&d, "calibrate", a, NULL, 0)) != 0) goto failed;
-    profile = own_profile;
-    profile_made = 1;
-  } else {
-    d.step++;
-    printf("\n[%d/%d] calibrate: using %s\n", d.step, d.steps, profile);
-  }
-  {
-    char *a[] = {self, "gen", trace, "--calibration", (char *)profile, "--timing",
-                 (char *)timing, "-o", header, NULL};
-    if ((rc = run(&d, "gen", a, NULL, 0)) != 0) goto failed;
-  }
-  {
-    char *a[] = {self, "build", header, "-o", stub, NULL};
-    if ((rc = run(&d, "build", a, NULL, 0)) != 0) goto failed;
-  }
-  {
-    char *a[] = {stub, "--timing", (char *)timing, "--measure", replayed, NULL};
-    if ((rc = run(&d, "replay", a, NULL, 0)) != 0) goto failed;
-  }
-  {
-    char *a[] = {self, "compare", trace, replayed, NULL, NULL, NULL};
-    if (check) {
-      a[4] = "--check";
-      a[5] = (char *)check;
-    }
-    int crc = run(&d, "compare", a, cmp_txt, 0);
-    if (crc != 0 && crc != MS_EXIT_CHECK) {
-      rc = crc;
-      goto failed;
-    }
-    char *j[] = {self, "compare", trace, replayed, "--json", NULL};
-    if (run(&d, "compare", j, cmp_json, 1) > MS_EXIT_CHECK) {
-      rc = MS_EXIT_USAGE;
-      goto failed;
-    }
-    if (crc == MS_EXIT_CHECK) rc = MS_EXIT_CHECK;
-  }
-  {
-    const char *outs[] = {png, svg, txt};
-    for (size_t i = 0; i < MS__ARRAY_SIZE(outs); i++) {
-      char *a[] = {self, "plot", trace, replayed, "-o", (char *)outs[i], NULL};
-      int prc = run(&d, "plot", a, NULL, i > 0);
-      if (prc != 0) {
-        rc = prc < 0 ? MS_EXIT_USAGE : prc;
-        goto failed;
-      }
-    }
-  }
-
-  memstub_compare_report *r = NULL;
-  if (memstub_compare_files(trace, replayed, NULL, &r, &err) < 0) {
-    rc = ms_cli_fail(&err);
+  printf("memstub demo: %s -> %s/\n", f.trace, d.dir);
+  f.own_profile = path_in(&d, "host.profile");
+  f.header = path_in(&d, "memuse.h"), f.stub = path_in(&d, "stub");
+  f.replayed = path_in(&d, "replayed.csv"), f.cmp_txt = path_in(&d, "compare.txt");
+  f.cmp_json = path_in(&d, "compare.json"), f.png = path_in(&d, "figure3.png");
+  f.svg = path_in(&d, "figure3.svg"), f.txt = path_in(&d, "figure3.txt");
+  const char *profile = NULL;
+  int profile_made = 0, check_failed = 0;
+  rc = step_calibrate(&d, &a, &f, &profile, &profile_made);
+  if (rc == 0) rc = run_steps(&d, &a, &f, profile, &check_failed);
+  if (rc != 0) {
+    if (rc > 0)
+      ms_cli_error("step %d failed (exit status %d); the files so far are in %s/", d.step, rc,
+                   d.dir);
+    if (rc != MS_EXIT_CHECK) rc = MS_EXIT_USAGE;
     goto out;
   }
-  show_files(&d, profile, profile_made);
-  show_summary(r, trace);
-  memstub_compare_free(r);
-  if (figure) {
-    printf("\n");
-    print_file(txt);
-  }
+  if ((rc = show_result(&d, &a, &f, profile, profile_made)) != 0) goto out;
+  rc = check_failed ? MS_EXIT_CHECK : MS_EXIT_OK;
   printf("\nmemstub demo: done in %.1f s%s\n", (double)(ms__prim_now_ns() - t0) / 1e9,
-         rc == MS_EXIT_CHECK ? "; the --check failed (see compare.txt)" : "");
-  goto out;
-
-failed:
-  if (rc > 0)
-    ms_cli_error("step %d failed (exit status %d); the files so far are in %s/", d.step, rc,
-                 d.dir);
-  if (rc != MS_EXIT_CHECK) rc = MS_EXIT_USAGE;
+         check_failed ? "; the --check failed (see compare.txt)" : "");
 out:
   fflush(stdout);
-  free(trace);
-  free(own_profile);
-  free(header);
-  free(stub);
-  free(replayed);
-  free(cmp_txt);
-  free(cmp_json);
-  free(png);
-  free(svg);
-  free(txt);
+  files_free(&f);
   return rc;
 }

@@ -13,9 +13,7 @@ static const ms_cli_option options[] = {
     {"name", 'n', "NAME",
      "prefix the header's names: NAME_NUMDATA, NAME_memUse,\n"
      "NAME_memPoint, NAME_memStub (to link several stubs)"},
-    {"time-scale", O_TIME_SCALE, "F", "what-if: multiply every time by F (0.7 = 30% faster)"},
-    {"heap-scale", O_HEAP_SCALE, "F", "what-if: multiply the heap totals by F"},
-    {"stack-scale", O_STACK_SCALE, "F", "what-if: multiply the stack totals by F"},
+    MS_CLI_WHATIF_OPTIONS(O_TIME_SCALE, O_HEAP_SCALE, O_STACK_SCALE),
     {"calibration", 'c', "FILE",
      "compensate for the overheads measured on the target\n"
      "host (a profile from 'memstub calibrate'): the stack\n"

@@ -8,14 +8,14 @@
 #include "memstub/plot.h"
 #include "ms_common.h"
 
-enum { O_SIZE = MS_CLI_LONG };
+enum { O_TITLE = MS_CLI_LONG, O_SIZE };
 
 static const ms_cli_option options[] = {
     {"output", 'o', "FILE", "write the figure to FILE (atomically); required"},
-    {"title", 't', "T", "the figure's title (default: ORIGINAL's file name)"},
     {"size", O_SIZE, "WxH",
      "size in pixels (default 1200x900; PDF: 100 pixels per inch;\n"
      ".txt: 10 x 20 pixels per character)"},
+    {"title", O_TITLE, "T", "the figure's title (default: ORIGINAL's file name)"},
     {0}};
 
 static const ms_cli_spec spec = {
@@ -47,7 +47,7 @@ int ms_cmd_plot(int argc, char **argv) {
   while ((c = ms_cli_next(&p, argc, argv)) > 0) {
     switch (c) {
       case 'o': out = p.arg; break;
-      case 't': po.title = p.arg; break;
+      case O_TITLE: po.title = p.arg; break;
       case O_SIZE: {
         int w, h, n = 0;
         if (sscanf(p.arg, "%dx%d%n", &w, &h, &n) != 2 || p.arg[n] != '\0' || w < 100 ||

@@ -15,13 +15,13 @@
 #include "ms_common.h"
 #include "../recorder/protocol.h"
 
-enum { O_HEAP = MS_CLI_LONG, O_SAMPLE_HZ, O_OCCURRENCE, O_SIGNAL };
+enum { O_THREAD = MS_CLI_LONG, O_HEAP, O_SAMPLE_HZ, O_OCCURRENCE, O_SIGNAL };
 
 static const ms_cli_option options[] = {
     {"output", 'o', "FILE",
      "the trace (required); the recorded process writes it\n"
      "atomically when it exits (or dies of a signal)"},
-    {"thread", 't', "WHICH", "main (default), or N: the Nth thread PROGRAM creates"},
+    {"thread", O_THREAD, "WHICH", "main (default), or N: the Nth thread PROGRAM creates"},
     {"heap", O_HEAP, "SCOPE",
      "process (default): every thread's blocks; thread:\n"
      "the blocks the recorded thread allocated"},
@@ -64,15 +64,21 @@ static const ms_cli_spec spec = {
     "--occurrence asks for never happened (no trace is written then); 2 on bad\n"
     "usage, a program that cannot be run, or no recorder in it (static or setuid).\n"};
 
-static int parse_pos(ms_cli_parser *p, long long lo, long long *out) {
+// The option's integer, at least lo and at most hi: 0, or -1 after a usage error.
+static int parse_range(ms_cli_parser *p, long long lo, long long hi, long long *out) {
   int64_t v;
   if (ms_cli_arg_i64(p, &v) < 0) return -1;
-  if (v < lo) {
-    ms_cli_usage("record", "%s must be >= %lld", p->opt, lo);
+  if (v < lo || v > hi) {
+    ms_cli_usage("record", v < lo ? "%s must be >= %lld" : "%s must be <= %lld", p->opt,
+                 v < lo ? lo : hi);
     return -1;
   }
   *out = v;
   return 0;
+}
+
+static int parse_pos(ms_cli_parser *p, long long lo, long long *out) {
+  return parse_range(p, lo, LLONG_MAX, out);
 }
 
 static void print_churn_line(const char *label, const char *v) {
@@ -193,7 +199,7 @@ static int apply_option(ms_cli_parser *p, int c, rec_opts *o) {
   int k;
   switch (c) {
     case 'o': o->out = p->arg; return 0;
-    case 't':
+    case O_THREAD:
       if (strcmp(p->arg, "main") != 0) {
         long long n;
         if (parse_pos(p, 1, &n) < 0) return -1;
@@ -205,26 +211,14 @@ static int apply_option(ms_cli_parser *p, int c, rec_opts *o) {
       o->heap = heaps[k];
       return 0;
     case 'r': return parse_pos(p, 0, &o->res);
-    case O_SAMPLE_HZ:
-      if (parse_pos(p, 0, &o->hz) < 0) return -1;
-      if (o->hz > MS__REC_MAX_SAMPLE_HZ) {
-        ms_cli_usage("record", "--sample-hz must be <= %d", MS__REC_MAX_SAMPLE_HZ);
-        return -1;
-      }
-      return 0;
+    case O_SAMPLE_HZ: return parse_range(p, 0, MS__REC_MAX_SAMPLE_HZ, &o->hz);
     case O_OCCURRENCE:
       if (strcmp(p->arg, "all") == 0) {
         o->occ = 0;
         return 0;
       }
       return parse_pos(p, 1, &o->occ);
-    case O_SIGNAL:
-      if (parse_pos(p, 1, &o->sig) < 0) return -1;
-      if (o->sig > SIGRTMAX) {
-        ms_cli_usage("record", "--signal must be <= %d", SIGRTMAX);
-        return -1;
-      }
-      return 0;
+    case O_SIGNAL: return parse_range(p, 1, SIGRTMAX, &o->sig);
     default: o->quiet = 1; return 0;  // 'q'
   }
 }

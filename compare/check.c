@@ -235,10 +235,24 @@ static double check_value(const memstub_compare_check *c, const memstub_compare_
   return NAN;
 }
 
+// Whether check c judges a column ORIGINAL does not know (stack or heap unknown).
+static int on_unknown_column(const memstub_compare_check *c, const memstub_compare_report *r) {
+  keyinfo k;
+  if (parse_key(c->key, &k) < 0 || (k.q != Q_EXACT && k.q != Q_MEM_MAX && k.q != Q_MEM_MEAN))
+    return 0;
+  return (k.heap ? r->heap_unknown : r->stack_unknown) != NULL;
+}
+
 size_t memstub_compare_checks_run(memstub_compare_checks *cs, const memstub_compare_report *r) {
   size_t failed = 0;
   for (size_t i = 0; i < cs->n; i++) {
     memstub_compare_check *c = &cs->c[i];
+    c->skipped = on_unknown_column(c, r);
+    if (c->skipped) {
+      c->value = NAN;
+      c->pass = 0;
+      continue;
+    }
     c->value = check_value(c, r);
     c->pass = c->dir == MEMSTUB_COMPARE_AT_MOST ? c->value <= c->limit : c->value >= c->limit;
     if (!c->pass) failed++;

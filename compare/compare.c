@@ -20,10 +20,9 @@ void memstub_compare_options_init(memstub_compare_options *o) {
 
 void memstub_compare_free(memstub_compare_report *r) {
   if (!r) return;
-  free(r->original_name);
-  free(r->replayed_name);
-  free(r->match);
-  free(r);
+  void *owned[] = {r->original_name, r->replayed_name, r->match, r->stack_unknown,
+                   r->heap_unknown, r};
+  for (size_t i = 0; i < sizeof owned / sizeof *owned; i++) free(owned[i]);
 }
 
 /* Where a problem is, so each front end can say it its own way: which trace
@@ -106,11 +105,12 @@ static int64_t meta_i64(const memstub_trace *t, const char *key) {
   return n && ms__parse_i64(v, n, &x) == 0 ? x : -1;
 }
 
-/* The comparison, with problems located by *w (filled on -EINVAL). */
-static int compare_core(const memstub_trace *orig, const memstub_trace *repl,
-                        const memstub_compare_options *o, memstub_compare_report *r,
-                        memstub_error *err, where *w) {
-  w->which = -1;
+/* Align repl's rows with orig's by repl's `point` column into r (match,
+ * compared, missing, repeated, out_of_order): 0, -EINVAL located by *w,
+ * or -ENOMEM. */
+static int align(const memstub_trace *orig, const memstub_trace *repl,
+                 const memstub_compare_options *o, memstub_compare_report *r,
+                 memstub_error *err, where *w) {
   int pc = memstub_trace_column(repl, "point");
   if (pc < 0) {
     if (memstub_trace_column(orig, "point") >= 0)
@@ -129,8 +129,8 @@ static int compare_core(const memstub_trace *orig, const memstub_trace *repl,
   if (!r->match) return memstub_error_set(err, -ENOMEM, "out of memory");
   for (size_t i = 0; i < n; i++) r->match[i] = -1;
 
-  // Align: the last replayed row for each point wins (a row is reached at its
-  // last stub point).
+  // The last replayed row for each point wins (a row is reached at its last
+  // stub point).
   int64_t prev = -1;
   for (size_t j = 0; j < repl->n; j++) {
     int64_t p = memstub_trace_extra_row(repl, j)[pc];
@@ -159,35 +159,63 @@ static int compare_core(const memstub_trace *orig, const memstub_trace *repl,
                    "REPLAYED measures only %zu of ORIGINAL's %zu points: it does not look like "
                    "a replay of ORIGINAL (--allow-partial compares it anyway)",
                    r->compared, n);
+  return 0;
+}
 
-  size_t m = r->compared;
-  int64_t *e = malloc(m * sizeof *e), *scratch = malloc(m * sizeof *scratch),
-          *own = malloc(m * sizeof *own);
-  if (!e || !scratch || !own) {
-    free(e);
-    free(scratch);
-    free(own);
-    return memstub_error_set(err, -ENOMEM, "out of memory");
+/* The stack and heap errors over the aligned points into r->stack and
+ * r->heap; a column ORIGINAL does not know (r->stack_unknown,
+ * r->heap_unknown) stays 0. pre: r->compared > 0. */
+static void mem_errors(const memstub_trace *orig, const memstub_trace *repl,
+                       const memstub_compare_options *o, memstub_compare_report *r) {
+  size_t n = orig->n;
+  // The stub's heap block is the total above the trace's smallest heap total.
+  int64_t heap_base = INT64_MAX;
+  for (size_t i = 0; i < n; i++)
+    if (orig->pts[i].heap_bytes < heap_base) heap_base = orig->pts[i].heap_bytes;
+  memstub_compare_mem *st = &r->stack, *hp = &r->heap;
+  st->min = hp->min = INT64_MAX;
+  st->max = hp->max = INT64_MIN;
+  double st_sum = 0, hp_sum = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (r->match[i] < 0) continue;
+    const memstub_point *a = &orig->pts[i], *b = &repl->pts[r->match[i]];
+    int64_t ds = ms__sat_sub(b->stack_bytes, a->stack_bytes), as = ms__sat_abs(ds);
+    if (ds < st->min) st->min = ds;
+    if (ds > st->max) st->max = ds;
+    if (as > st->max_abs) st->max_abs = as;
+    st_sum += (double)as;
+    if (as <= o->stack_slack) st->exact++;
+
+    int64_t dh = ms__sat_sub(b->heap_bytes, a->heap_bytes), ah = ms__sat_abs(dh);
+    int paged = a->heap_bytes - heap_base >= o->mmap_threshold;
+    if (dh < hp->min) hp->min = dh;
+    if (dh > hp->max) hp->max = dh;
+    if (ah > hp->max_abs) hp->max_abs = ah;
+    hp_sum += (double)ah;
+    if (paged) hp->paged++;
+    if (ah <= o->heap_slack || (paged && ah <= o->page_size)) hp->exact++;
   }
+  mem_finish(st, st_sum, r->compared);
+  mem_finish(hp, hp_sum, r->compared);
+  if (r->stack_unknown) memset(st, 0, sizeof *st);
+  if (r->heap_unknown) memset(hp, 0, sizeof *hp);
+}
+
+/* The per-point time errors (e, and own without the points the host
+ * delayed, each r->compared long) with the late points by cause. */
+static void time_errors(const memstub_trace *orig, const memstub_trace *repl,
+                        const memstub_compare_options *o, memstub_compare_report *r, int64_t *e,
+                        int64_t *own, size_t *nown) {
   // Cause columns of a replayed trace (memstub replay --measure).
   int cw = memstub_trace_column(repl, "wake_late_ns"), ck = memstub_trace_column(repl, "work_ns"),
       co = memstub_trace_column(repl, "off_cpu_ns"),
       ct = memstub_trace_column(repl, "target_time_ns");
   r->late_by_cause.causes_known = cw >= 0 && ck >= 0 && ct >= 0;
   r->late_by_cause.off_cpu_known = r->late_by_cause.causes_known && co >= 0;
-  size_t nown = 0;
-  // The stub's heap block is the total above the trace's smallest heap total.
-  int64_t heap_base = INT64_MAX;
-  for (size_t i = 0; i < n; i++)
-    if (orig->pts[i].heap_bytes < heap_base) heap_base = orig->pts[i].heap_bytes;
-
-  memstub_compare_mem *st = &r->stack, *hp = &r->heap;
-  st->min = hp->min = INT64_MAX;
-  st->max = hp->max = INT64_MIN;
-  double st_sum = 0, hp_sum = 0;
   size_t k = 0;
+  *nown = 0;
   r->duration.first_point = r->duration.last_point = -1;
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < orig->n; i++) {
     if (r->match[i] < 0) continue;
     const memstub_point *a = &orig->pts[i], *b = &repl->pts[r->match[i]];
     if (r->duration.first_point < 0) r->duration.first_point = (int64_t)i;
@@ -209,27 +237,40 @@ static int compare_core(const memstub_trace *orig, const memstub_trace *repl,
       host = cause == MEMSTUB_LATE_OFF_CPU;
     }
     if (host) r->host_rows++;
-    else own[nown++] = err_ns;
-
-    int64_t ds = ms__sat_sub(b->stack_bytes, a->stack_bytes), as = ms__sat_abs(ds);
-    if (ds < st->min) st->min = ds;
-    if (ds > st->max) st->max = ds;
-    if (as > st->max_abs) st->max_abs = as;
-    st_sum += (double)as;
-    if (as <= o->stack_slack) st->exact++;
-
-    int64_t dh = ms__sat_sub(b->heap_bytes, a->heap_bytes), ah = ms__sat_abs(dh);
-    int paged = a->heap_bytes - heap_base >= o->mmap_threshold;
-    if (dh < hp->min) hp->min = dh;
-    if (dh > hp->max) hp->max = dh;
-    if (ah > hp->max_abs) hp->max_abs = ah;
-    hp_sum += (double)ah;
-    if (paged) hp->paged++;
-    if (ah <= o->heap_slack || (paged && ah <= o->page_size)) hp->exact++;
+    else own[(*nown)++] = err_ns;
   }
-  mem_finish(st, st_sum, m);
-  mem_finish(hp, hp_sum, m);
+}
 
+// The metadata value of key ("stack", "heap") when it says unknown: a copy, else NULL.
+static char *unknown_meta(const memstub_trace *t, const char *key, int *oom) {
+  const char *v = memstub_trace_get_meta(t, key);
+  if (!v || strncmp(v, "unknown", 7) != 0) return NULL;
+  char *copy = ms__strdup(v);
+  if (!copy) *oom = 1;
+  return copy;
+}
+
+/* The comparison, with problems located by *w (filled on -EINVAL). */
+static int compare_core(const memstub_trace *orig, const memstub_trace *repl,
+                        const memstub_compare_options *o, memstub_compare_report *r,
+                        memstub_error *err, where *w) {
+  w->which = -1;
+  int rc = align(orig, repl, o, r, err, w);
+  if (rc < 0) return rc;
+  int oom = 0;
+  r->stack_unknown = unknown_meta(orig, "stack", &oom);
+  r->heap_unknown = unknown_meta(orig, "heap", &oom);
+  size_t m = r->compared, nown;
+  int64_t *e = malloc(m * sizeof *e), *scratch = malloc(m * sizeof *scratch),
+          *own = malloc(m * sizeof *own);
+  if (oom || !e || !scratch || !own) {
+    free(e);
+    free(scratch);
+    free(own);
+    return memstub_error_set(err, -ENOMEM, "out of memory");
+  }
+  time_errors(orig, repl, o, r, e, own, &nown);
+  mem_errors(orig, repl, o, r);
   time_stats(e, m, 0, o->late_ns, scratch, &r->time);
   memcpy(scratch, e, m * sizeof *e);
   qsort(scratch, m, sizeof *scratch, cmp_i64);
@@ -274,11 +315,9 @@ static int run(const memstub_trace *orig, const char *orig_name, const memstub_t
   *out = NULL;
   w->which = -1;
   memstub_compare_options def;
-  if (!o) {
-    memstub_compare_options_init(&def);
-    o = &def;
-  }
-  int rc = check_options(o, err);
+  memstub_compare_options_init(&def);
+  int rc = check_options(o ? o : &def, err);
+  if (!o) o = &def;
   if (rc < 0) return rc;
   memstub_compare_report *r = calloc(1, sizeof *r);
   if (!r) return memstub_error_set(err, -ENOMEM, "out of memory");

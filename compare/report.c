@@ -29,7 +29,12 @@ static void text_time(FILE *f, const memstub_compare_time *t, size_t n, int64_t 
 }
 
 static void text_mem(FILE *f, const char *name, const memstub_compare_mem *m, size_t n,
-                     int64_t slack, const memstub_compare_options *o, int heap) {
+                     int64_t slack, const memstub_compare_options *o, int heap,
+                     const char *unknown) {
+  if (unknown) {
+    fprintf(f, "%-6s unknown: not compared (ORIGINAL says '%s: %s')\n", name, name, unknown);
+    return;
+  }
   fprintf(f, "%-6s exact %.2f%% (%zu of %zu within %" PRId64 " bytes", name, 100.0 * m->exact_share,
           m->exact, n, slack);
   if (heap)
@@ -86,15 +91,19 @@ int memstub_compare_write_text(const memstub_compare_report *r, const memstub_co
             r->replay_off_cpu_ns >= 0 ? us(b, r->replay_off_cpu_ns, 0) : "",
             r->replay_off_cpu_ns >= 0 ? " us" : "");
   fputc('\n', f);
-  text_mem(f, "stack", &r->stack, r->compared, o->stack_slack, o, 0);
-  text_mem(f, "heap", &r->heap, r->compared, o->heap_slack, o, 1);
+  text_mem(f, "stack", &r->stack, r->compared, o->stack_slack, o, 0, r->stack_unknown);
+  text_mem(f, "heap", &r->heap, r->compared, o->heap_slack, o, 1, r->heap_unknown);
 
   if (cs && cs->n) {
     fputs("\nchecks:\n", f);
     for (size_t i = 0; i < cs->n; i++) {
       const memstub_compare_check *k = &cs->c[i];
-      fprintf(f, "  %-4s %-24s %s = %.6g %s\n", k->pass ? "ok" : "FAIL", k->spec, k->what, k->value,
-              k->unit);
+      if (k->skipped)
+        fprintf(f, "  %-4s %-24s %s: not judged, the %s is unknown in ORIGINAL\n", "skip", k->spec,
+                k->what, strncmp(k->key, "heap", 4) == 0 ? "heap" : "stack");
+      else
+        fprintf(f, "  %-4s %-24s %s = %.6g %s\n", k->pass ? "ok" : "FAIL", k->spec, k->what,
+                k->value, k->unit);
     }
   }
   return fflush(f) != 0 || ferror(f) ? -EIO : 0;
@@ -169,8 +178,14 @@ static void json_time(FILE *f, const memstub_compare_time *t, size_t n) {
   json_num(f, n ? (double)t->late / (double)n : 0.0);
 }
 
-static void json_mem(FILE *f, const memstub_compare_mem *m, int heap) {
-  fprintf(f, "{\"max_abs_bytes\": %" PRId64 ", \"mean_abs_bytes\": ", m->max_abs);
+static void json_mem(FILE *f, const memstub_compare_mem *m, int heap, const char *unknown) {
+  if (unknown) {
+    fputs("{\"known\": false, \"original\": ", f);
+    json_str(f, unknown);
+    fputc('}', f);
+    return;
+  }
+  fprintf(f, "{\"known\": true, \"max_abs_bytes\": %" PRId64 ", \"mean_abs_bytes\": ", m->max_abs);
   json_num(f, m->mean_abs);
   fprintf(f,
           ", \"min_bytes\": %" PRId64 ", \"max_bytes\": %" PRId64
@@ -236,14 +251,14 @@ int memstub_compare_write_json(const memstub_compare_report *r, const memstub_co
     json_num(f, (double)r->replay_cpu_ns / (double)r->replay_duration_ns);
   else fputs("null", f);
   fputs("},\n  \"stack\": ", f);
-  json_mem(f, &r->stack, 0);
+  json_mem(f, &r->stack, 0, r->stack_unknown);
   fputs(",\n  \"heap\": ", f);
-  json_mem(f, &r->heap, 1);
+  json_mem(f, &r->heap, 1, r->heap_unknown);
   fputs(",\n  \"checks\": [", f);
   int pass = 1;
   for (size_t i = 0; cs && i < cs->n; i++) {
     const memstub_compare_check *k = &cs->c[i];
-    pass &= k->pass != 0;
+    pass &= k->pass || k->skipped;
     fputs(i ? ",\n    {\"spec\": " : "\n    {\"spec\": ", f);
     json_str(f, k->spec);
     fputs(", \"key\": ", f);
@@ -254,8 +269,10 @@ int memstub_compare_write_json(const memstub_compare_report *r, const memstub_co
     json_num(f, k->value);
     fputs(", \"unit\": ", f);
     json_str(f, k->unit);
-    fprintf(f, ", \"bound\": \"%s\", \"pass\": %s}",
-            k->dir == MEMSTUB_COMPARE_AT_MOST ? "at_most" : "at_least", k->pass ? "true" : "false");
+    // A skipped check (its column unknown in ORIGINAL) neither passed nor failed.
+    fprintf(f, ", \"bound\": \"%s\", \"pass\": %s, \"skipped\": %s}",
+            k->dir == MEMSTUB_COMPARE_AT_MOST ? "at_most" : "at_least",
+            k->skipped ? "null" : k->pass ? "true" : "false", k->skipped ? "true" : "false");
   }
   fprintf(f, "%s],\n  \"pass\": %s\n}\n", cs && cs->n ? "\n  " : "", pass ? "true" : "false");
   return fflush(f) != 0 || ferror(f) ? -EIO : 0;

@@ -68,7 +68,7 @@ _memstub() {
     local arg
     arg=$(_memstub_arg "$exe" "$cmd" "$prev")
     case $prev in
-      --timing | -t) [ "$arg" = MODE ] && { COMPREPLY=($(compgen -W "deadline usleep" -- "$cur")); return; } ;;
+      --timing | -t) COMPREPLY=($(compgen -W "deadline usleep" -- "$cur")); return ;;  # -t: --timing everywhere (docs/cli.md)
       --heap) COMPREPLY=($(compgen -W "process thread" -- "$cur")); return ;;
       --stack-curve) COMPREPLY=($(compgen -W "auto normal inverted" -- "$cur")); return ;;
       --time-unit) COMPREPLY=($(compgen -W "auto cycles us" -- "$cur")); return ;;

@@ -320,6 +320,86 @@ START_TEST(test_header_with_runtime_h) {
 }
 END_TEST
 
+/* The subcommands `memstub help` lists (help and version aside): names into
+ * cmds (each malloc'd), their number returned. */
+static size_t subcommands(char *cmds[], size_t max) {
+  tu_run r = tu_memstub(NULL, "help", NULL);
+  ck_assert_int_eq(r.status, 0);
+  const char *at = strstr(r.out, "\ncommands:\n");
+  ck_assert_ptr_nonnull(at);
+  size_t n = 0;
+  for (at = strchr(at + 1, '\n') + 1; at[0] == ' ' && at[1] == ' ' && n < max;) {
+    char name[32];
+    ck_assert_int_eq(sscanf(at, " %31s", name), 1);
+    if (strcmp(name, "help") != 0 && strcmp(name, "version") != 0) cmds[n++] = strdup(name);
+    at = strchr(at, '\n') + 1;
+  }
+  tu_run_free(&r);
+  return n;
+}
+
+/* One meaning per short option across the tool (issue 12 item 8): in every
+ * subcommand's --help, a "  -x, --long" line gives letter x the same long
+ * name as everywhere else. */
+START_TEST(test_short_options_one_meaning) {
+  char *cmds[64];
+  size_t n = subcommands(cmds, 64);
+  ck_assert_uint_ge(n, 9);
+  const char *long_of[128] = {0}, *seen_in[128] = {0};
+  char names[128][64];
+  size_t letters = 0;
+  for (size_t i = 0; i < n; i++) {
+    tu_run r = tu_memstub(NULL, cmds[i], "--help", NULL);
+    ck_assert_msg(r.status == 0, "memstub %s --help: %s", cmds[i], r.err);
+    for (const char *line = r.out; *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : "") {
+      char letter, name[64];
+      int used = 0;
+      if (sscanf(line, "  -%c, --%63[a-z0-9-]%n", &letter, name, &used) != 2 || used == 0) continue;
+      unsigned char k = (unsigned char)letter;
+      ck_assert_msg(k < 128, "memstub %s: option letter %d", cmds[i], k);
+      if (!long_of[k]) {
+        snprintf(names[k], sizeof names[k], "%s", name);
+        long_of[k] = names[k];
+        seen_in[k] = cmds[i];
+        letters++;
+      } else {
+        ck_assert_msg(strcmp(long_of[k], name) == 0,
+                      "-%c is --%s in 'memstub %s' but --%s in 'memstub %s'", letter,
+                      long_of[k], seen_in[k], name, cmds[i]);
+      }
+    }
+    tu_run_free(&r);
+  }
+  // -o and -h at least: the walk read the options lists.
+  ck_assert_msg(letters >= 2 && long_of['o'] && long_of['h'], "%zu letters", letters);
+  ck_assert_str_eq(long_of['h'], "help");
+  for (size_t i = 0; i < n; i++) free(cmds[i]);
+}
+END_TEST
+
+/* Help text is no format string: no help prints a literal "%%" (issue 12
+ * item 7; copying an example from it must work). */
+START_TEST(test_help_has_no_double_percent) {
+  char *cmds[64];
+  size_t n = subcommands(cmds, 64);
+  tu_run r = tu_memstub(NULL, "help", NULL);
+  ck_assert_msg(strstr(r.out, "%%") == NULL, "memstub help prints '%%%%'");
+  tu_run_free(&r);
+  int percent = 0;
+  for (size_t i = 0; i < n; i++) {
+    r = tu_memstub(NULL, cmds[i], "--help", NULL);
+    ck_assert_int_eq(r.status, 0);
+    const char *at = strstr(r.out, "%%");
+    ck_assert_msg(at == NULL, "memstub %s --help prints '%%%%': ...%.40s", cmds[i],
+                  at && at - r.out > 30 ? at - 30 : r.out);
+    percent |= strchr(r.out, '%') != NULL;
+    tu_run_free(&r);
+    free(cmds[i]);
+  }
+  ck_assert_msg(percent, "no help mentions '%%' at all (compare's does)");
+}
+END_TEST
+
 static Suite *cli_gen_suite(void) {
   Suite *s = suite_create("cli_gen");
   TCase *tc = tcase_create("core");
@@ -333,6 +413,8 @@ static Suite *cli_gen_suite(void) {
   tcase_add_test(tc, test_transforms_recorded);
   tcase_add_test(tc, test_long_name);
   tcase_add_test(tc, test_emit_with_sigchld_ignored);
+  tcase_add_test(tc, test_short_options_one_meaning);
+  tcase_add_test(tc, test_help_has_no_double_percent);
   suite_add_tcase(s, tc);
   return s;
 }

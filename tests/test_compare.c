@@ -818,6 +818,109 @@ START_TEST(test_late_causes) {
 }
 END_TEST
 
+/* ORIGINAL says a column is unknown (`# stack: unknown (...)`, written by
+ * memstub import; docs/formats.md): that column is not judged against its
+ * zeros. The report says it is unknown in text and JSON, has no figures for
+ * it, and its checks are skipped (not passed, not failed); the other
+ * column and its checks are as before. heap: the same with the heap. */
+static void unknown_column(int heap) {
+  const char *col = heap ? "heap" : "stack", *other = heap ? "stack" : "heap";
+  // orig5 with the column's values 0 and the metadata line.
+  char orig[512];
+  snprintf(orig, sizeof orig,
+           "# memstub-trace 1\n"
+           "# %s: unknown (massif without --stacks=yes); %s_bytes are 0\n"
+           "time_ns,stack_bytes,heap_bytes\n"
+           "0,0,0\n100000,%s\n200000,%s\n300000,%s\n400000,0,0\n",
+           col, col, heap ? "300,0" : "0,0", heap ? "400,0" : "0,200000",
+           heap ? "300,0" : "0,100000");
+  memstub_compare_options o = opts();
+  memstub_compare_report *r = compare(orig, repl5, &o);
+  const char *unknown = heap ? r->heap_unknown : r->stack_unknown;
+  ck_assert_ptr_nonnull(unknown);
+  ck_assert_int_eq(strncmp(unknown, "unknown (massif without --stacks=yes)", 37), 0);
+  ck_assert_ptr_null(heap ? r->stack_unknown : r->heap_unknown);
+  const memstub_compare_mem *m = heap ? &r->heap : &r->stack, *k = heap ? &r->stack : &r->heap;
+  ck_assert(m->max_abs == 0 && m->exact == 0 && m->exact_share == 0);
+  // The known column is compared as ever (orig5's figures).
+  ck_assert_int_eq(k->max_abs, heap ? 16 : 4096);
+  memstub_compare_checks *cs = memstub_compare_checks_create();
+  memstub_error err = {0};
+  char spec[128];
+  snprintf(spec, sizeof spec, "%s-exact=100%%,%s-max=0,%s-mean=0,p99-us=15", col, col, col);
+  ck_assert_int_eq(memstub_compare_checks_parse(cs, spec, &err), 0);
+  ck_assert_int_eq(memstub_compare_checks_run(cs, r), 0);
+  for (int i = 0; i < 3; i++) {
+    ck_assert_msg(cs->c[i].skipped && !cs->c[i].pass, "%s", cs->c[i].spec);
+    ck_assert(isnan(cs->c[i].value));
+  }
+  ck_assert(!cs->c[3].skipped && cs->c[3].pass);
+  memstub_compare_checks_free(cs);
+  memstub_compare_free(r);
+
+  // The command: text, then JSON, with the checks.
+  fixture f = fx_make();
+  tu_write_file(f.orig, orig);
+  char other_check[64];
+  snprintf(other_check, sizeof other_check, "%s-max=%d", other, heap ? 16 : 4096);
+  snprintf(spec, sizeof spec, "%s-exact=100%%,%s-max=0", col, col);
+  tu_run t = tu_memstub(f.dir, "compare", "orig.csv", "repl.csv", "--page-size", "4096",
+                        "--check", spec, "--check", other_check, NULL);
+  ck_assert_msg(t.status == 0, "exit %d: %s", t.status, t.err);
+  char want[256];
+  snprintf(want, sizeof want, "%-6s unknown: not compared (ORIGINAL says '%s: unknown (massif", col,
+           col);
+  ck_assert_msg(strstr(t.out, want) != NULL, "no '%s' in:\n%s", want, t.out);
+  snprintf(want, sizeof want, "  skip %s-exact=100%%", col);
+  ck_assert_msg(strstr(t.out, want) != NULL, "no '%s' in:\n%s", want, t.out);
+  snprintf(want, sizeof want, "  ok   %s", other_check);
+  ck_assert_msg(strstr(t.out, want) != NULL, "no '%s' in:\n%s", want, t.out);
+  snprintf(want, sizeof want, "memstub: check skipped: %s-max=0: the %s is unknown in orig.csv\n",
+           col, col);
+  ck_assert_msg(strstr(t.err, want) != NULL, "no '%s' in:\n%s", want, t.err);
+  ck_assert_ptr_null(strstr(t.err, "check failed"));
+  tu_run_free(&t);
+  // A failing check on the known column still fails.
+  snprintf(other_check, sizeof other_check, "%s-max=%d", other, heap ? 15 : 4095);
+  t = tu_memstub(f.dir, "compare", "orig.csv", "repl.csv", "--page-size", "4096", "--check", spec,
+                 "--check", other_check, NULL);
+  ck_assert_int_eq(t.status, 1);
+  tu_run_free(&t);
+
+  t = tu_memstub(f.dir, "compare", "orig.csv", "repl.csv", "--json", "--page-size", "4096",
+                 "--check", spec, NULL);
+  ck_assert_msg(t.status == 0, "exit %d: %s", t.status, t.err);
+  const char *p = t.out;
+  jv root;
+  ck_assert_msg(jparse(&p, &root) == 0, "not JSON: %s", t.out);
+  char path[64];
+  snprintf(path, sizeof path, "%s.known", col);
+  ck_assert_int_eq(jget(&root, path)->type, 'b');
+  ck_assert_int_eq(jget(&root, path)->b, 0);
+  snprintf(path, sizeof path, "%s.original", col);
+  ck_assert_int_eq(strncmp(jget(&root, path)->str, "unknown (massif", 15), 0);
+  const jv *obj = jget(&root, col);  // no figures for the unknown column
+  for (size_t i = 0; i < obj->n; i++)
+    ck_assert_msg(strcmp(obj->kids[i].key, "known") == 0 || strcmp(obj->kids[i].key, "original") == 0,
+                  "%s.%s", col, obj->kids[i].key);
+  snprintf(path, sizeof path, "%s.known", other);
+  ck_assert_int_eq(jget(&root, path)->b, 1);
+  ck_assert_int_eq(jget(&root, "checks.0.skipped")->b, 1);
+  ck_assert_int_eq(jget(&root, "checks.0.pass")->type, 'z');
+  ck_assert_int_eq(jget(&root, "checks.0.value")->type, 'z');
+  ck_assert_int_eq(jget(&root, "checks.1.skipped")->b, 1);
+  ck_assert_int_eq(jget(&root, "pass")->b, 1);
+  jfree(&root);
+  tu_run_free(&t);
+  fx_free(&f);
+}
+
+START_TEST(test_stack_unknown) { unknown_column(0); }
+END_TEST
+
+START_TEST(test_heap_unknown) { unknown_column(1); }
+END_TEST
+
 static Suite *compare_suite(void) {
   Suite *s = suite_create("compare");
   TCase *tc = tcase_create("core");
@@ -832,6 +935,8 @@ static Suite *compare_suite(void) {
   tcase_add_test(tc, test_cli_text_and_checks);
   tcase_add_test(tc, test_cli_json);
   tcase_add_test(tc, test_late_causes);
+  tcase_add_test(tc, test_stack_unknown);
+  tcase_add_test(tc, test_heap_unknown);
   tcase_add_loop_test(tc, test_cli_bad_input, 0, (int)(sizeof bad / sizeof bad[0]));
   suite_add_tcase(s, tc);
   return s;

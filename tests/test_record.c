@@ -334,7 +334,7 @@ END_TEST
 START_TEST(test_options_stop_at_the_program) {
   tu_run r = tu_memstub(NULL, "record", "--help", NULL);
   ck_assert_int_eq(r.status, 0);
-  static const char *const names[] = {"-o, --output FILE", "-t, --thread WHICH",
+  static const char *const names[] = {"-o, --output FILE", "    --thread WHICH",
                                       "--heap SCOPE",      "-r, --resolution NS",
                                       "--sample-hz HZ",    "--occurrence N|all",
                                       "--signal N",        "-q, --quiet",
@@ -446,7 +446,7 @@ START_TEST(test_thread_never_created) {
   static const char *const scopes[] = {"thread", "process"};
   for (int i = 0; i < 2; i++) {
     tu_run r;
-    const char *opts[] = {"-t", "3", "--heap", scopes[i], NULL};
+    const char *opts[] = {"--thread", "3", "--heap", scopes[i], NULL};
     memstub_trace *t = record(dir, "t3.csv", &r, opts, "two_threads", NULL);
     ck_assert_msg(r.status == 1, "--heap %s: exit %d: %s", scopes[i], r.status, r.err);
     ck_assert_ptr_null(t);

@@ -439,7 +439,7 @@ START_TEST(test_add_stub_profile_dependency) {
   free(inc);
   free(fn);
   free(trace);
-  tu_run r = tu_memstub(NULL, "calibrate", "--quick", "-r", "1", "-d", "0", "-o", prof, NULL);
+  tu_run r = tu_memstub(NULL, "calibrate", "--quick", "--repeat", "1", "-d", "0", "-o", prof, NULL);
   ck_assert_msg(r.status == 0, "%s", r.err);
   tu_run_free(&r);
   char *cc = getenv("MEMSTUB_CC"), ccdef[4200];

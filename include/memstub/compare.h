@@ -108,6 +108,11 @@ typedef struct memstub_compare_report {
     double error_pct;                 /* 100 * error_ns / original_ns (+-inf if original_ns is 0) */
   } duration;
   memstub_compare_mem stack, heap;
+  /* ORIGINAL's metadata says the column was not measured (`# stack: unknown
+   * (why)...`, docs/formats.md): that value, owned by the report; NULL when
+   * the column is known. An unknown column is not compared (its
+   * memstub_compare_mem stays 0) and its checks are skipped. */
+  char *stack_unknown, *heap_unknown;
   memstub_compare_options options;  /* as used (page_size resolved) */
   /* Late points (error > late_ns) by cause. causes_known: REPLAYED has
    * wake_late_ns and work_ns (memstub replay --measure); off_cpu_known: and
@@ -162,8 +167,12 @@ typedef struct memstub_compare_check {
   const char *unit; /* "ns", "us", "ms", "s", "%", "bytes", "points" */
   const char *what; /* what is measured, for messages */
   /* Filled by memstub_compare_checks_run: */
-  double value;     /* in the key's unit */
+  double value;     /* in the key's unit (NAN when skipped) */
   int pass;
+  /* Not judged: a stack or heap check whose column ORIGINAL does not know
+   * (report's stack_unknown, heap_unknown). Neither passed nor failed: pass
+   * is 0, and it is not counted as failed. */
+  int skipped;
 } memstub_compare_check;
 
 typedef struct memstub_compare_checks {
@@ -186,8 +195,8 @@ void memstub_compare_checks_free(memstub_compare_checks *cs);
  * with err saying which item is wrong, or -ENOMEM. */
 int memstub_compare_checks_parse(memstub_compare_checks *cs, const char *spec, memstub_error *err);
 
-/* Evaluate every check against r (filling value and pass); returns how many
- * failed. */
+/* Evaluate every check against r (filling value, pass and skipped); returns
+ * how many failed (skipped checks are not). */
 size_t memstub_compare_checks_run(memstub_compare_checks *cs, const memstub_compare_report *r);
 
 /* ---- output ------------------------------------------------------------ */
