@@ -1,0 +1,163 @@
+// A stub called as a function: its entry point, and where it measures to.
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "prim.h"
+
+/* ---- function entry points ------------------------------------------------- */
+
+// Write the replayed trace to path, a new file: never replaces one.
+static int write_new(const memstub_replay *r, const char *path, memstub_error *err) {
+  memstub_trace *t;
+  int rc = memstub_replay_trace(r, &t, err);
+  if (rc < 0) return rc;
+  ms__afile af;
+  if ((rc = ms__afile_open(&af, path, err)) < 0) {
+    memstub_trace_free(t);
+    return rc;
+  }
+  if (memstub_trace_fwrite(t, af.f) < 0) {
+    int e = errno ? errno : EIO;
+    ms__afile_abort(&af);
+    memstub_trace_free(t);
+    return memstub_error_set(err, -e, "%s: cannot write: %s", path, strerror(e));
+  }
+  memstub_trace_free(t);
+  if ((rc = ms__afile_commit_new(&af, err)) == -EEXIST)
+    memstub_error_set(err, rc,
+                      "MEMSTUB_MEASURE: %s exists already (another stub's measurement, or an "
+                      "earlier run's); not replaced",
+                      path);
+  return rc;
+}
+
+void memstub_replay_options_for(memstub_replay_options *o, const struct memstub_stub *s) {
+  memstub_replay_options_init(o);
+  if (s->timing == MEMSTUB_TIMING_USLEEP) o->timing = MEMSTUB_TIMING_USLEEP;
+}
+
+/* The calls of memstub_stub_call in this process, for %c: every call, of
+ * any stub in any thread, takes the next number (from 1). */
+static int64_t stub_calls;
+
+// A stub's name as it goes into a file name: [A-Za-z0-9_.-], others as '_'.
+static void name_part(const struct memstub_stub *s, char *buf, size_t cap) {
+  const char *n = s->name && *s->name ? s->name : "stub";
+  size_t i = 0;
+  for (; n[i] && i + 1 < cap; i++) {
+    char ch = n[i];
+    int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+             ch == '_' || ch == '-' || (ch == '.' && i > 0);
+    buf[i] = ok ? ch : '_';
+  }
+  buf[i] = '\0';
+}
+
+int memstub_measure_path(const char *tmpl, const char *name, long pid, int64_t call, char **out,
+                         memstub_error *err) {
+  *out = NULL;
+  struct memstub_stub tmp = {0};
+  tmp.name = name;
+  char nm[256], num[48];
+  name_part(&tmp, nm, sizeof nm);
+  size_t len = strlen(tmpl), cap = len + 1;
+  int fields = 0;
+  // Room: every field at most max(sizeof nm, sizeof num) bytes, plus the suffix.
+  cap += (len / 2 + 3) * sizeof nm + 8;
+  char *buf = malloc(cap), *w = buf;
+  if (!buf) return memstub_error_set(err, -ENOMEM, "MEMSTUB_MEASURE: out of memory");
+  for (const char *p = tmpl; *p; p++) {
+    if (*p != '%') {
+      *w++ = *p;
+      continue;
+    }
+    const char *f = NULL;
+    switch (p[1]) {
+      case 'p': snprintf(num, sizeof num, "%ld", pid), f = num; break;
+      case 'c': snprintf(num, sizeof num, "%lld", (long long)call), f = num; break;
+      case 'n': f = nm; break;
+      case '%': f = "%"; break;
+      default:
+        free(buf);
+        return memstub_error_set(err, -EINVAL,
+                                 "MEMSTUB_MEASURE: '%s': column %d: unknown field '%%%.1s' "
+                                 "(%%p pid, %%n stub name, %%c call number, %%%% a %%)",
+                                 tmpl, (int)(p - tmpl) + 1, p[1] ? p + 1 : "");
+    }
+    if (p[1] != '%') fields++;
+    size_t n = strlen(f);
+    memcpy(w, f, n);
+    w += n;
+    p++;
+  }
+  *w = '\0';
+  // No field: the default suffix, unless the variable names standard output or
+  // an existing device or FIFO (written in place, shared by every stub).
+  struct stat st;
+  int special = strcmp(tmpl, "-") == 0 ||
+                (stat(buf, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode));
+  if (!fields && !special)
+    snprintf(w, cap - (size_t)(w - buf), ".%s.%ld.%lld", nm, pid, (long long)call);
+  *out = buf;
+  return 0;
+}
+
+int memstub_stub_call(const struct memstub_stub *s, memstub_error *err) {
+  memstub_replay_options o;
+  memstub_replay_options_for(&o, s);
+  const char *v = getenv("MEMSTUB_TIMING");
+  if (v && *v && memstub_timing_parse(v, &o.timing) < 0)
+    return memstub_error_set(err, -EINVAL, "MEMSTUB_TIMING: '%s' is neither deadline nor usleep",
+                             v);
+  v = getenv("MEMSTUB_MARGIN_NS");
+  if (v && *v && memstub_margin_parse(v, &o.margin_ns) < 0)
+    return memstub_error_set(err, -EINVAL,
+                             "MEMSTUB_MARGIN_NS: '%s' is none of model, adaptive or a number "
+                             "of ns >= 0",
+                             v);
+  const char *measure = getenv("MEMSTUB_MEASURE");
+  char *path = NULL;
+  int rc = 0;
+  if (measure && *measure) {
+    // The file name is fixed, and checked, before the replay.
+    int64_t call = __atomic_add_fetch(&stub_calls, 1, __ATOMIC_RELAXED);
+    if ((rc = memstub_measure_path(measure, s ? s->name : NULL, (long)getpid(), call, &path,
+                                   err)) < 0)
+      return rc;
+    o.measure = MEMSTUB_MEASURE_TRACE;
+    // A name already taken, or a directory that is not there, fails before
+    // the replay, not after it (the write checks again, atomically).
+    struct stat st;
+    char *slash = strrchr(path, '/');
+    if (slash) *slash = '\0';
+    int nodir = slash && path[0] && stat(path, &st) != 0, e = errno;
+    if (slash) *slash = '/';
+    if (nodir)
+      rc = memstub_error_set(err, -e, "MEMSTUB_MEASURE: %s: cannot write: %s", path,
+                             strerror(e));
+    else if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+      rc = memstub_error_set(err, -EEXIST,
+                             "MEMSTUB_MEASURE: %s exists already (another stub's measurement, "
+                             "or an earlier run's); not replaced",
+                             path);
+    if (rc < 0) {
+      free(path);
+      return rc;
+    }
+  }
+  memstub_replay *r;
+  rc = memstub_replay_run(s, &o, &r, err);
+  if (rc < 0) {
+    free(path);
+    return rc;
+  }
+  if (path) rc = write_new(r, path, err);
+  memstub_replay_free(r);
+  free(path);
+  return rc;
+}
