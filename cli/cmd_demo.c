@@ -3,23 +3,21 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "ms_spawn.h"
 #include "memstub/calib.h"
 #include "memstub/compare.h"
 #include "memstub/gen.h"
 #include "ms_common.h"
 #include "prim.h"
 
-extern char **environ;
 
 enum { O_PROFILE = MS_CLI_LONG, O_RECALIBRATE, O_TIMING, O_CHECK, O_NO_FIGURE };
 
@@ -83,31 +81,29 @@ static int run(demo *d, const char *what, char *const argv[], const char *out_pa
   if (out_path) printf(" > %s", out_path);
   printf("\n");
   fflush(stdout);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  if (out_path)
-    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out_path, O_WRONLY | O_CREAT | O_TRUNC,
-                                     0666);
-  pid_t pid;
-  int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    ms_cli_error("cannot run %s: %s", argv[0], strerror(rc));
+  ms__spawn_opts so;
+  ms__spawn_opts_init(&so);
+  int fd = -1;
+  if (out_path && (fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666)) < 0) {
+    ms_cli_error("step %d (%s): %s: %s", d->step, what, out_path, strerror(errno));
     return -1;
   }
-  int st;
-  while (waitpid(pid, &st, 0) < 0) {
-    if (errno != EINTR) {  // ECHILD when SIGCHLD is ignored: the status is lost
-      ms_cli_error("step %d (%s): cannot wait for %s: %s", d->step, what, argv[0],
-                   strerror(errno));
-      return -1;
-    }
-  }
-  if (WIFSIGNALED(st)) {
-    ms_cli_error("step %d (%s) was killed by signal %d", d->step, what, WTERMSIG(st));
+  if (fd >= 0) so.out = fd;
+  ms__spawn_result r;
+  memstub_error err = {0};
+  int rc = ms__spawn_run(argv, &so, &r, &err);
+  if (fd >= 0) close(fd);
+  int code = r.exited ? r.code : -1, sig = r.sig;
+  ms__spawn_result_free(&r);
+  if (rc < 0) {  // not started, or its status lost (ECHILD when SIGCHLD is ignored)
+    ms_cli_error("step %d (%s): %s", d->step, what, err.msg);
     return -1;
   }
-  return WEXITSTATUS(st);
+  if (code < 0) {
+    ms_cli_error("step %d (%s) was killed by signal %d", d->step, what, sig);
+    return -1;
+  }
+  return code;
 }
 
 /* Whether path is a profile this host can reuse: readable, made on this
@@ -375,12 +371,10 @@ int ms_cmd_demo(int argc, char **argv) {
   int rc;
   if (parse_args(argc, argv, &d, &a, &f, &rc)) return rc;
   char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (!f.trace || n <= 0) {
+  if (!f.trace || ms__prim_self_exe(self, sizeof self) < 0) {
     free(f.trace);
     return ms_cli_error("cannot find the memstub executable");
   }
-  self[n] = '\0';
   d.self = self;
   if ((rc = check_trace(f.trace)) != 0) goto out;
   if (mkdir(d.dir, 0777) != 0 && errno != EEXIST) {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "ms_spawn.h"
 #include "memstub/trace.h"
 #include "ms_common.h"
 #include "../recorder/protocol.h"
@@ -313,42 +314,24 @@ static void set_env(const rec_opts *o, const char *abs, const char *lib) {
   }
 }
 
-// Run prog and wait for it (its wait status in *st). 0, or the exit status.
+/* Run prog and wait for it, as system() does (the child gets the terminal's
+ * signals; we wait); its wait status into *st. 0, or the exit status after
+ * printing why it could not be run or waited for. */
 static int run_program(char **prog, int *st) {
-  // A pipe tells the parent why exec failed.
-  int pfd[2];
-  if (pipe2(pfd, O_CLOEXEC) != 0) return ms_cli_error("pipe: %s", strerror(errno));
+  char num[32];
+  snprintf(num, sizeof num, "%ld", (long)getpid());
+  setenv(MS__REC_ENV_PARENT, num, 1);
   fflush(NULL);
-  pid_t pid = fork();
-  if (pid < 0) return ms_cli_error("fork: %s", strerror(errno));
-  if (pid == 0) {
-    char num[32];
-    close(pfd[0]);
-    snprintf(num, sizeof num, "%ld", (long)getpid());
-    setenv(MS__REC_ENV_PID, num, 1);
-    execvp(prog[0], prog);
-    int e = errno;
-    if (write(pfd[1], &e, sizeof e) < 0) _exit(127);
-    _exit(127);
-  }
-  close(pfd[1]);
-  int exec_errno = 0;
-  ssize_t got = read(pfd[0], &exec_errno, sizeof exec_errno);
-  close(pfd[0]);
-  // Like system(): the child gets the terminal's signals, we wait.
-  struct sigaction ign, oint, oquit;
-  memset(&ign, 0, sizeof ign);
-  ign.sa_handler = SIG_IGN;
-  sigaction(SIGINT, &ign, &oint);
-  sigaction(SIGQUIT, &ign, &oquit);
-  *st = 0;
-  while (waitpid(pid, st, 0) < 0 && errno == EINTR) {
-  }
-  sigaction(SIGINT, &oint, NULL);
-  sigaction(SIGQUIT, &oquit, NULL);
-  if (got == (ssize_t)sizeof exec_errno)
-    return ms_cli_error("cannot run '%s': %s", prog[0], strerror(exec_errno));
-  return 0;
+  ms__spawn_opts so;
+  ms__spawn_opts_init(&so);
+  so.like_system = 1;
+  ms__spawn_result r;
+  memstub_error err = {0};
+  int rc = ms__spawn_run(prog, &so, &r, &err);
+  // As a wait status, for the callers' WIFEXITED/WTERMSIG.
+  *st = r.exited ? (r.code & 0xff) << 8 : r.sig & 0x7f;
+  ms__spawn_result_free(&r);
+  return rc < 0 ? ms_cli_fail(&err) : 0;
 }
 
 /* ---- the recorder's status file (recorder/protocol.h) ---- */

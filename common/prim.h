@@ -151,4 +151,8 @@ enum { MS__PRIM_LIMIT_AS, MS__PRIM_LIMIT_DATA, MS__PRIM_LIMIT_STACK };
  * VmStk), 0 when unknown. */
 uint64_t ms__prim_mem_limit(int which, uint64_t *used);
 
+/* The wall-clock time ns from now into *ts, for the timed waits that take
+ * CLOCK_REALTIME (pthread_timedjoin_np). 0, or -errno. */
+int ms__prim_realtime_in(int64_t ns, struct timespec *ts);
+
 #endif

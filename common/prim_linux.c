@@ -262,3 +262,11 @@ uint64_t ms__prim_mem_limit(int which, uint64_t *used) {
   fclose(f);
   return limit;
 }
+
+int ms__prim_realtime_in(int64_t ns, struct timespec *ts) {
+  if (clock_gettime(CLOCK_REALTIME, ts) != 0) return -errno;
+  int64_t nsec = ts->tv_nsec + ns % 1000000000;
+  ts->tv_sec += (time_t)(ns / 1000000000 + nsec / 1000000000);
+  ts->tv_nsec = (long)(nsec % 1000000000);
+  return 0;
+}

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "malloc_model.h"
 #include "ms_common.h"
 #include "prim.h"
 
@@ -15,7 +16,7 @@ void memstub_compare_options_init(memstub_compare_options *o) {
   o->stack_slack = 16;
   o->heap_slack = 16;
   o->page_size = 0;
-  o->mmap_threshold = 128 * 1024;
+  o->mmap_threshold = MS__MALLOC_MMAP_THRESHOLD;
 }
 
 void memstub_compare_free(memstub_compare_report *r) {

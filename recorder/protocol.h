@@ -11,7 +11,7 @@
 
 /* ---- environment: command -> recorded process ---- */
 #define MS__REC_ENV_OUTPUT "MEMSTUB_RECORD_OUTPUT"        // absolute path of the trace
-#define MS__REC_ENV_PID "MEMSTUB_RECORD_PID"              // only this pid records
+#define MS__REC_ENV_PARENT "MEMSTUB_RECORD_PARENT"        // only a child of this pid records
 #define MS__REC_ENV_THREAD "MEMSTUB_RECORD_THREAD"        // "main" or N (the Nth created thread)
 #define MS__REC_ENV_HEAP "MEMSTUB_RECORD_HEAP"            // "process" or "thread"
 #define MS__REC_ENV_RESOLUTION "MEMSTUB_RECORD_RESOLUTION_NS"

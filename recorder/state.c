@@ -115,11 +115,12 @@ static void child_after_fork(void);
 // The options (recorder/protocol.h); 0, or -1 when this process does not record.
 static int read_env(void) {
   const char *out = getenv(MS__REC_ENV_OUTPUT);
-  long pid = env_long(MS__REC_ENV_PID, -1);
+  long parent = env_long(MS__REC_ENV_PARENT, -1);
   ms__rec.pid = getpid();
-  // Only the process `memstub record` started records (and keeps recording
-  // across exec, which keeps the pid). Its children run untouched.
-  if (!out || !*out || pid != (long)ms__rec.pid || strlen(out) >= sizeof ms__rec.out) return -1;
+  // Only the process `memstub record` started, its child, records (and keeps
+  // recording across exec, which keeps the pid and the parent). Its own
+  // children have another parent and run untouched.
+  if (!out || !*out || parent != (long)getppid() || strlen(out) >= sizeof ms__rec.out) return -1;
   memcpy(ms__rec.out, out, strlen(out) + 1);
   const char *th = getenv(MS__REC_ENV_THREAD);
   ms__rec.rec_ordinal = th && strcmp(th, "main") != 0 ? env_long(MS__REC_ENV_THREAD, 0) : 0;

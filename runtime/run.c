@@ -264,9 +264,7 @@ static void *replay_thread(void *arg) {
 static int wait_replay(pthread_t th, const ms__rt_ctx *c, const memstub_replay_options *opt) {
   int joined = 0, rc;
   struct timespec ts;
-  while (opt->progress && !joined && clock_gettime(CLOCK_REALTIME, &ts) == 0) {
-    ts.tv_nsec += 500000000;
-    if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+  while (opt->progress && !joined && ms__prim_realtime_in(500000000, &ts) == 0) {
     rc = pthread_timedjoin_np(th, NULL, &ts);
     if (rc != 0 && rc != ETIMEDOUT) break;  // a time it refuses: th still runs, wait untimed
     if (rc == 0) joined = 1;
