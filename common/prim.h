@@ -155,4 +155,13 @@ uint64_t ms__prim_mem_limit(int which, uint64_t *used);
  * CLOCK_REALTIME (pthread_timedjoin_np). 0, or -errno. */
 int ms__prim_realtime_in(int64_t ns, struct timespec *ts);
 
+/* Bytes the C library's allocator holds for the program (glibc: mallinfo2's
+ * uordblks + hblkhd, mallinfo before 2.33; it takes every arena's lock), 0
+ * when the allocator does not say. */
+int64_t ms__prim_heap_in_use(void);
+
+/* The process's command line, its arguments joined by blanks, into buf (cap
+ * bytes, cut to fit; Linux: /proc/self/cmdline); "" when unknown. */
+void ms__prim_cmdline(char *buf, size_t cap);
+
 #endif

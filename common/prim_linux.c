@@ -270,3 +270,28 @@ int ms__prim_realtime_in(int64_t ns, struct timespec *ts) {
   ts->tv_nsec = (long)(nsec % 1000000000);
   return 0;
 }
+
+int64_t ms__prim_heap_in_use(void) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+  struct mallinfo2 m = mallinfo2();
+  return (int64_t)(m.uordblks + m.hblkhd);
+#elif defined(__GLIBC__)
+  struct mallinfo m = mallinfo();
+  return (int64_t)(unsigned)m.uordblks + (int64_t)(unsigned)m.hblkhd;
+#else
+  return 0;
+#endif
+}
+
+void ms__prim_cmdline(char *buf, size_t cap) {
+  buf[0] = '\0';
+  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ssize_t r = read(fd, buf, cap - 1);
+  close(fd);
+  if (r <= 0) return;
+  for (ssize_t i = 0; i < r; i++)
+    if (buf[i] == '\0') buf[i] = ' ';
+  while (r > 0 && buf[r - 1] == ' ') r--;
+  buf[r] = '\0';
+}
