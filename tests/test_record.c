@@ -388,6 +388,30 @@ START_TEST(test_lazy_heap_resident) {
 }
 END_TEST
 
+/* A probe region measures resident memory and faults from its begin; mapped
+ * memory is the total, like the heap (rec_helper region_mapped: 8 MiB mapped
+ * and touched before the region, 16 MiB inside). */
+START_TEST(test_region_memory) {
+  char *dir = tu_mkdtemp();
+  tu_run r;
+  memstub_trace *t = record(dir, "g.csv", &r, NULL, "region_mapped", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(t);
+  int crss = memstub_trace_column(t, "rss_bytes"), cmap = memstub_trace_column(t, "mapped_bytes");
+  ck_assert(crss >= 0 && cmap >= 0);
+  ck_assert_int_eq(memstub_trace_extra_row(t, 0)[crss], 0);
+  ck_assert_int_eq(memstub_trace_extra_row(t, 0)[cmap], 8 * MIB);
+  ck_assert_int_eq(col_peak(t, "mapped_bytes", NULL), 24 * MIB);
+  int64_t prss = col_peak(t, "rss_bytes", NULL);
+  ck_assert_msg(prss >= 15 * MIB && prss <= 22 * MIB, "peak rss %lld", (long long)prss);
+  faults_grow(t);
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 START_TEST(test_usage_errors) {
   tu_run r = tu_memstub(NULL, "record", "--", "true", NULL);
   ck_assert_int_eq(r.status, 2);
@@ -686,6 +710,7 @@ static Suite *record_suite(void) {
   tcase_add_test(tc, test_coalescing_keeps_peaks);
   tcase_add_test(tc, test_mapped_memory);
   tcase_add_test(tc, test_lazy_heap_resident);
+  tcase_add_test(tc, test_region_memory);
   tcase_add_test(tc, test_usage_errors);
   tcase_add_test(tc, test_options_stop_at_the_program);
   suite_add_tcase(s, tc);

@@ -292,6 +292,25 @@ static int lazy(void) {
   return 0;
 }
 
+/* 8 MiB mapped and touched before a probe region, 16 MiB more inside it:
+ * resident memory counts from the region's begin, mapped memory (like the
+ * heap) is the total mapped. */
+static int region_mapped(void) {
+  char *a = mmap(NULL, 8 * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (a == MAP_FAILED) return 1;
+  touch(a, 8 * MIB);
+  spin_ms(5);
+  if (memstub_probe_begin("map") != 1) return 1;
+  char *b = mmap(NULL, 16 * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (b == MAP_FAILED) return 1;
+  touch(b, 16 * MIB);
+  spin_ms(20);
+  if (memstub_probe_end() != 0) return 1;
+  munmap(b, 16 * MIB);
+  munmap(a, 8 * MIB);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "pattern";
   int rc = 0;
@@ -310,6 +329,8 @@ int main(int argc, char **argv) {
     rc = forks(argv[0]);
   } else if (strcmp(mode, "mapped") == 0) {
     rc = mapped(argv[0]);
+  } else if (strcmp(mode, "region_mapped") == 0) {
+    rc = region_mapped();
   } else if (strcmp(mode, "lazy") == 0) {
     rc = lazy();
   } else if (strcmp(mode, "bigalloc") == 0) {
