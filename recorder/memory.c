@@ -276,8 +276,16 @@ EXPORT void *mremap(void *a, size_t old, size_t n, int flags, ...) {
   return q;
 }
 
+// sbrk and brk have no system call of their own to fall back on: looked up
+// on demand when a call comes before the recorder's start resolved them.
+static void need_brk(void) {
+  if (!real_sbrk) real_sbrk = (__typeof__(real_sbrk))dlsym(RTLD_NEXT, "sbrk");
+  if (!real_brk) real_brk = (__typeof__(real_brk))dlsym(RTLD_NEXT, "brk");
+}
+
 EXPORT void *sbrk(intptr_t incr) {
   tstate *ts = counting();
+  need_brk();
   void *p = real_sbrk ? real_sbrk(incr) : (void *)-1;
   if (!real_sbrk) errno = ENOMEM;
   if (ts && p != (void *)-1) mapped_event(ts, (int64_t)incr, MS__CALLER_SP());
@@ -286,6 +294,7 @@ EXPORT void *sbrk(intptr_t incr) {
 
 EXPORT int brk(void *addr) {
   tstate *ts = counting();
+  need_brk();
   if (!real_brk || !real_sbrk) {
     errno = ENOMEM;
     return -1;

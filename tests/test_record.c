@@ -323,7 +323,7 @@ static void faults_grow(const memstub_trace *t) {
   }
 }
 
-/* mmap 64 MiB, touch 32 MiB, mremap to 96 MiB, munmap the 32 MiB tail, then
+/* sbrk 2 MiB and back, mmap 64 MiB, touch 32 MiB, mremap to 96 MiB, munmap the 32 MiB tail, then
  * the rest; a 64 KiB file mapping beside it (rec_helper mapped). Every event
  * (-r 0) and coalesced (-r 10 ms) keep the same mapped states and peaks. */
 START_TEST(test_mapped_memory) {
@@ -340,6 +340,9 @@ START_TEST(test_mapped_memory) {
     ck_assert_int_eq(col_peak(t, "mapped_bytes", &last_mapped), 96 * MIB);
     ck_assert_int_eq(last_mapped, 0);
     ck_assert_int_eq(meta_i(t, "record.peak_mapped_bytes"), 96 * MIB);
+    // Every event: the 2 MiB of sbrk are a state of their own (coalesced, the
+    // bucket's peak is the 64 MiB mapped right after).
+    if (k == 0) ck_assert_msg(row_with(t, "mapped_bytes", 2 * MIB, "rss_bytes", 0), "sbrk not counted");
     // 64 MiB mapped while half of it is resident.
     ck_assert_msg(row_with(t, "mapped_bytes", 64 * MIB, "rss_bytes", 30 * MIB),
                   "no row with 64 MiB mapped and 30 MiB resident (-r %s)", res[k]);
