@@ -92,6 +92,17 @@ uint64_t ms__prim_phys_mem(void);
 // Minor page faults of the calling thread so far.
 long ms__prim_minor_faults(void);
 
+// Minor and major page faults of the calling thread so far (getrusage
+// RUSAGE_THREAD, one system call); 0, or -errno. Async-signal-safe.
+int ms__prim_thread_faults(int64_t *minflt, int64_t *majflt);
+
+/* The process's anonymous resident memory (RssAnon) in bytes, from an open
+ * /proc/self/statm (resident minus shared pages, one pread): opened by
+ * ms__prim_statm_open (a descriptor or -errno), read by ms__prim_statm_anon
+ * (bytes, or -errno; async-signal-safe). */
+int ms__prim_statm_open(void);
+int64_t ms__prim_statm_anon(int fd);
+
 // CPU time the calling thread has used so far (CLOCK_THREAD_CPUTIME_ID), ns; -1 if unknown.
 int64_t ms__prim_thread_cpu_ns(void);
 

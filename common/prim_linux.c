@@ -117,6 +117,36 @@ long ms__prim_minor_faults(void) {
   return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_minflt : 0;
 }
 
+int ms__prim_thread_faults(int64_t *minflt, int64_t *majflt) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_THREAD, &ru) != 0) return -errno;
+  *minflt = ru.ru_minflt;
+  *majflt = ru.ru_majflt;
+  return 0;
+}
+
+int ms__prim_statm_open(void) {
+  int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  return fd < 0 ? -errno : fd;
+}
+
+int64_t ms__prim_statm_anon(int fd) {
+  char b[160];
+  ssize_t n = pread(fd, b, sizeof b - 1, 0);
+  if (n <= 0) return n < 0 ? -errno : -EIO;
+  b[n] = 0;
+  // size resident shared text lib data dt, in pages
+  int64_t f[3] = {0, 0, 0};
+  const char *p = b;
+  for (int i = 0; i < 3; i++) {
+    if (*p < '0' || *p > '9') return -EIO;
+    while (*p >= '0' && *p <= '9') f[i] = f[i] * 10 + (*p++ - '0');
+    if (*p++ != ' ') return -EIO;
+  }
+  int64_t anon = f[1] - f[2];
+  return (anon < 0 ? 0 : anon) * (int64_t)ms__prim_page_size();
+}
+
 int64_t ms__prim_thread_cpu_ns(void) {
   struct timespec ts;
   if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return -1;

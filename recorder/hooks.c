@@ -49,6 +49,7 @@ void ms__rec_resolve(void) {
   R(_Exit);
 #undef R
   ms__rec_sampler_resolve();
+  ms__rec_mem_resolve();
 }
 
 /* ---- bootstrap arena (dlsym may allocate before the real functions are
@@ -101,6 +102,7 @@ static inline void book_alloc(tstate *ts, void *p, uint64_t n, int fn, uintptr_t
     if (UNLIKELY(!table_put((uintptr_t)p, m ? n : (n | NOT_MINE)))) {
       __atomic_fetch_add(&ms__rec.table_overflow, 1, __ATOMIC_RELAXED);
     } else if (m) {
+      if (UNLIKELY(n >= MS__REC_GROW_SAMPLE)) ms__rec_mem_sample(ts);  // grew a page or more
       event(ts, heap_add((int64_t)n), sp);
     }
   }
@@ -125,7 +127,9 @@ static inline uint64_t counted(uint64_t entry) { return entry & NOT_MINE ? 0 : e
 EXPORT void *malloc(size_t n) {
   tstate *ts = state();
   if (UNLIKELY(!ts)) return ms__rec_real_malloc ? ms__rec_real_malloc(n) : boot_alloc(n);
+  ts->in_alloc = 1;
   void *p = ms__rec_real_malloc(n);
+  ts->in_alloc = 0;
   book_alloc(ts, p, n, F_MALLOC, MS__CALLER_SP());
   return p;
 }
@@ -140,7 +144,9 @@ EXPORT void *calloc(size_t nm, size_t sz) {
   }
   size_t n;
   if (__builtin_mul_overflow(nm, sz, &n)) n = SIZE_MAX;
+  ts->in_alloc = 1;
   void *p = ms__rec_real_calloc(nm, sz);
+  ts->in_alloc = 0;
   book_alloc(ts, p, n, F_CALLOC, MS__CALLER_SP());
   return p;
 }
@@ -156,7 +162,9 @@ static void *realloc_common(tstate *ts, void *p, size_t n, int fn, uintptr_t sp,
     CBARRIER();
     ts->in_hook = 0;
   }
+  ts->in_alloc = 1;
   void *q = real ? real(p, nm, sz) : ms__rec_real_realloc(p, n);
+  ts->in_alloc = 0;
   MEASURE_BEGIN(ts);
   count(ts, fn, n);
   uint64_t old = counted(entry);
@@ -170,6 +178,7 @@ static void *realloc_common(tstate *ts, void *p, size_t n, int fn, uintptr_t sp,
       keep_counted = 0;
     }
     int64_t d = (keep_counted ? (int64_t)n : 0) - (int64_t)old;
+    if (UNLIKELY(d >= MS__REC_GROW_SAMPLE)) ms__rec_mem_sample(ts);
     if (keep_counted || old) event(ts, heap_add(d), sp);
   } else if (p && n != 0) {
     if (found) table_put((uintptr_t)p, entry);  // failed: p is still there
@@ -233,7 +242,9 @@ EXPORT void free(void *p) {
   count(ts, F_FREE, entry & ~NOT_MINE);
   if (old) event(ts, heap_add(-(int64_t)old), MS__CALLER_SP());
   MEASURE_END(ts);
+  ts->in_alloc = 1;
   ms__rec_real_free(p);
+  ts->in_alloc = 0;
 }
 
 EXPORT int posix_memalign(void **out, size_t al, size_t n) {
@@ -243,7 +254,9 @@ EXPORT int posix_memalign(void **out, size_t al, size_t n) {
     if (al > 16) return ENOMEM;
     return (*out = boot_alloc(n)) ? 0 : ENOMEM;
   }
+  ts->in_alloc = 1;
   int rc = real_posix_memalign(out, al, n);
+  ts->in_alloc = 0;
   book_alloc(ts, rc == 0 ? *out : NULL, n, F_POSIX_MEMALIGN, MS__CALLER_SP());
   return rc;
 }
@@ -252,7 +265,9 @@ EXPORT int posix_memalign(void **out, size_t al, size_t n) {
   EXPORT void *name params {                                         \
     tstate *ts = state();                                            \
     if (UNLIKELY(!ts)) return real_##name ? real_##name args : NULL; \
+    ts->in_alloc = 1;                                                \
     void *p = real_##name args;                                      \
+    ts->in_alloc = 0;                                                \
     book_alloc(ts, p, n, FN, MS__CALLER_SP());                       \
     return p;                                                        \
   }

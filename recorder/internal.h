@@ -73,6 +73,12 @@ enum {
 // for `memstub record` to salvage after SIGKILL.
 typedef ms__rec_row row;
 typedef ms__rec_chunk chunk;
+typedef ms__rec_mem memv;
+// A row with its memory, as the merge at exit handles it.
+typedef struct xrow {
+  int64_t t, stack, heap, tag;
+  memv m;
+} xrow;
 #define ROW_EXACT MS__REC_ROW_EXACT
 #define CHUNK_ROWS MS__REC_CHUNK_ROWS
 
@@ -102,6 +108,7 @@ typedef struct tstate {
   // hot: the allocator hooks
   volatile int in_hook;  // bookkeeping under way: the sampler keeps off
   int guard;             // the recorder's own libc calls: pass through
+  int in_alloc;          // inside the real malloc family: its mmaps are heap
   int is_rec;            // this is the recorded thread
   int exact;             // stamp every event (slow allocation rate)
   uintptr_t base;        // stack reference: the thread's top or a region's base
@@ -110,6 +117,7 @@ typedef struct tstate {
   int64_t now;     // last clock reading
   uint64_t nevents;
   int64_t tag;
+  int64_t minflt, majflt;  // page faults at the last memory sample (recorded thread)
   // coalescing bucket: h.b
   chunk *head, *tail;
   churn c;
@@ -178,6 +186,8 @@ extern int ms__rec_on;         // recording (relaxed loads on the hot path)
 extern int64_t ms__rec_heap;   // heap total in scope
 extern uint32_t ms__rec_tick;  // sampling ticks
 extern int64_t ms__rec_tag;    // the recorded thread's current region occurrence
+extern int64_t ms__rec_mapped;  // anonymous bytes mapped outside the malloc family (memory.c)
+extern int64_t ms__rec_rss;     // RssAnon at the last memory sample, bytes (-1: unknown)
 /* Set before a second thread can run (pthread_create sets it before the
  * thread exists; a thread made another way sets it at its first call). Until
  * then the table and the heap total use plain loads and stores. */
@@ -245,12 +255,41 @@ void ms__rec_sampler_resolve(void);
 // The sampler's metadata lines (clock, signal, pauses, why it fell back).
 void ms__rec_sampler_meta(void);
 
+/* ---- memory.c: mapped and resident memory, page faults ---- */
+
+// An allocator call that grows the heap by this much samples resident memory.
+#define MS__REC_GROW_SAMPLE 4096
+
+// Open /proc/self/statm (kept open) and take the first sample.
+void ms__rec_mem_init(void);
+// Sample RssAnon into ms__rec_rss and, on the recorded thread, its page
+// faults into ts (ts may be NULL). Async-signal-safe; on a failure the old
+// values stay.
+void ms__rec_mem_sample(tstate *ts);
+// The memory metadata lines (sampling cost, what was not counted).
+void ms__rec_mem_meta(void);
+// The memory columns' names, in the trace's order: rss_bytes, mapped_bytes,
+// minor_faults, major_faults.
+extern const char *const ms__rec_mem_cols[4];
+// Resolve the real mmap family (dlsym).
+void ms__rec_mem_resolve(void);
+
+// The memory a row made now by ts carries.
+HOT memv cur_mem(const tstate *ts) {
+  memv m;
+  m.rss = __atomic_load_n(&ms__rec_rss, __ATOMIC_RELAXED);
+  m.mapped = __atomic_load_n(&ms__rec_mapped, __ATOMIC_RELAXED);
+  m.minflt = ts->is_rec ? ts->minflt : -1;
+  m.majflt = ts->is_rec ? ts->majflt : -1;
+  return m;
+}
+
 /* ---- sink.c: rows and coalescing ---- */
 
-void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag);
+void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag, memv m);
 // Close the thread's coalescing bucket into rows.
 void ms__rec_flush_bucket(tstate *ts);
-void ms__rec_new_bucket(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag)
+void ms__rec_new_bucket(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag, memv m)
     __attribute__((noinline));
 // Write the trace once (how: 0 exit, 1 _exit, 2 fatal signal sig).
 void ms__rec_finish(int how, int sig);
@@ -269,15 +308,23 @@ void ms__rec_status(int how, int sig, int written, int err, int why);
 /* A bucket of `resolution` ns becomes at most two rows: its maxima at its
  * first time, then its last state when that differs. Peaks survive. */
 HOT void coalesce(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag) {
+  memv m = cur_mem(ts);
   if (LIKELY(ts->h.b.active && t < ts->h.b.end && tag == ts->h.b.tag)) {
     if (s > ts->h.b.maxs) ts->h.b.maxs = s;
     if (h > ts->h.b.maxh) ts->h.b.maxh = h;
+    // Resident and mapped memory keep their peaks like the heap; faults only
+    // grow, so the maxima row carries the last count.
+    if (m.rss > ts->h.b.maxm.rss) ts->h.b.maxm.rss = m.rss;
+    if (m.mapped > ts->h.b.maxm.mapped) ts->h.b.maxm.mapped = m.mapped;
+    ts->h.b.maxm.minflt = m.minflt;
+    ts->h.b.maxm.majflt = m.majflt;
     ts->h.b.lt = t;
     ts->h.b.ls = s;
     ts->h.b.lh = h;
+    ts->h.b.lm = m;
     return;
   }
-  ms__rec_new_bucket(ts, t, s, h, tag);
+  ms__rec_new_bucket(ts, t, s, h, tag, m);
 }
 
 /* The event's time. The clock is read when the sampling tick moved, every
@@ -360,9 +407,10 @@ extern kv ms__rec_meta_kv[MAX_META];
 extern int ms__rec_nmeta;
 
 typedef struct assembled {
-  row *rows;
+  xrow *rows;
   size_t n;
   int64_t peak_stack, peak_heap, duration;
+  int64_t peak_rss, peak_mapped;
   size_t raw_rows;
   int regions;
 } assembled;

@@ -43,6 +43,17 @@ typedef struct ms__rec_row {
  * end. Or'ed into tag, taken off at the merge (recorder/sink.c). */
 #define MS__REC_ROW_EXACT ((int64_t)1 << 62)
 
+/* A row's resident and mapped memory (docs/recording.md): absolute values
+ * (the trace makes rss and faults relative to the component's start); faults
+ * are -1 in rows of threads other than the recorded one. Kept beside the
+ * rows, not in them, so that a salvage that knows only ms__rec_row still reads
+ * the chunks. */
+typedef struct ms__rec_mem {
+  int64_t rss;     // RssAnon of the process, bytes (-1: unknown)
+  int64_t mapped;  // anonymous memory mapped outside the malloc family, bytes
+  int64_t minflt, majflt;  // the recorded thread's page faults so far
+} ms__rec_mem;
+
 #define MS__REC_CHUNK_ROWS 8192
 #define MS__REC_JOURNAL_MAGIC 0x6c6e726a63657273ULL  // "srecjrnl"
 #define MS__REC_JOURNAL_HEAD 4096                     // bytes before the first chunk
@@ -56,6 +67,7 @@ typedef struct ms__rec_chunk {
   struct ms__rec_chunk *next;
   size_t n;  // committed rows (release-stored)
   ms__rec_row rows[MS__REC_CHUNK_ROWS];
+  ms__rec_mem mem[MS__REC_CHUNK_ROWS];  // each row's memory (the optional columns)
 } ms__rec_chunk;
 
 /* A thread's open coalescing bucket (recorder/sink.c), at the head of its
@@ -66,6 +78,8 @@ typedef struct ms__rec_bucket {
   int64_t active;
   int64_t end, t0, maxs, maxh, tag;
   int64_t lt, ls, lh;
+  ms__rec_mem maxm;  // peaks of rss and mapped (faults: the last)
+  ms__rec_mem lm;    // the last state's memory
 } ms__rec_bucket;
 typedef struct ms__rec_thead {
   uint64_t magic;  // MS__REC_JOURNAL_TSTATE in a journal

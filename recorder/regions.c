@@ -16,6 +16,11 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
   CBARRIER();
   int rc;
   int64_t h = __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED);
+  // A region's begin and end measure memory afresh (rss and faults are
+  // relative to the first region's begin).
+  if (ts->is_rec && ((op == MS__PROBE_BEGIN && ts->depth == 0) ||
+                     (op == MS__PROBE_END && ts->depth == 1)))
+    ms__rec_mem_sample(ts);
   switch (op) {
     case MS__PROBE_BEGIN:
       if (ts->depth < MAX_DEPTH) {
@@ -28,7 +33,7 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
         ts->tag = ++ts->occ;
         ts->base = sp;
         __atomic_store_n(&ms__rec_tag, ts->tag, __ATOMIC_RELAXED);
-        ms__rec_push_row(ts, ts->now = raw_now(), 0, h, ts->tag | ROW_EXACT);
+        ms__rec_push_row(ts, ts->now = raw_now(), 0, h, ts->tag | ROW_EXACT, cur_mem(ts));
       }
       break;
     case MS__PROBE_POINT:
@@ -37,7 +42,7 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
         ms__rec_flush_bucket(ts);
         int64_t s = (int64_t)(ts->base - sp);
         // A point coalesces like an event (only begin and end are boundaries).
-        ms__rec_push_row(ts, ts->now = raw_now(), s < 0 ? 0 : s, h, ts->tag);
+        ms__rec_push_row(ts, ts->now = raw_now(), s < 0 ? 0 : s, h, ts->tag, cur_mem(ts));
       }
       break;
     default:  // MS__PROBE_END
@@ -54,7 +59,7 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
       if (ts->is_rec && ts->depth == 0) {
         ms__rec_flush_bucket(ts);
         int64_t s = (int64_t)(ts->base - sp);
-        ms__rec_push_row(ts, ts->now = raw_now(), s < 0 ? 0 : s, h, ts->tag | ROW_EXACT);
+        ms__rec_push_row(ts, ts->now = raw_now(), s < 0 ? 0 : s, h, ts->tag | ROW_EXACT, cur_mem(ts));
         ts->tag = 0;
         ts->base = ts->top;
         __atomic_store_n(&ms__rec_tag, 0, __ATOMIC_RELAXED);

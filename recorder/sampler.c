@@ -123,6 +123,7 @@ static void on_sample(int sig, siginfo_t *si, void *ucv) {
   int64_t s = (int64_t)(ts->base - context_sp(ucv));
   if (s < 0) s = 0;
   ts->now = t0;
+  ms__rec_mem_sample(ts);
   coalesce(ts, t0, s, __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED), ts->tag);
   ts->samples++;
   ts->sample_raw += (uint64_t)(raw_now() - t0);

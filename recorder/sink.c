@@ -73,7 +73,7 @@ void *ms__rec_journal_slot(size_t n) {
   return p;
 }
 
-void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag) {
+void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag, memv m) {
   chunk *c = ts->tail;
   if (UNLIKELY(!c || c->n == CHUNK_ROWS)) {
     int e = errno;
@@ -97,6 +97,7 @@ void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag) 
     ts->tail = c = nc;
   }
   c->rows[c->n] = (row){t, s, h, tag};
+  c->mem[c->n] = m;
   __atomic_store_n(&c->n, c->n + 1, __ATOMIC_RELEASE);
 }
 
@@ -108,25 +109,28 @@ void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag) 
 
 void ms__rec_flush_bucket(tstate *ts) {
   if (!ts->h.b.active) return;
-  ms__rec_push_row(ts, ts->h.b.t0, ts->h.b.maxs, ts->h.b.maxh, ts->h.b.tag);
-  if (ts->h.b.ls != ts->h.b.maxs || ts->h.b.lh != ts->h.b.maxh)
-    ms__rec_push_row(ts, ts->h.b.lt, ts->h.b.ls, ts->h.b.lh, ts->h.b.tag);
+  ms__rec_bucket *b = &ts->h.b;
+  ms__rec_push_row(ts, b->t0, b->maxs, b->maxh, b->tag, b->maxm);
+  if (b->ls != b->maxs || b->lh != b->maxh || b->lm.rss != b->maxm.rss ||
+      b->lm.mapped != b->maxm.mapped)
+    ms__rec_push_row(ts, b->lt, b->ls, b->lh, b->tag, b->lm);
   ts->h.b.active = 0;
 }
 
-void ms__rec_new_bucket(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag) {
+void ms__rec_new_bucket(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag, memv m) {
   ms__rec_flush_bucket(ts);
   ts->h.b.active = 1;
   ts->h.b.t0 = ts->h.b.lt = t;
   ts->h.b.end = t + ms__rec.res_raw;
   ts->h.b.maxs = ts->h.b.ls = s;
   ts->h.b.maxh = ts->h.b.lh = h;
+  ts->h.b.maxm = ts->h.b.lm = m;
   ts->h.b.tag = tag;
   if (ms__rec.res_raw == 0) ms__rec_flush_bucket(ts);
 }
 
 // Merge two time-ordered runs a[0..na) b[0..nb) into out.
-static void merge2(const row *a, size_t na, const row *b, size_t nb, row *out) {
+static void merge2(const xrow *a, size_t na, const xrow *b, size_t nb, xrow *out) {
   size_t i = 0, j = 0, k = 0;
   while (i < na && j < nb) out[k++] = b[j].t < a[i].t ? b[j++] : a[i++];
   while (i < na) out[k++] = a[i++];
@@ -135,7 +139,7 @@ static void merge2(const row *a, size_t na, const row *b, size_t nb, row *out) {
 
 // Every thread's rows into buf, one time-ordered run per thread (clamped to
 // be so); runs[] gets each run's start and runs[nruns] the end. The number of rows.
-static size_t gather_runs(row *buf, size_t total, size_t *runs) {
+static size_t gather_runs(xrow *buf, size_t total, size_t *runs) {
   size_t k = 0, r = 0;
   for (tstate *ts = __atomic_load_n(&ms__rec.list, __ATOMIC_ACQUIRE); ts; ts = ts->next) {
     runs[r++] = k;
@@ -143,7 +147,8 @@ static size_t gather_runs(row *buf, size_t total, size_t *runs) {
     for (chunk *c = ts->head; c; c = c->next) {
       size_t n = __atomic_load_n(&c->n, __ATOMIC_ACQUIRE);
       for (size_t i = 0; i < n && k < total; i++) {
-        buf[k] = c->rows[i];
+        const row *rw = &c->rows[i];
+        buf[k] = (xrow){rw->t, rw->stack, rw->heap, rw->tag, c->mem[i]};
         if (buf[k].t < last) buf[k].t = last;
         last = buf[k++].t;
       }
@@ -154,7 +159,7 @@ static size_t gather_runs(row *buf, size_t total, size_t *runs) {
 }
 
 // Pairwise merging of runs until one is left; returns the buffer holding it.
-static row *merge_runs(row *buf, row *tmp, size_t *runs, size_t nruns) {
+static xrow *merge_runs(xrow *buf, xrow *tmp, size_t *runs, size_t nruns) {
   while (nruns > 1) {
     size_t out = 0, nr = 0;
     for (size_t i = 0; i < nruns; i += 2) {
@@ -165,40 +170,55 @@ static row *merge_runs(row *buf, row *tmp, size_t *runs, size_t nruns) {
         runs[nr++] = a0;
         out = b1;
       } else {
-        memcpy(tmp + a0, buf + a0, (a1 - a0) * sizeof(row));
+        memcpy(tmp + a0, buf + a0, (a1 - a0) * sizeof(xrow));
         runs[nr++] = a0;
         out = a1;
       }
     }
     runs[nr] = out;
     nruns = nr;
-    row *sw = buf;
+    xrow *sw = buf;
     buf = tmp;
     tmp = sw;
   }
   return buf;
 }
 
+// The last state of a bucket differs from its maxima row.
+static int differs(const xrow *a, const xrow *b) {
+  return a->stack != b->stack || a->heap != b->heap || a->m.rss != b->m.rss ||
+         a->m.mapped != b->m.mapped;
+}
+
 /* What the trace covers, from the merged rows buf[0..total) into out: probe
  * regions of the recorded thread when there were any (one occurrence or
  * all), else from the recorded thread's start; times in ns (raw * scale from
- * the origin), coalesced again across threads. */
-static void cover(assembled *A, const row *buf, size_t total, row *tmp, double scale,
+ * the origin), coalesced again across threads. Resident memory and faults
+ * become relative to the first row covered (the component's start: the
+ * recorded thread's first state or the first region's begin); rows of other
+ * threads carry the recorded thread's last fault counts, as its stack. */
+static void cover(assembled *A, const xrow *buf, size_t total, xrow *tmp, double scale,
                   int64_t raw_end) {
   int64_t max_tag = 0;
   for (size_t i = 0; i < total; i++)
     if ((buf[i].tag & ~ROW_EXACT) > max_tag) max_tag = buf[i].tag & ~ROW_EXACT;
   A->regions = max_tag > 0;
   int64_t origin = -1, last_stack = 0, last_heap = 0;
+  memv last_m = {0, 0, 0, 0}, base = {0, 0, 0, 0};
+  int have_base = 0;
   if (!A->regions) origin = ms__rec.origin_raw;
   size_t out = 0;
   int64_t bucket_end = INT64_MIN, prev_t = 0;
   int have = 0;
-  row cur = {0, 0, 0, 0}, mx = {0, 0, 0, 0};
+  xrow cur = {0}, mx = {0};
   for (size_t i = 0; i < total; i++) {
-    row x = buf[i];
+    xrow x = buf[i];
     int exact = (x.tag & ROW_EXACT) != 0;
     x.tag &= ~ROW_EXACT;
+    if (x.m.rss < 0) x.m.rss = last_m.rss;
+    if (x.m.minflt < 0) x.m.minflt = last_m.minflt;
+    if (x.m.majflt < 0) x.m.majflt = last_m.majflt;
+    last_m = x.m;
     if (A->regions) {
       if (x.tag == 0 || (ms__rec.occurrence > 0 && x.tag != ms__rec.occurrence)) {
         if (x.stack >= 0 && origin < 0) last_stack = 0;
@@ -211,6 +231,17 @@ static void cover(assembled *A, const row *buf, size_t total, row *tmp, double s
       if (x.stack >= 0) last_stack = x.stack;
       continue;
     }
+    if (!have_base) {
+      base = x.m;
+      have_base = 1;
+    }
+    x.m.rss -= base.rss;
+    if (x.m.rss < 0) x.m.rss = 0;  // below the start: nothing of the component's
+    x.m.minflt -= base.minflt;
+    x.m.majflt -= base.majflt;
+    if (x.m.minflt < 0) x.m.minflt = 0;
+    if (x.m.majflt < 0) x.m.majflt = 0;
+    if (x.m.mapped < 0) x.m.mapped = 0;
     if (x.stack >= 0)
       last_stack = x.stack;
     else
@@ -223,12 +254,14 @@ static void cover(assembled *A, const row *buf, size_t total, row *tmp, double s
     if (x.heap < 0) x.heap = 0;
     if (x.stack > A->peak_stack) A->peak_stack = x.stack;
     if (x.heap > A->peak_heap) A->peak_heap = x.heap;
+    if (x.m.rss > A->peak_rss) A->peak_rss = x.m.rss;
+    if (x.m.mapped > A->peak_mapped) A->peak_mapped = x.m.mapped;
     if (exact) {
       // A boundary: the bucket before it ends, the row stays as it is, and
       // the next row starts a new bucket.
       if (have) {
         tmp[out++] = mx;
-        if (cur.stack != mx.stack || cur.heap != mx.heap) tmp[out++] = cur;
+        if (differs(&cur, &mx)) tmp[out++] = cur;
       }
       have = 0;
       tmp[out++] = cur = x;
@@ -237,12 +270,16 @@ static void cover(assembled *A, const row *buf, size_t total, row *tmp, double s
     if (have && t < bucket_end && x.tag == mx.tag) {
       if (x.stack > mx.stack) mx.stack = x.stack;
       if (x.heap > mx.heap) mx.heap = x.heap;
+      if (x.m.rss > mx.m.rss) mx.m.rss = x.m.rss;
+      if (x.m.mapped > mx.m.mapped) mx.m.mapped = x.m.mapped;
+      mx.m.minflt = x.m.minflt;  // counts only grow: the maxima row has the last
+      mx.m.majflt = x.m.majflt;
       cur = x;
       continue;
     }
     if (have) {
       tmp[out++] = mx;
-      if (cur.stack != mx.stack || cur.heap != mx.heap) tmp[out++] = cur;
+      if (differs(&cur, &mx)) tmp[out++] = cur;
     }
     have = 1;
     mx = cur = x;
@@ -251,17 +288,21 @@ static void cover(assembled *A, const row *buf, size_t total, row *tmp, double s
   }
   if (have) {
     tmp[out++] = mx;
-    if (cur.stack != mx.stack || cur.heap != mx.heap) tmp[out++] = cur;
+    if (differs(&cur, &mx)) tmp[out++] = cur;
   }
   if (out == 0) {
-    tmp[out++] = (row){0, 0, last_heap < 0 ? 0 : last_heap, 0};
+    tmp[out++] = (xrow){0, 0, last_heap < 0 ? 0 : last_heap, 0, {0, 0, 0, 0}};
+    tmp[0].m.mapped = last_m.mapped < 0 ? 0 : last_m.mapped;
     cur = tmp[0];
   }
   // The component's end, so that a last idle stretch keeps its length: now,
   // unless probe regions delimit it or the recorded thread ended before.
   if (!A->regions && !ms__rec.rec_gone) {
     int64_t t_end = (int64_t)((double)(raw_end - origin) * scale);
-    if (t_end > tmp[out - 1].t) tmp[out++] = (row){t_end, cur.stack, cur.heap, 0};
+    if (t_end > tmp[out - 1].t) {
+      tmp[out] = cur;
+      tmp[out++].t = t_end;
+    }
   }
   A->rows = tmp;
   A->n = out;
@@ -285,11 +326,12 @@ static int assemble(assembled *A) {
   A->raw_rows = total;
   if (total == 0) return -ENODATA;
   // One row more than gathered: the end row (cover()).
-  row *buf = ms__rec_map((total + 1) * sizeof(row)), *tmp = ms__rec_map((total + 1) * sizeof(row));
+  xrow *buf = ms__rec_map((total + 1) * sizeof(xrow)),
+       *tmp = ms__rec_map((total + 1) * sizeof(xrow));
   size_t *runs = ms__rec_map((nruns + 1) * sizeof(size_t));
   if (!buf || !tmp || !runs) return -ENOMEM;
   total = gather_runs(buf, total, runs);
-  row *merged = merge_runs(buf, tmp, runs, nruns);
+  xrow *merged = merge_runs(buf, tmp, runs, nruns);
   cover(A, merged, total, merged == buf ? tmp : buf, scale, raw_end);
   return 0;
 }
@@ -298,14 +340,27 @@ static int assemble(assembled *A) {
 static int write_normal(const assembled *A) {
   memstub_trace *t = memstub_trace_create();
   if (!t) return -ENOMEM;
-  int rc = 0, col = -1;
+  int rc = 0, col = -1, mcol = -1;
   if (A->regions) col = memstub_trace_add_column(t, "region");
+  // The memory columns (docs/formats.md), added in this order.
+  for (int i = 0; i < 4 && rc >= 0; i++) {
+    rc = memstub_trace_add_column(t, ms__rec_mem_cols[i]);
+    if (i == 0) mcol = rc;
+  }
+  if (rc > 0) rc = 0;
   for (int i = 0; i < ms__rec_nmeta && rc == 0; i++)
     rc = memstub_trace_set_meta(t, ms__rec_meta_kv[i].key, ms__rec_meta_kv[i].val);
   if (rc == 0) rc = memstub_trace_reserve(t, A->n);
   for (size_t i = 0; i < A->n && rc == 0; i++) {
     rc = memstub_trace_append(t, A->rows[i].t, A->rows[i].stack, A->rows[i].heap);
-    if (rc == 0 && col >= 0) memstub_trace_extra_row(t, t->n - 1)[col] = A->rows[i].tag;
+    if (rc != 0) break;
+    int64_t *e = memstub_trace_extra_row(t, t->n - 1);
+    if (col >= 0) e[col] = A->rows[i].tag;
+    const memv *m = &A->rows[i].m;
+    e[mcol] = m->rss;
+    e[mcol + 1] = m->mapped;
+    e[mcol + 2] = m->minflt;
+    e[mcol + 3] = m->majflt;
   }
   memstub_error err;
   if (rc == 0) rc = memstub_trace_write(t, ms__rec.out, &err);
@@ -392,7 +447,12 @@ static int write_raw(const assembled *A) {
     wstr(ms__rec_meta_kv[i].val);
     wstr("\n");
   }
-  wstr(A->regions ? "time_ns,stack_bytes,heap_bytes,region\n" : "time_ns,stack_bytes,heap_bytes\n");
+  wstr(A->regions ? "time_ns,stack_bytes,heap_bytes,region" : "time_ns,stack_bytes,heap_bytes");
+  for (int i = 0; i < 4; i++) {
+    wput(",", 1);
+    wstr(ms__rec_mem_cols[i]);
+  }
+  wput("\n", 1);
   for (size_t i = 0; i < A->n; i++) {
     wnum(A->rows[i].t);
     wput(",", 1);
@@ -402,6 +462,12 @@ static int write_raw(const assembled *A) {
     if (A->regions) {
       wput(",", 1);
       wnum(A->rows[i].tag);
+    }
+    const memv *m = &A->rows[i].m;
+    int64_t v[4] = {m->rss, m->mapped, m->minflt, m->majflt};
+    for (int k = 0; k < 4; k++) {
+      wput(",", 1);
+      wnum(v[k]);
     }
     wput("\n", 1);
   }

@@ -40,8 +40,9 @@ static void thread_gone(void *arg) {
   if (ts->is_rec) {
     // The component ends with its thread: a last row keeps its idle tail.
     ms__rec_sampler_pause();
+    ms__rec_mem_sample(ts);
     ms__rec_push_row(ts, raw_now(), -1, __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED),
-                     ts->tag | ROW_EXACT);
+                     ts->tag | ROW_EXACT, cur_mem(ts));
     ms__rec.rec_gone = 1;
   }
   CBARRIER();
@@ -92,7 +93,9 @@ void ms__rec_become_recorded(tstate *ts, uintptr_t top, int64_t stack0) {
     __atomic_store_n(&ms__rec.jhead->origin_raw, t, __ATOMIC_RELEASE);
   }
   // The program's (or the thread's) first state: a row of its own.
-  ms__rec_push_row(ts, t, stack0, __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED), ROW_EXACT);
+  ms__rec_mem_sample(ts);  // the base of rss and faults
+  ms__rec_push_row(ts, t, stack0, __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED), ROW_EXACT,
+                   cur_mem(ts));
   CBARRIER();
   ts->in_hook = 0;
   ms__rec_sampler_arm(ts->tid);
@@ -201,6 +204,7 @@ static void init_recording(void) {
   pthread_atfork(NULL, NULL, child_after_fork);
   if (ms__rec.sample_hz > 0) ms__rec_sampler_install();  // else: at allocator calls only
   install_fatal();
+  ms__rec_mem_init();
   ms__rec_journal_init();
   ms__rec.state = ST_READY;
   __atomic_store_n(&ms__rec_on, 1, __ATOMIC_RELEASE);

@@ -78,6 +78,7 @@ void ms__rec_build_meta(const assembled *A) {
   ms__rec_meta("record.sample_hz", "%ld",
                ms__rec.timer_ok || ms__rec.sample_hz > 0 ? ms__rec.sample_hz : 0L);
   ms__rec_sampler_meta();
+  ms__rec_mem_meta();
   ms__rec_meta(
       "record.clock", "%s",
       ms__rec.use_tsc ? "invariant cycle counter, rate measured over the run" : "CLOCK_MONOTONIC");
@@ -110,6 +111,8 @@ void ms__rec_build_meta(const assembled *A) {
   ms__rec_meta("record.threads", "%ld", ms__rec.threads_seen);
   ms__rec_meta("record.rows_merged", "%llu", (unsigned long long)A->raw_rows);
   ms__rec_meta(MS__REC_META_PEAK_HEAP, "%lld", (long long)A->peak_heap);
+  ms__rec_meta("record.peak_rss_bytes", "%lld", (long long)A->peak_rss);
+  ms__rec_meta("record.peak_mapped_bytes", "%lld", (long long)A->peak_mapped);
   ms__rec_meta(MS__REC_META_PEAK_STACK, "%lld", (long long)A->peak_stack);
   if (ms__rec.table_overflow)
     ms__rec_meta("record.table_overflow", "%llu", (unsigned long long)ms__rec.table_overflow);

@@ -289,6 +289,132 @@ START_TEST(test_coalescing_keeps_peaks) {
 }
 END_TEST
 
+#define MIB ((int64_t)1 << 20)
+
+// Column name's values: its maximum, and its value in the last row.
+static int64_t col_peak(const memstub_trace *t, const char *name, int64_t *last) {
+  int c = memstub_trace_column(t, name);
+  ck_assert_msg(c >= 0, "no column %s", name);
+  int64_t m = 0;
+  for (size_t i = 0; i < t->n; i++)
+    if (memstub_trace_extra_row(t, i)[c] > m) m = memstub_trace_extra_row(t, i)[c];
+  if (last) *last = memstub_trace_extra_row(t, t->n - 1)[c];
+  return m;
+}
+
+// Some row has column a == va and column b >= vb_min.
+static int row_with(const memstub_trace *t, const char *a, int64_t va, const char *b,
+                    int64_t vb_min) {
+  int ca = memstub_trace_column(t, a), cb = memstub_trace_column(t, b);
+  for (size_t i = 0; i < t->n; i++) {
+    const int64_t *e = memstub_trace_extra_row(t, i);
+    if (e[ca] == va && e[cb] >= vb_min) return 1;
+  }
+  return 0;
+}
+
+// Fault counts never fall (they are counters since the component's start).
+static void faults_grow(const memstub_trace *t) {
+  int cmin = memstub_trace_column(t, "minor_faults"), cmaj = memstub_trace_column(t, "major_faults");
+  ck_assert(cmin >= 0 && cmaj >= 0);
+  for (size_t i = 1; i < t->n; i++) {
+    ck_assert_int_ge(memstub_trace_extra_row(t, i)[cmin], memstub_trace_extra_row(t, i - 1)[cmin]);
+    ck_assert_int_ge(memstub_trace_extra_row(t, i)[cmaj], memstub_trace_extra_row(t, i - 1)[cmaj]);
+  }
+}
+
+/* sbrk 2 MiB and back, mmap 64 MiB, touch 32 MiB, mremap to 96 MiB, munmap the 32 MiB tail, then
+ * the rest; a 64 KiB file mapping beside it (rec_helper mapped). Every event
+ * (-r 0) and coalesced (-r 10 ms) keep the same mapped states and peaks. */
+START_TEST(test_mapped_memory) {
+  char *dir = tu_mkdtemp();
+  const char *res[2] = {"0", "10000000"};
+  for (int k = 0; k < 2; k++) {
+    tu_run r;
+    const char *opts[] = {"-r", res[k], NULL};
+    memstub_trace *t = record(dir, "m.csv", &r, opts, "mapped", NULL);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_ptr_nonnull(t);
+    int64_t last_mapped, last_rss;
+    // The file mapping never counts; mremap grows and moves the count.
+    ck_assert_int_eq(col_peak(t, "mapped_bytes", &last_mapped), 96 * MIB);
+    ck_assert_int_eq(last_mapped, 0);
+    ck_assert_int_eq(meta_i(t, "record.peak_mapped_bytes"), 96 * MIB);
+    // Every event: the 2 MiB of sbrk are a state of their own (coalesced, the
+    // bucket's peak is the 64 MiB mapped right after).
+    if (k == 0) ck_assert_msg(row_with(t, "mapped_bytes", 2 * MIB, "rss_bytes", 0), "sbrk not counted");
+    // 64 MiB mapped while half of it is resident.
+    ck_assert_msg(row_with(t, "mapped_bytes", 64 * MIB, "rss_bytes", 30 * MIB),
+                  "no row with 64 MiB mapped and 30 MiB resident (-r %s)", res[k]);
+    int64_t prss = col_peak(t, "rss_bytes", &last_rss);
+    ck_assert_msg(prss >= 30 * MIB && prss <= 40 * MIB, "peak rss %lld", (long long)prss);
+    ck_assert_int_eq(meta_i(t, "record.peak_rss_bytes"), prss);
+    ck_assert_msg(last_rss <= 4 * MIB, "rss after munmap %lld", (long long)last_rss);
+    // No heap at all: the mappings are not heap.
+    ck_assert_int_eq(peak(t, 1), 0);
+    int64_t minf;
+    ck_assert_int_gt(col_peak(t, "minor_faults", &minf), 0);
+    faults_grow(t);
+    memstub_trace_free(t);
+    tu_run_free(&r);
+  }
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* malloc 100 MiB and touch 10 MiB (rec_helper lazy): heap says what was
+ * requested, rss what was touched, and the malloc family's own mmap is heap,
+ * not mapped. */
+START_TEST(test_lazy_heap_resident) {
+  char *dir = tu_mkdtemp();
+  tu_run r;
+  memstub_trace *t = record(dir, "l.csv", &r, NULL, "lazy", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(t);
+  ck_assert_int_eq(peak(t, 1), 100 * MIB);
+  ck_assert_int_eq(col_peak(t, "mapped_bytes", NULL), 0);
+  int64_t prss = col_peak(t, "rss_bytes", NULL);
+  ck_assert_msg(prss >= 9 * MIB && prss <= 16 * MIB, "peak rss %lld", (long long)prss);
+  // The heap at 100 MiB while about 10 MiB are resident.
+  int found = 0, crss = memstub_trace_column(t, "rss_bytes");
+  for (size_t i = 0; i < t->n; i++)
+    if (t->pts[i].heap_bytes == 100 * MIB && memstub_trace_extra_row(t, i)[crss] >= 9 * MIB)
+      found = 1;
+  ck_assert_msg(found, "no row with the heap at 100 MiB and 9 MiB resident");
+  faults_grow(t);
+  ck_assert_ptr_nonnull(memstub_trace_get_meta(t, "record.cost_ns_per_memory_sample"));
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* A probe region measures resident memory and faults from its begin; mapped
+ * memory is the total, like the heap (rec_helper region_mapped: 8 MiB mapped
+ * and touched before the region, 16 MiB inside). */
+START_TEST(test_region_memory) {
+  char *dir = tu_mkdtemp();
+  tu_run r;
+  memstub_trace *t = record(dir, "g.csv", &r, NULL, "region_mapped", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(t);
+  int crss = memstub_trace_column(t, "rss_bytes"), cmap = memstub_trace_column(t, "mapped_bytes");
+  ck_assert(crss >= 0 && cmap >= 0);
+  ck_assert_int_eq(memstub_trace_extra_row(t, 0)[crss], 0);
+  ck_assert_int_eq(memstub_trace_extra_row(t, 0)[cmap], 8 * MIB);
+  ck_assert_int_eq(col_peak(t, "mapped_bytes", NULL), 24 * MIB);
+  int64_t prss = col_peak(t, "rss_bytes", NULL);
+  ck_assert_msg(prss >= 15 * MIB && prss <= 22 * MIB, "peak rss %lld", (long long)prss);
+  faults_grow(t);
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 START_TEST(test_usage_errors) {
   tu_run r = tu_memstub(NULL, "record", "--", "true", NULL);
   ck_assert_int_eq(r.status, 2);
@@ -585,6 +711,9 @@ static Suite *record_suite(void) {
   tcase_add_test(tc, test_fatal_signal_and__exit);
   tcase_add_test(tc, test_probe_regions_and_churn);
   tcase_add_test(tc, test_coalescing_keeps_peaks);
+  tcase_add_test(tc, test_mapped_memory);
+  tcase_add_test(tc, test_lazy_heap_resident);
+  tcase_add_test(tc, test_region_memory);
   tcase_add_test(tc, test_usage_errors);
   tcase_add_test(tc, test_options_stop_at_the_program);
   suite_add_tcase(s, tc);

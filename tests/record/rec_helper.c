@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -246,6 +248,72 @@ static int closefds(void) {
   return 0;
 }
 
+#define MIB ((size_t)1 << 20)
+
+// Write one byte per page of p[0..n).
+static void touch(char *p, size_t n) {
+  for (size_t i = 0; i < n; i += 4096) p[i] = 1;
+}
+
+/* Memory outside the heap (recorder/memory.c): sbrk of 2 MiB and back, then
+ * 64 MiB mapped anonymous, half
+ * of it touched, grown to 96 MiB by mremap, unmapped; a file mapping beside
+ * it that must not count. CPU spins between the steps so that the sampler
+ * sees the resident memory. */
+static int mapped(const char *self) {
+  // The break moved by the program itself counts too (2 MiB, then back).
+  if (sbrk(2 * (intptr_t)MIB) == (void *)-1 || sbrk(-2 * (intptr_t)MIB) == (void *)-1) return 1;
+  char *p = mmap(NULL, 64 * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return 1;
+  int fd = open(self, O_RDONLY);
+  void *f = fd >= 0 ? mmap(NULL, 65536, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+  if (f == MAP_FAILED) return 1;
+  spin_ms(10);
+  touch(p, 32 * MIB);
+  spin_ms(40);
+  char *q = mremap(p, 64 * MIB, 96 * MIB, MREMAP_MAYMOVE);
+  if (q == MAP_FAILED) return 1;
+  spin_ms(10);
+  munmap(f, 65536);
+  close(fd);
+  munmap(q + 64 * MIB, 32 * MIB);  // the tail: back to 64 MiB
+  spin_ms(10);
+  munmap(q, 64 * MIB);
+  spin_ms(10);
+  return 0;
+}
+
+// 100 MiB requested, 10 MiB of it touched (the malloc family's own mmap).
+static int lazy(void) {
+  char *p = malloc(100 * MIB);
+  if (!p) return 1;
+  spin_ms(10);
+  touch(p, 10 * MIB);
+  spin_ms(40);
+  free(p);
+  spin_ms(10);
+  return 0;
+}
+
+/* 8 MiB mapped and touched before a probe region, 16 MiB more inside it:
+ * resident memory counts from the region's begin, mapped memory (like the
+ * heap) is the total mapped. */
+static int region_mapped(void) {
+  char *a = mmap(NULL, 8 * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (a == MAP_FAILED) return 1;
+  touch(a, 8 * MIB);
+  spin_ms(5);
+  if (memstub_probe_begin("map") != 1) return 1;
+  char *b = mmap(NULL, 16 * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (b == MAP_FAILED) return 1;
+  touch(b, 16 * MIB);
+  spin_ms(20);
+  if (memstub_probe_end() != 0) return 1;
+  munmap(b, 16 * MIB);
+  munmap(a, 8 * MIB);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "pattern";
   int rc = 0;
@@ -262,6 +330,12 @@ int main(int argc, char **argv) {
     rc = threads();
   } else if (strcmp(mode, "fork") == 0) {
     rc = forks(argv[0]);
+  } else if (strcmp(mode, "mapped") == 0) {
+    rc = mapped(argv[0]);
+  } else if (strcmp(mode, "region_mapped") == 0) {
+    rc = region_mapped();
+  } else if (strcmp(mode, "lazy") == 0) {
+    rc = lazy();
   } else if (strcmp(mode, "bigalloc") == 0) {
     rc = bigalloc();
   } else if (strcmp(mode, "exec") == 0) {
