@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <math.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,7 +145,9 @@ static void show_files(const demo *d, const char *profile, int profile_made) {
 }
 
 // ns for people (ns, µs, ms, s): common/units.c.
-static void fmt_ns(char *buf, size_t n, double ns) { ms__fmt_ns((int64_t)llround(ns), buf, n); }
+static void fmt_ns(char *buf, size_t n, double ns) {
+  ms__fmt_ns((int64_t)(ns < 0 ? ns - 0.5 : ns + 0.5), buf, n);
+}
 
 static void show_summary(const memstub_compare_report *r, const char *trace) {
   char tot[32], p50[32], p99[32], mx[32], dur[32], late[32], b1[32], b2[32];
