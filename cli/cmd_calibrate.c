@@ -2,6 +2,7 @@
 // host (calibration/, docs/calibration.md) and write a profile for
 // memstub gen --calibration.
 #include <stddef.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -83,13 +84,14 @@ static void print_paper(const memstub_profile *p) {
   row_levels("stack alloc, no fault / fault (eq.7)", &h->stack_alloc_nofault,
              &h->stack_alloc_fault, "48 cycles");
   row_line("stack use (eq. 8)", &h->stack_use, "61 + 3358 x faults cycles");
-  snprintf(a, sizeof a, "%lld / %lld bytes", (long long)p->heap_overhead_empty,
-           (long long)p->heap_overhead_inuse);
+  char b1[32], b2[32], b3[32];
+  snprintf(a, sizeof a, "%s / %s", ms__fmt_bytes(p->heap_overhead_empty, b1, sizeof b1),
+           ms__fmt_bytes(p->heap_overhead_inuse, b2, sizeof b2));
   row("heap overhead, empty / in use", a, "32 / 40 bytes");
-  snprintf(a, sizeof a, "%lld bytes", (long long)p->stack_offset);
-  row("stack offset", a, "216 bytes");
-  snprintf(a, sizeof a, "%lld bytes (R^2 %.4f, max resid %lld B)", (long long)p->stack_per_frame,
-           p->stack_fit_r2, (long long)p->stack_fit_max_resid);
+  row("stack offset", ms__fmt_bytes(p->stack_offset, b1, sizeof b1), "216 bytes");
+  snprintf(a, sizeof a, "%s (R^2 %.4f, max resid %s)",
+           ms__fmt_bytes(p->stack_per_frame, b1, sizeof b1), p->stack_fit_r2,
+           ms__fmt_bytes(p->stack_fit_max_resid, b3, sizeof b3));
   row("stack overhead per frame", a, "64 bytes");
 }
 
@@ -102,9 +104,11 @@ static void print_beyond(const memstub_profile *p) {
   row("deadline already passed (per point)", a, "");
   snprintf(a, sizeof a, "%.0f ns", p->measure_trace.ns);
   row("measuring a trace (per point)", a, "");
-  snprintf(a, sizeof a, "%.1f us + %.1f us per ms slept (p90 %.1f us)",
-           p->sleep_overshoot.base.ns / 1000, p->sleep_overshoot.per_fault.ns / 1000,
-           p->sleep_overshoot_p90_ns / 1000);
+  char t1[32], t2[32], t3[32];
+  snprintf(a, sizeof a, "%s + %s per ms slept (p90 %s)",
+           ms__fmt_ns(llround(p->sleep_overshoot.base.ns), t1, sizeof t1),
+           ms__fmt_ns(llround(p->sleep_overshoot.per_fault.ns), t2, sizeof t2),
+           ms__fmt_ns(llround(p->sleep_overshoot_p90_ns), t3, sizeof t3));
   row("usleep overshoot", a, "");
   snprintf(a, sizeof a, "%.0f / %.0f / %.0f + %.0f x pages cycles", h->heap_shrink.cycles,
            h->heap_mmap_shrink_inpage.cycles, h->heap_mmap_shrink.base.cycles,
@@ -119,8 +123,8 @@ static void print_beyond(const memstub_profile *p) {
   row_line("stack use, cached thread stack", &p->stack_use_retouch, "");
   snprintf(a, sizeof a, "%.0f cycles", h->stack_pop.cycles);
   row("stack pop (return)", a, "");
-  snprintf(a, sizeof a, "%lld bytes", (long long)p->heap_overhead_mmap);
-  row("heap overhead, mmapped block", a, "");
+  char b[32];
+  row("heap overhead, mmapped block", ms__fmt_bytes(p->heap_overhead_mmap, b, sizeof b), "");
 }
 
 // How well the models fit, and the model check.
@@ -150,8 +154,10 @@ static void print_fit(const memstub_calib *c) {
            (long long)c->samples_total);
   row("trimmed as preempted", a, "");
   if (c->check_points <= 0) return;
-  snprintf(a, sizeof a, "%.0f us measured, %.0f us predicted (%+.0f%%)",
-           c->check_measured_ns / 1000, c->check_predicted_ns / 1000,
+  char m1[32], m2[32];
+  snprintf(a, sizeof a, "%s measured, %s predicted (%+.0f%%)",
+           ms__fmt_ns(llround(c->check_measured_ns), m1, sizeof m1),
+           ms__fmt_ns(llround(c->check_predicted_ns), m2, sizeof m2),
            100 * (c->check_predicted_ns - c->check_measured_ns) / c->check_measured_ns);
   char what[64];
   snprintf(what, sizeof what, "model check (%lld points, no delay)", (long long)c->check_points);
@@ -220,8 +226,10 @@ static void print_table(const memstub_calib *c) {
   const memstub_profile *p = &c->profile;
   printf("memstub calibrate: %lld repetitions in %.1f s\n", (long long)p->repetitions,
          c->duration_s);
-  printf("  host: %s, %s, %s, %s; runtime %s %s; %lld-byte pages; %.4f cycles/ns%s\n", p->arch,
-         p->cpu, p->kernel, p->libc, p->compiler, p->cflags, (long long)p->page_size,
+  char pg[32];
+  printf("  host: %s, %s, %s, %s; runtime %s %s; %s pages; %.4f cycles/ns%s\n", p->arch,
+         p->cpu, p->kernel, p->libc, p->compiler, p->cflags,
+         ms__fmt_bytes(p->page_size, pg, sizeof pg),
          p->cycles_per_ns, p->cycles_invariant ? " (invariant TSC)" : " (no invariant TSC: ns)");
   printf("\n");
   print_paper(p);

@@ -140,30 +140,24 @@ static void show_files(const demo *d, const char *profile, int profile_made) {
   }
 }
 
+// ns for people (ns, µs, ms, s): common/units.c.
 static void fmt_ns(char *buf, size_t n, double ns) {
-  double a = ns < 0 ? -ns : ns;
-  if (a < 1e3)
-    snprintf(buf, n, "%.0f ns", ns);
-  else if (a < 1e6)
-    snprintf(buf, n, "%.1f us", ns / 1e3);
-  else if (a < 1e9)
-    snprintf(buf, n, "%.2f ms", ns / 1e6);
-  else
-    snprintf(buf, n, "%.3f s", ns / 1e9);
+  ms__fmt_ns((int64_t)(ns < 0 ? ns - 0.5 : ns + 0.5), buf, n);
 }
 
 static void show_summary(const memstub_compare_report *r, const char *trace) {
-  char tot[32], p50[32], p99[32], mx[32];
+  char tot[32], p50[32], p99[32], mx[32], dur[32], late[32], b1[32], b2[32];
   fmt_ns(tot, sizeof tot, (double)r->duration.error_ns);
   fmt_ns(p50, sizeof p50, (double)r->time.p50_abs);
   fmt_ns(p99, sizeof p99, (double)r->time.p99_abs);
   fmt_ns(mx, sizeof mx, (double)r->time.max_abs);
-  printf("\nfidelity: the replay against %s (%zu rows, %.3f s)\n", trace, r->original_rows,
-         (double)r->duration.original_ns / 1e9);
-  printf("  total duration  %s%s (%+.5f %%)        paper: +44 us on 4.8 s (+0.009 %%)\n",
-         r->duration.error_ns >= 0 ? "+" : "", tot, r->duration.error_pct);
-  printf("  time per row    p50 %s, p99 %s, max %s; %zu of %zu rows late by > %lld us\n", p50,
-         p99, mx, r->time.late, r->compared, (long long)(r->options.late_ns / 1000));
+  fmt_ns(dur, sizeof dur, (double)r->duration.original_ns);
+  fmt_ns(late, sizeof late, (double)r->options.late_ns);
+  printf("\nfidelity: the replay against %s (%zu rows, %s)\n", trace, r->original_rows, dur);
+  printf("  total duration  %s%s (%+.5f %%)        paper: +44 \xc2\xb5s on 4.8 s (+0.009 %%)\n",
+         r->duration.error_ns > 0 ? "+" : "", tot, r->duration.error_pct);
+  printf("  time per row    p50 %s, p99 %s, max %s; %zu of %zu rows late by > %s\n", p50, p99, mx,
+         r->time.late, r->compared, late);
   const size_t *c = r->late_by_cause.rows;
   if (r->time.late && r->late_by_cause.causes_known)
     printf("  late rows       %zu woke late (sleep overshot), %zu worked longer than predicted, "
@@ -173,16 +167,14 @@ static void show_summary(const memstub_compare_report *r, const char *trace) {
     fmt_ns(p50, sizeof p50, (double)r->stub_time.p50_abs);
     fmt_ns(p99, sizeof p99, (double)r->stub_time.p99_abs);
     fmt_ns(mx, sizeof mx, (double)r->stub_time.max_abs);
-    printf("  without host    p50 %s, p99 %s, max %s; %zu of %zu rows late by > %lld us\n", p50,
-           p99, mx, r->stub_time.late, r->compared - r->host_rows,
-           (long long)(r->options.late_ns / 1000));
+    printf("  without host    p50 %s, p99 %s, max %s; %zu of %zu rows late by > %s\n", p50, p99,
+           mx, r->stub_time.late, r->compared - r->host_rows, late);
   }
   if (r->replay_cpu_ns >= 0 && r->duration.original_ns > 0) {
     char cpu[32];
     fmt_ns(cpu, sizeof cpu, (double)r->replay_cpu_ns);
-    printf("  stub CPU        %s, %.2f %% of the trace's %.3f s", cpu,
-           100.0 * (double)r->replay_cpu_ns / (double)r->duration.original_ns,
-           (double)r->duration.original_ns / 1e9);
+    printf("  stub CPU        %s, %.2f %% of the trace's %s", cpu,
+           100.0 * (double)r->replay_cpu_ns / (double)r->duration.original_ns, dur);
     if (r->replay_off_cpu_ns >= 0) {
       fmt_ns(cpu, sizeof cpu, (double)r->replay_off_cpu_ns);
       printf("; it waited %s for a CPU", cpu);
@@ -193,16 +185,16 @@ static void show_summary(const memstub_compare_report *r, const char *trace) {
   if (r->stack_unknown)
     printf("  stack           unknown in the trace: not compared\n");
   else
-    printf("  stack           %zu of %zu rows exact (within %lld B), largest error %lld B\n",
-           r->stack.exact, r->compared, (long long)r->options.stack_slack,
-           (long long)r->stack.max_abs);
+    printf("  stack           %zu of %zu rows exact (within %s), largest error %s\n",
+           r->stack.exact, r->compared, ms__fmt_bytes(r->options.stack_slack, b1, sizeof b1),
+           ms__fmt_bytes(r->stack.max_abs, b2, sizeof b2));
   if (r->heap_unknown)
     printf("  heap            unknown in the trace: not compared\n");
   else
-    printf("  heap            %zu of %zu rows exact (within %lld B, or a page for mmap'd blocks),"
-           " largest error %lld B\n",
-           r->heap.exact, r->compared, (long long)r->options.heap_slack,
-           (long long)r->heap.max_abs);
+    printf("  heap            %zu of %zu rows exact (within %s, or a page for mmap'd blocks),"
+           " largest error %s\n",
+           r->heap.exact, r->compared, ms__fmt_bytes(r->options.heap_slack, b1, sizeof b1),
+           ms__fmt_bytes(r->heap.max_abs, b2, sizeof b2));
 }
 
 static int print_file(const char *path) {

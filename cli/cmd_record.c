@@ -14,6 +14,7 @@
 #include "ms_spawn.h"
 #include "memstub/trace.h"
 #include "ms_common.h"
+#include "prim.h"
 #include "../recorder/protocol.h"
 
 enum { O_THREAD = MS_CLI_LONG, O_HEAP, O_SAMPLE_HZ, O_OCCURRENCE, O_SIGNAL };
@@ -91,10 +92,12 @@ static void print_churn_line(const char *label, const char *v) {
   if ((p = strstr(v, "calls="))) calls = strtoull(p + 6, NULL, 10);
   if ((p = strstr(v, "bytes="))) bytes = strtoull(p + 6, NULL, 10);
   if ((p = strstr(v, "churn="))) snprintf(w, sizeof w, "%.*s", (int)strcspn(p + 6, " "), p + 6);
+  char b[32];
+  ms__fmt_bytes(bytes > INT64_MAX ? INT64_MAX : (int64_t)bytes, b, sizeof b);
   if (occ)
-    fprintf(stderr, "  %-28s %6llu %12llu %16llu %14s\n", label, occ, calls, bytes, w);
+    fprintf(stderr, "  %-28s %6llu %12llu %12s %14s\n", label, occ, calls, b, w);
   else
-    fprintf(stderr, "  %-28s %6s %12llu %16llu %14s\n", label, "-", calls, bytes, w);
+    fprintf(stderr, "  %-28s %6s %12llu %12s %14s\n", label, "-", calls, b, w);
 }
 
 static const char *meta_or(const memstub_trace *t, const char *key) {
@@ -113,12 +116,93 @@ static const char *cost(char *buf, size_t n, const char *v) {
   return buf;
 }
 
+// A byte count from the metadata for people (KiB, MiB, ...), or "?" when absent.
+static const char *meta_bytes(const memstub_trace *t, const char *key, char *buf, size_t n) {
+  const char *v = memstub_trace_get_meta(t, key);
+  int64_t b;
+  if (!v || ms__parse_i64(v, strlen(v), &b) < 0) return v ? v : "?";
+  return ms__fmt_bytes(b, buf, n);
+}
+
+// S as one shell word: as it is when it holds only safe characters, else in
+// single quotes (a ' inside as '\'').
+static void shell_word(FILE *f, const char *s) {
+  if (*s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./-+=:,@%") ==
+                strlen(s)) {
+    fputs(s, f);
+    return;
+  }
+  fputc('\'', f);
+  for (; *s; s++)
+    if (*s == '\'')
+      fputs("'\\''", f);
+    else
+      fputc(*s, f);
+  fputc('\'', f);
+}
+
+// How to run this memstub from a shell: "memstub" when that name on PATH is
+// this executable, else this executable's absolute path.
+static void memstub_word(FILE *f) {
+  char self[PATH_MAX], dir[PATH_MAX], cand[PATH_MAX];
+  if (ms__prim_self_exe(self, sizeof self) < 0) {
+    fputs("memstub", f);
+    return;
+  }
+  const char *path = getenv("PATH");
+  while (path && *path) {
+    size_t n = strcspn(path, ":");
+    if (n > 0 && n < sizeof dir) {
+      memcpy(dir, path, n);
+      dir[n] = '\0';
+      char real[PATH_MAX];
+      if ((size_t)snprintf(cand, sizeof cand, "%s/memstub", dir) < sizeof cand &&
+          access(cand, X_OK) == 0) {
+        if (realpath(cand, real) && strcmp(real, self) == 0) {
+          fputs("memstub", f);
+          return;
+        }
+        break;  // the shell would run another memstub
+      }
+    }
+    path += n + (path[n] == ':');
+  }
+  shell_word(f, self);
+}
+
+/* The next step, printed after the summary: the commands that generate and
+ * build a stub from the trace at OUT (as given on the command line), replay
+ * it measuring, and compare the replay with the trace. */
+static void next_step(const char *out) {
+  size_t n = strlen(out);
+  if (n > 4 && strcmp(out + n - 4, ".csv") == 0) n -= 4;
+  char *base = ms__asprintf("%.*s", (int)n, out);
+  char *h = ms__asprintf("%s.h", base), *stub = ms__asprintf("%s_stub", base),
+       *run = ms__asprintf("%s%s_stub", strchr(base, '/') ? "" : "./", base),
+       *rep = ms__asprintf("%s.replayed.csv", base);
+  if (!base || !h || !stub || !run || !rep) {
+    free(base), free(h), free(stub), free(run), free(rep);
+    return;
+  }
+  fputs("next: build a stub from this trace, replay it and compare (docs/cli.md):\n  ", stderr);
+  memstub_word(stderr), fputs(" gen ", stderr), shell_word(stderr, out);
+  fputs(" -o ", stderr), shell_word(stderr, h), fputs(" && ", stderr);
+  memstub_word(stderr), fputs(" build ", stderr), shell_word(stderr, h);
+  fputs(" -o ", stderr), shell_word(stderr, stub), fputs("\n  ", stderr);
+  shell_word(stderr, run), fputs(" --measure ", stderr), shell_word(stderr, rep);
+  fputs("\n  ", stderr);
+  memstub_word(stderr), fputs(" compare ", stderr), shell_word(stderr, out);
+  fputc(' ', stderr), shell_word(stderr, rep), fputc('\n', stderr);
+  free(base), free(h), free(stub), free(run), free(rep);
+}
+
 static void summary(const char *path, const memstub_trace *t) {
 #define M(k) meta_or(t, k)
-  double secs = (double)t->pts[t->n - 1].time_ns / 1e9;
-  ms_cli_note("%s: %zu rows over %.3f s; peak heap %s bytes, peak stack %s bytes (%s)", path, t->n,
-              secs, M(MS__REC_META_PEAK_HEAP), M(MS__REC_META_PEAK_STACK),
-              M(MS__REC_META_STACK_FROM));
+  char dur[32], ph[32], ps[32];
+  ms_cli_note("%s: %zu rows over %s; peak heap %s, peak stack %s (%s)", path, t->n,
+              ms__fmt_ns(t->pts[t->n - 1].time_ns, dur, sizeof dur),
+              meta_bytes(t, MS__REC_META_PEAK_HEAP, ph, sizeof ph),
+              meta_bytes(t, MS__REC_META_PEAK_STACK, ps, sizeof ps), M(MS__REC_META_STACK_FROM));
   char ce[64], cs[64];
   ms_cli_note(
       "recorder cost per allocator call: %s (%s calls); per timer sample: %s (%s "
@@ -129,7 +213,7 @@ static void summary(const char *path, const memstub_trace *t) {
   fprintf(stderr,
           "allocator churn (Kudrjavets et al. 2022: sum of w(f)*log2(bytes); malloc 1, free 1, "
           "calloc 2, realloc 3):\n"
-          "  %-28s %6s %12s %16s %14s\n",
+          "  %-28s %6s %12s %12s %14s\n",
           "region / function", "occur.", "calls", "bytes", "churn");
   for (size_t i = 0; i < t->nmeta; i++) {
     const char *k = t->meta[i].key;
@@ -156,6 +240,7 @@ static void summary(const char *path, const memstub_trace *t) {
     }
     print_churn_line(label, t->meta[i].value);
   }
+  next_step(path);
 #undef M
 }
 

@@ -8,42 +8,57 @@
 #include "internal.h"
 #include "ms_common.h"
 
-// ns as microseconds with exactly three decimals ("-12.345"), no rounding.
-static const char *us(char buf[40], int64_t ns, int plus) {
-  uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
-  const char *sign = ns < 0 ? "-" : plus && ns > 0 ? "+" : "";
-  snprintf(buf, 40, "%s%" PRIu64 ".%03" PRIu64, sign, a / 1000, a % 1000);
+// ns for people (ns, µs, ms, s, three significant digits), "+" before a
+// positive value when plus is set.
+static const char *ns_text(char buf[40], int64_t ns, int plus) {
+  char v[32];
+  ms__fmt_ns(ns, v, sizeof v);
+  snprintf(buf, 40, "%s%s", plus && ns > 0 ? "+" : "", v);
   return buf;
+}
+
+// Bytes for people (B, KiB, MiB, ...), "+" before a positive value when plus is set.
+static const char *bytes_text(char buf[40], int64_t b, int plus) {
+  char v[32];
+  ms__fmt_bytes(b, v, sizeof v);
+  snprintf(buf, 40, "%s%s", plus && b > 0 ? "+" : "", v);
+  return buf;
+}
+
+// A mean (a double) to the nearest integer for the formatters above.
+static int64_t nearest(double v) {
+  int64_t r = 0;
+  if (ms__round_i64(v, &r) < 0) r = v < 0 ? INT64_MIN : INT64_MAX;
+  return r;
 }
 
 static double pct(size_t k, size_t n) { return n ? 100.0 * (double)k / (double)n : 0.0; }
 
 static void text_time(FILE *f, const memstub_compare_time *t, size_t n, int64_t late_ns) {
   char a[40], b[40], c[40], d[40], e[40], g[40];
-  fprintf(f, "  |error|   p50 %s us, p99 %s us, max %s us\n", us(a, t->p50_abs, 0),
-          us(b, t->p99_abs, 0), us(c, t->max_abs, 0));
-  fprintf(f, "  error     min %s us, max %s us, mean %+.3f us\n", us(d, t->min, 1),
-          us(e, t->max, 1), t->mean / 1000.0);
-  fprintf(f, "  late      %zu of %zu points (%.2f%%) by more than %s us\n", t->late, n,
-          pct(t->late, n), us(g, late_ns, 0));
+  fprintf(f, "  |error|   p50 %s, p99 %s, max %s\n", ns_text(a, t->p50_abs, 0), ns_text(b, t->p99_abs, 0),
+          ns_text(c, t->max_abs, 0));
+  fprintf(f, "  error     min %s, max %s, mean %s\n", ns_text(d, t->min, 1), ns_text(e, t->max, 1),
+          ns_text(g, nearest(t->mean), 1));
+  fprintf(f, "  late      %zu of %zu points (%.2f%%) by more than %s\n", t->late, n,
+          pct(t->late, n), ns_text(g, late_ns, 0));
 }
 
 static void text_mem(FILE *f, const char *name, const memstub_compare_mem *m, size_t n,
                      int64_t slack, const memstub_compare_options *o, int heap,
                      const char *unknown) {
+  char a[40], b[40], c[40], d[40];
   if (unknown) {
     fprintf(f, "%-6s unknown: not compared (ORIGINAL says '%s: %s')\n", name, name, unknown);
     return;
   }
-  fprintf(f, "%-6s exact %.2f%% (%zu of %zu within %" PRId64 " bytes", name, 100.0 * m->exact_share,
-          m->exact, n, slack);
+  fprintf(f, "%-6s exact %.2f%% (%zu of %zu within %s", name, 100.0 * m->exact_share, m->exact, n,
+          bytes_text(a, slack, 0));
   if (heap)
-    fprintf(f, ", or %" PRId64 " where the block is at least %" PRId64 " bytes: %zu point%s",
-            o->page_size, o->mmap_threshold, m->paged, m->paged == 1 ? "" : "s");
-  fprintf(f,
-          ")\n       |error| max %" PRId64 " bytes, mean %.2f bytes; error min %+" PRId64
-          ", max %+" PRId64 " bytes\n",
-          m->max_abs, m->mean_abs, m->min, m->max);
+    fprintf(f, ", or %s where the block is at least %s: %zu point%s", bytes_text(a, o->page_size, 0),
+            bytes_text(b, o->mmap_threshold, 0), m->paged, m->paged == 1 ? "" : "s");
+  fprintf(f, ")\n       |error| max %s, mean %s; error min %s, max %s\n", bytes_text(a, m->max_abs, 0),
+          bytes_text(b, nearest(m->mean_abs), 0), bytes_text(c, m->min, 1), bytes_text(d, m->max, 1));
 }
 
 int memstub_compare_write_text(const memstub_compare_report *r, const memstub_compare_checks *cs,
@@ -56,15 +71,15 @@ int memstub_compare_write_text(const memstub_compare_report *r, const memstub_co
   if (r->first_missing >= 0) fprintf(f, " (first: %" PRId64 ")", r->first_missing);
   fprintf(f, ", %zu repeated, %zu out of order\n\n", r->repeated, r->out_of_order);
 
-  fprintf(f, "duration  original %s us, replayed %s us (points %" PRId64 "-%" PRId64 ")\n",
-          us(a, r->duration.original_ns, 0), us(b, r->duration.replayed_ns, 0),
+  fprintf(f, "duration  original %s, replayed %s (points %" PRId64 "-%" PRId64 ")\n",
+          ns_text(a, r->duration.original_ns, 0), ns_text(b, r->duration.replayed_ns, 0),
           r->duration.first_point, r->duration.last_point);
-  fprintf(f, "          error %s us (%+.6f%%)\n\n", us(c, r->duration.error_ns, 1),
+  fprintf(f, "          error %s (%+.6f%%)\n\n", ns_text(c, r->duration.error_ns, 1),
           r->duration.error_pct);
 
   fputs("time error per point (replayed - original):\n", f);
   text_time(f, &r->time, r->compared, o->late_ns);
-  fprintf(f, "with the constant offset (median error, %s us) removed:\n", us(a, r->offset_ns, 1));
+  fprintf(f, "with the constant offset (median error, %s) removed:\n", ns_text(a, r->offset_ns, 1));
   text_time(f, &r->adjusted, r->compared, o->late_ns);
   const char *why[MEMSTUB_LATE_CAUSES] = {
       "woke late (the sleep overshot)", "work longer than predicted (cost model)",
@@ -73,8 +88,8 @@ int memstub_compare_write_text(const memstub_compare_report *r, const memstub_co
     fprintf(f, "late points by cause:\n");
     for (int k = 0; k < MEMSTUB_LATE_CAUSES; k++)
       if (r->late_by_cause.rows[k])
-        fprintf(f, "  %-42s %zu, largest %s us\n", why[k], r->late_by_cause.rows[k],
-                us(a, r->late_by_cause.max_ns[k], 0));
+        fprintf(f, "  %-42s %zu, largest %s\n", why[k], r->late_by_cause.rows[k],
+                ns_text(a, r->late_by_cause.max_ns[k], 0));
     if (r->late_by_cause.causes_known && !r->late_by_cause.off_cpu_known)
       fputs("  (no off_cpu_ns column: a busy host shows as woke late or work)\n", f);
   }
@@ -84,12 +99,11 @@ int memstub_compare_write_text(const memstub_compare_report *r, const memstub_co
     text_time(f, &r->stub_time, r->compared - r->host_rows, o->late_ns);
   }
   if (r->replay_cpu_ns >= 0 && r->replay_duration_ns > 0)
-    fprintf(f, "replay CPU  %s us, %.2f%% of the replay's duration%s%s%s\n",
-            us(a, r->replay_cpu_ns, 0),
+    fprintf(f, "replay CPU  %s, %.2f%% of the replay's duration%s%s\n",
+            ns_text(a, r->replay_cpu_ns, 0),
             100.0 * (double)r->replay_cpu_ns / (double)r->replay_duration_ns,
             r->replay_off_cpu_ns >= 0 ? "; waited for a CPU " : "",
-            r->replay_off_cpu_ns >= 0 ? us(b, r->replay_off_cpu_ns, 0) : "",
-            r->replay_off_cpu_ns >= 0 ? " us" : "");
+            r->replay_off_cpu_ns >= 0 ? ns_text(b, r->replay_off_cpu_ns, 0) : "");
   fputc('\n', f);
   text_mem(f, "stack", &r->stack, r->compared, o->stack_slack, o, 0, r->stack_unknown);
   text_mem(f, "heap", &r->heap, r->compared, o->heap_slack, o, 1, r->heap_unknown);

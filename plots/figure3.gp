@@ -1,12 +1,16 @@
 # plots/figure3.gp: original against replayed memory behaviour, the paper's
-# Figure 3 (Trapp, Meyer & Facchi 2011): stack and heap in use over time (us),
+# Figure 3 (Trapp, Meyer & Facchi 2011): stack and heap in use over time,
 # the original trace against each measured replay, and a panel of the
 # per-point time error (replayed - original). Needs gnuplot 5.2 or later.
 #
 # memstub plot runs it as
 #   gnuplot -c figure3.gp DIR OUTPUT FORMAT WIDTH HEIGHT
 # DIR     a directory holding
-#           vars.gp     title, orig_label, nrepl, xmin, xmax (us), repl_label[1..nrepl]
+#           vars.gp     title, orig_label, nrepl, xmin, xmax (us), repl_label[1..nrepl];
+#                       stack_div/stack_unit, heap_div/heap_unit, x_div/x_unit (the
+#                       axes' units for people: values are divided by the div);
+#                       stack_peak_x/_y/_text, heap_peak_x/_y/_text (the original's
+#                       peaks, us and bytes, marked with their values)
 #           orig.dat    block 0 stack, block 1 heap: "time_us bytes" lines
 #           replN.dat   the same for replay N, and block 2 the time error: "time_us error_us"
 #         (the curves are already reduced to a few points per pixel column)
@@ -43,7 +47,7 @@ if (fmt eq 'pdf') {
   set terminal pdfcairo size (w/100.0),(h/100.0) enhanced font 'sans,7' dashlength 1.5
 }
 if (fmt eq 'txt') {
-  set terminal dumb size w,h
+  set terminal dumb size w,h nofeed
 }
 if (fmt ne 'png' && fmt ne 'svg' && fmt ne 'pdf' && fmt ne 'txt') {
   print 'figure3.gp: unknown format ', fmt, ' (png, svg, pdf or txt)'
@@ -63,12 +67,14 @@ pts = '2 6 4 8 12'
 rpt(i) = int(word(pts, 1 + (i - 1) % 5))
 
 set grid xtics ytics lc rgb '#c8c8c8' lw 0.5 dt 1
-set xrange [xmin:xmax]
-set format x '%.0f'
-set format y '%.0f'
+set xrange [xmin/x_div:xmax/x_div]
+set format x '%g'
+set format y '%g'
 set mxtics
 set key top right opaque box noenhanced samplen 4 spacing 1.2
-set lmargin at screen 0.11
+# Text has no room for a rotated y label: the unit goes on every tic label.
+txt = fmt eq 'txt'
+set lmargin at screen (txt ? 0.15 : 0.11)
 set rmargin at screen 0.97
 
 top = 0.92
@@ -83,9 +89,19 @@ set multiplot title title noenhanced font ',12'
 set tmargin at screen top
 set bmargin at screen top - ph
 set format x ''
-set ylabel 'stack in use (bytes)'
-plot dir.'/orig.dat' index 0 using 1:2 with steps ls 1 title orig_label, \
-     for [i=1:nrepl] sprintf('%s/repl%d.dat', dir, i) index 0 using 1:2 \
+set ylabel 'stack in use ('.stack_unit.')'
+if (txt) { set format y '%g '.stack_unit }
+# A peak: a point on it and its value beside it, on the side with room.
+# Text cannot right-justify, so a label left of its point starts its length
+# further left there.
+right(px) = px > (xmin + 0.6 * (xmax - xmin)) / x_div
+mark(px, py, t) = sprintf("set label 1 %s at first %.6g,%.6g %s point pt 7 ps 1 offset %s,0.6 noenhanced front", \
+    '"'.t.'"', px, py, right(px) && !txt ? 'right' : 'left', \
+    !right(px) ? '1' : txt ? sprintf('%d', -(strlen(t) + 1)) : '-1')
+eval mark(stack_peak_x / x_div, stack_peak_y / stack_div, stack_peak_text)
+set offsets 0, 0, graph 0.12, 0
+plot dir.'/orig.dat' index 0 using ($1/x_div):($2/stack_div) with steps ls 1 title orig_label, \
+     for [i=1:nrepl] sprintf('%s/repl%d.dat', dir, i) index 0 using ($1/x_div):($2/stack_div) \
          with steps ls rs(i) title repl_label[i]
 
 # Heap.
@@ -94,23 +110,29 @@ set tmargin at screen top - ph - gap
 set bmargin at screen top - 2 * ph - gap
 if (nrepl == 0) {
   set format x '%.0f'
-  set xlabel 'time (µs)'
+  set format x '%g'
+  set xlabel 'time ('.x_unit.')'
 }
-set ylabel 'heap in use (bytes)'
-plot dir.'/orig.dat' index 1 using 1:2 with steps ls 1 title orig_label, \
-     for [i=1:nrepl] sprintf('%s/repl%d.dat', dir, i) index 1 using 1:2 \
+set ylabel 'heap in use ('.heap_unit.')'
+if (txt) { set format y '%g '.heap_unit }
+eval mark(heap_peak_x / x_div, heap_peak_y / heap_div, heap_peak_text)
+plot dir.'/orig.dat' index 1 using ($1/x_div):($2/heap_div) with steps ls 1 title orig_label, \
+     for [i=1:nrepl] sprintf('%s/repl%d.dat', dir, i) index 1 using ($1/x_div):($2/heap_div) \
          with steps ls rs(i) title repl_label[i]
+unset label 1
+set offsets 0, 0, 0, 0
 
 # Time error per point.
 if (nrepl > 0) {
   set key top left opaque box noenhanced
   set tmargin at screen top - 2 * ph - 2 * gap
   set bmargin at screen bottom
-  set format x '%.0f'
-  set xlabel 'time (µs)'
+  set format x '%g'
+  set xlabel 'time ('.x_unit.')'
   set ylabel 'time error (µs)'
+  if (txt) { set format y '%g µs' }
   set xzeroaxis lt -1 lw 1 dt 1
-  plot for [i=1:nrepl] sprintf('%s/repl%d.dat', dir, i) index 2 using 1:2 \
+  plot for [i=1:nrepl] sprintf('%s/repl%d.dat', dir, i) index 2 using ($1/x_div):2 \
            with points ls rs(i) pt rpt(i) ps 0.7 title repl_label[i]
 }
 

@@ -2,8 +2,10 @@
 // temporary data files and run plots/figure3.gp with gnuplot.
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "gnuplot.h"
 #include "memstub/compare.h"
@@ -136,8 +138,63 @@ static void gp_str(FILE *f, const char *s) {
   fputc('\'', f);
 }
 
+// How an axis is scaled for people: values are divided by div and shown in unit.
+typedef struct axis_unit {
+  double div;
+  const char *unit;
+} axis_unit;
+
+// The binary unit (B, KiB, MiB, GiB) in which max bytes reads below 1024.
+static axis_unit bytes_unit(double max) {
+  static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  axis_unit a = {1, u[0]};
+  for (int i = 1; i < 5 && max / a.div >= 1024; i++) a = (axis_unit){a.div * 1024, u[i]};
+  return a;
+}
+
+// The time unit (µs, ms, s) for a span of us microseconds: at least 2 of it.
+static axis_unit time_unit(double us) {
+  if (us >= 2e6) return (axis_unit){1e6, "s"};
+  if (us >= 2e3) return (axis_unit){1e3, "ms"};
+  return (axis_unit){1, "\xc2\xb5s"};
+}
+
+// Where a trace's curve peaks: the first point of its maximum (time in us).
+typedef struct peak {
+  double x;
+  int64_t y;
+} peak;
+
+static peak find_peak(const memstub_trace *t, int heap) {
+  peak p = {(double)t->pts[0].time_ns / 1000.0, INT64_MIN};
+  for (size_t i = 0; i < t->n; i++) {
+    int64_t v = heap ? t->pts[i].heap_bytes : t->pts[i].stack_bytes;
+    if (v > p.y) p = (peak){(double)t->pts[i].time_ns / 1000.0, v};
+  }
+  return p;
+}
+
+// The peak variables of one curve for figure3.gp: NAME_peak_x, _y and _text.
+static void write_peak(FILE *f, const char *name, const memstub_trace *orig, size_t nrepl,
+                       const memstub_trace *const *repl, int heap) {
+  peak p = find_peak(orig, heap);
+  char a[32], b[32], text[96];
+  ms__fmt_bytes(p.y, a, sizeof a);
+  if (nrepl > 0)
+    snprintf(text, sizeof text, "peak %s (replay %s)", a,
+             ms__fmt_bytes(find_peak(repl[0], heap).y, b, sizeof b));
+  else
+    snprintf(text, sizeof text, "peak %s", a);
+  fprintf(f, "%s_peak_x = %.3f\n%s_peak_y = %lld\n%s_peak_text = ", name, p.x, name,
+          (long long)p.y, name);
+  gp_str(f, text);
+  fputc('\n', f);
+}
+
 static int write_vars(const char *path, const char *title, const char *orig_label, size_t nrepl,
-                      const char *const *labels, double x0, double x1, memstub_error *err) {
+                      const char *const *labels, double x0, double x1,
+                      const memstub_trace *orig, const memstub_trace *const *repl,
+                      memstub_error *err) {
   FILE *f = fopen(path, "w");
   if (!f) return memstub_error_set(err, -errno, "%s: %s", path, strerror(errno));
   fputs("# written by memstub plot for plots/figure3.gp\ntitle = ", f);
@@ -153,13 +210,58 @@ static int write_vars(const char *path, const char *title, const char *orig_labe
     gp_str(f, labels && labels[i] ? labels[i] : def);
     fputc('\n', f);
   }
+  // Axis units for people, from the largest value any curve reaches.
+  double smax = (double)find_peak(orig, 0).y, hmax = (double)find_peak(orig, 1).y;
+  for (size_t i = 0; i < nrepl; i++) {
+    smax = fmax(smax, (double)find_peak(repl[i], 0).y);
+    hmax = fmax(hmax, (double)find_peak(repl[i], 1).y);
+  }
+  axis_unit su = bytes_unit(smax), hu = bytes_unit(hmax), tu = time_unit(x1 - x0);
+  fprintf(f, "stack_div = %.1f\nstack_unit = '%s'\nheap_div = %.1f\nheap_unit = '%s'\n", su.div,
+          su.unit, hu.div, hu.unit);
+  fprintf(f, "x_div = %.1f\nx_unit = '%s'\n", tu.div, tu.unit);
+  write_peak(f, "stack", orig, nrepl, repl, 0);
+  write_peak(f, "heap", orig, nrepl, repl, 1);
   int bad = ferror(f);
   if (fclose(f) != 0 || bad)
     return memstub_error_set(err, -EIO, "%s: write failed: %s", path, strerror(errno));
   return 0;
 }
 
+/* The width of a text figure in characters: WIDTH / 10, but no wider than
+ * the terminal ($COLUMNS, 80 when unset or not a number from 40 to 1000). */
+static int text_columns(int width) {
+  const char *c = getenv("COLUMNS");
+  int64_t cols = 80;
+  if (!c || ms__parse_i64(c, strlen(c), &cols) < 0 || cols < 40 || cols > 1000) cols = 80;
+  return width / 10 < cols ? width / 10 : (int)cols;
+}
+
 // ---- the figure -------------------------------------------------------------
+
+/* gnuplot's dumb terminal starts a page with a form feed, which a terminal
+ * does not show as a column: rewrite a regular file out without it (atomically).
+ * 0, or -errno with err set (out then stays as gnuplot wrote it). */
+static int drop_form_feeds(const char *out, memstub_error *err) {
+  struct stat st;
+  if (stat(out, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+  char *buf;
+  size_t len;
+  int rc = ms__read_file(out, &buf, &len, err);
+  if (rc < 0) return rc;
+  if (!memchr(buf, '\f', len)) {
+    free(buf);
+    return 0;
+  }
+  ms__afile af;
+  if ((rc = ms__afile_open(&af, out, err)) == 0) {
+    for (size_t i = 0; i < len; i++)
+      if (buf[i] != '\f') fputc(buf[i], af.f);
+    rc = ms__afile_commit(&af, err);
+  }
+  free(buf);
+  return rc;
+}
 
 // Write the figure's data into the run's directory and draw it.
 static int figure(ms__gnuplot *g, const char *out, const memstub_trace *orig,
@@ -178,7 +280,7 @@ static int figure(ms__gnuplot *g, const char *out, const memstub_trace *orig,
 
   char *path = ms__gnuplot_path(g, "vars.gp");
   int rc = path ? write_vars(path, o->title ? o->title : orig_label, orig_label, nrepl, labels, x0,
-                             x1, err)
+                             x1, orig, repl, err)
                 : memstub_error_set(err, -ENOMEM, "out of memory");
   free(path);
   if (rc == 0) {
@@ -199,10 +301,11 @@ static int figure(ms__gnuplot *g, const char *out, const memstub_trace *orig,
   // WIDTH and HEIGHT follow the format; text output is sized in characters.
   int text = strcmp(g->format, "txt") == 0;
   char ws[16], hs[16];
-  snprintf(ws, sizeof ws, "%d", text ? o->width / 10 : o->width);
+  snprintf(ws, sizeof ws, "%d", text ? text_columns(o->width) : o->width);
   snprintf(hs, sizeof hs, "%d", text ? o->height / 20 : o->height);
   const char *const extra[] = {ws, hs, NULL};
-  return ms__gnuplot_render(g, out, extra, err);
+  int rc2 = ms__gnuplot_render(g, out, extra, err);
+  return rc2 == 0 && text ? drop_form_feeds(out, err) : rc2;
 }
 
 int memstub_plot_figure(const char *out, const memstub_trace *orig, const char *orig_label,

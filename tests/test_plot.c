@@ -217,7 +217,9 @@ START_TEST(test_plot_formats) {
     ck_assert_ptr_nonnull(strstr(data, "measured (repl2.csv)"));
   }
   if (strstr(name, ".txt")) {
-    ck_assert_ptr_nonnull(strstr(data, "time (\xc2\xb5s)"));
+    // The 4.8 s sample: time in s, the time error in µs.
+    ck_assert_ptr_nonnull(strstr(data, "time (s)"));
+    ck_assert_ptr_nonnull(strstr(data, " \xc2\xb5s |"));
     ck_assert_ptr_nonnull(strstr(data, "measured (repl2.csv)"));
     ck_assert_ptr_null(strchr(data, '\033'));  // plain text, no terminal escapes
   }
@@ -226,6 +228,60 @@ START_TEST(test_plot_formats) {
   // Only the inputs, the output and the (empty) TMPDIR: no temporary output file.
   ck_assert_int_eq(tu_count_entries(f.dir), 5);
   tu_run_free(&r);
+  fx_free(&f);
+}
+END_TEST
+
+// The widest line of a text figure, in characters (UTF-8), and the lines.
+static size_t widest_line(const char *data, size_t *lines) {
+  size_t w = 0, cur = 0;
+  *lines = 0;
+  for (const unsigned char *p = (const unsigned char *)data; *p; p++) {
+    if (*p == '\n') {
+      (*lines)++;
+      cur = 0;
+    } else if ((*p & 0xc0) != 0x80) {
+      if (++cur > w) w = cur;
+    }
+  }
+  return w;
+}
+
+/* The text figure fits $COLUMNS (80 when unset): no line wider; wider lines
+ * with a wider terminal. Its y axes carry units and the peaks their values. */
+START_TEST(test_text_figure_fits_the_terminal) {
+  fixture f = fx_make();
+  const char *old = getenv("COLUMNS");
+  char *saved = old ? strdup(old) : NULL;
+  static const struct {
+    const char *columns;
+    size_t min, max;
+  } cases[] = {{NULL, 60, 80}, {"80", 60, 80}, {"120", 81, 120}, {"nonsense", 60, 80}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (cases[i].columns)
+      setenv("COLUMNS", cases[i].columns, 1);
+    else
+      unsetenv("COLUMNS");
+    tu_run r = tu_memstub(f.dir, "plot", "orig.csv", "repl.csv", "-o", "fig.txt", NULL);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    char *p = path_in(f.dir, "fig.txt");
+    char *data = tu_read_file(p);
+    size_t lines, w = widest_line(data, &lines);
+    ck_assert_msg(w >= cases[i].min && w <= cases[i].max, "COLUMNS=%s: widest line %zu\n%s",
+                  cases[i].columns ? cases[i].columns : "(unset)", w, data);
+    ck_assert_ptr_null(strchr(data, '\f'));
+    // Units on the y axes (the sample's stack in KiB, heap in MiB) and the peaks.
+    ck_assert_msg(strstr(data, " KiB |") && strstr(data, " MiB |"), "%s", data);
+    ck_assert_msg(strstr(data, "peak ") && strstr(data, "(replay "), "%s", data);
+    free(data);
+    free(p);
+    tu_run_free(&r);
+  }
+  if (saved)
+    setenv("COLUMNS", saved, 1);
+  else
+    unsetenv("COLUMNS");
+  free(saved);
   fx_free(&f);
 }
 END_TEST
@@ -371,6 +427,7 @@ static Suite *plot_suite(void) {
   tcase_add_test(tc, test_reduce_exact_small);
   tcase_add_loop_test(tc, test_plot_formats, 0, (int)(sizeof formats / sizeof formats[0]));
   tcase_add_test(tc, test_plot_original_only_and_size);
+  tcase_add_test(tc, test_text_figure_fits_the_terminal);
   tcase_add_test(tc, test_missing_gnuplot);
   tcase_add_test(tc, test_library_figure);
   tcase_add_loop_test(tc, test_plot_bad_input, 0, (int)(sizeof bad / sizeof bad[0]));

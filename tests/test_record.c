@@ -700,6 +700,46 @@ START_TEST(test_summary_counts_agree) {
 }
 END_TEST
 
+// The summary ends with the next step; run as printed, in the trace's
+// directory, its commands build a stub, replay it and compare.
+START_TEST(test_summary_next_step_runs) {
+  char *dir = tu_mkdtemp();
+  tu_run r;
+  memstub_trace *t = record(dir, "p.csv", &r, NULL, "pattern", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(t);
+  memstub_trace_free(t);
+  ck_assert_msg(strstr(r.err, "peak heap ") && strstr(r.err, " KiB"), "%s", r.err);
+  const char *next = strstr(r.err, "\nnext: ");
+  ck_assert_msg(next != NULL, "no next step in: %s", r.err);
+  ck_assert_msg(strstr(next, " gen ") && strstr(next, " build ") && strstr(next, " compare "),
+                "%s", next);
+  const char *line = strchr(next + 1, '\n');
+  int cmds = 0;
+  while (line && strncmp(line, "\n  ", 3) == 0) {
+    const char *end = strchr(line + 1, '\n');
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%.*s", (int)(end ? end - line - 3 : (long)strlen(line + 3)),
+             line + 3);
+    char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+    tu_run c = tu_exec(dir, argv);
+    ck_assert_msg(c.status == 0, "'%s' exited %d: %s", cmd, c.status, c.err);
+    tu_run_free(&c);
+    cmds++;
+    line = end;
+  }
+  ck_assert_int_eq(cmds, 3);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/p_stub", dir);
+  ck_assert(tu_exists(path));
+  snprintf(path, sizeof path, "%s/p.replayed.csv", dir);
+  ck_assert(tu_exists(path));
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 static Suite *record_suite(void) {
   Suite *s = suite_create("record");
   TCase *tc = tcase_create("core");
@@ -725,6 +765,7 @@ static Suite *record_suite(void) {
   tcase_add_test(rel, test_killed);
   tcase_add_test(rel, test_thread_exit_and_closed_fds);
   tcase_add_test(rel, test_summary_counts_agree);
+  tcase_add_test(rel, test_summary_next_step_runs);
   suite_add_tcase(s, rel);
   return s;
 }
