@@ -6,7 +6,6 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,10 +50,7 @@ static void resolve(void) {
   }
 }
 
-static int64_t heap_in_use(void) {
-  struct mallinfo2 mi = mallinfo2();
-  return (int64_t)(mi.uordblks + mi.hblkhd);
-}
+static int64_t heap_in_use(void) { return ms__prim_heap_in_use(); }
 
 // Room for one more point (mmap, so the heap being measured is untouched).
 static int reserve_one(void) {

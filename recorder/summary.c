@@ -1,6 +1,5 @@
 /* recorder/summary.c: the trace's metadata: what was recorded, how, at what
  * cost, and the churn (recorder/protocol.h names what the command reads). */
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,23 +35,11 @@ void ms__rec_fmt_x10(char *buf, size_t n, double v) {
   snprintf(buf, n, "%s%lld.%lld", x < 0 ? "-" : "", (x < 0 ? -x : x) / 10, (x < 0 ? -x : x) % 10);
 }
 
-static void read_cmdline(char *buf, size_t n) {
-  buf[0] = '\0';
-  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  ssize_t r = read(fd, buf, n - 1);
-  close(fd);
-  if (r <= 0) return;
-  for (ssize_t i = 0; i < r; i++)
-    if (buf[i] == '\0') buf[i] = ' ';
-  while (r > 0 && buf[r - 1] == ' ') r--;
-  buf[r] = '\0';
-}
 
 void ms__rec_build_meta(const assembled *A) {
   ms__rec_nmeta = 0;
   char cmd[1024], b1[40], b2[40];
-  read_cmdline(cmd, sizeof cmd);
+  ms__prim_cmdline(cmd, sizeof cmd);
   ms__rec_meta("source", "memstub-record");
   ms__rec_meta("command", "%s", cmd);
   ms__rec_meta("record.pid", "%ld", (long)ms__rec.pid);
