@@ -186,7 +186,7 @@ int memstub_replay_check(const struct memstub_stub *s, const memstub_replay_opti
   int rc = check_options(o, err);
   if (rc < 0) return rc;
   if (!s) return memstub_error_set(err, -EINVAL, "no stub to replay");
-  if (s->abi != MEMSTUB_STUB_ABI)
+  if (s->abi != MEMSTUB_STUB_ABI && s->abi != MEMSTUB_STUB_ABI_RESIDENT)
     return memstub_error_set(err, -EINVAL,
                              "the stub has data layout %d, this runtime replays layout %d "
                              "(regenerate the header with this memstub)",

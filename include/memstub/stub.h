@@ -75,8 +75,18 @@ struct memstub_stub {
   const char *source;           /* provenance, one line each */
   const char *transforms;
   const char *calibration;
+  /* Appended (docs/formats.md, "Resident memory"): read only when abi is
+   * MEMSTUB_STUB_ABI_RESIDENT; a layout-1 stub ends before them. */
+  const int64_t *mapped;        /* [numdata] change of anonymous mapped bytes, or NULL */
+  const int64_t *rss;           /* [numdata] resident bytes above rss_base to reach, or NULL */
+  int64_t rss_base;             /* original rss_bytes that replay zero stands for */
+  int64_t mapped_base;          /* original mapped_bytes that replay zero stands for */
 };
 #endif
+/* A stub whose descriptor has the resident fields above (a header generated
+ * from a trace with rss_bytes or mapped_bytes sets .abi to this). */
+#define MEMSTUB_STUB_ABI_RESIDENT 2
+#define MEMSTUB_STUB_RESIDENT 1
 
 /* Check the LIFO invariants of stub data (runtime/check.c): no negative
  * delay, pushes > 0, every pop closes the open frame and equals minus its
