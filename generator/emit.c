@@ -111,6 +111,7 @@ static char *put_i64(char *p, int64_t v) {
 static const char digit_end[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef";
 static const char digit_more[] = "ghijklmnopqrstuvwxyz0123456789-_";
 #define COMPACT_TAG "ms1."
+#define COMPACT_TAG_RESIDENT "ms2."  // same length
 #define COMPACT_LINE 4000  // characters of data per literal line
 
 static char *put_packed(char *p, int64_t v) {
@@ -186,13 +187,15 @@ static void write_resident(const memstub_gen *g, wbuf *mapped, wbuf *rss) {
 static void write_compact(const memstub_gen *g, const memstub_gen_emit_options *o, wbuf *w) {
   const int64_t n = g->stub.numdata;
   char *p = wb_room(w, 8);
-  p = put_str(p, "  \"" COMPACT_TAG, 3 + sizeof COMPACT_TAG - 1);
+  // Resident data: tag "ms2.", and per point two more numbers (mapped, rss).
+  p = put_str(p, g->mapped ? "  \"" COMPACT_TAG_RESIDENT : "  \"" COMPACT_TAG,
+              3 + sizeof COMPACT_TAG - 1);
   w->n = (size_t)(p - w->buf);
   size_t line = sizeof COMPACT_TAG - 1;
   int64_t prev = 0;
   for (int64_t i = 0; i < n; i++) {
     progress(o, i, n);
-    p = wb_room(w, 4 * 13 + 8);
+    p = wb_room(w, 6 * 13 + 8);
     if (line >= COMPACT_LINE) {  // a new literal on a new line; C joins them
       p = put_str(p, "\"\n  \"", 5);
       line = 0;
@@ -203,6 +206,10 @@ static void write_compact(const memstub_gen *g, const memstub_gen_emit_options *
     p = put_packed(p, g->use[i].heapAlloc);
     p = put_packed(p, (int64_t)((uint64_t)g->point[i] - (uint64_t)prev));  // wraps, never UB
     prev = g->point[i];
+    if (g->mapped) {
+      p = put_packed(p, g->mapped[i]);
+      p = put_packed(p, g->rss[i]);
+    }
     line += (size_t)(p - q);
     w->n = (size_t)(p - w->buf);
   }
@@ -346,7 +353,7 @@ static void write_input(FILE *f, const memstub_gen *g, const data_files *d) {
     fprintf(f, "MS_COMPACT([[%s]])m4_dnl\n", d->file[0]);
   else
     fprintf(f, "MS_LISTING([[%s]], [[%s]])m4_dnl\n", d->file[0], d->file[1]);
-  if (g->mapped)
+  if (g->mapped && d->format != MEMSTUB_GEN_FORMAT_COMPACT)
     fprintf(f, "MS_RESIDENT_LISTING([[%s]], [[%s]])m4_dnl\n", d->file[2], d->file[3]);
   fputs("MS_END[[]]m4_dnl\n", f);
 }
@@ -464,13 +471,6 @@ int memstub_gen_emit_ex(const memstub_gen *g, const char *path, const memstub_ge
   if (o->format < MEMSTUB_GEN_FORMAT_AUTO || o->format > MEMSTUB_GEN_FORMAT_COMPACT)
     return memstub_error_set(err, -EINVAL, "unknown header form %d", o->format);
   data_files d = {.format = memstub_gen_format_for(o->format, g->stub.numdata)};
-  // The compact form does not carry resident data yet: such a stub is a listing.
-  if (g->mapped && o->format == MEMSTUB_GEN_FORMAT_COMPACT)
-    return memstub_error_set(err, -EINVAL,
-                             "--format compact: a trace with rss_bytes or mapped_bytes has "
-                             "resident data, which only the listing form carries for now "
-                             "(use --format listing or auto)");
-  if (g->mapped) d.format = MEMSTUB_GEN_FORMAT_LISTING;
   int64_t t0 = ms__prim_now_ns();
   int rc = write_data(g, o, &d, err);
   int64_t t1 = ms__prim_now_ns();

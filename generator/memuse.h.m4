@@ -23,8 +23,9 @@ m4_divert(-1)
 #   MS_COMPACT(data)             the compact form: memUse and memPoint empty,
 #                                filled before main by memstub_stub_decode()
 #                                from a string literal read from the file data
-#   MS_RESIDENT_LISTING(mapped, rss)   with MS_RESIDENT 1 only: memMapped and
-#                                memRss as initialisers, read like MS_LISTING's
+#   MS_RESIDENT_LISTING(mapped, rss)   with MS_RESIDENT 1 and MS_LISTING only:
+#                                memMapped and memRss as initialisers, read
+#                                like MS_LISTING's (MS_COMPACT packs them too)
 #   MS_END                       the descriptor and the rest
 # A header without resident data is the paper's layout 1, byte for byte as
 # before resident data existed.
@@ -134,12 +135,23 @@ m4_undivert([[$2]])};
 
 ]])
 
-m4_define([[MS_COMPACT]], [[/* The points, packed (docs/formats.md, "Compact data"): memstub_stub_decode,
+m4_define([[MS_COMPACT]], [[m4_ifelse(MS_RESIDENT, 1, [[/* The points, packed (docs/formats.md, "Compact data"): memstub_stub_decode_resident,
+ * in the runtime, unpacks them into memUse, memPoint, memMapped and memRss
+ * before main runs. */
+int memstub_stub_decode_resident(const char *data, int64_t len, int64_t numdata,
+                                 struct memAlloc *use, int64_t *point, int64_t *mapped,
+                                 int64_t *rss);
+static struct memAlloc MS_PREFIX[[]]memUse[MS_PREFIX[[]]NUMDATA];
+static int64_t MS_PREFIX[[]]memPoint[MS_PREFIX[[]]NUMDATA];
+static int64_t MS_PREFIX[[]]memMapped[MS_PREFIX[[]]NUMDATA];
+static int64_t MS_PREFIX[[]]memRss[MS_PREFIX[[]]NUMDATA];
+]], [[/* The points, packed (docs/formats.md, "Compact data"): memstub_stub_decode,
  * in the runtime, unpacks them into memUse and memPoint before main runs. */
 int memstub_stub_decode(const char *data, int64_t len, int64_t numdata, struct memAlloc *use,
                         int64_t *point);
 static struct memAlloc MS_PREFIX[[]]memUse[MS_PREFIX[[]]NUMDATA];
 static int64_t MS_PREFIX[[]]memPoint[MS_PREFIX[[]]NUMDATA];
+]])m4_dnl
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Woverlength-strings" /* beyond ISO C's 4095, fine in gcc and clang */
 static const char MS_PREFIX[[]]memData[] =
@@ -147,8 +159,12 @@ m4_undivert([[$1]]);
 #pragma GCC diagnostic pop
 
 __attribute__((constructor)) static void MS_PREFIX[[]]memDecode(void) {
-  memstub_stub_decode(MS_PREFIX[[]]memData, (int64_t)sizeof MS_PREFIX[[]]memData - 1,
+m4_ifelse(MS_RESIDENT, 1, [[  memstub_stub_decode_resident(MS_PREFIX[[]]memData, (int64_t)sizeof MS_PREFIX[[]]memData - 1,
+                               MS_PREFIX[[]]NUMDATA, MS_PREFIX[[]]memUse, MS_PREFIX[[]]memPoint,
+                               MS_PREFIX[[]]memMapped, MS_PREFIX[[]]memRss);
+]], [[  memstub_stub_decode(MS_PREFIX[[]]memData, (int64_t)sizeof MS_PREFIX[[]]memData - 1,
                       MS_PREFIX[[]]NUMDATA, MS_PREFIX[[]]memUse, MS_PREFIX[[]]memPoint);
+]])m4_dnl
 }
 
 ]])

@@ -178,7 +178,7 @@ static const char *trace_csv(const char *dir, const char *text) {
 }
 
 // The header: the golden Listing 1 without the columns; with them memMapped
-// and memRss, a header that compiles next to memstub/stub.h, compact refused.
+// and memRss in both forms, headers that compile next to memstub/stub.h.
 START_TEST(test_header) {
   char *dir = tu_mkdtemp();
   memstub_trace *t;
@@ -207,9 +207,6 @@ START_TEST(test_header) {
   ck_assert_msg(memstub_trace_read(csv, &t, &err) == 0, "%s", err.msg);
   go.name = "res";
   ck_assert_int_eq(memstub_gen_build(t, &go, &g, &err), 0);
-  memstub_gen_emit_options eo = {.format = MEMSTUB_GEN_FORMAT_COMPACT};
-  ck_assert_int_eq(memstub_gen_emit_ex(g, out, &eo, NULL, &err), -EINVAL);
-  ck_assert_ptr_nonnull(strstr(err.msg, "rss_bytes or mapped_bytes"));
   ck_assert_msg(memstub_gen_emit(g, out, &err) == 0, "%s", err.msg);
   got = tu_read_file(out);
   ck_assert_ptr_nonnull(strstr(got, "static const int64_t res_memMapped[res_NUMDATA] = {\n  65536, -65536,\n};"));
@@ -217,31 +214,46 @@ START_TEST(test_header) {
   ck_assert_ptr_nonnull(strstr(got, ".abi = MEMSTUB_STUB_ABI_RESIDENT,"));
   ck_assert_ptr_nonnull(strstr(got, " * resident:      base 4096 B; peak 4096 B above it"));
   free(got);
-  // Compiles alone and after memstub/stub.h, -Werror; the descriptors agree.
-  char prog[4200], exe[4200];
+  // Both forms compile alone and after memstub/stub.h, -Werror, and hold the
+  // same points (the compact one decoded by the runtime before main).
+  char prog[4200], exe[4200], out2[4200];
   snprintf(prog, sizeof prog, "%s/p.c", dir);
   snprintf(exe, sizeof exe, "%s/p", dir);
-  for (int k = 0; k < 2; k++) {
+  snprintf(out2, sizeof out2, "%s/c.h", dir);
+  memstub_gen_emit_options eo = {.format = MEMSTUB_GEN_FORMAT_COMPACT};
+  ck_assert_msg(memstub_gen_emit_ex(g, out2, &eo, NULL, &err) == 0, "%s", err.msg);
+  got = tu_read_file(out2);
+  ck_assert_ptr_nonnull(strstr(got, "\"ms2."));
+  ck_assert_ptr_nonnull(strstr(got, "memstub_stub_decode_resident("));
+  free(got);
+  const char *cc = getenv("MEMSTUB_CC");
+  char inc[4200], lib[4200];
+  snprintf(inc, sizeof inc, "-I%s", tu_src("include"));
+  snprintf(lib, sizeof lib, "%s/libmemstub_runtime.a", getenv("MEMSTUB_BINARY_DIR"));
+  for (int k = 0; k < 4; k++) {
     char text[8192];
     snprintf(text, sizeof text,
              "%s#include \"%s\"\n#include <stdio.h>\n#include <stddef.h>\n"
              "int main(void) {\n"
-             "  printf(\"%%zu %%d %%lld %%lld %%lld\\n\", offsetof(struct memstub_stub, mapped_base),\n"
-             "         res_memStub.abi, (long long)res_memStub.mapped[0], (long long)res_memStub.rss[0],\n"
-             "         (long long)res_memStub.rss_base);\n  return 0;\n}\n",
-             k ? "#include \"memstub/stub.h\"\n" : "", out);
+             "  const struct memstub_stub *s = &res_memStub;\n"
+             "  printf(\"%%zu %%d %%lld\\n\", offsetof(struct memstub_stub, mapped_base), s->abi,\n"
+             "         (long long)s->rss_base);\n"
+             "  for (int i = 0; i < res_NUMDATA; i++)\n"
+             "    printf(\"%%lld %%lld %%lld %%lld\\n\", (long long)s->use[i].heapAlloc,\n"
+             "           (long long)s->point[i], (long long)s->mapped[i], (long long)s->rss[i]);\n"
+             "  return 0;\n}\n",
+             k & 1 ? "#include \"memstub/stub.h\"\n" : "", k & 2 ? out2 : out);
     tu_write_file(prog, text);
-    const char *cc = getenv("MEMSTUB_CC");
-    char inc[4200];
-    snprintf(inc, sizeof inc, "-I%s", tu_src("include"));
     char *ccargv[] = {(char *)(cc ? cc : "cc"), "-std=c11", "-Wall", "-Wextra", "-Werror", inc,
-                      "-o", exe, prog, NULL};
+                      "-o", exe, prog, lib, NULL};
+    if (!(k & 2)) ccargv[9] = NULL;  // a listing needs no runtime
     tu_run c = tu_exec(dir, ccargv);
     ck_assert_msg(c.status == 0, "compile failed: %s", c.err);
     char *runargv[] = {exe, NULL};
     tu_run r = tu_exec(dir, runargv);
-    char want[128];
-    snprintf(want, sizeof want, "%zu 2 65536 4096 4096\n", offsetof(struct memstub_stub, mapped_base));
+    char want[256];
+    snprintf(want, sizeof want, "%zu 2 4096\n100 1 65536 4096\n-100 2 -65536 0\n",
+             offsetof(struct memstub_stub, mapped_base));
     ck_assert_str_eq(r.out, want);
     tu_run_free(&c);
     tu_run_free(&r);
@@ -279,11 +291,35 @@ START_TEST(test_cli_scales) {
 }
 END_TEST
 
+// The compact form with resident data: "ms2.", six numbers a point.
+START_TEST(test_decode_resident) {
+  // time 1 ('C'), stack 0, heap 0, step 1 ('C'), mapped 4096, rss -1 ('B'), twice.
+  // 4096 zigzag 8192 = groups 0, 0, 8 (low first): 'g' 'g' 'I'.
+  const char *good = "ms2.CAACggIBCAACggIB";
+  struct memAlloc use[2];
+  int64_t point[2], mapped[2], rss[2];
+  ck_assert_int_eq(memstub_stub_decode_resident(good, (int64_t)strlen(good), 2, use, point,
+                                                mapped, rss), 0);
+  ck_assert_int_eq(point[1], 2);
+  ck_assert_int_eq(mapped[0], 4096);
+  ck_assert_int_eq(mapped[1], 4096);
+  ck_assert_int_eq(rss[1], -1);
+  // ms1 data is not ms2 data, nor the reverse; a number short is damage.
+  ck_assert_int_eq(memstub_stub_decode_resident("ms1.CAACCAAC", 12, 2, use, point, mapped, rss),
+                   -EINVAL);
+  ck_assert_int_eq(point[0], -1);
+  ck_assert_int_eq(memstub_stub_decode(good, (int64_t)strlen(good), 2, use, point), -EINVAL);
+  ck_assert_int_eq(memstub_stub_decode_resident(good, (int64_t)strlen(good) - 1, 2, use, point,
+                                                mapped, rss), -EINVAL);
+}
+END_TEST
+
 static Suite *resident_suite(void) {
   Suite *s = suite_create("resident");
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_header);
+  tcase_add_test(tc, test_decode_resident);
   tcase_add_test(tc, test_cli_scales);
   tcase_add_test(tc, test_lazy_heap);
   tcase_add_test(tc, test_lazy_touch_later);

@@ -104,6 +104,13 @@ int memstub_stub_check(const struct memstub_stub *s, memstub_error *err);
 int memstub_stub_decode(const char *data, int64_t len, int64_t numdata, struct memAlloc *use,
                         int64_t *point);
 
+/* memstub_stub_decode for a header with resident data (layout 2, data
+ * tagged "ms2."): per point two more numbers, into mapped[0..numdata) and
+ * rss[0..numdata). Fails like memstub_stub_decode. */
+int memstub_stub_decode_resident(const char *data, int64_t len, int64_t numdata,
+                                 struct memAlloc *use, int64_t *point, int64_t *mapped,
+                                 int64_t *rss);
+
 /* The body of a stub's function entry point (memstub_add_stub): replay s with
  * the defaults and return 0 or a negative errno (err may be NULL). The
  * environment can change the defaults: MEMSTUB_TIMING=deadline|usleep,
