@@ -244,9 +244,14 @@ START_TEST(test_header) {
              "  return 0;\n}\n",
              k & 1 ? "#include \"memstub/stub.h\"\n" : "", k & 2 ? out2 : out);
     tu_write_file(prog, text);
+#if defined(MEMSTUB_TEST_SANITIZE)
+    const char *san = "-fsanitize=" MEMSTUB_TEST_SANITIZE;  // the archive is sanitized
+#else
+    const char *san = "-Wall";
+#endif
     char *ccargv[] = {(char *)(cc ? cc : "cc"), "-std=c11", "-Wall", "-Wextra", "-Werror", inc,
-                      "-o", exe, prog, lib, NULL};
-    if (!(k & 2)) ccargv[9] = NULL;  // a listing needs no runtime
+                      (char *)san, "-o", exe, prog, lib, NULL};
+    if (!(k & 2)) ccargv[10] = NULL;  // a listing needs no runtime
     tu_run c = tu_exec(dir, ccargv);
     ck_assert_msg(c.status == 0, "compile failed: %s", c.err);
     char *runargv[] = {exe, NULL};
