@@ -6,7 +6,7 @@
 #include "memstub/calib.h"
 #include "memstub/gen.h"
 
-enum { O_TIME_SCALE = MS_CLI_LONG, O_HEAP_SCALE, O_STACK_SCALE };
+enum { O_TIME_SCALE = MS_CLI_LONG, O_HEAP_SCALE, O_STACK_SCALE, O_RSS_SCALE, O_MAPPED_SCALE };
 
 static const ms_cli_option options[] = {
     {"output", 'o', "FILE", "write the header to FILE (atomically)"},
@@ -14,6 +14,10 @@ static const ms_cli_option options[] = {
      "prefix the header's names: NAME_NUMDATA, NAME_memUse,\n"
      "NAME_memPoint, NAME_memStub (to link several stubs)"},
     MS_CLI_WHATIF_OPTIONS(O_TIME_SCALE, O_HEAP_SCALE, O_STACK_SCALE),
+    {"rss-scale", O_RSS_SCALE, "F",
+     "what-if: multiply the resident totals (rss_bytes) by F"},
+    {"mapped-scale", O_MAPPED_SCALE, "F",
+     "what-if: multiply the mapped totals (mapped_bytes) by F"},
     {"calibration", 'c', "FILE",
      "compensate for the overheads measured on the target\n"
      "host (a profile from 'memstub calibrate'): the stack\n"
@@ -66,6 +70,8 @@ int ms_cmd_gen(int argc, char **argv) {
       case O_TIME_SCALE: bad = ms_cli_arg_double(&p, &o.time_scale); break;
       case O_HEAP_SCALE: bad = ms_cli_arg_double(&p, &o.heap_scale); break;
       case O_STACK_SCALE: bad = ms_cli_arg_double(&p, &o.stack_scale); break;
+      case O_RSS_SCALE: bad = ms_cli_arg_double(&p, &o.rss_scale); break;
+      case O_MAPPED_SCALE: bad = ms_cli_arg_double(&p, &o.mapped_scale); break;
       case 't':
         timing = p.arg;
         if (!(bad = ms_cli_arg_choice(&p, timings, &k))) o.timing = timing_mode[k];

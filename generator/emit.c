@@ -35,7 +35,7 @@ static int is_safe(unsigned char c) {
 typedef struct data_files {
   int format;          // LISTING or COMPACT
   char dir[4096];      // private temporary directory, "" until made
-  char file[2][4200];  // [0] use or data, [1] map; "" until made
+  char file[4][4200];  // [0] use or data, [1] map, [2] mapped, [3] rss; "" until made
   int64_t bytes;       // written in all
 } data_files;
 
@@ -111,6 +111,7 @@ static char *put_i64(char *p, int64_t v) {
 static const char digit_end[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef";
 static const char digit_more[] = "ghijklmnopqrstuvwxyz0123456789-_";
 #define COMPACT_TAG "ms1."
+#define COMPACT_TAG_RESIDENT "ms2."  // same length
 #define COMPACT_LINE 4000  // characters of data per literal line
 
 static char *put_packed(char *p, int64_t v) {
@@ -164,16 +165,37 @@ static void write_listing(const memstub_gen *g, const memstub_gen_emit_options *
   progress(o, n, n);
 }
 
+// memMapped and memRss rows, 16 values a line (a stub with resident data).
+static void write_resident(const memstub_gen *g, wbuf *mapped, wbuf *rss) {
+  const int64_t n = g->stub.numdata;
+  for (int k = 0; k < 2; k++) {
+    wbuf *w = k == 0 ? mapped : rss;
+    const int64_t *v = k == 0 ? g->mapped : g->rss;
+    for (int64_t i = 0; i < n; i += 16) {
+      char *p = wb_room(w, 16 * 22 + 8);
+      p = put_str(p, "  ", 2);
+      for (int64_t j = i; j < n && j < i + 16; j++) {
+        if (j > i) p = put_str(p, ", ", 2);
+        p = put_i64(p, v[j]);
+      }
+      p = put_str(p, ",\n", 2);
+      w->n = (size_t)(p - w->buf);
+    }
+  }
+}
+
 static void write_compact(const memstub_gen *g, const memstub_gen_emit_options *o, wbuf *w) {
   const int64_t n = g->stub.numdata;
   char *p = wb_room(w, 8);
-  p = put_str(p, "  \"" COMPACT_TAG, 3 + sizeof COMPACT_TAG - 1);
+  // Resident data: tag "ms2.", and per point two more numbers (mapped, rss).
+  p = put_str(p, g->mapped ? "  \"" COMPACT_TAG_RESIDENT : "  \"" COMPACT_TAG,
+              3 + sizeof COMPACT_TAG - 1);
   w->n = (size_t)(p - w->buf);
   size_t line = sizeof COMPACT_TAG - 1;
   int64_t prev = 0;
   for (int64_t i = 0; i < n; i++) {
     progress(o, i, n);
-    p = wb_room(w, 4 * 13 + 8);
+    p = wb_room(w, 6 * 13 + 8);
     if (line >= COMPACT_LINE) {  // a new literal on a new line; C joins them
       p = put_str(p, "\"\n  \"", 5);
       line = 0;
@@ -184,6 +206,10 @@ static void write_compact(const memstub_gen *g, const memstub_gen_emit_options *
     p = put_packed(p, g->use[i].heapAlloc);
     p = put_packed(p, (int64_t)((uint64_t)g->point[i] - (uint64_t)prev));  // wraps, never UB
     prev = g->point[i];
+    if (g->mapped) {
+      p = put_packed(p, g->mapped[i]);
+      p = put_packed(p, g->rss[i]);
+    }
     line += (size_t)(p - q);
     w->n = (size_t)(p - w->buf);
   }
@@ -234,17 +260,20 @@ static int write_data(const memstub_gen *g, const memstub_gen_emit_options *o, d
                       memstub_error *err) {
   int rc = make_dir(d, err);
   if (rc < 0) return rc;
-  wbuf w[2] = {{.fd = -1}, {.fd = -1}};
-  int nf = d->format == MEMSTUB_GEN_FORMAT_COMPACT ? 1 : 2;
+  wbuf w[4] = {{.fd = -1}, {.fd = -1}, {.fd = -1}, {.fd = -1}};
+  int nf = d->format == MEMSTUB_GEN_FORMAT_COMPACT ? 1 : g->mapped ? 4 : 2;
   for (int k = 0; k < nf && rc == 0; k++)
     if (!(w[k].buf = malloc(WBUF_CAP))) rc = memstub_error_set(err, -ENOMEM, "out of memory");
   if (rc == 0) rc = open_data(d, 0, nf == 1 ? "data" : "use", &w[0], err);
-  if (rc == 0 && nf == 2) rc = open_data(d, 1, "map", &w[1], err);
+  if (rc == 0 && nf >= 2) rc = open_data(d, 1, "map", &w[1], err);
+  if (rc == 0 && nf == 4) rc = open_data(d, 2, "mapped", &w[2], err);
+  if (rc == 0 && nf == 4) rc = open_data(d, 3, "rss", &w[3], err);
   if (rc == 0) {
     if (nf == 1)
       write_compact(g, o, &w[0]);
     else
       write_listing(g, o, &w[0], &w[1]);
+    if (nf == 4) write_resident(g, &w[2], &w[3]);
   }
   for (int k = 0; k < nf; k++) {
     int r = close_data(d, k, &w[k], err);
@@ -255,7 +284,7 @@ static int write_data(const memstub_gen *g, const memstub_gen_emit_options *o, d
 }
 
 static void remove_data(data_files *d) {
-  for (int k = 0; k < 2; k++)
+  for (int k = 0; k < 4; k++)
     if (d->file[k][0]) unlink(d->file[k]);
   if (d->dir[0]) rmdir(d->dir);
 }
@@ -312,11 +341,20 @@ static void write_input(FILE *f, const memstub_gen *g, const data_files *d) {
   define_num(f, "MS_HEAP_UP", g->heap_up);
   define_num(f, "MS_HEAP_DOWN", g->heap_down);
   define_num(f, "MS_FINAL_HEAP", g->final_heap);
+  define_num(f, "MS_RESIDENT", g->mapped ? 1 : 0);
+  if (g->mapped) {
+    define_num(f, "MS_RSS_BASE", s->rss_base);
+    define_num(f, "MS_PEAK_RSS", g->peak_rss);
+    define_num(f, "MS_MAPPED_BASE", s->mapped_base);
+    define_num(f, "MS_PEAK_MAPPED", g->peak_mapped);
+  }
   fputs("MS_BEGIN[[]]m4_dnl\n", f);
   if (d->format == MEMSTUB_GEN_FORMAT_COMPACT)
     fprintf(f, "MS_COMPACT([[%s]])m4_dnl\n", d->file[0]);
   else
     fprintf(f, "MS_LISTING([[%s]], [[%s]])m4_dnl\n", d->file[0], d->file[1]);
+  if (g->mapped && d->format != MEMSTUB_GEN_FORMAT_COMPACT)
+    fprintf(f, "MS_RESIDENT_LISTING([[%s]], [[%s]])m4_dnl\n", d->file[2], d->file[3]);
   fputs("MS_END[[]]m4_dnl\n", f);
 }
 

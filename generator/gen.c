@@ -10,7 +10,7 @@
 
 void memstub_gen_options_init(memstub_gen_options *o) {
   memset(o, 0, sizeof *o);
-  o->time_scale = o->heap_scale = o->stack_scale = 1.0;
+  o->time_scale = o->heap_scale = o->stack_scale = o->rss_scale = o->mapped_scale = 1.0;
   o->timing = MEMSTUB_TIMING_DEADLINE;
 }
 
@@ -22,6 +22,8 @@ void memstub_gen_free(memstub_gen *g) {
   free(g->source);
   free(g->transforms);
   free(g->calibration);
+  free(g->mapped);
+  free(g->rss);
   free(g);
 }
 
@@ -35,7 +37,9 @@ static int check_options(const memstub_gen_options *o, memstub_error *err) {
     double v;
   } scales[] = {{"--time-scale", o->time_scale},
                 {"--heap-scale", o->heap_scale},
-                {"--stack-scale", o->stack_scale}};
+                {"--stack-scale", o->stack_scale},
+                {"--rss-scale", o->rss_scale},
+                {"--mapped-scale", o->mapped_scale}};
   for (size_t i = 0; i < MS__ARRAY_SIZE(scales); i++)
     if (!isfinite(scales[i].v) || scales[i].v < 0)
       return memstub_error_set(err, -EINVAL, "%s: must be a finite number >= 0, not %g",
@@ -94,17 +98,91 @@ static int make_targets(const memstub_trace *t, const memstub_gen_options *o, ms
 static int set_provenance(memstub_gen *g, const memstub_gen_options *o) {
   g->name = ms__strdup(o->name ? o->name : "");
   g->source = ms__strdup(o->source ? o->source : "(memory)");
-  if (o->time_scale == 1.0 && o->heap_scale == 1.0 && o->stack_scale == 1.0)
+  int res = o->rss_scale != 1.0 || o->mapped_scale != 1.0;
+  if (o->time_scale == 1.0 && o->heap_scale == 1.0 && o->stack_scale == 1.0 && !res)
     g->transforms = ms__strdup("none");
-  else
+  else if (!res)
     g->transforms = ms__asprintf("time x%g, heap x%g, stack x%g", o->time_scale, o->heap_scale,
                                  o->stack_scale);
+  else
+    g->transforms = ms__asprintf("time x%g, heap x%g, stack x%g, rss x%g, mapped x%g",
+                                 o->time_scale, o->heap_scale, o->stack_scale, o->rss_scale,
+                                 o->mapped_scale);
   if (!o->profile)
     g->calibration = ms__strdup("none");
   else
     g->calibration = ms__asprintf("%s (%s timing)", o->profile_path ? o->profile_path : "(memory)",
                                   o->timing == MEMSTUB_TIMING_USLEEP ? "usleep" : "deadline");
   return g->name && g->source && g->transforms && g->calibration ? 0 : -ENOMEM;
+}
+
+/* The optional column `name` of t scaled by f and rebased to its minimum,
+ * into a new array *out ([t->n], NULL when t has no such column), its
+ * minimum into *base. 0, -EINVAL (a value overflows) or -ENOMEM. */
+static int extra_targets(const memstub_trace *t, const char *name, double f, const char *opt,
+                         int64_t **out, int64_t *base, memstub_error *err) {
+  *out = NULL;
+  *base = 0;
+  int col = memstub_trace_column(t, name);
+  if (col < 0) return 0;
+  int64_t *v = malloc(t->n * sizeof *v);
+  if (!v) return memstub_error_set(err, -ENOMEM, "out of memory");
+  for (size_t i = 0; i < t->n; i++) {
+    int64_t x = memstub_trace_extra_row(t, i)[col];
+    if (f != 1.0 && ms__round_i64((double)x * f, &x) < 0) {
+      free(v);
+      return memstub_error_set(err, -EINVAL, "row %zu: %s %lld overflows 64 bits with %s %g",
+                               i + 1, name, (long long)memstub_trace_extra_row(t, i)[col], opt, f);
+    }
+    v[i] = x;
+    if (i == 0 || x < *base) *base = x;
+  }
+  for (size_t i = 0; i < t->n; i++) v[i] -= *base;
+  *out = v;
+  return 0;
+}
+
+/* Carry the rss_bytes and mapped_bytes columns to the points (after the
+ * points are final): each point gets its row's resident target; the last
+ * point of a row changes the mapped bytes to the row's total. A trace with
+ * only one of the columns gets the other as "no target": rss follows the
+ * heap and mapped totals (-1: touch everything, as without the columns), and
+ * mapped stays 0. 0 or a negative errno with err set. */
+static int resident_points(memstub_gen *g, const memstub_trace *t, const memstub_gen_options *o,
+                           memstub_error *err) {
+  int64_t *r = NULL, *m = NULL, rb = 0, mb = 0;
+  int rc = extra_targets(t, "rss_bytes", o->rss_scale, "--rss-scale", &r, &rb, err);
+  if (rc == 0) rc = extra_targets(t, "mapped_bytes", o->mapped_scale, "--mapped-scale", &m, &mb, err);
+  if (rc < 0 || (!r && !m)) goto out;
+  int64_t n = g->stub.numdata;
+  size_t cap = n > 0 ? (size_t)n : 1;
+  g->mapped = calloc(cap, sizeof *g->mapped);
+  g->rss = calloc(cap, sizeof *g->rss);
+  if (!g->mapped || !g->rss) {
+    rc = memstub_error_set(err, -ENOMEM, "out of memory");
+    goto out;
+  }
+  int64_t cur = 0;
+  g->peak_rss = g->peak_mapped = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t row = g->point[i];
+    g->rss[i] = r ? r[row] : -1;
+    if (r && r[row] > g->peak_rss) g->peak_rss = r[row];
+    if (m && (i + 1 == n || g->point[i + 1] != row)) {
+      g->mapped[i] = m[row] - cur;
+      cur = m[row];
+      if (cur > g->peak_mapped) g->peak_mapped = cur;
+    }
+  }
+  g->stub.abi = MEMSTUB_STUB_ABI_RESIDENT;
+  g->stub.mapped = g->mapped;
+  g->stub.rss = g->rss;
+  g->stub.rss_base = rb;
+  g->stub.mapped_base = mb;
+out:
+  free(r);
+  free(m);
+  return rc;
 }
 
 int memstub_gen_build(const memstub_trace *t, const memstub_gen_options *o, memstub_gen **out,
@@ -139,6 +217,7 @@ int memstub_gen_build(const memstub_trace *t, const memstub_gen_options *o, mems
     ms__gen_finish(g, &tg);
   }
   if (o->profile) g->stub.timing = o->timing;
+  rc = resident_points(g, t, o, err);
 out:
   free(tg.t);
   free(tg.s);

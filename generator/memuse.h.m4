@@ -13,6 +13,8 @@ m4_divert(-1)
 #   MS_STACK_BASE MS_PEAK_STACK MS_MAX_DEPTH MS_PUSHES MS_POPS MS_CONSTANTS MS_FINAL_STACK
 #   MS_HEAP_BASE MS_PEAK_HEAP MS_HEAP_UP MS_HEAP_DOWN MS_FINAL_HEAP
 #   MS_COMP                                             one line on what calibration changed
+#   MS_RESIDENT                                         1 with rss/mapped columns, else 0
+#   MS_RSS_BASE MS_PEAK_RSS MS_MAPPED_BASE MS_PEAK_MAPPED    (MS_RESIDENT 1 only)
 # and then calls, in order:
 #   MS_BEGIN                     the file up to the NUMDATA define
 #   MS_LISTING(use, map)         the paper's form: memUse and memPoint as
@@ -21,7 +23,12 @@ m4_divert(-1)
 #   MS_COMPACT(data)             the compact form: memUse and memPoint empty,
 #                                filled before main by memstub_stub_decode()
 #                                from a string literal read from the file data
+#   MS_RESIDENT_LISTING(mapped, rss)   with MS_RESIDENT 1 and MS_LISTING only:
+#                                memMapped and memRss as initialisers, read
+#                                like MS_LISTING's (MS_COMPACT packs them too)
 #   MS_END                       the descriptor and the rest
+# A header without resident data is the paper's layout 1, byte for byte as
+# before resident data existed.
 # The files hold the bulk of the points, one row or one literal per line; they
 # are copied into the output unexpanded (m4_undivert of a file name), so m4
 # shapes the header and the points never pass through macro expansion.
@@ -42,6 +49,9 @@ m4_define([[MS_BEGIN]], [[/* MS_PREFIX[[]]memuse.h: memory stub data generated b
  *                MS_PUSHES pushes, MS_POPS pops, MS_CONSTANTS constant-stack points; ends MS_FINAL_STACK B above base
  * heap:          base MS_HEAP_BASE B; peak MS_PEAK_HEAP B above it;
  *                +MS_HEAP_UP B and -MS_HEAP_DOWN B in all; ends MS_FINAL_HEAP B above base
+m4_ifelse(MS_RESIDENT, 1, [[ * resident:      base MS_RSS_BASE B; peak MS_PEAK_RSS B above it (memRss, -1: no target)
+ * mapped:        base MS_MAPPED_BASE B; peak MS_PEAK_MAPPED B above it (memMapped: changes)
+]])m4_dnl
  *
  * memUse[i]: wait .time ns after the previous point, then push a frame of
  * .stackAlloc bytes (> 0), pop one frame (< 0) or keep the stack (0), then
@@ -70,6 +80,8 @@ enum memstub_timing { MEMSTUB_TIMING_NONE = 0, MEMSTUB_TIMING_DEADLINE = 1, MEMS
 #ifndef MEMSTUB_STRUCT_STUB
 #define MEMSTUB_STRUCT_STUB
 #define MEMSTUB_STUB_ABI 1
+m4_ifelse(MS_RESIDENT, 1, [[#define MEMSTUB_STUB_RESIDENT 1
+]])m4_dnl
 struct memstub_stub {
   int32_t abi;
   int32_t timing;
@@ -89,8 +101,20 @@ struct memstub_stub {
   const char *source;
   const char *transforms;
   const char *calibration;
+m4_ifelse(MS_RESIDENT, 1, [[  const int64_t *mapped;
+  const int64_t *rss;
+  int64_t rss_base;
+  int64_t mapped_base;
+]])m4_dnl
 };
 #endif
+m4_ifelse(MS_RESIDENT, 1, [[#ifndef MEMSTUB_STUB_RESIDENT
+#error "a header without resident data (or an old memstub/stub.h) came first: include memstub/stub.h first"
+#endif
+#ifndef MEMSTUB_STUB_ABI_RESIDENT
+#define MEMSTUB_STUB_ABI_RESIDENT 2
+#endif
+]])m4_dnl
 
 #define MS_PREFIX[[]]NUMDATA MS_NUMDATA
 ]])
@@ -103,12 +127,31 @@ m4_undivert([[$2]])};
 
 ]])
 
-m4_define([[MS_COMPACT]], [[/* The points, packed (docs/formats.md, "Compact data"): memstub_stub_decode,
+m4_define([[MS_RESIDENT_LISTING]], [[static const int64_t MS_PREFIX[[]]memMapped[MS_PREFIX[[]]NUMDATA] = {
+m4_undivert([[$1]])};
+
+static const int64_t MS_PREFIX[[]]memRss[MS_PREFIX[[]]NUMDATA] = {
+m4_undivert([[$2]])};
+
+]])
+
+m4_define([[MS_COMPACT]], [[m4_ifelse(MS_RESIDENT, 1, [[/* The points, packed (docs/formats.md, "Compact data"): memstub_stub_decode_resident,
+ * in the runtime, unpacks them into memUse, memPoint, memMapped and memRss
+ * before main runs. */
+int memstub_stub_decode_resident(const char *data, int64_t len, int64_t numdata,
+                                 struct memAlloc *use, int64_t *point, int64_t *mapped,
+                                 int64_t *rss);
+static struct memAlloc MS_PREFIX[[]]memUse[MS_PREFIX[[]]NUMDATA];
+static int64_t MS_PREFIX[[]]memPoint[MS_PREFIX[[]]NUMDATA];
+static int64_t MS_PREFIX[[]]memMapped[MS_PREFIX[[]]NUMDATA];
+static int64_t MS_PREFIX[[]]memRss[MS_PREFIX[[]]NUMDATA];
+]], [[/* The points, packed (docs/formats.md, "Compact data"): memstub_stub_decode,
  * in the runtime, unpacks them into memUse and memPoint before main runs. */
 int memstub_stub_decode(const char *data, int64_t len, int64_t numdata, struct memAlloc *use,
                         int64_t *point);
 static struct memAlloc MS_PREFIX[[]]memUse[MS_PREFIX[[]]NUMDATA];
 static int64_t MS_PREFIX[[]]memPoint[MS_PREFIX[[]]NUMDATA];
+]])m4_dnl
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Woverlength-strings" /* beyond ISO C's 4095, fine in gcc and clang */
 static const char MS_PREFIX[[]]memData[] =
@@ -116,14 +159,18 @@ m4_undivert([[$1]]);
 #pragma GCC diagnostic pop
 
 __attribute__((constructor)) static void MS_PREFIX[[]]memDecode(void) {
-  memstub_stub_decode(MS_PREFIX[[]]memData, (int64_t)sizeof MS_PREFIX[[]]memData - 1,
+m4_ifelse(MS_RESIDENT, 1, [[  memstub_stub_decode_resident(MS_PREFIX[[]]memData, (int64_t)sizeof MS_PREFIX[[]]memData - 1,
+                               MS_PREFIX[[]]NUMDATA, MS_PREFIX[[]]memUse, MS_PREFIX[[]]memPoint,
+                               MS_PREFIX[[]]memMapped, MS_PREFIX[[]]memRss);
+]], [[  memstub_stub_decode(MS_PREFIX[[]]memData, (int64_t)sizeof MS_PREFIX[[]]memData - 1,
                       MS_PREFIX[[]]NUMDATA, MS_PREFIX[[]]memUse, MS_PREFIX[[]]memPoint);
+]])m4_dnl
 }
 
 ]])
 
 m4_define([[MS_END]], [[static const struct memstub_stub MS_PREFIX[[]]memStub = {
-  .abi = MEMSTUB_STUB_ABI,
+  .abi = m4_ifelse(MS_RESIDENT, 1, [[MEMSTUB_STUB_ABI_RESIDENT]], [[MEMSTUB_STUB_ABI]]),
   .timing = MS_TIMING,
   .name = "MS_NAME",
   .numdata = MS_PREFIX[[]]NUMDATA,
@@ -141,6 +188,11 @@ m4_define([[MS_END]], [[static const struct memstub_stub MS_PREFIX[[]]memStub = 
   .source = "MS_SOURCE",
   .transforms = "MS_TRANSFORMS",
   .calibration = "MS_CALIBRATION",
+m4_ifelse(MS_RESIDENT, 1, [[  .mapped = MS_PREFIX[[]]memMapped,
+  .rss = MS_PREFIX[[]]memRss,
+  .rss_base = MS_RSS_BASE,
+  .mapped_base = MS_MAPPED_BASE,
+]])m4_dnl
 };
 
 #endif /* MS_GUARD */

@@ -9,6 +9,7 @@
 #include "memstub/stub.h"
 
 #define TAG "ms1."
+#define TAG_RESIDENT "ms2."  // with memMapped and memRss
 
 /* A character's 5-bit group: bit 5 set when more groups follow; 0xff for a
  * character that is not a digit (generator/emit.c: digit_end, digit_more). */
@@ -38,18 +39,22 @@ static int get(const unsigned char *t, const char **p, const char *e, int64_t *v
   return 0;
 }
 
-int memstub_stub_decode(const char *data, int64_t len, int64_t numdata, struct memAlloc *use,
-                        int64_t *point) {
+/* The points of data after tag: with mapped and rss (tag "ms2.") two more
+ * numbers a point, the mapped change and the resident target. */
+static int decode(const char *tag, const char *data, int64_t len, int64_t numdata,
+                  struct memAlloc *use, int64_t *point, int64_t *mapped, int64_t *rss) {
   unsigned char t[256];
   make_table(t);
+  size_t tl = strlen(tag);
   const char *p = data, *e = data + (len > 0 ? len : 0);
   int64_t prev = 0, i = 0;
-  int ok = len >= (int64_t)sizeof TAG - 1 && memcmp(data, TAG, sizeof TAG - 1) == 0;
-  if (ok) p += sizeof TAG - 1;
+  int ok = len >= (int64_t)tl && memcmp(data, tag, tl) == 0;
+  if (ok) p += tl;
   for (; ok && i < numdata; i++) {
     int64_t step = 0;
     ok = get(t, &p, e, &use[i].time) == 0 && get(t, &p, e, &use[i].stackAlloc) == 0 &&
          get(t, &p, e, &use[i].heapAlloc) == 0 && get(t, &p, e, &step) == 0;
+    if (ok && mapped) ok = get(t, &p, e, &mapped[i]) == 0 && get(t, &p, e, &rss[i]) == 0;
     point[i] = (int64_t)((uint64_t)prev + (uint64_t)step);  // wraps, never UB
     prev = point[i];
   }
@@ -60,4 +65,15 @@ int memstub_stub_decode(const char *data, int64_t len, int64_t numdata, struct m
     point[0] = -1;
   }
   return -EINVAL;
+}
+
+int memstub_stub_decode(const char *data, int64_t len, int64_t numdata, struct memAlloc *use,
+                        int64_t *point) {
+  return decode(TAG, data, len, numdata, use, point, NULL, NULL);
+}
+
+int memstub_stub_decode_resident(const char *data, int64_t len, int64_t numdata,
+                                 struct memAlloc *use, int64_t *point, int64_t *mapped,
+                                 int64_t *rss) {
+  return decode(TAG_RESIDENT, data, len, numdata, use, point, mapped, rss);
 }

@@ -186,7 +186,18 @@ static MS__NOINLINE void heap_part(ms__rt_ctx *c, int64_t x) {
   }
   if (c->rec && c->measure & MEMSTUB_MEASURE_CYCLES)
     c->rec[x].cyc_heap_alloc = ms__prim_cycles_begin();
-  if (size > old) ms__rt_heap_touch(&c->heap, old, size);
+  if (!c->res.rss) {
+    if (size > old) ms__rt_heap_touch(&c->heap, old, size);
+    return;
+  }
+  // Resident data: the mapped change, then touch or drop pages to the target.
+  int rc = ms__rt_res_mapped(&c->res, c->res.mapped[x], c->page);
+  if (rc < 0) {
+    c->failed = rc;
+    c->failed_at = x;
+    return;
+  }
+  ms__rt_res_target(&c->res, &c->heap, c->res.rss[x], c->page);
 }
 
 // The measuring after point x's work; sp is the stack pointer of the level

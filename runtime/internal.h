@@ -43,6 +43,30 @@ void ms__rt_heap_touch(ms__rt_heap *h, int64_t from, int64_t to);
 int64_t ms__rt_heap_usable(const ms__rt_heap *h);
 void ms__rt_heap_release(ms__rt_heap *h);
 
+/* ---- resident memory (resident.c) ---------------------------------------- */
+
+// A stub with resident data (layout 2): its mapping and what it has touched.
+typedef struct ms__rt_res {
+  const int64_t *rss, *mapped;  // [n] memRss and memMapped, or NULL (no resident data)
+  char *map;                    // the stub's anonymous mapping, NULL when none
+  size_t map_cap;               // its length, whole pages
+  int64_t map_len;              // mapped bytes replayed (<= map_cap)
+  int64_t map_touched;          // bytes [0, map_touched) of the mapping written
+  int64_t heap_touched;         // bytes [0, heap_touched) of the replayed heap written
+  int64_t maps, released;       // mmap/mremap/munmap calls, releases (madvise)
+} ms__rt_res;
+
+/* Change the mapped bytes by delta (mmap, mremap or munmap to the new length
+ * in whole pages; nothing is touched). 0 or a negative errno (the mapping
+ * stays as it was). */
+int ms__rt_res_mapped(ms__rt_res *r, int64_t delta, long page);
+/* Make target bytes resident (-1: all): the heap block's first bytes, then
+ * the mapping's, lowest address first; pages beyond the target are written
+ * or dropped (madvise MADV_DONTNEED) as needed. */
+void ms__rt_res_target(ms__rt_res *r, ms__rt_heap *h, int64_t target, long page);
+// Unmap the mapping (the end of a replay).
+void ms__rt_res_release(ms__rt_res *r);
+
 /* ---- waiting for a deadline (engine.c) ----------------------------------- */
 
 /* The overshoot model (docs/runtime.md, "Timing"): how late clock_nanosleep
@@ -100,6 +124,7 @@ typedef struct ms__rt_ctx {
   int64_t alloca_bias;
   // state
   ms__rt_heap heap;
+  ms__rt_res res;           // resident data, res.rss NULL when the stub has none
   uintptr_t entry_sp;
   int64_t t0, deadline;     // absolute T0; scheduled time of the current point, relative
   int64_t end;              // absolute end of the replay

@@ -186,7 +186,7 @@ int memstub_replay_check(const struct memstub_stub *s, const memstub_replay_opti
   int rc = check_options(o, err);
   if (rc < 0) return rc;
   if (!s) return memstub_error_set(err, -EINVAL, "no stub to replay");
-  if (s->abi != MEMSTUB_STUB_ABI)
+  if (s->abi != MEMSTUB_STUB_ABI && s->abi != MEMSTUB_STUB_ABI_RESIDENT)
     return memstub_error_set(err, -EINVAL,
                              "the stub has data layout %d, this runtime replays layout %d "
                              "(regenerate the header with this memstub)",
@@ -253,6 +253,7 @@ static void *replay_thread(void *arg) {
   job *j = arg;
   j->prep = ms__rt_heap_prepare(&j->c.heap, j->scratch, SCRATCH_POINTERS);
   if (j->prep == 0) ms__rt_engine_run(&j->c);
+  ms__rt_res_release(&j->c.res);
   ms__rt_heap_release(&j->c.heap);
   return NULL;
 }
@@ -301,6 +302,10 @@ static void ctx_init(ms__rt_ctx *c, const struct memstub_stub *s,
                      const memstub_replay_options *opt, memstub_replay_record *rec) {
   c->use = s->use;
   c->n = s->numdata;
+  if (s->abi == MEMSTUB_STUB_ABI_RESIDENT && s->rss && s->mapped) {  // layout 2 only
+    c->res.rss = s->rss;
+    c->res.mapped = s->mapped;
+  }
   c->timing = opt->timing;
   c->measure = opt->measure;
   c->rec = rec;

@@ -1,6 +1,7 @@
 // The generator: deltas, stack normalisation, transforms and the point map.
 #include <check.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <unistd.h>
 #include <stdlib.h>
@@ -613,6 +614,120 @@ START_TEST(test_check_rejects_hostile_numdata) {
 }
 END_TEST
 
+/* A trace with rss_bytes and mapped_bytes: rows {time, stack, heap, rss, mapped}. */
+static memstub_trace *resident_rows(const int64_t (*rows)[5], size_t n, int rss, int mapped) {
+  memstub_trace *t = memstub_trace_create();
+  int rc = rss ? memstub_trace_add_column(t, "rss_bytes") : -1;
+  int mc = mapped ? memstub_trace_add_column(t, "mapped_bytes") : -1;
+  for (size_t i = 0; i < n; i++) {
+    ck_assert_int_eq(memstub_trace_append(t, rows[i][0], rows[i][1], rows[i][2]), 0);
+    if (rc >= 0) memstub_trace_extra_row(t, i)[rc] = rows[i][3];
+    if (mc >= 0) memstub_trace_extra_row(t, i)[mc] = rows[i][4];
+  }
+  return t;
+}
+
+// Per point: the row's resident target above the base; the last point of a
+// row moves the mapped bytes to the row's total above its base.
+static void resident_check(const int64_t (*rows)[5], size_t n, const memstub_gen *g, int rss,
+                           int mapped) {
+  const struct memstub_stub *s = &g->stub;
+  ck_assert_int_eq(s->abi, MEMSTUB_STUB_ABI_RESIDENT);
+  ck_assert_ptr_eq(s->rss, g->rss);
+  ck_assert_ptr_eq(s->mapped, g->mapped);
+  int64_t rb = rows[0][3], mb = rows[0][4];
+  for (size_t i = 1; i < n; i++) {
+    if (rows[i][3] < rb) rb = rows[i][3];
+    if (rows[i][4] < mb) mb = rows[i][4];
+  }
+  ck_assert_int_eq(s->rss_base, rss ? rb : 0);
+  ck_assert_int_eq(s->mapped_base, mapped ? mb : 0);
+  int64_t m = 0;
+  for (int64_t i = 0; i < s->numdata; i++) {
+    int64_t row = s->point[i];
+    ck_assert_int_eq(s->rss[i], rss ? rows[row][3] - rb : -1);
+    m += s->mapped[i];
+    int last = i + 1 == s->numdata || s->point[i + 1] != row;
+    if (!last) ck_assert_int_eq(s->mapped[i], 0);
+    else ck_assert_int_eq(m, mapped ? rows[row][4] - mb : 0);
+  }
+}
+
+START_TEST(test_resident_columns) {
+  // Not LIFO-shaped (row 3 pops and pushes), rss falling while heap stays
+  // (row 4), mapped in and out, a base above zero.
+  static const int64_t rows[][5] = {{0, 0, 0, 4096, 8192},
+                                    {1000, 300, 1 << 20, 4096, 8192},
+                                    {2000, 500, 1 << 20, 65536, 8192 + (64 << 20)},
+                                    {3000, 200, 100 << 20, 10 << 20, 8192 + (64 << 20)},
+                                    {4000, 200, 100 << 20, 2 << 20, 8192 + (32 << 20)},
+                                    {5000, 0, 0, 4096, 8192}};
+  for (int k = 1; k < 4; k++) {
+    int rss = k & 1, mapped = (k >> 1) & 1;
+    memstub_trace *t = resident_rows(rows, 6, rss, mapped);
+    memstub_gen *g = build(t, NULL);
+    replay_check(t, g);  // the heap and stack are as without the columns
+    resident_check(rows, 6, g, rss, mapped);
+    memstub_gen_free(g);
+    memstub_trace_free(t);
+  }
+  // Without the columns: layout 1, no resident arrays, the same points.
+  memstub_trace *t = resident_rows(rows, 6, 0, 0);
+  memstub_gen *g = build(t, NULL);
+  ck_assert_int_eq(g->stub.abi, MEMSTUB_STUB_ABI);
+  ck_assert_ptr_null(g->stub.rss);
+  ck_assert_ptr_null(g->stub.mapped);
+  ck_assert_ptr_null(g->rss);
+  memstub_trace *t2 = resident_rows(rows, 6, 1, 1);
+  memstub_gen *g2 = build(t2, NULL);
+  ck_assert_int_eq(g->stub.numdata, g2->stub.numdata);
+  ck_assert_mem_eq(g->use, g2->use, (size_t)g->stub.numdata * sizeof *g->use);
+  ck_assert_mem_eq(g->point, g2->point, (size_t)g->stub.numdata * sizeof *g->point);
+  memstub_gen_free(g);
+  memstub_gen_free(g2);
+  memstub_trace_free(t);
+  memstub_trace_free(t2);
+}
+END_TEST
+
+START_TEST(test_resident_scales) {
+  static const int64_t rows[][5] = {{0, 0, 0, 0, 0},
+                                    {1000, 0, 4096, 4000, 1000},
+                                    {2000, 0, 8192, 10000, 3000}};
+  memstub_trace *t = resident_rows(rows, 3, 1, 1);
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  ck_assert(o.rss_scale == 1.0 && o.mapped_scale == 1.0);
+  o.rss_scale = 0.6;
+  o.mapped_scale = 0.5;
+  memstub_gen *g = build(t, &o);
+  ck_assert_int_eq(g->stub.numdata, 2);
+  ck_assert_int_eq(g->rss[0], 2400);
+  ck_assert_int_eq(g->rss[1], 6000);
+  ck_assert_int_eq(g->mapped[0], 500);
+  ck_assert_int_eq(g->mapped[1], 1000);
+  ck_assert_int_eq(g->peak_rss, 6000);
+  ck_assert_int_eq(g->peak_mapped, 1500);
+  ck_assert_int_eq(g->use[1].heapAlloc, 4096);  // the heap is not scaled
+  ck_assert_str_eq(g->stub.transforms, "time x1, heap x1, stack x1, rss x0.6, mapped x0.5");
+  memstub_gen_free(g);
+  // Refused like the other scales.
+  memstub_gen *bad = NULL;
+  memstub_error err = {0};
+  o.rss_scale = -1;
+  ck_assert_int_eq(memstub_gen_build(t, &o, &bad, &err), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "--rss-scale"));
+  o.rss_scale = 1;
+  o.mapped_scale = NAN;
+  ck_assert_int_eq(memstub_gen_build(t, &o, &bad, &err), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "--mapped-scale"));
+  o.mapped_scale = 1e300;
+  ck_assert_int_eq(memstub_gen_build(t, &o, &bad, &err), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "row 2: mapped_bytes 1000 overflows"));
+  memstub_trace_free(t);
+}
+END_TEST
+
 static Suite *gen_suite(void) {
   Suite *s = suite_create("gen");
   TCase *tc = tcase_create("core");
@@ -636,6 +751,8 @@ static Suite *gen_suite(void) {
   tcase_add_test(tc, test_heap_totals_saturate);
   tcase_add_test(tc, test_predict_refuses_huge_sizes);
   tcase_add_test(tc, test_check_rejects_hostile_numdata);
+  tcase_add_test(tc, test_resident_columns);
+  tcase_add_test(tc, test_resident_scales);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -27,6 +27,8 @@ typedef struct memstub_gen_options {
   double time_scale;        // what-if transforms on the totals, before normalisation;
   double heap_scale;        //   1.0 leaves the trace as recorded, 0.5 halves it
   double stack_scale;
+  double rss_scale;         // --rss-scale, --mapped-scale: the rss_bytes and mapped_bytes
+  double mapped_scale;      //   columns when the trace has them (1.0 as recorded)
   const struct memstub_profile *profile;  // calibration to compensate for; NULL for none
                                           //   (memstub/calib.h, docs/calibration.md)
   const char *profile_path;               // recorded in the header when profile is set
@@ -71,6 +73,11 @@ typedef struct memstub_gen {
   memstub_gen_comp comp;
   char *name, *source, *transforms, *calibration;
   size_t cap;
+  /* With a trace's rss_bytes or mapped_bytes column (else NULL, and the stub
+   * is the paper's layout 1): per point the change of mapped bytes and the
+   * resident target above the base; stub.mapped and stub.rss point here. */
+  int64_t *mapped, *rss;
+  int64_t peak_rss, peak_mapped;
 } memstub_gen;
 
 /* Build stub data from a valid trace. On success *out owns the result.

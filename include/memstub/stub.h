@@ -75,8 +75,18 @@ struct memstub_stub {
   const char *source;           /* provenance, one line each */
   const char *transforms;
   const char *calibration;
+  /* Appended (docs/formats.md, "Resident memory"): read only when abi is
+   * MEMSTUB_STUB_ABI_RESIDENT; a layout-1 stub ends before them. */
+  const int64_t *mapped;        /* [numdata] change of anonymous mapped bytes, or NULL */
+  const int64_t *rss;           /* [numdata] resident bytes above rss_base to reach, or NULL */
+  int64_t rss_base;             /* original rss_bytes that replay zero stands for */
+  int64_t mapped_base;          /* original mapped_bytes that replay zero stands for */
 };
 #endif
+/* A stub whose descriptor has the resident fields above (a header generated
+ * from a trace with rss_bytes or mapped_bytes sets .abi to this). */
+#define MEMSTUB_STUB_ABI_RESIDENT 2
+#define MEMSTUB_STUB_RESIDENT 1
 
 /* Check the LIFO invariants of stub data (runtime/check.c): no negative
  * delay, pushes > 0, every pop closes the open frame and equals minus its
@@ -93,6 +103,13 @@ int memstub_stub_check(const struct memstub_stub *s, memstub_error *err);
  * never replayed. */
 int memstub_stub_decode(const char *data, int64_t len, int64_t numdata, struct memAlloc *use,
                         int64_t *point);
+
+/* memstub_stub_decode for a header with resident data (layout 2, data
+ * tagged "ms2."): per point two more numbers, into mapped[0..numdata) and
+ * rss[0..numdata). Fails like memstub_stub_decode. */
+int memstub_stub_decode_resident(const char *data, int64_t len, int64_t numdata,
+                                 struct memAlloc *use, int64_t *point, int64_t *mapped,
+                                 int64_t *rss);
 
 /* The body of a stub's function entry point (memstub_add_stub): replay s with
  * the defaults and return 0 or a negative errno (err may be NULL). The

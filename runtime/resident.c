@@ -1,0 +1,94 @@
+// Resident memory of a stub with resident data (layout 2, docs/runtime.md,
+// "Resident memory"): the stub's own anonymous mapping for mapped_bytes, and
+// which of the heap block's and the mapping's pages are written, so that the
+// replay keeps as much resident as the original's rss_bytes says.
+//
+// The rule: the resident target R of a point (memRss, above the base) is
+// spread over the heap block first, then the mapping, lowest address first:
+// the block's first min(R, heap) bytes are touched, then the mapping's first
+// min(R - that, mapped). Pages beyond fall out with madvise(MADV_DONTNEED),
+// highest first. A target of -1 (a trace with mapped_bytes but no
+// rss_bytes) touches everything, as a stub without resident data does.
+#include <errno.h>
+#include <stdint.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+
+static int64_t page_up(int64_t v, long page) { return (v + page - 1) / page * page; }
+
+// Write one byte per page of p[from, to) and its last byte.
+static void touch(char *p, int64_t from, int64_t to, long page) {
+  if (to <= from) return;
+  volatile char *q = p;
+  for (int64_t off = from; off < to; off += page) q[off] = 'a';
+  q[to - 1] = 'a';
+}
+
+// Drop the whole pages of p[from, to) (p page-aligned or not): the partly
+// covered pages at either end stay.
+static void drop(char *p, int64_t from, int64_t to, long page) {
+  uintptr_t a = (uintptr_t)(p + from), b = (uintptr_t)(p + to);
+  a = (a + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+  b &= ~((uintptr_t)page - 1);
+  if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+int ms__rt_res_mapped(ms__rt_res *r, int64_t delta, long page) {
+  if (delta == 0) return 0;
+  int64_t len = r->map_len + delta;
+  if (len < 0) len = 0;
+  size_t cap = (size_t)page_up(len, page);
+  if (cap != r->map_cap) {
+    void *p;
+    if (cap == 0) {
+      munmap(r->map, r->map_cap);
+      p = NULL;
+    } else if (!r->map) {
+      p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) return -errno;
+    } else {
+      p = mremap(r->map, r->map_cap, cap, MREMAP_MAYMOVE);
+      if (p == MAP_FAILED) return -errno;
+    }
+    r->map = p;
+    r->map_cap = cap;
+    r->maps++;
+  }
+  r->map_len = len;
+  if (r->map_touched > len) r->map_touched = len;
+  return 0;
+}
+
+void ms__rt_res_target(ms__rt_res *r, ms__rt_heap *h, int64_t target, long page) {
+  int64_t heap = h->size;
+  if (r->heap_touched > heap) r->heap_touched = heap;  // a shrink took the rest
+  int64_t want_h = heap, want_m = r->map_len;
+  if (target >= 0) {
+    want_h = target < heap ? target : heap;
+    want_m = target - want_h < r->map_len ? target - want_h : r->map_len;
+  }
+  // Heap block offsets: the replayed bytes start after the pad.
+  char *block = h->block + MS__RT_HEAP_PAD;
+  if (want_h > r->heap_touched) {
+    touch(block, r->heap_touched, want_h, page);
+  } else if (want_h < r->heap_touched) {
+    drop(block, want_h, r->heap_touched, page);
+    r->released++;
+  }
+  r->heap_touched = want_h;
+  if (want_m > r->map_touched) {
+    touch(r->map, r->map_touched, want_m, page);
+  } else if (want_m < r->map_touched) {
+    drop(r->map, want_m, r->map_touched, page);
+    r->released++;
+  }
+  r->map_touched = want_m;
+}
+
+void ms__rt_res_release(ms__rt_res *r) {
+  if (r->map) munmap(r->map, r->map_cap);
+  r->map = NULL;
+  r->map_cap = 0;
+  r->map_len = r->map_touched = r->heap_touched = 0;
+}

@@ -1,0 +1,344 @@
+// Resident memory (issue 13 items 3, 6): a stub generated from a trace with
+// rss_bytes and mapped_bytes keeps resident what the original did, not what
+// it requested. The replay's RssAnon is read from /proc/self/status by the
+// progress callback (called every half second from this thread while the
+// replay thread holds each state for over a second).
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memstub/gen.h"
+#include "memstub/runtime.h"
+#include "testutil.h"
+
+#define MiB (INT64_C(1) << 20)
+#define TOL (4 * MiB)  // the stub's own pages, the allocator's, the kernel's rounding
+
+// RssAnon of this process in bytes, or -1 when /proc does not say.
+static int64_t rss_anon(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  long long kb = -1;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "RssAnon: %lld kB", &kb) == 1) break;
+  fclose(f);
+  return kb < 0 ? -1 : kb * 1024;
+}
+
+// The last RssAnon seen while each point was begun (done = points begun).
+#define MAXP 8
+typedef struct sample {
+  int64_t rss[MAXP + 1];
+  int seen[MAXP + 1];
+} sample;
+
+static void on_progress(int64_t done, int64_t total, void *arg) {
+  (void)total;
+  sample *s = arg;
+  if (done < 0 || done > MAXP) return;
+  s->rss[done] = rss_anon();
+  s->seen[done]++;
+}
+
+/* Rows {time ns, heap, rss, mapped} (stack 0) -> a stub -> a replay; s gets
+ * RssAnon above the value before the replay, per points begun: point i - 1
+ * (row i) waits while done = i, so s->rss[i] is the state after row i - 1. */
+static void replay_rows(const int64_t (*rows)[4], size_t n, int with_rss, int with_mapped,
+                        sample *s) {
+  memstub_trace *t = memstub_trace_create();
+  int rc = with_rss ? memstub_trace_add_column(t, "rss_bytes") : -1;
+  int mc = with_mapped ? memstub_trace_add_column(t, "mapped_bytes") : -1;
+  for (size_t i = 0; i < n; i++) {
+    ck_assert_int_eq(memstub_trace_append(t, rows[i][0], 0, rows[i][1]), 0);
+    if (rc >= 0) memstub_trace_extra_row(t, i)[rc] = rows[i][2];
+    if (mc >= 0) memstub_trace_extra_row(t, i)[mc] = rows[i][3];
+  }
+  memstub_gen_options go;
+  memstub_gen_options_init(&go);
+  memstub_gen *g = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_gen_build(t, &go, &g, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(g->stub.numdata, (int64_t)n - 1);
+  memstub_replay_options o;
+  memstub_replay_options_init(&o);
+  memset(s, 0, sizeof *s);
+  o.progress = on_progress;
+  o.progress_arg = s;
+  int64_t before = rss_anon();
+  ck_assert_int_ge(before, 0);
+  memstub_replay *r = NULL;
+  ck_assert_msg(memstub_replay_run(&g->stub, &o, &r, &err) == 0, "%s", err.msg);
+  for (int i = 0; i <= MAXP; i++)
+    if (s->seen[i]) s->rss[i] -= before;
+  memstub_replay_free(r);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+
+static void near(const sample *s, int i, int64_t want, const char *what) {
+  ck_assert_msg(s->seen[i], "%s: no sample while point %d was begun", what, i - 1);
+  if (getenv("MEMSTUB_TEST_VERBOSE"))
+    fprintf(stderr, "%s: RssAnon +%.1f MiB (want %.1f)\n", what, (double)s->rss[i] / (double)MiB,
+            (double)want / (double)MiB);
+  ck_assert_msg(s->rss[i] >= want - TOL && s->rss[i] <= want + TOL,
+                "%s: RssAnon grew by %lld bytes (%.1f MiB), want %.1f MiB +- 4", what,
+                (long long)s->rss[i], (double)s->rss[i] / (double)MiB, (double)want / (double)MiB);
+}
+
+// A 100 MiB heap of which the original kept 10 MiB resident.
+START_TEST(test_lazy_heap) {
+#if defined(MEMSTUB_SANITIZED)
+  return;  // the sanitizers' allocator touches and keeps pages of its own
+#endif
+  static const int64_t rows[][4] = {{0, 0, 0, 0},
+                                    {1000000, 100 * MiB, 10 * MiB, 0},
+                                    {1300000000, 100 * MiB, 10 * MiB, 0},
+                                    {1400000000, 0, 0, 0}};
+  sample s;
+  replay_rows(rows, 4, 1, 0, &s);
+  near(&s, 2, 10 * MiB, "heap 100 MiB, rss 10 MiB");
+}
+END_TEST
+
+// The RSS grows with no allocator call: the stub touches then.
+START_TEST(test_lazy_touch_later) {
+#if defined(MEMSTUB_SANITIZED)
+  return;
+#endif
+  static const int64_t rows[][4] = {{0, 0, 0, 0},
+                                    {1000000, 64 * MiB, 8 * MiB, 0},
+                                    {1200000000, 64 * MiB, 40 * MiB, 0},
+                                    {2400000000, 64 * MiB, 40 * MiB, 0},
+                                    {2500000000, 0, 0, 0}};
+  sample s;
+  replay_rows(rows, 5, 1, 0, &s);
+  near(&s, 2, 8 * MiB, "heap 64 MiB, rss 8 MiB");
+  near(&s, 3, 40 * MiB, "heap unchanged, rss 40 MiB");
+}
+END_TEST
+
+// Memory mapped outside malloc: 64 MiB mapped, 32 MiB of it resident.
+START_TEST(test_mapped) {
+#if defined(MEMSTUB_SANITIZED)
+  return;
+#endif
+  static const int64_t rows[][4] = {{0, 0, 0, 0},
+                                    {1000000, 0, 32 * MiB, 64 * MiB},
+                                    {1300000000, 0, 32 * MiB, 64 * MiB},
+                                    {1400000000, 0, 0, 0}};
+  sample s;
+  replay_rows(rows, 4, 1, 1, &s);
+  near(&s, 2, 32 * MiB, "mapped 64 MiB, rss 32 MiB");
+  // mapped_bytes alone (no rss_bytes): every mapped page is touched.
+  replay_rows(rows, 4, 0, 1, &s);
+  near(&s, 2, 64 * MiB, "mapped 64 MiB, no rss column");
+}
+END_TEST
+
+// The original's RSS falls while its requested bytes do not: the stub releases.
+START_TEST(test_release) {
+#if defined(MEMSTUB_SANITIZED)
+  return;
+#endif
+  static const int64_t rows[][4] = {{0, 0, 0, 0},
+                                    {1000000, 64 * MiB, 48 * MiB, 16 * MiB},
+                                    {1200000000, 64 * MiB, 8 * MiB, 16 * MiB},
+                                    {2400000000, 64 * MiB, 8 * MiB, 16 * MiB},
+                                    {2500000000, 0, 0, 0}};
+  sample s;
+  replay_rows(rows, 5, 1, 1, &s);
+  near(&s, 2, 48 * MiB, "heap 64 MiB + mapped 16, rss 48 MiB");
+  near(&s, 3, 8 * MiB, "rss falls to 8 MiB, heap and mapped unchanged");
+}
+END_TEST
+
+// Without the columns the replay touches every requested byte, as before.
+START_TEST(test_no_columns_touch_all) {
+#if defined(MEMSTUB_SANITIZED)
+  return;
+#endif
+  static const int64_t rows[][4] = {{0, 0, 0, 0},
+                                    {1000000, 32 * MiB, 0, 0},
+                                    {1300000000, 32 * MiB, 0, 0},
+                                    {1400000000, 0, 0, 0}};
+  sample s;
+  replay_rows(rows, 4, 0, 0, &s);
+  near(&s, 2, 32 * MiB, "heap 32 MiB, no rss column");
+}
+END_TEST
+
+static const char *trace_csv(const char *dir, const char *text) {
+  static char path[4096];
+  snprintf(path, sizeof path, "%s/t.csv", dir);
+  tu_write_file(path, text);
+  return path;
+}
+
+// The header: the golden Listing 1 without the columns; with them memMapped
+// and memRss in both forms, headers that compile next to memstub/stub.h.
+START_TEST(test_header) {
+  char *dir = tu_mkdtemp();
+  memstub_trace *t;
+  memstub_error err = {0};
+  memstub_gen_options go;
+  memstub_gen_options_init(&go);
+  go.source = "listing1.csv";
+  ck_assert_int_eq(memstub_trace_read(tu_src("traces/samples/listing1.csv"), &t, &err), 0);
+  memstub_gen *g;
+  ck_assert_int_eq(memstub_gen_build(t, &go, &g, &err), 0);
+  char out[4200];
+  snprintf(out, sizeof out, "%s/l1.h", dir);
+  ck_assert_msg(memstub_gen_emit(g, out, &err) == 0, "%s", err.msg);
+  char *got = tu_read_file(out), *golden = tu_read_file(tu_src("tests/golden/listing1.h"));
+  ck_assert_str_eq(got, golden);
+  free(got);
+  free(golden);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+
+  const char *csv = trace_csv(dir,
+                              "time_ns,stack_bytes,heap_bytes,rss_bytes,mapped_bytes\n"
+                              "0,0,0,4096,0\n"
+                              "1000,300,100,8192,65536\n"
+                              "2000,0,0,4096,0\n");
+  ck_assert_msg(memstub_trace_read(csv, &t, &err) == 0, "%s", err.msg);
+  go.name = "res";
+  ck_assert_int_eq(memstub_gen_build(t, &go, &g, &err), 0);
+  ck_assert_msg(memstub_gen_emit(g, out, &err) == 0, "%s", err.msg);
+  got = tu_read_file(out);
+  ck_assert_ptr_nonnull(strstr(got, "static const int64_t res_memMapped[res_NUMDATA] = {\n  65536, -65536,\n};"));
+  ck_assert_ptr_nonnull(strstr(got, "static const int64_t res_memRss[res_NUMDATA] = {\n  4096, 0,\n};"));
+  ck_assert_ptr_nonnull(strstr(got, ".abi = MEMSTUB_STUB_ABI_RESIDENT,"));
+  ck_assert_ptr_nonnull(strstr(got, " * resident:      base 4096 B; peak 4096 B above it"));
+  free(got);
+  // Both forms compile alone and after memstub/stub.h, -Werror, and hold the
+  // same points (the compact one decoded by the runtime before main).
+  char prog[4200], exe[4200], out2[4200];
+  snprintf(prog, sizeof prog, "%s/p.c", dir);
+  snprintf(exe, sizeof exe, "%s/p", dir);
+  snprintf(out2, sizeof out2, "%s/c.h", dir);
+  memstub_gen_emit_options eo = {.format = MEMSTUB_GEN_FORMAT_COMPACT};
+  ck_assert_msg(memstub_gen_emit_ex(g, out2, &eo, NULL, &err) == 0, "%s", err.msg);
+  got = tu_read_file(out2);
+  ck_assert_ptr_nonnull(strstr(got, "\"ms2."));
+  ck_assert_ptr_nonnull(strstr(got, "memstub_stub_decode_resident("));
+  free(got);
+  const char *cc = getenv("MEMSTUB_CC");
+  char inc[4200], lib[4200];
+  snprintf(inc, sizeof inc, "-I%s", tu_src("include"));
+  snprintf(lib, sizeof lib, "%s/libmemstub_runtime.a", getenv("MEMSTUB_BINARY_DIR"));
+  for (int k = 0; k < 4; k++) {
+    char text[8192];
+    snprintf(text, sizeof text,
+             "%s#include \"%s\"\n#include <stdio.h>\n#include <stddef.h>\n"
+             "int main(void) {\n"
+             "  const struct memstub_stub *s = &res_memStub;\n"
+             "  printf(\"%%zu %%d %%lld\\n\", offsetof(struct memstub_stub, mapped_base), s->abi,\n"
+             "         (long long)s->rss_base);\n"
+             "  for (int i = 0; i < res_NUMDATA; i++)\n"
+             "    printf(\"%%lld %%lld %%lld %%lld\\n\", (long long)s->use[i].heapAlloc,\n"
+             "           (long long)s->point[i], (long long)s->mapped[i], (long long)s->rss[i]);\n"
+             "  return 0;\n}\n",
+             k & 1 ? "#include \"memstub/stub.h\"\n" : "", k & 2 ? out2 : out);
+    tu_write_file(prog, text);
+#if defined(MEMSTUB_TEST_SANITIZE)
+    const char *san = "-fsanitize=" MEMSTUB_TEST_SANITIZE;  // the archive is sanitized
+#else
+    const char *san = "-Wall";
+#endif
+    char *ccargv[] = {(char *)(cc ? cc : "cc"), "-std=c11", "-Wall", "-Wextra", "-Werror", inc,
+                      (char *)san, "-o", exe, prog, lib, NULL};
+    if (!(k & 2)) ccargv[10] = NULL;  // a listing needs no runtime
+    tu_run c = tu_exec(dir, ccargv);
+    ck_assert_msg(c.status == 0, "compile failed: %s", c.err);
+    char *runargv[] = {exe, NULL};
+    tu_run r = tu_exec(dir, runargv);
+    char want[256];
+    snprintf(want, sizeof want, "%zu 2 4096\n100 1 65536 4096\n-100 2 -65536 0\n",
+             offsetof(struct memstub_stub, mapped_base));
+    ck_assert_str_eq(r.out, want);
+    tu_run_free(&c);
+    tu_run_free(&r);
+  }
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+// memstub gen --rss-scale and --mapped-scale.
+START_TEST(test_cli_scales) {
+  char *dir = tu_mkdtemp();
+  const char *csv = trace_csv(dir,
+                              "time_ns,stack_bytes,heap_bytes,rss_bytes,mapped_bytes\n"
+                              "0,0,0,0,0\n"
+                              "1000,0,100,10000,8192\n");
+  tu_run r = tu_memstub(dir, "gen", csv, "--rss-scale", "0.6", "--mapped-scale", "0.5", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "memMapped[NUMDATA] = {\n  4096,\n};"));
+  ck_assert_ptr_nonnull(strstr(r.out, "memRss[NUMDATA] = {\n  6000,\n};"));
+  ck_assert_ptr_nonnull(strstr(r.out, "rss x0.6, mapped x0.5"));
+  tu_run_free(&r);
+  r = tu_memstub(dir, "gen", csv, "--rss-scale", "-2", NULL);
+  ck_assert_int_ne(r.status, 0);
+  ck_assert_ptr_nonnull(strstr(r.err, "--rss-scale"));
+  tu_run_free(&r);
+  r = tu_memstub(dir, "gen", "--help", NULL);
+  ck_assert_ptr_nonnull(strstr(r.out, "--rss-scale"));
+  ck_assert_ptr_nonnull(strstr(r.out, "--mapped-scale"));
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+// The compact form with resident data: "ms2.", six numbers a point.
+START_TEST(test_decode_resident) {
+  // time 1 ('C'), stack 0, heap 0, step 1 ('C'), mapped 4096, rss -1 ('B'), twice.
+  // 4096 zigzag 8192 = groups 0, 0, 8 (low first): 'g' 'g' 'I'.
+  const char *good = "ms2.CAACggIBCAACggIB";
+  struct memAlloc use[2];
+  int64_t point[2], mapped[2], rss[2];
+  ck_assert_int_eq(memstub_stub_decode_resident(good, (int64_t)strlen(good), 2, use, point,
+                                                mapped, rss), 0);
+  ck_assert_int_eq(point[1], 2);
+  ck_assert_int_eq(mapped[0], 4096);
+  ck_assert_int_eq(mapped[1], 4096);
+  ck_assert_int_eq(rss[1], -1);
+  // ms1 data is not ms2 data, nor the reverse; a number short is damage.
+  ck_assert_int_eq(memstub_stub_decode_resident("ms1.CAACCAAC", 12, 2, use, point, mapped, rss),
+                   -EINVAL);
+  ck_assert_int_eq(point[0], -1);
+  ck_assert_int_eq(memstub_stub_decode(good, (int64_t)strlen(good), 2, use, point), -EINVAL);
+  ck_assert_int_eq(memstub_stub_decode_resident(good, (int64_t)strlen(good) - 1, 2, use, point,
+                                                mapped, rss), -EINVAL);
+}
+END_TEST
+
+static Suite *resident_suite(void) {
+  Suite *s = suite_create("resident");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_header);
+  tcase_add_test(tc, test_decode_resident);
+  tcase_add_test(tc, test_cli_scales);
+  tcase_add_test(tc, test_lazy_heap);
+  tcase_add_test(tc, test_lazy_touch_later);
+  tcase_add_test(tc, test_mapped);
+  tcase_add_test(tc, test_release);
+  tcase_add_test(tc, test_no_columns_touch_all);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(resident_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
