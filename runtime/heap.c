@@ -18,24 +18,10 @@
 #include "malloc_model.h"
 #include "prim.h"
 
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
-#define MS__HAVE_MALLINFO2 1
-#endif
-
 // Keeps malloc/free pairs below from being optimised away.
 static void *volatile sink;
 
-int64_t ms__rt_heap_inuse(void) {
-#if defined(MS__HAVE_MALLINFO2)
-  struct mallinfo2 m = mallinfo2();
-  return (int64_t)(m.uordblks + m.hblkhd);
-#elif defined(__GLIBC__)
-  struct mallinfo m = mallinfo();
-  return (int64_t)(unsigned)m.uordblks + (int64_t)(unsigned)m.hblkhd;
-#else
-  return 0;
-#endif
-}
+int64_t ms__rt_heap_inuse(void) { return ms__prim_heap_in_use(); }
 
 int64_t ms__rt_heap_usable(const ms__rt_heap *h) { return (int64_t)h->usable; }
 
