@@ -16,6 +16,7 @@
 #include "ms_common.h"
 #include "prim.h"
 #include "../recorder/protocol.h"
+#include "record.h"
 
 enum { O_THREAD = MS_CLI_LONG, O_HEAP, O_SAMPLE_HZ, O_OCCURRENCE, O_SIGNAL };
 
@@ -244,12 +245,6 @@ static void summary(const char *path, const memstub_trace *t) {
 #undef M
 }
 
-typedef struct rec_opts {
-  const char *out, *thread, *heap;
-  long long res, hz, occ, sig;
-  int quiet;
-  char **prog;
-} rec_opts;
 
 /* Where the options end: the index of PROGRAM, or of the "--" before it.
  * The options stop at the first operand (the program's own options are
@@ -419,183 +414,6 @@ static int run_program(char **prog, int *st) {
   return rc < 0 ? ms_cli_fail(&err) : 0;
 }
 
-/* ---- the recorder's status file (recorder/protocol.h) ---- */
-
-typedef struct rec_status {
-  int present;  // the recorder started in the process
-  long long finished, signal, written, err, nothing, occurrences, threads;
-} rec_status;
-
-// An empty file beside the trace (the status file, the journal), its path
-// into path[PATH_MAX]. 0, or the exit status.
-static int status_create(const char *abs, char *path) {
-  snprintf(path, PATH_MAX, "%s", abs);
-  char *slash = strrchr(path, '/');
-  size_t dl = (size_t)(slash - path) + 1;
-  if (dl + 32 >= PATH_MAX) return ms_cli_error("%s: path too long", abs);
-  snprintf(path + dl, PATH_MAX - dl, ".memstub-record-XXXXXX");
-  int fd = mkostemp(path, O_CLOEXEC);
-  if (fd < 0) return ms_cli_error("%s: cannot create a file beside the trace: %s", path, strerror(errno));
-  close(fd);
-  return 0;
-}
-
-static long long status_value(const char *text, const char *key) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "\n%s=", key);
-  const char *p = strstr(text, pat);
-  return p ? strtoll(p + strlen(pat), NULL, 10) : 0;
-}
-
-// Read and remove the status file.
-static rec_status status_take(const char *path) {
-  rec_status st = {0};
-  char text[1024] = "\n";
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    ssize_t n = read(fd, text + 1, sizeof text - 2);
-    if (n > 0) text[n + 1] = '\0';
-    close(fd);
-  }
-  unlink(path);
-  st.present = status_value(text, MS__REC_ST_STARTED) == 1;
-  st.finished = status_value(text, MS__REC_ST_FINISHED);
-  st.signal = status_value(text, MS__REC_ST_SIGNAL);
-  st.written = status_value(text, MS__REC_ST_WRITTEN);
-  st.err = status_value(text, MS__REC_ST_ERRNO);
-  st.nothing = status_value(text, MS__REC_ST_WHY);
-  st.occurrences = status_value(text, MS__REC_ST_OCCURRENCES);
-  st.threads = status_value(text, MS__REC_ST_THREADS);
-  return st;
-}
-
-/* ---- salvage: the journal of a process killed by SIGKILL (protocol.h) ---- */
-
-typedef struct salvage_row {
-  ms__rec_row r;
-  uint64_t thread_no, seq;
-} salvage_row;
-
-static int by_time(const void *a, const void *b) {
-  const salvage_row *x = a, *y = b;
-  if (x->r.t != y->r.t) return x->r.t < y->r.t ? -1 : 1;
-  if (x->thread_no != y->thread_no) return x->thread_no < y->thread_no ? -1 : 1;
-  return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-// Room for k more rows in *rows (capacity *cap): 0, or -1.
-static int rows_room(salvage_row **rows, size_t n, size_t *cap, size_t k) {
-  if (n + k <= *cap) return 0;
-  size_t nc = 2 * (n + k);
-  salvage_row *nr = realloc(*rows, nc * sizeof *nr);
-  if (!nr) return -1;
-  *rows = nr;
-  *cap = nc;
-  return 0;
-}
-
-// Every committed row of the journal at path, time-ordered, into *out: the
-// chunks' rows, and each thread's open bucket as the recorder would have
-// closed it. The number of rows, or -1 when the journal is unusable.
-static long long journal_rows(const char *path, ms__rec_journal_head *head, salvage_row **out) {
-  *out = NULL;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  struct stat sb;
-  ms__rec_chunk *c = malloc(sizeof *c);
-  if (fstat(fd, &sb) != 0 || !c || pread(fd, head, sizeof *head, 0) != (ssize_t)sizeof *head ||
-      head->magic != MS__REC_JOURNAL_MAGIC) {
-    free(c);
-    close(fd);
-    return -1;
-  }
-  salvage_row *rows = NULL;
-  size_t n = 0, cap = 0;
-  // Entries are whole pages; one whose head was never written (the process
-  // died in between) is stepped over a page at a time.
-  for (off_t off = MS__REC_JOURNAL_HEAD; off < sb.st_size;) {
-    ms__rec_thead th;
-    if (pread(fd, &th, sizeof th, off) != (ssize_t)sizeof th) break;
-    int is_ts = th.magic == MS__REC_JOURNAL_TSTATE, is_chunk = th.magic == MS__REC_JOURNAL_MAGIC;
-    if ((!is_ts && !is_chunk) || th.bytes % 4096 != 0 || th.bytes < 4096) {
-      off += 4096;
-      continue;
-    }
-    off += (off_t)th.bytes;
-    if (is_ts) {
-      if (!th.b.active) continue;
-      if (rows_room(&rows, n, &cap, 2) < 0) break;
-      rows[n] = (salvage_row){{th.b.t0, th.b.maxs, th.b.maxh, th.b.tag}, th.thread_no, n};
-      n++;
-      if (th.b.ls != th.b.maxs || th.b.lh != th.b.maxh) {
-        rows[n] = (salvage_row){{th.b.lt, th.b.ls, th.b.lh, th.b.tag}, th.thread_no, n};
-        n++;
-      }
-      continue;
-    }
-    if (th.bytes < sizeof *c ||
-        pread(fd, c, sizeof *c, off - (off_t)th.bytes) != (ssize_t)sizeof *c ||
-        c->n > MS__REC_CHUNK_ROWS || rows_room(&rows, n, &cap, c->n) < 0)
-      continue;
-    for (size_t i = 0; i < c->n; i++, n++)
-      rows[n] = (salvage_row){c->rows[i], c->thread_no, n};
-  }
-  free(c);
-  close(fd);
-  if (n) qsort(rows, n, sizeof *rows, by_time);
-  *out = rows;
-  return (long long)n;
-}
-
-/* The trace from the journal of a killed process: the rows it had committed
- * and each thread's open bucket, kept as the trace at exit
- * would keep them (regions, --occurrence, time from the origin), without
- * the final coalescing. 0, or -1 when there is nothing to salvage. */
-static int salvage(const rec_opts *o, const char *journal, const char *abs, const char *why) {
-  ms__rec_journal_head head;
-  salvage_row *rows;
-  long long n = journal_rows(journal, &head, &rows);
-  if (n <= 0) {
-    free(rows);
-    return -1;
-  }
-  int regions = 0;
-  for (long long i = 0; i < n; i++)
-    if ((rows[i].r.tag & ~MS__REC_ROW_EXACT) > 0) regions = 1;
-  double ns_per_raw = head.use_tsc && head.raw_per_ns > 0 ? 1.0 / head.raw_per_ns : 1.0;
-  memstub_trace *t = memstub_trace_create();
-  int col = regions && t ? memstub_trace_add_column(t, "region") : -1;
-  int rc = t ? 0 : -ENOMEM;
-  int64_t origin = regions ? -1 : head.origin_raw, last_stack = 0, prev = 0;
-  for (long long i = 0; i < n && rc == 0; i++) {
-    ms__rec_row x = rows[i].r;
-    x.tag &= ~MS__REC_ROW_EXACT;
-    if (regions ? x.tag == 0 || (o->occ > 0 && x.tag != o->occ) : x.t < origin) continue;
-    if (origin < 0) origin = x.t;
-    if (x.stack >= 0) last_stack = x.stack;
-    int64_t ts = (int64_t)((double)(x.t - origin) * ns_per_raw);
-    if (ts < prev) ts = prev;
-    prev = ts;
-    rc = memstub_trace_append(t, ts, last_stack, x.heap < 0 ? 0 : x.heap);
-    if (rc == 0 && col >= 0) memstub_trace_extra_row(t, t->n - 1)[col] = x.tag;
-  }
-  free(rows);
-  char num[256];
-  snprintf(num, sizeof num, "the process %s; rows salvaged from the recorder's journal", why);
-  if (rc == 0 && t->n == 0) rc = -ENODATA;
-  if (rc == 0) rc = memstub_trace_set_meta(t, "source", "memstub-record");
-  if (rc == 0) rc = memstub_trace_set_meta(t, "record.exit", num);
-  if (rc == 0) rc = memstub_trace_set_meta(t, "record.salvaged", "1");
-  snprintf(num, sizeof num, "%lld", (long long)head.res_ns);
-  if (rc == 0) rc = memstub_trace_set_meta(t, "record.resolution_ns", num);
-  if (rc == 0) rc = memstub_trace_set_meta(t, MS__REC_META_THREAD, o->thread);
-  if (rc == 0) rc = memstub_trace_set_meta(t, MS__REC_META_HEAP_SCOPE, o->heap);
-  memstub_error err;
-  if (rc == 0) rc = memstub_trace_write(t, abs, &err);
-  memstub_trace_free(t);
-  return rc == 0 ? 0 : -1;
-}
-
 // Why there is no trace, said on stderr; the exit status.
 static int no_trace(const rec_opts *o, const rec_status *st, int wst, const char *journal,
                     const char *abs) {
@@ -639,7 +457,7 @@ static int no_trace(const rec_opts *o, const rec_status *st, int wst, const char
       snprintf(why, sizeof why,
                "ended without the recorder's exit path (a raw exit system call, or an exec "
                "into a static or setuid program)");
-    if (salvage(o, journal, abs, why) == 0) {
+    if (ms_record_salvage(o, journal, abs, why) == 0) {
       ms_cli_warn("%s: the recorded process %s: the trace holds what the recorder had recorded "
                   "until then, salvaged from its journal (record.salvaged)",
                   o->out, why);
@@ -669,8 +487,8 @@ int ms_cmd_record(int argc, char **argv) {
   if ((rc = find_lib(lib)) != 0) return rc;
   struct stat before;
   int had = stat(abs, &before) == 0;
-  if ((rc = status_create(abs, status)) != 0) return rc;
-  if ((rc = status_create(abs, journal)) != 0) {
+  if ((rc = ms_record_status_create(abs, status)) != 0) return rc;
+  if ((rc = ms_record_status_create(abs, journal)) != 0) {
     unlink(status);
     return rc;
   }
@@ -679,7 +497,7 @@ int ms_cmd_record(int argc, char **argv) {
   setenv(MS__REC_ENV_JOURNAL, journal, 1);
   int st;
   rc = run_program(o.prog, &st);
-  rec_status rs = status_take(status);
+  rec_status rs = ms_record_status_take(status);
   if (rc != 0) {
     unlink(journal);
     return rc;

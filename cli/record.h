@@ -1,0 +1,29 @@
+/* cli/record.h: what memstub record's files share (private to cli/):
+ * the options, the recorder's status file and the salvage of a journal
+ * (recorder/protocol.h). */
+#ifndef MEMSTUB_CLI_RECORD_H
+#define MEMSTUB_CLI_RECORD_H
+
+typedef struct rec_opts {
+  const char *out, *thread, *heap;
+  long long res, hz, occ, sig;
+  int quiet;
+  char **prog;
+} rec_opts;
+
+typedef struct rec_status {
+  int present;  // the recorder started in the process
+  long long finished, signal, written, err, nothing, occurrences, threads;
+} rec_status;
+
+// An empty file beside the trace (the status file, the journal), its path
+// into path[PATH_MAX]. 0, or the exit status after printing why.
+int ms_record_status_create(const char *abs, char *path);
+// The recorder's status file read and removed (st.present 0 when it never wrote it).
+rec_status ms_record_status_take(const char *path);
+/* The trace rebuilt from the journal of a process that died past the
+ * recorder's exit path, written to abs; why says how it died. 0, or -1 when
+ * the journal holds no row or the trace cannot be written. */
+int ms_record_salvage(const rec_opts *o, const char *journal, const char *abs, const char *why);
+
+#endif
