@@ -22,6 +22,10 @@
 #define MS__REC_ENV_LIB "MEMSTUB_RECORD_LIB"              // the library, for the command only
 #define MS__REC_ENV_STATUS "MEMSTUB_RECORD_STATUS"        // absolute path of the status file
 #define MS__REC_ENV_JOURNAL "MEMSTUB_RECORD_JOURNAL"      // absolute path of the row journal
+/* --follow-children: the registry, where each process below the root adds
+ * "pid<TAB>ppid<TAB>command<TAB>trace path\n" when it starts recording
+ * (recorder/follow.c); unset: only the root records. */
+#define MS__REC_ENV_FOLLOW "MEMSTUB_RECORD_FOLLOW"
 
 /* ---- rows, chunks and the journal: recorder -> command ----
  * Each thread appends rows to chunks of MS__REC_CHUNK_ROWS. With

@@ -43,6 +43,8 @@ void ms__rec_build_meta(const assembled *A) {
   ms__rec_meta("source", "memstub-record");
   ms__rec_meta("command", "%s", cmd);
   ms__rec_meta("record.pid", "%ld", (long)ms__rec.pid);
+  if (ms__rec.is_child)  // --follow-children (follow.c)
+    ms__rec_meta("record.parent_pid", "%ld", (long)ms__rec.ppid);
   if (ms__rec.rec_ordinal == 0)
     ms__rec_meta(MS__REC_META_THREAD, "main");
   else
