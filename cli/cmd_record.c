@@ -18,7 +18,7 @@
 #include "../recorder/protocol.h"
 #include "record.h"
 
-enum { O_THREAD = MS_CLI_LONG, O_HEAP, O_SAMPLE_HZ, O_OCCURRENCE, O_SIGNAL, O_FOLLOW };
+enum { O_THREAD = MS_CLI_LONG, O_HEAP, O_SAMPLE_HZ, O_OCCURRENCE, O_SIGNAL, O_FOLLOW, O_FUNCTION };
 
 static const ms_cli_option options[] = {
     {"output", 'o', "FILE",
@@ -42,6 +42,10 @@ static const ms_cli_option options[] = {
     {"signal", O_SIGNAL, "N",
      "the signal the sampling timer uses (default: the first\n"
      "free real-time signal from SIGRTMAX-2 down)"},
+    {"function", O_FUNCTION, "SYMBOL",
+     "every call of the function SYMBOL (in PROGRAM or a\n"
+     "library it loads) is a probe region, with no source\n"
+     "edits; may be given several times (x86-64)"},
     {"follow-children", O_FOLLOW, NULL,
      "record every process PROGRAM forks, execs or spawns\n"
      "too, each into TRACE's name with its pid and command\n"
@@ -306,6 +310,20 @@ static int apply_option(ms_cli_parser *p, int c, rec_opts *o) {
       return parse_pos(p, 1, &o->occ);
     case O_SIGNAL: return parse_range(p, 1, SIGRTMAX, &o->sig);
     case O_FOLLOW: o->follow = 1; return 0;
+    case O_FUNCTION: {
+      size_t have = strlen(o->functions), an = strlen(p->arg);
+      if (an == 0 || strchr(p->arg, ',') || strspn(p->arg, " \t") == an) {
+        ms_cli_usage("record", "--function '%s': a symbol name, one per option", p->arg);
+        return -1;
+      }
+      if (have + an + 2 > sizeof o->functions) {
+        ms_cli_usage("record", "--function: too many names (%zu bytes at most)",
+                     sizeof o->functions - 1);
+        return -1;
+      }
+      snprintf(o->functions + have, sizeof o->functions - have, "%s%s", have ? "," : "", p->arg);
+      return 0;
+    }
     default: o->quiet = 1; return 0;  // 'q'
   }
 }
@@ -313,7 +331,7 @@ static int apply_option(ms_cli_parser *p, int c, rec_opts *o) {
 // The command line into *o: 0, or non-zero when the command is done (--help)
 // or the line is wrong (said on stderr); *status then holds the exit status.
 static int parse_opts(int argc, char **argv, rec_opts *o, int *status) {
-  *o = (rec_opts){NULL, "main", "process", MS__REC_DEFAULT_RESOLUTION_NS,
+  *o = (rec_opts){NULL, "main", "process", "", MS__REC_DEFAULT_RESOLUTION_NS,
                   MS__REC_DEFAULT_SAMPLE_HZ, 0, -1, 0, 0, NULL};
   *status = MS_EXIT_USAGE;
   int end = options_end(argc, argv);
@@ -392,6 +410,10 @@ static void set_env(const rec_opts *o, const char *abs, const char *lib) {
   setenv(MS__REC_ENV_SAMPLE_HZ, num, 1);
   snprintf(num, sizeof num, "%lld", o->occ);
   setenv(MS__REC_ENV_OCCURRENCE, num, 1);
+  if (o->functions[0])
+    setenv(MS__REC_ENV_FUNCTIONS, o->functions, 1);
+  else
+    unsetenv(MS__REC_ENV_FUNCTIONS);
   if (o->sig > 0) {
     snprintf(num, sizeof num, "%lld", o->sig);
     setenv(MS__REC_ENV_SIGNAL, num, 1);
@@ -435,6 +457,16 @@ static int no_trace(const rec_opts *o, const rec_status *st, int wst, const char
                  "pthread_create; --thread %lld asks for the %lld%s",
                  o->out, st->threads, st->threads == 1 ? "" : "s", n, n,
                  ms__rec_ordinal((long)n));
+    return MS_EXIT_CHECK;
+  }
+  if (st->nothing == MS__REC_NOTHING_FUNCTION) {
+    ms_cli_error("%s: no trace written: %s", o->out,
+                 st->function[0] ? st->function : "--function: a name could not be patched");
+    return MS_EXIT_CHECK;
+  }
+  if (st->nothing == MS__REC_NOTHING_UNCALLED) {
+    ms_cli_error("%s: no trace written: --function %s: never called on the recorded thread",
+                 o->out, o->functions);
     return MS_EXIT_CHECK;
   }
   if (st->nothing == MS__REC_NOTHING_OCCURRENCE) {

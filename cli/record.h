@@ -6,6 +6,7 @@
 
 typedef struct rec_opts {
   const char *out, *thread, *heap;
+  char functions[1024];  // --function names, comma-separated ("" when none)
   long long res, hz, occ, sig;
   int quiet;
   int follow;  // --follow-children
@@ -15,6 +16,7 @@ typedef struct rec_opts {
 typedef struct rec_status {
   int present;  // the recorder started in the process
   long long finished, signal, written, err, nothing, occurrences, threads;
+  char function[400];  // a --function problem, "" when none
 } rec_status;
 
 // An empty file beside the trace (the status file, the journal), its path

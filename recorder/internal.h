@@ -118,6 +118,7 @@ typedef struct tstate {
   uint64_t nevents;
   int64_t tag;
   int64_t minflt, majflt;  // page faults at the last memory sample (recorded thread)
+  int64_t mem_raw;         // when a region boundary last sampled memory
   // coalescing bucket: h.b
   chunk *head, *tail;
   churn c;
@@ -245,6 +246,19 @@ int ms__rec_follow_names(const char *root_out, const char *root_journal, const c
 // A forked child starts recording afresh (the fork handler); on a failure it
 // does not record.
 void ms__rec_follow_fork(const char *registry);
+
+/* ---- function.c: --function ---- */
+// Read the --function names (protocol.h) and patch their definitions in
+// what is loaded; later dlopens patch theirs. Nothing when none was asked.
+void ms__rec_fn_init(void);
+// How many names were asked for; how many definitions were patched.
+int ms__rec_fn_requested(void);
+int ms__rec_fn_patched(void);
+// The metadata lines (each name: patched and its calls, or why not).
+void ms__rec_fn_meta(void);
+// The first name that could not be patched and why ("--function NAME:
+// reason", static storage), or NULL.
+const char *ms__rec_fn_problem(void);
 
 /* ---- sampler.c ---- */
 

@@ -253,7 +253,15 @@ int ms__rec_ensure_ready(void) {
   return 1;
 }
 
-__attribute__((constructor)) static void rec_ctor(void) { ms__rec_ensure_ready(); }
+__attribute__((constructor)) static void rec_ctor(void) {
+  ms__rec_ensure_ready();
+  // --function: every object the program started with is mapped by now.
+  if (__atomic_load_n(&ms__rec.state, __ATOMIC_ACQUIRE) == ST_READY) {
+    ms__rec_busy = 1;
+    ms__rec_fn_init();
+    ms__rec_busy = 0;
+  }
+}
 // The trace at exit, after the program's own exit handlers.
 __attribute__((destructor)) static void rec_dtor(void) { ms__rec_finish(0, 0); }
 
