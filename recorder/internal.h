@@ -118,6 +118,7 @@ typedef struct tstate {
   uint64_t nevents;
   int64_t tag;
   int64_t minflt, majflt;  // page faults at the last memory sample (recorded thread)
+  int64_t mem_raw;         // when a region boundary last sampled memory
   // coalescing bucket: h.b
   chunk *head, *tail;
   churn c;
@@ -179,6 +180,8 @@ typedef struct ms__rec_global {
   int finish_sig;
   uint64_t table_overflow, unknown_frees, chunk_fail;
   long threads_created, threads_seen;
+  int is_child;  // a process below the recorded one (--follow-children, follow.c)
+  pid_t ppid;    // its parent when it started recording
 } ms__rec_global;
 
 extern ms__rec_global ms__rec;
@@ -235,6 +238,28 @@ HOT tstate *state(void) {
   return ms__rec_slow_state();
 }
 
+/* ---- follow.c: --follow-children ---- */
+// This process (pid in ms__rec.pid) is below the recorded one: its trace and
+// journal are the root's names with its pid and command, its line goes to
+// the registry. 0, or -1 when the name does not fit (then it does not record).
+int ms__rec_follow_names(const char *root_out, const char *root_journal, const char *registry);
+// A forked child starts recording afresh (the fork handler); on a failure it
+// does not record.
+void ms__rec_follow_fork(const char *registry);
+
+/* ---- function.c: --function ---- */
+// Read the --function names (protocol.h) and patch their definitions in
+// what is loaded; later dlopens patch theirs. Nothing when none was asked.
+void ms__rec_fn_init(void);
+// How many names were asked for; how many definitions were patched.
+int ms__rec_fn_requested(void);
+int ms__rec_fn_patched(void);
+// The metadata lines (each name: patched and its calls, or why not).
+void ms__rec_fn_meta(void);
+// The first name that could not be patched and why ("--function NAME:
+// reason", static storage), or NULL.
+const char *ms__rec_fn_problem(void);
+
 /* ---- sampler.c ---- */
 
 // Choose a free real-time signal and install the sampling handler on it; 0,
@@ -262,6 +287,9 @@ void ms__rec_sampler_meta(void);
 
 // Open /proc/self/statm (kept open) and take the first sample.
 void ms__rec_mem_init(void);
+// A forked child: forget the parent's mapped ranges and counters, reopen
+// /proc/self/statm (the inherited one is the parent's) and sample.
+void ms__rec_mem_reset(void);
 // Sample RssAnon into ms__rec_rss and, on the recorded thread, its page
 // faults into ts (ts may be NULL). Async-signal-safe; on a failure the old
 // values stay.

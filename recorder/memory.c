@@ -48,6 +48,19 @@ void ms__rec_mem_init(void) {
   ms__rec_mem_sample(NULL);
 }
 
+static size_t g_niv;
+static char g_lock;
+
+void ms__rec_mem_reset(void) {
+  if (g_statm >= 0) close(g_statm);
+  g_statm = -1;
+  g_samples = g_sample_raw = g_sample_fail = g_iv_overflow = 0;
+  g_niv = 0;
+  g_lock = 0;
+  __atomic_store_n(&ms__rec_mapped, 0, __ATOMIC_RELAXED);
+  ms__rec_mem_init();
+}
+
 void ms__rec_mem_sample(tstate *ts) {
   int64_t t0 = raw_now();
   int e = errno;
@@ -101,8 +114,6 @@ void ms__rec_mem_meta(void) {
 static struct iv {
   uintptr_t lo, hi;
 } g_iv[MAX_IV];
-static size_t g_niv;
-static char g_lock;
 
 static void lock(void) {
   while (__atomic_test_and_set(&g_lock, __ATOMIC_ACQUIRE)) sched_yield();

@@ -22,6 +22,12 @@
 #define MS__REC_ENV_LIB "MEMSTUB_RECORD_LIB"              // the library, for the command only
 #define MS__REC_ENV_STATUS "MEMSTUB_RECORD_STATUS"        // absolute path of the status file
 #define MS__REC_ENV_JOURNAL "MEMSTUB_RECORD_JOURNAL"      // absolute path of the row journal
+/* --follow-children: the registry, where each process below the root adds
+ * "pid<TAB>ppid<TAB>command<TAB>trace path\n" when it starts recording
+ * (recorder/follow.c); unset: only the root records. */
+#define MS__REC_ENV_FOLLOW "MEMSTUB_RECORD_FOLLOW"
+// --function: the names, separated by commas (recorder/function.c).
+#define MS__REC_ENV_FUNCTIONS "MEMSTUB_RECORD_FUNCTIONS"
 
 /* ---- rows, chunks and the journal: recorder -> command ----
  * Each thread appends rows to chunks of MS__REC_CHUNK_ROWS. With
@@ -113,11 +119,14 @@ typedef struct ms__rec_journal_head {
 #define MS__REC_ST_WHY "nothing"           // MS__REC_NOTHING_*: why there is nothing to write
 #define MS__REC_ST_OCCURRENCES "occurrences"  // region occurrences of the recorded thread
 #define MS__REC_ST_THREADS "threads_created"  // threads created through pthread_create
+#define MS__REC_ST_FUNCTION "function"         // text to the end of the line: a --function problem
 enum {
   MS__REC_NOTHING_NONE = 0,
   MS__REC_NOTHING_THREAD = 1,      // --thread N: the program created fewer threads
   MS__REC_NOTHING_OCCURRENCE = 2,  // --occurrence N: fewer occurrences (or no region)
-  MS__REC_NOTHING_ROWS = 3         // no rows at all
+  MS__REC_NOTHING_ROWS = 3,        // no rows at all
+  MS__REC_NOTHING_FUNCTION = 4,    // --function: a name not found or not patchable
+  MS__REC_NOTHING_UNCALLED = 5     // --function: never called on the recorded thread
 };
 
 // The English ordinal suffix of n: "st" (1st, 21st), "nd", "rd", "th" (11th-13th).

@@ -482,10 +482,10 @@ static int write_raw(const assembled *A) {
   return 0;
 }
 
-// "key=v\n" at b + *n (b holds 512 bytes).
+// "key=v\n" at b + *n (b holds 1024 bytes).
 static void status_line(char *b, size_t *n, const char *key, int64_t v) {
   size_t k = strlen(key);
-  if (*n + k + 24 > 512) return;
+  if (*n + k + 24 > 1024) return;
   memcpy(b + *n, key, k);
   *n += k;
   b[(*n)++] = '=';
@@ -501,7 +501,7 @@ static void status_line(char *b, size_t *n, const char *key, int64_t v) {
 
 void ms__rec_status(int how, int sig, int written, int err, int why) {
   if (!ms__rec.status[0]) return;
-  char b[512];
+  char b[1024];
   size_t n = 0;
   status_line(b, &n, MS__REC_ST_STARTED, 1);
   if (how >= 0) {
@@ -513,6 +513,15 @@ void ms__rec_status(int how, int sig, int written, int err, int why) {
     status_line(b, &n, MS__REC_ST_OCCURRENCES, ms__rec.rec ? ms__rec.rec->occ : 0);
     status_line(b, &n, MS__REC_ST_THREADS,
                 __atomic_load_n(&ms__rec.threads_created, __ATOMIC_RELAXED));
+    const char *fp = ms__rec_fn_problem();
+    size_t k = fp ? strlen(fp) : 0, kk = strlen(MS__REC_ST_FUNCTION);
+    if (fp && n + kk + k + 2 < sizeof b) {  // "function=TEXT\n" (one line: no newline in it)
+      memcpy(b + n, MS__REC_ST_FUNCTION, kk);
+      b[n + kk] = '=';
+      memcpy(b + n + kk + 1, fp, k);
+      n += kk + k + 1;
+      b[n++] = '\n';
+    }
   }
   int e = errno;
   int fd = open(ms__rec.status, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -551,6 +560,10 @@ void ms__rec_finish(int how, int sig) {
   int why = MS__REC_NOTHING_NONE;
   if (ms__rec.rec_ordinal > 0 && !ms__rec.rec)
     why = MS__REC_NOTHING_THREAD;
+  else if (ms__rec_fn_problem())
+    why = MS__REC_NOTHING_FUNCTION;
+  else if (ms__rec_fn_requested() && occ == 0)
+    why = MS__REC_NOTHING_UNCALLED;
   else if (ms__rec.occurrence > 0 && occ < ms__rec.occurrence)
     why = MS__REC_NOTHING_OCCURRENCE;
   assembled A;
