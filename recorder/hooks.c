@@ -87,6 +87,7 @@ static inline int mine(const tstate *ts) { return !ms__rec.scope_thread || ts->i
   (ts)->in_hook = 1;                         \
   CBARRIER()
 #define MEASURE_END(ts)                            \
+  (ts)->wcur = -1;                                 \
   CBARRIER();                                      \
   (ts)->in_hook = 0;                               \
   if (UNLIKELY(meas_)) {                           \
@@ -99,6 +100,7 @@ static inline void book_alloc(tstate *ts, void *p, uint64_t n, int fn, uintptr_t
   count(ts, fn, n);
   if (p) {
     int m = mine(ts);
+    if (m) wcount(ts, fn, n);
     if (UNLIKELY(!table_put((uintptr_t)p, m ? n : (n | NOT_MINE)))) {
       __atomic_fetch_add(&ms__rec.table_overflow, 1, __ATOMIC_RELAXED);
     } else if (m) {
@@ -167,6 +169,7 @@ static void *realloc_common(tstate *ts, void *p, size_t n, int fn, uintptr_t sp,
   ts->in_alloc = 0;
   MEASURE_BEGIN(ts);
   count(ts, fn, n);
+  if ((q || n == 0) && mine(ts)) wcount(ts, fn, n);
   uint64_t old = counted(entry);
   // A block keeps its owner (counted or not); a new or unknown one is the
   // calling thread's.
@@ -240,6 +243,7 @@ EXPORT void free(void *p) {
   forget((uintptr_t)p, &entry);
   uint64_t old = counted(entry);
   count(ts, F_FREE, entry & ~NOT_MINE);
+  if (mine(ts)) wcount(ts, F_FREE, entry & ~NOT_MINE);
   if (old) event(ts, heap_add(-(int64_t)old), MS__CALLER_SP());
   MEASURE_END(ts);
   ts->in_alloc = 1;

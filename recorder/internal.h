@@ -36,6 +36,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "memstub/work.h"
 #include "prim.h"
 #include "protocol.h"
 
@@ -75,9 +76,11 @@ typedef ms__rec_row row;
 typedef ms__rec_chunk chunk;
 typedef ms__rec_mem memv;
 // A row with its memory, as the merge at exit handles it.
+typedef ms__rec_work workv;
 typedef struct xrow {
   int64_t t, stack, heap, tag;
   memv m;
+  workv w;
 } xrow;
 #define ROW_EXACT MS__REC_ROW_EXACT
 #define CHUNK_ROWS MS__REC_CHUNK_ROWS
@@ -121,6 +124,12 @@ typedef struct tstate {
   // coalescing bucket: h.b
   chunk *head, *tail;
   churn c;
+  // work (docs/formats.md, "Work columns"): calls since the thread's last row
+  uint32_t wn[MS__REC_WORK_CALLS];
+  uint64_t wbytes;
+  int wcur;             // the call under way, counted before its event: index, -1 none
+  uint64_t wcur_bytes;  //   and its bytes (a bucket it closes does not get it)
+  int64_t cpu_t, cpu_v;  // the recorded thread's last CPU clock read: raw time, ns
   // cost measurement
   uint64_t cost_raw, cost_n;
   uint64_t samples, sample_raw;
@@ -158,6 +167,8 @@ typedef struct ms__rec_global {
   int64_t raw0, ns0;
   double raw_per_ns;  // estimate, for buckets and costs
   double now_cost_raw;
+  int64_t cpu_gap_raw;  // CPU clock reads at most this often (10 us in clock units)
+  int64_t end_cpu;      // the recorded thread's CPU time at the trace's end, -1 unknown
   int64_t origin_raw;  // when the recorded thread started
   int64_t origin_ns;   // the same on CLOCK_MONOTONIC
   char out[PATH_MAX];
@@ -286,7 +297,15 @@ HOT memv cur_mem(const tstate *ts) {
 
 /* ---- sink.c: rows and coalescing ---- */
 
-void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag, memv m);
+/* A row: its state, the recorded thread's CPU time cpu (-1 elsewhere), and,
+ * when calls is set, the calls the thread made since its last row (the
+ * counters start again from 0). */
+void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag, memv m,
+                      int64_t cpu, int calls);
+// The recorded thread's CPU time at raw time t (now): read when force is set
+// or the last read is 10 us old, else extrapolated from it as if the thread
+// ran meanwhile. -1 for other threads.
+int64_t ms__rec_cpu_at(tstate *ts, int64_t t, int force);
 // Close the thread's coalescing bucket into rows.
 void ms__rec_flush_bucket(tstate *ts);
 void ms__rec_new_bucket(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag, memv m)
@@ -394,6 +413,18 @@ HOT void count(tstate *ts, int fn, uint64_t bytes) {
   ts->c.calls[fn]++;
   ts->c.bytes[fn] += bytes;
   ts->c.wlog[fn] += flog2(bytes);
+}
+
+/* The work columns' count of a call (before its event, so that the bucket
+ * the event closes does not get it: ms__rec_new_bucket). fn is a constant in
+ * every hook, so the kind folds away. */
+HOT void wcount(tstate *ts, int fn, uint64_t bytes) {
+  int k = fn <= F_FREE ? fn : fn == F_REALLOCARRAY ? MEMSTUB_CALL_REALLOC : MEMSTUB_CALL_MEMALIGN;
+  int i = k * MEMSTUB_WORK_CLASSES + memstub_work_class(bytes);
+  ts->wn[i]++;
+  ts->wbytes += bytes;
+  ts->wcur = i;
+  ts->wcur_bytes = bytes;
 }
 
 /* ---- summary.c: the trace's metadata ---- */
