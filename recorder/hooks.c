@@ -87,7 +87,6 @@ static inline int mine(const tstate *ts) { return !ms__rec.scope_thread || ts->i
   (ts)->in_hook = 1;                         \
   CBARRIER()
 #define MEASURE_END(ts)                            \
-  (ts)->wcur = -1;                                 \
   CBARRIER();                                      \
   (ts)->in_hook = 0;                               \
   if (UNLIKELY(meas_)) {                           \
@@ -100,13 +99,13 @@ static inline void book_alloc(tstate *ts, void *p, uint64_t n, int fn, uintptr_t
   count(ts, fn, n);
   if (p) {
     int m = mine(ts);
-    if (m) wcount(ts, fn, n);
     if (UNLIKELY(!table_put((uintptr_t)p, m ? n : (n | NOT_MINE)))) {
       __atomic_fetch_add(&ms__rec.table_overflow, 1, __ATOMIC_RELAXED);
     } else if (m) {
       if (UNLIKELY(n >= MS__REC_GROW_SAMPLE)) ms__rec_mem_sample(ts);  // grew a page or more
       event(ts, heap_add((int64_t)n), sp);
     }
+    if (m) wcount(ts, fn, n);  // after the event: the bucket it opens gets it
   }
   MEASURE_END(ts);
 }
@@ -169,7 +168,6 @@ static void *realloc_common(tstate *ts, void *p, size_t n, int fn, uintptr_t sp,
   ts->in_alloc = 0;
   MEASURE_BEGIN(ts);
   count(ts, fn, n);
-  if ((q || n == 0) && mine(ts)) wcount(ts, fn, n);
   uint64_t old = counted(entry);
   // A block keeps its owner (counted or not); a new or unknown one is the
   // calling thread's.
@@ -188,6 +186,7 @@ static void *realloc_common(tstate *ts, void *p, size_t n, int fn, uintptr_t sp,
   } else if (p && old) {
     event(ts, heap_add(-(int64_t)old), sp);  // freed p
   }
+  if ((q || n == 0) && mine(ts)) wcount(ts, fn, n);  // after the event, as in book_alloc
   MEASURE_END(ts);
   return q;
 }
@@ -243,8 +242,8 @@ EXPORT void free(void *p) {
   forget((uintptr_t)p, &entry);
   uint64_t old = counted(entry);
   count(ts, F_FREE, entry & ~NOT_MINE);
-  if (mine(ts)) wcount(ts, F_FREE, entry & ~NOT_MINE);
   if (old) event(ts, heap_add(-(int64_t)old), MS__CALLER_SP());
+  if (mine(ts)) wcount(ts, F_FREE, entry & ~NOT_MINE);  // after the event, as in book_alloc
   MEASURE_END(ts);
   ts->in_alloc = 1;
   ms__rec_real_free(p);

@@ -127,9 +127,8 @@ typedef struct tstate {
   // work (docs/formats.md, "Work columns"): calls since the thread's last row
   uint32_t wn[MS__REC_WORK_CALLS];
   uint64_t wbytes;
-  int wcur;             // the call under way, counted before its event: index, -1 none
-  uint64_t wcur_bytes;  //   and its bytes (a bucket it closes does not get it)
   int64_t cpu_t, cpu_v;  // the recorded thread's last CPU clock read: raw time, ns
+  uint32_t mem_ver;      // ms__rec_mem_ver when the bucket's memory was last taken
   // cost measurement
   uint64_t cost_raw, cost_n;
   uint64_t samples, sample_raw;
@@ -199,6 +198,7 @@ extern uint32_t ms__rec_tick;  // sampling ticks
 extern int64_t ms__rec_tag;    // the recorded thread's current region occurrence
 extern int64_t ms__rec_mapped;  // anonymous bytes mapped outside the malloc family (memory.c)
 extern int64_t ms__rec_rss;     // RssAnon at the last memory sample, bytes (-1: unknown)
+extern uint32_t ms__rec_mem_ver;  // bumped after every memory sample (memory.c)
 /* Set before a second thread can run (pthread_create sets it before the
  * thread exists; a thread made another way sets it at its first call). Until
  * then the table and the heap total use plain loads and stores. */
@@ -327,23 +327,30 @@ void ms__rec_status(int how, int sig, int written, int err, int why);
 /* A bucket of `resolution` ns becomes at most two rows: its maxima at its
  * first time, then its last state when that differs. Peaks survive. */
 HOT void coalesce(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag) {
-  memv m = cur_mem(ts);
+  // The memory figures change only at a memory sample (ms__rec_mem_ver):
+  // between samples the bucket's memory is already right (issue 14 item 6).
+  uint32_t mv = __atomic_load_n(&ms__rec_mem_ver, __ATOMIC_RELAXED);
   if (LIKELY(ts->h.b.active && t < ts->h.b.end && tag == ts->h.b.tag)) {
     if (s > ts->h.b.maxs) ts->h.b.maxs = s;
     if (h > ts->h.b.maxh) ts->h.b.maxh = h;
-    // Resident and mapped memory keep their peaks like the heap; faults only
-    // grow, so the maxima row carries the last count.
-    if (m.rss > ts->h.b.maxm.rss) ts->h.b.maxm.rss = m.rss;
-    if (m.mapped > ts->h.b.maxm.mapped) ts->h.b.maxm.mapped = m.mapped;
-    ts->h.b.maxm.minflt = m.minflt;
-    ts->h.b.maxm.majflt = m.majflt;
     ts->h.b.lt = t;
     ts->h.b.ls = s;
     ts->h.b.lh = h;
-    ts->h.b.lm = m;
+    if (UNLIKELY(mv != ts->mem_ver)) {
+      ts->mem_ver = mv;
+      memv m = cur_mem(ts);
+      // Resident and mapped memory keep their peaks like the heap; faults
+      // only grow, so the maxima row carries the last count.
+      if (m.rss > ts->h.b.maxm.rss) ts->h.b.maxm.rss = m.rss;
+      if (m.mapped > ts->h.b.maxm.mapped) ts->h.b.maxm.mapped = m.mapped;
+      ts->h.b.maxm.minflt = m.minflt;
+      ts->h.b.maxm.majflt = m.majflt;
+      ts->h.b.lm = m;
+    }
     return;
   }
-  ms__rec_new_bucket(ts, t, s, h, tag, m);
+  ts->mem_ver = mv;
+  ms__rec_new_bucket(ts, t, s, h, tag, cur_mem(ts));
 }
 
 /* The event's time. The clock is read when the sampling tick moved, every
@@ -415,16 +422,14 @@ HOT void count(tstate *ts, int fn, uint64_t bytes) {
   ts->c.wlog[fn] += flog2(bytes);
 }
 
-/* The work columns' count of a call (before its event, so that the bucket
- * the event closes does not get it: ms__rec_new_bucket). fn is a constant in
+/* The work columns' count of a call, after its event: a bucket the event
+ * closes does not get it, the one it opens does (at -r 0 too: a bucket is
+ * closed when the next one opens, ms__rec_new_bucket). fn is a constant in
  * every hook, so the kind folds away. */
 HOT void wcount(tstate *ts, int fn, uint64_t bytes) {
   int k = fn <= F_FREE ? fn : fn == F_REALLOCARRAY ? MEMSTUB_CALL_REALLOC : MEMSTUB_CALL_MEMALIGN;
-  int i = k * MEMSTUB_WORK_CLASSES + memstub_work_class(bytes);
-  ts->wn[i]++;
+  ts->wn[k * MEMSTUB_WORK_CLASSES + memstub_work_class(bytes)]++;
   ts->wbytes += bytes;
-  ts->wcur = i;
-  ts->wcur_bytes = bytes;
 }
 
 /* ---- summary.c: the trace's metadata ---- */

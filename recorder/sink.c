@@ -159,17 +159,7 @@ void ms__rec_flush_bucket(tstate *ts) { flush(ts, -1); }
 
 void ms__rec_new_bucket(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag, memv m) {
   int64_t cpu = ms__rec_cpu_at(ts, t, 0);
-  // The call under way (wcount) belongs to the new bucket, not the one it closes.
-  int cur = ts->wcur;
-  if (cur >= 0 && ts->wn[cur] > 0) {
-    ts->wn[cur]--;
-    ts->wbytes -= ts->wcur_bytes;
-  }
   flush(ts, cpu);
-  if (cur >= 0) {
-    ts->wn[cur]++;
-    ts->wbytes += ts->wcur_bytes;
-  }
   ts->h.b.active = 1;
   ts->h.b.t0 = ts->h.b.lt = t;
   ts->h.b.end = t + ms__rec.res_raw;
@@ -178,7 +168,8 @@ void ms__rec_new_bucket(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag
   ts->h.b.maxm = ts->h.b.lm = m;
   ts->h.b.tag = tag;
   ts->h.b.cpu0 = cpu;
-  if (ms__rec.res_raw == 0) ms__rec_flush_bucket(ts);
+  // At -r 0 too the bucket stays open until the next one opens (its end is
+  // its start), so the call that made it is counted into it (wcount).
 }
 
 // Merge two time-ordered runs a[0..na) b[0..nb) into out.

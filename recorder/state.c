@@ -64,7 +64,6 @@ tstate *ms__rec_ts_register(void) {
     ts->h.thread_no = __atomic_add_fetch(&ms__rec.threads_no, 1, __ATOMIC_RELAXED);
     if (ts->tid != getpid()) __atomic_store_n(&ms__rec_multi, 1, __ATOMIC_SEQ_CST);
     ts->exact = 1;
-    ts->wcur = -1;
     ts->cpu_t = INT64_MIN / 2;
     ts->cpu_v = -1;
     ts->tick = __atomic_load_n(&ms__rec_tick, __ATOMIC_RELAXED);
