@@ -37,7 +37,7 @@ for k in native old new; do
   w=$(cut -d' ' -f1 "$tmp/$k" | median)
   u=$(cut -d' ' -f2 "$tmp/$k" | median)
   printf '%-8s %8s %8s %10s %10s\n' "$k" "$w" "$u" "$(awk -v a="$w" -v b="$nw" 'BEGIN {printf "%.2fx", a / b}')" \
-    "$(awk -v a="$u" -v b="$nu" 'BEGIN {printf "%.2fx", b > 0 ? a / b : 0}')"
+    "$(awk -v a="$u" -v b="$nu" 'BEGIN {printf "%.2fx", (b > 0 ? a / b : 0)}')"
 done
 for k in a b; do
   printf '%s: %s\n' "$([ $k = a ] && echo old || echo new)" \
