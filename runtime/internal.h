@@ -80,6 +80,9 @@ typedef struct ms__rt_work {
   int64_t ncalltab;
   double rate;    // spin steps per ns of CPU
   int64_t spun;   // CPU ns spun in all
+  int started;    // the first point was begun: base is set
+  int64_t base;   // the thread's CPU clock then (-1 unknown)
+  int64_t target; // the points' CPU times so far
 } ms__rt_work;
 
 /* Set w up for s: 1 when s has work data (then glibc's mmap threshold is
@@ -88,9 +91,9 @@ typedef struct ms__rt_work {
 int ms__rt_work_init(ms__rt_work *w, const struct memstub_stub *s);
 // Check s's work data (layout 3 only): 0 or -EINVAL with err naming the point.
 int ms__rt_work_check(const struct memstub_stub *s, memstub_error *err);
-/* Point x's work: its calls, then a spin until the thread's CPU clock has
- * advanced by its CPU time since before the calls. m: MS__RT_WORK_REC
- * values to measure into, or NULL. */
+/* Point x's work: its calls, then a spin until the thread's CPU time since
+ * the first point reaches the points' CPU times so far (never more than
+ * point x's own). m: MS__RT_WORK_REC values to measure into, or NULL. */
 void ms__rt_work_point(ms__rt_work *w, int64_t x, int64_t *m);
 // After the replay: the measured CPU clocks of wrec[0..n) made relative to cpu0 (T0).
 void ms__rt_work_rebase(int64_t *wrec, int64_t n, int64_t cpu0);

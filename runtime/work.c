@@ -210,18 +210,30 @@ static void calls(const int64_t *v, int64_t bytes, int64_t *m) {
   free_all(&pl, m);
 }
 
+/* The spin aims at the recorded CPU time from the start, cumulative: what
+ * the replay spent beyond it (its deadline spins, its memory work, its
+ * measuring) comes out of the next spin, at most all of it. So the replay
+ * thread's CPU time follows the original's cpu_ns wherever there is CPU time
+ * to spin, rather than exceeding it by a wait's spin at every point. */
 void ms__rt_work_point(ms__rt_work *w, int64_t x, int64_t *m) {
   int64_t cpu = w->cpu[x], idx = w->calls[x];
   if (m) m[0] = -1;
+  if (!w->started) {  // the first point: the replay's start
+    w->started = 1;
+    w->base = ms__prim_thread_cpu_ns();
+  }
+  w->target += cpu;
   if (cpu == 0 && idx == 0) {
     if (m) m[0] = ms__prim_thread_cpu_ns();
     return;
   }
-  int64_t start = cpu > SPIN_BLIND_NS || m ? ms__prim_thread_cpu_ns() : -1;
   if (idx > 0) calls(w->calltab + idx * NC, w->churn[x], m);
   if (cpu > 0) {
-    int64_t used = start >= 0 ? ms__prim_thread_cpu_ns() - start : 0;
-    if (cpu > used) w->spun += ms__rt_spin(cpu - used, w->rate);
+    int64_t now = w->base >= 0 ? ms__prim_thread_cpu_ns() : -1;
+    // What is owed: the target so far minus what was spent, at most this point's time.
+    int64_t owe = now >= 0 ? w->base + w->target - now : cpu;
+    if (owe > cpu) owe = cpu;
+    if (owe > 0) w->spun += ms__rt_spin(owe, w->rate);
   }
   if (m) m[0] = ms__prim_thread_cpu_ns();
 }

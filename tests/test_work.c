@@ -367,34 +367,33 @@ START_TEST(test_churn_keeps_heap_exact) {
 }
 END_TEST
 
-/* The spin: each row's CPU time as asked for, never less (it runs on the
- * thread's CPU clock, so a busy host makes it later, not shorter), and not
- * much more: the wait's own spin before the deadline, a clock read, a
- * preemption in the last chunk (tolerances for a loaded 2-core machine). */
+/* The spin: the replay thread's CPU time follows the recorded cpu_ns, row
+ * by row, never below it (the spin runs on the thread's CPU clock, so a busy
+ * host makes it later, not shorter) and not much above: what the replay
+ * spends besides (its deadline spins, the heap work, the measuring) comes out
+ * of the next spin, so the excess does not grow with the rows (tolerances
+ * for a loaded 2-core machine). */
 START_TEST(test_spin_accuracy) {
   char text[4096];
   int n = snprintf(text, sizeof text, "time_ns,stack_bytes,heap_bytes,cpu_ns\n0,0,0,0\n");
-  for (int i = 1; i <= 10; i++)
+  for (int i = 1; i <= 20; i++)
     n += snprintf(text + n, sizeof text - (size_t)n, "%d,0,%d,%d\n", i * 10000000, i * 100,
                   i * 3000000 + (i % 2) * 20000);
   memstub_trace *t = parse(text);
   memstub_gen *g = build(t, 1, 1);
   memstub_replay *r;
   memstub_trace *rt = replay(g, &r);
-  int64_t prev = 0;
   for (size_t i = 1; i < rt->n; i++) {
-    int64_t want = col(t, i, "cpu_ns") - col(t, i - 1, "cpu_ns");
-    int64_t got = col(rt, i, "cpu_ns") - prev;
-    prev = col(rt, i, "cpu_ns");
+    int64_t want = col(t, i, "cpu_ns"), got = col(rt, i, "cpu_ns");
     if (getenv("MEMSTUB_TEST_VERBOSE"))
       fprintf(stderr, "row %zu: cpu %lld ns, want %lld\n", i, (long long)got, (long long)want);
-    ck_assert_msg(got >= want, "row %zu: spun %lld ns, want %lld", i, (long long)got,
+    ck_assert_msg(got >= want, "row %zu: %lld ns of CPU, want %lld", i, (long long)got,
                   (long long)want);
-    ck_assert_msg(got <= want + want / 5 + 1500000, "row %zu: spun %lld ns, want %lld", i,
+    ck_assert_msg(got <= want + want / 20 + 1500000, "row %zu: %lld ns of CPU, want %lld", i,
                   (long long)got, (long long)want);
   }
   // And the replay keeps its time: the spin is inside the delays.
-  ck_assert_int_ge(rt->pts[rt->n - 1].time_ns, 100 * MS);
+  ck_assert_int_ge(rt->pts[rt->n - 1].time_ns, 200 * MS);
   memstub_trace_free(rt);
   memstub_replay_free(r);
   memstub_gen_free(g);
