@@ -207,7 +207,13 @@ int ms__gen_work_points(memstub_gen *g, const ms__work *w, const memstub_gen_opt
     int64_t change = 0;
     for (int64_t j = i; j < n && g->point[j] == row; j++) change += g->use[j].heapAlloc;
     memcpy(v, w->calls + (size_t)row * NC, sizeof v);
-    if (change != 0) block_call(v, change);
+    int64_t bytes = w->bytes[row];
+    if (change != 0) {
+      // The call the block's realloc stands for moved about the change's bytes.
+      block_call(v, change);
+      bytes -= change > 0 ? change : -change;
+      if (bytes < 0) bytes = 0;
+    }
     int64_t idx = intern(&d, v);
     if (idx < 0) {
       rc = memstub_error_set(err, -ENOMEM, "out of memory");
@@ -215,8 +221,8 @@ int ms__gen_work_points(memstub_gen *g, const ms__work *w, const memstub_gen_opt
     }
     g->calls[i] = idx;
     for (int k = 0; k < NC; k++) g->work_calls += v[k];
-    g->churn[i] = w->bytes[row];
-    g->work_bytes += w->bytes[row];
+    g->churn[i] = bytes;
+    g->work_bytes += bytes;
     int64_t c = w->cpu[row];
     if (o->time_scale != 1.0 && ms__round_i64((double)c * o->time_scale, &c) < 0) c = INT64_MAX;
     if (c > g->use[i].time) {  // a delay compensated or scaled below the CPU time
