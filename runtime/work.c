@@ -32,9 +32,9 @@
 // Sizes of the classes (memstub/work.h): a representative, and the bounds.
 static const int64_t rep[CL] = {32, 256, 8192, 256 * 1024};
 static const int64_t lo[CL] = {1, MEMSTUB_WORK_TINY_MAX + 1, MEMSTUB_WORK_SMALL_MAX + 1,
-                               MEMSTUB_WORK_LARGE_MIN};
+                               MEMSTUB_WORK_MEDIUM_MAX + 1};
 static const int64_t hi[CL] = {MEMSTUB_WORK_TINY_MAX, MEMSTUB_WORK_SMALL_MAX,
-                               MEMSTUB_WORK_LARGE_MIN - 1, (int64_t)64 << 20};
+                               MEMSTUB_WORK_MEDIUM_MAX, (int64_t)64 << 20};
 
 #if defined(__clang__)
 #define NOINLINE __attribute__((noinline))
@@ -99,7 +99,7 @@ int ms__rt_work_init(ms__rt_work *w, const struct memstub_stub *s) {
    * the heap block would then stay in the arena where the original's went to
    * mmap: fixing the threshold at its default keeps the heap replay as it is
    * without churn. */
-  if (large) mallopt(M_MMAP_THRESHOLD, MEMSTUB_WORK_LARGE_MIN);
+  if (large) mallopt(M_MMAP_THRESHOLD, MEMSTUB_WORK_MEDIUM_MAX);
   return 1;
 }
 

@@ -82,8 +82,11 @@ START_TEST(test_columns_round_trip) {
   ck_assert_int_eq(memstub_work_class(65), 1);
   ck_assert_int_eq(memstub_work_class(1024), 1);
   ck_assert_int_eq(memstub_work_class(1025), 2);
-  ck_assert_int_eq(memstub_work_class(131071), 2);
-  ck_assert_int_eq(memstub_work_class(131072), 3);
+  ck_assert_int_eq(memstub_work_class(131072), 2);
+  ck_assert_int_eq(memstub_work_class(131073), 3);
+  ck_assert_int_eq(memstub_work_class(UINT64_C(1) << 40), 3);
+  for (uint64_t b = 1; b < 300000; b += b < 2000 ? 1 : 97)  // the table against the definition
+    ck_assert_int_eq(memstub_work_class(b), (b > 64) + (b > 1024) + (b > 131072));
   memstub_trace_free(u);
   memstub_trace_free(t);
   // A trace without the columns is a layout-1 stub, as before.

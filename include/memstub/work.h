@@ -22,13 +22,14 @@ extern "C" {
  * valloc, pvalloc). */
 #define MEMSTUB_WORK_KINDS 5
 /* Size classes of the bytes a call asks for (free: the freed block's
- * requested size): tiny <= 64 B, small <= 1 KiB, medium below glibc's mmap
- * threshold (128 KiB), large from there on. */
+ * requested size): tiny <= 64 B, small <= 1 KiB, medium <= 128 KiB (glibc's
+ * mmap threshold), large beyond. Powers of two, so that the class is a
+ * table lookup on the bit length (the recorder does it at every call). */
 #define MEMSTUB_WORK_CLASSES 4
 #define MEMSTUB_WORK_CALLS (MEMSTUB_WORK_KINDS * MEMSTUB_WORK_CLASSES)
 #define MEMSTUB_WORK_TINY_MAX 64
 #define MEMSTUB_WORK_SMALL_MAX 1024
-#define MEMSTUB_WORK_LARGE_MIN (128 * 1024)
+#define MEMSTUB_WORK_MEDIUM_MAX (128 * 1024)
 
 enum { MEMSTUB_CALL_MALLOC, MEMSTUB_CALL_CALLOC, MEMSTUB_CALL_REALLOC, MEMSTUB_CALL_FREE,
        MEMSTUB_CALL_MEMALIGN };
@@ -44,10 +45,15 @@ enum { MEMSTUB_CALL_MALLOC, MEMSTUB_CALL_CALLOC, MEMSTUB_CALL_REALLOC, MEMSTUB_C
 #define MEMSTUB_WORK_CPU_COLUMN "cpu_ns"
 #define MEMSTUB_WORK_BYTES_COLUMN "churn_bytes"
 
-/* The size class of a call that asks for bytes. */
+/* The size class of a call that asks for bytes (0 counts as tiny, and so
+ * does anything beyond 2^63, which no allocation can be). */
 static inline int memstub_work_class(uint64_t bytes) {
-  return (bytes > MEMSTUB_WORK_TINY_MAX) + (bytes > MEMSTUB_WORK_SMALL_MAX) +
-         (bytes >= MEMSTUB_WORK_LARGE_MIN);
+  // By the bit length of bytes - 1: <= 6 tiny, <= 10 small, <= 17 medium.
+  static const unsigned char cls[65] = {0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2,
+                                        2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
+                                        3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
+                                        3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 0};
+  return cls[64 - __builtin_clzll((bytes - 1) | 1)];
 }
 
 #ifdef __cplusplus
