@@ -434,6 +434,65 @@ START_TEST(test_cli_scales) {
 }
 END_TEST
 
+// The sum of a column over the rows (0 without it).
+static int64_t sum_col(const memstub_trace *t, const char *name) {
+  int64_t v = 0;
+  for (size_t i = 0; i < t->n; i++) v += col(t, i, name);
+  return v;
+}
+
+/* The whole way: a program with known work (tests/record/rec_helper.c, mode
+ * work: 1000 malloc(32)/free pairs, 30 ms asleep, 30 ms of CPU, 3
+ * calloc(1, 200000)/free pairs) recorded, generated, built and replayed
+ * measuring: the stub makes the same allocations and burns the same CPU. */
+START_TEST(test_record_to_replay) {
+  const char *helper = getenv("MEMSTUB_REC_HELPER");
+  ck_assert_msg(helper != NULL, "MEMSTUB_REC_HELPER is not set (run the tests with ctest)");
+  char *dir = tu_mkdtemp();
+  tu_run r = tu_memstub(dir, "record", "-q", "-o", "w.csv", "--", helper, "work", NULL);
+  ck_assert_msg(r.status == 0, "record: exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "gen", "w.csv", "-o", "w.h", NULL);
+  ck_assert_msg(r.status == 0, "gen: exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "build", "w.h", "-o", "w_stub", NULL);
+  ck_assert_msg(r.status == 0, "build: exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  char exe[4200], out[4200], orig[4200];
+  snprintf(exe, sizeof exe, "%s/w_stub", dir);
+  snprintf(out, sizeof out, "%s/w.rep.csv", dir);
+  snprintf(orig, sizeof orig, "%s/w.csv", dir);
+  char *argv[] = {exe, "--measure", out, NULL};
+  r = tu_exec(dir, argv);
+  ck_assert_msg(r.status == 0, "stub: exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  memstub_trace *o = NULL, *p = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_read(orig, &o, &err) == 0, "%s", err.msg);
+  ck_assert_msg(memstub_trace_read(out, &p, &err) == 0, "%s", err.msg);
+  int64_t om = sum_col(o, "calls_malloc_tiny"), pm = sum_col(p, "calls_malloc_tiny");
+  int64_t pc = sum_col(p, "calls_calloc_large"), pf = 0;
+  static const char *const names[] = {MEMSTUB_WORK_CALL_COLUMNS};
+  for (int c = 0; c < 4; c++) pf += sum_col(p, names[MEMSTUB_CALL_FREE * 4 + c]);
+  // Mallocs: the recorded ones less those the heap block's realloc stands for
+  // (one per row that changes the heap, a few here).
+  ck_assert_msg(pm <= om && pm >= om - 10, "replayed %lld tiny mallocs of %lld", (long long)pm,
+                (long long)om);
+  ck_assert_msg(pc >= 1 && pc <= 3, "replayed %lld large callocs of 3", (long long)pc);
+  ck_assert_int_eq(pf, pm + pc);  // every block freed in its interval
+  // CPU: the recorded thread's (less the recorder's cost) and the replay's
+  // (its own waits included), within 10 % and 3 ms.
+  int64_t oc = col(o, o->n - 1, "cpu_ns"), rc = col(p, p->n - 1, "cpu_ns");
+  ck_assert_msg(oc >= 25 * MS, "recorded %lld ns of CPU", (long long)oc);
+  ck_assert_msg(rc >= oc - oc / 10 - 3 * MS && rc <= oc + oc / 10 + 3 * MS,
+                "replayed %lld ns of CPU, recorded %lld", (long long)rc, (long long)oc);
+  memstub_trace_free(o);
+  memstub_trace_free(p);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("work");
   TCase *tc = tcase_create("core");
@@ -445,6 +504,7 @@ int main(void) {
   tcase_add_test(tc, test_churn_keeps_heap_exact);
   tcase_add_test(tc, test_spin_accuracy);
   tcase_add_test(tc, test_cli_scales);
+  tcase_add_test(tc, test_record_to_replay);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
