@@ -33,6 +33,7 @@
 
 int64_t ms__rec_mapped;
 int64_t ms__rec_rss = -1;
+uint32_t ms__rec_mem_ver;
 const char *const ms__rec_mem_cols[4] = {"rss_bytes", "mapped_bytes", "minor_faults",
                                          "major_faults"};
 
@@ -86,6 +87,8 @@ void ms__rec_mem_sample(tstate *ts) {
     }
   }
   errno = e;
+  // After the values: a bucket that sees the new version takes them (coalesce).
+  __atomic_fetch_add(&ms__rec_mem_ver, 1, __ATOMIC_RELEASE);
   __atomic_fetch_add(&g_sample_raw, (uint64_t)(raw_now() - t0), __ATOMIC_RELAXED);
   __atomic_fetch_add(&g_samples, 1, __ATOMIC_RELAXED);
 }

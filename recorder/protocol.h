@@ -60,6 +60,17 @@ typedef struct ms__rec_mem {
   int64_t minflt, majflt;  // the recorded thread's page faults so far
 } ms__rec_mem;
 
+/* A row's work (docs/formats.md, "Work columns"): the recorded thread's CPU
+ * time at the row (absolute ns, -1 in rows of other threads), and the
+ * allocator calls since the thread's previous row by kind and size class
+ * (memstub/work.h) with the bytes they moved. Beside the rows too. */
+#define MS__REC_WORK_CALLS 20
+typedef struct ms__rec_work {
+  int64_t cpu;
+  uint64_t bytes;
+  uint32_t n[MS__REC_WORK_CALLS];
+} ms__rec_work;
+
 #define MS__REC_CHUNK_ROWS 8192
 #define MS__REC_JOURNAL_MAGIC 0x6c6e726a63657273ULL  // "srecjrnl"
 #define MS__REC_JOURNAL_HEAD 4096                     // bytes before the first chunk
@@ -74,6 +85,7 @@ typedef struct ms__rec_chunk {
   size_t n;  // committed rows (release-stored)
   ms__rec_row rows[MS__REC_CHUNK_ROWS];
   ms__rec_mem mem[MS__REC_CHUNK_ROWS];  // each row's memory (the optional columns)
+  ms__rec_work work[MS__REC_CHUNK_ROWS];  // each row's CPU time and allocator calls
 } ms__rec_chunk;
 
 /* A thread's open coalescing bucket (recorder/sink.c), at the head of its
@@ -86,6 +98,7 @@ typedef struct ms__rec_bucket {
   int64_t lt, ls, lh;
   ms__rec_mem maxm;  // peaks of rss and mapped (faults: the last)
   ms__rec_mem lm;    // the last state's memory
+  int64_t cpu0;      // the recorded thread's CPU time at t0 (-1: another thread)
 } ms__rec_bucket;
 typedef struct ms__rec_thead {
   uint64_t magic;  // MS__REC_JOURNAL_TSTATE in a journal

@@ -47,7 +47,9 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
         ts->tag = ++ts->occ;
         ts->base = sp;
         __atomic_store_n(&ms__rec_tag, ts->tag, __ATOMIC_RELAXED);
-        ms__rec_push_row(ts, ts->now = raw_now(), 0, h, ts->tag | ROW_EXACT, cur_mem(ts));
+        ts->now = raw_now();
+        ms__rec_push_row(ts, ts->now, 0, h, ts->tag | ROW_EXACT, cur_mem(ts),
+                         ms__rec_cpu_at(ts, ts->now, 1), 1);
       }
       break;
     case MS__PROBE_POINT:
@@ -56,7 +58,9 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
         ms__rec_flush_bucket(ts);
         int64_t s = (int64_t)(ts->base - sp);
         // A point coalesces like an event (only begin and end are boundaries).
-        ms__rec_push_row(ts, ts->now = raw_now(), s < 0 ? 0 : s, h, ts->tag, cur_mem(ts));
+        ts->now = raw_now();
+        ms__rec_push_row(ts, ts->now, s < 0 ? 0 : s, h, ts->tag, cur_mem(ts),
+                         ms__rec_cpu_at(ts, ts->now, 0), 1);
       }
       break;
     default:  // MS__PROBE_END
@@ -73,7 +77,9 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
       if (ts->is_rec && ts->depth == 0) {
         ms__rec_flush_bucket(ts);
         int64_t s = (int64_t)(ts->base - sp);
-        ms__rec_push_row(ts, ts->now = raw_now(), s < 0 ? 0 : s, h, ts->tag | ROW_EXACT, cur_mem(ts));
+        ts->now = raw_now();
+        ms__rec_push_row(ts, ts->now, s < 0 ? 0 : s, h, ts->tag | ROW_EXACT, cur_mem(ts),
+                         ms__rec_cpu_at(ts, ts->now, 1), 1);
         ts->tag = 0;
         ts->base = ts->top;
         __atomic_store_n(&ms__rec_tag, 0, __ATOMIC_RELAXED);

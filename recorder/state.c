@@ -41,8 +41,9 @@ static void thread_gone(void *arg) {
     // The component ends with its thread: a last row keeps its idle tail.
     ms__rec_sampler_pause();
     ms__rec_mem_sample(ts);
-    ms__rec_push_row(ts, raw_now(), -1, __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED),
-                     ts->tag | ROW_EXACT, cur_mem(ts));
+    int64_t t = raw_now();
+    ms__rec_push_row(ts, t, -1, __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED),
+                     ts->tag | ROW_EXACT, cur_mem(ts), ms__rec_cpu_at(ts, t, 1), 1);
     ms__rec.rec_gone = 1;
   }
   CBARRIER();
@@ -63,6 +64,8 @@ tstate *ms__rec_ts_register(void) {
     ts->h.thread_no = __atomic_add_fetch(&ms__rec.threads_no, 1, __ATOMIC_RELAXED);
     if (ts->tid != getpid()) __atomic_store_n(&ms__rec_multi, 1, __ATOMIC_SEQ_CST);
     ts->exact = 1;
+    ts->cpu_t = INT64_MIN / 2;
+    ts->cpu_v = -1;
     ts->tick = __atomic_load_n(&ms__rec_tick, __ATOMIC_RELAXED);
     tstate *head = __atomic_load_n(&ms__rec.list, __ATOMIC_RELAXED);
     do ts->next = head;
@@ -94,8 +97,10 @@ void ms__rec_become_recorded(tstate *ts, uintptr_t top, int64_t stack0) {
   }
   // The program's (or the thread's) first state: a row of its own.
   ms__rec_mem_sample(ts);  // the base of rss and faults
+  ts->cpu_t = t;
+  ts->cpu_v = ms__prim_thread_cpu_ns();
   ms__rec_push_row(ts, t, stack0, __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED), ROW_EXACT,
-                   cur_mem(ts));
+                   cur_mem(ts), ts->cpu_v, 1);
   CBARRIER();
   ts->in_hook = 0;
   ms__rec_sampler_arm(ts->tid);
@@ -173,6 +178,8 @@ static void init_clock(void) {
   ms__rec.now_cost_raw = (double)(raw_now() - a) / 64.0;
   ms__rec.res_raw = (int64_t)((double)ms__rec.res_ns * ms__rec.raw_per_ns);
   ms__rec.win_raw = (int64_t)(1e6 * ms__rec.raw_per_ns);
+  ms__rec.cpu_gap_raw = (int64_t)(1e4 * ms__rec.raw_per_ns);
+  ms__rec.end_cpu = -1;
   ms__rec.origin_raw = ms__rec.raw0;  // until the recorded thread starts
 }
 

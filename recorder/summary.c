@@ -71,6 +71,12 @@ void ms__rec_build_meta(const assembled *A) {
                ms__rec.timer_ok || ms__rec.sample_hz > 0 ? ms__rec.sample_hz : 0L);
   ms__rec_sampler_meta();
   ms__rec_mem_meta();
+  ms__rec_meta("record.cpu_clock", "%s",
+               "CLOCK_THREAD_CPUTIME_ID of the recorded thread, read when a coalescing bucket "
+               "opens (at most every 10 us; extrapolated in between)");
+  ms__rec_meta("record.call_classes", "tiny <= %d B, small <= %d B, medium <= %d B, large > %d B",
+               MEMSTUB_WORK_TINY_MAX, MEMSTUB_WORK_SMALL_MAX, MEMSTUB_WORK_MEDIUM_MAX,
+               MEMSTUB_WORK_MEDIUM_MAX);
   ms__rec_meta(
       "record.clock", "%s",
       ms__rec.use_tsc ? "invariant cycle counter, rate measured over the run" : "CLOCK_MONOTONIC");
