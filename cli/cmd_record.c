@@ -18,7 +18,7 @@
 #include "../recorder/protocol.h"
 #include "record.h"
 
-enum { O_THREAD = MS_CLI_LONG, O_HEAP, O_SAMPLE_HZ, O_OCCURRENCE, O_SIGNAL };
+enum { O_THREAD = MS_CLI_LONG, O_HEAP, O_SAMPLE_HZ, O_OCCURRENCE, O_SIGNAL, O_SITES, O_SITES_EVERY };
 
 static const ms_cli_option options[] = {
     {"output", 'o', "FILE",
@@ -42,6 +42,13 @@ static const ms_cli_option options[] = {
     {"signal", O_SIGNAL, "N",
      "the signal the sampling timer uses (default: the first\n"
      "free real-time signal from SIGRTMAX-2 down)"},
+    {"sites", O_SITES, NULL,
+     "keep backtraces of sampled allocations and write the\n"
+     "sites live at the heap's peak to TRACE.sites (read\n"
+     "with 'memstub sites TRACE'; the summary lists the top 5)"},
+    {"sites-every", O_SITES_EVERY, "BYTES",
+     "with --sites: sample one allocation per BYTES bytes\n"
+     "allocated, on average (default 65536; 16 to 2^30)"},
     {"quiet", 'q', NULL, "no summary"},
     {0}};
 
@@ -241,6 +248,7 @@ static void summary(const char *path, const memstub_trace *t) {
     }
     print_churn_line(label, t->meta[i].value);
   }
+  if (memstub_trace_get_meta(t, "sites.file")) ms_cli_sites_summary(path, t, 5, stderr);
   next_step(path);
 #undef M
 }
@@ -300,6 +308,10 @@ static int apply_option(ms_cli_parser *p, int c, rec_opts *o) {
       }
       return parse_pos(p, 1, &o->occ);
     case O_SIGNAL: return parse_range(p, 1, SIGRTMAX, &o->sig);
+    case O_SITES:
+      if (!o->sites) o->sites = 65536;
+      return 0;
+    case O_SITES_EVERY: return parse_range(p, 16, 1LL << 30, &o->sites);
     default: o->quiet = 1; return 0;  // 'q'
   }
 }
@@ -308,7 +320,7 @@ static int apply_option(ms_cli_parser *p, int c, rec_opts *o) {
 // or the line is wrong (said on stderr); *status then holds the exit status.
 static int parse_opts(int argc, char **argv, rec_opts *o, int *status) {
   *o = (rec_opts){NULL, "main", "process", MS__REC_DEFAULT_RESOLUTION_NS,
-                  MS__REC_DEFAULT_SAMPLE_HZ, 0, -1, 0, NULL};
+                  MS__REC_DEFAULT_SAMPLE_HZ, 0, -1, 0, NULL, 0};
   *status = MS_EXIT_USAGE;
   int end = options_end(argc, argv);
   if (end < argc && strcmp(argv[end], "--") == 0) end++;
@@ -391,6 +403,12 @@ static void set_env(const rec_opts *o, const char *abs, const char *lib) {
     setenv(MS__REC_ENV_SIGNAL, num, 1);
   } else {
     unsetenv(MS__REC_ENV_SIGNAL);
+  }
+  if (o->sites > 0) {
+    snprintf(num, sizeof num, "%lld", o->sites);
+    setenv(MS__REC_ENV_SITES, num, 1);
+  } else {
+    unsetenv(MS__REC_ENV_SITES);
   }
 }
 

@@ -9,6 +9,7 @@ typedef struct rec_opts {
   long long res, hz, occ, sig;
   int quiet;
   char **prog;
+  long long sites;  // --sites: bytes between sampled allocations; 0: off
 } rec_opts;
 
 typedef struct rec_status {

@@ -104,6 +104,7 @@ static inline void book_alloc(tstate *ts, void *p, uint64_t n, int fn, uintptr_t
     } else if (m) {
       if (UNLIKELY(n >= MS__REC_GROW_SAMPLE)) ms__rec_mem_sample(ts);  // grew a page or more
       event(ts, heap_add((int64_t)n), sp);
+      site(ts, NULL, p, n);
     }
   }
   MEASURE_END(ts);
@@ -185,6 +186,7 @@ static void *realloc_common(tstate *ts, void *p, size_t n, int fn, uintptr_t sp,
   } else if (p && old) {
     event(ts, heap_add(-(int64_t)old), sp);  // freed p
   }
+  site(ts, old && (q || n == 0) ? p : NULL, q && keep_counted ? q : NULL, n);
   MEASURE_END(ts);
   return q;
 }
@@ -236,6 +238,7 @@ EXPORT void free(void *p) {
     return;
   }
   MEASURE_BEGIN(ts);
+  site(ts, p, NULL, 0);
   uint64_t entry;
   forget((uintptr_t)p, &entry);
   uint64_t old = counted(entry);

@@ -22,6 +22,7 @@
 #define MS__REC_ENV_LIB "MEMSTUB_RECORD_LIB"              // the library, for the command only
 #define MS__REC_ENV_STATUS "MEMSTUB_RECORD_STATUS"        // absolute path of the status file
 #define MS__REC_ENV_JOURNAL "MEMSTUB_RECORD_JOURNAL"      // absolute path of the row journal
+#define MS__REC_ENV_SITES "MEMSTUB_RECORD_SITES"  // bytes between sampled allocations (--sites)
 
 /* ---- rows, chunks and the journal: recorder -> command ----
  * Each thread appends rows to chunks of MS__REC_CHUNK_ROWS. With

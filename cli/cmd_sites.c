@@ -1,0 +1,512 @@
+/* memstub sites: the allocation sites live at the heap's peak, from the
+ * TRACE.sites file `memstub record --sites` writes (docs/formats.md), with
+ * function and file:line where the objects' debug info has them (addr2line,
+ * run here, outside the recorded process). */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "memstub/trace.h"
+#include "ms_common.h"
+#include "ms_spawn.h"
+
+enum { O_TOP = MS_CLI_LONG, O_JSON, O_FRAMES };
+
+static const ms_cli_option options[] = {
+    {"top", O_TOP, "N", "the N sites with the most bytes at the peak (default 10)"},
+    {"frames", O_FRAMES, "N", "frames shown per site (default 5; JSON: all)"},
+    {"json", O_JSON, NULL, "print JSON (keys: docs/formats.md#allocation-sites)"},
+    {0}};
+
+static const ms_cli_spec spec = {
+    "sites",
+    "usage: memstub sites TRACE [--top N] [--frames N] [--json]\n"
+    "\n"
+    "List the allocation sites holding the most heap at the peak of a trace\n"
+    "recorded with 'memstub record --sites', as heaptrack_print's peak consumers\n"
+    "and ms_print's peak snapshot do: bytes live at the peak (estimated from\n"
+    "sampled allocations), their share of the peak, the blocks, the bytes the\n"
+    "site allocated over the whole run, and the backtrace with function and\n"
+    "file:line where the program's debug info has them (addr2line, from binutils;\n"
+    "without it, object+offset). TRACE.sites holds the data; TRACE may also name\n"
+    "the .sites file itself.\n"
+    "\n",
+    options, 24, NULL};
+
+typedef struct map {
+  uint64_t lo, hi, off;
+  char *path;
+} map;
+
+typedef struct frame {
+  uint64_t pc;
+  int map;          // index into maps, or -1
+  uint64_t vaddr;   // the address in the object's ELF terms (pc - 1 mapped)
+  char *function;   // NULL: unknown
+  char *file;       // NULL: unknown
+  long line;
+} frame;
+
+typedef struct site {
+  int64_t peak, alloc;
+  int64_t peak_n, alloc_n;
+  size_t nframes;
+  frame *frames;
+} site;
+
+typedef struct sites_file {
+  char *path;
+  int64_t interval, peak_heap, peak_time, snapshots, sampled, dropped;
+  map *maps;
+  size_t nmaps;
+  site *sites;
+  size_t nsites;
+} sites_file;
+
+static void sites_free(sites_file *s) {
+  for (size_t i = 0; i < s->nmaps; i++) free(s->maps[i].path);
+  for (size_t i = 0; i < s->nsites; i++) {
+    for (size_t k = 0; k < s->sites[i].nframes; k++) {
+      free(s->sites[i].frames[k].function);
+      free(s->sites[i].frames[k].file);
+    }
+    free(s->sites[i].frames);
+  }
+  free(s->maps);
+  free(s->sites);
+  free(s->path);
+}
+
+// A number at *p (decimal, or hex with 0x), advancing past it and one space.
+static int word_u64(const char **p, uint64_t *v) {
+  const char *s = *p;
+  size_t len = strcspn(s, " ");
+  if (len == 0) return -1;
+  int64_t x;
+  if (len > 2 && s[0] == '0' && s[1] == 'x') {
+    uint64_t u = 0;
+    for (size_t i = 2; i < len; i++) {
+      int c = s[i], d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      if (d < 0 || u >> 60) return -1;
+      u = u * 16 + (uint64_t)d;
+    }
+    *v = u;
+  } else {
+    if (ms__parse_i64(s, len, &x) < 0 || x < 0) return -1;
+    *v = (uint64_t)x;
+  }
+  *p = s + len + (s[len] == ' ');
+  return 0;
+}
+
+/* Read a sites file (docs/formats.md). 0, or -errno with err as
+ * "file:line:column: what is wrong". */
+static int sites_read(const char *path, sites_file *s, memstub_error *err) {
+  memset(s, 0, sizeof *s);
+  s->peak_time = -1;
+  char *buf;
+  size_t len;
+  int rc = ms__read_file(path, &buf, &len, err);
+  if (rc < 0) return rc;
+  if (!(s->path = ms__strdup(path))) {
+    free(buf);
+    return memstub_error_set(err, -ENOMEM, "out of memory");
+  }
+  size_t cap_m = 0, cap_s = 0;
+  long lineno = 0;
+  rc = 0;
+  for (char *line = buf; rc == 0 && line < buf + len;) {
+    char *nl = memchr(line, '\n', (size_t)(buf + len - line));
+    if (nl) *nl = '\0';
+    lineno++;
+    char *next = nl ? nl + 1 : buf + len;
+    size_t ll = strlen(line);
+    if (ll && line[ll - 1] == '\r') line[--ll] = '\0';
+    if (lineno == 1 && strcmp(line, "# memstub-sites 1") != 0) {
+      rc = memstub_error_set(err, -EINVAL, "%s:1:1: not a memstub sites file (expected '# memstub-sites 1')",
+                             path);
+      break;
+    }
+    if (!ll || line[0] == '#') {
+      line = next;
+      continue;
+    }
+    const char *p = line + strcspn(line, " ");
+    size_t kl = (size_t)(p - line);
+    if (*p == ' ') p++;
+#define BAD(what) \
+  memstub_error_set(err, -EINVAL, "%s:%ld:%ld: %s", path, lineno, (long)(p - line) + 1, what)
+    static const char *const keys[] = {"interval_bytes", "peak_heap_bytes", "peak_time_ns",
+                                       "snapshots", "sampled", "dropped"};
+    int64_t *vals[] = {&s->interval, &s->peak_heap, &s->peak_time,
+                       &s->snapshots, &s->sampled, &s->dropped};
+    int known = 0;
+    for (size_t k = 0; k < MS__ARRAY_SIZE(keys); k++) {
+      if (kl != strlen(keys[k]) || strncmp(line, keys[k], kl) != 0) continue;
+      known = 1;
+      int64_t v;
+      int neg = *p == '-';
+      if (ms__parse_i64(p, strlen(p), &v) < 0 || (neg && !(k == 2 && v == -1)))
+        rc = BAD("expected a number");
+      else
+        *vals[k] = v;
+    }
+    if (known) {
+      line = next;
+      continue;
+    }
+    if (kl == 3 && strncmp(line, "map", 3) == 0) {
+      map m = {0};
+      if (word_u64(&p, &m.lo) < 0 || word_u64(&p, &m.hi) < 0 || word_u64(&p, &m.off) < 0 ||
+          m.hi <= m.lo) {
+        rc = BAD("expected 'map LOW HIGH OFFSET PATH' (hex addresses)");
+        break;
+      }
+      if (*p != '/') {
+        rc = BAD("expected the mapping's file, an absolute path");
+        break;
+      }
+      if (s->nmaps == cap_m) {
+        cap_m = cap_m ? 2 * cap_m : 16;
+        map *n = realloc(s->maps, cap_m * sizeof *n);
+        if (!n) return free(buf), memstub_error_set(err, -ENOMEM, "out of memory");
+        s->maps = n;
+      }
+      if (!(m.path = ms__strdup(p))) return free(buf), memstub_error_set(err, -ENOMEM, "out of memory");
+      s->maps[s->nmaps++] = m;
+    } else if (kl == 4 && strncmp(line, "site", 4) == 0) {
+      uint64_t v[4];
+      for (int k = 0; k < 4 && rc == 0; k++)
+        if (word_u64(&p, &v[k]) < 0) rc = BAD("expected 'site PEAK_BYTES PEAK_BLOCKS ALLOC_BYTES ALLOC_BLOCKS PC...'");
+      if (rc) break;
+      site st = {(int64_t)v[0], (int64_t)v[2], (int64_t)v[1], (int64_t)v[3], 0, NULL};
+      size_t nf = 0;
+      for (const char *q = p; *q; q++) nf += *q == ' ';
+      st.frames = calloc(nf + 1, sizeof *st.frames);
+      if (!st.frames) return free(buf), memstub_error_set(err, -ENOMEM, "out of memory");
+      while (*p) {
+        uint64_t pc;
+        if (word_u64(&p, &pc) < 0) {
+          rc = BAD("expected a return address in hex (0x...)");
+          break;
+        }
+        st.frames[st.nframes++] = (frame){.pc = pc, .map = -1};
+      }
+      if (s->nsites == cap_s) {
+        cap_s = cap_s ? 2 * cap_s : 64;
+        site *n = realloc(s->sites, cap_s * sizeof *n);
+        if (!n) {
+          free(st.frames);
+          return free(buf), memstub_error_set(err, -ENOMEM, "out of memory");
+        }
+        s->sites = n;
+      }
+      s->sites[s->nsites++] = st;
+    } else {
+      p = line;
+      rc = BAD("expected interval_bytes, peak_heap_bytes, peak_time_ns, snapshots, sampled, "
+               "dropped, map or site");
+    }
+#undef BAD
+    line = next;
+  }
+  free(buf);
+  if (rc == 0 && lineno == 0)
+    rc = memstub_error_set(err, -EINVAL, "%s:1:1: empty file (expected '# memstub-sites 1')", path);
+  return rc;
+}
+
+/* The address an object's debug info knows for file offset off: through the
+ * PT_LOAD segment holding it (p_vaddr - p_offset), off itself when the file
+ * cannot be read as a 64-bit ELF. */
+static uint64_t elf_vaddr(const char *path, uint64_t off) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return off;
+  Elf64_Ehdr eh;
+  uint64_t v = off;
+  if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+      eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr)) {
+    for (int i = 0; i < eh.e_phnum; i++) {
+      Elf64_Phdr ph;
+      if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (uint64_t)i * sizeof ph)) != (ssize_t)sizeof ph)
+        break;
+      if (ph.p_type == PT_LOAD && off >= ph.p_offset && off < ph.p_offset + ph.p_filesz) {
+        v = off - ph.p_offset + ph.p_vaddr;
+        break;
+      }
+    }
+  }
+  close(fd);
+  return v;
+}
+
+static const char *base_name(const char *p) {
+  const char *s = strrchr(p, '/');
+  return s ? s + 1 : p;
+}
+
+/* Function and file:line for the frames of the first top sites: one
+ * addr2line per object. Frames stay unknown when addr2line is missing or
+ * fails (*warned says why, once). */
+static void symbolise(sites_file *s, size_t top, char **why) {
+  for (size_t i = 0; i < top; i++)
+    for (size_t k = 0; k < s->sites[i].nframes; k++) {
+      frame *f = &s->sites[i].frames[k];
+      uint64_t at = f->pc ? f->pc - 1 : 0;  // the call, not the return address
+      for (size_t m = 0; m < s->nmaps; m++)
+        if (at >= s->maps[m].lo && at < s->maps[m].hi) f->map = (int)m;
+    }
+  // addr2line must not be recorded: `memstub record` calls this with the
+  // recorder's variables still set.
+  extern char **environ;
+  size_t ne = 0;
+  while (environ[ne]) ne++;
+  char **env = calloc(ne + 1, sizeof *env);
+  if (!env) return;
+  for (size_t i = 0, k = 0; i < ne; i++)
+    if (strncmp(environ[i], "MEMSTUB_RECORD_", 15) != 0 && strncmp(environ[i], "LD_PRELOAD=", 11) != 0)
+      env[k++] = environ[i];
+  const char *a2l = getenv("MEMSTUB_ADDR2LINE");
+  if (!a2l || !*a2l) a2l = "addr2line";
+  for (size_t m = 0; m < s->nmaps; m++) {
+    size_t n = 0;
+    for (size_t i = 0; i < top; i++)
+      for (size_t k = 0; k < s->sites[i].nframes; k++) n += s->sites[i].frames[k].map == (int)m;
+    if (!n) continue;
+    char **argv = calloc(n + 6, sizeof *argv);
+    frame **fr = calloc(n, sizeof *fr);
+    char *addrs = malloc(n * 20);
+    if (!argv || !fr || !addrs) {
+      free(argv), free(fr), free(addrs), free(env);
+      return;
+    }
+    size_t a = 0;
+    argv[a++] = (char *)a2l, argv[a++] = "-f", argv[a++] = "-C", argv[a++] = "-e";
+    argv[a++] = s->maps[m].path;
+    size_t j = 0;
+    for (size_t i = 0; i < top; i++)
+      for (size_t k = 0; k < s->sites[i].nframes; k++) {
+        frame *f = &s->sites[i].frames[k];
+        if (f->map != (int)m) continue;
+        f->vaddr = elf_vaddr(s->maps[m].path, f->pc - 1 - s->maps[m].lo + s->maps[m].off);
+        snprintf(addrs + 20 * j, 20, "0x%" PRIx64, f->vaddr);
+        argv[a++] = addrs + 20 * j;
+        fr[j++] = f;
+      }
+    ms__spawn_opts o;
+    ms__spawn_opts_init(&o);
+    o.in = MS__SPAWN_NULL, o.out = MS__SPAWN_CAPTURE, o.err = MS__SPAWN_CAPTURE;
+    o.timeout_ns = 60 * (int64_t)1000000000;
+    o.env = env;
+    ms__spawn_result r = {0};
+    memstub_error err = {0};
+    if (ms__spawn_run(argv, &o, &r, &err) == 0 && ms__spawn_check(&r, a2l, NULL, &err) == 0 && r.out) {
+      // Two lines per address: the function, then FILE:LINE (?? and ??:0 when unknown).
+      char *line = r.out;
+      for (size_t i = 0; i < j && *line; i++) {
+        char *fn = line, *nl = strchr(fn, '\n');
+        if (!nl) break;
+        *nl = '\0';
+        char *loc = nl + 1;
+        nl = strchr(loc, '\n');
+        if (nl) *nl = '\0';
+        line = nl ? nl + 1 : loc + strlen(loc);
+        if (strcmp(fn, "??") != 0) fr[i]->function = ms__strdup(fn);
+        char *colon = strrchr(loc, ':');
+        if (colon && strncmp(loc, "??", 2) != 0) {
+          long ln = strtol(colon + 1, NULL, 10);
+          if (ln > 0) {
+            *colon = '\0';
+            fr[i]->file = ms__strdup(loc);
+            fr[i]->line = ln;
+          }
+        }
+      }
+    } else if (why && !*why) {
+      *why = ms__strdup(err.msg[0] ? err.msg : "addr2line failed");
+    }
+    ms__spawn_result_free(&r);
+    free(argv), free(fr), free(addrs);
+  }
+  free(env);
+}
+
+// One frame for people: "function  file:line", or what is known of it.
+static void frame_text(const sites_file *s, const frame *f, FILE *out) {
+  const char *obj = f->map >= 0 ? base_name(s->maps[f->map].path) : NULL;
+  fputs(f->function ? f->function : "??", out);
+  if (f->file)
+    fprintf(out, "  %s:%ld", base_name(f->file), f->line);
+  else if (obj)
+    fprintf(out, "  (%s+0x%" PRIx64 ")", obj, f->vaddr);
+  else
+    fprintf(out, "  (0x%" PRIx64 ")", f->pc);
+  fputc('\n', out);
+}
+
+static void print_text(const sites_file *s, size_t top, size_t frames, const char *indent, FILE *out) {
+  char ph[32], pt[32], iv[32];
+  fprintf(out, "%sallocation sites live at the heap's peak: %s at %s (one allocation sampled per %s allocated, on average: estimates)\n",
+          indent, ms__fmt_bytes(s->peak_heap, ph, sizeof ph),
+          s->peak_time >= 0 ? ms__fmt_ns(s->peak_time, pt, sizeof pt) : "the end",
+          ms__fmt_bytes(s->interval, iv, sizeof iv));
+  size_t shown = 0;
+  for (size_t i = 0; i < top; i++) {
+    const site *st = &s->sites[i];
+    if (st->peak <= 0) break;
+    char b[32], a[32];
+    double share = s->peak_heap > 0 ? 100.0 * (double)st->peak / (double)s->peak_heap : 0;
+    fprintf(out, "%s%3zu. %s (%.1f %%) in ~%" PRId64 " block%s; allocated %s over the run\n", indent,
+            i + 1, ms__fmt_bytes(st->peak, b, sizeof b), share, st->peak_n, st->peak_n == 1 ? "" : "s",
+            ms__fmt_bytes(st->alloc, a, sizeof a));
+    for (size_t k = 0; k < st->nframes && k < frames; k++) {
+      fprintf(out, "%s       %s ", indent, k ? "from" : "at  ");
+      frame_text(s, &st->frames[k], out);
+    }
+    shown++;
+  }
+  if (!shown) fprintf(out, "%s  (no sampled allocation was live at the peak)\n", indent);
+}
+
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      fprintf(f, "\\%c", c);
+    else if (c < 0x20)
+      fprintf(f, "\\u%04x", c);
+    else
+      fputc(c, f);
+  }
+  fputc('"', f);
+}
+
+static void print_json(const sites_file *s, const char *trace, size_t top, FILE *out) {
+  fputs("{\"trace\": ", out);
+  json_str(out, trace);
+  fprintf(out,
+          ", \"interval_bytes\": %" PRId64 ", \"peak_heap_bytes\": %" PRId64
+          ", \"peak_time_ns\": %" PRId64 ", \"sampled\": %" PRId64 ", \"dropped\": %" PRId64
+          ",\n \"sites\": [",
+          s->interval, s->peak_heap, s->peak_time, s->sampled, s->dropped);
+  for (size_t i = 0; i < top; i++) {
+    const site *st = &s->sites[i];
+    fprintf(out,
+            "%s\n  {\"peak_bytes\": %" PRId64 ", \"peak_blocks\": %" PRId64
+            ", \"allocated_bytes\": %" PRId64 ", \"allocated_blocks\": %" PRId64 ", \"frames\": [",
+            i ? "," : "", st->peak, st->peak_n, st->alloc, st->alloc_n);
+    for (size_t k = 0; k < st->nframes; k++) {
+      const frame *f = &st->frames[k];
+      fprintf(out, "%s\n    {\"pc\": \"0x%" PRIx64 "\"", k ? "," : "", f->pc);
+      if (f->map >= 0) {
+        fputs(", \"object\": ", out);
+        json_str(out, s->maps[f->map].path);
+        fprintf(out, ", \"address\": \"0x%" PRIx64 "\"", f->vaddr);
+      }
+      if (f->function) fputs(", \"function\": ", out), json_str(out, f->function);
+      if (f->file) fputs(", \"file\": ", out), json_str(out, f->file), fprintf(out, ", \"line\": %ld", f->line);
+      fputc('}', out);
+    }
+    fputs("]}", out);
+  }
+  fputs("]}\n", out);
+}
+
+/* The sites file of trace_path: trace_path itself when it ends in .sites,
+ * else trace_path.sites (malloc'd; NULL when out of memory). */
+static char *sites_path(const char *trace_path) {
+  size_t n = strlen(trace_path);
+  if (n > 6 && strcmp(trace_path + n - 6, ".sites") == 0) return ms__strdup(trace_path);
+  return ms__asprintf("%s.sites", trace_path);
+}
+
+void ms_cli_sites_summary(const char *trace_path, const memstub_trace *t, int top, FILE *out) {
+  (void)t;
+  char *path = sites_path(trace_path);
+  sites_file s;
+  memstub_error err = {0};
+  if (!path || sites_read(path, &s, &err) < 0) {
+    ms_cli_warn("%s", path ? err.msg : "out of memory");
+    if (path) sites_free(&s);
+    free(path);
+    return;
+  }
+  size_t n = s.nsites < (size_t)top ? s.nsites : (size_t)top;
+  char *why = NULL;
+  symbolise(&s, n, &why);
+  print_text(&s, n, 3, "", out);
+  fprintf(out, "  (all of them: memstub sites %s)\n", trace_path);
+  if (why) ms_cli_warn("no function names or lines: %s", why);
+  free(why);
+  sites_free(&s);
+  free(path);
+}
+
+int ms_cmd_sites(int argc, char **argv) {
+  int64_t top = 10, frames = 5;
+  int json = 0;
+  ms_cli_parser p = {.spec = &spec};
+  int c;
+  while ((c = ms_cli_next(&p, argc, argv)) > 0) {
+    switch (c) {
+      case O_TOP:
+        if (ms_cli_i64("sites", "--top", p.arg, &top) != 0) return MS_EXIT_USAGE;
+        if (top < 1) return ms_cli_usage("sites", "--top must be >= 1");
+        break;
+      case O_FRAMES:
+        if (ms_cli_i64("sites", "--frames", p.arg, &frames) != 0) return MS_EXIT_USAGE;
+        if (frames < 1) return ms_cli_usage("sites", "--frames must be >= 1");
+        break;
+      case O_JSON: json = 1; break;
+    }
+  }
+  if (c < 0) return p.status;
+  if (p.optind >= argc) return ms_cli_usage("sites", "missing TRACE");
+  if (p.optind + 1 < argc) return ms_cli_usage("sites", "one TRACE at a time (found '%s')", argv[p.optind + 1]);
+  const char *trace = argv[p.optind];
+  char *path = sites_path(trace);
+  if (!path) return ms_cli_error("out of memory");
+  memstub_error err = {0};
+  // A trace recorded without --sites says so in its metadata (an older
+  // TRACE.sites beside it would be another run's).
+  if (strcmp(path, trace) != 0) {
+    memstub_trace *t = NULL;
+    if (memstub_trace_read(trace, &t, &err) < 0) {
+      free(path);
+      return ms_cli_fail(&err);
+    }
+    int has = memstub_trace_get_meta(t, "sites.file") != NULL;
+    memstub_trace_free(t);
+    if (!has) {
+      ms_cli_error("%s was not recorded with --sites (memstub record --sites -o %s -- PROGRAM)",
+                   trace, trace);
+      free(path);
+      return MS_EXIT_USAGE;
+    }
+  }
+  sites_file s;
+  if (sites_read(path, &s, &err) < 0) {
+    free(path);
+    sites_free(&s);
+    return ms_cli_fail(&err);
+  }
+  size_t n = s.nsites < (size_t)top ? s.nsites : (size_t)top;
+  char *why = NULL;
+  symbolise(&s, n, &why);
+  if (json)
+    print_json(&s, trace, n, stdout);
+  else
+    print_text(&s, n, (size_t)frames, "", stdout);
+  if (why) ms_cli_warn("no function names or lines: %s", why);
+  free(why);
+  sites_free(&s);
+  free(path);
+  return MS_EXIT_OK;
+}
