@@ -2,12 +2,14 @@
 // --sites, memstub sites), every --help example run as printed, and the
 // compiler memstub build finds at run time.
 #include <check.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ms_common.h"
 #include "testutil.h"
 
 static char *path_in(const char *dir, const char *name) {
@@ -262,6 +264,61 @@ START_TEST(test_build_finds_cc_on_path) {
 }
 END_TEST
 
+// ---- progress on a terminal (common/progress.c) --------------------------------------------
+
+// What the progress helper draws on a terminal: stderr on a pseudo-terminal.
+START_TEST(test_progress_on_a_terminal) {
+  int master = posix_openpt(O_RDWR | O_NOCTTY);
+  ck_assert_int_ge(master, 0);
+  ck_assert_int_eq(grantpt(master), 0);
+  ck_assert_int_eq(unlockpt(master), 0);
+  int slave = open(ptsname(master), O_RDWR | O_NOCTTY);
+  ck_assert_int_ge(slave, 0);
+  unsetenv("MEMSTUB_QUIET");
+  int saved = dup(STDERR_FILENO);
+  dup2(slave, STDERR_FILENO);
+  ck_assert(ms__progress_enabled());
+  ms__progress p;
+  ms__progress_begin(&p, "reading x", 2 << 20, 1);
+  ms__progress_update(&p, 1 << 20);  // before 250 ms: nothing yet
+  usleep(300 * 1000);
+  ms__progress_update(&p, 1 << 20);
+  ms__progress_update(&p, 2 << 20);  // within 100 ms of the last: not drawn
+  ms__progress_end(&p);
+  dup2(saved, STDERR_FILENO);
+  close(saved);
+  char buf[512];
+  ssize_t n = read(master, buf, sizeof buf - 1);
+  ck_assert_int_gt(n, 0);
+  buf[n] = '\0';
+  ck_assert_msg(strcmp(buf, "\r\033[Kreading x  1.0 MiB / 2.0 MiB (50%)\r\033[K") == 0, "drew '%s'", buf);
+  close(slave);
+  close(master);
+}
+END_TEST
+
+// Not a terminal: nothing, and the file read whole.
+START_TEST(test_progress_read_file_not_a_terminal) {
+  char *dir = tu_mkdtemp();
+  char *f = path_in(dir, "f");
+  tu_write_file(f, "abc\n");
+  char *buf = NULL;
+  size_t len = 0;
+  memstub_error err = {0};
+  ck_assert_int_eq(ms__progress_read_file(f, "reading", &buf, &len, &err), 0);
+  ck_assert_uint_eq(len, 4);
+  ck_assert_str_eq(buf, "abc\n");
+  free(buf);
+  char *missing = path_in(dir, "missing");
+  ck_assert_int_lt(ms__progress_read_file(missing, "reading", &buf, &len, &err), 0);
+  ck_assert_ptr_nonnull(strstr(err.msg, "missing: cannot open"));
+  free(missing);
+  free(f);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("everyday");
   TCase *t = tcase_create("sites");
@@ -272,6 +329,10 @@ static Suite *suite(void) {
   t = tcase_create("help");
   tcase_set_timeout(t, 600);
   tcase_add_test(t, test_help_examples_run);
+  suite_add_tcase(s, t);
+  t = tcase_create("progress");
+  tcase_add_test(t, test_progress_on_a_terminal);
+  tcase_add_test(t, test_progress_read_file_not_a_terminal);
   suite_add_tcase(s, t);
   t = tcase_create("cc");
   tcase_set_timeout(t, 120);
