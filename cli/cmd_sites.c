@@ -16,11 +16,14 @@
 #include "ms_common.h"
 #include "ms_spawn.h"
 
-enum { O_TOP = MS_CLI_LONG, O_JSON, O_FRAMES };
+enum { O_TOP = MS_CLI_LONG, O_JSON, O_FRAMES, O_BACKTRACES };
 
 static const ms_cli_option options[] = {
     {"top", O_TOP, "N", "the N sites with the most bytes at the peak (default 10)"},
     {"frames", O_FRAMES, "N", "frames shown per site (default 5; JSON: all)"},
+    {"backtraces", O_BACKTRACES, NULL,
+     "one site per distinct backtrace (default: per place\n"
+     "that calls the allocator, its backtraces summed)"},
     {"json", O_JSON, NULL, "print JSON (keys: docs/formats.md#allocation-sites)"},
     {0}};
 
@@ -34,8 +37,10 @@ static const ms_cli_spec spec = {
     "sampled allocations), their share of the peak, the blocks, the bytes the\n"
     "site allocated over the whole run, and the backtrace with function and\n"
     "file:line where the program's debug info has them (addr2line, from binutils;\n"
-    "without it, object+offset). TRACE.sites holds the data; TRACE may also name\n"
-    "the .sites file itself.\n"
+    "without it, object+offset). A site is a place that calls the allocator: the\n"
+    "backtraces reaching it are summed and the one holding the most is shown\n"
+    "(--backtraces: each backtrace on its own). TRACE.sites holds the data; TRACE\n"
+    "may also name the .sites file itself.\n"
     "\n",
     options, 24, NULL};
 
@@ -57,7 +62,9 @@ typedef struct site {
   int64_t peak, alloc;
   int64_t peak_n, alloc_n;
   size_t nframes;
-  frame *frames;
+  frame *frames;   // of the backtrace with the most bytes at the peak, when grouped
+  int64_t rep_peak;  // that backtrace's own bytes at the peak
+  size_t nbt;        // backtraces grouped here (1 when not grouped)
 } site;
 
 typedef struct sites_file {
@@ -185,7 +192,7 @@ static int sites_read(const char *path, sites_file *s, memstub_error *err) {
       for (int k = 0; k < 4 && rc == 0; k++)
         if (word_u64(&p, &v[k]) < 0) rc = BAD("expected 'site PEAK_BYTES PEAK_BLOCKS ALLOC_BYTES ALLOC_BLOCKS PC...'");
       if (rc) break;
-      site st = {(int64_t)v[0], (int64_t)v[2], (int64_t)v[1], (int64_t)v[3], 0, NULL};
+      site st = {(int64_t)v[0], (int64_t)v[2], (int64_t)v[1], (int64_t)v[3], 0, NULL, (int64_t)v[0], 1};
       size_t nf = 0;
       for (const char *q = p; *q; q++) nf += *q == ' ';
       st.frames = calloc(nf + 1, sizeof *st.frames);
@@ -220,6 +227,49 @@ static int sites_read(const char *path, sites_file *s, memstub_error *err) {
   if (rc == 0 && lineno == 0)
     rc = memstub_error_set(err, -EINVAL, "%s:1:1: empty file (expected '# memstub-sites 1')", path);
   return rc;
+}
+
+static uint64_t first_pc(const site *s) { return s->nframes ? s->frames[0].pc : 0; }
+
+static int by_first_pc(const void *a, const void *b) {
+  uint64_t x = first_pc(a), y = first_pc(b);
+  return x < y ? -1 : x > y;
+}
+
+static int by_peak(const void *a, const void *b) {
+  const site *x = a, *y = b;
+  if (x->peak != y->peak) return x->peak < y->peak ? 1 : -1;
+  return x->alloc < y->alloc ? 1 : x->alloc > y->alloc ? -1 : 0;
+}
+
+/* Backtraces that allocate at the same place (the same caller of malloc: the
+ * same first return address) become one site, as heaptrack_print groups its
+ * peak consumers by location: figures summed, the backtrace holding the most
+ * at the peak kept to show. Recursion and many callers otherwise split one
+ * place into many small sites. Then most bytes at the peak first. */
+static void group_sites(sites_file *s) {
+  qsort(s->sites, s->nsites, sizeof *s->sites, by_first_pc);
+  size_t out = 0;
+  for (size_t i = 0; i < s->nsites; i++) {
+    site *cur = &s->sites[i];
+    site *g = out ? &s->sites[out - 1] : NULL;
+    if (g && cur->nframes && g->nframes && first_pc(cur) == first_pc(g)) {
+      g->peak += cur->peak, g->alloc += cur->alloc;
+      g->peak_n += cur->peak_n, g->alloc_n += cur->alloc_n;
+      g->nbt += cur->nbt;
+      if (cur->rep_peak > g->rep_peak) {  // show the bigger backtrace
+        frame *f = g->frames;
+        size_t n = g->nframes;
+        g->frames = cur->frames, g->nframes = cur->nframes, g->rep_peak = cur->rep_peak;
+        cur->frames = f, cur->nframes = n;
+      }
+      free(cur->frames);  // not symbolised yet: no strings to free
+      continue;
+    }
+    s->sites[out++] = *cur;
+  }
+  s->nsites = out;
+  qsort(s->sites, s->nsites, sizeof *s->sites, by_peak);
 }
 
 /* The address an object's debug info knows for file offset off: through the
@@ -362,9 +412,11 @@ static void print_text(const sites_file *s, size_t top, size_t frames, const cha
     if (st->peak <= 0) break;
     char b[32], a[32];
     double share = s->peak_heap > 0 ? 100.0 * (double)st->peak / (double)s->peak_heap : 0;
-    fprintf(out, "%s%3zu. %s (%.1f %%) in ~%" PRId64 " block%s; allocated %s over the run\n", indent,
+    char bt[64] = "";
+    if (st->nbt > 1) snprintf(bt, sizeof bt, " (%zu backtraces; the biggest below)", st->nbt);
+    fprintf(out, "%s%3zu. %s (%.1f %%) in ~%" PRId64 " block%s; allocated %s over the run%s\n", indent,
             i + 1, ms__fmt_bytes(st->peak, b, sizeof b), share, st->peak_n, st->peak_n == 1 ? "" : "s",
-            ms__fmt_bytes(st->alloc, a, sizeof a));
+            ms__fmt_bytes(st->alloc, a, sizeof a), bt);
     for (size_t k = 0; k < st->nframes && k < frames; k++) {
       fprintf(out, "%s       %s ", indent, k ? "from" : "at  ");
       frame_text(s, &st->frames[k], out);
@@ -372,6 +424,9 @@ static void print_text(const sites_file *s, size_t top, size_t frames, const cha
     shown++;
   }
   if (!shown) fprintf(out, "%s  (no sampled allocation was live at the peak)\n", indent);
+  if (s->dropped)
+    fprintf(out, "%s  (%" PRId64 " samples dropped: more distinct backtraces or sampled blocks than the recorder keeps)\n",
+            indent, s->dropped);
 }
 
 static void json_str(FILE *f, const char *s) {
@@ -400,8 +455,9 @@ static void print_json(const sites_file *s, const char *trace, size_t top, FILE 
     const site *st = &s->sites[i];
     fprintf(out,
             "%s\n  {\"peak_bytes\": %" PRId64 ", \"peak_blocks\": %" PRId64
-            ", \"allocated_bytes\": %" PRId64 ", \"allocated_blocks\": %" PRId64 ", \"frames\": [",
-            i ? "," : "", st->peak, st->peak_n, st->alloc, st->alloc_n);
+            ", \"allocated_bytes\": %" PRId64 ", \"allocated_blocks\": %" PRId64
+            ", \"backtraces\": %zu, \"frames\": [",
+            i ? "," : "", st->peak, st->peak_n, st->alloc, st->alloc_n, st->nbt);
     for (size_t k = 0; k < st->nframes; k++) {
       const frame *f = &st->frames[k];
       fprintf(out, "%s\n    {\"pc\": \"0x%" PRIx64 "\"", k ? "," : "", f->pc);
@@ -438,6 +494,7 @@ void ms_cli_sites_summary(const char *trace_path, const memstub_trace *t, int to
     free(path);
     return;
   }
+  group_sites(&s);
   size_t n = s.nsites < (size_t)top ? s.nsites : (size_t)top;
   char *why = NULL;
   symbolise(&s, n, &why);
@@ -451,7 +508,7 @@ void ms_cli_sites_summary(const char *trace_path, const memstub_trace *t, int to
 
 int ms_cmd_sites(int argc, char **argv) {
   int64_t top = 10, frames = 5;
-  int json = 0;
+  int json = 0, ungrouped = 0;
   ms_cli_parser p = {.spec = &spec};
   int c;
   while ((c = ms_cli_next(&p, argc, argv)) > 0) {
@@ -465,6 +522,7 @@ int ms_cmd_sites(int argc, char **argv) {
         if (frames < 1) return ms_cli_usage("sites", "--frames must be >= 1");
         break;
       case O_JSON: json = 1; break;
+      case O_BACKTRACES: ungrouped = 1; break;
     }
   }
   if (c < 0) return p.status;
@@ -497,6 +555,7 @@ int ms_cmd_sites(int argc, char **argv) {
     sites_free(&s);
     return ms_cli_fail(&err);
   }
+  if (!ungrouped) group_sites(&s);
   size_t n = s.nsites < (size_t)top ? s.nsites : (size_t)top;
   char *why = NULL;
   symbolise(&s, n, &why);

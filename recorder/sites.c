@@ -150,7 +150,7 @@ static void snapshot(int64_t heap) {
     sites[i].peak = sites[i].live;
     sites[i].peak_n = sites[i].live_n;
   }
-  snap_heap = heap;
+  __atomic_store_n(&snap_heap, heap, __ATOMIC_RELAXED);
   snap_time = ms__rec.origin_ns ? ms__prim_now_ns() - ms__rec.origin_ns : -1;
   nsnap++;
 }
@@ -214,15 +214,18 @@ static void drop(uintptr_t p) {
   unlock();
 }
 
+// pre: allocated is a block counted in the heap (the hooks pass no other).
 void ms__rec_site_event(tstate *ts, void *freed, void *allocated, uint64_t n) {
-  if (ms__rec.scope_thread && !ts->is_rec) return;  // not counted in the heap either
   if (freed) {
     // The heap before this free: a local maximum when it is about to fall.
     int64_t h = __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED);
-    int64_t step = snap_heap / 64 > interval ? snap_heap / 64 : interval;
-    if (UNLIKELY(h >= snap_heap + step)) {
+    int64_t last = __atomic_load_n(&snap_heap, __ATOMIC_RELAXED);
+    int64_t step = last / 64 > interval ? last / 64 : interval;
+    if (UNLIKELY(h >= last + step)) {
       lock();
-      if (h >= snap_heap + step) snapshot(h);
+      last = snap_heap;
+      step = last / 64 > interval ? last / 64 : interval;
+      if (h >= last + step) snapshot(h);
       unlock();
     }
     if (UNLIKELY(__atomic_load_n(&filter[filter_slot((uintptr_t)freed)], __ATOMIC_RELAXED)))

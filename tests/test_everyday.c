@@ -56,27 +56,44 @@ START_TEST(test_sites_two_known_sites) {
   char *side = path_in(dir, "two.csv.sites");
   ck_assert(tu_exists(side));
 
-  r = tu_memstub(dir, "sites", "two.csv", "--json", "--top", "2", NULL);
+  r = tu_memstub(dir, "sites", "two.csv", "--json", "--top", "3", NULL);
   ck_assert_msg(r.status == 0, "sites: %s", r.err);
-  // Peak 5 MiB (plus the loader's and libc's few blocks); 4 MiB and 1 MiB at
-  // the sites, estimated from about 256 and 64 samples: within 35 %.
+  // Peak 7 MiB (plus the loader's and libc's few blocks, within 1/64 of it);
+  // 4, 2 and 1 MiB at the sites, estimated from about 256, 128 and 64
+  // samples: within 35 %.
   long long peak = json_num(r.out, "peak_heap_bytes");
-  ck_assert_int_ge(peak, 5 << 20);
-  ck_assert_int_lt(peak, (5 << 20) + (256 << 10));
-  const char *s1 = strstr(r.out, "\"peak_bytes\"");
-  ck_assert_ptr_nonnull(s1);
-  const char *s2 = strstr(s1 + 1, "\"peak_bytes\"");
-  ck_assert_ptr_nonnull(s2);
-  long long b1 = json_num(s1, "peak_bytes"), b2 = json_num(s2, "peak_bytes");
-  ck_assert_msg(b1 > (4 << 20) * 65LL / 100 && b1 < (4 << 20) * 135LL / 100, "big: %lld", b1);
-  ck_assert_msg(b2 > (1 << 20) * 65LL / 100 && b2 < (1 << 20) * 135LL / 100, "small: %lld", b2);
-  // The first frame of each is its function, with file:line from the debug info.
-  const char *f1 = strstr(s1, "\"function\": "), *f2 = strstr(s2, "\"function\": ");
-  ck_assert_ptr_nonnull(f1);
-  ck_assert_ptr_nonnull(f2);
-  ck_assert_msg(strncmp(f1, "\"function\": \"big_site\"", 22) == 0, "%s", r.out);
-  ck_assert_msg(strncmp(f2, "\"function\": \"small_site\"", 24) == 0, "%s", r.out);
-  ck_assert_ptr_nonnull(strstr(s1, "two_sites.c\", \"line\": "));
+  ck_assert_int_ge(peak, (7 << 20) * 63LL / 64);
+  ck_assert_int_lt(peak, (7 << 20) + (256 << 10));
+  static const char *const fn[] = {"big_site", "deep", "small_site"};
+  static const long long bytes[] = {4 << 20, 2 << 20, 1 << 20};
+  const char *at = r.out;
+  for (int i = 0; i < 3; i++) {
+    const char *si = strstr(at, "\"peak_bytes\"");
+    ck_assert_msg(si != NULL, "site %d: %s", i, r.out);
+    long long b = json_num(si, "peak_bytes");
+    ck_assert_msg(b > bytes[i] * 65 / 100 && b < bytes[i] * 135 / 100, "%s: %lld", fn[i], b);
+    // The first frame is its function, with file:line from the debug info.
+    char want[64];
+    snprintf(want, sizeof want, "\"function\": \"%s\", \"file\": ", fn[i]);
+    const char *f = strstr(si, "\"function\": ");
+    ck_assert_msg(f && strncmp(f, want, strlen(want)) == 0, "site %d is not %s: %s", i, fn[i], r.out);
+    ck_assert_ptr_nonnull(strstr(f, "two_sites.c\", \"line\": "));
+    // deep's eight backtraces are one site (its place that calls malloc).
+    long long nbt = json_num(si, "backtraces");
+    if (i == 1)
+      ck_assert_msg(nbt >= 4 && nbt <= 8, "deep: %lld backtraces", nbt);
+    else
+      ck_assert_int_eq(nbt, 1);
+    at = si + 1;
+  }
+  tu_run_free(&r);
+
+  // --backtraces: deep's levels apart, 256 KiB each, so small_site (1 MiB) is second.
+  r = tu_memstub(dir, "sites", "two.csv", "--backtraces", "--json", "--top", "2", NULL);
+  ck_assert_int_eq(r.status, 0);
+  const char *second = strstr(strstr(r.out, "\"peak_bytes\"") + 1, "\"peak_bytes\"");
+  ck_assert_ptr_nonnull(second);
+  ck_assert_msg(strstr(second, "\"function\": \"small_site\""), "%s", r.out);
   tu_run_free(&r);
 
   // Text: units for people, function and file:line.
