@@ -18,7 +18,7 @@ static const examples table[] = {
     {"demo", "memstub demo -o memstub-demo\n"
              "memstub demo listing1.csv -o demo-listing1 --profile memstub-demo/host.profile\n"},
     {"record", "memstub record -o ls.csv -- ls -l /\n"
-               "memstub record --sites -o sort.csv -- sort /etc/services\n"
+               "memstub record --sites -o sort.csv -- sort /etc/passwd\n"
                "memstub sites sort.csv\n"},
     {"import", "memusage -d ls.memusage ls > /dev/null\n"
                "memstub import memusage ls.memusage -o ls-memusage.csv\n"
@@ -35,11 +35,11 @@ static const examples table[] = {
                   "memstub gen synthetic-4.8s.csv --calibration host.profile -o memuse.h\n"},
     {"compare", "memstub replay listing1.csv --measure replayed.csv\n"
                 "memstub compare listing1.csv replayed.csv\n"
-                "memstub compare listing1.csv replayed.csv --json --check heap-exact=100%\n"},
+                "memstub compare listing1.csv replayed.csv --json --check missing=0,repeated=0\n"},
     {"plot", "memstub replay nonlifo.csv --measure replayed.csv\n"
              "memstub plot nonlifo.csv replayed.csv -o figure3.png\n"
              "memstub plot synthetic-4.8s.csv -o curves.txt\n"},
-    {"sites", "memstub record --sites -o sort.csv -- sort /etc/services\n"
+    {"sites", "memstub record --sites -o sort.csv -- sort /etc/passwd\n"
               "memstub sites sort.csv\n"
               "memstub sites sort.csv --top 5 --json\n"},
 };
