@@ -543,7 +543,8 @@ int ms_cmd_sites(int argc, char **argv) {
     int has = memstub_trace_get_meta(t, "sites.file") != NULL;
     memstub_trace_free(t);
     if (!has) {
-      ms_cli_error("%s was not recorded with --sites (memstub record --sites -o %s -- PROGRAM)",
+      ms_cli_error("%s has no allocation sites: it was not recorded with --sites (memstub "
+                   "record --sites -o %s -- PROGRAM), or the program died of a signal",
                    trace, trace);
       free(path);
       return MS_EXIT_USAGE;
