@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,7 @@
 #include "ms_common.h"
 #include "ms_spawn.h"
 
-enum { O_TOP = MS_CLI_LONG, O_JSON, O_FRAMES, O_BACKTRACES };
+enum { O_TOP = MS_CLI_LONG, O_JSON, O_FRAMES, O_BACKTRACES, O_SKIP };
 
 static const ms_cli_option options[] = {
     {"top", O_TOP, "N", "the N sites with the most bytes at the peak (default 10)"},
@@ -24,6 +25,10 @@ static const ms_cli_option options[] = {
     {"backtraces", O_BACKTRACES, NULL,
      "one site per distinct backtrace (default: per place\n"
      "that calls the allocator, its backtraces summed)"},
+    {"skip", O_SKIP, "NAME",
+     "a function that only passes allocations on, like\n"
+     "operator new or xmalloc (built in): sites are placed\n"
+     "past it (a prefix of the name; repeatable)"},
     {"json", O_JSON, NULL, "print JSON (keys: docs/formats.md#allocation-sites)"},
     {0}};
 
@@ -37,16 +42,19 @@ static const ms_cli_spec spec = {
     "sampled allocations), their share of the peak, the blocks, the bytes the\n"
     "site allocated over the whole run, and the backtrace with function and\n"
     "file:line where the program's debug info has them (addr2line, from binutils;\n"
-    "without it, object+offset). A site is a place that calls the allocator: the\n"
-    "backtraces reaching it are summed and the one holding the most is shown\n"
-    "(--backtraces: each backtrace on its own). TRACE.sites holds the data; TRACE\n"
-    "may also name the .sites file itself.\n"
+    "without it, object+offset). A site is a place that calls the allocator, or a\n"
+    "wrapper of it such as operator new, xmalloc, g_malloc or PyObject_Malloc\n"
+    "(--skip adds more): the backtraces reaching it are summed and the one holding\n"
+    "the most is shown (--backtraces: each backtrace on its own). TRACE.sites\n"
+    "holds the data; TRACE may also name the .sites file itself.\n"
     "\n",
     options, 24, NULL};
 
 typedef struct map {
   uint64_t lo, hi, off;
   char *path;
+  int64_t delta;  // the ELF's p_vaddr - p_offset for this mapping
+  int delta_known;
 } map;
 
 typedef struct frame {
@@ -56,6 +64,7 @@ typedef struct frame {
   char *function;   // NULL: unknown
   char *file;       // NULL: unknown
   long line;
+  int looked;       // symbolise() has asked addr2line already
 } frame;
 
 typedef struct site {
@@ -65,6 +74,7 @@ typedef struct site {
   frame *frames;   // of the backtrace with the most bytes at the peak, when grouped
   int64_t rep_peak;  // that backtrace's own bytes at the peak
   size_t nbt;        // backtraces grouped here (1 when not grouped)
+  size_t skip;       // leading frames inside allocation wrappers (operator new, ...)
 } site;
 
 typedef struct sites_file {
@@ -192,7 +202,7 @@ static int sites_read(const char *path, sites_file *s, memstub_error *err) {
       for (int k = 0; k < 4 && rc == 0; k++)
         if (word_u64(&p, &v[k]) < 0) rc = BAD("expected 'site PEAK_BYTES PEAK_BLOCKS ALLOC_BYTES ALLOC_BLOCKS PC...'");
       if (rc) break;
-      site st = {(int64_t)v[0], (int64_t)v[2], (int64_t)v[1], (int64_t)v[3], 0, NULL, (int64_t)v[0], 1};
+      site st = {(int64_t)v[0], (int64_t)v[2], (int64_t)v[1], (int64_t)v[3], 0, NULL, (int64_t)v[0], 1, 0};
       size_t nf = 0;
       for (const char *q = p; *q; q++) nf += *q == ' ';
       st.frames = calloc(nf + 1, sizeof *st.frames);
@@ -229,7 +239,40 @@ static int sites_read(const char *path, sites_file *s, memstub_error *err) {
   return rc;
 }
 
-static uint64_t first_pc(const site *s) { return s->nframes ? s->frames[0].pc : 0; }
+/* Functions that only pass an allocation on (prefixes of addr2line's
+ * demangled names): a site is the first frame past them, so that every
+ * `new` in a C++ program is not one site. --skip adds more. */
+static const char *const wrappers[] = {
+    "operator new", "std::allocator", "std::__new_allocator", "__gnu_cxx::new_allocator",
+    "std::allocator_traits", "xmalloc", "xcalloc", "xzalloc", "xrealloc", "xnmalloc", "xinmalloc",
+    "x2nrealloc", "x2realloc", "xcharalloc", "xmemdup", "ximemdup", "xstrdup", "xpalloc",
+    "g_malloc", "g_realloc", "g_try_malloc", "g_try_realloc", "g_slice_alloc", "g_strdup",
+    "g_memdup", "PyMem_", "_PyMem_", "PyObject_Malloc", "_PyObject_Malloc", "PyObject_Calloc",
+    "_PyObject_Calloc", "PyObject_Realloc", "_PyObject_Realloc", "pymalloc_", "strdup",
+    "strndup", "__strdup", "__strndup", "wcsdup", NULL};
+enum { WRAPPER_FRAMES = 8, MAX_SKIP = 32 };
+static const char *extra_skip[MAX_SKIP + 1];
+
+static int is_wrapper(const frame *f) {
+  if (!f->function) return 0;
+  for (const char *const *w = wrappers; *w; w++)
+    if (strncmp(f->function, *w, strlen(*w)) == 0) return 1;
+  for (const char *const *w = extra_skip; *w; w++)
+    if (strncmp(f->function, *w, strlen(*w)) == 0) return 1;
+  return 0;
+}
+
+// Each site's leading wrapper frames (its first WRAPPER_FRAMES symbolised).
+static void find_wrappers(sites_file *s) {
+  for (size_t i = 0; i < s->nsites; i++) {
+    site *st = &s->sites[i];
+    st->skip = 0;
+    while (st->skip + 1 < st->nframes && st->skip < WRAPPER_FRAMES && is_wrapper(&st->frames[st->skip]))
+      st->skip++;
+  }
+}
+
+static uint64_t first_pc(const site *s) { return s->nframes ? s->frames[s->skip].pc : 0; }
 
 static int by_first_pc(const void *a, const void *b) {
   uint64_t x = first_pc(a), y = first_pc(b);
@@ -242,8 +285,8 @@ static int by_peak(const void *a, const void *b) {
   return x->alloc < y->alloc ? 1 : x->alloc > y->alloc ? -1 : 0;
 }
 
-/* Backtraces that allocate at the same place (the same caller of malloc: the
- * same first return address) become one site, as heaptrack_print groups its
+/* Backtraces that allocate at the same place (the same caller of malloc, or
+ * of the wrapper it went through: the same return address) become one site, as heaptrack_print groups its
  * peak consumers by location: figures summed, the backtrace holding the most
  * at the peak kept to show. Recursion and many callers otherwise split one
  * place into many small sites. Then most bytes at the peak first. */
@@ -260,10 +303,16 @@ static void group_sites(sites_file *s) {
       if (cur->rep_peak > g->rep_peak) {  // show the bigger backtrace
         frame *f = g->frames;
         size_t n = g->nframes;
+        size_t k = g->skip;
         g->frames = cur->frames, g->nframes = cur->nframes, g->rep_peak = cur->rep_peak;
-        cur->frames = f, cur->nframes = n;
+        g->skip = cur->skip;
+        cur->frames = f, cur->nframes = n, cur->skip = k;
       }
-      free(cur->frames);  // not symbolised yet: no strings to free
+      for (size_t k = 0; k < cur->nframes; k++) {
+        free(cur->frames[k].function);
+        free(cur->frames[k].file);
+      }
+      free(cur->frames);
       continue;
     }
     s->sites[out++] = *cur;
@@ -301,90 +350,112 @@ static const char *base_name(const char *p) {
   return s ? s + 1 : p;
 }
 
-/* Function and file:line for the frames of the first top sites: one
- * addr2line per object. Frames stay unknown when addr2line is missing or
- * fails (*warned says why, once). */
-static void symbolise(sites_file *s, size_t top, char **why) {
+/* Function and file:line for n frames of the object at path, by one run of
+ * addr2line (fr[i]->vaddr already set). On failure *why says why (once). */
+static void addr2line(const char *a2l, char **env, const char *path, frame **fr, size_t n,
+                      char **why) {
+  char **argv = calloc(n + 6, sizeof *argv);
+  char *addrs = malloc(n * 20);
+  if (!argv || !addrs) {
+    free(argv), free(addrs);
+    return;
+  }
+  size_t a = 0;
+  argv[a++] = (char *)a2l, argv[a++] = "-f", argv[a++] = "-C", argv[a++] = "-e";
+  argv[a++] = (char *)path;
+  for (size_t j = 0; j < n; j++) {
+    snprintf(addrs + 20 * j, 20, "0x%" PRIx64, fr[j]->vaddr);
+    argv[a++] = addrs + 20 * j;
+  }
+  ms__spawn_opts o;
+  ms__spawn_opts_init(&o);
+  o.in = MS__SPAWN_NULL, o.out = MS__SPAWN_CAPTURE, o.err = MS__SPAWN_CAPTURE;
+  o.timeout_ns = 60 * (int64_t)1000000000;
+  o.env = env;
+  ms__spawn_result r = {0};
+  memstub_error err = {0};
+  if (ms__spawn_run(argv, &o, &r, &err) == 0 && ms__spawn_check(&r, a2l, NULL, &err) == 0 && r.out) {
+    // Two lines per address: the function, then FILE:LINE (?? and ??:0 when unknown).
+    char *line = r.out;
+    for (size_t i = 0; i < n && *line; i++) {
+      char *fn = line, *nl = strchr(fn, '\n');
+      if (!nl) break;
+      *nl = '\0';
+      char *loc = nl + 1;
+      nl = strchr(loc, '\n');
+      if (nl) *nl = '\0';
+      line = nl ? nl + 1 : loc + strlen(loc);
+      if (strcmp(fn, "??") != 0) fr[i]->function = ms__strdup(fn);
+      char *colon = strrchr(loc, ':');
+      if (colon && strncmp(loc, "??", 2) != 0) {
+        long ln = strtol(colon + 1, NULL, 10);
+        if (ln > 0) {
+          *colon = '\0';
+          fr[i]->file = ms__strdup(loc);
+          fr[i]->line = ln;
+        }
+      }
+    }
+  } else if (why && !*why) {
+    *why = ms__strdup(err.msg[0] ? err.msg : "addr2line failed");
+  }
+  ms__spawn_result_free(&r);
+  free(argv), free(addrs);
+}
+
+/* Function and file:line for the first maxf frames of the first top sites
+ * not looked up yet: addr2line per object, 1000 addresses a run. Frames stay
+ * unknown when addr2line is missing or fails (*why says why, once). */
+static void symbolise(sites_file *s, size_t top, size_t maxf, char **why) {
+  size_t n = 0;
   for (size_t i = 0; i < top; i++)
-    for (size_t k = 0; k < s->sites[i].nframes; k++) {
+    for (size_t k = 0; k < s->sites[i].nframes && k < maxf; k++) {
       frame *f = &s->sites[i].frames[k];
+      if (f->looked) continue;
       uint64_t at = f->pc ? f->pc - 1 : 0;  // the call, not the return address
       for (size_t m = 0; m < s->nmaps; m++)
         if (at >= s->maps[m].lo && at < s->maps[m].hi) f->map = (int)m;
+      if (f->map >= 0) {
+        map *mp = &s->maps[f->map];
+        if (!mp->delta_known) {  // the object's p_vaddr - p_offset, read once
+          mp->delta = (int64_t)(elf_vaddr(mp->path, mp->off) - mp->off);
+          mp->delta_known = 1;
+        }
+        f->vaddr = at - mp->lo + mp->off + (uint64_t)mp->delta;
+        n++;
+      }
     }
+  if (!n) return;
   // addr2line must not be recorded: `memstub record` calls this with the
   // recorder's variables still set.
   extern char **environ;
   size_t ne = 0;
   while (environ[ne]) ne++;
   char **env = calloc(ne + 1, sizeof *env);
-  if (!env) return;
+  frame **fr = calloc(n, sizeof *fr);
+  if (!env || !fr) {
+    free(env), free(fr);
+    return;
+  }
   for (size_t i = 0, k = 0; i < ne; i++)
     if (strncmp(environ[i], "MEMSTUB_RECORD_", 15) != 0 && strncmp(environ[i], "LD_PRELOAD=", 11) != 0)
       env[k++] = environ[i];
   const char *a2l = getenv("MEMSTUB_ADDR2LINE");
   if (!a2l || !*a2l) a2l = "addr2line";
   for (size_t m = 0; m < s->nmaps; m++) {
-    size_t n = 0;
-    for (size_t i = 0; i < top; i++)
-      for (size_t k = 0; k < s->sites[i].nframes; k++) n += s->sites[i].frames[k].map == (int)m;
-    if (!n) continue;
-    char **argv = calloc(n + 6, sizeof *argv);
-    frame **fr = calloc(n, sizeof *fr);
-    char *addrs = malloc(n * 20);
-    if (!argv || !fr || !addrs) {
-      free(argv), free(fr), free(addrs), free(env);
-      return;
-    }
-    size_t a = 0;
-    argv[a++] = (char *)a2l, argv[a++] = "-f", argv[a++] = "-C", argv[a++] = "-e";
-    argv[a++] = s->maps[m].path;
     size_t j = 0;
     for (size_t i = 0; i < top; i++)
-      for (size_t k = 0; k < s->sites[i].nframes; k++) {
+      for (size_t k = 0; k < s->sites[i].nframes && k < maxf; k++) {
         frame *f = &s->sites[i].frames[k];
-        if (f->map != (int)m) continue;
-        f->vaddr = elf_vaddr(s->maps[m].path, f->pc - 1 - s->maps[m].lo + s->maps[m].off);
-        snprintf(addrs + 20 * j, 20, "0x%" PRIx64, f->vaddr);
-        argv[a++] = addrs + 20 * j;
+        if (f->looked || f->map != (int)m) continue;
+        f->looked = 1;
         fr[j++] = f;
+        if (j == 1000) addr2line(a2l, env, s->maps[m].path, fr, j, why), j = 0;
       }
-    ms__spawn_opts o;
-    ms__spawn_opts_init(&o);
-    o.in = MS__SPAWN_NULL, o.out = MS__SPAWN_CAPTURE, o.err = MS__SPAWN_CAPTURE;
-    o.timeout_ns = 60 * (int64_t)1000000000;
-    o.env = env;
-    ms__spawn_result r = {0};
-    memstub_error err = {0};
-    if (ms__spawn_run(argv, &o, &r, &err) == 0 && ms__spawn_check(&r, a2l, NULL, &err) == 0 && r.out) {
-      // Two lines per address: the function, then FILE:LINE (?? and ??:0 when unknown).
-      char *line = r.out;
-      for (size_t i = 0; i < j && *line; i++) {
-        char *fn = line, *nl = strchr(fn, '\n');
-        if (!nl) break;
-        *nl = '\0';
-        char *loc = nl + 1;
-        nl = strchr(loc, '\n');
-        if (nl) *nl = '\0';
-        line = nl ? nl + 1 : loc + strlen(loc);
-        if (strcmp(fn, "??") != 0) fr[i]->function = ms__strdup(fn);
-        char *colon = strrchr(loc, ':');
-        if (colon && strncmp(loc, "??", 2) != 0) {
-          long ln = strtol(colon + 1, NULL, 10);
-          if (ln > 0) {
-            *colon = '\0';
-            fr[i]->file = ms__strdup(loc);
-            fr[i]->line = ln;
-          }
-        }
-      }
-    } else if (why && !*why) {
-      *why = ms__strdup(err.msg[0] ? err.msg : "addr2line failed");
-    }
-    ms__spawn_result_free(&r);
-    free(argv), free(fr), free(addrs);
+    if (j) addr2line(a2l, env, s->maps[m].path, fr, j, why);
   }
   free(env);
+  free(fr);
 }
 
 // One frame for people: "function  file:line", or what is known of it.
@@ -414,11 +485,16 @@ static void print_text(const sites_file *s, size_t top, size_t frames, const cha
     double share = s->peak_heap > 0 ? 100.0 * (double)st->peak / (double)s->peak_heap : 0;
     char bt[64] = "";
     if (st->nbt > 1) snprintf(bt, sizeof bt, " (%zu backtraces; the biggest below)", st->nbt);
+    if (st->skip) {
+      char via[160];
+      snprintf(via, sizeof via, " through %s", st->frames[0].function);
+      strncat(bt, via, sizeof bt - strlen(bt) - 1);
+    }
     fprintf(out, "%s%3zu. %s (%.1f %%) in ~%" PRId64 " block%s; allocated %s over the run%s\n", indent,
             i + 1, ms__fmt_bytes(st->peak, b, sizeof b), share, st->peak_n, st->peak_n == 1 ? "" : "s",
             ms__fmt_bytes(st->alloc, a, sizeof a), bt);
-    for (size_t k = 0; k < st->nframes && k < frames; k++) {
-      fprintf(out, "%s       %s ", indent, k ? "from" : "at  ");
+    for (size_t k = st->skip; k < st->nframes && k < st->skip + frames; k++) {
+      fprintf(out, "%s       %s ", indent, k > st->skip ? "from" : "at  ");
       frame_text(s, &st->frames[k], out);
     }
     shown++;
@@ -456,8 +532,8 @@ static void print_json(const sites_file *s, const char *trace, size_t top, FILE 
     fprintf(out,
             "%s\n  {\"peak_bytes\": %" PRId64 ", \"peak_blocks\": %" PRId64
             ", \"allocated_bytes\": %" PRId64 ", \"allocated_blocks\": %" PRId64
-            ", \"backtraces\": %zu, \"frames\": [",
-            i ? "," : "", st->peak, st->peak_n, st->alloc, st->alloc_n, st->nbt);
+            ", \"backtraces\": %zu, \"wrapper_frames\": %zu, \"frames\": [",
+            i ? "," : "", st->peak, st->peak_n, st->alloc, st->alloc_n, st->nbt, st->skip);
     for (size_t k = 0; k < st->nframes; k++) {
       const frame *f = &st->frames[k];
       fprintf(out, "%s\n    {\"pc\": \"0x%" PRIx64 "\"", k ? "," : "", f->pc);
@@ -494,10 +570,12 @@ void ms_cli_sites_summary(const char *trace_path, const memstub_trace *t, int to
     free(path);
     return;
   }
+  char *why = NULL;
+  symbolise(&s, s.nsites, WRAPPER_FRAMES, &why);
+  find_wrappers(&s);
   group_sites(&s);
   size_t n = s.nsites < (size_t)top ? s.nsites : (size_t)top;
-  char *why = NULL;
-  symbolise(&s, n, &why);
+  symbolise(&s, n, SIZE_MAX, &why);
   print_text(&s, n, 3, "", out);
   fprintf(out, "  (all of them: memstub sites %s)\n", trace_path);
   if (why) ms_cli_warn("no function names or lines: %s", why);
@@ -523,6 +601,14 @@ int ms_cmd_sites(int argc, char **argv) {
         break;
       case O_JSON: json = 1; break;
       case O_BACKTRACES: ungrouped = 1; break;
+      case O_SKIP: {
+        size_t k = 0;
+        while (extra_skip[k]) k++;
+        if (k == MAX_SKIP) return ms_cli_usage("sites", "--skip: at most %d names", MAX_SKIP);
+        if (!*p.arg) return ms_cli_usage("sites", "--skip needs a function name");
+        extra_skip[k] = p.arg;
+        break;
+      }
     }
   }
   if (c < 0) return p.status;
@@ -556,10 +642,12 @@ int ms_cmd_sites(int argc, char **argv) {
     sites_free(&s);
     return ms_cli_fail(&err);
   }
+  char *why = NULL;
+  symbolise(&s, s.nsites, WRAPPER_FRAMES, &why);
+  find_wrappers(&s);
   if (!ungrouped) group_sites(&s);
   size_t n = s.nsites < (size_t)top ? s.nsites : (size_t)top;
-  char *why = NULL;
-  symbolise(&s, n, &why);
+  symbolise(&s, n, SIZE_MAX, &why);
   if (json)
     print_json(&s, trace, n, stdout);
   else

@@ -119,6 +119,54 @@ START_TEST(test_sites_two_known_sites) {
 }
 END_TEST
 
+// A program's own allocation wrapper: one site, or two with --skip.
+static const char wrapped_c[] =
+    "#include <stdlib.h>\n#include <string.h>\n"
+    "static void *keep[3072];\n"
+    "__attribute__((noinline)) static void *my_alloc(size_t n) {\n"
+    "  void *p = malloc(n);\n  memset(p, 1, n);\n  return p;\n}\n"
+    "__attribute__((noinline)) static void two_mib(void) {\n"
+    "  for (int i = 0; i < 2048; i++) keep[i] = my_alloc(1024);\n}\n"
+    "__attribute__((noinline)) static void one_mib(void) {\n"
+    "  for (int i = 0; i < 1024; i++) keep[2048 + i] = my_alloc(1024);\n}\n"
+    "int main(void) {\n  two_mib();\n  one_mib();\n"
+    "  for (int i = 0; i < 3072; i++) free(keep[i]);\n  return 0;\n}\n";
+
+START_TEST(test_sites_skip_wrapper) {
+  char *dir = tu_mkdtemp();
+  char *src = path_in(dir, "wrapped.c"), *exe = path_in(dir, "wrapped");
+  tu_write_file(src, wrapped_c);
+  char *argv[] = {(char *)cc(), "-g", "-O1", "-fno-builtin", "-o", exe, src, NULL};
+  tu_run r = tu_exec(dir, argv);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "record", "-q", "--sites", "--sites-every", "8192", "-o", "w.csv", "--", exe,
+                 NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  tu_run_free(&r);
+  // my_alloc is the place that calls malloc: one site, both callers summed.
+  r = tu_memstub(dir, "sites", "w.csv", "--json", NULL);
+  ck_assert_int_eq(r.status, 0);
+  const char *s1 = strstr(r.out, "\"peak_bytes\"");
+  ck_assert_ptr_nonnull(s1);
+  ck_assert_msg(strstr(s1, "\"function\": \"my_alloc\""), "%s", r.out);
+  long long b = json_num(s1, "peak_bytes");
+  ck_assert_msg(b > (3 << 20) * 65LL / 100 && b < (3 << 20) * 135LL / 100, "my_alloc: %lld", b);
+  ck_assert_int_eq(json_num(s1, "backtraces"), 2);
+  tu_run_free(&r);
+  // --skip my_alloc: its callers are the sites.
+  r = tu_memstub(dir, "sites", "w.csv", "--skip", "my_alloc", "--top", "2", NULL);
+  ck_assert_int_eq(r.status, 0);
+  const char *a = strstr(r.out, "at   two_mib"), *c = strstr(r.out, "at   one_mib");
+  ck_assert_msg(a && c && a < c, "%s", r.out);
+  ck_assert_ptr_nonnull(strstr(r.out, "through my_alloc"));
+  tu_run_free(&r);
+  free(src), free(exe);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 START_TEST(test_sites_bad_file) {
   char *dir = tu_mkdtemp();
   char *f = path_in(dir, "x.sites");
@@ -341,6 +389,7 @@ static Suite *suite(void) {
   TCase *t = tcase_create("sites");
   tcase_set_timeout(t, 120);
   tcase_add_test(t, test_sites_two_known_sites);
+  tcase_add_test(t, test_sites_skip_wrapper);
   tcase_add_test(t, test_sites_bad_file);
   suite_add_tcase(s, t);
   t = tcase_create("help");
