@@ -34,7 +34,8 @@ static const ms_cli_option options[] = {
 
 static const ms_cli_spec spec = {
     "sites",
-    "usage: memstub sites TRACE [--top N] [--frames N] [--json]\n"
+    "usage: memstub sites TRACE [--top N] [--frames N] [--backtraces] [--skip NAME]\n"
+    "                           [--json]\n"
     "\n"
     "List the allocation sites holding the most heap at the peak of a trace\n"
     "recorded with 'memstub record --sites', as heaptrack_print's peak consumers\n"
