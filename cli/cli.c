@@ -123,6 +123,7 @@ void ms_cli_help(const ms_cli_spec *spec, FILE *f) {
     }
   }
   if (spec->outro) fputs(spec->outro, f);
+  ms_cli_examples(spec->name, f);
 }
 
 // The getopt_long tables for p->spec, and getopt reset for a new argv.

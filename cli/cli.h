@@ -40,6 +40,16 @@ int ms_cli_progress_enabled(void);
 // no-op when progress is disabled. done == total ends the line.
 void ms_cli_progress(const char *label, uint64_t done, uint64_t total);
 
+struct memstub_trace;
+/* The record summary's section on allocation sites: the top sites of
+ * trace_path's .sites file, symbolised, into out; a warning when it cannot
+ * be read (cli/cmd_sites.c). */
+void ms_cli_sites_summary(const char *trace_path, const struct memstub_trace *t, int top, FILE *out);
+
+/* The examples of `memstub CMD --help` (cli/examples.c): "examples:" and one
+ * "  $ COMMAND" line each, runnable as printed; nothing when CMD has none. */
+void ms_cli_examples(const char *cmd, FILE *f);
+
 /* ---- options as data ------------------------------------------------------
  * A subcommand declares its options in one table, from which the parser
  * makes getopt_long's option array and short-option string, and the help
@@ -119,7 +129,8 @@ size_t ms_cli_distance(const char *a, const char *b);
   X(replay, "replay a trace directly, optionally measuring what the stub did")         \
   X(calibrate, "measure the stub's own time and byte overheads on this host")          \
   X(compare, "compare a replayed trace with the original")                             \
-  X(plot, "plot original against replayed curves with gnuplot")
+  X(plot, "plot original against replayed curves with gnuplot")                        \
+  X(sites, "list the allocation sites holding the heap's peak (record --sites)")
 
 #define MS_CLI_DECLARE(name, help) int ms_cmd_##name(int argc, char **argv);
 MS_CLI_COMMANDS(MS_CLI_DECLARE)

@@ -26,7 +26,7 @@ static const ms_cli_option options[] = {
     {"verbose", 'v', NULL, "print the compiler command"},
     {"cc", O_CC, "CC",
      "the C compiler (default: $MEMSTUB_CC, else $CC, else\n"
-     "the compiler memstub was built with)"},
+     "cc on $PATH, else the compiler memstub was built with)"},
     {0}};
 
 static const ms_cli_spec spec = {
@@ -265,13 +265,39 @@ static int plan_output(build_job *j) {
   return 0;
 }
 
-/* The compiler's command line into j->cargv: the compiler (--cc, $MEMSTUB_CC,
- * $CC or memstub's own) and its flags, the header, stub_main.c, the runtime's
- * archives and the system libraries. 0 or exit status 2 after printing why. */
-static int compiler_argv(build_job *j) {
-  const char *use = j->cc ? j->cc : getenv("MEMSTUB_CC");
+// Whether an executable file NAME is in one of $PATH's directories.
+static int on_path(const char *name) {
+  const char *path = getenv("PATH");
+  if (!path || !*path) return 0;
+  for (const char *d = path;;) {
+    size_t len = strcspn(d, ":");
+    char *f = ms__asprintf("%.*s/%s", (int)len, len ? d : ".", name);
+    int ok = f && access(f, X_OK) == 0;
+    free(f);
+    if (ok) return 1;
+    if (!d[len]) return 0;
+    d += len + 1;
+  }
+}
+
+/* The compiler, found when memstub runs: --cc, $MEMSTUB_CC, $CC, then cc on
+ * $PATH, then the one memstub was configured with. A sanitized memstub's
+ * archives need its own compiler's sanitizer runtime, so there the configured
+ * compiler comes before cc. Never NULL. */
+static const char *find_cc(const char *opt) {
+  const char *use = opt ? opt : getenv("MEMSTUB_CC");
   if (!use || !*use) use = getenv("CC");
-  if (!use || !*use) use = ms__rt_build_cc();
+  if (use && *use) return use;
+  int sanitized = *ms__rt_build_cflags() != '\0';
+  if (!sanitized && on_path("cc")) return "cc";
+  return ms__rt_build_cc();
+}
+
+/* The compiler's command line into j->cargv: the compiler (find_cc) and its
+ * flags, the header, stub_main.c, the runtime's archives and the system
+ * libraries. 0 or exit status 2 after printing why. */
+static int compiler_argv(build_job *j) {
+  const char *use = find_cc(j->cc);
   j->ccbuf = ms__asprintf("%s %s", use, ms__rt_build_cflags());
   j->incl = ms__asprintf("-I%s", ms__includedir());
   if (!j->ccbuf || !j->incl) return ms_cli_error("out of memory");

@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "memstub/calib.h"
 #include "memstub/gen.h"
+#include "ms_common.h"
 
 enum { O_TIME_SCALE = MS_CLI_LONG, O_HEAP_SCALE, O_STACK_SCALE, O_RSS_SCALE, O_MAPPED_SCALE,
        O_CPU_SCALE, O_CHURN_SCALE };
@@ -125,10 +126,12 @@ int ms_cmd_gen(int argc, char **argv) {
     memstub_gen_comp_format(g, comp, sizeof comp);
     ms_cli_note("compensation for %s: %s", o.profile_path, comp);
   }
-  if (rc == 0 && strcmp(out, "-") != 0)
-    ms_cli_note("%s: %lld points (%lld inserted) for %lld rows of %s, %lld ns", out,
+  if (rc == 0 && strcmp(out, "-") != 0) {
+    char dur[32];
+    ms_cli_note("%s: %lld points (%lld inserted) for %lld rows of %s, %s", out,
                 (long long)g->stub.numdata, (long long)g->stub.inserted,
-                (long long)g->stub.norig, in, (long long)g->stub.duration_ns);
+                (long long)g->stub.norig, in, ms__fmt_ns(g->stub.duration_ns, dur, sizeof dur));
+  }
   memstub_gen_free(g);
   memstub_trace_free(t);
   return rc < 0 ? ms_cli_fail(&err) : MS_EXIT_OK;

@@ -1,9 +1,42 @@
 // memstub import: valgrind massif or glibc memusage files into traces.
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "memstub/import.h"
+#include "ms_common.h"
+
+/* Progress for a large file on a terminal: its reading, in bytes, then the
+ * conversion as a stage line; the importer's own parse then runs on the
+ * buffer. As memstub_import_massif / _memusage otherwise. */
+static int import_with_progress(const char *fmt, const char *in, const memstub_import_options *o,
+                                memstub_trace **t, memstub_error *err) {
+  int massif = strcmp(fmt, "massif") == 0;
+  if (!ms__progress_enabled())
+    return massif ? memstub_import_massif(in, o, t, err) : memstub_import_memusage(in, o, t, err);
+  char *label = ms__asprintf("memstub import: reading %s", in), *buf = NULL;
+  size_t len = 0;
+  *t = NULL;
+  int rc = label ? ms__progress_read_file(in, label, &buf, &len, err)
+                 : memstub_error_set(err, -ENOMEM, "out of memory");
+  ms__progress p;
+  ms__progress_begin(&p, label, 0, 1);
+  char size[MS__FMT_MAX], *stage = NULL;
+  if (rc == 0 && len >= (8u << 20) &&
+      (stage = ms__asprintf("memstub import: converting %s of %s output from %s",
+                            ms__fmt_bytes((int64_t)len, size, sizeof size), fmt, in)))
+    ms__progress_stage(&p, stage);
+  if (rc == 0)
+    rc = massif ? memstub_import_massif_parse(in, buf, len, o, t, err)
+                : memstub_import_memusage_parse(in, (const unsigned char *)buf, len, o, t, err);
+  ms__progress_end(&p);
+  free(stage);
+  free(buf);
+  free(label);
+  return rc;
+}
 
 enum { O_NS_PER_UNIT = MS_CLI_LONG, O_STACK_CURVE, O_TIME_UNIT, O_CYCLES_PER_NS };
 
@@ -88,7 +121,7 @@ int ms_cmd_import(int argc, char **argv) {
 
   memstub_error err = {0};
   memstub_trace *t = NULL;
-  int rc = massif ? memstub_import_massif(in, &o, &t, &err) : memstub_import_memusage(in, &o, &t, &err);
+  int rc = import_with_progress(fmt, in, &o, &t, &err);
   if (rc == 0) {
     const char *curve = memstub_trace_get_meta(t, "memusage.stack_curve");
     if (curve && strncmp(curve, "inverted", 8) == 0)

@@ -22,14 +22,20 @@ static const ms_cli_spec spec = {
     "plot",
     "usage: memstub plot ORIGINAL [REPLAYED...] -o FILE [--title T] [--size WxH]\n"
     "\n"
-    "Draw stack and heap in use over time (us), the original trace against each\n"
-    "replayed trace (memstub replay --measure), as in the paper's Figure 3, with a\n"
-    "panel of the per-point time error (replayed - original) when replays are given.\n"
-    "Curves are reduced to the lowest and highest point per pixel column, so peaks\n"
-    "never vanish. The format follows FILE's extension: .png, .svg, .pdf, or .txt\n"
-    "for text to read in a terminal (gnuplot's dumb terminal). Runs\n"
-    "gnuplot (5.2 or later) on plots/figure3.gp; set MEMSTUB_GNUPLOT to choose the\n"
-    "gnuplot program.\n"
+    "Draw stack and heap in use over time, the original trace alone or against\n"
+    "each replayed trace (memstub replay --measure), as in the paper's Figure 3.\n"
+    "With replays, a third panel shows the per-point time error (replayed -\n"
+    "original); a replay that measured only part of ORIGINAL is drawn as far as it\n"
+    "goes, with a warning. The axes are in units for people (B, KiB, MiB, GiB and\n"
+    "µs, ms, s, chosen from the largest value; the time error in µs), and the\n"
+    "original's stack and heap peaks are marked with their values. Curves are reduced to the lowest and highest\n"
+    "point per pixel column, so peaks never vanish. Curves are named by file name\n"
+    "(by path when two names are equal).\n"
+    "\n"
+    "The format follows FILE's extension: .png, .svg, .pdf, or .txt for a text\n"
+    "figure to read in a terminal: --size's width / 10 characters, but no wider\n"
+    "than $COLUMNS (80 when unset), with units on the y tics. Runs gnuplot (5.2 or\n"
+    "later) on plots/figure3.gp; set MEMSTUB_GNUPLOT to choose the gnuplot program.\n"
     "\n",
     options, 22, NULL};
 

@@ -18,7 +18,17 @@
 #include "../recorder/protocol.h"
 #include "record.h"
 
-enum { O_THREAD = MS_CLI_LONG, O_HEAP, O_SAMPLE_HZ, O_OCCURRENCE, O_SIGNAL, O_FOLLOW, O_FUNCTION };
+enum {
+  O_THREAD = MS_CLI_LONG,
+  O_HEAP,
+  O_SAMPLE_HZ,
+  O_OCCURRENCE,
+  O_SIGNAL,
+  O_FOLLOW,
+  O_FUNCTION,
+  O_SITES,
+  O_SITES_EVERY
+};
 
 static const ms_cli_option options[] = {
     {"output", 'o', "FILE",
@@ -50,6 +60,13 @@ static const ms_cli_option options[] = {
      "record every process PROGRAM forks, execs or spawns\n"
      "too, each into TRACE's name with its pid and command\n"
      "(trace.csv -> trace.PID.COMMAND.csv), listed at the end"},
+    {"sites", O_SITES, NULL,
+     "keep backtraces of sampled allocations and write the\n"
+     "sites live at the heap's peak to TRACE.sites (read\n"
+     "with 'memstub sites TRACE'; the summary lists the top 5)"},
+    {"sites-every", O_SITES_EVERY, "BYTES",
+     "with --sites: sample one allocation per BYTES bytes\n"
+     "allocated, on average (default 65536; 16 to 2^30)"},
     {"quiet", 'q', NULL, "no summary"},
     {0}};
 
@@ -250,6 +267,7 @@ static void summary(const char *path, const memstub_trace *t) {
     }
     print_churn_line(label, t->meta[i].value);
   }
+  if (memstub_trace_get_meta(t, "sites.file")) ms_cli_sites_summary(path, t, 5, stderr);
   next_step(path);
 #undef M
 }
@@ -324,6 +342,10 @@ static int apply_option(ms_cli_parser *p, int c, rec_opts *o) {
       snprintf(o->functions + have, sizeof o->functions - have, "%s%s", have ? "," : "", p->arg);
       return 0;
     }
+    case O_SITES:
+      if (!o->sites) o->sites = 65536;
+      return 0;
+    case O_SITES_EVERY: return parse_range(p, 16, 1LL << 30, &o->sites);
     default: o->quiet = 1; return 0;  // 'q'
   }
 }
@@ -332,7 +354,7 @@ static int apply_option(ms_cli_parser *p, int c, rec_opts *o) {
 // or the line is wrong (said on stderr); *status then holds the exit status.
 static int parse_opts(int argc, char **argv, rec_opts *o, int *status) {
   *o = (rec_opts){NULL, "main", "process", "", MS__REC_DEFAULT_RESOLUTION_NS,
-                  MS__REC_DEFAULT_SAMPLE_HZ, 0, -1, 0, 0, NULL};
+                  MS__REC_DEFAULT_SAMPLE_HZ, 0, -1, 0, 0, NULL, 0};
   *status = MS_EXIT_USAGE;
   int end = options_end(argc, argv);
   if (end < argc && strcmp(argv[end], "--") == 0) end++;
@@ -419,6 +441,12 @@ static void set_env(const rec_opts *o, const char *abs, const char *lib) {
     setenv(MS__REC_ENV_SIGNAL, num, 1);
   } else {
     unsetenv(MS__REC_ENV_SIGNAL);
+  }
+  if (o->sites > 0) {
+    snprintf(num, sizeof num, "%lld", o->sites);
+    setenv(MS__REC_ENV_SITES, num, 1);
+  } else {
+    unsetenv(MS__REC_ENV_SITES);
   }
 }
 

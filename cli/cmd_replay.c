@@ -7,6 +7,7 @@
 #include "memstub/calib.h"
 #include "memstub/gen.h"
 #include "memstub/runtime.h"
+#include "ms_common.h"
 
 enum { O_MARGIN = MS_CLI_LONG, O_REAIM, O_SLICE, O_TIME_SCALE, O_HEAP_SCALE, O_STACK_SCALE };
 
@@ -129,18 +130,21 @@ static void report(const replay_args *a, const memstub_gen *g, const memstub_rep
     int64_t max = 0;
     for (int64_t k = 0; k < i->points; k++)
       if (r->rec[k].end_ns - r->rec[k].target_ns > max) max = r->rec[k].end_ns - r->rec[k].target_ns;
-    snprintf(late, sizeof late, ", points late by at most %lld ns", (long long)max);
+    char m[32];
+    snprintf(late, sizeof late, ", points late by at most %s", ms__fmt_ns(max, m, sizeof m));
   }
-  ms_cli_note("%s: replayed %lld rows (%lld points) in %lld ns, target %lld ns (%s timing%s)%s%s",
-              a->in, (long long)g->stub.norig, (long long)i->points, (long long)i->duration_ns,
-              (long long)i->target_ns, memstub_timing_name(a->ro.timing), late,
+  char dur[32], tgt[32];
+  ms_cli_note("%s: replayed %lld rows (%lld points) in %s, target %s (%s timing%s)%s%s",
+              a->in, (long long)g->stub.norig, (long long)i->points,
+              ms__fmt_ns(i->duration_ns, dur, sizeof dur), ms__fmt_ns(i->target_ns, tgt, sizeof tgt),
+              memstub_timing_name(a->ro.timing), late,
               a->measure ? "; measured trace in " : "", a->measure ? a->measure : "");
-  char cpu[64] = "unknown", off[96] = "";
+  char cpu[64] = "unknown", off[96] = "", c[32], w[32];
   if (i->cpu_ns >= 0 && i->duration_ns > 0)
-    snprintf(cpu, sizeof cpu, "%.3f s, %.2f %% of the duration", (double)i->cpu_ns / 1e9,
+    snprintf(cpu, sizeof cpu, "%s, %.2f %% of the duration", ms__fmt_ns(i->cpu_ns, c, sizeof c),
              100.0 * (double)i->cpu_ns / (double)i->duration_ns);
   if (i->run_delay_ns >= 0)
-    snprintf(off, sizeof off, "; it waited %.3f ms for a CPU", (double)i->run_delay_ns / 1e6);
+    snprintf(off, sizeof off, "; it waited %s for a CPU", ms__fmt_ns(i->run_delay_ns, w, sizeof w));
   ms_cli_note("%s: replay thread CPU %s; %lld sleeps, %lld waits woke after their deadline%s",
               a->in, cpu, (long long)i->sleeps, (long long)i->late_wakeups, off);
 }

@@ -11,6 +11,7 @@ typedef struct rec_opts {
   int quiet;
   int follow;  // --follow-children
   char **prog;
+  long long sites;  // --sites: bytes between sampled allocations; 0: off
 } rec_opts;
 
 typedef struct rec_status {

@@ -101,4 +101,34 @@ const char *ms__fmt_bytes(int64_t bytes, char *buf, size_t cap);
  * "1.20 s" (seconds from 1 s up, whatever the size; sign kept). */
 const char *ms__fmt_ns(int64_t ns, char *buf, size_t cap);
 
+/* ---- progress on a terminal (progress.c) -----------------------------------
+ * One line on stderr for a long step, redrawn at most every 100 ms and first
+ * drawn 250 ms after ms__progress_begin (short steps print nothing), erased
+ * by ms__progress_end. Everything is a no-op when stderr is not a terminal
+ * or MEMSTUB_QUIET is set. For the command's steps, never library code.
+ *
+ *   ms__progress p;
+ *   ms__progress_begin(&p, "memstub gen: writing memuse.h", rows, 0);
+ *   for (...) ms__progress_update(&p, done);   // "LABEL  done / total (NN%)"
+ *   ms__progress_end(&p);
+ */
+typedef struct ms__progress {
+  const char *label;  // the caller's, kept until the end
+  uint64_t total;     // 0: unknown (no percentage)
+  int bytes;          // figures as bytes (KiB, MiB) rather than counts
+  int on, drawn;
+  int64_t next_ns;
+} ms__progress;
+// Whether progress is drawn (stderr is a terminal, MEMSTUB_QUIET unset).
+int ms__progress_enabled(void);
+void ms__progress_begin(ms__progress *p, const char *label, uint64_t total, int bytes);
+void ms__progress_update(ms__progress *p, uint64_t done);
+// A step that cannot count: its label drawn at once (when on), until the end.
+void ms__progress_stage(ms__progress *p, const char *label);
+void ms__progress_end(ms__progress *p);
+/* ms__read_file, with "LABEL  read / size (NN%)" while a regular file of 8 MiB
+ * or more is read on a terminal. 0 or -errno with err naming path. */
+int ms__progress_read_file(const char *path, const char *label, char **buf, size_t *len,
+                           memstub_error *err);
+
 #endif

@@ -23,6 +23,7 @@
 
 #include "internal.h"
 #include "malloc_model.h"
+#include "ms_common.h"
 #include "memstub/calib.h"
 #include "prim.h"
 
@@ -406,6 +407,26 @@ void ms__gen_comp_summary(const memstub_gen_comp *c, int timing, char *buf, size
            (long long)c->time_unmet_max);
 }
 
+// For people (the commands' notes): as ms__gen_comp_summary, which the
+// header keeps, with bytes and times in units (common/units.c).
 void memstub_gen_comp_format(const memstub_gen *g, char *buf, size_t cap) {
-  ms__gen_comp_summary(&g->comp, g->stub.timing, buf, cap);
+  const memstub_gen_comp *c = &g->comp;
+  if (g->stub.timing == MEMSTUB_TIMING_NONE) {
+    snprintf(buf, cap, "none");
+    return;
+  }
+  char b[5][MS__FMT_MAX], t[3][MS__FMT_MAX];
+  snprintf(buf, cap,
+           "stack: %lld pushes %s smaller (offset %s), %lld frames re-pushed, %lld rows "
+           "unmet (max %s); heap: %lld rows %s%s, %lld unmet (max %s); time (%s): "
+           "%s of predicted work, %s out of the delays, %lld rows late (max %s)",
+           (long long)c->stack_points, ms__fmt_bytes(c->stack_frame_bytes, b[0], sizeof b[0]),
+           ms__fmt_bytes(c->stack_offset_bytes, b[1], sizeof b[1]), (long long)c->stack_replaced,
+           (long long)c->stack_unmet, ms__fmt_bytes(c->stack_unmet_max, b[2], sizeof b[2]),
+           (long long)c->heap_points, -c->heap_overhead_bytes >= 0 ? "+" : "",
+           ms__fmt_bytes(-c->heap_overhead_bytes, b[3], sizeof b[3]), (long long)c->heap_unmet,
+           ms__fmt_bytes(c->heap_unmet_max, b[4], sizeof b[4]),
+           g->stub.timing == MEMSTUB_TIMING_USLEEP ? "usleep" : "deadline",
+           ms__fmt_ns(c->time_cost_ns, t[0], sizeof t[0]), ms__fmt_ns(c->time_shift_ns, t[1], sizeof t[1]),
+           (long long)c->time_points, ms__fmt_ns(c->time_unmet_max, t[2], sizeof t[2]));
 }

@@ -104,6 +104,7 @@ static inline void book_alloc(tstate *ts, void *p, uint64_t n, int fn, uintptr_t
     } else if (m) {
       if (UNLIKELY(n >= MS__REC_GROW_SAMPLE)) ms__rec_mem_sample(ts);  // grew a page or more
       event(ts, heap_add((int64_t)n), sp);
+      site(ts, NULL, p, n);
     }
     if (m) wcount(ts, fn, n);  // after the event: the bucket it opens gets it
   }
@@ -187,6 +188,7 @@ static void *realloc_common(tstate *ts, void *p, size_t n, int fn, uintptr_t sp,
     event(ts, heap_add(-(int64_t)old), sp);  // freed p
   }
   if ((q || n == 0) && mine(ts)) wcount(ts, fn, n);  // after the event, as in book_alloc
+  site(ts, old && (q || n == 0) ? p : NULL, q && keep_counted ? q : NULL, n);
   MEASURE_END(ts);
   return q;
 }
@@ -238,6 +240,7 @@ EXPORT void free(void *p) {
     return;
   }
   MEASURE_BEGIN(ts);
+  site(ts, p, NULL, 0);
   uint64_t entry;
   forget((uintptr_t)p, &entry);
   uint64_t old = counted(entry);

@@ -486,6 +486,21 @@ void ms__rec_fmt_x10(char *buf, size_t n, double v);
 // Every metadata line of the trace A.
 void ms__rec_build_meta(const assembled *A);
 
+/* ---- sites.c: allocation sites at the heap's peak (record --sites) ---- */
+
+extern int ms__rec_sites_on;  // set once at start when MEMSTUB_RECORD_SITES asks
+// A counted block freed (before the heap falls) and/or one allocated, n bytes.
+void ms__rec_site_event(tstate *ts, void *freed, void *allocated, uint64_t n)
+    __attribute__((noinline));
+// At exit, with the metadata being built: TRACE.sites and its metadata lines.
+void ms__rec_sites_write(void);
+
+// The hooks' one call: nothing but a load and a branch when sites are off.
+HOT void site(tstate *ts, void *freed, void *allocated, uint64_t n) {
+  if (UNLIKELY(__atomic_load_n(&ms__rec_sites_on, __ATOMIC_RELAXED)))
+    ms__rec_site_event(ts, freed, allocated, n);
+}
+
 #pragma GCC visibility pop
 
 #endif

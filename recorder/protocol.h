@@ -28,6 +28,7 @@
 #define MS__REC_ENV_FOLLOW "MEMSTUB_RECORD_FOLLOW"
 // --function: the names, separated by commas (recorder/function.c).
 #define MS__REC_ENV_FUNCTIONS "MEMSTUB_RECORD_FUNCTIONS"
+#define MS__REC_ENV_SITES "MEMSTUB_RECORD_SITES"  // bytes between sampled allocations (--sites)
 
 /* ---- rows, chunks and the journal: recorder -> command ----
  * Each thread appends rows to chunks of MS__REC_CHUNK_ROWS. With

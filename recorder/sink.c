@@ -717,6 +717,7 @@ void ms__rec_finish(int how, int sig) {
     return;
   }
   ms__rec_build_meta(&A);
+  if (how != 2) ms__rec_sites_write();  // not signal-safe: none after a fatal signal
   if (how == 2)
     rc = write_raw(&A);
   else if ((rc = write_normal(&A)) != 0)

@@ -18,6 +18,19 @@
 
 #include "memstub/runtime.h"
 
+/* A time for people, "850 ns", "250 µs", "12.5 ms", "1.20 s", as memstub's
+ * own summaries print it (common/units.c, which a stub cannot include:
+ * it is compiled against the public headers only). */
+static const char *human_ns(long long ns, char *buf, size_t cap) {
+  static const char *const unit[] = {"ns", "\xc2\xb5s", "ms", "s"};
+  double v = ns < 0 ? -(double)ns : (double)ns;
+  int u = 0;
+  while (u < 3 && v >= 999.5) v /= 1000, u++;
+  int decimals = u == 0 ? 0 : v >= 99.95 ? 0 : v >= 9.995 ? 1 : 2;
+  snprintf(buf, cap, "%s%.*f %s", ns < 0 ? "-" : "", decimals, v, unit[u]);
+  return buf;
+}
+
 #ifndef MEMSTUB_STUB_VAR
 #define MEMSTUB_STUB_VAR memStub
 #endif
@@ -129,16 +142,18 @@ int main(int argc, char **argv) {
   if (memstub_replay_run(stub, &o, &r, &err) < 0) return fail("%s", err.msg);
   int rc = 0;
   if (measure && memstub_replay_write(r, measure, &err) < 0) rc = fail("%s", err.msg);
-  if (verbose && rc == 0)
+  if (verbose && rc == 0) {
+    char d[32], t[32], c[32];
     fprintf(stderr,
-            "%s: replayed %lld points in %lld ns (target %lld ns, %s timing); CPU %lld ns "
+            "%s: replayed %lld points in %s (target %s, %s timing); CPU %s "
             "(%.2f %% of the duration), %lld sleeps\n",
-            prog, (long long)r->info.points, (long long)r->info.duration_ns,
-            (long long)r->info.target_ns, memstub_timing_name(o.timing),
-            (long long)r->info.cpu_ns,
+            prog, (long long)r->info.points, human_ns(r->info.duration_ns, d, sizeof d),
+            human_ns(r->info.target_ns, t, sizeof t), memstub_timing_name(o.timing),
+            human_ns(r->info.cpu_ns, c, sizeof c),
             r->info.duration_ns > 0 ? 100.0 * (double)r->info.cpu_ns / (double)r->info.duration_ns
                                     : 0.0,
             (long long)r->info.sleeps);
+  }
   memstub_replay_free(r);
   return rc;
 }

@@ -154,8 +154,9 @@ typedef struct memstub_gen_emit_report {
 int memstub_gen_emit_ex(const memstub_gen *g, const char *path, const memstub_gen_emit_options *o,
                         memstub_gen_emit_report *rep, memstub_error *err);
 
-/* One line saying what calibration changed in g (g->comp), as the header's
- * provenance comment has it; "none" without a profile. */
+/* One line for people saying what calibration changed in g (g->comp): the
+ * header's provenance comment with bytes and times in units (KiB, µs, ms);
+ * "none" without a profile. */
 void memstub_gen_comp_format(const memstub_gen *g, char *buf, size_t cap);
 
 /* The predicted cost of every point of s on the host that profile p was

@@ -1,0 +1,661 @@
+/* memstub sites: the allocation sites live at the heap's peak, from the
+ * TRACE.sites file `memstub record --sites` writes (docs/formats.md), with
+ * function and file:line where the objects' debug info has them (addr2line,
+ * run here, outside the recorded process). */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "memstub/trace.h"
+#include "ms_common.h"
+#include "ms_spawn.h"
+
+enum { O_TOP = MS_CLI_LONG, O_JSON, O_FRAMES, O_BACKTRACES, O_SKIP };
+
+static const ms_cli_option options[] = {
+    {"top", O_TOP, "N", "the N sites with the most bytes at the peak (default 10)"},
+    {"frames", O_FRAMES, "N", "frames shown per site (default 5; JSON: all)"},
+    {"backtraces", O_BACKTRACES, NULL,
+     "one site per distinct backtrace (default: per place\n"
+     "that calls the allocator, its backtraces summed)"},
+    {"skip", O_SKIP, "NAME",
+     "a function that only passes allocations on, like\n"
+     "operator new or xmalloc (built in): sites are placed\n"
+     "past it (a prefix of the name; repeatable)"},
+    {"json", O_JSON, NULL, "print JSON (keys: docs/formats.md#allocation-sites)"},
+    {0}};
+
+static const ms_cli_spec spec = {
+    "sites",
+    "usage: memstub sites TRACE [--top N] [--frames N] [--backtraces] [--skip NAME]\n"
+    "                           [--json]\n"
+    "\n"
+    "List the allocation sites holding the most heap at the peak of a trace\n"
+    "recorded with 'memstub record --sites', as heaptrack_print's peak consumers\n"
+    "and ms_print's peak snapshot do: bytes live at the peak (estimated from\n"
+    "sampled allocations), their share of the peak, the blocks, the bytes the\n"
+    "site allocated over the whole run, and the backtrace with function and\n"
+    "file:line where the program's debug info has them (addr2line, from binutils;\n"
+    "without it, object+offset). A site is a place that calls the allocator, or a\n"
+    "wrapper of it such as operator new, xmalloc, g_malloc or PyObject_Malloc\n"
+    "(--skip adds more): the backtraces reaching it are summed and the one holding\n"
+    "the most is shown (--backtraces: each backtrace on its own). TRACE.sites\n"
+    "holds the data; TRACE may also name the .sites file itself.\n"
+    "\n",
+    options, 24, NULL};
+
+typedef struct map {
+  uint64_t lo, hi, off;
+  char *path;
+  int64_t delta;  // the ELF's p_vaddr - p_offset for this mapping
+  int delta_known;
+} map;
+
+typedef struct frame {
+  uint64_t pc;
+  int map;          // index into maps, or -1
+  uint64_t vaddr;   // the address in the object's ELF terms (pc - 1 mapped)
+  char *function;   // NULL: unknown
+  char *file;       // NULL: unknown
+  long line;
+  int looked;       // symbolise() has asked addr2line already
+} frame;
+
+typedef struct site {
+  int64_t peak, alloc;
+  int64_t peak_n, alloc_n;
+  size_t nframes;
+  frame *frames;   // of the backtrace with the most bytes at the peak, when grouped
+  int64_t rep_peak;  // that backtrace's own bytes at the peak
+  size_t nbt;        // backtraces grouped here (1 when not grouped)
+  size_t skip;       // leading frames inside allocation wrappers (operator new, ...)
+} site;
+
+typedef struct sites_file {
+  char *path;
+  int64_t interval, peak_heap, peak_time, snapshots, sampled, dropped;
+  map *maps;
+  size_t nmaps;
+  site *sites;
+  size_t nsites;
+} sites_file;
+
+static void sites_free(sites_file *s) {
+  for (size_t i = 0; i < s->nmaps; i++) free(s->maps[i].path);
+  for (size_t i = 0; i < s->nsites; i++) {
+    for (size_t k = 0; k < s->sites[i].nframes; k++) {
+      free(s->sites[i].frames[k].function);
+      free(s->sites[i].frames[k].file);
+    }
+    free(s->sites[i].frames);
+  }
+  free(s->maps);
+  free(s->sites);
+  free(s->path);
+}
+
+// A number at *p (decimal, or hex with 0x), advancing past it and one space.
+static int word_u64(const char **p, uint64_t *v) {
+  const char *s = *p;
+  size_t len = strcspn(s, " ");
+  if (len == 0) return -1;
+  int64_t x;
+  if (len > 2 && s[0] == '0' && s[1] == 'x') {
+    uint64_t u = 0;
+    for (size_t i = 2; i < len; i++) {
+      int c = s[i], d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      if (d < 0 || u >> 60) return -1;
+      u = u * 16 + (uint64_t)d;
+    }
+    *v = u;
+  } else {
+    if (ms__parse_i64(s, len, &x) < 0 || x < 0) return -1;
+    *v = (uint64_t)x;
+  }
+  *p = s + len + (s[len] == ' ');
+  return 0;
+}
+
+/* Read a sites file (docs/formats.md). 0, or -errno with err as
+ * "file:line:column: what is wrong". */
+static int sites_read(const char *path, sites_file *s, memstub_error *err) {
+  memset(s, 0, sizeof *s);
+  s->peak_time = -1;
+  char *buf;
+  size_t len;
+  int rc = ms__read_file(path, &buf, &len, err);
+  if (rc < 0) return rc;
+  if (!(s->path = ms__strdup(path))) {
+    free(buf);
+    return memstub_error_set(err, -ENOMEM, "out of memory");
+  }
+  size_t cap_m = 0, cap_s = 0;
+  long lineno = 0;
+  rc = 0;
+  for (char *line = buf; rc == 0 && line < buf + len;) {
+    char *nl = memchr(line, '\n', (size_t)(buf + len - line));
+    if (nl) *nl = '\0';
+    lineno++;
+    char *next = nl ? nl + 1 : buf + len;
+    size_t ll = strlen(line);
+    if (ll && line[ll - 1] == '\r') line[--ll] = '\0';
+    if (lineno == 1 && strcmp(line, "# memstub-sites 1") != 0) {
+      rc = memstub_error_set(err, -EINVAL, "%s:1:1: not a memstub sites file (expected '# memstub-sites 1')",
+                             path);
+      break;
+    }
+    if (!ll || line[0] == '#') {
+      line = next;
+      continue;
+    }
+    const char *p = line + strcspn(line, " ");
+    size_t kl = (size_t)(p - line);
+    if (*p == ' ') p++;
+#define BAD(what) \
+  memstub_error_set(err, -EINVAL, "%s:%ld:%ld: %s", path, lineno, (long)(p - line) + 1, what)
+    static const char *const keys[] = {"interval_bytes", "peak_heap_bytes", "peak_time_ns",
+                                       "snapshots", "sampled", "dropped"};
+    int64_t *vals[] = {&s->interval, &s->peak_heap, &s->peak_time,
+                       &s->snapshots, &s->sampled, &s->dropped};
+    int known = 0;
+    for (size_t k = 0; k < MS__ARRAY_SIZE(keys); k++) {
+      if (kl != strlen(keys[k]) || strncmp(line, keys[k], kl) != 0) continue;
+      known = 1;
+      int64_t v;
+      int neg = *p == '-';
+      if (ms__parse_i64(p, strlen(p), &v) < 0 || (neg && !(k == 2 && v == -1)))
+        rc = BAD("expected a number");
+      else
+        *vals[k] = v;
+    }
+    if (known) {
+      line = next;
+      continue;
+    }
+    if (kl == 3 && strncmp(line, "map", 3) == 0) {
+      map m = {0};
+      if (word_u64(&p, &m.lo) < 0 || word_u64(&p, &m.hi) < 0 || word_u64(&p, &m.off) < 0 ||
+          m.hi <= m.lo) {
+        rc = BAD("expected 'map LOW HIGH OFFSET PATH' (hex addresses)");
+        break;
+      }
+      if (*p != '/') {
+        rc = BAD("expected the mapping's file, an absolute path");
+        break;
+      }
+      if (s->nmaps == cap_m) {
+        cap_m = cap_m ? 2 * cap_m : 16;
+        map *n = realloc(s->maps, cap_m * sizeof *n);
+        if (!n) return free(buf), memstub_error_set(err, -ENOMEM, "out of memory");
+        s->maps = n;
+      }
+      if (!(m.path = ms__strdup(p))) return free(buf), memstub_error_set(err, -ENOMEM, "out of memory");
+      s->maps[s->nmaps++] = m;
+    } else if (kl == 4 && strncmp(line, "site", 4) == 0) {
+      uint64_t v[4];
+      for (int k = 0; k < 4 && rc == 0; k++)
+        if (word_u64(&p, &v[k]) < 0) rc = BAD("expected 'site PEAK_BYTES PEAK_BLOCKS ALLOC_BYTES ALLOC_BLOCKS PC...'");
+      if (rc) break;
+      site st = {(int64_t)v[0], (int64_t)v[2], (int64_t)v[1], (int64_t)v[3], 0, NULL, (int64_t)v[0], 1, 0};
+      size_t nf = 0;
+      for (const char *q = p; *q; q++) nf += *q == ' ';
+      st.frames = calloc(nf + 1, sizeof *st.frames);
+      if (!st.frames) return free(buf), memstub_error_set(err, -ENOMEM, "out of memory");
+      while (*p) {
+        uint64_t pc;
+        if (word_u64(&p, &pc) < 0) {
+          rc = BAD("expected a return address in hex (0x...)");
+          break;
+        }
+        st.frames[st.nframes++] = (frame){.pc = pc, .map = -1};
+      }
+      if (s->nsites == cap_s) {
+        cap_s = cap_s ? 2 * cap_s : 64;
+        site *n = realloc(s->sites, cap_s * sizeof *n);
+        if (!n) {
+          free(st.frames);
+          return free(buf), memstub_error_set(err, -ENOMEM, "out of memory");
+        }
+        s->sites = n;
+      }
+      s->sites[s->nsites++] = st;
+    } else {
+      p = line;
+      rc = BAD("expected interval_bytes, peak_heap_bytes, peak_time_ns, snapshots, sampled, "
+               "dropped, map or site");
+    }
+#undef BAD
+    line = next;
+  }
+  free(buf);
+  if (rc == 0 && lineno == 0)
+    rc = memstub_error_set(err, -EINVAL, "%s:1:1: empty file (expected '# memstub-sites 1')", path);
+  return rc;
+}
+
+/* Functions that only pass an allocation on (prefixes of addr2line's
+ * demangled names): a site is the first frame past them, so that every
+ * `new` in a C++ program is not one site. --skip adds more. */
+static const char *const wrappers[] = {
+    "operator new", "std::allocator", "std::__new_allocator", "__gnu_cxx::new_allocator",
+    "std::allocator_traits", "xmalloc", "xcalloc", "xzalloc", "xrealloc", "xnmalloc", "xinmalloc",
+    "x2nrealloc", "x2realloc", "xcharalloc", "xmemdup", "ximemdup", "xstrdup", "xpalloc",
+    "g_malloc", "g_realloc", "g_try_malloc", "g_try_realloc", "g_slice_alloc", "g_strdup",
+    "g_memdup", "PyMem_", "_PyMem_", "PyObject_Malloc", "_PyObject_Malloc", "PyObject_Calloc",
+    "_PyObject_Calloc", "PyObject_Realloc", "_PyObject_Realloc", "pymalloc_", "strdup",
+    "strndup", "__strdup", "__strndup", "wcsdup", NULL};
+enum { WRAPPER_FRAMES = 8, MAX_SKIP = 32 };
+static const char *extra_skip[MAX_SKIP + 1];
+
+static int is_wrapper(const frame *f) {
+  if (!f->function) return 0;
+  for (const char *const *w = wrappers; *w; w++)
+    if (strncmp(f->function, *w, strlen(*w)) == 0) return 1;
+  for (const char *const *w = extra_skip; *w; w++)
+    if (strncmp(f->function, *w, strlen(*w)) == 0) return 1;
+  return 0;
+}
+
+// Each site's leading wrapper frames (its first WRAPPER_FRAMES symbolised).
+static void find_wrappers(sites_file *s) {
+  for (size_t i = 0; i < s->nsites; i++) {
+    site *st = &s->sites[i];
+    st->skip = 0;
+    while (st->skip + 1 < st->nframes && st->skip < WRAPPER_FRAMES && is_wrapper(&st->frames[st->skip]))
+      st->skip++;
+  }
+}
+
+static uint64_t first_pc(const site *s) { return s->nframes ? s->frames[s->skip].pc : 0; }
+
+static int by_first_pc(const void *a, const void *b) {
+  uint64_t x = first_pc(a), y = first_pc(b);
+  return x < y ? -1 : x > y;
+}
+
+static int by_peak(const void *a, const void *b) {
+  const site *x = a, *y = b;
+  if (x->peak != y->peak) return x->peak < y->peak ? 1 : -1;
+  return x->alloc < y->alloc ? 1 : x->alloc > y->alloc ? -1 : 0;
+}
+
+/* Backtraces that allocate at the same place (the same caller of malloc, or
+ * of the wrapper it went through: the same return address) become one site, as heaptrack_print groups its
+ * peak consumers by location: figures summed, the backtrace holding the most
+ * at the peak kept to show. Recursion and many callers otherwise split one
+ * place into many small sites. Then most bytes at the peak first. */
+static void group_sites(sites_file *s) {
+  qsort(s->sites, s->nsites, sizeof *s->sites, by_first_pc);
+  size_t out = 0;
+  for (size_t i = 0; i < s->nsites; i++) {
+    site *cur = &s->sites[i];
+    site *g = out ? &s->sites[out - 1] : NULL;
+    if (g && cur->nframes && g->nframes && first_pc(cur) == first_pc(g)) {
+      g->peak += cur->peak, g->alloc += cur->alloc;
+      g->peak_n += cur->peak_n, g->alloc_n += cur->alloc_n;
+      g->nbt += cur->nbt;
+      if (cur->rep_peak > g->rep_peak) {  // show the bigger backtrace
+        frame *f = g->frames;
+        size_t n = g->nframes;
+        size_t k = g->skip;
+        g->frames = cur->frames, g->nframes = cur->nframes, g->rep_peak = cur->rep_peak;
+        g->skip = cur->skip;
+        cur->frames = f, cur->nframes = n, cur->skip = k;
+      }
+      for (size_t k = 0; k < cur->nframes; k++) {
+        free(cur->frames[k].function);
+        free(cur->frames[k].file);
+      }
+      free(cur->frames);
+      continue;
+    }
+    s->sites[out++] = *cur;
+  }
+  s->nsites = out;
+  qsort(s->sites, s->nsites, sizeof *s->sites, by_peak);
+}
+
+/* The address an object's debug info knows for file offset off: through the
+ * PT_LOAD segment holding it (p_vaddr - p_offset), off itself when the file
+ * cannot be read as a 64-bit ELF. */
+static uint64_t elf_vaddr(const char *path, uint64_t off) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return off;
+  Elf64_Ehdr eh;
+  uint64_t v = off;
+  if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+      eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr)) {
+    for (int i = 0; i < eh.e_phnum; i++) {
+      Elf64_Phdr ph;
+      if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (uint64_t)i * sizeof ph)) != (ssize_t)sizeof ph)
+        break;
+      if (ph.p_type == PT_LOAD && off >= ph.p_offset && off < ph.p_offset + ph.p_filesz) {
+        v = off - ph.p_offset + ph.p_vaddr;
+        break;
+      }
+    }
+  }
+  close(fd);
+  return v;
+}
+
+static const char *base_name(const char *p) {
+  const char *s = strrchr(p, '/');
+  return s ? s + 1 : p;
+}
+
+/* Function and file:line for n frames of the object at path, by one run of
+ * addr2line (fr[i]->vaddr already set). On failure *why says why (once). */
+static void addr2line(const char *a2l, char **env, const char *path, frame **fr, size_t n,
+                      char **why) {
+  char **argv = calloc(n + 6, sizeof *argv);
+  char *addrs = malloc(n * 20);
+  if (!argv || !addrs) {
+    free(argv), free(addrs);
+    return;
+  }
+  size_t a = 0;
+  argv[a++] = (char *)a2l, argv[a++] = "-f", argv[a++] = "-C", argv[a++] = "-e";
+  argv[a++] = (char *)path;
+  for (size_t j = 0; j < n; j++) {
+    snprintf(addrs + 20 * j, 20, "0x%" PRIx64, fr[j]->vaddr);
+    argv[a++] = addrs + 20 * j;
+  }
+  ms__spawn_opts o;
+  ms__spawn_opts_init(&o);
+  o.in = MS__SPAWN_NULL, o.out = MS__SPAWN_CAPTURE, o.err = MS__SPAWN_CAPTURE;
+  o.timeout_ns = 60 * (int64_t)1000000000;
+  o.env = env;
+  ms__spawn_result r = {0};
+  memstub_error err = {0};
+  if (ms__spawn_run(argv, &o, &r, &err) == 0 && ms__spawn_check(&r, a2l, NULL, &err) == 0 && r.out) {
+    // Two lines per address: the function, then FILE:LINE (?? and ??:0 when unknown).
+    char *line = r.out;
+    for (size_t i = 0; i < n && *line; i++) {
+      char *fn = line, *nl = strchr(fn, '\n');
+      if (!nl) break;
+      *nl = '\0';
+      char *loc = nl + 1;
+      nl = strchr(loc, '\n');
+      if (nl) *nl = '\0';
+      line = nl ? nl + 1 : loc + strlen(loc);
+      if (strcmp(fn, "??") != 0) fr[i]->function = ms__strdup(fn);
+      char *colon = strrchr(loc, ':');
+      if (colon && strncmp(loc, "??", 2) != 0) {
+        long ln = strtol(colon + 1, NULL, 10);
+        if (ln > 0) {
+          *colon = '\0';
+          fr[i]->file = ms__strdup(loc);
+          fr[i]->line = ln;
+        }
+      }
+    }
+  } else if (why && !*why) {
+    *why = ms__strdup(err.msg[0] ? err.msg : "addr2line failed");
+  }
+  ms__spawn_result_free(&r);
+  free(argv), free(addrs);
+}
+
+/* Function and file:line for the first maxf frames of the first top sites
+ * not looked up yet: addr2line per object, 1000 addresses a run. Frames stay
+ * unknown when addr2line is missing or fails (*why says why, once). */
+static void symbolise(sites_file *s, size_t top, size_t maxf, char **why) {
+  size_t n = 0;
+  for (size_t i = 0; i < top; i++)
+    for (size_t k = 0; k < s->sites[i].nframes && k < maxf; k++) {
+      frame *f = &s->sites[i].frames[k];
+      if (f->looked) continue;
+      uint64_t at = f->pc ? f->pc - 1 : 0;  // the call, not the return address
+      for (size_t m = 0; m < s->nmaps; m++)
+        if (at >= s->maps[m].lo && at < s->maps[m].hi) f->map = (int)m;
+      if (f->map >= 0) {
+        map *mp = &s->maps[f->map];
+        if (!mp->delta_known) {  // the object's p_vaddr - p_offset, read once
+          mp->delta = (int64_t)(elf_vaddr(mp->path, mp->off) - mp->off);
+          mp->delta_known = 1;
+        }
+        f->vaddr = at - mp->lo + mp->off + (uint64_t)mp->delta;
+        n++;
+      }
+    }
+  if (!n) return;
+  // addr2line must not be recorded: `memstub record` calls this with the
+  // recorder's variables still set.
+  extern char **environ;
+  size_t ne = 0;
+  while (environ[ne]) ne++;
+  char **env = calloc(ne + 1, sizeof *env);
+  frame **fr = calloc(n, sizeof *fr);
+  if (!env || !fr) {
+    free(env), free(fr);
+    return;
+  }
+  for (size_t i = 0, k = 0; i < ne; i++)
+    if (strncmp(environ[i], "MEMSTUB_RECORD_", 15) != 0 && strncmp(environ[i], "LD_PRELOAD=", 11) != 0)
+      env[k++] = environ[i];
+  const char *a2l = getenv("MEMSTUB_ADDR2LINE");
+  if (!a2l || !*a2l) a2l = "addr2line";
+  for (size_t m = 0; m < s->nmaps; m++) {
+    size_t j = 0;
+    for (size_t i = 0; i < top; i++)
+      for (size_t k = 0; k < s->sites[i].nframes && k < maxf; k++) {
+        frame *f = &s->sites[i].frames[k];
+        if (f->looked || f->map != (int)m) continue;
+        f->looked = 1;
+        fr[j++] = f;
+        if (j == 1000) addr2line(a2l, env, s->maps[m].path, fr, j, why), j = 0;
+      }
+    if (j) addr2line(a2l, env, s->maps[m].path, fr, j, why);
+  }
+  free(env);
+  free(fr);
+}
+
+// One frame for people: "function  file:line", or what is known of it.
+static void frame_text(const sites_file *s, const frame *f, FILE *out) {
+  const char *obj = f->map >= 0 ? base_name(s->maps[f->map].path) : NULL;
+  fputs(f->function ? f->function : "??", out);
+  if (f->file)
+    fprintf(out, "  %s:%ld", base_name(f->file), f->line);
+  else if (obj)
+    fprintf(out, "  (%s+0x%" PRIx64 ")", obj, f->vaddr);
+  else
+    fprintf(out, "  (0x%" PRIx64 ")", f->pc);
+  fputc('\n', out);
+}
+
+static void print_text(const sites_file *s, size_t top, size_t frames, const char *indent, FILE *out) {
+  char ph[32], pt[32], iv[32];
+  fprintf(out, "%sallocation sites live at the heap's peak: %s at %s (one allocation sampled per %s allocated, on average: estimates)\n",
+          indent, ms__fmt_bytes(s->peak_heap, ph, sizeof ph),
+          s->peak_time >= 0 ? ms__fmt_ns(s->peak_time, pt, sizeof pt) : "the end",
+          ms__fmt_bytes(s->interval, iv, sizeof iv));
+  size_t shown = 0;
+  for (size_t i = 0; i < top; i++) {
+    const site *st = &s->sites[i];
+    if (st->peak <= 0) break;
+    char b[32], a[32];
+    double share = s->peak_heap > 0 ? 100.0 * (double)st->peak / (double)s->peak_heap : 0;
+    char bt[64] = "";
+    if (st->nbt > 1) snprintf(bt, sizeof bt, " (%zu backtraces; the biggest below)", st->nbt);
+    if (st->skip) {
+      char via[160];
+      snprintf(via, sizeof via, " through %s", st->frames[0].function);
+      strncat(bt, via, sizeof bt - strlen(bt) - 1);
+    }
+    fprintf(out, "%s%3zu. %s (%.1f %%) in ~%" PRId64 " block%s; allocated %s over the run%s\n", indent,
+            i + 1, ms__fmt_bytes(st->peak, b, sizeof b), share, st->peak_n, st->peak_n == 1 ? "" : "s",
+            ms__fmt_bytes(st->alloc, a, sizeof a), bt);
+    for (size_t k = st->skip; k < st->nframes && k < st->skip + frames; k++) {
+      fprintf(out, "%s       %s ", indent, k > st->skip ? "from" : "at  ");
+      frame_text(s, &st->frames[k], out);
+    }
+    shown++;
+  }
+  if (!shown) fprintf(out, "%s  (no sampled allocation was live at the peak)\n", indent);
+  if (s->dropped)
+    fprintf(out, "%s  (%" PRId64 " samples dropped: more distinct backtraces or sampled blocks than the recorder keeps)\n",
+            indent, s->dropped);
+}
+
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      fprintf(f, "\\%c", c);
+    else if (c < 0x20)
+      fprintf(f, "\\u%04x", c);
+    else
+      fputc(c, f);
+  }
+  fputc('"', f);
+}
+
+static void print_json(const sites_file *s, const char *trace, size_t top, FILE *out) {
+  fputs("{\"trace\": ", out);
+  json_str(out, trace);
+  fprintf(out,
+          ", \"interval_bytes\": %" PRId64 ", \"peak_heap_bytes\": %" PRId64
+          ", \"peak_time_ns\": %" PRId64 ", \"sampled\": %" PRId64 ", \"dropped\": %" PRId64
+          ",\n \"sites\": [",
+          s->interval, s->peak_heap, s->peak_time, s->sampled, s->dropped);
+  for (size_t i = 0; i < top; i++) {
+    const site *st = &s->sites[i];
+    fprintf(out,
+            "%s\n  {\"peak_bytes\": %" PRId64 ", \"peak_blocks\": %" PRId64
+            ", \"allocated_bytes\": %" PRId64 ", \"allocated_blocks\": %" PRId64
+            ", \"backtraces\": %zu, \"wrapper_frames\": %zu, \"frames\": [",
+            i ? "," : "", st->peak, st->peak_n, st->alloc, st->alloc_n, st->nbt, st->skip);
+    for (size_t k = 0; k < st->nframes; k++) {
+      const frame *f = &st->frames[k];
+      fprintf(out, "%s\n    {\"pc\": \"0x%" PRIx64 "\"", k ? "," : "", f->pc);
+      if (f->map >= 0) {
+        fputs(", \"object\": ", out);
+        json_str(out, s->maps[f->map].path);
+        fprintf(out, ", \"address\": \"0x%" PRIx64 "\"", f->vaddr);
+      }
+      if (f->function) fputs(", \"function\": ", out), json_str(out, f->function);
+      if (f->file) fputs(", \"file\": ", out), json_str(out, f->file), fprintf(out, ", \"line\": %ld", f->line);
+      fputc('}', out);
+    }
+    fputs("]}", out);
+  }
+  fputs("]}\n", out);
+}
+
+/* The sites file of trace_path: trace_path itself when it ends in .sites,
+ * else trace_path.sites (malloc'd; NULL when out of memory). */
+static char *sites_path(const char *trace_path) {
+  size_t n = strlen(trace_path);
+  if (n > 6 && strcmp(trace_path + n - 6, ".sites") == 0) return ms__strdup(trace_path);
+  return ms__asprintf("%s.sites", trace_path);
+}
+
+void ms_cli_sites_summary(const char *trace_path, const memstub_trace *t, int top, FILE *out) {
+  (void)t;
+  char *path = sites_path(trace_path);
+  sites_file s;
+  memstub_error err = {0};
+  if (!path || sites_read(path, &s, &err) < 0) {
+    ms_cli_warn("%s", path ? err.msg : "out of memory");
+    if (path) sites_free(&s);
+    free(path);
+    return;
+  }
+  char *why = NULL;
+  symbolise(&s, s.nsites, WRAPPER_FRAMES, &why);
+  find_wrappers(&s);
+  group_sites(&s);
+  size_t n = s.nsites < (size_t)top ? s.nsites : (size_t)top;
+  symbolise(&s, n, SIZE_MAX, &why);
+  print_text(&s, n, 3, "", out);
+  fprintf(out, "  (all of them: memstub sites %s)\n", trace_path);
+  if (why) ms_cli_warn("no function names or lines: %s", why);
+  free(why);
+  sites_free(&s);
+  free(path);
+}
+
+int ms_cmd_sites(int argc, char **argv) {
+  int64_t top = 10, frames = 5;
+  int json = 0, ungrouped = 0;
+  ms_cli_parser p = {.spec = &spec};
+  int c;
+  while ((c = ms_cli_next(&p, argc, argv)) > 0) {
+    switch (c) {
+      case O_TOP:
+        if (ms_cli_i64("sites", "--top", p.arg, &top) != 0) return MS_EXIT_USAGE;
+        if (top < 1) return ms_cli_usage("sites", "--top must be >= 1");
+        break;
+      case O_FRAMES:
+        if (ms_cli_i64("sites", "--frames", p.arg, &frames) != 0) return MS_EXIT_USAGE;
+        if (frames < 1) return ms_cli_usage("sites", "--frames must be >= 1");
+        break;
+      case O_JSON: json = 1; break;
+      case O_BACKTRACES: ungrouped = 1; break;
+      case O_SKIP: {
+        size_t k = 0;
+        while (extra_skip[k]) k++;
+        if (k == MAX_SKIP) return ms_cli_usage("sites", "--skip: at most %d names", MAX_SKIP);
+        if (!*p.arg) return ms_cli_usage("sites", "--skip needs a function name");
+        extra_skip[k] = p.arg;
+        break;
+      }
+    }
+  }
+  if (c < 0) return p.status;
+  if (p.optind >= argc) return ms_cli_usage("sites", "missing TRACE");
+  if (p.optind + 1 < argc) return ms_cli_usage("sites", "one TRACE at a time (found '%s')", argv[p.optind + 1]);
+  const char *trace = argv[p.optind];
+  char *path = sites_path(trace);
+  if (!path) return ms_cli_error("out of memory");
+  memstub_error err = {0};
+  // A trace recorded without --sites says so in its metadata (an older
+  // TRACE.sites beside it would be another run's).
+  if (strcmp(path, trace) != 0) {
+    memstub_trace *t = NULL;
+    if (memstub_trace_read(trace, &t, &err) < 0) {
+      free(path);
+      return ms_cli_fail(&err);
+    }
+    int has = memstub_trace_get_meta(t, "sites.file") != NULL;
+    memstub_trace_free(t);
+    if (!has) {
+      ms_cli_error("%s has no allocation sites: it was not recorded with --sites (memstub "
+                   "record --sites -o %s -- PROGRAM), or the program died of a signal",
+                   trace, trace);
+      free(path);
+      return MS_EXIT_USAGE;
+    }
+  }
+  sites_file s;
+  if (sites_read(path, &s, &err) < 0) {
+    free(path);
+    sites_free(&s);
+    return ms_cli_fail(&err);
+  }
+  char *why = NULL;
+  symbolise(&s, s.nsites, WRAPPER_FRAMES, &why);
+  find_wrappers(&s);
+  if (!ungrouped) group_sites(&s);
+  size_t n = s.nsites < (size_t)top ? s.nsites : (size_t)top;
+  symbolise(&s, n, SIZE_MAX, &why);
+  if (json)
+    print_json(&s, trace, n, stdout);
+  else
+    print_text(&s, n, (size_t)frames, "", stdout);
+  if (why) ms_cli_warn("no function names or lines: %s", why);
+  free(why);
+  sites_free(&s);
+  free(path);
+  return MS_EXIT_OK;
+}
