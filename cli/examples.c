@@ -19,7 +19,9 @@ static const examples table[] = {
              "memstub demo listing1.csv -o demo-listing1 --profile memstub-demo/host.profile\n"},
     {"record", "memstub record -o ls.csv -- ls -l /\n"
                "memstub record --sites -o sort.csv -- sort /etc/passwd\n"
-               "memstub sites sort.csv\n"},
+               "memstub sites sort.csv\n"
+               "memstub record --function strcoll -o strcoll.csv -- sort /etc/passwd\n"
+               "memstub record --follow-children -o sh.csv -- sh -c 'sort /etc/passwd | wc -l'\n"},
     {"import", "memusage -d ls.memusage ls > /dev/null\n"
                "memstub import memusage ls.memusage -o ls-memusage.csv\n"
                "valgrind -q --tool=massif --stacks=yes --time-unit=ms --massif-out-file=ls.massif ls\n"
