@@ -45,6 +45,10 @@ struct memstub_trace;
  * trace_path's .sites file, symbolised, into out; a warning when it cannot
  * be read (cli/cmd_sites.c). */
 void ms_cli_sites_summary(const char *trace_path, const struct memstub_trace *t, int top, FILE *out);
+/* The record summary's line on generations: what the regions of
+ * trace_path left alive (its .generations file); a warning when it cannot be
+ * read (cli/cmd_generations.c). */
+void ms_cli_generations_summary(const char *trace_path, FILE *out);
 
 /* The examples of `memstub CMD --help` (cli/examples.c): "examples:" and one
  * "  $ COMMAND" line each, runnable as printed; nothing when CMD has none. */
@@ -130,7 +134,8 @@ size_t ms_cli_distance(const char *a, const char *b);
   X(calibrate, "measure the stub's own time and byte overheads on this host")          \
   X(compare, "compare a replayed trace with the original")                             \
   X(plot, "plot original against replayed curves with gnuplot")                        \
-  X(sites, "list the allocation sites holding the heap's peak (record --sites)")
+  X(sites, "list the allocation sites holding the heap's peak (record --sites)")       \
+  X(generations, "what each probe region left alive, and when it was freed")
 
 #define MS_CLI_DECLARE(name, help) int ms_cmd_##name(int argc, char **argv);
 MS_CLI_COMMANDS(MS_CLI_DECLARE)

@@ -268,6 +268,7 @@ static void summary(const char *path, const memstub_trace *t) {
     print_churn_line(label, t->meta[i].value);
   }
   if (memstub_trace_get_meta(t, "sites.file")) ms_cli_sites_summary(path, t, 5, stderr);
+  if (memstub_trace_get_meta(t, "generations.file")) ms_cli_generations_summary(path, stderr);
   next_step(path);
 #undef M
 }

@@ -41,6 +41,9 @@ static const examples table[] = {
     {"plot", "memstub replay nonlifo.csv --measure replayed.csv\n"
              "memstub plot nonlifo.csv replayed.csv -o figure3.png\n"
              "memstub plot synthetic-4.8s.csv -o curves.txt\n"},
+    {"generations", "memstub record --function strcoll -o strcoll.csv -- sort /etc/passwd\n"
+                    "memstub generations strcoll.csv\n"
+                    "memstub generations strcoll.csv --top 3 --json\n"},
     {"sites", "memstub record --sites -o sort.csv -- sort /etc/passwd\n"
               "memstub sites sort.csv\n"
               "memstub sites sort.csv --top 5 --json\n"},

@@ -105,6 +105,7 @@ static inline void book_alloc(tstate *ts, void *p, uint64_t n, int fn, uintptr_t
       if (UNLIKELY(n >= MS__REC_GROW_SAMPLE)) ms__rec_mem_sample(ts);  // grew a page or more
       event(ts, heap_add((int64_t)n), sp);
       site(ts, NULL, p, n);
+      generation(ts, NULL, p, n);
     }
     if (m) wcount(ts, fn, n);  // after the event: the bucket it opens gets it
   }
@@ -189,6 +190,7 @@ static void *realloc_common(tstate *ts, void *p, size_t n, int fn, uintptr_t sp,
   }
   if ((q || n == 0) && mine(ts)) wcount(ts, fn, n);  // after the event, as in book_alloc
   site(ts, old && (q || n == 0) ? p : NULL, q && keep_counted ? q : NULL, n);
+  generation(ts, p && (q || n == 0) ? p : NULL, q && keep_counted ? q : NULL, n);
   MEASURE_END(ts);
   return q;
 }
@@ -241,6 +243,7 @@ EXPORT void free(void *p) {
   }
   MEASURE_BEGIN(ts);
   site(ts, p, NULL, 0);
+  generation(ts, p, NULL, 0);
   uint64_t entry;
   forget((uintptr_t)p, &entry);
   uint64_t old = counted(entry);

@@ -477,6 +477,8 @@ typedef struct assembled {
   int64_t peak_rss, peak_mapped;
   size_t raw_rows;
   int regions;
+  int64_t origin_raw;  // the raw clock at the trace's time 0
+  double scale;        // ns per raw clock unit
 } assembled;
 
 // One metadata line (key sanitised, newlines in the value made spaces).
@@ -485,6 +487,27 @@ void ms__rec_meta(const char *key, const char *fmt, ...) __attribute__((format(p
 void ms__rec_fmt_x10(char *buf, size_t n, double v);
 // Every metadata line of the trace A.
 void ms__rec_build_meta(const assembled *A);
+
+/* ---- generations.c: what each region leaves alive (docs/recording.md) ---- */
+
+extern int ms__rec_gen_live;  // blocks born in a region and not freed yet
+// A region begins or ends on the recorded thread (regions.c): occurrence occ
+// of name, at raw time t.
+void ms__rec_gen_region(int64_t occ, const char *name, int64_t t, int begin);
+// A block allocated inside a region (the recorded thread, ts->tag != 0)
+// and/or one freed. Not signal-safe; never called from a handler.
+void ms__rec_gen_event(tstate *ts, void *freed, void *allocated, uint64_t n)
+    __attribute__((noinline));
+// At exit, with the metadata being built: TRACE.generations and its
+// metadata lines; nothing when no region ran.
+void ms__rec_gen_write(const assembled *A);
+
+// The hooks' one call: a load and a branch or two when nothing is tracked.
+HOT void generation(tstate *ts, void *freed, void *allocated, uint64_t n) {
+  if (UNLIKELY((allocated && ts->tag && ts->is_rec) ||
+               (freed && __atomic_load_n(&ms__rec_gen_live, __ATOMIC_RELAXED))))
+    ms__rec_gen_event(ts, freed, allocated, n);
+}
 
 /* ---- sites.c: allocation sites at the heap's peak (record --sites) ---- */
 

@@ -276,6 +276,8 @@ static void cover(assembled *A, const xrow *buf, size_t total, xrow *tmp, double
   memv last_m = {0, 0, 0, 0}, base = {0, 0, 0, 0};
   int have_base = 0;
   if (!A->regions) origin = ms__rec.origin_raw;
+  A->origin_raw = origin;
+  A->scale = scale;
   size_t out = 0;
   int64_t bucket_end = INT64_MIN, prev_t = 0;
   int have = 0;
@@ -298,7 +300,7 @@ static void cover(assembled *A, const xrow *buf, size_t total, xrow *tmp, double
         last_heap = x.heap;
         continue;
       }
-      if (origin < 0) origin = x.t;
+      if (origin < 0) origin = A->origin_raw = x.t;
     } else if (x.t < origin) {
       last_heap = x.heap;
       if (x.stack >= 0) last_stack = x.stack;
@@ -718,6 +720,7 @@ void ms__rec_finish(int how, int sig) {
   }
   ms__rec_build_meta(&A);
   if (how != 2) ms__rec_sites_write();  // not signal-safe: none after a fatal signal
+  if (how != 2) ms__rec_gen_write(&A);
   if (how == 2)
     rc = write_raw(&A);
   else if ((rc = write_normal(&A)) != 0)

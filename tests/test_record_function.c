@@ -219,6 +219,60 @@ START_TEST(test_refusals) {
 }
 END_TEST
 
+// Generations (issue 20): produce() leaves three blocks alive: one freed
+// 100 ms after it returned, one 150 ms after, one never; at every resolution.
+START_TEST(test_generations) {
+  static const char *const res[] = {"0", "100000", "10000000"};
+  for (size_t i = 0; i < 3; i++) {
+    char *dir = tu_mkdtemp();
+    char *argv[] = {(char *)env("MEMSTUB_EXE"), "record", "-q", "-r", (char *)res[i], "-o",
+                    "t.csv", "--function", "produce", "--",
+                    (char *)env("MEMSTUB_REC_FNPROG"), "generation", NULL};
+    tu_run r = tu_exec(dir, argv);
+    ck_assert_msg(r.status == 0, "-r %s: status %d: %s", res[i], r.status, r.err);
+    tu_run_free(&r);
+    r = tu_memstub(dir, "generations", "t.csv", "--json", NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    static const char *const want[] = {
+        "\"survivor_blocks\": 3,", "\"survivor_bytes\": 600000,",
+        "\"allocated_bytes\": 650000,", "\"alive_after_10ms\": 600000,",
+        "\"alive_after_1s\": 300000,", "\"alive_at_exit\": 300000}"};
+    for (size_t k = 0; k < 6; k++)
+      ck_assert_msg(strstr(r.out, want[k]), "-r %s: no %s in %s", res[i], want[k], r.out);
+    tu_run_free(&r);
+    r = tu_memstub(dir, "generations", "t.csv", NULL);
+    ck_assert_msg(r.status == 0 && strstr(r.out, "produce"), "%s", r.out);
+    tu_run_free(&r);
+    tu_rmtree(dir);
+    free(dir);
+  }
+}
+END_TEST
+
+// A trace without regions has no generations; a damaged file is refused
+// with its line and field.
+START_TEST(test_generations_refusals) {
+  char *dir = tu_mkdtemp();
+  const char *args[] = {"exe", "1", NULL};
+  tu_run r = record(dir, NULL, env("MEMSTUB_REC_FNPROG"), args);
+  ck_assert_int_eq(r.status, 0);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "generations", "t.csv", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "has no generations"), "%s", r.err);
+  tu_run_free(&r);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/bad.generations", dir);
+  tu_write_file(path, "# memstub-generations 1\nexit_ns 10\noccurrence 1 0 5 1 x 0 0 f\n");
+  r = tu_memstub(dir, "generations", "bad.generations", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "bad.generations:3: field 6"), "%s", r.err);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("record_function");
   TCase *tc = tcase_create("function");
@@ -230,6 +284,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_nested_functions);
   tcase_add_test(tc, test_longjmp_out_of_a_function);
   tcase_add_test(tc, test_refusals);
+  tcase_add_test(tc, test_generations);
+  tcase_add_test(tc, test_generations_refusals);
   suite_add_tcase(s, tc);
   return s;
 }

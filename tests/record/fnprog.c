@@ -7,7 +7,10 @@
  *   dlopen LIB N dlopen LIB and call its lib_work(k)
  *   nested       outer() calls work() twice: one region per outer call
  *   longjmp      jumper() longjmps out of itself; then work(1) as usual
- *   tiny N       call tiny() N times and print ns per call on stderr */
+ *   tiny N       call tiny() N times and print ns per call on stderr
+ *   generation   produce() leaves three blocks alive (100, 200, 300 kB; a
+ *                temporary is freed inside): the first is freed 100 ms after
+ *                it returns, the second at the end of main, the third never */
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -49,6 +52,17 @@ __attribute__((noinline)) void jumper(int n) {
   free(p);
 }
 
+static char *volatile g_kept[3];
+__attribute__((noinline)) void produce(void) {
+  char *volatile tmp = malloc(50000);
+  for (int i = 0; i < 3; i++) {
+    g_kept[i] = malloc((size_t)(i + 1) * 100000);
+    if (!g_kept[i]) exit(3);
+    memset(g_kept[i], 1, (size_t)(i + 1) * 100000);
+  }
+  free(tmp);
+}
+
 static volatile long g_sink;
 __attribute__((noinline)) void tiny(void) { g_sink++; }
 
@@ -79,6 +93,12 @@ int main(int argc, char **argv) {
   } else if (!strcmp(m, "longjmp")) {
     if (setjmp(g_env) == 0) jumper(1);
     s = work(1);
+  } else if (!strcmp(m, "generation")) {
+    produce();
+    usleep(100000);
+    free(g_kept[0]);
+    usleep(50000);
+    free(g_kept[1]);
   } else if (!strcmp(m, "tiny")) {
     double t0 = now();
     for (int k = 0; k < n; k++) tiny();

@@ -1,0 +1,318 @@
+/* memstub generations: what each probe region (or --function call) left
+ * alive when it ended, and when the rest of the program freed it, from the
+ * TRACE.generations file `memstub record` writes beside a trace with regions
+ * (docs/formats.md#generations, docs/recording.md#generations). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "memstub/trace.h"
+#include "ms_common.h"
+
+enum { O_TOP = MS_CLI_LONG, O_JSON };
+
+static const ms_cli_option options[] = {
+    {"top", O_TOP, "N", "the N occurrences that left the most bytes (default 10)"},
+    {"json", O_JSON, NULL, "print JSON (keys: docs/formats.md#generations)"},
+    {0}};
+
+static const ms_cli_spec spec = {
+    "generations",
+    "usage: memstub generations TRACE [--top N] [--json]\n"
+    "\n"
+    "What each probe region of TRACE (memstub_probe_begin/end, or a --function\n"
+    "call) left alive when it ended: the blocks it allocated that were still live\n"
+    "at its end (its survivors), and when the rest of the program freed them. Per\n"
+    "region name: occurrences, bytes allocated inside, survivors; per occurrence:\n"
+    "its survivors and the bytes of them still alive 1 ms, 10 ms, 100 ms and 1 s\n"
+    "after it ended, and at exit (never freed). TRACE.generations holds the data;\n"
+    "TRACE may also name that file itself.\n"
+    "\n",
+    options, 22, NULL};
+
+// The survival curve's points after a region's end, ns; then "at exit".
+static const int64_t after_ns[] = {1000000, 10000000, 100000000, 1000000000};
+#define NAFTER 4
+
+typedef struct occ {
+  int64_t id, begin, end;
+  int64_t blocks, bytes, surv_blocks, surv_bytes;
+  char *name;
+  int64_t alive[NAFTER + 1];  // survivor bytes alive at +after_ns[k], and at exit
+  int64_t freed_blocks;       // survivors freed before exit
+} occ;
+
+typedef struct gens {
+  int64_t exit_ns;
+  int64_t dropped[3];
+  occ *o;
+  size_t n, cap;
+} gens;
+
+static void gens_free(gens *g) {
+  for (size_t i = 0; i < g->n; i++) free(g->o[i].name);
+  free(g->o);
+  memset(g, 0, sizeof *g);
+}
+
+// Split line into at most max blank-separated fields (the last one keeps
+// the rest of the line); the count.
+static int fields(char *line, char **f, int max) {
+  int n = 0;
+  char *p = line;
+  while (*p && n < max) {
+    while (*p == ' ') p++;
+    if (!*p) break;
+    f[n++] = p;
+    if (n == max) break;
+    while (*p && *p != ' ') p++;
+    if (*p) *p++ = '\0';
+  }
+  return n;
+}
+
+static int num(const char *path, long line, int field, const char *s, int64_t *v,
+               memstub_error *err) {
+  if (ms__parse_i64(s, strlen(s), v) < 0)
+    return memstub_error_set(err, -EINVAL, "%s:%ld: field %d: expected an integer, found '%s'",
+                             path, line, field, s);
+  return 0;
+}
+
+static occ *find(gens *g, int64_t id) {
+  for (size_t i = 0; i < g->n; i++)
+    if (g->o[i].id == id) return &g->o[i];
+  return NULL;
+}
+
+/* Read the generations file at path into *g: 0, or a negative errno with
+ * err naming the file, line and field (then *g is empty). */
+static int gens_read(const char *path, gens *g, memstub_error *err) {
+  memset(g, 0, sizeof *g);
+  FILE *f = fopen(path, "re");
+  if (!f) return memstub_error_set(err, -errno, "%s: %s", path, strerror(errno));
+  char buf[4096];
+  long ln = 0;
+  int rc = 0, have_exit = 0;
+  while (rc == 0 && fgets(buf, sizeof buf, f)) {
+    ln++;
+    buf[strcspn(buf, "\r\n")] = '\0';
+    if (ln == 1) {
+      if (strcmp(buf, "# memstub-generations 1") != 0)
+        rc = memstub_error_set(err, -EINVAL, "%s:1: not a memstub generations file (expected "
+                               "'# memstub-generations 1')", path);
+      continue;
+    }
+    if (!buf[0] || buf[0] == '#') continue;
+    char *fl[9];
+    int n = fields(buf, fl, 9);
+    int64_t v[8];
+    if (strcmp(fl[0], "exit_ns") == 0 && n == 2) {
+      rc = num(path, ln, 2, fl[1], &g->exit_ns, err);
+      have_exit = 1;
+    } else if (strcmp(fl[0], "dropped") == 0 && n == 4) {
+      for (int k = 0; k < 3 && rc == 0; k++) rc = num(path, ln, k + 2, fl[k + 1], &g->dropped[k], err);
+    } else if (strcmp(fl[0], "occurrence") == 0 && n == 9) {
+      for (int k = 0; k < 7 && rc == 0; k++) rc = num(path, ln, k + 2, fl[k + 1], &v[k], err);
+      if (rc == 0 && (v[0] <= 0 || find(g, v[0])))
+        rc = memstub_error_set(err, -EINVAL, "%s:%ld: field 2: occurrence %" PRId64
+                               " is not a new positive number", path, ln, v[0]);
+      if (rc) break;
+      if (g->n == g->cap) {
+        size_t nc = g->cap ? 2 * g->cap : 64;
+        occ *no = realloc(g->o, nc * sizeof *no);
+        if (!no) {
+          rc = memstub_error_set(err, -ENOMEM, "%s: out of memory", path);
+          break;
+        }
+        g->o = no, g->cap = nc;
+      }
+      occ *o = &g->o[g->n];
+      memset(o, 0, sizeof *o);
+      o->id = v[0], o->begin = v[1], o->end = v[2], o->blocks = v[3], o->bytes = v[4];
+      o->surv_blocks = v[5], o->surv_bytes = v[6];
+      o->name = ms__strdup(fl[8]);
+      if (!o->name) {
+        rc = memstub_error_set(err, -ENOMEM, "%s: out of memory", path);
+        break;
+      }
+      g->n++;
+    } else if (strcmp(fl[0], "survivor") == 0 && n == 5) {
+      for (int k = 0; k < 4 && rc == 0; k++) rc = num(path, ln, k + 2, fl[k + 1], &v[k], err);
+      if (rc) break;
+      occ *o = find(g, v[0]);
+      if (!o)
+        rc = memstub_error_set(err, -EINVAL, "%s:%ld: field 2: occurrence %" PRId64
+                               " has no occurrence line before it", path, ln, v[0]);
+      else if (v[1] < 0)
+        rc = memstub_error_set(err, -EINVAL, "%s:%ld: field 3: negative size", path, ln);
+      if (rc) break;
+      for (int k = 0; k < NAFTER; k++)
+        if (v[3] < 0 || v[3] - o->end > after_ns[k]) o->alive[k] += v[1];
+      if (v[3] < 0)
+        o->alive[NAFTER] += v[1];
+      else
+        o->freed_blocks++;
+    } else {
+      rc = memstub_error_set(err, -EINVAL, "%s:%ld: field 1: unknown or incomplete line "
+                             "starting '%s'", path, ln, fl[0]);
+    }
+  }
+  if (rc == 0 && ferror(f)) rc = memstub_error_set(err, -EIO, "%s: read error", path);
+  if (rc == 0 && !have_exit) rc = memstub_error_set(err, -EINVAL, "%s:%ld: no exit_ns line", path, ln);
+  fclose(f);
+  if (rc) gens_free(g);
+  return rc;
+}
+
+static int by_survivors(const void *a, const void *b) {
+  const occ *x = a, *y = b;
+  if (x->surv_bytes != y->surv_bytes) return x->surv_bytes > y->surv_bytes ? -1 : 1;
+  return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static const char *B(int64_t v, char *b) { return ms__fmt_bytes(v, b, 32); }
+
+static void print_text(gens *g, size_t top, FILE *out) {
+  char b1[32], b2[32], b3[32];
+  fprintf(out, "generations: what each region left alive at its end (survivors)\n\n");
+  fprintf(out, "  %-24s %7s %11s %11s %9s %11s\n", "region", "occur.", "allocated", "survivors",
+          "blocks", "at exit");
+  // Per name, in order of first appearance.
+  for (size_t i = 0; i < g->n; i++) {
+    int first = 1;
+    for (size_t j = 0; j < i; j++) first &= strcmp(g->o[j].name, g->o[i].name) != 0;
+    if (!first) continue;
+    int64_t n = 0, al = 0, sv = 0, sb = 0, ex = 0;
+    for (size_t j = i; j < g->n; j++)
+      if (strcmp(g->o[j].name, g->o[i].name) == 0) {
+        n++, al += g->o[j].bytes, sv += g->o[j].surv_bytes, sb += g->o[j].surv_blocks;
+        ex += g->o[j].alive[NAFTER];
+      }
+    fprintf(out, "  %-24s %7" PRId64 " %11s %11s %9" PRId64 " %11s\n", g->o[i].name, n, B(al, b1),
+            B(sv, b2), sb, B(ex, b3));
+  }
+  qsort(g->o, g->n, sizeof *g->o, by_survivors);
+  size_t n = g->n < top ? g->n : top;
+  fprintf(out, "\n  occurrences with the most survivors: bytes still alive after the region ended\n");
+  fprintf(out, "  %-6s %-16s %10s %10s %10s %10s %10s %10s %10s\n", "occ.", "region", "ended at",
+          "survivors", "+1 ms", "+10 ms", "+100 ms", "+1 s", "at exit");
+  for (size_t i = 0; i < n; i++) {
+    const occ *o = &g->o[i];
+    char e[32], a[NAFTER + 1][32];
+    for (int k = 0; k <= NAFTER; k++) ms__fmt_bytes(o->alive[k], a[k], sizeof a[k]);
+    fprintf(out, "  %-6" PRId64 " %-16.16s %10s %10s %10s %10s %10s %10s %10s\n", o->id, o->name,
+            ms__fmt_ns(o->end, e, sizeof e), B(o->surv_bytes, b1), a[0], a[1], a[2], a[3], a[4]);
+  }
+  if (g->n > n) fprintf(out, "  ... %zu more (--top)\n", g->n - n);
+  if (g->dropped[0] || g->dropped[1] || g->dropped[2])
+    fprintf(out, "  not tracked: %" PRId64 " blocks, %" PRId64 " occurrences, %" PRId64
+                 " survivor records (the recorder's bounds: docs/recording.md#generations)\n",
+            g->dropped[0], g->dropped[1], g->dropped[2]);
+}
+
+static void print_json(gens *g, const char *trace, size_t top, FILE *out) {
+  qsort(g->o, g->n, sizeof *g->o, by_survivors);
+  size_t n = g->n < top ? g->n : top;
+  fprintf(out, "{\"trace\": \"");
+  for (const char *c = trace; *c; c++) fprintf(out, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+  fprintf(out, "\", \"exit_ns\": %" PRId64 ", \"occurrences\": %zu, \"dropped_blocks\": %" PRId64
+               ", \"top\": [",
+          g->exit_ns, g->n, g->dropped[0]);
+  for (size_t i = 0; i < n; i++) {
+    const occ *o = &g->o[i];
+    fprintf(out, "%s\n  {\"occurrence\": %" PRId64 ", \"region\": \"", i ? "," : "", o->id);
+    for (const char *c = o->name; *c; c++) fprintf(out, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+    fprintf(out, "\", \"begin_ns\": %" PRId64 ", \"end_ns\": %" PRId64 ", \"allocated_blocks\": %" PRId64
+                 ", \"allocated_bytes\": %" PRId64 ", \"survivor_blocks\": %" PRId64
+                 ", \"survivor_bytes\": %" PRId64 ", \"alive_after_1ms\": %" PRId64
+                 ", \"alive_after_10ms\": %" PRId64 ", \"alive_after_100ms\": %" PRId64
+                 ", \"alive_after_1s\": %" PRId64 ", \"alive_at_exit\": %" PRId64 "}",
+            o->begin, o->end, o->blocks, o->bytes, o->surv_blocks, o->surv_bytes, o->alive[0],
+            o->alive[1], o->alive[2], o->alive[3], o->alive[4]);
+  }
+  fprintf(out, "\n]}\n");
+}
+
+// TRACE.generations, or TRACE when it names that file (malloc'd).
+static char *gens_path(const char *trace) {
+  size_t n = strlen(trace);
+  if (n > 12 && strcmp(trace + n - 12, ".generations") == 0) return ms__strdup(trace);
+  return ms__asprintf("%s.generations", trace);
+}
+
+void ms_cli_generations_summary(const char *trace_path, FILE *out) {
+  char *path = gens_path(trace_path);
+  gens g;
+  memstub_error err = {0};
+  if (!path || gens_read(path, &g, &err) < 0) {
+    ms_cli_warn("%s", path ? err.msg : "out of memory");
+    free(path);
+    return;
+  }
+  int64_t sv = 0, ex = 0;
+  for (size_t i = 0; i < g.n; i++) sv += g.o[i].surv_bytes, ex += g.o[i].alive[NAFTER];
+  char b1[32], b2[32];
+  fprintf(out, "generations: %zu region occurrence%s left %s alive at their ends, %s of it never "
+               "freed (memstub generations %s)\n",
+          g.n, g.n == 1 ? "" : "s", B(sv, b1), B(ex, b2), trace_path);
+  gens_free(&g);
+  free(path);
+}
+
+int ms_cmd_generations(int argc, char **argv) {
+  int64_t top = 10;
+  int json = 0;
+  ms_cli_parser p = {.spec = &spec};
+  int c;
+  while ((c = ms_cli_next(&p, argc, argv)) > 0) {
+    if (c == O_JSON) {
+      json = 1;
+    } else if (c == O_TOP) {
+      if (ms_cli_arg_i64(&p, &top) < 0) return MS_EXIT_USAGE;
+      if (top < 1) return ms_cli_usage("generations", "--top must be >= 1");
+    }
+  }
+  if (c < 0) return p.status;
+  if (p.optind >= argc) return ms_cli_usage("generations", "missing TRACE");
+  if (p.optind + 1 < argc)
+    return ms_cli_usage("generations", "one TRACE at a time (found '%s')", argv[p.optind + 1]);
+  const char *trace = argv[p.optind];
+  char *path = gens_path(trace);
+  if (!path) return ms_cli_error("out of memory");
+  memstub_error err = {0};
+  if (strcmp(path, trace) != 0) {
+    // A trace without regions has no generations: say so (an older file
+    // beside it would be another run's).
+    memstub_trace *t = NULL;
+    if (memstub_trace_read(trace, &t, &err) < 0) {
+      free(path);
+      return ms_cli_fail(&err);
+    }
+    int has = memstub_trace_get_meta(t, "generations.file") != NULL;
+    memstub_trace_free(t);
+    if (!has) {
+      ms_cli_error("%s has no generations: it has no probe regions (memstub_probe_begin/end, or "
+                   "memstub record --function NAME), or the program died of a signal",
+                   trace);
+      free(path);
+      return MS_EXIT_USAGE;
+    }
+  }
+  gens g;
+  if (gens_read(path, &g, &err) < 0) {
+    free(path);
+    return ms_cli_fail(&err);
+  }
+  if (json)
+    print_json(&g, trace, (size_t)top, stdout);
+  else
+    print_text(&g, (size_t)top, stdout);
+  gens_free(&g);
+  free(path);
+  return MS_EXIT_OK;
+}
