@@ -140,6 +140,11 @@ typedef struct memstub_gen_emit_report {
 int memstub_gen_emit_ex(const memstub_gen *g, const char *path, const memstub_gen_emit_options *o,
                         memstub_gen_emit_report *rep, memstub_error *err);
 
+/* Write g's stub to path as a data file (docs/formats.md, "Data files";
+ * memstub_stub_data_write of the runtime) instead of a header: for traces
+ * too large to compile. 0, or fails as memstub_stub_data_write. */
+int memstub_gen_emit_data(const memstub_gen *g, const char *path, memstub_error *err);
+
 /* One line saying what calibration changed in g (g->comp), as the header's
  * provenance comment has it; "none" without a profile. */
 void memstub_gen_comp_format(const memstub_gen *g, char *buf, size_t cap);
