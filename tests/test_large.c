@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "memstub/gen.h"
@@ -768,6 +770,114 @@ START_TEST(test_data_cli_refused) {
 }
 END_TEST
 
+/* ---- the measurement records ------------------------------------------------- */
+
+// VmSize of this process, bytes.
+static uint64_t vm_size(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  ck_assert_ptr_nonnull(f);
+  char line[256];
+  unsigned long long kb = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "VmSize: %llu kB", &kb) == 1) break;
+  fclose(f);
+  ck_assert_uint_gt(kb, 0);
+  return (uint64_t)kb * 1024;
+}
+
+/* --measure's records are sized before the replay: numdata x the record,
+ * and a process whose address space cannot hold them is refused up front,
+ * with a message that says so, while the same replay without measuring
+ * passes the check. In a child with a lowered RLIMIT_AS. */
+START_TEST(test_measure_refused_up_front) {
+#if defined(MEMSTUB_SANITIZED)
+  return;  // the sanitizers reserve terabytes of address space: RLIMIT_AS cannot be lowered
+#endif
+  memstub_gen *g = gen_points(1000000);
+  memstub_replay_options o;
+  memstub_replay_options_init(&o);
+  ck_assert_int_eq(memstub_replay_measure_bytes(&g->stub, &o), 0);
+  o.measure = MEMSTUB_MEASURE_TRACE;
+  int64_t bytes = memstub_replay_measure_bytes(&g->stub, &o);
+  ck_assert_int_eq(bytes, 1000000 * (int64_t)sizeof(memstub_replay_record));
+  ck_assert_int_le(sizeof(memstub_replay_record), 128);
+  int fds[2];
+  ck_assert_int_eq(pipe(fds), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    close(fds[0]);
+    // Room for the heap, the replay stack and the malloc arena (64 MiB), not the 128 MB of records.
+    struct rlimit rl;
+    rl.rlim_cur = rl.rlim_max = vm_size() + ((uint64_t)96 << 20);
+    if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(10);
+    memstub_error err = {0};
+    memstub_replay_options plain;
+    memstub_replay_options_init(&plain);
+    if (memstub_replay_check(&g->stub, &plain, NULL, &err) != 0) {
+      dprintf(fds[1], "without measuring: %s", err.msg);
+      _exit(11);
+    }
+    memstub_replay *r = NULL;
+    int64_t t0 = 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    t0 = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    int rc = memstub_replay_run(&g->stub, &o, &r, &err);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t took = ts.tv_sec * 1000000000LL + ts.tv_nsec - t0;
+    dprintf(fds[1], "%s", err.msg);
+    // Refused at once: the replay (1 s of points) never started.
+    _exit(rc == -ENOMEM && !r ? (took < 500000000 ? 0 : 13) : 12);
+  }
+  close(fds[1]);
+  char msg[2048] = "";
+  ssize_t k, n = 0;
+  while ((k = read(fds[0], msg + n, sizeof msg - 1 - (size_t)n)) > 0) n += k;
+  close(fds[0]);
+  int st;
+  ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d: %s", st, msg);
+  char want[128];
+  snprintf(want, sizeof want, "measuring needs %lld bytes for the records (%zu bytes a point)",
+           (long long)bytes, sizeof(memstub_replay_record));
+  ck_assert_msg(strstr(msg, want) != NULL, "want '%s': %s", want, msg);
+  ck_assert_msg(strstr(msg, "RLIMIT_AS") != NULL, "%s", msg);
+  memstub_gen_free(g);
+}
+END_TEST
+
+/* The same through the command: memstub replay --data --measure under
+ * ulimit -v exits 2 before replaying, naming the records; nothing written. */
+START_TEST(test_measure_refused_cli) {
+#if defined(MEMSTUB_SANITIZED)
+  return;
+#endif
+  char *dir = tu_mkdtemp();
+  memstub_gen *g = gen_points(2000000);  // 256 MB of records, a 64 MB data file
+  char p[4096];
+  snprintf(p, sizeof p, "%s/s.msd", dir);
+  memstub_error err = {0};
+  ck_assert_msg(memstub_gen_emit_data(g, p, &err) == 0, "%s", err.msg);
+  memstub_gen_free(g);
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd, "ulimit -v 220000; exec '%s' replay --data s.msd --measure m.csv",
+           getenv("MEMSTUB_EXE"));
+  char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+  tu_run r = tu_exec(dir, argv);
+  ck_assert_int_eq(r.status, 2);
+  char want[128];
+  snprintf(want, sizeof want, "s.msd: measuring needs %lld bytes for the records",
+           2000000LL * (long long)sizeof(memstub_replay_record));
+  ck_assert_msg(strstr(r.err, want) != NULL, "want '%s': %s", want, r.err);
+  tu_run_free(&r);
+  snprintf(p, sizeof p, "%s/m.csv", dir);
+  ck_assert_int_eq(tu_exists(p), 0);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 static Suite *large_suite(void) {
   Suite *s = suite_create("large");
   TCase *tc = tcase_create("core");
@@ -785,6 +895,8 @@ static Suite *large_suite(void) {
   tcase_add_test(tc, test_data_roundtrip);
   tcase_add_test(tc, test_data_damage_refused);
   tcase_add_test(tc, test_data_cli_refused);
+  tcase_add_test(tc, test_measure_refused_up_front);
+  tcase_add_test(tc, test_measure_refused_cli);
   suite_add_tcase(s, tc);
   return s;
 }

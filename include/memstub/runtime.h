@@ -193,6 +193,12 @@ typedef struct memstub_replay {
 int memstub_replay_check(const struct memstub_stub *s, const memstub_replay_options *o,
                          int64_t *stack_size, memstub_error *err);
 
+/* The bytes memstub_replay_run reserves (and writes) before the replay for
+ * measuring s with o: numdata x sizeof(memstub_replay_record) when o->measure
+ * is set, else 0. memstub_replay_check refuses (-ENOMEM) when the host has
+ * less available (MemAvailable) or the process's limits leave less. */
+int64_t memstub_replay_measure_bytes(const struct memstub_stub *s, const memstub_replay_options *o);
+
 /* Replay s on a new thread and wait for it. o may be NULL for the defaults.
  * On success *out owns the result (free it with memstub_replay_free).
  * Fails before running as memstub_replay_check does, with -ENOMEM / -EAGAIN
