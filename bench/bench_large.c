@@ -126,13 +126,14 @@ static memstub_gen *make_stub(int64_t rows, int64_t spacing, const char *csv) {
 
 int main(int argc, char **argv) {
   int64_t max_points = 10000000, spacing = 10000;
-  int listing_1m = 0, replay_only = 0, small_runs = 1000;
+  int listing_1m = 0, replay_only = 0, small_runs = 1000, faults = 0;
   const char *out = MEMSTUB_SOURCE_DIR "/bench/results/large.md";
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--max-points") == 0 && i + 1 < argc) max_points = atoll(argv[++i]);
     else if (strcmp(argv[i], "--spacing") == 0 && i + 1 < argc) spacing = atoll(argv[++i]);
     else if (strcmp(argv[i], "--listing-1m") == 0) listing_1m = 1;
     else if (strcmp(argv[i], "--replay-only") == 0) replay_only = 1;
+    else if (strcmp(argv[i], "--faults") == 0) faults = 1;
     else if (strcmp(argv[i], "--small-runs") == 0 && i + 1 < argc) small_runs = atoi(argv[++i]);
     else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) out = argv[++i];
     else {
@@ -229,9 +230,10 @@ int main(int argc, char **argv) {
     int64_t *late = malloc(all * 8), *wake = malloc(all * 8), *work = malloc(all * 8);
     if (!late || !wake || !work) return fprintf(stderr, "bench_large: out of memory\n"), 2;
     double rq = 0, dur = 0;
+    int64_t faulted = 0, nfaults = 0;
     memstub_replay_options o;
     memstub_replay_options_init(&o);
-    o.measure = MEMSTUB_MEASURE_TRACE;
+    o.measure = MEMSTUB_MEASURE_TRACE | (faults ? MEMSTUB_MEASURE_FAULTS : 0);
     int64_t bytes = memstub_replay_measure_bytes(&d->stub, &o);
     for (int r = 0; r < runs; r++) {
       memstub_replay *rp;
@@ -242,6 +244,8 @@ int main(int argc, char **argv) {
         late[at] = x->end_ns - x->target_ns;
         wake[at] = x->start_ns - x->target_ns;
         work[at] = x->end_ns - x->start_ns;
+        faulted += x->faults_end > x->faults_start;
+        nfaults += x->faults_end - x->faults_start;
       }
       if (rp->info.run_delay_ns >= 0) rq += (double)rp->info.run_delay_ns;
       dur += (double)rp->info.duration_ns;
@@ -253,6 +257,10 @@ int main(int argc, char **argv) {
               runs, (double)rp->info.duration_ns / 1e9);
       memstub_replay_free(rp);
     }
+    if (faults)
+      fprintf(stderr, "bench_large: %lld rows: %lld of %zu points took a minor fault in their work "
+                      "(%lld faults)\n",
+              (long long)rows, (long long)faulted, all, (long long)nfaults);
     size_t over = 0;
     for (size_t i = 0; i < all; i++) over += late[i] > 100000;
     qsort(late, all, 8, cmp_i64);

@@ -121,7 +121,11 @@ int ms_cmd_gen(int argc, char **argv) {
   if (rc == 0 && (rc = memstub_gen_build(t, &o, &g, &err)) < 0) memstub_error_prefix(&err, in);
   if (ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
   if (rc == 0 && data) out = data;
+  if (rc == 0 && data && ms_cli_progress_enabled())
+    fprintf(stderr, "\r\033[Kmemstub gen: writing %s (%lld points)", data,
+            (long long)g->stub.numdata);
   if (rc == 0) rc = data ? memstub_gen_emit_data(g, data, &err) : memstub_gen_emit_ex(g, out, &eo, NULL, &err);
+  if (data && ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
   if (rc == 0 && o.profile) {
     char comp[512];
     memstub_gen_comp_format(g, comp, sizeof comp);

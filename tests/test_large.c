@@ -520,6 +520,33 @@ START_TEST(test_progress_on_tty) {
   ck_assert_msg(strstr(out, "memstub build: compiling ") != NULL, "%s", out);
   ck_assert_msg(strstr(out, "memstub build: checking the stub data") != NULL, "%s", out);
   free(out);
+  // The data file: gen writing it, build, and replay mapping then replaying it.
+  char *gend_args[] = {"gen", "t.csv", "--data", "t.msd", NULL};
+  out = on_tty(dir, gend_args, &st);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
+  ck_assert_msg(strstr(out, "memstub gen: writing t.msd (") != NULL, "%s", out);
+  free(out);
+  char *buildd_args[] = {"build", "--data", "t.msd", NULL};
+  out = on_tty(dir, buildd_args, &st);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
+  ck_assert_msg(strstr(out, "memstub build: compiling (data file of ") != NULL, "%s", out);
+  free(out);
+  char *replay_args[] = {"replay", "--data", "t.msd", NULL};
+  out = on_tty(dir, replay_args, &st);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
+  ck_assert_msg(strstr(out, "memstub replay: mapping t.msd") != NULL, "%s", out);
+  ck_assert_msg(strstr(out, "replaying") != NULL, "%s", out);
+  free(out);
+  char *replayt_args[] = {"replay", "t.csv", NULL};
+  out = on_tty(dir, replayt_args, &st);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
+  ck_assert_msg(strstr(out, "memstub replay: normalising 120000 rows") != NULL, "%s", out);
+  free(out);
+  // Off a terminal, none of it.
+  tu_run r = tu_memstub(dir, "replay", "--data", "t.msd", NULL);
+  run_ok(&r, "replay --data");
+  ck_assert_ptr_null(strchr(r.err, '\r'));
+  tu_run_free(&r);
   tu_rmtree(dir);
   free(dir);
 }
