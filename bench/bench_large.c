@@ -267,7 +267,7 @@ int main(int argc, char **argv) {
     qsort(wake, all, 8, cmp_i64);
     qsort(work, all, 8, cmp_i64);
     APPEND(rep, roff,
-           "| %lld | %zu | %d | %.0f | %lld | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | "
+           "| %lld | %zu | %d | %.1f | %lld | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | "
            "%.2f | %.2f | %.2f | %.1f | %.1f |\n",
            (long long)rows, n, runs, (double)bytes / 1048576.0, (long long)(bytes / (int64_t)n),
            quant(late, all, 0.5) / 1e3, quant(late, all, 0.99) / 1e3,

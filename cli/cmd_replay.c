@@ -75,6 +75,7 @@ typedef struct replay_args {
   const char *in;       // the trace, or the data file
   const char *data;     // --data FILE, else NULL
   int transformed;      // a what-if option was given
+  int timing_given;     // --timing was given
 } replay_args;
 
 // The current option's argument as an integer in [lo, hi] (-1: also allowed): 0 or -1.
@@ -92,6 +93,7 @@ static int take_option(ms_cli_parser *p, int c, replay_args *a) {
     case 'c': a->go.profile_path = p->arg; break;
     case O_DATA: a->data = p->arg; break;
     case 't':
+      a->timing_given = 1;
       if (memstub_timing_parse(p->arg, &a->ro.timing) == 0) break;
       ms_cli_usage("replay", "--timing: expected deadline or usleep, found '%s'", p->arg);
       return -1;
@@ -196,6 +198,9 @@ int ms_cmd_replay(int argc, char **argv) {
     if (ms_cli_progress_enabled()) fprintf(stderr, "\r\033[Kmemstub replay: mapping %s", a.in);
     rc = memstub_stub_data_open(a.data, &d, &err);
     if (rc == 0) s = &d->stub;
+    // Without --timing, the timing the file's delays were compensated for.
+    if (rc == 0 && !a.timing_given && s->timing == MEMSTUB_TIMING_USLEEP)
+      a.ro.timing = MEMSTUB_TIMING_USLEEP;
   } else {
     if (ms_cli_progress_enabled()) fprintf(stderr, "\r\033[Kmemstub replay: reading %s", a.in);
     rc = memstub_trace_read(a.in, &t, &err);
