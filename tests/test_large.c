@@ -603,7 +603,9 @@ START_TEST(test_data_roundtrip) {
   char *dir = tu_mkdtemp();
   char path[4096];
   snprintf(path, sizeof path, "%s/s.msd", dir);
-  memstub_gen *gs[2] = {build(make_trace(5000, 2)), resident_gen(3000)};
+  memstub_trace *t = make_trace(5000, 2);
+  memstub_gen *gs[2] = {build(t), resident_gen(3000)};
+  memstub_trace_free(t);
   for (int k = 0; k < 2; k++) {
     memstub_error err = {0};
     ck_assert_msg(memstub_gen_emit_data(gs[k], path, &err) == 0, "%s", err.msg);
