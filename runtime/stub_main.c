@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "memstub/runtime.h"
 
@@ -109,6 +110,16 @@ static memstub_stub_data *open_data(int argc, char **argv) {
 }
 #endif
 
+/* Progress of a long replay on a terminal (stderr), redrawn about twice a
+ * second by the waiting main thread; silent elsewhere or with MEMSTUB_QUIET. */
+static void progress(int64_t done, int64_t total, void *arg) {
+  (void)arg;
+  fprintf(stderr, "\r\033[K%s: replaying %lld/%lld points (%d%%)", prog, (long long)done,
+          (long long)total, total > 0 ? (int)(100 * done / total) : 100);
+  if (done >= total) fputs("\r\033[K", stderr);
+  fflush(stderr);
+}
+
 static int run(int argc, char **argv, const struct memstub_stub *stub);
 
 int main(int argc, char **argv) {
@@ -171,6 +182,8 @@ static int run(int argc, char **argv, const struct memstub_stub *stub) {
   memstub_error err = {0};
   if (check) return memstub_replay_check(stub, &o, NULL, &err) < 0 ? fail("%s", err.msg) : 0;
   if (measure) o.measure = MEMSTUB_MEASURE_TRACE;
+  if (isatty(STDERR_FILENO) && !getenv("MEMSTUB_QUIET") && stub->numdata >= 100000)
+    o.progress = progress;
   memstub_replay *r;
   if (memstub_replay_run(stub, &o, &r, &err) < 0) return fail("%s", err.msg);
   int rc = 0;

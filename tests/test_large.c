@@ -456,16 +456,15 @@ START_TEST(test_progress_silent_off_tty) {
 }
 END_TEST
 
-/* Run `memstub ARGS` in dir with stderr on a pseudo-terminal (stdout to
+/* Run EXE ARGS in dir with stderr on a pseudo-terminal (stdout to
  * /dev/null); what it drew there, and its exit status in *status. */
-static char *on_tty(const char *dir, char *const args[], int *status) {
+static char *on_tty_exe(const char *dir, const char *exe, char *const args[], int *status) {
   int m = posix_openpt(O_RDWR | O_NOCTTY);
   ck_assert_int_ge(m, 0);
   ck_assert_int_eq(grantpt(m), 0);
   ck_assert_int_eq(unlockpt(m), 0);
   const char *slave = ptsname(m);
   ck_assert_ptr_nonnull(slave);
-  const char *exe = getenv("MEMSTUB_EXE");
   ck_assert_ptr_nonnull(exe);
   pid_t pid = fork();
   ck_assert_int_ge(pid, 0);
@@ -495,6 +494,11 @@ static char *on_tty(const char *dir, char *const args[], int *status) {
   ck_assert_int_eq(waitpid(pid, status, 0), pid);
   close(m);
   return out;
+}
+
+// `memstub ARGS` as on_tty_exe runs it.
+static char *on_tty(const char *dir, char *const args[], int *status) {
+  return on_tty_exe(dir, getenv("MEMSTUB_EXE"), args, status);
 }
 
 // On a terminal, gen and build of a large trace show their progress.
@@ -531,6 +535,19 @@ START_TEST(test_progress_on_tty) {
   ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
   ck_assert_msg(strstr(out, "memstub build: compiling (data file of ") != NULL, "%s", out);
   free(out);
+  // The program built replays with progress on a terminal, and without off it.
+  char prog[4096];
+  snprintf(prog, sizeof prog, "%s/t", dir);
+  char *none[] = {NULL};
+  out = on_tty_exe(dir, prog, none, &st);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
+  ck_assert_msg(strstr(out, ": replaying ") != NULL && strstr(out, " points (") != NULL, "%s", out);
+  free(out);
+  char *plain[] = {prog, NULL};
+  tu_run pr = tu_exec(dir, plain);
+  run_ok(&pr, "stub");
+  ck_assert_ptr_null(strstr(pr.err, "replaying"));
+  tu_run_free(&pr);
   char *replay_args[] = {"replay", "--data", "t.msd", NULL};
   out = on_tty(dir, replay_args, &st);
   ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
