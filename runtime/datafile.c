@@ -296,6 +296,9 @@ static int read_arrays(const char *path, const char *m, uint64_t size, const df_
     if (a.count != (uint64_t)s->numdata)
       return REFUSE("%s: array %s: %llu elements, numdata is %lld", path, a.name,
                     (unsigned long long)a.count, (long long)s->numdata);
+    if (a.count > size / a.elem)  // also keeps count * elem within 64 bits
+      return REFUSE("%s: array %s: %llu elements of %u bytes do not fit in the file's %llu", path,
+                    a.name, (unsigned long long)a.count, a.elem, (unsigned long long)size);
     uint64_t bytes = a.count * a.elem;
     if (a.off % DF_ALIGN || a.off < sizeof(df_head) || a.off > size || bytes > size - a.off)
       return REFUSE("%s: array %s: %llu bytes at offset %llu lie beyond the file's %llu", path,
