@@ -41,6 +41,7 @@ static const ms_cli_option options[] = {
 static const ms_cli_spec spec = {
     "gen",
     "usage: memstub gen TRACE [-o memuse.h] [options]\n"
+    "       memstub gen TRACE --data FILE [options]\n"
     "\n"
     "Generate the stub's simulation data file (the paper's Listing 1): a C header\n"
     "with memUse[NUMDATA] points made from TRACE (a trace CSV, '-' for stdin).\n"
