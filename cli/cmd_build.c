@@ -8,12 +8,13 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "memstub/runtime.h"
 #include "ms_common.h"
 #include "ms_spawn.h"
 #include "ms_runtime.h"
 #include "prim.h"
 
-enum { O_CC = MS_CLI_LONG };
+enum { O_CC = MS_CLI_LONG, O_DATA };
 
 static const ms_cli_option options[] = {
     {"output", 'o', "PROGRAM",
@@ -23,6 +24,11 @@ static const ms_cli_option options[] = {
      "the --name the header was generated with (its\n"
      "descriptor is NAME_memStub); found in the header\n"
      "when it holds exactly one stub"},
+    {"data", O_DATA, "FILE",
+     "instead of HEADER: a program that maps the data file\n"
+     "FILE (memstub gen --data) at start, so nothing of the\n"
+     "points is compiled (default PROGRAM: FILE without\n"
+     ".msd); its --data option names another data file"},
     {"verbose", 'v', NULL, "print the compiler command"},
     {"cc", O_CC, "CC",
      "the C compiler (default: $MEMSTUB_CC, else $CC, else\n"
@@ -32,6 +38,7 @@ static const ms_cli_option options[] = {
 static const ms_cli_spec spec = {
     "build",
     "usage: memstub build HEADER [-o PROGRAM] [--name NAME] [--cc CC] [-v]\n"
+    "       memstub build --data FILE [-o PROGRAM] [--cc CC] [-v]\n"
     "\n"
     "Compile a standalone stub program from HEADER, a header made by memstub gen.\n"
     "The program replays the stub; run it with --help for its options\n"
@@ -165,6 +172,8 @@ static int lib_paths(const char *libdir, char **argv, int *n, int max, char **ow
  * Every pointer is owned and freed by job_free. */
 typedef struct build_job {
   const char *header, *out, *name, *cc;
+  const char *data;                     // --data FILE: no header, the file read at start
+  char *datadef;                        // -DMEMSTUB_STUB_DATA="/absolute/FILE"
   int verbose;
   char *defout;                         // the default output (HEADER without .h)
   char *text;                           // the header's contents
@@ -180,10 +189,12 @@ typedef struct build_job {
 static void job_free(build_job *j) {
   if (j->tmp) unlink(j->tmp);
   for (size_t i = 0; i < MS__ARRAY_SIZE(j->owned); i++) free(j->owned[i]);
-  char *strings[] = {j->tmp,     j->target,   j->text, j->main_c, j->stubdef,
-                     j->usedef,  j->pointdef, j->ccbuf, j->incl,  j->defout};
+  char *strings[] = {j->tmp,     j->target,   j->text,  j->main_c, j->stubdef,
+                     j->usedef,  j->pointdef, j->ccbuf, j->incl,   j->defout, j->datadef};
   for (size_t i = 0; i < MS__ARRAY_SIZE(strings); i++) free(strings[i]);
 }
+
+static int data_args(build_job *j, int nargs, int *done);
 
 // The command line into j: 0, or the exit status (help printed, or a usage error).
 static int parse_args(build_job *j, int argc, char **argv, int *done) {
@@ -195,11 +206,13 @@ static int parse_args(build_job *j, int argc, char **argv, int *done) {
       case 'n': j->name = p.arg; break;
       case O_CC: j->cc = p.arg; break;
       case 'v': j->verbose = 1; break;
+      case O_DATA: j->data = p.arg; break;
     }
   }
   *done = 1;
   if (c < 0) return p.status;
   int first = p.optind;
+  if (j->data) return data_args(j, argc - first, done);
   if (first != argc - 1)
     return ms_cli_usage("build", first == argc ? "missing HEADER" : "more than one HEADER given");
   j->header = argv[first];
@@ -216,6 +229,45 @@ static int parse_args(build_job *j, int argc, char **argv, int *done) {
   }
   *done = 0;
   return MS_EXIT_OK;
+}
+
+/* --data FILE: no HEADER (nargs operands left), no --name; the default
+ * output is FILE without .msd. 0 or the exit status of a usage error. */
+static int data_args(build_job *j, int nargs, int *done) {
+  if (nargs > 0) return ms_cli_usage("build", "--data FILE replaces HEADER: give one of them");
+  if (j->name) return ms_cli_usage("build", "--name names a stub in a header: not with --data");
+  if (!*j->data) return ms_cli_usage("build", "--data needs a file name");
+  if (!j->out) {
+    size_t l = strlen(j->data);
+    if (l <= 4 || strcmp(j->data + l - 4, ".msd") != 0)
+      return ms_cli_usage("build", "-o is needed: FILE does not end in .msd");
+    if (!(j->defout = ms__strdup(j->data))) return ms_cli_error("out of memory");
+    j->defout[l - 4] = '\0';
+    j->out = j->defout;
+  }
+  j->header = j->data;  // what messages name
+  *done = 0;
+  return MS_EXIT_OK;
+}
+
+/* --data: the data file's absolute path, baked into the program; checked
+ * (mapped and validated) here already, so a bad file never gets a program.
+ * 0 or exit status 2 after printing why. */
+static int data_define(build_job *j) {
+  memstub_stub_data *d = NULL;
+  memstub_error err = {0};
+  if (memstub_stub_data_open(j->data, &d, &err) < 0) return ms_cli_fail(&err);
+  j->len = d->map_len;  // for progress: the check maps it again
+  memstub_stub_data_free(d);
+  char *abs = realpath(j->data, NULL);
+  if (!abs) return ms_cli_error("%s: %s", j->data, strerror(errno));
+  if (strpbrk(abs, "\"\\\n")) {
+    free(abs);
+    return ms_cli_error("%s: a path with '\"', '\\' or a newline cannot be built in", j->data);
+  }
+  j->datadef = ms__asprintf("-DMEMSTUB_STUB_DATA=\"%s\"", abs);
+  free(abs);
+  return j->datadef ? 0 : ms_cli_error("out of memory");
 }
 
 /* Read the header and name what stub_main.c needs from it: the descriptor
@@ -305,7 +357,12 @@ static int compiler_argv(build_job *j) {
   if (n == 0) return ms_cli_usage("build", "the compiler command is empty");
   const char *fixed[] = {"-std=c11", "-O2",     "-Wall",  "-Wextra", j->incl, "-include",
                          j->header,  j->stubdef, j->main_c, "-o",      j->tmp};
-  for (size_t i = 0; i < MS__ARRAY_SIZE(fixed); i++) j->cargv[n++] = (char *)fixed[i];
+  const char *fixed_data[] = {"-std=c11", "-O2",      "-Wall", "-Wextra", j->incl,
+                              j->datadef, j->main_c, "-o",    j->tmp};
+  if (j->data)
+    for (size_t i = 0; i < MS__ARRAY_SIZE(fixed_data); i++) j->cargv[n++] = (char *)fixed_data[i];
+  else
+    for (size_t i = 0; i < MS__ARRAY_SIZE(fixed); i++) j->cargv[n++] = (char *)fixed[i];
   if (j->usedef && j->pointdef) j->cargv[n++] = j->usedef, j->cargv[n++] = j->pointdef;
   int nowned = 0;
   int rc = lib_paths(ms__libdir(), j->cargv + n, &nowned, 8, j->owned);
@@ -327,7 +384,8 @@ static int compile(build_job *j) {
   // Large headers (compact ones of a million points and more) take seconds.
   char label[64];
   if (j->len >= ((size_t)1 << 20) && ms_cli_progress_enabled()) {
-    snprintf(label, sizeof label, "compiling %.0f MB", (double)j->len / 1e6);
+    snprintf(label, sizeof label, j->data ? "compiling (data file of %.0f MB)" : "compiling %.0f MB",
+             (double)j->len / 1e6);
     progress_label = label;
   }
   memstub_error err = {0};
@@ -404,7 +462,7 @@ int ms_cmd_build(int argc, char **argv) {
     job_free(&j);
     return status;
   }
-  status = read_header(&j);
+  status = j.data ? data_define(&j) : read_header(&j);
   if (status == 0) status = plan_output(&j);
   if (status != 0) {
     job_free(&j);

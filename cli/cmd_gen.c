@@ -8,7 +8,7 @@
 #include "ms_common.h"
 
 enum { O_TIME_SCALE = MS_CLI_LONG, O_HEAP_SCALE, O_STACK_SCALE, O_RSS_SCALE, O_MAPPED_SCALE,
-       O_CPU_SCALE, O_CHURN_SCALE };
+       O_CPU_SCALE, O_CHURN_SCALE, O_DATA };
 
 static const ms_cli_option options[] = {
     {"output", 'o', "FILE", "write the header to FILE (atomically)"},
@@ -41,11 +41,16 @@ static const ms_cli_option options[] = {
      "Listing 1, readable), compact (packed, compiles in\n"
      "seconds at millions of points) or auto (default:\n"
      "listing up to 16384 points, compact beyond)"},
+    {"data", O_DATA, "FILE",
+     "write the stub's points to the binary data file FILE\n"
+     "instead of a header (for traces too large to compile;\n"
+     "memstub replay --data, memstub build --data)"},
     {0}};
 
 static const ms_cli_spec spec = {
     "gen",
     "usage: memstub gen TRACE [-o memuse.h] [options]\n"
+    "       memstub gen TRACE --data FILE [options]\n"
     "\n"
     "Generate the stub's simulation data file (the paper's Listing 1): a C header\n"
     "with memUse[NUMDATA] points made from TRACE (a trace CSV, '-' for stdin).\n"
@@ -66,14 +71,16 @@ int ms_cmd_gen(int argc, char **argv) {
   static const int timing_mode[] = {MEMSTUB_TIMING_DEADLINE, MEMSTUB_TIMING_USLEEP};
   memstub_gen_options o;
   memstub_gen_options_init(&o);
-  const char *out = "-", *timing = NULL;
+  const char *out = "-", *timing = NULL, *data = NULL;
+  int out_given = 0, format_given = 0;
   ms_cli_parser p = {.spec = &spec};
   memstub_gen_emit_options eo = {.format = MEMSTUB_GEN_FORMAT_AUTO};
   if (ms_cli_progress_enabled()) eo.progress = gen_progress;
   int c, k, bad = 0;
   while (!bad && (c = ms_cli_next(&p, argc, argv)) > 0) {
     switch (c) {
-      case 'o': out = p.arg; break;
+      case 'o': out = p.arg, out_given = 1; break;
+      case O_DATA: data = p.arg; break;
       case 'n': o.name = p.arg; break;
       case 'c': o.profile_path = p.arg; break;
       case O_TIME_SCALE: bad = ms_cli_arg_double(&p, &o.time_scale); break;
@@ -88,6 +95,7 @@ int ms_cmd_gen(int argc, char **argv) {
         if (!(bad = ms_cli_arg_choice(&p, timings, &k))) o.timing = timing_mode[k];
         break;
       case 'f':
+        format_given = 1;
         if (memstub_gen_format_parse(p.arg, &eo.format) < 0) {
           ms_cli_usage("gen", "--format: expected listing, compact or auto, found '%s'", p.arg);
           bad = 1;
@@ -102,6 +110,10 @@ int ms_cmd_gen(int argc, char **argv) {
     return ms_cli_usage("gen", first == argc ? "missing TRACE" : "more than one TRACE given");
   const char *in = argv[first];
   o.source = in;
+  if (data && (out_given || format_given))
+    return ms_cli_usage("gen", "--data FILE writes a data file, not a header: drop %s",
+                        out_given ? "-o" : "--format");
+  if (data && !*data) return ms_cli_usage("gen", "--data needs a file name");
   if (timing && !o.profile_path)
     return ms_cli_usage("gen", "--timing says what to compensate for: it needs --calibration");
 
@@ -120,7 +132,12 @@ int ms_cmd_gen(int argc, char **argv) {
     fprintf(stderr, "\r\033[Kmemstub gen: normalising %zu rows", t->n);
   if (rc == 0 && (rc = memstub_gen_build(t, &o, &g, &err)) < 0) memstub_error_prefix(&err, in);
   if (ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
-  if (rc == 0) rc = memstub_gen_emit_ex(g, out, &eo, NULL, &err);
+  if (rc == 0 && data) out = data;
+  if (rc == 0 && data && ms_cli_progress_enabled())
+    fprintf(stderr, "\r\033[Kmemstub gen: writing %s (%lld points)", data,
+            (long long)g->stub.numdata);
+  if (rc == 0) rc = data ? memstub_gen_emit_data(g, data, &err) : memstub_gen_emit_ex(g, out, &eo, NULL, &err);
+  if (data && ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
   if (rc == 0 && o.profile) {
     char comp[512];
     memstub_gen_comp_format(g, comp, sizeof comp);

@@ -9,7 +9,7 @@
 #include "memstub/runtime.h"
 #include "ms_common.h"
 
-enum { O_MARGIN = MS_CLI_LONG, O_REAIM, O_SLICE, O_TIME_SCALE, O_HEAP_SCALE, O_STACK_SCALE };
+enum { O_MARGIN = MS_CLI_LONG, O_REAIM, O_SLICE, O_TIME_SCALE, O_HEAP_SCALE, O_STACK_SCALE, O_DATA };
 
 static const ms_cli_option options[] = {
     {"measure", 'm', "FILE",
@@ -37,6 +37,11 @@ static const ms_cli_option options[] = {
      "ns (100000 to 100000000) for the replay thread: it\n"
      "then waits less for a busy CPU when it wakes"},
     MS_CLI_WHATIF_OPTIONS(O_TIME_SCALE, O_HEAP_SCALE, O_STACK_SCALE),
+    {"data", O_DATA, "FILE",
+     "replay the data file FILE (memstub gen --data)\n"
+     "instead of TRACE: nothing is read as text, normalised\n"
+     "or compiled; the what-ifs and calibration were\n"
+     "applied when it was made"},
     {"calibration", 'c', "FILE",
      "compensate for the overheads measured on this host\n"
      "(a profile from 'memstub calibrate'), as\n"
@@ -46,6 +51,7 @@ static const ms_cli_option options[] = {
 static const ms_cli_spec spec = {
     "replay",
     "usage: memstub replay TRACE [--measure OUT.csv] [options]\n"
+    "       memstub replay --data FILE [--measure OUT.csv] [options]\n"
     "\n"
     "Replay TRACE (a trace CSV, '-' for stdin) as a memory stub: the same engine\n"
     "a compiled stub runs, fed from the trace in memory (memstub gen's data,\n"
@@ -67,7 +73,10 @@ typedef struct replay_args {
   memstub_gen_options go;
   memstub_replay_options ro;
   const char *measure;  // NULL: do not measure
-  const char *in;       // the trace
+  const char *in;       // the trace, or the data file
+  const char *data;     // --data FILE, else NULL
+  int transformed;      // a what-if option was given
+  int timing_given;     // --timing was given
 } replay_args;
 
 // The current option's argument as an integer in [lo, hi] (-1: also allowed): 0 or -1.
@@ -83,7 +92,9 @@ static int take_option(ms_cli_parser *p, int c, replay_args *a) {
   switch (c) {
     case 'm': a->measure = p->arg; break;
     case 'c': a->go.profile_path = p->arg; break;
+    case O_DATA: a->data = p->arg; break;
     case 't':
+      a->timing_given = 1;
       if (memstub_timing_parse(p->arg, &a->ro.timing) == 0) break;
       ms_cli_usage("replay", "--timing: expected deadline or usleep, found '%s'", p->arg);
       return -1;
@@ -95,9 +106,9 @@ static int take_option(ms_cli_parser *p, int c, replay_args *a) {
     case O_REAIM: return arg_ns(p, &a->ro.reaim_ns, 1, INT64_MAX, "a number of ns > 0 or -1");
     case O_SLICE:
       return arg_ns(p, &a->ro.sched_slice_ns, 100000, 100000000, "100000 to 100000000 ns");
-    case O_TIME_SCALE: return ms_cli_arg_double(p, &a->go.time_scale);
-    case O_HEAP_SCALE: return ms_cli_arg_double(p, &a->go.heap_scale);
-    case O_STACK_SCALE: return ms_cli_arg_double(p, &a->go.stack_scale);
+    case O_TIME_SCALE: a->transformed = 1; return ms_cli_arg_double(p, &a->go.time_scale);
+    case O_HEAP_SCALE: a->transformed = 1; return ms_cli_arg_double(p, &a->go.heap_scale);
+    case O_STACK_SCALE: a->transformed = 1; return ms_cli_arg_double(p, &a->go.stack_scale);
   }
   return 0;
 }
@@ -110,11 +121,25 @@ static int parse_args(int argc, char **argv, replay_args *a, int *status) {
   while (!bad && (c = ms_cli_next(&p, argc, argv)) > 0) bad = take_option(&p, c, a) < 0;
   *status = bad ? MS_EXIT_USAGE : p.status;
   if (bad || c < 0) return 1;
-  if (p.optind != argc - 1) {
+  if (a->data) {
+    const char *why = p.optind != argc           ? "--data FILE replaces TRACE: give one of them"
+                      : !*a->data                ? "--data needs a file name"
+                      : a->go.profile_path       ? "--calibration applies when the data file is "
+                                                   "made (memstub gen --data --calibration)"
+                      : a->transformed           ? "the what-ifs apply when the data file is made "
+                                                   "(memstub gen --data --time-scale ...)"
+                                                 : NULL;
+    if (why) {
+      *status = ms_cli_usage("replay", "%s", why);
+      return 1;
+    }
+    a->in = a->data;
+  } else if (p.optind != argc - 1) {
     *status = ms_cli_usage("replay", p.optind == argc ? "missing TRACE" : "more than one TRACE given");
     return 1;
+  } else {
+    a->in = argv[p.optind];
   }
-  a->in = argv[p.optind];
   if (a->measure && !*a->measure) {
     *status = ms_cli_usage("replay", "--measure needs a file name");
     return 1;
@@ -123,7 +148,7 @@ static int parse_args(int argc, char **argv, replay_args *a, int *status) {
 }
 
 // What the replay did, as two notes on stderr.
-static void report(const replay_args *a, const memstub_gen *g, const memstub_replay *r) {
+static void report(const replay_args *a, const struct memstub_stub *s, const memstub_replay *r) {
   const memstub_replay_info *i = &r->info;
   char late[96] = "";
   if (a->measure) {
@@ -135,7 +160,7 @@ static void report(const replay_args *a, const memstub_gen *g, const memstub_rep
   }
   char dur[32], tgt[32];
   ms_cli_note("%s: replayed %lld rows (%lld points) in %s, target %s (%s timing%s)%s%s",
-              a->in, (long long)g->stub.norig, (long long)i->points,
+              a->in, (long long)s->norig, (long long)i->points,
               ms__fmt_ns(i->duration_ns, dur, sizeof dur), ms__fmt_ns(i->target_ns, tgt, sizeof tgt),
               memstub_timing_name(a->ro.timing), late,
               a->measure ? "; measured trace in " : "", a->measure ? a->measure : "");
@@ -171,18 +196,35 @@ int ms_cmd_replay(int argc, char **argv) {
     go->timing = a.ro.timing == MEMSTUB_TIMING_USLEEP ? MEMSTUB_COMP_USLEEP : MEMSTUB_COMP_DEADLINE;
     go->measured = a.measure != NULL;
   }
-  rc = memstub_trace_read(a.in, &t, &err);
-  if (rc == 0 && (rc = memstub_gen_build(t, go, &g, &err)) < 0) memstub_error_prefix(&err, a.in);
+  memstub_stub_data *d = NULL;
+  const struct memstub_stub *s = NULL;
+  if (a.data) {
+    if (ms_cli_progress_enabled()) fprintf(stderr, "\r\033[Kmemstub replay: mapping %s", a.in);
+    rc = memstub_stub_data_open(a.data, &d, &err);
+    if (rc == 0) s = &d->stub;
+    // Without --timing, the timing the file's delays were compensated for.
+    if (rc == 0 && !a.timing_given && s->timing == MEMSTUB_TIMING_USLEEP)
+      a.ro.timing = MEMSTUB_TIMING_USLEEP;
+  } else {
+    if (ms_cli_progress_enabled()) fprintf(stderr, "\r\033[Kmemstub replay: reading %s", a.in);
+    rc = memstub_trace_read(a.in, &t, &err);
+    if (rc == 0 && ms_cli_progress_enabled())
+      fprintf(stderr, "\r\033[Kmemstub replay: normalising %zu rows", t->n);
+    if (rc == 0 && (rc = memstub_gen_build(t, go, &g, &err)) < 0) memstub_error_prefix(&err, a.in);
+    if (rc == 0) s = &g->stub;
+  }
+  if (ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
   if (rc == 0 && go->profile) {
     char comp[512];
     memstub_gen_comp_format(g, comp, sizeof comp);
     ms_cli_note("compensation for %s: %s", go->profile_path, comp);
   }
-  if (rc == 0 && (rc = memstub_replay_run(&g->stub, &a.ro, &r, &err)) < 0)
+  if (rc == 0 && (rc = memstub_replay_run(s, &a.ro, &r, &err)) < 0)
     memstub_error_prefix(&err, a.in);
   if (rc == 0 && a.measure) rc = memstub_replay_write(r, a.measure, &err);
-  if (rc == 0) report(&a, g, r);
+  if (rc == 0) report(&a, s, r);
   memstub_replay_free(r);
+  memstub_stub_data_free(d);
   memstub_gen_free(g);
   memstub_trace_free(t);
   return rc < 0 ? ms_cli_fail(&err) : MS_EXIT_OK;

@@ -89,6 +89,17 @@ long ms__prim_page_size(void);
 // Physical memory in bytes (0 if unknown).
 uint64_t ms__prim_phys_mem(void);
 
+/* Memory the host can give a process without swapping, in bytes (Linux:
+ * MemAvailable of /proc/meminfo); 0 if unknown. */
+uint64_t ms__prim_mem_available(void);
+
+/* Make [p, p + len) resident now, written, so later writes take no page
+ * fault (Linux: madvise MADV_POPULATE_WRITE, 5.14 and later, else a write to
+ * every page); ask for transparent huge pages first when huge is set. 0, or
+ * -ENOMEM when the host cannot back it (only where the kernel can say so:
+ * the write fallback may fault later instead). */
+int ms__prim_prefault(void *p, size_t len, int huge);
+
 // Minor page faults of the calling thread so far.
 long ms__prim_minor_faults(void);
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -110,6 +111,39 @@ long ms__prim_page_size(void) {
 uint64_t ms__prim_phys_mem(void) {
   long pages = sysconf(_SC_PHYS_PAGES);
   return pages > 0 ? (uint64_t)pages * (uint64_t)ms__prim_page_size() : 0;
+}
+
+uint64_t ms__prim_mem_available(void) {
+  FILE *f = fopen("/proc/meminfo", "re");
+  if (!f) return 0;
+  char line[256];
+  unsigned long long kb = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+  fclose(f);
+  return (uint64_t)kb * 1024;
+}
+
+int ms__prim_prefault(void *p, size_t len, int huge) {
+  long page = ms__prim_page_size();
+  uintptr_t a = ((uintptr_t)p + (uintptr_t)page - 1) & ~(uintptr_t)(page - 1);
+  uintptr_t e = ((uintptr_t)p + len) & ~(uintptr_t)(page - 1);
+#ifdef MADV_HUGEPAGE
+  if (huge && e > a) (void)madvise((void *)a, e - a, MADV_HUGEPAGE);
+#else
+  (void)huge;
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+  volatile char *c = p;
+  if (e > a && madvise((void *)a, e - a, MADV_POPULATE_WRITE) != 0) {
+    if (errno == ENOMEM || errno == EFAULT || errno == EHWPOISON) return -ENOMEM;
+    // An older kernel (EINVAL): write every page instead.
+    for (size_t i = 0; i < len; i += (size_t)page) c[i] = c[i];
+  }
+  if (len) c[0] = c[0], c[len - 1] = c[len - 1];  // the partial pages at either end
+  return 0;
 }
 
 long ms__prim_minor_faults(void) {

@@ -18,6 +18,7 @@
 #include "ms_spawn.h"
 #include "memstub/work.h"
 #include "memstub/memstub.h"
+#include "memstub/runtime.h"
 #include "prim.h"
 
 extern const char ms__memuse_template[];  // generator/memuse.h.m4, embedded
@@ -547,4 +548,12 @@ int memstub_gen_emit_ex(const memstub_gen *g, const char *path, const memstub_ge
     rep->data_bytes = d.bytes;
   }
   return rc;
+}
+
+/* ---- the data file (memstub gen --data) ------------------------------------ */
+
+int memstub_gen_emit_data(const memstub_gen *g, const char *path, memstub_error *err) {
+  if (g->stub.numdata < 1) return memstub_error_set(err, -EINVAL, "no points to emit");
+  // The runtime's writer: the same table of arrays as its reader.
+  return memstub_stub_data_write(&g->stub, path, err);
 }

@@ -140,6 +140,27 @@ static void limit_hint(char *buf, size_t cap) {
   if (n > 0 && n + 1 < cap) snprintf(buf + n, cap - n, ")");
 }
 
+int64_t memstub_replay_measure_bytes(const struct memstub_stub *s, const memstub_replay_options *o) {
+  if (!s || !o || !o->measure || s->numdata <= 0) return 0;
+  if ((uint64_t)s->numdata > (uint64_t)INT64_MAX / sizeof(memstub_replay_record)) return INT64_MAX;
+  return s->numdata * (int64_t)sizeof(memstub_replay_record);
+}
+
+/* Measuring: the records need `records` bytes, reserved and written before
+ * the replay; refuse up front when the host has less available than that
+ * (MemAvailable), rather than swap or be killed halfway. 0 or -ENOMEM. */
+static int check_measure_memory(int64_t n, uint64_t records, memstub_error *err) {
+  uint64_t avail = ms__prim_mem_available();
+  if (records == 0 || avail == 0 || records <= avail) return 0;
+  return memstub_error_set(err, -ENOMEM,
+                           "measuring %lld points needs %llu bytes for the records (%zu bytes a "
+                           "point), reserved before the replay; this host has %llu bytes "
+                           "available (MemAvailable): replay without measuring, or on a larger "
+                           "host",
+                           (long long)n, (unsigned long long)records,
+                           sizeof(memstub_replay_record), (unsigned long long)avail);
+}
+
 /* Refuse a replay that the process's limits on memory cannot hold: the heap
  * block at its peak, the replay thread's stack and the records, beyond what
  * the process uses now (RLIMIT_AS, RLIMIT_DATA). RLIMIT_STACK bounds the main
@@ -161,6 +182,15 @@ static int check_limits(uint64_t heap, uint64_t stack, uint64_t records, memstub
     uint64_t arena = lim[i].which == MS__PRIM_LIMIT_AS ? ARENA_RESERVE : 0, need;
     if (__builtin_add_overflow(base, arena, &need)) need = UINT64_MAX;
     uint64_t room = limit > used ? limit - used : 0;
+    if (need > room && records > 0 && need - records <= room)  // fits but for the records
+      return memstub_error_set(err, -ENOMEM,
+                               "measuring needs %llu bytes for the records (%zu bytes a point), "
+                               "reserved before the replay; the process's %s, %s) is %llu bytes "
+                               "and the replay itself needs %llu of the %llu it leaves: replay "
+                               "without measuring, or raise the limit",
+                               (unsigned long long)records, sizeof(memstub_replay_record),
+                               lim[i].name, lim[i].shell, (unsigned long long)limit,
+                               (unsigned long long)(need - records), (unsigned long long)room);
     if (need > room)
       return memstub_error_set(err, -ENOMEM,
                                "the stub needs %llu bytes of memory (heap %llu at its peak, "
@@ -236,8 +266,8 @@ int memstub_replay_check(const struct memstub_stub *s, const memstub_replay_opti
                              "the stub needs %lld bytes of heap and %lld of stack; this machine "
                              "has %llu bytes of memory",
                              (long long)f.peak_heap, (long long)size, (unsigned long long)phys);
-  uint64_t records =
-      o->measure ? (uint64_t)s->numdata * (uint64_t)sizeof(memstub_replay_record) : 0;
+  uint64_t records = (uint64_t)memstub_replay_measure_bytes(s, o);
+  if ((rc = check_measure_memory(s->numdata, records, err)) < 0) return rc;
   if ((rc = check_limits((uint64_t)f.peak_heap + MS__RT_HEAP_PAD, (uint64_t)size, records, err)) <
       0)
     return rc;
@@ -286,22 +316,33 @@ void memstub_replay_free(memstub_replay *r) {
 }
 
 /* The replay's records and the heap's scratch pointers: everything the replay
- * thread writes, reserved and touched up front. 0 or -ENOMEM. */
-static int reserve(memstub_replay *r, job *j, const struct memstub_stub *s) {
+ * thread writes, reserved and written up front (huge pages asked for a large
+ * record array, fewer TLB misses), so the replay takes no page fault for
+ * them. 0 or -ENOMEM with err set. */
+static int reserve(memstub_replay *r, job *j, const struct memstub_stub *s, memstub_error *err) {
   if (r->opt.measure && s->numdata > 0) {
-    if ((uint64_t)s->numdata > SIZE_MAX / sizeof *r->rec) return -ENOMEM;
-    r->rec = malloc((size_t)s->numdata * sizeof *r->rec);
-    if (!r->rec) return -ENOMEM;
-    memset(r->rec, 0, (size_t)s->numdata * sizeof *r->rec);
+    size_t bytes = (size_t)memstub_replay_measure_bytes(s, &r->opt);
+    if ((uint64_t)s->numdata > SIZE_MAX / sizeof *r->rec ||
+        !(r->rec = calloc((size_t)s->numdata, sizeof *r->rec)) ||
+        ms__prim_prefault(r->rec, bytes, bytes >= ((size_t)2 << 20)) < 0) {
+      char hint[256];
+      limit_hint(hint, sizeof hint);
+      return memstub_error_set(err, -ENOMEM,
+                               "cannot reserve %llu bytes for the records of %lld points "
+                               "(%zu bytes a point) before the replay: out of memory%s",
+                               (unsigned long long)s->numdata * sizeof *r->rec,
+                               (long long)s->numdata, sizeof *r->rec, hint);
+    }
   }
   if (r->opt.measure && s->numdata > 0 && s->abi == MEMSTUB_STUB_ABI_WORK && s->cpu) {  // work.c
-    if ((uint64_t)s->numdata > SIZE_MAX / (MS__RT_WORK_REC * sizeof *r->work)) return -ENOMEM;
-    r->work = calloc((size_t)s->numdata * MS__RT_WORK_REC, sizeof *r->work);
-    if (!r->work) return -ENOMEM;
+    if ((uint64_t)s->numdata > SIZE_MAX / (MS__RT_WORK_REC * sizeof *r->work) ||
+        !(r->work = calloc((size_t)s->numdata * MS__RT_WORK_REC, sizeof *r->work)))
+      return memstub_error_set(err, -ENOMEM, "cannot reserve the work records of %lld points",
+                               (long long)s->numdata);
   }
-  j->scratch = malloc(SCRATCH_POINTERS * sizeof *j->scratch);
-  if (!j->scratch) return -ENOMEM;
-  memset(j->scratch, 0, SCRATCH_POINTERS * sizeof *j->scratch);
+  j->scratch = calloc(SCRATCH_POINTERS, sizeof *j->scratch);
+  if (!j->scratch) return memstub_error_set(err, -ENOMEM, "out of memory");
+  ms__prim_prefault(j->scratch, SCRATCH_POINTERS * sizeof *j->scratch, 0);
   return 0;
 }
 
@@ -420,10 +461,11 @@ int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_option
   memstub_replay *r = calloc(1, sizeof *r);
   job *j = calloc(1, sizeof *j);
   if (r) r->stub = s, r->opt = opt;
-  if (!r || !j || reserve(r, j, s) < 0) {
-    rc = memstub_error_set(err, -ENOMEM, "out of memory reserving the replay's records");
+  if (!r || !j) {
+    rc = memstub_error_set(err, -ENOMEM, "out of memory");
     goto fail;
   }
+  if ((rc = reserve(r, j, s, err)) < 0) goto fail;
   ctx_init(&j->c, s, &opt, r->rec);
   j->c.wrec = r->work;
   rc = run_thread(j, stack_size, &opt);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "memstub/runtime.h"
 
@@ -34,6 +35,9 @@ static const char *human_ns(long long ns, char *buf, size_t cap) {
 #ifndef MEMSTUB_STUB_VAR
 #define MEMSTUB_STUB_VAR memStub
 #endif
+/* memstub build --data FILE defines MEMSTUB_STUB_DATA as FILE's absolute
+ * path and includes no header: the program maps the data file at start
+ * (--data FILE names another one) and replays it. */
 
 static const char *prog = "stub";
 
@@ -54,6 +58,10 @@ static const char usage_text[] =
     "                    each deadline, then to the margin the overshoot model gives,\n"
     "                    then spins; 'adaptive' learns the overshoot; NS: one sleep\n"
     "                    to NS ns before each deadline, then spin\n"
+#ifdef MEMSTUB_STUB_DATA
+    "  --data FILE       replay the data file FILE (made by memstub gen --data)\n"
+    "                    instead of " MEMSTUB_STUB_DATA "\n"
+#endif
     "  --check           only check that the stub can be replayed here\n"
     "  -v, --verbose     print a summary when done\n"
     "  -h, --help        show this help\n"
@@ -98,9 +106,54 @@ static int beyond_arrays(const struct memstub_stub *s) {
 }
 #endif
 
+#ifdef MEMSTUB_STUB_DATA
+/* The data file named by --data (else the one built in), mapped and checked
+ * before any option is acted on; NULL after printing why. */
+static memstub_stub_data *open_data(int argc, char **argv) {
+  const char *path = MEMSTUB_STUB_DATA;
+  for (int i = 1; i < argc; i++) {
+    int missing = 0;
+    const char *v = opt_value(argc, argv, &i, "--data", &missing);
+    if (v) path = v;
+  }
+  memstub_stub_data *d = NULL;
+  memstub_error err = {0};
+  if (memstub_stub_data_open(path, &d, &err) < 0) fail("%s", err.msg);
+  return d;
+}
+#endif
+
+/* Progress of a long replay on a terminal (stderr), redrawn about twice a
+ * second by the waiting main thread; silent elsewhere or with MEMSTUB_QUIET. */
+static void progress(int64_t done, int64_t total, void *arg) {
+  (void)arg;
+  fprintf(stderr, "\r\033[K%s: replaying %lld/%lld points (%d%%)", prog, (long long)done,
+          (long long)total, total > 0 ? (int)(100 * done / total) : 100);
+  if (done >= total) fputs("\r\033[K", stderr);
+  fflush(stderr);
+}
+
+static int run(int argc, char **argv, const struct memstub_stub *stub);
+
 int main(int argc, char **argv) {
-  const struct memstub_stub *stub = &MEMSTUB_STUB_VAR;
   if (argc > 0 && argv[0][0]) prog = argv[0];
+#ifdef MEMSTUB_STUB_DATA
+  for (int i = 1; i < argc; i++)  // help needs no data file
+    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      printf(usage_text, prog, "the data file " MEMSTUB_STUB_DATA);
+      return 0;
+    }
+  memstub_stub_data *d = open_data(argc, argv);
+  if (!d) return 2;
+  int rc = run(argc, argv, &d->stub);
+  memstub_stub_data_free(d);
+  return rc;
+#else
+  return run(argc, argv, &MEMSTUB_STUB_VAR);
+#endif
+}
+
+static int run(int argc, char **argv, const struct memstub_stub *stub) {
   memstub_replay_options o;
   memstub_replay_options_for(&o, stub);
   const char *measure = NULL;
@@ -111,6 +164,10 @@ int main(int argc, char **argv) {
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       printf(usage_text, prog, stub->source ? stub->source : "unknown");
       return 0;
+#ifdef MEMSTUB_STUB_DATA
+    } else if ((v = opt_value(argc, argv, &i, "--data", &missing))) {
+      continue;  // opened before
+#endif
     } else if (strcmp(a, "--check") == 0) {
       check = 1;
     } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
@@ -138,6 +195,8 @@ int main(int argc, char **argv) {
   memstub_error err = {0};
   if (check) return memstub_replay_check(stub, &o, NULL, &err) < 0 ? fail("%s", err.msg) : 0;
   if (measure) o.measure = MEMSTUB_MEASURE_TRACE;
+  if (isatty(STDERR_FILENO) && !getenv("MEMSTUB_QUIET") && stub->numdata >= 100000)
+    o.progress = progress;
   memstub_replay *r;
   if (memstub_replay_run(stub, &o, &r, &err) < 0) return fail("%s", err.msg);
   int rc = 0;

@@ -154,6 +154,11 @@ typedef struct memstub_gen_emit_report {
 int memstub_gen_emit_ex(const memstub_gen *g, const char *path, const memstub_gen_emit_options *o,
                         memstub_gen_emit_report *rep, memstub_error *err);
 
+/* Write g's stub to path as a data file (docs/formats.md, "Data files";
+ * memstub_stub_data_write of the runtime) instead of a header: for traces
+ * too large to compile. 0, or fails as memstub_stub_data_write. */
+int memstub_gen_emit_data(const memstub_gen *g, const char *path, memstub_error *err);
+
 /* One line for people saying what calibration changed in g (g->comp): the
  * header's provenance comment with bytes and times in units (KiB, µs, ms);
  * "none" without a profile. */

@@ -24,6 +24,7 @@
 #ifndef MEMSTUB_RUNTIME_H
 #define MEMSTUB_RUNTIME_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "memstub/error.h"
@@ -197,6 +198,12 @@ typedef struct memstub_replay {
 int memstub_replay_check(const struct memstub_stub *s, const memstub_replay_options *o,
                          int64_t *stack_size, memstub_error *err);
 
+/* The bytes memstub_replay_run reserves (and writes) before the replay for
+ * measuring s with o: numdata x sizeof(memstub_replay_record) when o->measure
+ * is set, else 0. memstub_replay_check refuses (-ENOMEM) when the host has
+ * less available (MemAvailable) or the process's limits leave less. */
+int64_t memstub_replay_measure_bytes(const struct memstub_stub *s, const memstub_replay_options *o);
+
 /* Replay s on a new thread and wait for it. o may be NULL for the defaults.
  * On success *out owns the result (free it with memstub_replay_free).
  * Fails before running as memstub_replay_check does, with -ENOMEM / -EAGAIN
@@ -223,6 +230,31 @@ int memstub_replay_trace(const memstub_replay *r, memstub_trace **out, memstub_e
 
 /* memstub_replay_trace, written atomically to path ("-" for stdout). */
 int memstub_replay_write(const memstub_replay *r, const char *path, memstub_error *err);
+
+/* A stub's data file (docs/formats.md, "Data files"): the descriptor and
+ * every array of a stub in one binary file, versioned and checksummed, for
+ * traces too large to compile (memstub gen --data, memstub replay --data,
+ * memstub build --data). Opened, it is mapped read-only and its arrays are
+ * used in place; stub is ready for memstub_replay_run while d is open. */
+typedef struct memstub_stub_data {
+  struct memstub_stub stub;  // points into the mapping
+  void *map;                 // private: the mapping and its length
+  size_t map_len;
+} memstub_stub_data;
+
+/* Write s (layout 1 or 2, numdata >= 1) to path as a data file, atomically.
+ * 0, or a negative errno with err naming path (-EINVAL for a stub that
+ * cannot be written, -EIO/-ENOSPC... when writing fails; nothing is left). */
+int memstub_stub_data_write(const struct memstub_stub *s, const char *path, memstub_error *err);
+/* Map path and check it before anything uses it: magic, version, byte order,
+ * size, every array's size, place and checksum, the head's checksum. On
+ * success *out owns the mapping (memstub_stub_data_free). On failure *out is
+ * NULL and the return is -EINVAL with err "PATH: FIELD: what is wrong" (a
+ * damaged, truncated or foreign file), or another negative errno (cannot
+ * open or map it). The stub's invariants are checked by memstub_replay_check,
+ * as for any stub. */
+int memstub_stub_data_open(const char *path, memstub_stub_data **out, memstub_error *err);
+void memstub_stub_data_free(memstub_stub_data *d);
 
 /* memstub_stub_call(), a stub's function entry point, is in memstub/stub.h. */
 

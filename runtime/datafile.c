@@ -1,0 +1,393 @@
+// A stub's data file (docs/formats.md, "Data files"): every array of a stub
+// descriptor in one binary file, written by memstub gen --data, mapped and
+// validated at start by memstub replay --data and by programs built with
+// memstub build --data. Never parsed as text: the arrays are used in place.
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "memstub/work.h"
+
+#define DF_MAGIC "MSTUBDAT"
+#define DF_VERSION 1
+#define DF_ORDER UINT64_C(0x0102030405060708)  // reads differently on the other byte order
+#define DF_ALIGN 64                            // every array starts at a multiple of this
+#define DF_NSTRINGS 4                          // name, source, transforms, calibration
+
+/* The arrays a data file can carry: one entry each. The writer stores every
+ * entry whose descriptor pointer is set (and the layout has it); the reader
+ * points the descriptor's field into the mapping. A new array of the
+ * descriptor (a new layout) is one more line here. */
+static const struct df_kind {
+  const char *name;  // in the file's table, at most 15 characters
+  uint32_t elem;     // bytes per point
+  size_t field;      // offsetof the descriptor's pointer to it
+  int32_t min_abi;   // the first layout that has it
+  int required;      // a file of that layout must carry it
+  int per_call;      // count: ncalltab * MEMSTUB_WORK_CALLS, not numdata
+} kinds[] = {
+    {"use", sizeof(struct memAlloc), offsetof(struct memstub_stub, use), MEMSTUB_STUB_ABI, 1, 0},
+    {"point", sizeof(int64_t), offsetof(struct memstub_stub, point), MEMSTUB_STUB_ABI, 1, 0},
+    {"mapped", sizeof(int64_t), offsetof(struct memstub_stub, mapped), MEMSTUB_STUB_ABI_RESIDENT, 0, 0},
+    {"rss", sizeof(int64_t), offsetof(struct memstub_stub, rss), MEMSTUB_STUB_ABI_RESIDENT, 0, 0},
+    {"cpu", sizeof(int64_t), offsetof(struct memstub_stub, cpu), MEMSTUB_STUB_ABI_WORK, 0, 0},
+    {"calls", sizeof(int64_t), offsetof(struct memstub_stub, calls), MEMSTUB_STUB_ABI_WORK, 0, 0},
+    {"churn", sizeof(int64_t), offsetof(struct memstub_stub, churn), MEMSTUB_STUB_ABI_WORK, 0, 0},
+    {"calltab", sizeof(int64_t), offsetof(struct memstub_stub, calltab), MEMSTUB_STUB_ABI_WORK, 0, 1},
+};
+#define NKINDS (sizeof kinds / sizeof kinds[0])
+
+// The file's first 256 bytes. All integers in the writer's byte order (order says which).
+typedef struct df_head {
+  char magic[8];         // DF_MAGIC, no NUL
+  uint32_t version;      // DF_VERSION
+  uint32_t head_size;    // sizeof(df_head)
+  uint64_t order;        // DF_ORDER
+  uint64_t file_size;    // the whole file, bytes
+  uint32_t narrays;      // entries in the table
+  uint32_t nstrings;     // DF_NSTRINGS
+  int32_t abi, timing;   // the descriptor's
+  int64_t numdata, norig, time0_ns, stack_base, heap_base, peak_stack, max_depth, peak_heap,
+      duration_ns, inserted, rss_base, mapped_base;
+  int64_t ncalltab;  // layout 3: rows of calltab (memstub/work.h)
+  uint64_t strings_off, strings_len;  // NUL-terminated strings, padded with NULs to 8 bytes
+  uint64_t table_off;                 // narrays df_array entries
+  uint64_t head_sum;                  // sum of this head (head_sum 0), the strings, the table
+  uint8_t reserved[256 - 184];  // zero
+} df_head;
+
+typedef struct df_array {
+  char name[16];   // NUL-terminated
+  uint32_t elem;   // bytes per element
+  uint32_t zero;
+  uint64_t count;  // elements (numdata)
+  uint64_t off;    // from the file's start, a multiple of DF_ALIGN
+  uint64_t sum;    // sum of its count * elem bytes
+} df_array;
+
+_Static_assert(sizeof(df_head) == 256, "the data file's head is 256 bytes");
+_Static_assert(sizeof(df_array) == 48, "a table entry is 48 bytes");
+
+/* A 64-bit sum of n bytes (a multiple of 8, 8-aligned): four lanes of
+ * xor-multiply, so that any changed word changes it; not a defence against
+ * forgery, a check against damage and truncation. */
+static uint64_t sum64(const void *p, uint64_t n, uint64_t seed) {
+  const uint64_t P = UINT64_C(0x9e3779b97f4a7c15);
+  const uint64_t *w = p;
+  uint64_t k = n / 8, i = 0;
+  uint64_t a = seed ^ n, b = a + 1, c = a + 2, d = a + 3;
+  for (; i + 4 <= k; i += 4) {
+    a = (a ^ w[i]) * P;
+    b = (b ^ w[i + 1]) * P;
+    c = (c ^ w[i + 2]) * P;
+    d = (d ^ w[i + 3]) * P;
+  }
+  for (; i < k; i++) a = (a ^ w[i]) * P;
+  uint64_t h = a ^ (b << 17 | b >> 47) ^ (c << 31 | c >> 33) ^ (d << 47 | d >> 17);
+  h ^= h >> 29;
+  h *= UINT64_C(0xbf58476d1ce4e5b9);
+  return h ^ (h >> 32);
+}
+
+static uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+static const void *field_ptr(const struct memstub_stub *s, const struct df_kind *k) {
+  const void *p;
+  memcpy(&p, (const char *)s + k->field, sizeof p);
+  return p;
+}
+
+static void set_field(struct memstub_stub *s, const struct df_kind *k, const void *p) {
+  memcpy((char *)s + k->field, &p, sizeof p);
+}
+
+// Whether the file of a stub of layout abi carries array k.
+static int carried(const struct memstub_stub *s, const struct df_kind *k) {
+  return s->abi >= k->min_abi && field_ptr(s, k) != NULL;
+}
+
+/* ---- writing --------------------------------------------------------------- */
+
+static int put(ms__afile *af, const void *p, uint64_t n) {
+  return n == 0 || fwrite(p, 1, (size_t)n, af->f) == (size_t)n ? 0 : -1;
+}
+
+static int put_zeros(ms__afile *af, uint64_t n) {
+  static const char z[DF_ALIGN];
+  while (n > 0) {
+    uint64_t k = n < sizeof z ? n : sizeof z;
+    if (put(af, z, k) < 0) return -1;
+    n -= k;
+  }
+  return 0;
+}
+
+int memstub_stub_data_write(const struct memstub_stub *s, const char *path, memstub_error *err) {
+  if (!s || s->numdata < 1)
+    return memstub_error_set(err, -EINVAL, "%s: no points to write", path);
+  if (s->abi != MEMSTUB_STUB_ABI && s->abi != MEMSTUB_STUB_ABI_RESIDENT &&
+      s->abi != MEMSTUB_STUB_ABI_WORK)
+    return memstub_error_set(err, -EINVAL, "%s: a stub of layout %d cannot be written", path,
+                             (int)s->abi);
+  const char *str[DF_NSTRINGS] = {s->name, s->source, s->transforms, s->calibration};
+  df_head h;
+  memset(&h, 0, sizeof h);
+  memcpy(h.magic, DF_MAGIC, 8);
+  h.version = DF_VERSION;
+  h.head_size = sizeof h;
+  h.order = DF_ORDER;
+  h.nstrings = DF_NSTRINGS;
+  h.abi = s->abi;
+  h.timing = s->timing;
+  h.numdata = s->numdata, h.norig = s->norig, h.time0_ns = s->time0_ns;
+  h.stack_base = s->stack_base, h.heap_base = s->heap_base, h.peak_stack = s->peak_stack;
+  h.max_depth = s->max_depth, h.peak_heap = s->peak_heap, h.duration_ns = s->duration_ns;
+  h.inserted = s->inserted;
+  if (s->abi >= MEMSTUB_STUB_ABI_RESIDENT) h.rss_base = s->rss_base, h.mapped_base = s->mapped_base;
+  if (s->abi >= MEMSTUB_STUB_ABI_WORK) h.ncalltab = s->ncalltab;
+  uint64_t slen = 0;
+  for (int i = 0; i < DF_NSTRINGS; i++) slen += strlen(str[i] ? str[i] : "") + 1;
+  h.strings_off = sizeof h;
+  h.strings_len = round_up(slen, 8);
+  h.table_off = h.strings_off + h.strings_len;
+  df_array tab[NKINDS];
+  memset(tab, 0, sizeof tab);
+  uint64_t off = 0;
+  for (size_t k = 0; k < NKINDS; k++) {
+    if (!carried(s, &kinds[k])) continue;
+    df_array *a = &tab[h.narrays++];
+    snprintf(a->name, sizeof a->name, "%s", kinds[k].name);
+    a->elem = kinds[k].elem;
+    a->count = kinds[k].per_call ? (uint64_t)s->ncalltab * MEMSTUB_WORK_CALLS : (uint64_t)s->numdata;
+    if (a->count > UINT64_MAX / 2 / a->elem)
+      return memstub_error_set(err, -EINVAL, "%s: %lld points do not fit in a file", path,
+                               (long long)s->numdata);
+    a->sum = sum64(field_ptr(s, &kinds[k]), a->count * a->elem, 0);
+  }
+  off = round_up(h.table_off + h.narrays * sizeof(df_array), DF_ALIGN);
+  for (uint32_t i = 0; i < h.narrays; i++) {
+    tab[i].off = off;
+    off = round_up(off + tab[i].count * tab[i].elem, DF_ALIGN);
+  }
+  h.file_size = off;
+  // The head's sum covers the head, the strings and the table, as written.
+  char *meta = calloc(1, (size_t)(h.strings_len + h.narrays * sizeof(df_array)));
+  if (!meta) return memstub_error_set(err, -ENOMEM, "out of memory");
+  char *q = meta;
+  for (int i = 0; i < DF_NSTRINGS; i++) {
+    size_t n = strlen(str[i] ? str[i] : "") + 1;
+    memcpy(q, str[i] ? str[i] : "", n);
+    q += n;
+  }
+  memcpy(meta + h.strings_len, tab, h.narrays * sizeof(df_array));
+  h.head_sum = sum64(&h, sizeof h, sum64(meta, h.strings_len + h.narrays * sizeof(df_array), 0));
+
+  ms__afile af;
+  int rc = ms__afile_open(&af, path, err);
+  if (rc < 0) {
+    free(meta);
+    return rc;
+  }
+  uint64_t at = 0;
+  int bad = put(&af, &h, sizeof h) < 0 ||
+            put(&af, meta, h.strings_len + h.narrays * sizeof(df_array)) < 0;
+  at = h.table_off + h.narrays * sizeof(df_array);
+  free(meta);
+  for (uint32_t i = 0, k = 0; !bad && i < h.narrays; i++, k++) {
+    while (!carried(s, &kinds[k])) k++;
+    bad = put_zeros(&af, tab[i].off - at) < 0 ||
+          put(&af, field_ptr(s, &kinds[k]), tab[i].count * tab[i].elem) < 0;
+    at = tab[i].off + tab[i].count * tab[i].elem;
+  }
+  if (!bad) bad = put_zeros(&af, h.file_size - at) < 0;
+  if (bad) {
+    int e = errno ? errno : EIO;
+    ms__afile_abort(&af);
+    return memstub_error_set(err, -e, "%s: write failed: %s", path, strerror(e));
+  }
+  return ms__afile_commit(&af, err);
+}
+
+/* ---- reading --------------------------------------------------------------- */
+
+// "PATH: FIELD: what": -EINVAL, the data file refused.
+#define REFUSE(...) memstub_error_set(err, -EINVAL, __VA_ARGS__)
+
+/* Check the mapped file's head, strings and table, and fill s from them.
+ * 0 or -EINVAL naming the field. */
+static int read_head(const char *path, const char *m, uint64_t size, struct memstub_stub *s,
+                     const df_array **table, memstub_error *err) {
+  df_head h;
+  if (size < 8 || memcmp(m, DF_MAGIC, 8) != 0)
+    return REFUSE("%s: magic: not a memstub data file (made by memstub gen --data)", path);
+  if (size < sizeof h)
+    return REFUSE("%s: head: truncated: the file has %llu bytes, its head alone %zu", path,
+                  (unsigned long long)size, sizeof h);
+  memcpy(&h, m, sizeof h);
+  if (h.order != DF_ORDER)
+    return REFUSE("%s: order: written on a host of another byte order", path);
+  if (h.version != DF_VERSION)
+    return REFUSE("%s: version: %u, this memstub reads version %d (regenerate it)", path,
+                  h.version, DF_VERSION);
+  if (h.head_size != sizeof h)
+    return REFUSE("%s: head_size: %u, expected %zu", path, h.head_size, sizeof h);
+  if (h.file_size != size)
+    return REFUSE("%s: file_size: the file has %llu bytes, its head says %llu (%s)", path,
+                  (unsigned long long)size, (unsigned long long)h.file_size,
+                  size < h.file_size ? "truncated" : "bytes beyond its end");
+  if (h.nstrings != DF_NSTRINGS)
+    return REFUSE("%s: nstrings: %u, expected %d", path, h.nstrings, DF_NSTRINGS);
+  if (h.narrays > NKINDS + 16)
+    return REFUSE("%s: narrays: %u arrays is more than any layout has", path, h.narrays);
+  if (h.strings_off != sizeof h || h.strings_len % 8 || h.strings_len > size ||
+      h.table_off != h.strings_off + h.strings_len ||
+      h.table_off + (uint64_t)h.narrays * sizeof(df_array) > size)
+    return REFUSE("%s: strings_off: the strings and the table are not within the file", path);
+  uint64_t want = h.head_sum;
+  h.head_sum = 0;
+  uint64_t meta = h.strings_len + (uint64_t)h.narrays * sizeof(df_array);
+  if (sum64(&h, sizeof h, sum64(m + h.strings_off, meta, 0)) != want)
+    return REFUSE("%s: head_sum: the head, strings or table are damaged (checksum mismatch)",
+                  path);
+  const char *str[DF_NSTRINGS];
+  const char *p = m + h.strings_off, *e = p + h.strings_len;
+  for (int i = 0; i < DF_NSTRINGS; i++) {
+    const char *nul = memchr(p, '\0', (size_t)(e - p));
+    if (!nul) return REFUSE("%s: strings: string %d has no end", path, i);
+    str[i] = p;
+    p = nul + 1;
+  }
+  memset(s, 0, sizeof *s);
+  s->abi = h.abi;
+  s->timing = h.timing;
+  s->name = str[0], s->source = str[1], s->transforms = str[2], s->calibration = str[3];
+  s->numdata = h.numdata, s->norig = h.norig, s->time0_ns = h.time0_ns;
+  s->stack_base = h.stack_base, s->heap_base = h.heap_base, s->peak_stack = h.peak_stack;
+  s->max_depth = h.max_depth, s->peak_heap = h.peak_heap, s->duration_ns = h.duration_ns;
+  s->inserted = h.inserted;
+  if (h.abi != MEMSTUB_STUB_ABI && h.abi != MEMSTUB_STUB_ABI_RESIDENT &&
+      h.abi != MEMSTUB_STUB_ABI_WORK)
+    return REFUSE("%s: abi: the stub has data layout %d, this runtime reads %d to %d", path,
+                  (int)h.abi, MEMSTUB_STUB_ABI, MEMSTUB_STUB_ABI_WORK);
+  if (h.abi >= MEMSTUB_STUB_ABI_RESIDENT) s->rss_base = h.rss_base, s->mapped_base = h.mapped_base;
+  if (h.abi >= MEMSTUB_STUB_ABI_WORK) {
+    if (h.ncalltab < 0 || h.ncalltab > (int64_t)(UINT32_MAX / MEMSTUB_WORK_CALLS))
+      return REFUSE("%s: ncalltab: %lld rows", path, (long long)h.ncalltab);
+    s->ncalltab = h.ncalltab;
+  }
+  if (h.numdata < 1) return REFUSE("%s: numdata: %lld points", path, (long long)h.numdata);
+  *table = (const df_array *)(const void *)(m + h.table_off);
+  return (int)h.narrays;
+}
+
+/* Check the table's entries (n of them) and point s's arrays into the
+ * mapping m; verify each array's sum. 0 or -EINVAL naming the array. */
+static int read_arrays(const char *path, const char *m, uint64_t size, const df_array *tab,
+                       uint32_t n, struct memstub_stub *s, memstub_error *err) {
+  for (uint32_t i = 0; i < n; i++) {
+    df_array a;
+    memcpy(&a, &tab[i], sizeof a);
+    if (!memchr(a.name, '\0', sizeof a.name))
+      return REFUSE("%s: table entry %u: the name has no end", path, i);
+    size_t k = 0;
+    while (k < NKINDS && strcmp(kinds[k].name, a.name) != 0) k++;
+    if (k == NKINDS)
+      return REFUSE("%s: array %s: unknown to this memstub (written by a newer one?)", path,
+                    a.name);
+    if (s->abi < kinds[k].min_abi)
+      return REFUSE("%s: array %s: not part of data layout %d", path, a.name, (int)s->abi);
+    if (field_ptr(s, &kinds[k]))
+      return REFUSE("%s: array %s: given twice", path, a.name);
+    if (a.elem != kinds[k].elem)
+      return REFUSE("%s: array %s: %u bytes an element, expected %u", path, a.name, a.elem,
+                    kinds[k].elem);
+    uint64_t want = kinds[k].per_call ? (uint64_t)s->ncalltab * MEMSTUB_WORK_CALLS
+                                      : (uint64_t)s->numdata;
+    if (a.count != want)
+      return REFUSE("%s: array %s: %llu elements, %s is %llu", path, a.name,
+                    (unsigned long long)a.count, kinds[k].per_call ? "ncalltab * 20" : "numdata",
+                    (unsigned long long)want);
+    if (a.count > size / a.elem)  // also keeps count * elem within 64 bits
+      return REFUSE("%s: array %s: %llu elements of %u bytes do not fit in the file's %llu", path,
+                    a.name, (unsigned long long)a.count, a.elem, (unsigned long long)size);
+    uint64_t bytes = a.count * a.elem;
+    if (a.off % DF_ALIGN || a.off < sizeof(df_head) || a.off > size || bytes > size - a.off)
+      return REFUSE("%s: array %s: %llu bytes at offset %llu lie beyond the file's %llu", path,
+                    a.name, (unsigned long long)bytes, (unsigned long long)a.off,
+                    (unsigned long long)size);
+    if (sum64(m + a.off, bytes, 0) != a.sum)
+      return REFUSE("%s: array %s: damaged (checksum mismatch)", path, a.name);
+    set_field(s, &kinds[k], m + a.off);
+  }
+  for (size_t k = 0; k < NKINDS; k++)
+    if (s->abi >= kinds[k].min_abi && kinds[k].required && !field_ptr(s, &kinds[k]))
+      return REFUSE("%s: array %s: missing", path, kinds[k].name);
+  if (s->abi >= MEMSTUB_STUB_ABI_WORK && !((!s->cpu) == (!s->calls) && (!s->cpu) == (!s->churn) &&
+                                            (!s->calls || !s->ncalltab || s->calltab)))
+    return REFUSE("%s: arrays cpu, calls, churn, calltab: layout 3 carries them together", path);
+  if (s->abi >= MEMSTUB_STUB_ABI_RESIDENT && (!s->mapped) != (!s->rss))
+    return REFUSE("%s: array %s: missing (layout %d carries mapped and rss together)", path,
+                  s->mapped ? "rss" : "mapped", (int)s->abi);
+  return 0;
+}
+
+int memstub_stub_data_open(const char *path, memstub_stub_data **out, memstub_error *err) {
+  *out = NULL;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    return memstub_error_set(err, -e, "%s: cannot open: %s", path, strerror(e));
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    int e = errno;
+    close(fd);
+    return e ? memstub_error_set(err, -e, "%s: cannot read: %s", path, strerror(e))
+             : REFUSE("%s: not a regular file", path);
+  }
+  memstub_stub_data *d = calloc(1, sizeof *d);
+  if (!d) {
+    close(fd);
+    return memstub_error_set(err, -ENOMEM, "out of memory");
+  }
+  uint64_t size = (uint64_t)st.st_size;
+  int rc = 0;
+  if (size == 0) rc = REFUSE("%s: magic: the file is empty", path);
+  if (rc == 0 && size > SIZE_MAX / 2) rc = REFUSE("%s: the file is too large to map", path);
+  if (rc == 0) {
+    // Populated: the sums read every page now, not the replay later.
+    void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    if (m == MAP_FAILED) {
+      int e = errno;
+      rc = memstub_error_set(err, -e, "%s: cannot map %llu bytes: %s", path,
+                             (unsigned long long)size, strerror(e));
+    } else {
+      d->map = m;
+      d->map_len = (size_t)size;
+      (void)madvise(m, (size_t)size, MADV_WILLNEED);
+    }
+  }
+  close(fd);
+  const df_array *tab = NULL;
+  if (rc == 0) rc = read_head(path, d->map, size, &d->stub, &tab, err);
+  if (rc >= 0) rc = read_arrays(path, d->map, size, tab, (uint32_t)rc, &d->stub, err);
+  if (rc < 0) {
+    memstub_stub_data_free(d);
+    return rc;
+  }
+  *out = d;
+  return 0;
+}
+
+void memstub_stub_data_free(memstub_stub_data *d) {
+  if (!d) return;
+  if (d->map) munmap(d->map, d->map_len);
+  free(d);
+}
