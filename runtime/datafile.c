@@ -56,10 +56,10 @@ typedef struct df_head {
   int32_t abi, timing;   // the descriptor's
   int64_t numdata, norig, time0_ns, stack_base, heap_base, peak_stack, max_depth, peak_heap,
       duration_ns, inserted, rss_base, mapped_base;
-  int64_t ncalltab;  // layout 3: rows of calltab (memstub/work.h)
   uint64_t strings_off, strings_len;  // NUL-terminated strings, padded with NULs to 8 bytes
   uint64_t table_off;                 // narrays df_array entries
   uint64_t head_sum;                  // sum of this head (head_sum 0), the strings, the table
+  int64_t ncalltab;                   // layout 3: rows of calltab (memstub/work.h); else 0
   uint8_t reserved[256 - 184];  // zero
 } df_head;
 

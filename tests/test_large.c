@@ -16,6 +16,7 @@
 
 #include "memstub/gen.h"
 #include "memstub/runtime.h"
+#include "memstub/work.h"
 #include "testutil.h"
 
 // A non-LIFO trace of n rows: stack and heap move up and down, 10 us apart.
@@ -613,17 +614,51 @@ static void same_stub(const struct memstub_stub *a, const struct memstub_stub *b
     if (a->mapped) ck_assert_int_eq(memcmp(a->mapped, b->mapped, n * 8), 0);
     if (a->rss) ck_assert_int_eq(memcmp(a->rss, b->rss, n * 8), 0);
   }
+  if (a->abi >= MEMSTUB_STUB_ABI_WORK) {
+    ck_assert_int_eq(a->ncalltab, b->ncalltab);
+    ck_assert_int_eq(!a->cpu, !b->cpu);
+    if (a->cpu) {
+      ck_assert_int_eq(memcmp(a->cpu, b->cpu, n * 8), 0);
+      ck_assert_int_eq(memcmp(a->calls, b->calls, n * 8), 0);
+      ck_assert_int_eq(memcmp(a->churn, b->churn, n * 8), 0);
+      ck_assert_int_eq(memcmp(a->calltab, b->calltab, (size_t)a->ncalltab * MEMSTUB_WORK_CALLS * 8), 0);
+    }
+  }
 }
 
-// Every field and array of layouts 1 and 2 comes back from a data file as written.
+// A stub with work (layout 3): CPU time and allocator calls per row.
+static memstub_gen *work_gen(int64_t n) {
+  memstub_trace *t = make_trace(n, 5);
+  memstub_trace *r = memstub_trace_create();
+  int cc = memstub_trace_add_column(r, MEMSTUB_WORK_CPU_COLUMN),
+      bc = memstub_trace_add_column(r, MEMSTUB_WORK_BYTES_COLUMN),
+      mc = memstub_trace_add_column(r, "calls_malloc_tiny"),
+      fc = memstub_trace_add_column(r, "calls_free_tiny");
+  ck_assert(cc >= 0 && bc >= 0 && mc >= 0 && fc >= 0);
+  for (size_t i = 0; i < t->n; i++) {
+    ck_assert_int_eq(memstub_trace_append(r, t->pts[i].time_ns, t->pts[i].stack_bytes, t->pts[i].heap_bytes), 0);
+    int64_t *x = memstub_trace_extra_row(r, i);
+    x[cc] = t->pts[i].time_ns / 2;  // half of the time on the CPU
+    x[mc] = x[fc] = (int64_t)(i % 4);
+    x[bc] = (int64_t)(i % 4) * 2 * 32;
+  }
+  memstub_gen *g = build(r);
+  memstub_trace_free(t);
+  memstub_trace_free(r);
+  ck_assert_int_eq(g->stub.abi, MEMSTUB_STUB_ABI_WORK);
+  ck_assert_ptr_nonnull(g->stub.cpu);
+  return g;
+}
+
+// Every field and array of layouts 1, 2 and 3 comes back from a data file as written.
 START_TEST(test_data_roundtrip) {
   char *dir = tu_mkdtemp();
   char path[4096];
   snprintf(path, sizeof path, "%s/s.msd", dir);
   memstub_trace *t = make_trace(5000, 2);
-  memstub_gen *gs[2] = {build(t), resident_gen(3000)};
+  memstub_gen *gs[3] = {build(t), resident_gen(3000), work_gen(2000)};
   memstub_trace_free(t);
-  for (int k = 0; k < 2; k++) {
+  for (int k = 0; k < 3; k++) {
     memstub_error err = {0};
     ck_assert_msg(memstub_gen_emit_data(gs[k], path, &err) == 0, "%s", err.msg);
     memstub_stub_data *d = NULL;
@@ -822,7 +857,7 @@ START_TEST(test_data_structure_refused) {
         for (int i = 0; i < 4; i++) put64(b, table + (size_t)i * 48 + 24, UINT64_C(1) << 61);
         want = "array use: 2305843009213693952 elements of 24 bytes do not fit";
         break;
-      case 1: memcpy(b + table + 48 * 2, "cpu\0\0\0", 6); want = "array cpu: unknown"; break;
+      case 1: memcpy(b + table + 48 * 2, "heat\0\0", 6); want = "array heat: unknown"; break;
       case 2: put32(b, table + 16, 16); want = "array use: 16 bytes an element, expected 24"; break;
       case 3: put64(b, table + 48 + 24, 299); want = "array point: 299 elements, numdata is"; break;
       case 4: put64(b, table + 32, get64(b, table + 32) + 8); want = "array use: "; break;

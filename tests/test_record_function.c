@@ -92,6 +92,17 @@ START_TEST(test_function_in_executable) {
 }
 END_TEST
 
+// The rows that change the region or the heap, in order (a timer sample on
+// a loaded machine may add a row that changes neither).
+static size_t changes(const memstub_trace *t, size_t *idx, size_t cap) {
+  size_t n = 0;
+  for (size_t i = 0; i < t->n && n < cap; i++)
+    if (i == 0 || col(t, "region", i) != col(t, "region", i - 1) ||
+        t->pts[i].heap_bytes != t->pts[i - 1].heap_bytes)
+      idx[n++] = i;
+  return n;
+}
+
 // The same program with memstub_probe_begin/end in work(): the same rows.
 START_TEST(test_same_rows_as_probes) {
   char *d1 = tu_mkdtemp(), *d2 = tu_mkdtemp();
@@ -100,14 +111,18 @@ START_TEST(test_same_rows_as_probes) {
   tu_run b = record(d2, NULL, env("MEMSTUB_REC_FNPROG_PROBE"), args);
   ck_assert_msg(a.status == 0 && b.status == 0, "%s / %s", a.err, b.err);
   memstub_trace *x = load(d1), *y = load(d2);
-  ck_assert_int_eq(x->n, y->n);
-  for (size_t i = 0; i < x->n; i++) {
-    ck_assert_int_eq(col(x, "region", i), col(y, "region", i));
-    ck_assert_int_eq(x->pts[i].heap_bytes, y->pts[i].heap_bytes);
+  size_t ix[256], iy[256];
+  size_t nx = changes(x, ix, 256), ny = changes(y, iy, 256);
+  ck_assert_int_eq(nx, ny);
+  ck_assert_int_ge(nx, 12);  // four regions: begin, malloc, free at least
+  for (size_t k = 0; k < nx; k++) {
+    size_t i = ix[k], j = iy[k];
+    ck_assert_int_eq(col(x, "region", i), col(y, "region", j));
+    ck_assert_int_eq(x->pts[i].heap_bytes, y->pts[j].heap_bytes);
     // The probe calls sit inside work(): a few bytes of frame apart.
-    int64_t ds = x->pts[i].stack_bytes - y->pts[i].stack_bytes;
-    ck_assert_msg(ds >= -64 && ds <= 64, "row %zu: stack %lld vs %lld", i,
-                  (long long)x->pts[i].stack_bytes, (long long)y->pts[i].stack_bytes);
+    int64_t ds = x->pts[i].stack_bytes - y->pts[j].stack_bytes;
+    ck_assert_msg(ds >= -64 && ds <= 64, "change %zu: stack %lld vs %lld", k,
+                  (long long)x->pts[i].stack_bytes, (long long)y->pts[j].stack_bytes);
   }
   memstub_trace_free(x);
   memstub_trace_free(y);
