@@ -368,7 +368,7 @@ static MS__NOINLINE void heap_part(ms__rt_ctx *c, int64_t x) {
 }
 
 // The end of point x's work (before its measuring): the row's work so far.
-static void work_done(ms__rt_ctx *c) {
+static MS__NOINLINE void work_done(ms__rt_ctx *c) {
   if (c->cost.start >= 0) c->cost.end = ms__prim_now_ns();
 }
 
