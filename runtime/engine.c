@@ -11,6 +11,7 @@
 // -fno-omit-frame-pointer (runtime/CMakeLists.txt). test_replay checks that
 // the stack overhead per frame is the same at every depth.
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -99,21 +100,43 @@ void ms__rt_cost_init(ms__rt_cost *m, int on) {
   m->on = on;
   m->start = -1;
   m->pre_x = -1;
-  for (int k = 0; k < MS__RT_COST_CLASSES; k++) m->est[k] = m->pre[k] = -1;
+  for (int k = 0; k < MS__RT_COST_SLOTS; k++) m->est[k] = m->pre[k] = -1;
 }
 
-int ms__rt_cost_resize_ahead(int k) {
+int ms__rt_cost_slot(int k, int64_t delay) {
+  int w = delay < 1000000 ? 0 : delay < 10000000 ? 1 : 2;
+  return k * MS__RT_COST_WAITS + w;
+}
+
+// a[k], or when nothing is learnt there, the same class's at the nearest wait; -1 none.
+static int64_t learnt(const int64_t *a, int k) {
+  if (k < 0 || k >= MS__RT_COST_SLOTS) return -1;
+  if (a[k] >= 0) return a[k];
+  int base = k - k % MS__RT_COST_WAITS, w = k % MS__RT_COST_WAITS;
+  for (int d = 1; d < MS__RT_COST_WAITS; d++) {
+    if (w - d >= 0 && a[base + w - d] >= 0) return a[base + w - d];
+    if (w + d < MS__RT_COST_WAITS && a[base + w + d] >= 0) return a[base + w + d];
+  }
+  return -1;
+}
+
+static int cmp64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+int ms__rt_cost_resize_ahead(int k) {  // k: a class
   int h = k >= 0 && k < MS__RT_COST_MAPPED ? k / MS__RT_STACK_PARTS : MS__RT_HEAP_NONE;
   return h >= MS__RT_HEAP_INPAGE;
 }
 
 int64_t ms__rt_cost_pre(const ms__rt_cost *m, int k) {
-  if (!m->on || k < 0 || k >= MS__RT_COST_CLASSES || m->pre[k] <= 0) return 0;
-  return m->pre[k] > MS__RT_COST_LEAD_MAX ? MS__RT_COST_LEAD_MAX : m->pre[k];
+  int64_t e = m->on ? learnt(m->pre, k) : -1;
+  return e <= 0 ? 0 : e > MS__RT_COST_LEAD_MAX ? MS__RT_COST_LEAD_MAX : e;
 }
 
 void ms__rt_cost_learn_pre(ms__rt_cost *m, int k, int64_t a) {
-  if (k < 0 || k >= MS__RT_COST_CLASSES || a < 0) return;
+  if (k < 0 || k >= MS__RT_COST_SLOTS || a < 0) return;
   int64_t e = m->pre[k];
   if (e < 0) {
     m->pre[k] = a;
@@ -171,20 +194,25 @@ int ms__rt_cost_class(const struct memAlloc *use, int64_t n, int64_t x, const in
 }
 
 int64_t ms__rt_cost_lead(const ms__rt_cost *m, int k) {
-  if (!m->on || k < 0 || k >= MS__RT_COST_CLASSES || m->est[k] <= 0) return 0;
-  return m->est[k] > MS__RT_COST_LEAD_MAX ? MS__RT_COST_LEAD_MAX : m->est[k];
+  int64_t e = m->on ? learnt(m->est, k) : -1;
+  return e <= 0 ? 0 : e > MS__RT_COST_LEAD_MAX ? MS__RT_COST_LEAD_MAX : e;
 }
 
 void ms__rt_cost_learn(ms__rt_cost *m, int k, int64_t w) {
-  if (k < 0 || k >= MS__RT_COST_CLASSES || w < 0) return;
-  m->n[k]++;
-  int64_t e = m->est[k];
-  if (e < 0) {
-    m->est[k] = w;
+  if (k < 0 || k >= MS__RT_COST_SLOTS || w < 0) return;
+  int64_t n = m->n[k]++;
+  if (n < MS__RT_COST_FIRST) {  // the start: the median of the samples so far
+    int64_t s[MS__RT_COST_FIRST];
+    m->first[k][n] = w;
+    memcpy(s, m->first[k], (size_t)(n + 1) * sizeof *s);
+    qsort(s, (size_t)(n + 1), sizeof *s, cmp64);
+    m->est[k] = s[n / 2];
     return;
   }
+  int64_t e = m->est[k];
   int64_t step = MS__RT_COST_STEP + e / MS__RT_COST_STEP_DIV;
-  if (w > e) e = w - e < step ? w : e + step;
+  if (w > MS__RT_COST_OUTLIER * e + MS__RT_COST_OUTLIER_NS) e += MS__RT_COST_STEP;  // preempted?
+  else if (w > e) e = w - e < step ? w : e + step;
   else if (w < e) e = e - w < step ? w : e - step;
   m->est[k] = e;
 }
@@ -257,7 +285,7 @@ static int64_t wait_relative(ms__rt_ctx *c, int64_t x, int64_t dt) {
 
 /* ---- one point's phases ---------------------------------------------------- */
 
-/* Point x, the first of a row of class k that starts lead ns early: wait
+/* Point x, the first of a row of slot k that starts lead ns early: wait
  * until the resize's learnt time is left as well, resize the heap block for
  * the row's first point that changes it and
  * fault its new pages in (the heap part then only writes the new bytes
@@ -298,12 +326,12 @@ static MS__NOINLINE void begin(ms__rt_ctx *c, int64_t x) {
     // A new row: learn the last one's work, read this one's class, start it
     // that much early (when the model is on), and time its work.
     cost_row_end(c);
-    int k = cost_class_at(c, x);
-    int64_t lead = ms__rt_cost_lead(&c->cost, k);
+    int k = cost_class_at(c, x), slot = ms__rt_cost_slot(k, dt);
+    int64_t lead = ms__rt_cost_lead(&c->cost, slot);
     if (lead > dt) lead = dt;  // never before the previous point's deadline
-    if (c->cost.on && ms__rt_cost_resize_ahead(k)) resize_ahead(c, x, k, lead);
+    if (c->cost.on && ms__rt_cost_resize_ahead(k)) resize_ahead(c, x, slot, lead);
     now = wait_deadline(c, x, lead);
-    c->cost.cls = k;
+    c->cost.cls = slot;
     c->cost.start = now;
     c->cost.lead_sum += lead;
   }

@@ -128,23 +128,34 @@ enum { MS__RT_STACK_NONE, MS__RT_STACK_POP, MS__RT_STACK_PUSH, MS__RT_STACK_FAUL
 #define MS__RT_COST_MAPPED (MS__RT_HEAP_PARTS * MS__RT_STACK_PARTS)
 #define MS__RT_COST_TOUCH (MS__RT_COST_MAPPED + 1)
 #define MS__RT_COST_CLASSES (MS__RT_COST_TOUCH + 1)
-/* The learnt cost per class is a streaming median: a sample above the
- * estimate moves it up by STEP + estimate / STEP_DIV, one below down by as
- * much (the first sample sets it). A row starts at most LEAD_MAX early. */
+/* The model learns per slot: a class and the row's wait (< 1 ms, 1-10 ms,
+ * longer: work after a long sleep runs on colder caches). A slot with
+ * nothing learnt yet uses its class's nearest wait that has. Per slot a
+ * streaming median: the median of the first FIRST samples, then a sample
+ * above the estimate moves it up by STEP + estimate / STEP_DIV, one below
+ * down by as much; a sample above OUTLIER x the estimate + OUTLIER_NS (the
+ * thread preempted during the work) moves it by one step only. A row starts
+ * at most LEAD_MAX early. */
+#define MS__RT_COST_WAITS 3
+#define MS__RT_COST_SLOTS (MS__RT_COST_CLASSES * MS__RT_COST_WAITS)
+#define MS__RT_COST_FIRST 5
 #define MS__RT_COST_STEP 250
 #define MS__RT_COST_STEP_DIV 32
 #define MS__RT_COST_LEAD_MAX 2000000
+#define MS__RT_COST_OUTLIER 4
+#define MS__RT_COST_OUTLIER_NS 20000
 // The longest chain of zero-delay points a row's class is read from.
 #define MS__RT_COST_SCAN 64
 
 typedef struct ms__rt_cost {
   int on;                            // anticipate: start each row's work its learnt cost early
-  int64_t est[MS__RT_COST_CLASSES];  // learnt median work per class, ns; -1 nothing learnt
-  // the heap resize done ahead (mremap, a move): its learnt 95th percentile, ns; -1 none
-  int64_t pre[MS__RT_COST_CLASSES];
-  int64_t n[MS__RT_COST_CLASSES];    // rows learnt per class
+  int64_t est[MS__RT_COST_SLOTS];  // learnt median work per slot, ns; -1 nothing learnt
+  // the heap resize done ahead (mremap, a move): its learnt 99th percentile, ns; -1 none
+  int64_t pre[MS__RT_COST_SLOTS];
+  int64_t n[MS__RT_COST_SLOTS];    // rows learnt per slot
+  int64_t first[MS__RT_COST_SLOTS][MS__RT_COST_FIRST];  // the first samples
   int64_t stack, stack_hw;           // requested bytes of the open frames; the most so far
-  // the row in progress: its class, when its work began (-1: none open), when the last
+  // the row in progress: its slot, when its work began (-1: none open), when the last
   // point's work ended
   int cls;
   int64_t start, end;
@@ -168,9 +179,12 @@ void ms__rt_cost_init(ms__rt_cost *m, int on);
  * stub's resident arrays or NULL (pure). */
 int ms__rt_cost_class(const struct memAlloc *use, int64_t n, int64_t x, const int64_t *mapped,
                       const int64_t *rss, const ms__rt_cost_state *st);
-// The anticipation for a row of class k: its learnt cost within [0, LEAD_MAX], 0 when off.
+// The slot of a row of class k that waited delay ns (pure).
+int ms__rt_cost_slot(int k, int64_t delay);
+/* The anticipation for a row of slot k: its learnt cost (or its class's at
+ * the nearest wait) within [0, LEAD_MAX]; 0 when off or nothing learnt. */
 int64_t ms__rt_cost_lead(const ms__rt_cost *m, int k);
-// Learn that a row of class k worked w ns.
+// Learn that a row of slot k worked w ns.
 void ms__rt_cost_learn(ms__rt_cost *m, int k, int64_t w);
 /* Whether rows of class k resize the heap ahead: their heap part is, or may
  * be, a system call whose time varies by tens of us (an mmapped block's
@@ -179,9 +193,10 @@ void ms__rt_cost_learn(ms__rt_cost *m, int k, int64_t w);
  * deadline, then waits again for the rest: the call's variation ends in the
  * wait, not in the row's lateness (pure). */
 int ms__rt_cost_resize_ahead(int k);
-// The time to leave for the resize ahead of class k: its learnt 99th percentile, 0 unknown.
+// The time to leave for the resize ahead of slot k: its learnt 99th percentile (or its
+// class's at the nearest wait), 0 unknown.
 int64_t ms__rt_cost_pre(const ms__rt_cost *m, int k);
-// Learn that the resize ahead of class k took a ns.
+// Learn that the resize ahead of slot k took a ns.
 void ms__rt_cost_learn_pre(ms__rt_cost *m, int k, int64_t a);
 
 /* ---- the engine (engine.c) --------------------------------------------- */

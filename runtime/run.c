@@ -391,7 +391,7 @@ static void fill_info(memstub_replay *r, const ms__rt_ctx *c, int64_t stack_size
   in->run_delay_end = c->run_delay_end;
   in->sched_slice_ns = c->slice;
   in->cost_model = c->cost.on ? MEMSTUB_COST_ONLINE : MEMSTUB_COST_OFF;
-  for (int k = 0; k < MS__RT_COST_CLASSES; k++) in->cost_rows += c->cost.n[k];
+  for (int k = 0; k < MS__RT_COST_SLOTS; k++) in->cost_rows += c->cost.n[k];
   in->cost_lead_ns = c->cost.lead_sum;
   in->sleeps = c->sleeps;
   in->late_wakeups = c->late_wakeups;
