@@ -103,19 +103,32 @@ void ms__rt_cost_init(ms__rt_cost *m, int on) {
   for (int k = 0; k < MS__RT_COST_SLOTS; k++) m->est[k] = m->pre[k] = -1;
 }
 
-int ms__rt_cost_slot(int k, int64_t delay) {
+int ms__rt_cost_slot(int k, int64_t delay, int64_t points) {
   int w = delay < 1000000 ? 0 : delay < 10000000 ? 1 : 2;
-  return k * MS__RT_COST_WAITS + w;
+  int ch = points <= 1 ? 0 : points <= 3 ? 1 : 2;
+  return (k * MS__RT_COST_CHAINS + ch) * MS__RT_COST_WAITS + w;
 }
 
-// a[k], or when nothing is learnt there, the same class's at the nearest wait; -1 none.
+// Of one class's points bucket (its waits at a + base): the nearest wait to w learnt; -1 none.
+static int64_t nearest_wait(const int64_t *a, int base, int w) {
+  for (int d = 0; d < MS__RT_COST_WAITS; d++) {
+    if (w - d >= 0 && a[base + w - d] >= 0) return a[base + w - d];
+    if (d && w + d < MS__RT_COST_WAITS && a[base + w + d] >= 0) return a[base + w + d];
+  }
+  return -1;
+}
+
+// a[k], or when nothing is learnt there, the same class's nearest slot (the
+// same points at the nearest wait, else the nearest points); -1 none.
 static int64_t learnt(const int64_t *a, int k) {
   if (k < 0 || k >= MS__RT_COST_SLOTS) return -1;
-  if (a[k] >= 0) return a[k];
-  int base = k - k % MS__RT_COST_WAITS, w = k % MS__RT_COST_WAITS;
-  for (int d = 1; d < MS__RT_COST_WAITS; d++) {
-    if (w - d >= 0 && a[base + w - d] >= 0) return a[base + w - d];
-    if (w + d < MS__RT_COST_WAITS && a[base + w + d] >= 0) return a[base + w + d];
+  int w = k % MS__RT_COST_WAITS, ch = k / MS__RT_COST_WAITS % MS__RT_COST_CHAINS;
+  int cls0 = k - k % (MS__RT_COST_WAITS * MS__RT_COST_CHAINS);
+  for (int d = 0; d < MS__RT_COST_CHAINS; d++) {
+    int64_t e = ch - d >= 0 ? nearest_wait(a, cls0 + (ch - d) * MS__RT_COST_WAITS, w) : -1;
+    if (e < 0 && d && ch + d < MS__RT_COST_CHAINS)
+      e = nearest_wait(a, cls0 + (ch + d) * MS__RT_COST_WAITS, w);
+    if (e >= 0) return e;
   }
   return -1;
 }
@@ -326,7 +339,9 @@ static MS__NOINLINE void begin(ms__rt_ctx *c, int64_t x) {
     // A new row: learn the last one's work, read this one's class, start it
     // that much early (when the model is on), and time its work.
     cost_row_end(c);
-    int k = cost_class_at(c, x), slot = ms__rt_cost_slot(k, dt);
+    int64_t pts = 1;  // the row's points: x and the zero-delay ones after it
+    while (x + pts < c->n && pts < MS__RT_COST_SCAN && !c->use[x + pts].time) pts++;
+    int k = cost_class_at(c, x), slot = ms__rt_cost_slot(k, dt, pts);
     int64_t lead = ms__rt_cost_lead(&c->cost, slot);
     if (lead > dt) lead = dt;  // never before the previous point's deadline
     if (c->cost.on && ms__rt_cost_resize_ahead(k)) resize_ahead(c, x, slot, lead);

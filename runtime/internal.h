@@ -128,16 +128,19 @@ enum { MS__RT_STACK_NONE, MS__RT_STACK_POP, MS__RT_STACK_PUSH, MS__RT_STACK_FAUL
 #define MS__RT_COST_MAPPED (MS__RT_HEAP_PARTS * MS__RT_STACK_PARTS)
 #define MS__RT_COST_TOUCH (MS__RT_COST_MAPPED + 1)
 #define MS__RT_COST_CLASSES (MS__RT_COST_TOUCH + 1)
-/* The model learns per slot: a class and the row's wait (< 1 ms, 1-10 ms,
- * longer: work after a long sleep runs on colder caches). A slot with
- * nothing learnt yet uses its class's nearest wait that has. Per slot a
+/* The model learns per slot: a class, the row's points (1, 2-3, 4 or more:
+ * each point adds its own call and measuring) and the row's wait (< 1 ms,
+ * 1-10 ms, longer: work after a long sleep runs on colder caches). A slot
+ * with nothing learnt yet uses its class's nearest one that has: the same
+ * points at the nearest wait, else the nearest points. Per slot a
  * streaming median: the median of the first FIRST samples, then a sample
  * above the estimate moves it up by STEP + estimate / STEP_DIV, one below
  * down by as much; a sample above OUTLIER x the estimate + OUTLIER_NS (the
  * thread preempted during the work) moves it by one step only. A row starts
  * at most LEAD_MAX early. */
 #define MS__RT_COST_WAITS 3
-#define MS__RT_COST_SLOTS (MS__RT_COST_CLASSES * MS__RT_COST_WAITS)
+#define MS__RT_COST_CHAINS 3
+#define MS__RT_COST_SLOTS (MS__RT_COST_CLASSES * MS__RT_COST_CHAINS * MS__RT_COST_WAITS)
 #define MS__RT_COST_FIRST 5
 #define MS__RT_COST_STEP 250
 #define MS__RT_COST_STEP_DIV 32
@@ -179,8 +182,8 @@ void ms__rt_cost_init(ms__rt_cost *m, int on);
  * stub's resident arrays or NULL (pure). */
 int ms__rt_cost_class(const struct memAlloc *use, int64_t n, int64_t x, const int64_t *mapped,
                       const int64_t *rss, const ms__rt_cost_state *st);
-// The slot of a row of class k that waited delay ns (pure).
-int ms__rt_cost_slot(int k, int64_t delay);
+// The slot of a row of class k and points points (>= 1) that waited delay ns (pure).
+int ms__rt_cost_slot(int k, int64_t delay, int64_t points);
 /* The anticipation for a row of slot k: its learnt cost (or its class's at
  * the nearest wait) within [0, LEAD_MAX]; 0 when off or nothing learnt. */
 int64_t ms__rt_cost_lead(const ms__rt_cost *m, int k);

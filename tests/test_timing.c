@@ -297,8 +297,8 @@ START_TEST(test_cost_learns) {
   ms__rt_cost m;
   ms__rt_cost_init(&m, 1);
   // Rows after 2 ms waits.
-  const int a = ms__rt_cost_slot(KLS(MS__RT_HEAP_ARENA, MS__RT_STACK_NONE), 2000000),
-            b = ms__rt_cost_slot(KLS(MS__RT_HEAP_PAGES1, 0), 2000000);
+  const int a = ms__rt_cost_slot(KLS(MS__RT_HEAP_ARENA, MS__RT_STACK_NONE), 2000000, 1),
+            b = ms__rt_cost_slot(KLS(MS__RT_HEAP_PAGES1, 0), 2000000, 1);
   ck_assert_int_eq(ms__rt_cost_lead(&m, a), 0);  // nothing learnt yet
   for (int i = 0; i < 5000; i++) {
     ms__rt_cost_learn(&m, a, fake_work(800, 400));      // median about 1.0 us
@@ -308,12 +308,12 @@ START_TEST(test_cost_learns) {
   ck_assert_msg(la >= 700 && la <= 1500, "arena lead %lld ns", (long long)la);
   ck_assert_msg(lb >= 13000 && lb <= 19000, "mremap lead %lld ns", (long long)lb);
   ck_assert_int_eq(m.n[a], 5000);
-  ck_assert_int_eq(ms__rt_cost_lead(&m, ms__rt_cost_slot(MS__RT_COST_TOUCH, 2000000)), 0);
+  ck_assert_int_eq(ms__rt_cost_lead(&m, ms__rt_cost_slot(MS__RT_COST_TOUCH, 2000000, 1)), 0);
   ck_assert_int_eq(ms__rt_cost_lead(&m, -1), 0);
   ck_assert_int_eq(ms__rt_cost_lead(&m, MS__RT_COST_SLOTS), 0);
   // A wait not seen yet borrows the class's nearest one; once learnt, its own.
-  int a_long = ms__rt_cost_slot(KLS(MS__RT_HEAP_ARENA, MS__RT_STACK_NONE), 200000000);
-  int a_short = ms__rt_cost_slot(KLS(MS__RT_HEAP_ARENA, MS__RT_STACK_NONE), 50000);
+  int a_long = ms__rt_cost_slot(KLS(MS__RT_HEAP_ARENA, MS__RT_STACK_NONE), 200000000, 1);
+  int a_short = ms__rt_cost_slot(KLS(MS__RT_HEAP_ARENA, MS__RT_STACK_NONE), 50000, 1);
   ck_assert_int_ne(a_long, a);
   ck_assert_int_ne(a_short, a);
   ck_assert_int_eq(ms__rt_cost_lead(&m, a_long), la);
@@ -321,6 +321,16 @@ START_TEST(test_cost_learns) {
   for (int i = 0; i < 200; i++) ms__rt_cost_learn(&m, a_long, 3000);  // colder after long sleeps
   ck_assert_int_eq(ms__rt_cost_lead(&m, a_long), 3000);
   ck_assert_int_eq(ms__rt_cost_lead(&m, a), la);
+  // A row of four points: a slot of its own, borrowing the one-point row's until learnt.
+  int a4 = ms__rt_cost_slot(KLS(MS__RT_HEAP_ARENA, MS__RT_STACK_NONE), 2000000, 4);
+  ck_assert_int_ne(a4, a);
+  ck_assert_int_eq(ms__rt_cost_slot(0, 0, 2), ms__rt_cost_slot(0, 0, 3));
+  ck_assert_int_ne(ms__rt_cost_slot(0, 0, 3), ms__rt_cost_slot(0, 0, 4));
+  ck_assert_int_eq(ms__rt_cost_lead(&m, a4), la);
+  for (int i = 0; i < 50; i++) ms__rt_cost_learn(&m, a4, 4000);
+  ck_assert_int_eq(ms__rt_cost_lead(&m, a4), 4000);
+  ck_assert_int_eq(ms__rt_cost_lead(&m, a), la);
+  ck_assert_int_lt(ms__rt_cost_slot(MS__RT_COST_TOUCH, INT64_MAX, INT64_MAX), MS__RT_COST_SLOTS);
   // The start is the median of the first samples: one preempted sample does
   // not set it, nor does a later one move it by more than a step.
   ms__rt_cost st;
@@ -335,7 +345,7 @@ START_TEST(test_cost_learns) {
   lb = ms__rt_cost_lead(&m, b);
   ck_assert_msg(lb >= 26000 && lb <= 36000, "mremap lead after the change %lld ns", (long long)lb);
   // Capped: a class that takes seconds leads by LEAD_MAX.
-  int mapped = ms__rt_cost_slot(MS__RT_COST_MAPPED, 2000000);
+  int mapped = ms__rt_cost_slot(MS__RT_COST_MAPPED, 2000000, 1);
   ms__rt_cost_learn(&m, mapped, 5000000000LL);
   ck_assert_int_eq(ms__rt_cost_lead(&m, mapped), MS__RT_COST_LEAD_MAX);
   // Off: learnt, never applied.
@@ -359,8 +369,8 @@ END_TEST
 START_TEST(test_cost_fake_clock_rows) {
   ms__rt_cost m;
   ms__rt_cost_init(&m, 1);
-  const int k[2] = {ms__rt_cost_slot(KLS(MS__RT_HEAP_ARENA, MS__RT_STACK_PUSH), 3000000),
-                    ms__rt_cost_slot(KLS(MS__RT_HEAP_PAGES2, 0), 3000000)};
+  const int k[2] = {ms__rt_cost_slot(KLS(MS__RT_HEAP_ARENA, MS__RT_STACK_PUSH), 3000000, 1),
+                    ms__rt_cost_slot(KLS(MS__RT_HEAP_PAGES2, 0), 3000000, 1)};
   const int64_t base[2] = {1000, 20000}, spread[2] = {2000, 10000};
   int late_model = 0, late_none = 0, early_model = 0, rows = 0;
   for (int i = 0; i < 20000; i++) {
