@@ -335,16 +335,18 @@ static MS__NOINLINE void begin(ms__rt_ctx *c, int64_t x) {
   int64_t now = 0;
   if (dt > 0 && c->timing == MEMSTUB_TIMING_USLEEP) {
     now = wait_relative(c, x, dt);
+  } else if (dt > 0 && !c->cost.on) {
+    now = wait_deadline(c, x, 0);
   } else if (dt > 0) {
     // A new row: learn the last one's work, read this one's class, start it
-    // that much early (when the model is on), and time its work.
+    // that much early, and time its work.
     cost_row_end(c);
     int64_t pts = 1;  // the row's points: x and the zero-delay ones after it
     while (x + pts < c->n && pts < MS__RT_COST_SCAN && !c->use[x + pts].time) pts++;
     int k = cost_class_at(c, x), slot = ms__rt_cost_slot(k, dt, pts);
     int64_t lead = ms__rt_cost_lead(&c->cost, slot);
     if (lead > dt) lead = dt;  // never before the previous point's deadline
-    if (c->cost.on && ms__rt_cost_resize_ahead(k)) resize_ahead(c, x, slot, lead);
+    if (ms__rt_cost_resize_ahead(k)) resize_ahead(c, x, slot, lead);
     now = wait_deadline(c, x, lead);
     c->cost.cls = slot;
     c->cost.start = now;

@@ -492,6 +492,7 @@ START_TEST(test_online_replay_exact) {
   ck_assert_int_ge(on->info.cost_rows, N - 2);
   ck_assert_int_gt(on->info.cost_lead_ns, 0);
   ck_assert_int_eq(off->info.cost_lead_ns, 0);
+  ck_assert_int_eq(off->info.cost_rows, 0);  // off: nothing learnt, no clock read
   for (int i = 0; i < N; i++) {
     ck_assert_int_eq(on->rec[i].stack_bytes, off->rec[i].stack_bytes);
     ck_assert_int_eq(on->rec[i].heap_bytes, off->rec[i].heap_bytes);

@@ -86,8 +86,8 @@ enum {
  *     timing has its deadlines moved by the profile's prediction already, and
  *     an uncompensated one keeps "no row ends before its deadline";
  *   MEMSTUB_COST_ONLINE: on (a row may then end a little early: its work
- *     took less than the learnt median); MEMSTUB_COST_OFF: off (learnt, not
- *     applied). */
+ *     took less than the learnt median); MEMSTUB_COST_OFF: off (nothing
+ *     learnt, no clock read added to a point's work). */
 #define MEMSTUB_COST_AUTO 0
 #define MEMSTUB_COST_ONLINE 1
 #define MEMSTUB_COST_OFF 2
@@ -196,7 +196,7 @@ typedef struct memstub_replay_info {
   int64_t sched_slice_ns;  // the slice asked for when the kernel accepted it, else 0
   int cost_model;          // deadline timing: MEMSTUB_COST_ONLINE when rows started early by
                            //   their learnt cost, else MEMSTUB_COST_OFF
-  int64_t cost_rows;       // rows whose work the model learnt
+  int64_t cost_rows;       // rows whose work the model learnt (0 when off)
   int64_t cost_lead_ns;    // the anticipation it applied, summed over the rows, ns
 } memstub_replay_info;
 
