@@ -9,10 +9,19 @@
  * 10-100 ms, over 100 ms); the total duration error; the late rows by cause
  * (memstub_compare_late_cause: woke late, work longer than predicted, thread
  * not running); and the replay thread's CPU time as a share of the replay's
- * duration. Writes Markdown to bench/results/replay-timing.md (or -o FILE).
+ * duration; and the error by kind of row (what the original's row changed:
+ * stack, heap, mapped, touch, idle; memstub_compare_row_kind). Writes
+ * Markdown to bench/results/replay-timing.md (or -o FILE).
+ *
+ * Schemes: the old fixed margin and the model margin with re-aiming, both on
+ * the stub compensated by the profile's static cost model (memstub gen
+ * --calibration P), and the online cost model (memstub gen --calibration P
+ * --timing online: the replay learns each class of row's work and starts it
+ * that much early), with and without --slice; --all adds the schemes of the
+ * earlier rounds (one sleep, adaptive, the static model with --slice).
  *
  *   bench_replay_timing [--runs N] [--trace CSV]... [--profile P] [--no-usleep]
- *                       [--reaims NS,NS,...] [-o FILE]
+ *                       [--all] [--reaims NS,NS,...] [-o FILE]
  *
  * Traces: the demo's 4.8 s sample, listing1 and nonlifo, and a built-in idle
  * trace (24 rows, waits of 50 to 400 ms, 4.3 s), unless --trace is given.
@@ -73,6 +82,8 @@ typedef struct cell {  // one scheme on one trace (or all traces: the pooled cel
   vec off_cpu;  // run-queue wait per run, ns
   vec bucket_abs[BUCKETS];
   size_t bucket_late[BUCKETS];
+  vec kind_abs[MEMSTUB_ROW_KINDS];  // by what the original's row changed
+  size_t kind_late[MEMSTUB_ROW_KINDS], kind_cause[MEMSTUB_ROW_KINDS][MEMSTUB_LATE_CAUSES];
   int64_t sleeps, runs;
 } cell;
 
@@ -81,12 +92,15 @@ typedef struct scheme {
   int timing;
   int64_t margin, reaim;
   int64_t slice;  // sched_slice_ns
+  int online;     // the online cost model: a stub made with --timing online (or, without a
+                  //   profile, the uncompensated stub with MEMSTUB_COST_ONLINE)
 } scheme;
 
 typedef struct input {
   char name[256];
   memstub_trace *t;
   memstub_gen *g;
+  memstub_gen *gon;  // with a profile: the same trace generated for online timing
 } input;
 
 static int cmp64(const void *a, const void *b) {
@@ -124,7 +138,11 @@ static memstub_trace *idle_trace(void) {
   for (int i = 0; t && i < 24; i++) {
     // Heap in the arena (the moves to and from mmap are the cost model's
     // business, not the waiting's).
-    if (memstub_trace_append(t, time, (i % 3) * 4096, 1000 + (i % 5) * 3000) < 0) return NULL;
+    // Every fourth row changes nothing (an idle row), every other one the stack only.
+    int64_t stack = (i % 3) * 4096, heap = 1000 + (i % 5) * 3000;
+    if (i % 4 == 3 && t->n) stack = t->pts[t->n - 1].stack_bytes, heap = t->pts[t->n - 1].heap_bytes;
+    else if (i % 2 && t->n) heap = t->pts[t->n - 1].heap_bytes;
+    if (memstub_trace_append(t, time, stack, heap) < 0) return NULL;
     time += (int64_t)ms[i] * 1000000;
   }
   if (t) memstub_trace_set_meta(t, "source", "idle: 24 rows, waits of 50 to 400 ms");
@@ -135,7 +153,7 @@ int main(int argc, char **argv) {
   const char *out = MEMSTUB_SOURCE_DIR "/bench/results/replay-timing.md";
   const char *profile_path = NULL;
   const char *trace_paths[MAX_TRACES];
-  int ntrace_paths = 0, runs = 5, usleep_too = 1;
+  int ntrace_paths = 0, runs = 5, usleep_too = 1, all_schemes = 0;
   char *reaims = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
@@ -150,9 +168,11 @@ int main(int argc, char **argv) {
       reaims = argv[++i];
     else if (strcmp(argv[i], "--no-usleep") == 0)
       usleep_too = 0;
+    else if (strcmp(argv[i], "--all") == 0)
+      all_schemes = 1;
     else {
       fprintf(stderr,
-              "usage: %s [--runs N] [--trace CSV]... [--profile P] [--no-usleep] "
+              "usage: %s [--runs N] [--trace CSV]... [--profile P] [--no-usleep] [--all] "
               "[--reaims NS,...] [-o FILE]\n",
               argv[0]);
       return 2;
@@ -204,32 +224,47 @@ int main(int argc, char **argv) {
       fprintf(stderr, "%s: error: %s: %s\n", argv[0], x->name, err.msg);
       return 2;
     }
+    if (profile_path) {
+      memstub_gen_options gon = go;
+      gon.timing = MEMSTUB_TIMING_ONLINE;
+      if (memstub_gen_build(x->t, &gon, &x->gon, &err) < 0) {
+        fprintf(stderr, "%s: error: %s: %s\n", argv[0], x->name, err.msg);
+        return 2;
+      }
+    }
     nin++;
   }
 
   scheme sc[MAX_SCHEMES];
   int nsc = 0;
   sc[nsc++] = (scheme){"old: fixed margin 100 us, one sleep", MEMSTUB_TIMING_DEADLINE,
-                       MEMSTUB_MARGIN_DEFAULT, 0, 0};
-  sc[nsc++] = (scheme){"model margin, one sleep (no re-aim)", MEMSTUB_TIMING_DEADLINE,
-                       MEMSTUB_MARGIN_MODEL, -1, 0};
-  sc[nsc++] = (scheme){"new default: model margin, re-aim 1 ms", MEMSTUB_TIMING_DEADLINE,
-                       MEMSTUB_MARGIN_MODEL, 0, 0};
-  sc[nsc++] = (scheme){"adaptive margin, re-aim 1 ms", MEMSTUB_TIMING_DEADLINE,
-                       MEMSTUB_MARGIN_ADAPTIVE, 0, 0};
-  sc[nsc++] = (scheme){"new default + --slice 100 us", MEMSTUB_TIMING_DEADLINE,
-                       MEMSTUB_MARGIN_MODEL, 0, 100000};
+                       MEMSTUB_MARGIN_DEFAULT, 0, 0, 0};
+  if (all_schemes)
+    sc[nsc++] = (scheme){"model margin, one sleep (no re-aim)", MEMSTUB_TIMING_DEADLINE,
+                         MEMSTUB_MARGIN_MODEL, -1, 0, 0};
+  sc[nsc++] = (scheme){"model margin, re-aim 1 ms (static cost)", MEMSTUB_TIMING_DEADLINE,
+                       MEMSTUB_MARGIN_MODEL, 0, 0, 0};
+  if (all_schemes) {
+    sc[nsc++] = (scheme){"adaptive margin, re-aim 1 ms", MEMSTUB_TIMING_DEADLINE,
+                         MEMSTUB_MARGIN_ADAPTIVE, 0, 0, 0};
+    sc[nsc++] = (scheme){"re-aim 1 ms + --slice 100 us", MEMSTUB_TIMING_DEADLINE,
+                         MEMSTUB_MARGIN_MODEL, 0, 100000, 0};
+  }
+  sc[nsc++] = (scheme){"new: online cost model, re-aim 1 ms", MEMSTUB_TIMING_DEADLINE,
+                       MEMSTUB_MARGIN_MODEL, 0, 0, 1};
+  sc[nsc++] = (scheme){"new: online cost model + --slice 100 us", MEMSTUB_TIMING_DEADLINE,
+                       MEMSTUB_MARGIN_MODEL, 0, 100000, 1};
   char *rcopy = reaims ? ms__strdup(reaims) : NULL;
   for (char *tok = rcopy ? strtok(rcopy, ",") : NULL; tok && nsc < MAX_SCHEMES - 1;
        tok = strtok(NULL, ",")) {
-    sc[nsc] = (scheme){"", MEMSTUB_TIMING_DEADLINE, MEMSTUB_MARGIN_MODEL, atoll(tok), 0};
+    sc[nsc] = (scheme){"", MEMSTUB_TIMING_DEADLINE, MEMSTUB_MARGIN_MODEL, atoll(tok), 0, 0};
     snprintf(sc[nsc].label, sizeof sc[nsc].label, "model margin, re-aim %lld us",
              (long long)(sc[nsc].reaim / 1000));
     nsc++;
   }
   if (usleep_too)
     sc[nsc++] = (scheme){"usleep (the paper's relative sleeps)", MEMSTUB_TIMING_USLEEP,
-                         MEMSTUB_MARGIN_DEFAULT, 0, 0};
+                         MEMSTUB_MARGIN_DEFAULT, 0, 0, 0};
 
   // cells[s][k]: scheme s on trace k; cells[s][nin]: all traces pooled.
   static cell cells[MAX_SCHEMES][MAX_TRACES + 1];
@@ -239,7 +274,8 @@ int main(int argc, char **argv) {
   for (int r = 0; r < runs; r++) {
     for (int s = 0; s < nsc; s++) {
       for (int k = 0; k < nin; k++) {
-        const struct memstub_stub *st = &in[k].g->stub;
+        const struct memstub_stub *st =
+            sc[s].online && in[k].gon ? &in[k].gon->stub : &in[k].g->stub;
         const memstub_trace *orig = in[k].t;
         memstub_replay_options o;
         memstub_replay_options_init(&o);
@@ -247,6 +283,7 @@ int main(int argc, char **argv) {
         o.margin_ns = sc[s].margin;
         o.reaim_ns = sc[s].reaim;
         o.sched_slice_ns = sc[s].slice;
+        o.cost_model = sc[s].online ? MEMSTUB_COST_ONLINE : MEMSTUB_COST_OFF;
         o.measure = MEMSTUB_MEASURE_TRACE;
         memstub_replay *rp;
         memstub_trace *rt;
@@ -269,6 +306,7 @@ int main(int argc, char **argv) {
           if (p == 0) continue;  // row 0 has no wait
           int64_t wait = orig->pts[p].time_ns - orig->pts[p - 1].time_ns;
           int b = bucket_of(wait);
+          memstub_row_kind kind = memstub_compare_row_kind(orig, (size_t)p);
           int64_t a = e < 0 ? -e : e;
           int host = 0;
           memstub_late_cause cause = MEMSTUB_LATE_UNKNOWN;
@@ -280,10 +318,13 @@ int main(int argc, char **argv) {
           for (int z = 0; z < 2; z++) {
             push(&cs[z]->abs, a);
             push(&cs[z]->bucket_abs[b], a);
+            push(&cs[z]->kind_abs[kind], a);
             if (!host) push(&cs[z]->host_abs, a);
             if (e > LATE_NS) {
               cs[z]->late++;
               cs[z]->bucket_late[b]++;
+              cs[z]->kind_late[kind]++;
+              cs[z]->kind_cause[kind][cause]++;
               cs[z]->cause[cause]++;
             }
           }
@@ -379,6 +420,31 @@ int main(int argc, char **argv) {
         fputc('\n', f);
       }
       fputc('\n', f);
+      fprintf(f, "By kind of row (what the original's row changed; late: rows late by > 10 us, "
+                 "and their causes woke late / work / not running):\n\n| scheme |");
+      for (int q = 0; q < MEMSTUB_ROW_KINDS; q++)
+        fprintf(f, " %s: rows | p50 | p99 | max | late |", memstub_row_kind_name(q));
+      fprintf(f, "\n|---|");
+      for (int q = 0; q < MEMSTUB_ROW_KINDS; q++) fprintf(f, "---:|---:|---:|---:|---|");
+      fputc('\n', f);
+      for (int s = 0; s < nsc; s++) {
+        cell *c = &cells[s][k];
+        fprintf(f, "| %s |", sc[s].label);
+        for (int q = 0; q < MEMSTUB_ROW_KINDS; q++) {
+          vec *v = &c->kind_abs[q];
+          if (!v->n) {
+            fprintf(f, " 0 | | | | |");
+            continue;
+          }
+          fprintf(f, " %zu | %s | %s | %s | %.2f%% (%zu/%zu/%zu) |", v->n, us(b1, quantile(v, 0.5)),
+                  us(b2, quantile(v, 0.99)), us(b3, quantile(v, 1.0)),
+                  100.0 * (double)c->kind_late[q] / (double)v->n,
+                  c->kind_cause[q][MEMSTUB_LATE_WAKE], c->kind_cause[q][MEMSTUB_LATE_WORK],
+                  c->kind_cause[q][MEMSTUB_LATE_OFF_CPU]);
+        }
+        fputc('\n', f);
+      }
+      fputc('\n', f);
     }
     fprintf(
         f,
@@ -417,6 +483,7 @@ int main(int argc, char **argv) {
   free(rcopy);
   for (int k = 0; k < nin; k++) {
     memstub_gen_free(in[k].g);
+    memstub_gen_free(in[k].gon);
     memstub_trace_free(in[k].t);
   }
   return 0;

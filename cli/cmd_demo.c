@@ -25,7 +25,11 @@ static const ms_cli_option options[] = {
     {"output", 'o', "DIR", "where the files go (default: ./memstub-demo)"},
     {"profile", O_PROFILE, "FILE", "use this calibration profile instead of calibrating"},
     {"recalibrate", O_RECALIBRATE, NULL, "calibrate even when DIR/host.profile is fresh"},
-    {"timing", O_TIMING, "MODE", "deadline (default) or usleep, the paper's relative sleeps"},
+    {"timing", O_TIMING, "MODE",
+     "online (default): deadlines, each row started early by\n"
+     "the work the replay learns on this host; deadline:\n"
+     "deadlines moved by the profile's predicted work; usleep:\n"
+     "the paper's relative sleeps"},
     {"check", O_CHECK, "SPEC",
      "fail (exit 1) unless the replay meets SPEC, as for\n"
      "memstub compare --check"},
@@ -35,7 +39,7 @@ static const ms_cli_option options[] = {
 static const ms_cli_spec spec = {
     "demo",
     "usage: memstub demo [TRACE] [-o DIR] [--profile FILE] [--recalibrate]\n"
-    "                    [--timing deadline|usleep] [--check SPEC] [--no-figure]\n"
+    "                    [--timing online|deadline|usleep] [--check SPEC] [--no-figure]\n"
     "\n"
     "Run the whole pipeline on TRACE (default: the bundled 4.8 s synthetic trace,\n"
     "traces/samples/synthetic-4.8s.csv) and show how faithfully the stub replays it:\n"
@@ -43,7 +47,8 @@ static const ms_cli_spec spec = {
     "  1. calibrate  memstub calibrate --quick -o DIR/host.profile\n"
     "                (skipped when DIR/host.profile was made on this host, by this\n"
     "                build, in the last 24 hours; or give --profile)\n"
-    "  2. gen        memstub gen TRACE --calibration PROFILE -o DIR/memuse.h\n"
+    "  2. gen        memstub gen TRACE --calibration PROFILE --timing online\n"
+    "                -o DIR/memuse.h\n"
     "  3. build      memstub build DIR/memuse.h -o DIR/stub\n"
     "  4. replay     DIR/stub --measure DIR/replayed.csv\n"
     "  5. compare    memstub compare TRACE DIR/replayed.csv (DIR/compare.txt, .json)\n"
@@ -181,6 +186,22 @@ static void show_summary(const memstub_compare_report *r, const char *trace) {
     }
     printf("\n");
   }
+  // Lateness by what the original's rows changed (compare/lateness.c).
+  for (int k = 0; k < MEMSTUB_ROW_KINDS; k++) {
+    const memstub_compare_kind *s = &r->by_kind[k];
+    if (!s->rows) continue;
+    char name[32];
+    snprintf(name, sizeof name, "%s rows", memstub_row_kind_name((memstub_row_kind)k));
+    fmt_ns(p50, sizeof p50, (double)s->time.p50_abs);
+    fmt_ns(p99, sizeof p99, (double)s->time.p99_abs);
+    fmt_ns(mx, sizeof mx, (double)s->time.max_abs);
+    printf("  %-15s p50 %s, p99 %s, max %s; %zu of %zu late", name, p50, p99, mx, s->time.late,
+           s->rows);
+    if (s->time.late && r->late_by_cause.causes_known)
+      printf(" (%zu woke late, %zu work, %zu host)", s->late_by_cause[MEMSTUB_LATE_WAKE],
+             s->late_by_cause[MEMSTUB_LATE_WORK], s->late_by_cause[MEMSTUB_LATE_OFF_CPU]);
+    printf("\n");
+  }
   // A column the trace does not know (docs/formats.md) is not compared.
   if (r->stack_unknown)
     printf("  stack           unknown in the trace: not compared\n");
@@ -230,7 +251,7 @@ static void files_free(demo_files *f) {
 /* Parse argv into d, a and f->trace: 0 to run, else 1 with *status the exit
  * status (after --help or a usage error, both printed). */
 static int parse_args(int argc, char **argv, demo *d, demo_args *a, demo_files *f, int *status) {
-  static const char *const timings[] = {"deadline", "usleep", NULL};
+  static const char *const timings[] = {"online", "deadline", "usleep", NULL};
   ms_cli_parser p = {.spec = &spec};
   int c, k, bad = 0;
   while (!bad && (c = ms_cli_next(&p, argc, argv)) > 0) {
@@ -325,7 +346,9 @@ static int run_steps(demo *d, const demo_args *a, const demo_files *f, const cha
   char *gen[] = {self, "gen", f->trace, "--calibration", (char *)profile, "--timing",
                  timing, "-o", f->header, NULL};
   char *build[] = {self, "build", f->header, "-o", f->stub, NULL};
-  char *replay[] = {f->stub, "--timing", timing, "--measure", f->replayed, NULL};
+  // An online stub replays with deadline timing (its cost model is on by itself).
+  char *replay[] = {f->stub, "--timing", strcmp(timing, "usleep") ? "deadline" : "usleep",
+                    "--measure", f->replayed, NULL};
   int rc;
   if ((rc = run(d, "gen", gen, NULL, 0)) != 0 || (rc = run(d, "build", build, NULL, 0)) != 0 ||
       (rc = run(d, "replay", replay, NULL, 0)) != 0 ||
@@ -358,7 +381,7 @@ static int show_result(const demo *d, const demo_args *a, const demo_files *f,
 
 int ms_cmd_demo(int argc, char **argv) {
   demo d = {.dir = "memstub-demo", .steps = 6};
-  demo_args a = {.timing = "deadline", .figure = 1};
+  demo_args a = {.timing = "online", .figure = 1};
   demo_files f = {0};
   int rc;
   if (parse_args(argc, argv, &d, &a, &f, &rc)) return rc;

@@ -35,7 +35,9 @@ static const ms_cli_option options[] = {
     {"timing", 't', "MODE",
      "with --calibration: the timing the stub will be\n"
      "replayed with, deadline (default; work starts early\n"
-     "by its predicted cost) or usleep (delays shortened)"},
+     "by its predicted cost), usleep (delays shortened) or\n"
+     "online (sizes only: the replay learns the work's time\n"
+     "on the host and starts each row that much early)"},
     {"format", 'f', "FORM",
      "the form of the points: listing (the paper's\n"
      "Listing 1, readable), compact (packed, compiles in\n"
@@ -67,8 +69,9 @@ static void gen_progress(void *ctx, int64_t done, int64_t total) {
 }
 
 int ms_cmd_gen(int argc, char **argv) {
-  static const char *const timings[] = {"deadline", "usleep", NULL};
-  static const int timing_mode[] = {MEMSTUB_TIMING_DEADLINE, MEMSTUB_TIMING_USLEEP};
+  static const char *const timings[] = {"deadline", "usleep", "online", NULL};
+  static const int timing_mode[] = {MEMSTUB_TIMING_DEADLINE, MEMSTUB_TIMING_USLEEP,
+                                    MEMSTUB_TIMING_ONLINE};
   memstub_gen_options o;
   memstub_gen_options_init(&o);
   const char *out = "-", *timing = NULL, *data = NULL;

@@ -271,6 +271,12 @@ static int compare_core(const memstub_trace *orig, const memstub_trace *repl,
     return memstub_error_set(err, -ENOMEM, "out of memory");
   }
   time_errors(orig, repl, o, r, e, own, &nown);
+  if (ms__compare_kinds(orig, repl, r) < 0) {
+    free(e);
+    free(scratch);
+    free(own);
+    return memstub_error_set(err, -ENOMEM, "out of memory");
+  }
   mem_errors(orig, repl, o, r);
   time_stats(e, m, 0, o->late_ns, scratch, &r->time);
   memcpy(scratch, e, m * sizeof *e);

@@ -3,6 +3,7 @@
 #define MEMSTUB_COMPARE_INTERNAL_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "memstub/compare.h"
 
@@ -15,5 +16,14 @@ static inline int64_t ms__sat_sub(int64_t a, int64_t b) {
 }
 
 static inline int64_t ms__sat_abs(int64_t v) { return v < 0 ? (v == INT64_MIN ? INT64_MAX : -v) : v; }
+
+/* lateness.c: r->by_kind from the aligned report r (match, compared and
+ * options set). 0, or -1 when out of memory. */
+int ms__compare_kinds(const memstub_trace *orig, const memstub_trace *repl,
+                      memstub_compare_report *r);
+// The by-kind lines of the text report (nothing when no row was compared).
+void ms__compare_kinds_text(FILE *f, const memstub_compare_report *r);
+// The "time_by_kind" member of the JSON report, with its trailing comma and newline.
+void ms__compare_kinds_json(FILE *f, const memstub_compare_report *r);
 
 #endif

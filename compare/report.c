@@ -98,6 +98,7 @@ int memstub_compare_write_text(const memstub_compare_report *r, const memstub_co
             r->host_rows == 1 ? "" : "s");
     text_time(f, &r->stub_time, r->compared - r->host_rows, o->late_ns);
   }
+  ms__compare_kinds_text(f, r);
   if (r->replay_cpu_ns >= 0 && r->replay_duration_ns > 0)
     fprintf(f, "replay CPU  %s, %.2f%% of the replay's duration%s%s\n",
             ns_text(a, r->replay_cpu_ns, 0),
@@ -251,7 +252,9 @@ int memstub_compare_write_json(const memstub_compare_report *r, const memstub_co
             r->late_by_cause.max_ns[k]);
   fprintf(f, "},\n  \"time_without_host\": {\"host_points\": %zu, ", r->host_rows);
   json_time(f, &r->stub_time, r->compared - r->host_rows);
-  fputs("},\n  \"replay\": {\"cpu_ns\": ", f);
+  fputs("},\n", f);
+  ms__compare_kinds_json(f, r);
+  fputs("  \"replay\": {\"cpu_ns\": ", f);
   if (r->replay_cpu_ns >= 0) fprintf(f, "%" PRId64, r->replay_cpu_ns);
   else fputs("null", f);
   fputs(", \"off_cpu_ns\": ", f);

@@ -51,7 +51,8 @@ static int check_options(const memstub_gen_options *o, memstub_error *err) {
     if (!isfinite(scales[i].v) || scales[i].v < 0)
       return memstub_error_set(err, -EINVAL, "%s: must be a finite number >= 0, not %g",
                                scales[i].opt, scales[i].v);
-  if (o->profile && o->timing != MEMSTUB_TIMING_DEADLINE && o->timing != MEMSTUB_TIMING_USLEEP)
+  if (o->profile && o->timing != MEMSTUB_TIMING_DEADLINE && o->timing != MEMSTUB_TIMING_USLEEP &&
+      o->timing != MEMSTUB_TIMING_ONLINE)
     return memstub_error_set(err, -EINVAL, "unknown timing mode %d", o->timing);
   return 0;
 }
@@ -132,7 +133,9 @@ static int set_provenance(memstub_gen *g, const memstub_gen_options *o) {
     g->calibration = ms__strdup("none");
   else
     g->calibration = ms__asprintf("%s (%s timing)", o->profile_path ? o->profile_path : "(memory)",
-                                  o->timing == MEMSTUB_TIMING_USLEEP ? "usleep" : "deadline");
+                                  o->timing == MEMSTUB_TIMING_USLEEP   ? "usleep"
+                                  : o->timing == MEMSTUB_TIMING_ONLINE ? "online"
+                                                                       : "deadline");
   return g->name && g->source && g->transforms && g->calibration ? 0 : -ENOMEM;
 }
 

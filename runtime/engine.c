@@ -11,9 +11,11 @@
 // -fno-omit-frame-pointer (runtime/CMakeLists.txt). test_replay checks that
 // the stack overhead per frame is the same at every depth.
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+#include "malloc_model.h"
 #include "prim.h"
 
 #if defined(__clang__)
@@ -91,6 +93,165 @@ void ms__rt_waiter_learn(ms__rt_waiter *w, int64_t s, int64_t over) {
   w->q[b] = q;
 }
 
+/* ---- the online cost model ------------------------------------------------ */
+
+void ms__rt_cost_init(ms__rt_cost *m, int on) {
+  memset(m, 0, sizeof *m);
+  m->on = on;
+  m->start = -1;
+  m->pre_x = -1;
+  for (int k = 0; k < MS__RT_COST_SLOTS; k++) m->est[k] = m->pre[k] = -1;
+}
+
+int ms__rt_cost_slot(int k, int64_t delay, int64_t points) {
+  int w = delay < 1000000 ? 0 : delay < 10000000 ? 1 : 2;
+  int ch = points <= 1 ? 0 : points <= 3 ? 1 : 2;
+  return (k * MS__RT_COST_CHAINS + ch) * MS__RT_COST_WAITS + w;
+}
+
+// Of one class's points bucket (its waits at a + base): the nearest wait to w learnt; -1 none.
+static int64_t nearest_wait(const int64_t *a, int base, int w) {
+  for (int d = 0; d < MS__RT_COST_WAITS; d++) {
+    if (w - d >= 0 && a[base + w - d] >= 0) return a[base + w - d];
+    if (d && w + d < MS__RT_COST_WAITS && a[base + w + d] >= 0) return a[base + w + d];
+  }
+  return -1;
+}
+
+// a[k], or when nothing is learnt there, the same class's nearest slot (the
+// same points at the nearest wait, else the nearest points); -1 none.
+static int64_t learnt(const int64_t *a, int k) {
+  if (k < 0 || k >= MS__RT_COST_SLOTS) return -1;
+  int w = k % MS__RT_COST_WAITS, ch = k / MS__RT_COST_WAITS % MS__RT_COST_CHAINS;
+  int cls0 = k - k % (MS__RT_COST_WAITS * MS__RT_COST_CHAINS);
+  for (int d = 0; d < MS__RT_COST_CHAINS; d++) {
+    int64_t e = ch - d >= 0 ? nearest_wait(a, cls0 + (ch - d) * MS__RT_COST_WAITS, w) : -1;
+    if (e < 0 && d && ch + d < MS__RT_COST_CHAINS)
+      e = nearest_wait(a, cls0 + (ch + d) * MS__RT_COST_WAITS, w);
+    if (e >= 0) return e;
+  }
+  return -1;
+}
+
+static int cmp64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+int ms__rt_cost_resize_ahead(int k) {  // k: a class
+  int h = k >= 0 && k < MS__RT_COST_MAPPED ? k / MS__RT_STACK_PARTS : MS__RT_HEAP_NONE;
+  return h >= MS__RT_HEAP_INPAGE;
+}
+
+int64_t ms__rt_cost_pre(const ms__rt_cost *m, int k) {
+  int64_t e = m->on ? learnt(m->pre, k) : -1;
+  return e <= 0 ? 0 : e > MS__RT_COST_LEAD_MAX ? MS__RT_COST_LEAD_MAX : e;
+}
+
+void ms__rt_cost_learn_pre(ms__rt_cost *m, int k, int64_t a) {
+  if (k < 0 || k >= MS__RT_COST_SLOTS || a < 0) return;
+  int64_t e = m->pre[k];
+  if (e < 0) {
+    m->pre[k] = a;
+    return;
+  }
+  // A streaming 99th percentile: up 99 steps for a sample above, down one below.
+  int64_t step = MS__RT_COST_STEP + e / MS__RT_COST_STEP_DIV;
+  e += a > e ? 99 * step : -step;
+  m->pre[k] = e < 0 ? 0 : e;
+}
+
+// The heap part of a change from size a to b of a block that is (mm) mmapped.
+static int heap_part_class(int64_t a, int64_t b, int mm, long page) {
+  if (a == b) return MS__RT_HEAP_NONE;
+  int64_t ra = a + MS__RT_HEAP_PAD, rb = b + MS__RT_HEAP_PAD;
+  if (mm != ms__malloc_is_mmapped(rb, MS__MALLOC_MMAP_THRESHOLD) && (mm || b > a))
+    return MS__RT_HEAP_MOVE;  // the runtime moves a shrunken block back; glibc a grown one out
+  if (!mm) return MS__RT_HEAP_ARENA;
+  int64_t d = ms__malloc_mmap_bytes(rb, page) / page - ms__malloc_mmap_bytes(ra, page) / page;
+  if (d < 0) d = -d;
+  return d == 0 ? MS__RT_HEAP_INPAGE : d == 1 ? MS__RT_HEAP_PAGES1 : d < 8 ? MS__RT_HEAP_PAGES2
+                                                                          : MS__RT_HEAP_PAGES8;
+}
+
+int ms__rt_cost_class(const struct memAlloc *use, int64_t n, int64_t x, const int64_t *mapped,
+                      const int64_t *rss, const ms__rt_cost_state *st) {
+  int hp = MS__RT_HEAP_NONE, sp = MS__RT_STACK_NONE, map = 0, touch = 0;
+  int64_t heap = st->heap, stack = st->stack, hw = st->stack_hw;
+  int mm = st->mmapped;
+  long page = st->page > 0 ? st->page : 4096;
+  for (int64_t j = x; j < n && j < x + MS__RT_COST_SCAN && (j == x || use[j].time == 0); j++) {
+    const struct memAlloc *u = &use[j];
+    int s = MS__RT_STACK_NONE;
+    if (u->stackAlloc < 0) {
+      s = MS__RT_STACK_POP;
+      stack += u->stackAlloc;
+    } else if (u->stackAlloc > 0) {
+      stack += u->stackAlloc;
+      s = stack / page > hw / page ? MS__RT_STACK_FAULT : MS__RT_STACK_PUSH;
+      if (stack > hw) hw = stack;
+    }
+    int64_t nh = heap + u->heapAlloc;  // no overflow: memstub_replay_check
+    if (nh < 0) nh = 0;
+    int h = heap_part_class(heap, nh, mm, page);
+    if (h == MS__RT_HEAP_MOVE) mm = !mm;
+    heap = nh;
+    if (s > sp) sp = s;
+    if (h > hp) hp = h;
+    if (mapped && mapped[j]) map = 1;
+    if (rss && rss[j] != (j ? rss[j - 1] : 0)) touch = 1;
+  }
+  if (map) return MS__RT_COST_MAPPED;
+  if (hp == MS__RT_HEAP_NONE && sp == MS__RT_STACK_NONE && touch) return MS__RT_COST_TOUCH;
+  return hp * MS__RT_STACK_PARTS + sp;
+}
+
+int64_t ms__rt_cost_lead(const ms__rt_cost *m, int k) {
+  int64_t e = m->on ? learnt(m->est, k) : -1;
+  return e <= 0 ? 0 : e > MS__RT_COST_LEAD_MAX ? MS__RT_COST_LEAD_MAX : e;
+}
+
+void ms__rt_cost_learn(ms__rt_cost *m, int k, int64_t w) {
+  if (k < 0 || k >= MS__RT_COST_SLOTS || w < 0) return;
+  int64_t n = m->n[k]++;
+  if (n < MS__RT_COST_FIRST) {  // the start: the median of the samples so far
+    int64_t s[MS__RT_COST_FIRST];
+    m->first[k][n] = w;
+    memcpy(s, m->first[k], (size_t)(n + 1) * sizeof *s);
+    qsort(s, (size_t)(n + 1), sizeof *s, cmp64);
+    m->est[k] = s[n / 2];
+    return;
+  }
+  int64_t e = m->est[k];
+  int64_t step = MS__RT_COST_STEP + e / MS__RT_COST_STEP_DIV;
+  if (w > MS__RT_COST_OUTLIER * e + MS__RT_COST_OUTLIER_NS) e += MS__RT_COST_STEP;  // preempted?
+  else if (w > e) e = w - e < step ? w : e + step;
+  else if (w < e) e = e - w < step ? w : e - step;
+  m->est[k] = e;
+}
+
+// The row that ended: learn its work, if one was open.
+static void cost_row_end(ms__rt_ctx *c) {
+  ms__rt_cost *m = &c->cost;
+  if (m->start >= 0 && m->end >= m->start && !c->failed)
+    ms__rt_cost_learn(m, m->cls, m->end - m->start);
+  m->start = -1;
+}
+
+// The class of the row that begins at point x (deadline timing, before its wait).
+static int cost_class_at(const ms__rt_ctx *c, int64_t x) {
+  ms__rt_cost_state st = {c->heap.size, c->cost.stack, c->cost.stack_hw,
+                          ms__malloc_usable_is_mmapped((int64_t)c->heap.usable, c->page),
+                          c->page};
+  return ms__rt_cost_class(c->use, c->n, x, c->res.mapped, c->res.rss, &st);
+}
+
+// Every point: the stack's open bytes and high-water mark, as the class reads them.
+static void cost_stack(ms__rt_cost *m, int64_t sa) {
+  m->stack += sa;
+  if (m->stack > m->stack_hw) m->stack_hw = m->stack;
+}
+
 // Wait until T0 + c->deadline for point x: sleep as the waiter plans (to
 // the margin, or first to reaim before the deadline), then spin. Returns the
 // clock when the wait ended. The run-queue readings happen before a sleep,
@@ -98,8 +259,8 @@ void ms__rt_waiter_learn(ms__rt_waiter *w, int64_t s, int64_t over) {
 // adaptive margin, right after a wake-up, inside the margin: it learns the
 // overshoot without the time the thread waited for a CPU, which no margin
 // cures (a busy host would otherwise drive it to its cap, and the spin with it).
-static int64_t wait_deadline(ms__rt_ctx *c, int64_t x) {
-  int64_t deadline = c->t0 + c->deadline;
+static int64_t wait_deadline(ms__rt_ctx *c, int64_t x, int64_t lead) {
+  int64_t deadline = c->t0 + c->deadline - lead;
   int64_t now = ms__prim_now_ns();
   int64_t s, rd = -1;
   int slept = 0, last = 0;
@@ -107,7 +268,7 @@ static int64_t wait_deadline(ms__rt_ctx *c, int64_t x) {
     int64_t wake = now + s;
     if (c->sched_fd >= 0 && (!slept || c->waiter.adaptive) && rd < 0)
       rd = ms__prim_sched_run_delay(c->sched_fd);
-    if (!slept && c->sched_rec) c->rec[x].run_delay_ns = rd;
+    if (!slept && c->sched_rec && c->rec[x].run_delay_ns < 0) c->rec[x].run_delay_ns = rd;
     ms__prim_sleep_until(wake);
     now = ms__prim_now_ns();
     c->sleeps++;
@@ -137,6 +298,35 @@ static int64_t wait_relative(ms__rt_ctx *c, int64_t x, int64_t dt) {
 
 /* ---- one point's phases ---------------------------------------------------- */
 
+/* Point x, the first of a row of slot k that starts lead ns early: wait
+ * until the resize's learnt time is left as well, resize the heap block for
+ * the row's first point that changes it and
+ * fault its new pages in (the heap part then only writes the new bytes
+ * again, without faults), learn what that took. A failed resize is left for
+ * the heap part, which reports it. */
+static void resize_ahead(ms__rt_ctx *c, int64_t x, int k, int64_t lead) {
+  int64_t ahead = lead + ms__rt_cost_pre(&c->cost, k);
+  if (ahead > c->use[x].time) ahead = c->use[x].time;
+  // The row's first point that changes the heap (the others in between,
+  // inserted by stack normalisation, keep it): rows are measured at their
+  // last point, so the order within a row does not show.
+  int64_t j = x;
+  while (j + 1 < c->n && j < x + MS__RT_COST_SCAN && !c->use[j].heapAlloc && !c->use[j + 1].time)
+    j++;
+  int64_t old = c->heap.size, size = old + c->use[j].heapAlloc;
+  if (size < 0) size = 0;
+  if (size == old) return;
+  int64_t t = wait_deadline(c, x, ahead);
+  if (ms__rt_heap_resize(&c->heap, size) < 0) return;
+  // Its new pages faulted in too (the heap part writes them again, without
+  // faults); with resident data the target decides what is touched, later.
+  if (!c->res.rss && size > old) ms__rt_heap_touch(&c->heap, old, size);
+  ms__rt_cost_learn_pre(&c->cost, k, ms__prim_now_ns() - t);
+  c->cost.pre_x = j;
+  c->cost.pre_old = old;
+  c->cost.pre_rows++;
+}
+
 // The wait of point x, then the start of its work.
 static MS__NOINLINE void begin(ms__rt_ctx *c, int64_t x) {
   int64_t dt = c->use[x].time;
@@ -145,8 +335,26 @@ static MS__NOINLINE void begin(ms__rt_ctx *c, int64_t x) {
   // Layout 3: the work of the interval (runtime/work.c), before its wait.
   if (c->work.cpu) ms__rt_work_point(&c->work, x, c->wrec ? c->wrec + x * MS__RT_WORK_REC : NULL);
   int64_t now = 0;
-  if (dt > 0)
-    now = c->timing == MEMSTUB_TIMING_USLEEP ? wait_relative(c, x, dt) : wait_deadline(c, x);
+  if (dt > 0 && c->timing == MEMSTUB_TIMING_USLEEP) {
+    now = wait_relative(c, x, dt);
+  } else if (dt > 0 && !c->cost.on) {
+    now = wait_deadline(c, x, 0);
+  } else if (dt > 0) {
+    // A new row: learn the last one's work, read this one's class, start it
+    // that much early, and time its work.
+    cost_row_end(c);
+    int64_t pts = 1;  // the row's points: x and the zero-delay ones after it
+    while (x + pts < c->n && pts < MS__RT_COST_SCAN && !c->use[x + pts].time) pts++;
+    int k = cost_class_at(c, x), slot = ms__rt_cost_slot(k, dt, pts);
+    int64_t lead = ms__rt_cost_lead(&c->cost, slot);
+    if (lead > dt) lead = dt;  // never before the previous point's deadline
+    if (ms__rt_cost_resize_ahead(k)) resize_ahead(c, x, slot, lead);
+    now = wait_deadline(c, x, lead);
+    c->cost.cls = slot;
+    c->cost.start = now;
+    c->cost.lead_sum += lead;
+  }
+  cost_stack(&c->cost, c->use[x].stackAlloc);
   if (!c->rec) return;
   memstub_replay_record *r = &c->rec[x];
   r->target_ns = c->deadline;
@@ -178,7 +386,11 @@ static MS__NOINLINE void heap_part(ms__rt_ctx *c, int64_t x) {
   int64_t old = c->heap.size;
   int64_t size = old + c->use[x].heapAlloc;  // no overflow: memstub_replay_check
   if (size < 0) size = 0;
-  if (size != old) {
+  if (c->cost.pre_x == x) {  // resized ahead of the deadline (resize_ahead)
+    old = c->cost.pre_old;
+    size = c->heap.size;
+    c->cost.pre_x = -1;
+  } else if (size != old) {
     int rc = ms__rt_heap_resize(&c->heap, size);
     if (rc < 0) {
       c->failed = rc;
@@ -202,6 +414,11 @@ static MS__NOINLINE void heap_part(ms__rt_ctx *c, int64_t x) {
   ms__rt_res_target(&c->res, &c->heap, c->res.rss[x], c->page);
 }
 
+// The end of point x's work (before its measuring): the row's work so far.
+static MS__NOINLINE void work_done(ms__rt_ctx *c) {
+  if (c->cost.start >= 0) c->cost.end = ms__prim_now_ns();
+}
+
 // The measuring after point x's work; sp is the stack pointer of the level
 // the point ended in.
 static MS__NOINLINE void finish(ms__rt_ctx *c, int64_t x, uintptr_t sp) {
@@ -222,6 +439,7 @@ static void rest_of_point(ms__rt_ctx *c, int64_t x, int64_t moved, uintptr_t sp)
   stack_alloced(c, x, moved);
   stack_used(c, x);
   heap_part(c, x);
+  work_done(c);
   if (c->rec && !c->failed) finish(c, x, sp);
 }
 
@@ -265,6 +483,7 @@ static MS__NOINLINE int64_t allocate(ms__rt_ctx *c, int64_t x, int64_t excess) {
   }
   stack_used(c, x);
   heap_part(c, x);
+  work_done(c);
   if (c->rec && !c->failed) finish(c, x, sp);
   x = constant_stack(c, x, sp);  // rising edge, then constant
   while (!c->failed && x + 1 < c->n && c->use[x + 1].stackAlloc > 0) {
@@ -312,6 +531,7 @@ static MS__NOINLINE void replay_body(ms__rt_ctx *c) {
     rest_of_point(c, x, 0, sp);
     x++;
   }
+  cost_row_end(c);
   c->end = ms__prim_now_ns();
   c->cpu_end = ms__prim_thread_cpu_ns();
   c->run_delay_end = ms__prim_sched_run_delay(c->sched_fd);

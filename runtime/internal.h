@@ -145,6 +145,98 @@ int64_t ms__rt_plan_sleep(const ms__rt_waiter *w, int64_t rem, int *last);
 // Adaptive: learn that a sleep of s ns woke over ns late (nothing otherwise).
 void ms__rt_waiter_learn(ms__rt_waiter *w, int64_t s, int64_t over);
 
+/* ---- the online cost model (engine.c) ------------------------------------ */
+
+/* What a row's work does, as the runtime sees it before the row's wait
+ * (docs/runtime.md, "The online cost model"): a heap part (none; in the
+ * arena; an mmapped block within its pages; an mmapped block changing by 1,
+ * 2-7 or 8+ pages, which is mremap; a move between the arena and mmap) times a stack
+ * part (none, pop, push within pages written before, push beyond them: page
+ * faults), or a change of the mapped bytes, or only a resident target that
+ * moves (touch). A row of several points takes the largest part of each. */
+enum {
+  MS__RT_HEAP_NONE, MS__RT_HEAP_ARENA, MS__RT_HEAP_INPAGE, MS__RT_HEAP_PAGES1,
+  MS__RT_HEAP_PAGES2, MS__RT_HEAP_PAGES8, MS__RT_HEAP_MOVE, MS__RT_HEAP_PARTS
+};
+enum { MS__RT_STACK_NONE, MS__RT_STACK_POP, MS__RT_STACK_PUSH, MS__RT_STACK_FAULT,
+       MS__RT_STACK_PARTS };
+#define MS__RT_COST_MAPPED (MS__RT_HEAP_PARTS * MS__RT_STACK_PARTS)
+#define MS__RT_COST_TOUCH (MS__RT_COST_MAPPED + 1)
+#define MS__RT_COST_CLASSES (MS__RT_COST_TOUCH + 1)
+/* The model learns per slot: a class, the row's points (1, 2-3, 4 or more:
+ * each point adds its own call and measuring) and the row's wait (< 1 ms,
+ * 1-10 ms, longer: work after a long sleep runs on colder caches). A slot
+ * with nothing learnt yet uses its class's nearest one that has: the same
+ * points at the nearest wait, else the nearest points. Per slot a
+ * streaming median: the median of the first FIRST samples, then a sample
+ * above the estimate moves it up by STEP + estimate / STEP_DIV, one below
+ * down by as much; a sample above OUTLIER x the estimate + OUTLIER_NS (the
+ * thread preempted during the work) moves it by one step only. A row starts
+ * at most LEAD_MAX early. */
+#define MS__RT_COST_WAITS 3
+#define MS__RT_COST_CHAINS 3
+#define MS__RT_COST_SLOTS (MS__RT_COST_CLASSES * MS__RT_COST_CHAINS * MS__RT_COST_WAITS)
+#define MS__RT_COST_FIRST 5
+#define MS__RT_COST_STEP 250
+#define MS__RT_COST_STEP_DIV 32
+#define MS__RT_COST_LEAD_MAX 2000000
+#define MS__RT_COST_OUTLIER 4
+#define MS__RT_COST_OUTLIER_NS 20000
+// The longest chain of zero-delay points a row's class is read from.
+#define MS__RT_COST_SCAN 64
+
+typedef struct ms__rt_cost {
+  int on;                            // anticipate: start each row's work its learnt cost early
+  int64_t est[MS__RT_COST_SLOTS];  // learnt median work per slot, ns; -1 nothing learnt
+  // the heap resize done ahead (mremap, a move): its learnt 99th percentile, ns; -1 none
+  int64_t pre[MS__RT_COST_SLOTS];
+  int64_t n[MS__RT_COST_SLOTS];    // rows learnt per slot
+  int64_t first[MS__RT_COST_SLOTS][MS__RT_COST_FIRST];  // the first samples
+  int64_t stack, stack_hw;           // requested bytes of the open frames; the most so far
+  // the row in progress: its slot, when its work began (-1: none open), when the last
+  // point's work ended
+  int cls;
+  int64_t start, end;
+  int64_t lead_sum;                  // ns of anticipation applied, over all rows
+  int64_t pre_x, pre_old;            // the point whose heap was resized ahead (-1 none), and
+                                     //   its size before
+  int64_t pre_rows;                  // rows resized ahead
+} ms__rt_cost;
+
+// The state the class of a row is read from: the replayed heap size, whether
+// the block is mmapped, the stack's open bytes and high-water mark.
+typedef struct ms__rt_cost_state {
+  int64_t heap, stack, stack_hw;
+  int mmapped;
+  long page;
+} ms__rt_cost_state;
+
+void ms__rt_cost_init(ms__rt_cost *m, int on);
+/* The class of the row whose points are use[x..] up to the next point with
+ * a delay (at most MS__RT_COST_SCAN), from state st; mapped and rss are the
+ * stub's resident arrays or NULL (pure). */
+int ms__rt_cost_class(const struct memAlloc *use, int64_t n, int64_t x, const int64_t *mapped,
+                      const int64_t *rss, const ms__rt_cost_state *st);
+// The slot of a row of class k and points points (>= 1) that waited delay ns (pure).
+int ms__rt_cost_slot(int k, int64_t delay, int64_t points);
+/* The anticipation for a row of slot k: its learnt cost (or its class's at
+ * the nearest wait) within [0, LEAD_MAX]; 0 when off or nothing learnt. */
+int64_t ms__rt_cost_lead(const ms__rt_cost *m, int k);
+// Learn that a row of slot k worked w ns.
+void ms__rt_cost_learn(ms__rt_cost *m, int k, int64_t w);
+/* Whether rows of class k resize the heap ahead: their heap part is, or may
+ * be, a system call whose time varies by tens of us (an mmapped block's
+ * realloc: mremap, and the runtime's trim; a move between arena and mmap). Such a row resizes the block when its
+ * learnt 95th percentile plus the rest of the row's cost is left to the
+ * deadline, then waits again for the rest: the call's variation ends in the
+ * wait, not in the row's lateness (pure). */
+int ms__rt_cost_resize_ahead(int k);
+// The time to leave for the resize ahead of slot k: its learnt 99th percentile (or its
+// class's at the nearest wait), 0 unknown.
+int64_t ms__rt_cost_pre(const ms__rt_cost *m, int k);
+// Learn that the resize ahead of slot k took a ns.
+void ms__rt_cost_learn_pre(ms__rt_cost *m, int k, int64_t a);
+
 /* ---- the engine (engine.c) --------------------------------------------- */
 
 typedef struct ms__rt_ctx {
@@ -154,6 +246,7 @@ typedef struct ms__rt_ctx {
   int timing;
   unsigned measure;
   ms__rt_waiter waiter;     // deadline timing: margins and re-aiming
+  ms__rt_cost cost;         // deadline timing: the online cost model
   memstub_replay_record *rec;  // [n] or NULL
   long page;
   int64_t alloca_bias;

@@ -54,6 +54,9 @@ static int add_meta(memstub_trace *t, const memstub_replay *r, int64_t clamped) 
   if (!rc) rc = set_meta(t, "calibration", "%s", s->calibration ? s->calibration : "none");
   if (!rc) rc = set_meta(t, "timing", "%s", memstub_timing_name(r->opt.timing));
   if (!rc) rc = set_meta(t, "margin", "%s", margin);
+  if (!rc && in->cost_model == MEMSTUB_COST_ONLINE)  // docs/runtime.md, "The online cost model"
+    rc = set_meta(t, "cost_model", "online, %lld rows learnt, %lld ns of lead in all",
+                  (long long)in->cost_rows, (long long)in->cost_lead_ns);
   if (!rc) rc = set_meta(t, "duration_ns", "%lld (target %lld)", (long long)in->duration_ns,
                          (long long)in->target_ns);
   if (!rc && in->cpu_ns >= 0)

@@ -71,6 +71,9 @@ static int check_options(const memstub_replay_options *o, memstub_error *err) {
   if (o->reaim_ns < -1 || o->reaim_ns > MAX_DURATION)
     return memstub_error_set(err, -EINVAL, "reaim: %lld ns is neither -1, 0 nor a time in ns",
                              (long long)o->reaim_ns);
+  if (o->cost_model < MEMSTUB_COST_AUTO || o->cost_model > MEMSTUB_COST_OFF)
+    return memstub_error_set(err, -EINVAL, "cost_model: %d is none of auto (0), online (1), off (2)",
+                             o->cost_model);
   if (o->measure & ~(unsigned)MEMSTUB_MEASURE_ALL)
     return memstub_error_set(err, -EINVAL, "measure: unknown bits 0x%x",
                              o->measure & ~(unsigned)MEMSTUB_MEASURE_ALL);
@@ -359,6 +362,10 @@ static void ctx_init(ms__rt_ctx *c, const struct memstub_stub *s,
   c->measure = opt->measure;
   c->rec = rec;
   ms__rt_waiter_init(&c->waiter, opt->margin_ns, opt->reaim_ns);
+  // The online cost model anticipates unless the delays already carry a prediction.
+  int cost = opt->cost_model == MEMSTUB_COST_ONLINE ||
+             (opt->cost_model == MEMSTUB_COST_AUTO && s->timing == MEMSTUB_TIMING_ONLINE);
+  ms__rt_cost_init(&c->cost, cost && opt->timing == MEMSTUB_TIMING_DEADLINE);
   c->slice = opt->sched_slice_ns;
   c->sched_fd = -1;
   c->page = ms__prim_page_size();
@@ -434,6 +441,9 @@ static void fill_info(memstub_replay *r, const ms__rt_ctx *c, int64_t stack_size
       c->run_delay_end >= 0 && c->run_delay0 >= 0 ? c->run_delay_end - c->run_delay0 : -1;
   in->run_delay_end = c->run_delay_end;
   in->sched_slice_ns = c->slice;
+  in->cost_model = c->cost.on ? MEMSTUB_COST_ONLINE : MEMSTUB_COST_OFF;
+  for (int k = 0; k < MS__RT_COST_SLOTS; k++) in->cost_rows += c->cost.n[k];
+  in->cost_lead_ns = c->cost.lead_sum;
   in->sleeps = c->sleeps;
   in->late_wakeups = c->late_wakeups;
   in->tcache = c->heap.tcache;

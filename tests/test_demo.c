@@ -97,7 +97,7 @@ START_TEST(test_demo_bad_input) {
   tu_run_free(&r);
   r = tu_memstub(dir, "demo", "--timing", "sometimes", NULL);
   ck_assert_int_eq(r.status, 2);
-  ck_assert_ptr_nonnull(strstr(r.err, "--timing: expected deadline or usleep"));
+  ck_assert_ptr_nonnull(strstr(r.err, "--timing: expected online, deadline or usleep"));
   tu_run_free(&r);
   tu_rmtree(dir);
   free(dir);

@@ -2,7 +2,10 @@
 // on a fake clock, and the classification of late rows by cause.
 #include <check.h>
 #include <stdint.h>
+#include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"  // runtime/internal.h: ms__rt_waiter
 #include "memstub/compare.h"
@@ -215,6 +218,306 @@ START_TEST(test_cause_rule) {
 }
 END_TEST
 
+/* ---- the online cost model --------------------------------------------- */
+
+#define KLS(h, s) ((h) * MS__RT_STACK_PARTS + (s))
+
+// The class of the row starting at use[x], from a heap of heap bytes (mmapped
+// or not) and a stack of stack bytes whose deepest so far was hw.
+static int cls(const struct memAlloc *use, int64_t n, int64_t x, int64_t heap, int mm,
+               int64_t stack, int64_t hw) {
+  ms__rt_cost_state st = {heap, stack, hw, mm, 4096};
+  return ms__rt_cost_class(use, n, x, NULL, NULL, &st);
+}
+
+START_TEST(test_cost_classes) {
+  const int64_t big = 200000;  // an mmapped block (above glibc's 128 KiB threshold)
+  struct memAlloc u[4] = {{1000, 0, 0}, {0, 0, 0}, {1000, 0, 0}, {0, 0, 0}};
+  ck_assert_int_eq(cls(u, 4, 0, 0, 0, 0, 0), KLS(MS__RT_HEAP_NONE, MS__RT_STACK_NONE));
+  u[0].heapAlloc = 100;  // arena, up or down
+  ck_assert_int_eq(cls(u, 4, 0, 1000, 0, 0, 0), KLS(MS__RT_HEAP_ARENA, MS__RT_STACK_NONE));
+  u[0].heapAlloc = -100;
+  ck_assert_int_eq(cls(u, 4, 0, 1000, 0, 0, 0), KLS(MS__RT_HEAP_ARENA, MS__RT_STACK_NONE));
+  // mmapped: within its pages, by one page, by a few, by many (mremap)
+  u[0].heapAlloc = 8;
+  ck_assert_int_eq(cls(u, 4, 0, big, 1, 0, 0), KLS(MS__RT_HEAP_INPAGE, MS__RT_STACK_NONE));
+  u[0].heapAlloc = 4096;
+  ck_assert_int_eq(cls(u, 4, 0, big, 1, 0, 0), KLS(MS__RT_HEAP_PAGES1, MS__RT_STACK_NONE));
+  u[0].heapAlloc = -3 * 4096;
+  ck_assert_int_eq(cls(u, 4, 0, big, 1, 0, 0), KLS(MS__RT_HEAP_PAGES2, MS__RT_STACK_NONE));
+  u[0].heapAlloc = 100 * 4096;
+  ck_assert_int_eq(cls(u, 4, 0, big, 1, 0, 0), KLS(MS__RT_HEAP_PAGES8, MS__RT_STACK_NONE));
+  // between arena and mmap, both ways; a shrink in the arena is no move
+  u[0].heapAlloc = 150000;
+  ck_assert_int_eq(cls(u, 4, 0, 1000, 0, 0, 0), KLS(MS__RT_HEAP_MOVE, MS__RT_STACK_NONE));
+  u[0].heapAlloc = -150000;
+  ck_assert_int_eq(cls(u, 4, 0, big, 1, 0, 0), KLS(MS__RT_HEAP_MOVE, MS__RT_STACK_NONE));
+  u[0].heapAlloc = -100;  // an arena block above the threshold (grown in the top) shrinking
+  ck_assert_int_eq(cls(u, 4, 0, big, 0, 0, 0), KLS(MS__RT_HEAP_ARENA, MS__RT_STACK_NONE));
+  // the stack: a push within pages written before, one beyond them, a pop
+  u[0] = (struct memAlloc){1000, 64, 0};
+  ck_assert_int_eq(cls(u, 4, 0, 0, 0, 100, 8192), KLS(MS__RT_HEAP_NONE, MS__RT_STACK_PUSH));
+  ck_assert_int_eq(cls(u, 4, 0, 0, 0, 4090, 4090), KLS(MS__RT_HEAP_NONE, MS__RT_STACK_FAULT));
+  u[0].stackAlloc = -64;
+  ck_assert_int_eq(cls(u, 4, 0, 0, 0, 64, 64), KLS(MS__RT_HEAP_NONE, MS__RT_STACK_POP));
+  // A row's zero-delay points count (the heap change on the second), the
+  // next delayed point does not.
+  u[0] = (struct memAlloc){1000, -64, 0};
+  u[1] = (struct memAlloc){0, 0, 4096};
+  u[2] = (struct memAlloc){1000, 0, 1000000};
+  ck_assert_int_eq(cls(u, 4, 0, big, 1, 64, 64), KLS(MS__RT_HEAP_PAGES1, MS__RT_STACK_POP));
+  ck_assert_int_eq(cls(u, 4, 2, big, 1, 0, 64), KLS(MS__RT_HEAP_PAGES8, MS__RT_STACK_NONE));
+  // mapped and resident data: a mapped change wins; a moving target alone is a touch
+  struct memAlloc v[2] = {{1000, 0, 0}, {1000, 0, 0}};
+  int64_t mapped[2] = {0, 8192}, rss[2] = {4096, 4096};
+  ms__rt_cost_state st = {0, 0, 0, 0, 4096};
+  ck_assert_int_eq(ms__rt_cost_class(v, 2, 0, mapped, rss, &st), MS__RT_COST_TOUCH);
+  ck_assert_int_eq(ms__rt_cost_class(v, 2, 1, mapped, rss, &st), MS__RT_COST_MAPPED);
+  ck_assert_int_eq(ms__rt_cost_class(v, 2, 1, NULL, rss, &st),
+                   KLS(MS__RT_HEAP_NONE, MS__RT_STACK_NONE));
+  // Which classes resize ahead: an mmapped block's and a move, not the arena's.
+  ck_assert(!ms__rt_cost_resize_ahead(KLS(MS__RT_HEAP_ARENA, MS__RT_STACK_PUSH)));
+  ck_assert(!ms__rt_cost_resize_ahead(MS__RT_COST_MAPPED));
+  ck_assert(!ms__rt_cost_resize_ahead(MS__RT_COST_TOUCH));
+  ck_assert(ms__rt_cost_resize_ahead(KLS(MS__RT_HEAP_INPAGE, MS__RT_STACK_NONE)));
+  ck_assert(ms__rt_cost_resize_ahead(KLS(MS__RT_HEAP_MOVE, MS__RT_STACK_FAULT)));
+}
+END_TEST
+
+// Work of a class on a fake host: uniform in [base, base + spread), and one
+// row in 100 ten times slower (a fault, a preemption).
+static int64_t fake_work(int64_t base, int64_t spread) {
+  int64_t w = base + (int64_t)(next_rand() % (uint64_t)spread);
+  return next_rand() % 100 == 0 ? 10 * w : w;
+}
+
+// The model learns each class's median, leads by it (capped), and keeps the
+// classes apart; off, it learns but never leads.
+START_TEST(test_cost_learns) {
+  ms__rt_cost m;
+  ms__rt_cost_init(&m, 1);
+  // Rows after 2 ms waits.
+  const int a = ms__rt_cost_slot(KLS(MS__RT_HEAP_ARENA, MS__RT_STACK_NONE), 2000000, 1),
+            b = ms__rt_cost_slot(KLS(MS__RT_HEAP_PAGES1, 0), 2000000, 1);
+  ck_assert_int_eq(ms__rt_cost_lead(&m, a), 0);  // nothing learnt yet
+  for (int i = 0; i < 5000; i++) {
+    ms__rt_cost_learn(&m, a, fake_work(800, 400));      // median about 1.0 us
+    ms__rt_cost_learn(&m, b, fake_work(12000, 8000));   // median about 16 us
+  }
+  int64_t la = ms__rt_cost_lead(&m, a), lb = ms__rt_cost_lead(&m, b);
+  ck_assert_msg(la >= 700 && la <= 1500, "arena lead %lld ns", (long long)la);
+  ck_assert_msg(lb >= 13000 && lb <= 19000, "mremap lead %lld ns", (long long)lb);
+  ck_assert_int_eq(m.n[a], 5000);
+  ck_assert_int_eq(ms__rt_cost_lead(&m, ms__rt_cost_slot(MS__RT_COST_TOUCH, 2000000, 1)), 0);
+  ck_assert_int_eq(ms__rt_cost_lead(&m, -1), 0);
+  ck_assert_int_eq(ms__rt_cost_lead(&m, MS__RT_COST_SLOTS), 0);
+  // A wait not seen yet borrows the class's nearest one; once learnt, its own.
+  int a_long = ms__rt_cost_slot(KLS(MS__RT_HEAP_ARENA, MS__RT_STACK_NONE), 200000000, 1);
+  int a_short = ms__rt_cost_slot(KLS(MS__RT_HEAP_ARENA, MS__RT_STACK_NONE), 50000, 1);
+  ck_assert_int_ne(a_long, a);
+  ck_assert_int_ne(a_short, a);
+  ck_assert_int_eq(ms__rt_cost_lead(&m, a_long), la);
+  ck_assert_int_eq(ms__rt_cost_lead(&m, a_short), la);
+  for (int i = 0; i < 200; i++) ms__rt_cost_learn(&m, a_long, 3000);  // colder after long sleeps
+  ck_assert_int_eq(ms__rt_cost_lead(&m, a_long), 3000);
+  ck_assert_int_eq(ms__rt_cost_lead(&m, a), la);
+  // A row of four points: a slot of its own, borrowing the one-point row's until learnt.
+  int a4 = ms__rt_cost_slot(KLS(MS__RT_HEAP_ARENA, MS__RT_STACK_NONE), 2000000, 4);
+  ck_assert_int_ne(a4, a);
+  ck_assert_int_eq(ms__rt_cost_slot(0, 0, 2), ms__rt_cost_slot(0, 0, 3));
+  ck_assert_int_ne(ms__rt_cost_slot(0, 0, 3), ms__rt_cost_slot(0, 0, 4));
+  ck_assert_int_eq(ms__rt_cost_lead(&m, a4), la);
+  for (int i = 0; i < 50; i++) ms__rt_cost_learn(&m, a4, 4000);
+  ck_assert_int_eq(ms__rt_cost_lead(&m, a4), 4000);
+  ck_assert_int_eq(ms__rt_cost_lead(&m, a), la);
+  ck_assert_int_lt(ms__rt_cost_slot(MS__RT_COST_TOUCH, INT64_MAX, INT64_MAX), MS__RT_COST_SLOTS);
+  // The start is the median of the first samples: one preempted sample does
+  // not set it, nor does a later one move it by more than a step.
+  ms__rt_cost st;
+  ms__rt_cost_init(&st, 1);
+  static const int64_t firsts[] = {60000, 1000, 1200, 900, 1100};
+  for (int i = 0; i < 5; i++) ms__rt_cost_learn(&st, a, firsts[i]);
+  ck_assert_int_eq(ms__rt_cost_lead(&st, a), 1100);
+  ms__rt_cost_learn(&st, a, 500000);
+  ck_assert_int_eq(ms__rt_cost_lead(&st, a), 1100 + MS__RT_COST_STEP);
+  // A host change: the work doubles; the median follows within a few hundred rows.
+  for (int i = 0; i < 400; i++) ms__rt_cost_learn(&m, b, fake_work(28000, 8000));
+  lb = ms__rt_cost_lead(&m, b);
+  ck_assert_msg(lb >= 26000 && lb <= 36000, "mremap lead after the change %lld ns", (long long)lb);
+  // Capped: a class that takes seconds leads by LEAD_MAX.
+  int mapped = ms__rt_cost_slot(MS__RT_COST_MAPPED, 2000000, 1);
+  ms__rt_cost_learn(&m, mapped, 5000000000LL);
+  ck_assert_int_eq(ms__rt_cost_lead(&m, mapped), MS__RT_COST_LEAD_MAX);
+  // Off: learnt, never applied.
+  ms__rt_cost off;
+  ms__rt_cost_init(&off, 0);
+  for (int i = 0; i < 100; i++) ms__rt_cost_learn(&off, a, 1000);
+  ck_assert_int_eq(off.est[a], 1000);
+  ck_assert_int_eq(ms__rt_cost_lead(&off, a), 0);
+  // The resize ahead learns a high percentile: above the median, below the outliers.
+  for (int i = 0; i < 5000; i++) ms__rt_cost_learn_pre(&m, b, fake_work(8000, 8000));
+  int64_t pre = ms__rt_cost_pre(&m, b);
+  ck_assert_msg(pre >= 15000 && pre <= 100000, "resize ahead %lld ns", (long long)pre);
+  ck_assert_int_eq(ms__rt_cost_pre(&off, b), 0);
+}
+END_TEST
+
+/* On a fake clock: rows of two classes whose work varies. Leading each row
+ * by its class's learnt median ends most rows within 10 us of their
+ * deadline; with no lead (the replay before the model) every slow row is
+ * late by its whole work. */
+START_TEST(test_cost_fake_clock_rows) {
+  ms__rt_cost m;
+  ms__rt_cost_init(&m, 1);
+  const int k[2] = {ms__rt_cost_slot(KLS(MS__RT_HEAP_ARENA, MS__RT_STACK_PUSH), 3000000, 1),
+                    ms__rt_cost_slot(KLS(MS__RT_HEAP_PAGES2, 0), 3000000, 1)};
+  const int64_t base[2] = {1000, 20000}, spread[2] = {2000, 10000};
+  int late_model = 0, late_none = 0, early_model = 0, rows = 0;
+  for (int i = 0; i < 20000; i++) {
+    int c = (int)(next_rand() % 2);
+    int64_t lead = ms__rt_cost_lead(&m, k[c]);
+    int64_t work = fake_work(base[c], spread[c]);
+    int64_t end = -lead + work;  // relative to the deadline
+    if (i >= 1000) {             // after a warm-up
+      rows++;
+      late_model += end > 10000;
+      early_model += end < -10000;
+      late_none += work > 10000;
+    }
+    ms__rt_cost_learn(&m, k[c], work);
+  }
+  ck_assert_msg(late_model * 100 < rows * 3, "%d of %d rows late with the model", late_model, rows);
+  ck_assert_msg(early_model * 100 < rows * 3, "%d of %d rows early", early_model, rows);
+  ck_assert_msg(late_none * 100 > rows * 45, "%d of %d rows late without it", late_none, rows);
+}
+END_TEST
+
+// Kinds of rows, from what the original's row changed.
+START_TEST(test_row_kind) {
+  memstub_trace *t = memstub_trace_create();
+  ck_assert_ptr_nonnull(t);
+  int cr = memstub_trace_add_column(t, "rss_bytes"), cm = memstub_trace_add_column(t, "mapped_bytes");
+  ck_assert_int_ge(cr, 0);
+  ck_assert_int_ge(cm, 0);
+  static const int64_t rows[][5] = {
+      // time, stack, heap, rss, mapped
+      {0, 0, 0, 0, 0},           {10, 64, 0, 0, 0},      {20, 64, 100, 0, 0},
+      {30, 128, 200, 0, 0},      {40, 128, 200, 4096, 0}, {50, 128, 200, 4096, 8192},
+      {60, 128, 200, 4096, 8192}, {70, 128, 200, -1, 8192}, {80, 128, 200, 4096, 8192}};
+  static const memstub_row_kind want[] = {MEMSTUB_ROW_IDLE,  MEMSTUB_ROW_STACK, MEMSTUB_ROW_HEAP,
+                                          MEMSTUB_ROW_HEAP,  MEMSTUB_ROW_TOUCH, MEMSTUB_ROW_MAPPED,
+                                          MEMSTUB_ROW_IDLE,  MEMSTUB_ROW_IDLE,  MEMSTUB_ROW_IDLE};
+  size_t n = sizeof rows / sizeof rows[0];
+  for (size_t i = 0; i < n; i++) {
+    ck_assert_int_eq(memstub_trace_append(t, rows[i][0], rows[i][1], rows[i][2]), 0);
+    memstub_trace_extra_row(t, i)[cr] = rows[i][3];
+    memstub_trace_extra_row(t, i)[cm] = rows[i][4];
+  }
+  for (size_t i = 0; i < n; i++)
+    ck_assert_msg(memstub_compare_row_kind(t, i) == want[i], "row %zu: %s, want %s", i,
+                  memstub_row_kind_name(memstub_compare_row_kind(t, i)),
+                  memstub_row_kind_name(want[i]));
+  ck_assert_int_eq(memstub_compare_row_kind(t, n), MEMSTUB_ROW_IDLE);
+  ck_assert_str_eq(memstub_row_kind_name(MEMSTUB_ROW_TOUCH), "touch");
+
+  // The report by kind: a replay late on its heap rows only, one of them
+  // because the host kept the thread off its CPU.
+  memstub_trace *r = memstub_trace_create();
+  int cp = memstub_trace_add_column(r, "point"), ct = memstub_trace_add_column(r, "target_time_ns"),
+      cw = memstub_trace_add_column(r, "wake_late_ns"), ck = memstub_trace_add_column(r, "work_ns"),
+      co = memstub_trace_add_column(r, "off_cpu_ns");
+  for (size_t i = 0; i < n; i++) {
+    int64_t late = i == 2 ? 50000 : i == 3 ? 30000 : 0;
+    ck_assert_int_eq(memstub_trace_append(r, rows[i][0] + late, rows[i][1], rows[i][2]), 0);
+    int64_t *x = memstub_trace_extra_row(r, i);
+    x[cp] = (int64_t)i;
+    x[ct] = rows[i][0];
+    x[cw] = 0;
+    x[ck] = late;
+    x[co] = i == 2 ? 40000 : 0;
+  }
+  memstub_compare_report *rep = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_compare_traces(t, "orig", r, "repl", NULL, &rep, &err) == 0, "%s", err.msg);
+  const memstub_compare_kind *h = &rep->by_kind[MEMSTUB_ROW_HEAP];
+  ck_assert_int_eq(h->rows, 2);
+  ck_assert_int_eq(h->time.late, 2);
+  ck_assert_int_eq(h->time.max_abs, 50000);
+  ck_assert_int_eq(h->late_by_cause[MEMSTUB_LATE_OFF_CPU], 1);
+  ck_assert_int_eq(h->late_by_cause[MEMSTUB_LATE_WORK], 1);
+  ck_assert_int_eq(rep->by_kind[MEMSTUB_ROW_STACK].rows, 1);
+  ck_assert_int_eq(rep->by_kind[MEMSTUB_ROW_STACK].time.late, 0);
+  ck_assert_int_eq(rep->by_kind[MEMSTUB_ROW_IDLE].rows, 4);
+  ck_assert_int_eq(rep->by_kind[MEMSTUB_ROW_MAPPED].rows, 1);
+  ck_assert_int_eq(rep->by_kind[MEMSTUB_ROW_TOUCH].rows, 1);
+  memstub_compare_free(rep);
+  memstub_trace_free(r);
+  memstub_trace_free(t);
+}
+END_TEST
+
+/* A real replay with the online model: rows of an mmapped heap block that
+ * grows and shrinks by pages. The model learns and leads, and the heap and
+ * stack it leaves at every point are those of the same replay without it. */
+START_TEST(test_online_replay_exact) {
+  enum { N = 60 };
+  static struct memAlloc use[N];
+  static int64_t point[N];
+  for (int i = 0; i < N; i++) {
+    int64_t dh = i == 0 ? 300000 : (i % 2 ? 3 * 4096 + 40 : -(3 * 4096 + 40));
+    use[i] = (struct memAlloc){.time = 2000000, .stackAlloc = i % 4 == 1 ? 256 : i % 4 == 3 ? -256 : 0,
+                               .heapAlloc = dh};
+    point[i] = i + 1;
+  }
+  struct memstub_stub s = {.abi = MEMSTUB_STUB_ABI,
+                           .timing = MEMSTUB_TIMING_ONLINE,
+                           .numdata = N,
+                           .use = use,
+                           .point = point,
+                           .norig = N + 1,
+                           .source = "online"};
+  // A fixed mmap threshold: glibc's dynamic one rises when the first replay
+  // frees its mapped block, and the second would then keep it in the arena.
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+  memstub_replay_options o;
+  memstub_replay_options_init(&o);
+  o.measure = MEMSTUB_MEASURE_TRACE;
+  memstub_replay *on = NULL, *off = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_replay_run(&s, &o, &on, &err) == 0, "%s", err.msg);
+  o.cost_model = MEMSTUB_COST_OFF;
+  ck_assert_msg(memstub_replay_run(&s, &o, &off, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(on->info.cost_model, MEMSTUB_COST_ONLINE);
+  ck_assert_int_eq(off->info.cost_model, MEMSTUB_COST_OFF);
+  ck_assert_int_ge(on->info.cost_rows, N - 2);
+  ck_assert_int_gt(on->info.cost_lead_ns, 0);
+  ck_assert_int_eq(off->info.cost_lead_ns, 0);
+  ck_assert_int_eq(off->info.cost_rows, 0);  // off: nothing learnt, no clock read
+  for (int i = 0; i < N; i++) {
+    ck_assert_int_eq(on->rec[i].stack_bytes, off->rec[i].stack_bytes);
+    ck_assert_int_eq(on->rec[i].heap_bytes, off->rec[i].heap_bytes);
+    ck_assert_int_eq(on->rec[i].heap_usable, off->rec[i].heap_usable);
+    // A row starts at most its learnt lead early (capped), never before the last deadline.
+    ck_assert_int_ge(on->rec[i].start_ns, on->rec[i].target_ns - use[i].time);
+  }
+  // Without the model no row ends before its deadline; the default for an
+  // uncompensated stub is that, too.
+  for (int i = 0; i < N; i++) ck_assert_int_ge(off->rec[i].end_ns, off->rec[i].target_ns);
+  s.timing = MEMSTUB_TIMING_NONE;
+  o.cost_model = MEMSTUB_COST_AUTO;
+  memstub_replay *none = NULL;
+  o.measure = 0;
+  ck_assert_msg(memstub_replay_run(&s, &o, &none, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(none->info.cost_model, MEMSTUB_COST_OFF);
+  memstub_replay_free(none);
+  o.cost_model = 7;
+  ck_assert_int_eq(memstub_replay_run(&s, &o, &none, &err), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "cost_model"));
+  memstub_replay_free(on);
+  memstub_replay_free(off);
+}
+END_TEST
+
 // A mostly idle stub: the replay thread sleeps, and its CPU time says so
 // (bounds that hold on a loaded machine: a preempted thread uses no CPU).
 START_TEST(test_idle_cpu) {
@@ -265,10 +568,15 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_fake_clock_waits);
   tcase_add_test(tc, test_adaptive_learns);
   tcase_add_test(tc, test_cause_rule);
+  tcase_add_test(tc, test_cost_classes);
+  tcase_add_test(tc, test_cost_learns);
+  tcase_add_test(tc, test_cost_fake_clock_rows);
+  tcase_add_test(tc, test_row_kind);
   suite_add_tcase(s, tc);
   TCase *tr = tcase_create("replay");
   tcase_set_timeout(tr, 60);
   tcase_add_test(tr, test_idle_cpu);
+  tcase_add_test(tr, test_online_replay_exact);
   suite_add_tcase(s, tr);
   return s;
 }

@@ -87,6 +87,34 @@ memstub_late_cause memstub_compare_late_cause(int64_t error_ns, int64_t wake_lat
  * "wake", "work", "off_cpu", "unknown" with json set). */
 const char *memstub_late_cause_name(memstub_late_cause c, int json);
 
+/* What a row of the original changes (from the row before it; row 0 from
+ * zero): its mapped bytes (mapped_bytes), else its heap, else its stack,
+ * else only its resident memory (rss_bytes: the original touched pages with
+ * no allocator call), else nothing (idle). The kinds a row's work differs
+ * by: compare reports lateness per kind (docs/compare-and-plot.md). */
+typedef enum memstub_row_kind {
+  MEMSTUB_ROW_STACK = 0,
+  MEMSTUB_ROW_HEAP = 1,
+  MEMSTUB_ROW_MAPPED = 2,
+  MEMSTUB_ROW_TOUCH = 3,
+  MEMSTUB_ROW_IDLE = 4,
+  MEMSTUB_ROW_KINDS = 5,
+} memstub_row_kind;
+
+/* The kind of row i of orig (pure; MEMSTUB_ROW_IDLE for a row out of range).
+ * A value of -1 (unknown) in mapped_bytes or rss_bytes is no change. */
+memstub_row_kind memstub_compare_row_kind(const memstub_trace *orig, size_t i);
+/* "stack", "heap", "mapped", "touch", "idle" (also the JSON keys). */
+const char *memstub_row_kind_name(memstub_row_kind k);
+
+/* The time error of the compared rows of one kind; late_by_cause as the
+ * report's, for these rows. */
+typedef struct memstub_compare_kind {
+  size_t rows;
+  memstub_compare_time time;
+  size_t late_by_cause[MEMSTUB_LATE_CAUSES];
+} memstub_compare_kind;
+
 typedef struct memstub_compare_report {
   char *original_name, *replayed_name;  /* as given (file names, or labels) */
   size_t original_rows, replayed_rows;
@@ -130,6 +158,8 @@ typedef struct memstub_compare_report {
    * CPU time, its run-queue wait and the replay's duration, ns; -1 when not
    * given. */
   int64_t replay_cpu_ns, replay_off_cpu_ns, replay_duration_ns;
+  /* The time error by kind of row (memstub_row_kind). */
+  memstub_compare_kind by_kind[MEMSTUB_ROW_KINDS];
 } memstub_compare_report;
 
 /* Compare a replayed trace with its original (both in memory). names are

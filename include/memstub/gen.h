@@ -36,7 +36,7 @@ typedef struct memstub_gen_options {
   const struct memstub_profile *profile;  // calibration to compensate for; NULL for none
                                           //   (memstub/calib.h, docs/calibration.md)
   const char *profile_path;               // recorded in the header when profile is set
-  int timing;               // MEMSTUB_TIMING_DEADLINE or MEMSTUB_TIMING_USLEEP, with a profile
+  int timing;               // MEMSTUB_TIMING_DEADLINE, _USLEEP or _ONLINE (sizes only), with a profile
   int measured;             // with a profile: the replay will measure a trace
                             //   (MEMSTUB_MEASURE_TRACE), so predict that cost too
 } memstub_gen_options;

@@ -75,6 +75,24 @@ enum {
 /* How far before its deadline a long sleep ends to re-aim (1 ms). */
 #define MEMSTUB_REAIM_DEFAULT 1000000
 
+/* The online cost model (memstub_replay_options.cost_model, docs/runtime.md
+ * "The online cost model"): deadline timing learns, per class of work (heap
+ * in the arena, an mmapped block changing by so many pages, a stack push
+ * with or without new pages, a mapped change, ...), the median time a row's
+ * work takes on this host, and starts each row's work that much before its
+ * deadline, so that the work ends on time.
+ *   MEMSTUB_COST_AUTO (default): on for a stub made for it (memstub_stub.timing
+ *     MEMSTUB_TIMING_ONLINE: memstub gen --calibration P --timing online, sizes
+ *     compensated, delays not), off otherwise: a stub compensated for deadline
+ *     timing has its deadlines moved by the profile's prediction already, and
+ *     an uncompensated one keeps "no row ends before its deadline";
+ *   MEMSTUB_COST_ONLINE: on (a row may then end a little early: its work
+ *     took less than the learnt median); MEMSTUB_COST_OFF: off (nothing
+ *     learnt, no clock read added to a point's work). */
+#define MEMSTUB_COST_AUTO 0
+#define MEMSTUB_COST_ONLINE 1
+#define MEMSTUB_COST_OFF 2
+
 typedef struct memstub_replay_options {
   int timing;          // MEMSTUB_TIMING_DEADLINE or _USLEEP (memstub_replay_options_init
                        //   sets deadline; MEMSTUB_TIMING_NONE is refused)
@@ -98,6 +116,7 @@ typedef struct memstub_replay_options {
    * CPU sooner when it wakes, so it waits less for a CPU on a loaded host
    * (docs/runtime.md, "What margins cannot cure"). */
   int64_t sched_slice_ns;
+  int cost_model;  // MEMSTUB_COST_AUTO (0), _ONLINE or _OFF
 } memstub_replay_options;
 
 /* Defaults: deadline timing, MEMSTUB_MARGIN_MODEL with MEMSTUB_REAIM_DEFAULT,
@@ -176,6 +195,10 @@ typedef struct memstub_replay_info {
                            //   run_delay_ns of the records), -1 if unknown
   int64_t reaim_ns;        // deadline timing, model or adaptive: as used; 0 otherwise
   int64_t sched_slice_ns;  // the slice asked for when the kernel accepted it, else 0
+  int cost_model;          // deadline timing: MEMSTUB_COST_ONLINE when rows started early by
+                           //   their learnt cost, else MEMSTUB_COST_OFF
+  int64_t cost_rows;       // rows whose work the model learnt (0 when off)
+  int64_t cost_lead_ns;    // the anticipation it applied, summed over the rows, ns
 } memstub_replay_info;
 
 typedef struct memstub_replay {

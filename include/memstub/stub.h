@@ -31,6 +31,9 @@ enum memstub_timing {
   MEMSTUB_TIMING_NONE = 0,      // a stub only: not compensated (replayed with deadline timing)
   MEMSTUB_TIMING_DEADLINE = 1,  // absolute deadlines: sleep to a margin before, then spin
   MEMSTUB_TIMING_USLEEP = 2,    // the paper's relative sleeps; errors accumulate by design
+  MEMSTUB_TIMING_ONLINE = 3,    // a stub only: sizes compensated, delays not; replayed with
+                                //   deadline timing, each row started early by the work the
+                                //   replay learns online (memstub/runtime.h, MEMSTUB_COST_*)
 };
 #endif
 
