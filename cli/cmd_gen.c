@@ -1,14 +1,17 @@
 // memstub gen: a trace becomes a memUse header, through GNU m4.
+#include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 #include "memstub/calib.h"
 #include "memstub/gen.h"
+#include "memstub/generations.h"
 #include "ms_common.h"
 
 enum { O_TIME_SCALE = MS_CLI_LONG, O_HEAP_SCALE, O_STACK_SCALE, O_RSS_SCALE, O_MAPPED_SCALE,
-       O_CPU_SCALE, O_CHURN_SCALE, O_DATA };
+       O_CPU_SCALE, O_CHURN_SCALE, O_DATA, O_RELEASE };
 
 static const ms_cli_option options[] = {
     {"output", 'o', "FILE", "write the header to FILE (atomically)"},
@@ -27,6 +30,10 @@ static const ms_cli_option options[] = {
     {"churn-scale", O_CHURN_SCALE, "F",
      "what-if: F times the allocator calls and their bytes\n"
      "(calls_*, churn_bytes; 0: every temporary pooled)"},
+    {"release", O_RELEASE, NULL,
+     "release what the regions left alive (TRACE.generations,\n"
+     "from memstub record) when the program freed it: rows\n"
+     "added after each region's end"},
     {"calibration", 'c', "FILE",
      "compensate for the overheads measured on the target\n"
      "host (a profile from 'memstub calibrate'): the stack\n"
@@ -68,6 +75,28 @@ static void gen_progress(void *ctx, int64_t done, int64_t total) {
   if (total >= 100000) ms_cli_progress("memstub gen: writing points", (uint64_t)done, (uint64_t)total);
 }
 
+/* --release: *t replaced by a copy with its regions' survivors released
+ * (memstub/generations.h), from in.generations. 0, or fails with err. */
+static int with_releases(const char *in, memstub_trace **t, memstub_error *err) {
+  char *path = ms__asprintf("%s.generations", in);
+  if (!path) return memstub_error_set(err, -ENOMEM, "out of memory");
+  memstub_generations *gens = NULL;
+  memstub_trace *c = NULL;
+  size_t added = 0;
+  int rc = memstub_generations_read(path, &gens, err);
+  if (rc == 0 && (rc = memstub_generations_release(*t, gens, &c, &added, err)) < 0)
+    memstub_error_prefix(err, in);
+  if (rc == 0) {
+    ms_cli_note("--release: %zu row%s added for the survivors' release (%s)", added,
+                added == 1 ? "" : "s", path);
+    memstub_trace_free(*t);
+    *t = c;
+  }
+  memstub_generations_free(gens);
+  free(path);
+  return rc;
+}
+
 int ms_cmd_gen(int argc, char **argv) {
   static const char *const timings[] = {"deadline", "usleep", "online", NULL};
   static const int timing_mode[] = {MEMSTUB_TIMING_DEADLINE, MEMSTUB_TIMING_USLEEP,
@@ -75,7 +104,7 @@ int ms_cmd_gen(int argc, char **argv) {
   memstub_gen_options o;
   memstub_gen_options_init(&o);
   const char *out = "-", *timing = NULL, *data = NULL;
-  int out_given = 0, format_given = 0;
+  int out_given = 0, format_given = 0, release = 0;
   ms_cli_parser p = {.spec = &spec};
   memstub_gen_emit_options eo = {.format = MEMSTUB_GEN_FORMAT_AUTO};
   if (ms_cli_progress_enabled()) eo.progress = gen_progress;
@@ -84,6 +113,7 @@ int ms_cmd_gen(int argc, char **argv) {
     switch (c) {
       case 'o': out = p.arg, out_given = 1; break;
       case O_DATA: data = p.arg; break;
+      case O_RELEASE: release = 1; break;
       case 'n': o.name = p.arg; break;
       case 'c': o.profile_path = p.arg; break;
       case O_TIME_SCALE: bad = ms_cli_arg_double(&p, &o.time_scale); break;
@@ -131,6 +161,7 @@ int ms_cmd_gen(int argc, char **argv) {
   // On a terminal, the stage under way (a 10M-row trace reads for a second).
   if (ms_cli_progress_enabled()) fprintf(stderr, "\r\033[Kmemstub gen: reading %s", in);
   int rc = memstub_trace_read(in, &t, &err);
+  if (rc == 0 && release) rc = with_releases(in, &t, &err);
   if (rc == 0 && ms_cli_progress_enabled())
     fprintf(stderr, "\r\033[Kmemstub gen: normalising %zu rows", t->n);
   if (rc == 0 && (rc = memstub_gen_build(t, &o, &g, &err)) < 0) memstub_error_prefix(&err, in);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "memstub/generations.h"
 #include "memstub/trace.h"
 #include "ms_common.h"
 
@@ -41,132 +42,55 @@ static const int64_t after_ns[] = {1000000, 10000000, 100000000, 1000000000};
 typedef struct occ {
   int64_t id, begin, end;
   int64_t blocks, bytes, surv_blocks, surv_bytes;
-  char *name;
+  const char *name;
   int64_t alive[NAFTER + 1];  // survivor bytes alive at +after_ns[k], and at exit
-  int64_t freed_blocks;       // survivors freed before exit
 } occ;
 
 typedef struct gens {
+  memstub_generations *file;
   int64_t exit_ns;
   int64_t dropped[3];
   occ *o;
-  size_t n, cap;
+  size_t n;
 } gens;
 
 static void gens_free(gens *g) {
-  for (size_t i = 0; i < g->n; i++) free(g->o[i].name);
+  memstub_generations_free(g->file);
   free(g->o);
   memset(g, 0, sizeof *g);
 }
 
-// Split line into at most max blank-separated fields (the last one keeps
-// the rest of the line); the count.
-static int fields(char *line, char **f, int max) {
-  int n = 0;
-  char *p = line;
-  while (*p && n < max) {
-    while (*p == ' ') p++;
-    if (!*p) break;
-    f[n++] = p;
-    if (n == max) break;
-    while (*p && *p != ' ') p++;
-    if (*p) *p++ = '\0';
-  }
-  return n;
-}
-
-static int num(const char *path, long line, int field, const char *s, int64_t *v,
-               memstub_error *err) {
-  if (ms__parse_i64(s, strlen(s), v) < 0)
-    return memstub_error_set(err, -EINVAL, "%s:%ld: field %d: expected an integer, found '%s'",
-                             path, line, field, s);
-  return 0;
-}
-
-static occ *find(gens *g, int64_t id) {
-  for (size_t i = 0; i < g->n; i++)
-    if (g->o[i].id == id) return &g->o[i];
-  return NULL;
-}
-
-/* Read the generations file at path into *g: 0, or a negative errno with
- * err naming the file, line and field (then *g is empty). */
+/* The file at path read (memstub_generations_read) and each occurrence's
+ * survival curve: 0, or a negative errno with err set (then *g is empty). */
 static int gens_read(const char *path, gens *g, memstub_error *err) {
   memset(g, 0, sizeof *g);
-  FILE *f = fopen(path, "re");
-  if (!f) return memstub_error_set(err, -errno, "%s: %s", path, strerror(errno));
-  char buf[4096];
-  long ln = 0;
-  int rc = 0, have_exit = 0;
-  while (rc == 0 && fgets(buf, sizeof buf, f)) {
-    ln++;
-    buf[strcspn(buf, "\r\n")] = '\0';
-    if (ln == 1) {
-      if (strcmp(buf, "# memstub-generations 1") != 0)
-        rc = memstub_error_set(err, -EINVAL, "%s:1: not a memstub generations file (expected "
-                               "'# memstub-generations 1')", path);
-      continue;
-    }
-    if (!buf[0] || buf[0] == '#') continue;
-    char *fl[9];
-    int n = fields(buf, fl, 9);
-    int64_t v[8];
-    if (strcmp(fl[0], "exit_ns") == 0 && n == 2) {
-      rc = num(path, ln, 2, fl[1], &g->exit_ns, err);
-      have_exit = 1;
-    } else if (strcmp(fl[0], "dropped") == 0 && n == 4) {
-      for (int k = 0; k < 3 && rc == 0; k++) rc = num(path, ln, k + 2, fl[k + 1], &g->dropped[k], err);
-    } else if (strcmp(fl[0], "occurrence") == 0 && n == 9) {
-      for (int k = 0; k < 7 && rc == 0; k++) rc = num(path, ln, k + 2, fl[k + 1], &v[k], err);
-      if (rc == 0 && (v[0] <= 0 || find(g, v[0])))
-        rc = memstub_error_set(err, -EINVAL, "%s:%ld: field 2: occurrence %" PRId64
-                               " is not a new positive number", path, ln, v[0]);
-      if (rc) break;
-      if (g->n == g->cap) {
-        size_t nc = g->cap ? 2 * g->cap : 64;
-        occ *no = realloc(g->o, nc * sizeof *no);
-        if (!no) {
-          rc = memstub_error_set(err, -ENOMEM, "%s: out of memory", path);
-          break;
-        }
-        g->o = no, g->cap = nc;
-      }
-      occ *o = &g->o[g->n];
-      memset(o, 0, sizeof *o);
-      o->id = v[0], o->begin = v[1], o->end = v[2], o->blocks = v[3], o->bytes = v[4];
-      o->surv_blocks = v[5], o->surv_bytes = v[6];
-      o->name = ms__strdup(fl[8]);
-      if (!o->name) {
-        rc = memstub_error_set(err, -ENOMEM, "%s: out of memory", path);
-        break;
-      }
-      g->n++;
-    } else if (strcmp(fl[0], "survivor") == 0 && n == 5) {
-      for (int k = 0; k < 4 && rc == 0; k++) rc = num(path, ln, k + 2, fl[k + 1], &v[k], err);
-      if (rc) break;
-      occ *o = find(g, v[0]);
-      if (!o)
-        rc = memstub_error_set(err, -EINVAL, "%s:%ld: field 2: occurrence %" PRId64
-                               " has no occurrence line before it", path, ln, v[0]);
-      else if (v[1] < 0)
-        rc = memstub_error_set(err, -EINVAL, "%s:%ld: field 3: negative size", path, ln);
-      if (rc) break;
-      for (int k = 0; k < NAFTER; k++)
-        if (v[3] < 0 || v[3] - o->end > after_ns[k]) o->alive[k] += v[1];
-      if (v[3] < 0)
-        o->alive[NAFTER] += v[1];
-      else
-        o->freed_blocks++;
-    } else {
-      rc = memstub_error_set(err, -EINVAL, "%s:%ld: field 1: unknown or incomplete line "
-                             "starting '%s'", path, ln, fl[0]);
-    }
+  int rc = memstub_generations_read(path, &g->file, err);
+  if (rc < 0) return rc;
+  const memstub_generations *f = g->file;
+  g->exit_ns = f->exit_ns;
+  g->dropped[0] = f->dropped_blocks, g->dropped[1] = f->dropped_occurrences;
+  g->dropped[2] = f->dropped_survivors;
+  g->o = calloc(f->nocc ? f->nocc : 1, sizeof *g->o);
+  if (!g->o) {
+    gens_free(g);
+    return memstub_error_set(err, -ENOMEM, "out of memory");
   }
-  if (rc == 0 && ferror(f)) rc = memstub_error_set(err, -EIO, "%s: read error", path);
-  if (rc == 0 && !have_exit) rc = memstub_error_set(err, -EINVAL, "%s:%ld: no exit_ns line", path, ln);
-  fclose(f);
-  if (rc) gens_free(g);
-  return rc;
+  for (size_t i = 0; i < f->nocc; i++) {
+    const memstub_occurrence *x = &f->occ[i];
+    g->o[i] = (occ){x->id, x->begin_ns, x->end_ns, x->blocks, x->bytes, x->survivor_blocks,
+                    x->survivor_bytes, x->name, {0}};
+  }
+  g->n = f->nocc;
+  for (size_t k = 0; k < f->nsurv; k++) {
+    const memstub_survivor *s = &f->surv[k];
+    occ *o = NULL;
+    for (size_t i = 0; i < g->n && !o; i++)
+      if (g->o[i].id == s->occurrence) o = &g->o[i];
+    for (int a = 0; a < NAFTER; a++)
+      if (s->free_ns < 0 || s->free_ns - o->end > after_ns[a]) o->alive[a] += s->bytes;
+    if (s->free_ns < 0) o->alive[NAFTER] += s->bytes;
+  }
+  return 0;
 }
 
 static int by_survivors(const void *a, const void *b) {

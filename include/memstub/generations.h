@@ -1,0 +1,62 @@
+/* memstub/generations.h: the TRACE.generations file `memstub record` writes
+ * beside a trace with probe regions: what each region occurrence left alive
+ * at its end, and when the program freed it (docs/formats.md#generations). */
+#ifndef MEMSTUB_GENERATIONS_H
+#define MEMSTUB_GENERATIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memstub/error.h"
+#include "memstub/trace.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct memstub_occurrence {
+  int64_t id;                 /* the trace's region number, from 1 */
+  int64_t begin_ns, end_ns;   /* on the trace's clock */
+  int64_t blocks, bytes;      /* allocated inside it by the recorded thread */
+  int64_t survivor_blocks, survivor_bytes;  /* of those, alive at its end */
+  char *name;
+} memstub_occurrence;
+
+typedef struct memstub_survivor {
+  int64_t occurrence;  /* its memstub_occurrence id */
+  int64_t bytes;
+  int64_t alloc_ns, free_ns;  /* free_ns -1: alive at exit */
+} memstub_survivor;
+
+typedef struct memstub_generations {
+  int64_t exit_ns;
+  int64_t dropped_blocks, dropped_occurrences, dropped_survivors;
+  size_t nocc, nsurv;
+  memstub_occurrence *occ;  /* in file order */
+  memstub_survivor *surv;   /* in file order */
+} memstub_generations;
+
+/* Read a generations file into *out: 0, or a negative errno with err saying
+ * "path:line: field N: what is wrong" (then *out is NULL). */
+int memstub_generations_read(const char *path, memstub_generations **out, memstub_error *err);
+void memstub_generations_free(memstub_generations *g);
+
+/* The occurrence with this id, or NULL. */
+const memstub_occurrence *memstub_generations_find(const memstub_generations *g, int64_t id);
+
+/* A copy of trace t (regions in its "region" column) in which the survivors
+ * of its regions are released when the program freed them: a row at each
+ * free time that falls after its region's end and outside every region of
+ * t (between regions, or after t's last row), with the heap lowered by the
+ * bytes freed since the region before it ended; the other columns as the row
+ * before (per-interval columns such as churn_bytes and calls_* 0). Survivors
+ * alive at exit stay. *added: the rows added. 0, or -EINVAL (t has no region
+ * column) or -ENOMEM with err set. */
+int memstub_generations_release(const memstub_trace *t, const memstub_generations *g,
+                                memstub_trace **out, size_t *added, memstub_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
