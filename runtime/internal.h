@@ -54,6 +54,9 @@ typedef struct ms__rt_res {
   int64_t map_touched;          // bytes [0, map_touched) of the mapping written
   int64_t heap_touched;         // bytes [0, heap_touched) of the replayed heap written
   int64_t maps, released;       // mmap/mremap/munmap calls, releases (madvise)
+  // MEMSTUB_MEASURE_RESIDENT: /proc/self/statm (or < 0) and the readings at T0.
+  int statm_fd;
+  int64_t rss0, minflt0, majflt0;
 } ms__rt_res;
 
 /* Change the mapped bytes by delta (mmap, mremap or munmap to the new length
@@ -64,8 +67,15 @@ int ms__rt_res_mapped(ms__rt_res *r, int64_t delta, long page);
  * the mapping's, lowest address first; pages beyond the target are written
  * or dropped (madvise MADV_DONTNEED) as needed. */
 void ms__rt_res_target(ms__rt_res *r, ms__rt_heap *h, int64_t target, long page);
-// Unmap the mapping (the end of a replay).
+// Unmap the mapping and close statm (the end of a replay).
 void ms__rt_res_release(ms__rt_res *r);
+/* MEMSTUB_MEASURE_RESIDENT: open /proc/self/statm before the replay
+ * (statm_fd < 0 when it cannot be: rss_bytes is then -1); take the readings
+ * at T0; and measure a record after a point's work (no allocation, one pread
+ * and one getrusage). */
+void ms__rt_res_meter_open(ms__rt_res *r);
+void ms__rt_res_baseline(ms__rt_res *r);
+void ms__rt_res_measure(const ms__rt_res *r, memstub_replay_record *rec);
 
 /* ---- waiting for a deadline (engine.c) ----------------------------------- */
 

@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 
 #include "internal.h"
+#include "prim.h"
 
 static int64_t page_up(int64_t v, long page) { return (v + page - 1) / page * page; }
 
@@ -88,7 +89,37 @@ void ms__rt_res_target(ms__rt_res *r, ms__rt_heap *h, int64_t target, long page)
 
 void ms__rt_res_release(ms__rt_res *r) {
   if (r->map) munmap(r->map, r->map_cap);
+  ms__prim_statm_close(r->statm_fd);
+  r->statm_fd = -1;
   r->map = NULL;
   r->map_cap = 0;
   r->map_len = r->map_touched = r->heap_touched = 0;
+}
+
+/* ---- measuring (MEMSTUB_MEASURE_RESIDENT) ----------------------------------
+ * The recorder's readings (recorder/memory.c): RssAnon from an open
+ * /proc/self/statm, faults from getrusage(RUSAGE_THREAD). mapped_bytes is the
+ * stub's own mapping: the only anonymous memory it maps outside malloc. */
+
+void ms__rt_res_meter_open(ms__rt_res *r) {
+  int fd = ms__prim_statm_open();
+  r->statm_fd = fd >= 0 ? fd : -1;
+}
+
+void ms__rt_res_baseline(ms__rt_res *r) {
+  r->rss0 = r->statm_fd >= 0 ? ms__prim_statm_anon(r->statm_fd) : -1;
+  if (ms__prim_thread_faults(&r->minflt0, &r->majflt0) < 0) r->minflt0 = r->majflt0 = -1;
+}
+
+void ms__rt_res_measure(const ms__rt_res *r, memstub_replay_record *rec) {
+  int64_t rss = r->statm_fd >= 0 && r->rss0 >= 0 ? ms__prim_statm_anon(r->statm_fd) : -1;
+  rec->rss_bytes = rss < 0 ? -1 : rss > r->rss0 ? rss - r->rss0 : 0;
+  rec->mapped_bytes = r->map_len;
+  int64_t mi, ma;
+  if (r->minflt0 >= 0 && ms__prim_thread_faults(&mi, &ma) == 0) {
+    rec->minor_faults = mi - r->minflt0;
+    rec->major_faults = ma - r->majflt0;
+  } else {
+    rec->minor_faults = rec->major_faults = -1;
+  }
 }
