@@ -482,6 +482,53 @@ static memstub_gen *comp_build(const memstub_trace *t, const memstub_profile *p,
   return g;
 }
 
+/* The cost model counts touched pages, not requested bytes, for a stub with
+ * resident data: a 64 MiB block of which 8 MiB are resident faults 2048
+ * pages; mapped memory faults as its rss target reaches it; a fall of the
+ * target is a release per page given back. */
+START_TEST(test_comp_touched_pages) {
+  const int64_t MiB = 1 << 20, page = sysconf(_SC_PAGESIZE);
+  memstub_trace *t = memstub_trace_create();
+  int rc = memstub_trace_add_column(t, "rss_bytes"), mc = memstub_trace_add_column(t, "mapped_bytes");
+  // time, heap, rss, mapped
+  static const int64_t rows[][4] = {{0, 0, 0, 0},
+                                    {1000000, 64, 8, 0},
+                                    {2000000, 64, 24, 16},
+                                    {3000000, 64, 4, 16}};
+  for (size_t i = 0; i < 4; i++) {
+    ck_assert_int_eq(memstub_trace_append(t, rows[i][0], 0, rows[i][1] * MiB), 0);
+    memstub_trace_extra_row(t, i)[rc] = rows[i][2] * MiB;
+    memstub_trace_extra_row(t, i)[mc] = rows[i][3] * MiB;
+  }
+  memstub_profile p;
+  zero_profile(&p);
+  p.mmap_threshold = 128 * 1024;
+  p.heap_arena_room = 0;
+  p.hot.heap_mmap_use.per_fault.ns = 100;       // a first touch
+  p.hot.heap_mmap_shrink.per_fault.ns = 10;     // a page given back
+  p.hot.heap_mmap_alloc_nofault.ns = 1000;      // an mmap/mremap call, no fault
+  p.hot.heap_to_mmap.per_fault.ns = 1;          // the copy into a new mapping
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  memstub_gen *g = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_gen_build(t, &o, &g, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(g->stub.numdata, 3);
+  double cost[3];
+  ck_assert_msg(memstub_gen_predict(&g->stub, &p, 0, cost, &err) == 0, "%s", err.msg);
+  int64_t pg8 = 8 * MiB / page, pg16 = 16 * MiB / page, pg20 = 20 * MiB / page;
+  // Row 1: the block moves to mmap (copying nothing written), then 8 MiB written.
+  ck_assert_double_eq_tol(cost[0], 1.0 * 1 + 100.0 * (double)pg8, 1e-6);
+  // Row 2: the mapping appears (one call), 16 MiB more written (heap to 24 MiB:
+  // the heap block holds 64, so all of it in the heap).
+  ck_assert_double_eq_tol(cost[1], 1000 + 100.0 * (double)pg16, 1e-6);
+  // Row 3: down to 4 MiB, the mapping unchanged (no call): 20 MiB given back.
+  ck_assert_double_eq_tol(cost[2], 10.0 * (double)pg20, 1e-6);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
 START_TEST(test_comp_cold_rows) {
   // A point costs 1000 ns hot and 5000 ns cold. Rows waiting 10 us spin
   // (hot); rows waiting 500 us and 1 ms sleep first (cold, in deadline timing).
@@ -931,6 +978,7 @@ static Suite *calib_suite(void) {
   tcase_add_test(tc, test_profile_other_host);
   tcase_add_test(tc, test_profile_fuzz_regressions);
   tcase_add_test(tc, test_comp_cold_rows);
+  tcase_add_test(tc, test_comp_touched_pages);
   tcase_add_test(tc, test_comp_measured_last_point);
   tcase_add_test(tc, test_comp_to_mmap_per_page);
   tcase_add_test(tc, test_calibrate_bad_cold_delay);
