@@ -445,6 +445,18 @@ int ms__gen_compensate(memstub_gen *g, ms__targets *tg, const memstub_gen_option
   return stage == 0 ? stage0(g, tg, o, sc, err) : stage1(g, o, err);
 }
 
+void ms__gen_compensate_rss(memstub_gen *g, const memstub_profile *p) {
+  int64_t o = p->resident_overhead;
+  g->comp.rss_overhead_bytes = o;
+  if (!g->rss || o == 0) return;
+  for (int64_t i = 0; i < g->stub.numdata; i++) {
+    if (g->rss[i] <= 0) continue;  // -1: no target; 0: nothing to lower
+    int64_t v = g->rss[i] - o;
+    g->rss[i] = v > 0 ? v : 0;
+    g->comp.rss_points++;
+  }
+}
+
 void ms__gen_comp_summary(const memstub_gen_comp *c, int timing, char *buf, size_t cap) {
   if (timing == MEMSTUB_TIMING_NONE) {
     snprintf(buf, cap, "none");
@@ -461,6 +473,10 @@ void ms__gen_comp_summary(const memstub_gen_comp *c, int timing, char *buf, size
            (long long)c->heap_unmet_max, timing == MEMSTUB_TIMING_USLEEP ? "usleep" : "deadline",
            (long long)c->time_cost_ns, (long long)c->time_shift_ns, (long long)c->time_points,
            (long long)c->time_unmet_max);
+  size_t len = strlen(buf);
+  if (c->rss_points && len < cap)
+    snprintf(buf + len, cap - len, "; rss: %lld points %+lld B", (long long)c->rss_points,
+             (long long)-c->rss_overhead_bytes);
 }
 
 void memstub_gen_comp_format(const memstub_gen *g, char *buf, size_t cap) {

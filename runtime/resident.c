@@ -26,12 +26,17 @@ static void touch(char *p, int64_t from, int64_t to, long page) {
   q[to - 1] = 'a';
 }
 
-// Drop the whole pages of p[from, to) (p page-aligned or not): the partly
-// covered pages at either end stay.
-static void drop(char *p, int64_t from, int64_t to, long page) {
-  uintptr_t a = (uintptr_t)(p + from), b = (uintptr_t)(p + to);
-  a = (a + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
-  b &= ~((uintptr_t)page - 1);
+/* Drop the pages of p[from, to), where nothing at or beyond to is to stay
+ * resident and p[0, limit) is the region's to drop (to <= limit): the page
+ * holding from stays (it holds bytes below from); the one holding to - 1
+ * goes too when it ends within the limit (else a drop by drop fall would
+ * leave one page behind each time). What lies beyond limit (an arena's next
+ * chunk header) is never dropped. */
+static void drop(char *p, int64_t from, int64_t to, int64_t limit, long page) {
+  uintptr_t mask = ~((uintptr_t)page - 1);
+  uintptr_t a = ((uintptr_t)(p + from) + (uintptr_t)page - 1) & mask;
+  uintptr_t b = ((uintptr_t)(p + to) + (uintptr_t)page - 1) & mask;
+  if (b > (uintptr_t)(p + limit)) b = (uintptr_t)(p + to) & mask;
   if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
@@ -74,14 +79,15 @@ void ms__rt_res_target(ms__rt_res *r, ms__rt_heap *h, int64_t target, long page)
   if (want_h > r->heap_touched) {
     touch(block, r->heap_touched, want_h, page);
   } else if (want_h < r->heap_touched) {
-    drop(block, want_h, r->heap_touched, page);
+    // The block's usable bytes beyond the pad: the chunk ends there.
+    drop(block, want_h, r->heap_touched, (int64_t)h->usable - MS__RT_HEAP_PAD, page);
     r->released++;
   }
   r->heap_touched = want_h;
   if (want_m > r->map_touched) {
     touch(r->map, r->map_touched, want_m, page);
   } else if (want_m < r->map_touched) {
-    drop(r->map, want_m, r->map_touched, page);
+    drop(r->map, want_m, r->map_touched, (int64_t)r->map_cap, page);
     r->released++;
   }
   r->map_touched = want_m;

@@ -395,6 +395,9 @@ static void fill_info(memstub_replay *r, const ms__rt_ctx *c, int64_t stack_size
   in->heap_unmaps = c->heap.unmaps;
   in->heap_trims = c->heap.trims;
   in->heap_baseline = c->heap_base;
+  in->rss_entry_bytes = (opt->measure & MEMSTUB_MEASURE_RESIDENT) && c->res.rss0 >= 0
+                            ? c->res.rss0
+                            : -1;
   in->entry = c->entry;
   in->entry.run_delay_ns = c->run_delay0;
 }

@@ -179,6 +179,17 @@ START_TEST(test_calibrate_quick) {
   ck_assert_int_le(p->stack_fit_max_resid, 8);
   ck_assert_int_le(llabs(p->heap_overhead_inuse), 8);
   ck_assert_int_eq(p->heap_overhead_empty, 0);
+  // Resident: above its targets a replay keeps the partly written pages (at
+  // most one page of the block and one of the mapping); before its first
+  // point its thread's pages and the records, a record's bytes per point.
+  ck_assert_int_ge(p->resident_overhead, 0);
+  ck_assert_int_le(p->resident_overhead, 2 * p->page_size);
+  ck_assert_int_gt(p->resident_entry, 0);
+  ck_assert_int_lt(p->resident_entry, 64 << 20);
+  ck_assert_msg(p->resident_per_point >= 0.5 * sizeof(memstub_replay_record) &&
+                    p->resident_per_point <= 4.0 * sizeof(memstub_replay_record),
+                "resident_per_point_bytes %g, a record %zu", p->resident_per_point,
+                sizeof(memstub_replay_record));
 #endif
 }
 END_TEST
@@ -316,6 +327,20 @@ START_TEST(test_profile_refused) {
   char *t2 = edit(t, "time_heap_to_mmap_base_cycles", "time_heap_to_mmap_cycles = 1", &line);
   refused(t2, "profile format 1; this memstub reads format 2 (calibrate again)", fline);
   free(t2);
+  free(t);
+  // A profile from before the resident keys (issue 13) reads, with 0 for them.
+  t = edit(good, "resident_overhead_bytes", NULL, &line);
+  t2 = edit(t, "resident_entry_bytes", NULL, &line);
+  free(t);
+  t = edit(t2, "resident_per_point_bytes", NULL, &line);
+  free(t2);
+  ck_assert_msg(memstub_profile_parse("old", t, strlen(t), &p, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(p.resident_overhead, 0);
+  ck_assert_int_eq(p.resident_entry, 0);
+  ck_assert(p.resident_per_point == 0);
+  free(t);
+  t = edit(good, "resident_entry_bytes", "resident_entry_bytes = lots", &line);
+  refused(t, "resident_entry_bytes: expected an integer", line);
   free(t);
   // Without cold figures (cold_delay_ns = 0) the profile is valid.
   t = edit(good, "cold_delay_ns", "cold_delay_ns = 0", &line);
@@ -481,6 +506,41 @@ static memstub_gen *comp_build(const memstub_trace *t, const memstub_profile *p,
   ck_assert_msg(memstub_gen_build(t, &o, &g, &err) == 0, "%s", err.msg);
   return g;
 }
+
+/* memstub gen --calibration: the rss targets lose the profile's resident
+ * overhead (never below 0), and the delays' compensation predicts the pages
+ * the replay writes to them. */
+START_TEST(test_comp_resident_targets) {
+  memstub_trace *t = memstub_trace_create();
+  int rc = memstub_trace_add_column(t, "rss_bytes");
+  static const int64_t rows[][3] = {{0, 0, 0}, {1000000, 1 << 20, 1000}, {2000000, 1 << 20, 409600},
+                                    {3000000, 0, 0}};
+  for (size_t i = 0; i < 4; i++) {
+    ck_assert_int_eq(memstub_trace_append(t, rows[i][0], 0, rows[i][1]), 0);
+    memstub_trace_extra_row(t, i)[rc] = rows[i][2];
+  }
+  memstub_profile p;
+  zero_profile(&p);
+  p.resident_overhead = 3000;
+  p.hot.heap_mmap_use.per_fault.ns = 1000;  // a page written
+  memstub_gen *g = comp_build(t, &p, MEMSTUB_COMP_DEADLINE, 0);
+  ck_assert_int_eq(g->stub.abi, MEMSTUB_STUB_ABI_RESIDENT);
+  ck_assert_ptr_nonnull(g->stub.rss);
+  ck_assert_int_eq(g->stub.numdata, 3);
+  ck_assert_int_eq(g->stub.rss[0], 0);       // 1000 - 3000, not below 0
+  ck_assert_int_eq(g->stub.rss[1], 406600);  // 409600 - 3000
+  ck_assert_int_eq(g->stub.rss[2], 0);       // 0 stays
+  ck_assert_int_eq(g->comp.rss_points, 2);
+  ck_assert_int_eq(g->comp.rss_overhead_bytes, 3000);
+  // The second row writes 100 pages (to 406600 bytes): 100 us predicted.
+  ck_assert_int_eq(g->comp.time_cost_ns, 100 * 1000);
+  char sum[1024];
+  memstub_gen_comp_format(g, sum, sizeof sum);
+  ck_assert_msg(strstr(sum, "; rss: 2 points -3000 B") != NULL, "%s", sum);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
 
 /* The cost model counts touched pages, not requested bytes, for a stub with
  * resident data: a 64 MiB block of which 8 MiB are resident faults 2048
@@ -979,6 +1039,7 @@ static Suite *calib_suite(void) {
   tcase_add_test(tc, test_profile_fuzz_regressions);
   tcase_add_test(tc, test_comp_cold_rows);
   tcase_add_test(tc, test_comp_touched_pages);
+  tcase_add_test(tc, test_comp_resident_targets);
   tcase_add_test(tc, test_comp_measured_last_point);
   tcase_add_test(tc, test_comp_to_mmap_per_page);
   tcase_add_test(tc, test_calibrate_bad_cold_delay);

@@ -250,6 +250,36 @@ START_TEST(test_measure_resident) {
 }
 END_TEST
 
+/* A fall in many steps that are not whole pages releases all of it: each
+ * drop takes the page the previous one left partly covered (a drop that kept
+ * it would leave a page behind per step: 63 pages here). */
+START_TEST(test_release_by_steps) {
+#if defined(MEMSTUB_SANITIZED)
+  return;
+#endif
+  enum { STEPS = 64 };
+  int64_t rows[STEPS + 3][4];
+  int64_t top = STEPS * (128 * 1024 + 100);
+  rows[0][0] = 0, rows[0][1] = 0, rows[0][2] = 0, rows[0][3] = 0;
+  rows[1][0] = 1000, rows[1][1] = 16 * MiB, rows[1][2] = top, rows[1][3] = 0;
+  for (int i = 1; i <= STEPS; i++) {
+    rows[1 + i][0] = 1000 + 1000 * i;
+    rows[1 + i][1] = 16 * MiB;
+    rows[1 + i][2] = top - i * (128 * 1024 + 100);
+    rows[1 + i][3] = 0;
+  }
+  rows[STEPS + 2][0] = 1000 * (STEPS + 2), rows[STEPS + 2][1] = 0, rows[STEPS + 2][2] = 0;
+  rows[STEPS + 2][3] = 0;
+  memstub_trace *t = measured_rows((const int64_t(*)[4])rows, STEPS + 3, 1, MEMSTUB_MEASURE_TRACE);
+  int64_t peak = col(t, 1, "rss_bytes"), end = col(t, STEPS + 1, "rss_bytes");
+  ck_assert_msg(peak >= top && peak <= top + 64 * 1024, "peak rss %lld, want %lld", (long long)peak,
+                (long long)top);
+  ck_assert_msg(end <= 64 * 1024, "after the fall rss %lld bytes, want at most 64 KiB",
+                (long long)end);
+  memstub_trace_free(t);
+}
+END_TEST
+
 // Without MEMSTUB_MEASURE_RESIDENT the replayed trace has no resident columns.
 START_TEST(test_measure_without_resident) {
   static const int64_t rows[][4] = {{0, 0, 0, 0}, {1000000, MiB, 4096, 8192}, {2000000, 0, 0, 0}};
@@ -424,6 +454,7 @@ static Suite *resident_suite(void) {
   tcase_add_test(tc, test_no_columns_touch_all);
   tcase_add_test(tc, test_measure_resident);
   tcase_add_test(tc, test_measure_without_resident);
+  tcase_add_test(tc, test_release_by_steps);
   suite_add_tcase(s, tc);
   return s;
 }

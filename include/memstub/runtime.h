@@ -188,6 +188,9 @@ typedef struct memstub_replay_info {
                            //   run_delay_ns of the records), -1 if unknown
   int64_t reaim_ns;        // deadline timing, model or adaptive: as used; 0 otherwise
   int64_t sched_slice_ns;  // the slice asked for when the kernel accepted it, else 0
+  int64_t rss_entry_bytes; // RESIDENT: the process's RssAnon at T0 (absolute, statm resident
+                           //   - shared), what the replay rss_bytes are relative to; -1 if
+                           //   unknown or not measured
 } memstub_replay_info;
 
 typedef struct memstub_replay {
