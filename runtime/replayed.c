@@ -66,6 +66,13 @@ static int add_meta(memstub_trace *t, const memstub_replay *r, int64_t clamped) 
   if (!rc) rc = set_meta(t, "tcache", "%s", tc[in->tcache + 2]);
   if (!rc) rc = set_meta(t, "heap_pad", "%lld", (long long)in->heap_pad);
   if (!rc && clamped) rc = set_meta(t, "heap_clamped_rows", "%lld", (long long)clamped);
+  // The process's own resident memory under the curve: rss_bytes are above it.
+  if (!rc && in->rss_entry_bytes >= 0)
+    rc = set_meta(t, "rss_entry_bytes",
+                  "%lld (RssAnon at the replay's start: the program, its C library, the "
+                  "runtime's allocations and the records; rss_bytes are above it, plus the "
+                  "stub's rss_base)",
+                  (long long)in->rss_entry_bytes);
   if (!rc) rc = set_meta(t, "host.cpu", "%s", ms__prim_cpu_model());
   if (!rc) rc = set_meta(t, "host.kernel", "%s %s", u.sysname, u.release);
   if (!rc) rc = set_meta(t, "host.libc", "glibc %s", gnu_get_libc_version());

@@ -237,6 +237,10 @@ START_TEST(test_measure_resident) {
   }
   // 48 MiB written: at least one fault (a transparent huge page is one).
   ck_assert_int_gt(minflt, 0);
+  // The process's own resident memory at the start, in the metadata.
+  const char *entry = memstub_trace_get_meta(t, "rss_entry_bytes");
+  ck_assert_ptr_nonnull(entry);
+  ck_assert_msg(atoll(entry) > 0, "rss_entry_bytes: %s", entry);
   memstub_trace_free(t);
 
   // mapped_bytes without rss_bytes: everything requested and mapped is resident.
