@@ -421,6 +421,43 @@ START_TEST(test_cli_scales) {
 }
 END_TEST
 
+/* End to end through the files: memstub replay --measure writes the resident
+ * columns, the trace reads back with them, and memstub compare judges them. */
+START_TEST(test_cli_measure_compare) {
+  char *dir = tu_mkdtemp();
+  const char *csv = trace_csv(dir,
+                              "time_ns,stack_bytes,heap_bytes,rss_bytes,mapped_bytes\n"
+                              "0,0,0,0,0\n"
+                              "1000000,256,4194304,1048576,2097152\n"
+                              "2000000,0,4194304,3145728,2097152\n"
+                              "3000000,0,0,0,0\n");
+  tu_run r = tu_memstub(dir, "replay", csv, "--measure", "m.csv", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  char path[4200];
+  snprintf(path, sizeof path, "%s/m.csv", dir);
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_read(path, &t, &err) == 0, "%s", err.msg);
+  ck_assert_uint_eq(t->n, 4);
+  ck_assert_int_eq(col(t, 1, "mapped_bytes"), 2097152);
+  ck_assert_int_ge(col(t, 3, "minor_faults"), col(t, 1, "minor_faults"));
+  ck_assert_int_ge(col(t, 2, "major_faults"), 0);
+#if !defined(MEMSTUB_SANITIZED)
+  ck_assert_int_ge(col(t, 2, "rss_bytes"), 3145728);
+  ck_assert_int_le(col(t, 2, "rss_bytes"), 3145728 + 65536);
+#endif
+  memstub_trace_free(t);
+  r = tu_memstub(dir, "compare", csv, "m.csv", "--json", "--check", "mapped-exact=100%", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s\n%s", r.status, r.err, r.out);
+  ck_assert_ptr_nonnull(strstr(r.out, "\"rss\": {\"known\": true"));
+  ck_assert_ptr_nonnull(strstr(r.out, "\"mapped\": {\"known\": true"));
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 // The compact form with resident data: "ms2.", six numbers a point.
 START_TEST(test_decode_resident) {
   // time 1 ('C'), stack 0, heap 0, step 1 ('C'), mapped 4096, rss -1 ('B'), twice.
@@ -459,6 +496,7 @@ static Suite *resident_suite(void) {
   tcase_add_test(tc, test_measure_resident);
   tcase_add_test(tc, test_measure_without_resident);
   tcase_add_test(tc, test_release_by_steps);
+  tcase_add_test(tc, test_cli_measure_compare);
   suite_add_tcase(s, tc);
   return s;
 }
