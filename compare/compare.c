@@ -282,7 +282,7 @@ static char *column_unknown(const memstub_trace *orig, const memstub_trace *repl
   if (in_orig && in_repl) return NULL;
   char buf[200];
   if (!in_orig && !in_repl)
-    snprintf(buf, sizeof buf, "unknown (neither trace has a %s column)", column);
+    snprintf(buf, sizeof buf, "unknown (neither trace has the %s column)", column);
   else if (!in_orig)
     snprintf(buf, sizeof buf, "unknown (ORIGINAL has no %s column)", column);
   else
