@@ -55,6 +55,7 @@ typedef struct sim {
   int resident;
   int64_t map_len, map_cap;     // the stub's own mapping: bytes replayed, whole pages
   int64_t touched_h, touched_m; // bytes of the heap block and of the mapping written
+  int64_t keep_cap, touched_k;  // the keep mapping (resident beyond both): pages, bytes written
   const char *beyond;       // "stack" or "heap" once that total left +-MAX_BYTES, else NULL
 } sim;
 
@@ -168,7 +169,8 @@ static int64_t span_pages(int64_t from, int64_t to, int64_t page) {
 /* The resident part of a point of a stub with resident data, after its heap
  * part: the mapping changed by dmap (one mmap/mremap/munmap when its pages
  * change), then pages written or dropped to the rss target as the runtime
- * does (heap block first, then the mapping; -1: everything). A written page
+ * does (heap block first, then the mapping, then the keep mapping, which
+ * costs a call when it grows; -1: everything). A written page
  * is a first touch (heap_mmap_use per fault: the same kernel work on
  * anonymous memory); a drop is madvise, costed as heap_mmap_shrink per page
  * given back. */
@@ -186,19 +188,27 @@ static double res_cost(sim *m, int64_t dmap, int64_t target) {
     if (m->touched_m > len) m->touched_m = len;
   }
   if (m->touched_h > m->heap) m->touched_h = m->heap;
-  int64_t want_h = m->heap, want_m = m->map_len;
+  int64_t want_h = m->heap, want_m = m->map_len, want_k = 0;
   if (target >= 0) {
     want_h = target < m->heap ? target : m->heap;
     want_m = target - want_h < m->map_len ? target - want_h : m->map_len;
+    want_k = target - want_h - want_m;
+  }
+  if (want_k > m->keep_cap) {  // the keep mapping grows (it never shrinks)
+    c += k->heap_mmap_alloc_nofault.ns;
+    m->keep_cap = (want_k + m->page - 1) / m->page * m->page;
   }
   int64_t faults = span_pages(m->touched_h, want_h, m->page) +
-                   span_pages(m->touched_m, want_m, m->page);
+                   span_pages(m->touched_m, want_m, m->page) +
+                   span_pages(m->touched_k, want_k, m->page);
   int64_t back = span_pages(want_h, m->touched_h, m->page) +
-                 span_pages(want_m, m->touched_m, m->page);
+                 span_pages(want_m, m->touched_m, m->page) +
+                 span_pages(want_k, m->touched_k, m->page);
   if (faults > 0) c += line(&k->heap_mmap_use, faults);
   if (back > 0) c += line(&k->heap_mmap_shrink, back);
   m->touched_h = want_h;
   m->touched_m = want_m;
+  m->touched_k = want_k;
   return c;
 }
 

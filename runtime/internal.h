@@ -54,6 +54,13 @@ typedef struct ms__rt_res {
   int64_t map_touched;          // bytes [0, map_touched) of the mapping written
   int64_t heap_touched;         // bytes [0, heap_touched) of the replayed heap written
   int64_t maps, released;       // mmap/mremap/munmap calls, releases (madvise)
+  /* Resident memory beyond the heap block and the mapping (what the
+   * original's allocator kept after a free, say): held in a mapping of its
+   * own that mapped_bytes does not count. */
+  char *keep;
+  size_t keep_cap;              // its length, whole pages (it never shrinks)
+  int64_t keep_touched;         // bytes [0, keep_touched) written
+  int64_t keep_unmet;           // targets it could not hold (its mmap/mremap failed)
   // MEMSTUB_MEASURE_RESIDENT: /proc/self/statm (or < 0) and the readings at T0.
   int statm_fd;
   int64_t rss0, minflt0, majflt0;
@@ -64,8 +71,10 @@ typedef struct ms__rt_res {
  * stays as it was). */
 int ms__rt_res_mapped(ms__rt_res *r, int64_t delta, long page);
 /* Make target bytes resident (-1: all): the heap block's first bytes, then
- * the mapping's, lowest address first; pages beyond the target are written
- * or dropped (madvise MADV_DONTNEED) as needed. */
+ * the mapping's, lowest address first, then what is left in the keep
+ * mapping; pages beyond the target are written or dropped (madvise
+ * MADV_DONTNEED) as needed. A keep mapping that cannot grow holds what it
+ * has (keep_unmet counts it). */
 void ms__rt_res_target(ms__rt_res *r, ms__rt_heap *h, int64_t target, long page);
 // Unmap the mapping and close statm (the end of a replay).
 void ms__rt_res_release(ms__rt_res *r);

@@ -6,8 +6,10 @@
 // The rule: the resident target R of a point (memRss, above the base) is
 // spread over the heap block first, then the mapping, lowest address first:
 // the block's first min(R, heap) bytes are touched, then the mapping's first
-// min(R - that, mapped). Pages beyond fall out with madvise(MADV_DONTNEED),
-// highest first. A target of -1 (a trace with mapped_bytes but no
+// min(R - that, mapped); what is left (the original kept more resident
+// than it requested and mapped: its allocator's freed pages) is written in
+// a third mapping of the stub's own, the keep mapping, that mapped_bytes does
+// not count. Pages beyond fall out with madvise(MADV_DONTNEED). A target of -1 (a trace with mapped_bytes but no
 // rss_bytes) touches everything, as a stub without resident data does.
 #include <errno.h>
 #include <stdint.h>
@@ -66,14 +68,40 @@ int ms__rt_res_mapped(ms__rt_res *r, int64_t delta, long page) {
   return 0;
 }
 
+// The keep mapping at least len bytes long (whole pages; it never shrinks,
+// and a move keeps its written pages). 0 or -errno (it stays as it was).
+static int keep_room(ms__rt_res *r, int64_t len, long page) {
+  size_t cap = (size_t)page_up(len, page);
+  if (cap <= r->keep_cap) return 0;
+  void *p = r->keep ? mremap(r->keep, r->keep_cap, cap, MREMAP_MAYMOVE)
+                    : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return -errno;
+  r->keep = p;
+  r->keep_cap = cap;
+  r->maps++;
+  return 0;
+}
+
 void ms__rt_res_target(ms__rt_res *r, ms__rt_heap *h, int64_t target, long page) {
   int64_t heap = h->size;
   if (r->heap_touched > heap) r->heap_touched = heap;  // a shrink took the rest
-  int64_t want_h = heap, want_m = r->map_len;
+  int64_t want_h = heap, want_m = r->map_len, want_k = 0;
   if (target >= 0) {
     want_h = target < heap ? target : heap;
     want_m = target - want_h < r->map_len ? target - want_h : r->map_len;
+    want_k = target - want_h - want_m;
   }
+  if (want_k > r->keep_touched && keep_room(r, want_k, page) < 0) {
+    r->keep_unmet++;
+    want_k = r->keep_touched;  // hold what it has
+  }
+  if (want_k > r->keep_touched) {
+    touch(r->keep, r->keep_touched, want_k, page);
+  } else if (want_k < r->keep_touched) {
+    drop(r->keep, want_k, r->keep_touched, (int64_t)r->keep_cap, page);
+    r->released++;
+  }
+  r->keep_touched = want_k;
   // Heap block offsets: the replayed bytes start after the pad.
   char *block = h->block + MS__RT_HEAP_PAD;
   if (want_h > r->heap_touched) {
@@ -95,6 +123,10 @@ void ms__rt_res_target(ms__rt_res *r, ms__rt_heap *h, int64_t target, long page)
 
 void ms__rt_res_release(ms__rt_res *r) {
   if (r->map) munmap(r->map, r->map_cap);
+  if (r->keep) munmap(r->keep, r->keep_cap);
+  r->keep = NULL;
+  r->keep_cap = 0;
+  r->keep_touched = 0;
   ms__prim_statm_close(r->statm_fd);
   r->statm_fd = -1;
   r->map = NULL;

@@ -398,6 +398,7 @@ static void fill_info(memstub_replay *r, const ms__rt_ctx *c, int64_t stack_size
   in->rss_entry_bytes = (opt->measure & MEMSTUB_MEASURE_RESIDENT) && c->res.rss0 >= 0
                             ? c->res.rss0
                             : -1;
+  in->rss_unmet = c->res.keep_unmet;
   in->entry = c->entry;
   in->entry.run_delay_ns = c->run_delay0;
 }

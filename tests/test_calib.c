@@ -586,6 +586,26 @@ START_TEST(test_comp_touched_pages) {
   ck_assert_double_eq_tol(cost[2], 10.0 * (double)pg20, 1e-6);
   memstub_gen_free(g);
   memstub_trace_free(t);
+  // Resident beyond the heap and the mapping (kept after a free): the keep
+  // mapping appears (one call) and its pages are written.
+  t = memstub_trace_create();
+  rc = memstub_trace_add_column(t, "rss_bytes");
+  static const int64_t kept[][3] = {{0, 0, 0}, {1000000, 1, 1}, {2000000, 0, 3}};
+  for (size_t i = 0; i < 3; i++) {
+    ck_assert_int_eq(memstub_trace_append(t, kept[i][0], 0, kept[i][1] * MiB), 0);
+    memstub_trace_extra_row(t, i)[rc] = kept[i][2] * MiB;
+  }
+  ck_assert_msg(memstub_gen_build(t, &o, &g, &err) == 0, "%s", err.msg);
+  ck_assert_msg(memstub_gen_predict(&g->stub, &p, 0, cost, &err) == 0, "%s", err.msg);
+  int64_t pg1 = MiB / page, pg3 = 3 * MiB / page;
+  // Row 1: to mmap (the header's page copied), 1 MiB written.
+  ck_assert_double_eq_tol(cost[0], 1.0 + 100.0 * (double)pg1, 1e-6);
+  // Row 2: the block freed (a shrink below the threshold moves it back: 0
+  // here), 1 MiB of the heap gone, 3 MiB now in the keep mapping: one call,
+  // 3 MiB written.
+  ck_assert_double_eq_tol(cost[1], 1000 + 100.0 * (double)pg3, 1e-6);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
 }
 END_TEST
 

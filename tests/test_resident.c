@@ -284,6 +284,32 @@ START_TEST(test_release_by_steps) {
 }
 END_TEST
 
+/* The original keeps more resident than it requests and maps (its
+ * allocator kept the pages of a free): the stub holds the rest in its keep
+ * mapping, which mapped_bytes does not count, and gives it back as the
+ * original does. */
+START_TEST(test_kept_after_free) {
+#if defined(MEMSTUB_SANITIZED)
+  return;
+#endif
+  static const int64_t rows[][4] = {{0, 0, 0, 0},
+                                    {1000000, 32 * MiB, 24 * MiB, 0},
+                                    {2000000, 0, 16 * MiB, 0},
+                                    {3000000, 0, 4 * MiB + 100, 0},
+                                    {4000000, 0, 0, 0}};
+  memstub_trace *t = measured_rows(rows, 5, 1, MEMSTUB_MEASURE_TRACE);
+  for (size_t i = 1; i < 5; i++) {
+    int64_t rss = col(t, i, "rss_bytes");
+    ck_assert_msg(rss >= rows[i][2] && rss <= rows[i][2] + 64 * 1024,
+                  "row %zu: rss_bytes %lld, want %lld (+ 64 KiB)", i, (long long)rss,
+                  (long long)rows[i][2]);
+    ck_assert_int_eq(col(t, i, "mapped_bytes"), 0);
+  }
+  ck_assert_ptr_null(memstub_trace_get_meta(t, "rss_unmet_points"));
+  memstub_trace_free(t);
+}
+END_TEST
+
 // Without MEMSTUB_MEASURE_RESIDENT the replayed trace has no resident columns.
 START_TEST(test_measure_without_resident) {
   static const int64_t rows[][4] = {{0, 0, 0, 0}, {1000000, MiB, 4096, 8192}, {2000000, 0, 0, 0}};
@@ -496,6 +522,7 @@ static Suite *resident_suite(void) {
   tcase_add_test(tc, test_measure_resident);
   tcase_add_test(tc, test_measure_without_resident);
   tcase_add_test(tc, test_release_by_steps);
+  tcase_add_test(tc, test_kept_after_free);
   tcase_add_test(tc, test_cli_measure_compare);
   suite_add_tcase(s, tc);
   return s;
