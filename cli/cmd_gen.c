@@ -6,7 +6,8 @@
 #include "memstub/calib.h"
 #include "memstub/gen.h"
 
-enum { O_TIME_SCALE = MS_CLI_LONG, O_HEAP_SCALE, O_STACK_SCALE, O_RSS_SCALE, O_MAPPED_SCALE };
+enum { O_TIME_SCALE = MS_CLI_LONG, O_HEAP_SCALE, O_STACK_SCALE, O_RSS_SCALE, O_MAPPED_SCALE,
+       O_CPU_SCALE, O_CHURN_SCALE };
 
 static const ms_cli_option options[] = {
     {"output", 'o', "FILE", "write the header to FILE (atomically)"},
@@ -18,6 +19,13 @@ static const ms_cli_option options[] = {
      "what-if: multiply the resident totals (rss_bytes) by F"},
     {"mapped-scale", O_MAPPED_SCALE, "F",
      "what-if: multiply the mapped totals (mapped_bytes) by F"},
+    {"cpu-scale", O_CPU_SCALE, "F",
+     "what-if: the CPU time between memory changes\n"
+     "(cpu_ns) times F, the delays shorter or longer by\n"
+     "the difference (0.5: the computation twice as fast)"},
+    {"churn-scale", O_CHURN_SCALE, "F",
+     "what-if: F times the allocator calls and their bytes\n"
+     "(calls_*, churn_bytes; 0: every temporary pooled)"},
     {"calibration", 'c', "FILE",
      "compensate for the overheads measured on the target\n"
      "host (a profile from 'memstub calibrate'): the stack\n"
@@ -72,6 +80,8 @@ int ms_cmd_gen(int argc, char **argv) {
       case O_STACK_SCALE: bad = ms_cli_arg_double(&p, &o.stack_scale); break;
       case O_RSS_SCALE: bad = ms_cli_arg_double(&p, &o.rss_scale); break;
       case O_MAPPED_SCALE: bad = ms_cli_arg_double(&p, &o.mapped_scale); break;
+      case O_CPU_SCALE: bad = ms_cli_arg_double(&p, &o.cpu_scale); break;
+      case O_CHURN_SCALE: bad = ms_cli_arg_double(&p, &o.churn_scale); break;
       case 't':
         timing = p.arg;
         if (!(bad = ms_cli_arg_choice(&p, timings, &k))) o.timing = timing_mode[k];

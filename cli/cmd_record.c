@@ -18,7 +18,7 @@
 #include "../recorder/protocol.h"
 #include "record.h"
 
-enum { O_THREAD = MS_CLI_LONG, O_HEAP, O_SAMPLE_HZ, O_OCCURRENCE, O_SIGNAL };
+enum { O_THREAD = MS_CLI_LONG, O_HEAP, O_SAMPLE_HZ, O_OCCURRENCE, O_SIGNAL, O_FOLLOW, O_FUNCTION };
 
 static const ms_cli_option options[] = {
     {"output", 'o', "FILE",
@@ -42,6 +42,14 @@ static const ms_cli_option options[] = {
     {"signal", O_SIGNAL, "N",
      "the signal the sampling timer uses (default: the first\n"
      "free real-time signal from SIGRTMAX-2 down)"},
+    {"function", O_FUNCTION, "SYMBOL",
+     "every call of the function SYMBOL (in PROGRAM or a\n"
+     "library it loads) is a probe region, with no source\n"
+     "edits; may be given several times (x86-64)"},
+    {"follow-children", O_FOLLOW, NULL,
+     "record every process PROGRAM forks, execs or spawns\n"
+     "too, each into TRACE's name with its pid and command\n"
+     "(trace.csv -> trace.PID.COMMAND.csv), listed at the end"},
     {"quiet", 'q', NULL, "no summary"},
     {0}};
 
@@ -60,8 +68,9 @@ static const ms_cli_spec spec = {
     "\n",
     options, 27,
     "\n"
-    "Children the program forks or spawns are not recorded; if the recorded process\n"
-    "itself calls exec, the new image is recorded from its start. Exit status: 0 when\n"
+    "Children the program forks or spawns are not recorded unless --follow-children\n"
+    "is given; if the recorded process itself calls exec, the new image is recorded\n"
+    "from its start. Exit status: 0 when\n"
     "PROGRAM exited 0 and the trace was written; 1 when PROGRAM failed or was killed\n"
     "(the trace is still written when possible), or when what --thread or\n"
     "--occurrence asks for never happened (no trace is written then); 2 on bad\n"
@@ -300,6 +309,21 @@ static int apply_option(ms_cli_parser *p, int c, rec_opts *o) {
       }
       return parse_pos(p, 1, &o->occ);
     case O_SIGNAL: return parse_range(p, 1, SIGRTMAX, &o->sig);
+    case O_FOLLOW: o->follow = 1; return 0;
+    case O_FUNCTION: {
+      size_t have = strlen(o->functions), an = strlen(p->arg);
+      if (an == 0 || strchr(p->arg, ',') || strspn(p->arg, " \t") == an) {
+        ms_cli_usage("record", "--function '%s': a symbol name, one per option", p->arg);
+        return -1;
+      }
+      if (have + an + 2 > sizeof o->functions) {
+        ms_cli_usage("record", "--function: too many names (%zu bytes at most)",
+                     sizeof o->functions - 1);
+        return -1;
+      }
+      snprintf(o->functions + have, sizeof o->functions - have, "%s%s", have ? "," : "", p->arg);
+      return 0;
+    }
     default: o->quiet = 1; return 0;  // 'q'
   }
 }
@@ -307,8 +331,8 @@ static int apply_option(ms_cli_parser *p, int c, rec_opts *o) {
 // The command line into *o: 0, or non-zero when the command is done (--help)
 // or the line is wrong (said on stderr); *status then holds the exit status.
 static int parse_opts(int argc, char **argv, rec_opts *o, int *status) {
-  *o = (rec_opts){NULL, "main", "process", MS__REC_DEFAULT_RESOLUTION_NS,
-                  MS__REC_DEFAULT_SAMPLE_HZ, 0, -1, 0, NULL};
+  *o = (rec_opts){NULL, "main", "process", "", MS__REC_DEFAULT_RESOLUTION_NS,
+                  MS__REC_DEFAULT_SAMPLE_HZ, 0, -1, 0, 0, NULL};
   *status = MS_EXIT_USAGE;
   int end = options_end(argc, argv);
   if (end < argc && strcmp(argv[end], "--") == 0) end++;
@@ -386,6 +410,10 @@ static void set_env(const rec_opts *o, const char *abs, const char *lib) {
   setenv(MS__REC_ENV_SAMPLE_HZ, num, 1);
   snprintf(num, sizeof num, "%lld", o->occ);
   setenv(MS__REC_ENV_OCCURRENCE, num, 1);
+  if (o->functions[0])
+    setenv(MS__REC_ENV_FUNCTIONS, o->functions, 1);
+  else
+    unsetenv(MS__REC_ENV_FUNCTIONS);
   if (o->sig > 0) {
     snprintf(num, sizeof num, "%lld", o->sig);
     setenv(MS__REC_ENV_SIGNAL, num, 1);
@@ -429,6 +457,16 @@ static int no_trace(const rec_opts *o, const rec_status *st, int wst, const char
                  "pthread_create; --thread %lld asks for the %lld%s",
                  o->out, st->threads, st->threads == 1 ? "" : "s", n, n,
                  ms__rec_ordinal((long)n));
+    return MS_EXIT_CHECK;
+  }
+  if (st->nothing == MS__REC_NOTHING_FUNCTION) {
+    ms_cli_error("%s: no trace written: %s", o->out,
+                 st->function[0] ? st->function : "--function: a name could not be patched");
+    return MS_EXIT_CHECK;
+  }
+  if (st->nothing == MS__REC_NOTHING_UNCALLED) {
+    ms_cli_error("%s: no trace written: --function %s: never called on the recorded thread",
+                 o->out, o->functions);
     return MS_EXIT_CHECK;
   }
   if (st->nothing == MS__REC_NOTHING_OCCURRENCE) {
@@ -478,33 +516,12 @@ static int no_trace(const rec_opts *o, const rec_status *st, int wst, const char
   return MS_EXIT_CHECK;
 }
 
-int ms_cmd_record(int argc, char **argv) {
-  rec_opts o = {0};
-  int rc;
-  if (parse_opts(argc, argv, &o, &rc) != 0) return rc;
-  char abs[PATH_MAX], lib[PATH_MAX], status[PATH_MAX], journal[PATH_MAX];
-  if ((rc = output_path(o.out, abs)) != 0) return rc;
-  if ((rc = find_lib(lib)) != 0) return rc;
-  struct stat before;
-  int had = stat(abs, &before) == 0;
-  if ((rc = ms_record_status_create(abs, status)) != 0) return rc;
-  if ((rc = ms_record_status_create(abs, journal)) != 0) {
-    unlink(status);
-    return rc;
-  }
-  set_env(&o, abs, lib);
-  setenv(MS__REC_ENV_STATUS, status, 1);
-  setenv(MS__REC_ENV_JOURNAL, journal, 1);
-  int st;
-  rc = run_program(o.prog, &st);
-  rec_status rs = ms_record_status_take(status);
-  if (rc != 0) {
-    unlink(journal);
-    return rc;
-  }
-
+/* After the root's run (wait status st): its trace checked, salvaged when it
+ * must be, read back and summarised. The exit status. */
+static int after_run(const rec_opts *o, int st, const rec_status *rs, const char *abs,
+                     const char *journal, int had, const struct stat *before) {
   int failed = 0;
-  char **prog = o.prog;
+  char **prog = o->prog;
   if (WIFSIGNALED(st)) {
     ms_cli_warn("%s was killed by signal %d (%s)", prog[0], WTERMSIG(st), strsignal(WTERMSIG(st)));
     failed = 1;
@@ -514,22 +531,55 @@ int ms_cmd_record(int argc, char **argv) {
   }
   struct stat after;
   if (stat(abs, &after) != 0 ||
-      (had && after.st_ino == before.st_ino && after.st_mtim.tv_sec == before.st_mtim.tv_sec &&
-       after.st_mtim.tv_nsec == before.st_mtim.tv_nsec)) {
-    rc = no_trace(&o, &rs, st, journal, abs);
-    if (rc >= 0) {
-      unlink(journal);
-      return rc;
-    }
+      (had && after.st_ino == before->st_ino && after.st_mtim.tv_sec == before->st_mtim.tv_sec &&
+       after.st_mtim.tv_nsec == before->st_mtim.tv_nsec)) {
+    int rc = no_trace(o, rs, st, journal, abs);
+    if (rc >= 0) return rc;
     failed = 1;  // salvaged: the trace lacks the end of the run
   }
-  unlink(journal);
   memstub_error err = {0};
   memstub_trace *t = NULL;
   if (memstub_trace_read(abs, &t, &err) < 0) return ms_cli_fail(&err);
   const char *fallback = memstub_trace_get_meta(t, MS__REC_META_SAMPLING_OFF);
-  if (fallback) ms_cli_warn("%s: %s", o.out, fallback);
-  if (!o.quiet) summary(o.out, t);
+  if (fallback) ms_cli_warn("%s: %s", o->out, fallback);
+  if (!o->quiet) summary(o->out, t);
   memstub_trace_free(t);
   return failed ? MS_EXIT_CHECK : MS_EXIT_OK;
+}
+
+int ms_cmd_record(int argc, char **argv) {
+  rec_opts o = {0};
+  int rc;
+  if (parse_opts(argc, argv, &o, &rc) != 0) return rc;
+  char abs[PATH_MAX], lib[PATH_MAX], status[PATH_MAX], journal[PATH_MAX], registry[PATH_MAX];
+  if ((rc = output_path(o.out, abs)) != 0) return rc;
+  if ((rc = find_lib(lib)) != 0) return rc;
+  struct stat before;
+  int had = stat(abs, &before) == 0;
+  if ((rc = ms_record_status_create(abs, status)) != 0) return rc;
+  if ((rc = ms_record_status_create(abs, journal)) != 0) {
+    unlink(status);
+    return rc;
+  }
+  registry[0] = '\0';
+  if (o.follow && (rc = ms_record_status_create(abs, registry)) != 0) {
+    unlink(status), unlink(journal);
+    return rc;
+  }
+  set_env(&o, abs, lib);
+  setenv(MS__REC_ENV_STATUS, status, 1);
+  setenv(MS__REC_ENV_JOURNAL, journal, 1);
+  if (o.follow)
+    setenv(MS__REC_ENV_FOLLOW, registry, 1);
+  else
+    unsetenv(MS__REC_ENV_FOLLOW);
+  int st;
+  rc = run_program(o.prog, &st);
+  rec_status rs = ms_record_status_take(status);
+  if (rc == 0) rc = after_run(&o, st, &rs, abs, journal, had, &before);
+  unlink(journal);
+  // The children's traces, after the root's summary, whatever became of the root's.
+  if (o.follow && ms_record_children_report(&o, abs, registry, journal) > 0 && rc == MS_EXIT_OK)
+    rc = MS_EXIT_CHECK;
+  return rc;
 }

@@ -6,14 +6,17 @@
 
 typedef struct rec_opts {
   const char *out, *thread, *heap;
+  char functions[1024];  // --function names, comma-separated ("" when none)
   long long res, hz, occ, sig;
   int quiet;
+  int follow;  // --follow-children
   char **prog;
 } rec_opts;
 
 typedef struct rec_status {
   int present;  // the recorder started in the process
   long long finished, signal, written, err, nothing, occurrences, threads;
+  char function[400];  // a --function problem, "" when none
 } rec_status;
 
 // An empty file beside the trace (the status file, the journal), its path
@@ -25,5 +28,11 @@ rec_status ms_record_status_take(const char *path);
  * recorder's exit path, written to abs; why says how it died. 0, or -1 when
  * the journal holds no row or the trace cannot be written. */
 int ms_record_salvage(const rec_opts *o, const char *journal, const char *abs, const char *why);
+/* --follow-children, after the run: each child's trace listed with its
+ * peaks (unless o->quiet), salvaged from its journal when it died past the
+ * recorder's exit path; the registry and the children's journals
+ * (JOURNAL.PID) removed. The number of children that left no trace. */
+int ms_record_children_report(const rec_opts *o, const char *abs, const char *registry,
+                              const char *journal);
 
 #endif

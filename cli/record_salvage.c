@@ -41,7 +41,7 @@ static long long status_value(const char *text, const char *key) {
 // Read and remove the status file.
 rec_status ms_record_status_take(const char *path) {
   rec_status st = {0};
-  char text[1024] = "\n";
+  char text[2048] = "\n";
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {
     ssize_t n = read(fd, text + 1, sizeof text - 2);
@@ -57,6 +57,11 @@ rec_status ms_record_status_take(const char *path) {
   st.nothing = status_value(text, MS__REC_ST_WHY);
   st.occurrences = status_value(text, MS__REC_ST_OCCURRENCES);
   st.threads = status_value(text, MS__REC_ST_THREADS);
+  const char *f = strstr(text, "\n" MS__REC_ST_FUNCTION "=");
+  if (f) {
+    f += strlen(MS__REC_ST_FUNCTION) + 2;
+    snprintf(st.function, sizeof st.function, "%.*s", (int)strcspn(f, "\n"), f);
+  }
   return st;
 }
 

@@ -271,7 +271,7 @@ static int predict(const struct memstub_stub *s, const memstub_profile *p, int m
   }
   sim m;
   if (sim_init(&m, p, max) < 0) return memstub_error_set(err, -ENOMEM, "out of memory");
-  m.resident = s->abi == MEMSTUB_STUB_ABI_RESIDENT && s->rss && s->mapped;
+  m.resident = s->abi >= MEMSTUB_STUB_ABI_RESIDENT && s->rss && s->mapped;
   double extra = measured ? p->measure_trace.ns : 0;
   for (int64_t i = 0; i < s->numdata; i++) {
     // A row's points run as a chain after the wait on its first point: all

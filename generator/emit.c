@@ -16,6 +16,7 @@
 
 #include "internal.h"
 #include "ms_spawn.h"
+#include "memstub/work.h"
 #include "memstub/memstub.h"
 #include "prim.h"
 
@@ -35,7 +36,7 @@ static int is_safe(unsigned char c) {
 typedef struct data_files {
   int format;          // LISTING or COMPACT
   char dir[4096];      // private temporary directory, "" until made
-  char file[4][4200];  // [0] use or data, [1] map, [2] mapped, [3] rss; "" until made
+  char file[8][4200];  // [0] use or data, [1] map, [2] mapped, [3] rss, [4..7] work; "" until made
   int64_t bytes;       // written in all
 } data_files;
 
@@ -112,6 +113,8 @@ static const char digit_end[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef";
 static const char digit_more[] = "ghijklmnopqrstuvwxyz0123456789-_";
 #define COMPACT_TAG "ms1."
 #define COMPACT_TAG_RESIDENT "ms2."  // same length
+#define COMPACT_TAG_WORK "ms3."
+#define COMPACT_TAG_WORK_RESIDENT "ms4."
 #define COMPACT_LINE 4000  // characters of data per literal line
 
 static char *put_packed(char *p, int64_t v) {
@@ -184,12 +187,30 @@ static void write_resident(const memstub_gen *g, wbuf *mapped, wbuf *rss) {
   }
 }
 
+// Rows of v[0..n), per values a line (the work arrays of a listing).
+static void write_rows(wbuf *w, const int64_t *v, int64_t n, int per) {
+  for (int64_t i = 0; i < n; i += per) {
+    char *p = wb_room(w, (size_t)per * 22 + 8);
+    p = put_str(p, "  ", 2);
+    for (int64_t j = i; j < n && j < i + per; j++) {
+      if (j > i) p = put_str(p, ", ", 2);
+      p = put_i64(p, v[j]);
+    }
+    p = put_str(p, ",\n", 2);
+    w->n = (size_t)(p - w->buf);
+  }
+}
+
 static void write_compact(const memstub_gen *g, const memstub_gen_emit_options *o, wbuf *w) {
   const int64_t n = g->stub.numdata;
   char *p = wb_room(w, 8);
-  // Resident data: tag "ms2.", and per point two more numbers (mapped, rss).
-  p = put_str(p, g->mapped ? "  \"" COMPACT_TAG_RESIDENT : "  \"" COMPACT_TAG,
-              3 + sizeof COMPACT_TAG - 1);
+  // Resident data: tag "ms2.", and per point two more numbers (mapped, rss);
+  // work: "ms3." (or "ms4." with resident data), three more (cpu, calls,
+  // churn), and the call table after the points.
+  const char *tag = g->cpu ? (g->mapped ? "  \"" COMPACT_TAG_WORK_RESIDENT : "  \"" COMPACT_TAG_WORK)
+                    : g->mapped ? "  \"" COMPACT_TAG_RESIDENT
+                                : "  \"" COMPACT_TAG;
+  p = put_str(p, tag, 3 + sizeof COMPACT_TAG - 1);
   w->n = (size_t)(p - w->buf);
   size_t line = sizeof COMPACT_TAG - 1;
   int64_t prev = 0;
@@ -210,6 +231,22 @@ static void write_compact(const memstub_gen *g, const memstub_gen_emit_options *
       p = put_packed(p, g->mapped[i]);
       p = put_packed(p, g->rss[i]);
     }
+    if (g->cpu) {
+      p = put_packed(p, g->cpu[i]);
+      p = put_packed(p, g->calls[i]);
+      p = put_packed(p, g->churn[i]);
+    }
+    line += (size_t)(p - q);
+    w->n = (size_t)(p - w->buf);
+  }
+  for (int64_t k = 0; g->cpu && k < g->ncalltab * MEMSTUB_WORK_CALLS; k++) {
+    p = wb_room(w, 13 + 8);
+    if (line >= COMPACT_LINE) {
+      p = put_str(p, "\"\n  \"", 5);
+      line = 0;
+    }
+    char *q = p;
+    p = put_packed(p, g->calltab[k]);
     line += (size_t)(p - q);
     w->n = (size_t)(p - w->buf);
   }
@@ -260,22 +297,34 @@ static int write_data(const memstub_gen *g, const memstub_gen_emit_options *o, d
                       memstub_error *err) {
   int rc = make_dir(d, err);
   if (rc < 0) return rc;
-  wbuf w[4] = {{.fd = -1}, {.fd = -1}, {.fd = -1}, {.fd = -1}};
+  wbuf w[8] = {{.fd = -1}, {.fd = -1}, {.fd = -1}, {.fd = -1},
+               {.fd = -1}, {.fd = -1}, {.fd = -1}, {.fd = -1}};
   int nf = d->format == MEMSTUB_GEN_FORMAT_COMPACT ? 1 : g->mapped ? 4 : 2;
-  for (int k = 0; k < nf && rc == 0; k++)
-    if (!(w[k].buf = malloc(WBUF_CAP))) rc = memstub_error_set(err, -ENOMEM, "out of memory");
+  int work = d->format != MEMSTUB_GEN_FORMAT_COMPACT && g->cpu;  // files 4..7
+  for (int k = 0; k < 8 && rc == 0; k++)
+    if ((k < nf || (work && k >= 4)) && !(w[k].buf = malloc(WBUF_CAP)))
+      rc = memstub_error_set(err, -ENOMEM, "out of memory");
   if (rc == 0) rc = open_data(d, 0, nf == 1 ? "data" : "use", &w[0], err);
   if (rc == 0 && nf >= 2) rc = open_data(d, 1, "map", &w[1], err);
   if (rc == 0 && nf == 4) rc = open_data(d, 2, "mapped", &w[2], err);
   if (rc == 0 && nf == 4) rc = open_data(d, 3, "rss", &w[3], err);
+  static const char *const wnames[4] = {"cpu", "calls", "churn", "calltab"};
+  for (int k = 4; work && k < 8 && rc == 0; k++) rc = open_data(d, k, wnames[k - 4], &w[k], err);
   if (rc == 0) {
     if (nf == 1)
       write_compact(g, o, &w[0]);
     else
       write_listing(g, o, &w[0], &w[1]);
     if (nf == 4) write_resident(g, &w[2], &w[3]);
+    if (work) {
+      write_rows(&w[4], g->cpu, g->stub.numdata, 16);
+      write_rows(&w[5], g->calls, g->stub.numdata, 16);
+      write_rows(&w[6], g->churn, g->stub.numdata, 16);
+      write_rows(&w[7], g->calltab, g->ncalltab * MEMSTUB_WORK_CALLS, MEMSTUB_WORK_CALLS);
+    }
   }
-  for (int k = 0; k < nf; k++) {
+  for (int k = 0; k < 8; k++) {
+    if (!w[k].buf) continue;
     int r = close_data(d, k, &w[k], err);
     if (rc == 0) rc = r;
     free(w[k].buf);
@@ -284,7 +333,7 @@ static int write_data(const memstub_gen *g, const memstub_gen_emit_options *o, d
 }
 
 static void remove_data(data_files *d) {
-  for (int k = 0; k < 4; k++)
+  for (int k = 0; k < 8; k++)
     if (d->file[k][0]) unlink(d->file[k]);
   if (d->dir[0]) rmdir(d->dir);
 }
@@ -348,6 +397,15 @@ static void write_input(FILE *f, const memstub_gen *g, const data_files *d) {
     define_num(f, "MS_MAPPED_BASE", s->mapped_base);
     define_num(f, "MS_PEAK_MAPPED", g->peak_mapped);
   }
+  define_num(f, "MS_WORK", g->cpu ? 1 : 0);
+  if (g->cpu) {
+    define_num(f, "MS_NCALLTAB", g->ncalltab);
+    define_num(f, "MS_WORK_CPU", g->work_cpu_ns);
+    define_num(f, "MS_WORK_CALLS", g->work_calls);
+    define_num(f, "MS_WORK_BYTES", g->work_bytes);
+    define_num(f, "MS_WORK_OVERHEAD", g->work_overhead_ns);
+    define_num(f, "MS_WORK_CLAMPED", g->work_clamped);
+  }
   fputs("MS_BEGIN[[]]m4_dnl\n", f);
   if (d->format == MEMSTUB_GEN_FORMAT_COMPACT)
     fprintf(f, "MS_COMPACT([[%s]])m4_dnl\n", d->file[0]);
@@ -355,6 +413,9 @@ static void write_input(FILE *f, const memstub_gen *g, const data_files *d) {
     fprintf(f, "MS_LISTING([[%s]], [[%s]])m4_dnl\n", d->file[0], d->file[1]);
   if (g->mapped && d->format != MEMSTUB_GEN_FORMAT_COMPACT)
     fprintf(f, "MS_RESIDENT_LISTING([[%s]], [[%s]])m4_dnl\n", d->file[2], d->file[3]);
+  if (g->cpu && d->format != MEMSTUB_GEN_FORMAT_COMPACT)
+    fprintf(f, "MS_WORK_LISTING([[%s]], [[%s]], [[%s]], [[%s]])m4_dnl\n", d->file[4], d->file[5],
+            d->file[6], d->file[7]);
   fputs("MS_END[[]]m4_dnl\n", f);
 }
 

@@ -11,6 +11,7 @@
 void memstub_gen_options_init(memstub_gen_options *o) {
   memset(o, 0, sizeof *o);
   o->time_scale = o->heap_scale = o->stack_scale = o->rss_scale = o->mapped_scale = 1.0;
+  o->cpu_scale = o->churn_scale = 1.0;
   o->timing = MEMSTUB_TIMING_DEADLINE;
 }
 
@@ -24,6 +25,10 @@ void memstub_gen_free(memstub_gen *g) {
   free(g->calibration);
   free(g->mapped);
   free(g->rss);
+  free(g->cpu);
+  free(g->calls);
+  free(g->churn);
+  free(g->calltab);
   free(g);
 }
 
@@ -39,7 +44,9 @@ static int check_options(const memstub_gen_options *o, memstub_error *err) {
                 {"--heap-scale", o->heap_scale},
                 {"--stack-scale", o->stack_scale},
                 {"--rss-scale", o->rss_scale},
-                {"--mapped-scale", o->mapped_scale}};
+                {"--mapped-scale", o->mapped_scale},
+                {"--cpu-scale", o->cpu_scale},
+                {"--churn-scale", o->churn_scale}};
   for (size_t i = 0; i < MS__ARRAY_SIZE(scales); i++)
     if (!isfinite(scales[i].v) || scales[i].v < 0)
       return memstub_error_set(err, -EINVAL, "%s: must be a finite number >= 0, not %g",
@@ -64,8 +71,8 @@ static int scale_col(const memstub_trace *t, size_t off, double f, const char *c
   return 0;
 }
 
-static int make_targets(const memstub_trace *t, const memstub_gen_options *o, ms__targets *tg,
-                        memstub_error *err) {
+static int make_targets(const memstub_trace *t, const memstub_gen_options *o, const ms__work *w,
+                        ms__targets *tg, memstub_error *err) {
   tg->n = t->n;
   tg->t = malloc(t->n * sizeof(int64_t));
   tg->s = malloc(t->n * sizeof(int64_t));
@@ -79,6 +86,13 @@ static int make_targets(const memstub_trace *t, const memstub_gen_options *o, ms
       (rc = scale_col(t, offsetof(memstub_point, heap_bytes), o->heap_scale, "heap_bytes",
                       "--heap-scale", tg->h, err)) < 0)
     return rc;
+  // Work columns: the times with the recorder's cost out and --cpu-scale.
+  for (size_t i = 0; w->times && i < t->n; i++) {
+    tg->t[i] = w->times[i];
+    if (o->time_scale != 1.0 && ms__round_i64((double)w->times[i] * o->time_scale, &tg->t[i]) < 0)
+      return memstub_error_set(err, -EINVAL, "row %zu: time_ns %lld overflows 64 bits with %s %g",
+                               i + 1, (long long)w->times[i], "--time-scale", o->time_scale);
+  }
   // Rebase: the stub replays changes, so it starts from the minima.
   tg->time0 = tg->t[0];
   tg->stack_base = tg->s[0];
@@ -99,7 +113,13 @@ static int set_provenance(memstub_gen *g, const memstub_gen_options *o) {
   g->name = ms__strdup(o->name ? o->name : "");
   g->source = ms__strdup(o->source ? o->source : "(memory)");
   int res = o->rss_scale != 1.0 || o->mapped_scale != 1.0;
-  if (o->time_scale == 1.0 && o->heap_scale == 1.0 && o->stack_scale == 1.0 && !res)
+  int work = o->cpu_scale != 1.0 || o->churn_scale != 1.0;
+  if (work)
+    g->transforms = ms__asprintf("time x%g, heap x%g, stack x%g, rss x%g, mapped x%g, cpu x%g, "
+                                 "churn x%g",
+                                 o->time_scale, o->heap_scale, o->stack_scale, o->rss_scale,
+                                 o->mapped_scale, o->cpu_scale, o->churn_scale);
+  else if (o->time_scale == 1.0 && o->heap_scale == 1.0 && o->stack_scale == 1.0 && !res)
     g->transforms = ms__strdup("none");
   else if (!res)
     g->transforms = ms__asprintf("time x%g, heap x%g, stack x%g", o->time_scale, o->heap_scale,
@@ -202,11 +222,13 @@ int memstub_gen_build(const memstub_trace *t, const memstub_gen_options *o, mems
                              "a stub needs at least two rows: the state at entry and a change");
   memstub_gen *g = calloc(1, sizeof *g);
   ms__targets tg = {0};
+  ms__work wk = {0};
   if (!g || set_provenance(g, o) < 0) {
     rc = memstub_error_set(err, -ENOMEM, "out of memory");
     goto out;
   }
-  if ((rc = make_targets(t, o, &tg, err)) < 0) goto out;
+  if ((rc = ms__gen_work_read(t, o, &wk, err)) < 0) goto out;
+  if ((rc = make_targets(t, o, &wk, &tg, err)) < 0) goto out;
   ms__stack_comp sc = {0};
   if (o->profile && (rc = ms__gen_compensate(g, &tg, o, 0, &sc, err)) < 0) goto out;
   if ((rc = ms__gen_normalize(g, &tg, o->profile ? &sc : NULL)) < 0) {
@@ -228,7 +250,9 @@ int memstub_gen_build(const memstub_trace *t, const memstub_gen_options *o, mems
     resident_attach(g);  // ms__gen_finish set the plain layout again
   }
   if (o->profile) g->stub.timing = o->timing;
+  rc = ms__gen_work_points(g, &wk, o, err);
 out:
+  ms__gen_work_free(&wk);
   free(tg.t);
   free(tg.s);
   free(tg.h);

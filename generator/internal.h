@@ -51,6 +51,27 @@ int ms__gen_compensate(memstub_gen *g, ms__targets *tg, const memstub_gen_option
  * memstub gen's note): "none" when timing is MEMSTUB_TIMING_NONE. */
 void ms__gen_comp_summary(const memstub_gen_comp *c, int timing, char *buf, size_t cap);
 
+/* The trace's work columns (work.c), per row: times after the recorder's
+ * cost is taken out and --cpu-scale, the CPU ns of the row's interval (row 0:
+ * 0; --cpu-scale applied, --time-scale not yet) and its calls and bytes
+ * (--churn-scale applied). present 0 (and no arrays) without the columns. */
+typedef struct ms__work {
+  int present;
+  size_t n;
+  int64_t *times, *cpu, *calls, *bytes;  // [n], [n], [n * MEMSTUB_WORK_CALLS], [n]
+  int64_t overhead_ns;                   // the recorder's cost taken out in all
+} ms__work;
+
+// Read t's work columns into w. 0, -EINVAL (a bad value: err names the row)
+// or -ENOMEM.
+int ms__gen_work_read(const memstub_trace *t, const memstub_gen_options *o, ms__work *w,
+                      memstub_error *err);
+/* Give g's final points their work (layout 3): each row's first point gets
+ * the row's CPU time (at most its delay) and calls. 0 or -ENOMEM. */
+int ms__gen_work_points(memstub_gen *g, const ms__work *w, const memstub_gen_options *o,
+                        memstub_error *err);
+void ms__gen_work_free(ms__work *w);
+
 /* Derive the descriptor's figures (peaks, depth, duration, counts) from the
  * points (points.c). */
 void ms__gen_finish(memstub_gen *g, const ms__targets *tg);

@@ -15,6 +15,9 @@ m4_divert(-1)
 #   MS_COMP                                             one line on what calibration changed
 #   MS_RESIDENT                                         1 with rss/mapped columns, else 0
 #   MS_RSS_BASE MS_PEAK_RSS MS_MAPPED_BASE MS_PEAK_MAPPED    (MS_RESIDENT 1 only)
+#   MS_WORK                                             1 with work columns (layout 3), else 0
+#   MS_NCALLTAB MS_WORK_CPU MS_WORK_CALLS MS_WORK_BYTES MS_WORK_OVERHEAD MS_WORK_CLAMPED
+#                                                       (MS_WORK 1 only)
 # and then calls, in order:
 #   MS_BEGIN                     the file up to the NUMDATA define
 #   MS_LISTING(use, map)         the paper's form: memUse and memPoint as
@@ -26,6 +29,8 @@ m4_divert(-1)
 #   MS_RESIDENT_LISTING(mapped, rss)   with MS_RESIDENT 1 and MS_LISTING only:
 #                                memMapped and memRss as initialisers, read
 #                                like MS_LISTING's (MS_COMPACT packs them too)
+#   MS_WORK_LISTING(cpu, calls, churn, calltab)   with MS_WORK 1 and MS_LISTING only:
+#                                memCpu, memCalls, memChurn and memCallTab
 #   MS_END                       the descriptor and the rest
 # A header without resident data is the paper's layout 1, byte for byte as
 # before resident data existed.
@@ -51,6 +56,10 @@ m4_define([[MS_BEGIN]], [[/* MS_PREFIX[[]]memuse.h: memory stub data generated b
  *                +MS_HEAP_UP B and -MS_HEAP_DOWN B in all; ends MS_FINAL_HEAP B above base
 m4_ifelse(MS_RESIDENT, 1, [[ * resident:      base MS_RSS_BASE B; peak MS_PEAK_RSS B above it (memRss, -1: no target)
  * mapped:        base MS_MAPPED_BASE B; peak MS_PEAK_MAPPED B above it (memMapped: changes)
+]])m4_dnl
+m4_ifelse(MS_WORK, 1, [[ * work:          MS_WORK_CPU ns of CPU to spin (memCpu; MS_WORK_CLAMPED points cut to their delay),
+ *                MS_WORK_CALLS allocator calls moving MS_WORK_BYTES B (memCalls into MS_NCALLTAB vectors of memCallTab, memChurn);
+ *                MS_WORK_OVERHEAD ns of the recorder's own cost taken out of the times
 ]])m4_dnl
  *
  * memUse[i]: wait .time ns after the previous point, then push a frame of
@@ -80,7 +89,9 @@ enum memstub_timing { MEMSTUB_TIMING_NONE = 0, MEMSTUB_TIMING_DEADLINE = 1, MEMS
 #ifndef MEMSTUB_STRUCT_STUB
 #define MEMSTUB_STRUCT_STUB
 #define MEMSTUB_STUB_ABI 1
-m4_ifelse(MS_RESIDENT, 1, [[#define MEMSTUB_STUB_RESIDENT 1
+m4_ifelse(MS_RESIDENT[[]]MS_WORK, 00, [[]], [[#define MEMSTUB_STUB_RESIDENT 1
+]])m4_dnl
+m4_ifelse(MS_WORK, 1, [[#define MEMSTUB_STUB_WORK 1
 ]])m4_dnl
 struct memstub_stub {
   int32_t abi;
@@ -101,10 +112,16 @@ struct memstub_stub {
   const char *source;
   const char *transforms;
   const char *calibration;
-m4_ifelse(MS_RESIDENT, 1, [[  const int64_t *mapped;
+m4_ifelse(MS_RESIDENT[[]]MS_WORK, 00, [[]], [[  const int64_t *mapped;
   const int64_t *rss;
   int64_t rss_base;
   int64_t mapped_base;
+]])m4_dnl
+m4_ifelse(MS_WORK, 1, [[  const int64_t *cpu;
+  const int64_t *calls;
+  const int64_t *churn;
+  const int64_t *calltab;
+  int64_t ncalltab;
 ]])m4_dnl
 };
 #endif
@@ -115,8 +132,17 @@ m4_ifelse(MS_RESIDENT, 1, [[#ifndef MEMSTUB_STUB_RESIDENT
 #define MEMSTUB_STUB_ABI_RESIDENT 2
 #endif
 ]])m4_dnl
+m4_ifelse(MS_WORK, 1, [[#ifndef MEMSTUB_STUB_WORK
+#error "a header without work data (or an old memstub/stub.h) came first: include memstub/stub.h first"
+#endif
+#ifndef MEMSTUB_STUB_ABI_WORK
+#define MEMSTUB_STUB_ABI_WORK 3
+#endif
+]])m4_dnl
 
 #define MS_PREFIX[[]]NUMDATA MS_NUMDATA
+m4_ifelse(MS_WORK, 1, [[#define MS_PREFIX[[]]NCALLTAB MS_NCALLTAB
+]])m4_dnl
 ]])
 
 m4_define([[MS_LISTING]], [[static const struct memAlloc MS_PREFIX[[]]memUse[MS_PREFIX[[]]NUMDATA] = {
@@ -135,7 +161,36 @@ m4_undivert([[$2]])};
 
 ]])
 
-m4_define([[MS_COMPACT]], [[m4_ifelse(MS_RESIDENT, 1, [[/* The points, packed (docs/formats.md, "Compact data"): memstub_stub_decode_resident,
+m4_define([[MS_WORK_LISTING]], [[static const int64_t MS_PREFIX[[]]memCpu[MS_PREFIX[[]]NUMDATA] = {
+m4_undivert([[$1]])};
+
+static const int64_t MS_PREFIX[[]]memCalls[MS_PREFIX[[]]NUMDATA] = {
+m4_undivert([[$2]])};
+
+static const int64_t MS_PREFIX[[]]memChurn[MS_PREFIX[[]]NUMDATA] = {
+m4_undivert([[$3]])};
+
+static const int64_t MS_PREFIX[[]]memCallTab[MS_PREFIX[[]]NCALLTAB * 20] = {
+m4_undivert([[$4]])};
+
+]])
+
+m4_define([[MS_COMPACT]], [[m4_ifelse(MS_WORK, 1, [[/* The points, packed (docs/formats.md, "Compact data"): memstub_stub_decode_work,
+ * in the runtime, unpacks them into memUse, memPoint, the work arrays
+ * (and memMapped and memRss with resident data) before main runs. */
+int memstub_stub_decode_work(const char *data, int64_t len, int64_t numdata, struct memAlloc *use,
+                             int64_t *point, int64_t *mapped, int64_t *rss, int64_t *cpu,
+                             int64_t *calls, int64_t *churn, int64_t ncalltab, int64_t *calltab);
+static struct memAlloc MS_PREFIX[[]]memUse[MS_PREFIX[[]]NUMDATA];
+static int64_t MS_PREFIX[[]]memPoint[MS_PREFIX[[]]NUMDATA];
+m4_ifelse(MS_RESIDENT, 1, [[static int64_t MS_PREFIX[[]]memMapped[MS_PREFIX[[]]NUMDATA];
+static int64_t MS_PREFIX[[]]memRss[MS_PREFIX[[]]NUMDATA];
+]])m4_dnl
+static int64_t MS_PREFIX[[]]memCpu[MS_PREFIX[[]]NUMDATA];
+static int64_t MS_PREFIX[[]]memCalls[MS_PREFIX[[]]NUMDATA];
+static int64_t MS_PREFIX[[]]memChurn[MS_PREFIX[[]]NUMDATA];
+static int64_t MS_PREFIX[[]]memCallTab[MS_PREFIX[[]]NCALLTAB * 20];
+]], MS_RESIDENT, 1, [[/* The points, packed (docs/formats.md, "Compact data"): memstub_stub_decode_resident,
  * in the runtime, unpacks them into memUse, memPoint, memMapped and memRss
  * before main runs. */
 int memstub_stub_decode_resident(const char *data, int64_t len, int64_t numdata,
@@ -159,7 +214,14 @@ m4_undivert([[$1]]);
 #pragma GCC diagnostic pop
 
 __attribute__((constructor)) static void MS_PREFIX[[]]memDecode(void) {
-m4_ifelse(MS_RESIDENT, 1, [[  memstub_stub_decode_resident(MS_PREFIX[[]]memData, (int64_t)sizeof MS_PREFIX[[]]memData - 1,
+m4_ifelse(MS_WORK, 1, [[  memstub_stub_decode_work(MS_PREFIX[[]]memData, (int64_t)sizeof MS_PREFIX[[]]memData - 1,
+                           MS_PREFIX[[]]NUMDATA, MS_PREFIX[[]]memUse, MS_PREFIX[[]]memPoint,
+m4_ifelse(MS_RESIDENT, 1, [[                           MS_PREFIX[[]]memMapped, MS_PREFIX[[]]memRss,
+]], [[                           0, 0,
+]])m4_dnl
+                           MS_PREFIX[[]]memCpu, MS_PREFIX[[]]memCalls, MS_PREFIX[[]]memChurn,
+                           MS_PREFIX[[]]NCALLTAB, MS_PREFIX[[]]memCallTab);
+]], MS_RESIDENT, 1, [[  memstub_stub_decode_resident(MS_PREFIX[[]]memData, (int64_t)sizeof MS_PREFIX[[]]memData - 1,
                                MS_PREFIX[[]]NUMDATA, MS_PREFIX[[]]memUse, MS_PREFIX[[]]memPoint,
                                MS_PREFIX[[]]memMapped, MS_PREFIX[[]]memRss);
 ]], [[  memstub_stub_decode(MS_PREFIX[[]]memData, (int64_t)sizeof MS_PREFIX[[]]memData - 1,
@@ -170,7 +232,7 @@ m4_ifelse(MS_RESIDENT, 1, [[  memstub_stub_decode_resident(MS_PREFIX[[]]memData,
 ]])
 
 m4_define([[MS_END]], [[static const struct memstub_stub MS_PREFIX[[]]memStub = {
-  .abi = m4_ifelse(MS_RESIDENT, 1, [[MEMSTUB_STUB_ABI_RESIDENT]], [[MEMSTUB_STUB_ABI]]),
+  .abi = m4_ifelse(MS_WORK, 1, [[MEMSTUB_STUB_ABI_WORK]], MS_RESIDENT, 1, [[MEMSTUB_STUB_ABI_RESIDENT]], [[MEMSTUB_STUB_ABI]]),
   .timing = MS_TIMING,
   .name = "MS_NAME",
   .numdata = MS_PREFIX[[]]NUMDATA,
@@ -192,6 +254,12 @@ m4_ifelse(MS_RESIDENT, 1, [[  .mapped = MS_PREFIX[[]]memMapped,
   .rss = MS_PREFIX[[]]memRss,
   .rss_base = MS_RSS_BASE,
   .mapped_base = MS_MAPPED_BASE,
+]])m4_dnl
+m4_ifelse(MS_WORK, 1, [[  .cpu = MS_PREFIX[[]]memCpu,
+  .calls = MS_PREFIX[[]]memCalls,
+  .churn = MS_PREFIX[[]]memChurn,
+  .calltab = MS_PREFIX[[]]memCallTab,
+  .ncalltab = MS_PREFIX[[]]NCALLTAB,
 ]])m4_dnl
 };
 

@@ -105,6 +105,7 @@ static inline void book_alloc(tstate *ts, void *p, uint64_t n, int fn, uintptr_t
       if (UNLIKELY(n >= MS__REC_GROW_SAMPLE)) ms__rec_mem_sample(ts);  // grew a page or more
       event(ts, heap_add((int64_t)n), sp);
     }
+    if (m) wcount(ts, fn, n);  // after the event: the bucket it opens gets it
   }
   MEASURE_END(ts);
 }
@@ -185,6 +186,7 @@ static void *realloc_common(tstate *ts, void *p, size_t n, int fn, uintptr_t sp,
   } else if (p && old) {
     event(ts, heap_add(-(int64_t)old), sp);  // freed p
   }
+  if ((q || n == 0) && mine(ts)) wcount(ts, fn, n);  // after the event, as in book_alloc
   MEASURE_END(ts);
   return q;
 }
@@ -241,6 +243,7 @@ EXPORT void free(void *p) {
   uint64_t old = counted(entry);
   count(ts, F_FREE, entry & ~NOT_MINE);
   if (old) event(ts, heap_add(-(int64_t)old), MS__CALLER_SP());
+  if (mine(ts)) wcount(ts, F_FREE, entry & ~NOT_MINE);  // after the event, as in book_alloc
   MEASURE_END(ts);
   ts->in_alloc = 1;
   ms__rec_real_free(p);

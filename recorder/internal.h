@@ -36,6 +36,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "memstub/work.h"
 #include "prim.h"
 #include "protocol.h"
 
@@ -75,9 +76,11 @@ typedef ms__rec_row row;
 typedef ms__rec_chunk chunk;
 typedef ms__rec_mem memv;
 // A row with its memory, as the merge at exit handles it.
+typedef ms__rec_work workv;
 typedef struct xrow {
   int64_t t, stack, heap, tag;
   memv m;
+  workv w;
 } xrow;
 #define ROW_EXACT MS__REC_ROW_EXACT
 #define CHUNK_ROWS MS__REC_CHUNK_ROWS
@@ -118,9 +121,15 @@ typedef struct tstate {
   uint64_t nevents;
   int64_t tag;
   int64_t minflt, majflt;  // page faults at the last memory sample (recorded thread)
+  int64_t mem_raw;         // when a region boundary last sampled memory
   // coalescing bucket: h.b
   chunk *head, *tail;
   churn c;
+  // work (docs/formats.md, "Work columns"): calls since the thread's last row
+  uint32_t wn[MS__REC_WORK_CALLS];
+  uint64_t wbytes;
+  int64_t cpu_t, cpu_v;  // the recorded thread's last CPU clock read: raw time, ns
+  uint32_t mem_ver;      // ms__rec_mem_ver when the bucket's memory was last taken
   // cost measurement
   uint64_t cost_raw, cost_n;
   uint64_t samples, sample_raw;
@@ -158,6 +167,8 @@ typedef struct ms__rec_global {
   int64_t raw0, ns0;
   double raw_per_ns;  // estimate, for buckets and costs
   double now_cost_raw;
+  int64_t cpu_gap_raw;  // CPU clock reads at most this often (10 us in clock units)
+  int64_t end_cpu;      // the recorded thread's CPU time at the trace's end, -1 unknown
   int64_t origin_raw;  // when the recorded thread started
   int64_t origin_ns;   // the same on CLOCK_MONOTONIC
   char out[PATH_MAX];
@@ -179,6 +190,8 @@ typedef struct ms__rec_global {
   int finish_sig;
   uint64_t table_overflow, unknown_frees, chunk_fail;
   long threads_created, threads_seen;
+  int is_child;  // a process below the recorded one (--follow-children, follow.c)
+  pid_t ppid;    // its parent when it started recording
 } ms__rec_global;
 
 extern ms__rec_global ms__rec;
@@ -188,6 +201,7 @@ extern uint32_t ms__rec_tick;  // sampling ticks
 extern int64_t ms__rec_tag;    // the recorded thread's current region occurrence
 extern int64_t ms__rec_mapped;  // anonymous bytes mapped outside the malloc family (memory.c)
 extern int64_t ms__rec_rss;     // RssAnon at the last memory sample, bytes (-1: unknown)
+extern uint32_t ms__rec_mem_ver;  // bumped after every memory sample (memory.c)
 /* Set before a second thread can run (pthread_create sets it before the
  * thread exists; a thread made another way sets it at its first call). Until
  * then the table and the heap total use plain loads and stores. */
@@ -235,6 +249,28 @@ HOT tstate *state(void) {
   return ms__rec_slow_state();
 }
 
+/* ---- follow.c: --follow-children ---- */
+// This process (pid in ms__rec.pid) is below the recorded one: its trace and
+// journal are the root's names with its pid and command, its line goes to
+// the registry. 0, or -1 when the name does not fit (then it does not record).
+int ms__rec_follow_names(const char *root_out, const char *root_journal, const char *registry);
+// A forked child starts recording afresh (the fork handler); on a failure it
+// does not record.
+void ms__rec_follow_fork(const char *registry);
+
+/* ---- function.c: --function ---- */
+// Read the --function names (protocol.h) and patch their definitions in
+// what is loaded; later dlopens patch theirs. Nothing when none was asked.
+void ms__rec_fn_init(void);
+// How many names were asked for; how many definitions were patched.
+int ms__rec_fn_requested(void);
+int ms__rec_fn_patched(void);
+// The metadata lines (each name: patched and its calls, or why not).
+void ms__rec_fn_meta(void);
+// The first name that could not be patched and why ("--function NAME:
+// reason", static storage), or NULL.
+const char *ms__rec_fn_problem(void);
+
 /* ---- sampler.c ---- */
 
 // Choose a free real-time signal and install the sampling handler on it; 0,
@@ -262,6 +298,9 @@ void ms__rec_sampler_meta(void);
 
 // Open /proc/self/statm (kept open) and take the first sample.
 void ms__rec_mem_init(void);
+// A forked child: forget the parent's mapped ranges and counters, reopen
+// /proc/self/statm (the inherited one is the parent's) and sample.
+void ms__rec_mem_reset(void);
 // Sample RssAnon into ms__rec_rss and, on the recorded thread, its page
 // faults into ts (ts may be NULL). Async-signal-safe; on a failure the old
 // values stay.
@@ -286,7 +325,15 @@ HOT memv cur_mem(const tstate *ts) {
 
 /* ---- sink.c: rows and coalescing ---- */
 
-void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag, memv m);
+/* A row: its state, the recorded thread's CPU time cpu (-1 elsewhere), and,
+ * when calls is set, the calls the thread made since its last row (the
+ * counters start again from 0). */
+void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag, memv m,
+                      int64_t cpu, int calls);
+// The recorded thread's CPU time at raw time t (now): read when force is set
+// or the last read is 10 us old, else extrapolated from it as if the thread
+// ran meanwhile. -1 for other threads.
+int64_t ms__rec_cpu_at(tstate *ts, int64_t t, int force);
 // Close the thread's coalescing bucket into rows.
 void ms__rec_flush_bucket(tstate *ts);
 void ms__rec_new_bucket(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag, memv m)
@@ -308,23 +355,30 @@ void ms__rec_status(int how, int sig, int written, int err, int why);
 /* A bucket of `resolution` ns becomes at most two rows: its maxima at its
  * first time, then its last state when that differs. Peaks survive. */
 HOT void coalesce(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag) {
-  memv m = cur_mem(ts);
+  // The memory figures change only at a memory sample (ms__rec_mem_ver):
+  // between samples the bucket's memory is already right (issue 14 item 6).
+  uint32_t mv = __atomic_load_n(&ms__rec_mem_ver, __ATOMIC_RELAXED);
   if (LIKELY(ts->h.b.active && t < ts->h.b.end && tag == ts->h.b.tag)) {
     if (s > ts->h.b.maxs) ts->h.b.maxs = s;
     if (h > ts->h.b.maxh) ts->h.b.maxh = h;
-    // Resident and mapped memory keep their peaks like the heap; faults only
-    // grow, so the maxima row carries the last count.
-    if (m.rss > ts->h.b.maxm.rss) ts->h.b.maxm.rss = m.rss;
-    if (m.mapped > ts->h.b.maxm.mapped) ts->h.b.maxm.mapped = m.mapped;
-    ts->h.b.maxm.minflt = m.minflt;
-    ts->h.b.maxm.majflt = m.majflt;
     ts->h.b.lt = t;
     ts->h.b.ls = s;
     ts->h.b.lh = h;
-    ts->h.b.lm = m;
+    if (UNLIKELY(mv != ts->mem_ver)) {
+      ts->mem_ver = mv;
+      memv m = cur_mem(ts);
+      // Resident and mapped memory keep their peaks like the heap; faults
+      // only grow, so the maxima row carries the last count.
+      if (m.rss > ts->h.b.maxm.rss) ts->h.b.maxm.rss = m.rss;
+      if (m.mapped > ts->h.b.maxm.mapped) ts->h.b.maxm.mapped = m.mapped;
+      ts->h.b.maxm.minflt = m.minflt;
+      ts->h.b.maxm.majflt = m.majflt;
+      ts->h.b.lm = m;
+    }
     return;
   }
-  ms__rec_new_bucket(ts, t, s, h, tag, m);
+  ts->mem_ver = mv;
+  ms__rec_new_bucket(ts, t, s, h, tag, cur_mem(ts));
 }
 
 /* The event's time. The clock is read when the sampling tick moved, every
@@ -394,6 +448,16 @@ HOT void count(tstate *ts, int fn, uint64_t bytes) {
   ts->c.calls[fn]++;
   ts->c.bytes[fn] += bytes;
   ts->c.wlog[fn] += flog2(bytes);
+}
+
+/* The work columns' count of a call, after its event: a bucket the event
+ * closes does not get it, the one it opens does (at -r 0 too: a bucket is
+ * closed when the next one opens, ms__rec_new_bucket). fn is a constant in
+ * every hook, so the kind folds away. */
+HOT void wcount(tstate *ts, int fn, uint64_t bytes) {
+  int k = fn <= F_FREE ? fn : fn == F_REALLOCARRAY ? MEMSTUB_CALL_REALLOC : MEMSTUB_CALL_MEMALIGN;
+  ts->wn[k * MEMSTUB_WORK_CLASSES + memstub_work_class(bytes)]++;
+  ts->wbytes += bytes;
 }
 
 /* ---- summary.c: the trace's metadata ---- */

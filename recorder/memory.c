@@ -33,6 +33,7 @@
 
 int64_t ms__rec_mapped;
 int64_t ms__rec_rss = -1;
+uint32_t ms__rec_mem_ver;
 const char *const ms__rec_mem_cols[4] = {"rss_bytes", "mapped_bytes", "minor_faults",
                                          "major_faults"};
 
@@ -46,6 +47,19 @@ void ms__rec_mem_init(void) {
   int fd = ms__prim_statm_open();
   g_statm = fd;
   ms__rec_mem_sample(NULL);
+}
+
+static size_t g_niv;
+static char g_lock;
+
+void ms__rec_mem_reset(void) {
+  if (g_statm >= 0) close(g_statm);
+  g_statm = -1;
+  g_samples = g_sample_raw = g_sample_fail = g_iv_overflow = 0;
+  g_niv = 0;
+  g_lock = 0;
+  __atomic_store_n(&ms__rec_mapped, 0, __ATOMIC_RELAXED);
+  ms__rec_mem_init();
 }
 
 void ms__rec_mem_sample(tstate *ts) {
@@ -73,6 +87,8 @@ void ms__rec_mem_sample(tstate *ts) {
     }
   }
   errno = e;
+  // After the values: a bucket that sees the new version takes them (coalesce).
+  __atomic_fetch_add(&ms__rec_mem_ver, 1, __ATOMIC_RELEASE);
   __atomic_fetch_add(&g_sample_raw, (uint64_t)(raw_now() - t0), __ATOMIC_RELAXED);
   __atomic_fetch_add(&g_samples, 1, __ATOMIC_RELAXED);
 }
@@ -101,8 +117,6 @@ void ms__rec_mem_meta(void) {
 static struct iv {
   uintptr_t lo, hi;
 } g_iv[MAX_IV];
-static size_t g_niv;
-static char g_lock;
 
 static void lock(void) {
   while (__atomic_test_and_set(&g_lock, __ATOMIC_ACQUIRE)) sched_yield();

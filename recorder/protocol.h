@@ -22,6 +22,12 @@
 #define MS__REC_ENV_LIB "MEMSTUB_RECORD_LIB"              // the library, for the command only
 #define MS__REC_ENV_STATUS "MEMSTUB_RECORD_STATUS"        // absolute path of the status file
 #define MS__REC_ENV_JOURNAL "MEMSTUB_RECORD_JOURNAL"      // absolute path of the row journal
+/* --follow-children: the registry, where each process below the root adds
+ * "pid<TAB>ppid<TAB>command<TAB>trace path\n" when it starts recording
+ * (recorder/follow.c); unset: only the root records. */
+#define MS__REC_ENV_FOLLOW "MEMSTUB_RECORD_FOLLOW"
+// --function: the names, separated by commas (recorder/function.c).
+#define MS__REC_ENV_FUNCTIONS "MEMSTUB_RECORD_FUNCTIONS"
 
 /* ---- rows, chunks and the journal: recorder -> command ----
  * Each thread appends rows to chunks of MS__REC_CHUNK_ROWS. With
@@ -54,6 +60,17 @@ typedef struct ms__rec_mem {
   int64_t minflt, majflt;  // the recorded thread's page faults so far
 } ms__rec_mem;
 
+/* A row's work (docs/formats.md, "Work columns"): the recorded thread's CPU
+ * time at the row (absolute ns, -1 in rows of other threads), and the
+ * allocator calls since the thread's previous row by kind and size class
+ * (memstub/work.h) with the bytes they moved. Beside the rows too. */
+#define MS__REC_WORK_CALLS 20
+typedef struct ms__rec_work {
+  int64_t cpu;
+  uint64_t bytes;
+  uint32_t n[MS__REC_WORK_CALLS];
+} ms__rec_work;
+
 #define MS__REC_CHUNK_ROWS 8192
 #define MS__REC_JOURNAL_MAGIC 0x6c6e726a63657273ULL  // "srecjrnl"
 #define MS__REC_JOURNAL_HEAD 4096                     // bytes before the first chunk
@@ -68,6 +85,7 @@ typedef struct ms__rec_chunk {
   size_t n;  // committed rows (release-stored)
   ms__rec_row rows[MS__REC_CHUNK_ROWS];
   ms__rec_mem mem[MS__REC_CHUNK_ROWS];  // each row's memory (the optional columns)
+  ms__rec_work work[MS__REC_CHUNK_ROWS];  // each row's CPU time and allocator calls
 } ms__rec_chunk;
 
 /* A thread's open coalescing bucket (recorder/sink.c), at the head of its
@@ -80,6 +98,7 @@ typedef struct ms__rec_bucket {
   int64_t lt, ls, lh;
   ms__rec_mem maxm;  // peaks of rss and mapped (faults: the last)
   ms__rec_mem lm;    // the last state's memory
+  int64_t cpu0;      // the recorded thread's CPU time at t0 (-1: another thread)
 } ms__rec_bucket;
 typedef struct ms__rec_thead {
   uint64_t magic;  // MS__REC_JOURNAL_TSTATE in a journal
@@ -113,11 +132,14 @@ typedef struct ms__rec_journal_head {
 #define MS__REC_ST_WHY "nothing"           // MS__REC_NOTHING_*: why there is nothing to write
 #define MS__REC_ST_OCCURRENCES "occurrences"  // region occurrences of the recorded thread
 #define MS__REC_ST_THREADS "threads_created"  // threads created through pthread_create
+#define MS__REC_ST_FUNCTION "function"         // text to the end of the line: a --function problem
 enum {
   MS__REC_NOTHING_NONE = 0,
   MS__REC_NOTHING_THREAD = 1,      // --thread N: the program created fewer threads
   MS__REC_NOTHING_OCCURRENCE = 2,  // --occurrence N: fewer occurrences (or no region)
-  MS__REC_NOTHING_ROWS = 3         // no rows at all
+  MS__REC_NOTHING_ROWS = 3,        // no rows at all
+  MS__REC_NOTHING_FUNCTION = 4,    // --function: a name not found or not patchable
+  MS__REC_NOTHING_UNCALLED = 5     // --function: never called on the recorded thread
 };
 
 // The English ordinal suffix of n: "st" (1st, 21st), "nd", "rd", "th" (11th-13th).

@@ -6,6 +6,13 @@
 #include "bridge.h"
 #include "internal.h"
 
+// Raw clock units between memory samples at region boundaries: the
+// resolution, at least 100 us.
+static int64_t mem_every(void) {
+  int64_t r = ms__rec.res_raw, floor = (int64_t)(100000 * ms__rec.raw_per_ns);
+  return r > floor ? r : floor;
+}
+
 EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
   if (op == MS__PROBE_HELLO)
     return ms__rec_ensure_ready() && ms__rec.state == ST_READY &&
@@ -17,10 +24,17 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
   int rc;
   int64_t h = __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED);
   // A region's begin and end measure memory afresh (rss and faults are
-  // relative to the first region's begin).
+  // relative to the first region's begin), at most once per resolution (a
+  // sample reads /proc: microseconds; a function called in a tight loop
+  // would pay it twice per call).
   if (ts->is_rec && ((op == MS__PROBE_BEGIN && ts->depth == 0) ||
-                     (op == MS__PROBE_END && ts->depth == 1)))
-    ms__rec_mem_sample(ts);
+                     (op == MS__PROBE_END && ts->depth == 1))) {
+    int64_t now = raw_now();
+    if (ts->occ == 0 || now - ts->mem_raw >= mem_every()) {
+      ms__rec_mem_sample(ts);
+      ts->mem_raw = now;
+    }
+  }
   switch (op) {
     case MS__PROBE_BEGIN:
       if (ts->depth < MAX_DEPTH) {
@@ -33,7 +47,9 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
         ts->tag = ++ts->occ;
         ts->base = sp;
         __atomic_store_n(&ms__rec_tag, ts->tag, __ATOMIC_RELAXED);
-        ms__rec_push_row(ts, ts->now = raw_now(), 0, h, ts->tag | ROW_EXACT, cur_mem(ts));
+        ts->now = raw_now();
+        ms__rec_push_row(ts, ts->now, 0, h, ts->tag | ROW_EXACT, cur_mem(ts),
+                         ms__rec_cpu_at(ts, ts->now, 1), 1);
       }
       break;
     case MS__PROBE_POINT:
@@ -42,7 +58,9 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
         ms__rec_flush_bucket(ts);
         int64_t s = (int64_t)(ts->base - sp);
         // A point coalesces like an event (only begin and end are boundaries).
-        ms__rec_push_row(ts, ts->now = raw_now(), s < 0 ? 0 : s, h, ts->tag, cur_mem(ts));
+        ts->now = raw_now();
+        ms__rec_push_row(ts, ts->now, s < 0 ? 0 : s, h, ts->tag, cur_mem(ts),
+                         ms__rec_cpu_at(ts, ts->now, 0), 1);
       }
       break;
     default:  // MS__PROBE_END
@@ -59,7 +77,9 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
       if (ts->is_rec && ts->depth == 0) {
         ms__rec_flush_bucket(ts);
         int64_t s = (int64_t)(ts->base - sp);
-        ms__rec_push_row(ts, ts->now = raw_now(), s < 0 ? 0 : s, h, ts->tag | ROW_EXACT, cur_mem(ts));
+        ts->now = raw_now();
+        ms__rec_push_row(ts, ts->now, s < 0 ? 0 : s, h, ts->tag | ROW_EXACT, cur_mem(ts),
+                         ms__rec_cpu_at(ts, ts->now, 1), 1);
         ts->tag = 0;
         ts->base = ts->top;
         __atomic_store_n(&ms__rec_tag, 0, __ATOMIC_RELAXED);

@@ -73,7 +73,8 @@ void *ms__rec_journal_slot(size_t n) {
   return p;
 }
 
-void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag, memv m) {
+void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag, memv m,
+                      int64_t cpu, int calls) {
   chunk *c = ts->tail;
   if (UNLIKELY(!c || c->n == CHUNK_ROWS)) {
     int e = errno;
@@ -98,7 +99,32 @@ void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag, 
   }
   c->rows[c->n] = (row){t, s, h, tag};
   c->mem[c->n] = m;
+  workv *w = &c->work[c->n];
+  w->cpu = cpu;
+  if (calls) {
+    memcpy(w->n, ts->wn, sizeof w->n);
+    w->bytes = ts->wbytes;
+    memset(ts->wn, 0, sizeof ts->wn);
+    ts->wbytes = 0;
+  } else {
+    memset(w->n, 0, sizeof w->n);
+    w->bytes = 0;
+  }
   __atomic_store_n(&c->n, c->n + 1, __ATOMIC_RELEASE);
+}
+
+int64_t ms__rec_cpu_at(tstate *ts, int64_t t, int force) {
+  if (!ts->is_rec) return -1;
+  if (force || t - ts->cpu_t >= ms__rec.cpu_gap_raw || ts->cpu_v < 0) {
+    int64_t v = ms__prim_thread_cpu_ns();
+    if (v >= 0) {
+      ts->cpu_t = t;
+      ts->cpu_v = v;
+    }
+    return v;
+  }
+  double rpn = ms__rec.raw_per_ns > 0 ? ms__rec.raw_per_ns : 1.0;
+  return ts->cpu_v + (int64_t)((double)(t - ts->cpu_t) / rpn);
 }
 
 /* ---- coalescing -----------------------------------------------------------------
@@ -107,18 +133,33 @@ void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag, 
  * marked ROW_EXACT (first state, region begin and end, the end) are
  * boundaries the buckets never cross, so those states survive too. */
 
-void ms__rec_flush_bucket(tstate *ts) {
+/* Close the bucket; cpu_now is the recorded thread's CPU time now (-1 when
+ * not known). The last state's CPU time is estimated: the bucket's first
+ * reading plus the time since, as if the thread ran, at most cpu_now. The
+ * bucket's calls go to its last row. */
+static void flush(tstate *ts, int64_t cpu_now) {
   if (!ts->h.b.active) return;
   ms__rec_bucket *b = &ts->h.b;
-  ms__rec_push_row(ts, b->t0, b->maxs, b->maxh, b->tag, b->maxm);
-  if (b->ls != b->maxs || b->lh != b->maxh || b->lm.rss != b->maxm.rss ||
-      b->lm.mapped != b->maxm.mapped)
-    ms__rec_push_row(ts, b->lt, b->ls, b->lh, b->tag, b->lm);
+  int two = b->ls != b->maxs || b->lh != b->maxh || b->lm.rss != b->maxm.rss ||
+            b->lm.mapped != b->maxm.mapped;
+  ms__rec_push_row(ts, b->t0, b->maxs, b->maxh, b->tag, b->maxm, b->cpu0, !two);
+  if (two) {
+    int64_t cpu = -1;
+    if (b->cpu0 >= 0) {
+      double rpn = ms__rec.raw_per_ns > 0 ? ms__rec.raw_per_ns : 1.0;
+      cpu = b->cpu0 + (int64_t)((double)(b->lt - b->t0) / rpn);
+      if (cpu_now >= b->cpu0 && cpu > cpu_now) cpu = cpu_now;
+    }
+    ms__rec_push_row(ts, b->lt, b->ls, b->lh, b->tag, b->lm, cpu, 1);
+  }
   ts->h.b.active = 0;
 }
 
+void ms__rec_flush_bucket(tstate *ts) { flush(ts, -1); }
+
 void ms__rec_new_bucket(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag, memv m) {
-  ms__rec_flush_bucket(ts);
+  int64_t cpu = ms__rec_cpu_at(ts, t, 0);
+  flush(ts, cpu);
   ts->h.b.active = 1;
   ts->h.b.t0 = ts->h.b.lt = t;
   ts->h.b.end = t + ms__rec.res_raw;
@@ -126,7 +167,9 @@ void ms__rec_new_bucket(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag
   ts->h.b.maxh = ts->h.b.lh = h;
   ts->h.b.maxm = ts->h.b.lm = m;
   ts->h.b.tag = tag;
-  if (ms__rec.res_raw == 0) ms__rec_flush_bucket(ts);
+  ts->h.b.cpu0 = cpu;
+  // At -r 0 too the bucket stays open until the next one opens (its end is
+  // its start), so the call that made it is counted into it (wcount).
 }
 
 // Merge two time-ordered runs a[0..na) b[0..nb) into out.
@@ -148,7 +191,7 @@ static size_t gather_runs(xrow *buf, size_t total, size_t *runs) {
       size_t n = __atomic_load_n(&c->n, __ATOMIC_ACQUIRE);
       for (size_t i = 0; i < n && k < total; i++) {
         const row *rw = &c->rows[i];
-        buf[k] = (xrow){rw->t, rw->stack, rw->heap, rw->tag, c->mem[i]};
+        buf[k] = (xrow){rw->t, rw->stack, rw->heap, rw->tag, c->mem[i], c->work[i]};
         if (buf[k].t < last) buf[k].t = last;
         last = buf[k++].t;
       }
@@ -190,20 +233,46 @@ static int differs(const xrow *a, const xrow *b) {
          a->m.mapped != b->m.mapped;
 }
 
+// acc's calls added to w's.
+static void work_add(workv *w, const workv *acc) {
+  for (int k = 0; k < MS__REC_WORK_CALLS; k++) w->n[k] += acc->n[k];
+  w->bytes += acc->bytes;
+}
+
+static void work_zero(workv *w) {
+  memset(w->n, 0, sizeof w->n);
+  w->bytes = 0;
+}
+
+/* A coalesced bucket into out: its maxima row, then its last state when
+ * that differs; the calls of the bucket (acc) go to the last row written. */
+static size_t emit_bucket(xrow *out, size_t n, xrow *mx, xrow *cur, workv *acc) {
+  int two = differs(cur, mx);
+  work_zero(&mx->w);
+  work_zero(&cur->w);
+  work_add(two ? &cur->w : &mx->w, acc);
+  out[n++] = *mx;
+  if (two) out[n++] = *cur;
+  work_zero(acc);
+  return n;
+}
+
 /* What the trace covers, from the merged rows buf[0..total) into out: probe
  * regions of the recorded thread when there were any (one occurrence or
  * all), else from the recorded thread's start; times in ns (raw * scale from
- * the origin), coalesced again across threads. Resident memory and faults
- * become relative to the first row covered (the component's start: the
- * recorded thread's first state or the first region's begin); rows of other
- * threads carry the recorded thread's last fault counts, as its stack. */
+ * the origin), coalesced again across threads. Resident memory, faults and
+ * CPU time become relative to the first row covered (the component's start:
+ * the recorded thread's first state or the first region's begin); rows of
+ * other threads carry the recorded thread's last fault counts and CPU time,
+ * as its stack. Calls of rows not covered are dropped; a coalesced bucket's
+ * calls go to its last row. */
 static void cover(assembled *A, const xrow *buf, size_t total, xrow *tmp, double scale,
                   int64_t raw_end) {
   int64_t max_tag = 0;
   for (size_t i = 0; i < total; i++)
     if ((buf[i].tag & ~ROW_EXACT) > max_tag) max_tag = buf[i].tag & ~ROW_EXACT;
   A->regions = max_tag > 0;
-  int64_t origin = -1, last_stack = 0, last_heap = 0;
+  int64_t origin = -1, last_stack = 0, last_heap = 0, last_cpu = 0, cpu_base = -1, prev_cpu = 0;
   memv last_m = {0, 0, 0, 0}, base = {0, 0, 0, 0};
   int have_base = 0;
   if (!A->regions) origin = ms__rec.origin_raw;
@@ -211,6 +280,8 @@ static void cover(assembled *A, const xrow *buf, size_t total, xrow *tmp, double
   int64_t bucket_end = INT64_MIN, prev_t = 0;
   int have = 0;
   xrow cur = {0}, mx = {0};
+  workv acc;
+  memset(&acc, 0, sizeof acc);
   for (size_t i = 0; i < total; i++) {
     xrow x = buf[i];
     int exact = (x.tag & ROW_EXACT) != 0;
@@ -219,6 +290,8 @@ static void cover(assembled *A, const xrow *buf, size_t total, xrow *tmp, double
     if (x.m.minflt < 0) x.m.minflt = last_m.minflt;
     if (x.m.majflt < 0) x.m.majflt = last_m.majflt;
     last_m = x.m;
+    if (x.w.cpu < 0) x.w.cpu = last_cpu;
+    last_cpu = x.w.cpu;
     if (A->regions) {
       if (x.tag == 0 || (ms__rec.occurrence > 0 && x.tag != ms__rec.occurrence)) {
         if (x.stack >= 0 && origin < 0) last_stack = 0;
@@ -242,6 +315,12 @@ static void cover(assembled *A, const xrow *buf, size_t total, xrow *tmp, double
     if (x.m.minflt < 0) x.m.minflt = 0;
     if (x.m.majflt < 0) x.m.majflt = 0;
     if (x.m.mapped < 0) x.m.mapped = 0;
+    // CPU time from the component's start, never decreasing (an estimate
+    // between clock reads may run ahead of the next reading).
+    if (cpu_base < 0) cpu_base = x.w.cpu;
+    x.w.cpu -= cpu_base;
+    if (x.w.cpu < prev_cpu) x.w.cpu = prev_cpu;
+    prev_cpu = x.w.cpu;
     if (x.stack >= 0)
       last_stack = x.stack;
     else
@@ -259,14 +338,12 @@ static void cover(assembled *A, const xrow *buf, size_t total, xrow *tmp, double
     if (exact) {
       // A boundary: the bucket before it ends, the row stays as it is, and
       // the next row starts a new bucket.
-      if (have) {
-        tmp[out++] = mx;
-        if (differs(&cur, &mx)) tmp[out++] = cur;
-      }
+      if (have) out = emit_bucket(tmp, out, &mx, &cur, &acc);
       have = 0;
       tmp[out++] = cur = x;
       continue;
     }
+    work_add(&acc, &x.w);
     if (have && t < bucket_end && x.tag == mx.tag) {
       if (x.stack > mx.stack) mx.stack = x.stack;
       if (x.heap > mx.heap) mx.heap = x.heap;
@@ -278,32 +355,48 @@ static void cover(assembled *A, const xrow *buf, size_t total, xrow *tmp, double
       continue;
     }
     if (have) {
-      tmp[out++] = mx;
-      if (differs(&cur, &mx)) tmp[out++] = cur;
+      workv mine = x.w;  // this row opens the next bucket: its calls are not the last one's
+      for (int k = 0; k < MS__REC_WORK_CALLS; k++) acc.n[k] -= mine.n[k];
+      acc.bytes -= mine.bytes;
+      out = emit_bucket(tmp, out, &mx, &cur, &acc);
+      acc = mine;
     }
     have = 1;
     mx = cur = x;
     bucket_end = t + (ms__rec.res_ns > 0 ? ms__rec.res_ns : 1);
     if (ms__rec.res_ns == 0) bucket_end = t;  // every event
   }
-  if (have) {
-    tmp[out++] = mx;
-    if (differs(&cur, &mx)) tmp[out++] = cur;
-  }
+  if (have) out = emit_bucket(tmp, out, &mx, &cur, &acc);
   if (out == 0) {
-    tmp[out++] = (xrow){0, 0, last_heap < 0 ? 0 : last_heap, 0, {0, 0, 0, 0}};
+    tmp[out++] = (xrow){0, 0, last_heap < 0 ? 0 : last_heap, 0, {0, 0, 0, 0}, {0, 0, {0}}};
     tmp[0].m.mapped = last_m.mapped < 0 ? 0 : last_m.mapped;
     cur = tmp[0];
   }
+  // Calls made after every thread's last row (the thread's counters at the
+  // end), and the recorded thread's CPU time at the end when known.
+  workv left;
+  memset(&left, 0, sizeof left);
+  if (!A->regions)
+    for (tstate *ts = ms__rec.list; ts; ts = ts->next) {
+      for (int k = 0; k < MS__REC_WORK_CALLS; k++) left.n[k] += ts->wn[k];
+      left.bytes += ts->wbytes;
+    }
+  int64_t end_cpu = prev_cpu;
+  if (!A->regions && !ms__rec.rec_gone && ms__rec.end_cpu >= 0 && cpu_base >= 0 &&
+      ms__rec.end_cpu - cpu_base > end_cpu)
+    end_cpu = ms__rec.end_cpu - cpu_base;
   // The component's end, so that a last idle stretch keeps its length: now,
   // unless probe regions delimit it or the recorded thread ended before.
   if (!A->regions && !ms__rec.rec_gone) {
     int64_t t_end = (int64_t)((double)(raw_end - origin) * scale);
     if (t_end > tmp[out - 1].t) {
       tmp[out] = cur;
-      tmp[out++].t = t_end;
+      tmp[out].t = t_end;
+      work_zero(&tmp[out].w);
+      tmp[out++].w.cpu = end_cpu;
     }
   }
+  work_add(&tmp[out - 1].w, &left);
   A->rows = tmp;
   A->n = out;
   A->duration = tmp[out - 1].t;
@@ -336,6 +429,20 @@ static int assemble(assembled *A) {
   return 0;
 }
 
+static const char *const work_cols[MS__REC_WORK_CALLS] = {MEMSTUB_WORK_CALL_COLUMNS};
+
+/* Which call columns the trace gets: those with a call in some row (used[k]);
+ * returns how many. churn_bytes is written when there is one. */
+static int work_used(const assembled *A, int *used) {
+  int n = 0;
+  for (int k = 0; k < MS__REC_WORK_CALLS; k++) {
+    used[k] = 0;
+    for (size_t i = 0; i < A->n && !used[k]; i++) used[k] = A->rows[i].w.n[k] != 0;
+    n += used[k];
+  }
+  return n;
+}
+
 /* The trace through memstub_trace_write (normal exit). */
 static int write_normal(const assembled *A) {
   memstub_trace *t = memstub_trace_create();
@@ -346,6 +453,15 @@ static int write_normal(const assembled *A) {
   for (int i = 0; i < 4 && rc >= 0; i++) {
     rc = memstub_trace_add_column(t, ms__rec_mem_cols[i]);
     if (i == 0) mcol = rc;
+  }
+  // The work columns (docs/formats.md, "Work columns").
+  int used[MS__REC_WORK_CALLS], wcol[MS__REC_WORK_CALLS], ccol = -1, bcol = -1;
+  int nused = work_used(A, used);
+  if (rc >= 0) rc = ccol = memstub_trace_add_column(t, MEMSTUB_WORK_CPU_COLUMN);
+  if (rc >= 0 && nused) rc = bcol = memstub_trace_add_column(t, MEMSTUB_WORK_BYTES_COLUMN);
+  for (int k = 0; k < MS__REC_WORK_CALLS; k++) {
+    wcol[k] = -1;
+    if (rc >= 0 && used[k]) rc = wcol[k] = memstub_trace_add_column(t, work_cols[k]);
   }
   if (rc > 0) rc = 0;
   for (int i = 0; i < ms__rec_nmeta && rc == 0; i++)
@@ -361,6 +477,11 @@ static int write_normal(const assembled *A) {
     e[mcol + 1] = m->mapped;
     e[mcol + 2] = m->minflt;
     e[mcol + 3] = m->majflt;
+    const workv *w = &A->rows[i].w;
+    e[ccol] = w->cpu;
+    if (bcol >= 0) e[bcol] = (int64_t)w->bytes;
+    for (int k = 0; k < MS__REC_WORK_CALLS; k++)
+      if (wcol[k] >= 0) e[wcol[k]] = w->n[k];
   }
   memstub_error err;
   if (rc == 0) rc = memstub_trace_write(t, ms__rec.out, &err);
@@ -452,6 +573,15 @@ static int write_raw(const assembled *A) {
     wput(",", 1);
     wstr(ms__rec_mem_cols[i]);
   }
+  int used[MS__REC_WORK_CALLS];
+  int nused = work_used(A, used);
+  wstr("," MEMSTUB_WORK_CPU_COLUMN);
+  if (nused) wstr("," MEMSTUB_WORK_BYTES_COLUMN);
+  for (int k = 0; k < MS__REC_WORK_CALLS; k++)
+    if (used[k]) {
+      wput(",", 1);
+      wstr(work_cols[k]);
+    }
   wput("\n", 1);
   for (size_t i = 0; i < A->n; i++) {
     wnum(A->rows[i].t);
@@ -469,6 +599,18 @@ static int write_raw(const assembled *A) {
       wput(",", 1);
       wnum(v[k]);
     }
+    const workv *w = &A->rows[i].w;
+    wput(",", 1);
+    wnum(w->cpu);
+    if (nused) {
+      wput(",", 1);
+      wnum((int64_t)w->bytes);
+    }
+    for (int k = 0; k < MS__REC_WORK_CALLS; k++)
+      if (used[k]) {
+        wput(",", 1);
+        wnum(w->n[k]);
+      }
     wput("\n", 1);
   }
   wflush();
@@ -482,10 +624,10 @@ static int write_raw(const assembled *A) {
   return 0;
 }
 
-// "key=v\n" at b + *n (b holds 512 bytes).
+// "key=v\n" at b + *n (b holds 1024 bytes).
 static void status_line(char *b, size_t *n, const char *key, int64_t v) {
   size_t k = strlen(key);
-  if (*n + k + 24 > 512) return;
+  if (*n + k + 24 > 1024) return;
   memcpy(b + *n, key, k);
   *n += k;
   b[(*n)++] = '=';
@@ -501,7 +643,7 @@ static void status_line(char *b, size_t *n, const char *key, int64_t v) {
 
 void ms__rec_status(int how, int sig, int written, int err, int why) {
   if (!ms__rec.status[0]) return;
-  char b[512];
+  char b[1024];
   size_t n = 0;
   status_line(b, &n, MS__REC_ST_STARTED, 1);
   if (how >= 0) {
@@ -513,6 +655,15 @@ void ms__rec_status(int how, int sig, int written, int err, int why) {
     status_line(b, &n, MS__REC_ST_OCCURRENCES, ms__rec.rec ? ms__rec.rec->occ : 0);
     status_line(b, &n, MS__REC_ST_THREADS,
                 __atomic_load_n(&ms__rec.threads_created, __ATOMIC_RELAXED));
+    const char *fp = ms__rec_fn_problem();
+    size_t k = fp ? strlen(fp) : 0, kk = strlen(MS__REC_ST_FUNCTION);
+    if (fp && n + kk + k + 2 < sizeof b) {  // "function=TEXT\n" (one line: no newline in it)
+      memcpy(b + n, MS__REC_ST_FUNCTION, kk);
+      b[n + kk] = '=';
+      memcpy(b + n + kk + 1, fp, k);
+      n += kk + k + 1;
+      b[n++] = '\n';
+    }
   }
   int e = errno;
   int fd = open(ms__rec.status, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -545,12 +696,18 @@ void ms__rec_finish(int how, int sig) {
     for (int i = 0; i < 2000 && ts->in_hook; i++) sched_yield();
   }
   for (tstate *ts = ms__rec.list; ts; ts = ts->next) ms__rec_flush_bucket(ts);
+  // The recorded thread's CPU time at the end, when it is the one finishing.
+  if (me && me == ms__rec.rec) ms__rec.end_cpu = ms__prim_thread_cpu_ns();
   // Nothing to write when what was asked for never happened: the command
   // says so from the status file, and an older trace at the path stays.
   int64_t occ = ms__rec.rec ? ms__rec.rec->occ : 0;
   int why = MS__REC_NOTHING_NONE;
   if (ms__rec.rec_ordinal > 0 && !ms__rec.rec)
     why = MS__REC_NOTHING_THREAD;
+  else if (ms__rec_fn_problem())
+    why = MS__REC_NOTHING_FUNCTION;
+  else if (ms__rec_fn_requested() && occ == 0)
+    why = MS__REC_NOTHING_UNCALLED;
   else if (ms__rec.occurrence > 0 && occ < ms__rec.occurrence)
     why = MS__REC_NOTHING_OCCURRENCE;
   assembled A;

@@ -41,8 +41,9 @@ static void thread_gone(void *arg) {
     // The component ends with its thread: a last row keeps its idle tail.
     ms__rec_sampler_pause();
     ms__rec_mem_sample(ts);
-    ms__rec_push_row(ts, raw_now(), -1, __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED),
-                     ts->tag | ROW_EXACT, cur_mem(ts));
+    int64_t t = raw_now();
+    ms__rec_push_row(ts, t, -1, __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED),
+                     ts->tag | ROW_EXACT, cur_mem(ts), ms__rec_cpu_at(ts, t, 1), 1);
     ms__rec.rec_gone = 1;
   }
   CBARRIER();
@@ -63,6 +64,8 @@ tstate *ms__rec_ts_register(void) {
     ts->h.thread_no = __atomic_add_fetch(&ms__rec.threads_no, 1, __ATOMIC_RELAXED);
     if (ts->tid != getpid()) __atomic_store_n(&ms__rec_multi, 1, __ATOMIC_SEQ_CST);
     ts->exact = 1;
+    ts->cpu_t = INT64_MIN / 2;
+    ts->cpu_v = -1;
     ts->tick = __atomic_load_n(&ms__rec_tick, __ATOMIC_RELAXED);
     tstate *head = __atomic_load_n(&ms__rec.list, __ATOMIC_RELAXED);
     do ts->next = head;
@@ -94,8 +97,10 @@ void ms__rec_become_recorded(tstate *ts, uintptr_t top, int64_t stack0) {
   }
   // The program's (or the thread's) first state: a row of its own.
   ms__rec_mem_sample(ts);  // the base of rss and faults
+  ts->cpu_t = t;
+  ts->cpu_v = ms__prim_thread_cpu_ns();
   ms__rec_push_row(ts, t, stack0, __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED), ROW_EXACT,
-                   cur_mem(ts));
+                   cur_mem(ts), ts->cpu_v, 1);
   CBARRIER();
   ts->in_hook = 0;
   ms__rec_sampler_arm(ts->tid);
@@ -119,11 +124,15 @@ static void child_after_fork(void);
 static int read_env(void) {
   const char *out = getenv(MS__REC_ENV_OUTPUT);
   long parent = env_long(MS__REC_ENV_PARENT, -1);
+  const char *follow = getenv(MS__REC_ENV_FOLLOW);
   ms__rec.pid = getpid();
-  // Only the process `memstub record` started, its child, records (and keeps
+  // The process `memstub record` started, its child, records (and keeps
   // recording across exec, which keeps the pid and the parent). Its own
-  // children have another parent and run untouched.
-  if (!out || !*out || parent != (long)getppid() || strlen(out) >= sizeof ms__rec.out) return -1;
+  // children have another parent: they run untouched, or with
+  // --follow-children record a trace of their own (follow.c).
+  if (!out || !*out || strlen(out) >= sizeof ms__rec.out) return -1;
+  int root = parent == (long)getppid();
+  if (!root && !(follow && *follow)) return -1;
   memcpy(ms__rec.out, out, strlen(out) + 1);
   const char *th = getenv(MS__REC_ENV_THREAD);
   ms__rec.rec_ordinal = th && strcmp(th, "main") != 0 ? env_long(MS__REC_ENV_THREAD, 0) : 0;
@@ -135,6 +144,7 @@ static int read_env(void) {
   ms__rec.occurrence = env_long(MS__REC_ENV_OCCURRENCE, 0);
   ms__rec.sig = (int)env_long(MS__REC_ENV_SIGNAL, 0);  // 0: the first free one
   const char *journal = getenv(MS__REC_ENV_JOURNAL);
+  if (!root) return ms__rec_follow_names(out, journal, follow);
   if (journal && strlen(journal) < sizeof ms__rec.journal)
     memcpy(ms__rec.journal, journal, strlen(journal) + 1);
   const char *status = getenv(MS__REC_ENV_STATUS);
@@ -168,6 +178,8 @@ static void init_clock(void) {
   ms__rec.now_cost_raw = (double)(raw_now() - a) / 64.0;
   ms__rec.res_raw = (int64_t)((double)ms__rec.res_ns * ms__rec.raw_per_ns);
   ms__rec.win_raw = (int64_t)(1e6 * ms__rec.raw_per_ns);
+  ms__rec.cpu_gap_raw = (int64_t)(1e4 * ms__rec.raw_per_ns);
+  ms__rec.end_cpu = -1;
   ms__rec.origin_raw = ms__rec.raw0;  // until the recorded thread starts
 }
 
@@ -248,7 +260,15 @@ int ms__rec_ensure_ready(void) {
   return 1;
 }
 
-__attribute__((constructor)) static void rec_ctor(void) { ms__rec_ensure_ready(); }
+__attribute__((constructor)) static void rec_ctor(void) {
+  ms__rec_ensure_ready();
+  // --function: every object the program started with is mapped by now.
+  if (__atomic_load_n(&ms__rec.state, __ATOMIC_ACQUIRE) == ST_READY) {
+    ms__rec_busy = 1;
+    ms__rec_fn_init();
+    ms__rec_busy = 0;
+  }
+}
 // The trace at exit, after the program's own exit handlers.
 __attribute__((destructor)) static void rec_dtor(void) { ms__rec_finish(0, 0); }
 
@@ -262,8 +282,14 @@ tstate *ms__rec_slow_state(void) {
 }
 
 static void child_after_fork(void) {
-  // A forked child does not record and writes no trace (docs/recording.md).
+  const char *follow = getenv(MS__REC_ENV_FOLLOW);
+  int was_on = __atomic_load_n(&ms__rec_on, __ATOMIC_RELAXED);
   __atomic_store_n(&ms__rec_on, 0, __ATOMIC_RELAXED);
+  if (follow && *follow && was_on && ms__rec.state == ST_READY && !ms__rec.finished) {
+    ms__rec_follow_fork(follow);  // --follow-children: a recording of its own
+    return;
+  }
+  // Else a forked child does not record and writes no trace (docs/recording.md).
   // Its state is the parent's (in the journal, shared): never touched again.
   ms__rec_ts = NULL;
   ms__rec_sampler_forget();

@@ -3,6 +3,7 @@
 #include "table.h"
 
 #include <errno.h>
+#include <sys/mman.h>
 
 uint64_t *ms__rec_tab;
 uintptr_t ms__rec_tab_mask;
@@ -22,6 +23,16 @@ int ms__rec_table_init(int bits) {
   ms__rec_tab_mask = ((uintptr_t)1 << bits) - 1;
   g_big_mask = ((uintptr_t)1 << 16) - 1;
   return 0;
+}
+
+int ms__rec_table_reset(void) {
+  int bits = 0;
+  while (((uintptr_t)1 << bits) - 1 < ms__rec_tab_mask) bits++;
+  if (ms__rec_tab) munmap(ms__rec_tab, sizeof(uint64_t) << bits);
+  if (g_big) munmap(g_big, sizeof(bslot) << 16);
+  ms__rec_tab = NULL;
+  g_big = NULL;
+  return ms__rec_table_init(bits);
 }
 
 int ms__rec_big_put(uintptr_t p, uint64_t entry) {

@@ -28,6 +28,9 @@ extern uintptr_t ms__rec_tab_mask;
 
 // Reserve the tables (2^bits main slots, fewer when that fails); 0 or -ENOMEM.
 int ms__rec_table_init(int bits);
+// A forked child: a new empty table of the same size (the parent's blocks are
+// not the child's); 0 or -ENOMEM.
+int ms__rec_table_reset(void);
 // The side table: 1 when stored, 0 when full.
 int ms__rec_big_put(uintptr_t p, uint64_t entry);
 // The side table's entry for p (and its slot freed), or -1.

@@ -142,6 +142,8 @@ static MS__NOINLINE void begin(ms__rt_ctx *c, int64_t x) {
   int64_t dt = c->use[x].time;
   c->deadline += dt;
   __atomic_store_n(&c->begun, x + 1, __ATOMIC_RELAXED);
+  // Layout 3: the work of the interval (runtime/work.c), before its wait.
+  if (c->work.cpu) ms__rt_work_point(&c->work, x, c->wrec ? c->wrec + x * MS__RT_WORK_REC : NULL);
   int64_t now = 0;
   if (dt > 0)
     now = c->timing == MEMSTUB_TIMING_USLEEP ? wait_relative(c, x, dt) : wait_deadline(c, x);

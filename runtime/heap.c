@@ -111,7 +111,10 @@ int ms__rt_heap_resize(ms__rt_heap *h, int64_t size) {
     set_block(h, q);
     h->size = size;
     h->unmaps++;
-    return 0;
+    // A fragmented arena (a stub's allocator calls, issue 14) may hand calloc
+    // a free chunk 16 bytes too large: the fix-up below corrects it too.
+    u = h->usable;
+    goto fixup;
   }
 #endif
   char *p = realloc(h->block, t);
@@ -134,11 +137,14 @@ int ms__rt_heap_resize(ms__rt_heap *h, int64_t size) {
     }
     return 0;
   }
+fixup:;
+  char *p_ = h->block;
   size_t want = (size_t)ms__malloc_arena_usable((int64_t)t);
   if (u != want + MS__MALLOC_ALIGN) return 0;
   // glibc kept a remainder below its minimum chunk. Grow by 32 (in place or
   // moved), then shrink: that split always has room and leaves the exact chunk.
   h->fixups++;
+  p = p_;
   char *q = realloc(p, t + MS__MALLOC_MIN_CHUNK);
   if (q) {
     p = q;

@@ -86,6 +86,41 @@ void ms__rt_res_meter_open(ms__rt_res *r);
 void ms__rt_res_baseline(ms__rt_res *r);
 void ms__rt_res_measure(const ms__rt_res *r, memstub_replay_record *rec);
 
+/* ---- work (work.c): the CPU spin and the allocator calls of layout 3 ---- */
+
+#define MS__RT_WORK_POOL 64  // blocks of a point's calls alive at once
+/* Per point measured (--measure, a stub with work): the replay thread's CPU
+ * clock after the point's work (absolute, -1 unknown), the bytes its calls
+ * moved, and its calls by kind and class (memstub/work.h). */
+#define MS__RT_WORK_REC (2 + 20)
+
+typedef struct ms__rt_work {
+  const int64_t *cpu, *calls, *churn, *calltab;  // NULL: no work (layouts 1 and 2)
+  int64_t ncalltab;
+  double rate;    // spin steps per ns of CPU
+  int64_t spun;   // CPU ns spun in all
+  int started;    // the first point was begun: base is set
+  int64_t base;   // the thread's CPU clock then (-1 unknown)
+  int64_t target; // the points' CPU times so far
+} ms__rt_work;
+
+/* Set w up for s: 1 when s has work data (then glibc's mmap threshold is
+ * fixed at its default if s makes large calls, see work.c), else 0 and w
+ * stays empty. */
+int ms__rt_work_init(ms__rt_work *w, const struct memstub_stub *s);
+// Check s's work data (layout 3 only): 0 or -EINVAL with err naming the point.
+int ms__rt_work_check(const struct memstub_stub *s, memstub_error *err);
+/* Point x's work: its calls, then a spin until the thread's CPU time since
+ * the first point reaches the points' CPU times so far (never more than
+ * point x's own). m: MS__RT_WORK_REC values to measure into, or NULL. */
+void ms__rt_work_point(ms__rt_work *w, int64_t x, int64_t *m);
+// After the replay: the measured CPU clocks of wrec[0..n) made relative to cpu0 (T0).
+void ms__rt_work_rebase(int64_t *wrec, int64_t n, int64_t cpu0);
+// The spin loop's steps per ns of CPU, measured now.
+double ms__rt_spin_rate(void);
+// Spin ns of the thread's CPU time at rate steps per ns; returns the CPU ns spun.
+int64_t ms__rt_spin(int64_t ns, double rate);
+
 /* ---- waiting for a deadline (engine.c) ----------------------------------- */
 
 /* The overshoot model (docs/runtime.md, "Timing"): how late clock_nanosleep
@@ -144,6 +179,8 @@ typedef struct ms__rt_ctx {
   // state
   ms__rt_heap heap;
   ms__rt_res res;           // resident data, res.rss NULL when the stub has none
+  ms__rt_work work;         // work data, work.cpu NULL when the stub has none
+  int64_t *wrec;            // [n * MS__RT_WORK_REC] measured work, or NULL
   uintptr_t entry_sp;
   int64_t t0, deadline;     // absolute T0; scheduled time of the current point, relative
   int64_t end;              // absolute end of the replay

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "internal.h"
+#include "memstub/work.h"
 #include "prim.h"
 
 /* ---- the replayed trace ---------------------------------------------------- */
@@ -105,7 +106,7 @@ static int absolute(const struct memstub_stub *s, const memstub_replay_record *p
  * -ERANGE when a base plus a measurement exceeds 64 bits. */
 static int resident_cols(const struct memstub_stub *s, const memstub_replay_record *p,
                          int64_t *x, int ir, int im, int imi, int ima) {
-  int resident = s->abi == MEMSTUB_STUB_ABI_RESIDENT;
+  int resident = s->abi >= MEMSTUB_STUB_ABI_RESIDENT;  // layouts 2 and 3
   int64_t rb = resident && s->rss_base > 0 ? s->rss_base : 0;
   int64_t mb = resident && s->mapped_base > 0 ? s->mapped_base : 0;
   if (ir >= 0 && ms__add_i64(rb, p->rss_bytes, &x[ir]) < 0) return -ERANGE;
@@ -138,6 +139,19 @@ int memstub_replay_trace(const memstub_replay *r, memstub_trace **out, memstub_e
   if (!rc && (iw = memstub_trace_add_column(t, "wake_late_ns")) < 0) rc = iw;
   if (!rc && (ik = memstub_trace_add_column(t, "work_ns")) < 0) rc = ik;
   if (!rc && sched && (io = memstub_trace_add_column(t, "off_cpu_ns")) < 0) rc = io;
+  // Layout 3: the replay's work under the original's column names (work.c).
+  static const char *const wcols[20] = {MEMSTUB_WORK_CALL_COLUMNS};
+  int iwc = -1, iwb = -1, iwk[20];
+  for (int k = 0; k < 20; k++) iwk[k] = -1;
+  if (!rc && r->work) {
+    if ((iwc = memstub_trace_add_column(t, MEMSTUB_WORK_CPU_COLUMN)) < 0) rc = iwc;
+    if (!rc && (iwb = memstub_trace_add_column(t, MEMSTUB_WORK_BYTES_COLUMN)) < 0) rc = iwb;
+    for (int k = 0; k < 20 && !rc; k++) {
+      int used = 0;
+      for (int64_t i = 0; i < s->numdata && !used; i++) used = r->work[i * 22 + 2 + k] != 0;
+      if (used && (iwk[k] = memstub_trace_add_column(t, wcols[k])) < 0) rc = iwk[k];
+    }
+  }
   if (!rc && rss_known && (ir = memstub_trace_add_column(t, "rss_bytes")) < 0) rc = ir;
   if (!rc && res && (im = memstub_trace_add_column(t, "mapped_bytes")) < 0) rc = im;
   if (!rc && res && (imi = memstub_trace_add_column(t, "minor_faults")) < 0) rc = imi;
@@ -194,6 +208,15 @@ int memstub_replay_trace(const memstub_replay *r, memstub_trace **out, memstub_e
       x[ik] = p->end_ns - f->start_ns;
       // From the row's wait to the next sleep after it (or the end).
       if (sched) x[io] = before >= 0 && next[i + 1] >= before ? next[i + 1] - before : -1;
+      if (r->work) {  // the row's points' work; the CPU clock after the last
+        x[iwc] = r->work[i * 22];
+        x[iwb] = 0;
+        for (int64_t j = first; j <= i; j++) {
+          x[iwb] += r->work[j * 22 + 1];
+          for (int k = 0; k < 20; k++)
+            if (iwk[k] >= 0) x[iwk[k]] += r->work[j * 22 + 2 + k];
+        }
+      }
       if (res) rc = resident_cols(s, p, x, ir, im, imi, ima);
     }
   }

@@ -186,11 +186,12 @@ int memstub_replay_check(const struct memstub_stub *s, const memstub_replay_opti
   int rc = check_options(o, err);
   if (rc < 0) return rc;
   if (!s) return memstub_error_set(err, -EINVAL, "no stub to replay");
-  if (s->abi != MEMSTUB_STUB_ABI && s->abi != MEMSTUB_STUB_ABI_RESIDENT)
+  if (s->abi != MEMSTUB_STUB_ABI && s->abi != MEMSTUB_STUB_ABI_RESIDENT &&
+      s->abi != MEMSTUB_STUB_ABI_WORK)
     return memstub_error_set(err, -EINVAL,
                              "the stub has data layout %d, this runtime replays layout %d "
                              "(regenerate the header with this memstub)",
-                             (int)s->abi, MEMSTUB_STUB_ABI);
+                             (int)s->abi, MEMSTUB_STUB_ABI_WORK);
   if (s->numdata < 0 || (s->numdata > 0 && (!s->use || !s->point)))
     return memstub_error_set(err, -EINVAL, "the stub has no points array (numdata %lld)",
                              (long long)s->numdata);
@@ -201,6 +202,7 @@ int memstub_replay_check(const struct memstub_stub *s, const memstub_replay_opti
       s->max_depth < 0)
     return memstub_error_set(err, -EINVAL, "the stub's descriptor has negative sizes");
   if ((rc = memstub_stub_check(s, err)) < 0) return rc;
+  if ((rc = ms__rt_work_check(s, err)) < 0) return rc;
   figures f;
   if ((rc = recompute(s, &f, err)) < 0) return rc;
 
@@ -279,6 +281,7 @@ static int wait_replay(pthread_t th, const ms__rt_ctx *c, const memstub_replay_o
 void memstub_replay_free(memstub_replay *r) {
   if (!r) return;
   free(r->rec);
+  free(r->work);
   free(r);
 }
 
@@ -291,6 +294,11 @@ static int reserve(memstub_replay *r, job *j, const struct memstub_stub *s) {
     if (!r->rec) return -ENOMEM;
     memset(r->rec, 0, (size_t)s->numdata * sizeof *r->rec);
   }
+  if (r->opt.measure && s->numdata > 0 && s->abi == MEMSTUB_STUB_ABI_WORK && s->cpu) {  // work.c
+    if ((uint64_t)s->numdata > SIZE_MAX / (MS__RT_WORK_REC * sizeof *r->work)) return -ENOMEM;
+    r->work = calloc((size_t)s->numdata * MS__RT_WORK_REC, sizeof *r->work);
+    if (!r->work) return -ENOMEM;
+  }
   j->scratch = malloc(SCRATCH_POINTERS * sizeof *j->scratch);
   if (!j->scratch) return -ENOMEM;
   memset(j->scratch, 0, SCRATCH_POINTERS * sizeof *j->scratch);
@@ -302,7 +310,7 @@ static void ctx_init(ms__rt_ctx *c, const struct memstub_stub *s,
                      const memstub_replay_options *opt, memstub_replay_record *rec) {
   c->use = s->use;
   c->n = s->numdata;
-  if (s->abi == MEMSTUB_STUB_ABI_RESIDENT && s->rss && s->mapped) {  // layout 2 only
+  if (s->abi >= MEMSTUB_STUB_ABI_RESIDENT && s->rss && s->mapped) {  // layouts 2 and 3
     c->res.rss = s->rss;
     c->res.mapped = s->mapped;
   }
@@ -316,6 +324,7 @@ static void ctx_init(ms__rt_ctx *c, const struct memstub_stub *s,
   c->sched_fd = -1;
   c->page = ms__prim_page_size();
   c->alloca_bias = ms__rt_alloca_bias();
+  if (ms__rt_work_init(&c->work, s)) c->work.rate = ms__rt_spin_rate();
 }
 
 /* Start the replay thread on a stack of stack_size bytes and wait for it.
@@ -381,6 +390,7 @@ static void fill_info(memstub_replay *r, const ms__rt_ctx *c, int64_t stack_size
                                                   : ms__rt_margin_for(&c->waiter, c->waiter.reaim);
   in->reaim_ns = opt->timing == MEMSTUB_TIMING_DEADLINE ? c->waiter.reaim : 0;
   in->cpu_ns = c->cpu_end >= 0 && c->cpu0 >= 0 ? c->cpu_end - c->cpu0 : -1;
+  ms__rt_work_rebase(r->work, s->numdata, c->cpu0);
   in->run_delay_ns =
       c->run_delay_end >= 0 && c->run_delay0 >= 0 ? c->run_delay_end - c->run_delay0 : -1;
   in->run_delay_end = c->run_delay_end;
@@ -421,6 +431,7 @@ int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_option
     goto fail;
   }
   ctx_init(&j->c, s, &opt, r->rec);
+  j->c.wrec = r->work;
   rc = run_thread(j, stack_size, &opt);
   if (rc < 0)  // the thread may still write to j and r: both are left to it
     return memstub_error_set(err, rc, "cannot wait for the replay thread: %s", strerror(-rc));

@@ -98,6 +98,59 @@ START_TEST(test_every_function) {
 }
 END_TEST
 
+// The sum of an extra column over the rows (0 when the trace lacks it).
+static int64_t col_sum(const memstub_trace *t, const char *name) {
+  int c = memstub_trace_column(t, name);
+  int64_t s = 0;
+  for (size_t i = 0; c >= 0 && i < t->n; i++) s += memstub_trace_extra_row(t, i)[c];
+  return s;
+}
+
+// The work columns: the calls by kind and class, the bytes they moved, and
+// the recorded thread's CPU time (docs/formats.md, "Work columns").
+START_TEST(test_work_columns) {
+  char *dir = tu_mkdtemp();
+  tu_run r;
+  static const char *const res[] = {"0", "100000", "10000000"};
+  for (size_t k = 0; k < sizeof res / sizeof res[0]; k++) {
+    const char *opts[] = {"-r", res[k], NULL};
+    memstub_trace *t = record(dir, "w.csv", &r, opts, "work", NULL);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_ptr_nonnull(t);
+    // Exactly what the program did (the C library's own start-up makes no call here).
+    int64_t mt = col_sum(t, "calls_malloc_tiny"), ft = col_sum(t, "calls_free_tiny");
+    ck_assert_msg(mt >= 1000 && mt <= 1005, "-r %s: %lld tiny mallocs", res[k], (long long)mt);
+    ck_assert_msg(ft >= 1000 && ft <= 1005, "-r %s: %lld tiny frees", res[k], (long long)ft);
+    ck_assert_int_eq(col_sum(t, "calls_calloc_large"), 3);
+    ck_assert_int_eq(col_sum(t, "calls_free_large"), 3);
+    ck_assert_int_eq(memstub_trace_column(t, "calls_memalign_tiny"), -1);  // never called
+    int64_t bytes = col_sum(t, "churn_bytes");
+    ck_assert_msg(bytes >= 1000 * 64 + 6 * 200000 && bytes <= 1005 * 64 + 6 * 200000 + 8192,
+                  "-r %s: churn_bytes %lld", res[k], (long long)bytes);
+    // CPU: never decreasing, at most the wall time; the 30 ms spin is in it,
+    // the 30 ms sleep is not.
+    int c = memstub_trace_column(t, "cpu_ns");
+    ck_assert_int_ge(c, 0);
+    int64_t prev = 0;
+    for (size_t i = 0; i < t->n; i++) {
+      int64_t v = memstub_trace_extra_row(t, i)[c];
+      ck_assert_int_ge(v, prev);
+      ck_assert_int_le(v, t->pts[i].time_ns + 1000000);
+      prev = v;
+    }
+    int64_t end_t = t->pts[t->n - 1].time_ns;
+    ck_assert_msg(prev >= 25000000, "-r %s: cpu %lld ns", res[k], (long long)prev);
+    ck_assert_msg(end_t - prev >= 20000000, "-r %s: cpu %lld ns of %lld", res[k],
+                  (long long)prev, (long long)end_t);
+    ck_assert_ptr_nonnull(memstub_trace_get_meta(t, "record.cpu_clock"));
+    memstub_trace_free(t);
+    tu_run_free(&r);
+  }
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 START_TEST(test_stack_at_calls_and_from_timer) {
   char *dir = tu_mkdtemp();
   tu_run r;
@@ -745,6 +798,7 @@ static Suite *record_suite(void) {
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_every_function);
+  tcase_add_test(tc, test_work_columns);
   tcase_add_test(tc, test_stack_at_calls_and_from_timer);
   tcase_add_test(tc, test_threads);
   tcase_add_test(tc, test_fork_and_exec);

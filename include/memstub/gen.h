@@ -29,6 +29,10 @@ typedef struct memstub_gen_options {
   double stack_scale;
   double rss_scale;         // --rss-scale, --mapped-scale: the rss_bytes and mapped_bytes
   double mapped_scale;      //   columns when the trace has them (1.0 as recorded)
+  double cpu_scale;         // --cpu-scale: the CPU time between memory changes (cpu_ns) times
+                            //   this, the delays shortened or lengthened by the difference
+  double churn_scale;       // --churn-scale: the allocator calls and churn_bytes times this
+                            //   (0: no calls)
   const struct memstub_profile *profile;  // calibration to compensate for; NULL for none
                                           //   (memstub/calib.h, docs/calibration.md)
   const char *profile_path;               // recorded in the header when profile is set
@@ -80,6 +84,16 @@ typedef struct memstub_gen {
    * resident target above the base; stub.mapped and stub.rss point here. */
   int64_t *mapped, *rss;
   int64_t peak_rss, peak_mapped;
+  /* With a trace's work columns (cpu_ns, calls_*; else NULL, and the stub is
+   * layout 1 or 2): per point the CPU ns to spin, the index of its calls in
+   * calltab and the bytes they move; calltab holds ncalltab vectors of
+   * MEMSTUB_WORK_CALLS counts (memstub/work.h), entry 0 none. stub.cpu, ...
+   * point here. */
+  int64_t *cpu, *calls, *churn, *calltab;
+  int64_t ncalltab;
+  int64_t work_cpu_ns, work_calls, work_bytes;  // their totals, after the transforms
+  int64_t work_overhead_ns;  // the recorder's measured cost taken out of the times
+  int64_t work_clamped;      // points whose CPU time was cut to their delay
 } memstub_gen;
 
 /* Build stub data from a valid trace. On success *out owns the result.

@@ -200,6 +200,11 @@ typedef struct memstub_replay {
   memstub_replay_options opt;       // the options used
   memstub_replay_info info;
   memstub_replay_record *rec;       // [stub->numdata] when opt.measure != 0, else NULL
+  /* A stub with work data (layout 3) and opt.measure != 0: per point 22
+   * values: the replay thread's CPU clock after the point's work (absolute
+   * ns, -1 unknown), the bytes its calls moved, and its calls by kind and
+   * size class (memstub/work.h); else NULL. */
+  int64_t *work;
 } memstub_replay;
 
 /* Check that s can be replayed here without running it: the ABI, the LIFO

@@ -81,12 +81,24 @@ struct memstub_stub {
   const int64_t *rss;           /* [numdata] resident bytes above rss_base to reach, or NULL */
   int64_t rss_base;             /* original rss_bytes that replay zero stands for */
   int64_t mapped_base;          /* original mapped_bytes that replay zero stands for */
+  /* Appended (docs/formats.md, "Work"): read only when abi is
+   * MEMSTUB_STUB_ABI_WORK; layouts 1 and 2 end before them. */
+  const int64_t *cpu;           /* [numdata] CPU ns to spin before point i's deadline */
+  const int64_t *calls;         /* [numdata] index into calltab of the calls made before it */
+  const int64_t *churn;         /* [numdata] bytes those calls move */
+  const int64_t *calltab;       /* [ncalltab * 20] calls by kind and size class (memstub/work.h);
+                                   entry 0 is no call */
+  int64_t ncalltab;
 };
 #endif
 /* A stub whose descriptor has the resident fields above (a header generated
  * from a trace with rss_bytes or mapped_bytes sets .abi to this). */
 #define MEMSTUB_STUB_ABI_RESIDENT 2
 #define MEMSTUB_STUB_RESIDENT 1
+/* A stub whose descriptor has the work fields too (a header generated from a
+ * trace with cpu_ns or call columns); its resident fields may be NULL. */
+#define MEMSTUB_STUB_ABI_WORK 3
+#define MEMSTUB_STUB_WORK 1
 
 /* Check the LIFO invariants of stub data (runtime/check.c): no negative
  * delay, pushes > 0, every pop closes the open frame and equals minus its
@@ -110,6 +122,15 @@ int memstub_stub_decode(const char *data, int64_t len, int64_t numdata, struct m
 int memstub_stub_decode_resident(const char *data, int64_t len, int64_t numdata,
                                  struct memAlloc *use, int64_t *point, int64_t *mapped,
                                  int64_t *rss);
+
+/* memstub_stub_decode for a header with work data (layout 3, data tagged
+ * "ms3.", or "ms4." with resident data too): per point, after the four
+ * numbers (and mapped and rss when mapped is not NULL), cpu, calls and
+ * churn; then the ncalltab * 20 numbers of calltab. Fails like
+ * memstub_stub_decode. */
+int memstub_stub_decode_work(const char *data, int64_t len, int64_t numdata, struct memAlloc *use,
+                             int64_t *point, int64_t *mapped, int64_t *rss, int64_t *cpu,
+                             int64_t *calls, int64_t *churn, int64_t ncalltab, int64_t *calltab);
 
 /* The body of a stub's function entry point (memstub_add_stub): replay s with
  * the defaults and return 0 or a negative errno (err may be NULL). The

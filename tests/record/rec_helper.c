@@ -314,11 +314,33 @@ static int region_mapped(void) {
   return 0;
 }
 
+/* Known work (tests/test_record.c, work columns): 1000 malloc(32)/free
+ * pairs, 30 ms asleep, 30 ms of CPU, then 3 calloc(1, 200000)/free pairs. */
+static int known_work(void) {
+  for (int i = 0; i < 1000; i++) {
+    volatile char *p = malloc(32);
+    if (!p) return 1;
+    p[0] = 1;
+    free((void *)p);
+  }
+  usleep(30000);
+  spin_ms(30);
+  for (int i = 0; i < 3; i++) {
+    volatile char *p = calloc(1, 200000);
+    if (!p) return 1;
+    p[0] = 1;
+    free((void *)p);
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "pattern";
   int rc = 0;
   if (strcmp(mode, "pattern") == 0) {
     rc = pattern();
+  } else if (strcmp(mode, "work") == 0) {
+    rc = known_work();
   } else if (strcmp(mode, "deep") == 0) {
     deep(argc > 2 ? atoi(argv[2]) : 200, 1, 0);
   } else if (strcmp(mode, "spin") == 0) {

@@ -1,0 +1,249 @@
+// The trace's work columns (cpu_ns, churn_bytes, calls_*: docs/formats.md,
+// "Work columns") into the stub's work arrays (layout 3): the recorder's own
+// measured cost taken out of the times, --cpu-scale and --churn-scale
+// applied, and the call vectors deduplicated into a table, so that most
+// points cost one small index.
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "memstub/work.h"
+
+#define NC MEMSTUB_WORK_CALLS
+
+static const char *const call_cols[NC] = {MEMSTUB_WORK_CALL_COLUMNS};
+
+void ms__gen_work_free(ms__work *w) {
+  free(w->times);
+  free(w->cpu);
+  free(w->calls);
+  free(w->bytes);
+  memset(w, 0, sizeof *w);
+}
+
+// A metadata value as a number >= 0, or 0 when absent or not a number
+// ("not measured").
+static double meta_num(const memstub_trace *t, const char *key) {
+  const char *v = memstub_trace_get_meta(t, key);
+  double d;
+  if (!v || ms__parse_double(v, &d) < 0 || !(d >= 0)) return 0;
+  return d;
+}
+
+/* The recorder's cost in row i's interval: its bookkeeping per allocator
+ * call (record.cost_ns_per_event times the row's calls) and its timer
+ * samples, spread over the CPU time (record.cost_ns_per_sample times
+ * record.samples, in proportion to the row's CPU time). */
+typedef struct cost {
+  double per_call, per_cpu_ns;
+} cost;
+
+static cost recorder_cost(const memstub_trace *t, int ccol, int any_calls) {
+  cost c = {0, 0};
+  // Only a trace of memstub record has the figures; without call columns
+  // there is nothing to spread the per-call cost over.
+  if (!memstub_trace_get_meta(t, "record.cost_ns_per_event") || !any_calls) return c;
+  c.per_call = meta_num(t, "record.cost_ns_per_event");
+  if (ccol >= 0 && t->n > 1) {
+    int64_t total = memstub_trace_extra_row(t, t->n - 1)[ccol] - memstub_trace_extra_row(t, 0)[ccol];
+    double samples = meta_num(t, "record.samples") * meta_num(t, "record.cost_ns_per_sample");
+    if (total > 0) c.per_cpu_ns = samples / (double)total;
+    if (c.per_cpu_ns > 0.5) c.per_cpu_ns = 0.5;  // a figure that absurd is not believed
+  }
+  return c;
+}
+
+int ms__gen_work_read(const memstub_trace *t, const memstub_gen_options *o, ms__work *w,
+                      memstub_error *err) {
+  memset(w, 0, sizeof *w);
+  int ccol = memstub_trace_column(t, MEMSTUB_WORK_CPU_COLUMN);
+  int bcol = memstub_trace_column(t, MEMSTUB_WORK_BYTES_COLUMN);
+  int kcol[NC], any = 0;
+  for (int k = 0; k < NC; k++) any |= (kcol[k] = memstub_trace_column(t, call_cols[k])) >= 0;
+  if (ccol < 0 && !any) return 0;
+  size_t n = t->n;
+  w->present = 1;
+  w->n = n;
+  w->times = malloc(n * sizeof *w->times);
+  w->cpu = calloc(n, sizeof *w->cpu);
+  w->calls = calloc(n * NC, sizeof *w->calls);
+  w->bytes = calloc(n, sizeof *w->bytes);
+  if (!w->times || !w->cpu || !w->calls || !w->bytes)
+    return memstub_error_set(err, -ENOMEM, "out of memory");
+  cost rc = recorder_cost(t, ccol, any);
+  double cum[NC + 1] = {0};
+  int64_t done[NC + 1] = {0};
+  w->times[0] = t->pts[0].time_ns;
+  for (size_t i = 1; i < n; i++) {
+    const int64_t *e = memstub_trace_extra_row(t, i), *e0 = memstub_trace_extra_row(t, i - 1);
+    int64_t dt = t->pts[i].time_ns - t->pts[i - 1].time_ns;
+    int64_t c = ccol >= 0 ? e[ccol] - e0[ccol] : 0;
+    if (c < 0)
+      return memstub_error_set(err, -EINVAL, "row %zu: cpu_ns decreases from %lld to %lld", i + 1,
+                               (long long)e0[ccol], (long long)e[ccol]);
+    int64_t ncalls = 0;
+    for (int k = 0; k < NC; k++) {
+      int64_t v = kcol[k] >= 0 ? e[kcol[k]] : 0;
+      if (v < 0)
+        return memstub_error_set(err, -EINVAL, "row %zu: %s: negative count %lld", i + 1,
+                                 call_cols[k], (long long)v);
+      ncalls += v;
+      // --churn-scale, the rounding carried on so the totals stay right.
+      cum[k] += (double)v * o->churn_scale;
+      int64_t want = (int64_t)llround(cum[k]);
+      w->calls[i * NC + (size_t)k] = want - done[k];
+      done[k] = want;
+    }
+    int64_t b = bcol >= 0 ? e[bcol] : 0;
+    if (b < 0)
+      return memstub_error_set(err, -EINVAL, "row %zu: churn_bytes: negative %lld", i + 1,
+                               (long long)b);
+    cum[NC] += (double)b * o->churn_scale;
+    int64_t wantb = (int64_t)llround(cum[NC]);
+    w->bytes[i] = wantb - done[NC];
+    done[NC] = wantb;
+    // The recorder's cost out of the interval and out of its CPU time.
+    int64_t ovh = (int64_t)llround((double)ncalls * rc.per_call + (double)c * rc.per_cpu_ns);
+    if (ovh > dt) ovh = dt;
+    dt -= ovh;
+    w->overhead_ns += ovh;
+    c = c > ovh ? c - ovh : 0;
+    if (c > dt) c = dt;  // CPU beyond the wall time: a rounding of the clocks
+    // --cpu-scale: the computation takes F times its time, the waiting stays.
+    int64_t c2 = c;
+    if (o->cpu_scale != 1.0 && ms__round_i64((double)c * o->cpu_scale, &c2) < 0)
+      return memstub_error_set(err, -EINVAL, "row %zu: cpu_ns overflows 64 bits with --cpu-scale %g",
+                               i + 1, o->cpu_scale);
+    w->cpu[i] = c2;
+    int64_t dt2;
+    if (ms__add_i64(dt - c, c2, &dt2) < 0 || ms__add_i64(w->times[i - 1], dt2, &w->times[i]) < 0)
+      return memstub_error_set(err, -EINVAL, "row %zu: time_ns overflows 64 bits with --cpu-scale %g",
+                               i + 1, o->cpu_scale);
+  }
+  return 0;
+}
+
+/* ---- the call table ---- */
+
+typedef struct dedup {
+  int64_t *tab;  // [n * NC]
+  int64_t n, cap;
+  int64_t *slot;  // [mask + 1] index + 1, 0 empty
+  uint64_t mask;
+} dedup;
+
+static uint64_t hash(const int64_t *v) {
+  uint64_t h = 1469598103934665603ULL;
+  for (int k = 0; k < NC; k++) h = (h ^ (uint64_t)v[k]) * 1099511628211ULL;
+  return h ^ (h >> 29);
+}
+
+// The index of vector v in the table, added if new; -1 when out of memory.
+static int64_t intern(dedup *d, const int64_t *v) {
+  uint64_t i = hash(v) & d->mask;
+  for (; d->slot[i]; i = (i + 1) & d->mask)
+    if (memcmp(d->tab + (d->slot[i] - 1) * NC, v, NC * sizeof *v) == 0) return d->slot[i] - 1;
+  if (d->n == d->cap) {
+    int64_t cap = d->cap ? d->cap * 2 : 64;
+    int64_t *t = realloc(d->tab, (size_t)cap * NC * sizeof *t);
+    if (!t) return -1;
+    d->tab = t;
+    d->cap = cap;
+  }
+  memcpy(d->tab + d->n * NC, v, NC * sizeof *v);
+  d->slot[i] = ++d->n;
+  return d->n - 1;
+}
+
+/* The stub's own heap block is resized with realloc at a row that changes
+ * the heap: that call stands for one of the row's recorded calls. A growth
+ * takes one realloc, malloc, calloc or memalign call (the class of the
+ * change first), a shrink one realloc or free. */
+static void block_call(int64_t *v, int64_t change) {
+  static const int grow[] = {MEMSTUB_CALL_REALLOC, MEMSTUB_CALL_MALLOC, MEMSTUB_CALL_CALLOC,
+                             MEMSTUB_CALL_MEMALIGN};
+  static const int shrink[] = {MEMSTUB_CALL_REALLOC, MEMSTUB_CALL_FREE};
+  const int *kinds = change > 0 ? grow : shrink;
+  int nk = change > 0 ? 4 : 2;
+  int cls = memstub_work_class((uint64_t)(change > 0 ? change : -change));
+  for (int pass = 0; pass < 2; pass++)
+    for (int j = 0; j < nk; j++)
+      for (int c = 0; c < MEMSTUB_WORK_CLASSES; c++) {
+        if (pass == 0 && c != cls) continue;
+        int64_t *x = &v[kinds[j] * MEMSTUB_WORK_CLASSES + c];
+        if (*x > 0) {
+          (*x)--;
+          return;
+        }
+      }
+}
+
+int ms__gen_work_points(memstub_gen *g, const ms__work *w, const memstub_gen_options *o,
+                        memstub_error *err) {
+  if (!w->present) return 0;
+  int64_t n = g->stub.numdata;
+  size_t cap = n > 0 ? (size_t)n : 1;
+  dedup d = {0};
+  int rc = 0;
+  g->cpu = calloc(cap, sizeof *g->cpu);
+  g->calls = calloc(cap, sizeof *g->calls);
+  g->churn = calloc(cap, sizeof *g->churn);
+  uint64_t slots = 64;
+  while (slots < 2 * (uint64_t)w->n + 2) slots *= 2;
+  d.slot = calloc(slots, sizeof *d.slot);
+  d.mask = slots - 1;
+  int64_t zero[NC] = {0}, v[NC];
+  if (!g->cpu || !g->calls || !g->churn || !d.slot || intern(&d, zero) != 0) {
+    rc = memstub_error_set(err, -ENOMEM, "out of memory");
+    goto out;
+  }
+  g->work_cpu_ns = g->work_calls = g->work_bytes = g->work_clamped = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t row = g->point[i];
+    if (row < 1 || (i > 0 && g->point[i - 1] == row)) continue;  // the row's first point only
+    // The row's heap change (its points up to the next row's).
+    int64_t change = 0;
+    for (int64_t j = i; j < n && g->point[j] == row; j++) change += g->use[j].heapAlloc;
+    memcpy(v, w->calls + (size_t)row * NC, sizeof v);
+    int64_t bytes = w->bytes[row];
+    if (change != 0) {
+      // The call the block's realloc stands for moved about the change's bytes.
+      block_call(v, change);
+      bytes -= change > 0 ? change : -change;
+      if (bytes < 0) bytes = 0;
+    }
+    int64_t idx = intern(&d, v);
+    if (idx < 0) {
+      rc = memstub_error_set(err, -ENOMEM, "out of memory");
+      goto out;
+    }
+    g->calls[i] = idx;
+    for (int k = 0; k < NC; k++) g->work_calls += v[k];
+    g->churn[i] = bytes;
+    g->work_bytes += bytes;
+    int64_t c = w->cpu[row];
+    if (o->time_scale != 1.0 && ms__round_i64((double)c * o->time_scale, &c) < 0) c = INT64_MAX;
+    if (c > g->use[i].time) {  // a delay compensated or scaled below the CPU time
+      c = g->use[i].time;
+      g->work_clamped++;
+    }
+    g->cpu[i] = c;
+    g->work_cpu_ns += c;
+  }
+  g->calltab = d.tab;
+  d.tab = NULL;
+  g->ncalltab = d.n;
+  g->work_overhead_ns = w->overhead_ns;
+  g->stub.abi = MEMSTUB_STUB_ABI_WORK;
+  g->stub.cpu = g->cpu;
+  g->stub.calls = g->calls;
+  g->stub.churn = g->churn;
+  g->stub.calltab = g->calltab;
+  g->stub.ncalltab = g->ncalltab;
+out:
+  free(d.tab);
+  free(d.slot);
+  return rc;
+}

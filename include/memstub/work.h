@@ -1,0 +1,62 @@
+/* memstub/work.h: the component's work between its memory changes
+ * (docs/formats.md, "Work columns"): the trace columns that carry it and the
+ * size classes of allocator calls, shared by the recorder, the generator and
+ * the replay's --measure.
+ *
+ * A trace may have `cpu_ns` (the recorded thread's CPU time since the
+ * component started, cumulative, like time_ns), `churn_bytes` (bytes the
+ * allocator calls since the previous row moved) and `calls_KIND_CLASS` (the
+ * allocator calls of one kind and size class since the previous row). Only
+ * the call columns a trace has calls in are written; a missing one reads 0. */
+#ifndef MEMSTUB_WORK_H
+#define MEMSTUB_WORK_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Kinds: malloc; calloc; realloc (and reallocarray); free (of a block, not
+ * free(NULL)); the memalign family (posix_memalign, aligned_alloc, memalign,
+ * valloc, pvalloc). */
+#define MEMSTUB_WORK_KINDS 5
+/* Size classes of the bytes a call asks for (free: the freed block's
+ * requested size): tiny <= 64 B, small <= 1 KiB, medium <= 128 KiB (glibc's
+ * mmap threshold), large beyond. Powers of two, so that the class is a
+ * table lookup on the bit length (the recorder does it at every call). */
+#define MEMSTUB_WORK_CLASSES 4
+#define MEMSTUB_WORK_CALLS (MEMSTUB_WORK_KINDS * MEMSTUB_WORK_CLASSES)
+#define MEMSTUB_WORK_TINY_MAX 64
+#define MEMSTUB_WORK_SMALL_MAX 1024
+#define MEMSTUB_WORK_MEDIUM_MAX (128 * 1024)
+
+enum { MEMSTUB_CALL_MALLOC, MEMSTUB_CALL_CALLOC, MEMSTUB_CALL_REALLOC, MEMSTUB_CALL_FREE,
+       MEMSTUB_CALL_MEMALIGN };
+
+/* The call columns in their order, kind-major: index kind * 4 + class. */
+#define MEMSTUB_WORK_CALL_COLUMNS                                                          \
+  "calls_malloc_tiny", "calls_malloc_small", "calls_malloc_medium", "calls_malloc_large",  \
+      "calls_calloc_tiny", "calls_calloc_small", "calls_calloc_medium",                    \
+      "calls_calloc_large", "calls_realloc_tiny", "calls_realloc_small",                   \
+      "calls_realloc_medium", "calls_realloc_large", "calls_free_tiny", "calls_free_small", \
+      "calls_free_medium", "calls_free_large", "calls_memalign_tiny",                      \
+      "calls_memalign_small", "calls_memalign_medium", "calls_memalign_large"
+#define MEMSTUB_WORK_CPU_COLUMN "cpu_ns"
+#define MEMSTUB_WORK_BYTES_COLUMN "churn_bytes"
+
+/* The size class of a call that asks for bytes (0 counts as tiny, and so
+ * does anything beyond 2^63, which no allocation can be). */
+static inline int memstub_work_class(uint64_t bytes) {
+  // By the bit length of bytes - 1: <= 6 tiny, <= 10 small, <= 17 medium.
+  static const unsigned char cls[65] = {0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2,
+                                        2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
+                                        3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
+                                        3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 0};
+  return cls[64 - __builtin_clzll((bytes - 1) | 1)];
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,246 @@
+// The work between a stub's memory changes (layout 3, docs/runtime.md,
+// "Work"): before each point's deadline the replay spins on the CPU for the
+// point's recorded CPU time and makes its recorded allocator calls, as
+// short-lived blocks that are all freed again before the point's memory
+// change, so heap_bytes stays exact at every original point.
+//
+// The spin is a loop of register-only arithmetic (a linear congruential
+// step the compiler may not remove), which touches no memory: the
+// component's memory traffic is what the heap, stack and resident replay
+// reproduce, and a spin that also walked memory would add page faults and
+// cache misses the trace never had. It runs until the replay thread's CPU
+// clock (CLOCK_THREAD_CPUTIME_ID) has advanced by the point's CPU time,
+// counted from before its calls, so the calls' own cost is part of it and a
+// preemption does not shorten the computation.
+#include <errno.h>
+#include <malloc.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "memstub/work.h"
+#include "prim.h"
+
+#define NC MEMSTUB_WORK_CALLS
+#define CL MEMSTUB_WORK_CLASSES
+// Between two reads of the CPU clock the spin runs at most this long.
+#define SPIN_CHUNK_NS 50000
+// A spin shorter than this runs by the measured rate alone, without reading the clock.
+#define SPIN_BLIND_NS 3000
+
+// Sizes of the classes (memstub/work.h): a representative, and the bounds.
+static const int64_t rep[CL] = {32, 256, 8192, 256 * 1024};
+static const int64_t lo[CL] = {1, MEMSTUB_WORK_TINY_MAX + 1, MEMSTUB_WORK_SMALL_MAX + 1,
+                               MEMSTUB_WORK_MEDIUM_MAX + 1};
+static const int64_t hi[CL] = {MEMSTUB_WORK_TINY_MAX, MEMSTUB_WORK_SMALL_MAX,
+                               MEMSTUB_WORK_MEDIUM_MAX, (int64_t)64 << 20};
+
+#if defined(__clang__)
+#define NOINLINE __attribute__((noinline))
+#else
+#define NOINLINE __attribute__((noinline, noclone))
+#endif
+
+// n steps of register-only arithmetic.
+static NOINLINE uint64_t spin_steps(uint64_t n, uint64_t x) {
+  for (uint64_t i = 0; i < n; i++) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    __asm__ volatile("" : "+r"(x));
+  }
+  return x;
+}
+
+double ms__rt_spin_rate(void) {
+  // The fastest of three runs of 100k steps: steps per ns of CPU.
+  double best = 0;
+  for (int k = 0; k < 3; k++) {
+    int64_t a = ms__prim_thread_cpu_ns();
+    (void)spin_steps(100000, (uint64_t)a);
+    int64_t b = ms__prim_thread_cpu_ns();
+    if (a >= 0 && b > a && 100000.0 / (double)(b - a) > best) best = 100000.0 / (double)(b - a);
+  }
+  return best > 0 ? best : 0.5;
+}
+
+int64_t ms__rt_spin(int64_t ns, double rate) {
+  if (ns <= 0) return 0;
+  if (ns < SPIN_BLIND_NS) {
+    (void)spin_steps((uint64_t)((double)ns * rate), (uint64_t)ns);
+    return ns;
+  }
+  int64_t start = ms__prim_thread_cpu_ns();
+  if (start < 0) {  // no CPU clock: by the rate alone
+    (void)spin_steps((uint64_t)((double)ns * rate), (uint64_t)ns);
+    return ns;
+  }
+  int64_t now = start, target = start + ns;
+  while (now < target) {
+    int64_t rem = target - now;
+    (void)spin_steps((uint64_t)((double)(rem < SPIN_CHUNK_NS ? rem : SPIN_CHUNK_NS) * rate) + 1,
+                     (uint64_t)now);
+    now = ms__prim_thread_cpu_ns();
+  }
+  return now - start;
+}
+
+int ms__rt_work_init(ms__rt_work *w, const struct memstub_stub *s) {
+  memset(w, 0, sizeof *w);
+  if (s->abi != MEMSTUB_STUB_ABI_WORK || !s->cpu || !s->calls || !s->churn || !s->calltab) return 0;
+  w->cpu = s->cpu;
+  w->calls = s->calls;
+  w->churn = s->churn;
+  w->calltab = s->calltab;
+  w->ncalltab = s->ncalltab;
+  int large = 0;
+  for (int64_t i = 0; i < s->ncalltab; i++)
+    for (int k = 0; k < MEMSTUB_WORK_KINDS; k++) large |= s->calltab[i * NC + k * CL + CL - 1] > 0;
+  /* A large block freed raises glibc's dynamic mmap threshold above it, and
+   * the heap block would then stay in the arena where the original's went to
+   * mmap: fixing the threshold at its default keeps the heap replay as it is
+   * without churn. */
+  if (large) mallopt(M_MMAP_THRESHOLD, MEMSTUB_WORK_MEDIUM_MAX);
+  return 1;
+}
+
+int ms__rt_work_check(const struct memstub_stub *s, memstub_error *err) {
+  if (s->abi != MEMSTUB_STUB_ABI_WORK) return 0;
+  if (!s->cpu || !s->calls || !s->churn || (s->ncalltab > 0 && !s->calltab) || s->ncalltab < 1)
+    return memstub_error_set(err, -EINVAL, "the stub has work data (layout 3) without its arrays");
+  for (int64_t i = 0; i < s->ncalltab * NC; i++)
+    if (s->calltab[i] < 0 || s->calltab[i] > ((int64_t)1 << 40))
+      return memstub_error_set(err, -EINVAL, "call table entry %lld: %lld calls", (long long)(i / NC),
+                               (long long)s->calltab[i]);
+  for (int64_t i = 0; i < s->numdata; i++) {
+    if (s->cpu[i] < 0 || s->churn[i] < 0)
+      return memstub_error_set(err, -EINVAL, "point %lld: negative CPU time or churn bytes",
+                               (long long)i);
+    if (s->calls[i] < 0 || s->calls[i] >= s->ncalltab)
+      return memstub_error_set(err, -EINVAL, "point %lld: call vector %lld of %lld", (long long)i,
+                               (long long)s->calls[i], (long long)s->ncalltab);
+  }
+  return 0;
+}
+
+/* ---- the calls ---------------------------------------------------------- */
+
+typedef struct pool {
+  void *p[MS__RT_WORK_POOL];
+  int64_t size[MS__RT_WORK_POOL];
+  int n, next;
+} pool;
+
+// Count a call of kind k asking for bytes into the measurement m (or none).
+static void note(int64_t *m, int k, int64_t bytes) {
+  if (!m) return;
+  m[2 + k * CL + memstub_work_class((uint64_t)bytes)]++;
+  m[1] += bytes;
+}
+
+static void free_all(pool *pl, int64_t *m) {
+  for (int i = 0; i < pl->n; i++) {
+    note(m, MEMSTUB_CALL_FREE, pl->size[i]);
+    free(pl->p[i]);
+  }
+  pl->n = pl->next = 0;
+}
+
+static void keep(pool *pl, void *p, int64_t size, int64_t *m) {
+  if (!p) return;
+  ((volatile char *)p)[0] = 1;  // a block the program uses
+  if (pl->n == MS__RT_WORK_POOL) free_all(pl, m);
+  pl->p[pl->n] = p;
+  pl->size[pl->n++] = size;
+}
+
+/* The sizes of the point's calls: the classes' representatives scaled so
+ * that the bytes moved (allocations and frees at their size, reallocs at
+ * the new size) come to the churn bytes, kept within each class. */
+static void sizes(const int64_t *v, int64_t bytes, int64_t *sz) {
+  double weight = 0;
+  for (int c = 0; c < CL; c++) {
+    int64_t allocs = v[MEMSTUB_CALL_MALLOC * CL + c] + v[MEMSTUB_CALL_CALLOC * CL + c] +
+                     v[MEMSTUB_CALL_MEMALIGN * CL + c];
+    weight += (double)(2 * allocs + 2 * v[MEMSTUB_CALL_REALLOC * CL + c]) * (double)rep[c];
+  }
+  double k = bytes > 0 && weight > 0 ? (double)bytes / weight : 1.0;
+  for (int c = 0; c < CL; c++) {
+    double s = (double)rep[c] * k;
+    sz[c] = s < (double)lo[c] ? lo[c] : s > (double)hi[c] ? hi[c] : (int64_t)s;
+  }
+}
+
+// The calls of vector v: allocations, then reallocs of their blocks, then every block freed.
+static void calls(const int64_t *v, int64_t bytes, int64_t *m) {
+  pool pl;
+  pl.n = pl.next = 0;
+  int64_t sz[CL];
+  sizes(v, bytes, sz);
+  for (int c = 0; c < CL; c++) {
+    size_t s = (size_t)sz[c];
+    for (int64_t i = 0; i < v[MEMSTUB_CALL_MALLOC * CL + c]; i++) {
+      note(m, MEMSTUB_CALL_MALLOC, sz[c]);
+      keep(&pl, malloc(s), sz[c], m);
+    }
+    for (int64_t i = 0; i < v[MEMSTUB_CALL_CALLOC * CL + c]; i++) {
+      note(m, MEMSTUB_CALL_CALLOC, sz[c]);
+      keep(&pl, calloc(1, s), sz[c], m);
+    }
+    for (int64_t i = 0; i < v[MEMSTUB_CALL_MEMALIGN * CL + c]; i++) {
+      void *p = NULL;
+      note(m, MEMSTUB_CALL_MEMALIGN, sz[c]);
+      if (posix_memalign(&p, 64, s) != 0) p = NULL;
+      keep(&pl, p, sz[c], m);
+    }
+  }
+  for (int c = 0; c < CL; c++)
+    for (int64_t i = 0; i < v[MEMSTUB_CALL_REALLOC * CL + c]; i++) {
+      note(m, MEMSTUB_CALL_REALLOC, sz[c]);
+      if (pl.n == 0) {  // no block to resize: realloc(NULL) makes one
+        keep(&pl, realloc(NULL, (size_t)sz[c]), sz[c], m);
+        continue;
+      }
+      int j = pl.next++ % pl.n;
+      void *q = realloc(pl.p[j], (size_t)sz[c]);
+      if (q) {
+        pl.p[j] = q;
+        pl.size[j] = sz[c];
+      }
+    }
+  free_all(&pl, m);
+}
+
+/* The spin aims at the recorded CPU time from the start, cumulative: what
+ * the replay spent beyond it (its deadline spins, its memory work, its
+ * measuring) comes out of the next spin, at most all of it. So the replay
+ * thread's CPU time follows the original's cpu_ns wherever there is CPU time
+ * to spin, rather than exceeding it by a wait's spin at every point. */
+void ms__rt_work_point(ms__rt_work *w, int64_t x, int64_t *m) {
+  int64_t cpu = w->cpu[x], idx = w->calls[x];
+  if (m) m[0] = -1;
+  if (!w->started) {  // the first point: the replay's start
+    w->started = 1;
+    w->base = ms__prim_thread_cpu_ns();
+  }
+  w->target += cpu;
+  if (cpu == 0 && idx == 0) {
+    if (m) m[0] = ms__prim_thread_cpu_ns();
+    return;
+  }
+  if (idx > 0) calls(w->calltab + idx * NC, w->churn[x], m);
+  if (cpu > 0) {
+    int64_t now = w->base >= 0 ? ms__prim_thread_cpu_ns() : -1;
+    // What is owed: the target so far minus what was spent, at most this point's time.
+    int64_t owe = now >= 0 ? w->base + w->target - now : cpu;
+    if (owe > cpu) owe = cpu;
+    if (owe > 0) w->spun += ms__rt_spin(owe, w->rate);
+  }
+  if (m) m[0] = ms__prim_thread_cpu_ns();
+}
+
+void ms__rt_work_rebase(int64_t *wrec, int64_t n, int64_t cpu0) {
+  for (int64_t i = 0; wrec && i < n; i++) {
+    int64_t *m = wrec + i * MS__RT_WORK_REC;
+    m[0] = m[0] >= 0 && cpu0 >= 0 && m[0] >= cpu0 ? m[0] - cpu0 : -1;
+  }
+}

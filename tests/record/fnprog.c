@@ -1,0 +1,92 @@
+/* tests/record/fnprog.c: a program whose functions `memstub record
+ * --function` scopes (tests/test_record_function.c). Built twice: plain, and
+ * with -DMS_USE_PROBE, where work() opens and closes a probe region itself,
+ * so the two recordings can be compared row by row. MODE:
+ *   exe N        call work(k) for k = 1..N (in the executable)
+ *   lib N        call lib_work(k) (libfnlib.so, linked)
+ *   dlopen LIB N dlopen LIB and call its lib_work(k)
+ *   nested       outer() calls work() twice: one region per outer call
+ *   longjmp      jumper() longjmps out of itself; then work(1) as usual
+ *   tiny N       call tiny() N times and print ns per call on stderr */
+#include <dlfcn.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef MS_USE_PROBE
+#include "memstub/probe.h"
+#endif
+
+long lib_work(int n);
+
+__attribute__((noinline)) long work(int n) {
+#ifdef MS_USE_PROBE
+  memstub_probe_begin("work");
+#endif
+  char *volatile p = malloc((size_t)n * 100000);
+  if (!p) exit(3);
+  memset(p, 1, (size_t)n * 100000);
+  long s = p[n];
+  usleep(2000);
+  free(p);
+#ifdef MS_USE_PROBE
+  memstub_probe_end();
+#endif
+  return s;
+}
+
+__attribute__((noinline)) long outer(int n) { return work(n) + work(n + 1); }
+
+static jmp_buf g_env;
+__attribute__((noinline)) void jumper(int n) {
+  char *volatile p = malloc(4096);
+  if (n > 0) {
+    free(p);
+    longjmp(g_env, 1);
+  }
+  free(p);
+}
+
+static volatile long g_sink;
+__attribute__((noinline)) void tiny(void) { g_sink++; }
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+  const char *m = argc > 1 ? argv[1] : "exe";
+  int n = argc > 2 ? atoi(argv[argc - 1]) : 3;
+  long s = 0;
+  if (!strcmp(m, "exe")) {
+    for (int k = 1; k <= n; k++) s += work(k);
+  } else if (!strcmp(m, "lib")) {
+    for (int k = 1; k <= n; k++) s += lib_work(k * 100);
+  } else if (!strcmp(m, "dlopen") && argc > 3) {
+    void *h = dlopen(argv[2], RTLD_NOW);
+    long (*f)(int) = h ? (long (*)(int))dlsym(h, "lib_work") : NULL;
+    if (!f) {
+      fprintf(stderr, "fnprog: %s\n", dlerror());
+      return 3;
+    }
+    for (int k = 1; k <= n; k++) s += f(k * 100);
+  } else if (!strcmp(m, "nested")) {
+    s = outer(1) + outer(2);
+  } else if (!strcmp(m, "longjmp")) {
+    if (setjmp(g_env) == 0) jumper(1);
+    s = work(1);
+  } else if (!strcmp(m, "tiny")) {
+    double t0 = now();
+    for (int k = 0; k < n; k++) tiny();
+    fprintf(stderr, "fnprog: ns_per_call %.1f\n", (now() - t0) / n);
+  } else {
+    fprintf(stderr, "fnprog: unknown mode %s\n", m);
+    return 2;
+  }
+  printf("%ld\n", s);
+  return 0;
+}

@@ -1,0 +1,514 @@
+// Work fidelity (issue 14): the work columns of a trace (cpu_ns, churn_bytes,
+// calls_*), the generator's work arrays (layout 3) in both header forms and
+// its transforms (--cpu-scale, --churn-scale, the recorder's cost), and the
+// replay's spin and allocator calls, which keep heap_bytes exact at every
+// original point.
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memstub/gen.h"
+#include "memstub/runtime.h"
+#include "memstub/work.h"
+#include "testutil.h"
+
+#define MS (INT64_C(1000000))
+
+static const char *trace_csv(const char *dir, const char *text) {
+  static char path[4096];
+  snprintf(path, sizeof path, "%s/t.csv", dir);
+  tu_write_file(path, text);
+  return path;
+}
+
+static memstub_trace *parse(const char *text) {
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_parse("t.csv", text, strlen(text), &t, &err) == 0, "%s", err.msg);
+  return t;
+}
+
+static memstub_gen *build(const memstub_trace *t, double cpu_scale, double churn_scale) {
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  o.cpu_scale = cpu_scale;
+  o.churn_scale = churn_scale;
+  memstub_gen *g = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_gen_build(t, &o, &g, &err) == 0, "%s", err.msg);
+  return g;
+}
+
+// The count of kind k, class c in point i's call vector.
+static int64_t calls_of(const memstub_gen *g, int64_t i, int k, int c) {
+  return g->calltab[g->calls[i] * MEMSTUB_WORK_CALLS + k * MEMSTUB_WORK_CLASSES + c];
+}
+
+/* A trace with work: rows 1-3 compute 2 ms each within 5 ms, with 100 tiny
+ * malloc/free pairs (6400 bytes); row 2 also grows the heap by 1000 bytes. */
+static const char *const WORK_TRACE =
+    "# memstub-trace 1\n"
+    "time_ns,stack_bytes,heap_bytes,cpu_ns,churn_bytes,calls_malloc_tiny,calls_free_tiny,"
+    "calls_malloc_small\n"
+    "0,0,0,0,0,0,0,0\n"
+    "5000000,0,0,2000000,6400,100,100,0\n"
+    "10000000,0,1000,4000000,7400,100,100,1\n"
+    "15000000,0,1000,6000000,6400,100,100,0\n";
+
+START_TEST(test_columns_round_trip) {
+  // Written by the trace writer and read back, in any subset and order.
+  char *dir = tu_mkdtemp();
+  memstub_trace *t = parse(WORK_TRACE);
+  char path[4200];
+  snprintf(path, sizeof path, "%s/w.csv", dir);
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_trace_write(t, path, &err), 0);
+  memstub_trace *u = NULL;
+  ck_assert_int_eq(memstub_trace_read(path, &u, &err), 0);
+  ck_assert_int_eq(u->nextra, 5);
+  int c = memstub_trace_column(u, "calls_malloc_small");
+  ck_assert_int_ge(c, 0);
+  ck_assert_int_eq(memstub_trace_extra_row(u, 2)[c], 1);
+  ck_assert_int_eq(memstub_trace_extra_row(u, 3)[memstub_trace_column(u, "cpu_ns")], 6000000);
+  // The names are the documented ones, kind-major, class-minor.
+  static const char *const names[] = {MEMSTUB_WORK_CALL_COLUMNS};
+  ck_assert_str_eq(names[0], "calls_malloc_tiny");
+  ck_assert_str_eq(names[3 * 4 + 3], "calls_free_large");
+  ck_assert_str_eq(names[4 * 4 + 2], "calls_memalign_medium");
+  ck_assert_int_eq(memstub_work_class(0), 0);
+  ck_assert_int_eq(memstub_work_class(64), 0);
+  ck_assert_int_eq(memstub_work_class(65), 1);
+  ck_assert_int_eq(memstub_work_class(1024), 1);
+  ck_assert_int_eq(memstub_work_class(1025), 2);
+  ck_assert_int_eq(memstub_work_class(131072), 2);
+  ck_assert_int_eq(memstub_work_class(131073), 3);
+  ck_assert_int_eq(memstub_work_class(UINT64_C(1) << 40), 3);
+  for (uint64_t b = 1; b < 300000; b += b < 2000 ? 1 : 97)  // the table against the definition
+    ck_assert_int_eq(memstub_work_class(b), (b > 64) + (b > 1024) + (b > 131072));
+  memstub_trace_free(u);
+  memstub_trace_free(t);
+  // A trace without the columns is a layout-1 stub, as before.
+  t = parse("time_ns,stack_bytes,heap_bytes\n0,0,0\n1000,0,10\n");
+  memstub_gen *g = build(t, 1, 1);
+  ck_assert_int_eq(g->stub.abi, MEMSTUB_STUB_ABI);
+  ck_assert_ptr_null(g->cpu);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+  // Bad values are refused, naming the row and the column.
+  t = parse("time_ns,stack_bytes,heap_bytes,cpu_ns\n0,0,0,5\n1000,0,10,3\n");
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  ck_assert_int_eq(memstub_gen_build(t, &o, &g, &err), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "row 2: cpu_ns decreases"));
+  memstub_trace_free(t);
+  t = parse("time_ns,stack_bytes,heap_bytes,calls_free_tiny\n0,0,0,0\n1000,0,10,-1\n");
+  ck_assert_int_eq(memstub_gen_build(t, &o, &g, &err), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "row 2: calls_free_tiny: negative"));
+  memstub_trace_free(t);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+START_TEST(test_gen_work_points) {
+  memstub_trace *t = parse(WORK_TRACE);
+  memstub_gen *g = build(t, 1, 1);
+  ck_assert_int_eq(g->stub.abi, MEMSTUB_STUB_ABI_WORK);
+  ck_assert_int_eq(g->stub.numdata, 3);
+  for (int i = 0; i < 3; i++) {
+    ck_assert_int_eq(g->use[i].time, 5 * MS);
+    ck_assert_int_eq(g->cpu[i], 2 * MS);
+    ck_assert_int_eq(calls_of(g, i, MEMSTUB_CALL_MALLOC, 0), 100);
+    ck_assert_int_eq(calls_of(g, i, MEMSTUB_CALL_FREE, 0), 100);
+  }
+  // Row 2's heap growth is the stub's own block realloc: its small malloc is that call.
+  ck_assert_int_eq(calls_of(g, 1, MEMSTUB_CALL_MALLOC, 1), 0);
+  ck_assert_int_eq(g->churn[1], 6400);  // its 1000 bytes moved by the block
+  // Equal vectors share an entry: entry 0 (none) and one other.
+  ck_assert_int_eq(g->ncalltab, 2);
+  ck_assert_int_eq(g->calls[0], g->calls[2]);
+  ck_assert_int_eq(g->work_cpu_ns, 6 * MS);
+  memstub_gen_free(g);
+
+  // --cpu-scale 0.5: the computation halves, the waiting stays: 1 + 3 ms.
+  g = build(t, 0.5, 1);
+  for (int i = 0; i < 3; i++) {
+    ck_assert_int_eq(g->cpu[i], 1 * MS);
+    ck_assert_int_eq(g->use[i].time, 4 * MS);
+  }
+  ck_assert_ptr_nonnull(strstr(g->transforms, "cpu x0.5, churn x1"));
+  memstub_gen_free(g);
+  // --cpu-scale 3: 6 ms of CPU in an 9 ms interval.
+  g = build(t, 3, 1);
+  ck_assert_int_eq(g->cpu[0], 6 * MS);
+  ck_assert_int_eq(g->use[0].time, 9 * MS);
+  memstub_gen_free(g);
+  // --churn-scale 0: no calls at all; 0.5: half of them, rounding carried on
+  // (100 * 0.5 each row), the bytes too.
+  g = build(t, 1, 0);
+  ck_assert_int_eq(g->ncalltab, 1);
+  ck_assert_int_eq(g->work_calls, 0);
+  ck_assert_int_eq(g->work_bytes, 0);
+  ck_assert_int_eq(g->cpu[1], 2 * MS);
+  memstub_gen_free(g);
+  g = build(t, 1, 0.5);
+  ck_assert_int_eq(calls_of(g, 0, MEMSTUB_CALL_MALLOC, 0), 50);
+  ck_assert_int_eq(g->work_bytes, 9100);  // 3200 + (3700 - 1000) + 3200
+  memstub_gen_free(g);
+  g = build(t, 1, 0.015);  // 1.5 calls a row: 2, 1, 2 (or 1, 2, 1) and 4.5 -> 5 in all
+  int64_t sum = 0;
+  for (int i = 0; i < 3; i++) sum += calls_of(g, i, MEMSTUB_CALL_MALLOC, 0);
+  ck_assert_int_ge(sum, 4);
+  ck_assert_int_le(sum, 5);
+  memstub_gen_free(g);
+  // Refused: a negative or infinite scale.
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  o.churn_scale = -1;
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_gen_build(t, &o, &g, &err), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "--churn-scale"));
+  memstub_trace_free(t);
+}
+END_TEST
+
+// The recorder's measured cost per call and per sample comes out of the
+// times and the CPU time.
+START_TEST(test_recorder_cost_taken_out) {
+  memstub_trace *t = parse(
+      "# memstub-trace 1\n"
+      "# record.cost_ns_per_event: 10.0\n"
+      "# record.samples: 4\n"
+      "# record.cost_ns_per_sample: 1500.0\n"
+      "time_ns,stack_bytes,heap_bytes,cpu_ns,calls_malloc_tiny,calls_free_tiny\n"
+      "0,0,0,0,0,0\n"
+      "1000000,0,0,600000,500,500\n"
+      "2000000,0,0,600000,0,0\n");
+  memstub_gen *g = build(t, 1, 1);
+  // Row 1: 1000 calls x 10 ns + 6000 ns of samples (all the CPU time was
+  // in row 1) = 16000 ns out of its delay and of its CPU time.
+  ck_assert_int_eq(g->use[0].time, 1000000 - 16000);
+  ck_assert_int_eq(g->cpu[0], 600000 - 16000);
+  ck_assert_int_eq(g->use[1].time, 1000000);
+  ck_assert_int_eq(g->cpu[1], 0);
+  ck_assert_int_eq(g->work_overhead_ns, 16000);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
+// Both header forms carry the work, compile alone and after memstub/stub.h,
+// and hold the same arrays; with resident data too (the compact tag "ms4.").
+START_TEST(test_header_forms) {
+  char *dir = tu_mkdtemp();
+  const char *cc = getenv("MEMSTUB_CC");
+  char inc[4200], lib[4200];
+  snprintf(inc, sizeof inc, "-I%s", tu_src("include"));
+  snprintf(lib, sizeof lib, "%s/libmemstub_runtime.a", getenv("MEMSTUB_BINARY_DIR"));
+  for (int res = 0; res < 2; res++) {
+    const char *csv = trace_csv(
+        dir, res ? "time_ns,stack_bytes,heap_bytes,rss_bytes,cpu_ns,churn_bytes,calls_malloc_tiny\n"
+                   "0,0,0,0,0,0,0\n"
+                   "1000,300,100,4096,500,64,2\n"
+                   "2000,0,0,0,700,0,0\n"
+                 : "time_ns,stack_bytes,heap_bytes,cpu_ns,churn_bytes,calls_malloc_tiny\n"
+                   "0,0,0,0,0,0\n"
+                   "1000,300,100,500,64,2\n"
+                   "2000,0,0,700,0,0\n");
+    memstub_trace *t;
+    memstub_error err = {0};
+    ck_assert_msg(memstub_trace_read(csv, &t, &err) == 0, "%s", err.msg);
+    memstub_gen_options go;
+    memstub_gen_options_init(&go);
+    go.name = "wk";
+    memstub_gen *g;
+    ck_assert_int_eq(memstub_gen_build(t, &go, &g, &err), 0);
+    char out[4200], out2[4200], prog[4200], exe[4200];
+    snprintf(out, sizeof out, "%s/l.h", dir);
+    snprintf(out2, sizeof out2, "%s/c.h", dir);
+    snprintf(prog, sizeof prog, "%s/p.c", dir);
+    snprintf(exe, sizeof exe, "%s/p", dir);
+    ck_assert_msg(memstub_gen_emit(g, out, &err) == 0, "%s", err.msg);
+    memstub_gen_emit_options eo = {.format = MEMSTUB_GEN_FORMAT_COMPACT};
+    ck_assert_msg(memstub_gen_emit_ex(g, out2, &eo, NULL, &err) == 0, "%s", err.msg);
+    char *got = tu_read_file(out);
+    ck_assert_ptr_nonnull(strstr(got, "static const int64_t wk_memCpu[wk_NUMDATA] = {\n  500, 200,\n};"));
+    ck_assert_ptr_nonnull(strstr(got, ".abi = MEMSTUB_STUB_ABI_WORK,"));
+    ck_assert_ptr_nonnull(strstr(got, " * work:          700 ns of CPU to spin"));
+    free(got);
+    got = tu_read_file(out2);
+    ck_assert_ptr_nonnull(strstr(got, res ? "\"ms4." : "\"ms3."));
+    ck_assert_ptr_nonnull(strstr(got, "memstub_stub_decode_work("));
+    free(got);
+    for (int k = 0; k < 4; k++) {
+      char text[8192];
+      snprintf(text, sizeof text,
+               "%s#include \"%s\"\n#include <stdio.h>\n"
+               "int main(void) {\n"
+               "  const struct memstub_stub *s = &wk_memStub;\n"
+               "  printf(\"%%d %%lld|\", s->abi, (long long)s->ncalltab);\n"
+               "  for (int i = 0; i < wk_NUMDATA; i++)\n"
+               "    printf(\"%%lld %%lld %%lld %%lld %%lld|\", (long long)s->use[i].heapAlloc,\n"
+               "           (long long)s->cpu[i], (long long)s->churn[i],\n"
+               "           (long long)s->calltab[s->calls[i] * 20], (long long)(s->rss ? s->rss[i] : -9));\n"
+               "  return 0;\n}\n",
+               k & 1 ? "#include \"memstub/stub.h\"\n" : "", k & 2 ? out2 : out);
+      tu_write_file(prog, text);
+#if defined(MEMSTUB_TEST_SANITIZE)
+      const char *san = "-fsanitize=" MEMSTUB_TEST_SANITIZE;
+#else
+      const char *san = "-Wall";
+#endif
+      char *ccargv[] = {(char *)(cc ? cc : "cc"), "-std=c11", "-Wall", "-Wextra", "-Werror", inc,
+                        (char *)san, "-o", exe, prog, lib, NULL};
+      if (!(k & 2)) ccargv[10] = NULL;
+      tu_run c = tu_exec(dir, ccargv);
+      ck_assert_msg(c.status == 0, "compile failed: %s", c.err);
+      char *runargv[] = {exe, NULL};
+      tu_run r = tu_exec(dir, runargv);
+      // The growth's tiny malloc is the block realloc: one malloc left.
+      // Its bytes are less the block's 100 (none left).
+      ck_assert_str_eq(r.out, res ? "3 2|100 500 0 1 4096|-100 200 0 0 0|"
+                                  : "3 2|100 500 0 1 -9|-100 200 0 0 -9|");
+      tu_run_free(&c);
+      tu_run_free(&r);
+    }
+    memstub_gen_free(g);
+    memstub_trace_free(t);
+  }
+  // Damaged compact data is refused as for the other layouts.
+  struct memAlloc use[1];
+  int64_t point[1], cpu[1], calls[1], churn[1], tab[20];
+  ck_assert_int_eq(memstub_stub_decode_work("ms3.AAAAA", 9, 1, use, point, NULL, NULL, cpu, calls,
+                                            churn, 0, tab), -EINVAL);
+  ck_assert_int_eq(point[0], -1);
+  ck_assert_int_eq(memstub_stub_decode_work("ms3.ACAAAAA", 11, 1, use, point, NULL, NULL, cpu,
+                                            calls, churn, 0, tab), 0);
+  ck_assert_int_eq(use[0].stackAlloc, 1);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* Replay g measured; returns the replayed trace. */
+static memstub_trace *replay(const memstub_gen *g, memstub_replay **out) {
+  memstub_replay_options o;
+  memstub_replay_options_init(&o);
+  o.measure = MEMSTUB_MEASURE_TRACE;
+  memstub_error err = {0};
+  memstub_replay *r = NULL;
+  ck_assert_msg(memstub_replay_run(&g->stub, &o, &r, &err) == 0, "%s", err.msg);
+  memstub_trace *t = NULL;
+  ck_assert_msg(memstub_replay_trace(r, &t, &err) == 0, "%s", err.msg);
+  *out = r;
+  return t;
+}
+
+static int64_t col(const memstub_trace *t, size_t row, const char *name) {
+  int c = memstub_trace_column(t, name);
+  return c < 0 ? 0 : memstub_trace_extra_row(t, row)[c];
+}
+
+/* Churn interleaved with the net curve: every kind and class of call before
+ * rows that grow and shrink the heap; at every original row the replay's
+ * heap is what the same stub without the calls gives, and the calls made
+ * are the ones asked for. */
+START_TEST(test_churn_keeps_heap_exact) {
+  char text[4096];
+  int n = snprintf(text, sizeof text,
+                   "time_ns,stack_bytes,heap_bytes,churn_bytes,calls_malloc_tiny,"
+                   "calls_calloc_small,calls_realloc_medium,calls_memalign_small,"
+                   "calls_malloc_large,calls_free_tiny\n0,0,0,0,0,0,0,0,0,0\n");
+  static const int64_t heap[] = {1000, 40000, 300000, 200, 5000, 0, 64, 200000, 100};
+  for (int i = 0; i < 9; i++)
+    n += snprintf(text + n, sizeof text - (size_t)n, "%d,%d,%lld,%d,%d,%d,%d,%d,%d,%d\n",
+                  (i + 1) * 2000000, (i % 3) * 1024, (long long)heap[i], 500000, 150, 20, 3, 5,
+                  i % 2, 100);
+  memstub_trace *t = parse(text);
+  memstub_gen *g = build(t, 1, 1), *g0 = build(t, 1, 0);
+  memstub_replay *r, *r0;
+  memstub_trace *rt = replay(g, &r), *rt0 = replay(g0, &r0);
+  ck_assert_int_eq(rt->n, t->n);
+  ck_assert_int_eq(rt0->n, t->n);
+  for (size_t i = 1; i < t->n; i++) {
+#if !defined(MEMSTUB_TEST_SANITIZE)
+    ck_assert_msg(rt->pts[i].heap_bytes == rt0->pts[i].heap_bytes,
+                  "row %zu: heap %lld with the calls, %lld without", i,
+                  (long long)rt->pts[i].heap_bytes, (long long)rt0->pts[i].heap_bytes);
+#endif
+    ck_assert_int_eq(rt->pts[i].stack_bytes, rt0->pts[i].stack_bytes);
+    // The calls of the row, as generated (the block realloc stands for one
+    // of a growing row's calls), and a free for every block.
+    int64_t row = col(rt, i, "point");
+    int64_t pt = -1;
+    for (int64_t j = 0; j < g->stub.numdata && pt < 0; j++)
+      if (g->point[j] == row) pt = j;
+    ck_assert_int_ge(pt, 0);
+    int64_t allocs = 0;
+    static const char *const names[] = {MEMSTUB_WORK_CALL_COLUMNS};
+    for (int k = 0; k < MEMSTUB_WORK_CALLS; k++) {
+      if (k / 4 == MEMSTUB_CALL_FREE) continue;
+      int64_t want = calls_of(g, pt, k / 4, k % 4);
+      ck_assert_msg(col(rt, i, names[k]) == want, "row %zu: %s %lld, want %lld", i, names[k],
+                    (long long)col(rt, i, names[k]), (long long)want);
+      if (k / 4 != MEMSTUB_CALL_REALLOC) allocs += want;
+    }
+    int64_t frees = 0;
+    for (int c = 0; c < 4; c++) frees += col(rt, i, names[MEMSTUB_CALL_FREE * 4 + c]);
+    ck_assert_int_eq(frees, allocs);
+    ck_assert_int_gt(col(rt, i, "churn_bytes"), 0);
+    ck_assert_int_eq(col(rt0, i, "churn_bytes"), 0);
+  }
+  memstub_trace_free(rt);
+  memstub_trace_free(rt0);
+  memstub_replay_free(r);
+  memstub_replay_free(r0);
+  memstub_gen_free(g);
+  memstub_gen_free(g0);
+  memstub_trace_free(t);
+}
+END_TEST
+
+/* The spin: the replay thread's CPU time follows the recorded cpu_ns, row
+ * by row, never below it (the spin runs on the thread's CPU clock, so a busy
+ * host makes it later, not shorter) and not much above: what the replay
+ * spends besides (its deadline spins, the heap work, the measuring) comes out
+ * of the next spin, so the excess does not grow with the rows (tolerances
+ * for a loaded 2-core machine). */
+START_TEST(test_spin_accuracy) {
+  char text[4096];
+  int n = snprintf(text, sizeof text, "time_ns,stack_bytes,heap_bytes,cpu_ns\n0,0,0,0\n");
+  for (int i = 1; i <= 20; i++)
+    n += snprintf(text + n, sizeof text - (size_t)n, "%d,0,%d,%d\n", i * 10000000, i * 100,
+                  i * 3000000 + (i % 2) * 20000);
+  memstub_trace *t = parse(text);
+  memstub_gen *g = build(t, 1, 1);
+  memstub_replay *r;
+  memstub_trace *rt = replay(g, &r);
+  for (size_t i = 1; i < rt->n; i++) {
+    int64_t want = col(t, i, "cpu_ns"), got = col(rt, i, "cpu_ns");
+    if (getenv("MEMSTUB_TEST_VERBOSE"))
+      fprintf(stderr, "row %zu: cpu %lld ns, want %lld\n", i, (long long)got, (long long)want);
+    ck_assert_msg(got >= want, "row %zu: %lld ns of CPU, want %lld", i, (long long)got,
+                  (long long)want);
+    ck_assert_msg(got <= want + want / 20 + 1500000, "row %zu: %lld ns of CPU, want %lld", i,
+                  (long long)got, (long long)want);
+  }
+  // And the replay keeps its time: the spin is inside the delays.
+  ck_assert_int_ge(rt->pts[rt->n - 1].time_ns, 200 * MS);
+  memstub_trace_free(rt);
+  memstub_replay_free(r);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
+// memstub gen --cpu-scale and --churn-scale.
+START_TEST(test_cli_scales) {
+  char *dir = tu_mkdtemp();
+  const char *csv = trace_csv(dir,
+                              "time_ns,stack_bytes,heap_bytes,cpu_ns,churn_bytes,calls_malloc_small\n"
+                              "0,0,0,0,0,0\n"
+                              "10000,0,0,6000,3000,10\n");
+  tu_run r = tu_memstub(dir, "gen", csv, "--cpu-scale", "0.5", "--churn-scale", "2", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "memCpu[NUMDATA] = {\n  3000,\n};"));
+  ck_assert_ptr_nonnull(strstr(r.out, "memChurn[NUMDATA] = {\n  6000,\n};"));
+  ck_assert_ptr_nonnull(strstr(r.out, "[0].time = 7000,"));
+  ck_assert_ptr_nonnull(strstr(r.out, "cpu x0.5, churn x2"));
+  ck_assert_ptr_nonnull(strstr(r.out, "  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,\n"
+                                      "  0, 20, 0, 0,"));
+  tu_run_free(&r);
+  r = tu_memstub(dir, "gen", csv, "--cpu-scale", "-1", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "--cpu-scale"));
+  tu_run_free(&r);
+  r = tu_memstub(dir, "gen", "--help", NULL);
+  ck_assert_ptr_nonnull(strstr(r.out, "--cpu-scale"));
+  ck_assert_ptr_nonnull(strstr(r.out, "--churn-scale"));
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+// The sum of a column over the rows (0 without it).
+static int64_t sum_col(const memstub_trace *t, const char *name) {
+  int64_t v = 0;
+  for (size_t i = 0; i < t->n; i++) v += col(t, i, name);
+  return v;
+}
+
+/* The whole way: a program with known work (tests/record/rec_helper.c, mode
+ * work: 1000 malloc(32)/free pairs, 30 ms asleep, 30 ms of CPU, 3
+ * calloc(1, 200000)/free pairs) recorded, generated, built and replayed
+ * measuring: the stub makes the same allocations and burns the same CPU. */
+START_TEST(test_record_to_replay) {
+  const char *helper = getenv("MEMSTUB_REC_HELPER");
+  ck_assert_msg(helper != NULL, "MEMSTUB_REC_HELPER is not set (run the tests with ctest)");
+  char *dir = tu_mkdtemp();
+  tu_run r = tu_memstub(dir, "record", "-q", "-o", "w.csv", "--", helper, "work", NULL);
+  ck_assert_msg(r.status == 0, "record: exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "gen", "w.csv", "-o", "w.h", NULL);
+  ck_assert_msg(r.status == 0, "gen: exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "build", "w.h", "-o", "w_stub", NULL);
+  ck_assert_msg(r.status == 0, "build: exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  char exe[4200], out[4200], orig[4200];
+  snprintf(exe, sizeof exe, "%s/w_stub", dir);
+  snprintf(out, sizeof out, "%s/w.rep.csv", dir);
+  snprintf(orig, sizeof orig, "%s/w.csv", dir);
+  char *argv[] = {exe, "--measure", out, NULL};
+  r = tu_exec(dir, argv);
+  ck_assert_msg(r.status == 0, "stub: exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  memstub_trace *o = NULL, *p = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_read(orig, &o, &err) == 0, "%s", err.msg);
+  ck_assert_msg(memstub_trace_read(out, &p, &err) == 0, "%s", err.msg);
+  int64_t om = sum_col(o, "calls_malloc_tiny"), pm = sum_col(p, "calls_malloc_tiny");
+  int64_t pc = sum_col(p, "calls_calloc_large"), pf = 0;
+  static const char *const names[] = {MEMSTUB_WORK_CALL_COLUMNS};
+  for (int c = 0; c < 4; c++) pf += sum_col(p, names[MEMSTUB_CALL_FREE * 4 + c]);
+  // Mallocs: the recorded ones less those the heap block's realloc stands for
+  // (one per row that changes the heap, a few here).
+  ck_assert_msg(pm <= om && pm >= om - 10, "replayed %lld tiny mallocs of %lld", (long long)pm,
+                (long long)om);
+  ck_assert_msg(pc >= 1 && pc <= 3, "replayed %lld large callocs of 3", (long long)pc);
+  ck_assert_int_eq(pf, pm + pc);  // every block freed in its interval
+  // CPU: the recorded thread's (less the recorder's cost) and the replay's
+  // (its own waits included), within 10 % and 3 ms.
+  int64_t oc = col(o, o->n - 1, "cpu_ns"), rc = col(p, p->n - 1, "cpu_ns");
+  ck_assert_msg(oc >= 25 * MS, "recorded %lld ns of CPU", (long long)oc);
+  ck_assert_msg(rc >= oc - oc / 10 - 3 * MS && rc <= oc + oc / 10 + 3 * MS,
+                "replayed %lld ns of CPU, recorded %lld", (long long)rc, (long long)oc);
+  memstub_trace_free(o);
+  memstub_trace_free(p);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("work");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_columns_round_trip);
+  tcase_add_test(tc, test_gen_work_points);
+  tcase_add_test(tc, test_recorder_cost_taken_out);
+  tcase_add_test(tc, test_header_forms);
+  tcase_add_test(tc, test_churn_keeps_heap_exact);
+  tcase_add_test(tc, test_spin_accuracy);
+  tcase_add_test(tc, test_cli_scales);
+  tcase_add_test(tc, test_record_to_replay);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
