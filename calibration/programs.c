@@ -197,8 +197,8 @@ int ms__cal_programs_build(ms__cal_programs *s, int quick, int64_t cold, memstub
       {&s->cstack, 1, {T_STACK, ns, cold, 0, 0}},
       {&s->bytes, 0, {T_BYTES, quick ? 6 : 12, 0, 0, 0}},
       {&s->sleep, 0, {T_SLEEP, quick ? 5 : 8, 0, quick ? 2 : 4, quick ? 1 : 2}},
-      {&s->resident, 0, {T_RESIDENT, 1, quick ? 1 << 20 : 4 << 20, 0, 0}},
-      {&s->resident4, 0, {T_RESIDENT, 4, quick ? 1 << 20 : 4 << 20, 0, 0}},
+      {&s->resident, 0, {T_RESIDENT, 1, 1 << 20, 0, 0}},
+      {&s->resident4, 0, {T_RESIDENT, 4, 1 << 20, 0, 0}},
   };
   int rc = 0;
   for (size_t i = 0; rc == 0 && i < MS__ARRAY_SIZE(build); i++)
