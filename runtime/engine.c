@@ -215,7 +215,7 @@ static MS__NOINLINE void finish(ms__rt_ctx *c, int64_t x, uintptr_t sp) {
   }
   if (c->measure & MEMSTUB_MEASURE_FAULTS)
     r->faults_end = ms__prim_minor_faults() - c->faults_base;
-  if (c->measure & MEMSTUB_MEASURE_RESIDENT) ms__rt_res_measure(&c->res, r);
+  if (c->measure & MEMSTUB_MEASURE_RESIDENT) ms__rt_res_measure_point(c, x, r);
 }
 
 // A point that leaves the stack as it is (or whose pop already happened).

@@ -149,6 +149,22 @@ void ms__rt_res_baseline(ms__rt_res *r) {
   if (ms__prim_thread_faults(&r->minflt0, &r->majflt0) < 0) r->minflt0 = r->majflt0 = -1;
 }
 
+void ms__rt_res_measure_point(const ms__rt_ctx *c, int64_t x, memstub_replay_record *rec) {
+  const struct memAlloc *u = &c->use[x];
+  const ms__rt_res *r = &c->res;
+  int same = x > 0 && u->stackAlloc <= 0 && u->heapAlloc == 0 &&
+             (!r->rss || (r->mapped[x] == 0 && r->rss[x] == r->rss[x - 1]));
+  if (!same) {
+    ms__rt_res_measure(r, rec);
+    return;
+  }
+  const memstub_replay_record *p = &c->rec[x - 1];
+  rec->rss_bytes = p->rss_bytes;
+  rec->mapped_bytes = p->mapped_bytes;
+  rec->minor_faults = p->minor_faults;
+  rec->major_faults = p->major_faults;
+}
+
 void ms__rt_res_measure(const ms__rt_res *r, memstub_replay_record *rec) {
   int64_t rss = r->statm_fd >= 0 && r->rss0 >= 0 ? ms__prim_statm_anon(r->statm_fd) : -1;
   rec->rss_bytes = rss < 0 ? -1 : rss > r->rss0 ? rss - r->rss0 : 0;
