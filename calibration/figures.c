@@ -318,6 +318,17 @@ static int fit_bytes(ms__cal_ctx *c) {
   p->heap_overhead_empty = mean_bytes(&s[MS__S_HB_EMPTY]);
   p->heap_overhead_inuse = mean_bytes(&s[MS__S_HB_INUSE]);
   p->heap_overhead_mmap = mean_bytes(&s[MS__S_HB_MMAP]);
+  // Resident: the overhead above the targets (compensated), and the entry's
+  // bytes against the points measured: entry + per point x points.
+  p->resident_overhead = mean_bytes(&s[MS__S_RES_INUSE]);
+  const ms__cal_ser *e = &s[MS__S_RES_ENTRY];
+  p->resident_entry = 0;
+  p->resident_per_point = 0;
+  if (e->n) {
+    if (fit1(e->x, e->y, e->n, 1, 1e18, 0, &a, &b, &r2, &rr) < 0) return -ENOMEM;
+    p->resident_entry = llround(a);
+    p->resident_per_point = b;
+  }
   return 0;
 }
 

@@ -32,6 +32,7 @@ typedef struct ms__cal_key {
   size_t cap;      // MS__CAL_TEXT: the array's size
   int cycles_of;   // for an *_ns key: index of its *_cycles key, else -1
   const char *comment;  // written before the key, NULL for none
+  int optional;    // a profile may leave it out (it then reads as 0): keys added in format 2
 } ms__cal_key;
 
 /* The keys of p, in file order, into keys (room for cap). Returns how many. */
@@ -138,6 +139,8 @@ enum {
   MS__S_HEAP_EQ4,   // x eq. 4, y faults counted (rising arena heap)
   MS__S_HEAP_HW,    // x the generator's fault count (beyond the pages written before), y counted
   MS__S_HEAP_PLACE, // x block (size + pad), y 1 if mapped, z the block before
+  MS__S_RES_INUSE,  // x rss target, y rss_bytes measured - target (resident trace)
+  MS__S_RES_ENTRY,  // x points measured, y RssAnon at T0 - before the replay
   MS__S_COUNT
 };
 
@@ -167,8 +170,9 @@ typedef union ms__cal_programs {
   struct {
     memstub_gen *basic, *late, *heap, *stack, *bytes, *sleep;
     memstub_gen *cbasic, *cheap, *cstack;  // cold; NULL without cold runs
+    memstub_gen *resident, *resident4;     // rss targets; the same four times over
   };
-  memstub_gen *all[9];
+  memstub_gen *all[11];
 } ms__cal_programs;
 
 /* Build them: quick for the smaller traces, cold the delay before every

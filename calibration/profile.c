@@ -29,6 +29,7 @@ static int add(table *t, const char *key, int type, void *ptr, size_t cap) {
   k->ptr = ptr;
   k->cap = cap;
   k->cycles_of = -1;
+  k->optional = 0;
   k->comment = t->comment;
   t->comment = NULL;
   return (int)t->n++;
@@ -166,6 +167,14 @@ static void keys_bytes(table *t, memstub_profile *p) {
   add(t, "stack_overhead_per_frame_bytes", MS__CAL_I64, &p->stack_per_frame, 0);
   add(t, "stack_fit_r2", MS__CAL_DOUBLE, &p->stack_fit_r2, 0);
   add(t, "stack_fit_max_residual_bytes", MS__CAL_I64, &p->stack_fit_max_resid, 0);
+  // Optional: profiles written before issue 13 lack them.
+  t->comment = "resident memory (docs/memory-model.md): the replay's own pages";
+  int k = add(t, "resident_overhead_bytes", MS__CAL_I64, &p->resident_overhead, 0);
+  if (k >= 0) t->k[k].optional = 1;
+  k = add(t, "resident_entry_bytes", MS__CAL_I64, &p->resident_entry, 0);
+  if (k >= 0) t->k[k].optional = 1;
+  k = add(t, "resident_per_point_bytes", MS__CAL_DOUBLE, &p->resident_per_point, 0);
+  if (k >= 0) t->k[k].optional = 1;
 }
 
 size_t ms__cal_keys(memstub_profile *p, ms__cal_key *keys, size_t cap) {
@@ -373,11 +382,11 @@ static int read_lines(reader *r, char *buf, size_t len) {
   return 0;
 }
 
-/* Every key present, and every *_ns figure its *_cycles figure over
+/* Every key present (but the optional ones), and every *_ns figure its *_cycles figure over
  * cycles_per_ns (1 % slack). */
 static int check_complete(reader *r) {
   for (size_t i = 0; i < r->nk; i++)
-    if (!r->seen[i])
+    if (!r->seen[i] && !r->keys[i].optional)
       return memstub_error_set(r->err, -EINVAL, "%s:%ld: missing key '%s'", r->name, r->line + 1,
                                r->keys[i].key);
   for (size_t i = 0; i < r->nk; i++) {

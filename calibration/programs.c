@@ -103,13 +103,42 @@ static int trace_sleep(int n100, int n1, int n4, memstub_trace *t) {
   return rc;
 }
 
+// resident: a heap block of `block` bytes and a mapping of half that, with
+// rss targets rising in steps of an odd number of pages and bytes to all of
+// both, then falling back in other steps (the replay writes and drops pages
+// to each target); a 1-byte push or pop at every point. cycles of that.
+static int trace_resident(int cycles, int64_t block, memstub_trace *t) {
+  static const int64_t steps[] = {4096, 12288 + 100, 40960, 4096 * 7 + 1, 65536, 8192};
+  int rc = memstub_trace_add_column(t, "rss_bytes");
+  int mc = rc >= 0 ? memstub_trace_add_column(t, "mapped_bytes") : rc;
+  if (mc < 0) return mc;
+  int64_t i = 1, j = 0, rss = 0, all = block + block / 2;
+  rc = memstub_trace_append(t, 0, 0, 0);  // the entry: nothing (the columns' zeros)
+  for (int cycle = 0; cycle < cycles && rc >= 0; cycle++)
+    for (int down = 0; down < 2 && rc >= 0; down++) {
+      do {
+        int64_t d = steps[j++ % MS__ARRAY_SIZE(steps)];
+        rss = down ? (rss > d ? rss - d : 0) : (rss + d < all ? rss + d : all);
+        rc = memstub_trace_append(t, 0, i % 2, block);
+        if (rc == 0) {
+          int64_t *x = memstub_trace_extra_row(t, t->n - 1);
+          x[0] = rss;
+          x[1] = block / 2;
+        }
+        i++;
+      } while (rc == 0 && (down ? rss > 0 : rss < all));
+    }
+  return rc < 0 ? rc : 0;
+}
+
 /* ---- the stubs ------------------------------------------------------------------ */
 
 // The trace builders above, one call each, by what they build.
-enum { T_BASIC, T_HEAP, T_STACK, T_BYTES, T_SLEEP };
+enum { T_BASIC, T_HEAP, T_STACK, T_BYTES, T_SLEEP, T_RESIDENT };
 typedef struct spec {
   int what;        // T_*
-  int64_t n, step; // T_BASIC, T_STACK: rows or pushes; T_HEAP: cycles; T_BYTES: the depth
+  int64_t n, step; // T_BASIC, T_STACK: rows or pushes; T_HEAP, T_RESIDENT: cycles;
+                   // T_BYTES: the depth; T_RESIDENT: step is the heap block
   int n1, n4;      // T_SLEEP: delays of 1 ms and 4 ms (n: of 100 us)
 } spec;
 
@@ -119,6 +148,7 @@ static int fill(const spec *sp, memstub_trace *t) {
     case T_HEAP: return trace_heap((int)sp->n, sp->step, t);
     case T_STACK: return trace_stack(sp->n, sp->step, t);
     case T_BYTES: return trace_bytes((int)sp->n, t);
+    case T_RESIDENT: return trace_resident((int)sp->n, sp->step, t);
     default: return trace_sleep((int)sp->n, sp->n1, sp->n4, t);
   }
 }
@@ -167,6 +197,8 @@ int ms__cal_programs_build(ms__cal_programs *s, int quick, int64_t cold, memstub
       {&s->cstack, 1, {T_STACK, ns, cold, 0, 0}},
       {&s->bytes, 0, {T_BYTES, quick ? 6 : 12, 0, 0, 0}},
       {&s->sleep, 0, {T_SLEEP, quick ? 5 : 8, 0, quick ? 2 : 4, quick ? 1 : 2}},
+      {&s->resident, 0, {T_RESIDENT, 1, 1 << 20, 0, 0}},
+      {&s->resident4, 0, {T_RESIDENT, 4, 1 << 20, 0, 0}},
   };
   int rc = 0;
   for (size_t i = 0; rc == 0 && i < MS__ARRAY_SIZE(build); i++)

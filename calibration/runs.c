@@ -420,10 +420,44 @@ static int rep_bytes(ms__cal_ctx *c, const ms__cal_programs *st, int rep, memstu
   return oom(rc, err);
 }
 
+/* ---- resident memory ---------------------------------------------------------- */
+
+/* One measured replay of a resident trace g on a fresh thread stack (as a
+ * new stub process gets): its rss_bytes minus the target at every point
+ * (MS__S_RES_INUSE), and the RssAnon it added before its first point
+ * against the points it measured (MS__S_RES_ENTRY: its thread's stack, the
+ * arena, the scratch and the records). No /proc: no samples. */
+static int res_run(ms__cal_ctx *c, const memstub_gen *g, int rep, memstub_error *err) {
+  int fd = ms__prim_statm_open();
+  ms__prim_heap_trim();  // ms__cal_run trims too: read after the same trim
+  int64_t before = fd >= 0 ? ms__prim_statm_anon(fd) : -1;
+  ms__prim_statm_close(fd);
+  memstub_replay *r;
+  int rc = ms__cal_run(c, g, MEMSTUB_MEASURE_RESIDENT, MEMSTUB_TIMING_DEADLINE,
+                       ms__cal_fresh_extra(c), &r, err);
+  if (rc < 0) return rc;
+  const struct memstub_stub *s = r->stub;
+  if (before >= 0 && r->info.rss_entry_bytes >= 0)
+    rc = ms__cal_add(&c->s[MS__S_RES_ENTRY], (double)s->numdata,
+                     (double)(r->info.rss_entry_bytes - before), rep);
+  for (int64_t i = 0; rc == 0 && s->rss && i < s->numdata; i++)
+    if (r->rec[i].rss_bytes >= 0 && s->rss[i] >= 0)
+      rc = ms__cal_add(&c->s[MS__S_RES_INUSE], (double)s->rss[i],
+                       (double)(r->rec[i].rss_bytes - s->rss[i]), rep);
+  memstub_replay_free(r);
+  return oom(rc, err);
+}
+
+static int rep_resident(ms__cal_ctx *c, const ms__cal_programs *st, int rep, memstub_error *err) {
+  int rc = res_run(c, st->resident, rep, err);
+  return rc < 0 ? rc : res_run(c, st->resident4, rep, err);
+}
+
 int ms__cal_repetition(ms__cal_ctx *c, const ms__cal_programs *st, int rep, memstub_error *err) {
   int rc;
   if ((rc = rep_basic(c, st, rep, err)) < 0 || (rc = rep_sleep(c, st, rep, err)) < 0 ||
-      (rc = rep_heap(c, st, rep, err)) < 0 || (rc = rep_stack(c, st, rep, err)) < 0)
+      (rc = rep_heap(c, st, rep, err)) < 0 || (rc = rep_stack(c, st, rep, err)) < 0 ||
+      (rc = rep_resident(c, st, rep, err)) < 0)
     return rc;
   return rep_bytes(c, st, rep, err);
 }

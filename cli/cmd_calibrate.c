@@ -125,6 +125,12 @@ static void print_beyond(const memstub_profile *p) {
   row("stack pop (return)", a, "");
   char b[32];
   row("heap overhead, mmapped block", ms__fmt_bytes(p->heap_overhead_mmap, b, sizeof b), "");
+  // Resident memory (docs/memory-model.md): above the rss targets, and the
+  // replay's own pages before its first point plus its records per point.
+  row("resident above the rss target", ms__fmt_bytes(p->resident_overhead, b, sizeof b), "");
+  snprintf(a, sizeof a, "%s + %.0f B x points measured",
+           ms__fmt_bytes(p->resident_entry, b, sizeof b), p->resident_per_point);
+  row("resident before the first point", a, "");
 }
 
 // How well the models fit, and the model check.

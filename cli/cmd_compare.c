@@ -6,7 +6,8 @@
 #include "cli.h"
 #include "memstub/compare.h"
 
-enum { O_CHECK = MS_CLI_LONG, O_JSON, O_LATE, O_SSLACK, O_HSLACK, O_PAGE, O_MMAP, O_PARTIAL };
+enum { O_CHECK = MS_CLI_LONG, O_JSON, O_LATE, O_SSLACK, O_HSLACK, O_PAGE, O_MMAP, O_PARTIAL,
+       O_RSLACK, O_MSLACK };
 
 static const ms_cli_option options[] = {
     {"check", O_CHECK, "SPEC",
@@ -20,12 +21,17 @@ static const ms_cli_option options[] = {
      "                                (P% or a fraction 0..1)\n"
      "  stack-max, heap-max           largest |error|, bytes\n"
      "  stack-mean, heap-mean         mean |error|, bytes\n"
+     "  rss-, mapped-exact|max|mean   the same for rss_bytes, mapped_bytes\n"
+     "  rss-p90, mapped-p90           p90 |error|, % of the original's peak\n"
+     "  rss-peak, mapped-peak         |peak error|, % of the original's peak\n"
      "  missing, repeated             points\n"
      "e.g. --check total-ms=1,p99-us=100,heap-exact=99.5%"},
     {"json", O_JSON, NULL, "print the report as JSON (keys: docs/compare-and-plot.md)"},
     {"late-us", O_LATE, "N", "a point is late when its error exceeds N us (default 10)"},
     {"stack-slack", O_SSLACK, "B", "stack is exact within B bytes (default 16)"},
     {"heap-slack", O_HSLACK, "B", "heap is exact within B bytes (default 16)"},
+    {"rss-slack", O_RSLACK, "B", "rss_bytes is exact within B bytes (default 65536)"},
+    {"mapped-slack", O_MSLACK, "B", "mapped_bytes is exact within B bytes (default a page)"},
     {"page-size", O_PAGE, "B", "heap slack for blocks from mmap (default: this host's page)"},
     {"mmap-threshold", O_MMAP, "B",
      "heap blocks of at least B bytes come from mmap\n"
@@ -82,6 +88,8 @@ static int take_option(ms_cli_parser *p, int c, memstub_compare_options *o,
       break;
     case O_SSLACK: return arg_bytes(p, &o->stack_slack);
     case O_HSLACK: return arg_bytes(p, &o->heap_slack);
+    case O_RSLACK: return arg_bytes(p, &o->rss_slack);
+    case O_MSLACK: return arg_bytes(p, &o->mapped_slack);
     case O_PAGE: return arg_bytes(p, &o->page_size);
     case O_MMAP: return arg_bytes(p, &o->mmap_threshold);
     case O_PARTIAL: o->allow_partial = 1; break;
@@ -115,11 +123,17 @@ static int compare(const char *orig, const char *repl, const memstub_compare_opt
   size_t failed = memstub_compare_checks_run(cs, r);
   int wrc =
       json ? memstub_compare_write_json(r, cs, stdout) : memstub_compare_write_text(r, cs, stdout);
-  memstub_compare_free(r);
-  if (wrc < 0) return ms_cli_error("standard output: write failed");
+  if (wrc < 0) {
+    memstub_compare_free(r);
+    return ms_cli_error("standard output: write failed");
+  }
   for (size_t i = 0; i < cs->n; i++) {
     const memstub_compare_check *k = &cs->c[i];
-    if (k->skipped)
+    if (k->skipped && strncmp(k->key, "rss", 3) == 0)
+      ms_cli_note("check skipped: %s: rss_bytes %s", k->spec, r->rss_unknown);
+    else if (k->skipped && strncmp(k->key, "mapped", 6) == 0)
+      ms_cli_note("check skipped: %s: mapped_bytes %s", k->spec, r->mapped_unknown);
+    else if (k->skipped)
       ms_cli_note("check skipped: %s: the %s is unknown in %s", k->spec,
                   strncmp(k->key, "heap", 4) == 0 ? "heap" : "stack", orig);
     else if (!k->pass)
@@ -127,6 +141,7 @@ static int compare(const char *orig, const char *repl, const memstub_compare_opt
                   k->unit, k->dir == MEMSTUB_COMPARE_AT_MOST ? "more than" : "less than",
                   k->limit, k->unit);
   }
+  memstub_compare_free(r);
   return failed ? MS_EXIT_CHECK : MS_EXIT_OK;
 }
 

@@ -113,6 +113,8 @@ int ms__prim_thread_faults(int64_t *minflt, int64_t *majflt);
  * (bytes, or -errno; async-signal-safe). */
 int ms__prim_statm_open(void);
 int64_t ms__prim_statm_anon(int fd);
+// Close what ms__prim_statm_open opened (accepts a negative descriptor).
+void ms__prim_statm_close(int fd);
 
 // CPU time the calling thread has used so far (CLOCK_THREAD_CPUTIME_ID), ns; -1 if unknown.
 int64_t ms__prim_thread_cpu_ns(void);

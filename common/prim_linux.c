@@ -164,6 +164,10 @@ int ms__prim_statm_open(void) {
   return fd < 0 ? -errno : fd;
 }
 
+void ms__prim_statm_close(int fd) {
+  if (fd >= 0) close(fd);
+}
+
 int64_t ms__prim_statm_anon(int fd) {
   char b[160];
   ssize_t n = pread(fd, b, sizeof b - 1, 0);

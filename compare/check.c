@@ -17,6 +17,8 @@ typedef enum qty {
   Q_EXACT,     // share, %
   Q_MEM_MAX,   // bytes
   Q_MEM_MEAN,  // bytes
+  Q_MEM_P90,   // p90 of |error|, % of ORIGINAL's peak
+  Q_MEM_PEAK,  // |peak error|, % of ORIGINAL's peak
   Q_MISSING,
   Q_REPEATED,
 } qty;
@@ -24,7 +26,7 @@ typedef enum qty {
 typedef struct keyinfo {
   qty q;
   int adj;       // the offset-removed view
-  int heap;      // heap rather than stack
+  int col;       // memory column: 0 stack, 1 heap, 2 rss, 3 mapped
   double scale;  // ns per unit for time keys
   const char *unit;
   const char *what;
@@ -33,7 +35,9 @@ typedef struct keyinfo {
 
 static const char key_list[] =
     "total-ns|us|ms|s, total-pct, [adj-]p50|p99|max-ns|us|ms|s, [adj-]late, stack-exact, "
-    "heap-exact, stack-max, heap-max, stack-mean, heap-mean, missing, repeated";
+    "heap-exact, stack-max, heap-max, stack-mean, heap-mean, rss-exact, mapped-exact, rss-max, "
+    "mapped-max, rss-mean, mapped-mean, rss-p90, mapped-p90, rss-peak, mapped-peak, missing, "
+    "repeated";
 
 static int time_unit(const char *u, keyinfo *k) {
   static const struct {
@@ -65,7 +69,7 @@ static int parse_key(const char *key, keyinfo *k) {
   static const struct {
     const char *name;
     qty q;
-    int heap;
+    int col;
     const char *unit, *what;
     memstub_compare_check_dir dir;
   } plain[] = {
@@ -75,12 +79,26 @@ static int parse_key(const char *key, keyinfo *k) {
       {"heap-max", Q_MEM_MAX, 1, "bytes", "largest |heap error|", MEMSTUB_COMPARE_AT_MOST},
       {"stack-mean", Q_MEM_MEAN, 0, "bytes", "mean |stack error|", MEMSTUB_COMPARE_AT_MOST},
       {"heap-mean", Q_MEM_MEAN, 1, "bytes", "mean |heap error|", MEMSTUB_COMPARE_AT_MOST},
+      {"rss-exact", Q_EXACT, 2, "%", "share of exact rss points", MEMSTUB_COMPARE_AT_LEAST},
+      {"mapped-exact", Q_EXACT, 3, "%", "share of exact mapped points", MEMSTUB_COMPARE_AT_LEAST},
+      {"rss-max", Q_MEM_MAX, 2, "bytes", "largest |rss error|", MEMSTUB_COMPARE_AT_MOST},
+      {"mapped-max", Q_MEM_MAX, 3, "bytes", "largest |mapped error|", MEMSTUB_COMPARE_AT_MOST},
+      {"rss-mean", Q_MEM_MEAN, 2, "bytes", "mean |rss error|", MEMSTUB_COMPARE_AT_MOST},
+      {"mapped-mean", Q_MEM_MEAN, 3, "bytes", "mean |mapped error|", MEMSTUB_COMPARE_AT_MOST},
+      {"rss-p90", Q_MEM_P90, 2, "%", "p90 of |rss error| / original peak",
+       MEMSTUB_COMPARE_AT_MOST},
+      {"mapped-p90", Q_MEM_P90, 3, "%", "p90 of |mapped error| / original peak",
+       MEMSTUB_COMPARE_AT_MOST},
+      {"rss-peak", Q_MEM_PEAK, 2, "%", "|rss peak error| / original peak",
+       MEMSTUB_COMPARE_AT_MOST},
+      {"mapped-peak", Q_MEM_PEAK, 3, "%", "|mapped peak error| / original peak",
+       MEMSTUB_COMPARE_AT_MOST},
       {"missing", Q_MISSING, 0, "points", "points not measured", MEMSTUB_COMPARE_AT_MOST},
       {"repeated", Q_REPEATED, 0, "points", "repeated rows", MEMSTUB_COMPARE_AT_MOST},
   };
   for (size_t i = 0; i < MS__ARRAY_SIZE(plain); i++)
     if (strcmp(key, plain[i].name) == 0) {
-      *k = (keyinfo){plain[i].q, 0, plain[i].heap, 1, plain[i].unit, plain[i].what, plain[i].dir};
+      *k = (keyinfo){plain[i].q, 0, plain[i].col, 1, plain[i].unit, plain[i].what, plain[i].dir};
       return 0;
     }
   if (strncmp(key, "adj-", 4) == 0) {
@@ -161,7 +179,8 @@ static int parse_item(memstub_compare_checks *cs, const char *p, const char *e,
   if (ms__parse_double(val, &limit) < 0 || limit < 0)
     return memstub_error_set(err, -EINVAL, "%s: expected a non-negative number, found '%s'", key,
                              ms__quote(v, (size_t)(e - v), 40, q));
-  if (percent && k.q != Q_EXACT && k.q != Q_LATE && k.q != Q_TOTAL_PCT)
+  if (percent && k.q != Q_EXACT && k.q != Q_LATE && k.q != Q_TOTAL_PCT && k.q != Q_MEM_P90 &&
+      k.q != Q_MEM_PEAK)
     return memstub_error_set(err, -EINVAL, "%s: takes no percentage ('%s'): give a number of %s",
                              key, ms__quote(v, (size_t)(e - v), 40, q), k.unit);
   if (k.q == Q_EXACT) {
@@ -213,11 +232,18 @@ int memstub_compare_checks_parse(memstub_compare_checks *cs, const char *spec, m
   }
 }
 
+// v as a percentage of an original peak: 0 when both are 0, +inf when only the peak is.
+static double share_of_peak(double v, int64_t peak) {
+  if (peak > 0) return 100.0 * v / (double)peak;
+  return v == 0 ? 0.0 : INFINITY;
+}
+
 static double check_value(const memstub_compare_check *c, const memstub_compare_report *r) {
   keyinfo k;
   if (parse_key(c->key, &k) < 0) return NAN;
   const memstub_compare_time *t = k.adj ? &r->adjusted : &r->time;
-  const memstub_compare_mem *m = k.heap ? &r->heap : &r->stack;
+  const memstub_compare_mem *mems[4] = {&r->stack, &r->heap, &r->rss, &r->mapped};
+  const memstub_compare_mem *m = mems[k.col];
   double n = (double)(r->compared ? r->compared : 1);
   switch (k.q) {
     case Q_TOTAL: return fabs((double)r->duration.error_ns) / k.scale;
@@ -229,18 +255,24 @@ static double check_value(const memstub_compare_check *c, const memstub_compare_
     case Q_EXACT: return 100.0 * (double)m->exact / n;
     case Q_MEM_MAX: return (double)m->max_abs;
     case Q_MEM_MEAN: return m->mean_abs;
+    case Q_MEM_P90: return share_of_peak((double)m->p90_abs, m->original_peak);
+    case Q_MEM_PEAK:
+      return share_of_peak(fabs((double)m->replayed_peak - (double)m->original_peak),
+                           m->original_peak);
     case Q_MISSING: return (double)r->missing;
     case Q_REPEATED: return (double)r->repeated;
   }
   return NAN;
 }
 
-// Whether check c judges a column ORIGINAL does not know (stack or heap unknown).
+// Whether check c judges an unknown memory column (stack, heap, rss, mapped).
 static int on_unknown_column(const memstub_compare_check *c, const memstub_compare_report *r) {
   keyinfo k;
-  if (parse_key(c->key, &k) < 0 || (k.q != Q_EXACT && k.q != Q_MEM_MAX && k.q != Q_MEM_MEAN))
+  if (parse_key(c->key, &k) < 0 || (k.q != Q_EXACT && k.q != Q_MEM_MAX && k.q != Q_MEM_MEAN &&
+                                    k.q != Q_MEM_P90 && k.q != Q_MEM_PEAK))
     return 0;
-  return (k.heap ? r->heap_unknown : r->stack_unknown) != NULL;
+  const char *unknown[4] = {r->stack_unknown, r->heap_unknown, r->rss_unknown, r->mapped_unknown};
+  return unknown[k.col] != NULL;
 }
 
 size_t memstub_compare_checks_run(memstub_compare_checks *cs, const memstub_compare_report *r) {

@@ -17,12 +17,14 @@ void memstub_compare_options_init(memstub_compare_options *o) {
   o->heap_slack = 16;
   o->page_size = 0;
   o->mmap_threshold = MS__MALLOC_MMAP_THRESHOLD;
+  o->rss_slack = 65536;
+  o->mapped_slack = 0;
 }
 
 void memstub_compare_free(memstub_compare_report *r) {
   if (!r) return;
   void *owned[] = {r->original_name, r->replayed_name, r->match, r->stack_unknown,
-                   r->heap_unknown, r};
+                   r->heap_unknown, r->rss_unknown, r->mapped_unknown, r};
   for (size_t i = 0; i < sizeof owned / sizeof *owned; i++) free(owned[i]);
 }
 
@@ -163,6 +165,8 @@ static int align(const memstub_trace *orig, const memstub_trace *repl,
   return 0;
 }
 
+static char *unknown_meta(const memstub_trace *t, const char *key, int *oom);
+
 /* The stack and heap errors over the aligned points into r->stack and
  * r->heap; a column ORIGINAL does not know (r->stack_unknown,
  * r->heap_unknown) stays 0. pre: r->compared > 0. */
@@ -200,6 +204,95 @@ static void mem_errors(const memstub_trace *orig, const memstub_trace *repl,
   mem_finish(hp, hp_sum, r->compared);
   if (r->stack_unknown) memset(st, 0, sizeof *st);
   if (r->heap_unknown) memset(hp, 0, sizeof *hp);
+}
+
+/* The distribution of |b - a| over n aligned values into m: p50, p90 and
+ * both peaks; and, with with_exact, the largest, mean, signed range and the
+ * share within slack. scratch holds n values. pre: n > 0. */
+static void mem_dist(const int64_t *a, const int64_t *b, size_t n, int64_t slack,
+                     int with_exact, int64_t *scratch, memstub_compare_mem *m) {
+  double sum = 0;
+  if (with_exact) {
+    m->min = INT64_MAX;
+    m->max = INT64_MIN;
+    m->max_abs = 0;
+    m->exact = 0;
+  }
+  m->original_peak = m->replayed_peak = INT64_MIN;
+  for (size_t i = 0; i < n; i++) {
+    int64_t d = ms__sat_sub(b[i], a[i]), ad = ms__sat_abs(d);
+    scratch[i] = ad;
+    if (a[i] > m->original_peak) m->original_peak = a[i];
+    if (b[i] > m->replayed_peak) m->replayed_peak = b[i];
+    if (!with_exact) continue;
+    if (d < m->min) m->min = d;
+    if (d > m->max) m->max = d;
+    if (ad > m->max_abs) m->max_abs = ad;
+    if (ad <= slack) m->exact++;
+    sum += (double)ad;
+  }
+  if (with_exact) mem_finish(m, sum, n);
+  qsort(scratch, n, sizeof *scratch, cmp_i64);
+  m->p50_abs = scratch[rank_index(50, n)];
+  m->p90_abs = scratch[rank_index(90, n)];
+}
+
+/* The four memory columns' distributions: stack and heap add percentiles and
+ * peaks to mem_errors'; rss and mapped (extra columns) are compared here
+ * when both traces have them and they are not unknown. a, b, scratch hold
+ * r->compared values each. pre: r->compared > 0. */
+static void mem_curves(const memstub_trace *orig, const memstub_trace *repl,
+                       const memstub_compare_options *o, memstub_compare_report *r, int64_t *a,
+                       int64_t *b, int64_t *scratch) {
+  static const char *const name[4] = {"stack_bytes", "heap_bytes", "rss_bytes", "mapped_bytes"};
+  memstub_compare_mem *m[4] = {&r->stack, &r->heap, &r->rss, &r->mapped};
+  const char *unknown[4] = {r->stack_unknown, r->heap_unknown, r->rss_unknown, r->mapped_unknown};
+  int64_t slack[4] = {o->stack_slack, o->heap_slack, o->rss_slack,
+                      o->mapped_slack ? o->mapped_slack : o->page_size};
+  for (int k = 0; k < 4; k++) {
+    if (unknown[k]) continue;
+    int ca = k >= 2 ? memstub_trace_column(orig, name[k]) : -1;
+    int cb = k >= 2 ? memstub_trace_column(repl, name[k]) : -1;
+    size_t n = 0;
+    for (size_t i = 0; i < orig->n; i++) {
+      if (r->match[i] < 0) continue;
+      const memstub_point *pa = &orig->pts[i], *pb = &repl->pts[r->match[i]];
+      if (k < 2) {
+        a[n] = k ? pa->heap_bytes : pa->stack_bytes;
+        b[n] = k ? pb->heap_bytes : pb->stack_bytes;
+      } else {
+        a[n] = memstub_trace_extra_row(orig, i)[ca];
+        b[n] = memstub_trace_extra_row(repl, (size_t)r->match[i])[cb];
+      }
+      n++;
+    }
+    mem_dist(a, b, n, slack[k], k >= 2, scratch, m[k]);
+  }
+}
+
+/* Why the rss_bytes or mapped_bytes column (key "rss", "mapped") is not
+ * compared: ORIGINAL's metadata says unknown, or a trace lacks it; a copy,
+ * NULL when both have it. */
+static char *column_unknown(const memstub_trace *orig, const memstub_trace *repl,
+                            const char *key, const char *column, int *oom) {
+  char *meta = unknown_meta(orig, key, oom);
+  if (meta || *oom) return meta;
+  int in_orig = memstub_trace_column(orig, column) >= 0,
+      in_repl = memstub_trace_column(repl, column) >= 0;
+  if (in_orig && in_repl) return NULL;
+  char buf[200];
+  if (!in_orig && !in_repl)
+    snprintf(buf, sizeof buf, "unknown (neither trace has the %s column)", column);
+  else if (!in_orig)
+    snprintf(buf, sizeof buf, "unknown (ORIGINAL has no %s column)", column);
+  else
+    snprintf(buf, sizeof buf,
+             "unknown (REPLAYED has no %s column: replayed without measuring resident memory, "
+             "or by an older memstub)",
+             column);
+  char *copy = ms__strdup(buf);
+  if (!copy) *oom = 1;
+  return copy;
 }
 
 /* The per-point time errors (e, and own without the points the host
@@ -261,6 +354,8 @@ static int compare_core(const memstub_trace *orig, const memstub_trace *repl,
   int oom = 0;
   r->stack_unknown = unknown_meta(orig, "stack", &oom);
   r->heap_unknown = unknown_meta(orig, "heap", &oom);
+  if (!oom) r->rss_unknown = column_unknown(orig, repl, "rss", "rss_bytes", &oom);
+  if (!oom) r->mapped_unknown = column_unknown(orig, repl, "mapped", "mapped_bytes", &oom);
   size_t m = r->compared, nown;
   int64_t *e = malloc(m * sizeof *e), *scratch = malloc(m * sizeof *scratch),
           *own = malloc(m * sizeof *own);
@@ -270,6 +365,7 @@ static int compare_core(const memstub_trace *orig, const memstub_trace *repl,
     free(own);
     return memstub_error_set(err, -ENOMEM, "out of memory");
   }
+  mem_curves(orig, repl, o, r, e, own, scratch);  // e and own are scratch until time_errors
   time_errors(orig, repl, o, r, e, own, &nown);
   if (ms__compare_kinds(orig, repl, r) < 0) {
     free(e);
@@ -308,7 +404,7 @@ static int compare_core(const memstub_trace *orig, const memstub_trace *repl,
 
 static int check_options(const memstub_compare_options *o, memstub_error *err) {
   if (o->late_ns < 0 || o->stack_slack < 0 || o->heap_slack < 0 || o->page_size < 0 ||
-      o->mmap_threshold < 0)
+      o->mmap_threshold < 0 || o->rss_slack < 0 || o->mapped_slack < 0)
     return memstub_error_set(err, -EINVAL,
                              "compare options: thresholds and slacks must not be negative");
   return 0;

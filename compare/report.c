@@ -44,12 +44,25 @@ static void text_time(FILE *f, const memstub_compare_time *t, size_t n, int64_t 
           pct(t->late, n), ns_text(g, late_ns, 0));
 }
 
+// p of peak as a percentage, or "-" without a peak.
+static const char *of_peak(char buf[40], int64_t v, int64_t peak) {
+  if (peak > 0) snprintf(buf, 40, "%.2f%%", 100.0 * (double)v / (double)peak);
+  else snprintf(buf, 40, "-");
+  return buf;
+}
+
+/* One memory column: heap adds the mmap rule; curve (rss, mapped) the
+ * percentiles and peaks, and an unknown one says why in its own words
+ * (stack and heap quote ORIGINAL's metadata). */
 static void text_mem(FILE *f, const char *name, const memstub_compare_mem *m, size_t n,
-                     int64_t slack, const memstub_compare_options *o, int heap,
+                     int64_t slack, const memstub_compare_options *o, int heap, int curve,
                      const char *unknown) {
   char a[40], b[40], c[40], d[40];
   if (unknown) {
-    fprintf(f, "%-6s unknown: not compared (ORIGINAL says '%s: %s')\n", name, name, unknown);
+    if (curve)
+      fprintf(f, "%-6s %s: not compared\n", name, unknown);
+    else
+      fprintf(f, "%-6s unknown: not compared (ORIGINAL says '%s: %s')\n", name, name, unknown);
     return;
   }
   fprintf(f, "%-6s exact %.2f%% (%zu of %zu within %s", name, 100.0 * m->exact_share, m->exact, n,
@@ -59,6 +72,22 @@ static void text_mem(FILE *f, const char *name, const memstub_compare_mem *m, si
             bytes_text(b, o->mmap_threshold, 0), m->paged, m->paged == 1 ? "" : "s");
   fprintf(f, ")\n       |error| max %s, mean %s; error min %s, max %s\n", bytes_text(a, m->max_abs, 0),
           bytes_text(b, nearest(m->mean_abs), 0), bytes_text(c, m->min, 1), bytes_text(d, m->max, 1));
+  if (!curve) return;
+  char e[40], g[40];
+  fprintf(f, "       |error| p50 %s, p90 %s (%s of the original's peak)\n",
+          bytes_text(a, m->p50_abs, 0), bytes_text(b, m->p90_abs, 0),
+          of_peak(c, m->p90_abs, m->original_peak));
+  fprintf(f, "       peak original %s, replayed %s (error %s)\n",
+          bytes_text(d, m->original_peak, 0), bytes_text(e, m->replayed_peak, 0),
+          bytes_text(g, ms__sat_sub(m->replayed_peak, m->original_peak), 1));
+}
+
+// The column a check judges, for "not judged" messages: its key's first word.
+static const char *check_column(const char *key) {
+  static const char *const cols[] = {"stack", "heap", "rss", "mapped"};
+  for (size_t i = 0; i < sizeof cols / sizeof *cols; i++)
+    if (strncmp(key, cols[i], strlen(cols[i])) == 0 && key[strlen(cols[i])] == '-') return cols[i];
+  return "column";
 }
 
 int memstub_compare_write_text(const memstub_compare_report *r, const memstub_compare_checks *cs,
@@ -106,16 +135,19 @@ int memstub_compare_write_text(const memstub_compare_report *r, const memstub_co
             r->replay_off_cpu_ns >= 0 ? "; waited for a CPU " : "",
             r->replay_off_cpu_ns >= 0 ? ns_text(b, r->replay_off_cpu_ns, 0) : "");
   fputc('\n', f);
-  text_mem(f, "stack", &r->stack, r->compared, o->stack_slack, o, 0, r->stack_unknown);
-  text_mem(f, "heap", &r->heap, r->compared, o->heap_slack, o, 1, r->heap_unknown);
+  text_mem(f, "stack", &r->stack, r->compared, o->stack_slack, o, 0, 0, r->stack_unknown);
+  text_mem(f, "heap", &r->heap, r->compared, o->heap_slack, o, 1, 0, r->heap_unknown);
+  text_mem(f, "rss", &r->rss, r->compared, o->rss_slack, o, 0, 1, r->rss_unknown);
+  text_mem(f, "mapped", &r->mapped, r->compared, o->mapped_slack ? o->mapped_slack : o->page_size,
+           o, 0, 1, r->mapped_unknown);
 
   if (cs && cs->n) {
     fputs("\nchecks:\n", f);
     for (size_t i = 0; i < cs->n; i++) {
       const memstub_compare_check *k = &cs->c[i];
       if (k->skipped)
-        fprintf(f, "  %-4s %-24s %s: not judged, the %s is unknown in ORIGINAL\n", "skip", k->spec,
-                k->what, strncmp(k->key, "heap", 4) == 0 ? "heap" : "stack");
+        fprintf(f, "  %-4s %-24s %s: not judged, the %s is unknown\n", "skip", k->spec, k->what,
+                check_column(k->key));
       else
         fprintf(f, "  %-4s %-24s %s = %.6g %s\n", k->pass ? "ok" : "FAIL", k->spec, k->what,
                 k->value, k->unit);
@@ -194,6 +226,7 @@ static void json_time(FILE *f, const memstub_compare_time *t, size_t n) {
 }
 
 static void json_mem(FILE *f, const memstub_compare_mem *m, int heap, const char *unknown) {
+  // (the unknown stack or heap quotes ORIGINAL; rss and mapped say why)
   if (unknown) {
     fputs("{\"known\": false, \"original\": ", f);
     json_str(f, unknown);
@@ -209,6 +242,13 @@ static void json_mem(FILE *f, const memstub_compare_mem *m, int heap, const char
           m->min, m->max, m->exact);
   json_num(f, m->exact_share);
   if (heap) fprintf(f, ", \"mmap_points\": %zu", m->paged);
+  fprintf(f,
+          ", \"p50_abs_bytes\": %" PRId64 ", \"p90_abs_bytes\": %" PRId64
+          ", \"original_peak_bytes\": %" PRId64 ", \"replayed_peak_bytes\": %" PRId64
+          ", \"p90_share_of_peak\": ",
+          m->p50_abs, m->p90_abs, m->original_peak, m->replayed_peak);
+  if (m->original_peak > 0) json_num(f, (double)m->p90_abs / (double)m->original_peak);
+  else fputs("null", f);
   fputc('}', f);
 }
 
@@ -230,8 +270,10 @@ int memstub_compare_write_json(const memstub_compare_report *r, const memstub_co
   fprintf(f,
           "  \"settings\": {\"late_ns\": %" PRId64 ", \"stack_slack_bytes\": %" PRId64
           ", \"heap_slack_bytes\": %" PRId64 ", \"page_bytes\": %" PRId64
-          ", \"mmap_threshold_bytes\": %" PRId64 "},\n",
-          o->late_ns, o->stack_slack, o->heap_slack, o->page_size, o->mmap_threshold);
+          ", \"mmap_threshold_bytes\": %" PRId64 ", \"rss_slack_bytes\": %" PRId64
+          ", \"mapped_slack_bytes\": %" PRId64 "},\n",
+          o->late_ns, o->stack_slack, o->heap_slack, o->page_size, o->mmap_threshold, o->rss_slack,
+          o->mapped_slack ? o->mapped_slack : o->page_size);
   fprintf(f,
           "  \"duration\": {\"first_point\": %" PRId64 ", \"last_point\": %" PRId64
           ", \"original_ns\": %" PRId64 ", \"replayed_ns\": %" PRId64 ", \"error_ns\": %" PRId64
@@ -271,6 +313,10 @@ int memstub_compare_write_json(const memstub_compare_report *r, const memstub_co
   json_mem(f, &r->stack, 0, r->stack_unknown);
   fputs(",\n  \"heap\": ", f);
   json_mem(f, &r->heap, 1, r->heap_unknown);
+  fputs(",\n  \"rss\": ", f);
+  json_mem(f, &r->rss, 0, r->rss_unknown);
+  fputs(",\n  \"mapped\": ", f);
+  json_mem(f, &r->mapped, 0, r->mapped_unknown);
   fputs(",\n  \"checks\": [", f);
   int pass = 1;
   for (size_t i = 0; cs && i < cs->n; i++) {

@@ -50,6 +50,13 @@ typedef struct sim {
   int64_t heap;             // replayed heap size
   int mapped;
   int64_t arena_hw;         // bytes of the arena block's pages written so far
+  /* A stub with resident data (layout 2) writes pages only as far as its
+   * rss target (runtime/resident.c): the cost model counts those touched
+   * pages, not the requested bytes. */
+  int resident;
+  int64_t map_len, map_cap;     // the stub's own mapping: bytes replayed, whole pages
+  int64_t touched_h, touched_m; // bytes of the heap block and of the mapping written
+  int64_t keep_cap, touched_k;  // the keep mapping (resident beyond both): pages, bytes written
   const char *beyond;       // "stack" or "heap" once that total left +-MAX_BYTES, else NULL
 } sim;
 
@@ -134,18 +141,76 @@ static double heap_cost(sim *m, int64_t dh) {
   if (!m->mapped && ms__malloc_is_mmapped(block, m->thr) && block > m->arena_hw &&
       block > m->p->heap_arena_room) {
     m->mapped = 1;
-    int64_t copied = ms__malloc_pages(MS__MALLOC_MMAP_HEADER + old + m->pad, m->page);
-    return line(&k->heap_to_mmap, copied) + line(&k->heap_mmap_use, pf);
+    // Resident data: the copy faults only the pages written so far, and the
+    // new bytes are not written here (res_cost).
+    int64_t copied = ms__malloc_pages(
+        MS__MALLOC_MMAP_HEADER + (m->resident && m->touched_h < old ? m->touched_h : old) + m->pad,
+        m->page);
+    return line(&k->heap_to_mmap, copied) + (m->resident ? 0 : line(&k->heap_mmap_use, pf));
   }
+  if (m->mapped && m->resident) return k->heap_mmap_alloc_nofault.ns;
   if (m->mapped)
     return (pf > 0 ? k->heap_mmap_alloc_fault.ns : k->heap_mmap_alloc_nofault.ns) +
            line(&k->heap_mmap_use, pf);
+  if (m->resident) return k->heap_alloc_nofault.ns;  // the header's page: within the touched
   pf = pages_beyond(block, m->arena_hw, m->page);
   if (block > m->arena_hw) m->arena_hw = block;
   // realloc writes the new top chunk's header (the first fault), the
   // writing of the new bytes takes the others.
   return (pf > 0 ? k->heap_alloc_fault.ns : k->heap_alloc_nofault.ns) +
          line(&k->heap_use, pf > 0 ? pf - 1 : 0);
+}
+
+// Whole pages of [from, to) bytes: those a write of one byte per page reaches.
+static int64_t span_pages(int64_t from, int64_t to, int64_t page) {
+  if (to <= from) return 0;
+  return (to + page - 1) / page - from / page;
+}
+
+/* The resident part of a point of a stub with resident data, after its heap
+ * part: the mapping changed by dmap (one mmap/mremap/munmap when its pages
+ * change), then pages written or dropped to the rss target as the runtime
+ * does (heap block first, then the mapping, then the keep mapping, which
+ * costs a call when it grows; -1: everything). A written page
+ * is a first touch (heap_mmap_use per fault: the same kernel work on
+ * anonymous memory); a drop is madvise, costed as heap_mmap_shrink per page
+ * given back. */
+static double res_cost(sim *m, int64_t dmap, int64_t target) {
+  const memstub_calib_costs *k = m->k;
+  double c = 0;
+  if (dmap != 0) {
+    int64_t len = add(m, m->map_len, dmap, "mapped");
+    if (m->beyond) return 0;
+    if (len < 0) len = 0;
+    int64_t cap = (len + m->page - 1) / m->page * m->page;
+    if (cap != m->map_cap) c += k->heap_mmap_alloc_nofault.ns;
+    m->map_len = len;
+    m->map_cap = cap;
+    if (m->touched_m > len) m->touched_m = len;
+  }
+  if (m->touched_h > m->heap) m->touched_h = m->heap;
+  int64_t want_h = m->heap, want_m = m->map_len, want_k = 0;
+  if (target >= 0) {
+    want_h = target < m->heap ? target : m->heap;
+    want_m = target - want_h < m->map_len ? target - want_h : m->map_len;
+    want_k = target - want_h - want_m;
+  }
+  if (want_k > m->keep_cap) {  // the keep mapping grows (it never shrinks)
+    c += k->heap_mmap_alloc_nofault.ns;
+    m->keep_cap = (want_k + m->page - 1) / m->page * m->page;
+  }
+  int64_t faults = span_pages(m->touched_h, want_h, m->page) +
+                   span_pages(m->touched_m, want_m, m->page) +
+                   span_pages(m->touched_k, want_k, m->page);
+  int64_t back = span_pages(want_h, m->touched_h, m->page) +
+                 span_pages(want_m, m->touched_m, m->page) +
+                 span_pages(want_k, m->touched_k, m->page);
+  if (faults > 0) c += line(&k->heap_mmap_use, faults);
+  if (back > 0) c += line(&k->heap_mmap_shrink, back);
+  m->touched_h = want_h;
+  m->touched_m = want_m;
+  m->touched_k = want_k;
+  return c;
 }
 
 static int sim_init(sim *m, const memstub_profile *p, int64_t depth) {
@@ -207,6 +272,7 @@ static int predict(const struct memstub_stub *s, const memstub_profile *p, int m
   }
   sim m;
   if (sim_init(&m, p, max) < 0) return memstub_error_set(err, -ENOMEM, "out of memory");
+  m.resident = s->abi >= MEMSTUB_STUB_ABI_RESIDENT && s->rss && s->mapped;
   double extra = measured ? p->measure_trace.ns : 0;
   for (int64_t i = 0; i < s->numdata; i++) {
     // A row's points run as a chain after the wait on its first point: all
@@ -214,6 +280,7 @@ static int predict(const struct memstub_stub *s, const memstub_profile *p, int m
     if (i == 0 || s->point[i] != s->point[i - 1])
       m.k = cold && row_cold(p, s->use[i].time) ? &p->cold : &p->hot;
     cost_ns[i] = point_cost(&m, &s->use[i], extra);
+    if (m.resident && !m.beyond) cost_ns[i] += res_cost(&m, s->mapped[i], s->rss[i]);
     if (m.beyond) {
       free(m.open);
       return memstub_error_set(err, -EINVAL,
@@ -391,6 +458,18 @@ int ms__gen_compensate(memstub_gen *g, ms__targets *tg, const memstub_gen_option
   return stage == 0 ? stage0(g, tg, o, sc, err) : stage1(g, o, err);
 }
 
+void ms__gen_compensate_rss(memstub_gen *g, const memstub_profile *p) {
+  int64_t o = p->resident_overhead;
+  g->comp.rss_overhead_bytes = o;
+  if (!g->rss || o == 0) return;
+  for (int64_t i = 0; i < g->stub.numdata; i++) {
+    if (g->rss[i] <= 0) continue;  // -1: no target; 0: nothing to lower
+    int64_t v = g->rss[i] - o;
+    g->rss[i] = v > 0 ? v : 0;
+    g->comp.rss_points++;
+  }
+}
+
 void ms__gen_comp_summary(const memstub_gen_comp *c, int timing, char *buf, size_t cap) {
   if (timing == MEMSTUB_TIMING_NONE) {
     snprintf(buf, cap, "none");
@@ -410,6 +489,10 @@ void ms__gen_comp_summary(const memstub_gen_comp *c, int timing, char *buf, size
                                              : "deadline",
            (long long)c->time_cost_ns, (long long)c->time_shift_ns, (long long)c->time_points,
            (long long)c->time_unmet_max);
+  size_t len = strlen(buf);
+  if (c->rss_points && len < cap)
+    snprintf(buf + len, cap - len, "; rss: %lld points %+lld B", (long long)c->rss_points,
+             (long long)-c->rss_overhead_bytes);
 }
 
 // For people (the commands' notes): as ms__gen_comp_summary, which the
@@ -434,4 +517,9 @@ void memstub_gen_comp_format(const memstub_gen *g, char *buf, size_t cap) {
            g->stub.timing == MEMSTUB_TIMING_USLEEP ? "usleep" : "deadline",
            ms__fmt_ns(c->time_cost_ns, t[0], sizeof t[0]), ms__fmt_ns(c->time_shift_ns, t[1], sizeof t[1]),
            (long long)c->time_points, ms__fmt_ns(c->time_unmet_max, t[2], sizeof t[2]));
+  size_t len = strlen(buf);
+  if (c->rss_points && len < cap)
+    snprintf(buf + len, cap - len, "; rss: %lld points %s%s", (long long)c->rss_points,
+             -c->rss_overhead_bytes >= 0 ? "+" : "",
+             ms__fmt_bytes(-c->rss_overhead_bytes, b[0], sizeof b[0]));
 }

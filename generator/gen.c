@@ -165,6 +165,14 @@ static int extra_targets(const memstub_trace *t, const char *name, double f, con
   return 0;
 }
 
+// The stub's resident layout, when g has resident targets.
+static void resident_attach(memstub_gen *g) {
+  if (!g->rss) return;
+  g->stub.abi = MEMSTUB_STUB_ABI_RESIDENT;
+  g->stub.mapped = g->mapped;
+  g->stub.rss = g->rss;
+}
+
 /* Carry the rss_bytes and mapped_bytes columns to the points (after the
  * points are final): each point gets its row's resident target; the last
  * point of a row changes the mapped bytes to the row's total. A trace with
@@ -197,11 +205,9 @@ static int resident_points(memstub_gen *g, const memstub_trace *t, const memstub
       if (cur > g->peak_mapped) g->peak_mapped = cur;
     }
   }
-  g->stub.abi = MEMSTUB_STUB_ABI_RESIDENT;
-  g->stub.mapped = g->mapped;
-  g->stub.rss = g->rss;
   g->stub.rss_base = rb;
   g->stub.mapped_base = mb;
+  resident_attach(g);
 out:
   free(r);
   free(m);
@@ -233,6 +239,10 @@ int memstub_gen_build(const memstub_trace *t, const memstub_gen_options *o, mems
     goto out;
   }
   ms__gen_finish(g, &tg);
+  // Resident targets before the delays' compensation: its cost model counts
+  // the pages the replay writes to them (compensate.c).
+  if ((rc = resident_points(g, t, o, err)) < 0) goto out;
+  if (o->profile) ms__gen_compensate_rss(g, o->profile);
   if (o->profile) {
     g->comp.stack_points = sc.reduced;
     g->comp.stack_replaced = sc.replaced;
@@ -240,10 +250,10 @@ int memstub_gen_build(const memstub_trace *t, const memstub_gen_options *o, mems
     g->comp.stack_unmet_max = sc.unmet_max;
     if ((rc = ms__gen_compensate(g, &tg, o, 1, &sc, err)) < 0) goto out;
     ms__gen_finish(g, &tg);
+    resident_attach(g);  // ms__gen_finish set the plain layout again
   }
   if (o->profile) g->stub.timing = o->timing;
-  rc = resident_points(g, t, o, err);
-  if (rc == 0) rc = ms__gen_work_points(g, &wk, o, err);
+  rc = ms__gen_work_points(g, &wk, o, err);
 out:
   ms__gen_work_free(&wk);
   free(tg.t);

@@ -13,6 +13,11 @@ typedef struct ms__targets {
   int64_t time0, stack_base, heap_base;
 } ms__targets;
 
+/* The resident targets g->rss[] lowered by the profile's resident overhead
+ * (what a replay keeps resident above its target: the partly written pages),
+ * never below 0; -1 (no target) stays. compensate.c. */
+void ms__gen_compensate_rss(memstub_gen *g, const struct memstub_profile *p);
+
 // Append one point to g (points.c). 0 or -ENOMEM.
 int ms__gen_append(memstub_gen *g, int64_t time, int64_t stack, int64_t heap, int64_t point);
 

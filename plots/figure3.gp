@@ -1,7 +1,9 @@
 # plots/figure3.gp: original against replayed memory behaviour, the paper's
 # Figure 3 (Trapp, Meyer & Facchi 2011): stack and heap in use over time,
-# the original trace against each measured replay, and a panel of the
-# per-point time error (replayed - original). Needs gnuplot 5.2 or later.
+# the original trace against each measured replay; when a trace has them, a
+# third panel of resident (rss_bytes) and mapped (mapped_bytes) memory; and a
+# panel of the per-point time error (replayed - original). Needs gnuplot 5.2
+# or later.
 #
 # memstub plot runs it as
 #   gnuplot -c figure3.gp DIR OUTPUT FORMAT WIDTH HEIGHT
@@ -10,9 +12,13 @@
 #                       stack_div/stack_unit, heap_div/heap_unit, x_div/x_unit (the
 #                       axes' units for people: values are divided by the div);
 #                       stack_peak_x/_y/_text, heap_peak_x/_y/_text (the original's
-#                       peaks, us and bytes, marked with their values)
+#                       peaks, us and bytes, marked with their values);
+#                       res_panel (1: draw the resident panel), orig_rss, orig_mapped,
+#                       repl_rss[i], repl_mapped[i] (1 when that trace has the curve),
+#                       res_div/res_unit, res_peak_x/_y/_text
 #           orig.dat    block 0 stack, block 1 heap: "time_us bytes" lines
 #           replN.dat   the same for replay N, and block 2 the time error: "time_us error_us"
+#           origres.dat, replNres.dat   block 0 rss, block 1 mapped: "time_us bytes"
 #         (the curves are already reduced to a few points per pixel column)
 # OUTPUT  the file to write
 # FORMAT  png, svg, pdf, or txt (gnuplot's dumb terminal, for a terminal)
@@ -62,6 +68,7 @@ set style line 3 lc rgb '#0072B2' lw 1.25 dt 4
 set style line 4 lc rgb '#009E73' lw 1.25 dt 5
 set style line 5 lc rgb '#CC79A7' lw 1.25 dt 3
 set style line 6 lc rgb '#E69F00' lw 1.25 dt (12,4,2,4,2,4)
+set style line 7 lc rgb '#c0c0c0' lw 4 dt (8,4)
 rs(i) = 2 + (i - 1) % 5
 pts = '2 6 4 8 12'
 rpt(i) = int(word(pts, 1 + (i - 1) % 5))
@@ -80,8 +87,10 @@ set rmargin at screen 0.97
 top = 0.92
 bottom = 0.07
 gap = 0.015
-# Panel heights: stack and heap ph each, the time error 0.7 ph.
-ph = nrepl > 0 ? (top - bottom - 2 * gap) / 2.7 : (top - bottom - gap) / 2.0
+# Panel heights: stack, heap (and resident) ph each, the time error 0.7 ph.
+npanel = res_panel ? 3 : 2
+ph = nrepl > 0 ? (top - bottom - npanel * gap) / (npanel + 0.7) \
+               : (top - bottom - (npanel - 1) * gap) / npanel
 
 set multiplot title title noenhanced font ',12'
 
@@ -108,8 +117,7 @@ plot dir.'/orig.dat' index 0 using ($1/x_div):($2/stack_div) with steps ls 1 tit
 unset key
 set tmargin at screen top - ph - gap
 set bmargin at screen top - 2 * ph - gap
-if (nrepl == 0) {
-  set format x '%.0f'
+if (nrepl == 0 && !res_panel) {
   set format x '%g'
   set xlabel 'time ('.x_unit.')'
 }
@@ -119,13 +127,39 @@ eval mark(heap_peak_x / x_div, heap_peak_y / heap_div, heap_peak_text)
 plot dir.'/orig.dat' index 1 using ($1/x_div):($2/heap_div) with steps ls 1 title orig_label, \
      for [i=1:nrepl] sprintf('%s/repl%d.dat', dir, i) index 1 using ($1/x_div):($2/heap_div) \
          with steps ls rs(i) title repl_label[i]
+
+# Resident and mapped memory: the original's rss a thick grey band, its
+# mapped a thick light dashed one; each replay's rss in its style, its mapped
+# the same colour dotted and thinner. Only the curves a trace has.
+if (res_panel) {
+  set key top right opaque box noenhanced samplen 4 spacing 1.2
+  set tmargin at screen top - 2 * ph - 2 * gap
+  set bmargin at screen top - 3 * ph - 2 * gap
+  if (nrepl == 0) {
+    set format x '%g'
+    set xlabel 'time ('.x_unit.')'
+  }
+  set ylabel 'resident, mapped ('.res_unit.')'
+  if (txt) { set format y '%g '.res_unit }
+  eval mark(res_peak_x / x_div, res_peak_y / res_div, res_peak_text)
+  cmd = 'plot '
+  sep = ''
+  if (orig_rss) { cmd = cmd.sep."dir.'/origres.dat' index 0 using ($1/x_div):($2/res_div) with steps ls 1 title orig_label.' rss'"; sep = ', ' }
+  if (orig_mapped) { cmd = cmd.sep."dir.'/origres.dat' index 1 using ($1/x_div):($2/res_div) with steps ls 7 title orig_label.' mapped'"; sep = ', ' }
+  do for [i=1:nrepl] {
+    if (repl_rss[i]) { cmd = cmd.sep.sprintf("dir.'/repl%dres.dat' index 0 using ($1/x_div):($2/res_div) with steps ls rs(%d) title repl_label[%d].' rss'", i, i, i); sep = ', ' }
+    if (repl_mapped[i]) { cmd = cmd.sep.sprintf("dir.'/repl%dres.dat' index 1 using ($1/x_div):($2/res_div) with steps ls rs(%d) dt 3 lw 0.8 title repl_label[%d].' mapped'", i, i, i); sep = ', ' }
+  }
+  eval cmd
+  unset key
+}
 unset label 1
 set offsets 0, 0, 0, 0
 
 # Time error per point.
 if (nrepl > 0) {
   set key top left opaque box noenhanced
-  set tmargin at screen top - 2 * ph - 2 * gap
+  set tmargin at screen top - npanel * ph - npanel * gap
   set bmargin at screen bottom
   set format x '%g'
   set xlabel 'time ('.x_unit.')'

@@ -88,6 +88,54 @@ static void write_block(FILE *f, series *s, double x0, double x1, size_t columns
   fputs("\n\n", f);
 }
 
+// The memory curves: 0 stack_bytes, 1 heap_bytes, 2 rss_bytes, 3 mapped_bytes.
+enum { C_STACK, C_HEAP, C_RSS, C_MAPPED };
+
+/* The extra column of curve c (C_RSS, C_MAPPED) in t, or -1 when t lacks it
+ * (C_STACK and C_HEAP are never extra: -1). */
+static int curve_column(const memstub_trace *t, int c) {
+  return c == C_RSS ? memstub_trace_column(t, "rss_bytes")
+         : c == C_MAPPED ? memstub_trace_column(t, "mapped_bytes")
+                         : -1;
+}
+
+// Whether t has curve c.
+static int has_curve(const memstub_trace *t, int c) { return c < C_RSS || curve_column(t, c) >= 0; }
+
+// Row i's value of curve c in t (has_curve(t, c)).
+static int64_t curve_value(const memstub_trace *t, size_t i, int c, int col) {
+  return c == C_STACK ? t->pts[i].stack_bytes
+         : c == C_HEAP ? t->pts[i].heap_bytes
+                       : memstub_trace_extra_row(t, i)[col];
+}
+
+/* A trace's resident data file: block 0 rss_bytes, block 1 mapped_bytes (an
+ * absent column's block is not plotted: figure3.gp is told which exist). */
+static int write_resident(const char *path, const memstub_trace *t, double x0, double x1,
+                          size_t columns, memstub_error *err) {
+  FILE *f = fopen(path, "w");
+  if (!f) return memstub_error_set(err, -errno, "%s: %s", path, strerror(errno));
+  series s;
+  if (series_alloc(&s, t->n) < 0) {
+    series_free(&s);
+    fclose(f);
+    return memstub_error_set(err, -ENOMEM, "out of memory");
+  }
+  for (int c = C_RSS; c <= C_MAPPED; c++) {
+    int col = curve_column(t, c);
+    for (size_t i = 0; i < t->n; i++) {
+      s.x[i] = (double)t->pts[i].time_ns / 1000.0;
+      s.y[i] = col >= 0 ? (double)curve_value(t, i, c, col) : 0.0;
+    }
+    write_block(f, &s, x0, x1, columns, 1);
+  }
+  series_free(&s);
+  int bad = ferror(f);
+  if (fclose(f) != 0 || bad)
+    return memstub_error_set(err, -EIO, "%s: write failed: %s", path, strerror(errno));
+  return 0;
+}
+
 /* A trace's data file: block 0 stack, block 1 heap, and for a replay (match
  * given) block 2 the time error in us against the original's time. */
 static int write_data(const char *path, const memstub_trace *t, const memstub_trace *orig,
@@ -165,10 +213,13 @@ typedef struct peak {
   int64_t y;
 } peak;
 
-static peak find_peak(const memstub_trace *t, int heap) {
+// The peak of curve c (C_*) in t; y is 0 at the first point when t lacks it.
+static peak find_peak(const memstub_trace *t, int c) {
   peak p = {(double)t->pts[0].time_ns / 1000.0, INT64_MIN};
+  int col = curve_column(t, c);
+  if (!has_curve(t, c)) return (peak){p.x, 0};
   for (size_t i = 0; i < t->n; i++) {
-    int64_t v = heap ? t->pts[i].heap_bytes : t->pts[i].stack_bytes;
+    int64_t v = curve_value(t, i, c, col);
     if (v > p.y) p = (peak){(double)t->pts[i].time_ns / 1000.0, v};
   }
   return p;
@@ -180,7 +231,7 @@ static void write_peak(FILE *f, const char *name, const memstub_trace *orig, siz
   peak p = find_peak(orig, heap);
   char a[32], b[32], text[96];
   ms__fmt_bytes(p.y, a, sizeof a);
-  if (nrepl > 0)
+  if (nrepl > 0 && has_curve(repl[0], heap))
     snprintf(text, sizeof text, "peak %s (replay %s)", a,
              ms__fmt_bytes(find_peak(repl[0], heap).y, b, sizeof b));
   else
@@ -220,8 +271,28 @@ static int write_vars(const char *path, const char *title, const char *orig_labe
   fprintf(f, "stack_div = %.1f\nstack_unit = '%s'\nheap_div = %.1f\nheap_unit = '%s'\n", su.div,
           su.unit, hu.div, hu.unit);
   fprintf(f, "x_div = %.1f\nx_unit = '%s'\n", tu.div, tu.unit);
-  write_peak(f, "stack", orig, nrepl, repl, 0);
-  write_peak(f, "heap", orig, nrepl, repl, 1);
+  write_peak(f, "stack", orig, nrepl, repl, C_STACK);
+  write_peak(f, "heap", orig, nrepl, repl, C_HEAP);
+  /* The resident panel: drawn when any trace has rss_bytes or mapped_bytes;
+   * which curves each trace has (orig_rss, orig_mapped, repl_rss[i],
+   * repl_mapped[i]), the panel's unit and the original's peaks. */
+  int any = has_curve(orig, C_RSS) || has_curve(orig, C_MAPPED);
+  for (size_t i = 0; i < nrepl; i++) any |= has_curve(repl[i], C_RSS) || has_curve(repl[i], C_MAPPED);
+  fprintf(f, "res_panel = %d\norig_rss = %d\norig_mapped = %d\n", any, has_curve(orig, C_RSS),
+          has_curve(orig, C_MAPPED));
+  fprintf(f, "array repl_rss[%zu]\narray repl_mapped[%zu]\n", nrepl ? nrepl : 1, nrepl ? nrepl : 1);
+  double rmax = 0;
+  for (size_t i = 0; i <= nrepl; i++) {
+    const memstub_trace *t = i ? repl[i - 1] : orig;
+    rmax = fmax(rmax, fmax((double)find_peak(t, C_RSS).y, (double)find_peak(t, C_MAPPED).y));
+    if (i)
+      fprintf(f, "repl_rss[%zu] = %d\nrepl_mapped[%zu] = %d\n", i, has_curve(t, C_RSS), i,
+              has_curve(t, C_MAPPED));
+  }
+  axis_unit ru = bytes_unit(rmax);
+  fprintf(f, "res_div = %.1f\nres_unit = '%s'\n", ru.div, ru.unit);
+  // The mark goes on the original's rss peak, or its mapped one without rss.
+  write_peak(f, "res", orig, nrepl, repl, has_curve(orig, C_RSS) ? C_RSS : C_MAPPED);
   int bad = ferror(f);
   if (fclose(f) != 0 || bad)
     return memstub_error_set(err, -EIO, "%s: write failed: %s", path, strerror(errno));
@@ -294,6 +365,16 @@ static int figure(ms__gnuplot *g, const char *out, const memstub_trace *orig,
     snprintf(name, sizeof name, "repl%zu.dat", i + 1);
     path = ms__gnuplot_path(g, name);
     rc = path ? write_data(path, repl[i], orig, cmp[i]->match, x0, x1, columns, err)
+              : memstub_error_set(err, -ENOMEM, "out of memory");
+    free(path);
+  }
+  // Resident data: origres.dat, replNres.dat (rss, mapped).
+  for (size_t i = 0; rc == 0 && i <= nrepl; i++) {
+    char name[32];
+    if (i) snprintf(name, sizeof name, "repl%zures.dat", i);
+    else snprintf(name, sizeof name, "origres.dat");
+    path = ms__gnuplot_path(g, name);
+    rc = path ? write_resident(path, i ? repl[i - 1] : orig, x0, x1, columns, err)
               : memstub_error_set(err, -ENOMEM, "out of memory");
     free(path);
   }

@@ -432,6 +432,7 @@ static MS__NOINLINE void finish(ms__rt_ctx *c, int64_t x, uintptr_t sp) {
   }
   if (c->measure & MEMSTUB_MEASURE_FAULTS)
     r->faults_end = ms__prim_minor_faults() - c->faults_base;
+  if (c->measure & MEMSTUB_MEASURE_RESIDENT) ms__rt_res_measure_point(c, x, r);
 }
 
 // A point that leaves the stack as it is (or whose pop already happened).
@@ -506,6 +507,7 @@ static MS__NOINLINE void replay_body(ms__rt_ctx *c) {
   c->entry_sp = sp;
   c->heap_base = ms__rt_heap_inuse();
   if (c->measure & MEMSTUB_MEASURE_FAULTS) c->faults_base = ms__prim_minor_faults();
+  if (c->measure & MEMSTUB_MEASURE_RESIDENT) ms__rt_res_baseline(&c->res);
   c->run_delay0 = ms__prim_sched_run_delay(c->sched_fd);
   c->cpu0 = ms__prim_thread_cpu_ns();
   c->t0 = ms__prim_now_ns();
@@ -518,6 +520,7 @@ static MS__NOINLINE void replay_body(ms__rt_ctx *c) {
       e->heap_usable = ms__rt_heap_usable(&c->heap);
     }
     e->stack_bytes = (int64_t)(c->entry_sp - sp);
+    if (c->measure & MEMSTUB_MEASURE_RESIDENT) ms__rt_res_measure(&c->res, e);
   }
   int64_t x = 0;
   while (x < c->n && !c->failed) {

@@ -70,6 +70,16 @@ static int add_meta(memstub_trace *t, const memstub_replay *r, int64_t clamped) 
   if (!rc) rc = set_meta(t, "tcache", "%s", tc[in->tcache + 2]);
   if (!rc) rc = set_meta(t, "heap_pad", "%lld", (long long)in->heap_pad);
   if (!rc && clamped) rc = set_meta(t, "heap_clamped_rows", "%lld", (long long)clamped);
+  if (!rc && in->rss_unmet)
+    rc = set_meta(t, "rss_unmet_points", "%lld (resident targets beyond the heap and the "
+                  "mapping that could not be held: mmap failed)", (long long)in->rss_unmet);
+  // The process's own resident memory under the curve: rss_bytes are above it.
+  if (!rc && in->rss_entry_bytes >= 0)
+    rc = set_meta(t, "rss_entry_bytes",
+                  "%lld (RssAnon at the replay's start: the program, its C library, the "
+                  "runtime's allocations and the records; rss_bytes are above it, plus the "
+                  "stub's rss_base)",
+                  (long long)in->rss_entry_bytes);
   if (!rc) rc = set_meta(t, "host.cpu", "%s", ms__prim_cpu_model());
   if (!rc) rc = set_meta(t, "host.kernel", "%s %s", u.sysname, u.release);
   if (!rc) rc = set_meta(t, "host.libc", "glibc %s", gnu_get_libc_version());
@@ -92,6 +102,23 @@ static int absolute(const struct memstub_stub *s, const memstub_replay_record *p
              : 0;
 }
 
+/* The resident columns of a row from record p into x: rss_bytes and
+ * mapped_bytes above the stub's bases (what replay zero stands for in the
+ * original, 0 for a stub without resident data), so that they compare with
+ * the original's columns as heap_bytes does; ir < 0 leaves rss_bytes out.
+ * -ERANGE when a base plus a measurement exceeds 64 bits. */
+static int resident_cols(const struct memstub_stub *s, const memstub_replay_record *p,
+                         int64_t *x, int ir, int im, int imi, int ima) {
+  int resident = s->abi >= MEMSTUB_STUB_ABI_RESIDENT;  // layouts 2 and 3
+  int64_t rb = resident && s->rss_base > 0 ? s->rss_base : 0;
+  int64_t mb = resident && s->mapped_base > 0 ? s->mapped_base : 0;
+  if (ir >= 0 && ms__add_i64(rb, p->rss_bytes, &x[ir]) < 0) return -ERANGE;
+  if (ms__add_i64(mb, p->mapped_bytes, &x[im]) < 0) return -ERANGE;
+  x[imi] = p->minor_faults;
+  x[ima] = p->major_faults;
+  return 0;
+}
+
 int memstub_replay_trace(const memstub_replay *r, memstub_trace **out, memstub_error *err) {
   *out = NULL;
   const unsigned need = MEMSTUB_MEASURE_TIME | MEMSTUB_MEASURE_STACK | MEMSTUB_MEASURE_HEAP;
@@ -105,6 +132,10 @@ int memstub_replay_trace(const memstub_replay *r, memstub_trace **out, memstub_e
   int64_t *next = NULL;  // SCHED: next[i], the first run-queue reading at a point >= i
   int rc = t ? 0 : -ENOMEM;
   int ip = -1, it = -1, il = -1, iw = -1, ik = -1, io = -1;
+  // RESIDENT: rss_bytes (when statm could be read), mapped_bytes, the faults.
+  int res = (r->opt.measure & MEMSTUB_MEASURE_RESIDENT) != 0;
+  int rss_known = res && r->info.entry.rss_bytes >= 0;
+  int ir = -1, im = -1, imi = -1, ima = -1;
   if (!rc && (ip = memstub_trace_add_column(t, "point")) < 0) rc = ip;
   if (!rc && (it = memstub_trace_add_column(t, "target_time_ns")) < 0) rc = it;
   if (!rc && (il = memstub_trace_add_column(t, "late_ns")) < 0) rc = il;
@@ -124,6 +155,10 @@ int memstub_replay_trace(const memstub_replay *r, memstub_trace **out, memstub_e
       if (used && (iwk[k] = memstub_trace_add_column(t, wcols[k])) < 0) rc = iwk[k];
     }
   }
+  if (!rc && rss_known && (ir = memstub_trace_add_column(t, "rss_bytes")) < 0) rc = ir;
+  if (!rc && res && (im = memstub_trace_add_column(t, "mapped_bytes")) < 0) rc = im;
+  if (!rc && res && (imi = memstub_trace_add_column(t, "minor_faults")) < 0) rc = imi;
+  if (!rc && res && (ima = memstub_trace_add_column(t, "major_faults")) < 0) rc = ima;
   if (!rc && sched) {
     next = malloc((size_t)(s->numdata + 1) * sizeof *next);
     if (!next) rc = -ENOMEM;
@@ -151,6 +186,7 @@ int memstub_replay_trace(const memstub_replay *r, memstub_trace **out, memstub_e
       x[iw] = 0;
       x[ik] = 0;
       if (sched) x[io] = 0;
+      if (res) rc = resident_cols(s, e, x, ir, im, imi, ima);
     }
   }
   // The run-queue reading before the current row's wait (the latest at or
@@ -184,6 +220,7 @@ int memstub_replay_trace(const memstub_replay *r, memstub_trace **out, memstub_e
             if (iwk[k] >= 0) x[iwk[k]] += r->work[j * 22 + 2 + k];
         }
       }
+      if (res) rc = resident_cols(s, p, x, ir, im, imi, ima);
     }
   }
   free(next);
@@ -193,7 +230,8 @@ int memstub_replay_trace(const memstub_replay *r, memstub_trace **out, memstub_e
     if (rc == -ERANGE)
       return memstub_error_set(err, -EINVAL,
                                "cannot build the replayed trace: row %lld: the stub's time0_ns, "
-                               "stack_base or heap_base plus what was measured exceeds 64 bits",
+                               "stack_base, heap_base, rss_base or mapped_base plus what was "
+                               "measured exceeds 64 bits",
                                (long long)row);
     return memstub_error_set(err, rc, "cannot build the replayed trace: %s", strerror(-rc));
   }

@@ -6,14 +6,17 @@
 // The rule: the resident target R of a point (memRss, above the base) is
 // spread over the heap block first, then the mapping, lowest address first:
 // the block's first min(R, heap) bytes are touched, then the mapping's first
-// min(R - that, mapped). Pages beyond fall out with madvise(MADV_DONTNEED),
-// highest first. A target of -1 (a trace with mapped_bytes but no
+// min(R - that, mapped); what is left (the original kept more resident
+// than it requested and mapped: its allocator's freed pages) is written in
+// a third mapping of the stub's own, the keep mapping, that mapped_bytes does
+// not count. Pages beyond fall out with madvise(MADV_DONTNEED). A target of -1 (a trace with mapped_bytes but no
 // rss_bytes) touches everything, as a stub without resident data does.
 #include <errno.h>
 #include <stdint.h>
 #include <sys/mman.h>
 
 #include "internal.h"
+#include "prim.h"
 
 static int64_t page_up(int64_t v, long page) { return (v + page - 1) / page * page; }
 
@@ -25,12 +28,17 @@ static void touch(char *p, int64_t from, int64_t to, long page) {
   q[to - 1] = 'a';
 }
 
-// Drop the whole pages of p[from, to) (p page-aligned or not): the partly
-// covered pages at either end stay.
-static void drop(char *p, int64_t from, int64_t to, long page) {
-  uintptr_t a = (uintptr_t)(p + from), b = (uintptr_t)(p + to);
-  a = (a + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
-  b &= ~((uintptr_t)page - 1);
+/* Drop the pages of p[from, to), where nothing at or beyond to is to stay
+ * resident and p[0, limit) is the region's to drop (to <= limit): the page
+ * holding from stays (it holds bytes below from); the one holding to - 1
+ * goes too when it ends within the limit (else a drop by drop fall would
+ * leave one page behind each time). What lies beyond limit (an arena's next
+ * chunk header) is never dropped. */
+static void drop(char *p, int64_t from, int64_t to, int64_t limit, long page) {
+  uintptr_t mask = ~((uintptr_t)page - 1);
+  uintptr_t a = ((uintptr_t)(p + from) + (uintptr_t)page - 1) & mask;
+  uintptr_t b = ((uintptr_t)(p + to) + (uintptr_t)page - 1) & mask;
+  if (b > (uintptr_t)(p + limit)) b = (uintptr_t)(p + to) & mask;
   if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
@@ -60,27 +68,54 @@ int ms__rt_res_mapped(ms__rt_res *r, int64_t delta, long page) {
   return 0;
 }
 
+// The keep mapping at least len bytes long (whole pages; it never shrinks,
+// and a move keeps its written pages). 0 or -errno (it stays as it was).
+static int keep_room(ms__rt_res *r, int64_t len, long page) {
+  size_t cap = (size_t)page_up(len, page);
+  if (cap <= r->keep_cap) return 0;
+  void *p = r->keep ? mremap(r->keep, r->keep_cap, cap, MREMAP_MAYMOVE)
+                    : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return -errno;
+  r->keep = p;
+  r->keep_cap = cap;
+  r->maps++;
+  return 0;
+}
+
 void ms__rt_res_target(ms__rt_res *r, ms__rt_heap *h, int64_t target, long page) {
   int64_t heap = h->size;
   if (r->heap_touched > heap) r->heap_touched = heap;  // a shrink took the rest
-  int64_t want_h = heap, want_m = r->map_len;
+  int64_t want_h = heap, want_m = r->map_len, want_k = 0;
   if (target >= 0) {
     want_h = target < heap ? target : heap;
     want_m = target - want_h < r->map_len ? target - want_h : r->map_len;
+    want_k = target - want_h - want_m;
   }
+  if (want_k > r->keep_touched && keep_room(r, want_k, page) < 0) {
+    r->keep_unmet++;
+    want_k = r->keep_touched;  // hold what it has
+  }
+  if (want_k > r->keep_touched) {
+    touch(r->keep, r->keep_touched, want_k, page);
+  } else if (want_k < r->keep_touched) {
+    drop(r->keep, want_k, r->keep_touched, (int64_t)r->keep_cap, page);
+    r->released++;
+  }
+  r->keep_touched = want_k;
   // Heap block offsets: the replayed bytes start after the pad.
   char *block = h->block + MS__RT_HEAP_PAD;
   if (want_h > r->heap_touched) {
     touch(block, r->heap_touched, want_h, page);
   } else if (want_h < r->heap_touched) {
-    drop(block, want_h, r->heap_touched, page);
+    // The block's usable bytes beyond the pad: the chunk ends there.
+    drop(block, want_h, r->heap_touched, (int64_t)h->usable - MS__RT_HEAP_PAD, page);
     r->released++;
   }
   r->heap_touched = want_h;
   if (want_m > r->map_touched) {
     touch(r->map, r->map_touched, want_m, page);
   } else if (want_m < r->map_touched) {
-    drop(r->map, want_m, r->map_touched, page);
+    drop(r->map, want_m, r->map_touched, (int64_t)r->map_cap, page);
     r->released++;
   }
   r->map_touched = want_m;
@@ -88,7 +123,57 @@ void ms__rt_res_target(ms__rt_res *r, ms__rt_heap *h, int64_t target, long page)
 
 void ms__rt_res_release(ms__rt_res *r) {
   if (r->map) munmap(r->map, r->map_cap);
+  if (r->keep) munmap(r->keep, r->keep_cap);
+  r->keep = NULL;
+  r->keep_cap = 0;
+  r->keep_touched = 0;
+  ms__prim_statm_close(r->statm_fd);
+  r->statm_fd = -1;
   r->map = NULL;
   r->map_cap = 0;
   r->map_len = r->map_touched = r->heap_touched = 0;
+}
+
+/* ---- measuring (MEMSTUB_MEASURE_RESIDENT) ----------------------------------
+ * The recorder's readings (recorder/memory.c): RssAnon from an open
+ * /proc/self/statm, faults from getrusage(RUSAGE_THREAD). mapped_bytes is the
+ * stub's own mapping: the only anonymous memory it maps outside malloc. */
+
+void ms__rt_res_meter_open(ms__rt_res *r) {
+  int fd = ms__prim_statm_open();
+  r->statm_fd = fd >= 0 ? fd : -1;
+}
+
+void ms__rt_res_baseline(ms__rt_res *r) {
+  r->rss0 = r->statm_fd >= 0 ? ms__prim_statm_anon(r->statm_fd) : -1;
+  if (ms__prim_thread_faults(&r->minflt0, &r->majflt0) < 0) r->minflt0 = r->majflt0 = -1;
+}
+
+void ms__rt_res_measure_point(const ms__rt_ctx *c, int64_t x, memstub_replay_record *rec) {
+  const struct memAlloc *u = &c->use[x];
+  const ms__rt_res *r = &c->res;
+  int same = x > 0 && u->stackAlloc <= 0 && u->heapAlloc == 0 &&
+             (!r->rss || (r->mapped[x] == 0 && r->rss[x] == r->rss[x - 1]));
+  if (!same) {
+    ms__rt_res_measure(r, rec);
+    return;
+  }
+  const memstub_replay_record *p = &c->rec[x - 1];
+  rec->rss_bytes = p->rss_bytes;
+  rec->mapped_bytes = p->mapped_bytes;
+  rec->minor_faults = p->minor_faults;
+  rec->major_faults = p->major_faults;
+}
+
+void ms__rt_res_measure(const ms__rt_res *r, memstub_replay_record *rec) {
+  int64_t rss = r->statm_fd >= 0 && r->rss0 >= 0 ? ms__prim_statm_anon(r->statm_fd) : -1;
+  rec->rss_bytes = rss < 0 ? -1 : rss > r->rss0 ? rss - r->rss0 : 0;
+  rec->mapped_bytes = r->map_len;
+  int64_t mi, ma;
+  if (r->minflt0 >= 0 && ms__prim_thread_faults(&mi, &ma) == 0) {
+    rec->minor_faults = mi - r->minflt0;
+    rec->major_faults = ma - r->majflt0;
+  } else {
+    rec->minor_faults = rec->major_faults = -1;
+  }
 }

@@ -358,6 +358,8 @@ static void ctx_init(ms__rt_ctx *c, const struct memstub_stub *s,
     c->res.rss = s->rss;
     c->res.mapped = s->mapped;
   }
+  c->res.statm_fd = -1;
+  if (rec && (opt->measure & MEMSTUB_MEASURE_RESIDENT)) ms__rt_res_meter_open(&c->res);
   c->timing = opt->timing;
   c->measure = opt->measure;
   c->rec = rec;
@@ -454,6 +456,10 @@ static void fill_info(memstub_replay *r, const ms__rt_ctx *c, int64_t stack_size
   in->heap_unmaps = c->heap.unmaps;
   in->heap_trims = c->heap.trims;
   in->heap_baseline = c->heap_base;
+  in->rss_entry_bytes = (opt->measure & MEMSTUB_MEASURE_RESIDENT) && c->res.rss0 >= 0
+                            ? c->res.rss0
+                            : -1;
+  in->rss_unmet = c->res.keep_unmet;
   in->entry = c->entry;
   in->entry.run_delay_ns = c->run_delay0;
 }
@@ -482,6 +488,7 @@ int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_option
   if (rc < 0)  // the thread may still write to j and r: both are left to it
     return memstub_error_set(err, rc, "cannot wait for the replay thread: %s", strerror(-rc));
   if (rc > 0) {
+    ms__rt_res_release(&j->c.res);  // the thread never ran: statm is still open
     char hint[256];
     limit_hint(hint, sizeof hint);
     rc = memstub_error_set(err, rc == EAGAIN ? -EAGAIN : -ENOMEM,

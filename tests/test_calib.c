@@ -179,6 +179,17 @@ START_TEST(test_calibrate_quick) {
   ck_assert_int_le(p->stack_fit_max_resid, 8);
   ck_assert_int_le(llabs(p->heap_overhead_inuse), 8);
   ck_assert_int_eq(p->heap_overhead_empty, 0);
+  // Resident: above its targets a replay keeps the partly written pages (at
+  // most one page of the block and one of the mapping); before its first
+  // point its thread's pages and the records, a record's bytes per point.
+  ck_assert_int_ge(p->resident_overhead, 0);
+  ck_assert_int_le(p->resident_overhead, 2 * p->page_size);
+  ck_assert_int_gt(p->resident_entry, 0);
+  ck_assert_int_lt(p->resident_entry, 64 << 20);
+  ck_assert_msg(p->resident_per_point >= 0.5 * sizeof(memstub_replay_record) &&
+                    p->resident_per_point <= 4.0 * sizeof(memstub_replay_record),
+                "resident_per_point_bytes %g, a record %zu", p->resident_per_point,
+                sizeof(memstub_replay_record));
 #endif
 }
 END_TEST
@@ -316,6 +327,20 @@ START_TEST(test_profile_refused) {
   char *t2 = edit(t, "time_heap_to_mmap_base_cycles", "time_heap_to_mmap_cycles = 1", &line);
   refused(t2, "profile format 1; this memstub reads format 2 (calibrate again)", fline);
   free(t2);
+  free(t);
+  // A profile from before the resident keys (issue 13) reads, with 0 for them.
+  t = edit(good, "resident_overhead_bytes", NULL, &line);
+  t2 = edit(t, "resident_entry_bytes", NULL, &line);
+  free(t);
+  t = edit(t2, "resident_per_point_bytes", NULL, &line);
+  free(t2);
+  ck_assert_msg(memstub_profile_parse("old", t, strlen(t), &p, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(p.resident_overhead, 0);
+  ck_assert_int_eq(p.resident_entry, 0);
+  ck_assert(p.resident_per_point == 0);
+  free(t);
+  t = edit(good, "resident_entry_bytes", "resident_entry_bytes = lots", &line);
+  refused(t, "resident_entry_bytes: expected an integer", line);
   free(t);
   // Without cold figures (cold_delay_ns = 0) the profile is valid.
   t = edit(good, "cold_delay_ns", "cold_delay_ns = 0", &line);
@@ -481,6 +506,108 @@ static memstub_gen *comp_build(const memstub_trace *t, const memstub_profile *p,
   ck_assert_msg(memstub_gen_build(t, &o, &g, &err) == 0, "%s", err.msg);
   return g;
 }
+
+/* memstub gen --calibration: the rss targets lose the profile's resident
+ * overhead (never below 0), and the delays' compensation predicts the pages
+ * the replay writes to them. */
+START_TEST(test_comp_resident_targets) {
+  memstub_trace *t = memstub_trace_create();
+  int rc = memstub_trace_add_column(t, "rss_bytes");
+  static const int64_t rows[][3] = {{0, 0, 0}, {1000000, 1 << 20, 1000}, {2000000, 1 << 20, 409600},
+                                    {3000000, 0, 0}};
+  for (size_t i = 0; i < 4; i++) {
+    ck_assert_int_eq(memstub_trace_append(t, rows[i][0], 0, rows[i][1]), 0);
+    memstub_trace_extra_row(t, i)[rc] = rows[i][2];
+  }
+  memstub_profile p;
+  zero_profile(&p);
+  p.resident_overhead = 3000;
+  p.hot.heap_mmap_use.per_fault.ns = 1000;  // a page written
+  memstub_gen *g = comp_build(t, &p, MEMSTUB_COMP_DEADLINE, 0);
+  ck_assert_int_eq(g->stub.abi, MEMSTUB_STUB_ABI_RESIDENT);
+  ck_assert_ptr_nonnull(g->stub.rss);
+  ck_assert_int_eq(g->stub.numdata, 3);
+  ck_assert_int_eq(g->stub.rss[0], 0);       // 1000 - 3000, not below 0
+  ck_assert_int_eq(g->stub.rss[1], 406600);  // 409600 - 3000
+  ck_assert_int_eq(g->stub.rss[2], 0);       // 0 stays
+  ck_assert_int_eq(g->comp.rss_points, 2);
+  ck_assert_int_eq(g->comp.rss_overhead_bytes, 3000);
+  // The second row writes 100 pages (to 406600 bytes): 100 us predicted.
+  ck_assert_int_eq(g->comp.time_cost_ns, 100 * 1000);
+  char sum[1024];
+  memstub_gen_comp_format(g, sum, sizeof sum);
+  ck_assert_msg(strstr(sum, "; rss: 2 points -2.9 KiB") != NULL, "%s", sum);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
+/* The cost model counts touched pages, not requested bytes, for a stub with
+ * resident data: a 64 MiB block of which 8 MiB are resident faults 2048
+ * pages; mapped memory faults as its rss target reaches it; a fall of the
+ * target is a release per page given back. */
+START_TEST(test_comp_touched_pages) {
+  const int64_t MiB = 1 << 20, page = sysconf(_SC_PAGESIZE);
+  memstub_trace *t = memstub_trace_create();
+  int rc = memstub_trace_add_column(t, "rss_bytes"), mc = memstub_trace_add_column(t, "mapped_bytes");
+  // time, heap, rss, mapped
+  static const int64_t rows[][4] = {{0, 0, 0, 0},
+                                    {1000000, 64, 8, 0},
+                                    {2000000, 64, 24, 16},
+                                    {3000000, 64, 4, 16}};
+  for (size_t i = 0; i < 4; i++) {
+    ck_assert_int_eq(memstub_trace_append(t, rows[i][0], 0, rows[i][1] * MiB), 0);
+    memstub_trace_extra_row(t, i)[rc] = rows[i][2] * MiB;
+    memstub_trace_extra_row(t, i)[mc] = rows[i][3] * MiB;
+  }
+  memstub_profile p;
+  zero_profile(&p);
+  p.mmap_threshold = 128 * 1024;
+  p.heap_arena_room = 0;
+  p.hot.heap_mmap_use.per_fault.ns = 100;       // a first touch
+  p.hot.heap_mmap_shrink.per_fault.ns = 10;     // a page given back
+  p.hot.heap_mmap_alloc_nofault.ns = 1000;      // an mmap/mremap call, no fault
+  p.hot.heap_to_mmap.per_fault.ns = 1;          // the copy into a new mapping
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  memstub_gen *g = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_gen_build(t, &o, &g, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(g->stub.numdata, 3);
+  double cost[3];
+  ck_assert_msg(memstub_gen_predict(&g->stub, &p, 0, cost, &err) == 0, "%s", err.msg);
+  int64_t pg8 = 8 * MiB / page, pg16 = 16 * MiB / page, pg20 = 20 * MiB / page;
+  // Row 1: the block moves to mmap (copying nothing written), then 8 MiB written.
+  ck_assert_double_eq_tol(cost[0], 1.0 * 1 + 100.0 * (double)pg8, 1e-6);
+  // Row 2: the mapping appears (one call), 16 MiB more written (heap to 24 MiB:
+  // the heap block holds 64, so all of it in the heap).
+  ck_assert_double_eq_tol(cost[1], 1000 + 100.0 * (double)pg16, 1e-6);
+  // Row 3: down to 4 MiB, the mapping unchanged (no call): 20 MiB given back.
+  ck_assert_double_eq_tol(cost[2], 10.0 * (double)pg20, 1e-6);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+  // Resident beyond the heap and the mapping (kept after a free): the keep
+  // mapping appears (one call) and its pages are written.
+  t = memstub_trace_create();
+  rc = memstub_trace_add_column(t, "rss_bytes");
+  static const int64_t kept[][3] = {{0, 0, 0}, {1000000, 1, 1}, {2000000, 0, 3}};
+  for (size_t i = 0; i < 3; i++) {
+    ck_assert_int_eq(memstub_trace_append(t, kept[i][0], 0, kept[i][1] * MiB), 0);
+    memstub_trace_extra_row(t, i)[rc] = kept[i][2] * MiB;
+  }
+  ck_assert_msg(memstub_gen_build(t, &o, &g, &err) == 0, "%s", err.msg);
+  ck_assert_msg(memstub_gen_predict(&g->stub, &p, 0, cost, &err) == 0, "%s", err.msg);
+  int64_t pg1 = MiB / page, pg3 = 3 * MiB / page;
+  // Row 1: to mmap (the header's page copied), 1 MiB written.
+  ck_assert_double_eq_tol(cost[0], 1.0 + 100.0 * (double)pg1, 1e-6);
+  // Row 2: the block freed (a shrink below the threshold moves it back: 0
+  // here), 1 MiB of the heap gone, 3 MiB now in the keep mapping: one call,
+  // 3 MiB written.
+  ck_assert_double_eq_tol(cost[1], 1000 + 100.0 * (double)pg3, 1e-6);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
 
 START_TEST(test_comp_cold_rows) {
   // A point costs 1000 ns hot and 5000 ns cold. Rows waiting 10 us spin
@@ -931,6 +1058,8 @@ static Suite *calib_suite(void) {
   tcase_add_test(tc, test_profile_other_host);
   tcase_add_test(tc, test_profile_fuzz_regressions);
   tcase_add_test(tc, test_comp_cold_rows);
+  tcase_add_test(tc, test_comp_touched_pages);
+  tcase_add_test(tc, test_comp_resident_targets);
   tcase_add_test(tc, test_comp_measured_last_point);
   tcase_add_test(tc, test_comp_to_mmap_per_page);
   tcase_add_test(tc, test_calibrate_bad_cold_delay);

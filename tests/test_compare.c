@@ -915,6 +915,134 @@ static void unknown_column(int heap) {
   fx_free(&f);
 }
 
+// rss_bytes and mapped_bytes: errors, percentiles, peaks, checks, JSON, and
+// unknown when either side lacks the column.
+static const char orig_res[] =
+    "time_ns,stack_bytes,heap_bytes,rss_bytes,mapped_bytes\n"
+    "0,0,0,0,0\n"
+    "100000,0,1000000,100000,65536\n"
+    "200000,0,1000000,400000,65536\n"
+    "300000,0,1000000,1000000,131072\n"
+    "400000,0,0,200000,0\n";
+// rss errors +4096, -70000, +8192, +100000, 0; mapped +4096 at one point.
+static const char repl_res[] =
+    "time_ns,stack_bytes,heap_bytes,point,rss_bytes,mapped_bytes,minor_faults,major_faults\n"
+    "0,0,0,0,4096,0,0,0\n"
+    "100000,0,1000000,1,30000,65536,10,0\n"
+    "200000,0,1000000,2,408192,69632,80,0\n"
+    "300000,0,1000000,3,1100000,131072,300,0\n"
+    "400000,0,0,4,200000,0,300,0\n";
+
+START_TEST(test_resident_columns) {
+  memstub_compare_options o = opts();
+  memstub_compare_report *r = compare(orig_res, repl_res, &o);
+  ck_assert_ptr_null(r->rss_unknown);
+  ck_assert_ptr_null(r->mapped_unknown);
+  // |rss error| sorted: 0 4096 8192 70000 100000.
+  ck_assert_int_eq(r->rss.max_abs, 100000);
+  ck_assert_int_eq(r->rss.min, -70000);
+  ck_assert_int_eq(r->rss.max, 100000);
+  ck_assert_double_eq_tol(r->rss.mean_abs, (4096 + 70000 + 8192 + 100000) / 5.0, 1e-9);
+  ck_assert_int_eq(r->rss.exact, 3);  // within 64 KiB
+  ck_assert_int_eq(r->rss.p50_abs, 8192);
+  ck_assert_int_eq(r->rss.p90_abs, 100000);
+  ck_assert_int_eq(r->rss.original_peak, 1000000);
+  ck_assert_int_eq(r->rss.replayed_peak, 1100000);
+  ck_assert_int_eq(r->mapped.max_abs, 4096);
+  ck_assert_int_eq(r->mapped.exact, 5);  // within a page
+  ck_assert_int_eq(r->mapped.original_peak, 131072);
+  // Stack and heap gain percentiles and peaks too.
+  ck_assert_int_eq(r->heap.original_peak, 1000000);
+  ck_assert_int_eq(r->heap.p90_abs, 0);
+
+  memstub_compare_checks *cs = memstub_compare_checks_create();
+  memstub_error err = {0};
+  ck_assert_msg(memstub_compare_checks_parse(cs,
+                                             "rss-p90=10%,rss-peak=9,rss-exact=60%,rss-max=99999,"
+                                             "mapped-exact=100%,mapped-max=4096,mapped-mean=1000,"
+                                             "mapped-p90=0,mapped-peak=0",
+                                             &err) == 0,
+                "%s", err.msg);
+  ck_assert_int_eq(memstub_compare_checks_run(cs, r), 3);
+  ck_assert(cs->c[0].pass);  // p90 100000 = 10 % of the peak
+  ck_assert_double_eq_tol(cs->c[0].value, 10.0, 1e-9);
+  ck_assert(!cs->c[1].pass);  // the peak 10 % high
+  ck_assert_double_eq_tol(cs->c[1].value, 10.0, 1e-9);
+  ck_assert(cs->c[2].pass);
+  ck_assert(!cs->c[3].pass);
+  ck_assert(cs->c[4].pass && cs->c[5].pass);
+  ck_assert(cs->c[6].pass);  // mean 4096 / 5 = 819.2
+  ck_assert(!cs->c[7].pass && cs->c[8].pass);  // p90 4096 (nearest rank), peaks equal
+  memstub_compare_checks_free(cs);
+  memstub_compare_free(r);
+
+  // A replay measured without resident memory: unknown, checks skipped.
+  static const char repl_plain[] =
+      "time_ns,stack_bytes,heap_bytes,point\n"
+      "0,0,0,0\n100000,0,1000000,1\n200000,0,1000000,2\n300000,0,1000000,3\n400000,0,0,4\n";
+  r = compare(orig_res, repl_plain, &o);
+  ck_assert_ptr_nonnull(r->rss_unknown);
+  ck_assert_ptr_nonnull(strstr(r->rss_unknown, "REPLAYED has no rss_bytes column"));
+  ck_assert_ptr_nonnull(strstr(r->mapped_unknown, "REPLAYED has no mapped_bytes column"));
+  ck_assert_int_eq(r->rss.max_abs, 0);
+  cs = memstub_compare_checks_create();
+  ck_assert_int_eq(memstub_compare_checks_parse(cs, "rss-p90=0,mapped-max=0,heap-max=0", &err), 0);
+  ck_assert_int_eq(memstub_compare_checks_run(cs, r), 0);
+  ck_assert(cs->c[0].skipped && cs->c[1].skipped && !cs->c[2].skipped && cs->c[2].pass);
+  memstub_compare_checks_free(cs);
+  memstub_compare_free(r);
+  // An original without the columns (an older trace).
+  r = compare(orig5, repl_res, &o);
+  ck_assert_ptr_nonnull(strstr(r->rss_unknown, "ORIGINAL has no rss_bytes column"));
+  memstub_compare_free(r);
+  // Percentages only where they mean something.
+  cs = memstub_compare_checks_create();
+  ck_assert_int_eq(memstub_compare_checks_parse(cs, "rss-max=5%", &err), -EINVAL);
+  memstub_compare_checks_free(cs);
+
+  // The command: text and JSON.
+  char *dir = tu_mkdtemp(), *po = path_in(dir, "o.csv"), *pr = path_in(dir, "r.csv");
+  tu_write_file(po, orig_res);
+  tu_write_file(pr, repl_res);
+  tu_run t = tu_memstub(dir, "compare", "o.csv", "r.csv", "--page-size", "4096", "--check",
+                        "rss-p90=10%,mapped-exact=100%", NULL);
+  ck_assert_msg(t.status == 0, "exit %d: %s", t.status, t.err);
+  ck_assert_msg(strstr(t.out, "rss    exact 60.00% (3 of 5 within 64.0 KiB") != NULL, "%s", t.out);
+  ck_assert_msg(strstr(t.out, "(10.00% of the original's peak)") != NULL, "%s", t.out);
+  ck_assert_msg(strstr(t.out, "mapped exact 100.00% (5 of 5 within 4.0 KiB") != NULL, "%s", t.out);
+  tu_run_free(&t);
+  t = tu_memstub(dir, "compare", "o.csv", "r.csv", "--json", "--page-size", "4096",
+                 "--rss-slack", "0", NULL);
+  ck_assert_msg(t.status == 0, "exit %d: %s", t.status, t.err);
+  const char *p = t.out;
+  jv root;
+  ck_assert_msg(jparse(&p, &root) == 0, "not JSON: %s", t.out);
+  ck_assert_int_eq(jget(&root, "rss.known")->b, 1);
+  ck_assert_double_eq(jnum(&root, "rss.exact"), 1);
+  ck_assert_double_eq(jnum(&root, "rss.p90_abs_bytes"), 100000);
+  ck_assert_double_eq(jnum(&root, "rss.original_peak_bytes"), 1000000);
+  ck_assert_double_eq(jnum(&root, "rss.replayed_peak_bytes"), 1100000);
+  ck_assert_double_eq_tol(jnum(&root, "rss.p90_share_of_peak"), 0.1, 1e-12);
+  ck_assert_double_eq(jnum(&root, "mapped.max_abs_bytes"), 4096);
+  ck_assert_double_eq(jnum(&root, "settings.rss_slack_bytes"), 0);
+  ck_assert_double_eq(jnum(&root, "settings.mapped_slack_bytes"), 4096);
+  jfree(&root);
+  tu_run_free(&t);
+  tu_write_file(pr, repl_plain);
+  t = tu_memstub(dir, "compare", "o.csv", "r.csv", "--check", "rss-peak=5", NULL);
+  ck_assert_msg(t.status == 0, "exit %d: %s", t.status, t.err);
+  ck_assert_msg(strstr(t.out, "rss    unknown (REPLAYED has no rss_bytes column") != NULL, "%s",
+                t.out);
+  ck_assert_msg(strstr(t.err, "check skipped: rss-peak=5: rss_bytes unknown (REPLAYED") != NULL,
+                "%s", t.err);
+  tu_run_free(&t);
+  tu_rmtree(dir);
+  free(dir);
+  free(po);
+  free(pr);
+}
+END_TEST
+
 START_TEST(test_stack_unknown) { unknown_column(0); }
 END_TEST
 
@@ -926,6 +1054,7 @@ static Suite *compare_suite(void) {
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_known_errors);
+  tcase_add_test(tc, test_resident_columns);
   tcase_add_test(tc, test_mmap_page_rule);
   tcase_add_test(tc, test_percentiles);
   tcase_add_test(tc, test_missing_repeated_out_of_order);

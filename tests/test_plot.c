@@ -286,6 +286,55 @@ START_TEST(test_text_figure_fits_the_terminal) {
 }
 END_TEST
 
+/* The resident panel: drawn when a trace has rss_bytes or mapped_bytes, with
+ * the curves each trace has; not drawn for traces without them. */
+START_TEST(test_resident_panel) {
+  fixture f = fx_make();
+  char *po = path_in(f.dir, "res.csv"), *pr = path_in(f.dir, "resr.csv");
+  tu_write_file(po,
+                "time_ns,stack_bytes,heap_bytes,rss_bytes,mapped_bytes\n"
+                "0,0,0,0,0\n1000000,64,1048576,262144,2097152\n2000000,128,1048576,3145728,2097152\n"
+                "3000000,0,0,65536,0\n");
+  // The replay measured rss but not mapped.
+  tu_write_file(pr,
+                "time_ns,stack_bytes,heap_bytes,point,rss_bytes\n"
+                "0,0,0,0,4096\n1000000,64,1048576,1,270336\n2000000,128,1048576,2,3100000\n"
+                "3000000,0,0,3,65536\n");
+  tu_run r = tu_memstub(f.dir, "plot", "res.csv", "resr.csv", "-o", "res.svg", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  char *p = path_in(f.dir, "res.svg");
+  char *data = tu_read_file(p);
+  ck_assert_msg(strstr(data, "resident, mapped (MiB)") != NULL, "no resident panel");
+  ck_assert_ptr_nonnull(strstr(data, "original (res.csv) rss"));
+  ck_assert_ptr_nonnull(strstr(data, "original (res.csv) mapped"));
+  ck_assert_ptr_nonnull(strstr(data, "measured (resr.csv) rss"));
+  ck_assert_ptr_null(strstr(data, "measured (resr.csv) mapped"));
+  ck_assert_ptr_nonnull(strstr(data, "peak 3.0 MiB (replay 3.0 MiB)"));
+  free(data);
+  // The original alone, as text: the panel and its time axis.
+  r = tu_memstub(f.dir, "plot", "res.csv", "-o", "res.txt", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  char *pt = path_in(f.dir, "res.txt");
+  data = tu_read_file(pt);
+  ck_assert_msg(strstr(data, "original (res.csv) mapped") && strstr(data, "time (ms)"), "%s", data);
+  free(data);
+  // Traces without the columns: no third panel.
+  r = tu_memstub(f.dir, "plot", "orig.csv", "repl.csv", "-o", "res.svg", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  data = tu_read_file(p);
+  ck_assert_ptr_null(strstr(data, "resident, mapped"));
+  free(data);
+  free(p);
+  free(pt);
+  free(po);
+  free(pr);
+  fx_free(&f);
+}
+END_TEST
+
 START_TEST(test_plot_original_only_and_size) {
   fixture f = fx_make();
   tu_run r = tu_memstub(f.dir, "plot", "orig.csv", "-o", "only.png", "--size", "640x480", NULL);
@@ -427,6 +476,7 @@ static Suite *plot_suite(void) {
   tcase_add_test(tc, test_reduce_exact_small);
   tcase_add_loop_test(tc, test_plot_formats, 0, (int)(sizeof formats / sizeof formats[0]));
   tcase_add_test(tc, test_plot_original_only_and_size);
+  tcase_add_test(tc, test_resident_panel);
   tcase_add_test(tc, test_text_figure_fits_the_terminal);
   tcase_add_test(tc, test_missing_gnuplot);
   tcase_add_test(tc, test_library_figure);

@@ -170,6 +170,157 @@ START_TEST(test_no_columns_touch_all) {
 }
 END_TEST
 
+/* Rows {time ns, heap, rss, mapped} -> a stub replayed with measure bits ->
+ * its replayed trace (NULL when measure lacks what a trace needs). */
+static memstub_trace *measured_rows(const int64_t (*rows)[4], size_t n, int with_rss,
+                                    unsigned measure) {
+  memstub_trace *t = memstub_trace_create();
+  int rc = with_rss ? memstub_trace_add_column(t, "rss_bytes") : -1;
+  int mc = memstub_trace_add_column(t, "mapped_bytes");
+  for (size_t i = 0; i < n; i++) {
+    ck_assert_int_eq(memstub_trace_append(t, rows[i][0], 0, rows[i][1]), 0);
+    if (rc >= 0) memstub_trace_extra_row(t, i)[rc] = rows[i][2];
+    memstub_trace_extra_row(t, i)[mc] = rows[i][3];
+  }
+  memstub_gen_options go;
+  memstub_gen_options_init(&go);
+  memstub_gen *g = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_gen_build(t, &go, &g, &err) == 0, "%s", err.msg);
+  memstub_replay_options o;
+  memstub_replay_options_init(&o);
+  o.measure = measure;
+  memstub_replay *r = NULL;
+  ck_assert_msg(memstub_replay_run(&g->stub, &o, &r, &err) == 0, "%s", err.msg);
+  memstub_trace *out = NULL;
+  ck_assert_msg(memstub_replay_trace(r, &out, &err) == 0, "%s", err.msg);
+  memstub_replay_free(r);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+  return out;
+}
+
+static int64_t col(const memstub_trace *t, size_t row, const char *name) {
+  int c = memstub_trace_column(t, name);
+  ck_assert_msg(c >= 0, "no %s column", name);
+  return memstub_trace_extra_row(t, row)[c];
+}
+
+/* replay --measure: rss_bytes, mapped_bytes and the faults of the replay,
+ * read as the recorder reads them, above the original's smallest values. */
+START_TEST(test_measure_resident) {
+#if defined(MEMSTUB_SANITIZED)
+  return;
+#endif
+  // rss and mapped start above 0: the replayed columns add the stub's bases back.
+  static const int64_t rows[][4] = {{0, 0, 2 * MiB, 4 * MiB},
+                                    {1000000, 64 * MiB, 18 * MiB, 4 * MiB},
+                                    {2000000, 64 * MiB, 50 * MiB, 36 * MiB},
+                                    {3000000, 64 * MiB, 6 * MiB, 36 * MiB},
+                                    {4000000, 0, 2 * MiB, 4 * MiB}};
+  memstub_trace *t = measured_rows(rows, 5, 1, MEMSTUB_MEASURE_TRACE);
+  ck_assert_uint_eq(t->n, 5);
+  int64_t minflt = 0;
+  for (size_t i = 0; i < 5; i++) {
+    int64_t rss = col(t, i, "rss_bytes"), mapped = col(t, i, "mapped_bytes");
+    if (getenv("MEMSTUB_TEST_VERBOSE"))
+      fprintf(stderr, "row %zu: rss %.1f MiB, mapped %.1f MiB, faults %lld/%lld\n", i,
+              (double)rss / (double)MiB, (double)mapped / (double)MiB,
+              (long long)col(t, i, "minor_faults"), (long long)col(t, i, "major_faults"));
+    ck_assert_msg(rss >= rows[i][2] - TOL && rss <= rows[i][2] + TOL,
+                  "row %zu: rss_bytes %lld, want %lld +- 4 MiB", i, (long long)rss,
+                  (long long)rows[i][2]);
+    ck_assert_int_eq(mapped, rows[i][3]);  // whole pages: exact
+    ck_assert_int_ge(col(t, i, "minor_faults"), minflt);  // never falls
+    minflt = col(t, i, "minor_faults");
+    ck_assert_int_ge(col(t, i, "major_faults"), 0);
+  }
+  // 48 MiB written: at least one fault (a transparent huge page is one).
+  ck_assert_int_gt(minflt, 0);
+  // The process's own resident memory at the start, in the metadata.
+  const char *entry = memstub_trace_get_meta(t, "rss_entry_bytes");
+  ck_assert_ptr_nonnull(entry);
+  ck_assert_msg(atoll(entry) > 0, "rss_entry_bytes: %s", entry);
+  memstub_trace_free(t);
+
+  // mapped_bytes without rss_bytes: everything requested and mapped is resident.
+  static const int64_t all[][4] = {{0, 0, 0, 0}, {1000000, 16 * MiB, 0, 8 * MiB},
+                                   {2000000, 0, 0, 0}};
+  t = measured_rows(all, 3, 0, MEMSTUB_MEASURE_TRACE);
+  ck_assert_int_ge(col(t, 1, "rss_bytes"), 24 * MiB - TOL);
+  ck_assert_int_le(col(t, 1, "rss_bytes"), 24 * MiB + TOL);
+  ck_assert_int_eq(col(t, 1, "mapped_bytes"), 8 * MiB);
+  memstub_trace_free(t);
+}
+END_TEST
+
+/* A fall in many steps that are not whole pages releases all of it: each
+ * drop takes the page the previous one left partly covered (a drop that kept
+ * it would leave a page behind per step: 63 pages here). */
+START_TEST(test_release_by_steps) {
+#if defined(MEMSTUB_SANITIZED)
+  return;
+#endif
+  enum { STEPS = 64 };
+  int64_t rows[STEPS + 3][4];
+  int64_t top = STEPS * (128 * 1024 + 100);
+  rows[0][0] = 0, rows[0][1] = 0, rows[0][2] = 0, rows[0][3] = 0;
+  rows[1][0] = 1000, rows[1][1] = 16 * MiB, rows[1][2] = top, rows[1][3] = 0;
+  for (int i = 1; i <= STEPS; i++) {
+    rows[1 + i][0] = 1000 + 1000 * i;
+    rows[1 + i][1] = 16 * MiB;
+    rows[1 + i][2] = top - i * (128 * 1024 + 100);
+    rows[1 + i][3] = 0;
+  }
+  rows[STEPS + 2][0] = 1000 * (STEPS + 2), rows[STEPS + 2][1] = 0, rows[STEPS + 2][2] = 0;
+  rows[STEPS + 2][3] = 0;
+  memstub_trace *t = measured_rows((const int64_t(*)[4])rows, STEPS + 3, 1, MEMSTUB_MEASURE_TRACE);
+  int64_t peak = col(t, 1, "rss_bytes"), end = col(t, STEPS + 1, "rss_bytes");
+  ck_assert_msg(peak >= top && peak <= top + 64 * 1024, "peak rss %lld, want %lld", (long long)peak,
+                (long long)top);
+  ck_assert_msg(end <= 64 * 1024, "after the fall rss %lld bytes, want at most 64 KiB",
+                (long long)end);
+  memstub_trace_free(t);
+}
+END_TEST
+
+/* The original keeps more resident than it requests and maps (its
+ * allocator kept the pages of a free): the stub holds the rest in its keep
+ * mapping, which mapped_bytes does not count, and gives it back as the
+ * original does. */
+START_TEST(test_kept_after_free) {
+#if defined(MEMSTUB_SANITIZED)
+  return;
+#endif
+  static const int64_t rows[][4] = {{0, 0, 0, 0},
+                                    {1000000, 32 * MiB, 24 * MiB, 0},
+                                    {2000000, 0, 16 * MiB, 0},
+                                    {3000000, 0, 4 * MiB + 100, 0},
+                                    {4000000, 0, 0, 0}};
+  memstub_trace *t = measured_rows(rows, 5, 1, MEMSTUB_MEASURE_TRACE);
+  for (size_t i = 1; i < 5; i++) {
+    int64_t rss = col(t, i, "rss_bytes");
+    ck_assert_msg(rss >= rows[i][2] && rss <= rows[i][2] + 64 * 1024,
+                  "row %zu: rss_bytes %lld, want %lld (+ 64 KiB)", i, (long long)rss,
+                  (long long)rows[i][2]);
+    ck_assert_int_eq(col(t, i, "mapped_bytes"), 0);
+  }
+  ck_assert_ptr_null(memstub_trace_get_meta(t, "rss_unmet_points"));
+  memstub_trace_free(t);
+}
+END_TEST
+
+// Without MEMSTUB_MEASURE_RESIDENT the replayed trace has no resident columns.
+START_TEST(test_measure_without_resident) {
+  static const int64_t rows[][4] = {{0, 0, 0, 0}, {1000000, MiB, 4096, 8192}, {2000000, 0, 0, 0}};
+  memstub_trace *t = measured_rows(rows, 3, 1, MEMSTUB_MEASURE_TRACE & ~MEMSTUB_MEASURE_RESIDENT);
+  ck_assert_int_lt(memstub_trace_column(t, "rss_bytes"), 0);
+  ck_assert_int_lt(memstub_trace_column(t, "mapped_bytes"), 0);
+  ck_assert_int_lt(memstub_trace_column(t, "minor_faults"), 0);
+  memstub_trace_free(t);
+}
+END_TEST
+
 static const char *trace_csv(const char *dir, const char *text) {
   static char path[4096];
   snprintf(path, sizeof path, "%s/t.csv", dir);
@@ -296,6 +447,43 @@ START_TEST(test_cli_scales) {
 }
 END_TEST
 
+/* End to end through the files: memstub replay --measure writes the resident
+ * columns, the trace reads back with them, and memstub compare judges them. */
+START_TEST(test_cli_measure_compare) {
+  char *dir = tu_mkdtemp();
+  const char *csv = trace_csv(dir,
+                              "time_ns,stack_bytes,heap_bytes,rss_bytes,mapped_bytes\n"
+                              "0,0,0,0,0\n"
+                              "1000000,256,4194304,1048576,2097152\n"
+                              "2000000,0,4194304,3145728,2097152\n"
+                              "3000000,0,0,0,0\n");
+  tu_run r = tu_memstub(dir, "replay", csv, "--measure", "m.csv", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  char path[4200];
+  snprintf(path, sizeof path, "%s/m.csv", dir);
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_read(path, &t, &err) == 0, "%s", err.msg);
+  ck_assert_uint_eq(t->n, 4);
+  ck_assert_int_eq(col(t, 1, "mapped_bytes"), 2097152);
+  ck_assert_int_ge(col(t, 3, "minor_faults"), col(t, 1, "minor_faults"));
+  ck_assert_int_ge(col(t, 2, "major_faults"), 0);
+#if !defined(MEMSTUB_SANITIZED)
+  ck_assert_int_ge(col(t, 2, "rss_bytes"), 3145728);
+  ck_assert_int_le(col(t, 2, "rss_bytes"), 3145728 + 65536);
+#endif
+  memstub_trace_free(t);
+  r = tu_memstub(dir, "compare", csv, "m.csv", "--json", "--check", "mapped-exact=100%", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s\n%s", r.status, r.err, r.out);
+  ck_assert_ptr_nonnull(strstr(r.out, "\"rss\": {\"known\": true"));
+  ck_assert_ptr_nonnull(strstr(r.out, "\"mapped\": {\"known\": true"));
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 // The compact form with resident data: "ms2.", six numbers a point.
 START_TEST(test_decode_resident) {
   // time 1 ('C'), stack 0, heap 0, step 1 ('C'), mapped 4096, rss -1 ('B'), twice.
@@ -331,6 +519,11 @@ static Suite *resident_suite(void) {
   tcase_add_test(tc, test_mapped);
   tcase_add_test(tc, test_release);
   tcase_add_test(tc, test_no_columns_touch_all);
+  tcase_add_test(tc, test_measure_resident);
+  tcase_add_test(tc, test_measure_without_resident);
+  tcase_add_test(tc, test_release_by_steps);
+  tcase_add_test(tc, test_kept_after_free);
+  tcase_add_test(tc, test_cli_measure_compare);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -147,6 +147,18 @@ typedef struct memstub_profile {
   int64_t stack_per_frame;       // stack_overhead_per_frame_bytes
   double stack_fit_r2;           // stack_fit_r2
   int64_t stack_fit_max_resid;   // stack_fit_max_residual_bytes
+
+  /* Resident memory (docs/memory-model.md), optional keys: a profile without
+   * them reads with 0. */
+  int64_t resident_overhead;     // resident_overhead_bytes: a replay's rss_bytes (relative to
+                                 //   T0) minus its rss target, rounded mean over the points of
+                                 //   the resident trace: compensated (memstub gen subtracts it)
+  int64_t resident_entry;        // resident_entry_bytes: RssAnon the replay adds before its
+                                 //   first point (its thread's stack, malloc arena, the heap's
+                                 //   scratch), on a fresh thread stack; not compensable (below
+                                 //   the curve's zero), reported
+  double resident_per_point;     // resident_per_point_bytes: the measurement records' resident
+                                 //   bytes per point (a measured replay, reserved up front)
 } memstub_profile;
 
 /* Write p as a profile file, atomically (a temporary file renamed into
@@ -154,8 +166,8 @@ typedef struct memstub_profile {
 int memstub_profile_write(const memstub_profile *p, const char *path, memstub_error *err);
 
 /* Read a profile file strictly: every line blank, a # comment or
- * `key = value`; every key known, given once, and every key present; numbers
- * in range; each *_ns figure consistent with its *_cycles figure. Anything
+ * `key = value`; every key known, given once, and present (resident_* may
+ * be left out: 0); numbers in range; each *_ns figure consistent with its *_cycles figure. Anything
  * else is refused with -EINVAL and `path:line: what is wrong` (missing keys:
  * `path: missing key ...`). -ENOENT etc. when the file cannot be read. */
 int memstub_profile_read(const char *path, memstub_profile *p, memstub_error *err);

@@ -10,7 +10,11 @@
  *   - the total duration error (between the first and the last point);
  *   - the stack and heap error: largest and mean absolute error, and the share
  *     of points that are exact (within a slack; for heap blocks at or above
- *     glibc's mmap threshold, within a page).
+ *     glibc's mmap threshold, within a page);
+ *   - the same for resident and mapped memory (the rss_bytes and mapped_bytes
+ *     columns, when both traces have them), with the p50 and p90 of the
+ *     absolute error and both peaks, so an error can be read as a share of
+ *     the original's peak.
  * Checks (thresholds such as "p99-us=100,heap-exact=99.5%") are evaluated
  * against a report. */
 #ifndef MEMSTUB_COMPARE_H
@@ -33,6 +37,9 @@ typedef struct memstub_compare_options {
   int64_t heap_slack;      /* heap exact within this many bytes; 16 */
   int64_t page_size;       /* heap slack for mmap'd blocks; 0 = the host's page */
   int64_t mmap_threshold;  /* blocks this large come from mmap; 131072 (glibc) */
+  int64_t rss_slack;       /* rss_bytes exact within this many bytes; 65536 (16 pages of 4 KiB:
+                              the replay's own stack pages and the allocator's) */
+  int64_t mapped_slack;    /* mapped_bytes exact within this many bytes; 0 = the page size */
   /* Accept a replay that measures fewer than half of the original's points
    * (otherwise refused as "not a replay of this original"). */
   int allow_partial;
@@ -59,6 +66,8 @@ typedef struct memstub_compare_mem {
   size_t exact;       /* points within the slack */
   double exact_share; /* exact / compared, 0..1 */
   size_t paged;       /* heap only: points whose block is at or above the mmap threshold */
+  int64_t p50_abs, p90_abs;  /* of |error|, nearest rank */
+  int64_t original_peak, replayed_peak;  /* largest value of the column over the compared points */
 } memstub_compare_mem;
 
 /* Why a late row was late (docs/compare-and-plot.md, "Late rows by cause"). */
@@ -141,6 +150,12 @@ typedef struct memstub_compare_report {
    * the column is known. An unknown column is not compared (its
    * memstub_compare_mem stays 0) and its checks are skipped. */
   char *stack_unknown, *heap_unknown;
+  /* Resident (rss_bytes) and mapped (mapped_bytes) memory. Unknown (not
+   * compared, their checks skipped) when either trace lacks the column or
+   * ORIGINAL's metadata says `rss: unknown...` / `mapped: unknown...`: *_unknown
+   * says why (owned), NULL when known. */
+  memstub_compare_mem rss, mapped;
+  char *rss_unknown, *mapped_unknown;
   memstub_compare_options options;  /* as used (page_size resolved) */
   /* Late points (error > late_ns) by cause. causes_known: REPLAYED has
    * wake_late_ns and work_ns (memstub replay --measure); off_cpu_known: and
@@ -199,8 +214,8 @@ typedef struct memstub_compare_check {
   /* Filled by memstub_compare_checks_run: */
   double value;     /* in the key's unit (NAN when skipped) */
   int pass;
-  /* Not judged: a stack or heap check whose column ORIGINAL does not know
-   * (report's stack_unknown, heap_unknown). Neither passed nor failed: pass
+  /* Not judged: a stack, heap, rss or mapped check whose column is unknown
+   * (report's stack_unknown, heap_unknown, rss_unknown, mapped_unknown). Neither passed nor failed: pass
    * is 0, and it is not counted as failed. */
   int skipped;
 } memstub_compare_check;
@@ -220,6 +235,11 @@ void memstub_compare_checks_free(memstub_compare_checks *cs);
  *   [adj-]late                       late points at most (N, or P% of compared)
  *   stack-exact, heap-exact          exact share at least (P%, or a fraction 0..1)
  *   stack-max, heap-max, stack-mean, heap-mean   |error| in bytes at most
+ *   rss-exact, mapped-exact          exact share at least (as stack-exact)
+ *   rss-max, mapped-max, rss-mean, mapped-mean   |error| in bytes at most
+ *   rss-p90, mapped-p90              p90 of |error| at most, % of ORIGINAL's peak
+ *   rss-peak, mapped-peak            |replayed peak - original peak| at most, % of
+ *                                    ORIGINAL's peak
  *   missing, repeated                points at most
  * ("adj-" checks the view with the constant offset removed). 0, or -EINVAL
  * with err saying which item is wrong, or -ENOMEM. */

@@ -65,6 +65,8 @@ typedef struct memstub_gen_comp {
   int64_t stack_frame_bytes;   // the profile's figures used: F,
   int64_t stack_offset_bytes;  //   O,
   int64_t heap_overhead_bytes; //   and the heap overhead in use
+  int64_t rss_points;          // points whose rss target the resident overhead lowered
+  int64_t rss_overhead_bytes;  // the profile's resident_overhead_bytes used
 } memstub_gen_comp;
 
 typedef struct memstub_gen {

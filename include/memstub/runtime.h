@@ -48,15 +48,20 @@ enum {
   MEMSTUB_MEASURE_SCHED = 1u << 5,   // run_delay_ns: the thread's run-queue wait, read (one
                                      //   pread) only before a point's first sleep, never in
                                      //   the timed path
+  MEMSTUB_MEASURE_RESIDENT = 1u << 6,  // rss_bytes, mapped_bytes, minor/major_faults: as the
+                                       //   recorder reads them (one pread of statm, one
+                                       //   getrusage), after the work
 };
 /* What memstub_replay_trace() needs: time, stack and heap; with SCHED the
  * replayed trace also says how long the thread waited for a CPU around each
  * row (off_cpu_ns), so a late row can be told from a busy host. */
 #define MEMSTUB_MEASURE_TRACE                                                              \
-  (MEMSTUB_MEASURE_TIME | MEMSTUB_MEASURE_STACK | MEMSTUB_MEASURE_HEAP | MEMSTUB_MEASURE_SCHED)
+  (MEMSTUB_MEASURE_TIME | MEMSTUB_MEASURE_STACK | MEMSTUB_MEASURE_HEAP | MEMSTUB_MEASURE_SCHED | \
+   MEMSTUB_MEASURE_RESIDENT)
 #define MEMSTUB_MEASURE_ALL                                                                \
   (MEMSTUB_MEASURE_TIME | MEMSTUB_MEASURE_CYCLES | MEMSTUB_MEASURE_STACK |                 \
-   MEMSTUB_MEASURE_HEAP | MEMSTUB_MEASURE_FAULTS | MEMSTUB_MEASURE_SCHED)
+   MEMSTUB_MEASURE_HEAP | MEMSTUB_MEASURE_FAULTS | MEMSTUB_MEASURE_SCHED |                 \
+   MEMSTUB_MEASURE_RESIDENT)
 
 /* Deadline margins (memstub_replay_options.margin_ns, docs/runtime.md "Timing"):
  *   MEMSTUB_MARGIN_MODEL (the default): a wait sleeps to `reaim_ns` before its
@@ -157,6 +162,14 @@ typedef struct memstub_replay_record {
   int64_t run_delay_ns;      // SCHED: the thread's run-queue wait so far (schedstat), read
                              //   just before the point's first sleep; -1 when it did not
                              //   sleep or the kernel does not say
+  /* RESIDENT, after the work (relative to the replay's start T0, as the
+   * recorder's columns are to the component's start; docs/runtime.md,
+   * "Measuring resident memory"): */
+  int64_t rss_bytes;         //   RssAnon of the process (statm resident - shared) minus at T0,
+                             //   never below 0; -1 when /proc/self/statm cannot be read
+  int64_t mapped_bytes;      //   the stub's own anonymous mapping, bytes replayed
+  int64_t minor_faults;      //   the replay thread's minor and major page faults since T0
+  int64_t major_faults;      //   (getrusage RUSAGE_THREAD); -1 when it fails
 } memstub_replay_record;
 
 /* What heap preparation found (memstub_replay_info.tcache). */
@@ -199,6 +212,11 @@ typedef struct memstub_replay_info {
                            //   their learnt cost, else MEMSTUB_COST_OFF
   int64_t cost_rows;       // rows whose work the model learnt (0 when off)
   int64_t cost_lead_ns;    // the anticipation it applied, summed over the rows, ns
+  int64_t rss_entry_bytes; // RESIDENT: the process's RssAnon at T0 (absolute, statm resident
+                           //   - shared), what the replay rss_bytes are relative to; -1 if
+                           //   unknown or not measured
+  int64_t rss_unmet;       // resident data: points whose target beyond the heap block and the
+                           //   mapping the keep mapping could not hold (its mmap failed)
 } memstub_replay_info;
 
 typedef struct memstub_replay {
@@ -246,7 +264,9 @@ void memstub_replay_free(memstub_replay *r);
  * long after its deadline), work_ns (the row's work, from the end of its wait
  * to the end of its last point) and, with MEMSTUB_MEASURE_SCHED, off_cpu_ns
  * (the run-queue wait from the row's sleep to the next sleep; -1 unknown);
- * metadata names the source, the timing, the CPU time and the host. Needs
+ * with MEMSTUB_MEASURE_RESIDENT rss_bytes (rss_base + rss_bytes; left out
+ * when statm could not be read), mapped_bytes (mapped_base + mapped_bytes),
+ * minor_faults and major_faults, as the recorder writes them; metadata names the source, the timing, the CPU time and the host. Needs
  * time, stack and heap (MEMSTUB_MEASURE_TRACE): -EINVAL otherwise, or when a
  * base plus a measurement exceeds 64 bits (a hand-edited descriptor); -ENOMEM. */
 int memstub_replay_trace(const memstub_replay *r, memstub_trace **out, memstub_error *err);
