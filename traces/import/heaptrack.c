@@ -295,6 +295,55 @@ static int ht_line_I(ht *h) {
   return 0;
 }
 
+// Is s[0..n) an 'I' line, "I HEX HEX"?
+static int is_I_line(const char *s, size_t n) {
+  size_t i = 2, fields = 0;
+  if (n < 5 || s[0] != 'I' || s[1] != ' ') return 0;
+  while (i < n) {
+    size_t b = i;
+    while (i < n && ((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) i++;
+    if (i == b || (i < n && s[i] != ' ')) return 0;
+    fields++;
+    if (i < n) i++;
+  }
+  return fields == 2 && s[n - 1] != ' ';
+}
+
+/* The command line. heaptrack writes it as "X" and " ARG" per argument of
+ * /proc/self/cmdline (at most 4096 bytes), unescaped, then the 'I' line: an
+ * argument holding a newline continues it on the next lines. So when an 'I'
+ * line follows within those 4096 bytes, the lines before it are the command
+ * line's; otherwise the X line is the whole of it. 0 or -ENOMEM. */
+static int ht_line_X(ht *h) {
+  size_t start = (size_t)(h->l - h->buf), end = start + h->ll, p = h->pos, cont_end = 0;
+  long lines = 0;
+  while (p < h->len && p - start <= 4096 + 64) {
+    const char *nl = memchr(h->buf + p, '\n', h->len - p);
+    if (!nl) break;
+    size_t n = (size_t)(nl - (h->buf + p));
+    if (n && h->buf[p + n - 1] == '\r') n--;
+    if (is_I_line(h->buf + p, n)) {
+      cont_end = p;  // the 'I' line starts here
+      break;
+    }
+    lines++;
+    p = (size_t)(nl - h->buf) + 1;
+  }
+  if (cont_end > h->pos) {  // continuation lines, up to the newline before 'I'
+    end = cont_end - 1;
+    if (end > start && h->buf[end - 1] == '\r') end--;
+    h->lineno += lines;
+    h->pos = cont_end;
+  }
+  size_t n = end > start + 2 ? end - start - 2 : 0;
+  free(h->cmd);
+  if (!(h->cmd = malloc(n + 1))) return ht_nomem(h);
+  memcpy(h->cmd, h->buf + start + 2, n);
+  h->cmd[n] = '\0';
+  if (memchr(h->cmd, '\0', n)) return ht_fail(h, 1, "'X' line: NUL byte in the command line", NULL);
+  return 0;
+}
+
 // One line by its letter; 0 or -EINVAL/-ENOMEM.
 static int ht_line(ht *h) {
   if (h->ll == 0 || h->l[0] == '#') return 0;
@@ -320,13 +369,7 @@ static int ht_line(ht *h) {
       if (rc >= 0 && rc < 2) return ht_fail(h, h->ll + 1, "'i' line: expected IP and MODULE", NULL);
       return rc < 0 ? rc : 0;
     }
-    case 'X':
-      free(h->cmd);
-      h->cmd = malloc(h->ll > 2 ? h->ll - 1 : 1);
-      if (!h->cmd) return ht_nomem(h);
-      memcpy(h->cmd, h->l + 2, h->ll > 2 ? h->ll - 2 : 0);
-      h->cmd[h->ll > 2 ? h->ll - 2 : 0] = '\0';
-      return 0;
+    case 'X': return ht_line_X(h);
     case 's':
     case 'S': return 0;  // a string or a suppression: any text
     case 'A':
