@@ -286,6 +286,24 @@ START_TEST(test_heaptrack_cli) {
   ck_assert_msg(memstub_trace_read(out, &t, &err) == 0, "%s", err.msg);
   check_sort(t);
   memstub_trace_free(t);
+  // The generator takes the imported trace, its extra columns carried along.
+  char hdr[4096];
+  snprintf(hdr, sizeof hdr, "%s/sort.h", dir);
+  r = tu_memstub(NULL, "gen", out, "-o", hdr, NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  tu_run_free(&r);
+  char *h = tu_read_file(hdr);
+  ck_assert_ptr_nonnull(h);
+  ck_assert_ptr_nonnull(strstr(h, "memUse"));
+  free(h);
+  // And a pages-as-heap import: mapped_bytes drive the stub's mappings.
+  snprintf(out, sizeof out, "%s/pages.csv", dir);
+  r = tu_memstub(NULL, "import", "massif", fx("sort.pages.massif"), "-o", out, NULL);
+  ck_assert_msg(r.status == 0 && strstr(r.err, "heap: unknown"), "%s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(NULL, "gen", out, "-o", hdr, NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  tu_run_free(&r);
   r = tu_memstub(NULL, "import", "heaptrak", fx("sort.heaptrack.zst"), NULL);
   ck_assert_int_eq(r.status, 2);
   ck_assert_msg(strstr(r.err, "expected massif, memusage or heaptrack"), "%s", r.err);
