@@ -197,6 +197,9 @@ static const struct bad {
     {"too long", "v 10400 3\nc 11111111111111111\n", "h:2:3: 'c' line: field 1 (MS) does not fit in 64 bits"},
     {"time overflow", "v 10400 3\nc 100000000000000\n", "h:2:3: 'c' line: the time does not fit"},
     {"attach text", "v 10400 3\nA x\n", "h:2:2: 'A' line: stray text"},
+    {"i without module", "v 10400 3\ni 401000\n", "h:2:9: 'i' line: expected IP and MODULE"},
+    {"i with a space only", "v 10400 3\ni \n", "h:2:3: 'i' line: expected IP and MODULE"},
+    {"t with one field", "v 10400 3\nt 1\n", "h:2:4: 't' line: 1 field, expected IP PARENT"},
     {"NUL byte", "v 10400 3\nX a\0b\n", "h:2:4: NUL byte"},
 };
 
