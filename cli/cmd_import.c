@@ -1,4 +1,4 @@
-// memstub import: valgrind massif or glibc memusage files into traces.
+// memstub import: valgrind massif, glibc memusage or heaptrack files into traces.
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +56,7 @@ static const ms_cli_spec spec = {
     "       memstub import memusage FILE [-o TRACE]\n"
     "                               [--stack-curve auto|normal|inverted|none]\n"
     "                               [--time-unit auto|cycles|us] [--cycles-per-ns F]\n"
+    "       memstub import heaptrack FILE [-o TRACE]\n"
     "\n"
     "Convert another tool's recording into a trace (docs/recording.md). Without -o\n"
     "the trace goes to standard output.\n"
@@ -63,7 +64,9 @@ static const ms_cli_spec spec = {
     "massif: valgrind --tool=massif [--stacks=yes] output. mem_heap_B becomes\n"
     "heap_bytes, mem_stacks_B stack_bytes, mem_heap_extra_B the extra column\n"
     "heap_extra_bytes. time_unit ms converts to ns; i (instructions) and B (bytes)\n"
-    "are refused unless --ns-per-unit says how many ns one unit takes.\n"
+    "are refused unless --ns-per-unit says how many ns one unit takes. With\n"
+    "--pages-as-heap=yes massif counts every page the process mapped: that becomes\n"
+    "mapped_bytes, and the heap is marked unknown.\n"
     "\n"
     "memusage: the binary file of glibc's `memusage -d FILE`. Some glibc versions\n"
     "record the stack curve upside down; it is detected and corrected, and the\n"
@@ -72,6 +75,13 @@ static const ms_cli_spec spec = {
     "metadata line 'stack: unknown (...)', with a warning. Times are cycle counter\n"
     "ticks on x86-64 and aarch64 (converted with this host's rate unless\n"
     "--cycles-per-ns is given) or microseconds.\n"
+    "\n"
+    "heaptrack: heaptrack.PROG.PID.zst or .gz (decompressed by running zstd or\n"
+    "gzip) or its text. One row per tick of heaptrack's 10 ms timer: heap_bytes,\n"
+    "heap_peak_bytes (the highest since the previous row), rss_bytes (the\n"
+    "process's RSS, file pages included, from the first sample on) and the\n"
+    "allocator calls since the previous row (calls_malloc_*, calls_free_*).\n"
+    "The stack is unknown.\n"
     "\n",
     options, 27, NULL};
 
@@ -110,18 +120,27 @@ int ms_cmd_import(int argc, char **argv) {
   if (bad) return MS_EXIT_USAGE;
   if (c < 0) return p.status;
   int first = p.optind;
-  if (first >= argc) return ms_cli_usage("import", "missing the format (massif or memusage)");
+  if (first >= argc)
+    return ms_cli_usage("import", "missing the format (massif, memusage or heaptrack)");
   const char *fmt = argv[first];
-  int massif = strcmp(fmt, "massif") == 0;
-  if (!massif && strcmp(fmt, "memusage") != 0)
-    return ms_cli_usage("import", "unknown format '%s' (expected massif or memusage)", fmt);
+  static const char *const formats[] = {"massif", "memusage", "heaptrack"};
+  static int (*const importer[])(const char *, const memstub_import_options *, memstub_trace **,
+                                 memstub_error *) = {memstub_import_massif, memstub_import_memusage,
+                                                     memstub_import_heaptrack};
+  size_t f = 0;
+  while (f < 3 && strcmp(fmt, formats[f]) != 0) f++;
+  if (f == 3)
+    return ms_cli_usage("import", "unknown format '%s' (expected massif, memusage or heaptrack)", fmt);
+  int memusage = f == 1;
   if (first + 2 != argc)
     return ms_cli_usage("import", first + 1 == argc ? "missing FILE" : "more than one FILE given");
   const char *in = argv[first + 1];
 
   memstub_error err = {0};
   memstub_trace *t = NULL;
-  int rc = import_with_progress(fmt, in, &o, &t, &err);
+  // heaptrack's files are compressed: read by zstd or gzip, then parsed whole.
+  int rc = strcmp(fmt, "heaptrack") == 0 ? importer[f](in, &o, &t, &err)
+                                         : import_with_progress(fmt, in, &o, &t, &err);
   if (rc == 0) {
     const char *curve = memstub_trace_get_meta(t, "memusage.stack_curve");
     if (curve && strncmp(curve, "inverted", 8) == 0)
@@ -131,12 +150,12 @@ int ms_cmd_import(int argc, char **argv) {
     // What the importer could not trust: warnings, each from its metadata line.
     static const char *const doubts[] = {"memusage.incomplete", "memusage.inconsistent",
                                          "memusage.stack_degenerate", "massif.inconsistent",
-                                         "stack", "heap"};
+                                         "heaptrack.attached", "stack", "heap"};
     for (size_t i = 0; i < sizeof doubts / sizeof *doubts; i++)
       if (memstub_trace_get_meta(t, doubts[i]) &&
-          (i < 4 || strncmp(memstub_trace_get_meta(t, doubts[i]), "unknown", 7) == 0))
+          (i < 5 || strncmp(memstub_trace_get_meta(t, doubts[i]), "unknown", 7) == 0))
         ms_cli_warn("%s: %s: %s", in, doubts[i], memstub_trace_get_meta(t, doubts[i]));
-    if (!massif && !o.cycles_per_ns && o.time_unit != MEMSTUB_TIME_US)
+    if (memusage && !o.cycles_per_ns && o.time_unit != MEMSTUB_TIME_US)
       ms_cli_note("%s: times converted with this host's cycle counter rate (give "
                   "--cycles-per-ns when the file comes from another machine)",
                   in);

@@ -174,7 +174,8 @@ static const struct massif_opts {
     {"--stacks=no --stacks=yes", NULL, NULL, "bytes requested"},
     {"--xstacks=yes", "unknown (massif ran without --stacks=yes)", NULL, "bytes requested"},
     {"--stacks=yes --heap=no", NULL, "unknown (massif ran with --heap=no)", "not measured"},
-    {"--pages-as-heap=yes", "unknown (massif ran without --stacks=yes)", NULL, "pages mapped"},
+    {"--pages-as-heap=yes", "unknown (massif ran without --stacks=yes)",
+     "unknown (massif ran with --pages-as-heap=yes", "pages mapped"},
 };
 
 START_TEST(test_massif_measured) {

@@ -16,6 +16,15 @@
  *   allocations that never move it) is imported as unknown: stack_bytes 0
  *   and the metadata line "stack: unknown (...)" (docs/formats.md).
  *
+ *   heaptrack (heaptrack.PROG.PID.zst or .gz, or its decompressed text):
+ *   one row per tick of heaptrack's 10 ms timer with the heap total
+ *   (heap_bytes) and the highest total since the previous row
+ *   (heap_peak_bytes), the process's RSS from its statm samples as rss_bytes
+ *   (relative to the first sample), and the allocator calls since the
+ *   previous row as calls_malloc_CLASS / calls_free_CLASS (docs/formats.md).
+ *   The stack is unknown. Compressed files are decompressed by running zstd
+ *   or gzip.
+ *
  *   Both importers mark a stack they could not measure with "stack:
  *   unknown (...)" (massif without --stacks=yes, memusage with
  *   MEMSTUB_STACK_NONE or a degenerate curve), and say in the metadata when
@@ -74,6 +83,17 @@ int memstub_import_memusage_parse(const char *name, const unsigned char *buf, si
                                   memstub_error *err);
 int memstub_import_memusage(const char *path, const memstub_import_options *o,
                             memstub_trace **out, memstub_error *err);
+
+/* Parse a heaptrack file's text (decompressed) held in memory. As
+ * memstub_import_massif_parse ("name:line:column: reason"). */
+int memstub_import_heaptrack_parse(const char *name, const char *buf, size_t len,
+                                   const memstub_import_options *o, memstub_trace **out,
+                                   memstub_error *err);
+/* Read a heaptrack file, decompressing it with zstd or gzip (run as child
+ * processes) when it starts with their magic, and parse it: as above, plus
+ * -errno when it cannot be read or the decompressor cannot be run or fails. */
+int memstub_import_heaptrack(const char *path, const memstub_import_options *o,
+                             memstub_trace **out, memstub_error *err);
 
 #ifdef __cplusplus
 }

@@ -116,6 +116,8 @@ typedef struct massif {
   double ns_per;    // ns per unit of time
   memstub_trace *t;
   int col;          // the heap_extra_bytes column
+  int pages;        // --pages-as-heap=yes: mem_heap_B is pages mapped, into col_mapped
+  int col_mapped;   // the mapped_bytes column (pages mode only)
   int64_t expect;   // the next snapshot's number: the count so far
   int64_t prev_time, t0;
   long time_line;   // the snapshot's time= line
@@ -270,11 +272,14 @@ static int ma_row(massif *s, const int64_t v[5]) {
     return memstub_error_set(s->P.err, -EINVAL,
                              "%s:%ld:6: snapshot %lld: time %lld does not fit in 64-bit ns", s->P.name,
                              s->time_line, (long long)s->expect, (long long)v[1]);
-  if (memstub_trace_append(s->t, (int64_t)(ns + 0.5), v[4], v[2]) < 0)
+  // Pages mode: mem_heap_B is every page mapped, mapped_bytes; the heap is unknown.
+  if (memstub_trace_append(s->t, (int64_t)(ns + 0.5), v[4], s->pages ? 0 : v[2]) < 0)
     return memstub_error_set(s->P.err, -ENOMEM, "%s: out of memory", s->P.name);
-  memstub_trace_extra_row(s->t, s->t->n - 1)[s->col] = v[3];
+  int64_t *x = memstub_trace_extra_row(s->t, s->t->n - 1);
+  x[s->col] = v[3];
+  if (s->pages) x[s->col_mapped] = v[2];
   if (v[4] > 0) s->stacks_seen = 1;
-  if (v[2] > 0) s->heap_seen = 1;
+  if (v[2] > 0 && !s->pages) s->heap_seen = 1;
   return 0;
 }
 
@@ -340,7 +345,8 @@ static int ma_meta_measures(massif *s) {
   if (rc == 0)
     rc = memstub_trace_set_meta(
         t, "massif.heap_measure",
-        pages == 1 ? "pages mapped by the whole process (--pages-as-heap=yes), not bytes requested"
+        pages == 1 ? "pages mapped by the whole process (--pages-as-heap=yes), not bytes requested "
+                     "and not pages resident: imported as mapped_bytes (docs/recording.md)"
         : heap == 0 ? "not measured (--heap=no)"
                     : "bytes requested from the malloc family (mem_heap_B)");
   if (s->mismatch_line) {
@@ -352,6 +358,10 @@ static int ma_meta_measures(massif *s) {
              (long long)s->mismatch_root);
     if (rc == 0) rc = memstub_trace_set_meta(t, "massif.inconsistent", why);
   }
+  if (rc == 0 && pages == 1)
+    rc = memstub_trace_set_meta(t, "heap",
+                                "unknown (massif ran with --pages-as-heap=yes: it counted pages "
+                                "mapped, imported as mapped_bytes); heap_bytes are 0");
   if (rc == 0 && heap == 0 && pages != 1 && !s->heap_seen)
     rc = memstub_trace_set_meta(t, "heap", "unknown (massif ran with --heap=no); heap_bytes are 0");
   return rc;
@@ -378,6 +388,9 @@ int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
     rc = memstub_error_set(err, -ENOMEM, "%s: out of memory", name);
   if (rc == 0) rc = ma_header(&s);
   if (rc == 0) rc = ma_time_unit(&s);
+  if (rc == 0 && (s.pages = option_yes(s.desc, "--pages-as-heap=") == 1) &&
+      (s.col_mapped = memstub_trace_add_column(s.t, "mapped_bytes")) < 0)
+    rc = memstub_error_set(err, -ENOMEM, "%s: out of memory", name);
   if (rc == 0) rc = ma_snapshots(&s);
   if (rc == 0) rc = ma_meta(&s);
   free(s.desc);
