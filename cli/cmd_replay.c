@@ -159,10 +159,11 @@ static void report(const replay_args *a, const struct memstub_stub *s, const mem
     snprintf(late, sizeof late, ", points late by at most %s", ms__fmt_ns(max, m, sizeof m));
   }
   char dur[32], tgt[32];
-  ms_cli_note("%s: replayed %lld rows (%lld points) in %s, target %s (%s timing%s)%s%s",
+  ms_cli_note("%s: replayed %lld rows (%lld points) in %s, target %s (%s timing%s%s)%s%s",
               a->in, (long long)s->norig, (long long)i->points,
               ms__fmt_ns(i->duration_ns, dur, sizeof dur), ms__fmt_ns(i->target_ns, tgt, sizeof tgt),
-              memstub_timing_name(a->ro.timing), late,
+              memstub_timing_name(a->ro.timing),
+              i->cost_model == MEMSTUB_COST_ONLINE ? " with the online cost model" : "", late,
               a->measure ? "; measured trace in " : "", a->measure ? a->measure : "");
   char cpu[64] = "unknown", off[96] = "", c[32], w[32];
   if (i->cpu_ns >= 0 && i->duration_ns > 0)
