@@ -76,6 +76,26 @@ int ms_cli_load_profile(const char *path, memstub_profile *prof) {
   return 0;
 }
 
+char *ms_cli_sidecar_path(const char *trace, const char *ext) {
+  size_t n = strlen(trace), k = strlen(ext);
+  if (n > k && strcmp(trace + n - k, ext) == 0) return ms__strdup(trace);
+  return ms__asprintf("%s%s", trace, ext);
+}
+
+void ms_cli_json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      fprintf(f, "\\%c", c);
+    else if (c < 0x20)
+      fprintf(f, "\\u%04x", c);
+    else
+      fputc(c, f);
+  }
+  fputc('"', f);
+}
+
 int ms_cli_progress_enabled(void) {
   static int enabled = -1;
   if (enabled < 0) enabled = isatty(STDERR_FILENO) && !getenv("MEMSTUB_QUIET");

@@ -36,6 +36,12 @@ int ms_cli_load_profile(const char *path, struct memstub_profile *prof);
 
 // Whether progress may be drawn (stderr is a terminal and MEMSTUB_QUIET unset).
 int ms_cli_progress_enabled(void);
+/* The file memstub record wrote beside a trace (ext: ".sites",
+ * ".generations"): trace itself when it already ends in ext, else trace with
+ * ext appended. Malloc'd; NULL when out of memory. */
+char *ms_cli_sidecar_path(const char *trace, const char *ext);
+/* s as a JSON string (quotes, backslashes and control bytes escaped). */
+void ms_cli_json_str(FILE *f, const char *s);
 // Redraw a one-line progress indicator "label  done/total" on stderr; a
 // no-op when progress is disabled. done == total ends the line.
 void ms_cli_progress(const char *label, uint64_t done, uint64_t total);

@@ -78,7 +78,7 @@ static void gen_progress(void *ctx, int64_t done, int64_t total) {
 /* --release: *t replaced by a copy with its regions' survivors released
  * (memstub/generations.h), from in.generations. 0, or fails with err. */
 static int with_releases(const char *in, memstub_trace **t, memstub_error *err) {
-  char *path = ms__asprintf("%s.generations", in);
+  char *path = ms_cli_sidecar_path(in, ".generations");
   if (!path) return memstub_error_set(err, -ENOMEM, "out of memory");
   memstub_generations *gens = NULL;
   memstub_trace *c = NULL;

@@ -40,17 +40,13 @@ static const int64_t after_ns[] = {1000000, 10000000, 100000000, 1000000000};
 #define NAFTER 4
 
 typedef struct occ {
-  int64_t id, begin, end;
-  int64_t blocks, bytes, surv_blocks, surv_bytes;
-  const char *name;
-  int64_t alive[NAFTER + 1];  // survivor bytes alive at +after_ns[k], and at exit
+  const memstub_occurrence *x;  // in the file
+  int64_t alive[NAFTER + 1];    // survivor bytes alive at +after_ns[k], and at exit
 } occ;
 
 typedef struct gens {
   memstub_generations *file;
-  int64_t exit_ns;
-  int64_t dropped[3];
-  occ *o;
+  occ *o;  // one per occurrence, in file (id) order until sorted for the top
   size_t n;
 } gens;
 
@@ -67,36 +63,39 @@ static int gens_read(const char *path, gens *g, memstub_error *err) {
   int rc = memstub_generations_read(path, &g->file, err);
   if (rc < 0) return rc;
   const memstub_generations *f = g->file;
-  g->exit_ns = f->exit_ns;
-  g->dropped[0] = f->dropped_blocks, g->dropped[1] = f->dropped_occurrences;
-  g->dropped[2] = f->dropped_survivors;
   g->o = calloc(f->nocc ? f->nocc : 1, sizeof *g->o);
   if (!g->o) {
     gens_free(g);
     return memstub_error_set(err, -ENOMEM, "out of memory");
   }
-  for (size_t i = 0; i < f->nocc; i++) {
-    const memstub_occurrence *x = &f->occ[i];
-    g->o[i] = (occ){x->id, x->begin_ns, x->end_ns, x->blocks, x->bytes, x->survivor_blocks,
-                    x->survivor_bytes, x->name, {0}};
-  }
+  for (size_t i = 0; i < f->nocc; i++) g->o[i].x = &f->occ[i];
   g->n = f->nocc;
   for (size_t k = 0; k < f->nsurv; k++) {
     const memstub_survivor *s = &f->surv[k];
-    occ *o = NULL;
-    for (size_t i = 0; i < g->n && !o; i++)
-      if (g->o[i].id == s->occurrence) o = &g->o[i];
+    occ *o = &g->o[memstub_generations_find(f, s->occurrence) - f->occ];  // the reader checked it
     for (int a = 0; a < NAFTER; a++)
-      if (s->free_ns < 0 || s->free_ns - o->end > after_ns[a]) o->alive[a] += s->bytes;
+      if (s->free_ns < 0 || s->free_ns - o->x->end_ns > after_ns[a]) o->alive[a] += s->bytes;
     if (s->free_ns < 0) o->alive[NAFTER] += s->bytes;
   }
   return 0;
 }
 
 static int by_survivors(const void *a, const void *b) {
-  const occ *x = a, *y = b;
-  if (x->surv_bytes != y->surv_bytes) return x->surv_bytes > y->surv_bytes ? -1 : 1;
+  const memstub_occurrence *x = ((const occ *)a)->x, *y = ((const occ *)b)->x;
+  if (x->survivor_bytes != y->survivor_bytes) return x->survivor_bytes > y->survivor_bytes ? -1 : 1;
   return x->id < y->id ? -1 : x->id > y->id;
+}
+
+// By region name, then by id (so a name's first occurrence leads its run).
+static int by_name(const void *a, const void *b) {
+  const memstub_occurrence *x = ((const occ *)a)->x, *y = ((const occ *)b)->x;
+  int c = strcmp(x->name, y->name);
+  return c ? c : x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int by_first(const void *a, const void *b) {
+  int64_t x = ((const occ *)a)->x->id, y = ((const occ *)b)->x->id;
+  return x < y ? -1 : x > y;
 }
 
 static const char *B(int64_t v, char *b) { return ms__fmt_bytes(v, b, 32); }
@@ -106,20 +105,27 @@ static void print_text(gens *g, size_t top, FILE *out) {
   fprintf(out, "generations: what each region left alive at its end (survivors)\n\n");
   fprintf(out, "  %-24s %7s %11s %11s %9s %11s\n", "region", "occur.", "allocated", "survivors",
           "blocks", "at exit");
-  // Per name, in order of first appearance.
-  for (size_t i = 0; i < g->n; i++) {
-    int first = 1;
-    for (size_t j = 0; j < i; j++) first &= strcmp(g->o[j].name, g->o[i].name) != 0;
-    if (!first) continue;
-    int64_t n = 0, al = 0, sv = 0, sb = 0, ex = 0;
-    for (size_t j = i; j < g->n; j++)
-      if (strcmp(g->o[j].name, g->o[i].name) == 0) {
-        n++, al += g->o[j].bytes, sv += g->o[j].surv_bytes, sb += g->o[j].surv_blocks;
-        ex += g->o[j].alive[NAFTER];
-      }
-    fprintf(out, "  %-24s %7" PRId64 " %11s %11s %9" PRId64 " %11s\n", g->o[i].name, n, B(al, b1),
-            B(sv, b2), sb, B(ex, b3));
+  // Per name, in order of first appearance: runs of one name, summed into
+  // their first entry (sums[].x the first occurrence, alive[] the sums).
+  qsort(g->o, g->n, sizeof *g->o, by_name);
+  typedef struct sum {
+    const memstub_occurrence *x;
+    int64_t n, alloc, surv, blocks, at_exit;
+  } sum;
+  sum *sums = malloc((g->n ? g->n : 1) * sizeof *sums);
+  size_t ns = 0;
+  for (size_t i = 0; sums && i < g->n; i++) {
+    const memstub_occurrence *x = g->o[i].x;
+    if (!ns || strcmp(sums[ns - 1].x->name, x->name) != 0) sums[ns++] = (sum){x, 0, 0, 0, 0, 0};
+    sum *u = &sums[ns - 1];
+    u->n++, u->alloc += x->bytes, u->surv += x->survivor_bytes, u->blocks += x->survivor_blocks;
+    u->at_exit += g->o[i].alive[NAFTER];
   }
+  if (sums) qsort(sums, ns, sizeof *sums, by_first);
+  for (size_t i = 0; i < ns; i++)
+    fprintf(out, "  %-24s %7" PRId64 " %11s %11s %9" PRId64 " %11s\n", sums[i].x->name, sums[i].n,
+            B(sums[i].alloc, b1), B(sums[i].surv, b2), sums[i].blocks, B(sums[i].at_exit, b3));
+  free(sums);
   qsort(g->o, g->n, sizeof *g->o, by_survivors);
   size_t n = g->n < top ? g->n : top;
   fprintf(out, "\n  occurrences with the most survivors: bytes still alive after the region ended\n");
@@ -129,48 +135,44 @@ static void print_text(gens *g, size_t top, FILE *out) {
     const occ *o = &g->o[i];
     char e[32], a[NAFTER + 1][32];
     for (int k = 0; k <= NAFTER; k++) ms__fmt_bytes(o->alive[k], a[k], sizeof a[k]);
-    fprintf(out, "  %-6" PRId64 " %-16.16s %10s %10s %10s %10s %10s %10s %10s\n", o->id, o->name,
-            ms__fmt_ns(o->end, e, sizeof e), B(o->surv_bytes, b1), a[0], a[1], a[2], a[3], a[4]);
+    fprintf(out, "  %-6" PRId64 " %-16.16s %10s %10s %10s %10s %10s %10s %10s\n", o->x->id,
+            o->x->name, ms__fmt_ns(o->x->end_ns, e, sizeof e), B(o->x->survivor_bytes, b1), a[0],
+            a[1], a[2], a[3], a[4]);
   }
   if (g->n > n) fprintf(out, "  ... %zu more (--top)\n", g->n - n);
-  if (g->dropped[0] || g->dropped[1] || g->dropped[2])
+  const memstub_generations *f = g->file;
+  if (f->dropped_blocks || f->dropped_occurrences || f->dropped_survivors)
     fprintf(out, "  not tracked: %" PRId64 " blocks, %" PRId64 " occurrences, %" PRId64
                  " survivor records (the recorder's bounds: docs/recording.md#generations)\n",
-            g->dropped[0], g->dropped[1], g->dropped[2]);
+            f->dropped_blocks, f->dropped_occurrences, f->dropped_survivors);
 }
 
 static void print_json(gens *g, const char *trace, size_t top, FILE *out) {
   qsort(g->o, g->n, sizeof *g->o, by_survivors);
   size_t n = g->n < top ? g->n : top;
-  fprintf(out, "{\"trace\": \"");
-  for (const char *c = trace; *c; c++) fprintf(out, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
-  fprintf(out, "\", \"exit_ns\": %" PRId64 ", \"occurrences\": %zu, \"dropped_blocks\": %" PRId64
+  fputs("{\"trace\": ", out);
+  ms_cli_json_str(out, trace);
+  fprintf(out, ", \"exit_ns\": %" PRId64 ", \"occurrences\": %zu, \"dropped_blocks\": %" PRId64
                ", \"top\": [",
-          g->exit_ns, g->n, g->dropped[0]);
+          g->file->exit_ns, g->n, g->file->dropped_blocks);
   for (size_t i = 0; i < n; i++) {
     const occ *o = &g->o[i];
-    fprintf(out, "%s\n  {\"occurrence\": %" PRId64 ", \"region\": \"", i ? "," : "", o->id);
-    for (const char *c = o->name; *c; c++) fprintf(out, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
-    fprintf(out, "\", \"begin_ns\": %" PRId64 ", \"end_ns\": %" PRId64 ", \"allocated_blocks\": %" PRId64
+    const memstub_occurrence *x = o->x;
+    fprintf(out, "%s\n  {\"occurrence\": %" PRId64 ", \"region\": ", i ? "," : "", x->id);
+    ms_cli_json_str(out, x->name);
+    fprintf(out, ", \"begin_ns\": %" PRId64 ", \"end_ns\": %" PRId64 ", \"allocated_blocks\": %" PRId64
                  ", \"allocated_bytes\": %" PRId64 ", \"survivor_blocks\": %" PRId64
                  ", \"survivor_bytes\": %" PRId64 ", \"alive_after_1ms\": %" PRId64
                  ", \"alive_after_10ms\": %" PRId64 ", \"alive_after_100ms\": %" PRId64
                  ", \"alive_after_1s\": %" PRId64 ", \"alive_at_exit\": %" PRId64 "}",
-            o->begin, o->end, o->blocks, o->bytes, o->surv_blocks, o->surv_bytes, o->alive[0],
-            o->alive[1], o->alive[2], o->alive[3], o->alive[4]);
+            x->begin_ns, x->end_ns, x->blocks, x->bytes, x->survivor_blocks, x->survivor_bytes,
+            o->alive[0], o->alive[1], o->alive[2], o->alive[3], o->alive[4]);
   }
   fprintf(out, "\n]}\n");
 }
 
-// TRACE.generations, or TRACE when it names that file (malloc'd).
-static char *gens_path(const char *trace) {
-  size_t n = strlen(trace);
-  if (n > 12 && strcmp(trace + n - 12, ".generations") == 0) return ms__strdup(trace);
-  return ms__asprintf("%s.generations", trace);
-}
-
 void ms_cli_generations_summary(const char *trace_path, FILE *out) {
-  char *path = gens_path(trace_path);
+  char *path = ms_cli_sidecar_path(trace_path, ".generations");
   gens g;
   memstub_error err = {0};
   if (!path || gens_read(path, &g, &err) < 0) {
@@ -179,7 +181,7 @@ void ms_cli_generations_summary(const char *trace_path, FILE *out) {
     return;
   }
   int64_t sv = 0, ex = 0;
-  for (size_t i = 0; i < g.n; i++) sv += g.o[i].surv_bytes, ex += g.o[i].alive[NAFTER];
+  for (size_t i = 0; i < g.n; i++) sv += g.o[i].x->survivor_bytes, ex += g.o[i].alive[NAFTER];
   char b1[32], b2[32];
   fprintf(out, "generations: %zu region occurrence%s left %s alive at their ends, %s of it never "
                "freed (memstub generations %s)\n",
@@ -206,7 +208,7 @@ int ms_cmd_generations(int argc, char **argv) {
   if (p.optind + 1 < argc)
     return ms_cli_usage("generations", "one TRACE at a time (found '%s')", argv[p.optind + 1]);
   const char *trace = argv[p.optind];
-  char *path = gens_path(trace);
+  char *path = ms_cli_sidecar_path(trace, ".generations");
   if (!path) return ms_cli_error("out of memory");
   memstub_error err = {0};
   if (strcmp(path, trace) != 0) {

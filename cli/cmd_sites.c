@@ -506,23 +506,9 @@ static void print_text(const sites_file *s, size_t top, size_t frames, const cha
             indent, s->dropped);
 }
 
-static void json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(f, "\\%c", c);
-    else if (c < 0x20)
-      fprintf(f, "\\u%04x", c);
-    else
-      fputc(c, f);
-  }
-  fputc('"', f);
-}
-
 static void print_json(const sites_file *s, const char *trace, size_t top, FILE *out) {
   fputs("{\"trace\": ", out);
-  json_str(out, trace);
+  ms_cli_json_str(out, trace);
   fprintf(out,
           ", \"interval_bytes\": %" PRId64 ", \"peak_heap_bytes\": %" PRId64
           ", \"peak_time_ns\": %" PRId64 ", \"sampled\": %" PRId64 ", \"dropped\": %" PRId64
@@ -540,11 +526,11 @@ static void print_json(const sites_file *s, const char *trace, size_t top, FILE 
       fprintf(out, "%s\n    {\"pc\": \"0x%" PRIx64 "\"", k ? "," : "", f->pc);
       if (f->map >= 0) {
         fputs(", \"object\": ", out);
-        json_str(out, s->maps[f->map].path);
+        ms_cli_json_str(out, s->maps[f->map].path);
         fprintf(out, ", \"address\": \"0x%" PRIx64 "\"", f->vaddr);
       }
-      if (f->function) fputs(", \"function\": ", out), json_str(out, f->function);
-      if (f->file) fputs(", \"file\": ", out), json_str(out, f->file), fprintf(out, ", \"line\": %ld", f->line);
+      if (f->function) fputs(", \"function\": ", out), ms_cli_json_str(out, f->function);
+      if (f->file) fputs(", \"file\": ", out), ms_cli_json_str(out, f->file), fprintf(out, ", \"line\": %ld", f->line);
       fputc('}', out);
     }
     fputs("]}", out);
@@ -552,17 +538,9 @@ static void print_json(const sites_file *s, const char *trace, size_t top, FILE 
   fputs("]}\n", out);
 }
 
-/* The sites file of trace_path: trace_path itself when it ends in .sites,
- * else trace_path.sites (malloc'd; NULL when out of memory). */
-static char *sites_path(const char *trace_path) {
-  size_t n = strlen(trace_path);
-  if (n > 6 && strcmp(trace_path + n - 6, ".sites") == 0) return ms__strdup(trace_path);
-  return ms__asprintf("%s.sites", trace_path);
-}
-
 void ms_cli_sites_summary(const char *trace_path, const memstub_trace *t, int top, FILE *out) {
   (void)t;
-  char *path = sites_path(trace_path);
+  char *path = ms_cli_sidecar_path(trace_path, ".sites");
   sites_file s;
   memstub_error err = {0};
   if (!path || sites_read(path, &s, &err) < 0) {
@@ -616,7 +594,7 @@ int ms_cmd_sites(int argc, char **argv) {
   if (p.optind >= argc) return ms_cli_usage("sites", "missing TRACE");
   if (p.optind + 1 < argc) return ms_cli_usage("sites", "one TRACE at a time (found '%s')", argv[p.optind + 1]);
   const char *trace = argv[p.optind];
-  char *path = sites_path(trace);
+  char *path = ms_cli_sidecar_path(trace, ".sites");
   if (!path) return ms_cli_error("out of memory");
   memstub_error err = {0};
   // A trace recorded without --sites says so in its metadata (an older

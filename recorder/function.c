@@ -332,9 +332,22 @@ out:
   munmap(map, size);
 }
 
+// Objects already read (a dlopen reads only the ones it added): their load
+// address and program headers; beyond MAX_SEEN, read again (harmless: a
+// definition is patched once).
+#define MAX_SEEN 1024
+static struct seen {
+  uintptr_t addr;
+  const void *phdr;
+} g_seen[MAX_SEEN];
+static int g_nseen;
+
 static int each_object(struct dl_phdr_info *info, size_t size, void *arg) {
   (void)size;
   (void)arg;
+  for (int i = 0; i < g_nseen; i++)
+    if (g_seen[i].addr == info->dlpi_addr && g_seen[i].phdr == info->dlpi_phdr) return 0;
+  if (g_nseen < MAX_SEEN) g_seen[g_nseen++] = (struct seen){info->dlpi_addr, info->dlpi_phdr};
   const char *path = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : NULL;
   if (!path) {
     // The executable (its name is empty), or the vDSO: only the first has a PT_PHDR

@@ -44,6 +44,8 @@ START_TEST(test_read_and_refuse) {
       {"# memstub-generations 1\nexit_ns 1\nsurvivor 2 10 0 5\n", ":3: field 2: occurrence 2 has no"},
       {"# memstub-generations 1\nexit_ns 1\noccurrence 1 9 5 1 1 0 0 f\n", ":3: field 4: it ends before"},
       {"# memstub-generations 1\nexit_ns x\n", ":2: field 2: expected an integer"},
+      {"# memstub-generations 1\nexit_ns 9\noccurrence 2 0 5 1 1 0 0 f\noccurrence 2 6 7 1 1 0 0 f\n",
+       ":4: field 2: occurrence 2 is not above the one before"},
       {"# memstub-generations 1\nexit_ns 1\nsurvivor 1\n", ":3: field 1: unknown or incomplete"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -19,9 +19,15 @@ void memstub_generations_free(memstub_generations *g) {
 }
 
 const memstub_occurrence *memstub_generations_find(const memstub_generations *g, int64_t id) {
-  for (size_t i = 0; i < g->nocc; i++)
-    if (g->occ[i].id == id) return &g->occ[i];
-  return NULL;
+  size_t lo = 0, hi = g->nocc;  // ids increase (the reader checks)
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (g->occ[mid].id < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < g->nocc && g->occ[lo].id == id ? &g->occ[lo] : NULL;
 }
 
 // Split line into at most max blank-separated fields (the last keeps the
@@ -85,9 +91,10 @@ static int read_line(const char *path, long ln, char *buf, memstub_generations *
   }
   if (strcmp(f[0], "occurrence") == 0 && n == 9) {
     if ((rc = nums(path, ln, f, 1, 7, v, err)) < 0) return rc;
-    if (v[0] <= 0 || memstub_generations_find(g, v[0]))
+    if (v[0] <= 0 || (g->nocc && v[0] <= g->occ[g->nocc - 1].id))
       return memstub_error_set(err, -EINVAL, "%s:%ld: field 2: occurrence %" PRId64
-                               " is not a new positive number", path, ln, v[0]);
+                               " is not above the one before (they increase from 1)",
+                               path, ln, v[0]);
     if (v[2] < v[1])
       return memstub_error_set(err, -EINVAL, "%s:%ld: field 4: it ends before it begins", path, ln);
     for (int k = 3; k < 7; k++)
@@ -164,6 +171,11 @@ static int by_time(const void *a, const void *b) {
   return x->t < y->t ? -1 : x->t > y->t;
 }
 
+static int by_id(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
 // Whether column name is one of the per-interval ones (reset in added rows).
 static int per_interval(const char *name) {
   return strcmp(name, "churn_bytes") == 0 || strncmp(name, "calls_", 6) == 0;
@@ -182,14 +194,22 @@ int memstub_generations_release(const memstub_trace *t, const memstub_generation
   rel *r = malloc((g->nsurv + 1) * sizeof *r);
   if (!r) return memstub_error_set(err, -ENOMEM, "out of memory");
   size_t nr = 0;
+  // The regions the trace holds, sorted, for a binary search per survivor.
+  int64_t *ids = malloc((t->n + 1) * sizeof *ids);
+  if (!ids) {
+    free(r);
+    return memstub_error_set(err, -ENOMEM, "out of memory");
+  }
+  for (size_t k = 0; k < t->n; k++) ids[k] = memstub_trace_extra_row(t, k)[rcol];
+  qsort(ids, t->n, sizeof *ids, by_id);
   for (size_t i = 0; i < g->nsurv; i++) {
     const memstub_survivor *s = &g->surv[i];
     const memstub_occurrence *o = memstub_generations_find(g, s->occurrence);
-    int present = 0;
-    for (size_t k = 0; k < t->n && !present; k++)
-      present = memstub_trace_extra_row(t, k)[rcol] == s->occurrence;
-    if (s->free_ns >= 0 && o && s->free_ns >= o->end_ns && present) r[nr++] = (rel){s->free_ns, s->bytes};
+    if (s->free_ns >= 0 && o && s->free_ns >= o->end_ns &&
+        bsearch(&s->occurrence, ids, t->n, sizeof *ids, by_id))
+      r[nr++] = (rel){s->free_ns, s->bytes};
   }
+  free(ids);
   qsort(r, nr, sizeof *r, by_time);
   memstub_trace *c = memstub_trace_create();
   rc = c ? 0 : -ENOMEM;

@@ -32,7 +32,7 @@ typedef struct memstub_generations {
   int64_t exit_ns;
   int64_t dropped_blocks, dropped_occurrences, dropped_survivors;
   size_t nocc, nsurv;
-  memstub_occurrence *occ;  /* in file order */
+  memstub_occurrence *occ;  /* in file order: ids increase */
   memstub_survivor *surv;   /* in file order */
 } memstub_generations;
 
@@ -41,7 +41,7 @@ typedef struct memstub_generations {
 int memstub_generations_read(const char *path, memstub_generations **out, memstub_error *err);
 void memstub_generations_free(memstub_generations *g);
 
-/* The occurrence with this id, or NULL. */
+/* The occurrence with this id, or NULL (a binary search). */
 const memstub_occurrence *memstub_generations_find(const memstub_generations *g, int64_t id);
 
 /* A copy of trace t (regions in its "region" column) in which the survivors
