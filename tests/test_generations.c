@@ -24,7 +24,7 @@ static memstub_generations *load(const char *text, memstub_error *err, int *rc) 
 START_TEST(test_read_and_refuse) {
   memstub_error err = {0};
   int rc;
-  memstub_generations *g = load("# memstub-generations 1\nexit_ns 900\ndropped 1 2 3\n"
+  memstub_generations *g = load("# memstub-generations 1\n   \nexit_ns 900\ndropped 1 2 3\n"
                                 "occurrence 1 0 100 4 650 3 600 my region\n"
                                 "survivor 1 100 10 300\nsurvivor 1 300 20 -1\n",
                                 &err, &rc);

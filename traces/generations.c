@@ -78,6 +78,7 @@ static int read_line(const char *path, long ln, char *buf, memstub_generations *
                      size_t *csurv, int *have_exit, memstub_error *err) {
   char *f[9];
   int n = fields(buf, f, 9);
+  if (n == 0) return 0;  // blanks only
   int64_t v[8];
   int rc;
   if (strcmp(f[0], "exit_ns") == 0 && n == 2) {
