@@ -307,6 +307,28 @@ START_TEST(test_generations_replayed) {
   (void)peak, (void)at100, (void)slack;
 #endif
   memstub_trace_free(t);
+  // gen --hold (an embedded stub): the stub's points end at the region's
+  // end and the header holds the three survivors for after the return:
+  // freed 100 and 150 ms after it, and never (tests/test_embed_release.c
+  // replays such a header).
+  r = tu_memstub(dir, "gen", "t.csv", "--hold", "-o", "held.h", NULL);
+  ck_assert_msg(r.status == 0 && strstr(r.err, "holding 585.9 KiB in 3 blocks"), "%s", r.err);
+  tu_run_free(&r);
+  snprintf(path, sizeof path, "%s/held.h", dir);
+  char *h = tu_read_file(path);
+  ck_assert_ptr_nonnull(h);
+  const char *a = strstr(h, "memReleaseAfter[3] = {"), *b = strstr(h, "memReleaseBytes[3] = {");
+  ck_assert_msg(a && b, "%s", h);
+  long long after[3], bytes[3];
+  ck_assert_int_eq(sscanf(strchr(a, '{') + 1, " %lld, %lld, %lld", &after[0], &after[1], &after[2]), 3);
+  ck_assert_int_eq(sscanf(strchr(b, '{') + 1, " %lld, %lld, %lld", &bytes[0], &bytes[1], &bytes[2]), 3);
+  ck_assert_msg(after[0] >= 100000000 && after[0] < 160000000, "%lld", after[0]);
+  ck_assert_msg(after[1] >= 150000000 && after[1] < 210000000, "%lld", after[1]);
+  ck_assert_int_eq(after[2], -1);
+  ck_assert_int_eq(bytes[0], 100000);
+  ck_assert_int_eq(bytes[1], 200000);
+  ck_assert_int_eq(bytes[2], 300000);
+  free(h);
   tu_rmtree(dir);
   free(dir);
 }
