@@ -209,14 +209,15 @@ int ms_cmd_gen(int argc, char **argv) {
   int64_t *held_bytes = NULL;
   struct memstub_release rel = {MEMSTUB_RELEASE_ABI, hold, 0, NULL, NULL};
   if (rc == 0 && hold && (rc = with_held(in, &t, &held, &err)) == 0) {
-    // The what-if on the heap scales what is held too.
+    // The what-ifs on the heap and on time scale what is held and when.
     held_bytes = malloc((held.n + 1) * sizeof *held_bytes);
     if (!held_bytes) rc = memstub_error_set(&err, -ENOMEM, "out of memory");
     size_t kept = 0;
     for (size_t i = 0; held_bytes && i < held.n; i++) {
-      double b = (double)held.bytes[i] * o.heap_scale;
-      if (b >= 1 && b < 1e15)
-        held_bytes[kept] = (int64_t)(b + 0.5), held.after_ns[kept++] = held.after_ns[i];
+      double b = (double)held.bytes[i] * o.heap_scale, a = (double)held.after_ns[i] * o.time_scale;
+      if (b < 1 || b >= 1e15 || a >= 9e18) continue;
+      held_bytes[kept] = (int64_t)(b + 0.5);
+      held.after_ns[kept++] = held.after_ns[i] < 0 ? -1 : (int64_t)(a + 0.5);
     }
     rel.n = (int64_t)kept, rel.after_ns = held.after_ns, rel.bytes = held_bytes;
     eo.release = &rel;

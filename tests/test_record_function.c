@@ -360,6 +360,28 @@ START_TEST(test_generations_replayed) {
   ck_assert_int_eq(bytes[1], 200000);
   ck_assert_int_eq(bytes[2], 300000);
   free(h);
+  // The what-ifs scale the schedule: twice the time, half the bytes.
+  r = tu_memstub(dir, "gen", "t.csv", "--hold-api", "--time-scale", "2", "--heap-scale", "0.5",
+                 "-o", "held2.h", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  tu_run_free(&r);
+  snprintf(path, sizeof path, "%s/held2.h", dir);
+  h = tu_read_file(path);
+  ck_assert_ptr_nonnull(h);
+  long long after2[3], bytes2[3];
+  a = strstr(h, "memReleaseAfter[3] = {"), b = strstr(h, "memReleaseBytes[3] = {");
+  ck_assert_msg(a && b && strstr(h, ".mode = 2,"), "%s", h);
+  ck_assert_int_eq(sscanf(strchr(a, '{') + 1, " %lld, %lld, %lld", &after2[0], &after2[1], &after2[2]), 3);
+  ck_assert_int_eq(sscanf(strchr(b, '{') + 1, " %lld, %lld, %lld", &bytes2[0], &bytes2[1], &bytes2[2]), 3);
+  for (int k = 0; k < 2; k++) ck_assert(after2[k] >= 2 * after[k] - 1 && after2[k] <= 2 * after[k] + 1);
+  ck_assert_int_eq(after2[2], -1);
+  ck_assert(bytes2[0] == 50000 && bytes2[1] == 100000 && bytes2[2] == 150000);
+  free(h);
+  // --release (rows, a standalone stub) and --hold (an embedded one) do not mix.
+  r = tu_memstub(dir, "gen", "t.csv", "--hold", "--release", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "choose one"), "%s", r.err);
+  tu_run_free(&r);
   tu_rmtree(dir);
   free(dir);
 }
