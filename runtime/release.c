@@ -131,6 +131,7 @@ static void prune(holder *h) {
 
 static void *timer_main(void *arg) {
   (void)arg;
+  ms__prim_set_timer_slack(1000);  // wake within 1 us of a deadline, not the default 50
   pthread_mutex_lock(&mu);
   for (;;) {
     int64_t now = ms__prim_now_ns(), next = -1;
