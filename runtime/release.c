@@ -117,14 +117,23 @@ static int64_t free_block(holder *h, held_block *b) {
   return n;
 }
 
-// Generations at the front with nothing left to release go. pre: locked.
+// Generations with nothing left go; the timer forgets those with only
+// never-freed blocks left. pre: locked.
 static void prune(holder *h) {
-  while (h->first) {
-    held_gen *g = h->first;
+  held_gen *prev = NULL;
+  for (held_gen *g = h->first, *next; g; g = next) {
+    next = g->next;
     while (g->done < g->n && !g->blk[g->done].p) g->done++;
-    if (g->done < g->n) break;
-    h->first = g->next;
-    if (!h->first) h->last = NULL;
+    if (g->done < g->n) {
+      if (g->blk[g->done].due < 0) g->timer = 0;  // the rest was never freed (it comes last)
+      prev = g;
+      continue;
+    }
+    if (prev)
+      prev->next = next;
+    else
+      h->first = next;
+    if (h->last == g) h->last = prev;
     free(g);
   }
 }

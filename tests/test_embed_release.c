@@ -156,6 +156,15 @@ START_TEST(test_api_releases_at_the_hosts_call) {
   assert_near(heap_now(base), 300000, "after the release");
   ck_assert_int_eq(memstub_hold_api_stub_release(), 0);
   ck_assert_int_eq(memstub_hold_api_stub_release_bytes(-5), 0);
+  // Two more calls: the oldest call's blocks go first, in recorded order.
+  ck_assert_int_eq(memstub_hold_api_stub(), 0);
+  ck_assert_int_eq(memstub_hold_api_stub(), 0);
+  ck_assert_int_eq(memstub_hold_api_stub_held(), 300000 + 2 * 600000);
+  ck_assert_int_eq(memstub_hold_api_stub_release_bytes(150000), 150000);  // 100 kB + 50 of 200
+  assert_near(heap_now(base), 300000 + 2 * 600000 - 150000, "oldest first");
+  ck_assert_int_eq(memstub_hold_api_stub_release(), 150000 + 300000);
+  ck_assert_int_eq(memstub_hold_api_stub_held(), 3 * 300000);
+  assert_near(heap_now(base), 3 * 300000, "three calls' never-freed blocks");
 }
 END_TEST
 
