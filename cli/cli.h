@@ -55,6 +55,23 @@ void ms_cli_sites_summary(const char *trace_path, const struct memstub_trace *t,
  * trace_path left alive (its .generations file); a warning when it cannot be
  * read (cli/cmd_generations.c). */
 void ms_cli_generations_summary(const char *trace_path, FILE *out);
+/* memstub generations --sites (cmd_sites.c): the site lines keep[0..n) (from
+ * 0, in file order) of the sites file at path, symbolised; then site i is
+ * keep[i]. 0, or -errno with err set (a site the file does not have is
+ * -EINVAL). */
+typedef struct ms_cli_sites ms_cli_sites;
+int ms_cli_sites_load(const char *path, const int64_t *keep, size_t n, ms_cli_sites **out,
+                      memstub_error *err);
+int64_t ms_cli_sites_interval(const ms_cli_sites *s);
+// Where site i allocates (its first frame past allocation wrappers): sites
+// with the same place are one site for `memstub sites`. 0 when unknown.
+uint64_t ms_cli_sites_place(const ms_cli_sites *s, size_t i);
+// Its frames past the wrappers (at most frames) as `memstub sites` prints them.
+void ms_cli_sites_frames_text(const ms_cli_sites *s, size_t i, size_t frames, const char *indent,
+                              FILE *out);
+// "wrapper_frames": N, "frames": [...] as `memstub sites --json` gives them.
+void ms_cli_sites_frames_json(const ms_cli_sites *s, size_t i, FILE *out);
+void ms_cli_sites_free(ms_cli_sites *s);
 
 /* The examples of `memstub CMD --help` (cli/examples.c): "examples:" and one
  * "  $ COMMAND" line each, runnable as printed; nothing when CMD has none. */

@@ -8,10 +8,11 @@
 #include "memstub/calib.h"
 #include "memstub/gen.h"
 #include "memstub/generations.h"
+#include "memstub/runtime.h"
 #include "ms_common.h"
 
 enum { O_TIME_SCALE = MS_CLI_LONG, O_HEAP_SCALE, O_STACK_SCALE, O_RSS_SCALE, O_MAPPED_SCALE,
-       O_CPU_SCALE, O_CHURN_SCALE, O_DATA, O_RELEASE };
+       O_CPU_SCALE, O_CHURN_SCALE, O_DATA, O_RELEASE, O_HOLD, O_HOLD_API };
 
 static const ms_cli_option options[] = {
     {"output", 'o', "FILE", "write the header to FILE (atomically)"},
@@ -34,6 +35,14 @@ static const ms_cli_option options[] = {
      "release what the regions left alive (TRACE.generations,\n"
      "from memstub record) when the program freed it: rows\n"
      "added after each region's end"},
+    {"hold", O_HOLD, NULL,
+     "for an embedded stub (memstub_add_stub): return at the\n"
+     "trace's end holding what its regions left alive\n"
+     "(TRACE.generations), freed by a timer when the program\n"
+     "freed it (memstub_NAME_release() frees it sooner)"},
+    {"hold-api", O_HOLD_API, NULL,
+     "as --hold, freed only when the host calls\n"
+     "memstub_NAME_release() (docs/runtime.md)"},
     {"calibration", 'c', "FILE",
      "compensate for the overheads measured on the target\n"
      "host (a profile from 'memstub calibrate'): the stack\n"
@@ -97,6 +106,33 @@ static int with_releases(const char *in, memstub_trace **t, memstub_error *err) 
   return rc;
 }
 
+/* --hold: *t replaced by a copy with the releases inside it added, and
+ * *held what is alive after its end (memstub_generations_hold), from
+ * in.generations. 0, or fails with err. */
+static int with_held(const char *in, memstub_trace **t, memstub_held *held, memstub_error *err) {
+  char *path = ms_cli_sidecar_path(in, ".generations");
+  if (!path) return memstub_error_set(err, -ENOMEM, "out of memory");
+  memstub_generations *gens = NULL;
+  memstub_trace *c = NULL;
+  size_t added = 0;
+  int rc = memstub_generations_read(path, &gens, err);
+  if (rc == 0 && (rc = memstub_generations_hold(*t, gens, &c, &added, held, err)) < 0)
+    memstub_error_prefix(err, in);
+  if (rc == 0) {
+    char b1[32], b2[32];
+    int64_t never = held->n && held->after_ns[held->n - 1] < 0 ? held->bytes[held->n - 1] : 0;
+    ms_cli_note("--hold: the stub returns holding %s in %zu block%s (%s of it never freed); %zu "
+                "row%s added for releases between regions (%s)",
+                ms__fmt_bytes(held->total, b1, sizeof b1), held->n, held->n == 1 ? "" : "s",
+                ms__fmt_bytes(never, b2, sizeof b2), added, added == 1 ? "" : "s", path);
+    memstub_trace_free(*t);
+    *t = c;
+  }
+  memstub_generations_free(gens);
+  free(path);
+  return rc;
+}
+
 int ms_cmd_gen(int argc, char **argv) {
   static const char *const timings[] = {"deadline", "usleep", "online", NULL};
   static const int timing_mode[] = {MEMSTUB_TIMING_DEADLINE, MEMSTUB_TIMING_USLEEP,
@@ -104,7 +140,7 @@ int ms_cmd_gen(int argc, char **argv) {
   memstub_gen_options o;
   memstub_gen_options_init(&o);
   const char *out = "-", *timing = NULL, *data = NULL;
-  int out_given = 0, format_given = 0, release = 0;
+  int out_given = 0, format_given = 0, release = 0, hold = 0;
   ms_cli_parser p = {.spec = &spec};
   memstub_gen_emit_options eo = {.format = MEMSTUB_GEN_FORMAT_AUTO};
   if (ms_cli_progress_enabled()) eo.progress = gen_progress;
@@ -114,6 +150,8 @@ int ms_cmd_gen(int argc, char **argv) {
       case 'o': out = p.arg, out_given = 1; break;
       case O_DATA: data = p.arg; break;
       case O_RELEASE: release = 1; break;
+      case O_HOLD: if (!hold) hold = MEMSTUB_RELEASE_TIMER; break;
+      case O_HOLD_API: hold = MEMSTUB_RELEASE_API; break;
       case 'n': o.name = p.arg; break;
       case 'c': o.profile_path = p.arg; break;
       case O_TIME_SCALE: bad = ms_cli_arg_double(&p, &o.time_scale); break;
@@ -147,6 +185,11 @@ int ms_cmd_gen(int argc, char **argv) {
     return ms_cli_usage("gen", "--data FILE writes a data file, not a header: drop %s",
                         out_given ? "-o" : "--format");
   if (data && !*data) return ms_cli_usage("gen", "--data needs a file name");
+  if (hold && release)
+    return ms_cli_usage("gen", "--release adds the releases as rows (a standalone stub), --hold "
+                        "holds them after the return (an embedded one): choose one");
+  if (hold && data)
+    return ms_cli_usage("gen", "--hold is for a header of an embedded stub, not a data file");
   if (timing && !o.profile_path)
     return ms_cli_usage("gen", "--timing says what to compensate for: it needs --calibration");
 
@@ -162,6 +205,23 @@ int ms_cmd_gen(int argc, char **argv) {
   if (ms_cli_progress_enabled()) fprintf(stderr, "\r\033[Kmemstub gen: reading %s", in);
   int rc = memstub_trace_read(in, &t, &err);
   if (rc == 0 && release) rc = with_releases(in, &t, &err);
+  memstub_held held = {0};
+  int64_t *held_bytes = NULL;
+  struct memstub_release rel = {MEMSTUB_RELEASE_ABI, hold, 0, NULL, NULL};
+  if (rc == 0 && hold && (rc = with_held(in, &t, &held, &err)) == 0) {
+    // The what-ifs on the heap and on time scale what is held and when.
+    held_bytes = malloc((held.n + 1) * sizeof *held_bytes);
+    if (!held_bytes) rc = memstub_error_set(&err, -ENOMEM, "out of memory");
+    size_t kept = 0;
+    for (size_t i = 0; held_bytes && i < held.n; i++) {
+      double b = (double)held.bytes[i] * o.heap_scale, a = (double)held.after_ns[i] * o.time_scale;
+      if (b < 1 || b >= 1e15 || a >= 9e18) continue;
+      held_bytes[kept] = (int64_t)(b + 0.5);
+      held.after_ns[kept++] = held.after_ns[i] < 0 ? -1 : (int64_t)(a + 0.5);
+    }
+    rel.n = (int64_t)kept, rel.after_ns = held.after_ns, rel.bytes = held_bytes;
+    eo.release = &rel;
+  }
   if (rc == 0 && ms_cli_progress_enabled())
     fprintf(stderr, "\r\033[Kmemstub gen: normalising %zu rows", t->n);
   if (rc == 0 && (rc = memstub_gen_build(t, &o, &g, &err)) < 0) memstub_error_prefix(&err, in);
@@ -185,5 +245,7 @@ int ms_cmd_gen(int argc, char **argv) {
   }
   memstub_gen_free(g);
   memstub_trace_free(t);
+  memstub_held_free(&held);
+  free(held_bytes);
   return rc < 0 ? ms_cli_fail(&err) : MS_EXIT_OK;
 }

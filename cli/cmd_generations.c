@@ -14,24 +14,30 @@
 #include "memstub/trace.h"
 #include "ms_common.h"
 
-enum { O_TOP = MS_CLI_LONG, O_JSON };
+enum { O_TOP = MS_CLI_LONG, O_JSON, O_SITES };
 
 static const ms_cli_option options[] = {
-    {"top", O_TOP, "N", "the N occurrences that left the most bytes (default 10)"},
+    {"top", O_TOP, "N", "the N occurrences that left the most bytes (default 10;\n"
+                        "with --sites also the N sites per region)"},
+    {"sites", O_SITES, NULL,
+     "the allocation sites of the survivors, per region\n"
+     "(a trace recorded with --sites too: TRACE.sites)"},
     {"json", O_JSON, NULL, "print JSON (keys: docs/formats.md#generations)"},
     {0}};
 
 static const ms_cli_spec spec = {
     "generations",
-    "usage: memstub generations TRACE [--top N] [--json]\n"
+    "usage: memstub generations TRACE [--top N] [--sites] [--json]\n"
     "\n"
     "What each probe region of TRACE (memstub_probe_begin/end, or a --function\n"
     "call) left alive when it ended: the blocks it allocated that were still live\n"
     "at its end (its survivors), and when the rest of the program freed them. Per\n"
     "region name: occurrences, bytes allocated inside, survivors; per occurrence:\n"
     "its survivors and the bytes of them still alive 1 ms, 10 ms, 100 ms and 1 s\n"
-    "after it ended, and at exit (never freed). TRACE.generations holds the data;\n"
-    "TRACE may also name that file itself.\n"
+    "after it ended, and at exit (never freed). With --sites (a trace recorded with\n"
+    "--sites too), where the survivors were allocated: per region, the sites that\n"
+    "left the most, as 'memstub sites' names them. TRACE.generations holds the\n"
+    "data; TRACE may also name that file itself.\n"
     "\n",
     options, 22, NULL};
 
@@ -147,7 +153,218 @@ static void print_text(gens *g, size_t top, FILE *out) {
             f->dropped_blocks, f->dropped_occurrences, f->dropped_survivors);
 }
 
-static void print_json(gens *g, const char *trace, size_t top, FILE *out) {
+/* ---- --sites: the survivors' allocation sites -------------------------------- */
+
+// One survivor's part in a site table: its region name or occurrence, its
+// place (a site of TRACE.sites grouped as memstub sites does; -1 not sampled).
+typedef struct part {
+  const char *name;
+  int64_t occ, place;
+  int64_t blocks, bytes, at_exit;
+} part;
+
+typedef struct site_view {
+  ms_cli_sites *sites;  // the survivors' site lines, symbolised
+  int64_t nplaces;
+  int64_t *rep;         // [nplaces] the kept site shown for each place
+  part *by_region;      // summed per (region name, place), most bytes first per name
+  size_t nregion;
+  part *by_occ;         // summed per (occurrence, place), by occurrence then most bytes
+  size_t nocc;
+} site_view;
+
+static void view_free(site_view *v) {
+  ms_cli_sites_free(v->sites);
+  free(v->rep), free(v->by_region), free(v->by_occ);
+  memset(v, 0, sizeof *v);
+}
+
+static int by_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int part_by_name(const void *a, const void *b) {
+  const part *x = a, *y = b;
+  int c = strcmp(x->name, y->name);
+  return c ? c : x->place < y->place ? -1 : x->place > y->place;
+}
+static int part_by_occ(const void *a, const void *b) {
+  const part *x = a, *y = b;
+  if (x->occ != y->occ) return x->occ < y->occ ? -1 : 1;
+  return x->place < y->place ? -1 : x->place > y->place;
+}
+// Within a name (or occurrence): most bytes first, the not sampled last.
+static int part_rank(const void *a, const void *b, int by_occ) {
+  const part *x = a, *y = b;
+  int c = by_occ ? (x->occ > y->occ) - (x->occ < y->occ) : strcmp(x->name, y->name);
+  if (c) return c;
+  if ((x->place < 0) != (y->place < 0)) return x->place < 0 ? 1 : -1;
+  if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+  return (x->place > y->place) - (x->place < y->place);
+}
+static int rank_name(const void *a, const void *b) { return part_rank(a, b, 0); }
+static int rank_occ(const void *a, const void *b) { return part_rank(a, b, 1); }
+
+// Sort parts by key, sum equal keys, then rank; the count left.
+static size_t collapse(part *p, size_t n, int (*key)(const void *, const void *),
+                       int (*rank)(const void *, const void *)) {
+  qsort(p, n, sizeof *p, key);
+  size_t out = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (out && key(&p[out - 1], &p[i]) == 0) {
+      p[out - 1].blocks += p[i].blocks, p[out - 1].bytes += p[i].bytes;
+      p[out - 1].at_exit += p[i].at_exit;
+      continue;
+    }
+    p[out++] = p[i];
+  }
+  qsort(p, out, sizeof *p, rank);
+  return out;
+}
+
+/* The survivors of g by allocation site, from the sites file at path:
+ * 0, or a negative errno with err set. */
+static int view_read(const gens *g, const char *path, site_view *v, memstub_error *err) {
+  memset(v, 0, sizeof *v);
+  const memstub_generations *f = g->file;
+  int64_t *keep = malloc((f->nsurv + 1) * sizeof *keep);
+  if (!keep) return memstub_error_set(err, -ENOMEM, "out of memory");
+  size_t nk = 0;
+  for (size_t i = 0; i < f->nsurv; i++)
+    if (f->surv[i].site >= 0) keep[nk++] = f->surv[i].site;
+  qsort(keep, nk, sizeof *keep, by_i64);
+  size_t u = 0;
+  for (size_t i = 0; i < nk; i++)
+    if (!u || keep[u - 1] != keep[i]) keep[u++] = keep[i];
+  int rc = ms_cli_sites_load(path, keep, u, &v->sites, err);
+  // Sites that allocate at the same place are one (as memstub sites groups them).
+  int64_t *place = rc == 0 ? malloc((u + 1) * sizeof *place) : NULL;
+  v->rep = rc == 0 ? malloc((u + 1) * sizeof *v->rep) : NULL;
+  v->by_region = rc == 0 ? malloc((f->nsurv + 1) * sizeof *v->by_region) : NULL;
+  v->by_occ = rc == 0 ? malloc((f->nsurv + 1) * sizeof *v->by_occ) : NULL;
+  if (rc == 0 && (!place || !v->rep || !v->by_region || !v->by_occ))
+    rc = memstub_error_set(err, -ENOMEM, "out of memory");
+  for (size_t i = 0; rc == 0 && i < u; i++) {
+    uint64_t pc = ms_cli_sites_place(v->sites, i);
+    int64_t k = 0;
+    while (k < v->nplaces && !(pc && ms_cli_sites_place(v->sites, (size_t)v->rep[k]) == pc)) k++;
+    if (k == v->nplaces) v->rep[v->nplaces++] = (int64_t)i;
+    place[i] = k;
+  }
+  for (size_t i = 0; rc == 0 && i < f->nsurv; i++) {
+    const memstub_survivor *x = &f->surv[i];
+    const memstub_occurrence *o = memstub_generations_find(f, x->occurrence);
+    int64_t pl = -1;
+    if (x->site >= 0) {
+      const int64_t *at = bsearch(&x->site, keep, u, sizeof *keep, by_i64);
+      pl = place[at - keep];
+    }
+    part p = {o->name, o->id, pl, 1, x->bytes, x->free_ns < 0 ? x->bytes : 0};
+    v->by_region[i] = v->by_occ[i] = p;
+  }
+  if (rc == 0) {
+    v->nregion = collapse(v->by_region, f->nsurv, part_by_name, rank_name);
+    v->nocc = collapse(v->by_occ, f->nsurv, part_by_occ, rank_occ);
+  }
+  free(keep);
+  free(place);
+  if (rc < 0) view_free(v);
+  return rc;
+}
+
+static void print_sites_text(const site_view *v, size_t top, FILE *out) {
+  char b1[32], b2[32], iv[32];
+  fprintf(out, "\n  survivors by allocation site (one allocation sampled per %s allocated on "
+               "average, larger ones always)\n",
+          ms__fmt_bytes(ms_cli_sites_interval(v->sites), iv, sizeof iv));
+  for (size_t i = 0; i < v->nregion;) {
+    size_t j = i;
+    int64_t sum = 0;
+    while (j < v->nregion && strcmp(v->by_region[j].name, v->by_region[i].name) == 0)
+      sum += v->by_region[j++].bytes;
+    fprintf(out, "  %s: %s of survivors\n", v->by_region[i].name, B(sum, b1));
+    for (size_t k = i, shown = 0; k < j; k++) {
+      const part *p = &v->by_region[k];
+      if (p->place < 0) {
+        fprintf(out, "    not sampled: %s in %" PRId64 " block%s, %s of it never freed\n",
+                B(p->bytes, b1), p->blocks, p->blocks == 1 ? "" : "s", B(p->at_exit, b2));
+        continue;
+      }
+      if (shown++ == top) {
+        fprintf(out, "    ... more sites (--top)\n");
+        continue;
+      }
+      if (shown > top) continue;
+      fprintf(out, "  %3zu. %s in %" PRId64 " block%s, %s of it never freed\n", shown,
+              B(p->bytes, b1), p->blocks, p->blocks == 1 ? "" : "s", B(p->at_exit, b2));
+      ms_cli_sites_frames_text(v->sites, (size_t)v->rep[p->place], 3, "", out);
+    }
+    i = j;
+  }
+}
+
+// The "sites" of one occurrence in JSON: its parts in v->by_occ.
+static void print_occ_sites_json(const site_view *v, int64_t id, FILE *out) {
+  size_t lo = 0, hi = v->nocc;
+  while (lo < hi) {  // the first part of occ
+    size_t mid = lo + (hi - lo) / 2;
+    if (v->by_occ[mid].occ < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  int64_t ub = 0, un = 0;
+  fputs(", \"sites\": [", out);
+  for (size_t k = lo, n = 0; k < v->nocc && v->by_occ[k].occ == id; k++) {
+    const part *p = &v->by_occ[k];
+    if (p->place < 0) {
+      ub += p->bytes, un += p->blocks;
+      continue;
+    }
+    fprintf(out, "%s{\"site\": %" PRId64 ", \"survivor_blocks\": %" PRId64
+                 ", \"survivor_bytes\": %" PRId64 ", \"alive_at_exit\": %" PRId64 "}",
+            n++ ? ", " : "", p->place, p->blocks, p->bytes, p->at_exit);
+  }
+  fprintf(out, "], \"unsampled_blocks\": %" PRId64 ", \"unsampled_bytes\": %" PRId64, un, ub);
+}
+
+static void print_sites_json(const site_view *v, size_t top, FILE *out) {
+  fprintf(out, ",\n \"interval_bytes\": %" PRId64 ", \"sites\": [",
+          ms_cli_sites_interval(v->sites));
+  for (int64_t k = 0; k < v->nplaces; k++) {
+    fprintf(out, "%s\n  {\"site\": %" PRId64 ", ", k ? "," : "", k);
+    ms_cli_sites_frames_json(v->sites, (size_t)v->rep[k], out);
+    fputc('}', out);
+  }
+  fputs("],\n \"regions\": [", out);
+  for (size_t i = 0, r = 0; i < v->nregion; r++) {
+    size_t j = i;
+    int64_t sum = 0, ub = 0, un = 0;
+    while (j < v->nregion && strcmp(v->by_region[j].name, v->by_region[i].name) == 0) {
+      sum += v->by_region[j].bytes;
+      if (v->by_region[j].place < 0) ub += v->by_region[j].bytes, un += v->by_region[j].blocks;
+      j++;
+    }
+    fprintf(out, "%s\n  {\"region\": ", r ? "," : "");
+    ms_cli_json_str(out, v->by_region[i].name);
+    fprintf(out, ", \"survivor_bytes\": %" PRId64 ", \"unsampled_blocks\": %" PRId64
+                 ", \"unsampled_bytes\": %" PRId64 ", \"sites\": [",
+            sum, un, ub);
+    for (size_t k = i, n = 0; k < j; k++) {
+      const part *p = &v->by_region[k];
+      if (p->place < 0 || n == top) continue;
+      fprintf(out, "%s{\"site\": %" PRId64 ", \"survivor_blocks\": %" PRId64
+                   ", \"survivor_bytes\": %" PRId64 ", \"alive_at_exit\": %" PRId64 "}",
+              n++ ? ", " : "", p->place, p->blocks, p->bytes, p->at_exit);
+    }
+    fputs("]}", out);
+    i = j;
+  }
+  fputs("]", out);
+}
+
+static void print_json(gens *g, const char *trace, size_t top, const site_view *v, FILE *out) {
   qsort(g->o, g->n, sizeof *g->o, by_survivors);
   size_t n = g->n < top ? g->n : top;
   fputs("{\"trace\": ", out);
@@ -164,11 +381,15 @@ static void print_json(gens *g, const char *trace, size_t top, FILE *out) {
                  ", \"allocated_bytes\": %" PRId64 ", \"survivor_blocks\": %" PRId64
                  ", \"survivor_bytes\": %" PRId64 ", \"alive_after_1ms\": %" PRId64
                  ", \"alive_after_10ms\": %" PRId64 ", \"alive_after_100ms\": %" PRId64
-                 ", \"alive_after_1s\": %" PRId64 ", \"alive_at_exit\": %" PRId64 "}",
+                 ", \"alive_after_1s\": %" PRId64 ", \"alive_at_exit\": %" PRId64,
             x->begin_ns, x->end_ns, x->blocks, x->bytes, x->survivor_blocks, x->survivor_bytes,
             o->alive[0], o->alive[1], o->alive[2], o->alive[3], o->alive[4]);
+    if (v) print_occ_sites_json(v, x->id, out);
+    fputc('}', out);
   }
-  fprintf(out, "\n]}\n");
+  fprintf(out, "\n]");
+  if (v) print_sites_json(v, top, out);
+  fprintf(out, "}\n");
 }
 
 void ms_cli_generations_summary(const char *trace_path, FILE *out) {
@@ -192,12 +413,14 @@ void ms_cli_generations_summary(const char *trace_path, FILE *out) {
 
 int ms_cmd_generations(int argc, char **argv) {
   int64_t top = 10;
-  int json = 0;
+  int json = 0, sites = 0;
   ms_cli_parser p = {.spec = &spec};
   int c;
   while ((c = ms_cli_next(&p, argc, argv)) > 0) {
     if (c == O_JSON) {
       json = 1;
+    } else if (c == O_SITES) {
+      sites = 1;
     } else if (c == O_TOP) {
       if (ms_cli_arg_i64(&p, &top) < 0) return MS_EXIT_USAGE;
       if (top < 1) return ms_cli_usage("generations", "--top must be >= 1");
@@ -220,11 +443,19 @@ int ms_cmd_generations(int argc, char **argv) {
       return ms_cli_fail(&err);
     }
     int has = memstub_trace_get_meta(t, "generations.file") != NULL;
+    int has_sites = memstub_trace_get_meta(t, "sites.file") != NULL;
     memstub_trace_free(t);
     if (!has) {
       ms_cli_error("%s has no generations: it has no probe regions (memstub_probe_begin/end, or "
                    "memstub record --function NAME), or the program died of a signal",
                    trace);
+      free(path);
+      return MS_EXIT_USAGE;
+    }
+    if (sites && !has_sites) {
+      ms_cli_error("%s has no allocation sites: record it with --sites too (memstub record "
+                   "--sites --function NAME -o %s -- PROGRAM)",
+                   trace, trace);
       free(path);
       return MS_EXIT_USAGE;
     }
@@ -234,11 +465,22 @@ int ms_cmd_generations(int argc, char **argv) {
     free(path);
     return ms_cli_fail(&err);
   }
-  if (json)
-    print_json(&g, trace, (size_t)top, stdout);
-  else
+  // TRACE.sites beside TRACE.generations.
+  site_view v = {0};
+  int rc = 0;
+  if (sites) {
+    size_t n = strlen(path) - strlen(".generations");
+    char *sp = ms__asprintf("%.*s.sites", (int)n, path);
+    rc = sp ? view_read(&g, sp, &v, &err) : memstub_error_set(&err, -ENOMEM, "out of memory");
+    free(sp);
+  }
+  if (rc == 0 && json)
+    print_json(&g, trace, (size_t)top, sites ? &v : NULL, stdout);
+  else if (rc == 0)
     print_text(&g, (size_t)top, stdout);
+  if (rc == 0 && sites && !json) print_sites_text(&v, (size_t)top, stdout);
+  view_free(&v);
   gens_free(&g);
   free(path);
-  return MS_EXIT_OK;
+  return rc < 0 ? ms_cli_fail(&err) : MS_EXIT_OK;
 }

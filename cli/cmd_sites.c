@@ -538,6 +538,98 @@ static void print_json(const sites_file *s, const char *trace, size_t top, FILE 
   fputs("]}\n", out);
 }
 
+/* ---- for memstub generations --sites (cli.h) ---------------------------- */
+
+struct ms_cli_sites {
+  sites_file f;  // only the kept sites, in the order asked
+};
+
+int ms_cli_sites_load(const char *path, const int64_t *keep, size_t n, ms_cli_sites **out,
+                      memstub_error *err) {
+  *out = NULL;
+  ms_cli_sites *s = calloc(1, sizeof *s);
+  if (!s) return memstub_error_set(err, -ENOMEM, "out of memory");
+  int rc = sites_read(path, &s->f, err);
+  site *kept = rc == 0 ? calloc(n ? n : 1, sizeof *kept) : NULL;
+  unsigned char *used = rc == 0 ? calloc(s->f.nsites + 1, 1) : NULL;
+  if (rc == 0 && (!kept || !used)) rc = memstub_error_set(err, -ENOMEM, "out of memory");
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    if (keep[i] < 0 || (size_t)keep[i] >= s->f.nsites || used[keep[i]])
+      rc = memstub_error_set(err, -EINVAL, "%s: has %zu sites, no site %" PRId64
+                             " (the generations file names it: another run's files?)",
+                             path, s->f.nsites, keep[i]);
+    else
+      used[keep[i]] = 1;
+  }
+  if (rc < 0) {
+    free(kept);
+    free(used);
+    sites_free(&s->f);
+    free(s);
+    return rc;
+  }
+  // The kept sites move into their own array; the others are freed.
+  for (size_t i = 0; i < n; i++) kept[i] = s->f.sites[keep[i]];
+  for (size_t i = 0; i < s->f.nsites; i++) {
+    if (used[i]) continue;
+    for (size_t k = 0; k < s->f.sites[i].nframes; k++) {
+      free(s->f.sites[i].frames[k].function);
+      free(s->f.sites[i].frames[k].file);
+    }
+    free(s->f.sites[i].frames);
+  }
+  free(used);
+  free(s->f.sites);
+  s->f.sites = kept;
+  s->f.nsites = n;
+  char *why = NULL;
+  symbolise(&s->f, n, SIZE_MAX, &why);
+  find_wrappers(&s->f);
+  if (why) ms_cli_warn("no function names or lines: %s", why);
+  free(why);
+  *out = s;
+  return 0;
+}
+
+int64_t ms_cli_sites_interval(const ms_cli_sites *s) { return s->f.interval; }
+
+uint64_t ms_cli_sites_place(const ms_cli_sites *s, size_t i) { return first_pc(&s->f.sites[i]); }
+
+void ms_cli_sites_frames_text(const ms_cli_sites *s, size_t i, size_t frames, const char *indent,
+                              FILE *out) {
+  const site *st = &s->f.sites[i];
+  if (!st->nframes) fprintf(out, "%s       (no frames)\n", indent);
+  for (size_t k = st->skip; k < st->nframes && k < st->skip + frames; k++) {
+    fprintf(out, "%s       %s ", indent, k > st->skip ? "from" : "at  ");
+    frame_text(&s->f, &st->frames[k], out);
+  }
+}
+
+void ms_cli_sites_frames_json(const ms_cli_sites *s, size_t i, FILE *out) {
+  const site *st = &s->f.sites[i];
+  fprintf(out, "\"wrapper_frames\": %zu, \"frames\": [", st->skip);
+  for (size_t k = 0; k < st->nframes; k++) {
+    const frame *f = &st->frames[k];
+    fprintf(out, "%s{\"pc\": \"0x%" PRIx64 "\"", k ? ", " : "", f->pc);
+    if (f->map >= 0) {
+      fputs(", \"object\": ", out);
+      ms_cli_json_str(out, s->f.maps[f->map].path);
+      fprintf(out, ", \"address\": \"0x%" PRIx64 "\"", f->vaddr);
+    }
+    if (f->function) fputs(", \"function\": ", out), ms_cli_json_str(out, f->function);
+    if (f->file)
+      fputs(", \"file\": ", out), ms_cli_json_str(out, f->file), fprintf(out, ", \"line\": %ld", f->line);
+    fputc('}', out);
+  }
+  fputc(']', out);
+}
+
+void ms_cli_sites_free(ms_cli_sites *s) {
+  if (!s) return;
+  sites_free(&s->f);
+  free(s);
+}
+
 void ms_cli_sites_summary(const char *trace_path, const memstub_trace *t, int top, FILE *out) {
   (void)t;
   char *path = ms_cli_sidecar_path(trace_path, ".sites");

@@ -9,6 +9,9 @@
 #   int memstub_NAME(void);                       // replay it: 0 or -errno
 #   int memstub_NAME_err(memstub_error *err);     // the same, with the reason
 #   const struct memstub_stub *memstub_NAME_stub(void);  // for memstub_replay_run
+#   long long memstub_NAME_release(void);         // GEN_ARGS --hold: release survivors now
+#   long long memstub_NAME_release_bytes(long long n);  // ... at most n bytes of them
+#   long long memstub_NAME_held(void);            // bytes held after the calls
 #
 # so a program links NAME and calls memstub_NAME() in place of the real
 # component. The replay follows MEMSTUB_TIMING, MEMSTUB_MARGIN_NS and
@@ -108,9 +111,14 @@ function(memstub_add_stub)
   # Generated files live in the build tree only.
   set(dir "${CMAKE_CURRENT_BINARY_DIR}/memstub_${S_NAME}")
   set(header "${dir}/${S_NAME}_memuse.h")
+  # --hold and --release read TRACE.generations beside the trace.
+  set(sidecars "")
+  if(EXISTS "${trace}.generations")
+    set(sidecars "${trace}.generations")
+  endif()
   add_custom_command(OUTPUT "${header}"
     COMMAND "${exe}" gen "${trace}" --name ${S_NAME} -o "${header}" ${gen_args}
-    DEPENDS "${trace}" ${profiles} ${exe_dep}
+    DEPENDS "${trace}" ${sidecars} ${profiles} ${exe_dep}
     COMMENT "memstub gen ${S_TRACE} --name ${S_NAME}"
     VERBATIM)
   file(CONFIGURE OUTPUT "${dir}/memstub_${S_NAME}.h" @ONLY CONTENT
@@ -133,6 +141,14 @@ int memstub_${S_NAME}(void);
 int memstub_${S_NAME}_err(struct memstub_error *err);
 /* The stub data, for memstub_replay_run() (memstub/runtime.h). */
 const struct memstub_stub *memstub_${S_NAME}_stub(void);
+/* A stub made with GEN_ARGS --hold (or --hold-api) returns holding what the
+ * component left alive (docs/runtime.md, \"Survivors after the return\"):
+ * release what the program freed of it now, where the host frees the real
+ * results (the bytes released); at most n bytes of it, oldest first; and
+ * the bytes held now. Without --hold they hold nothing and return 0. */
+long long memstub_${S_NAME}_release(void);
+long long memstub_${S_NAME}_release_bytes(long long n);
+long long memstub_${S_NAME}_held(void);
 
 #ifdef __cplusplus
 }
@@ -145,10 +161,27 @@ const struct memstub_stub *memstub_${S_NAME}_stub(void);
 #include \"${S_NAME}_memuse.h\"
 #include \"memstub_${S_NAME}.h\"
 
+#ifdef ${S_NAME}_HOLD
+int memstub_${S_NAME}(void) {
+  return memstub_stub_call_held(&${S_NAME}_memStub, &${S_NAME}_memRelease, NULL);
+}
+int memstub_${S_NAME}_err(struct memstub_error *err) {
+  return memstub_stub_call_held(&${S_NAME}_memStub, &${S_NAME}_memRelease, err);
+}
+long long memstub_${S_NAME}_release(void) { return memstub_release_now(&${S_NAME}_memRelease, -1); }
+long long memstub_${S_NAME}_release_bytes(long long n) {
+  return n > 0 ? memstub_release_now(&${S_NAME}_memRelease, n) : 0;
+}
+long long memstub_${S_NAME}_held(void) { return memstub_release_held(&${S_NAME}_memRelease); }
+#else
 int memstub_${S_NAME}(void) { return memstub_stub_call(&${S_NAME}_memStub, NULL); }
 int memstub_${S_NAME}_err(struct memstub_error *err) {
   return memstub_stub_call(&${S_NAME}_memStub, err);
 }
+long long memstub_${S_NAME}_release(void) { return 0; }
+long long memstub_${S_NAME}_release_bytes(long long n) { return (void)n, 0; }
+long long memstub_${S_NAME}_held(void) { return 0; }
+#endif
 const struct memstub_stub *memstub_${S_NAME}_stub(void) { return &${S_NAME}_memStub; }
 ")
   add_library(${S_NAME} STATIC "${dir}/memstub_${S_NAME}.c" "${header}")

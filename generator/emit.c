@@ -39,6 +39,7 @@ typedef struct data_files {
   char dir[4096];      // private temporary directory, "" until made
   char file[8][4200];  // [0] use or data, [1] map, [2] mapped, [3] rss, [4..7] work; "" until made
   int64_t bytes;       // written in all
+  const struct memstub_release *release;  // gen --hold: the release schedule, or NULL
 } data_files;
 
 int memstub_gen_format_parse(const char *s, int *format) {
@@ -358,6 +359,20 @@ static void define_num(FILE *f, const char *m, long long v) {
   fprintf(f, "m4_define([[%s]], [[%lld]])m4_dnl\n", m, v);
 }
 
+/* gen --hold: MS_RELEASE(mode, n, after_ns, bytes), the schedule's arrays
+ * as quoted arguments (numbers and commas only). */
+static void write_release(FILE *f, const struct memstub_release *r) {
+  fprintf(f, "MS_RELEASE([[%d]], [[%lld]], [[", (int)r->mode, (long long)r->n);
+  for (int64_t i = 0; i < r->n; i++)
+    fprintf(f, "%s%lld", i ? (i % 8 ? ", " : ",\n  ") : "  ", (long long)r->after_ns[i]);
+  if (!r->n) fputs("  0", f);  // arrays of one unused entry: C has no empty ones
+  fputs("]], [[", f);
+  if (!r->n) fputs("  0", f);
+  for (int64_t i = 0; i < r->n; i++)
+    fprintf(f, "%s%lld", i ? (i % 8 ? ", " : ",\n  ") : "  ", (long long)r->bytes[i]);
+  fputs("]])m4_dnl\n", f);
+}
+
 static void write_input(FILE *f, const memstub_gen *g, const data_files *d) {
   const struct memstub_stub *s = &g->stub;
   fwrite(ms__memuse_template, 1, ms__memuse_template_len, f);
@@ -417,6 +432,7 @@ static void write_input(FILE *f, const memstub_gen *g, const data_files *d) {
   if (g->cpu && d->format != MEMSTUB_GEN_FORMAT_COMPACT)
     fprintf(f, "MS_WORK_LISTING([[%s]], [[%s]], [[%s]], [[%s]])m4_dnl\n", d->file[4], d->file[5],
             d->file[6], d->file[7]);
+  if (d->release) write_release(f, d->release);
   fputs("MS_END[[]]m4_dnl\n", f);
 }
 
@@ -532,7 +548,10 @@ int memstub_gen_emit_ex(const memstub_gen *g, const char *path, const memstub_ge
   if (!o) o = &none;
   if (o->format < MEMSTUB_GEN_FORMAT_AUTO || o->format > MEMSTUB_GEN_FORMAT_COMPACT)
     return memstub_error_set(err, -EINVAL, "unknown header form %d", o->format);
-  data_files d = {.format = memstub_gen_format_for(o->format, g->stub.numdata)};
+  int rc0;
+  data_files d = {.format = memstub_gen_format_for(o->format, g->stub.numdata),
+                  .release = o->release};
+  if (o->release && (rc0 = memstub_release_check(o->release, err)) < 0) return rc0;
   int64_t t0 = ms__prim_now_ns();
   int rc = write_data(g, o, &d, err);
   int64_t t1 = ms__prim_now_ns();

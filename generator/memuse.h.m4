@@ -31,6 +31,9 @@ m4_divert(-1)
 #                                like MS_LISTING's (MS_COMPACT packs them too)
 #   MS_WORK_LISTING(cpu, calls, churn, calltab)   with MS_WORK 1 and MS_LISTING only:
 #                                memCpu, memCalls, memChurn and memCallTab
+#   MS_RELEASE(mode, n, after, bytes)   with memstub gen --hold only: the
+#                                release schedule (struct memstub_release),
+#                                its arrays given as the arguments
 #   MS_END                       the descriptor and the rest
 # A header without resident data is the paper's layout 1, byte for byte as
 # before resident data existed.
@@ -228,6 +231,39 @@ m4_ifelse(MS_RESIDENT, 1, [[                           MS_PREFIX[[]]memMapped, M
                       MS_PREFIX[[]]NUMDATA, MS_PREFIX[[]]memUse, MS_PREFIX[[]]memPoint);
 ]])m4_dnl
 }
+
+]])
+
+m4_define([[MS_RELEASE]], [[/* What the component left alive when it returned, and when the program freed
+ * it (memstub gen --hold, from TRACE.generations): memstub_NAME() returns
+ * holding one block per entry, freed that many ns after the return (-1:
+ * never) by a timer, or by memstub_NAME_release() (docs/runtime.md,
+ * "Survivors after the return"). */
+#ifndef MEMSTUB_STRUCT_RELEASE
+#define MEMSTUB_STRUCT_RELEASE
+#define MEMSTUB_RELEASE_ABI 1
+#define MEMSTUB_RELEASE_TIMER 1
+#define MEMSTUB_RELEASE_API 2
+struct memstub_release {
+  int32_t abi;
+  int32_t mode;
+  int64_t n;
+  const int64_t *after_ns;
+  const int64_t *bytes;
+};
+#endif
+#define MS_PREFIX[[]]HOLD 1
+__attribute__((unused)) static const int64_t MS_PREFIX[[]]memReleaseAfter[m4_ifelse($2, 0, 1, $2)] = {
+$3};
+__attribute__((unused)) static const int64_t MS_PREFIX[[]]memReleaseBytes[m4_ifelse($2, 0, 1, $2)] = {
+$4};
+__attribute__((unused)) static const struct memstub_release MS_PREFIX[[]]memRelease = {
+  .abi = MEMSTUB_RELEASE_ABI,
+  .mode = $1,
+  .n = $2,
+  .after_ns = MS_PREFIX[[]]memReleaseAfter,
+  .bytes = MS_PREFIX[[]]memReleaseBytes,
+};
 
 ]])
 

@@ -9,7 +9,8 @@
  * table at exit is a survivor alive at exit. Per occurrence: the blocks and
  * bytes allocated inside, and those alive at its end. Bounded: 2^20 blocks
  * in the table at once, 65536 occurrences, 2^20 survivor records; beyond,
- * counted as dropped. Off the hot path unless a region is open on the
+ * counted as dropped. With --sites, a survivor also names the site its
+ * block was sampled at (sites.c), when it was. Off the hot path unless a region is open on the
  * recorded thread or a region-born block is alive (the hooks' inline
  * generation()). */
 #include <errno.h>
@@ -30,7 +31,8 @@ typedef struct gslot {
   uintptr_t p;  // 0 empty, 1 deleted
   int64_t occ;
   uint64_t size;
-  int64_t t;  // allocated, raw clock
+  int64_t t;     // allocated, raw clock
+  int32_t site;  // its allocation site (record --sites), -1 not sampled
 } gslot;
 
 typedef struct occ_rec {
@@ -45,6 +47,7 @@ typedef struct surv {
   int64_t occ;
   uint64_t size;
   int64_t t_alloc, t_free;  // raw clock; t_free -1: alive at exit
+  int32_t site;             // as gslot's
 } surv;
 
 int ms__rec_gen_live;
@@ -95,12 +98,12 @@ void ms__rec_gen_region(int64_t occ, const char *name, int64_t t, int begin) {
   unlock();
 }
 
-static void add_surv(int64_t occ, uint64_t size, int64_t ta, int64_t tf) {
+static void add_surv(int64_t occ, uint64_t size, int64_t ta, int64_t tf, int32_t site) {
   if (g_nsurv == MAX_SURV) {
     g_dropped_surv++;
     return;
   }
-  g_surv[g_nsurv++] = (surv){occ, size, ta, tf};
+  g_surv[g_nsurv++] = (surv){occ, size, ta, tf, site};
 }
 
 static void forget(uintptr_t p, int64_t now) {
@@ -115,12 +118,12 @@ static void forget(uintptr_t p, int64_t now) {
     occ_rec *o = &g_occ[s.occ];
     o->live_blocks--;
     o->live_bytes -= s.size;
-    if (o->end) add_surv(s.occ, s.size, s.t, now);  // freed after its region
+    if (o->end) add_surv(s.occ, s.size, s.t, now, s.site);  // freed after its region
     return;
   }
 }
 
-static void remember(uintptr_t p, int64_t occ, uint64_t n, int64_t now) {
+static void remember(uintptr_t p, int64_t occ, uint64_t n, int64_t now, int32_t site) {
   if (occ > MAX_OCC || !g_occ[occ].begin || __atomic_load_n(&ms__rec_gen_live, __ATOMIC_RELAXED) >= MAX_LIVE) {
     g_dropped_blocks++;
     return;
@@ -129,7 +132,7 @@ static void remember(uintptr_t p, int64_t occ, uint64_t n, int64_t now) {
   const uintptr_t mask = ((uintptr_t)1 << SLOT_BITS) - 1;
   for (int k = 0; k < MAX_PROBE; k++, i = (i + 1) & mask) {
     if (g_tab[i].p > 1) continue;
-    g_tab[i] = (gslot){p, occ, n, now};
+    g_tab[i] = (gslot){p, occ, n, now, site};
     __atomic_fetch_add(&ms__rec_gen_live, 1, __ATOMIC_RELAXED);
     occ_rec *o = &g_occ[occ];
     o->blocks++;
@@ -143,10 +146,13 @@ static void remember(uintptr_t p, int64_t occ, uint64_t n, int64_t now) {
 
 void ms__rec_gen_event(tstate *ts, void *freed, void *allocated, uint64_t n) {
   int64_t now = raw_now();
+  int born = allocated && ts->is_rec && ts->tag;
+  // With --sites, the site sites.c sampled it at just before (the hooks call it first).
+  int32_t site = born ? ms__rec_site_lookup((uintptr_t)allocated) : -1;
   lock();
   if (g_tab) {
     if (freed) forget((uintptr_t)freed, now);
-    if (allocated && ts->is_rec && ts->tag) remember((uintptr_t)allocated, ts->tag, n, now);
+    if (born) remember((uintptr_t)allocated, ts->tag, n, now, site);
   }
   unlock();
 }
@@ -157,13 +163,14 @@ void ms__rec_gen_write(const assembled *A) {
   int64_t end = raw_now();
   // What is still in the table is alive at exit.
   for (uintptr_t i = 0; i < ((uintptr_t)1 << SLOT_BITS); i++)
-    if (g_tab[i].p > 1) add_surv(g_tab[i].occ, g_tab[i].size, g_tab[i].t, -1);
+    if (g_tab[i].p > 1) add_surv(g_tab[i].occ, g_tab[i].size, g_tab[i].t, -1, g_tab[i].site);
   char path[PATH_MAX + 16];
   snprintf(path, sizeof path, "%s.generations", ms__rec.out);
 #define NS(raw) ((long long)((double)((raw) - A->origin_raw) * A->scale))
   memstub_error err = {0};
   ms__afile af;
   uint64_t survivors = 0, surv_bytes = 0;
+  int sites = __atomic_load_n(&ms__rec_sites_on, __ATOMIC_ACQUIRE);
   if (ms__afile_open(&af, path, &err) == 0) {
     FILE *f = af.f;
     fprintf(f, "# memstub-generations 1\n");
@@ -185,8 +192,11 @@ void ms__rec_gen_write(const assembled *A) {
     }
     for (int64_t k = 0; k < g_nsurv; k++) {
       const surv *s = &g_surv[k];
-      fprintf(f, "survivor %lld %llu %lld %lld\n", (long long)s->occ, (unsigned long long)s->size,
+      fprintf(f, "survivor %lld %llu %lld %lld", (long long)s->occ, (unsigned long long)s->size,
               NS(s->t_alloc), s->t_free < 0 ? -1LL : NS(s->t_free));
+      // With --sites: the site's line in TRACE.sites (written just before), -1 not sampled.
+      if (sites) fprintf(f, " %d", (int)ms__rec_site_rank(s->site));
+      fputc('\n', f);
     }
     if (ms__afile_commit(&af, &err) == 0) err.msg[0] = '\0';
   }

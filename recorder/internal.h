@@ -517,6 +517,10 @@ void ms__rec_site_event(tstate *ts, void *freed, void *allocated, uint64_t n)
     __attribute__((noinline));
 // At exit, with the metadata being built: TRACE.sites and its metadata lines.
 void ms__rec_sites_write(void);
+// The site of the sampled block p, live now, or -1 (for generations.c).
+int32_t ms__rec_site_lookup(uintptr_t p);
+// After ms__rec_sites_write: the line (from 0) in TRACE.sites of that site, or -1.
+int32_t ms__rec_site_rank(int32_t site);
 
 // The hooks' one call: nothing but a load and a branch when sites are off.
 HOT void site(tstate *ts, void *freed, void *allocated, uint64_t n) {

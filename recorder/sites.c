@@ -42,6 +42,7 @@
 
 typedef struct site_rec {
   uint64_t hash;
+  int32_t id;  // its index when made (samples name it), kept through the sort
   int nframes;
   uintptr_t pc[SITE_FRAMES];
   int64_t live, peak, alloc;        // estimated bytes: live now, at the peak, allocated
@@ -61,6 +62,7 @@ static int64_t interval;
 static site_rec *sites;
 static int nsites;
 static int32_t *site_index;  // site + 1, or 0
+static int32_t *site_rank;   // after the sort: id -> line in TRACE.sites
 static sample *live;
 static uint8_t filter[FILTER_SLOTS];  // sampled blocks per pointer hash (saturating)
 static int lock_word;
@@ -133,6 +135,7 @@ static int32_t site_of(const uintptr_t *pc, int n) {
       if (nsites >= MAX_SITES) return -1;
       site_rec *st = &sites[nsites];
       st->hash = h;
+      st->id = nsites;
       st->nframes = n;
       memcpy(st->pc, pc, sizeof *pc * (size_t)n);
       site_index[i] = ++nsites;
@@ -241,6 +244,26 @@ void ms__rec_site_event(tstate *ts, void *freed, void *allocated, uint64_t n) {
   }
 }
 
+int32_t ms__rec_site_lookup(uintptr_t p) {
+  if (!__atomic_load_n(&ms__rec_sites_on, __ATOMIC_ACQUIRE)) return -1;
+  if (!__atomic_load_n(&filter[filter_slot(p)], __ATOMIC_RELAXED)) return -1;  // not sampled
+  int32_t s = -1;
+  lock();
+  uintptr_t mask = ((uintptr_t)1 << LIVE_BITS) - 1;
+  uintptr_t i = ((p >> 4) * UINT64_C(0x9E3779B97F4A7C15) >> 32) & mask;
+  for (int probe = 0; probe <= 4096 && live[i].p; probe++, i = (i + 1) & mask)
+    if (live[i].p == p) {
+      s = live[i].site;
+      break;
+    }
+  unlock();
+  return s;
+}
+
+int32_t ms__rec_site_rank(int32_t id) {
+  return site_rank && id >= 0 && id < nsites ? site_rank[id] : -1;
+}
+
 // ---- TRACE.sites -----------------------------------------------------------------------
 
 static int by_peak(const void *a, const void *b) {
@@ -273,6 +296,9 @@ void ms__rec_sites_write(void) {
   int64_t h = __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED);
   if (h > snap_heap) snapshot(h);  // the program ended at its highest level
   qsort(sites, (size_t)nsites, sizeof *sites, by_peak);
+  // Generations name survivors' sites by their line (ms__rec_site_rank).
+  if ((site_rank = ms__rec_map(sizeof(int32_t) * MAX_SITES)))
+    for (int i = 0; i < nsites; i++) site_rank[sites[i].id] = i;
   char path[PATH_MAX + 8];
   snprintf(path, sizeof path, "%s.sites", ms__rec.out);
   memstub_error err = {0};

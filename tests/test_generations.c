@@ -26,7 +26,7 @@ START_TEST(test_read_and_refuse) {
   int rc;
   memstub_generations *g = load("# memstub-generations 1\n   \nexit_ns 900\ndropped 1 2 3\n"
                                 "occurrence 1 0 100 4 650 3 600 my region\n"
-                                "survivor 1 100 10 300\nsurvivor 1 300 20 -1\n",
+                                "survivor 1 100 10 300\nsurvivor 1 300 20 -1 7\n",
                                 &err, &rc);
   ck_assert_msg(rc == 0, "%s", err.msg);
   ck_assert_int_eq(g->exit_ns, 900);
@@ -35,6 +35,8 @@ START_TEST(test_read_and_refuse) {
   ck_assert_str_eq(g->occ[0].name, "my region");
   ck_assert_int_eq(g->nsurv, 2);
   ck_assert_int_eq(g->surv[1].free_ns, -1);
+  ck_assert_int_eq(g->surv[0].site, -1);  // five fields: before sites were recorded
+  ck_assert_int_eq(g->surv[1].site, 7);
   memstub_generations_free(g);
   static const struct {
     const char *text, *want;
@@ -47,6 +49,8 @@ START_TEST(test_read_and_refuse) {
       {"# memstub-generations 1\nexit_ns 9\noccurrence 2 0 5 1 1 0 0 f\noccurrence 2 6 7 1 1 0 0 f\n",
        ":4: field 2: occurrence 2 is not above the one before"},
       {"# memstub-generations 1\nexit_ns 1\nsurvivor 1\n", ":3: field 1: unknown or incomplete"},
+      {"# memstub-generations 1\nexit_ns 1\noccurrence 1 0 5 1 1 0 0 f\nsurvivor 1 1 0 5 -2\n",
+       ":4: field 6: a site is -1"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     g = load(bad[i].text, &err, &rc);
@@ -96,6 +100,22 @@ START_TEST(test_release_rows) {
     ck_assert_int_eq(c->pts[i].time_ns, want_t[i]);
     ck_assert_int_eq(c->pts[i].heap_bytes, want_h[i]);
   }
+  memstub_trace_free(c);
+  // --hold: the same releases inside the trace, none after it; what is
+  // alive after its last row (120) is held: region 2's 200 until 300, and
+  // region 1's 300 never freed.
+  memstub_held held;
+  ck_assert_msg(memstub_generations_hold(t, g, &c, &added, &held, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(added, 2);
+  ck_assert_int_eq(c->n, 8);
+  ck_assert_int_eq(c->pts[7].time_ns, 120);
+  ck_assert_int_eq(held.n, 2);
+  ck_assert_int_eq(held.after_ns[0], 180);
+  ck_assert_int_eq(held.bytes[0], 200);
+  ck_assert_int_eq(held.after_ns[1], -1);
+  ck_assert_int_eq(held.bytes[1], 300);
+  ck_assert_int_eq(held.total, 500);
+  memstub_held_free(&held);
   memstub_trace_free(c);
   // A trace without regions: refused.
   memstub_trace *plain = memstub_trace_create();

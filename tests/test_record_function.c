@@ -235,13 +235,14 @@ START_TEST(test_refusals) {
 END_TEST
 
 // Generations (issue 20): produce() leaves three blocks alive: one freed
-// 100 ms after it returned, one 150 ms after, one never; at every resolution.
+// 100 ms after it returned, one 150 ms after (at the end of main), one
+// never; at every resolution; each from a site of its own (--sites).
 START_TEST(test_generations) {
   static const char *const res[] = {"0", "100000", "10000000"};
   for (size_t i = 0; i < 3; i++) {
     char *dir = tu_mkdtemp();
-    char *argv[] = {(char *)env("MEMSTUB_EXE"), "record", "-q", "-r", (char *)res[i], "-o",
-                    "t.csv", "--function", "produce", "--",
+    char *argv[] = {(char *)env("MEMSTUB_EXE"), "record", "-q", "--sites", "-r", (char *)res[i],
+                    "-o", "t.csv", "--function", "produce", "--",
                     (char *)env("MEMSTUB_REC_FNPROG"), "generation", NULL};
     tu_run r = tu_exec(dir, argv);
     ck_assert_msg(r.status == 0, "-r %s: status %d: %s", res[i], r.status, r.err);
@@ -257,6 +258,36 @@ START_TEST(test_generations) {
     tu_run_free(&r);
     r = tu_memstub(dir, "generations", "t.csv", NULL);
     ck_assert_msg(r.status == 0 && strstr(r.out, "produce"), "%s", r.out);
+    tu_run_free(&r);
+    // --sites: blocks of 64 KiB (the sampling interval) or more are always
+    // sampled: three sites, the never-freed one first.
+    r = tu_memstub(dir, "generations", "t.csv", "--sites", "--json", NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    const char *reg = strstr(r.out, "\"regions\": [");
+    ck_assert_msg(reg, "%s", r.out);
+    long long site[3], blocks[3], bytes[3], at_exit[3];
+    const char *q = strstr(reg, "\"sites\": [");
+    ck_assert_ptr_nonnull(q);
+    for (int k = 0; k < 3; k++) {
+      q = strstr(q, "{\"site\": ");
+      ck_assert_msg(q && sscanf(q, "{\"site\": %lld, \"survivor_blocks\": %lld, \"survivor_bytes\": "
+                                   "%lld, \"alive_at_exit\": %lld}",
+                                &site[k], &blocks[k], &bytes[k], &at_exit[k]) == 4,
+                    "-r %s: site %d in %s", res[i], k, reg);
+      q++;
+    }
+    ck_assert_msg(bytes[0] == 300000 && at_exit[0] == 300000 && bytes[1] == 200000 &&
+                      at_exit[1] == 0 && bytes[2] == 100000 && at_exit[2] == 0,
+                  "-r %s: %s", res[i], reg);
+    ck_assert(blocks[0] == 1 && blocks[1] == 1 && blocks[2] == 1);
+    ck_assert(site[0] != site[1] && site[1] != site[2] && site[0] != site[2]);
+    ck_assert_msg(strstr(r.out, "\"unsampled_bytes\": 0, \"sites\""), "%s", r.out);
+    ck_assert_msg(strstr(r.out, "\"function\": \"produce\""), "%s", r.out);
+    tu_run_free(&r);
+    r = tu_memstub(dir, "generations", "t.csv", "--sites", NULL);
+    ck_assert_msg(r.status == 0 && strstr(r.out, "1. 293.0 KiB in 1 block, 293.0 KiB of it never freed") &&
+                      strstr(r.out, "at   produce  fnprog.c:"),
+                  "%s", r.out);
     tu_run_free(&r);
     tu_rmtree(dir);
     free(dir);
@@ -307,6 +338,50 @@ START_TEST(test_generations_replayed) {
   (void)peak, (void)at100, (void)slack;
 #endif
   memstub_trace_free(t);
+  // gen --hold (an embedded stub): the stub's points end at the region's
+  // end and the header holds the three survivors for after the return:
+  // freed 100 and 150 ms after it, and never (tests/test_embed_release.c
+  // replays such a header).
+  r = tu_memstub(dir, "gen", "t.csv", "--hold", "-o", "held.h", NULL);
+  ck_assert_msg(r.status == 0 && strstr(r.err, "holding 585.9 KiB in 3 blocks"), "%s", r.err);
+  tu_run_free(&r);
+  snprintf(path, sizeof path, "%s/held.h", dir);
+  char *h = tu_read_file(path);
+  ck_assert_ptr_nonnull(h);
+  const char *a = strstr(h, "memReleaseAfter[3] = {"), *b = strstr(h, "memReleaseBytes[3] = {");
+  ck_assert_msg(a && b, "%s", h);
+  long long after[3], bytes[3];
+  ck_assert_int_eq(sscanf(strchr(a, '{') + 1, " %lld, %lld, %lld", &after[0], &after[1], &after[2]), 3);
+  ck_assert_int_eq(sscanf(strchr(b, '{') + 1, " %lld, %lld, %lld", &bytes[0], &bytes[1], &bytes[2]), 3);
+  ck_assert_msg(after[0] >= 100000000 && after[0] < 160000000, "%lld", after[0]);
+  ck_assert_msg(after[1] >= 150000000 && after[1] < 210000000, "%lld", after[1]);
+  ck_assert_int_eq(after[2], -1);
+  ck_assert_int_eq(bytes[0], 100000);
+  ck_assert_int_eq(bytes[1], 200000);
+  ck_assert_int_eq(bytes[2], 300000);
+  free(h);
+  // The what-ifs scale the schedule: twice the time, half the bytes.
+  r = tu_memstub(dir, "gen", "t.csv", "--hold-api", "--time-scale", "2", "--heap-scale", "0.5",
+                 "-o", "held2.h", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  tu_run_free(&r);
+  snprintf(path, sizeof path, "%s/held2.h", dir);
+  h = tu_read_file(path);
+  ck_assert_ptr_nonnull(h);
+  long long after2[3], bytes2[3];
+  a = strstr(h, "memReleaseAfter[3] = {"), b = strstr(h, "memReleaseBytes[3] = {");
+  ck_assert_msg(a && b && strstr(h, ".mode = 2,"), "%s", h);
+  ck_assert_int_eq(sscanf(strchr(a, '{') + 1, " %lld, %lld, %lld", &after2[0], &after2[1], &after2[2]), 3);
+  ck_assert_int_eq(sscanf(strchr(b, '{') + 1, " %lld, %lld, %lld", &bytes2[0], &bytes2[1], &bytes2[2]), 3);
+  for (int k = 0; k < 2; k++) ck_assert(after2[k] >= 2 * after[k] - 1 && after2[k] <= 2 * after[k] + 1);
+  ck_assert_int_eq(after2[2], -1);
+  ck_assert(bytes2[0] == 50000 && bytes2[1] == 100000 && bytes2[2] == 150000);
+  free(h);
+  // --release (rows, a standalone stub) and --hold (an embedded one) do not mix.
+  r = tu_memstub(dir, "gen", "t.csv", "--hold", "--release", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "choose one"), "%s", r.err);
+  tu_run_free(&r);
   tu_rmtree(dir);
   free(dir);
 }
@@ -323,6 +398,16 @@ START_TEST(test_generations_refusals) {
   r = tu_memstub(dir, "generations", "t.csv", NULL);
   ck_assert_int_eq(r.status, 2);
   ck_assert_msg(strstr(r.err, "has no generations"), "%s", r.err);
+  tu_run_free(&r);
+  // Regions recorded without --sites: --sites says how to get them.
+  char *gargv[] = {(char *)env("MEMSTUB_EXE"), "record", "-q", "-o", "g.csv", "--function",
+                   "produce", "--", (char *)env("MEMSTUB_REC_FNPROG"), "generation", NULL};
+  r = tu_exec(dir, gargv);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "generations", "g.csv", "--sites", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "record it with --sites too"), "%s", r.err);
   tu_run_free(&r);
   char path[4096];
   snprintf(path, sizeof path, "%s/bad.generations", dir);

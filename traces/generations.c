@@ -109,16 +109,21 @@ static int read_line(const char *path, long ln, char *buf, memstub_generations *
     g->nocc++;
     return 0;
   }
-  if (strcmp(f[0], "survivor") == 0 && n == 5) {
-    if ((rc = nums(path, ln, f, 1, 4, v, err)) < 0) return rc;
+  // A survivor's sixth field, its site, came later: five fields are read as site -1.
+  if (strcmp(f[0], "survivor") == 0 && (n == 5 || n == 6)) {
+    if ((rc = nums(path, ln, f, 1, n - 1, v, err)) < 0) return rc;
+    if (n == 5) v[4] = -1;
     if (!memstub_generations_find(g, v[0]))
       return memstub_error_set(err, -EINVAL, "%s:%ld: field 2: occurrence %" PRId64
                                " has no occurrence line before it", path, ln, v[0]);
     if (v[1] < 0) return memstub_error_set(err, -EINVAL, "%s:%ld: field 3: negative size", path, ln);
     if (v[3] < -1) return memstub_error_set(err, -EINVAL, "%s:%ld: field 5: below -1", path, ln);
+    if (v[4] < -1 || v[4] > INT32_MAX)
+      return memstub_error_set(err, -EINVAL, "%s:%ld: field 6: a site is -1 or a site line's "
+                               "index", path, ln);
     if (grow((void **)&g->surv, csurv, g->nsurv, sizeof *g->surv) < 0)
       return memstub_error_set(err, -ENOMEM, "%s: out of memory", path);
-    g->surv[g->nsurv++] = (memstub_survivor){v[0], v[1], v[2], v[3]};
+    g->surv[g->nsurv++] = (memstub_survivor){v[0], v[1], v[2], v[3], v[4]};
     return 0;
   }
   char b[40];
@@ -182,8 +187,13 @@ static int per_interval(const char *name) {
   return strcmp(name, "churn_bytes") == 0 || strncmp(name, "calls_", 6) == 0;
 }
 
-int memstub_generations_release(const memstub_trace *t, const memstub_generations *g,
-                                memstub_trace **out, size_t *added, memstub_error *err) {
+/* memstub_generations_release, with the releases after t's last row kept
+ * only when until is INT64_MAX; rels and nrels, when not NULL, get the
+ * releases of t's regions' survivors sorted by time (the caller frees
+ * *rels), and *never the bytes of those never freed. */
+static int release_rows(const memstub_trace *t, const memstub_generations *g, int64_t until,
+                        memstub_trace **out, size_t *added, rel **rels, size_t *nrels,
+                        int64_t *never, memstub_error *err) {
   *out = NULL;
   *added = 0;
   int rc = memstub_trace_column(t, "region");
@@ -206,9 +216,12 @@ int memstub_generations_release(const memstub_trace *t, const memstub_generation
   for (size_t i = 0; i < g->nsurv; i++) {
     const memstub_survivor *s = &g->surv[i];
     const memstub_occurrence *o = memstub_generations_find(g, s->occurrence);
-    if (s->free_ns >= 0 && o && s->free_ns >= o->end_ns &&
-        bsearch(&s->occurrence, ids, t->n, sizeof *ids, by_id))
+    if (!o || !bsearch(&s->occurrence, ids, t->n, sizeof *ids, by_id)) continue;
+    if (s->free_ns >= 0 && s->free_ns >= o->end_ns)
       r[nr++] = (rel){s->free_ns, s->bytes};
+    else if (s->free_ns < 0 && never && *never >= 0 &&
+             __builtin_add_overflow(*never, s->bytes, never))
+      *never = -1;  // beyond 64 bits: the caller refuses it
   }
   free(ids);
   qsort(r, nr, sizeof *r, by_time);
@@ -226,7 +239,7 @@ int memstub_generations_release(const memstub_trace *t, const memstub_generation
            t->nextra * sizeof(int64_t));
     // Releases in the gap after row i: after its time, before the next row,
     // when the next row is another region (or there is none).
-    int64_t next = i + 1 < t->n ? t->pts[i + 1].time_ns : INT64_MAX;
+    int64_t next = i + 1 < t->n ? t->pts[i + 1].time_ns : until;
     int gap = i + 1 == t->n || memstub_trace_extra_row(t, i + 1)[rcol] !=
                                    memstub_trace_extra_row(t, i)[rcol];
     while (j < nr && r[j].t <= t->pts[i].time_ns) j++;  // inside a region: its rows have it
@@ -248,11 +261,74 @@ int memstub_generations_release(const memstub_trace *t, const memstub_generation
       j++;
     }
   }
-  free(r);
+  if (rels && rc == 0) {
+    *rels = r, *nrels = nr;
+  } else {
+    free(r);
+  }
   if (rc < 0) {
     memstub_trace_free(c);
     return memstub_error_set(err, rc, "out of memory");
   }
   *out = c;
   return 0;
+}
+
+int memstub_generations_release(const memstub_trace *t, const memstub_generations *g,
+                                memstub_trace **out, size_t *added, memstub_error *err) {
+  return release_rows(t, g, INT64_MAX, out, added, NULL, NULL, NULL, err);
+}
+
+int memstub_generations_hold(const memstub_trace *t, const memstub_generations *g,
+                             memstub_trace **out, size_t *added, memstub_held *held,
+                             memstub_error *err) {
+  memset(held, 0, sizeof *held);
+  if (t->n == 0) return memstub_error_set(err, -EINVAL, "the trace has no rows");
+  int64_t end = t->pts[t->n - 1].time_ns;
+  rel *r = NULL;
+  size_t nr = 0;
+  int64_t never = 0;
+  int rc = release_rows(t, g, end, out, added, &r, &nr, &never, err);
+  if (rc < 0) return rc;
+  // The survivors of t's regions still alive after its last row: by the
+  // time the program freed them (merged when equal), then those never freed.
+  size_t k = 0;
+  for (size_t i = 0; i < nr; i++)
+    if (r[i].t > end) r[k++] = (rel){r[i].t - end, r[i].bytes};
+  size_t m = 0;
+  held->after_ns = malloc((k + 1) * sizeof *held->after_ns);
+  held->bytes = malloc((k + 1) * sizeof *held->bytes);
+  if (rc == 0 && (!held->after_ns || !held->bytes))
+    rc = memstub_error_set(err, -ENOMEM, "out of memory");
+  int64_t total = never;
+  int over = never < 0;
+  for (size_t i = 0; rc == 0 && !over && i < k; i++) {
+    if (r[i].bytes <= 0) continue;
+    if ((over = __builtin_add_overflow(total, r[i].bytes, &total))) break;
+    if (m && held->after_ns[m - 1] == r[i].t) {
+      held->bytes[m - 1] += r[i].bytes;
+      continue;
+    }
+    held->after_ns[m] = r[i].t, held->bytes[m] = r[i].bytes;
+    m++;
+  }
+  if (rc == 0 && over)
+    rc = memstub_error_set(err, -EINVAL, "the survivors' bytes add up beyond 64 bits");
+  if (rc == 0 && never > 0) held->after_ns[m] = -1, held->bytes[m++] = never;
+  free(r);
+  if (rc < 0) {
+    memstub_held_free(held);
+    memstub_trace_free(*out);
+    *out = NULL;
+    return rc;
+  }
+  held->n = m;
+  held->total = total;
+  return 0;
+}
+
+void memstub_held_free(memstub_held *h) {
+  free(h->after_ns);
+  free(h->bytes);
+  memset(h, 0, sizeof *h);
 }

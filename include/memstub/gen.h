@@ -20,6 +20,7 @@ extern "C" {
 #endif
 
 struct memstub_profile;  // memstub/calib.h
+struct memstub_release;  // memstub/runtime.h
 
 typedef struct memstub_gen_options {
   const char *name;         // identifier prefix for the header's names; NULL or "" for none
@@ -137,6 +138,10 @@ typedef struct memstub_gen_emit_options {
    * once at the end; NULL for none. */
   void (*progress)(void *ctx, int64_t done, int64_t total);
   void *progress_ctx;
+  /* memstub gen --hold: the survivors the stub holds after it returns, and
+   * their release (memstub/runtime.h; docs/runtime.md), emitted as
+   * NAME_memRelease with NAME_HOLD defined; NULL for none. */
+  const struct memstub_release *release;
 } memstub_gen_emit_options;
 
 // Where memstub_gen_emit_ex spent its time, for benchmarks and progress.

@@ -26,6 +26,8 @@ typedef struct memstub_survivor {
   int64_t occurrence;  /* its memstub_occurrence id */
   int64_t bytes;
   int64_t alloc_ns, free_ns;  /* free_ns -1: alive at exit */
+  int64_t site;  /* its allocation site: the index of a site line in TRACE.sites
+                    (from 0, in file order); -1 when not sampled or not recorded */
 } memstub_survivor;
 
 typedef struct memstub_generations {
@@ -54,6 +56,27 @@ const memstub_occurrence *memstub_generations_find(const memstub_generations *g,
  * column) or -ENOMEM with err set. */
 int memstub_generations_release(const memstub_trace *t, const memstub_generations *g,
                                 memstub_trace **out, size_t *added, memstub_error *err);
+
+/* What a stub of t holds when it returns (memstub gen --hold): the
+ * survivors of t's regions still alive after t's last row, as n entries
+ * (after_ns[k] ns after that row the program freed bytes[k]; entries of
+ * equal time merged; increasing, then one entry of after_ns -1 with the
+ * bytes never freed), total their sum. */
+typedef struct memstub_held {
+  size_t n;
+  int64_t *after_ns, *bytes;
+  int64_t total;
+} memstub_held;
+
+/* memstub_generations_release for a stub that returns at t's last row:
+ * *out is t with the releases inside its span added (rows between its
+ * regions, none after its last row), and *held what is still alive after
+ * it. 0, or fails as memstub_generations_release (and -EINVAL for a trace
+ * without rows); then *out is NULL and *held empty. */
+int memstub_generations_hold(const memstub_trace *t, const memstub_generations *g,
+                             memstub_trace **out, size_t *added, memstub_held *held,
+                             memstub_error *err);
+void memstub_held_free(memstub_held *h);
 
 #ifdef __cplusplus
 }

@@ -301,6 +301,52 @@ void memstub_stub_data_free(memstub_stub_data *d);
 
 /* memstub_stub_call(), a stub's function entry point, is in memstub/stub.h. */
 
+/* Survivors after the return (memstub gen --hold; docs/runtime.md,
+ * "Survivors after the return"): what the recorded component left alive
+ * when it returned, and when the program freed it. A generated header
+ * repeats this definition under the same guard. */
+#ifndef MEMSTUB_STRUCT_RELEASE
+#define MEMSTUB_STRUCT_RELEASE
+#define MEMSTUB_RELEASE_ABI 1
+#define MEMSTUB_RELEASE_TIMER 1  // freed by a timer thread on the recorded schedule
+#define MEMSTUB_RELEASE_API 2    // freed when the host calls memstub_release_now
+struct memstub_release {
+  int32_t abi;              /* MEMSTUB_RELEASE_ABI */
+  int32_t mode;             /* MEMSTUB_RELEASE_TIMER or _API: the default of the stub's calls */
+  int64_t n;                /* entries: one block each */
+  const int64_t *after_ns;  /* [n] when the program freed it, ns after the return;
+                               increasing, then -1 (never freed) at the end */
+  const int64_t *bytes;     /* [n] > 0 */
+};
+#endif
+
+/* 0 when r is well formed (abi, mode, entries as the struct says), else
+ * -EINVAL with err naming the entry. */
+int memstub_release_check(const struct memstub_release *r, memstub_error *err);
+/* "timer" / "api" into *mode: 0 or -EINVAL. */
+int memstub_release_mode_parse(const char *name, int *mode);
+/* The body of a holding stub's entry point (memstub_NAME() of a header made
+ * with memstub gen --hold): memstub_stub_call(s), then, as the component
+ * returned, one block per entry of r allocated and written, held by the
+ * runtime: freed at the return + after_ns by a timer thread (mode TIMER), or
+ * by memstub_release_now (mode API); MEMSTUB_RELEASE=timer|api in the
+ * environment overrides r->mode. Blocks the program never freed stay held
+ * to the end. A call before an earlier one's blocks are released adds its
+ * own, as the component's calls would. Returns 0, or a negative errno (err
+ * set): the replay's failure (nothing held), -ENOMEM (nothing held), or the
+ * timer thread's failure (-EAGAIN: the blocks stay held until
+ * memstub_release_now). Thread-safe. */
+int memstub_stub_call_held(const struct memstub_stub *s, const struct memstub_release *r,
+                           memstub_error *err);
+/* Release up to max_bytes (< 0: all) of what the calls of r's stub hold and
+ * the program freed, in the recorded order, oldest call first; a block is
+ * shrunk when only part of it fits. Blocks the program never freed stay.
+ * Works in either mode (with the timer: released early). Returns the bytes
+ * released. Thread-safe. */
+int64_t memstub_release_now(const struct memstub_release *r, int64_t max_bytes);
+// Bytes the calls of r's stub hold now (every block, never-freed ones too).
+int64_t memstub_release_held(const struct memstub_release *r);
+
 /* "deadline" / "usleep" (NULL for an unknown mode), and back: 0 or -EINVAL. */
 const char *memstub_timing_name(int timing);
 int memstub_timing_parse(const char *name, int *timing);

@@ -50,6 +50,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_ASSERT(memstub_trace_validate(c, &err) == 0, "invalid: %s", err.msg);
   }
   memstub_trace_free(c);
+  // --hold: the same rows up to the trace's end; what is held after it has
+  // increasing times, then at most one never-freed entry, all bytes > 0.
+  memstub_held held;
+  rc = memstub_generations_hold(t, g, &c, &added, &held, &err);
+  FUZZ_ASSERT(rc == 0 || rc == -ENOMEM || rc == -EINVAL, "hold: %s", err.msg);
+  if (rc == 0) {
+    FUZZ_ASSERT(c->n == t->n + added && c->pts[c->n - 1].time_ns == 200, "hold rows");
+    int64_t sum = 0;
+    for (size_t i = 0; i < held.n; i++) {
+      FUZZ_ASSERT(held.bytes[i] > 0, "held bytes");
+      FUZZ_ASSERT(held.after_ns[i] > 0 || (held.after_ns[i] == -1 && i + 1 == held.n), "after");
+      FUZZ_ASSERT(i == 0 || held.after_ns[i] == -1 || held.after_ns[i] > held.after_ns[i - 1],
+                  "order");
+      sum += held.bytes[i];
+    }
+    FUZZ_ASSERT(sum == held.total, "total");
+    memstub_held_free(&held);
+    memstub_trace_free(c);
+  }
   memstub_trace_free(t);
   memstub_generations_free(g);
   return 0;

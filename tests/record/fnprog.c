@@ -53,10 +53,13 @@ __attribute__((noinline)) void jumper(int n) {
 }
 
 static char *volatile g_kept[3];
+// Each kept block from a line of its own: three allocation sites.
 __attribute__((noinline)) void produce(void) {
   char *volatile tmp = malloc(50000);
+  g_kept[0] = malloc(100000);  // site: freed 100 ms later
+  g_kept[1] = malloc(200000);  // site: freed at the end of main
+  g_kept[2] = malloc(300000);  // site: never freed
   for (int i = 0; i < 3; i++) {
-    g_kept[i] = malloc((size_t)(i + 1) * 100000);
     if (!g_kept[i]) exit(3);
     memset(g_kept[i], 1, (size_t)(i + 1) * 100000);
   }
