@@ -146,7 +146,7 @@ void ms__rec_gen_event(tstate *ts, void *freed, void *allocated, uint64_t n) {
   lock();
   if (g_tab) {
     if (freed) forget((uintptr_t)freed, now);
-    if (allocated && ts->is_rec && ts->tag) remember((uintptr_t)allocated, ts->tag, n, now);
+    if (allocated && ts == ms__rec.rec && ts->tag) remember((uintptr_t)allocated, ts->tag, n, now);
   }
   unlock();
 }

@@ -1,0 +1,95 @@
+// threads: four threads with known stacks and heaps, for memstub record
+// --thread all (tests/test_record_threads.c). Run plain, it does the same.
+//
+//   thread 0 (main): holds 100000 bytes, creates 1, 2, 3 in that order,
+//     frees its 100000, joins 1, 2, 3, then frees thread 1's result (40000
+//     bytes: a cross-thread free of an ended thread's block).
+//   thread 1: 40 frames of 1 KiB deep, allocates 10000, 20000, 30000 there,
+//     frees 10000 and 20000, returns a block of 40000 (kept), frees 30000.
+//   thread 2: 10 frames deep, allocates 5000 and hands it to thread 3, which
+//     frees it (a cross-thread free of a running thread's block); then
+//     grows a block by realloc 100 -> 200 -> 400 and frees it.
+//   thread 3: 2 frames deep, frees thread 2's 5000, then calloc(10, 300)
+//     and frees it.
+// The threads wait on semaphores (no allocation) so that the order of the
+// frees is fixed. Exit status 0, or 1 when something failed.
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static sem_t handed, freed;
+static void *volatile handoff;
+static volatile char sink;
+
+// depth frames of about 1 KiB each, then fn at the bottom.
+static void *deep(int depth, void *(*fn)(void)) {
+  volatile char pad[1024];
+  memset((char *)pad, depth, sizeof pad);
+  void *r = depth > 1 ? deep(depth - 1, fn) : fn();
+  sink = pad[depth % 1024];
+  return r;
+}
+
+static void *one_bottom(void) {
+  char *a = malloc(10000), *b = malloc(20000), *c = malloc(30000);
+  if (!a || !b || !c) return NULL;
+  a[0] = b[0] = c[0] = 1;
+  free(a);
+  free(b);
+  char *r = malloc(40000);
+  if (r) r[0] = 1;
+  free(c);
+  return r;
+}
+
+static void *two_bottom(void) {
+  char *h = malloc(5000);
+  if (!h) return NULL;
+  h[0] = 1;
+  handoff = h;
+  sem_post(&handed);
+  while (sem_wait(&freed) != 0) {
+  }
+  char *g = malloc(100), *g2;
+  if (!g) return NULL;
+  if (!(g2 = realloc(g, 200))) return NULL;
+  if (!(g = realloc(g2, 400))) return NULL;
+  g[0] = 1;
+  free(g);
+  return (void *)1;
+}
+
+static void *three_bottom(void) {
+  while (sem_wait(&handed) != 0) {
+  }
+  free(handoff);
+  sem_post(&freed);
+  char *z = calloc(10, 300);
+  if (!z) return NULL;
+  sink = z[0];
+  free(z);
+  return (void *)1;
+}
+
+static void *one(void *a) { return (void)a, deep(40, one_bottom); }
+static void *two(void *a) { return (void)a, deep(10, two_bottom); }
+static void *three(void *a) { return (void)a, deep(2, three_bottom); }
+
+int main(void) {
+  if (sem_init(&handed, 0, 0) != 0 || sem_init(&freed, 0, 0) != 0) return 1;
+  char *mine = malloc(100000);
+  if (!mine) return 1;
+  mine[0] = 1;
+  pthread_t t[3];
+  void *(*fn[3])(void *) = {one, two, three};
+  for (int i = 0; i < 3; i++)
+    if (pthread_create(&t[i], NULL, fn[i], NULL) != 0) return 1;
+  free(mine);
+  void *res[3];
+  for (int i = 0; i < 3; i++)
+    if (pthread_join(t[i], &res[i]) != 0 || !res[i]) return 1;
+  free(res[0]);  // thread 1's 40000
+  return 0;
+}
