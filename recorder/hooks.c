@@ -140,14 +140,22 @@ static inline uint64_t counted(uint64_t entry) { return entry & NOT_MINE ? 0 : e
 
 /* ---- --thread all (threads.c): each thread's own heap, blocks with their owner ---- */
 
+// The process's total, which only --sites reads on --thread all (a shared atomic otherwise).
+static inline void gheap_add(int64_t d) {
+  if (UNLIKELY(__atomic_load_n(&ms__rec_sites_on, __ATOMIC_RELAXED))) heap_add(d);
+}
+
 // The owner of a block ts allocates now (table.h): its number and its bucket.
 static inline uint64_t owner_now(const tstate *ts) {
   return ((uint64_t)(ts->thr + 1) << OWN_T_BITS) |
          ((uint64_t)(ts->h.b.t0 - ms__rec.raw0) & OWN_T_MASK);
 }
 
+// ts (the calling thread) allocated (d > 0) or freed its own bytes: its heap after.
 static inline int64_t theap_add(tstate *ts, int64_t d) {
-  return __atomic_add_fetch(&ts->theap, d, __ATOMIC_RELAXED);
+  int64_t own = ts->theap_own + d;
+  __atomic_store_n(&ts->theap_own, own, __ATOMIC_RELAXED);
+  return own - __atomic_load_n(&ts->theap_x, __ATOMIC_RELAXED);
 }
 
 /* ts freed a counted block of bytes whose owner is own: the owner's heap
@@ -156,7 +164,7 @@ static inline int64_t theap_add(tstate *ts, int64_t d) {
 static void release_all(tstate *ts, uint64_t own, uint64_t bytes, uintptr_t sp) {
   int from = (int)(own >> OWN_T_BITS) - 1;
   tstate *o = ms__rec_thr_state(from);
-  heap_add(-(int64_t)bytes);
+  gheap_add(-(int64_t)bytes);
   if (!o || o == ts) {
     int64_t h = theap_add(ts, -(int64_t)bytes);
     if (!ts->gone) event(ts, h, sp);
@@ -164,21 +172,22 @@ static void release_all(tstate *ts, uint64_t own, uint64_t bytes, uintptr_t sp) 
   }
   int64_t alloc = ms__rec.raw0 + (int64_t)(own & OWN_T_MASK);
   if (!ts->gone) ms__rec_thr_xroom(ts, from, alloc);
-  int64_t after = theap_add(o, -(int64_t)bytes);
+  int64_t after = __atomic_load_n(&o->theap_own, __ATOMIC_RELAXED) -
+                  __atomic_add_fetch(&o->theap_x, (int64_t)bytes, __ATOMIC_RELAXED);
   if (ts->gone) return;
-  event(ts, __atomic_load_n(&ts->theap, __ATOMIC_RELAXED), sp);
+  event(ts, theap(ts), sp);
   ms__rec_thr_xfree(ts, from, alloc, (int64_t)bytes, after);
 }
 
 // A block of n bytes ts allocated (p not NULL) becomes its own.
 static void own_all(tstate *ts, void *p, uint64_t n, uintptr_t sp) {
   if (UNLIKELY(n >= MS__REC_GROW_SAMPLE)) ms__rec_mem_sample(ts);
-  heap_add((int64_t)n);
+  gheap_add((int64_t)n);
   int64_t h = theap_add(ts, (int64_t)n);
   if (!ts->gone) event(ts, h, sp);  // first: the block's bucket is the one the event is in
   if (UNLIKELY(!table_put_o((uintptr_t)p, n, owner_now(ts), 1))) {
     __atomic_fetch_add(&ms__rec.table_overflow, 1, __ATOMIC_RELAXED);
-    heap_add(-(int64_t)n);
+    gheap_add(-(int64_t)n);
     h = theap_add(ts, -(int64_t)n);
     if (!ts->gone) event(ts, h, sp);
   }
@@ -245,12 +254,12 @@ static __attribute__((noinline)) void *realloc_all(tstate *ts, void *p, size_t n
       // Its own block: one change, the new block in the bucket of now.
       int64_t d = (int64_t)n - (int64_t)old;
       if (UNLIKELY(d >= MS__REC_GROW_SAMPLE)) ms__rec_mem_sample(ts);
-      heap_add(d);
+      gheap_add(d);
       int64_t h = theap_add(ts, d);
       if (!ts->gone) event(ts, h, sp);
       if (UNLIKELY(!table_put_o((uintptr_t)q, n, owner_now(ts), 1))) {
         __atomic_fetch_add(&ms__rec.table_overflow, 1, __ATOMIC_RELAXED);
-        heap_add(-(int64_t)n);
+        gheap_add(-(int64_t)n);
         h = theap_add(ts, -(int64_t)n);
         if (!ts->gone) event(ts, h, sp);
       }
@@ -390,16 +399,16 @@ EXPORT void free(void *p) {
   if (UNLIKELY(ts->all)) {
     free_all(ts, p, MS__CALLER_SP());
   } else {
-  MEASURE_BEGIN(ts);
-  site(ts, p, NULL, 0);
-  generation(ts, p, NULL, 0);
-  uint64_t entry;
-  forget((uintptr_t)p, &entry);
-  uint64_t old = counted(entry);
-  count(ts, F_FREE, entry & ~NOT_MINE);
-  if (old) event(ts, heap_add(-(int64_t)old), MS__CALLER_SP());
-  if (mine(ts)) wcount(ts, F_FREE, entry & ~NOT_MINE);  // after the event, as in book_alloc
-  MEASURE_END(ts);
+    MEASURE_BEGIN(ts);
+    site(ts, p, NULL, 0);
+    generation(ts, p, NULL, 0);
+    uint64_t entry;
+    forget((uintptr_t)p, &entry);
+    uint64_t old = counted(entry);
+    count(ts, F_FREE, entry & ~NOT_MINE);
+    if (old) event(ts, heap_add(-(int64_t)old), MS__CALLER_SP());
+    if (mine(ts)) wcount(ts, F_FREE, entry & ~NOT_MINE);  // after the event, as in book_alloc
+    MEASURE_END(ts);
   }
   ts->in_alloc = 1;
   ms__rec_real_free(p);

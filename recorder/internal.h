@@ -149,7 +149,9 @@ typedef struct tstate {
   int thr;                 // its number in the trace (0 first, then creation order)
   int peer;                // the thread that created it (-1: none or unknown)
   int gone;                // it has ended (its last row is pushed)
-  int64_t theap;           // bytes of the blocks it allocated still alive (others subtract)
+  // Its heap (theap()): bytes it allocated less those it freed (its own
+  // counter: stored by it alone, no atomic add), less those others freed.
+  int64_t theap_own, theap_x;
   uint64_t nrows;          // rows pushed so far (specials sort among them)
   struct ms__rec_spblock *sp_head, *sp_tail;  // its special rows (joins, cross-thread frees)
   int nx;                  // cross-thread frees in the open bucket, by (from, alloc)
@@ -241,6 +243,12 @@ HOT int64_t heap_add(int64_t d) {
     return v;
   }
   return __atomic_add_fetch(&ms__rec_heap, d, __ATOMIC_RELAXED);
+}
+
+// --thread all: ts's heap, the bytes of the blocks it allocated still alive.
+HOT int64_t theap(const tstate *ts) {
+  return __atomic_load_n(&ts->theap_own, __ATOMIC_RELAXED) -
+         __atomic_load_n(&ts->theap_x, __ATOMIC_RELAXED);
 }
 
 HOT int64_t raw_now(void) {

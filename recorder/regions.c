@@ -22,7 +22,7 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
   ts->in_hook = 1;
   CBARRIER();
   int rc;
-  int64_t h = __atomic_load_n(ts->all ? &ts->theap : &ms__rec_heap, __ATOMIC_RELAXED);
+  int64_t h = ts->all ? theap(ts) : __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED);
   // A region's begin and end measure memory afresh (rss and faults are
   // relative to the first region's begin), at most once per resolution (a
   // sample reads /proc: microseconds; a function called in a tight loop

@@ -102,7 +102,7 @@ void ms__rec_thr_end(tstate *ts) {
   ms__rec_flush_bucket(ts);
   ms__rec_mem_sample(ts);
   int64_t t = raw_now();
-  ms__rec_push_row(ts, t, -1, __atomic_load_n(&ts->theap, __ATOMIC_RELAXED), ts->tag | ROW_EXACT,
+  ms__rec_push_row(ts, t, -1, theap(ts), ts->tag | ROW_EXACT,
                    cur_mem(ts), ms__rec_cpu_at(ts, t, 1), 1);
   ts->gone = 1;
   if (ts->thr == 0) ms__rec.rec_gone = 1;
@@ -162,7 +162,7 @@ void ms__rec_thr_finish(tstate *me, int64_t raw_end) {
     int64_t cpu = ts == me && ts->is_rec ? ms__prim_thread_cpu_ns() : -1;
     memv m = cur_mem(ts);
     if (ts != me) m.minflt = m.majflt = -1;  // its last sample's counts (the merge fills them)
-    ms__rec_push_row(ts, raw_end, -1, __atomic_load_n(&ts->theap, __ATOMIC_RELAXED),
+    ms__rec_push_row(ts, raw_end, -1, theap(ts),
                      ts->tag | ROW_EXACT, m, cpu, 1);
     ts->gone = 1;
   }

@@ -13,6 +13,13 @@
 //     and frees it.
 // The threads wait on semaphores (no allocation) so that the order of the
 // frees is fixed. Exit status 0, or 1 when something failed.
+//
+// For the costs in docs/recording.md (bench/record_overhead.sh, part threads):
+//   threads spawn N   creates and joins N threads one after another, each
+//                     making 100 malloc/free pairs of 64 bytes;
+//   threads xfree N   thread 0 allocates N blocks of 64 bytes, one thread
+//                     frees them all (N cross-thread frees), then N more are
+//                     allocated and freed by thread 0 itself.
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdint.h>
@@ -77,7 +84,51 @@ static void *one(void *a) { return (void)a, deep(40, one_bottom); }
 static void *two(void *a) { return (void)a, deep(10, two_bottom); }
 static void *three(void *a) { return (void)a, deep(2, three_bottom); }
 
-int main(void) {
+static void *spawned(void *a) {
+  for (int i = 0; i < 100; i++) {
+    void *p = malloc(64);
+    if (!p) return NULL;
+    free(p);
+  }
+  return a;
+}
+
+static void **blocks;
+static long nblocks;
+
+static void *free_all(void *a) {
+  for (long i = 0; i < nblocks; i++) free(blocks[i]);
+  return a;
+}
+
+static int bench(const char *mode, long n) {
+  if (n <= 0) return 1;
+  if (strcmp(mode, "spawn") == 0) {
+    for (long i = 0; i < n; i++) {
+      pthread_t t;
+      void *r;
+      if (pthread_create(&t, NULL, spawned, (void *)1) != 0 || pthread_join(t, &r) != 0 || !r)
+        return 1;
+    }
+    return 0;
+  }
+  if (strcmp(mode, "xfree") != 0) return 1;
+  nblocks = n;
+  if (!(blocks = malloc((size_t)n * sizeof *blocks))) return 1;
+  for (long i = 0; i < n; i++)
+    if (!(blocks[i] = malloc(64))) return 1;
+  pthread_t t;
+  void *r;
+  if (pthread_create(&t, NULL, free_all, (void *)1) != 0 || pthread_join(t, &r) != 0) return 1;
+  for (long i = 0; i < n; i++)
+    if (!(blocks[i] = malloc(64))) return 1;
+  free_all(NULL);
+  free(blocks);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3) return bench(argv[1], strtol(argv[2], NULL, 10));
   if (sem_init(&handed, 0, 0) != 0 || sem_init(&freed, 0, 0) != 0) return 1;
   char *mine = malloc(100000);
   if (!mine) return 1;
