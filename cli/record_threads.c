@@ -11,7 +11,7 @@
 #include "ms_common.h"
 #include "record.h"
 
-#define MAX_THR 4096
+#define MAX_THR 65535
 #define MAX_COLS 64
 
 typedef struct thr_sum {
@@ -91,11 +91,13 @@ int ms_record_threads_summary(const char *out, const char *abs, int quiet) {
     int64_t t, s, h, th, peer = -1, xf = -1, xb = 0;
     if (field(fl[c_t], &t, 0) < 0 || t < prev_t) BAD("time_ns: not a time after the last one");
     if (field(fl[c_s], &s, 0) < 0 || field(fl[c_h], &h, 0) < 0) BAD("stack_bytes or heap_bytes");
-    if (field(fl[c_th], &th, 0) < 0 || th < 0 || th >= MAX_THR) BAD("thread: not a thread number");
+    if (field(fl[c_th], &th, 0) < 0 || th < 0) BAD("thread: not a thread number");
     if (field(fl[c_peer], &peer, 1) < 0 || field(fl[c_xf], &xf, 1) < 0 ||
         field(fl[c_xb], &xb, 1) < 0)
       BAD("thread_peer, xfree_from or xfree_bytes: not an integer");
     prev_t = t;
+    rows++;
+    if (th >= MAX_THR) continue;  // summarised as rows only
     thr_sum *x = &ts[th];
     const char *ev = fl[c_ev];
     if (!x->seen) {
@@ -120,7 +122,6 @@ int ms_record_threads_summary(const char *out, const char *abs, int quiet) {
     x->last_heap = h;
     if (h > x->peak_heap) x->peak_heap = h;
     if (s > x->peak_stack) x->peak_stack = s;
-    rows++;
   }
   if (!rows) BAD("no rows");
   rc = 0;
@@ -132,9 +133,14 @@ int ms_record_threads_summary(const char *out, const char *abs, int quiet) {
                 joins, joins == 1 ? "" : "s");
     fprintf(stderr, "  %-7s %6s %8s %14s %14s %12s %12s %9s %s\n", "thread", "peer", "rows",
             "start (ns)", "end (ns)", "peak heap", "peak stack", "xfrees", "joined by");
+    int shown = 0;
     for (int i = 0; i < nthr; i++) {
       const thr_sum *x = &ts[i];
       if (!x->seen) continue;
+      if (++shown > 16) {
+        fprintf(stderr, "  ... and %d more threads\n", nthr - i);
+        break;
+      }
       char jb[16] = "-";
       if (x->joined_by >= 0) snprintf(jb, sizeof jb, "%d", x->joined_by);
       fprintf(stderr,

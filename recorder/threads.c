@@ -14,6 +14,7 @@
  * never coalesced across threads (each thread's buckets did it already). */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,8 +22,14 @@
 #include "internal.h"
 #include "table.h"
 
-#define MAX_THREADS 4096
+// Threads told apart (the owner field holds the number + 1 in 16 bits); a
+// thread numbered beyond has its blocks counted as its freer's.
+#define MAX_THREADS 65535
 #define SP_N 1023
+// pthread_t -> thread number, for the joins (open addressing; a joined
+// entry becomes a tombstone, so that a reused id finds its new thread).
+#define PT_BITS 17
+#define PT_MASK ((1u << PT_BITS) - 1)
 
 enum { SP_JOIN = 1, SP_XFREE = 2 };
 typedef struct tsp {
@@ -38,9 +45,53 @@ typedef struct ms__rec_spblock {
 } spblock;
 
 static tstate *g_by_thr[MAX_THREADS];
-static pthread_t g_pt[MAX_THREADS];
-static int g_joined[MAX_THREADS];
+static struct {
+  uintptr_t key;  // the pthread_t; 0 empty, 1 joined
+  int thr;
+} g_pt[PT_MASK + 1];
 static uint64_t g_sp_dropped;
+
+static uint32_t pt_slot(uintptr_t k) { return (uint32_t)((k * UINT64_C(0x9E3779B97F4A7C15)) >> 40) & PT_MASK; }
+
+// Thread starts and joins are rare: one spin lock for the map.
+static int g_pt_lock;
+static void pt_lock(void) {
+  while (__atomic_exchange_n(&g_pt_lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
+}
+static void pt_unlock(void) { __atomic_store_n(&g_pt_lock, 0, __ATOMIC_RELEASE); }
+
+static void pt_put(pthread_t th, int thr) {
+  uintptr_t k = (uintptr_t)th;
+  if (k <= 1) return;
+  pt_lock();
+  uint32_t i = pt_slot(k);
+  for (uint32_t n = 0; n <= PT_MASK; n++, i = (i + 1) & PT_MASK)
+    if (g_pt[i].key <= 1) {
+      g_pt[i].key = k;
+      g_pt[i].thr = thr;
+      break;
+    }
+  pt_unlock();
+}
+
+// The thread th names (the newest when a detached thread's id was reused),
+// its entry taken; -1 when none.
+static int pt_take(pthread_t th) {
+  uintptr_t k = (uintptr_t)th;
+  uint32_t i = pt_slot(k), best = 0;
+  int thr = -1;
+  pt_lock();
+  for (uint32_t n = 0; n <= PT_MASK; n++, i = (i + 1) & PT_MASK) {
+    if (g_pt[i].key == 0) break;
+    if (g_pt[i].key == k && g_pt[i].thr > thr) {
+      thr = g_pt[i].thr;
+      best = i;
+    }
+  }
+  if (thr >= 0) g_pt[best].key = 1;
+  pt_unlock();
+  return thr;
+}
 
 int ms__rec_thr_init(void) { return ms__rec_table_own_init(); }
 
@@ -54,10 +105,8 @@ void ms__rec_thr_begin(tstate *ts, int thr, int peer, uintptr_t top, int64_t sta
   ts->all = 1;
   ts->thr = thr;
   ts->peer = peer;
-  if (thr >= 0 && thr < MAX_THREADS) {
-    g_pt[thr] = pthread_self();
-    __atomic_store_n(&g_by_thr[thr], ts, __ATOMIC_RELEASE);
-  }
+  if (thr >= 0 && thr < MAX_THREADS) __atomic_store_n(&g_by_thr[thr], ts, __ATOMIC_RELEASE);
+  pt_put(pthread_self(), thr);
   ms__rec_become_recorded(ts, top, stack0);
 }
 
@@ -111,13 +160,8 @@ void ms__rec_thr_end(tstate *ts) {
 void ms__rec_thr_joined(pthread_t th) {
   tstate *ts = ms__rec_ts;
   if (!ts || !ts->all || ts->gone || !__atomic_load_n(&ms__rec_on, __ATOMIC_RELAXED)) return;
-  int n = __atomic_load_n(&ms__rec.next_thr, __ATOMIC_RELAXED), x = -1;
-  if (n > MAX_THREADS) n = MAX_THREADS;
-  // The latest thread with that id not joined yet (ids are reused after a join).
-  for (int i = n - 1; i >= 0 && x < 0; i--)
-    if (g_by_thr[i] && !g_joined[i] && pthread_equal(g_pt[i], th)) x = i;
+  int x = pt_take(th);
   if (x < 0) return;
-  g_joined[x] = 1;
   ts->in_hook = 1;
   CBARRIER();
   ms__rec_flush_bucket(ts);  // the rows before it are all pushed: it sorts after them
