@@ -35,7 +35,9 @@ static const char *prog(void) {
   return p;
 }
 
-// memstub record -o t.csv [a b c] -- threads (NULLs left out).
+static const char *g_mode;  // the program's argument, or NULL
+
+// memstub record -o t.csv [a b c] -- threads [g_mode] (NULLs left out).
 static tu_run record(const char *dir, const char *a, const char *b, const char *c) {
   char *argv[12];
   int k = 0;
@@ -48,6 +50,7 @@ static tu_run record(const char *dir, const char *a, const char *b, const char *
   if (c) argv[k++] = (char *)c;
   argv[k++] = "--";
   argv[k++] = (char *)prog();
+  if (g_mode) argv[k++] = (char *)g_mode;
   argv[k] = NULL;
   ck_assert_ptr_nonnull(argv[0]);
   return tu_exec(dir, argv);
@@ -160,7 +163,7 @@ static void run_all(char **dir, ttrace *T, const char *res) {
   *dir = tu_mkdtemp();
   tu_run r = record(*dir, "--thread", "all", res);
   ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
-  ck_assert_msg(strstr(r.err, "4 threads") != NULL, "summary: %s", r.err);
+  ck_assert_msg(strstr(r.err, g_mode ? "2 threads" : "4 threads") != NULL, "summary: %s", r.err);
   tu_run_free(&r);
   *T = load(*dir);
 }
@@ -355,6 +358,43 @@ START_TEST(test_stacks_and_cpu) {
 }
 END_TEST
 
+/* realloc by another thread: thread 1 reallocs thread 0's 3000 bytes to
+ * 5000: a cross-thread free of the 3000 (thread 0's heap falls by it at
+ * that time) and thread 1's allocation of 5000. */
+START_TEST(test_cross_thread_realloc) {
+  char *dir;
+  ttrace T;
+  g_mode = "xrealloc";
+  run_all(&dir, &T, "-r0");
+  g_mode = NULL;
+  const int64_t one[] = {0, 5000, 0};
+  assert_curve(&T, 1, one, 3);
+  int n = 0;
+  for (size_t i = 0; i < T.n; i++) {
+    const trow *r = &T.r[i];
+    if (r->xfrom == EMPTY) continue;
+    n++;
+    ck_assert_int_eq(r->thread, 1);
+    ck_assert_int_eq(r->xfrom, 0);
+    ck_assert_int_eq(r->xbytes, 3000);
+    // Thread 0's row of the allocation (its heap rose by 3000), and its row
+    // at the free's time with the heap 3000 lower than just before.
+    int64_t prev = -1, at_alloc = -1, before = -1, lowered = -1;
+    for (size_t j = 0; j < T.n; j++) {
+      if (T.r[j].thread != 0) continue;
+      if (prev >= 0 && T.r[j].heap - prev == 3000 && at_alloc < 0) at_alloc = T.r[j].t;
+      if (T.r[j].t < r->t) before = T.r[j].heap;
+      if (T.r[j].t == r->t) lowered = T.r[j].heap;
+      prev = T.r[j].heap;
+    }
+    ck_assert_int_eq(r->xalloc, at_alloc);
+    ck_assert_int_eq(lowered, before - 3000);
+  }
+  ck_assert_int_eq(n, 1);
+  done(dir, &T);
+}
+END_TEST
+
 // Without --thread all: no thread column, the library reads the trace, the
 // heap is the process's, every thread's blocks as before (at -r 0 each
 // call is a row: thread 1's 40000 and thread 2's 5000 come and go in it).
@@ -409,6 +449,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_cross_thread_free);
   tcase_add_test(tc, test_cross_thread_free_coalesced);
   tcase_add_test(tc, test_stacks_and_cpu);
+  tcase_add_test(tc, test_cross_thread_realloc);
   tcase_add_test(tc, test_single_thread_unchanged);
   tcase_add_test(tc, test_usage);
   suite_add_tcase(s, tc);

@@ -20,6 +20,8 @@
 //   threads xfree N   thread 0 allocates N blocks of 64 bytes, one thread
 //                     frees them all (N cross-thread frees), then N more are
 //                     allocated and freed by thread 0 itself.
+//   threads xrealloc  thread 0 allocates 3000 bytes, thread 1 reallocs them
+//                     to 5000 and frees them (tests/test_record_threads.c).
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdint.h>
@@ -101,6 +103,23 @@ static void *free_all(void *a) {
   return a;
 }
 
+static void *grow(void *a) {
+  char *q = realloc(a, 5000);
+  if (!q) return NULL;
+  q[4999] = 1;
+  free(q);
+  return (void *)1;
+}
+
+static int xrealloc(void) {
+  char *p = malloc(3000);
+  if (!p) return 1;
+  p[0] = 1;
+  pthread_t t;
+  void *r;
+  return pthread_create(&t, NULL, grow, p) != 0 || pthread_join(t, &r) != 0 || !r;
+}
+
 static int bench(const char *mode, long n) {
   if (n <= 0) return 1;
   if (strcmp(mode, "spawn") == 0) {
@@ -129,6 +148,7 @@ static int bench(const char *mode, long n) {
 
 int main(int argc, char **argv) {
   if (argc == 3) return bench(argv[1], strtol(argv[2], NULL, 10));
+  if (argc == 2) return strcmp(argv[1], "xrealloc") == 0 ? xrealloc() : 1;
   if (sem_init(&handed, 0, 0) != 0 || sem_init(&freed, 0, 0) != 0) return 1;
   char *mine = malloc(100000);
   if (!mine) return 1;
