@@ -113,6 +113,7 @@ typedef struct tstate {
   int guard;             // the recorder's own libc calls: pass through
   int in_alloc;          // inside the real malloc family: its mmaps are heap
   int is_rec;            // this is the recorded thread
+  int all;               // --thread all: this thread records (threads.c; hot: every hook tests it)
   int exact;             // stamp every event (slow allocation rate)
   uintptr_t base;        // stack reference: the thread's top or a region's base
   uint32_t tick, since, win_events;
@@ -145,7 +146,6 @@ typedef struct tstate {
   uint64_t rows_dropped;
   struct tstate *next;
   // --thread all (threads.c): every thread records; nothing here is used otherwise
-  int all;                 // this thread records in --thread all
   int thr;                 // its number in the trace (0 first, then creation order)
   int peer;                // the thread that created it (-1: none or unknown)
   int gone;                // it has ended (its last row is pushed)

@@ -39,7 +39,7 @@ static void thread_gone(void *arg) {
   if (ts->all) {
     if (!ts->gone) ms__rec_thr_end(ts);  // --thread all: every thread's last row
   } else {
-  ms__rec_flush_bucket(ts);
+    ms__rec_flush_bucket(ts);
   }
   if (ts->is_rec && !ts->all) {
     // The component ends with its thread: a last row keeps its idle tail.
