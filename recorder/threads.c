@@ -354,9 +354,20 @@ int ms__rec_thr_assemble(struct assembled *A, int64_t raw_end, double scale) {
     a[j].heap_after = -1;
     a[k++] = r;
   }
+  // 3. Times in ns before the merge, so that rows at the same ns are in
+  // thread order (the conversion keeps each thread's order).
+  int64_t origin = ms__rec.origin_raw;
+  for (size_t i = 0; i < k; i++) {
+    int64_t t = (int64_t)((double)(a[i].x.t - origin) * scale);
+    a[i].x.t = t < 0 ? 0 : t;
+    if (a[i].r.xfrom >= 0) {
+      int64_t an = (int64_t)((double)(a[i].alloc_raw - origin) * scale);
+      a[i].r.xalloc_ns = an < 0 ? 0 : an;
+    }
+  }
   arow *s = sort_rows(a, tmp, k);
-  // 3. Columns filled from each thread's previous row, times in ns.
-  int64_t origin = ms__rec.origin_raw, prev_t = 0, rss0 = -1, last_rss = 0, last_mapped = 0;
+  // 4. Columns filled from each thread's previous row.
+  int64_t prev_t = 0, rss0 = -1, last_rss = 0, last_mapped = 0;
   int64_t total_heap = 0;
   memset(first, 0xff, (size_t)nthr * 2 * sizeof(size_t));
   A->regions = 0;
@@ -415,15 +426,8 @@ int ms__rec_thr_assemble(struct assembled *A, int64_t raw_end, double scale) {
       last_rss = r->x.m.rss + rss0;
       last_mapped = r->x.m.mapped;
     }
-    int64_t t = (int64_t)((double)(r->x.t - origin) * scale);
-    if (t < 0) t = 0;
-    if (t < prev_t) t = prev_t;
-    prev_t = t;
-    r->x.t = t;
-    if (r->r.xfrom >= 0) {
-      int64_t an = (int64_t)((double)(r->alloc_raw - origin) * scale);
-      r->r.xalloc_ns = an < 0 ? 0 : an;
-    }
+    if (r->x.t < prev_t) r->x.t = prev_t;  // sorted: never, kept as a guard
+    prev_t = r->x.t;
     if (fresh) {
       first[th] = i;
       r->r.ev = TEV_START;
