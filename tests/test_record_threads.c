@@ -176,7 +176,7 @@ static void done(char *dir, ttrace *T) {
 
 // Rows in time order, ties by thread; every thread starts once (creator 0,
 // thread 0 none), ends once, and thread 0 joins 1, 2, 3 in that order, each
-// after it ended.
+// after it ended (by pthread_join, pthread_timedjoin_np, pthread_tryjoin_np).
 START_TEST(test_events) {
   char *dir;
   ttrace T;

@@ -2,7 +2,8 @@
 // --thread all (tests/test_record_threads.c). Run plain, it does the same.
 //
 //   thread 0 (main): holds 100000 bytes, creates 1, 2, 3 in that order,
-//     frees its 100000, joins 1, 2, 3, then frees thread 1's result (40000
+//     frees its 100000, joins 1, 2, 3 (pthread_join, pthread_timedjoin_np,
+//     pthread_tryjoin_np), then frees thread 1's result (40000
 //     bytes: a cross-thread free of an ended thread's block).
 //   thread 1: 40 frames of 1 KiB deep, allocates 10000, 20000, 30000 there,
 //     frees 10000 and 20000, returns a block of 40000 (kept), frees 30000.
@@ -22,11 +23,14 @@
 //                     allocated and freed by thread 0 itself.
 //   threads xrealloc  thread 0 allocates 3000 bytes, thread 1 reallocs them
 //                     to 5000 and frees them (tests/test_record_threads.c).
+#include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static sem_t handed, freed;
 static void *volatile handoff;
@@ -158,9 +162,17 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 3; i++)
     if (pthread_create(&t[i], NULL, fn[i], NULL) != 0) return 1;
   free(mine);
+  // The three ways to join: pthread_join, pthread_timedjoin_np, pthread_tryjoin_np.
   void *res[3];
+  struct timespec far;
+  clock_gettime(CLOCK_REALTIME, &far);
+  far.tv_sec += 3600;
+  if (pthread_join(t[0], &res[0]) != 0 || pthread_timedjoin_np(t[1], &res[1], &far) != 0) return 1;
+  int rc;
+  while ((rc = pthread_tryjoin_np(t[2], &res[2])) == EBUSY) sched_yield();
+  if (rc != 0) return 1;
   for (int i = 0; i < 3; i++)
-    if (pthread_join(t[i], &res[i]) != 0 || !res[i]) return 1;
+    if (!res[i]) return 1;
   free(res[0]);  // thread 1's 40000
   return 0;
 }
