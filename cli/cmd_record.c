@@ -34,7 +34,10 @@ static const ms_cli_option options[] = {
     {"output", 'o', "FILE",
      "the trace (required); the recorded process writes it\n"
      "atomically when it exits (or dies of a signal)"},
-    {"thread", O_THREAD, "WHICH", "main (default), or N: the Nth thread PROGRAM creates"},
+    {"thread", O_THREAD, "WHICH",
+     "main (default), N: the Nth thread PROGRAM creates, or\n"
+     "all: every thread, each its own stack, heap (the\n"
+     "blocks it allocated), CPU and calls, with a thread column"},
     {"heap", O_HEAP, "SCOPE",
      "process (default): every thread's blocks; thread:\n"
      "the blocks the recorded thread allocated"},
@@ -309,7 +312,7 @@ static int apply_option(ms_cli_parser *p, int c, rec_opts *o) {
   switch (c) {
     case 'o': o->out = p->arg; return 0;
     case O_THREAD:
-      if (strcmp(p->arg, "main") != 0) {
+      if (strcmp(p->arg, "main") != 0 && strcmp(p->arg, "all") != 0) {
         long long n;
         if (parse_pos(p, 1, &n) < 0) return -1;
       }
@@ -318,6 +321,7 @@ static int apply_option(ms_cli_parser *p, int c, rec_opts *o) {
     case O_HEAP:
       if (ms_cli_arg_choice(p, heaps, &k) < 0) return -1;
       o->heap = heaps[k];
+      o->heap_given = 1;
       return 0;
     case 'r': return parse_pos(p, 0, &o->res);
     case O_SAMPLE_HZ: return parse_range(p, 0, MS__REC_MAX_SAMPLE_HZ, &o->hz);
@@ -355,7 +359,7 @@ static int apply_option(ms_cli_parser *p, int c, rec_opts *o) {
 // or the line is wrong (said on stderr); *status then holds the exit status.
 static int parse_opts(int argc, char **argv, rec_opts *o, int *status) {
   *o = (rec_opts){NULL, "main", "process", "", MS__REC_DEFAULT_RESOLUTION_NS,
-                  MS__REC_DEFAULT_SAMPLE_HZ, 0, -1, 0, 0, NULL, 0};
+                  MS__REC_DEFAULT_SAMPLE_HZ, 0, -1, 0, 0, NULL, 0, 0};
   *status = MS_EXIT_USAGE;
   int end = options_end(argc, argv);
   if (end < argc && strcmp(argv[end], "--") == 0) end++;
@@ -372,6 +376,18 @@ static int parse_opts(int argc, char **argv, rec_opts *o, int *status) {
   if (strcmp(o->out, "-") == 0)
     return ms_cli_usage("record", "-o -: the recorded program writes the trace; give a file");
   o->prog = argv + end;
+  if (strcmp(o->thread, "all") == 0) {
+    // Each thread's heap is the blocks it allocated; the rest is not built yet.
+    if (o->heap_given)
+      return ms_cli_usage("record", "--heap with --thread all: each thread's heap is the blocks "
+                                    "it allocated (docs/recording.md, \"All threads\")");
+    if (o->occ > 0)
+      return ms_cli_usage("record", "--occurrence %lld with --thread all: every thread's rows "
+                                    "are kept, regions only mark them",
+                          o->occ);
+    if (o->follow)
+      return ms_cli_usage("record", "--follow-children with --thread all: not supported yet");
+  }
   return 0;
 }
 
@@ -509,6 +525,12 @@ static int no_trace(const rec_opts *o, const rec_status *st, int wst, const char
                    o->out, o->occ, st->occurrences, st->occurrences == 1 ? "" : "s");
     return MS_EXIT_CHECK;
   }
+  if (!st->finished && strcmp(o->thread, "all") == 0) {
+    ms_cli_error("%s: no trace: the recorded process ended without the recorder's exit path, and "
+                 "a --thread all journal is not salvaged (docs/recording.md, \"All threads\")",
+                 o->out);
+    return MS_EXIT_CHECK;
+  }
   if (!st->finished) {
     // The recorder never reached its exit path: what it had recorded is in
     // its journal, unless the journal could not be made.
@@ -568,6 +590,11 @@ static int after_run(const rec_opts *o, int st, const rec_status *rs, const char
   }
   memstub_error err = {0};
   memstub_trace *t = NULL;
+  if (strcmp(o->thread, "all") == 0) {
+    // Its thread columns are not the trace library's yet (record_threads.c).
+    if (ms_record_threads_summary(o->out, abs, o->quiet) != 0) return MS_EXIT_CHECK;
+    return failed ? MS_EXIT_CHECK : MS_EXIT_OK;
+  }
   if (memstub_trace_read(abs, &t, &err) < 0) return ms_cli_fail(&err);
   const char *fallback = memstub_trace_get_meta(t, MS__REC_META_SAMPLING_OFF);
   if (fallback) ms_cli_warn("%s: %s", o->out, fallback);

@@ -12,6 +12,7 @@ typedef struct rec_opts {
   int follow;  // --follow-children
   char **prog;
   long long sites;  // --sites: bytes between sampled allocations; 0: off
+  int heap_given;   // --heap was given
 } rec_opts;
 
 typedef struct rec_status {
@@ -35,5 +36,11 @@ int ms_record_salvage(const rec_opts *o, const char *journal, const char *abs, c
  * (JOURNAL.PID) removed. The number of children that left no trace. */
 int ms_record_children_report(const rec_opts *o, const char *abs, const char *registry,
                               const char *journal);
+
+/* --thread all: the trace at abs (named out) checked field by field and
+ * summarised on stderr (unless quiet): its rows, and each thread's start,
+ * end, peaks, cross-thread frees and joins. 0, or -1 after printing what is
+ * wrong with it. */
+int ms_record_threads_summary(const char *out, const char *abs, int quiet);
 
 #endif

@@ -146,7 +146,9 @@ static void remember(uintptr_t p, int64_t occ, uint64_t n, int64_t now, int32_t 
 
 void ms__rec_gen_event(tstate *ts, void *freed, void *allocated, uint64_t n) {
   int64_t now = raw_now();
-  int born = allocated && ts->is_rec && ts->tag;
+  // Thread 0's regions only: under --thread all other threads' occurrence
+  // numbers would collide with its own.
+  int born = allocated && ts == ms__rec.rec && ts->tag;
   // With --sites, the site sites.c sampled it at just before (the hooks call it first).
   int32_t site = born ? ms__rec_site_lookup((uintptr_t)allocated) : -1;
   lock();

@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
+#include <sched.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,6 +29,9 @@ static void *(*real_memalign)(size_t, size_t);
 static void *(*real_valloc)(size_t);
 static void *(*real_pvalloc)(size_t);
 static int (*real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+static int (*real_pthread_join)(pthread_t, void **);
+static int (*real_pthread_tryjoin_np)(pthread_t, void **);
+static int (*real_pthread_timedjoin_np)(pthread_t, void **, const struct timespec *);
 static void (*real__exit)(int) __attribute__((noreturn));
 static void (*real__Exit)(int) __attribute__((noreturn));
 
@@ -45,6 +49,9 @@ void ms__rec_resolve(void) {
   R(valloc);
   R(pvalloc);
   R(pthread_create);
+  R(pthread_join);
+  R(pthread_tryjoin_np);
+  R(pthread_timedjoin_np);
   R(_exit);
   R(_Exit);
 #undef R
@@ -94,7 +101,13 @@ static inline int mine(const tstate *ts) { return !ms__rec.scope_thread || ts->i
     (ts)->cost_n++;                                \
   }
 
+static void book_alloc_all(tstate *ts, void *p, uint64_t n, int fn, uintptr_t sp);
+
 static inline void book_alloc(tstate *ts, void *p, uint64_t n, int fn, uintptr_t sp) {
+  if (UNLIKELY(ts->all)) {
+    book_alloc_all(ts, p, n, fn, sp);
+    return;
+  }
   MEASURE_BEGIN(ts);
   count(ts, fn, n);
   if (p) {
@@ -124,6 +137,147 @@ static inline int forget(uintptr_t p, uint64_t *entry) {
 }
 
 static inline uint64_t counted(uint64_t entry) { return entry & NOT_MINE ? 0 : entry; }
+
+/* ---- --thread all (threads.c): each thread's own heap, blocks with their owner ---- */
+
+// The process's total, which only --sites reads on --thread all (a shared atomic otherwise).
+static inline void gheap_add(int64_t d) {
+  if (UNLIKELY(__atomic_load_n(&ms__rec_sites_on, __ATOMIC_RELAXED))) heap_add(d);
+}
+
+// The owner of a block ts allocates now (table.h): its number and its bucket.
+static inline uint64_t owner_now(const tstate *ts) {
+  return ((uint64_t)(ts->thr + 1) << OWN_T_BITS) |
+         ((uint64_t)(ts->h.b.t0 - ms__rec.raw0) & OWN_T_MASK);
+}
+
+// ts (the calling thread) allocated (d > 0) or freed its own bytes: its heap after.
+static inline int64_t theap_add(tstate *ts, int64_t d) {
+  int64_t own = ts->theap_own + d;
+  __atomic_store_n(&ts->theap_own, own, __ATOMIC_RELAXED);
+  return own - __atomic_load_n(&ts->theap_x, __ATOMIC_RELAXED);
+}
+
+/* ts freed a counted block of bytes whose owner is own: the owner's heap
+ * falls; the block of another thread is a cross-thread free (a row of ts's
+ * and a lowered row of the owner's, threads.c). */
+static void release_all(tstate *ts, uint64_t own, uint64_t bytes, uintptr_t sp) {
+  int from = (int)(own >> OWN_T_BITS) - 1;
+  tstate *o = ms__rec_thr_state(from);
+  gheap_add(-(int64_t)bytes);
+  if (!o || o == ts) {
+    int64_t h = theap_add(ts, -(int64_t)bytes);
+    if (!ts->gone) event(ts, h, sp);
+    return;
+  }
+  int64_t alloc = ms__rec.raw0 + (int64_t)(own & OWN_T_MASK);
+  if (!ts->gone) ms__rec_thr_xroom(ts, from, alloc);
+  int64_t after = __atomic_load_n(&o->theap_own, __ATOMIC_RELAXED) -
+                  __atomic_add_fetch(&o->theap_x, (int64_t)bytes, __ATOMIC_RELAXED);
+  if (ts->gone) return;
+  event(ts, theap(ts), sp);
+  ms__rec_thr_xfree(ts, from, alloc, (int64_t)bytes, after);
+}
+
+// A block of n bytes ts allocated (p not NULL) becomes its own.
+static void own_all(tstate *ts, void *p, uint64_t n, uintptr_t sp) {
+  if (UNLIKELY(n >= MS__REC_GROW_SAMPLE)) ms__rec_mem_sample(ts);
+  gheap_add((int64_t)n);
+  int64_t h = theap_add(ts, (int64_t)n);
+  if (!ts->gone) event(ts, h, sp);  // first: the block's bucket is the one the event is in
+  if (UNLIKELY(!table_put_o((uintptr_t)p, n, owner_now(ts), 1))) {
+    __atomic_fetch_add(&ms__rec.table_overflow, 1, __ATOMIC_RELAXED);
+    gheap_add(-(int64_t)n);
+    h = theap_add(ts, -(int64_t)n);
+    if (!ts->gone) event(ts, h, sp);
+  }
+}
+
+static __attribute__((noinline)) void book_alloc_all(tstate *ts, void *p, uint64_t n, int fn,
+                                                     uintptr_t sp) {
+  MEASURE_BEGIN(ts);
+  count(ts, fn, n);
+  if (p) {
+    own_all(ts, p, n, sp);
+    site(ts, NULL, p, n);
+    generation(ts, NULL, p, n);
+    wcount(ts, fn, n);
+  }
+  MEASURE_END(ts);
+}
+
+static __attribute__((noinline)) void free_all(tstate *ts, void *p, uintptr_t sp) {
+  MEASURE_BEGIN(ts);
+  site(ts, p, NULL, 0);
+  generation(ts, p, NULL, 0);
+  uint64_t entry = 0, own = 0;
+  if (table_take_o((uintptr_t)p, &entry, &own) < 0) {
+    __atomic_fetch_add(&ms__rec.unknown_frees, 1, __ATOMIC_RELAXED);
+    entry = own = 0;
+  }
+  uint64_t old = counted(entry);
+  count(ts, F_FREE, entry & ~NOT_MINE);
+  if (old) release_all(ts, own, old, sp);
+  wcount(ts, F_FREE, entry & ~NOT_MINE);
+  MEASURE_END(ts);
+}
+
+/* realloc on --thread all: of the calling thread's own block, one change of
+ * its heap; of another thread's block, a free of that block by the caller
+ * (a cross-thread free) and an allocation of the new one. */
+static __attribute__((noinline)) void *realloc_all(tstate *ts, void *p, size_t n, int fn,
+                                                   uintptr_t sp,
+                                                   void *(*real)(void *, size_t, size_t),
+                                                   size_t nm, size_t sz) {
+  uint64_t entry = 0, own = 0;
+  int found = 0;
+  if (p) {
+    ts->in_hook = 1;
+    CBARRIER();
+    found = table_take_o((uintptr_t)p, &entry, &own) >= 0;
+    if (!found) {
+      __atomic_fetch_add(&ms__rec.unknown_frees, 1, __ATOMIC_RELAXED);
+      entry = own = 0;
+    }
+    CBARRIER();
+    ts->in_hook = 0;
+  }
+  ts->in_alloc = 1;
+  void *q = real ? real(p, nm, sz) : ms__rec_real_realloc(p, n);
+  ts->in_alloc = 0;
+  MEASURE_BEGIN(ts);
+  count(ts, fn, n);
+  uint64_t old = counted(entry);
+  tstate *o = old ? ms__rec_thr_state((int)(own >> OWN_T_BITS) - 1) : NULL;
+  if (q) {
+    if (old && (!o || o == ts)) {
+      // Its own block: one change, the new block in the bucket of now.
+      int64_t d = (int64_t)n - (int64_t)old;
+      if (UNLIKELY(d >= MS__REC_GROW_SAMPLE)) ms__rec_mem_sample(ts);
+      gheap_add(d);
+      int64_t h = theap_add(ts, d);
+      if (!ts->gone) event(ts, h, sp);
+      if (UNLIKELY(!table_put_o((uintptr_t)q, n, owner_now(ts), 1))) {
+        __atomic_fetch_add(&ms__rec.table_overflow, 1, __ATOMIC_RELAXED);
+        gheap_add(-(int64_t)n);
+        h = theap_add(ts, -(int64_t)n);
+        if (!ts->gone) event(ts, h, sp);
+      }
+    } else {
+      if (old) release_all(ts, own, old, sp);
+      own_all(ts, q, n, sp);
+    }
+  } else if (p && n != 0) {
+    if (found) table_put_o((uintptr_t)p, entry, own, 1);  // failed: p is still there
+  } else if (p && old) {
+    release_all(ts, own, old, sp);  // realloc(p, 0) freed p
+  }
+  if (q || n == 0) wcount(ts, fn, n);
+  site(ts, old && (q || n == 0) ? p : NULL, q, n);
+  generation(ts, p && (q || n == 0) ? p : NULL, q, n);
+  MEASURE_END(ts);
+  return q;
+}
 
 /* ---- the hooks ------------------------------------------------------------------------- */
 
@@ -156,6 +310,7 @@ EXPORT void *calloc(size_t nm, size_t sz) {
 
 static void *realloc_common(tstate *ts, void *p, size_t n, int fn, uintptr_t sp,
                             void *(*real)(void *, size_t, size_t), size_t nm, size_t sz) {
+  if (UNLIKELY(ts->all)) return realloc_all(ts, p, n, fn, sp, real, nm, sz);
   uint64_t entry = 0;
   int found = 0;
   if (p) {
@@ -241,16 +396,20 @@ EXPORT void free(void *p) {
     ts->nevents++;  // an allocator call like any other (record.events)
     return;
   }
-  MEASURE_BEGIN(ts);
-  site(ts, p, NULL, 0);
-  generation(ts, p, NULL, 0);
-  uint64_t entry;
-  forget((uintptr_t)p, &entry);
-  uint64_t old = counted(entry);
-  count(ts, F_FREE, entry & ~NOT_MINE);
-  if (old) event(ts, heap_add(-(int64_t)old), MS__CALLER_SP());
-  if (mine(ts)) wcount(ts, F_FREE, entry & ~NOT_MINE);  // after the event, as in book_alloc
-  MEASURE_END(ts);
+  if (UNLIKELY(ts->all)) {
+    free_all(ts, p, MS__CALLER_SP());
+  } else {
+    MEASURE_BEGIN(ts);
+    site(ts, p, NULL, 0);
+    generation(ts, p, NULL, 0);
+    uint64_t entry;
+    forget((uintptr_t)p, &entry);
+    uint64_t old = counted(entry);
+    count(ts, F_FREE, entry & ~NOT_MINE);
+    if (old) event(ts, heap_add(-(int64_t)old), MS__CALLER_SP());
+    if (mine(ts)) wcount(ts, F_FREE, entry & ~NOT_MINE);  // after the event, as in book_alloc
+    MEASURE_END(ts);
+  }
   ts->in_alloc = 1;
   ms__rec_real_free(p);
   ts->in_alloc = 0;
@@ -304,11 +463,50 @@ static void *trampoline(void *arg) {
   return fn(a);
 }
 
+/* --thread all: what the new thread needs, from the real allocator (never
+ * counted); its number is set once pthread_create returned (creation order). */
+typedef struct tstart {
+  void *(*fn)(void *);
+  void *arg;
+  int peer;
+  int thr;  // -1 until the creator sets it
+} tstart;
+
+static void *trampoline_all(void *arg) {
+  tstart *s = arg;
+  void *(*fn)(void *) = s->fn;
+  void *a = s->arg;
+  int peer = s->peer, thr;
+  while ((thr = __atomic_load_n(&s->thr, __ATOMIC_ACQUIRE)) < 0) sched_yield();
+  ms__rec_real_free(s);
+  tstate *ts = ms__rec_ts ? ms__rec_ts
+                          : (ms__rec_ensure_ready() && ms__rec_on ? ms__rec_ts_register() : NULL);
+  if (ts && !ts->all) ms__rec_thr_begin(ts, thr, peer, MS__CALLER_SP(), 0);
+  return fn(a);
+}
+
+static int create_all(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
+  tstart *s = ms__rec_real_malloc(sizeof *s);
+  if (!s) return real_pthread_create(th, attr, fn, arg);  // it gets a number when it allocates
+  tstate *me = ms__rec_ts;
+  *s = (tstart){fn, arg, me && me->all ? me->thr : -1, -1};
+  int rc = real_pthread_create(th, attr, trampoline_all, s);
+  if (rc != 0) {
+    ms__rec_real_free(s);
+    return rc;
+  }
+  __atomic_add_fetch(&ms__rec.threads_created, 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->thr, ms__rec_thr_number(), __ATOMIC_RELEASE);
+  return 0;
+}
+
 EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *),
                           void *arg) {
   ms__rec_ensure_ready();
   if (!real_pthread_create) return EAGAIN;
   __atomic_store_n(&ms__rec_multi, 1, __ATOMIC_SEQ_CST);  // before the thread can run
+  if (ms__rec.all && ms__rec.state == ST_READY && __atomic_load_n(&ms__rec_on, __ATOMIC_RELAXED))
+    return create_all(th, attr, fn, arg);
   if (ms__rec.state != ST_READY || ms__rec.rec_ordinal <= 0)
     return real_pthread_create(th, attr, fn, arg);
   long ord = __atomic_add_fetch(&g_ordinal, 1, __ATOMIC_RELAXED);
@@ -317,6 +515,31 @@ EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
   g_tramp.fn = fn;
   g_tramp.arg = arg;
   return real_pthread_create(th, attr, trampoline, NULL);
+}
+
+/* The joins: on --thread all a row of the joining thread when one returned 0. */
+EXPORT int pthread_join(pthread_t th, void **ret) {
+  ms__rec_ensure_ready();
+  if (!real_pthread_join) return ENOSYS;
+  int rc = real_pthread_join(th, ret);
+  if (rc == 0 && ms__rec.all) ms__rec_thr_joined(th);
+  return rc;
+}
+
+EXPORT int pthread_tryjoin_np(pthread_t th, void **ret) {
+  ms__rec_ensure_ready();
+  if (!real_pthread_tryjoin_np) return ENOSYS;
+  int rc = real_pthread_tryjoin_np(th, ret);
+  if (rc == 0 && ms__rec.all) ms__rec_thr_joined(th);
+  return rc;
+}
+
+EXPORT int pthread_timedjoin_np(pthread_t th, void **ret, const struct timespec *abstime) {
+  ms__rec_ensure_ready();
+  if (!real_pthread_timedjoin_np) return ENOSYS;
+  int rc = real_pthread_timedjoin_np(th, ret, abstime);
+  if (rc == 0 && ms__rec.all) ms__rec_thr_joined(th);
+  return rc;
 }
 
 EXPORT void _exit(int status) {

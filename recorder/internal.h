@@ -113,6 +113,7 @@ typedef struct tstate {
   int guard;             // the recorder's own libc calls: pass through
   int in_alloc;          // inside the real malloc family: its mmaps are heap
   int is_rec;            // this is the recorded thread
+  int all;               // --thread all: this thread records (threads.c; hot: every hook tests it)
   int exact;             // stamp every event (slow allocation rate)
   uintptr_t base;        // stack reference: the thread's top or a region's base
   uint32_t tick, since, win_events;
@@ -144,6 +145,23 @@ typedef struct tstate {
   pid_t tid;
   uint64_t rows_dropped;
   struct tstate *next;
+  // --thread all (threads.c): every thread records; nothing here is used otherwise
+  int thr;                 // its number in the trace (0 first, then creation order)
+  int peer;                // the thread that created it (-1: none or unknown)
+  int gone;                // it has ended (its last row is pushed)
+  // Its heap (theap()): bytes it allocated less those it freed (its own
+  // counter: stored by it alone, no atomic add), less those others freed.
+  int64_t theap_own, theap_x;
+  uint64_t nrows;          // rows pushed so far (specials sort among them)
+  struct ms__rec_spblock *sp_head, *sp_tail;  // its special rows (joins, cross-thread frees)
+  int nx;                  // cross-thread frees in the open bucket, by (from, alloc)
+  struct txfree {
+    int from;
+    int64_t alloc;  // raw time of the owner's bucket
+    int64_t bytes, heap_after;
+  } xf[8];
+  timer_t timer;  // its own sampling timer
+  int timer_ok, tblocked;
 } tstate;
 
 extern TLS tstate *ms__rec_ts;  // this thread's state, once registered
@@ -192,6 +210,9 @@ typedef struct ms__rec_global {
   long threads_created, threads_seen;
   int is_child;  // a process below the recorded one (--follow-children, follow.c)
   pid_t ppid;    // its parent when it started recording
+  int all;       // --thread all (threads.c)
+  int next_thr;  // the next thread number to give out
+  uint64_t xfrees, joins;  // cross-thread frees and joins seen (metadata)
 } ms__rec_global;
 
 extern ms__rec_global ms__rec;
@@ -222,6 +243,12 @@ HOT int64_t heap_add(int64_t d) {
     return v;
   }
   return __atomic_add_fetch(&ms__rec_heap, d, __ATOMIC_RELAXED);
+}
+
+// --thread all: ts's heap, the bytes of the blocks it allocated still alive.
+HOT int64_t theap(const tstate *ts) {
+  return __atomic_load_n(&ts->theap_own, __ATOMIC_RELAXED) -
+         __atomic_load_n(&ts->theap_x, __ATOMIC_RELAXED);
 }
 
 HOT int64_t raw_now(void) {
@@ -271,6 +298,42 @@ void ms__rec_fn_meta(void);
 // reason", static storage), or NULL.
 const char *ms__rec_fn_problem(void);
 
+/* ---- threads.c: --thread all ---- */
+
+struct assembled;  // summary.c's section
+
+// The owner array, when --thread all; 0 or -ENOMEM.
+int ms__rec_thr_init(void);
+// The next thread number.
+int ms__rec_thr_number(void);
+// ts starts recording as thread thr, created by peer (-1: unknown), its
+// stack top at top (stack0 in use now). Its first row is its start.
+void ms__rec_thr_begin(tstate *ts, int thr, int peer, uintptr_t top, int64_t stack0);
+// A thread that registered without the pthread_create trampoline: a number
+// and its stack top from pthread_getattr_np.
+void ms__rec_thr_begin_unknown(tstate *ts);
+// The state of thread thr, or NULL.
+tstate *ms__rec_thr_state(int thr);
+// The calling thread (ts) ends: its last row, its timer deleted.
+void ms__rec_thr_end(tstate *ts);
+// pthread_join(th) returned 0 on the calling thread: its join row.
+void ms__rec_thr_joined(pthread_t th);
+// ts frees (or reallocs) a block of thread from's, allocated in the bucket
+// of raw time alloc: make room in the open bucket's list before the event
+// (closes the bucket when it holds 8 other pairs) ...
+void ms__rec_thr_xroom(tstate *ts, int from, int64_t alloc);
+// ... and, after it, count it (heap_after: from's heap just after).
+void ms__rec_thr_xfree(tstate *ts, int from, int64_t alloc, int64_t bytes, int64_t heap_after);
+// The bucket closed at raw time t: its cross-thread frees become rows.
+void ms__rec_thr_xemit(tstate *ts, int64_t t);
+// At the end: a last row for every thread still running.
+void ms__rec_thr_finish(tstate *me, int64_t raw_end);
+// The trace's rows: every thread's rows, its special rows and the owners'
+// lowered rows, merged by time then thread; 0 or -ENOMEM. Signal-safe.
+int ms__rec_thr_assemble(struct assembled *A, int64_t raw_end, double scale);
+// The metadata lines of --thread all.
+void ms__rec_thr_meta(void);
+
 /* ---- sampler.c ---- */
 
 // Choose a free real-time signal and install the sampling handler on it; 0,
@@ -282,6 +345,9 @@ int ms__rec_sampler_install(void);
 void ms__rec_sampler_arm(pid_t tid);
 // Stop the timer (the recorded thread ends); the timer stays allocated.
 void ms__rec_sampler_pause(void);
+// --thread all: start ts's own timer on its CPU clock (ts calling) / delete it.
+void ms__rec_sampler_arm_thread(tstate *ts);
+void ms__rec_sampler_disarm_thread(tstate *ts);
 // Stop and delete the timer.
 void ms__rec_sampler_stop(void);
 // A forked child: the timer was not inherited; the signal goes back to the program.
@@ -470,7 +536,16 @@ typedef struct kv {
 extern kv ms__rec_meta_kv[MAX_META];
 extern int ms__rec_nmeta;
 
+/* --thread all: a row's thread columns (docs/recording.md, "All threads"). */
+enum { TEV_NONE, TEV_START, TEV_EXIT, TEV_JOIN };
+typedef struct trow {
+  int32_t thr, ev, peer;  // peer -1: empty
+  int32_t xfrom;          // -1: not a cross-thread free
+  int64_t xbytes, xalloc_ns;
+} trow;
+
 typedef struct assembled {
+  trow *tr;  // --thread all: each row's thread columns; NULL otherwise
   xrow *rows;
   size_t n;
   int64_t peak_stack, peak_heap, duration;
@@ -504,7 +579,7 @@ void ms__rec_gen_write(const assembled *A);
 
 // The hooks' one call: a load and a branch or two when nothing is tracked.
 HOT void generation(tstate *ts, void *freed, void *allocated, uint64_t n) {
-  if (UNLIKELY((allocated && ts->tag && ts->is_rec) ||
+  if (UNLIKELY((allocated && ts->tag && ts == ms__rec.rec) ||
                (freed && __atomic_load_n(&ms__rec_gen_live, __ATOMIC_RELAXED))))
     ms__rec_gen_event(ts, freed, allocated, n);
 }

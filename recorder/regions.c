@@ -22,7 +22,7 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
   ts->in_hook = 1;
   CBARRIER();
   int rc;
-  int64_t h = __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED);
+  int64_t h = ts->all ? theap(ts) : __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED);
   // A region's begin and end measure memory afresh (rss and faults are
   // relative to the first region's begin), at most once per resolution (a
   // sample reads /proc: microseconds; a function called in a tight loop
@@ -48,7 +48,7 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
         ts->base = sp;
         __atomic_store_n(&ms__rec_tag, ts->tag, __ATOMIC_RELAXED);
         ts->now = raw_now();
-        ms__rec_gen_region(ts->tag, name, ts->now, 1);
+        if (ts == ms__rec.rec) ms__rec_gen_region(ts->tag, name, ts->now, 1);
         ms__rec_push_row(ts, ts->now, 0, h, ts->tag | ROW_EXACT, cur_mem(ts),
                          ms__rec_cpu_at(ts, ts->now, 1), 1);
       }
@@ -81,7 +81,7 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
         ts->now = raw_now();
         ms__rec_push_row(ts, ts->now, s < 0 ? 0 : s, h, ts->tag | ROW_EXACT, cur_mem(ts),
                          ms__rec_cpu_at(ts, ts->now, 1), 1);
-        ms__rec_gen_region(ts->tag, NULL, ts->now, 0);
+        if (ts == ms__rec.rec) ms__rec_gen_region(ts->tag, NULL, ts->now, 0);
         ts->tag = 0;
         ts->base = ts->top;
         __atomic_store_n(&ms__rec_tag, 0, __ATOMIC_RELAXED);

@@ -124,7 +124,8 @@ static void on_sample(int sig, siginfo_t *si, void *ucv) {
   if (s < 0) s = 0;
   ts->now = t0;
   ms__rec_mem_sample(ts);
-  coalesce(ts, t0, s, __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED), ts->tag);
+  coalesce(ts, t0, s,
+           ts->all ? theap(ts) : __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED), ts->tag);
   ts->samples++;
   ts->sample_raw += (uint64_t)(raw_now() - t0);
   CBARRIER();
@@ -222,6 +223,50 @@ void ms__rec_sampler_arm(pid_t tid) {
   unlock(got);
 }
 
+/* --thread all: ts's own timer on its own CPU clock, its signal sent to it
+ * (ts is the calling thread). A thread that starts with the signal blocked
+ * has no timer (sampled at its allocator calls). */
+void ms__rec_sampler_arm_thread(tstate *ts) {
+  if (ms__rec.sample_hz <= 0 || !__atomic_load_n(&S.own, __ATOMIC_ACQUIRE)) return;
+  struct sigevent sev;
+  memset(&sev, 0, sizeof sev);
+  sev.sigev_notify = SIGEV_THREAD_ID;
+  sev.sigev_signo = ms__rec.sig;
+  sev.sigev_notify_thread_id = ts->tid;
+  clockid_t clk;
+  if (pthread_getcpuclockid(pthread_self(), &clk) != 0) clk = CLOCK_THREAD_CPUTIME_ID;
+  int got = lock();
+  if (timer_create(clk, &sev, &ts->timer) != 0) {
+    set_why("timer_create on a thread's CPU clock failed (errno %d)", errno);
+    unlock(got);
+    return;
+  }
+  long ns = 1000000000L / ms__rec.sample_hz;
+  if (ns < 1000) ns = 1000;
+  S.period = (struct itimerspec){{ns / 1000000000L, ns % 1000000000L},
+                                 {ns / 1000000000L, ns % 1000000000L}};
+  ts->tblocked = thread_blocks_sig();
+  if (ts->tblocked) S.pauses++;
+  if (ts->tblocked || timer_settime(ts->timer, 0, &S.period, NULL) == 0)
+    __atomic_store_n(&ts->timer_ok, 1, __ATOMIC_RELEASE);
+  else
+    timer_delete(ts->timer);
+  unlock(got);
+}
+
+void ms__rec_sampler_disarm_thread(tstate *ts) {
+  int got = trylock();
+  if (got < 0) return;  // the timer goes with the thread's end
+  if (__atomic_exchange_n(&ts->timer_ok, 0, __ATOMIC_ACQ_REL)) timer_delete(ts->timer);
+  unlock(got);
+}
+
+// Every thread's timer deleted (--thread all); under the lock.
+static void delete_thread_timers(void) {
+  for (tstate *ts = __atomic_load_n(&ms__rec.list, __ATOMIC_ACQUIRE); ts; ts = ts->next)
+    if (ts->all && __atomic_exchange_n(&ts->timer_ok, 0, __ATOMIC_ACQ_REL)) timer_delete(ts->timer);
+}
+
 void ms__rec_sampler_pause(void) {
   int got = lock();
   if (ms__rec.timer_ok) {
@@ -240,6 +285,7 @@ void ms__rec_sampler_stop(void) {
     timer_delete(ms__rec.timer);
     ms__rec.timer_ok = 0;
   }
+  if (ms__rec.all) delete_thread_timers();
   unlock(got);
 }
 
@@ -263,6 +309,7 @@ static void give_up(const char *fmt) {
       timer_delete(ms__rec.timer);  // also drops an instance still pending
       ms__rec.timer_ok = 0;
     }
+    if (ms__rec.all) delete_thread_timers();
   }
   unlock(got);
 }
@@ -332,6 +379,32 @@ EXPORT handler_fn bsd_signal(int sig, handler_fn h) {
  * gets blocked (an instance already pending is delivered to our handler when
  * timer_settime returns, while it is still unblocked), resume it once the
  * signal is unblocked again. */
+// --thread all: the same for the calling thread's own timer.
+static int mask_thread(tstate *ts, int (*real)(int, const sigset_t *, sigset_t *), int how,
+                       const sigset_t *set, sigset_t *old) {
+  static const struct itimerspec off = {{0, 0}, {0, 0}};
+  int got = lock();
+  if ((how == SIG_BLOCK || how == SIG_SETMASK) && sigismember(set, ms__rec.sig) && !ts->tblocked &&
+      ts->timer_ok) {
+    timer_settime(ts->timer, 0, &off, NULL);
+    ts->tblocked = 1;
+    S.pauses++;
+  }
+  unlock(got);
+  int rc = real(how, set, old);
+  int e = errno;
+  if (ts->tblocked) {
+    got = lock();
+    if (ts->tblocked && ts->timer_ok && !thread_blocks_sig()) {
+      timer_settime(ts->timer, 0, &S.period, NULL);
+      ts->tblocked = 0;
+    }
+    unlock(got);
+  }
+  errno = e;
+  return rc;
+}
+
 static int mask_common(int (*real)(int, const sigset_t *, sigset_t *), int how, const sigset_t *set,
                        sigset_t *old) {
   if (!real) {
@@ -340,6 +413,7 @@ static int mask_common(int (*real)(int, const sigset_t *, sigset_t *), int how, 
   }
   tstate *ts = ms__rec_ts;
   if (!set || !ts || !ts->is_rec || !watching(ms__rec.sig)) return real(how, set, old);
+  if (ts->all) return mask_thread(ts, real, how, set, old);
   int got = lock();
   if ((how == SIG_BLOCK || how == SIG_SETMASK) && sigismember(set, ms__rec.sig) && !S.blocked &&
       ms__rec.timer_ok) {
@@ -376,7 +450,10 @@ EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
 void ms__rec_sampler_meta(void) {
   if (ms__rec.sample_hz <= 0) return;  // no timer asked for
   ms__rec_meta("record.sample_clock", "%s",
-               "the recorded thread's CPU time (checked by the kernel at its timer interrupt)");
+               ms__rec.all ? "each thread's own CPU time, one timer per thread (checked by the "
+                             "kernel at its timer interrupt)"
+                           : "the recorded thread's CPU time (checked by the kernel at its timer "
+                             "interrupt)");
   if (ms__rec.sig > 0) ms__rec_meta("record.sample_signal", "%d", ms__rec.sig);
   if (S.pauses)
     ms__rec_meta("record.sample_pauses", "%u (the recorded thread blocked the signal)", S.pauses);

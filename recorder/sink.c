@@ -111,6 +111,7 @@ void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag, 
     w->bytes = 0;
   }
   __atomic_store_n(&c->n, c->n + 1, __ATOMIC_RELEASE);
+  ts->nrows++;
 }
 
 int64_t ms__rec_cpu_at(tstate *ts, int64_t t, int force) {
@@ -153,6 +154,7 @@ static void flush(tstate *ts, int64_t cpu_now) {
     ms__rec_push_row(ts, b->lt, b->ls, b->lh, b->tag, b->lm, cpu, 1);
   }
   ts->h.b.active = 0;
+  if (ts->nx) ms__rec_thr_xemit(ts, b->lt);  // --thread all: its cross-thread frees
 }
 
 void ms__rec_flush_bucket(tstate *ts) { flush(ts, -1); }
@@ -418,6 +420,7 @@ static int assemble(assembled *A) {
     for (chunk *c = ts->head; c; c = c->next) total += __atomic_load_n(&c->n, __ATOMIC_ACQUIRE);
     nruns++;
   }
+  if (ms__rec.all) return ms__rec_thr_assemble(A, raw_end, scale);
   A->raw_rows = total;
   if (total == 0) return -ENODATA;
   // One row more than gathered: the end row (cover()).
@@ -445,8 +448,14 @@ static int work_used(const assembled *A, int *used) {
   return n;
 }
 
-/* The trace through memstub_trace_write (normal exit). */
+static int write_raw(const assembled *A);
+
+/* The trace through memstub_trace_write (normal exit). With --thread all its
+ * thread columns have empty fields and words (thread_event), which the
+ * trace library does not hold: the writer below writes it (atomically too:
+ * a temporary file, fsync, rename). */
 static int write_normal(const assembled *A) {
+  if (A->tr) return write_raw(A);
   memstub_trace *t = memstub_trace_create();
   if (!t) return -ENOMEM;
   int rc = 0, col = -1, mcol = -1;
@@ -571,6 +580,7 @@ static int write_raw(const assembled *A) {
     wstr("\n");
   }
   wstr(A->regions ? "time_ns,stack_bytes,heap_bytes,region" : "time_ns,stack_bytes,heap_bytes");
+  if (A->tr) wstr(",thread,thread_event,thread_peer,xfree_from,xfree_bytes,xfree_alloc_ns");
   for (int i = 0; i < 4; i++) {
     wput(",", 1);
     wstr(ms__rec_mem_cols[i]);
@@ -594,6 +604,26 @@ static int write_raw(const assembled *A) {
     if (A->regions) {
       wput(",", 1);
       wnum(A->rows[i].tag);
+    }
+    if (A->tr) {
+      static const char *const ev[] = {"", "start", "exit", "join"};
+      const trow *r = &A->tr[i];
+      wput(",", 1);
+      wnum(r->thr);
+      wput(",", 1);
+      wstr(ev[r->ev & 3]);
+      wput(",", 1);
+      if (r->ev == TEV_START || r->ev == TEV_JOIN) wnum(r->peer);
+      wput(",", 1);
+      if (r->xfrom >= 0) {
+        wnum(r->xfrom);
+        wput(",", 1);
+        wnum(r->xbytes);
+        wput(",", 1);
+        wnum(r->xalloc_ns);
+      } else {
+        wput(",,", 2);
+      }
     }
     const memv *m = &A->rows[i].m;
     int64_t v[4] = {m->rss, m->mapped, m->minflt, m->majflt};
@@ -698,11 +728,15 @@ void ms__rec_finish(int how, int sig) {
     for (int i = 0; i < 2000 && ts->in_hook; i++) sched_yield();
   }
   for (tstate *ts = ms__rec.list; ts; ts = ts->next) ms__rec_flush_bucket(ts);
+  // --thread all: a last row for each thread still running.
+  if (ms__rec.all) ms__rec_thr_finish(me, raw_now());
   // The recorded thread's CPU time at the end, when it is the one finishing.
   if (me && me == ms__rec.rec) ms__rec.end_cpu = ms__prim_thread_cpu_ns();
   // Nothing to write when what was asked for never happened: the command
   // says so from the status file, and an older trace at the path stays.
   int64_t occ = ms__rec.rec ? ms__rec.rec->occ : 0;
+  if (ms__rec.all)  // regions of any thread
+    for (tstate *ts = ms__rec.list; ts; ts = ts->next) occ += ts == ms__rec.rec ? 0 : ts->occ;
   int why = MS__REC_NOTHING_NONE;
   if (ms__rec.rec_ordinal > 0 && !ms__rec.rec)
     why = MS__REC_NOTHING_THREAD;

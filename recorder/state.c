@@ -36,8 +36,12 @@ static void thread_gone(void *arg) {
   if (!ts || !__atomic_load_n(&ms__rec_on, __ATOMIC_RELAXED)) return;
   ts->in_hook = 1;
   CBARRIER();
-  ms__rec_flush_bucket(ts);
-  if (ts->is_rec) {
+  if (ts->all) {
+    if (!ts->gone) ms__rec_thr_end(ts);  // --thread all: every thread's last row
+  } else {
+    ms__rec_flush_bucket(ts);
+  }
+  if (ts->is_rec && !ts->all) {
     // The component ends with its thread: a last row keeps its idle tail.
     ms__rec_sampler_pause();
     ms__rec_mem_sample(ts);
@@ -87,23 +91,29 @@ void ms__rec_become_recorded(tstate *ts, uintptr_t top, int64_t stack0) {
   ms__rec_flush_bucket(ts);
   ts->top = ts->base = top;
   ts->is_rec = 1;
-  ms__rec.rec = ts;
   int64_t t = raw_now();
-  ms__rec.origin_raw = t;
-  ms__rec.origin_ns = ms__prim_now_ns();
-  if (ms__rec.jhead) {
-    ms__rec.jhead->origin_ns = ms__rec.origin_ns;
-    __atomic_store_n(&ms__rec.jhead->origin_raw, t, __ATOMIC_RELEASE);
+  // --thread all: thread 0 is the component's start, the others start later.
+  if (!ts->all || ts->thr == 0) {
+    ms__rec.rec = ts;
+    ms__rec.origin_raw = t;
+    ms__rec.origin_ns = ms__prim_now_ns();
+    if (ms__rec.jhead) {
+      ms__rec.jhead->origin_ns = ms__rec.origin_ns;
+      __atomic_store_n(&ms__rec.jhead->origin_raw, t, __ATOMIC_RELEASE);
+    }
   }
   // The program's (or the thread's) first state: a row of its own.
   ms__rec_mem_sample(ts);  // the base of rss and faults
   ts->cpu_t = t;
   ts->cpu_v = ms__prim_thread_cpu_ns();
-  ms__rec_push_row(ts, t, stack0, __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED), ROW_EXACT,
-                   cur_mem(ts), ts->cpu_v, 1);
+  int64_t h = ts->all ? theap(ts) : __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED);
+  ms__rec_push_row(ts, t, stack0, h, ROW_EXACT, cur_mem(ts), ts->cpu_v, 1);
   CBARRIER();
   ts->in_hook = 0;
-  ms__rec_sampler_arm(ts->tid);
+  if (ts->all)
+    ms__rec_sampler_arm_thread(ts);
+  else
+    ms__rec_sampler_arm(ts->tid);
 }
 
 /* ---- initialisation ---- */
@@ -135,9 +145,12 @@ static int read_env(void) {
   if (!root && !(follow && *follow)) return -1;
   memcpy(ms__rec.out, out, strlen(out) + 1);
   const char *th = getenv(MS__REC_ENV_THREAD);
-  ms__rec.rec_ordinal = th && strcmp(th, "main") != 0 ? env_long(MS__REC_ENV_THREAD, 0) : 0;
+  ms__rec.all = th && strcmp(th, "all") == 0;
+  ms__rec.rec_ordinal =
+      th && strcmp(th, "main") != 0 && !ms__rec.all ? env_long(MS__REC_ENV_THREAD, 0) : 0;
   const char *scope = getenv(MS__REC_ENV_HEAP);
-  ms__rec.scope_thread = scope && strcmp(scope, "thread") == 0;
+  // --thread all: each thread's heap is the blocks it allocated (threads.c).
+  ms__rec.scope_thread = scope && strcmp(scope, "thread") == 0 && !ms__rec.all;
   ms__rec.res_ns = env_long(MS__REC_ENV_RESOLUTION, MS__REC_DEFAULT_RESOLUTION_NS);
   if (ms__rec.res_ns < 0) ms__rec.res_ns = 0;
   ms__rec.sample_hz = env_long(MS__REC_ENV_SAMPLE_HZ, MS__REC_DEFAULT_SAMPLE_HZ);
@@ -208,7 +221,7 @@ static void init_recording(void) {
   if (bits < 12 || bits > 34) bits = 26;
   ms__rec_churn_init();
   init_clock();
-  if (ms__rec_table_init(bits) != 0) {
+  if (ms__rec_table_init(bits) != 0 || (ms__rec.all && ms__rec_thr_init() != 0)) {
     ms__rec.state = ST_PASSIVE;
     return;
   }
@@ -228,7 +241,10 @@ static void init_recording(void) {
     if (ts) {
       uintptr_t top =
           &__libc_stack_end && __libc_stack_end ? (uintptr_t)__libc_stack_end : ms__prim_sp();
-      ms__rec_become_recorded(ts, top, (int64_t)(top - ms__prim_sp()));
+      if (ms__rec.all)
+        ms__rec_thr_begin(ts, ms__rec_thr_number(), -1, top, (int64_t)(top - ms__prim_sp()));
+      else
+        ms__rec_become_recorded(ts, top, (int64_t)(top - ms__prim_sp()));
     }
   }
 }
@@ -277,7 +293,12 @@ tstate *ms__rec_slow_state(void) {
   if (!ms__rec_ensure_ready()) return NULL;
   if (!__atomic_load_n(&ms__rec_on, __ATOMIC_RELAXED) || ms__rec_busy) return NULL;
   tstate *ts = ms__rec_ts;
-  if (!ts) ts = ms__rec_ts_register();
+  if (!ts) {
+    ts = ms__rec_ts_register();
+    // --thread all: a thread made otherwise than through pthread_create
+    // starts at its first call (the trampoline registers the others first).
+    if (ts && ms__rec.all) ms__rec_thr_begin_unknown(ts);
+  }
   return ts && !ts->guard ? ts : NULL;
 }
 

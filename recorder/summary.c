@@ -45,18 +45,25 @@ void ms__rec_build_meta(const assembled *A) {
   ms__rec_meta("record.pid", "%ld", (long)ms__rec.pid);
   if (ms__rec.is_child)  // --follow-children (follow.c)
     ms__rec_meta("record.parent_pid", "%ld", (long)ms__rec.ppid);
-  if (ms__rec.rec_ordinal == 0)
+  if (ms__rec.all)
+    ms__rec_meta(MS__REC_META_THREAD, "all");
+  else if (ms__rec.rec_ordinal == 0)
     ms__rec_meta(MS__REC_META_THREAD, "main");
   else
     ms__rec_meta(MS__REC_META_THREAD, "%ld (the %ld%s thread the program created)",
                  ms__rec.rec_ordinal, ms__rec.rec_ordinal, ms__rec_ordinal(ms__rec.rec_ordinal));
-  ms__rec_meta(MS__REC_META_HEAP_SCOPE, "%s", ms__rec.scope_thread ? "thread" : "process");
+  ms__rec_meta(MS__REC_META_HEAP_SCOPE, "%s",
+               ms__rec.all ? "each thread's (the blocks it allocated, whoever frees them)"
+               : ms__rec.scope_thread ? "thread"
+                                      : "process");
+  if (ms__rec.all) ms__rec_thr_meta();
   ms__rec_fn_meta();
   ms__rec_meta("record.heap_measure",
                "bytes requested from the malloc family (like massif mem_heap_B)");
   ms__rec_meta(
       MS__REC_META_STACK_FROM, "%s",
-      !A->regions                ? "the recorded thread's stack top"
+      ms__rec.all                ? "each thread's own stack top (a region's frame inside regions)"
+      : !A->regions              ? "the recorded thread's stack top"
       : ms__rec_fn_patched() > 0 ? "the frame that called the --function (or memstub_probe_begin)"
                                  : "the frame that called memstub_probe_begin");
   ms__rec_meta("record.regions", "%s",
@@ -72,8 +79,12 @@ void ms__rec_build_meta(const assembled *A) {
   ms__rec_sampler_meta();
   ms__rec_mem_meta();
   ms__rec_meta("record.cpu_clock", "%s",
-               "CLOCK_THREAD_CPUTIME_ID of the recorded thread, read when a coalescing bucket "
-               "opens (at most every 10 us; extrapolated in between)");
+               ms__rec.all ? "CLOCK_THREAD_CPUTIME_ID of each row's thread, from its start, read "
+                             "when a coalescing bucket opens (at most every 10 us; extrapolated "
+                             "in between)"
+                           : "CLOCK_THREAD_CPUTIME_ID of the recorded thread, read when a "
+                             "coalescing bucket opens (at most every 10 us; extrapolated in "
+                             "between)");
   ms__rec_meta("record.call_classes", "tiny <= %d B, small <= %d B, medium <= %d B, large > %d B",
                MEMSTUB_WORK_TINY_MAX, MEMSTUB_WORK_SMALL_MAX, MEMSTUB_WORK_MEDIUM_MAX,
                MEMSTUB_WORK_MEDIUM_MAX);

@@ -7,10 +7,12 @@
 
 uint64_t *ms__rec_tab;
 uintptr_t ms__rec_tab_mask;
+uint64_t *ms__rec_own;
 
 typedef struct bslot {
   uintptr_t key;  // 0 empty, 1 tombstone
   uint64_t entry;
+  uint64_t own;  // the owner (--thread all, table.h)
 } bslot;
 static bslot *g_big;
 static uintptr_t g_big_mask;
@@ -25,17 +27,26 @@ int ms__rec_table_init(int bits) {
   return 0;
 }
 
+int ms__rec_table_own_init(void) {
+  ms__rec_own = ms__rec_map(sizeof(uint64_t) * (ms__rec_tab_mask + 1));
+  return ms__rec_own ? 0 : -ENOMEM;
+}
+
 int ms__rec_table_reset(void) {
   int bits = 0;
   while (((uintptr_t)1 << bits) - 1 < ms__rec_tab_mask) bits++;
   if (ms__rec_tab) munmap(ms__rec_tab, sizeof(uint64_t) << bits);
   if (g_big) munmap(g_big, sizeof(bslot) << 16);
+  int had_own = ms__rec_own != NULL;
+  if (ms__rec_own) munmap(ms__rec_own, sizeof(uint64_t) << bits);
   ms__rec_tab = NULL;
+  ms__rec_own = NULL;
   g_big = NULL;
-  return ms__rec_table_init(bits);
+  int rc = ms__rec_table_init(bits);
+  return rc == 0 && had_own ? ms__rec_table_own_init() : rc;
 }
 
-int ms__rec_big_put(uintptr_t p, uint64_t entry) {
+int ms__rec_big_put(uintptr_t p, uint64_t entry, uint64_t own) {
   uintptr_t i = slot_of(p, g_big_mask);
   for (int n = 0; n < MAX_PROBE; n++, i = (i + 1) & g_big_mask) {
     uintptr_t k = __atomic_load_n(&g_big[i].key, __ATOMIC_RELAXED);
@@ -43,6 +54,7 @@ int ms__rec_big_put(uintptr_t p, uint64_t entry) {
       if (__atomic_compare_exchange_n(&g_big[i].key, &k, p, 0, __ATOMIC_ACQ_REL,
                                       __ATOMIC_RELAXED)) {
         g_big[i].entry = entry;
+        g_big[i].own = own;
         return 1;
       }
     }
@@ -50,12 +62,13 @@ int ms__rec_big_put(uintptr_t p, uint64_t entry) {
   return 0;
 }
 
-int ms__rec_big_take(uintptr_t p, uint64_t *entry) {
+int ms__rec_big_take(uintptr_t p, uint64_t *entry, uint64_t *own) {
   uintptr_t i = slot_of(p, g_big_mask);
   for (int n = 0; n < MAX_PROBE; n++, i = (i + 1) & g_big_mask) {
     uintptr_t k = __atomic_load_n(&g_big[i].key, __ATOMIC_ACQUIRE);
     if (k == p) {
       *entry = g_big[i].entry;
+      *own = g_big[i].own;
       __atomic_store_n(&g_big[i].key, TOMB, __ATOMIC_RELEASE);
       return 0;
     }

@@ -25,28 +25,38 @@
 
 extern uint64_t *ms__rec_tab;
 extern uintptr_t ms__rec_tab_mask;
+/* --thread all: each slot's owner beside it (same index): the allocating
+ * thread's number + 1 in the top 16 bits, the raw time of its bucket (from
+ * ms__rec.raw0) in the low 48; 0 unknown. NULL otherwise. */
+extern uint64_t *ms__rec_own;
+#define OWN_T_BITS 48
+#define OWN_T_MASK ((UINT64_C(1) << OWN_T_BITS) - 1)
 
 // Reserve the tables (2^bits main slots, fewer when that fails); 0 or -ENOMEM.
 int ms__rec_table_init(int bits);
 // A forked child: a new empty table of the same size (the parent's blocks are
 // not the child's); 0 or -ENOMEM.
 int ms__rec_table_reset(void);
-// The side table: 1 when stored, 0 when full.
-int ms__rec_big_put(uintptr_t p, uint64_t entry);
-// The side table's entry for p (and its slot freed), or -1.
-int ms__rec_big_take(uintptr_t p, uint64_t *entry);
+// The side table (with the block's owner, table.h): 1 when stored, 0 when full.
+int ms__rec_big_put(uintptr_t p, uint64_t entry, uint64_t own);
+// The side table's entry for p and its owner (and its slot freed), or -1.
+int ms__rec_big_take(uintptr_t p, uint64_t *entry, uint64_t *own);
+// --thread all: the owner array beside the table; 0 or -ENOMEM.
+int ms__rec_table_own_init(void);
 
 HOT uintptr_t slot_of(uintptr_t p, uintptr_t mask) {
   uintptr_t k = p >> 5;
   return (k ^ (((k >> 20) * UINT64_C(0x9E3779B97F4A7C15)) >> 40)) & mask;
 }
 
-// entry: requested size, plus NOT_MINE when the block is not counted.
-HOT int table_put(uintptr_t p, uint64_t entry) {
+/* entry: requested size, plus NOT_MINE when the block is not counted; own:
+ * its owner, stored when with_own (a constant: the plain call keeps today's
+ * code). */
+HOT int table_put_o(uintptr_t p, uint64_t entry, uint64_t own, int with_own) {
   uint64_t size = entry & ~NOT_MINE;
   if (UNLIKELY(size >= SZ_BIG || (p >> 47) != 0)) {
     // The main table marks the block big, the side table keeps its size.
-    if (!ms__rec_big_put(p, entry)) return 0;
+    if (!ms__rec_big_put(p, entry, own)) return 0;
     size = SZ_BIG;
   }
   uint64_t v = ((uint64_t)(p >> 4) << (SZ_BITS + 1)) | (entry & NOT_MINE ? FLAG_BIT : 0) | size;
@@ -56,33 +66,43 @@ HOT int table_put(uintptr_t p, uint64_t entry) {
   for (int n = 0; n < MAX_PROBE; n++, i = (i + 1) & ms__rec_tab_mask) {
     uint64_t k = __atomic_load_n(&ms__rec_tab[i], __ATOMIC_RELAXED);
     if (LIKELY(!mt) && k <= TOMB) {
+      if (with_own) ms__rec_own[i] = own;
       __atomic_store_n(&ms__rec_tab[i], v, __ATOMIC_RELAXED);
       return 1;
     }
     while (k <= TOMB) {
       if (__atomic_compare_exchange_n(&ms__rec_tab[i], &k, v, 0, __ATOMIC_ACQ_REL,
-                                      __ATOMIC_RELAXED))
+                                      __ATOMIC_RELAXED)) {
+        // The block is not the program's yet: nobody takes the slot before this store.
+        if (with_own) __atomic_store_n(&ms__rec_own[i], own, __ATOMIC_RELEASE);
         return 1;
+      }
     }
   }
   if (size == SZ_BIG) {
-    uint64_t e;
-    ms__rec_big_take(p, &e);
+    uint64_t e, o;
+    ms__rec_big_take(p, &e, &o);
   }
   return 0;
 }
 
-// The entry stored for p (and its slot freed), or -1 when p is not there.
-HOT int table_take(uintptr_t p, uint64_t *entry) {
-  if (UNLIKELY((p >> 47) != 0)) return ms__rec_big_take(p, entry);
+HOT int table_put(uintptr_t p, uint64_t entry) { return table_put_o(p, entry, 0, 0); }
+
+/* The entry stored for p and, when own is not NULL (a constant), its owner
+ * (and its slot freed), or -1 when p is not there. */
+HOT int table_take_o(uintptr_t p, uint64_t *entry, uint64_t *own) {
+  uint64_t o_;
+  if (UNLIKELY((p >> 47) != 0)) return ms__rec_big_take(p, entry, own ? own : &o_);
   uint64_t key = (uint64_t)(p >> 4);
   uintptr_t i = slot_of(p, ms__rec_tab_mask);
   for (int n = 0; n < MAX_PROBE; n++, i = (i + 1) & ms__rec_tab_mask) {
     uint64_t k = __atomic_load_n(&ms__rec_tab[i], __ATOMIC_ACQUIRE);
     if ((k >> (SZ_BITS + 1)) == key && k > TOMB) {
+      // The owner before the tombstone: after it, an insert may reuse the slot.
+      if (own) *own = __atomic_load_n(&ms__rec_own[i], __ATOMIC_ACQUIRE);
       __atomic_store_n(&ms__rec_tab[i], TOMB, __ATOMIC_RELEASE);
       uint64_t size = k & SZ_BIG;
-      if (UNLIKELY(size == SZ_BIG)) return ms__rec_big_take(p, entry);
+      if (UNLIKELY(size == SZ_BIG)) return ms__rec_big_take(p, entry, own ? own : &o_);
       *entry = size | (k & FLAG_BIT ? NOT_MINE : 0);
       return 0;
     }
@@ -90,6 +110,8 @@ HOT int table_take(uintptr_t p, uint64_t *entry) {
   }
   return -1;
 }
+
+HOT int table_take(uintptr_t p, uint64_t *entry) { return table_take_o(p, entry, NULL); }
 
 #pragma GCC visibility pop
 

@@ -1,0 +1,178 @@
+// threads: four threads with known stacks and heaps, for memstub record
+// --thread all (tests/test_record_threads.c). Run plain, it does the same.
+//
+//   thread 0 (main): holds 100000 bytes, creates 1, 2, 3 in that order,
+//     frees its 100000, joins 1, 2, 3 (pthread_join, pthread_timedjoin_np,
+//     pthread_tryjoin_np), then frees thread 1's result (40000
+//     bytes: a cross-thread free of an ended thread's block).
+//   thread 1: 40 frames of 1 KiB deep, allocates 10000, 20000, 30000 there,
+//     frees 10000 and 20000, returns a block of 40000 (kept), frees 30000.
+//   thread 2: 10 frames deep, allocates 5000 and hands it to thread 3, which
+//     frees it (a cross-thread free of a running thread's block); then
+//     grows a block by realloc 100 -> 200 -> 400 and frees it.
+//   thread 3: 2 frames deep, frees thread 2's 5000, then calloc(10, 300)
+//     and frees it.
+// The threads wait on semaphores (no allocation) so that the order of the
+// frees is fixed. Exit status 0, or 1 when something failed.
+//
+// For the costs in docs/recording.md (bench/record_overhead.sh, part threads):
+//   threads spawn N   creates and joins N threads one after another, each
+//                     making 100 malloc/free pairs of 64 bytes;
+//   threads xfree N   thread 0 allocates N blocks of 64 bytes, one thread
+//                     frees them all (N cross-thread frees), then N more are
+//                     allocated and freed by thread 0 itself.
+//   threads xrealloc  thread 0 allocates 3000 bytes, thread 1 reallocs them
+//                     to 5000 and frees them (tests/test_record_threads.c).
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static sem_t handed, freed;
+static void *volatile handoff;
+static volatile char sink;
+
+// depth frames of about 1 KiB each, then fn at the bottom.
+static void *deep(int depth, void *(*fn)(void)) {
+  volatile char pad[1024];
+  memset((char *)pad, depth, sizeof pad);
+  void *r = depth > 1 ? deep(depth - 1, fn) : fn();
+  sink = pad[depth % 1024];
+  return r;
+}
+
+static void *one_bottom(void) {
+  char *a = malloc(10000), *b = malloc(20000), *c = malloc(30000);
+  if (!a || !b || !c) return NULL;
+  a[0] = b[0] = c[0] = 1;
+  free(a);
+  free(b);
+  char *r = malloc(40000);
+  if (r) r[0] = 1;
+  free(c);
+  return r;
+}
+
+static void *two_bottom(void) {
+  char *h = malloc(5000);
+  if (!h) return NULL;
+  h[0] = 1;
+  handoff = h;
+  sem_post(&handed);
+  while (sem_wait(&freed) != 0) {
+  }
+  char *g = malloc(100), *g2;
+  if (!g) return NULL;
+  if (!(g2 = realloc(g, 200))) return NULL;
+  if (!(g = realloc(g2, 400))) return NULL;
+  g[0] = 1;
+  free(g);
+  return (void *)1;
+}
+
+static void *three_bottom(void) {
+  while (sem_wait(&handed) != 0) {
+  }
+  free(handoff);
+  sem_post(&freed);
+  char *z = calloc(10, 300);
+  if (!z) return NULL;
+  sink = z[0];
+  free(z);
+  return (void *)1;
+}
+
+static void *one(void *a) { return (void)a, deep(40, one_bottom); }
+static void *two(void *a) { return (void)a, deep(10, two_bottom); }
+static void *three(void *a) { return (void)a, deep(2, three_bottom); }
+
+static void *spawned(void *a) {
+  for (int i = 0; i < 100; i++) {
+    void *p = malloc(64);
+    if (!p) return NULL;
+    free(p);
+  }
+  return a;
+}
+
+static void **blocks;
+static long nblocks;
+
+static void *free_all(void *a) {
+  for (long i = 0; i < nblocks; i++) free(blocks[i]);
+  return a;
+}
+
+static void *grow(void *a) {
+  char *q = realloc(a, 5000);
+  if (!q) return NULL;
+  q[4999] = 1;
+  free(q);
+  return (void *)1;
+}
+
+static int xrealloc(void) {
+  char *p = malloc(3000);
+  if (!p) return 1;
+  p[0] = 1;
+  pthread_t t;
+  void *r;
+  return pthread_create(&t, NULL, grow, p) != 0 || pthread_join(t, &r) != 0 || !r;
+}
+
+static int bench(const char *mode, long n) {
+  if (n <= 0) return 1;
+  if (strcmp(mode, "spawn") == 0) {
+    for (long i = 0; i < n; i++) {
+      pthread_t t;
+      void *r;
+      if (pthread_create(&t, NULL, spawned, (void *)1) != 0 || pthread_join(t, &r) != 0 || !r)
+        return 1;
+    }
+    return 0;
+  }
+  if (strcmp(mode, "xfree") != 0) return 1;
+  nblocks = n;
+  if (!(blocks = malloc((size_t)n * sizeof *blocks))) return 1;
+  for (long i = 0; i < n; i++)
+    if (!(blocks[i] = malloc(64))) return 1;
+  pthread_t t;
+  void *r;
+  if (pthread_create(&t, NULL, free_all, (void *)1) != 0 || pthread_join(t, &r) != 0) return 1;
+  for (long i = 0; i < n; i++)
+    if (!(blocks[i] = malloc(64))) return 1;
+  free_all(NULL);
+  free(blocks);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3) return bench(argv[1], strtol(argv[2], NULL, 10));
+  if (argc == 2) return strcmp(argv[1], "xrealloc") == 0 ? xrealloc() : 1;
+  if (sem_init(&handed, 0, 0) != 0 || sem_init(&freed, 0, 0) != 0) return 1;
+  char *mine = malloc(100000);
+  if (!mine) return 1;
+  mine[0] = 1;
+  pthread_t t[3];
+  void *(*fn[3])(void *) = {one, two, three};
+  for (int i = 0; i < 3; i++)
+    if (pthread_create(&t[i], NULL, fn[i], NULL) != 0) return 1;
+  free(mine);
+  // The three ways to join: pthread_join, pthread_timedjoin_np, pthread_tryjoin_np.
+  void *res[3];
+  struct timespec far;
+  clock_gettime(CLOCK_REALTIME, &far);
+  far.tv_sec += 3600;
+  if (pthread_join(t[0], &res[0]) != 0 || pthread_timedjoin_np(t[1], &res[1], &far) != 0) return 1;
+  int rc;
+  while ((rc = pthread_tryjoin_np(t[2], &res[2])) == EBUSY) sched_yield();
+  if (rc != 0) return 1;
+  for (int i = 0; i < 3; i++)
+    if (!res[i]) return 1;
+  free(res[0]);  // thread 1's 40000
+  return 0;
+}

@@ -1,0 +1,465 @@
+// memstub record --thread all (issue 15 item 1, recording side): every
+// thread of tests/record/threads.c records, with the thread columns
+// (docs/recording.md, "All threads"): start, exit and join rows with their
+// peers, each thread's heap curve exact (the blocks it allocated), the
+// cross-thread free rows and the owner's lowered rows, each thread's stack
+// from its own top. The trace is parsed here field by field (the trace
+// library reads the thread columns once the replay side lands). Without
+// --thread all the trace is what it was (no thread column, read by the
+// library).
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memstub/trace.h"
+#include "testutil.h"
+
+#define EMPTY INT64_MIN
+#define MAXR 100000
+
+typedef struct trow {
+  int64_t t, stack, heap, cpu, thread, peer, xfrom, xbytes, xalloc;
+  char ev[8];
+} trow;
+
+typedef struct ttrace {
+  trow *r;
+  size_t n;
+} ttrace;
+
+static const char *prog(void) {
+  const char *p = getenv("MEMSTUB_REC_THREADS");
+  ck_assert_msg(p != NULL, "MEMSTUB_REC_THREADS is not set (run the tests with ctest)");
+  return p;
+}
+
+static const char *g_mode;  // the program's argument, or NULL
+
+// memstub record -o t.csv [a b c] -- threads [g_mode] (NULLs left out).
+static tu_run record(const char *dir, const char *a, const char *b, const char *c) {
+  char *argv[12];
+  int k = 0;
+  argv[k++] = getenv("MEMSTUB_EXE");
+  argv[k++] = "record";
+  argv[k++] = "-o";
+  argv[k++] = "t.csv";
+  if (a) argv[k++] = (char *)a;
+  if (b) argv[k++] = (char *)b;
+  if (c) argv[k++] = (char *)c;
+  argv[k++] = "--";
+  argv[k++] = (char *)prog();
+  if (g_mode) argv[k++] = (char *)g_mode;
+  argv[k] = NULL;
+  ck_assert_ptr_nonnull(argv[0]);
+  return tu_exec(dir, argv);
+}
+
+static int col(char **names, int n, const char *name) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(names[i], name) == 0) return i;
+  ck_abort_msg("no column %s", name);
+  return -1;
+}
+
+static int64_t num(const char *s, int may_be_empty) {
+  if (!*s) {
+    ck_assert_msg(may_be_empty, "an empty field where a number must be");
+    return EMPTY;
+  }
+  char *end;
+  long long v = strtoll(s, &end, 10);
+  ck_assert_msg(*end == '\0', "not an integer: '%s'", s);
+  return v;
+}
+
+// Split line at commas in place into f[]; the number of fields.
+static int split(char *line, char **f, int max) {
+  int n = 0;
+  f[n++] = line;
+  for (char *p = line; *p; p++)
+    if (*p == ',') {
+      *p = '\0';
+      ck_assert_int_lt(n, max);
+      f[n++] = p + 1;
+    }
+  return n;
+}
+
+static ttrace load(const char *dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/t.csv", dir);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  ttrace T = {calloc(MAXR, sizeof(trow)), 0};
+  ck_assert_ptr_nonnull(T.r);
+  static char line[8192], hdr[8192];
+  char *names[64], *fl[64];
+  int ncol = 0, c[12];
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = '\0';
+    if (line[0] == '#') continue;
+    if (!ncol) {
+      snprintf(hdr, sizeof hdr, "%s", line);
+      ncol = split(hdr, names, 64);
+      const char *want[] = {"time_ns",    "stack_bytes",  "heap_bytes", "cpu_ns",
+                            "thread",     "thread_event", "thread_peer", "xfree_from",
+                            "xfree_bytes", "xfree_alloc_ns"};
+      for (int i = 0; i < 10; i++) c[i] = col(names, ncol, want[i]);
+      continue;
+    }
+    ck_assert_int_eq(split(line, fl, 64), ncol);
+    ck_assert_uint_lt(T.n, MAXR);
+    trow *r = &T.r[T.n++];
+    r->t = num(fl[c[0]], 0);
+    r->stack = num(fl[c[1]], 0);
+    r->heap = num(fl[c[2]], 0);
+    r->cpu = num(fl[c[3]], 0);
+    r->thread = num(fl[c[4]], 0);
+    snprintf(r->ev, sizeof r->ev, "%s", fl[c[5]]);
+    r->peer = num(fl[c[6]], 1);
+    r->xfrom = num(fl[c[7]], 1);
+    r->xbytes = num(fl[c[8]], 1);
+    r->xalloc = num(fl[c[9]], 1);
+  }
+  fclose(f);
+  ck_assert_int_gt(T.n, 0);
+  return T;
+}
+
+// Thread th's heap values in its rows, consecutive repeats dropped, into v; how many.
+static int heap_curve(const ttrace *T, int th, int64_t *v, int cap) {
+  int n = 0;
+  for (size_t i = 0; i < T->n; i++) {
+    if (T->r[i].thread != th) continue;
+    if (n && v[n - 1] == T->r[i].heap) continue;
+    ck_assert_int_lt(n, cap);
+    v[n++] = T->r[i].heap;
+  }
+  return n;
+}
+
+static void assert_curve(const ttrace *T, int th, const int64_t *want, int nwant) {
+  int64_t v[4096];
+  int n = heap_curve(T, th, v, 4096);
+  char got[2048] = "";
+  for (int i = 0; i < n && strlen(got) < 2000; i++)
+    snprintf(got + strlen(got), sizeof got - strlen(got), "%lld ", (long long)v[i]);
+  ck_assert_msg(n == nwant, "thread %d: heap curve %s(%d values, %d expected)", th, got, n, nwant);
+  for (int i = 0; i < n; i++)
+    ck_assert_msg(v[i] == want[i], "thread %d: heap curve %s: value %d is not %lld", th, got, i,
+                  (long long)want[i]);
+}
+
+static int64_t peak_stack(const ttrace *T, int th) {
+  int64_t m = 0;
+  for (size_t i = 0; i < T->n; i++)
+    if (T->r[i].thread == th && T->r[i].stack > m) m = T->r[i].stack;
+  return m;
+}
+
+static void run_all(char **dir, ttrace *T, const char *res) {
+  *dir = tu_mkdtemp();
+  tu_run r = record(*dir, "--thread", "all", res);
+  ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, g_mode ? "2 threads" : "4 threads") != NULL, "summary: %s", r.err);
+  tu_run_free(&r);
+  *T = load(*dir);
+}
+
+static void done(char *dir, ttrace *T) {
+  free(T->r);
+  tu_rmtree(dir);
+  free(dir);
+}
+
+// Rows in time order, ties by thread; every thread starts once (creator 0,
+// thread 0 none), ends once, and thread 0 joins 1, 2, 3 in that order, each
+// after it ended (by pthread_join, pthread_timedjoin_np, pthread_tryjoin_np).
+START_TEST(test_events) {
+  char *dir;
+  ttrace T;
+  run_all(&dir, &T, "-r0");
+  int starts[4] = {0}, exits[4] = {0};
+  int64_t exit_t[4] = {0};
+  int joins[8], nj = 0;
+  for (size_t i = 0; i < T.n; i++) {
+    const trow *r = &T.r[i];
+    ck_assert_int_ge(r->thread, 0);
+    ck_assert_int_le(r->thread, 3);
+    if (i) {
+      ck_assert_int_ge(r->t, T.r[i - 1].t);
+      if (r->t == T.r[i - 1].t) ck_assert_int_ge(r->thread, T.r[i - 1].thread);
+    }
+    int th = (int)r->thread;
+    if (!starts[th]) {
+      ck_assert_msg(strcmp(r->ev, "start") == 0, "thread %d's first row is '%s'", th, r->ev);
+      ck_assert_int_eq(r->peer, th == 0 ? -1 : 0);
+    }
+    if (strcmp(r->ev, "start") == 0) starts[th]++;
+    if (strcmp(r->ev, "exit") == 0) {
+      exits[th]++;
+      exit_t[th] = r->t;
+      ck_assert_int_eq(r->peer, EMPTY);
+    }
+    if (strcmp(r->ev, "join") == 0) {
+      ck_assert_int_eq(th, 0);
+      ck_assert_int_lt(nj, 8);
+      joins[nj++] = (int)r->peer;
+      ck_assert_int_eq(exits[r->peer], 1);  // joined after it ended
+      ck_assert_int_ge(r->t, exit_t[r->peer]);
+    }
+    if (r->ev[0] == '\0') ck_assert_int_eq(r->peer, EMPTY);
+    if (r->xfrom == EMPTY) {
+      ck_assert_int_eq(r->xbytes, EMPTY);
+      ck_assert_int_eq(r->xalloc, EMPTY);
+    }
+  }
+  for (int th = 0; th < 4; th++) {
+    ck_assert_int_eq(starts[th], 1);
+    ck_assert_int_eq(exits[th], 1);
+  }
+  ck_assert_int_eq(nj, 3);
+  for (int i = 0; i < 3; i++) ck_assert_int_eq(joins[i], i + 1);
+  // Thread 0's exit is the trace's last row; a thread's rows after its exit
+  // are only lowered heaps (thread 1's block freed by thread 0 after the join).
+  ck_assert_str_eq(T.r[T.n - 1].ev, "exit");
+  ck_assert_int_eq(T.r[T.n - 1].thread, 0);
+  for (size_t i = 0; i < T.n; i++)
+    if (T.r[i].thread != 0 && T.r[i].t > exit_t[T.r[i].thread]) {
+      ck_assert_int_eq(T.r[i].thread, 1);
+      ck_assert_int_eq(T.r[i].heap, 0);
+    }
+  done(dir, &T);
+}
+END_TEST
+
+// Each worker's heap is exactly what it allocated and what of it is alive,
+// whoever freed it; thread 0's holds its 100000 bytes for a while.
+START_TEST(test_heap_per_thread) {
+  char *dir;
+  ttrace T;
+  run_all(&dir, &T, "-r0");
+  const int64_t one[] = {0, 10000, 30000, 60000, 50000, 30000, 70000, 40000, 0};
+  const int64_t two[] = {0, 5000, 0, 100, 200, 400, 0};
+  const int64_t three[] = {0, 3000, 0};
+  assert_curve(&T, 1, one, 9);
+  assert_curve(&T, 2, two, 7);
+  assert_curve(&T, 3, three, 3);
+  // Thread 0: its own block (glibc's thread bookkeeping adds a few hundred
+  // bytes of its own around it).
+  int64_t v[4096];
+  int n = heap_curve(&T, 0, v, 4096), up = 0, down = 0;
+  for (int i = 1; i < n; i++) {
+    up += v[i] - v[i - 1] == 100000;
+    down += v[i] - v[i - 1] == -100000;
+  }
+  ck_assert_int_eq(up, 1);
+  ck_assert_int_eq(down, 1);
+  ck_assert_int_lt(v[n - 1], 16384);
+  done(dir, &T);
+}
+END_TEST
+
+// The index of thread th's first row with heap h, which must exist.
+static size_t row_with_heap(const ttrace *T, int th, int64_t h) {
+  for (size_t i = 0; i < T->n; i++)
+    if (T->r[i].thread == th && T->r[i].heap == h) return i;
+  ck_abort_msg("thread %d has no row with heap %lld", th, (long long)h);
+  return 0;
+}
+
+/* The cross-thread frees: thread 3 frees thread 2's 5000 (thread 2 running),
+ * thread 0 frees thread 1's 40000 (thread 1 ended). Each is one row of the
+ * freeing thread naming the owner, the bytes and the owner's allocation
+ * row's time, and a row of the owner at the same time with the lowered heap. */
+static void check_xfree(const ttrace *T, int exact) {
+  int seen[4] = {0};
+  for (size_t i = 0; i < T->n; i++) {
+    const trow *r = &T->r[i];
+    if (r->xfrom == EMPTY) continue;
+    ck_assert_msg((r->thread == 3 && r->xfrom == 2) || (r->thread == 0 && r->xfrom == 1),
+                  "a cross-thread free by %lld of %lld's block", (long long)r->thread,
+                  (long long)r->xfrom);
+    seen[r->thread]++;
+    int64_t bytes = r->thread == 3 ? 5000 : 40000;
+    ck_assert_int_eq(r->xbytes, bytes);
+    ck_assert_str_eq(r->ev, "");
+    // The owner's row at the allocation's time: where its heap rose by those bytes.
+    int owner = (int)r->xfrom;
+    size_t a = exact ? row_with_heap(T, owner, owner == 2 ? 5000 : 70000) : 0;
+    int found = 0;
+    for (size_t j = 0; j < T->n; j++)
+      if (T->r[j].thread == owner && T->r[j].t == r->xalloc) found = 1;
+    ck_assert_msg(found, "no row of thread %d at xfree_alloc_ns %lld", owner, (long long)r->xalloc);
+    if (exact) ck_assert_int_eq(r->xalloc, T->r[a].t);
+    ck_assert_int_lt(r->xalloc, r->t);
+    // The owner's lowered row, same time.
+    int lowered = 0;
+    for (size_t j = 0; j < T->n; j++)
+      if (T->r[j].thread == owner && T->r[j].t == r->t && T->r[j].heap == 0) lowered = 1;
+    ck_assert_msg(lowered, "thread %d has no row at %lld with its heap lowered to 0", owner,
+                  (long long)r->t);
+  }
+  ck_assert_int_eq(seen[3], 1);
+  ck_assert_int_eq(seen[0], 1);
+}
+
+START_TEST(test_cross_thread_free) {
+  char *dir;
+  ttrace T;
+  run_all(&dir, &T, "-r0");
+  check_xfree(&T, 1);
+  done(dir, &T);
+}
+END_TEST
+
+// At the default resolution (coalesced within each thread) the rows still
+// say who freed whose blocks, and each worker ends with nothing alive.
+START_TEST(test_cross_thread_free_coalesced) {
+  char *dir;
+  ttrace T;
+  run_all(&dir, &T, NULL);
+  check_xfree(&T, 0);
+  for (int th = 1; th <= 3; th++) {
+    int64_t last = -1;
+    for (size_t i = 0; i < T.n; i++)
+      if (T.r[i].thread == th) last = T.r[i].heap;
+    ck_assert_int_eq(last, 0);
+  }
+  done(dir, &T);
+}
+END_TEST
+
+// Each thread's stack from its own top: thread 1 ran 40 frames of 1 KiB,
+// thread 2 ten, thread 3 two; CPU time per thread from 0, never falling.
+START_TEST(test_stacks_and_cpu) {
+  char *dir;
+  ttrace T;
+  run_all(&dir, &T, "-r0");
+  int64_t s1 = peak_stack(&T, 1), s2 = peak_stack(&T, 2), s3 = peak_stack(&T, 3);
+  ck_assert_int_ge(s1, 40 * 1024);
+  ck_assert_int_lt(s1, 40 * 1024 + 16384);
+  ck_assert_int_ge(s2, 10 * 1024);
+  ck_assert_int_lt(s2, 10 * 1024 + 16384);
+  ck_assert_int_ge(s3, 2 * 1024);
+  ck_assert_int_lt(s3, 2 * 1024 + 16384);
+  ck_assert_int_gt(s1, s2);
+  ck_assert_int_gt(s2, s3);
+  int64_t last[4] = {-1, -1, -1, -1};
+  for (size_t i = 0; i < T.n; i++) {
+    const trow *r = &T.r[i];
+    if (last[r->thread] < 0) ck_assert_int_eq(r->cpu, 0);
+    ck_assert_int_ge(r->cpu, last[r->thread]);
+    last[r->thread] = r->cpu;
+  }
+  done(dir, &T);
+}
+END_TEST
+
+/* realloc by another thread: thread 1 reallocs thread 0's 3000 bytes to
+ * 5000: a cross-thread free of the 3000 (thread 0's heap falls by it at
+ * that time) and thread 1's allocation of 5000. */
+START_TEST(test_cross_thread_realloc) {
+  char *dir;
+  ttrace T;
+  g_mode = "xrealloc";
+  run_all(&dir, &T, "-r0");
+  g_mode = NULL;
+  const int64_t one[] = {0, 5000, 0};
+  assert_curve(&T, 1, one, 3);
+  int n = 0;
+  for (size_t i = 0; i < T.n; i++) {
+    const trow *r = &T.r[i];
+    if (r->xfrom == EMPTY) continue;
+    n++;
+    ck_assert_int_eq(r->thread, 1);
+    ck_assert_int_eq(r->xfrom, 0);
+    ck_assert_int_eq(r->xbytes, 3000);
+    // Thread 0's row of the allocation (its heap rose by 3000), and its row
+    // at the free's time with the heap 3000 lower than just before.
+    int64_t prev = -1, at_alloc = -1, before = -1, lowered = -1;
+    for (size_t j = 0; j < T.n; j++) {
+      if (T.r[j].thread != 0) continue;
+      if (prev >= 0 && T.r[j].heap - prev == 3000 && at_alloc < 0) at_alloc = T.r[j].t;
+      if (T.r[j].t < r->t) before = T.r[j].heap;
+      if (T.r[j].t == r->t) lowered = T.r[j].heap;
+      prev = T.r[j].heap;
+    }
+    ck_assert_int_eq(r->xalloc, at_alloc);
+    ck_assert_int_eq(lowered, before - 3000);
+  }
+  ck_assert_int_eq(n, 1);
+  done(dir, &T);
+}
+END_TEST
+
+// Without --thread all: no thread column, the library reads the trace, the
+// heap is the process's, every thread's blocks as before (at -r 0 each
+// call is a row: thread 1's 40000 and thread 2's 5000 come and go in it).
+START_TEST(test_single_thread_unchanged) {
+  char *dir = tu_mkdtemp();
+  tu_run r = record(dir, "-q", "-r0", NULL);
+  ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/t.csv", dir);
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_read(path, &t, &err) == 0, "%s", err.msg);
+  ck_assert_int_lt(memstub_trace_column(t, "thread"), 0);
+  ck_assert_int_lt(memstub_trace_column(t, "xfree_from"), 0);
+  ck_assert_str_eq(memstub_trace_get_meta(t, "record.thread"), "main");
+  int steps[3] = {0};
+  for (size_t i = 1; i < t->n; i++) {
+    int64_t d = t->pts[i].heap_bytes - t->pts[i - 1].heap_bytes;
+    steps[0] += d == 40000;
+    steps[1] += d == 5000;
+    steps[2] += d == -5000;
+  }
+  for (int i = 0; i < 3; i++) ck_assert_int_ge(steps[i], 1);
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+// What --thread all does not combine with is a usage error.
+START_TEST(test_usage) {
+  char *dir = tu_mkdtemp();
+  const char *bad[] = {"--heap=thread", "--follow-children", "--occurrence=2"};
+  for (int i = 0; i < 3; i++) {
+    tu_run r = record(dir, "--thread", "all", bad[i]);
+    ck_assert_msg(r.status == 2, "%s: status %d: %s", bad[i], r.status, r.err);
+    ck_assert_ptr_nonnull(strstr(r.err, "--thread all"));
+    tu_run_free(&r);
+  }
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("record_threads");
+  TCase *tc = tcase_create("all");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_events);
+  tcase_add_test(tc, test_heap_per_thread);
+  tcase_add_test(tc, test_cross_thread_free);
+  tcase_add_test(tc, test_cross_thread_free_coalesced);
+  tcase_add_test(tc, test_stacks_and_cpu);
+  tcase_add_test(tc, test_cross_thread_realloc);
+  tcase_add_test(tc, test_single_thread_unchanged);
+  tcase_add_test(tc, test_usage);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
