@@ -1,0 +1,210 @@
+// Traces with several threads: the thread columns of the trace format, the
+// generator's per-thread stubs and the runtime's replay of one thread per
+// original thread (docs/formats.md "Threads", docs/runtime.md "Threads").
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memstub/trace.h"
+
+#define MS 1000000LL
+
+typedef struct frow {
+  int64_t t, th, stack, heap, ev, peer, xfrom, xbytes, xalloc, seq;
+} frow;
+
+static int cmp_row(const void *a, const void *b) {
+  const frow *x = a, *y = b;
+  if (x->t != y->t) return x->t < y->t ? -1 : 1;
+  if (x->th != y->th) return x->th < y->th ? -1 : 1;
+  return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The 4-thread fixture: thread 0 creates 1 and 2, 1 creates 3; 0 joins 2
+ * then 1; 3 is never joined. Stacks of different depths (thread 3 to about
+ * 150 KiB), heaps of different shapes (thread 2 through an mmapped block),
+ * and one cross-thread free: 5000 bytes thread 1 allocates at 30 ms, freed
+ * by thread 2 at 90 ms. */
+static memstub_trace *fixture(void) {
+  frow *r = calloc(1000, sizeof *r);
+  int n = 0;
+#define ADD(...) (r[n] = (frow){__VA_ARGS__, n}, n++)
+  const int64_t E = MEMSTUB_TRACE_EMPTY;
+  for (int i = 0; i <= 100; i++) {  // thread 0: every 2 ms, 0 to 200 ms
+    int64_t t = i * 2 * MS, ev = 0, peer = E;
+    if (i == 0) ev = MEMSTUB_THREAD_EVENT_START, peer = -1;
+    if (t == 150 * MS) ev = MEMSTUB_THREAD_EVENT_JOIN, peer = 2;
+    if (t == 180 * MS) ev = MEMSTUB_THREAD_EVENT_JOIN, peer = 1;
+    if (i == 100) ev = MEMSTUB_THREAD_EVENT_EXIT;
+    ADD(t, 0, 1024 + 512 * (i % 4), 2000 + 96 * (i % 10), ev, peer, E, E, E);
+  }
+  for (int i = 0; i <= 65; i++) {  // thread 1: every 2 ms, 10 to 140 ms
+    int64_t t = 10 * MS + i * 2 * MS, ev = 0, peer = E;
+    if (i == 0) ev = MEMSTUB_THREAD_EVENT_START, peer = 0;
+    if (i == 65) ev = MEMSTUB_THREAD_EVENT_EXIT;
+    int64_t h = i < 40 ? 1000 * i : 1000 * (80 - i);
+    if (t >= 30 * MS && t < 90 * MS) h += 5000;  // the block thread 2 frees
+    ADD(t, 1, 4096 * (1 + i % 8), h, ev, peer, E, E, E);
+  }
+  for (int i = 0; i <= 36; i++) {  // thread 2: every 3 ms, 12 to 120 ms
+    int64_t t = 12 * MS + i * 3 * MS, ev = 0, peer = E, xf = E, xb = E, xa = E;
+    if (i == 0) ev = MEMSTUB_THREAD_EVENT_START, peer = 0;
+    if (i == 36) ev = MEMSTUB_THREAD_EVENT_EXIT;
+    if (t == 90 * MS) xf = 1, xb = 5000, xa = 30 * MS;
+    int64_t h = t >= 30 * MS && t < 60 * MS ? 300000 : 8000 + 800 * (i % 5);
+    ADD(t, 2, 2048 + 1024 * (i % 3), h, ev, peer, xf, xb, xa);
+  }
+  for (int i = 0; i <= 80; i++) {  // thread 3: every 1 ms, 20 to 100 ms
+    int64_t t = 20 * MS + i * MS, ev = 0, peer = E;
+    if (i == 0) ev = MEMSTUB_THREAD_EVENT_START, peer = 1;
+    if (i == 80) ev = MEMSTUB_THREAD_EVENT_EXIT;
+    ADD(t, 3, 16384 * (i % 10), 64 * (i % 7), ev, peer, E, E, E);
+  }
+#undef ADD
+  qsort(r, (size_t)n, sizeof *r, cmp_row);
+  memstub_trace *t = memstub_trace_create();
+  const char *cols[] = {"thread", "thread_event", "thread_peer", "xfree_from", "xfree_bytes",
+                        "xfree_alloc_ns"};
+  for (int c = 0; c < 6; c++) ck_assert_int_eq(memstub_trace_add_column(t, cols[c]), c);
+  for (int i = 0; i < n; i++) {
+    ck_assert_int_eq(memstub_trace_append(t, r[i].t, r[i].stack, r[i].heap), 0);
+    int64_t *x = memstub_trace_extra_row(t, t->n - 1);
+    int64_t v[6] = {r[i].th, r[i].ev, r[i].peer, r[i].xfrom, r[i].xbytes, r[i].xalloc};
+    memcpy(x, v, sizeof v);
+  }
+  free(r);
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_validate(t, &err) == 0, "fixture: %s", err.msg);
+  return t;
+}
+
+static char *to_text(const memstub_trace *t, size_t *len) {
+  char *buf = NULL;
+  FILE *f = open_memstream(&buf, len);
+  ck_assert_int_eq(memstub_trace_fwrite(t, f), 0);
+  fclose(f);
+  return buf;
+}
+
+START_TEST(test_round_trip) {
+  memstub_trace *t = fixture();
+  size_t len, len2;
+  char *text = to_text(t, &len);
+  // Events by name, empty fields empty.
+  ck_assert_ptr_nonnull(strstr(text, "\n0,1024,2000,0,start,-1,,,\n"));
+  ck_assert_ptr_nonnull(strstr(text, ",0,join,1,,,\n"));
+  ck_assert_ptr_nonnull(strstr(text, ",2,,,1,5000,30000000\n"));
+  memstub_trace *u = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_parse("fixture", text, len, &u, &err) == 0, "%s", err.msg);
+  char *text2 = to_text(u, &len2);
+  ck_assert_uint_eq(len, len2);
+  ck_assert_int_eq(memcmp(text, text2, len), 0);
+  ck_assert_int_eq(memstub_trace_thread_count(u), 4);
+  size_t *rows, nr;
+  ck_assert_int_eq(memstub_trace_thread_rows(u, 3, &rows, &nr), 0);
+  ck_assert_uint_eq(nr, 81);
+  ck_assert_int_eq(memstub_trace_row_thread(u, rows[0]), 3);
+  ck_assert_int_eq(u->pts[rows[0]].time_ns, 20 * MS);
+  free(rows);
+  free(text);
+  free(text2);
+  memstub_trace_free(t);
+  memstub_trace_free(u);
+}
+END_TEST
+
+// An old trace: one thread, and what is written is what was read.
+START_TEST(test_single_thread_unchanged) {
+  const char *text = "# memstub-trace 1\ntime_ns,stack_bytes,heap_bytes,cpu_ns\n0,0,0,0\n"
+                     "10,64,-0,5\n";
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_trace_parse("old", text, strlen(text), &t, &err), 0);
+  ck_assert_int_eq(memstub_trace_thread_count(t), 1);
+  memstub_trace_threadcols c;
+  memstub_trace_threadcols_find(t, &c);
+  ck_assert_int_eq(c.thread, -1);
+  size_t len;
+  char *out = to_text(t, &len);
+  ck_assert_str_eq(out, "# memstub-trace 1\ntime_ns,stack_bytes,heap_bytes,cpu_ns\n0,0,0,0\n"
+                        "10,64,0,5\n");
+  free(out);
+  memstub_trace_free(t);
+}
+END_TEST
+
+static void refused(const char *rows, const char *want) {
+  char text[2048];
+  snprintf(text, sizeof text,
+           "# memstub-trace 1\n"
+           "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer,xfree_from,"
+           "xfree_bytes,xfree_alloc_ns\n%s",
+           rows);
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_trace_parse("th.csv", text, strlen(text), &t, &err), -EINVAL);
+  ck_assert_ptr_null(t);
+  ck_assert_msg(strstr(err.msg, want), "'%s' lacks '%s'", err.msg, want);
+}
+
+START_TEST(test_refused) {
+  // A thread's first row is its start; start only there.
+  refused("0,0,0,0,,,,,\n", "th.csv:3:9: thread_event: thread 0's first row must be its 'start'");
+  refused("0,0,0,0,start,-1,,,\n5,0,0,0,start,-1,,,\n", "th.csv:4:9: thread_event: 'start' must");
+  // Peers exist: a creator with a row before, a joined thread.
+  refused("0,0,0,0,start,-1,,,\n5,0,0,1,start,2,,,\n",
+          "th.csv:4:15: thread_peer: creator 2 of thread 1 has no row before");
+  refused("0,0,0,0,start,-1,,,\n5,0,0,0,join,3,,,\n",
+          "th.csv:4:14: thread_peer: joined thread 3 has no row before");
+  refused("0,0,0,0,start,,,,\n", "thread_peer: empty: a 'start' row names its creator");
+  refused("0,0,0,0,start,-1,,,\n5,0,0,0,,4,,,\n", "th.csv:4:10: thread_peer: 4 on a row");
+  // No row after the exit; a thread number without its predecessors.
+  refused("0,0,0,0,start,-1,,,\n5,0,0,0,exit,,,,\n6,0,0,0,,,,,\n",
+          "th.csv:5:7: thread: a row of thread 0 after its exit row");
+  refused("0,0,0,0,start,-1,,,\n5,0,0,2,start,0,,,\n",
+          "thread: thread 2 appears but thread 1 has no row");
+  refused("0,0,0,-1,start,-1,,,\n", "th.csv:3:7: thread: -1 is not a thread number");
+  refused("0,0,0,0,begin,-1,,,\n", "th.csv:3:9: thread_event: unknown event 'begin'");
+  // Cross-thread frees: another thread, bytes > 0, the time of one of its rows.
+  const char *two = "0,0,0,0,start,-1,,,\n10,0,100,1,start,0,,,\n";
+  char rows[512];
+  snprintf(rows, sizeof rows, "%s20,0,0,0,,,1,100,11\n", two);
+  refused(rows, "th.csv:5:18: xfree_alloc_ns: 11 is not the time of a row of thread 1");
+  snprintf(rows, sizeof rows, "%s20,0,0,0,,,0,100,0\n", two);
+  refused(rows, "th.csv:5:12: xfree_from: thread 0 is the row's own thread");
+  snprintf(rows, sizeof rows, "%s20,0,0,0,,,1,0,10\n", two);
+  refused(rows, "th.csv:5:14: xfree_bytes: not positive");
+  snprintf(rows, sizeof rows, "%s20,0,0,0,,,,100,\n", two);
+  refused(rows, "th.csv:5:13: xfree_bytes: set without xfree_from");
+  // Accepted: the same with a proper free.
+  char text[1024];
+  snprintf(text, sizeof text,
+           "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer,xfree_from,"
+           "xfree_bytes,xfree_alloc_ns\n%s20,0,0,0,,,1,100,10\n20,0,0,1,,,,,\n", two);
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_parse("ok", text, strlen(text), &t, &err) == 0, "%s", err.msg);
+  memstub_trace_free(t);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("threads");
+  TCase *tc = tcase_create("format");
+  tcase_add_test(tc, test_round_trip);
+  tcase_add_test(tc, test_single_thread_unchanged);
+  tcase_add_test(tc, test_refused);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
