@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memstub/gen.h"
+#include "memstub/runtime.h"
+#include "memstub/threads.h"
 #include "memstub/trace.h"
 
 #define MS 1000000LL
@@ -191,12 +194,77 @@ START_TEST(test_refused) {
 }
 END_TEST
 
+// The original rows of thread th as a trace of its own.
+static memstub_trace *thread_trace(const memstub_trace *t, int64_t th) {
+  size_t *rows, n;
+  ck_assert_int_eq(memstub_trace_thread_rows(t, th, &rows, &n), 0);
+  memstub_trace *s = memstub_trace_create();
+  for (size_t k = 0; k < n; k++) {
+    const memstub_point *p = &t->pts[rows[k]];
+    memstub_trace_append(s, p->time_ns, p->stack_bytes, p->heap_bytes);
+  }
+  free(rows);
+  return s;
+}
+
+START_TEST(test_gen_threads) {
+  memstub_trace *t = fixture();
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  memstub_gen *g1 = NULL;
+  memstub_error err = {0};
+  // The single-thread builder (headers, data files) refuses and says why.
+  ck_assert_int_eq(memstub_gen_build(t, &o, &g1, &err), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "the trace has 4 threads"));
+  memstub_gen_threads *g = NULL;
+  ck_assert_msg(memstub_gen_threads_build(t, &o, &g, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(g->nthreads, 4);
+  const int64_t creator[4] = {-1, 0, 0, 1}, joiner[4] = {-1, 0, 0, -1};
+  const int64_t start[4] = {0, 10 * MS, 12 * MS, 20 * MS};
+  for (int k = 0; k < 4; k++) {
+    ck_assert_int_eq(g->threads[k].creator, creator[k]);
+    ck_assert_int_eq(g->threads[k].joiner, joiner[k]);
+    ck_assert_int_eq(g->threads[k].start_ns, start[k]);
+  }
+  // Thread 2 is joined after thread 0's row at 150 ms, thread 1 after 180 ms.
+  ck_assert_int_eq(g->stubs[0]->point[g->threads[2].join_point], 75);
+  ck_assert_int_eq(g->stubs[0]->point[g->threads[1].join_point], 90);
+  // Thread 3 is created after thread 1's row at 20 ms (its 6th).
+  ck_assert_int_eq(g->stubs[1]->point[g->threads[3].create_point], 5);
+  ck_assert_int_eq(g->nhandoffs, 1);
+  const memstub_handoff *h = &g->handoffs[0];
+  ck_assert_int_eq(h->bytes, 5000);
+  ck_assert_int_eq(h->from, 1);
+  ck_assert_int_eq(h->to, 2);
+  ck_assert_int_eq(h->alloc_row, 10);  // 30 ms
+  ck_assert_int_eq(h->drop_row, 40);   // 90 ms
+  ck_assert_int_eq(g->stubs[1]->point[h->alloc_point], 10);
+  ck_assert_int_eq(g->stubs[2]->point[h->free_point], 26);
+  // Thread 1's block grows by 1000 at 30 ms, not 6000: the handoff is a block of its own.
+  int64_t size = 0;
+  for (int64_t x = 0; x <= h->alloc_point; x++) size += g->stubs[1]->use[x].heapAlloc;
+  ck_assert_int_eq(size + g->stubs[1]->heap_base, 10000);
+  // A time scale applies to every thread, starts included.
+  memstub_gen_threads *g2 = NULL;
+  o.time_scale = 2.0;
+  ck_assert_msg(memstub_gen_threads_build(t, &o, &g2, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(g2->threads[3].start_ns, 40 * MS);
+  ck_assert_int_eq(g2->stubs[3]->duration_ns, 160 * MS);
+  memstub_gen_threads_free(g2);
+  memstub_gen_threads_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("threads");
   TCase *tc = tcase_create("format");
   tcase_add_test(tc, test_round_trip);
   tcase_add_test(tc, test_single_thread_unchanged);
   tcase_add_test(tc, test_refused);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("gen");
+  tcase_add_test(tc, test_gen_threads);
   suite_add_tcase(s, tc);
   return s;
 }
