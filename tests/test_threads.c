@@ -11,6 +11,7 @@
 #include "memstub/runtime.h"
 #include "memstub/threads.h"
 #include "memstub/trace.h"
+#include "test_replay_common.h"
 
 #define MS 1000000LL
 
@@ -244,6 +245,7 @@ START_TEST(test_gen_threads) {
   int64_t size = 0;
   for (int64_t x = 0; x <= h->alloc_point; x++) size += g->stubs[1]->use[x].heapAlloc;
   ck_assert_int_eq(size + g->stubs[1]->heap_base, 10000);
+  ck_assert_int_eq(memstub_threads_check(&g->stub, NULL, &err), 0);
   // A time scale applies to every thread, starts included.
   memstub_gen_threads *g2 = NULL;
   o.time_scale = 2.0;
@@ -251,6 +253,94 @@ START_TEST(test_gen_threads) {
   ck_assert_int_eq(g2->threads[3].start_ns, 40 * MS);
   ck_assert_int_eq(g2->stubs[3]->duration_ns, 160 * MS);
   memstub_gen_threads_free(g2);
+  memstub_gen_threads_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
+START_TEST(test_replay_threads) {
+  memstub_trace *t = fixture();
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  memstub_gen_threads *g = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_gen_threads_build(t, &o, &g, &err) == 0, "%s", err.msg);
+  memstub_replay_options ro;
+  memstub_replay_options_init(&ro);
+  ro.measure = MEMSTUB_MEASURE_TRACE;
+  memstub_threads_replay *r = NULL;
+  ck_assert_msg(memstub_threads_run(&g->stub, &ro, &r, &err) == 0, "%s", err.msg);
+  // Each thread: its stack and heap at every row, as the single-thread criterion.
+  for (int64_t k = 0; k < 4; k++) {
+    memstub_trace *orig = thread_trace(t, k), *rep = NULL;
+    ck_assert_msg(memstub_replay_trace(r->thread[k], &rep, &err) == 0, "%s", err.msg);
+    rt_fit fit;
+    rt_check_exact(orig, g->stubs[k], rep, 1, &fit);
+    memstub_trace_free(orig);
+    memstub_trace_free(rep);
+  }
+  // The handoff: malloc'd by thread 1's replay thread, freed by thread 2's.
+  ck_assert_int_ne(r->tid[1], r->tid[2]);
+  ck_assert_int_eq(r->handoff[0].malloc_tid, r->tid[1]);
+  ck_assert_int_eq(r->handoff[0].free_tid, r->tid[2]);
+  ck_assert_int_ge(r->handoff[0].usable, 5000);
+  // Starts after their creators', joins in the trace's order, each after the exit.
+  int64_t at[4][4];  // [thread][kind]
+  memset(at, -1, sizeof at);
+  int64_t order[8], no = 0;
+  for (int64_t i = 0; i < r->nevents; i++) {
+    const memstub_thread_event *e = &r->events[i];
+    if (e->kind == MEMSTUB_TEV_JOIN) {
+      ck_assert_int_eq(e->thread, 0);
+      order[no++] = e->peer;
+      at[e->peer][MEMSTUB_TEV_JOIN] = i;
+    } else {
+      at[e->thread][e->kind] = i;
+    }
+  }
+  ck_assert_int_eq(no, 2);
+  ck_assert_int_eq(order[0], 2);
+  ck_assert_int_eq(order[1], 1);
+  for (int k = 0; k < 4; k++) ck_assert_int_ge(at[k][MEMSTUB_TEV_EXIT], 0);
+  ck_assert_int_lt(at[0][MEMSTUB_TEV_START], at[1][MEMSTUB_TEV_START]);
+  ck_assert_int_lt(at[1][MEMSTUB_TEV_START], at[3][MEMSTUB_TEV_START]);
+  ck_assert_int_lt(at[2][MEMSTUB_TEV_EXIT], at[2][MEMSTUB_TEV_JOIN]);
+  ck_assert_int_lt(at[1][MEMSTUB_TEV_EXIT], at[1][MEMSTUB_TEV_JOIN]);
+  // The merged replayed trace: every thread's rows, and the process total (the
+  // sum of each thread's latest heap) follows the original's at every row.
+  memstub_trace *m = NULL;
+  ck_assert_msg(memstub_threads_trace(r, &m, &err) == 0, "%s", err.msg);
+  ck_assert_uint_eq(m->n, t->n);
+  ck_assert_int_eq(memstub_trace_validate(m, &err), 0);
+  int cth = memstub_trace_column(m, "thread"), cp = memstub_trace_column(m, "point");
+  ck_assert_int_ge(cth, 0);
+  size_t *rows[4], nr[4];
+  int64_t orig_h[4] = {0}, rep_h[4] = {0}, off[4];
+  for (int k = 0; k < 4; k++) {
+    ck_assert_int_eq(memstub_trace_thread_rows(t, k, &rows[k], &nr[k]), 0);
+    off[k] = INT64_MIN;
+  }
+  for (size_t i = 0; i < m->n; i++) {
+    const int64_t *x = memstub_trace_extra_row(m, i);
+    int64_t k = x[cth], row = x[cp];
+    ck_assert_int_lt(row, (int64_t)nr[k]);
+    orig_h[k] = t->pts[rows[k][row]].heap_bytes;
+    rep_h[k] = m->pts[i].heap_bytes;
+    if (off[k] == INT64_MIN) off[k] = rep_h[k] - orig_h[k];
+#if !defined(MEMSTUB_SANITIZED)
+    int64_t dev = 0, big = 0;
+    for (int j = 0; j < 4; j++)
+      if (off[j] != INT64_MIN) {
+        dev += rep_h[j] - orig_h[j] - off[j];
+        big |= orig_h[j] >= RT_MMAP_MIN;
+      }
+    ck_assert_msg(llabs(dev) <= (big ? 4096 : 4 * RT_SLACK), "row %zu: total heap off by %lld",
+                  i, (long long)dev);
+#endif
+  }
+  for (int k = 0; k < 4; k++) free(rows[k]);
+  memstub_trace_free(m);
+  memstub_threads_replay_free(r);
   memstub_gen_threads_free(g);
   memstub_trace_free(t);
 }
@@ -265,6 +355,10 @@ static Suite *suite(void) {
   suite_add_tcase(s, tc);
   tc = tcase_create("gen");
   tcase_add_test(tc, test_gen_threads);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("replay");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_replay_threads);
   suite_add_tcase(s, tc);
   return s;
 }
