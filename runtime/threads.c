@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -457,12 +458,35 @@ int memstub_threads_trace(const memstub_threads_replay *r, memstub_trace **out,
     for (size_t c = 0; c < tt[k]->nextra && rc >= 0; c++)
       if (memstub_trace_column(t, tt[k]->extra_names[c]) < 0)
         rc = memstub_trace_add_column(t, tt[k]->extra_names[c]);
-  for (size_t i = 0; rc >= 0 && i < tt[0]->nmeta; i++)
-    rc = memstub_trace_set_meta(t, tt[0]->meta[i].key, tt[0]->meta[i].value);
-  if (rc >= 0) {
-    char v[64];
-    snprintf(v, sizeof v, "%lld", (long long)n);
-    rc = memstub_trace_set_meta(t, "threads", v);
+  // Metadata: thread 0's, but the figures of one replay thread are each thread's.
+  static const char *const own[] = {"duration_ns", "cpu_ns", "off_cpu_ns", "points",
+                                    "stack_size", "heap_clamped_rows"};
+  for (size_t i = 0; rc >= 0 && i < tt[0]->nmeta; i++) {
+    int skip = 0;
+    for (size_t j = 0; j < sizeof own / sizeof *own; j++) skip |= !strcmp(tt[0]->meta[i].key, own[j]);
+    if (!skip) rc = memstub_trace_set_meta(t, tt[0]->meta[i].key, tt[0]->meta[i].value);
+  }
+  char v[512], key[64];
+  snprintf(v, sizeof v, "%lld (one replay thread each; heap_bytes is the row's thread's own heap, "
+           "from usable sizes)", (long long)n);
+  if (rc >= 0) rc = memstub_trace_set_meta(t, "threads", v);
+  for (int64_t k = 0; k < n && rc >= 0; k++) {
+    const memstub_replay_info *in = &r->thread[k]->info;
+    snprintf(key, sizeof key, "thread.%lld", (long long)k);
+    snprintf(v, sizeof v, "start %lld ns, %lld points, duration_ns %lld (target %lld), cpu_ns "
+             "%lld, off_cpu_ns %lld, stack_size %lld", (long long)r->stub->threads[k].start_ns,
+             (long long)in->points, (long long)in->duration_ns, (long long)in->target_ns,
+             (long long)in->cpu_ns, (long long)in->run_delay_ns, (long long)in->stack_size);
+    rc = memstub_trace_set_meta(t, key, v);
+  }
+  for (int64_t h = 0; h < r->stub->nhandoffs && rc >= 0; h++) {
+    const memstub_handoff *ho = &r->stub->handoffs[h];
+    snprintf(key, sizeof key, "handoff.%lld", (long long)h);
+    snprintf(v, sizeof v, "%lld bytes, malloc'd by thread %lld (tid %ld), freed by thread %lld "
+             "(tid %ld) after waiting %lld ns", (long long)ho->bytes, (long long)ho->from,
+             r->handoff[h].malloc_tid, (long long)ho->to, r->handoff[h].free_tid,
+             (long long)r->handoff[h].wait_ns);
+    rc = memstub_trace_set_meta(t, key, v);
   }
   // Merge by time, ties by thread (the recorder's order).
   for (;;) {
