@@ -7,11 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memstub/compare.h"
 #include "memstub/gen.h"
 #include "memstub/runtime.h"
 #include "memstub/threads.h"
 #include "memstub/trace.h"
 #include "test_replay_common.h"
+#include "testutil.h"
 
 #define MS 1000000LL
 
@@ -339,10 +341,73 @@ START_TEST(test_replay_threads) {
 #endif
   }
   for (int k = 0; k < 4; k++) free(rows[k]);
+  // compare: per thread and in total, checks per thread.
+  memstub_compare_threads_report *cr = NULL;
+  ck_assert_msg(memstub_compare_threads_traces(t, "orig", m, "rep", NULL, &cr, &err) == 0, "%s",
+                err.msg);
+  ck_assert_int_eq(cr->nthreads, 4);
+  for (int k = 0; k < 4; k++) {
+    ck_assert_uint_eq(cr->thread[k]->compared, nr[k]);
+    ck_assert_uint_eq(cr->thread[k]->missing, 0);
+  }
+  ck_assert_uint_eq(cr->total_rows, m->n);
+  memstub_compare_checks *cs = memstub_compare_checks_create();
+  ck_assert_int_eq(memstub_compare_checks_parse(cs, "t3.missing=0,missing=0,t9.late=0,"
+                                                    "t1.heap-max=100000", &err), 0);
+  ck_assert_int_eq(cs->c[0].thread, 3);
+  ck_assert_int_eq(cs->c[1].thread, -1);
+  ck_assert_int_eq(memstub_compare_threads_checks_run(cs, cr), 0);
+  ck_assert_int_eq(cs->c[2].skipped, 1);  // there is no thread 9
+  ck_assert_int_eq(cs->c[3].pass, 1);
+#if !defined(MEMSTUB_SANITIZED)
+  // The handed-off block counts in thread 1's heap: its heap is exact on arena rows.
+  ck_assert_int_le(cr->thread[1]->heap.max_abs, RT_SLACK);
+  ck_assert_int_eq(cr->thread[1]->heap.exact, nr[1]);
+#endif
+  memstub_compare_checks_free(cs);
+  memstub_compare_threads_free(cr);
   memstub_trace_free(m);
   memstub_threads_replay_free(r);
   memstub_gen_threads_free(g);
   memstub_trace_free(t);
+}
+END_TEST
+
+// The command line: replay --measure writes every thread's rows, compare
+// judges them per thread and in total, gen refuses (a header holds one thread).
+START_TEST(test_cli) {
+  char *dir = tu_mkdtemp();
+  memstub_trace *t = fixture();
+  char in[512], out[512];
+  snprintf(in, sizeof in, "%s/four.csv", dir);
+  snprintf(out, sizeof out, "%s/four.replayed.csv", dir);
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_trace_write(t, in, &err), 0);
+  tu_run r = tu_memstub(dir, "replay", in, "--measure", out, (char *)NULL);
+  ck_assert_msg(r.status == 0, "replay: %s", r.err);
+  ck_assert_ptr_nonnull(strstr(r.err, "4 threads, 1 cross-thread frees"));
+  tu_run_free(&r);
+  memstub_trace *m = NULL;
+  ck_assert_int_eq(memstub_trace_read(out, &m, &err), 0);
+  ck_assert_uint_eq(m->n, t->n);
+  ck_assert_ptr_nonnull(memstub_trace_get_meta(m, "handoff.0"));
+  r = tu_memstub(dir, "compare", in, out, "--json", "--check", "missing=0,t2.missing=0",
+                 (char *)NULL);
+  ck_assert_msg(r.status == 0, "compare: %s", r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "{\"threads\": ["));
+  ck_assert_ptr_nonnull(strstr(r.out, "\"spec\": \"t2.missing=0\", \"thread\": 2"));
+  tu_run_free(&r);
+  r = tu_memstub(dir, "compare", in, out, "--check", "t0.p50-us=0", (char *)NULL);
+  ck_assert_int_eq(r.status, 1);  // a check that cannot pass fails
+  tu_run_free(&r);
+  r = tu_memstub(dir, "gen", in, "-o", "x.h", (char *)NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "the trace has 4 threads"));
+  tu_run_free(&r);
+  memstub_trace_free(m);
+  memstub_trace_free(t);
+  tu_rmtree(dir);
+  free(dir);
 }
 END_TEST
 
@@ -359,6 +424,7 @@ static Suite *suite(void) {
   tc = tcase_create("replay");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_replay_threads);
+  tcase_add_test(tc, test_cli);
   suite_add_tcase(s, tc);
   return s;
 }
