@@ -239,7 +239,7 @@ int main(int argc, char **argv) {
     for (int64_t k = 0; k < nt; k++) {
       memstub_trace *rep = NULL;
       if (memstub_replay_trace(r->thread[k], &rep, &err) < 0) return die(&err);
-      measure(orig, g->rows[k], g->nrows[k], g->stubs[k], rep, &f[run][k]);
+      measure(orig, g->rows[k], g->nstub[k], g->stubs[k], rep, &f[run][k]);
       hoff[k] = rep->pts[0].heap_bytes - orig->pts[g->rows[k][0]].heap_bytes;
       memstub_trace_free(rep);
     }

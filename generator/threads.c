@@ -19,6 +19,7 @@ void memstub_gen_threads_free(memstub_gen_threads *g) {
   free(g->handoffs);
   free(g->rows);
   free(g->nrows);
+  free(g->nstub);
   free(g);
 }
 
@@ -103,6 +104,15 @@ static int64_t *last_points(const struct memstub_stub *s) {
   return lp;
 }
 
+static void free_tmp(int64_t **held, int64_t **lp, int64_t nt) {
+  for (int64_t th = 0; th < nt; th++) {
+    if (held) free(held[th]);
+    if (lp) free(lp[th]);
+  }
+  free(held);
+  free(lp);
+}
+
 int memstub_gen_threads_build(const memstub_trace *t, const memstub_gen_options *o,
                               memstub_gen_threads **out, memstub_error *err) {
   *out = NULL;
@@ -120,12 +130,22 @@ int memstub_gen_threads_build(const memstub_trace *t, const memstub_gen_options 
   g->threads = calloc((size_t)nt, sizeof *g->threads);
   g->rows = calloc((size_t)nt, sizeof *g->rows);
   g->nrows = calloc((size_t)nt, sizeof *g->nrows);
+  g->nstub = calloc((size_t)nt, sizeof *g->nstub);
   held = calloc((size_t)nt, sizeof *held);
   lp = calloc((size_t)nt, sizeof *lp);
-  if (!g->gen || !g->stubs || !g->threads || !g->rows || !g->nrows || !held || !lp) goto nomem;
+  if (!g->gen || !g->stubs || !g->threads || !g->rows || !g->nrows || !g->nstub || !held ||
+      !lp)
+    goto nomem;
   for (int64_t th = 0; th < nt; th++) {
     if (memstub_trace_thread_rows(t, th, &g->rows[th], &g->nrows[th]) < 0) goto nomem;
     if (!(held[th] = calloc(g->nrows[th] + 1, sizeof **held))) goto nomem;
+    // Its stub ends at its exit row: later rows only lower its heap (freed by others).
+    g->nstub[th] = g->nrows[th];
+    for (size_t k = 0; c.event >= 0 && k < g->nrows[th]; k++)
+      if (memstub_trace_extra_row(t, g->rows[th][k])[c.event] == MEMSTUB_THREAD_EVENT_EXIT) {
+        g->nstub[th] = k + 1;
+        break;
+      }
   }
   // The handoffs: one per row with xfree_from.
   size_t nh = 0;
@@ -136,7 +156,13 @@ int memstub_gen_threads_build(const memstub_trace *t, const memstub_gen_options 
     const int64_t *ex = memstub_trace_extra_row(t, r);
     if (ex[c.xfree_from] == MEMSTUB_TRACE_EMPTY) continue;
     int64_t a = ex[c.xfree_from], b = ex[c.thread];
-    int64_t ka = last_at(t, g->rows[a], g->nrows[a], ex[c.xfree_alloc_ns]);
+    int64_t ka = last_at(t, g->rows[a], g->nstub[a], ex[c.xfree_alloc_ns]);
+    if (ka < 0) {
+      rc = memstub_error_set(err, -EINVAL,
+                             "row %zu: xfree_alloc_ns %lld is not a row of thread %lld before its "
+                             "exit", r + 1, (long long)ex[c.xfree_alloc_ns], (long long)a);
+      goto fail;
+    }
     int64_t kb = index_of(g->rows[b], g->nrows[b], r);
     // The first row of a at or after the free (after the allocation) no longer counts it.
     int64_t kl = ka + 1;
@@ -146,17 +172,18 @@ int memstub_gen_threads_build(const memstub_trace *t, const memstub_gen_options 
                            .free_point = kb, .drop_row = kl};
     held[a][ka] += h->bytes;  // a difference array: counted on rows [ka, kl)
     held[a][kl] -= h->bytes;
+    if ((size_t)kl >= g->nrows[a]) h->drop_row = INT64_MAX;
   }
   for (int64_t th = 0; th < nt; th++) {
     for (size_t k = 1; k < g->nrows[th]; k++) held[th][k] += held[th][k - 1];
-    if (g->nrows[th] < 2) {
+    if (g->nstub[th] < 2) {
       rc = memstub_error_set(err, -EINVAL,
-                             "thread %lld has %zu row%s: a thread's stub needs at least two "
-                             "(its start and a change)",
-                             (long long)th, g->nrows[th], g->nrows[th] == 1 ? "" : "s");
+                             "thread %lld has %zu row%s up to its exit: a thread's stub needs at "
+                             "least two (its start and a change)",
+                             (long long)th, g->nstub[th], g->nstub[th] == 1 ? "" : "s");
       goto fail;
     }
-    for (size_t k = 0; k < g->nrows[th]; k++)
+    for (size_t k = 0; k < g->nstub[th]; k++)
       if (t->pts[g->rows[th][k]].heap_bytes < held[th][k]) {
         rc = memstub_error_set(err, -EINVAL,
                                "row %zu: heap_bytes %lld of thread %lld is below the %lld bytes "
@@ -166,7 +193,7 @@ int memstub_gen_threads_build(const memstub_trace *t, const memstub_gen_options 
         goto fail;
       }
     memstub_trace *sub;
-    if (sub_trace(t, g->rows[th], g->nrows[th], held[th], &sub) < 0) goto nomem;
+    if (sub_trace(t, g->rows[th], g->nstub[th], held[th], &sub) < 0) goto nomem;
     rc = memstub_gen_build(sub, o, &g->gen[th], err);
     memstub_trace_free(sub);
     if (rc < 0) {
@@ -190,7 +217,7 @@ int memstub_gen_threads_build(const memstub_trace *t, const memstub_gen_options 
     sp->join_point = -1;
     int64_t peer = c.peer >= 0 ? memstub_trace_extra_row(t, r0)[c.peer] : -1;
     if (th > 0 && peer >= 0 && peer < nt && peer != th) {
-      int64_t kc = last_upto(t, g->rows[peer], g->nrows[peer], t->pts[r0].time_ns);
+      int64_t kc = last_upto(t, g->rows[peer], g->nstub[peer], t->pts[r0].time_ns);
       sp->creator = peer;
       sp->create_point = kc >= 0 ? lp[peer][kc] : -1;
     }
@@ -218,12 +245,7 @@ fail:
   memstub_gen_threads_free(g);
   g = NULL;
 done:
-  for (int64_t th = 0; th < nt; th++) {
-    if (held) free(held[th]);
-    if (lp) free(lp[th]);
-  }
-  free(held);
-  free(lp);
+  free_tmp(held, lp, nt);
   *out = g;
   return rc;
 }

@@ -36,7 +36,6 @@ typedef struct tstate {
   int64_t id;
   ms__rt_ctx c;
   memstub_replay *r;
-  void **scratch;
   int prep;
   int64_t stack_size;
   action *act;
@@ -169,7 +168,11 @@ static void *thread_main(void *arg) {
   run *rn = ts->run;
   rn->tid[ts->id] = (long)gettid();
   log_event(rn, MEMSTUB_TEV_START, ts->id, rn->s->threads[ts->id].creator);
-  ts->prep = ms__rt_heap_prepare(&ts->c.heap, ts->scratch, MS__RT_SCRATCH_POINTERS);
+  /* The block, without filling the tcache: the fill makes mallinfo2 steady
+   * for a single replay, but a thread's heap is measured here from usable
+   * sizes, and the fill's many mallinfo2 calls lock every arena: threads
+   * preparing at once took up to 5 ms each, and started late. */
+  ts->prep = ms__rt_heap_prepare(&ts->c.heap, NULL, 0);
   actions_upto(ts, -1);
   if (ts->prep == 0) ms__rt_engine_run(&ts->c);
   actions_upto(ts, INT64_MAX);  // a replay that stopped early still keeps its promises
@@ -259,18 +262,33 @@ static int add_action(tstate *ts, int64_t point, int kind, int64_t arg) {
   return 0;
 }
 
-// Thread k's own heap at point x (-1: the entry) from the usable sizes: its
-// block's, and those of the handoff blocks it counts then.
-static int64_t held_at(const run *rn, int64_t k, int64_t x) {
+/* Thread k's handed-off blocks at each point: held[x + 1] for point x (-1 the
+ * entry), the usable sizes (less the pad) of the handoff blocks it
+ * allocated that its trace still counts then. NULL when out of memory. */
+static int64_t *held_points(const run *rn, int64_t k) {
   const memstub_threads_stub *s = rn->s;
   const struct memstub_stub *st = s->stubs[k];
-  int64_t row = x >= 0 ? st->point[x] : 0, sum = 0;
+  int64_t n = st->numdata;
+  int64_t *d = calloc((size_t)n + 2, sizeof *d);
+  if (!d) return NULL;
   for (int64_t i = 0; i < s->nhandoffs; i++) {
     const memstub_handoff *h = &s->handoffs[i];
-    if (h->from == k && x >= h->alloc_point && row < h->drop_row && rn->done[i].usable > 0)
-      sum += rn->done[i].usable - MS__RT_HEAP_PAD;
+    if (h->from != k || rn->done[i].usable <= 0) continue;
+    // Counted from its allocation to the first point of its drop row.
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo) / 2;
+      if (st->point[mid] < h->drop_row) lo = mid + 1;
+      else hi = mid;
+    }
+    int64_t v = rn->done[i].usable - MS__RT_HEAP_PAD;
+    if (lo > h->alloc_point) {
+      d[h->alloc_point + 1] += v;
+      d[lo + 1] -= v;
+    }
   }
-  return sum;
+  for (int64_t x = 1; x <= n; x++) d[x] += d[x - 1];
+  return d;
 }
 
 int memstub_threads_run(const memstub_threads_stub *s, const memstub_replay_options *o,
@@ -313,8 +331,6 @@ int memstub_threads_run(const memstub_threads_stub *s, const memstub_replay_opti
           !(r->work = calloc((size_t)st->numdata * MS__RT_WORK_REC, sizeof *r->work)))
         goto nomem;
     }
-    if (!(ts->scratch = calloc(MS__RT_SCRATCH_POINTERS, sizeof *ts->scratch))) goto nomem;
-    ms__prim_prefault(ts->scratch, MS__RT_SCRATCH_POINTERS * sizeof *ts->scratch, 0);
     ms__rt_ctx_init(&ts->c, st, &opt, r->rec);
     ts->c.wrec = r->work;
     ts->c.thr = ts;
@@ -392,10 +408,12 @@ int memstub_threads_run(const memstub_threads_stub *s, const memstub_replay_opti
     // Each thread's own heap, from usable sizes: mallinfo2 counts every thread's.
     memstub_replay *r = res->thread[k];
     if (r->rec && (opt.measure & MEMSTUB_MEASURE_HEAP)) {
+      int64_t *held = held_points(&rn, k);
+      if (!held) goto nomem;
       for (int64_t x = 0; x < s->stubs[k]->numdata; x++)
-        r->rec[x].heap_bytes = r->rec[x].heap_usable - MS__RT_HEAP_PAD + held_at(&rn, k, x);
-      r->info.entry.heap_bytes =
-          r->info.entry.heap_usable - MS__RT_HEAP_PAD + held_at(&rn, k, -1);
+        r->rec[x].heap_bytes = r->rec[x].heap_usable - MS__RT_HEAP_PAD + held[x + 1];
+      r->info.entry.heap_bytes = r->info.entry.heap_usable - MS__RT_HEAP_PAD + held[0];
+      free(held);
     }
   }
   res->t0_ns = rn.t0;
@@ -415,7 +433,6 @@ fail:
   res = NULL;
 out:
   for (int64_t k = 0; rn.t && k < n; k++) {
-    free(rn.t[k].scratch);
     free(rn.t[k].act);
     if (rc < 0 && rn.t[k].created <= 0) ms__rt_res_release(&rn.t[k].c.res);
   }
@@ -429,6 +446,71 @@ out:
 }
 
 /* ---- the replayed trace ------------------------------------------------------ */
+
+static int cmp_drop(const void *a, const void *b) {
+  const memstub_handoff *x = *(const memstub_handoff *const *)a,
+                        *y = *(const memstub_handoff *const *)b;
+  return (x->drop_row > y->drop_row) - (x->drop_row < y->drop_row);
+}
+
+/* Thread k's rows after its exit (docs/formats.md, "Threads"): when another
+ * thread frees blocks k handed off after k ended, k's heap falls then. The
+ * replay has no thread k left to measure it: the row is made from the free,
+ * at the freeing thread's time, with k's last heap less the blocks' usable
+ * sizes; its point is the original's row, so it compares with it. */
+static int after_exit(const memstub_threads_replay *r, int64_t k, memstub_trace *t) {
+  const memstub_threads_stub *s = r->stub;
+  const struct memstub_stub *st = s->stubs[k];
+  const memstub_handoff **hs = NULL;
+  size_t nh = 0;
+  for (int64_t i = 0; i < s->nhandoffs; i++) {
+    const memstub_handoff *h = &s->handoffs[i];
+    if (h->from != k || h->drop_row < st->norig || h->drop_row == INT64_MAX) continue;
+    const memstub_handoff **x = realloc(hs, (nh + 1) * sizeof *x);
+    if (!x) {
+      free(hs);
+      return -ENOMEM;
+    }
+    hs = x;
+    hs[nh++] = h;
+  }
+  if (!nh || t->n == 0) {
+    free(hs);
+    return 0;
+  }
+  qsort(hs, nh, sizeof *hs, cmp_drop);
+  int ip = memstub_trace_column(t, "point"), it = memstub_trace_column(t, "target_time_ns");
+  int il = memstub_trace_column(t, "late_ns"), iw = memstub_trace_column(t, "wake_late_ns");
+  int ik = memstub_trace_column(t, "work_ns");
+  int64_t heap = t->pts[t->n - 1].heap_bytes;
+  int rc = 0;
+  for (size_t i = 0; i < nh && rc == 0;) {
+    int64_t row = hs[i]->drop_row, at = t->pts[t->n - 1].time_ns, target = 0;
+    for (; i < nh && hs[i]->drop_row == row; i++) {
+      const memstub_handoff *h = hs[i];
+      const memstub_handoff_done *d = &r->handoff[h - s->handoffs];
+      const memstub_replay *b = r->thread[h->to];
+      if (d->usable > 0) heap -= d->usable - MS__RT_HEAP_PAD;
+      if (b->rec && h->free_point >= 0) {
+        int64_t when = s->stubs[h->to]->time0_ns + b->rec[h->free_point].end_ns;
+        int64_t tgt = s->stubs[h->to]->time0_ns + b->rec[h->free_point].target_ns;
+        if (when > at) at = when;
+        if (tgt > target) target = tgt;
+      }
+    }
+    const memstub_point last = t->pts[t->n - 1];
+    if ((rc = memstub_trace_append(t, at, last.stack_bytes, heap < 0 ? 0 : heap)) < 0) break;
+    int64_t *x = memstub_trace_extra_row(t, t->n - 1);
+    memcpy(x, memstub_trace_extra_row(t, t->n - 2), t->nextra * sizeof *x);
+    if (ip >= 0) x[ip] = row;
+    if (it >= 0) x[it] = target;
+    if (il >= 0) x[il] = at - target;
+    if (iw >= 0) x[iw] = 0;
+    if (ik >= 0) x[ik] = 0;
+  }
+  free(hs);
+  return rc;
+}
 
 int memstub_threads_trace(const memstub_threads_replay *r, memstub_trace **out,
                           memstub_error *err) {
@@ -451,6 +533,11 @@ int memstub_threads_trace(const memstub_threads_replay *r, memstub_trace **out,
     }
   }
   if (rc < 0) goto out;
+  for (int64_t k = 0; k < n && rc == 0; k++) rc = after_exit(r, k, tt[k]);
+  if (rc < 0) {
+    memstub_error_set(err, rc, "out of memory");
+    goto out;
+  }
   // The columns: thread, then every thread's in first-seen order.
   int ith = memstub_trace_add_column(t, "thread");
   if (ith < 0) rc = ith;

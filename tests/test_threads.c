@@ -373,6 +373,71 @@ START_TEST(test_replay_threads) {
 }
 END_TEST
 
+/* A block freed after its allocating thread ended (as the recorder writes
+ * it): thread 1 allocates 40000 bytes and exits, thread 0 joins it and frees
+ * them; thread 1's row after its exit lowers its heap. Its stub ends at the
+ * exit; the replayed trace makes that row up from thread 0's free. */
+START_TEST(test_free_after_exit) {
+  const char *fmt =
+      "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer,xfree_from,xfree_bytes,"
+      "xfree_alloc_ns\n"
+      "0,256,1000,0,start,-1,,,\n"
+      "1000000,512,1000,0,,,,,\n"
+      "1500000,0,0,1,start,0,,,\n"
+      "2000000,4096,40000,1,,,,,\n"
+      "3000000,4096,40000,1,exit,,,,\n"
+      "5000000,512,1000,0,join,1,,,\n"
+      "6000000,512,1000,0,,,1,40000,2000000\n"
+      "6000000,4096,%s,1,,,,,\n"
+      "7000000,256,1000,0,exit,,,,\n";
+  char text[1024];
+  // Only rows that lower the heap may follow an exit.
+  snprintf(text, sizeof text, fmt, "40000");
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_trace_parse("x.csv", text, strlen(text), &t, &err), -EINVAL);
+  ck_assert_msg(strstr(err.msg, "x.csv:9:20: thread: a row of thread 1 after its exit row"), "%s",
+                err.msg);
+  snprintf(text, sizeof text, fmt, "0");
+  t = rt_trace(text);
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  memstub_gen_threads *g = NULL;
+  ck_assert_msg(memstub_gen_threads_build(t, &o, &g, &err) == 0, "%s", err.msg);
+  ck_assert_uint_eq(g->nrows[1], 4);
+  ck_assert_uint_eq(g->nstub[1], 3);
+  ck_assert_int_eq(g->stubs[1]->norig, 3);
+  ck_assert_int_eq(g->handoffs[0].drop_row, 3);
+  memstub_replay_options ro;
+  memstub_replay_options_init(&ro);
+  ro.measure = MEMSTUB_MEASURE_TRACE;
+  memstub_threads_replay *r = NULL;
+  ck_assert_msg(memstub_threads_run(&g->stub, &ro, &r, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(r->handoff[0].malloc_tid, r->tid[1]);
+  ck_assert_int_eq(r->handoff[0].free_tid, r->tid[0]);
+  memstub_trace *m = NULL;
+  ck_assert_msg(memstub_threads_trace(r, &m, &err) == 0, "%s", err.msg);
+  ck_assert_uint_eq(m->n, t->n);
+  int cth = memstub_trace_column(m, "thread"), cp = memstub_trace_column(m, "point");
+  const int64_t *last = memstub_trace_extra_row(m, m->n - 2);  // the made-up row, before 0's exit
+  ck_assert_int_eq(last[cth], 1);
+  ck_assert_int_eq(last[cp], 3);
+#if !defined(MEMSTUB_SANITIZED)
+  ck_assert_int_le(llabs(m->pts[m->n - 2].heap_bytes - 0), RT_SLACK);
+  memstub_compare_threads_report *cr = NULL;
+  ck_assert_msg(memstub_compare_threads_traces(t, "o", m, "r", NULL, &cr, &err) == 0, "%s",
+                err.msg);
+  ck_assert_uint_eq(cr->thread[1]->missing, 0);
+  ck_assert_int_le(cr->total_heap_max, 2 * RT_SLACK);
+  memstub_compare_threads_free(cr);
+#endif
+  memstub_trace_free(m);
+  memstub_threads_replay_free(r);
+  memstub_gen_threads_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
 // The command line: replay --measure writes every thread's rows, compare
 // judges them per thread and in total, gen refuses (a header holds one thread).
 START_TEST(test_cli) {
@@ -425,6 +490,7 @@ static Suite *suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_replay_threads);
   tcase_add_test(tc, test_cli);
+  tcase_add_test(tc, test_free_after_exit);
   suite_add_tcase(s, tc);
   return s;
 }

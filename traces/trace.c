@@ -210,6 +210,7 @@ typedef struct thr_state {
   size_t n, cap;
   int exited, joined;
   size_t first;  // its first row
+  int64_t heap;  // heap_bytes of its latest row
 } thr_state;
 
 typedef struct thr_check {
@@ -276,8 +277,15 @@ static int check_row(thr_check *k, const memstub_trace_threadcols *c, size_t r) 
   if (!memstub_thread_event_name(ev))
     return thr_fail(k, r, c->event, "unknown event %lld (start, exit, join or empty)",
                     (long long)ev);
-  if (s->exited)
-    return thr_fail(k, r, c->thread, "a row of thread %lld after its exit row", (long long)th);
+  // After its exit a thread's rows can only lower its heap: another thread
+  // freed blocks it allocated (the recorder's "owner's lowered row").
+  int64_t xf = c->xfree_from >= 0 ? ex[c->xfree_from] : MEMSTUB_TRACE_EMPTY;
+  if (s->exited && (ev != MEMSTUB_THREAD_EVENT_NONE || xf != MEMSTUB_TRACE_EMPTY ||
+                    k->t->pts[r].heap_bytes >= s->heap))
+    return thr_fail(k, r, c->thread,
+                    "a row of thread %lld after its exit row (only rows that lower its "
+                    "heap_bytes, when another thread frees its blocks, may follow it)",
+                    (long long)th);
   if (c->event >= 0 && s->n == 0 && ev != MEMSTUB_THREAD_EVENT_START)
     return thr_fail(k, r, c->event, "thread %lld's first row must be its 'start' row, found '%s'",
                     (long long)th, memstub_thread_event_name(ev));
@@ -333,6 +341,7 @@ static int check_row(thr_check *k, const memstub_trace_threadcols *c, size_t r) 
   }
   if (s->n == 0) s->first = r;
   s->times[s->n++] = k->t->pts[r].time_ns;
+  s->heap = k->t->pts[r].heap_bytes;
   if (ev == MEMSTUB_THREAD_EVENT_EXIT) s->exited = 1;
   return 0;
 }

@@ -201,8 +201,9 @@ typedef struct memstub_gen_threads {
   memstub_thread_spec *threads;     // [nthreads]
   memstub_handoff *handoffs;        // [nhandoffs]
   int64_t nhandoffs;
-  size_t **rows;                    // [nthreads][nrows[T]]: the trace row of each row of
-  size_t *nrows;                    //   thread T's stub
+  size_t **rows;                    // [nthreads][nrows[T]]: the trace rows of thread T; its
+  size_t *nrows;                    //   stub's rows are the first nstub[T] of them (up to its
+  size_t *nstub;                    //   exit row), the rest lower its heap after its exit
 } memstub_gen_threads;
 
 /* Build a multi-thread stub from a valid trace (a single-thread one gives one

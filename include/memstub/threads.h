@@ -41,8 +41,10 @@ typedef struct memstub_handoff {
   int64_t alloc_row;    //   the row of from's stub whose change includes it
   int64_t to;           // thread that frees it
   int64_t free_point;   //   after this point of its own
-  int64_t drop_row;     // the first row of from's stub that no longer counts it
-                        //   (its stub's norig when none does)
+  int64_t drop_row;     // the first of from's rows that no longer counts it: a row of its
+                        //   stub, or (>= its stub's norig) a row after its exit that
+                        //   lowers its heap, which the replayed trace makes up from the
+                        //   free (memstub_threads_trace); INT64_MAX when none does
 } memstub_handoff;
 
 typedef struct memstub_threads_stub {
