@@ -15,43 +15,6 @@ void memstub_compare_threads_free(memstub_compare_threads_report *r) {
   free(r);
 }
 
-static int is_thread_col(const char *name) {
-  static const char *const cols[] = {"thread",     "thread_event", "thread_peer",
-                                     "xfree_from", "xfree_bytes",  "xfree_alloc_ns"};
-  for (size_t i = 0; i < MS__ARRAY_SIZE(cols); i++)
-    if (strcmp(name, cols[i]) == 0) return 1;
-  return 0;
-}
-
-// Thread th's rows of t as a trace of their own (every other column, the metadata).
-static int split(const memstub_trace *t, const size_t *rows, size_t n, memstub_trace **out) {
-  memstub_trace *s = memstub_trace_create();
-  if (!s) return -ENOMEM;
-  int map[MEMSTUB_TRACE_MAX_EXTRA_COLUMNS];
-  size_t nmap = 0;
-  int rc = 0;
-  for (size_t c = 0; c < t->nextra && rc >= 0; c++)
-    if (!is_thread_col(t->extra_names[c])) {
-      rc = memstub_trace_add_column(s, t->extra_names[c]);
-      map[nmap++] = (int)c;
-    }
-  for (size_t i = 0; i < t->nmeta && rc >= 0; i++)
-    rc = memstub_trace_set_meta(s, t->meta[i].key, t->meta[i].value);
-  for (size_t k = 0; k < n && rc >= 0; k++) {
-    const memstub_point *p = &t->pts[rows[k]];
-    if ((rc = memstub_trace_append(s, p->time_ns, p->stack_bytes, p->heap_bytes)) < 0) break;
-    const int64_t *a = memstub_trace_extra_row(t, rows[k]);
-    int64_t *b = memstub_trace_extra_row(s, s->n - 1);
-    for (size_t m = 0; m < nmap; m++) b[m] = a[map[m]];
-  }
-  if (rc < 0) {
-    memstub_trace_free(s);
-    return rc;
-  }
-  *out = s;
-  return 0;
-}
-
 int memstub_compare_threads_traces(const memstub_trace *orig, const char *orig_name,
                                    const memstub_trace *repl, const char *repl_name,
                                    const memstub_compare_options *o,
@@ -80,13 +43,10 @@ int memstub_compare_threads_traces(const memstub_trace *orig, const char *orig_n
   if (rc == 0 && !(r->thread = calloc((size_t)nt, sizeof *r->thread))) rc = -ENOMEM;
   if (rc < 0) memstub_error_set(err, rc, "out of memory");
   for (int64_t k = 0; rc == 0 && k < nt; k++) {
-    size_t *rr = NULL, nr = 0;
     memstub_trace *a = NULL, *b = NULL;
     if ((rc = memstub_trace_thread_rows(orig, k, &orows[k], &no[k])) == 0 &&
-        (rc = memstub_trace_thread_rows(repl, k, &rr, &nr)) == 0 &&
-        (rc = split(orig, orows[k], no[k], &a)) == 0)
-      rc = split(repl, rr, nr, &b);
-    free(rr);
+        (rc = memstub_trace_thread_split(orig, k, &a)) == 0)
+      rc = memstub_trace_thread_split(repl, k, &b);
     if (rc < 0) {
       memstub_error_set(err, rc, "out of memory");
     } else {

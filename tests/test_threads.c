@@ -465,6 +465,17 @@ START_TEST(test_cli) {
   r = tu_memstub(dir, "compare", in, out, "--check", "t0.p50-us=0", (char *)NULL);
   ck_assert_int_eq(r.status, 1);  // a check that cannot pass fails
   tu_run_free(&r);
+  // plot: the process total at -o, each thread beside it.
+  r = tu_memstub(dir, "plot", in, out, "-o", "fig.svg", (char *)NULL);
+  ck_assert_msg(r.status == 0, "plot: %s", r.err);
+  tu_run_free(&r);
+  const char *figs[] = {"fig.svg", "fig.thread0.svg", "fig.thread1.svg", "fig.thread2.svg",
+                        "fig.thread3.svg"};
+  for (size_t i = 0; i < sizeof figs / sizeof *figs; i++) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, figs[i]);
+    ck_assert_msg(tu_exists(path), "%s missing", figs[i]);
+  }
   r = tu_memstub(dir, "gen", in, "-o", "x.h", (char *)NULL);
   ck_assert_int_eq(r.status, 2);
   ck_assert_ptr_nonnull(strstr(r.err, "the trace has 4 threads"));

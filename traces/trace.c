@@ -194,6 +194,46 @@ int memstub_trace_thread_rows(const memstub_trace *t, int64_t th, size_t **rows,
   return 0;
 }
 
+static int is_thread_column(const char *name) {
+  static const char *const cols[] = {"thread",     "thread_event", "thread_peer",
+                                     "xfree_from", "xfree_bytes",  "xfree_alloc_ns"};
+  for (size_t i = 0; i < sizeof cols / sizeof *cols; i++)
+    if (strcmp(name, cols[i]) == 0) return 1;
+  return 0;
+}
+
+int memstub_trace_thread_split(const memstub_trace *t, int64_t th, memstub_trace **out) {
+  *out = NULL;
+  size_t *rows, n;
+  if (memstub_trace_thread_rows(t, th, &rows, &n) < 0) return -ENOMEM;
+  memstub_trace *s = memstub_trace_create();
+  int map[MEMSTUB_TRACE_MAX_EXTRA_COLUMNS];
+  size_t nmap = 0;
+  int rc = s ? 0 : -ENOMEM;
+  for (size_t c = 0; c < t->nextra && rc >= 0; c++)
+    if (!is_thread_column(t->extra_names[c])) {
+      rc = memstub_trace_add_column(s, t->extra_names[c]);
+      map[nmap++] = (int)c;
+    }
+  for (size_t i = 0; i < t->nmeta && rc >= 0; i++)
+    rc = memstub_trace_set_meta(s, t->meta[i].key, t->meta[i].value);
+  if (rc >= 0) rc = memstub_trace_reserve(s, n);
+  for (size_t k = 0; k < n && rc >= 0; k++) {
+    const memstub_point *p = &t->pts[rows[k]];
+    if ((rc = memstub_trace_append(s, p->time_ns, p->stack_bytes, p->heap_bytes)) < 0) break;
+    const int64_t *a = memstub_trace_extra_row(t, rows[k]);
+    int64_t *b = memstub_trace_extra_row(s, s->n - 1);
+    for (size_t m = 0; m < nmap; m++) b[m] = a[map[m]];
+  }
+  free(rows);
+  if (rc < 0) {
+    memstub_trace_free(s);
+    return -ENOMEM;
+  }
+  *out = s;
+  return 0;
+}
+
 const char *memstub_thread_event_name(int64_t ev) {
   switch (ev) {
     case MEMSTUB_THREAD_EVENT_NONE: return "";

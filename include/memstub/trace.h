@@ -147,6 +147,10 @@ int64_t memstub_trace_row_thread(const memstub_trace *t, size_t row);
  * entries (NULL and 0 when the thread has none). 0 or -ENOMEM. */
 int memstub_trace_thread_rows(const memstub_trace *t, int64_t th, size_t **rows, size_t *n);
 
+/* Thread th's rows of t as a trace of their own, with every column but the
+ * six thread columns, and t's metadata. 0 or -ENOMEM (*out NULL). */
+int memstub_trace_thread_split(const memstub_trace *t, int64_t th, memstub_trace **out);
+
 /* The name of a MEMSTUB_THREAD_EVENT_* value ("" for NONE, NULL if unknown). */
 const char *memstub_thread_event_name(int64_t ev);
 
