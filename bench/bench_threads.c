@@ -8,11 +8,13 @@
 //
 //   build/bench/bench_threads [--repeat N] [--profile FILE] [--trace CSV]
 //                             [--time-scale F] [--out FILE.md] [--fixture FILE.csv]
+//                             [--stagger NS]
 //
 // Without --trace it replays its own fixture (the one tests/test_threads.c
 // checks, 200 ms, stretched by --time-scale, default 5) and says so; with
 // --trace a recorded one (memstub record --thread all). --fixture writes the
-// fixture as a CSV. Without --profile the stubs are not compensated (the
+// fixture as a CSV; --stagger NS moves its thread k k x NS later (no two
+// threads' rows at the same time). Without --profile the stubs are not compensated (the
 // fitted figures still hold).
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,8 +42,9 @@ static int cmp_row(const void *a, const void *b) {
   return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-// The fixture of tests/test_threads.c (keep them alike).
-static memstub_trace *fixture(void) {
+/* The fixture of tests/test_threads.c (keep them alike); stagger > 0 moves
+ * thread k's rows k x stagger ns later, so no two threads' rows coincide. */
+static memstub_trace *fixture(int64_t stagger) {
   frow *r = calloc(1000, sizeof *r);
   int n = 0;
 #define ADD(...) (r[n] = (frow){__VA_ARGS__, n}, n++)
@@ -77,6 +80,10 @@ static memstub_trace *fixture(void) {
     ADD(t, 3, 16384 * (i % 10), 64 * (i % 7), ev, peer, E, E, E);
   }
 #undef ADD
+  for (int i = 0; i < n; i++) {
+    r[i].t += r[i].th * stagger;
+    if (r[i].xalloc != E) r[i].xalloc += r[i].xfrom * stagger;
+  }
   qsort(r, (size_t)n, sizeof *r, cmp_row);
   memstub_trace *t = memstub_trace_create();
   const char *cols[] = {"thread", "thread_event", "thread_peer", "xfree_from", "xfree_bytes",
@@ -176,6 +183,7 @@ static void measure(const memstub_trace *orig, const size_t *rows, size_t n,
 int main(int argc, char **argv) {
   int repeat = 5;
   double scale = 5;
+  int64_t stagger = 0;
   const char *profile_path = NULL, *trace_path = NULL, *out = NULL, *fixture_out = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) repeat = atoi(argv[++i]);
@@ -184,9 +192,10 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--time-scale") == 0 && i + 1 < argc) scale = atof(argv[++i]);
     else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) out = argv[++i];
     else if (strcmp(argv[i], "--fixture") == 0 && i + 1 < argc) fixture_out = argv[++i];
+    else if (strcmp(argv[i], "--stagger") == 0 && i + 1 < argc) stagger = atoll(argv[++i]);
     else {
       fprintf(stderr, "usage: bench_threads [--repeat N] [--profile FILE] [--trace CSV] "
-                      "[--time-scale F] [--out FILE.md] [--fixture FILE.csv]\n");
+                      "[--time-scale F] [--out FILE.md] [--fixture FILE.csv] [--stagger NS]\n");
       return 2;
     }
   }
@@ -199,7 +208,7 @@ int main(int argc, char **argv) {
   if (trace_path) {
     if (memstub_trace_read(trace_path, &orig, &err) < 0) return die(&err);
   } else {
-    orig = fixture();
+    orig = fixture(stagger < 0 ? 0 : stagger);
     if (memstub_trace_validate(orig, &err) < 0) return die(&err);
     if (fixture_out && memstub_trace_write(orig, fixture_out, &err) < 0) return die(&err);
   }
@@ -288,10 +297,14 @@ int main(int argc, char **argv) {
   fprintf(w, "Written by `build/bench/bench_threads");
   for (int i = 1; i < argc; i++) fprintf(w, " %s", argv[i]);
   fprintf(w, "`.\n\n");
+  char fx[160];
+  snprintf(fx, sizeof fx, "**the fixture of tests/test_threads.c** (hand-made)%s",
+           stagger > 0 ? ", its thread k moved k x --stagger later: no two threads' rows at the "
+                         "same time"
+                       : ": threads 0, 1 and 3 have rows at the same times");
   fprintf(w, "Trace: %s; %lld threads, %zu rows, %lld cross-thread free%s; time x%g. ",
-          trace_path ? trace_path : "**the fixture of tests/test_threads.c** (hand-made, not "
-                                    "recorded: no `--thread all` recording was available)",
-          (long long)nt, orig->n, (long long)g->nhandoffs, g->nhandoffs == 1 ? "" : "s", scale);
+          trace_path ? trace_path : fx, (long long)nt, orig->n, (long long)g->nhandoffs,
+          g->nhandoffs == 1 ? "" : "s", scale);
   fprintf(w, "Calibration: %s. %d runs, %.1f s; %s %s, load average %.2f before and %.2f after "
              "(other helpers' builds: timing figures are noisy).\n\n",
           profile_path ? profile_path : "none (stack raw includes the per-frame overhead)",

@@ -20,10 +20,33 @@ trap 'rm -rf "$tmp"' EXIT
 out=$src/bench/results/threads.md
 
 "$build/bench/bench_threads" --repeat "$repeat" --profile "$profile" --out "$tmp/fixture.md"
+"$build/bench/bench_threads" --repeat "$repeat" --profile "$profile" --stagger 300000 \
+  --out "$tmp/stagger.md"
 {
+  echo "<!-- bench/threads.sh $* -->"
   cat "$tmp/fixture.md"
   echo
+  echo "## The fixture, threads staggered"
+  echo
+  sed '1,2d' "$tmp/stagger.md"
+  echo
 } > "$tmp/all.md"
+
+# A recording made with hTr's recorder (branch hTr, db42fb4) before the merge,
+# kept so the replay side can be measured on a real recording anywhere.
+kept=$src/bench/results/threads-recorded.csv
+if [ -f "$kept" ]; then
+  "$build/bench/bench_threads" --repeat "$repeat" --profile "$profile" --time-scale 1 \
+    --trace "$kept" --out "$tmp/kept.md"
+  {
+    echo "## Recorded: tests/record/threads.c, kept in bench/results/threads-recorded.csv"
+    echo
+    echo "Recorded with \`memstub record --thread all\` of branch hTr (db42fb4), before the merge."
+    echo
+    sed '1,2d' "$tmp/kept.md"
+    echo
+  } >> "$tmp/all.md"
+fi
 
 prog=$src/tests/record/threads.c
 if [ -f "$prog" ] && "$build/memstub" record --help 2>&1 | grep -q -- '--thread main|N|all'; then
@@ -32,7 +55,7 @@ if [ -f "$prog" ] && "$build/memstub" record --help 2>&1 | grep -q -- '--thread 
   "$build/bench/bench_threads" --repeat "$repeat" --profile "$profile" --time-scale 1 \
     --trace "$tmp/recorded.csv" --out "$tmp/recorded.md"
   {
-    echo "## Recorded: tests/record/threads.c under \`memstub record --thread all\`"
+    echo "## Recorded now: tests/record/threads.c under this memstub's \`record --thread all\`"
     echo
     echo "The recorder's summary:"
     echo
