@@ -295,7 +295,13 @@ int main(int argc, char **argv) {
   uname(&u);
   fprintf(w, "# Threads: one replay thread per original thread (issue 15)\n\n");
   fprintf(w, "Written by `build/bench/bench_threads");
-  for (int i = 1; i < argc; i++) fprintf(w, " %s", argv[i]);
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {  // where this page went
+      i++;
+      continue;
+    }
+    fprintf(w, " %s", argv[i]);
+  }
   fprintf(w, "`.\n\n");
   char fx[160];
   snprintf(fx, sizeof fx, "**the fixture of tests/test_threads.c** (hand-made)%s",

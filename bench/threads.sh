@@ -12,12 +12,13 @@
 # bench/results/host.profile.
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$src/build}
+cd "$src"  # paths in the page relative to the source tree
+build=${1:-build}
 repeat=${2:-5}
-profile=${3:-$src/bench/results/host.profile}
+profile=${3:-bench/results/host.profile}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-out=$src/bench/results/threads.md
+out=bench/results/threads.md
 
 "$build/bench/bench_threads" --repeat "$repeat" --profile "$profile" --out "$tmp/fixture.md"
 "$build/bench/bench_threads" --repeat "$repeat" --profile "$profile" --stagger 300000 \
@@ -34,7 +35,7 @@ out=$src/bench/results/threads.md
 
 # A recording made with hTr's recorder (branch hTr, db42fb4) before the merge,
 # kept so the replay side can be measured on a real recording anywhere.
-kept=$src/bench/results/threads-recorded.csv
+kept=bench/results/threads-recorded.csv
 if [ -f "$kept" ]; then
   "$build/bench/bench_threads" --repeat "$repeat" --profile "$profile" --time-scale 1 \
     --trace "$kept" --out "$tmp/kept.md"
@@ -48,7 +49,7 @@ if [ -f "$kept" ]; then
   } >> "$tmp/all.md"
 fi
 
-prog=$src/tests/record/threads.c
+prog=tests/record/threads.c
 if [ -f "$prog" ] && "$build/memstub" record --help 2>&1 | grep -q -- '--thread main|N|all'; then
   cc -O2 -pthread "$prog" -o "$tmp/threads"
   "$build/memstub" record --thread all -o "$tmp/recorded.csv" -- "$tmp/threads" 2> "$tmp/record.txt"
