@@ -109,12 +109,50 @@ static void warn_rows(const memstub_compare_report *r, const char *orig, const c
     ms_cli_warn("%s: %zu rows measure a point below the previous row's", repl, r->out_of_order);
 }
 
+/* Traces with threads (docs/compare-and-plot.md, "Threads"): each thread and
+ * the process total; the exit status as compare's. */
+static int compare_threads(const memstub_trace *a, const char *orig, const char *repl,
+                           const memstub_compare_options *o, memstub_compare_checks *cs,
+                           int json) {
+  memstub_error err = {0};
+  memstub_trace *b = NULL;
+  memstub_compare_threads_report *r = NULL;
+  if (memstub_trace_read(repl, &b, &err) < 0 ||
+      memstub_compare_threads_traces(a, orig, b, repl, o, &r, &err) < 0) {
+    memstub_trace_free(b);
+    return ms_cli_fail(&err);
+  }
+  size_t failed = memstub_compare_threads_checks_run(cs, r);
+  int wrc = json ? memstub_compare_threads_write_json(r, cs, stdout)
+                 : memstub_compare_threads_write_text(r, cs, stdout);
+  for (size_t i = 0; wrc == 0 && i < cs->n; i++) {
+    const memstub_compare_check *k = &cs->c[i];
+    if (!k->skipped && !k->pass)
+      ms_cli_note("check failed: %s: %s is %.6g %s, %s %.6g %s", k->spec, k->what, k->value,
+                  k->unit, k->dir == MEMSTUB_COMPARE_AT_MOST ? "more than" : "less than",
+                  k->limit, k->unit);
+  }
+  memstub_compare_threads_free(r);
+  memstub_trace_free(b);
+  if (wrc < 0) return ms_cli_error("standard output: write failed");
+  return failed ? MS_EXIT_CHECK : MS_EXIT_OK;
+}
+
 /* Compare orig and repl, print the report and the failed checks: the exit
  * status (0, MS_EXIT_CHECK when a check failed, 2 after printing why not). */
 static int compare(const char *orig, const char *repl, const memstub_compare_options *o,
                    memstub_compare_checks *cs, int json) {
   memstub_error err = {0};
   memstub_compare_report *r = NULL;
+  if (strcmp(orig, "-") != 0) {  // a trace with threads is compared thread by thread
+    memstub_trace *a = NULL;
+    if (memstub_trace_read(orig, &a, &err) == 0 && memstub_trace_column(a, "thread") >= 0) {
+      int st = compare_threads(a, orig, repl, o, cs, json);
+      memstub_trace_free(a);
+      return st;
+    }
+    memstub_trace_free(a);
+  }
   if (memstub_compare_files(orig, repl, o, &r, &err) < 0) return ms_cli_fail(&err);
   warn_rows(r, orig, repl);
   // A column ORIGINAL did not measure is not compared (docs/formats.md).

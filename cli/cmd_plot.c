@@ -98,7 +98,15 @@ int ms_cmd_plot(int argc, char **argv) {
   memstub_compare_options co;
   memstub_compare_options_init(&co);
   co.allow_partial = 1;
+  int threads = memstub_trace_column(orig, "thread") >= 0;  // compared by the figure, per thread
   for (size_t i = 0; i < nrepl; i++) {
+    if (threads) {
+      if (memstub_trace_read(repl_paths[i], &repl[i], &err) < 0) {
+        ms_cli_fail(&err);
+        goto done;
+      }
+      continue;
+    }
     memstub_compare_report *r = NULL;
     if (memstub_compare_files(orig_path, repl_paths[i], &co, &r, &err) < 0 ||
         memstub_trace_read(repl_paths[i], &repl[i], &err) < 0) {
@@ -137,12 +145,14 @@ int ms_cmd_plot(int argc, char **argv) {
     po.title = title;
   }
 
-  if (memstub_plot_figure(out, orig, orig_label, nrepl, (const memstub_trace *const *)repl,
-                          (const char *const *)labels, &po, &err) < 0) {
+  if ((threads ? memstub_plot_threads : memstub_plot_figure)(
+          out, orig, orig_label, nrepl, (const memstub_trace *const *)repl,
+          (const char *const *)labels, &po, &err) < 0) {
     ms_cli_fail(&err);
     goto done;
   }
-  ms_cli_note("%s: %s against %zu replay%s", out, orig_path, nrepl, nrepl == 1 ? "" : "s");
+  ms_cli_note("%s: %s against %zu replay%s%s", out, orig_path, nrepl, nrepl == 1 ? "" : "s",
+              threads ? " (the process total; each thread's beside it, as NAME.threadN.EXT)" : "");
   status = MS_EXIT_OK;
 done:
   free(title);

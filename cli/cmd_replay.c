@@ -175,6 +175,42 @@ static void report(const replay_args *a, const struct memstub_stub *s, const mem
               a->in, cpu, (long long)i->sleeps, (long long)i->late_wakeups, off);
 }
 
+/* A trace with several threads (docs/runtime.md, "Threads"): one stub and one
+ * replay thread per original thread; --measure writes every thread's rows,
+ * with a thread column. */
+static int replay_threads(const replay_args *a, const memstub_trace *t, memstub_error *err) {
+  memstub_gen_threads *g = NULL;
+  memstub_threads_replay *r = NULL;
+  int rc = memstub_gen_threads_build(t, &a->go, &g, err);
+  if (rc < 0) memstub_error_prefix(err, a->in);
+  memstub_replay_options ro = a->ro;
+  ro.progress = NULL;
+  if (rc == 0 && (rc = memstub_threads_run(&g->stub, &ro, &r, err)) < 0)
+    memstub_error_prefix(err, a->in);
+  if (rc == 0 && a->measure) {
+    memstub_trace *m = NULL;
+    rc = memstub_threads_trace(r, &m, err);
+    if (rc == 0) rc = memstub_trace_write(m, a->measure, err);
+    memstub_trace_free(m);
+  }
+  for (int64_t k = 0; rc == 0 && k < g->nthreads; k++) {
+    const memstub_replay_info *i = &r->thread[k]->info;
+    char dur[32], tgt[32], st[32];
+    ms_cli_note("%s: thread %lld: replayed %lld rows (%lld points) from %s in %s, target %s", a->in,
+                (long long)k, (long long)g->stubs[k]->norig, (long long)i->points,
+                ms__fmt_ns(g->threads[k].start_ns, st, sizeof st),
+                ms__fmt_ns(i->duration_ns, dur, sizeof dur),
+                ms__fmt_ns(i->target_ns, tgt, sizeof tgt));
+  }
+  if (rc == 0)
+    ms_cli_note("%s: %lld threads, %lld cross-thread frees%s%s", a->in, (long long)g->nthreads,
+                (long long)g->nhandoffs, a->measure ? "; measured trace in " : "",
+                a->measure ? a->measure : "");
+  memstub_threads_replay_free(r);
+  memstub_gen_threads_free(g);
+  return rc;
+}
+
 int ms_cmd_replay(int argc, char **argv) {
   replay_args a = {0};
   memstub_gen_options_init(&a.go);
@@ -209,6 +245,12 @@ int ms_cmd_replay(int argc, char **argv) {
   } else {
     if (ms_cli_progress_enabled()) fprintf(stderr, "\r\033[Kmemstub replay: reading %s", a.in);
     rc = memstub_trace_read(a.in, &t, &err);
+    if (rc == 0 && memstub_trace_thread_count(t) > 1) {
+      if (ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
+      rc = replay_threads(&a, t, &err);
+      memstub_trace_free(t);
+      return rc < 0 ? ms_cli_fail(&err) : MS_EXIT_OK;
+    }
     if (rc == 0 && ms_cli_progress_enabled())
       fprintf(stderr, "\r\033[Kmemstub replay: normalising %zu rows", t->n);
     if (rc == 0 && (rc = memstub_gen_build(t, go, &g, &err)) < 0) memstub_error_prefix(&err, a.in);

@@ -37,7 +37,7 @@ static const char key_list[] =
     "total-ns|us|ms|s, total-pct, [adj-]p50|p99|max-ns|us|ms|s, [adj-]late, stack-exact, "
     "heap-exact, stack-max, heap-max, stack-mean, heap-mean, rss-exact, mapped-exact, rss-max, "
     "mapped-max, rss-mean, mapped-mean, rss-p90, mapped-p90, rss-peak, mapped-peak, missing, "
-    "repeated";
+    "repeated, total-heap-max (tN.KEY: thread N only)";
 
 static int time_unit(const char *u, keyinfo *k) {
   static const struct {
@@ -57,6 +57,11 @@ static int time_unit(const char *u, keyinfo *k) {
 static int parse_key(const char *key, keyinfo *k) {
   memset(k, 0, sizeof *k);
   k->dir = MEMSTUB_COMPARE_AT_MOST;
+  if (strcmp(key, "total-heap-max") == 0) {  // the process total (threads), else heap-max
+    *k = (keyinfo){Q_MEM_MAX, 0, 1, 1, "bytes", "largest |total heap error|",
+                   MEMSTUB_COMPARE_AT_MOST};
+    return 0;
+  }
   if (strcmp(key, "total-pct") == 0) {
     *k = (keyinfo){Q_TOTAL_PCT, 0, 0, 1, "%", "|total duration error|", MEMSTUB_COMPARE_AT_MOST};
     return 0;
@@ -148,6 +153,15 @@ static int parse_item(memstub_compare_checks *cs, const char *p, const char *e,
   while (e > p && blank(e[-1])) e--;
   if (p == e)
     return memstub_error_set(err, -EINVAL, "empty item: expected KEY=VALUE (keys: %s)", key_list);
+  // "tN." limits the check to thread N (traces with threads).
+  int64_t thread = -1;
+  const char *d = p + 1;
+  while (*p == 't' && d < e && *d >= '0' && *d <= '9') d++;
+  if (*p == 't' && d > p + 1 && d < e && *d == '.' && d - p <= 7) {
+    thread = 0;
+    for (const char *x = p + 1; x < d; x++) thread = thread * 10 + (*x - '0');
+    p = d + 1;
+  }
   const char *eq = memchr(p, '=', (size_t)(e - p));
   char key[24], val[40], q[MS__QUOTE_MAX + 4];
   const char *ke = eq ? eq : e;
@@ -205,7 +219,9 @@ static int parse_item(memstub_compare_checks *cs, const char *p, const char *e,
   memstub_compare_check c;
   memset(&c, 0, sizeof c);
   // The item as the user would write it again, without blanks ("10 %" -> "10%").
-  int sl = snprintf(c.spec, sizeof c.spec, "%s=%s%s", key, val, percent ? "%" : "");
+  char pre[16] = "";
+  if (thread >= 0) snprintf(pre, sizeof pre, "t%lld.", (long long)thread);
+  int sl = snprintf(c.spec, sizeof c.spec, "%s%s=%s%s", pre, key, val, percent ? "%" : "");
   if (sl < 0 || (size_t)sl >= sizeof c.spec)
     return memstub_error_set(err, -EINVAL, "%s: item too long", key);
   snprintf(c.key, sizeof c.key, "%s", key);
@@ -213,6 +229,7 @@ static int parse_item(memstub_compare_checks *cs, const char *p, const char *e,
   c.dir = k.dir;
   c.unit = k.unit;
   c.what = k.what;
+  c.thread = thread;
   memstub_compare_check *nc = realloc(cs->c, (cs->n + 1) * sizeof *nc);
   if (!nc) return memstub_error_set(err, -ENOMEM, "out of memory");
   cs->c = nc;
@@ -279,7 +296,7 @@ size_t memstub_compare_checks_run(memstub_compare_checks *cs, const memstub_comp
   size_t failed = 0;
   for (size_t i = 0; i < cs->n; i++) {
     memstub_compare_check *c = &cs->c[i];
-    c->skipped = on_unknown_column(c, r);
+    c->skipped = on_unknown_column(c, r) || c->thread > 0;
     if (c->skipped) {
       c->value = NAN;
       c->pass = 0;

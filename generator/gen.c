@@ -220,6 +220,13 @@ int memstub_gen_build(const memstub_trace *t, const memstub_gen_options *o, mems
   int rc = check_options(o, err);
   if (rc < 0) return rc;
   if ((rc = memstub_trace_validate(t, err)) < 0) return rc;
+  int64_t nthreads = memstub_trace_thread_count(t);
+  if (nthreads > 1)
+    return memstub_error_set(err, -EINVAL,
+                             "the trace has %lld threads (a 'thread' column): a header or data "
+                             "file carries one thread; replay it with 'memstub replay' or "
+                             "memstub_gen_threads_build (docs/formats.md, \"Threads\")",
+                             (long long)nthreads);
   if (t->n < 2)
     return memstub_error_set(err, -EINVAL,
                              "a stub needs at least two rows: the state at entry and a change");

@@ -440,6 +440,7 @@ static void rest_of_point(ms__rt_ctx *c, int64_t x, int64_t moved, uintptr_t sp)
   stack_alloced(c, x, moved);
   stack_used(c, x);
   heap_part(c, x);
+  if (x == c->thr_next) ms__rt_threads_point(c, x);
   work_done(c);
   if (c->rec && !c->failed) finish(c, x, sp);
 }
@@ -484,6 +485,7 @@ static MS__NOINLINE int64_t allocate(ms__rt_ctx *c, int64_t x, int64_t excess) {
   }
   stack_used(c, x);
   heap_part(c, x);
+  if (x == c->thr_next) ms__rt_threads_point(c, x);
   work_done(c);
   if (c->rec && !c->failed) finish(c, x, sp);
   x = constant_stack(c, x, sp);  // rising edge, then constant
@@ -510,7 +512,7 @@ static MS__NOINLINE void replay_body(ms__rt_ctx *c) {
   if (c->measure & MEMSTUB_MEASURE_RESIDENT) ms__rt_res_baseline(&c->res);
   c->run_delay0 = ms__prim_sched_run_delay(c->sched_fd);
   c->cpu0 = ms__prim_thread_cpu_ns();
-  c->t0 = ms__prim_now_ns();
+  c->t0 = c->t0_at ? c->t0_at : ms__prim_now_ns();  // threads: one common clock
   c->deadline = 0;
   if (c->rec) {
     memstub_replay_record *e = &c->entry;

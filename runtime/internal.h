@@ -288,7 +288,24 @@ typedef struct ms__rt_ctx {
   int failed;               // a negative errno once a heap resize failed
   int64_t failed_at;        // ... at this point
   memstub_replay_record entry;
+  // Threads (threads.c): T0 given (the common clock), else 0; the next point
+  // after whose work ms__rt_threads_point runs (-1 none); the thread's state.
+  int64_t t0_at;
+  int64_t thr_next;
+  void *thr;
 } ms__rt_ctx;
+
+/* The engine's context for a replay of s with opt, measuring into rec
+ * (run.c). thr_next is -1. */
+void ms__rt_ctx_init(ms__rt_ctx *c, const struct memstub_stub *s,
+                     const memstub_replay_options *opt, memstub_replay_record *rec);
+// What the replay r did, from the engine's context c, into r->info (run.c).
+void ms__rt_fill_info(memstub_replay *r, const ms__rt_ctx *c, int64_t stack_size);
+/* Threads (threads.c): the actions after point x's work (create, join,
+ * malloc or free a handoff block); sets c->thr_next to the next such point. */
+void ms__rt_threads_point(ms__rt_ctx *c, int64_t x);
+// Heap preparation's scratch pointers: at most this many chunks per bin.
+#define MS__RT_SCRATCH_POINTERS 4096
 
 /* Run the replay in the calling thread (which must have the stack): sets the
  * timer slack, takes the baseline, replays every point. c->failed says

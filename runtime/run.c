@@ -350,7 +350,7 @@ static int reserve(memstub_replay *r, job *j, const struct memstub_stub *s, mems
 }
 
 // The engine's context for a replay of s with opt, measuring into r->rec.
-static void ctx_init(ms__rt_ctx *c, const struct memstub_stub *s,
+void ms__rt_ctx_init(ms__rt_ctx *c, const struct memstub_stub *s,
                      const memstub_replay_options *opt, memstub_replay_record *rec) {
   c->use = s->use;
   c->n = s->numdata;
@@ -372,6 +372,7 @@ static void ctx_init(ms__rt_ctx *c, const struct memstub_stub *s,
   c->sched_fd = -1;
   c->page = ms__prim_page_size();
   c->alloca_bias = ms__rt_alloca_bias();
+  c->thr_next = -1;
   if (ms__rt_work_init(&c->work, s)) c->work.rate = ms__rt_spin_rate();
 }
 
@@ -421,7 +422,7 @@ static int stopped(const job *j, const struct memstub_stub *s, memstub_error *er
 }
 
 // What the replay r did, from the engine's context c, into r->info.
-static void fill_info(memstub_replay *r, const ms__rt_ctx *c, int64_t stack_size) {
+void ms__rt_fill_info(memstub_replay *r, const ms__rt_ctx *c, int64_t stack_size) {
   const struct memstub_stub *s = r->stub;
   const memstub_replay_options *opt = &r->opt;
   memstub_replay_info *in = &r->info;
@@ -482,7 +483,7 @@ int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_option
     goto fail;
   }
   if ((rc = reserve(r, j, s, err)) < 0) goto fail;
-  ctx_init(&j->c, s, &opt, r->rec);
+  ms__rt_ctx_init(&j->c, s, &opt, r->rec);
   j->c.wrec = r->work;
   rc = run_thread(j, stack_size, &opt);
   if (rc < 0)  // the thread may still write to j and r: both are left to it
@@ -497,7 +498,7 @@ int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_option
     goto fail;
   }
   if ((rc = stopped(j, s, err)) < 0) goto fail;
-  fill_info(r, &j->c, stack_size);
+  ms__rt_fill_info(r, &j->c, stack_size);
   free(j->scratch);
   free(j);
   *out = r;

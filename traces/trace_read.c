@@ -8,6 +8,7 @@
 
 #include "ms_common.h"
 #include "memstub/trace.h"
+#include "trace_threads.h"
 
 static const char *const fixed_cols[3] = {"time_ns", "stack_bytes", "heap_bytes"};
 
@@ -17,6 +18,11 @@ typedef struct parser {
   size_t line;          // 1-based number of the line being parsed
   const char *linep;    // start of that line
   memstub_error *err;
+  // Per column: 0 an integer, 1 an integer or empty (thread_peer, xfree_*), 2 thread_event.
+  unsigned char kind[3 + MEMSTUB_TRACE_MAX_EXTRA_COLUMNS];
+  int threads;             // the trace has a `thread` column: rows' lines are kept
+  size_t *rline, *roff;    // per data row, for the thread rules' messages
+  size_t lcap;
 } parser;
 
 // Report at byte p of the current line.
@@ -148,8 +154,33 @@ static int parse_header(parser *ps, memstub_trace *t, const char *p, const char 
                           strcmp(name, fixed_cols[1]) == 0 || strcmp(name, fixed_cols[2]) == 0
                       ? "a duplicate column name"
                       : "not a valid column name");
+    static const char *const nullable[] = {"thread_peer", "xfree_from", "xfree_bytes",
+                                           "xfree_alloc_ns"};
+    for (size_t k = 0; k < sizeof nullable / sizeof *nullable; k++)
+      if (strcmp(name, nullable[k]) == 0) ps->kind[i] = 1;
+    if (strcmp(name, "thread_event") == 0) ps->kind[i] = 2;
+    if (ps->kind[i] || strcmp(name, "thread") == 0) ps->threads = 1;
   }
   return 0;
+}
+
+// A thread_event field: empty, start, exit or join.
+static int parse_event(parser *ps, const field *f, int64_t *v) {
+  static const char *const names[] = {"start", "exit", "join"};
+  static const int64_t codes[] = {MEMSTUB_THREAD_EVENT_START, MEMSTUB_THREAD_EVENT_EXIT,
+                                  MEMSTUB_THREAD_EVENT_JOIN};
+  if (f->n == 0) {
+    *v = MEMSTUB_THREAD_EVENT_NONE;
+    return 0;
+  }
+  for (size_t k = 0; k < 3; k++)
+    if (f->n == strlen(names[k]) && memcmp(f->p, names[k], f->n) == 0) {
+      *v = codes[k];
+      return 0;
+    }
+  char q[MS__QUOTE_MAX + 4];
+  return fail(ps, f->p, "thread_event: unknown event '%s' (start, exit, join or empty)",
+              ms__quote(f->p, f->n, 24, q));
 }
 
 // Parse one data row and append it to t.
@@ -173,6 +204,15 @@ static int parse_row(parser *ps, memstub_trace *t, const char *p, const char *e)
   for (size_t i = 0; i < want; i++) {
     const char *cname = i < 3 ? fixed_cols[i] : t->extra_names[i - 3];
     char q[MS__QUOTE_MAX + 4];
+    if (ps->kind[i] == 2) {
+      int rc = parse_event(ps, &f[i], &v[i]);
+      if (rc < 0) return rc;
+      continue;
+    }
+    if (f[i].n == 0 && ps->kind[i] == 1) {
+      v[i] = MEMSTUB_TRACE_EMPTY;
+      continue;
+    }
     if (f[i].n == 0) return fail(ps, f[i].p, "%s: empty field", cname);
     int rc = ms__parse_i64(f[i].p, f[i].n, &v[i]);
     if (rc == -ERANGE)
@@ -186,6 +226,19 @@ static int parse_row(parser *ps, memstub_trace *t, const char *p, const char *e)
   if (t->n > 0 && v[0] < t->pts[t->n - 1].time_ns)
     return fail(ps, f[0].p, "time_ns: decreases from %lld to %lld",
                 (long long)t->pts[t->n - 1].time_ns, (long long)v[0]);
+  if (ps->threads && t->n == ps->lcap) {
+    size_t cap = ps->lcap ? ps->lcap * 2 : 256;
+    size_t *l = realloc(ps->rline, cap * sizeof *l);
+    if (l) ps->rline = l;
+    size_t *o = l ? realloc(ps->roff, cap * sizeof *o) : NULL;
+    if (o) ps->roff = o;
+    if (!l || !o) return memstub_error_set(ps->err, -ENOMEM, "%s: out of memory", ps->name);
+    ps->lcap = cap;
+  }
+  if (ps->threads) {
+    ps->rline[t->n] = ps->line;
+    ps->roff[t->n] = (size_t)(ps->linep - ps->buf);
+  }
   if (memstub_trace_append(t, v[0], v[1], v[2]) < 0)
     return memstub_error_set(ps->err, -ENOMEM, "%s: out of memory", ps->name);
   if (t->nextra) memcpy(memstub_trace_extra_row(t, t->n - 1), v + 3, t->nextra * sizeof *v);
@@ -249,6 +302,12 @@ int memstub_trace_parse(const char *name, const char *buf, size_t len, memstub_t
              : fail(&ps, p, "missing header row: expected '%s,%s,%s'", fixed_cols[0],
                     fixed_cols[1], fixed_cols[2]);
   }
+  if (rc == 0 && ps.threads) {
+    ms__trace_where w = {.name = name, .buf = buf, .line = ps.rline, .off = ps.roff};
+    rc = ms__trace_check_threads(t, &w, err);
+  }
+  free(ps.rline);
+  free(ps.roff);
   if (rc < 0) {
     memstub_trace_free(t);
     return rc;

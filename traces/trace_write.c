@@ -30,6 +30,14 @@ int memstub_trace_fwrite(const memstub_trace *t, FILE *f) {
   enum { FIELD_MAX = 21 };  // 20 characters and a separator
   char line[4096];
   char *w = line;
+  // The thread columns' text (docs/formats.md, "Threads"): events by name, empty fields.
+  memstub_trace_threadcols tc;
+  memstub_trace_threadcols_find(t, &tc);
+  const int textual[] = {tc.event, tc.peer, tc.xfree_from, tc.xfree_bytes, tc.xfree_alloc_ns};
+  unsigned char kind[3 + MEMSTUB_TRACE_MAX_EXTRA_COLUMNS] = {0};
+  for (size_t k = 0; k < sizeof textual / sizeof *textual; k++)
+    if (textual[k] >= 0 && (size_t)textual[k] < MEMSTUB_TRACE_MAX_EXTRA_COLUMNS)
+      kind[3 + textual[k]] = k == 0 ? 2 : 1;
   for (size_t r = 0; r < t->n; r++) {
     const int64_t fixed[3] = {t->pts[r].time_ns, t->pts[r].stack_bytes, t->pts[r].heap_bytes};
     const int64_t *ex = t->nextra ? memstub_trace_extra_row(t, r) : NULL;
@@ -39,9 +47,16 @@ int memstub_trace_fwrite(const memstub_trace *t, FILE *f) {
         w = line;
       }
       char num[24];
-      char *s = fmt_i64(c < 3 ? fixed[c] : ex[c - 3], num + sizeof num);
-      if (c) *w++ = ',';
+      int64_t v = c < 3 ? fixed[c] : ex[c - 3];
+      char *s = fmt_i64(v, num + sizeof num);
       size_t n = (size_t)(num + sizeof num - s);
+      if (c < 3 + MEMSTUB_TRACE_MAX_EXTRA_COLUMNS && kind[c] && v == MEMSTUB_TRACE_EMPTY) {
+        n = 0;
+      } else if (c < 3 + MEMSTUB_TRACE_MAX_EXTRA_COLUMNS && kind[c] == 2) {
+        const char *name = memstub_thread_event_name(v);
+        if (name) s = (char *)name, n = strlen(name);  // unknown: the number (validate refuses)
+      }
+      if (c) *w++ = ',';
       memcpy(w, s, n);
       w += n;
     }

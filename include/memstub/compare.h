@@ -218,6 +218,10 @@ typedef struct memstub_compare_check {
    * (report's stack_unknown, heap_unknown, rss_unknown, mapped_unknown). Neither passed nor failed: pass
    * is 0, and it is not counted as failed. */
   int skipped;
+  /* "tN.KEY=VALUE": the check is about thread N of a comparison of traces
+   * with threads (memstub_compare_threads_*); -1: every thread (or the one
+   * thread of a single-thread comparison, where N > 0 is skipped). */
+  int64_t thread;
 } memstub_compare_check;
 
 typedef struct memstub_compare_checks {
@@ -241,7 +245,11 @@ void memstub_compare_checks_free(memstub_compare_checks *cs);
  *   rss-peak, mapped-peak            |replayed peak - original peak| at most, % of
  *                                    ORIGINAL's peak
  *   missing, repeated                points at most
- * ("adj-" checks the view with the constant offset removed). 0, or -EINVAL
+ *   total-heap-max                   |error| of the process's total heap in bytes at most
+ *                                    (traces with threads: the sum of each thread's
+ *                                    latest; else heap-max)
+ * ("adj-" checks the view with the constant offset removed; a "tN." prefix, as
+ * in t2.p50-us=2, limits a check to thread N). 0, or -EINVAL
  * with err saying which item is wrong, or -ENOMEM. */
 int memstub_compare_checks_parse(memstub_compare_checks *cs, const char *spec, memstub_error *err);
 
@@ -259,6 +267,43 @@ int memstub_compare_write_text(const memstub_compare_report *r, const memstub_co
  * checks' outcome when cs is given (run first). 0 or -EIO. */
 int memstub_compare_write_json(const memstub_compare_report *r, const memstub_compare_checks *cs,
                                FILE *f);
+
+/* ---- traces with threads (docs/formats.md, "Threads") --------------------
+ *
+ * ORIGINAL with a `thread` column, REPLAYED from memstub replay --measure of
+ * it (a `thread` column too): each thread's rows are compared as a trace of
+ * their own, and the process total heap (the sum of each thread's latest
+ * heap_bytes) at every row of REPLAYED with the original's at the rows
+ * measured. */
+typedef struct memstub_compare_threads_report {
+  int64_t nthreads;
+  memstub_compare_report **thread;  // [nthreads]
+  size_t total_rows;                // rows of REPLAYED the total was compared at
+  int64_t total_heap_max;           // largest |replayed total - original total|, bytes
+  size_t total_heap_exact;          // rows within heap_slack x threads (pages x threads when
+                                    //   a thread's block is mmapped)
+} memstub_compare_threads_report;
+
+/* Compare traces with threads (in memory). -EINVAL when ORIGINAL has no
+ * `thread` column, REPLAYED's threads differ from ORIGINAL's, or a thread's
+ * comparison fails (the thread named); -ENOMEM. */
+int memstub_compare_threads_traces(const memstub_trace *orig, const char *orig_name,
+                                   const memstub_trace *repl, const char *repl_name,
+                                   const memstub_compare_options *o,
+                                   memstub_compare_threads_report **out, memstub_error *err);
+void memstub_compare_threads_free(memstub_compare_threads_report *r);
+/* Evaluate the checks: a "tN." check against thread N, total-heap-max against
+ * the total, any other against every thread (value: the worst thread's; it
+ * fails when any thread fails). Returns how many failed. */
+size_t memstub_compare_threads_checks_run(memstub_compare_checks *cs,
+                                          const memstub_compare_threads_report *r);
+// Per thread, the text report, then the total. 0 or -EIO.
+int memstub_compare_threads_write_text(const memstub_compare_threads_report *r,
+                                       const memstub_compare_checks *cs, FILE *f);
+/* {"threads": [thread 0's report, ...], "total": {"rows", "heap_max_bytes",
+ * "heap_exact_pct"}, "checks": [...]}. 0 or -EIO. */
+int memstub_compare_threads_write_json(const memstub_compare_threads_report *r,
+                                       const memstub_compare_checks *cs, FILE *f);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,7 @@
 
 #include "memstub/error.h"
 #include "memstub/stub.h"
+#include "memstub/threads.h"
 #include "memstub/trace.h"
 
 #ifdef __cplusplus
@@ -189,6 +190,34 @@ int memstub_gen_predict(const struct memstub_stub *s, const struct memstub_profi
 /* memstub_stub_check (memstub/stub.h), the runtime's check of the LIFO
  * invariants, under the generator's name. */
 int memstub_gen_check(const struct memstub_stub *s, memstub_error *err);
+
+/* ---- Traces with several threads (memstub/threads.h) ---------------------
+ *
+ * memstub_gen_build refuses a trace with more than one thread (a `thread`
+ * column naming threads other than 0): the header forms and data files carry
+ * one thread. memstub_gen_threads_build makes one stub per thread, with every
+ * transform and the calibration applied to each thread as to a trace of its
+ * own, plus the thread table and the cross-thread handoffs. */
+typedef struct memstub_gen_threads {
+  memstub_threads_stub stub;        // ready to replay; points into this object
+  int64_t nthreads;
+  memstub_gen **gen;                // [nthreads]: thread T's stub is gen[T]->stub
+  const struct memstub_stub **stubs;  // [nthreads]
+  memstub_thread_spec *threads;     // [nthreads]
+  memstub_handoff *handoffs;        // [nhandoffs]
+  int64_t nhandoffs;
+  size_t **rows;                    // [nthreads][nrows[T]]: the trace rows of thread T; its
+  size_t *nrows;                    //   stub's rows are the first nstub[T] of them (up to its
+  size_t *nstub;                    //   exit row), the rest lower its heap after its exit
+} memstub_gen_threads;
+
+/* Build a multi-thread stub from a valid trace (a single-thread one gives one
+ * thread). 0, or -EINVAL (a thread with fewer than two rows, a heap below the
+ * blocks it handed off, or anything memstub_gen_build refuses, with the thread
+ * named) or -ENOMEM, with err set. */
+int memstub_gen_threads_build(const memstub_trace *t, const memstub_gen_options *o,
+                              memstub_gen_threads **out, memstub_error *err);
+void memstub_gen_threads_free(memstub_gen_threads *g);
 
 #ifdef __cplusplus
 }

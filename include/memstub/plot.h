@@ -51,6 +51,17 @@ int memstub_plot_figure(const char *out, const memstub_trace *orig, const char *
                         const char *const *repl_labels, const memstub_plot_options *o,
                         memstub_error *err);
 
+/* Traces with threads (docs/formats.md, "Threads"): memstub_plot_figure for
+ * each thread's rows, to out with ".threadN" before its extension, and for
+ * the process total to out itself: stack and heap the sum of each thread's
+ * latest, at every row (a replay's rows keep pointing at the original's).
+ * Fails as memstub_plot_figure, or -EINVAL when orig has no thread column;
+ * on failure figures already drawn stay. */
+int memstub_plot_threads(const char *out, const memstub_trace *orig, const char *orig_label,
+                         size_t nrepl, const memstub_trace *const *repl,
+                         const char *const *repl_labels, const memstub_plot_options *o,
+                         memstub_error *err);
+
 #ifdef __cplusplus
 }
 #endif

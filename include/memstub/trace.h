@@ -95,7 +95,8 @@ int memstub_trace_parse(const char *name, const char *buf, size_t len,
 int memstub_trace_read(const char *path, memstub_trace **out, memstub_error *err);
 
 /* Check a trace built in memory against the format's rules (non-negative
- * totals, time never decreasing, at least one row). 0 or -EINVAL with the
+ * totals, time never decreasing, at least one row, and the thread rules of
+ * docs/formats.md "Threads" when it has a `thread` column). 0 or -EINVAL with the
  * offending row in err (as "row N", 1-based data row). */
 int memstub_trace_validate(const memstub_trace *t, memstub_error *err);
 
@@ -105,6 +106,53 @@ int memstub_trace_fwrite(const memstub_trace *t, FILE *f);
 /* Validate, then write atomically to path ("-" for standard output): the
  * file appears complete or not at all. 0 or a negative errno with err set. */
 int memstub_trace_write(const memstub_trace *t, const char *path, memstub_error *err);
+
+/* ---- Threads (docs/formats.md, "Threads") ------------------------------
+ *
+ * A trace recorded with `memstub record --thread all` has the columns
+ * `thread` (the row's thread, 0, 1, ... in creation order), `thread_event`
+ * (empty, `start`, `exit` or `join`), `thread_peer` (the creator of a
+ * `start`, -1 unknown; the joined thread of a `join`; else empty), and the
+ * cross-thread free triple `xfree_from`, `xfree_bytes`, `xfree_alloc_ns`
+ * (all empty but on a row that frees blocks another thread allocated). In
+ * memory they are extra columns like any other: an empty field is
+ * MEMSTUB_TRACE_EMPTY, and thread_event holds MEMSTUB_THREAD_EVENT_*; the
+ * writer writes them back as text. A trace without `thread` is a
+ * single-threaded trace exactly as before. */
+#define MEMSTUB_TRACE_EMPTY INT64_MIN
+enum {
+  MEMSTUB_THREAD_EVENT_NONE = 0,
+  MEMSTUB_THREAD_EVENT_START = 1,
+  MEMSTUB_THREAD_EVENT_EXIT = 2,
+  MEMSTUB_THREAD_EVENT_JOIN = 3,
+};
+
+/* The indexes among the extra columns of the thread columns, -1 for absent. */
+typedef struct memstub_trace_threadcols {
+  int thread, event, peer;
+  int xfree_from, xfree_bytes, xfree_alloc_ns;
+} memstub_trace_threadcols;
+
+/* Find the thread columns of t (all -1 for a single-threaded trace). */
+void memstub_trace_threadcols_find(const memstub_trace *t, memstub_trace_threadcols *c);
+
+/* Threads in t: 1 without a `thread` column, else the highest thread number
+ * + 1 (a valid trace numbers its threads 0..N-1 with none missing). */
+int64_t memstub_trace_thread_count(const memstub_trace *t);
+
+/* The row's thread: 0 without a `thread` column. */
+int64_t memstub_trace_row_thread(const memstub_trace *t, size_t row);
+
+/* The rows of thread th, in order, into a new malloc'd array *rows of *n
+ * entries (NULL and 0 when the thread has none). 0 or -ENOMEM. */
+int memstub_trace_thread_rows(const memstub_trace *t, int64_t th, size_t **rows, size_t *n);
+
+/* Thread th's rows of t as a trace of their own, with every column but the
+ * six thread columns, and t's metadata. 0 or -ENOMEM (*out NULL). */
+int memstub_trace_thread_split(const memstub_trace *t, int64_t th, memstub_trace **out);
+
+/* The name of a MEMSTUB_THREAD_EVENT_* value ("" for NONE, NULL if unknown). */
+const char *memstub_thread_event_name(int64_t ev);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,515 @@
+// Traces with several threads: the thread columns of the trace format, the
+// generator's per-thread stubs and the runtime's replay of one thread per
+// original thread (docs/formats.md "Threads", docs/runtime.md "Threads").
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memstub/compare.h"
+#include "memstub/gen.h"
+#include "memstub/runtime.h"
+#include "memstub/threads.h"
+#include "memstub/trace.h"
+#include "test_replay_common.h"
+#include "testutil.h"
+
+#define MS 1000000LL
+
+typedef struct frow {
+  int64_t t, th, stack, heap, ev, peer, xfrom, xbytes, xalloc, seq;
+} frow;
+
+static int cmp_row(const void *a, const void *b) {
+  const frow *x = a, *y = b;
+  if (x->t != y->t) return x->t < y->t ? -1 : 1;
+  if (x->th != y->th) return x->th < y->th ? -1 : 1;
+  return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The 4-thread fixture: thread 0 creates 1 and 2, 1 creates 3; 0 joins 2
+ * then 1; 3 is never joined. Stacks of different depths (thread 3 to about
+ * 150 KiB), heaps of different shapes (thread 2 through an mmapped block),
+ * and one cross-thread free: 5000 bytes thread 1 allocates at 30 ms, freed
+ * by thread 2 at 90 ms. */
+static memstub_trace *fixture(void) {
+  frow *r = calloc(1000, sizeof *r);
+  int n = 0;
+#define ADD(...) (r[n] = (frow){__VA_ARGS__, n}, n++)
+  const int64_t E = MEMSTUB_TRACE_EMPTY;
+  for (int i = 0; i <= 100; i++) {  // thread 0: every 2 ms, 0 to 200 ms
+    int64_t t = i * 2 * MS, ev = 0, peer = E;
+    if (i == 0) ev = MEMSTUB_THREAD_EVENT_START, peer = -1;
+    if (t == 150 * MS) ev = MEMSTUB_THREAD_EVENT_JOIN, peer = 2;
+    if (t == 180 * MS) ev = MEMSTUB_THREAD_EVENT_JOIN, peer = 1;
+    if (i == 100) ev = MEMSTUB_THREAD_EVENT_EXIT;
+    ADD(t, 0, 1024 + 512 * (i % 4), 2000 + 96 * (i % 10), ev, peer, E, E, E);
+  }
+  for (int i = 0; i <= 65; i++) {  // thread 1: every 2 ms, 10 to 140 ms
+    int64_t t = 10 * MS + i * 2 * MS, ev = 0, peer = E;
+    if (i == 0) ev = MEMSTUB_THREAD_EVENT_START, peer = 0;
+    if (i == 65) ev = MEMSTUB_THREAD_EVENT_EXIT;
+    int64_t h = i < 40 ? 1000 * i : 1000 * (80 - i);
+    if (t >= 30 * MS && t < 90 * MS) h += 5000;  // the block thread 2 frees
+    ADD(t, 1, 4096 * (1 + i % 8), h, ev, peer, E, E, E);
+  }
+  for (int i = 0; i <= 36; i++) {  // thread 2: every 3 ms, 12 to 120 ms
+    int64_t t = 12 * MS + i * 3 * MS, ev = 0, peer = E, xf = E, xb = E, xa = E;
+    if (i == 0) ev = MEMSTUB_THREAD_EVENT_START, peer = 0;
+    if (i == 36) ev = MEMSTUB_THREAD_EVENT_EXIT;
+    if (t == 90 * MS) xf = 1, xb = 5000, xa = 30 * MS;
+    int64_t h = t >= 30 * MS && t < 60 * MS ? 300000 : 8000 + 800 * (i % 5);
+    ADD(t, 2, 2048 + 1024 * (i % 3), h, ev, peer, xf, xb, xa);
+  }
+  for (int i = 0; i <= 80; i++) {  // thread 3: every 1 ms, 20 to 100 ms
+    int64_t t = 20 * MS + i * MS, ev = 0, peer = E;
+    if (i == 0) ev = MEMSTUB_THREAD_EVENT_START, peer = 1;
+    if (i == 80) ev = MEMSTUB_THREAD_EVENT_EXIT;
+    ADD(t, 3, 16384 * (i % 10), 64 * (i % 7), ev, peer, E, E, E);
+  }
+#undef ADD
+  qsort(r, (size_t)n, sizeof *r, cmp_row);
+  memstub_trace *t = memstub_trace_create();
+  const char *cols[] = {"thread", "thread_event", "thread_peer", "xfree_from", "xfree_bytes",
+                        "xfree_alloc_ns"};
+  for (int c = 0; c < 6; c++) ck_assert_int_eq(memstub_trace_add_column(t, cols[c]), c);
+  for (int i = 0; i < n; i++) {
+    ck_assert_int_eq(memstub_trace_append(t, r[i].t, r[i].stack, r[i].heap), 0);
+    int64_t *x = memstub_trace_extra_row(t, t->n - 1);
+    int64_t v[6] = {r[i].th, r[i].ev, r[i].peer, r[i].xfrom, r[i].xbytes, r[i].xalloc};
+    memcpy(x, v, sizeof v);
+  }
+  free(r);
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_validate(t, &err) == 0, "fixture: %s", err.msg);
+  return t;
+}
+
+static char *to_text(const memstub_trace *t, size_t *len) {
+  char *buf = NULL;
+  FILE *f = open_memstream(&buf, len);
+  ck_assert_int_eq(memstub_trace_fwrite(t, f), 0);
+  fclose(f);
+  return buf;
+}
+
+START_TEST(test_round_trip) {
+  memstub_trace *t = fixture();
+  size_t len, len2;
+  char *text = to_text(t, &len);
+  // Events by name, empty fields empty.
+  ck_assert_ptr_nonnull(strstr(text, "\n0,1024,2000,0,start,-1,,,\n"));
+  ck_assert_ptr_nonnull(strstr(text, ",0,join,1,,,\n"));
+  ck_assert_ptr_nonnull(strstr(text, ",2,,,1,5000,30000000\n"));
+  memstub_trace *u = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_parse("fixture", text, len, &u, &err) == 0, "%s", err.msg);
+  char *text2 = to_text(u, &len2);
+  ck_assert_uint_eq(len, len2);
+  ck_assert_int_eq(memcmp(text, text2, len), 0);
+  ck_assert_int_eq(memstub_trace_thread_count(u), 4);
+  size_t *rows, nr;
+  ck_assert_int_eq(memstub_trace_thread_rows(u, 3, &rows, &nr), 0);
+  ck_assert_uint_eq(nr, 81);
+  ck_assert_int_eq(memstub_trace_row_thread(u, rows[0]), 3);
+  ck_assert_int_eq(u->pts[rows[0]].time_ns, 20 * MS);
+  free(rows);
+  free(text);
+  free(text2);
+  memstub_trace_free(t);
+  memstub_trace_free(u);
+}
+END_TEST
+
+// An old trace: one thread, and what is written is what was read.
+START_TEST(test_single_thread_unchanged) {
+  const char *text = "# memstub-trace 1\ntime_ns,stack_bytes,heap_bytes,cpu_ns\n0,0,0,0\n"
+                     "10,64,-0,5\n";
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_trace_parse("old", text, strlen(text), &t, &err), 0);
+  ck_assert_int_eq(memstub_trace_thread_count(t), 1);
+  memstub_trace_threadcols c;
+  memstub_trace_threadcols_find(t, &c);
+  ck_assert_int_eq(c.thread, -1);
+  size_t len;
+  char *out = to_text(t, &len);
+  ck_assert_str_eq(out, "# memstub-trace 1\ntime_ns,stack_bytes,heap_bytes,cpu_ns\n0,0,0,0\n"
+                        "10,64,0,5\n");
+  free(out);
+  memstub_trace_free(t);
+}
+END_TEST
+
+static void refused(const char *rows, const char *want) {
+  char text[2048];
+  snprintf(text, sizeof text,
+           "# memstub-trace 1\n"
+           "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer,xfree_from,"
+           "xfree_bytes,xfree_alloc_ns\n%s",
+           rows);
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_trace_parse("th.csv", text, strlen(text), &t, &err), -EINVAL);
+  ck_assert_ptr_null(t);
+  ck_assert_msg(strstr(err.msg, want), "'%s' lacks '%s'", err.msg, want);
+}
+
+START_TEST(test_refused) {
+  // A thread's first row is its start; start only there.
+  refused("0,0,0,0,,,,,\n", "th.csv:3:9: thread_event: thread 0's first row must be its 'start'");
+  refused("0,0,0,0,start,-1,,,\n5,0,0,0,start,-1,,,\n", "th.csv:4:9: thread_event: 'start' must");
+  // Peers exist: a creator with a row before, a joined thread.
+  refused("0,0,0,0,start,-1,,,\n5,0,0,1,start,2,,,\n",
+          "th.csv:4:15: thread_peer: creator 2 of thread 1 has no row before");
+  refused("0,0,0,0,start,-1,,,\n5,0,0,0,join,3,,,\n",
+          "th.csv:4:14: thread_peer: joined thread 3 has no row before");
+  refused("0,0,0,0,start,,,,\n", "thread_peer: empty: a 'start' row names its creator");
+  refused("0,0,0,0,start,-1,,,\n5,0,0,0,,4,,,\n", "th.csv:4:10: thread_peer: 4 on a row");
+  // No row after the exit; a thread number without its predecessors.
+  refused("0,0,0,0,start,-1,,,\n5,0,0,0,exit,,,,\n6,0,0,0,,,,,\n",
+          "th.csv:5:7: thread: a row of thread 0 after its exit row");
+  refused("0,0,0,0,start,-1,,,\n5,0,0,2,start,0,,,\n",
+          "thread: thread 2 appears but thread 1 has no row");
+  refused("0,0,0,-1,start,-1,,,\n", "th.csv:3:7: thread: -1 is not a thread number");
+  refused("0,0,0,0,begin,-1,,,\n", "th.csv:3:9: thread_event: unknown event 'begin'");
+  // Cross-thread frees: another thread, bytes > 0, the time of one of its rows.
+  const char *two = "0,0,0,0,start,-1,,,\n10,0,100,1,start,0,,,\n";
+  char rows[512];
+  snprintf(rows, sizeof rows, "%s20,0,0,0,,,1,100,11\n", two);
+  refused(rows, "th.csv:5:18: xfree_alloc_ns: 11 is not the time of a row of thread 1");
+  snprintf(rows, sizeof rows, "%s20,0,0,0,,,0,100,0\n", two);
+  refused(rows, "th.csv:5:12: xfree_from: thread 0 is the row's own thread");
+  snprintf(rows, sizeof rows, "%s20,0,0,0,,,1,0,10\n", two);
+  refused(rows, "th.csv:5:14: xfree_bytes: not positive");
+  snprintf(rows, sizeof rows, "%s20,0,0,0,,,,100,\n", two);
+  refused(rows, "th.csv:5:13: xfree_bytes: set without xfree_from");
+  // Accepted: the same with a proper free.
+  char text[1024];
+  snprintf(text, sizeof text,
+           "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer,xfree_from,"
+           "xfree_bytes,xfree_alloc_ns\n%s20,0,0,0,,,1,100,10\n20,0,0,1,,,,,\n", two);
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_parse("ok", text, strlen(text), &t, &err) == 0, "%s", err.msg);
+  memstub_trace_free(t);
+}
+END_TEST
+
+// The original rows of thread th as a trace of its own.
+static memstub_trace *thread_trace(const memstub_trace *t, int64_t th) {
+  size_t *rows, n;
+  ck_assert_int_eq(memstub_trace_thread_rows(t, th, &rows, &n), 0);
+  memstub_trace *s = memstub_trace_create();
+  for (size_t k = 0; k < n; k++) {
+    const memstub_point *p = &t->pts[rows[k]];
+    memstub_trace_append(s, p->time_ns, p->stack_bytes, p->heap_bytes);
+  }
+  free(rows);
+  return s;
+}
+
+START_TEST(test_gen_threads) {
+  memstub_trace *t = fixture();
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  memstub_gen *g1 = NULL;
+  memstub_error err = {0};
+  // The single-thread builder (headers, data files) refuses and says why.
+  ck_assert_int_eq(memstub_gen_build(t, &o, &g1, &err), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "the trace has 4 threads"));
+  memstub_gen_threads *g = NULL;
+  ck_assert_msg(memstub_gen_threads_build(t, &o, &g, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(g->nthreads, 4);
+  const int64_t creator[4] = {-1, 0, 0, 1}, joiner[4] = {-1, 0, 0, -1};
+  const int64_t start[4] = {0, 10 * MS, 12 * MS, 20 * MS};
+  for (int k = 0; k < 4; k++) {
+    ck_assert_int_eq(g->threads[k].creator, creator[k]);
+    ck_assert_int_eq(g->threads[k].joiner, joiner[k]);
+    ck_assert_int_eq(g->threads[k].start_ns, start[k]);
+  }
+  // Thread 2 is joined after thread 0's row at 150 ms, thread 1 after 180 ms.
+  ck_assert_int_eq(g->stubs[0]->point[g->threads[2].join_point], 75);
+  ck_assert_int_eq(g->stubs[0]->point[g->threads[1].join_point], 90);
+  // Thread 3 is created after thread 1's row at 20 ms (its 6th).
+  ck_assert_int_eq(g->stubs[1]->point[g->threads[3].create_point], 5);
+  ck_assert_int_eq(g->nhandoffs, 1);
+  const memstub_handoff *h = &g->handoffs[0];
+  ck_assert_int_eq(h->bytes, 5000);
+  ck_assert_int_eq(h->from, 1);
+  ck_assert_int_eq(h->to, 2);
+  ck_assert_int_eq(h->alloc_row, 10);  // 30 ms
+  ck_assert_int_eq(h->drop_row, 40);   // 90 ms
+  ck_assert_int_eq(g->stubs[1]->point[h->alloc_point], 10);
+  ck_assert_int_eq(g->stubs[2]->point[h->free_point], 26);
+  // Thread 1's block grows by 1000 at 30 ms, not 6000: the handoff is a block of its own.
+  int64_t size = 0;
+  for (int64_t x = 0; x <= h->alloc_point; x++) size += g->stubs[1]->use[x].heapAlloc;
+  ck_assert_int_eq(size + g->stubs[1]->heap_base, 10000);
+  ck_assert_int_eq(memstub_threads_check(&g->stub, NULL, &err), 0);
+  // A time scale applies to every thread, starts included.
+  memstub_gen_threads *g2 = NULL;
+  o.time_scale = 2.0;
+  ck_assert_msg(memstub_gen_threads_build(t, &o, &g2, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(g2->threads[3].start_ns, 40 * MS);
+  ck_assert_int_eq(g2->stubs[3]->duration_ns, 160 * MS);
+  memstub_gen_threads_free(g2);
+  memstub_gen_threads_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
+START_TEST(test_replay_threads) {
+  memstub_trace *t = fixture();
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  memstub_gen_threads *g = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_gen_threads_build(t, &o, &g, &err) == 0, "%s", err.msg);
+  memstub_replay_options ro;
+  memstub_replay_options_init(&ro);
+  ro.measure = MEMSTUB_MEASURE_TRACE;
+  memstub_threads_replay *r = NULL;
+  ck_assert_msg(memstub_threads_run(&g->stub, &ro, &r, &err) == 0, "%s", err.msg);
+  // Each thread: its stack and heap at every row, as the single-thread criterion.
+  for (int64_t k = 0; k < 4; k++) {
+    memstub_trace *orig = thread_trace(t, k), *rep = NULL;
+    ck_assert_msg(memstub_replay_trace(r->thread[k], &rep, &err) == 0, "%s", err.msg);
+    rt_fit fit;
+    rt_check_exact(orig, g->stubs[k], rep, 1, &fit);
+    memstub_trace_free(orig);
+    memstub_trace_free(rep);
+  }
+  // The handoff: malloc'd by thread 1's replay thread, freed by thread 2's.
+  ck_assert_int_ne(r->tid[1], r->tid[2]);
+  ck_assert_int_eq(r->handoff[0].malloc_tid, r->tid[1]);
+  ck_assert_int_eq(r->handoff[0].free_tid, r->tid[2]);
+  ck_assert_int_ge(r->handoff[0].usable, 5000);
+  // Starts after their creators', joins in the trace's order, each after the exit.
+  int64_t at[4][4];  // [thread][kind]
+  memset(at, -1, sizeof at);
+  int64_t order[8], no = 0;
+  for (int64_t i = 0; i < r->nevents; i++) {
+    const memstub_thread_event *e = &r->events[i];
+    if (e->kind == MEMSTUB_TEV_JOIN) {
+      ck_assert_int_eq(e->thread, 0);
+      order[no++] = e->peer;
+      at[e->peer][MEMSTUB_TEV_JOIN] = i;
+    } else {
+      at[e->thread][e->kind] = i;
+    }
+  }
+  ck_assert_int_eq(no, 2);
+  ck_assert_int_eq(order[0], 2);
+  ck_assert_int_eq(order[1], 1);
+  for (int k = 0; k < 4; k++) ck_assert_int_ge(at[k][MEMSTUB_TEV_EXIT], 0);
+  ck_assert_int_lt(at[0][MEMSTUB_TEV_START], at[1][MEMSTUB_TEV_START]);
+  ck_assert_int_lt(at[1][MEMSTUB_TEV_START], at[3][MEMSTUB_TEV_START]);
+  ck_assert_int_lt(at[2][MEMSTUB_TEV_EXIT], at[2][MEMSTUB_TEV_JOIN]);
+  ck_assert_int_lt(at[1][MEMSTUB_TEV_EXIT], at[1][MEMSTUB_TEV_JOIN]);
+  // The merged replayed trace: every thread's rows, and the process total (the
+  // sum of each thread's latest heap) follows the original's at every row.
+  memstub_trace *m = NULL;
+  ck_assert_msg(memstub_threads_trace(r, &m, &err) == 0, "%s", err.msg);
+  ck_assert_uint_eq(m->n, t->n);
+  ck_assert_int_eq(memstub_trace_validate(m, &err), 0);
+  int cth = memstub_trace_column(m, "thread"), cp = memstub_trace_column(m, "point");
+  ck_assert_int_ge(cth, 0);
+  size_t *rows[4], nr[4];
+  int64_t orig_h[4] = {0}, rep_h[4] = {0}, off[4];
+  for (int k = 0; k < 4; k++) {
+    ck_assert_int_eq(memstub_trace_thread_rows(t, k, &rows[k], &nr[k]), 0);
+    off[k] = INT64_MIN;
+  }
+  for (size_t i = 0; i < m->n; i++) {
+    const int64_t *x = memstub_trace_extra_row(m, i);
+    int64_t k = x[cth], row = x[cp];
+    ck_assert_int_lt(row, (int64_t)nr[k]);
+    orig_h[k] = t->pts[rows[k][row]].heap_bytes;
+    rep_h[k] = m->pts[i].heap_bytes;
+    if (off[k] == INT64_MIN) off[k] = rep_h[k] - orig_h[k];
+#if !defined(MEMSTUB_SANITIZED)
+    int64_t dev = 0, big = 0;
+    for (int j = 0; j < 4; j++)
+      if (off[j] != INT64_MIN) {
+        dev += rep_h[j] - orig_h[j] - off[j];
+        big |= orig_h[j] >= RT_MMAP_MIN;
+      }
+    ck_assert_msg(llabs(dev) <= (big ? 4096 : 4 * RT_SLACK), "row %zu: total heap off by %lld",
+                  i, (long long)dev);
+#endif
+  }
+  for (int k = 0; k < 4; k++) free(rows[k]);
+  // compare: per thread and in total, checks per thread.
+  memstub_compare_threads_report *cr = NULL;
+  ck_assert_msg(memstub_compare_threads_traces(t, "orig", m, "rep", NULL, &cr, &err) == 0, "%s",
+                err.msg);
+  ck_assert_int_eq(cr->nthreads, 4);
+  for (int k = 0; k < 4; k++) {
+    ck_assert_uint_eq(cr->thread[k]->compared, nr[k]);
+    ck_assert_uint_eq(cr->thread[k]->missing, 0);
+  }
+  ck_assert_uint_eq(cr->total_rows, m->n);
+  memstub_compare_checks *cs = memstub_compare_checks_create();
+  ck_assert_int_eq(memstub_compare_checks_parse(cs, "t3.missing=0,missing=0,t9.late=0,"
+                                                    "t1.heap-max=100000", &err), 0);
+  ck_assert_int_eq(cs->c[0].thread, 3);
+  ck_assert_int_eq(cs->c[1].thread, -1);
+  ck_assert_int_eq(memstub_compare_threads_checks_run(cs, cr), 0);
+  ck_assert_int_eq(cs->c[2].skipped, 1);  // there is no thread 9
+  ck_assert_int_eq(cs->c[3].pass, 1);
+#if !defined(MEMSTUB_SANITIZED)
+  // The handed-off block counts in thread 1's heap: its heap is exact on arena rows.
+  ck_assert_int_le(cr->thread[1]->heap.max_abs, RT_SLACK);
+  ck_assert_int_eq(cr->thread[1]->heap.exact, nr[1]);
+#endif
+  memstub_compare_checks_free(cs);
+  memstub_compare_threads_free(cr);
+  memstub_trace_free(m);
+  memstub_threads_replay_free(r);
+  memstub_gen_threads_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
+/* A block freed after its allocating thread ended (as the recorder writes
+ * it): thread 1 allocates 40000 bytes and exits, thread 0 joins it and frees
+ * them; thread 1's row after its exit lowers its heap. Its stub ends at the
+ * exit; the replayed trace makes that row up from thread 0's free. */
+START_TEST(test_free_after_exit) {
+  const char *fmt =
+      "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer,xfree_from,xfree_bytes,"
+      "xfree_alloc_ns\n"
+      "0,256,1000,0,start,-1,,,\n"
+      "1000000,512,1000,0,,,,,\n"
+      "1500000,0,0,1,start,0,,,\n"
+      "2000000,4096,40000,1,,,,,\n"
+      "3000000,4096,40000,1,exit,,,,\n"
+      "5000000,512,1000,0,join,1,,,\n"
+      "6000000,512,1000,0,,,1,40000,2000000\n"
+      "6000000,4096,%s,1,,,,,\n"
+      "7000000,256,1000,0,exit,,,,\n";
+  char text[1024];
+  // Only rows that lower the heap may follow an exit.
+  snprintf(text, sizeof text, fmt, "40000");
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_trace_parse("x.csv", text, strlen(text), &t, &err), -EINVAL);
+  ck_assert_msg(strstr(err.msg, "x.csv:9:20: thread: a row of thread 1 after its exit row"), "%s",
+                err.msg);
+  snprintf(text, sizeof text, fmt, "0");
+  t = rt_trace(text);
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  memstub_gen_threads *g = NULL;
+  ck_assert_msg(memstub_gen_threads_build(t, &o, &g, &err) == 0, "%s", err.msg);
+  ck_assert_uint_eq(g->nrows[1], 4);
+  ck_assert_uint_eq(g->nstub[1], 3);
+  ck_assert_int_eq(g->stubs[1]->norig, 3);
+  ck_assert_int_eq(g->handoffs[0].drop_row, 3);
+  memstub_replay_options ro;
+  memstub_replay_options_init(&ro);
+  ro.measure = MEMSTUB_MEASURE_TRACE;
+  memstub_threads_replay *r = NULL;
+  ck_assert_msg(memstub_threads_run(&g->stub, &ro, &r, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(r->handoff[0].malloc_tid, r->tid[1]);
+  ck_assert_int_eq(r->handoff[0].free_tid, r->tid[0]);
+  memstub_trace *m = NULL;
+  ck_assert_msg(memstub_threads_trace(r, &m, &err) == 0, "%s", err.msg);
+  ck_assert_uint_eq(m->n, t->n);
+  int cth = memstub_trace_column(m, "thread"), cp = memstub_trace_column(m, "point");
+  const int64_t *last = memstub_trace_extra_row(m, m->n - 2);  // the made-up row, before 0's exit
+  ck_assert_int_eq(last[cth], 1);
+  ck_assert_int_eq(last[cp], 3);
+#if !defined(MEMSTUB_SANITIZED)
+  ck_assert_int_le(llabs(m->pts[m->n - 2].heap_bytes - 0), RT_SLACK);
+  memstub_compare_threads_report *cr = NULL;
+  ck_assert_msg(memstub_compare_threads_traces(t, "o", m, "r", NULL, &cr, &err) == 0, "%s",
+                err.msg);
+  ck_assert_uint_eq(cr->thread[1]->missing, 0);
+  ck_assert_int_le(cr->total_heap_max, 2 * RT_SLACK);
+  memstub_compare_threads_free(cr);
+#endif
+  memstub_trace_free(m);
+  memstub_threads_replay_free(r);
+  memstub_gen_threads_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
+// The command line: replay --measure writes every thread's rows, compare
+// judges them per thread and in total, gen refuses (a header holds one thread).
+START_TEST(test_cli) {
+  char *dir = tu_mkdtemp();
+  memstub_trace *t = fixture();
+  char in[512], out[512];
+  snprintf(in, sizeof in, "%s/four.csv", dir);
+  snprintf(out, sizeof out, "%s/four.replayed.csv", dir);
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_trace_write(t, in, &err), 0);
+  tu_run r = tu_memstub(dir, "replay", in, "--measure", out, (char *)NULL);
+  ck_assert_msg(r.status == 0, "replay: %s", r.err);
+  ck_assert_ptr_nonnull(strstr(r.err, "4 threads, 1 cross-thread frees"));
+  tu_run_free(&r);
+  memstub_trace *m = NULL;
+  ck_assert_int_eq(memstub_trace_read(out, &m, &err), 0);
+  ck_assert_uint_eq(m->n, t->n);
+  ck_assert_ptr_nonnull(memstub_trace_get_meta(m, "handoff.0"));
+  r = tu_memstub(dir, "compare", in, out, "--json", "--check", "missing=0,t2.missing=0",
+                 (char *)NULL);
+  ck_assert_msg(r.status == 0, "compare: %s", r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "{\"threads\": ["));
+  ck_assert_ptr_nonnull(strstr(r.out, "\"spec\": \"t2.missing=0\", \"thread\": 2"));
+  tu_run_free(&r);
+  r = tu_memstub(dir, "compare", in, out, "--check", "t0.p50-us=0", (char *)NULL);
+  ck_assert_int_eq(r.status, 1);  // a check that cannot pass fails
+  tu_run_free(&r);
+  // plot: the process total at -o, each thread beside it.
+  r = tu_memstub(dir, "plot", in, out, "-o", "fig.svg", (char *)NULL);
+  ck_assert_msg(r.status == 0, "plot: %s", r.err);
+  tu_run_free(&r);
+  const char *figs[] = {"fig.svg", "fig.thread0.svg", "fig.thread1.svg", "fig.thread2.svg",
+                        "fig.thread3.svg"};
+  for (size_t i = 0; i < sizeof figs / sizeof *figs; i++) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, figs[i]);
+    ck_assert_msg(tu_exists(path), "%s missing", figs[i]);
+  }
+  r = tu_memstub(dir, "gen", in, "-o", "x.h", (char *)NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(r.err, "the trace has 4 threads"));
+  tu_run_free(&r);
+  memstub_trace_free(m);
+  memstub_trace_free(t);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("threads");
+  TCase *tc = tcase_create("format");
+  tcase_add_test(tc, test_round_trip);
+  tcase_add_test(tc, test_single_thread_unchanged);
+  tcase_add_test(tc, test_refused);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("gen");
+  tcase_add_test(tc, test_gen_threads);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("replay");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_replay_threads);
+  tcase_add_test(tc, test_cli);
+  tcase_add_test(tc, test_free_after_exit);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
