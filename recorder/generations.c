@@ -54,6 +54,7 @@ int ms__rec_gen_live;
 static gslot *g_tab;
 static occ_rec *g_occ;
 static surv *g_surv;
+static ms__rec_pages g_tab_pages, g_occ_pages, g_surv_pages;  // their pages written
 static int64_t g_nocc, g_nsurv;
 static uint64_t g_dropped_blocks, g_dropped_occ, g_dropped_surv;
 static char g_lock;
@@ -63,17 +64,20 @@ static void lock(void) {
 }
 static void unlock(void) { __atomic_clear(&g_lock, __ATOMIC_RELEASE); }
 
+// Neighbouring blocks in neighbouring slots (as the pointer table, table.h):
+// the table's pages are written as the heap is, not one per block.
 static uintptr_t slot_of(uintptr_t p) {
-  uintptr_t k = p >> 4;
-  return (k * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - SLOT_BITS);
+  uintptr_t k = p >> 5;
+  return (k ^ (((k >> 20) * UINT64_C(0x9E3779B97F4A7C15)) >> 40)) & (((uintptr_t)1 << SLOT_BITS) - 1);
 }
 
 // The tables, on the first region (mmap, touched as used); 0 or -ENOMEM.
 static int ready(void) {
   if (g_tab) return 0;
-  g_tab = ms__rec_map(sizeof(gslot) << SLOT_BITS);
-  g_occ = ms__rec_map(sizeof(occ_rec) * (MAX_OCC + 1));
-  g_surv = ms__rec_map(sizeof(surv) * MAX_SURV);
+  // Counted as the recorder's own resident memory (state.c), not the program's.
+  if (!g_tab) g_tab = ms__rec_map_counted(sizeof(gslot) << SLOT_BITS, &g_tab_pages);
+  if (!g_occ) g_occ = ms__rec_map_counted(sizeof(occ_rec) * (MAX_OCC + 1), &g_occ_pages);
+  if (!g_surv) g_surv = ms__rec_map_counted(sizeof(surv) * MAX_SURV, &g_surv_pages);
   return g_tab && g_occ && g_surv ? 0 : -ENOMEM;
 }
 
@@ -85,6 +89,7 @@ void ms__rec_gen_region(int64_t occ, const char *name, int64_t t, int begin) {
     return;
   }
   occ_rec *o = &g_occ[occ];
+  wrote(&g_occ_pages, o, sizeof *o);
   if (begin) {
     o->name = name;
     o->begin = t;
@@ -103,6 +108,7 @@ static void add_surv(int64_t occ, uint64_t size, int64_t ta, int64_t tf, int32_t
     g_dropped_surv++;
     return;
   }
+  wrote(&g_surv_pages, &g_surv[g_nsurv], sizeof *g_surv);
   g_surv[g_nsurv++] = (surv){occ, size, ta, tf, site};
 }
 
@@ -132,6 +138,7 @@ static void remember(uintptr_t p, int64_t occ, uint64_t n, int64_t now, int32_t 
   const uintptr_t mask = ((uintptr_t)1 << SLOT_BITS) - 1;
   for (int k = 0; k < MAX_PROBE; k++, i = (i + 1) & mask) {
     if (g_tab[i].p > 1) continue;
+    if (g_tab[i].p == 0) wrote(&g_tab_pages, &g_tab[i], sizeof *g_tab);
     g_tab[i] = (gslot){p, occ, n, now, site};
     __atomic_fetch_add(&ms__rec_gen_live, 1, __ATOMIC_RELAXED);
     occ_rec *o = &g_occ[occ];

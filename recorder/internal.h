@@ -234,6 +234,36 @@ extern void *(*ms__rec_real_calloc)(size_t, size_t);
 extern void *(*ms__rec_real_realloc)(void *, size_t);
 extern void (*ms__rec_real_free)(void *);
 
+/* The recorder's own resident memory. Its tables (the pointer table, the
+ * owner array, generations' and sites' tables) are reserved large and
+ * written sparsely; each of their pages is counted at its first write, so
+ * that rss_bytes leaves them out (docs/recording.md, "Resident and mapped
+ * memory"). They are mapped without transparent huge pages, so that a first
+ * write makes exactly one page resident. */
+typedef struct ms__rec_pages {
+  uintptr_t base;  // 0: not mapped
+  size_t n;        // bytes mapped
+  uint64_t *bits;  // one bit per page written
+  int shift;       // log2 of the page size
+} ms__rec_pages;
+extern int64_t ms__rec_self_bytes;  // bytes of the counted tables' pages written
+// Map n bytes as ms__rec_map does, without huge pages, counted in *pg; NULL
+// (and *pg cleared) when out of memory.
+void *ms__rec_map_counted(size_t n, ms__rec_pages *pg);
+// Unmap a counted mapping (nothing when *pg is cleared); its pages leave the count.
+void ms__rec_unmap_counted(ms__rec_pages *pg);
+// The slow path of wrote(): page i of pg is written for the first time (any thread).
+void ms__rec_pages_first(ms__rec_pages *pg, size_t i) __attribute__((noinline));
+
+// [p, p + len) of the counted mapping pg is about to be written (pre: len > 0).
+HOT void wrote(ms__rec_pages *pg, const void *p, size_t len) {
+  size_t a = ((uintptr_t)p - pg->base) >> pg->shift;
+  size_t b = ((uintptr_t)p + len - 1 - pg->base) >> pg->shift;
+  for (size_t i = a; i <= b; i++)
+    if (UNLIKELY(!(__atomic_load_n(&pg->bits[i >> 6], __ATOMIC_RELAXED) & (UINT64_C(1) << (i & 63)))))
+      ms__rec_pages_first(pg, i);
+}
+
 HOT int multi(void) { return __atomic_load_n(&ms__rec_multi, __ATOMIC_RELAXED); }
 
 HOT int64_t heap_add(int64_t d) {

@@ -75,6 +75,8 @@ void ms__rec_mem_sample(tstate *ts) {
       v = ms__prim_statm_anon(fd);
     }
   }
+  // The recorder's own tables are not the program's (state.c).
+  if (v >= 0) v -= __atomic_load_n(&ms__rec_self_bytes, __ATOMIC_RELAXED);
   if (v >= 0)
     __atomic_store_n(&ms__rec_rss, v, __ATOMIC_RELAXED);
   else
@@ -104,7 +106,10 @@ void ms__rec_mem_meta(void) {
   }
   ms__rec_meta("record.memory_samples", "%llu", (unsigned long long)n);
   ms__rec_meta("record.rss_from", "%s",
-               g_statm >= 0 ? "/proc/self/statm (resident - shared)" : "unavailable");
+               g_statm >= 0 ? "/proc/self/statm (resident - shared), less the recorder's tables"
+                            : "unavailable");
+  ms__rec_meta("record.rss_recorder_tables_bytes", "%lld",
+               (long long)__atomic_load_n(&ms__rec_self_bytes, __ATOMIC_RELAXED));
   if (g_sample_fail)
     ms__rec_meta("record.memory_samples_failed", "%llu", (unsigned long long)g_sample_fail);
   if (g_iv_overflow)

@@ -64,6 +64,7 @@ static int nsites;
 static int32_t *site_index;  // site + 1, or 0
 static int32_t *site_rank;   // after the sort: id -> line in TRACE.sites
 static sample *live;
+static ms__rec_pages sites_pages, index_pages, live_pages;  // their pages written
 static uint8_t filter[FILTER_SLOTS];  // sampled blocks per pointer hash (saturating)
 static int lock_word;
 static int64_t snap_heap = -1, snap_time = -1;
@@ -117,9 +118,10 @@ __attribute__((constructor)) static void sites_init(void) {
   long long v = strtoll(s, &end, 10);
   if (*end || v < 16 || v > (1LL << 30)) return;
   interval = v;
-  sites = ms__rec_map(sizeof(site_rec) * MAX_SITES);
-  site_index = ms__rec_map(sizeof(int32_t) * SITE_SLOTS);
-  live = ms__rec_map(sizeof(sample) << LIVE_BITS);
+  // Counted as the recorder's own resident memory (state.c), not the program's.
+  sites = ms__rec_map_counted(sizeof(site_rec) * MAX_SITES, &sites_pages);
+  site_index = ms__rec_map_counted(sizeof(int32_t) * SITE_SLOTS, &index_pages);
+  live = ms__rec_map_counted(sizeof(sample) << LIVE_BITS, &live_pages);
   if (!sites || !site_index || !live) return;
   dl_iterate_phdr(find_own, (void *)(uintptr_t)&sites_init);
   __atomic_store_n(&ms__rec_sites_on, 1, __ATOMIC_RELEASE);
@@ -134,6 +136,8 @@ static int32_t site_of(const uintptr_t *pc, int n) {
     if (k == 0) {
       if (nsites >= MAX_SITES) return -1;
       site_rec *st = &sites[nsites];
+      wrote(&sites_pages, st, sizeof *st);
+      wrote(&index_pages, &site_index[i], sizeof *site_index);
       st->hash = h;
       st->id = nsites;
       st->nframes = n;
@@ -187,6 +191,7 @@ static void take(tstate *ts, uintptr_t p, uint64_t n) {
     }
     if (live[i].p <= 1) break;
   }
+  if (live[i].p == 0) wrote(&live_pages, &live[i], sizeof *live);
   live[i] = (sample){.p = p, .site = s, .weight = w, .size = n};
   sites[s].live += w;
   sites[s].live_n += blocks;

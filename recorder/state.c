@@ -29,6 +29,52 @@ void *ms__rec_map(size_t n) {
   return p == MAP_FAILED ? NULL : p;
 }
 
+/* ---- the recorder's own resident memory ---- */
+
+int64_t ms__rec_self_bytes;
+
+static size_t bit_words(const ms__rec_pages *pg) {
+  size_t pages = (pg->n + ((size_t)1 << pg->shift) - 1) >> pg->shift;
+  return (pages + 63) / 64;
+}
+
+void *ms__rec_map_counted(size_t n, ms__rec_pages *pg) {
+  *pg = (ms__rec_pages){0};
+  long ps = ms__prim_page_size();
+  pg->shift = ps > 0 ? __builtin_ctzl((unsigned long)ps) : 12;
+  pg->n = n;
+  void *p = ms__rec_map(n);
+  uint64_t *bits = p ? ms__rec_map(bit_words(pg) * sizeof(uint64_t)) : NULL;
+  if (!bits) {
+    if (p) munmap(p, n);
+    *pg = (ms__rec_pages){0};
+    return NULL;
+  }
+#ifdef MADV_NOHUGEPAGE
+  (void)madvise(p, n, MADV_NOHUGEPAGE);  // a first write: one page, as counted
+#endif
+  pg->base = (uintptr_t)p;
+  pg->bits = bits;
+  return p;
+}
+
+void ms__rec_unmap_counted(ms__rec_pages *pg) {
+  if (!pg->base) return;
+  size_t words = bit_words(pg);
+  int64_t pages = 0;
+  for (size_t w = 0; w < words; w++) pages += __builtin_popcountll(pg->bits[w]);
+  __atomic_fetch_sub(&ms__rec_self_bytes, pages << pg->shift, __ATOMIC_RELAXED);
+  munmap((void *)pg->base, pg->n);
+  munmap(pg->bits, words * sizeof(uint64_t));
+  *pg = (ms__rec_pages){0};
+}
+
+void ms__rec_pages_first(ms__rec_pages *pg, size_t i) {
+  uint64_t b = UINT64_C(1) << (i & 63);
+  if (!(__atomic_fetch_or(&pg->bits[i >> 6], b, __ATOMIC_RELAXED) & b))
+    __atomic_fetch_add(&ms__rec_self_bytes, (int64_t)1 << pg->shift, __ATOMIC_RELAXED);
+}
+
 /* ---- thread registration ---- */
 
 static void thread_gone(void *arg) {

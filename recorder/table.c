@@ -8,6 +8,8 @@
 uint64_t *ms__rec_tab;
 uintptr_t ms__rec_tab_mask;
 uint64_t *ms__rec_own;
+ms__rec_pages ms__rec_tab_pages, ms__rec_own_pages;
+static ms__rec_pages g_big_pages;
 
 typedef struct bslot {
   uintptr_t key;  // 0 empty, 1 tombstone
@@ -18,9 +20,10 @@ static bslot *g_big;
 static uintptr_t g_big_mask;
 
 int ms__rec_table_init(int bits) {
-  ms__rec_tab = ms__rec_map(sizeof(uint64_t) << bits);
-  while (!ms__rec_tab && bits > 16) ms__rec_tab = ms__rec_map(sizeof(uint64_t) << --bits);
-  g_big = ms__rec_map(sizeof(bslot) << 16);
+  ms__rec_tab = ms__rec_map_counted(sizeof(uint64_t) << bits, &ms__rec_tab_pages);
+  while (!ms__rec_tab && bits > 16)
+    ms__rec_tab = ms__rec_map_counted(sizeof(uint64_t) << --bits, &ms__rec_tab_pages);
+  g_big = ms__rec_map_counted(sizeof(bslot) << 16, &g_big_pages);
   if (!ms__rec_tab || !g_big) return -ENOMEM;
   ms__rec_tab_mask = ((uintptr_t)1 << bits) - 1;
   g_big_mask = ((uintptr_t)1 << 16) - 1;
@@ -28,17 +31,17 @@ int ms__rec_table_init(int bits) {
 }
 
 int ms__rec_table_own_init(void) {
-  ms__rec_own = ms__rec_map(sizeof(uint64_t) * (ms__rec_tab_mask + 1));
+  ms__rec_own = ms__rec_map_counted(sizeof(uint64_t) * (ms__rec_tab_mask + 1), &ms__rec_own_pages);
   return ms__rec_own ? 0 : -ENOMEM;
 }
 
 int ms__rec_table_reset(void) {
   int bits = 0;
   while (((uintptr_t)1 << bits) - 1 < ms__rec_tab_mask) bits++;
-  if (ms__rec_tab) munmap(ms__rec_tab, sizeof(uint64_t) << bits);
-  if (g_big) munmap(g_big, sizeof(bslot) << 16);
   int had_own = ms__rec_own != NULL;
-  if (ms__rec_own) munmap(ms__rec_own, sizeof(uint64_t) << bits);
+  ms__rec_unmap_counted(&ms__rec_tab_pages);
+  ms__rec_unmap_counted(&g_big_pages);
+  ms__rec_unmap_counted(&ms__rec_own_pages);
   ms__rec_tab = NULL;
   ms__rec_own = NULL;
   g_big = NULL;
@@ -50,6 +53,7 @@ int ms__rec_big_put(uintptr_t p, uint64_t entry, uint64_t own) {
   uintptr_t i = slot_of(p, g_big_mask);
   for (int n = 0; n < MAX_PROBE; n++, i = (i + 1) & g_big_mask) {
     uintptr_t k = __atomic_load_n(&g_big[i].key, __ATOMIC_RELAXED);
+    if (k == 0) wrote(&g_big_pages, &g_big[i], sizeof g_big[i]);  // a slot never written
     while (k <= TOMB) {
       if (__atomic_compare_exchange_n(&g_big[i].key, &k, p, 0, __ATOMIC_ACQ_REL,
                                       __ATOMIC_RELAXED)) {

@@ -29,6 +29,8 @@ extern uintptr_t ms__rec_tab_mask;
  * thread's number + 1 in the top 16 bits, the raw time of its bucket (from
  * ms__rec.raw0) in the low 48; 0 unknown. NULL otherwise. */
 extern uint64_t *ms__rec_own;
+// Their pages written so far (the recorder's own resident memory, state.c).
+extern ms__rec_pages ms__rec_tab_pages, ms__rec_own_pages;
 #define OWN_T_BITS 48
 #define OWN_T_MASK ((UINT64_C(1) << OWN_T_BITS) - 1)
 
@@ -65,6 +67,10 @@ HOT int table_put_o(uintptr_t p, uint64_t entry, uint64_t own, int with_own) {
   int mt = multi();
   for (int n = 0; n < MAX_PROBE; n++, i = (i + 1) & ms__rec_tab_mask) {
     uint64_t k = __atomic_load_n(&ms__rec_tab[i], __ATOMIC_RELAXED);
+    if (k == 0) {  // a slot never written: its page may be new
+      wrote(&ms__rec_tab_pages, &ms__rec_tab[i], sizeof *ms__rec_tab);
+      if (with_own) wrote(&ms__rec_own_pages, &ms__rec_own[i], sizeof *ms__rec_own);
+    }
     if (LIKELY(!mt) && k <= TOMB) {
       if (with_own) ms__rec_own[i] = own;
       __atomic_store_n(&ms__rec_tab[i], v, __ATOMIC_RELAXED);
