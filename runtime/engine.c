@@ -398,6 +398,7 @@ static MS__NOINLINE void heap_part(ms__rt_ctx *c, int64_t x) {
       return;
     }
   }
+  if (c->work.cpu) ms__rt_work_block(&c->work, c->wrec ? c->wrec + x * MS__RT_WORK_REC : NULL, old, size);
   if (c->rec && c->measure & MEMSTUB_MEASURE_CYCLES)
     c->rec[x].cyc_heap_alloc = ms__prim_cycles_begin();
   if (!c->res.rss) {

@@ -95,6 +95,7 @@ void ms__rt_res_measure(const ms__rt_res *r, memstub_replay_record *rec);
 #define MS__RT_WORK_REC (2 + 20)
 
 typedef struct ms__rt_work {
+  const struct memAlloc *use;
   const int64_t *cpu, *calls, *churn, *calltab;  // NULL: no work (layouts 1 and 2)
   int64_t ncalltab;
   double rate;    // spin steps per ns of CPU
@@ -102,6 +103,7 @@ typedef struct ms__rt_work {
   int started;    // the first point was begun: base is set
   int64_t base;   // the thread's CPU clock then (-1 unknown)
   int64_t target; // the points' CPU times so far
+  int64_t short_bytes;  // the row's churn bytes its calls could not move (work.c)
 } ms__rt_work;
 
 /* Set w up for s: 1 when s has work data (then glibc's mmap threshold is
@@ -114,6 +116,16 @@ int ms__rt_work_check(const struct memstub_stub *s, memstub_error *err);
  * the first point reaches the points' CPU times so far (never more than
  * point x's own). m: MS__RT_WORK_REC values to measure into, or NULL. */
 void ms__rt_work_point(ms__rt_work *w, int64_t x, int64_t *m);
+/* The sizes class by class (sz[MEMSTUB_WORK_CLASSES]) of the calls of vector
+ * v that move bytes (memstub_work_bytes) as near bytes as the classes allow. */
+void ms__rt_work_sizes(const int64_t *v, int64_t bytes, int64_t *sz);
+/* Count the heap block's resize from old to size into the measurement m
+ * (MS__RT_WORK_REC values, or NULL): a realloc (the recorded call the
+ * generator took out of the row's vector for it) in the class of the bytes
+ * it adds or releases, moving those bytes plus the row's churn bytes its
+ * calls could not move (the call it stands for moved them), at most the
+ * block's larger size. */
+void ms__rt_work_block(ms__rt_work *w, int64_t *m, int64_t old, int64_t size);
 // After the replay: the measured CPU clocks of wrec[0..n) made relative to cpu0 (T0).
 void ms__rt_work_rebase(int64_t *wrec, int64_t n, int64_t cpu0);
 // The spin loop's steps per ns of CPU, measured now.

@@ -30,11 +30,9 @@
 #define SPIN_BLIND_NS 3000
 
 // Sizes of the classes (memstub/work.h): a representative, and the bounds.
-static const int64_t rep[CL] = {32, 256, 8192, 256 * 1024};
-static const int64_t lo[CL] = {1, MEMSTUB_WORK_TINY_MAX + 1, MEMSTUB_WORK_SMALL_MAX + 1,
-                               MEMSTUB_WORK_MEDIUM_MAX + 1};
-static const int64_t hi[CL] = {MEMSTUB_WORK_TINY_MAX, MEMSTUB_WORK_SMALL_MAX,
-                               MEMSTUB_WORK_MEDIUM_MAX, (int64_t)64 << 20};
+static const int64_t rep[CL] = MEMSTUB_WORK_REP;
+static const int64_t lo[CL] = MEMSTUB_WORK_LO;
+static const int64_t hi[CL] = MEMSTUB_WORK_HI;
 
 #if defined(__clang__)
 #define NOINLINE __attribute__((noinline))
@@ -87,6 +85,7 @@ int64_t ms__rt_spin(int64_t ns, double rate) {
 int ms__rt_work_init(ms__rt_work *w, const struct memstub_stub *s) {
   memset(w, 0, sizeof *w);
   if (s->abi != MEMSTUB_STUB_ABI_WORK || !s->cpu || !s->calls || !s->churn || !s->calltab) return 0;
+  w->use = s->use;
   w->cpu = s->cpu;
   w->calls = s->calls;
   w->churn = s->churn;
@@ -127,7 +126,7 @@ int ms__rt_work_check(const struct memstub_stub *s, memstub_error *err) {
 typedef struct pool {
   void *p[MS__RT_WORK_POOL];
   int64_t size[MS__RT_WORK_POOL];
-  int n, next;
+  int n;
 } pool;
 
 // Count a call of kind k asking for bytes into the measurement m (or none).
@@ -142,7 +141,7 @@ static void free_all(pool *pl, int64_t *m) {
     note(m, MEMSTUB_CALL_FREE, pl->size[i]);
     free(pl->p[i]);
   }
-  pl->n = pl->next = 0;
+  pl->n = 0;
 }
 
 static void keep(pool *pl, void *p, int64_t size, int64_t *m) {
@@ -153,29 +152,48 @@ static void keep(pool *pl, void *p, int64_t size, int64_t *m) {
   pl->size[pl->n++] = size;
 }
 
-/* The sizes of the point's calls: the classes' representatives scaled so
- * that the bytes moved (allocations and frees at their size, reallocs at
- * the new size) come to the churn bytes, kept within each class. */
-static void sizes(const int64_t *v, int64_t bytes, int64_t *sz) {
-  double weight = 0;
-  for (int c = 0; c < CL; c++) {
-    int64_t allocs = v[MEMSTUB_CALL_MALLOC * CL + c] + v[MEMSTUB_CALL_CALLOC * CL + c] +
-                     v[MEMSTUB_CALL_MEMALIGN * CL + c];
-    weight += (double)(2 * allocs + 2 * v[MEMSTUB_CALL_REALLOC * CL + c]) * (double)rep[c];
-  }
-  double k = bytes > 0 && weight > 0 ? (double)bytes / weight : 1.0;
+// The classes' sizes at scale k: each representative times k, within its class.
+static void sizes_at(double k, int64_t *sz) {
   for (int c = 0; c < CL; c++) {
     double s = (double)rep[c] * k;
     sz[c] = s < (double)lo[c] ? lo[c] : s > (double)hi[c] ? hi[c] : (int64_t)s;
   }
 }
 
-// The calls of vector v: allocations, then reallocs of their blocks, then every block freed.
-static void calls(const int64_t *v, int64_t bytes, int64_t *m) {
+/* The sizes of the point's calls: the classes' representatives scaled by one
+ * factor, found by bisection, so that the bytes the calls move
+ * (memstub_work_bytes) come to the churn bytes as closely as the classes'
+ * bounds allow. No churn bytes (a trace without the column): the
+ * representatives. */
+void ms__rt_work_sizes(const int64_t *v, int64_t bytes, int64_t *sz) {
+  sizes_at(1.0, sz);
+  if (bytes <= 0 || memstub_work_bytes(v, sz) == (double)bytes) return;
+  // The factor that takes the largest class to its bound, and the smallest to its own.
+  double klo = 1.0 / (double)rep[CL - 1], khi = (double)hi[CL - 1] / (double)rep[0];
+  for (int it = 0; it < 80; it++) {
+    double k = klo + (khi - klo) / 2;
+    sizes_at(k, sz);
+    if (memstub_work_bytes(v, sz) < (double)bytes) klo = k;
+    else khi = k;
+    if (khi / klo < 1.0 + 1e-9) break;
+  }
+  sizes_at(khi, sz);
+  // The nearer of the two ends.
+  double above = memstub_work_bytes(v, sz);
+  int64_t szl[CL];
+  sizes_at(klo, szl);
+  if ((double)bytes - memstub_work_bytes(v, szl) < above - (double)bytes) memcpy(sz, szl, sizeof szl);
+}
+
+/* The calls of vector v: the allocations class by class (at most 64 blocks
+ * alive, a full pool freed), then the reallocs, class by class, all
+ * resizing one block of their own (the first from NULL), then every block
+ * freed. */
+static double calls(const int64_t *v, int64_t bytes, int64_t *m) {
   pool pl;
-  pl.n = pl.next = 0;
+  pl.n = 0;
   int64_t sz[CL];
-  sizes(v, bytes, sz);
+  ms__rt_work_sizes(v, bytes, sz);
   for (int c = 0; c < CL; c++) {
     size_t s = (size_t)sz[c];
     for (int64_t i = 0; i < v[MEMSTUB_CALL_MALLOC * CL + c]; i++) {
@@ -193,21 +211,36 @@ static void calls(const int64_t *v, int64_t bytes, int64_t *m) {
       keep(&pl, p, sz[c], m);
     }
   }
+  void *rb = NULL;
+  int64_t rsize = 0;
   for (int c = 0; c < CL; c++)
     for (int64_t i = 0; i < v[MEMSTUB_CALL_REALLOC * CL + c]; i++) {
       note(m, MEMSTUB_CALL_REALLOC, sz[c]);
-      if (pl.n == 0) {  // no block to resize: realloc(NULL) makes one
-        keep(&pl, realloc(NULL, (size_t)sz[c]), sz[c], m);
-        continue;
-      }
-      int j = pl.next++ % pl.n;
-      void *q = realloc(pl.p[j], (size_t)sz[c]);
+      void *q = realloc(rb, (size_t)sz[c]);
       if (q) {
-        pl.p[j] = q;
-        pl.size[j] = sz[c];
+        rb = q;
+        rsize = sz[c];
+        ((volatile char *)rb)[0] = 1;
       }
     }
+  if (rb) {
+    note(m, MEMSTUB_CALL_FREE, rsize);
+    free(rb);
+  }
   free_all(&pl, m);
+  return memstub_work_bytes(v, sz);
+}
+
+void ms__rt_work_block(ms__rt_work *w, int64_t *m, int64_t old, int64_t size) {
+  if (old == size) return;
+  int64_t d = size > old ? size - old : old - size, more = w->short_bytes;
+  w->short_bytes = 0;
+  if (!m) return;
+  // The row's bytes its calls could not move, up to the block's new size.
+  int64_t top = size > old ? size : old;
+  if (more > top - d) more = top - d > 0 ? top - d : 0;
+  m[2 + MEMSTUB_CALL_REALLOC * CL + memstub_work_class((uint64_t)d)]++;
+  m[1] += d + more;
 }
 
 /* The spin aims at the recorded CPU time from the start, cumulative: what
@@ -223,11 +256,17 @@ void ms__rt_work_point(ms__rt_work *w, int64_t x, int64_t *m) {
     w->base = ms__prim_thread_cpu_ns();
   }
   w->target += cpu;
+  if (idx > 0 || w->use[x].time > 0) w->short_bytes = 0;  // a new row's work
+  // Bytes without calls to move them: the block's resize stands for the call that did.
+  if (idx == 0 && w->churn[x] > 0) w->short_bytes = w->churn[x];
   if (cpu == 0 && idx == 0) {
     if (m) m[0] = ms__prim_thread_cpu_ns();
     return;
   }
-  if (idx > 0) calls(w->calltab + idx * NC, w->churn[x], m);
+  if (idx > 0) {
+    double got = calls(w->calltab + idx * NC, w->churn[x], m);
+    if ((double)w->churn[x] > got) w->short_bytes = w->churn[x] - (int64_t)got;
+  }
   if (cpu > 0) {
     int64_t now = w->base >= 0 ? ms__prim_thread_cpu_ns() : -1;
     // What is owed: the target so far minus what was spent, at most this point's time.
