@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "memstub/calib.h"
 #include "memstub/work.h"
 
 #define NC MEMSTUB_WORK_CALLS
@@ -256,6 +257,9 @@ int ms__gen_work_points(memstub_gen *g, const ms__work *w, const memstub_gen_opt
     goto out;
   }
   g->work_cpu_ns = g->work_calls = g->work_bytes = g->work_clamped = 0;
+  g->work_late = g->work_late_ns = 0;
+  // The calls' costs of the profile, when it has them (calibration/calls.c).
+  const double *call_ns = o->profile && o->profile->spin_steps_per_ns > 0 ? o->profile->call_ns : NULL;
   for (int64_t i = 0; i < n; i++) {
     int64_t row = g->point[i];
     if (row < 1 || (i > 0 && g->point[i - 1] == row)) continue;  // the row's first point only
@@ -280,7 +284,15 @@ int ms__gen_work_points(memstub_gen *g, const ms__work *w, const memstub_gen_opt
       goto out;
     }
     g->calls[i] = idx;
-    for (int k = 0; k < NC; k++) g->work_calls += v[k];
+    double pred = 0;  // the calls' expected cost here
+    for (int k = 0; k < NC; k++) {
+      g->work_calls += v[k];
+      if (call_ns) pred += (double)v[k] * call_ns[k];
+    }
+    if (pred > (double)g->use[i].time) {  // they cannot end on the deadline
+      g->work_late++;
+      g->work_late_ns += (int64_t)(pred - (double)g->use[i].time);
+    }
     g->churn[i] = bytes;
     g->work_bytes += bytes;
     int64_t c = w->cpu[row];

@@ -237,43 +237,196 @@ void ms__rt_work_block(ms__rt_work *w, int64_t *m, int64_t old, int64_t size) {
   w->short_bytes = 0;
   if (!m) return;
   // The row's bytes its calls could not move, up to the block's new size.
-  int64_t top = size > old ? size : old;
-  if (more > top - d) more = top - d > 0 ? top - d : 0;
+  int64_t top = size > old ? size : old, room = top - d > 0 ? top - d : 0;
+  if (more > room) more = room;
   m[2 + MEMSTUB_CALL_REALLOC * CL + memstub_work_class((uint64_t)d)]++;
   m[1] += d + more;
+  w->row_block_m = m;
+  w->row_room = room - more;
+}
+
+/* A new row begins: bytes the last row's calls could not move, with no
+ * resize of its own to stand for them, go to the previous row's resize (its
+ * call came a row late: the generator took it from this row's vector), up
+ * to what that block could move. */
+static void new_row(ms__rt_work *w) {
+  if (w->short_bytes > 0 && !w->row_block_m && w->prev_block_m) {
+    int64_t more = w->short_bytes < w->prev_room ? w->short_bytes : w->prev_room;
+    w->prev_block_m[1] += more;
+    w->prev_room -= more;
+  }
+  w->short_bytes = 0;
+  if (w->row_block_m) {
+    w->prev_block_m = w->row_block_m;
+    w->prev_room = w->row_room;
+  } else {
+    w->prev_block_m = NULL;
+  }
+  w->row_block_m = NULL;
+}
+
+/* ---- what the calls cost (memstub_work_measure) ------------------------------ */
+
+#define MEASURE_BATCH 32
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+// The size a realloc of class c alternates with rep[c], within the class.
+static int64_t other_size(int c) {
+  int64_t s = rep[c] * 3 / 2;
+  return s > hi[c] ? hi[c] : s;
+}
+
+/* One round for class c: a batch of each allocating kind (as calls() makes
+ * them, first byte written) and their frees, and a batch of reallocs of one
+ * block between two sizes of the class. ns[k]: per call, ns; -1 when a call
+ * failed. */
+static void measure_round(int c, const int64_t *want, double *ns) {
+  void *p[MEASURE_BATCH];
+  size_t s = (size_t)rep[c];
+  double fsum = 0;
+  int fn = 0;
+  for (int k = 0; k < MEMSTUB_WORK_KINDS; k++) {
+    ns[k] = -1;
+    if (k == MEMSTUB_CALL_FREE || k == MEMSTUB_CALL_REALLOC) continue;
+    if (want && !want[k * CL + c] && !want[MEMSTUB_CALL_FREE * CL + c]) continue;
+    int ok = 1;
+    int64_t t0 = ms__prim_now_ns();
+    for (int i = 0; i < MEASURE_BATCH; i++) {
+      p[i] = NULL;
+      if (k == MEMSTUB_CALL_MALLOC) p[i] = malloc(s);
+      else if (k == MEMSTUB_CALL_CALLOC) p[i] = calloc(1, s);
+      else if (posix_memalign(&p[i], 64, s) != 0) p[i] = NULL;
+      if (p[i]) ((volatile char *)p[i])[0] = 1;
+      else ok = 0;
+    }
+    int64_t t1 = ms__prim_now_ns();
+    for (int i = 0; i < MEASURE_BATCH; i++) free(p[i]);
+    int64_t t2 = ms__prim_now_ns();
+    if (!ok) continue;
+    ns[k] = (double)(t1 - t0) / MEASURE_BATCH;
+    fsum += (double)(t2 - t1) / MEASURE_BATCH;
+    fn++;
+  }
+  if (fn) ns[MEMSTUB_CALL_FREE] = fsum / fn;
+  if (want && !want[MEMSTUB_CALL_REALLOC * CL + c]) return;
+  void *b = malloc(s);
+  if (!b) return;
+  int64_t s2 = other_size(c), t0 = ms__prim_now_ns();
+  for (int i = 0; i < MEASURE_BATCH; i++) {
+    void *q = realloc(b, i % 2 ? s : (size_t)s2);
+    if (!q) break;
+    b = q;
+    ((volatile char *)b)[0] = 1;
+  }
+  int64_t t1 = ms__prim_now_ns();
+  free(b);
+  ns[MEMSTUB_CALL_REALLOC] = (double)(t1 - t0) / MEASURE_BATCH;
+}
+
+int memstub_work_measure(const int64_t *want, int rounds, double *ns, double *spin_rate) {
+  if (rounds < 1) rounds = 1;
+  double *r = malloc((size_t)rounds * NC * sizeof *r), tmp[MEMSTUB_WORK_KINDS];
+  if (!r) return -ENOMEM;
+  for (int i = 0; i < rounds; i++)
+    for (int c = 0; c < CL; c++) {
+      measure_round(c, want, tmp);
+      for (int k = 0; k < MEMSTUB_WORK_KINDS; k++) r[(size_t)i * NC + k * CL + c] = tmp[k];
+    }
+  // Per kind and class: the median of the rounds that measured it (0: none did).
+  double *col = malloc((size_t)rounds * sizeof *col);
+  if (!col) {
+    free(r);
+    return -ENOMEM;
+  }
+  for (int k = 0; k < NC; k++) {
+    int n = 0;
+    for (int i = 0; i < rounds; i++)
+      if (r[(size_t)i * NC + k] >= 0) col[n++] = r[(size_t)i * NC + k];
+    qsort(col, (size_t)n, sizeof *col, cmp_d);
+    ns[k] = n ? col[n / 2] : 0;
+  }
+  free(col);
+  free(r);
+  if (spin_rate) *spin_rate = ms__rt_spin_rate();
+  return 0;
+}
+
+int64_t ms__rt_work_predict(const ms__rt_work *w, int64_t x) {
+  int64_t idx = w->calls[x];
+  if (idx <= 0 || !w->costed) return 0;
+  const int64_t *v = w->calltab + idx * NC;
+  double t = 0;
+  for (int k = 0; k < NC; k++) t += (double)v[k] * w->call_ns[k];
+  t *= w->corr;
+  return t > 1e15 ? (int64_t)1e15 : (int64_t)t;
+}
+
+void ms__rt_work_costs(ms__rt_work *w) {
+  w->corr = 1.0;
+  if (w->ncalltab < 2) return;
+  int64_t want[NC] = {0};
+  for (int64_t i = 1; i < w->ncalltab; i++)
+    for (int k = 0; k < NC; k++) want[k] |= w->calltab[i * NC + k] > 0;
+  if (memstub_work_measure(want, 3, w->call_ns, NULL) == 0) w->costed = 1;
 }
 
 /* The spin aims at the recorded CPU time from the start, cumulative: what
  * the replay spent beyond it (its deadline spins, its memory work, its
- * measuring) comes out of the next spin, at most all of it. So the replay
- * thread's CPU time follows the original's cpu_ns wherever there is CPU time
- * to spin, rather than exceeding it by a wait's spin at every point. */
-void ms__rt_work_point(ms__rt_work *w, int64_t x, int64_t *m) {
-  int64_t cpu = w->cpu[x], idx = w->calls[x];
-  if (m) m[0] = -1;
+ * measuring, its calls) comes out of the next spin, at most all of it. So
+ * the replay thread's CPU time follows the original's cpu_ns wherever there
+ * is CPU time to spin, rather than exceeding it by a wait's spin at every
+ * point. */
+void ms__rt_work_spin(ms__rt_work *w, int64_t x, int64_t reserve) {
+  int64_t cpu = w->cpu[x];
   if (!w->started) {  // the first point: the replay's start
     w->started = 1;
     w->base = ms__prim_thread_cpu_ns();
   }
   w->target += cpu;
-  if (idx > 0 || w->use[x].time > 0) w->short_bytes = 0;  // a new row's work
+  if (cpu <= reserve) return;
+  int64_t now = w->base >= 0 ? ms__prim_thread_cpu_ns() : -1;
+  // What is owed: the target so far minus what was spent, at most this point's
+  // time, less what its calls are expected to take (they come after the wait).
+  int64_t owe = now >= 0 ? w->base + w->target - now : cpu;
+  if (owe > cpu) owe = cpu;
+  owe -= reserve;
+  if (owe > 0) w->spun += ms__rt_spin(owe, w->rate);
+}
+
+void ms__rt_work_calls(ms__rt_work *w, int64_t x, int64_t predicted, int64_t *m) {
+  int64_t idx = w->calls[x];
+  if (m) m[0] = -1;
+  if (idx > 0 || w->use[x].time > 0) new_row(w);  // a new row's work
   // Bytes without calls to move them: the block's resize stands for the call that did.
   if (idx == 0 && w->churn[x] > 0) w->short_bytes = w->churn[x];
-  if (cpu == 0 && idx == 0) {
-    if (m) m[0] = ms__prim_thread_cpu_ns();
-    return;
-  }
   if (idx > 0) {
+    int64_t t0 = predicted > 0 ? ms__prim_now_ns() : 0;
     double got = calls(w->calltab + idx * NC, w->churn[x], m);
     if ((double)w->churn[x] > got) w->short_bytes = w->churn[x] - (int64_t)got;
+    if (predicted > 0) {
+      // Learn how far the calls' measured cost is from the prediction: a
+      // ratio moved an eighth of the way, a sample above 3 x (preempted?) as 3.
+      double r = (double)(ms__prim_now_ns() - t0) / ((double)predicted / w->corr);
+      if (r > 3 * w->corr) r = 3 * w->corr;
+      w->corr += (r - w->corr) / 8;
+      if (w->corr < 0.2) w->corr = 0.2;
+      if (w->corr > 5) w->corr = 5;
+      w->predicted_ns += predicted;
+      w->precomp_points++;
+    }
   }
-  if (cpu > 0) {
-    int64_t now = w->base >= 0 ? ms__prim_thread_cpu_ns() : -1;
-    // What is owed: the target so far minus what was spent, at most this point's time.
-    int64_t owe = now >= 0 ? w->base + w->target - now : cpu;
-    if (owe > cpu) owe = cpu;
-    if (owe > 0) w->spun += ms__rt_spin(owe, w->rate);
-  }
+  if (m) m[0] = ms__prim_thread_cpu_ns();
+}
+
+/* The spin aims at the cumulative recorded CPU time (see ms__rt_work_spin);
+ * with the paper's relative sleeps the calls come first, then the spin. */
+void ms__rt_work_point(ms__rt_work *w, int64_t x, int64_t *m) {
+  ms__rt_work_calls(w, x, 0, m);
+  ms__rt_work_spin(w, x, 0);
   if (m) m[0] = ms__prim_thread_cpu_ns();
 }
 
