@@ -4,11 +4,12 @@
 // --calls (400) allocator calls of several kinds and classes, half of them
 // with a heap change; replayed --runs (5) times each way, alternating:
 //   compensated    the default: each wait ends the calls' expected cost
-//                  (measured before the replay, corrected as it goes) early
+//                  (built-in figures, the ratio learnt as it goes) early
 //   uncompensated  no_call_costs = 1: the wait ends on the deadline, the
 //                  calls after it
-// Prints per run and pooled: p50, p90, p99 of late_ns over the rows, and the
-// calls' expected cost per row. Timing figures on a loaded host are noise:
+// Prints per run and pooled: p50, p90, p99 of late_ns over the rows, and
+// without the rows the host delayed (compare's rule); and the calls' cost per
+// row by memstub_work_measure's batches (a stub's calls cost less). Timing figures on a loaded host are noise:
 // rerun on a quiet one.
 //
 //   bench_work_precomp [--rows N] [--gap-us US] [--calls N] [--runs N]

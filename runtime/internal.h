@@ -110,12 +110,12 @@ typedef struct ms__rt_work {
   int64_t *row_block_m, *prev_block_m;
   int64_t row_room, prev_room;
   // Pre-compensation (deadline timing): what one call of each kind and class
-  // costs here, measured before the replay (costed: 1 when it was), and the
-  // learnt ratio of the calls' measured cost to that prediction.
+  // costs (a profile's, or built-in proportions; costed: 1 when set), and the
+  // learnt ratio of the calls' measured cost to that prediction (learnt: samples).
   int costed;
   double call_ns[MEMSTUB_WORK_CALLS];
   double corr;
-  int64_t predicted_ns, precomp_points;  // predictions applied: ns in all, points
+  int64_t learnt;
 } ms__rt_work;
 
 /* Set w up for s: 1 when s has work data (then glibc's mmap threshold is
@@ -140,9 +140,10 @@ void ms__rt_work_calls(ms__rt_work *w, int64_t x, int64_t predicted, int64_t *m)
  * measured cost (w->call_ns) times the learnt ratio; 0 without calls or
  * without costs. */
 int64_t ms__rt_work_predict(const ms__rt_work *w, int64_t x);
-/* Measure what one call of each kind and class the stub makes costs here
- * (memstub_work_measure, three rounds): w->call_ns, w->costed. */
-void ms__rt_work_costs(ms__rt_work *w);
+/* The calls' costs to predict with: call_ns (MEMSTUB_WORK_CALLS figures, a
+ * profile's call_*_ns), or built-in proportions when NULL or all 0; sets
+ * w->costed. Nothing for a stub without calls. */
+void ms__rt_work_costs(ms__rt_work *w, const double *call_ns);
 /* The sizes class by class (sz[MEMSTUB_WORK_CLASSES]) of the calls of vector
  * v that move bytes (memstub_work_bytes) as near bytes as the classes allow. */
 void ms__rt_work_sizes(const int64_t *v, int64_t bytes, int64_t *sz);

@@ -375,7 +375,8 @@ static void ctx_init(ms__rt_ctx *c, const struct memstub_stub *s,
   if (ms__rt_work_init(&c->work, s)) {
     c->work.rate = ms__rt_spin_rate();
     // Deadline timing: the calls' cost, so their waits end that much early.
-    if (opt->timing == MEMSTUB_TIMING_DEADLINE && !opt->no_call_costs) ms__rt_work_costs(&c->work);
+    if (opt->timing == MEMSTUB_TIMING_DEADLINE && !opt->no_call_costs)
+      ms__rt_work_costs(&c->work, opt->call_ns);
   }
 }
 

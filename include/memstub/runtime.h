@@ -123,12 +123,14 @@ typedef struct memstub_replay_options {
   int64_t sched_slice_ns;
   int cost_model;  // MEMSTUB_COST_AUTO (0), _ONLINE or _OFF
   /* Deadline timing, a stub with allocator calls (layout 3): 0 (default)
-   * measures what each kind and class of call costs before the replay
-   * (memstub_work_measure) and ends each point's wait that much before the
-   * deadline, so that its calls end on it; 1 ends the wait on the deadline
-   * and makes the calls after it (no pre-compensation: the point is late by
-   * their cost; for comparison). docs/runtime.md, "Work". */
+   * ends each point's wait its calls' expected cost before the deadline, so
+   * that they end on it: per kind and class call_ns (a profile's
+   * call_*_ns, MEMSTUB_WORK_CALLS figures; NULL: built-in proportions)
+   * times a ratio the replay learns from its own calls; 1 ends the wait on
+   * the deadline and makes the calls after it (no pre-compensation: the
+   * point is late by their cost; for comparison). docs/runtime.md, "Work". */
   int no_call_costs;
+  const double *call_ns;
 } memstub_replay_options;
 
 /* Defaults: deadline timing, MEMSTUB_MARGIN_MODEL with MEMSTUB_REAIM_DEFAULT,
