@@ -285,7 +285,8 @@ static double check_value(const memstub_compare_check *c, const memstub_compare_
   if (parse_key(c->key, &k) < 0) return NAN;
   const memstub_compare_time *t = k.adj ? &r->adjusted : &r->time;
   const memstub_compare_mem *mems[4] = {&r->stack, &r->heap, &r->rss, &r->mapped};
-  const memstub_compare_mem *m = mems[k.col];
+  // k.col is a memory column for the memory keys only (a work series for the work keys).
+  const memstub_compare_mem *m = mems[k.col >= 0 && k.col < 4 ? k.col : 0];
   double n = (double)(r->compared ? r->compared : 1);
   switch (k.q) {
     case Q_TOTAL: return fabs((double)r->duration.error_ns) / k.scale;

@@ -392,12 +392,15 @@ START_TEST(test_calls_precompensated) {
     if (b >= 0 && b < plain) plain = b;
   }
   // A host so busy that it delayed nearly every row of every replay (load 13
-  // on the 2-core development VM did) says nothing of the stub: not judged.
+  // on the 2-core development VM did) says nothing of the stub: not judged;
+  // nor do the sanitizers' allocators, with which the calls outlast the rows.
+#if !defined(MEMSTUB_TEST_SANITIZE)
   if (comp == INT64_MAX || plain == INT64_MAX)
     fprintf(stderr, "test_calls_precompensated: not judged: the host delayed nearly every row\n");
   else
     ck_assert_msg(comp <= plain + 20000, "median |late| %lld ns compensated, %lld without",
-                (long long)comp, (long long)plain);
+                  (long long)comp, (long long)plain);
+#endif
   memstub_gen_free(g);
   memstub_trace_free(t);
 }
@@ -590,7 +593,12 @@ START_TEST(test_record_to_replay) {
   // (one per row that changes the heap, a few here).
   ck_assert_msg(pm <= om && pm >= om - 10, "replayed %lld tiny mallocs of %lld", (long long)pm,
                 (long long)om);
-  ck_assert_msg(pc >= 1 && pc <= 3, "replayed %lld large callocs of 3", (long long)pc);
+  /* Each large calloc is made by the stub, or its heap change is the heap
+   * block's resize, counted as a large realloc (when the recorder's bucket
+   * split the calloc and its free into two rows). */
+  int64_t prl = sum_col(p, "calls_realloc_large");
+  ck_assert_msg(pc <= 3 && pc + prl >= 3, "replayed %lld large callocs of 3 and %lld large reallocs",
+                (long long)pc, (long long)prl);
   ck_assert_int_eq(pf, pm + pc);  // every block freed in its interval
   // CPU: the recorded thread's (less the recorder's cost) and the replay's
   // (its own waits included), within 10 % and 3 ms.
