@@ -89,7 +89,8 @@ set key top right opaque box noenhanced samplen 4 spacing 1.2
 # Text has no room for a rotated y label: the unit goes on every tic label.
 txt = fmt eq 'txt'
 set lmargin at screen (txt ? 0.15 : 0.11)
-set rmargin at screen 0.97
+# Room on the right for the work panel's second axis.
+set rmargin at screen (work_panel ? 0.92 : 0.97)
 
 top = 0.92
 bottom = 0.07
