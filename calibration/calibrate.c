@@ -187,6 +187,7 @@ int memstub_calibrate(const memstub_calib_options *o, memstub_calib **out, memst
   ms__cal_programs st = {0};
   rc = ms__cal_programs_build(&st, o->quick, o->cold_delay_ns, err);
   if (rc == 0) rc = calibrate(&c, &st, err);
+  if (rc == 0) rc = ms__cal_calls(&c.out->profile, o->quick, err);  // calls.c
   ms__cal_programs_free(&st);
   ctx_free(&c);
   if (rc < 0) {

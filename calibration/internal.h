@@ -37,11 +37,14 @@ typedef struct ms__cal_key {
 
 /* The keys of p, in file order, into keys (room for cap). Returns how many. */
 size_t ms__cal_keys(memstub_profile *p, ms__cal_key *keys, size_t cap);
-#define MS__CAL_MAXKEYS 256
+#define MS__CAL_MAXKEYS 320
 
 /* The runtime build's compiler and flags (host.compiler, host.cflags), baked
  * in by calibration/CMakeLists.txt (calibrate.c). */
 void ms__cal_build_info(memstub_profile *p);
+/* calls.c: p's allocator-call figures (call_ns, spin_steps_per_ns), quick:
+ * fewer rounds. 0 or -ENOMEM with err set. */
+int ms__cal_calls(memstub_profile *p, int quick, memstub_error *err);
 
 /* ---- fitting (fit.c) --------------------------------------------------- */
 

@@ -175,6 +175,18 @@ static void keys_bytes(table *t, memstub_profile *p) {
   if (k >= 0) t->k[k].optional = 1;
   k = add(t, "resident_per_point_bytes", MS__CAL_DOUBLE, &p->resident_per_point, 0);
   if (k >= 0) t->k[k].optional = 1;
+  // Optional: profiles written before issue 14's calibration lack them.
+  t->comment = "allocator calls as a stub's work makes them (calibration/calls.c): ns per call "
+               "by kind and size class, and the work spin's rate";
+  static const char *const names[MEMSTUB_WORK_CALLS] = {MEMSTUB_WORK_CALL_COLUMNS};
+  for (int c = 0; c < MEMSTUB_WORK_CALLS; c++) {
+    char key[64];
+    snprintf(key, sizeof key, "call_%s_ns", names[c] + 6);  // calls_malloc_tiny -> call_malloc_tiny_ns
+    k = add(t, key, MS__CAL_DOUBLE, &p->call_ns[c], 0);
+    if (k >= 0) t->k[k].optional = 1;
+  }
+  k = add(t, "spin_steps_per_ns", MS__CAL_DOUBLE, &p->spin_steps_per_ns, 0);
+  if (k >= 0) t->k[k].optional = 1;
 }
 
 size_t ms__cal_keys(memstub_profile *p, ms__cal_key *keys, size_t cap) {
@@ -315,6 +327,8 @@ static const char *out_of_range(const char *key, const ms__cal_key *k, const mem
   if (k->type != MS__CAL_DOUBLE) return NULL;
   if (strstr(key, "_scv") && dv < 0) return "0 or more";
   if (strstr(key, "agreement") && (dv < 0 || dv > 1)) return "between 0 and 1";
+  if ((strncmp(key, "call_", 5) == 0 || strcmp(key, "spin_steps_per_ns") == 0) && dv < 0)
+    return "0 or more";
   if (strncmp(key, "time_", 5) == 0 && (strstr(key, "_cycles") || strstr(key, "_ns")) &&
       !strstr(key, "_base_") && dv < 0)
     return "0 or more";

@@ -24,6 +24,10 @@ static const ms_cli_option options[] = {
      "  rss-, mapped-exact|max|mean   the same for rss_bytes, mapped_bytes\n"
      "  rss-p90, mapped-p90           p90 |error|, % of the original's peak\n"
      "  rss-peak, mapped-peak         |peak error|, % of the original's peak\n"
+     "  cpu-, calls-, churn-total-pct |total work error|, % of the original's\n"
+     "  calls-KIND-pct                the same per kind (malloc, calloc,\n"
+     "                                realloc, free, memalign)\n"
+     "  cpu-p90-UNIT, calls-p90       p90 |work error| per interval\n"
      "  missing, repeated             points\n"
      "e.g. --check total-ms=1,p99-us=100,heap-exact=99.5%"},
     {"json", O_JSON, NULL, "print the report as JSON (keys: docs/compare-and-plot.md)"},

@@ -236,6 +236,13 @@ int ms_cmd_gen(int argc, char **argv) {
     char comp[512];
     memstub_gen_comp_format(g, comp, sizeof comp);
     ms_cli_note("compensation for %s: %s", o.profile_path, comp);
+    if (g->work_late) {
+      char late[32];
+      ms_cli_note("%lld point%s whose allocator calls %s expects to take longer than their delay "
+                  "(%s in all): the replay will be late there",
+                  (long long)g->work_late, g->work_late == 1 ? "" : "s", o.profile_path,
+                  ms__fmt_ns(g->work_late_ns, late, sizeof late));
+    }
   }
   if (rc == 0 && strcmp(out, "-") != 0) {
     char dur[32];

@@ -231,6 +231,7 @@ int ms_cmd_replay(int argc, char **argv) {
     if (ms_cli_load_profile(go->profile_path, &prof) != 0) return MS_EXIT_USAGE;
     go->profile = &prof;
     go->timing = a.ro.timing == MEMSTUB_TIMING_USLEEP ? MEMSTUB_COMP_USLEEP : MEMSTUB_COMP_DEADLINE;
+    if (prof.spin_steps_per_ns > 0) a.ro.call_ns = prof.call_ns;  // the calls' costs (issue 14)
     go->measured = a.measure != NULL;
   }
   memstub_stub_data *d = NULL;

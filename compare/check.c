@@ -21,7 +21,13 @@ typedef enum qty {
   Q_MEM_PEAK,  // |peak error|, % of ORIGINAL's peak
   Q_MISSING,
   Q_REPEATED,
+  Q_WORK_PCT,   // |total error| of a work series, % of ORIGINAL's total (col: work_series)
+  Q_CPU_P90,    // p90 of |CPU time error| per interval, time unit
+  Q_CALLS_P90,  // p90 of |calls error| per interval, calls
 } qty;
+
+// The work series a Q_WORK_PCT key judges (its col): cpu, calls, churn, then the kinds.
+enum { W_CPU, W_CALLS, W_CHURN, W_KIND };
 
 typedef struct keyinfo {
   qty q;
@@ -36,8 +42,10 @@ typedef struct keyinfo {
 static const char key_list[] =
     "total-ns|us|ms|s, total-pct, [adj-]p50|p99|max-ns|us|ms|s, [adj-]late, stack-exact, "
     "heap-exact, stack-max, heap-max, stack-mean, heap-mean, rss-exact, mapped-exact, rss-max, "
-    "mapped-max, rss-mean, mapped-mean, rss-p90, mapped-p90, rss-peak, mapped-peak, missing, "
-    "repeated, total-heap-max (tN.KEY: thread N only)";
+    "mapped-max, rss-mean, mapped-mean, rss-p90, mapped-p90, rss-peak, mapped-peak, "
+    "cpu-total-pct, calls-total-pct, calls-malloc|calloc|realloc|free|memalign-pct, "
+    "churn-total-pct, cpu-p90-ns|us|ms|s, calls-p90, missing, repeated, total-heap-max "
+    "(tN.KEY: thread N only)";
 
 static int time_unit(const char *u, keyinfo *k) {
   static const struct {
@@ -65,6 +73,41 @@ static int parse_key(const char *key, keyinfo *k) {
   if (strcmp(key, "total-pct") == 0) {
     *k = (keyinfo){Q_TOTAL_PCT, 0, 0, 1, "%", "|total duration error|", MEMSTUB_COMPARE_AT_MOST};
     return 0;
+  }
+  // The work (issue 14): totals and per-interval errors.
+  if (strcmp(key, "cpu-total-pct") == 0 || strcmp(key, "calls-total-pct") == 0 ||
+      strcmp(key, "churn-total-pct") == 0) {
+    int col = key[1] == 'p' ? W_CPU : key[1] == 'a' ? W_CALLS : W_CHURN;
+    static const char *const what[] = {"|CPU time error| / original", "|calls error| / original",
+                                       "|churn bytes error| / original"};
+    *k = (keyinfo){Q_WORK_PCT, 0, col, 1, "%", what[col], MEMSTUB_COMPARE_AT_MOST};
+    return 0;
+  }
+  if (strncmp(key, "calls-", 6) == 0) {
+    for (int j = 0; j < MEMSTUB_COMPARE_CALL_KINDS; j++) {
+      const char *kn = memstub_compare_call_kind_name(j);
+      size_t l = strlen(kn);
+      if (strncmp(key + 6, kn, l) == 0 && strcmp(key + 6 + l, "-pct") == 0) {
+        static const char *const what[] = {
+            "|malloc calls error| / original", "|calloc calls error| / original",
+            "|realloc calls error| / original", "|free calls error| / original",
+            "|memalign calls error| / original"};
+        *k = (keyinfo){Q_WORK_PCT, 0, W_KIND + j, 1, "%", what[j], MEMSTUB_COMPARE_AT_MOST};
+        return 0;
+      }
+    }
+    if (strcmp(key + 6, "p90") == 0) {
+      *k = (keyinfo){Q_CALLS_P90, 0, W_CALLS, 1, "calls", "p90 of |calls error| per interval",
+                     MEMSTUB_COMPARE_AT_MOST};
+      return 0;
+    }
+    return -1;
+  }
+  if (strncmp(key, "cpu-p90-", 8) == 0) {
+    k->q = Q_CPU_P90;
+    k->col = W_CPU;
+    k->what = "p90 of |CPU time error| per interval";
+    return time_unit(key + 8, k);
   }
   if (strncmp(key, "total-", 6) == 0) {
     k->q = Q_TOTAL;
@@ -194,7 +237,7 @@ static int parse_item(memstub_compare_checks *cs, const char *p, const char *e,
     return memstub_error_set(err, -EINVAL, "%s: expected a non-negative number, found '%s'", key,
                              ms__quote(v, (size_t)(e - v), 40, q));
   if (percent && k.q != Q_EXACT && k.q != Q_LATE && k.q != Q_TOTAL_PCT && k.q != Q_MEM_P90 &&
-      k.q != Q_MEM_PEAK)
+      k.q != Q_MEM_PEAK && k.q != Q_WORK_PCT)
     return memstub_error_set(err, -EINVAL, "%s: takes no percentage ('%s'): give a number of %s",
                              key, ms__quote(v, (size_t)(e - v), 40, q), k.unit);
   if (k.q == Q_EXACT) {
@@ -260,7 +303,8 @@ static double check_value(const memstub_compare_check *c, const memstub_compare_
   if (parse_key(c->key, &k) < 0) return NAN;
   const memstub_compare_time *t = k.adj ? &r->adjusted : &r->time;
   const memstub_compare_mem *mems[4] = {&r->stack, &r->heap, &r->rss, &r->mapped};
-  const memstub_compare_mem *m = mems[k.col];
+  // k.col is a memory column for the memory keys only (a work series for the work keys).
+  const memstub_compare_mem *m = mems[k.col >= 0 && k.col < 4 ? k.col : 0];
   double n = (double)(r->compared ? r->compared : 1);
   switch (k.q) {
     case Q_TOTAL: return fabs((double)r->duration.error_ns) / k.scale;
@@ -276,6 +320,15 @@ static double check_value(const memstub_compare_check *c, const memstub_compare_
     case Q_MEM_PEAK:
       return share_of_peak(fabs((double)m->replayed_peak - (double)m->original_peak),
                            m->original_peak);
+    case Q_WORK_PCT: {
+      const memstub_compare_series *s = k.col == W_CPU     ? &r->work.cpu
+                                        : k.col == W_CALLS ? &r->work.calls
+                                        : k.col == W_CHURN ? &r->work.churn
+                                                           : &r->work.kind[k.col - W_KIND];
+      return fabs(s->total_pct);
+    }
+    case Q_CPU_P90: return (double)r->work.cpu.p90_abs / k.scale;
+    case Q_CALLS_P90: return (double)r->work.calls.p90_abs;
     case Q_MISSING: return (double)r->missing;
     case Q_REPEATED: return (double)r->repeated;
   }
@@ -285,8 +338,11 @@ static double check_value(const memstub_compare_check *c, const memstub_compare_
 // Whether check c judges an unknown memory column (stack, heap, rss, mapped).
 static int on_unknown_column(const memstub_compare_check *c, const memstub_compare_report *r) {
   keyinfo k;
-  if (parse_key(c->key, &k) < 0 || (k.q != Q_EXACT && k.q != Q_MEM_MAX && k.q != Q_MEM_MEAN &&
-                                    k.q != Q_MEM_P90 && k.q != Q_MEM_PEAK))
+  if (parse_key(c->key, &k) < 0) return 0;
+  if (k.q == Q_WORK_PCT || k.q == Q_CPU_P90 || k.q == Q_CALLS_P90)
+    return (k.col == W_CPU ? r->work.cpu_unknown : r->work.calls_unknown) != NULL;
+  if (k.q != Q_EXACT && k.q != Q_MEM_MAX && k.q != Q_MEM_MEAN && k.q != Q_MEM_P90 &&
+      k.q != Q_MEM_PEAK)
     return 0;
   const char *unknown[4] = {r->stack_unknown, r->heap_unknown, r->rss_unknown, r->mapped_unknown};
   return unknown[k.col] != NULL;

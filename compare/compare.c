@@ -24,7 +24,8 @@ void memstub_compare_options_init(memstub_compare_options *o) {
 void memstub_compare_free(memstub_compare_report *r) {
   if (!r) return;
   void *owned[] = {r->original_name, r->replayed_name, r->match, r->stack_unknown,
-                   r->heap_unknown, r->rss_unknown, r->mapped_unknown, r};
+                   r->heap_unknown, r->rss_unknown, r->mapped_unknown,
+                   r->work.cpu_unknown, r->work.calls_unknown, r};
   for (size_t i = 0; i < sizeof owned / sizeof *owned; i++) free(owned[i]);
 }
 
@@ -367,7 +368,7 @@ static int compare_core(const memstub_trace *orig, const memstub_trace *repl,
   }
   mem_curves(orig, repl, o, r, e, own, scratch);  // e and own are scratch until time_errors
   time_errors(orig, repl, o, r, e, own, &nown);
-  if (ms__compare_kinds(orig, repl, r) < 0) {
+  if (ms__compare_kinds(orig, repl, r) < 0 || ms__compare_work(orig, repl, r) < 0) {
     free(e);
     free(scratch);
     free(own);

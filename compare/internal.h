@@ -26,4 +26,13 @@ void ms__compare_kinds_text(FILE *f, const memstub_compare_report *r);
 // The "time_by_kind" member of the JSON report, with its trailing comma and newline.
 void ms__compare_kinds_json(FILE *f, const memstub_compare_report *r);
 
+/* work.c: r->work from the aligned report r (match and compared set). 0, or
+ * -1 when out of memory. */
+int ms__compare_work(const memstub_trace *orig, const memstub_trace *repl,
+                     memstub_compare_report *r);
+// The work lines of the text report (cpu, calls by kind, churn; or why not compared).
+void ms__compare_work_text(FILE *f, const memstub_compare_report *r);
+// The "work" member of the JSON report, with its trailing comma and newline.
+void ms__compare_work_json(FILE *f, const memstub_compare_report *r);
+
 #endif

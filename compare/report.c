@@ -84,7 +84,7 @@ static void text_mem(FILE *f, const char *name, const memstub_compare_mem *m, si
 
 // The column a check judges, for "not judged" messages: its key's first word.
 static const char *check_column(const char *key) {
-  static const char *const cols[] = {"stack", "heap", "rss", "mapped"};
+  static const char *const cols[] = {"stack", "heap", "rss", "mapped", "cpu", "calls", "churn"};
   for (size_t i = 0; i < sizeof cols / sizeof *cols; i++)
     if (strncmp(key, cols[i], strlen(cols[i])) == 0 && key[strlen(cols[i])] == '-') return cols[i];
   return "column";
@@ -140,6 +140,7 @@ int memstub_compare_write_text(const memstub_compare_report *r, const memstub_co
   text_mem(f, "rss", &r->rss, r->compared, o->rss_slack, o, 0, 1, r->rss_unknown);
   text_mem(f, "mapped", &r->mapped, r->compared, o->mapped_slack ? o->mapped_slack : o->page_size,
            o, 0, 1, r->mapped_unknown);
+  ms__compare_work_text(f, r);  // work.c
 
   if (cs && cs->n) {
     fputs("\nchecks:\n", f);
@@ -296,6 +297,7 @@ int memstub_compare_write_json(const memstub_compare_report *r, const memstub_co
   json_time(f, &r->stub_time, r->compared - r->host_rows);
   fputs("},\n", f);
   ms__compare_kinds_json(f, r);
+  ms__compare_work_json(f, r);  // work.c
   fputs("  \"replay\": {\"cpu_ns\": ", f);
   if (r->replay_cpu_ns >= 0) fprintf(f, "%" PRId64, r->replay_cpu_ns);
   else fputs("null", f);

@@ -421,6 +421,8 @@ static void write_input(FILE *f, const memstub_gen *g, const data_files *d) {
     define_num(f, "MS_WORK_BYTES", g->work_bytes);
     define_num(f, "MS_WORK_OVERHEAD", g->work_overhead_ns);
     define_num(f, "MS_WORK_CLAMPED", g->work_clamped);
+    define_num(f, "MS_WORK_LATE", g->work_late);
+    define_num(f, "MS_WORK_LATE_NS", g->work_late_ns);
   }
   fputs("MS_BEGIN[[]]m4_dnl\n", f);
   if (d->format == MEMSTUB_GEN_FORMAT_COMPACT)

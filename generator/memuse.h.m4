@@ -17,6 +17,7 @@ m4_divert(-1)
 #   MS_RSS_BASE MS_PEAK_RSS MS_MAPPED_BASE MS_PEAK_MAPPED    (MS_RESIDENT 1 only)
 #   MS_WORK                                             1 with work columns (layout 3), else 0
 #   MS_NCALLTAB MS_WORK_CPU MS_WORK_CALLS MS_WORK_BYTES MS_WORK_OVERHEAD MS_WORK_CLAMPED
+#   MS_WORK_LATE MS_WORK_LATE_NS
 #                                                       (MS_WORK 1 only)
 # and then calls, in order:
 #   MS_BEGIN                     the file up to the NUMDATA define
@@ -62,7 +63,8 @@ m4_ifelse(MS_RESIDENT, 1, [[ * resident:      base MS_RSS_BASE B; peak MS_PEAK_R
 ]])m4_dnl
 m4_ifelse(MS_WORK, 1, [[ * work:          MS_WORK_CPU ns of CPU to spin (memCpu; MS_WORK_CLAMPED points cut to their delay),
  *                MS_WORK_CALLS allocator calls moving MS_WORK_BYTES B (memCalls into MS_NCALLTAB vectors of memCallTab, memChurn);
- *                MS_WORK_OVERHEAD ns of the recorder's own cost taken out of the times
+ *                MS_WORK_OVERHEAD ns of the recorder's own cost taken out of the times;
+ *                MS_WORK_LATE points whose calls the profile expects to outlast their delay (by MS_WORK_LATE_NS ns in all)
 ]])m4_dnl
  *
  * memUse[i]: wait .time ns after the previous point, then push a frame of

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "memstub/calib.h"
 #include "memstub/work.h"
 
 #define NC MEMSTUB_WORK_CALLS
@@ -157,27 +158,81 @@ static int64_t intern(dedup *d, const int64_t *v) {
   return d->n - 1;
 }
 
+/* How far bytes lies outside what the calls of v can move within their
+ * classes' bounds (memstub/work.h: memstub_work_bytes at the smallest and
+ * the largest sizes); 0 when they can move exactly bytes. */
+static double bytes_miss(const int64_t *v, int64_t bytes) {
+  static const int64_t lo[MEMSTUB_WORK_CLASSES] = MEMSTUB_WORK_LO,
+                       hi[MEMSTUB_WORK_CLASSES] = MEMSTUB_WORK_HI;
+  double a = memstub_work_bytes(v, lo), b = memstub_work_bytes(v, hi), x = (double)bytes;
+  return x < a ? a - x : x > b ? x - b : 0;
+}
+
 /* The stub's own heap block is resized with realloc at a row that changes
- * the heap: that call stands for one of the row's recorded calls. A growth
- * takes one realloc, malloc, calloc or memalign call (the class of the
- * change first), a shrink one realloc or free. */
-static void block_call(int64_t *v, int64_t change) {
+ * the heap: that call stands for one of the row's recorded calls, which is
+ * taken out of v, and the bytes of the change out of *bytes (the replay
+ * counts the block's resize as a realloc of those bytes). The call taken is
+ * the first of this order whose removal leaves bytes the other calls can
+ * move within their classes, else the one that leaves the least outside:
+ * realloc (the change's class first, then the others), then for a growth
+ * malloc, calloc, memalign, for a shrink free (the change's class first). A
+ * realloc of a large block that grew a little moved far more bytes than the
+ * change: taking it would leave its bytes to calls too small for them, and
+ * the replay's churn short. */
+static int block_call(int64_t *v, int64_t change, int64_t *bytes) {
   static const int grow[] = {MEMSTUB_CALL_REALLOC, MEMSTUB_CALL_MALLOC, MEMSTUB_CALL_CALLOC,
                              MEMSTUB_CALL_MEMALIGN};
   static const int shrink[] = {MEMSTUB_CALL_REALLOC, MEMSTUB_CALL_FREE};
   const int *kinds = change > 0 ? grow : shrink;
   int nk = change > 0 ? 4 : 2;
-  int cls = memstub_work_class((uint64_t)(change > 0 ? change : -change));
-  for (int pass = 0; pass < 2; pass++)
-    for (int j = 0; j < nk; j++)
+  int64_t d = change > 0 ? change : -change;
+  int cls = memstub_work_class((uint64_t)d);
+  int64_t left = *bytes > d ? *bytes - d : 0;
+  int best = -1;
+  double best_miss = 0;
+  for (int j = 0; j < nk; j++)
+    for (int pass = 0; pass < 2; pass++)
       for (int c = 0; c < MEMSTUB_WORK_CLASSES; c++) {
-        if (pass == 0 && c != cls) continue;
-        int64_t *x = &v[kinds[j] * MEMSTUB_WORK_CLASSES + c];
-        if (*x > 0) {
-          (*x)--;
-          return;
+        if ((pass == 0) != (c == cls)) continue;
+        int k = kinds[j] * MEMSTUB_WORK_CLASSES + c;
+        if (v[k] <= 0) continue;
+        v[k]--;
+        double miss = bytes_miss(v, left);
+        v[k]++;
+        if (best < 0 || miss < best_miss) {
+          best = k;
+          best_miss = miss;
         }
+        if (miss == 0) goto take;
       }
+take:
+  if (best < 0) return 0;
+  v[best]--;
+  *bytes = left;
+  return 1;
+}
+
+/* Block resizes waiting for a recorded call to stand for: the recorder puts
+ * a bucket's calls on its last row, so a bucket's first row (its maxima)
+ * changes the heap without a call, and the calls come a row later. A resize
+ * takes its call from the first row within OWED_ROWS that has one of a
+ * fitting kind; after that it stays one call more than recorded. */
+#define OWED_MAX 64
+#define OWED_ROWS 8
+typedef struct owed {
+  int64_t change[OWED_MAX], row[OWED_MAX];
+  int n;
+} owed;
+
+// The resizes of o that row's calls v (and bytes) can stand for, taken out; too old ones dropped.
+static void pay(owed *o, int64_t *v, int64_t *bytes, int64_t row) {
+  int k = 0;
+  for (int j = 0; j < o->n; j++) {
+    if (block_call(v, o->change[j], bytes) || row - o->row[j] >= OWED_ROWS) continue;
+    o->change[k] = o->change[j];
+    o->row[k++] = o->row[j];
+  }
+  o->n = k;
 }
 
 int ms__gen_work_points(memstub_gen *g, const ms__work *w, const memstub_gen_options *o,
@@ -195,32 +250,49 @@ int ms__gen_work_points(memstub_gen *g, const ms__work *w, const memstub_gen_opt
   d.slot = calloc(slots, sizeof *d.slot);
   d.mask = slots - 1;
   int64_t zero[NC] = {0}, v[NC];
+  owed ow;
+  ow.n = 0;
   if (!g->cpu || !g->calls || !g->churn || !d.slot || intern(&d, zero) != 0) {
     rc = memstub_error_set(err, -ENOMEM, "out of memory");
     goto out;
   }
   g->work_cpu_ns = g->work_calls = g->work_bytes = g->work_clamped = 0;
+  g->work_late = g->work_late_ns = 0;
+  // The calls' costs of the profile, when it has them (calibration/calls.c).
+  const double *call_ns = o->profile && o->profile->spin_steps_per_ns > 0 ? o->profile->call_ns : NULL;
   for (int64_t i = 0; i < n; i++) {
     int64_t row = g->point[i];
     if (row < 1 || (i > 0 && g->point[i - 1] == row)) continue;  // the row's first point only
-    // The row's heap change (its points up to the next row's).
-    int64_t change = 0;
-    for (int64_t j = i; j < n && g->point[j] == row; j++) change += g->use[j].heapAlloc;
+    // Each of the row's points that resizes the block (its points up to the
+    // next row's): a recorded call it stands for, from this row or a later one.
+    for (int64_t j = i; j < n && g->point[j] == row; j++)
+      if (g->use[j].heapAlloc != 0) {
+        if (ow.n == OWED_MAX) {  // the oldest stays a call more
+          memmove(ow.change, ow.change + 1, (OWED_MAX - 1) * sizeof *ow.change);
+          memmove(ow.row, ow.row + 1, (OWED_MAX - 1) * sizeof *ow.row);
+          ow.n--;
+        }
+        ow.change[ow.n] = g->use[j].heapAlloc;
+        ow.row[ow.n++] = row;
+      }
     memcpy(v, w->calls + (size_t)row * NC, sizeof v);
     int64_t bytes = w->bytes[row];
-    if (change != 0) {
-      // The call the block's realloc stands for moved about the change's bytes.
-      block_call(v, change);
-      bytes -= change > 0 ? change : -change;
-      if (bytes < 0) bytes = 0;
-    }
+    pay(&ow, v, &bytes, row);
     int64_t idx = intern(&d, v);
     if (idx < 0) {
       rc = memstub_error_set(err, -ENOMEM, "out of memory");
       goto out;
     }
     g->calls[i] = idx;
-    for (int k = 0; k < NC; k++) g->work_calls += v[k];
+    double pred = 0;  // the calls' expected cost here
+    for (int k = 0; k < NC; k++) {
+      g->work_calls += v[k];
+      if (call_ns) pred += (double)v[k] * call_ns[k];
+    }
+    if (pred > (double)g->use[i].time) {  // they cannot end on the deadline
+      g->work_late++;
+      g->work_late_ns += (int64_t)(pred - (double)g->use[i].time);
+    }
     g->churn[i] = bytes;
     g->work_bytes += bytes;
     int64_t c = w->cpu[row];

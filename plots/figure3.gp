@@ -1,8 +1,10 @@
 # plots/figure3.gp: original against replayed memory behaviour, the paper's
 # Figure 3 (Trapp, Meyer & Facchi 2011): stack and heap in use over time,
 # the original trace against each measured replay; when a trace has them, a
-# third panel of resident (rss_bytes) and mapped (mapped_bytes) memory; and a
-# panel of the per-point time error (replayed - original). Needs gnuplot 5.2
+# third panel of resident (rss_bytes) and mapped (mapped_bytes) memory; when
+# a trace has the work columns (cpu_ns, calls_*, churn_bytes), a panel of the
+# CPU time per interval (as a share of the interval) and the allocator calls
+# per interval; and a panel of the per-point time error (replayed - original). Needs gnuplot 5.2
 # or later.
 #
 # memstub plot runs it as
@@ -15,10 +17,15 @@
 #                       peaks, us and bytes, marked with their values);
 #                       res_panel (1: draw the resident panel), orig_rss, orig_mapped,
 #                       repl_rss[i], repl_mapped[i] (1 when that trace has the curve),
-#                       res_div/res_unit, res_peak_x/_y/_text
+#                       res_div/res_unit, res_peak_x/_y/_text;
+#                       work_panel (1: draw the work panel), orig_cpu, orig_calls,
+#                       repl_cpu[i], repl_calls[i] (1 when that trace has them)
 #           orig.dat    block 0 stack, block 1 heap: "time_us bytes" lines
 #           replN.dat   the same for replay N, and block 2 the time error: "time_us error_us"
 #           origres.dat, replNres.dat   block 0 rss, block 1 mapped: "time_us bytes"
+#           origwork.dat, replNwork.dat block 0 the CPU time of the intervals in
+#                       each bin of the time axis as a share of the bin: "time_us percent",
+#                       block 1 their calls: "time_us calls_per_ms" (bins start at time_us)
 #         (the curves are already reduced to a few points per pixel column)
 # OUTPUT  the file to write
 # FORMAT  png, svg, pdf, or txt (gnuplot's dumb terminal, for a terminal)
@@ -82,13 +89,14 @@ set key top right opaque box noenhanced samplen 4 spacing 1.2
 # Text has no room for a rotated y label: the unit goes on every tic label.
 txt = fmt eq 'txt'
 set lmargin at screen (txt ? 0.15 : 0.11)
-set rmargin at screen 0.97
+# Room on the right for the work panel's second axis.
+set rmargin at screen (work_panel ? 0.92 : 0.97)
 
 top = 0.92
 bottom = 0.07
 gap = 0.015
 # Panel heights: stack, heap (and resident) ph each, the time error 0.7 ph.
-npanel = res_panel ? 3 : 2
+npanel = 2 + (res_panel ? 1 : 0) + (work_panel ? 1 : 0)
 ph = nrepl > 0 ? (top - bottom - npanel * gap) / (npanel + 0.7) \
                : (top - bottom - (npanel - 1) * gap) / npanel
 
@@ -117,7 +125,7 @@ plot dir.'/orig.dat' index 0 using ($1/x_div):($2/stack_div) with steps ls 1 tit
 unset key
 set tmargin at screen top - ph - gap
 set bmargin at screen top - 2 * ph - gap
-if (nrepl == 0 && !res_panel) {
+if (nrepl == 0 && !res_panel && !work_panel) {
   set format x '%g'
   set xlabel 'time ('.x_unit.')'
 }
@@ -135,7 +143,7 @@ if (res_panel) {
   set key top right opaque box noenhanced samplen 4 spacing 1.2
   set tmargin at screen top - 2 * ph - 2 * gap
   set bmargin at screen top - 3 * ph - 2 * gap
-  if (nrepl == 0) {
+  if (nrepl == 0 && !work_panel) {
     set format x '%g'
     set xlabel 'time ('.x_unit.')'
   }
@@ -155,6 +163,41 @@ if (res_panel) {
 }
 unset label 1
 set offsets 0, 0, 0, 0
+
+# The work per interval, over bins of two pixel columns: CPU time as a share
+# of the time (left axis: the original a thick grey band, each replay in its
+# style) and the allocator calls per ms (right axis: the original light grey
+# dashed, each replay dotted).
+if (work_panel) {
+  k = 2 + (res_panel ? 1 : 0)
+  set key top right opaque box noenhanced samplen 4 spacing 1.2
+  set tmargin at screen top - k * ph - k * gap
+  set bmargin at screen top - (k + 1) * ph - k * gap
+  if (nrepl == 0) {
+    set format x '%g'
+    set xlabel 'time ('.x_unit.')'
+  }
+  set ylabel 'CPU (% of the time)'
+  if (txt) { set format y '%g %%' }
+  set yrange [0:*]
+  set y2label 'allocator calls per ms'
+  set y2tics
+  set y2range [0:*]
+  set format y2 '%g'
+  cmd = 'plot '
+  sep = ''
+  if (orig_cpu) { cmd = cmd.sep."dir.'/origwork.dat' index 0 using ($1/x_div):2 with steps ls 1 title orig_label.' CPU'"; sep = ', ' }
+  if (orig_calls) { cmd = cmd.sep."dir.'/origwork.dat' index 1 using ($1/x_div):2 axes x1y2 with steps ls 7 title orig_label.' calls'"; sep = ', ' }
+  do for [i=1:nrepl] {
+    if (repl_cpu[i]) { cmd = cmd.sep.sprintf("dir.'/repl%dwork.dat' index 0 using ($1/x_div):2 with steps ls rs(%d) title repl_label[%d].' CPU'", i, i, i); sep = ', ' }
+    if (repl_calls[i]) { cmd = cmd.sep.sprintf("dir.'/repl%dwork.dat' index 1 using ($1/x_div):2 axes x1y2 with steps ls rs(%d) dt 3 lw 0.8 title repl_label[%d].' calls'", i, i, i); sep = ', ' }
+  }
+  eval cmd
+  unset key
+  unset y2tics
+  unset y2label
+  set yrange [*:*]
+}
 
 # Time error per point.
 if (nrepl > 0) {

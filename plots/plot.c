@@ -10,6 +10,7 @@
 #include "gnuplot.h"
 #include "memstub/compare.h"
 #include "memstub/plot.h"
+#include "memstub/work.h"
 #include "ms_common.h"
 
 void memstub_plot_options_init(memstub_plot_options *o) {
@@ -130,6 +131,77 @@ static int write_resident(const char *path, const memstub_trace *t, double x0, d
     write_block(f, &s, x0, x1, columns, 1);
   }
   series_free(&s);
+  int bad = ferror(f);
+  if (fclose(f) != 0 || bad)
+    return memstub_error_set(err, -EIO, "%s: write failed: %s", path, strerror(errno));
+  return 0;
+}
+
+/* The work (issue 14): whether t has it (cpu_ns, churn_bytes or a calls_*
+ * column), and its data file, over bins of the time axis (one per two pixel
+ * columns): block 0 the CPU time in each bin as a share of the bin (%),
+ * block 1 the allocator calls (all kinds) per ms; each interval's CPU time
+ * and calls spread over the bins it overlaps in proportion. Rates over bins,
+ * not per row: rows are irregular, and a rate reads the same at any zoom.
+ * An interval with an unknown CPU clock (-1) adds no CPU time. */
+static const char *const work_calls[MEMSTUB_WORK_CALLS] = {MEMSTUB_WORK_CALL_COLUMNS};
+
+static int has_cpu(const memstub_trace *t) { return memstub_trace_column(t, MEMSTUB_WORK_CPU_COLUMN) >= 0; }
+
+static int has_calls(const memstub_trace *t) {
+  if (memstub_trace_column(t, MEMSTUB_WORK_BYTES_COLUMN) >= 0) return 1;
+  for (int k = 0; k < MEMSTUB_WORK_CALLS; k++)
+    if (memstub_trace_column(t, work_calls[k]) >= 0) return 1;
+  return 0;
+}
+
+static int write_work(const char *path, const memstub_trace *t, double x0, double x1,
+                      size_t columns, memstub_error *err) {
+  size_t nb = columns / 2 > 1 ? columns / 2 : 1;
+  double *cpu = calloc(nb + 1, sizeof *cpu), *calls = calloc(nb + 1, sizeof *calls);
+  FILE *f = cpu && calls ? fopen(path, "w") : NULL;
+  if (!f) {
+    int e = cpu && calls ? errno : ENOMEM;
+    free(cpu);
+    free(calls);
+    return memstub_error_set(err, -e, "%s: %s", path, strerror(e));
+  }
+  int cc = memstub_trace_column(t, MEMSTUB_WORK_CPU_COLUMN), kc[MEMSTUB_WORK_CALLS];
+  for (int k = 0; k < MEMSTUB_WORK_CALLS; k++) kc[k] = memstub_trace_column(t, work_calls[k]);
+  double w = (x1 - x0) / (double)nb;  // us
+  for (size_t i = 1; i < t->n; i++) {
+    const int64_t *e = memstub_trace_extra_row(t, i);
+    double v[2] = {0, 0};
+    if (cc >= 0) {
+      int64_t c0 = memstub_trace_extra_row(t, i - 1)[cc];
+      if (c0 >= 0 && e[cc] >= c0) v[0] = (double)(e[cc] - c0);
+    }
+    for (int k = 0; k < MEMSTUB_WORK_CALLS; k++)
+      if (kc[k] >= 0 && e[kc[k]] > 0) v[1] += (double)e[kc[k]];
+    // The interval's work spread over the bins it overlaps, in proportion.
+    double a = (double)t->pts[i - 1].time_ns / 1000.0, z = (double)t->pts[i].time_ns / 1000.0;
+    if (z > x1) z = x1;
+    if (a < x0) a = x0;
+    if (z < a) continue;
+    size_t ba = (size_t)((a - x0) / w), bz = (size_t)((z - x0) / w);
+    if (bz >= nb) bz = nb - 1;
+    if (ba > bz) ba = bz;
+    for (size_t b = ba; b <= bz; b++) {
+      double lo = fmax(a, x0 + (double)b * w), hi = fmin(z, x0 + (double)(b + 1) * w);
+      double share = z > a ? (hi - lo) / (z - a) : 1.0;
+      if (share <= 0) continue;
+      cpu[b] += v[0] * share;
+      calls[b] += v[1] * share;
+    }
+  }
+  // Steps: each bin's value from its start, the last repeated at the axis' end.
+  for (size_t b = 0; b <= nb; b++)
+    fprintf(f, "%.3f %.6g\n", x0 + (double)b * w, 100.0 * cpu[b < nb ? b : nb - 1] / (w * 1000.0));
+  fputs("\n\n", f);
+  for (size_t b = 0; b <= nb; b++)
+    fprintf(f, "%.3f %.6g\n", x0 + (double)b * w, calls[b < nb ? b : nb - 1] / (w / 1000.0));
+  free(cpu);
+  free(calls);
   int bad = ferror(f);
   if (fclose(f) != 0 || bad)
     return memstub_error_set(err, -EIO, "%s: write failed: %s", path, strerror(errno));
@@ -293,6 +365,17 @@ static int write_vars(const char *path, const char *title, const char *orig_labe
   fprintf(f, "res_div = %.1f\nres_unit = '%s'\n", ru.div, ru.unit);
   // The mark goes on the original's rss peak, or its mapped one without rss.
   write_peak(f, "res", orig, nrepl, repl, has_curve(orig, C_RSS) ? C_RSS : C_MAPPED);
+  /* The work panel (CPU share and calls per interval): drawn when any trace
+   * has the work columns; which traces have which (orig_cpu, orig_calls,
+   * repl_cpu[i], repl_calls[i]). */
+  int work = has_cpu(orig) || has_calls(orig);
+  for (size_t i = 0; i < nrepl; i++) work |= has_cpu(repl[i]) || has_calls(repl[i]);
+  fprintf(f, "work_panel = %d\norig_cpu = %d\norig_calls = %d\n", work, has_cpu(orig),
+          has_calls(orig));
+  fprintf(f, "array repl_cpu[%zu]\narray repl_calls[%zu]\n", nrepl ? nrepl : 1, nrepl ? nrepl : 1);
+  for (size_t i = 0; i < nrepl; i++)
+    fprintf(f, "repl_cpu[%zu] = %d\nrepl_calls[%zu] = %d\n", i + 1, has_cpu(repl[i]), i + 1,
+            has_calls(repl[i]));
   int bad = ferror(f);
   if (fclose(f) != 0 || bad)
     return memstub_error_set(err, -EIO, "%s: write failed: %s", path, strerror(errno));
@@ -375,6 +458,16 @@ static int figure(ms__gnuplot *g, const char *out, const memstub_trace *orig,
     else snprintf(name, sizeof name, "origres.dat");
     path = ms__gnuplot_path(g, name);
     rc = path ? write_resident(path, i ? repl[i - 1] : orig, x0, x1, columns, err)
+              : memstub_error_set(err, -ENOMEM, "out of memory");
+    free(path);
+  }
+  // Work data: origwork.dat, replNwork.dat (CPU share, calls per interval).
+  for (size_t i = 0; rc == 0 && i <= nrepl; i++) {
+    char name[32];
+    if (i) snprintf(name, sizeof name, "repl%zuwork.dat", i);
+    else snprintf(name, sizeof name, "origwork.dat");
+    path = ms__gnuplot_path(g, name);
+    rc = path ? write_work(path, i ? repl[i - 1] : orig, x0, x1, columns, err)
               : memstub_error_set(err, -ENOMEM, "out of memory");
     free(path);
   }

@@ -332,13 +332,23 @@ static MS__NOINLINE void begin(ms__rt_ctx *c, int64_t x) {
   int64_t dt = c->use[x].time;
   c->deadline += dt;
   __atomic_store_n(&c->begun, x + 1, __ATOMIC_RELAXED);
-  // Layout 3: the work of the interval (runtime/work.c), before its wait.
-  if (c->work.cpu) ms__rt_work_point(&c->work, x, c->wrec ? c->wrec + x * MS__RT_WORK_REC : NULL);
+  /* Layout 3: the work of the interval (runtime/work.c). Deadline timing:
+   * the spin before the wait, which ends the calls' expected cost early,
+   * then the calls, so they end on the deadline as the component's ended at
+   * its row (docs/runtime.md, "Work"); usleep timing: all of it before. */
+  int64_t *wm = c->wrec ? c->wrec + x * MS__RT_WORK_REC : NULL;
+  int64_t calls = 0;
+  if (c->work.cpu && c->timing == MEMSTUB_TIMING_USLEEP) ms__rt_work_point(&c->work, x, wm);
+  else if (c->work.cpu) {
+    calls = ms__rt_work_predict(&c->work, x);
+    if (calls > dt) calls = dt;  // never before the previous point's deadline
+    ms__rt_work_spin(&c->work, x, calls);
+  }
   int64_t now = 0;
   if (dt > 0 && c->timing == MEMSTUB_TIMING_USLEEP) {
     now = wait_relative(c, x, dt);
   } else if (dt > 0 && !c->cost.on) {
-    now = wait_deadline(c, x, 0);
+    now = wait_deadline(c, x, calls);
   } else if (dt > 0) {
     // A new row: learn the last one's work, read this one's class, start it
     // that much early, and time its work.
@@ -347,12 +357,17 @@ static MS__NOINLINE void begin(ms__rt_ctx *c, int64_t x) {
     while (x + pts < c->n && pts < MS__RT_COST_SCAN && !c->use[x + pts].time) pts++;
     int k = cost_class_at(c, x), slot = ms__rt_cost_slot(k, dt, pts);
     int64_t lead = ms__rt_cost_lead(&c->cost, slot);
-    if (lead > dt) lead = dt;  // never before the previous point's deadline
-    if (ms__rt_cost_resize_ahead(k)) resize_ahead(c, x, slot, lead);
-    now = wait_deadline(c, x, lead);
+    if (lead > dt - calls) lead = dt - calls;  // never before the previous point's deadline
+    if (ms__rt_cost_resize_ahead(k)) resize_ahead(c, x, slot, lead + calls);
+    now = wait_deadline(c, x, lead + calls);
     c->cost.cls = slot;
     c->cost.start = now;
     c->cost.lead_sum += lead;
+  }
+  if (c->work.cpu && c->timing != MEMSTUB_TIMING_USLEEP) {
+    ms__rt_work_calls(&c->work, x, calls, wm);
+    // The model learns the row's memory work, from the calls' end.
+    if (c->cost.on && dt > 0 && calls > 0) c->cost.start = ms__prim_now_ns();
   }
   cost_stack(&c->cost, c->use[x].stackAlloc);
   if (!c->rec) return;
@@ -398,6 +413,7 @@ static MS__NOINLINE void heap_part(ms__rt_ctx *c, int64_t x) {
       return;
     }
   }
+  if (c->work.cpu) ms__rt_work_block(&c->work, c->wrec ? c->wrec + x * MS__RT_WORK_REC : NULL, old, size);
   if (c->rec && c->measure & MEMSTUB_MEASURE_CYCLES)
     c->rec[x].cyc_heap_alloc = ms__prim_cycles_begin();
   if (!c->res.rss) {

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "memstub/runtime.h"
+#include "memstub/work.h"
 #include "ms_common.h"
 #include "ms_runtime.h"
 
@@ -95,6 +96,7 @@ void ms__rt_res_measure(const ms__rt_res *r, memstub_replay_record *rec);
 #define MS__RT_WORK_REC (2 + 20)
 
 typedef struct ms__rt_work {
+  const struct memAlloc *use;
   const int64_t *cpu, *calls, *churn, *calltab;  // NULL: no work (layouts 1 and 2)
   int64_t ncalltab;
   double rate;    // spin steps per ns of CPU
@@ -102,6 +104,18 @@ typedef struct ms__rt_work {
   int started;    // the first point was begun: base is set
   int64_t base;   // the thread's CPU clock then (-1 unknown)
   int64_t target; // the points' CPU times so far
+  int64_t short_bytes;  // the row's churn bytes its calls could not move (work.c)
+  // the measurement of the heap block's resize in this row and in the last (NULL none),
+  // and the bytes each could still stand for
+  int64_t *row_block_m, *prev_block_m;
+  int64_t row_room, prev_room;
+  // Pre-compensation (deadline timing): what one call of each kind and class
+  // costs (a profile's, or built-in proportions; costed: 1 when set), and the
+  // learnt ratio of the calls' measured cost to that prediction (learnt: samples).
+  int costed;
+  double call_ns[MEMSTUB_WORK_CALLS];
+  double corr;
+  int64_t learnt;
 } ms__rt_work;
 
 /* Set w up for s: 1 when s has work data (then glibc's mmap threshold is
@@ -110,10 +124,36 @@ typedef struct ms__rt_work {
 int ms__rt_work_init(ms__rt_work *w, const struct memstub_stub *s);
 // Check s's work data (layout 3 only): 0 or -EINVAL with err naming the point.
 int ms__rt_work_check(const struct memstub_stub *s, memstub_error *err);
-/* Point x's work: its calls, then a spin until the thread's CPU time since
- * the first point reaches the points' CPU times so far (never more than
- * point x's own). m: MS__RT_WORK_REC values to measure into, or NULL. */
+/* Point x's work with usleep timing: its calls, then its spin (below). m:
+ * MS__RT_WORK_REC values to measure into, or NULL. */
 void ms__rt_work_point(ms__rt_work *w, int64_t x, int64_t *m);
+/* Point x's spin, before its wait: until the thread's CPU time since the
+ * first point reaches the points' CPU times so far, never more than point
+ * x's own, less reserve ns (what its calls after the wait are expected to
+ * take). */
+void ms__rt_work_spin(ms__rt_work *w, int64_t x, int64_t reserve);
+/* Point x's calls, after its wait (predicted: the ns its wait ended early
+ * for them, 0 none; the ratio of measured to predicted cost is learnt).
+ * Measures into m as ms__rt_work_point. */
+void ms__rt_work_calls(ms__rt_work *w, int64_t x, int64_t predicted, int64_t *m);
+/* The ns point x's calls are expected to take: per kind and class the
+ * measured cost (w->call_ns) times the learnt ratio; 0 without calls or
+ * without costs. */
+int64_t ms__rt_work_predict(const ms__rt_work *w, int64_t x);
+/* The calls' costs to predict with: call_ns (MEMSTUB_WORK_CALLS figures, a
+ * profile's call_*_ns), or built-in proportions when NULL or all 0; sets
+ * w->costed. Nothing for a stub without calls. */
+void ms__rt_work_costs(ms__rt_work *w, const double *call_ns);
+/* The sizes class by class (sz[MEMSTUB_WORK_CLASSES]) of the calls of vector
+ * v that move bytes (memstub_work_bytes) as near bytes as the classes allow. */
+void ms__rt_work_sizes(const int64_t *v, int64_t bytes, int64_t *sz);
+/* Count the heap block's resize from old to size into the measurement m
+ * (MS__RT_WORK_REC values, or NULL): a realloc (the recorded call the
+ * generator took out of the row's vector for it) in the class of the bytes
+ * it adds or releases, moving those bytes plus the row's churn bytes its
+ * calls could not move (the call it stands for moved them), at most the
+ * block's larger size. */
+void ms__rt_work_block(ms__rt_work *w, int64_t *m, int64_t old, int64_t size);
 // After the replay: the measured CPU clocks of wrec[0..n) made relative to cpu0 (T0).
 void ms__rt_work_rebase(int64_t *wrec, int64_t n, int64_t cpu0);
 // The spin loop's steps per ns of CPU, measured now.

@@ -373,7 +373,12 @@ void ms__rt_ctx_init(ms__rt_ctx *c, const struct memstub_stub *s,
   c->page = ms__prim_page_size();
   c->alloca_bias = ms__rt_alloca_bias();
   c->thr_next = -1;
-  if (ms__rt_work_init(&c->work, s)) c->work.rate = ms__rt_spin_rate();
+  if (ms__rt_work_init(&c->work, s)) {
+    c->work.rate = ms__rt_spin_rate();
+    // Deadline timing: the calls' cost, so their waits end that much early.
+    if (opt->timing == MEMSTUB_TIMING_DEADLINE && !opt->no_call_costs)
+      ms__rt_work_costs(&c->work, opt->call_ns);
+  }
 }
 
 /* Start the replay thread on a stack of stack_size bytes and wait for it.

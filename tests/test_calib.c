@@ -12,6 +12,7 @@
 
 #include "internal.h"  // calibration/internal.h: the fitting code
 #include "memstub/calib.h"
+#include "memstub/work.h"
 #include "memstub/gen.h"
 #include "memstub/runtime.h"
 #include "testutil.h"
@@ -175,6 +176,12 @@ START_TEST(test_calibrate_quick) {
   ck_assert(p->hot.heap_to_mmap.base.ns + 30 * p->hot.heap_to_mmap.per_fault.ns > 0);
   ck_assert(cal->nsamples[MEMSTUB_CALIB_S_COLD_HEAP_MMAP_USE] > 0);
   ck_assert(cal->nsamples[MEMSTUB_CALIB_S_COLD_STACK_USE] > 0);
+  // The allocator calls (calls.c): every kind and class measured, a large
+  // malloc (mmap, a page written, munmap) dearer than a tiny one; the spin's rate.
+  for (int k = 0; k < MEMSTUB_WORK_CALLS; k++)
+    ck_assert_msg(p->call_ns[k] > 0 && p->call_ns[k] < 1e7, "call %d: %g ns", k, p->call_ns[k]);
+  ck_assert(p->call_ns[MEMSTUB_CALL_MALLOC * 4 + 3] > p->call_ns[MEMSTUB_CALL_MALLOC * 4 + 0]);
+  ck_assert(p->spin_steps_per_ns > 0.01 && p->spin_steps_per_ns < 100);
 #if !defined(MEMSTUB_SANITIZED)
   // docs/runtime.md: offset 0 and 80 bytes per frame with gcc 12 and clang 14 at -O2.
   ck_assert_int_ge(p->stack_per_frame, 16);
@@ -236,6 +243,15 @@ START_TEST(test_profile_round_trip) {
     }
   }
   ck_assert_int_eq(memstub_profile_check(&q, path, NULL, 0, &err), 0);
+  // The calls' figures among them, under their documented keys.
+  for (int k = 0; k < MEMSTUB_WORK_CALLS; k++)
+    ck_assert(fabs(q.call_ns[k] - p->call_ns[k]) <= 1e-9 * p->call_ns[k]);
+  ck_assert(fabs(q.spin_steps_per_ns - p->spin_steps_per_ns) <= 1e-9 * p->spin_steps_per_ns);
+  char *text = tu_read_file(path);
+  ck_assert_ptr_nonnull(strstr(text, "\ncall_malloc_tiny_ns = "));
+  ck_assert_ptr_nonnull(strstr(text, "\ncall_memalign_large_ns = "));
+  ck_assert_ptr_nonnull(strstr(text, "\nspin_steps_per_ns = "));
+  free(text);
   tu_rmtree(dir);
   free(dir);
 }
@@ -342,6 +358,24 @@ START_TEST(test_profile_refused) {
   ck_assert_int_eq(p.resident_overhead, 0);
   ck_assert_int_eq(p.resident_entry, 0);
   ck_assert(p.resident_per_point == 0);
+  free(t);
+  // A profile from before the calls' figures (issue 14) reads, with 0 for them.
+  static const char *const calls[] = {MEMSTUB_WORK_CALL_COLUMNS};
+  t = strdup(good);
+  for (int k = 0; k < MEMSTUB_WORK_CALLS; k++) {
+    char key[64];
+    snprintf(key, sizeof key, "call_%s_ns", calls[k] + 6);
+    t2 = edit(t, key, NULL, &line);
+    free(t);
+    t = t2;
+  }
+  t2 = edit(t, "spin_steps_per_ns", NULL, &line);
+  free(t);
+  ck_assert_msg(memstub_profile_parse("old", t2, strlen(t2), &p, &err) == 0, "%s", err.msg);
+  ck_assert(p.call_ns[0] == 0 && p.call_ns[MEMSTUB_WORK_CALLS - 1] == 0 && p.spin_steps_per_ns == 0);
+  free(t2);
+  t = edit(good, "call_free_small_ns", "call_free_small_ns = -3", &line);
+  refused(t, "call_free_small_ns: must be 0 or more", line);
   free(t);
   t = edit(good, "resident_entry_bytes", "resident_entry_bytes = lots", &line);
   refused(t, "resident_entry_bytes: expected an integer", line);
@@ -541,6 +575,33 @@ START_TEST(test_comp_resident_targets) {
   char sum[1024];
   memstub_gen_comp_format(g, sum, sizeof sum);
   ck_assert_msg(strstr(sum, "; rss: 2 points -2.9 KiB") != NULL, "%s", sum);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
+/* memstub gen -c with the calls' costs (issue 14 item 4): a point whose
+ * calls the profile expects to outlast its delay is counted, with the
+ * excess; the header's work line and gen's note say so. A profile without
+ * them (spin_steps_per_ns 0: before issue 14) flags nothing. */
+START_TEST(test_comp_calls_outlast_delay) {
+  memstub_trace *t = memstub_trace_create();
+  int mc = memstub_trace_add_column(t, "calls_malloc_tiny");
+  static const int64_t rows[][2] = {{0, 0}, {100000, 100}, {200000, 10}, {300000, 60}};
+  for (size_t i = 0; i < 4; i++) {
+    ck_assert_int_eq(memstub_trace_append(t, rows[i][0], 0, 0), 0);
+    memstub_trace_extra_row(t, i)[mc] = rows[i][1];
+  }
+  memstub_profile p;
+  zero_profile(&p);
+  p.call_ns[MEMSTUB_CALL_MALLOC * 4 + 0] = 2000;  // 2 us a call: 200, 20 and 120 us
+  memstub_gen *g = comp_build(t, &p, MEMSTUB_COMP_DEADLINE, 0);
+  ck_assert_int_eq(g->work_late, 0);  // no spin rate: not measured, nothing flagged
+  memstub_gen_free(g);
+  p.spin_steps_per_ns = 1;
+  g = comp_build(t, &p, MEMSTUB_COMP_DEADLINE, 0);
+  ck_assert_int_eq(g->work_late, 2);
+  ck_assert_int_eq(g->work_late_ns, 100000 + 20000);
   memstub_gen_free(g);
   memstub_trace_free(t);
 }
@@ -1064,6 +1125,7 @@ static Suite *calib_suite(void) {
   tcase_add_test(tc, test_comp_cold_rows);
   tcase_add_test(tc, test_comp_touched_pages);
   tcase_add_test(tc, test_comp_resident_targets);
+  tcase_add_test(tc, test_comp_calls_outlast_delay);
   tcase_add_test(tc, test_comp_measured_last_point);
   tcase_add_test(tc, test_comp_to_mmap_per_page);
   tcase_add_test(tc, test_calibrate_bad_cold_delay);

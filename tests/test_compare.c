@@ -1049,6 +1049,137 @@ END_TEST
 START_TEST(test_heap_unknown) { unknown_column(1); }
 END_TEST
 
+/* The work (issue 14 item 5): an original with CPU time and calls, and a
+ * replay that measured its own. Intervals (rows 1-4): CPU 100, 200, 300,
+ * 400 us against 110, 200, 290, 450 us (total 1000 vs 1050: +5 %, errors 10,
+ * 0, 10, 50 us: p50 10, p90 50); mallocs 10, 0, 5, 5 against 10, 1, 5, 4
+ * (20 = 20, errors 0, 1, 0, 1); frees 10, 0, 10, 0 against 10, 0, 5, 5 (20 =
+ * 20, errors 0, 0, 5, 5); calls 20, 0, 15, 5 against 20, 1, 10, 9 (40 = 40,
+ * errors 0, 1, 5, 4: p50 1, p90 5); churn 1000, 0, 500, 500 against 1000,
+ * 100, 500, 300 (2000 vs 1900: -5 %). */
+static const char orig_w[] =
+    "time_ns,stack_bytes,heap_bytes,cpu_ns,churn_bytes,calls_malloc_tiny,calls_malloc_small,"
+    "calls_free_tiny\n"
+    "0,0,0,0,0,0,0,0\n"
+    "1000000,0,0,100000,1000,5,5,10\n"
+    "2000000,0,0,300000,0,0,0,0\n"
+    "3000000,0,0,600000,500,5,0,10\n"
+    "4000000,0,0,1000000,500,5,0,0\n";
+static const char repl_w[] =
+    "time_ns,stack_bytes,heap_bytes,point,cpu_ns,churn_bytes,calls_malloc_tiny,calls_free_tiny,"
+    "calls_free_small\n"
+    "0,0,0,0,5000,0,0,0,0\n"
+    "1000000,0,0,1,115000,1000,10,10,0\n"
+    "2000000,0,0,2,315000,100,1,0,0\n"
+    "3000000,0,0,3,605000,500,5,0,5\n"
+    "4000000,0,0,4,1055000,300,4,5,0\n";
+
+START_TEST(test_work_columns) {
+  memstub_compare_options o = opts();
+  memstub_compare_report *r = compare(orig_w, repl_w, &o);
+  const memstub_compare_work *w = &r->work;
+  ck_assert_ptr_null(w->cpu_unknown);
+  ck_assert_ptr_null(w->calls_unknown);
+  ck_assert_uint_eq(w->cpu.intervals, 4);
+  ck_assert_int_eq(w->cpu.original_total, 1000000);
+  ck_assert_int_eq(w->cpu.replayed_total, 1050000);
+  ck_assert_double_eq_tol(w->cpu.total_pct, 5.0, 1e-9);
+  ck_assert_int_eq(w->cpu.p50_abs, 10000);
+  ck_assert_int_eq(w->cpu.p90_abs, 50000);
+  ck_assert_int_eq(w->kind[0].original_total, 20);
+  ck_assert_int_eq(w->kind[0].replayed_total, 20);
+  ck_assert_int_eq(w->kind[0].p90_abs, 1);
+  ck_assert_int_eq(w->kind[3].original_total, 20);  // free, both classes
+  ck_assert_int_eq(w->kind[3].replayed_total, 20);
+  ck_assert_int_eq(w->kind[3].p50_abs, 0);
+  ck_assert_int_eq(w->kind[3].p90_abs, 5);
+  ck_assert_int_eq(w->calls.original_total, 40);
+  ck_assert_int_eq(w->calls.replayed_total, 40);
+  ck_assert_double_eq(w->calls.total_pct, 0);
+  ck_assert_int_eq(w->calls.p50_abs, 1);
+  ck_assert_int_eq(w->calls.p90_abs, 5);
+  ck_assert_int_eq(w->churn.original_total, 2000);
+  ck_assert_int_eq(w->churn.replayed_total, 1900);
+  ck_assert_double_eq_tol(w->churn.total_pct, -5.0, 1e-9);
+  ck_assert_int_eq(w->kind[1].original_total, 0);  // calloc: neither made one
+  ck_assert_double_eq(w->kind[1].total_pct, 0);
+
+  memstub_compare_checks *cs = memstub_compare_checks_create();
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_compare_checks_parse(cs,
+                                                "cpu-total-pct=4,calls-total-pct=0,churn-total-pct=5%,"
+                                                "calls-free-pct=1,cpu-p90-us=50,calls-p90=4",
+                                                &err),
+                   0);
+  ck_assert_uint_eq(memstub_compare_checks_run(cs, r), 2);
+  static const int pass[] = {0, 1, 1, 1, 1, 0};
+  static const double value[] = {5, 0, 5, 0, 50, 5};
+  for (size_t i = 0; i < cs->n; i++) {
+    ck_assert_msg(cs->c[i].pass == pass[i], "%s: pass %d", cs->c[i].spec, cs->c[i].pass);
+    ck_assert_msg(fabs(cs->c[i].value - value[i]) < 1e-9, "%s: value %g", cs->c[i].spec,
+                  cs->c[i].value);
+  }
+  // Unknown keys and kinds are refused by name.
+  ck_assert_int_eq(memstub_compare_checks_parse(cs, "calls-valloc-pct=1", &err), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "calls-valloc-pct"));
+  ck_assert_int_eq(memstub_compare_checks_parse(cs, "calls-p90=5%", &err), -EINVAL);
+  memstub_compare_checks_free(cs);
+
+  // The text report has the lines.
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  ck_assert_int_eq(memstub_compare_write_text(r, NULL, f), 0);
+  fclose(f);
+  ck_assert_msg(strstr(buf, "calls  original 40, replayed 40 (+0.00%)"), "%s", buf);
+  ck_assert_msg(strstr(buf, "free     20 / 20"), "%s", buf);
+  ck_assert_msg(strstr(buf, "cpu    original 1.00 ms, replayed 1.05 ms (+5.00%)"), "%s", buf);
+  free(buf);
+  memstub_compare_free(r);
+
+  // Without the columns on one side: not compared, the checks skipped.
+  r = compare(orig_w, repl5, &o);
+  ck_assert_ptr_nonnull(r->work.cpu_unknown);
+  ck_assert_ptr_nonnull(strstr(r->work.calls_unknown, "REPLAYED has no churn_bytes"));
+  cs = memstub_compare_checks_create();
+  ck_assert_int_eq(memstub_compare_checks_parse(cs, "cpu-total-pct=1,calls-malloc-pct=1", &err), 0);
+  ck_assert_uint_eq(memstub_compare_checks_run(cs, r), 0);
+  ck_assert(cs->c[0].skipped && cs->c[1].skipped);
+  memstub_compare_checks_free(cs);
+  memstub_compare_free(r);
+  r = compare(orig5, repl5, &o);
+  ck_assert_ptr_nonnull(strstr(r->work.cpu_unknown, "ORIGINAL has no cpu_ns"));
+  memstub_compare_free(r);
+}
+END_TEST
+
+START_TEST(test_cli_work_json) {
+  char *dir = tu_mkdtemp();
+  char *a = path_in(dir, "o.csv"), *b = path_in(dir, "r.csv");
+  tu_write_file(a, orig_w);
+  tu_write_file(b, repl_w);
+  tu_run r = tu_memstub(dir, "compare", "o.csv", "r.csv", "--json", "--check",
+                        "calls-total-pct=1", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  const char *p = r.out;
+  jv root;
+  ck_assert_msg(jparse(&p, &root) == 0, "not JSON: %s", r.out);
+  ck_assert(jget(&root, "work.cpu.known")->b);
+  ck_assert_double_eq(jnum(&root, "work.cpu.original_ns"), 1000000);
+  ck_assert_double_eq(jnum(&root, "work.cpu.p90_abs_ns"), 50000);
+  ck_assert_double_eq(jnum(&root, "work.calls.replayed_calls"), 40);
+  ck_assert_double_eq(jnum(&root, "work.calls.by_kind.free.p90_abs_calls"), 5);
+  ck_assert_double_eq(jnum(&root, "work.churn.error_pct"), -5);
+  ck_assert_double_eq(jnum(&root, "work.churn.original_bytes"), 2000);
+  jfree(&root);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+  free(a);
+  free(b);
+}
+END_TEST
+
 static Suite *compare_suite(void) {
   Suite *s = suite_create("compare");
   TCase *tc = tcase_create("core");
@@ -1066,6 +1197,8 @@ static Suite *compare_suite(void) {
   tcase_add_test(tc, test_late_causes);
   tcase_add_test(tc, test_stack_unknown);
   tcase_add_test(tc, test_heap_unknown);
+  tcase_add_test(tc, test_work_columns);
+  tcase_add_test(tc, test_cli_work_json);
   tcase_add_loop_test(tc, test_cli_bad_input, 0, (int)(sizeof bad / sizeof bad[0]));
   suite_add_tcase(s, tc);
   return s;

@@ -2,6 +2,7 @@
 // (format and size, not pixels), atomic output with no temporary files left,
 // and clear errors for a missing gnuplot and bad input.
 #include <check.h>
+#include <math.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -468,11 +469,88 @@ START_TEST(test_library_figure) {
 }
 END_TEST
 
+/* The work panel (issue 14): drawn when a trace has cpu_ns or calls, with
+ * the CPU time as a share of the time and the calls per ms; a script that
+ * copies the work data out shows the rates: 50 % and 10 calls per ms
+ * everywhere for a trace that spends half of each 1 ms row computing and
+ * makes 10 calls in it. */
+START_TEST(test_work_panel) {
+  fixture f = fx_make();
+  char *po = path_in(f.dir, "w.csv"), *pr = path_in(f.dir, "wr.csv");
+  char text[2048];
+  int n = snprintf(text, sizeof text, "time_ns,stack_bytes,heap_bytes,cpu_ns,calls_malloc_tiny\n");
+  for (int i = 0; i <= 40; i++)
+    n += snprintf(text + n, sizeof text - (size_t)n, "%d,0,0,%d,%d\n", i * 1000000, i * 500000,
+                  i ? 10 : 0);
+  tu_write_file(po, text);
+  tu_write_file(pr,
+                "time_ns,stack_bytes,heap_bytes,point,cpu_ns,churn_bytes\n"
+                "0,0,0,0,0,0\n40000000,0,0,40,20000000,0\n");
+  tu_run r = tu_memstub(f.dir, "plot", "w.csv", "wr.csv", "-o", "w.svg", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  char *p = path_in(f.dir, "w.svg");
+  char *data = tu_read_file(p);
+  ck_assert_msg(strstr(data, "CPU (% of the time)") != NULL, "no work panel");
+  ck_assert_ptr_nonnull(strstr(data, "original (w.csv) CPU"));
+  ck_assert_ptr_nonnull(strstr(data, "original (w.csv) calls"));
+  ck_assert_ptr_nonnull(strstr(data, "measured (wr.csv) calls"));
+  free(data);
+  // The data, through a script that copies it out.
+  char *gp = path_in(f.dir, "copy.gp");
+  tu_write_file(gp, "system('cat '.ARG1.'/origwork.dat '.ARG1.'/repl1work.dat > '.ARG2)\n");
+  char *pt = path_in(f.dir, "w.txt");
+  {
+    memstub_trace *a = NULL, *b = NULL;
+    memstub_error err = {0};
+    ck_assert_int_eq(memstub_trace_read(po, &a, &err), 0);
+    ck_assert_int_eq(memstub_trace_read(pr, &b, &err), 0);
+    memstub_plot_options o;
+    memstub_plot_options_init(&o);
+    o.script = gp;
+    o.tmpdir = f.tmp;
+    const memstub_trace *reps[1] = {b};
+    int rc = memstub_plot_figure(pt, a, NULL, 1, reps, NULL, &o, &err);
+    ck_assert_msg(rc == 0, "%s", err.msg);
+    memstub_trace_free(a);
+    memstub_trace_free(b);
+  }
+  data = tu_read_file(pt);
+  // Blocks: original CPU, original calls, replay CPU, replay calls.
+  int block = 0, lines[4] = {0};
+  for (char *line = strtok(data, "\n"); line; line = strtok(NULL, "\n")) {
+    double x, y;
+    if (sscanf(line, "%lf %lf", &x, &y) != 2) continue;
+    if (block < 3 && x == 0 && lines[block]) block++;  // the next block starts at 0 again
+    lines[block]++;
+    double want = block == 0 || block == 2 ? 50 : block == 1 ? 10 : 0;
+    ck_assert_msg(fabs(y - want) < 0.01 * (want ? want : 1), "block %d: %s, want %g", block, line, want);
+  }
+  ck_assert_int_eq(block, 3);
+  ck_assert(lines[0] > 10 && lines[1] == lines[0]);
+  free(data);
+  // Traces without the columns: no work panel.
+  r = tu_memstub(f.dir, "plot", "orig.csv", "repl.csv", "-o", "w.svg", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  data = tu_read_file(p);
+  ck_assert_ptr_null(strstr(data, "CPU (% of the time)"));
+  free(data);
+  free(p);
+  free(pt);
+  free(gp);
+  free(po);
+  free(pr);
+  fx_free(&f);
+}
+END_TEST
+
 static Suite *plot_suite(void) {
   Suite *s = suite_create("plot");
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_reduce_keeps_min_max);
+  tcase_add_test(tc, test_work_panel);
   tcase_add_test(tc, test_reduce_exact_small);
   tcase_add_loop_test(tc, test_plot_formats, 0, (int)(sizeof formats / sizeof formats[0]));
   tcase_add_test(tc, test_plot_original_only_and_size);

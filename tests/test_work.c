@@ -311,6 +311,101 @@ static int64_t col(const memstub_trace *t, size_t row, const char *name) {
   return c < 0 ? 0 : memstub_trace_extra_row(t, row)[c];
 }
 
+/* The calls' pre-compensation (issue 14 item 4): memstub_work_measure
+ * measures what it is asked for; on a churn-heavy trace (rows every 300 us
+ * with 300 calls each) the replay that ends each wait the calls' expected
+ * cost early is not later than the one that makes them after the deadline:
+ * the best of three median |late_ns| within 20 us of the other's, without
+ * the rows the host delayed (the replays alternate, either first; the
+ * figures are in bench/results/work-calls.md). */
+static int64_t median_abs_late(const memstub_gen *g, int no_costs) {
+  memstub_replay_options o;
+  memstub_replay_options_init(&o);
+  o.measure = MEMSTUB_MEASURE_TRACE;
+  o.no_call_costs = no_costs;
+  memstub_error err = {0};
+  memstub_replay *r = NULL;
+  ck_assert_msg(memstub_replay_run(&g->stub, &o, &r, &err) == 0, "%s", err.msg);
+  memstub_trace *t = NULL;
+  ck_assert_msg(memstub_replay_trace(r, &t, &err) == 0, "%s", err.msg);
+  int c = memstub_trace_column(t, "late_ns"), co = memstub_trace_column(t, "off_cpu_ns");
+  ck_assert_int_ge(c, 0);
+  int64_t *v = malloc(t->n * sizeof *v);
+  size_t n = 0;
+  // Without the rows the host delayed (late by more than 10 us, at least half
+  // of it waiting for a CPU: compare's rule): a loaded host's, not the stub's.
+  for (size_t i = 1; i < t->n; i++) {
+    int64_t late = memstub_trace_extra_row(t, i)[c];
+    int64_t off = co >= 0 ? memstub_trace_extra_row(t, i)[co] : -1;
+    if (late > 10000 && off >= 0 && 2 * off >= late) continue;
+    v[n++] = llabs(late);
+  }
+  if (n < 20) {  // a host this busy says nothing of the stub
+    free(v);
+    memstub_trace_free(t);
+    memstub_replay_free(r);
+    return -1;
+  }
+  for (size_t i = 1; i < n; i++)  // insertion sort: a few hundred values
+    for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+      int64_t x = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = x;
+    }
+  int64_t m = v[n / 2];
+  free(v);
+  memstub_trace_free(t);
+  memstub_replay_free(r);
+  return m;
+}
+
+START_TEST(test_calls_precompensated) {
+  double ns[MEMSTUB_WORK_CALLS], rate = 0;
+  int64_t want[MEMSTUB_WORK_CALLS] = {0};
+  want[MEMSTUB_CALL_MALLOC * 4 + 0] = want[MEMSTUB_CALL_REALLOC * 4 + 2] = 1;
+  ck_assert_int_eq(memstub_work_measure(want, 3, ns, &rate), 0);
+  ck_assert(ns[MEMSTUB_CALL_MALLOC * 4 + 0] > 0 && ns[MEMSTUB_CALL_REALLOC * 4 + 2] > 0);
+  ck_assert(ns[MEMSTUB_CALL_FREE * 4 + 0] > 0);  // the mallocs' blocks freed
+  ck_assert(ns[MEMSTUB_CALL_CALLOC * 4 + 0] == 0 && ns[MEMSTUB_CALL_MALLOC * 4 + 3] == 0);
+  ck_assert(rate > 0);
+
+  char *text = malloc(1 << 16);
+  int n = snprintf(text, 1 << 16,
+                   "time_ns,stack_bytes,heap_bytes,churn_bytes,calls_malloc_tiny,calls_free_tiny,"
+                   "calls_calloc_small,calls_malloc_medium,calls_realloc_medium\n0,0,0,0,0,0,0,0,0\n");
+  for (int i = 1; i < 300; i++)
+    n += snprintf(text + n, (size_t)(1 << 16) - (size_t)n, "%d,0,%d,%d,100,100,50,50,1\n",
+                  i * 300000, i % 2 ? 4000 : 0, 2 * (100 * 32 + 50 * 256 + 50 * 8192) + 4000);
+  memstub_trace *t = parse(text);
+  free(text);
+  memstub_gen *g = build(t, 1, 1);
+  int64_t comp = INT64_MAX, plain = INT64_MAX;
+  // Three pairs, or up to eight while a host too busy leaves either side unmeasured.
+  for (int k = 0; k < 8 && (k < 3 || comp == INT64_MAX || plain == INT64_MAX); k++) {
+    int64_t a = median_abs_late(g, k % 2 ? 1 : 0), b = median_abs_late(g, k % 2 ? 0 : 1);
+    if (k % 2) {
+      int64_t x = a;
+      a = b;
+      b = x;
+    }
+    if (a >= 0 && a < comp) comp = a;
+    if (b >= 0 && b < plain) plain = b;
+  }
+  // A host so busy that it delayed nearly every row of every replay (load 13
+  // on the 2-core development VM did) says nothing of the stub: not judged;
+  // nor do the sanitizers' allocators, with which the calls outlast the rows.
+#if !defined(MEMSTUB_TEST_SANITIZE)
+  if (comp == INT64_MAX || plain == INT64_MAX)
+    fprintf(stderr, "test_calls_precompensated: not judged: the host delayed nearly every row\n");
+  else
+    ck_assert_msg(comp <= plain + 20000, "median |late| %lld ns compensated, %lld without",
+                  (long long)comp, (long long)plain);
+#endif
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
 /* Churn interleaved with the net curve: every kind and class of call before
  * rows that grow and shrink the heap; at every original row the replay's
  * heap is what the same stub without the calls gives, and the calls made
@@ -346,20 +441,40 @@ START_TEST(test_churn_keeps_heap_exact) {
     for (int64_t j = 0; j < g->stub.numdata && pt < 0; j++)
       if (g->point[j] == row) pt = j;
     ck_assert_int_ge(pt, 0);
-    int64_t allocs = 0;
+    // The block's resizes count as reallocs of the bytes they move (work.c).
+    int64_t resized[4] = {0}, moved = 0;
+    for (int64_t j = pt; j < g->stub.numdata && g->point[j] == row; j++)
+      if (g->use[j].heapAlloc) {
+        int64_t d = g->use[j].heapAlloc < 0 ? -g->use[j].heapAlloc : g->use[j].heapAlloc;
+        resized[memstub_work_class((uint64_t)d)]++;
+        moved += d;
+      }
+    int64_t allocs = 0, reallocs = 0;
     static const char *const names[] = {MEMSTUB_WORK_CALL_COLUMNS};
     for (int k = 0; k < MEMSTUB_WORK_CALLS; k++) {
       if (k / 4 == MEMSTUB_CALL_FREE) continue;
       int64_t want = calls_of(g, pt, k / 4, k % 4);
+      if (k / 4 == MEMSTUB_CALL_REALLOC) reallocs += want;
+      if (k / 4 == MEMSTUB_CALL_REALLOC) want += resized[k % 4];
       ck_assert_msg(col(rt, i, names[k]) == want, "row %zu: %s %lld, want %lld", i, names[k],
                     (long long)col(rt, i, names[k]), (long long)want);
+      int64_t want0 = k / 4 == MEMSTUB_CALL_REALLOC ? resized[k % 4] : 0;
+      ck_assert_msg(col(rt0, i, names[k]) == want0, "row %zu without calls: %s %lld, want %lld",
+                    i, names[k], (long long)col(rt0, i, names[k]), (long long)want0);
       if (k / 4 != MEMSTUB_CALL_REALLOC) allocs += want;
     }
+    // A free for every block: the allocations', and the one the reallocs resize.
     int64_t frees = 0;
     for (int c = 0; c < 4; c++) frees += col(rt, i, names[MEMSTUB_CALL_FREE * 4 + c]);
-    ck_assert_int_eq(frees, allocs);
-    ck_assert_int_gt(col(rt, i, "churn_bytes"), 0);
-    ck_assert_int_eq(col(rt0, i, "churn_bytes"), 0);
+    ck_assert_int_eq(frees, allocs + (reallocs > 0));
+    /* The bytes moved are the row's churn_bytes, to the sizes' rounding, when
+     * its calls can move them within their classes: not on the rows with a
+     * large malloc (two of them move 256 KiB at least) that shrink the heap. */
+    int64_t churn = col(rt, i, "churn_bytes");
+    int over = i % 2 == 0 && heap[i - 1] < (i > 1 ? heap[i - 2] : 0);
+    ck_assert_msg(churn > 495000 && (over || churn < 505000), "row %zu: churn %lld, want 500000",
+                  i, (long long)churn);
+    ck_assert_int_eq(col(rt0, i, "churn_bytes"), moved);
   }
   memstub_trace_free(rt);
   memstub_trace_free(rt0);
@@ -478,7 +593,12 @@ START_TEST(test_record_to_replay) {
   // (one per row that changes the heap, a few here).
   ck_assert_msg(pm <= om && pm >= om - 10, "replayed %lld tiny mallocs of %lld", (long long)pm,
                 (long long)om);
-  ck_assert_msg(pc >= 1 && pc <= 3, "replayed %lld large callocs of 3", (long long)pc);
+  /* Each large calloc is made by the stub, or its heap change is the heap
+   * block's resize, counted as a large realloc (when the recorder's bucket
+   * split the calloc and its free into two rows). */
+  int64_t prl = sum_col(p, "calls_realloc_large");
+  ck_assert_msg(pc <= 3 && pc + prl >= 3, "replayed %lld large callocs of 3 and %lld large reallocs",
+                (long long)pc, (long long)prl);
   ck_assert_int_eq(pf, pm + pc);  // every block freed in its interval
   // CPU: the recorded thread's (less the recorder's cost) and the replay's
   // (its own waits included), within 10 % and 3 ms.
@@ -502,6 +622,7 @@ int main(void) {
   tcase_add_test(tc, test_recorder_cost_taken_out);
   tcase_add_test(tc, test_header_forms);
   tcase_add_test(tc, test_churn_keeps_heap_exact);
+  tcase_add_test(tc, test_calls_precompensated);
   tcase_add_test(tc, test_spin_accuracy);
   tcase_add_test(tc, test_cli_scales);
   tcase_add_test(tc, test_record_to_replay);

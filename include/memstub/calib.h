@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "memstub/error.h"
+#include "memstub/work.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -159,6 +160,15 @@ typedef struct memstub_profile {
                                  //   the curve's zero), reported
   double resident_per_point;     // resident_per_point_bytes: the measurement records' resident
                                  //   bytes per point (a measured replay, reserved up front)
+
+  /* The work's allocator calls (issue 14, docs/calibration.md "Allocator
+   * calls"), optional keys: a profile without them reads with 0 (not
+   * measured). call_ns[kind * 4 + class] (memstub/work.h's order; keys
+   * call_KIND_CLASS_ns): one call as a stub's work makes it, ns, the median
+   * of rounds of 32 (memstub_work_measure); spin_steps_per_ns: the work
+   * spin's rate (steps of its loop per ns of CPU). */
+  double call_ns[MEMSTUB_WORK_CALLS];
+  double spin_steps_per_ns;
 } memstub_profile;
 
 /* Write p as a profile file, atomically (a temporary file renamed into

@@ -124,6 +124,30 @@ typedef struct memstub_compare_kind {
   size_t late_by_cause[MEMSTUB_LATE_CAUSES];
 } memstub_compare_kind;
 
+/* One series of the work (issue 14; docs/compare-and-plot.md, "Work"):
+ * per interval between two compared rows, what the original did and what
+ * the replay did. */
+typedef struct memstub_compare_series {
+  int64_t original_total, replayed_total;  /* over the compared intervals */
+  double total_pct;   /* 100 * (replayed - original) / original; 0 when both are 0, +inf when
+                         only the original's is */
+  int64_t p50_abs, p90_abs;  /* of |replayed - original| per interval, nearest rank */
+  size_t intervals;          /* intervals compared */
+} memstub_compare_series;
+
+/* The work: CPU time (cpu_ns), allocator calls (calls_*: all, and per kind
+ * of memstub/work.h: malloc, calloc, realloc, free, memalign) and the bytes
+ * they moved (churn_bytes). cpu_unknown, calls_unknown: why not compared
+ * (owned), NULL when compared; their checks are skipped. */
+#define MEMSTUB_COMPARE_CALL_KINDS 5
+typedef struct memstub_compare_work {
+  char *cpu_unknown, *calls_unknown;
+  memstub_compare_series cpu, calls, churn, kind[MEMSTUB_COMPARE_CALL_KINDS];
+} memstub_compare_work;
+
+/* "malloc", "calloc", "realloc", "free", "memalign" (k < MEMSTUB_COMPARE_CALL_KINDS). */
+const char *memstub_compare_call_kind_name(int k);
+
 typedef struct memstub_compare_report {
   char *original_name, *replayed_name;  /* as given (file names, or labels) */
   size_t original_rows, replayed_rows;
@@ -175,6 +199,8 @@ typedef struct memstub_compare_report {
   int64_t replay_cpu_ns, replay_off_cpu_ns, replay_duration_ns;
   /* The time error by kind of row (memstub_row_kind). */
   memstub_compare_kind by_kind[MEMSTUB_ROW_KINDS];
+  /* The work per interval (compare/work.c). */
+  memstub_compare_work work;
 } memstub_compare_report;
 
 /* Compare a replayed trace with its original (both in memory). names are
@@ -244,6 +270,11 @@ void memstub_compare_checks_free(memstub_compare_checks *cs);
  *   rss-p90, mapped-p90              p90 of |error| at most, % of ORIGINAL's peak
  *   rss-peak, mapped-peak            |replayed peak - original peak| at most, % of
  *                                    ORIGINAL's peak
+ *   cpu-total-pct, churn-total-pct   |total error| of the replay's CPU time, churn bytes,
+ *   calls-total-pct, calls-KIND-pct  calls (all, or of KIND: malloc, calloc, realloc,
+ *                                    free, memalign) at most, % of ORIGINAL's total
+ *   cpu-p90-us|ms|ns|s               p90 of |CPU time error| per interval at most
+ *   calls-p90                        p90 of |calls error| per interval at most (calls)
  *   missing, repeated                points at most
  *   total-heap-max                   |error| of the process's total heap in bytes at most
  *                                    (traces with threads: the sum of each thread's

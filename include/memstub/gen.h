@@ -96,6 +96,11 @@ typedef struct memstub_gen {
   int64_t work_cpu_ns, work_calls, work_bytes;  // their totals, after the transforms
   int64_t work_overhead_ns;  // the recorder's measured cost taken out of the times
   int64_t work_clamped;      // points whose CPU time was cut to their delay
+  /* With a profile that has the calls' costs (call_*_ns): the points whose
+   * calls are expected to take longer than their delay, and by how much in
+   * all (ns). The replay starts their calls at most a delay early, so they
+   * end late by about that (docs/runtime.md, "Work"). */
+  int64_t work_late, work_late_ns;
 } memstub_gen;
 
 /* Build stub data from a valid trace. On success *out owns the result.

@@ -122,6 +122,15 @@ typedef struct memstub_replay_options {
    * (docs/runtime.md, "What margins cannot cure"). */
   int64_t sched_slice_ns;
   int cost_model;  // MEMSTUB_COST_AUTO (0), _ONLINE or _OFF
+  /* Deadline timing, a stub with allocator calls (layout 3): 0 (default)
+   * ends each point's wait its calls' expected cost before the deadline, so
+   * that they end on it: per kind and class call_ns (a profile's
+   * call_*_ns, MEMSTUB_WORK_CALLS figures; NULL: built-in proportions)
+   * times a ratio the replay learns from its own calls; 1 ends the wait on
+   * the deadline and makes the calls after it (no pre-compensation: the
+   * point is late by their cost; for comparison). docs/runtime.md, "Work". */
+  int no_call_costs;
+  const double *call_ns;
 } memstub_replay_options;
 
 /* Defaults: deadline timing, MEMSTUB_MARGIN_MODEL with MEMSTUB_REAIM_DEFAULT,
@@ -352,6 +361,17 @@ const char *memstub_timing_name(int timing);
 int memstub_timing_parse(const char *name, int *timing);
 /* A margin: a number of ns >= 0, "model" or "adaptive". 0 or -EINVAL. */
 int memstub_margin_parse(const char *text, int64_t *margin_ns);
+
+/* What one allocator call of each kind and size class costs on this host,
+ * made as a stub's work makes it (runtime/work.c: each class's
+ * representative size, the first byte written; free measured on the
+ * allocations' blocks; realloc alternating one block between two sizes of
+ * the class): ns[MEMSTUB_WORK_CALLS] (memstub/work.h's order) gets, per
+ * kind and class, the median over rounds of batches of 32 calls, 0 for
+ * those want[] (NULL: all) does not ask for; *spin_rate (unless NULL) the
+ * work spin's steps per ns of CPU. Allocates and frees only its own blocks.
+ * 0 or -ENOMEM. */
+int memstub_work_measure(const int64_t *want, int rounds, double *ns, double *spin_rate);
 
 #ifdef __cplusplus
 }

@@ -56,6 +56,36 @@ static inline int memstub_work_class(uint64_t bytes) {
   return cls[64 - __builtin_clzll((bytes - 1) | 1)];
 }
 
+/* The sizes a stub's calls of each class ask for (runtime/work.c): at
+ * least MEMSTUB_WORK_LO[c] and at most MEMSTUB_WORK_HI[c] bytes (large at
+ * most 64 MiB), the representative MEMSTUB_WORK_REP[c] scaled to the row's
+ * churn bytes. */
+#define MEMSTUB_WORK_REP {32, 256, 8192, 256 * 1024}
+#define MEMSTUB_WORK_LO {1, MEMSTUB_WORK_TINY_MAX + 1, MEMSTUB_WORK_SMALL_MAX + 1, \
+                         MEMSTUB_WORK_MEDIUM_MAX + 1}
+#define MEMSTUB_WORK_HI {MEMSTUB_WORK_TINY_MAX, MEMSTUB_WORK_SMALL_MAX, MEMSTUB_WORK_MEDIUM_MAX, \
+                         (int64_t)64 << 20}
+
+/* The bytes a stub's calls of vector v (MEMSTUB_WORK_CALLS counts) move
+ * when class c asks for sz[c] bytes (docs/runtime.md, "Work"): every
+ * allocation its size twice (made, then freed), every realloc its new size,
+ * and the one block the reallocs resize, freed at the last one's size. The
+ * generator and the runtime share it, so the churn the generator plans is
+ * the churn the replay makes. */
+static inline double memstub_work_bytes(const int64_t *v, const int64_t *sz) {
+  double b = 0;
+  int last = -1;
+  for (int c = 0; c < MEMSTUB_WORK_CLASSES; c++) {
+    int64_t allocs = v[MEMSTUB_CALL_MALLOC * MEMSTUB_WORK_CLASSES + c] +
+                     v[MEMSTUB_CALL_CALLOC * MEMSTUB_WORK_CLASSES + c] +
+                     v[MEMSTUB_CALL_MEMALIGN * MEMSTUB_WORK_CLASSES + c];
+    int64_t re = v[MEMSTUB_CALL_REALLOC * MEMSTUB_WORK_CLASSES + c];
+    b += (double)(2 * allocs + re) * (double)sz[c];
+    if (re > 0) last = c;
+  }
+  return last >= 0 ? b + (double)sz[last] : b;
+}
+
 #ifdef __cplusplus
 }
 #endif
