@@ -76,6 +76,7 @@ int main(int argc, char **argv) {
   // beside, and the component
   host_beside side;
   host_beside_start(&side, (size_t)beside_mib << 20, (int)passes);
+  long a0 = host_anon_kib(), f1 = host_minflt();
   int64_t t2 = host_now_ns();
 #ifdef HOST_STUB_CALL
   int rc = HOST_STUB_CALL();
@@ -92,8 +93,10 @@ int main(int argc, char **argv) {
   }
 #endif
   int64_t t3 = host_now_ns();
+  long a1 = host_anon_kib(), f2 = host_minflt();
   host_beside_join(&side);
   int64_t t4 = host_now_ns();
+  long f3 = host_minflt();
 
   // after: the host's word count, in a hash table of its own (the line
   // numbers and figures make most words distinct)
@@ -125,12 +128,14 @@ int main(int argc, char **argv) {
   free(out);
   free(in);
   int64_t t5 = host_now_ns();
+  long f4 = host_minflt();
 
   fprintf(stderr,
           "host: before_ns=%lld component_ns=%lld beside_ns=%lld after_ns=%lld total_ns=%lld "
+          "comp0_ns=%lld comp1_ns=%lld anon0_kib=%ld anon1_kib=%ld flt_before=%ld flt_component=%ld flt_after=%ld "
           "out_bytes=%zu check=%llx\n",
           (long long)(t1 - t0), (long long)(t3 - t2), (long long)side.work_ns,
-          (long long)(t5 - t4), (long long)(t5 - t0), outpos,
+          (long long)(t5 - t4), (long long)(t5 - t0), (long long)(t2 - t0), (long long)(t3 - t0), a0, a1, f1, f2 - f1, f4 - f3, outpos,
           (unsigned long long)(crc ^ (uint64_t)nw ^ side.sum));
   return 0;
 }

@@ -127,11 +127,14 @@ int main(int argc, char **argv) {
   // beside, and the component
   host_beside side;
   host_beside_start(&side, (size_t)beside_mib << 20, (int)passes);
+  long a0 = host_anon_kib(), f1 = host_minflt();
   int64_t t2 = host_now_ns();
   build_index(db, cache_kib);
   int64_t t3 = host_now_ns();
+  long a1 = host_anon_kib(), f2 = host_minflt();
   host_beside_join(&side);
   int64_t t4 = host_now_ns();
+  long f3 = host_minflt();
 
   // after: a scan of the table, then the host's own sort
   sqlite3_stmt *q;
@@ -150,12 +153,14 @@ int main(int argc, char **argv) {
   uint64_t mid = v[rows / 2];
   free(v);
   int64_t t5 = host_now_ns();
+  long f4 = host_minflt();
 
   fprintf(stderr,
           "host: before_ns=%lld component_ns=%lld beside_ns=%lld after_ns=%lld total_ns=%lld "
+          "comp0_ns=%lld comp1_ns=%lld anon0_kib=%ld anon1_kib=%ld flt_before=%ld flt_component=%ld flt_after=%ld "
           "check=%llx\n",
           (long long)(t1 - t0), (long long)(t3 - t2), (long long)side.work_ns,
-          (long long)(t5 - t4), (long long)(t5 - t0),
+          (long long)(t5 - t4), (long long)(t5 - t0), (long long)(t2 - t0), (long long)(t3 - t0), a0, a1, f1, f2 - f1, f4 - f3,
           (unsigned long long)(cnt ^ len ^ (long long)(mid >> 20) ^ (long long)side.sum));
   return 0;
 }
