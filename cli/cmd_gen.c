@@ -84,47 +84,35 @@ static void gen_progress(void *ctx, int64_t done, int64_t total) {
   if (total >= 100000) ms_cli_progress("memstub gen: writing points", (uint64_t)done, (uint64_t)total);
 }
 
-/* --release: *t replaced by a copy with its regions' survivors released
- * (memstub/generations.h), from in.generations. 0, or fails with err. */
-static int with_releases(const char *in, memstub_trace **t, memstub_error *err) {
+/* --release (held NULL): *t replaced by a copy with its regions' survivors
+ * released (memstub_generations_release); --hold: by a copy with the
+ * releases inside it added, and *held what is alive after its end
+ * (memstub_generations_hold). Both from in.generations. 0, or fails with err. */
+static int with_generations(const char *in, memstub_trace **t, memstub_held *held,
+                            memstub_error *err) {
   char *path = ms_cli_sidecar_path(in, ".generations");
   if (!path) return memstub_error_set(err, -ENOMEM, "out of memory");
   memstub_generations *gens = NULL;
   memstub_trace *c = NULL;
   size_t added = 0;
   int rc = memstub_generations_read(path, &gens, err);
-  if (rc == 0 && (rc = memstub_generations_release(*t, gens, &c, &added, err)) < 0)
-    memstub_error_prefix(err, in);
   if (rc == 0) {
+    rc = held ? memstub_generations_hold(*t, gens, &c, &added, held, err)
+              : memstub_generations_release(*t, gens, &c, &added, err);
+    if (rc < 0) memstub_error_prefix(err, in);
+  }
+  if (rc == 0 && !held) {
     ms_cli_note("--release: %zu row%s added for the survivors' release (%s)", added,
                 added == 1 ? "" : "s", path);
-    memstub_trace_free(*t);
-    *t = c;
-  }
-  memstub_generations_free(gens);
-  free(path);
-  return rc;
-}
-
-/* --hold: *t replaced by a copy with the releases inside it added, and
- * *held what is alive after its end (memstub_generations_hold), from
- * in.generations. 0, or fails with err. */
-static int with_held(const char *in, memstub_trace **t, memstub_held *held, memstub_error *err) {
-  char *path = ms_cli_sidecar_path(in, ".generations");
-  if (!path) return memstub_error_set(err, -ENOMEM, "out of memory");
-  memstub_generations *gens = NULL;
-  memstub_trace *c = NULL;
-  size_t added = 0;
-  int rc = memstub_generations_read(path, &gens, err);
-  if (rc == 0 && (rc = memstub_generations_hold(*t, gens, &c, &added, held, err)) < 0)
-    memstub_error_prefix(err, in);
-  if (rc == 0) {
+  } else if (rc == 0) {
     char b1[32], b2[32];
     int64_t never = held->n && held->after_ns[held->n - 1] < 0 ? held->bytes[held->n - 1] : 0;
     ms_cli_note("--hold: the stub returns holding %s in %zu block%s (%s of it never freed); %zu "
                 "row%s added for releases between regions (%s)",
                 ms__fmt_bytes(held->total, b1, sizeof b1), held->n, held->n == 1 ? "" : "s",
                 ms__fmt_bytes(never, b2, sizeof b2), added, added == 1 ? "" : "s", path);
+  }
+  if (rc == 0) {
     memstub_trace_free(*t);
     *t = c;
   }
@@ -204,11 +192,11 @@ int ms_cmd_gen(int argc, char **argv) {
   // On a terminal, the stage under way (a 10M-row trace reads for a second).
   if (ms_cli_progress_enabled()) fprintf(stderr, "\r\033[Kmemstub gen: reading %s", in);
   int rc = memstub_trace_read(in, &t, &err);
-  if (rc == 0 && release) rc = with_releases(in, &t, &err);
+  if (rc == 0 && release) rc = with_generations(in, &t, NULL, &err);
   memstub_held held = {0};
   int64_t *held_bytes = NULL;
   struct memstub_release rel = {MEMSTUB_RELEASE_ABI, hold, 0, NULL, NULL};
-  if (rc == 0 && hold && (rc = with_held(in, &t, &held, &err)) == 0) {
+  if (rc == 0 && hold && (rc = with_generations(in, &t, &held, &err)) == 0) {
     // The what-ifs on the heap and on time scale what is held and when.
     held_bytes = malloc((held.n + 1) * sizeof *held_bytes);
     if (!held_bytes) rc = memstub_error_set(&err, -ENOMEM, "out of memory");

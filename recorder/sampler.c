@@ -189,6 +189,33 @@ static int thread_blocks_sig(void) {
   return real_pthread_sigmask(SIG_BLOCK, NULL, &m) == 0 && sigismember(&m, ms__rec.sig);
 }
 
+/* A timer on the calling thread's CPU clock sending the signal to thread
+ * tid into *timer, with S.period set; pre: locked. 1 and *blocked set when
+ * made (armed unless the thread blocks the signal: then paused), else 0 with
+ * the reason kept (set_why). */
+static int make_timer(pid_t tid, timer_t *timer, int *blocked) {
+  struct sigevent sev;
+  memset(&sev, 0, sizeof sev);
+  sev.sigev_notify = SIGEV_THREAD_ID;
+  sev.sigev_signo = ms__rec.sig;
+  sev.sigev_notify_thread_id = tid;
+  clockid_t clk;
+  if (pthread_getcpuclockid(pthread_self(), &clk) != 0) clk = CLOCK_THREAD_CPUTIME_ID;
+  if (timer_create(clk, &sev, timer) != 0) {
+    set_why("timer_create on the thread's CPU clock failed (errno %d)", errno);
+    return 0;
+  }
+  long ns = 1000000000L / ms__rec.sample_hz;
+  if (ns < 1000) ns = 1000;
+  S.period = (struct itimerspec){{ns / 1000000000L, ns % 1000000000L},
+                                 {ns / 1000000000L, ns % 1000000000L}};
+  *blocked = thread_blocks_sig();
+  if (*blocked) S.pauses++;
+  if (*blocked || timer_settime(*timer, 0, &S.period, NULL) == 0) return 1;
+  timer_delete(*timer);
+  return 0;
+}
+
 // Start sampling the calling thread (the recorded one, thread id tid) on its
 // CPU clock; paused at once when it blocks the signal.
 void ms__rec_sampler_arm(pid_t tid) {
@@ -198,28 +225,7 @@ void ms__rec_sampler_arm(pid_t tid) {
     timer_delete(ms__rec.timer);
     ms__rec.timer_ok = 0;
   }
-  struct sigevent sev;
-  memset(&sev, 0, sizeof sev);
-  sev.sigev_notify = SIGEV_THREAD_ID;
-  sev.sigev_signo = ms__rec.sig;
-  sev.sigev_notify_thread_id = tid;
-  clockid_t clk;
-  if (pthread_getcpuclockid(pthread_self(), &clk) != 0) clk = CLOCK_THREAD_CPUTIME_ID;
-  if (timer_create(clk, &sev, &ms__rec.timer) != 0) {
-    set_why("timer_create on the thread's CPU clock failed (errno %d)", errno);
-    unlock(got);
-    return;
-  }
-  long ns = 1000000000L / ms__rec.sample_hz;
-  if (ns < 1000) ns = 1000;
-  S.period = (struct itimerspec){{ns / 1000000000L, ns % 1000000000L},
-                                 {ns / 1000000000L, ns % 1000000000L}};
-  S.blocked = thread_blocks_sig();
-  if (S.blocked) S.pauses++;
-  if (S.blocked || timer_settime(ms__rec.timer, 0, &S.period, NULL) == 0)
-    ms__rec.timer_ok = 1;
-  else
-    timer_delete(ms__rec.timer);
+  if (make_timer(tid, &ms__rec.timer, &S.blocked)) ms__rec.timer_ok = 1;
   unlock(got);
 }
 
@@ -228,29 +234,9 @@ void ms__rec_sampler_arm(pid_t tid) {
  * has no timer (sampled at its allocator calls). */
 void ms__rec_sampler_arm_thread(tstate *ts) {
   if (ms__rec.sample_hz <= 0 || !__atomic_load_n(&S.own, __ATOMIC_ACQUIRE)) return;
-  struct sigevent sev;
-  memset(&sev, 0, sizeof sev);
-  sev.sigev_notify = SIGEV_THREAD_ID;
-  sev.sigev_signo = ms__rec.sig;
-  sev.sigev_notify_thread_id = ts->tid;
-  clockid_t clk;
-  if (pthread_getcpuclockid(pthread_self(), &clk) != 0) clk = CLOCK_THREAD_CPUTIME_ID;
   int got = lock();
-  if (timer_create(clk, &sev, &ts->timer) != 0) {
-    set_why("timer_create on a thread's CPU clock failed (errno %d)", errno);
-    unlock(got);
-    return;
-  }
-  long ns = 1000000000L / ms__rec.sample_hz;
-  if (ns < 1000) ns = 1000;
-  S.period = (struct itimerspec){{ns / 1000000000L, ns % 1000000000L},
-                                 {ns / 1000000000L, ns % 1000000000L}};
-  ts->tblocked = thread_blocks_sig();
-  if (ts->tblocked) S.pauses++;
-  if (ts->tblocked || timer_settime(ts->timer, 0, &S.period, NULL) == 0)
+  if (make_timer(ts->tid, &ts->timer, &ts->tblocked))
     __atomic_store_n(&ts->timer_ok, 1, __ATOMIC_RELEASE);
-  else
-    timer_delete(ts->timer);
   unlock(got);
 }
 
