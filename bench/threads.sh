@@ -4,9 +4,8 @@
 #
 #   bench/threads.sh [BUILD] [REPEAT] [PROFILE]
 #
-# Two traces: the fixture of tests/test_threads.c (hand-made, 4 threads), and,
-# when this memstub records every thread (`memstub record --thread all`) and
-# tests/record/threads.c is there, a recording of that 4-thread program
+# Two traces: the fixture of tests/test_threads.c (hand-made, 4 threads), and
+# a recording (`memstub record --thread all`, made now) of tests/record/threads.c
 # (threads with different stack depths and heaps, two cross-thread frees, one
 # of them after the allocating thread ended, joins). PROFILE defaults to
 # bench/results/host.profile.
@@ -33,26 +32,9 @@ out=bench/results/threads.md
   echo
 } > "$tmp/all.md"
 
-# A recording made with hTr's recorder (branch hTr, db42fb4) before the merge,
-# kept so the replay side can be measured on a real recording anywhere.
-kept=bench/results/threads-recorded.csv
-if [ -f "$kept" ]; then
-  "$build/bench/bench_threads" --repeat "$repeat" --profile "$profile" --time-scale 1 \
-    --trace "$kept" --out "$tmp/kept.md"
-  {
-    echo "## Recorded: tests/record/threads.c, kept in bench/results/threads-recorded.csv"
-    echo
-    echo "Recorded with \`memstub record --thread all\` of branch hTr (db42fb4), before the merge."
-    echo
-    sed '1,2d' "$tmp/kept.md"
-    echo
-  } >> "$tmp/all.md"
-fi
-
-prog=tests/record/threads.c
-if [ -f "$prog" ] && "$build/memstub" record --help 2>&1 | grep -q -- '--thread main|N|all'; then
-  cc -O2 -pthread "$prog" -o "$tmp/threads"
-  "$build/memstub" record --thread all -o "$tmp/recorded.csv" -- "$tmp/threads" 2> "$tmp/record.txt"
+prog=$build/tests/rec_threads  # tests/record/threads.c, as the tests build it
+if [ -x "$prog" ]; then
+  "$build/memstub" record --thread all -o "$tmp/recorded.csv" -- "$prog" 2> "$tmp/record.txt"
   "$build/bench/bench_threads" --repeat "$repeat" --profile "$profile" --time-scale 1 \
     --trace "$tmp/recorded.csv" --out "$tmp/recorded.md"
   {
@@ -67,7 +49,7 @@ if [ -f "$prog" ] && "$build/memstub" record --help 2>&1 | grep -q -- '--thread 
     sed '1,2d' "$tmp/recorded.md"
   } >> "$tmp/all.md"
 else
-  echo "No recording: this memstub has no \`record --thread all\` or tests/record/threads.c is missing." >> "$tmp/all.md"
+  echo "No recording: $prog is not built (cmake --build $build)." >> "$tmp/all.md"
 fi
 cp "$tmp/all.md" "$out"
 echo "bench/threads.sh: wrote $out"

@@ -104,6 +104,38 @@ static int64_t *last_points(const struct memstub_stub *s) {
   return lp;
 }
 
+/* At a coarse resolution the owner's own rows can show a cross-thread free
+ * before the freeing thread's row does: that row is the freeing thread's
+ * bucket's end, the free happened inside the bucket, and the owner's rows
+ * in between already leave the block out. Such a free is taken to happen at
+ * the owner's first row that leaves it out: while a row of thread a has less
+ * heap than its blocks others free later (held[k], prefix sums), the handoff
+ * alive there with the latest free ends at that row instead, freed by its
+ * thread after that thread's last row up to then. What cannot be settled so
+ * is left for the caller's check. */
+static void settle_early_frees(const memstub_trace *t, memstub_gen_threads *g, int64_t a,
+                               int64_t *held) {
+  for (size_t k = 0; k < g->nstub[a]; k++) {
+    int64_t tk = t->pts[g->rows[a][k]].time_ns;
+    while (t->pts[g->rows[a][k]].heap_bytes < held[k]) {
+      memstub_handoff *h = NULL;
+      for (int64_t i = 0; i < g->nhandoffs; i++) {
+        memstub_handoff *x = &g->handoffs[i];
+        int64_t drop = x->drop_row == INT64_MAX ? (int64_t)g->nrows[a] : x->drop_row;
+        if (x->from == a && x->alloc_row < (int64_t)k && drop > (int64_t)k &&
+            (!h || drop > (h->drop_row == INT64_MAX ? (int64_t)g->nrows[a] : h->drop_row)))
+          h = x;
+      }
+      int64_t kb = h ? last_upto(t, g->rows[h->to], g->nstub[h->to], tk) : -1;
+      if (kb < 0) return;  // nothing to move, or its thread has no row yet
+      int64_t drop = h->drop_row == INT64_MAX ? (int64_t)g->nrows[a] : h->drop_row;
+      for (int64_t j = (int64_t)k; j < drop; j++) held[j] -= h->bytes;
+      h->drop_row = (int64_t)k;
+      h->free_point = kb;
+    }
+  }
+}
+
 static void free_tmp(int64_t **held, int64_t **lp, int64_t nt) {
   for (int64_t th = 0; th < nt; th++) {
     if (held) free(held[th]);
@@ -176,6 +208,7 @@ int memstub_gen_threads_build(const memstub_trace *t, const memstub_gen_options 
   }
   for (int64_t th = 0; th < nt; th++) {
     for (size_t k = 1; k < g->nrows[th]; k++) held[th][k] += held[th][k - 1];
+    settle_early_frees(t, g, th, held[th]);
     if (g->nstub[th] < 2) {
       rc = memstub_error_set(err, -EINVAL,
                              "thread %lld has %zu row%s up to its exit: a thread's stub needs at "
