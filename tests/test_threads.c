@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "memstub/compare.h"
@@ -643,6 +644,75 @@ START_TEST(test_gen_build_header) {
 }
 END_TEST
 
+/* memstub_add_stub of a trace with several threads: memstub_NAME() replays
+ * every thread (memstub_threads_call), MEMSTUB_MEASURE gets every thread's
+ * rows, memstub_NAME_threads() is the header's thread table. */
+START_TEST(test_add_stub_threads) {
+  char *dir = tu_mkdtemp();
+  char *src = in_dir(dir, "src"), *bld = in_dir(dir, "b"), *cml = in_dir(src, "CMakeLists.txt");
+  char *app = in_dir(src, "app.c"), *trace = in_dir(src, "four.csv");
+  ck_assert_int_eq(mkdir(src, 0777), 0);
+  memstub_trace *t = fixture();
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_trace_write(t, trace, &err), 0);
+  char *text = NULL, *inc = strdup(tu_src("include"));  // tu_src: one buffer
+  char *fn = strdup(tu_src("cmake/MemstubStub.cmake"));
+  ck_assert(asprintf(&text,
+                     "cmake_minimum_required(VERSION 3.20)\nproject(t C)\n"
+                     "set(MEMSTUB_EXECUTABLE \"%s\")\nset(MEMSTUB_LIBDIR \"%s\")\n"
+                     "set(MEMSTUB_INCLUDEDIR \"%s\")\ninclude(\"%s\")\n"
+                     "memstub_add_stub(NAME four TRACE four.csv)\n"
+                     "add_executable(app app.c)\ntarget_link_libraries(app PRIVATE four)\n",
+                     getenv("MEMSTUB_EXE"), getenv("MEMSTUB_BINARY_DIR"), inc, fn) > 0);
+  tu_write_file(cml, text);
+  free(text), free(inc), free(fn);
+  tu_write_file(app,
+                "#include <stdio.h>\n#include \"memstub/threads.h\"\n#include \"memstub_four.h\"\n"
+                "int main(void) {\n"
+                "  memstub_error err = {0};\n"
+                "  int rc = memstub_four_err(&err);\n"
+                "  const struct memstub_threads_stub *s = memstub_four_threads();\n"
+                "  printf(\"rc=%d threads=%lld handoffs=%lld t0=%s %s\\n\", rc,\n"
+                "         (long long)s->nthreads, (long long)s->nhandoffs, memstub_four_stub()->name,\n"
+                "         err.msg);\n"
+                "  return rc != 0;\n}\n");
+  char *cc = getenv("MEMSTUB_CC"), ccdef[4200];
+  snprintf(ccdef, sizeof ccdef, "-DCMAKE_C_COMPILER=%s", cc ? cc : "cc");
+  char *configure[] = {"cmake", "-S", src, "-B", bld, ccdef, NULL};
+  char *build[] = {"cmake", "--build", bld, NULL};
+  tu_run r = tu_exec(NULL, configure);
+  ck_assert_msg(r.status == 0, "configure: %s%s", r.out, r.err);
+  tu_run_free(&r);
+  r = tu_exec(NULL, build);
+  ck_assert_msg(r.status == 0, "build: %s%s", r.out, r.err);
+  tu_run_free(&r);
+  char *exe = in_dir(bld, "app"), *meas = in_dir(dir, "m.csv");
+  setenv("MEMSTUB_MEASURE", meas, 1);
+  char *argv[] = {exe, NULL};
+  r = tu_exec(dir, argv);
+  unsetenv("MEMSTUB_MEASURE");
+  ck_assert_msg(r.status == 0, "app: %s%s", r.out, r.err);
+  ck_assert_msg(strstr(r.out, "rc=0 threads=4 handoffs=1 t0=four_t0 "), "%s", r.out);
+  tu_run_free(&r);
+  memstub_trace *m = NULL;
+  // MEMSTUB_MEASURE without a field: m.csv.NAME.PID.CALL, NAME thread 0's stub.
+  char *ls[] = {"sh", "-c", "ls m.csv.four_t0.*.1", NULL};
+  r = tu_exec(dir, ls);
+  ck_assert_msg(r.status == 0, "no measurement: %s", r.err);
+  r.out[strcspn(r.out, "\n")] = '\0';
+  char *mp = in_dir(dir, r.out);
+  tu_run_free(&r);
+  ck_assert_msg(memstub_trace_read(mp, &m, &err) == 0, "%s", err.msg);
+  ck_assert_uint_eq(m->n, t->n);
+  ck_assert_int_eq(memstub_trace_thread_count(m), 4);
+  memstub_trace_free(m);
+  free(mp), free(exe), free(meas);
+  memstub_trace_free(t);
+  tu_rmtree(dir);
+  free(dir), free(src), free(bld), free(cml), free(app), free(trace);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("threads");
   TCase *tc = tcase_create("format");
@@ -659,6 +729,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_cli);
   tcase_add_test(tc, test_free_after_exit);
   tcase_add_test(tc, test_gen_build_header);
+  tcase_add_test(tc, test_add_stub_threads);
   suite_add_tcase(s, tc);
   return s;
 }
