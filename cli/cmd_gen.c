@@ -75,6 +75,10 @@ static const ms_cli_spec spec = {
     "Stack changes are normalised into frame pushes and pops; rows that are not\n"
     "LIFO-shaped get zero-delay points inserted, and memPoint[] maps every point\n"
     "back to its row. Without -o the header goes to standard output.\n"
+    "A trace with several threads (a thread column) gives one header holding a\n"
+    "stub per thread (NAME_tT_memUse, ...) and the thread table (NAME_memThreads),\n"
+    "which memstub build makes into a program replaying every thread; --data\n"
+    "and --hold refuse such a trace.\n"
     "\n",
     options, 26, NULL};
 
