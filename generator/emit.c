@@ -610,8 +610,8 @@ static void write_threads_head(FILE *f, const memstub_gen_threads *g, const char
           sep);
   fputs(" *                memstub_threads_run (docs/formats.md and docs/runtime.md, \"Threads\")\n",
         f);
-  fprintf(f, " * handoffs:      %lld blocks malloc'd by one thread and freed by another\n */\n",
-          (long long)g->nhandoffs);
+  fprintf(f, " * handoffs:      %lld block%s malloc'd by one thread and freed by another\n */\n",
+          (long long)g->nhandoffs, g->nhandoffs == 1 ? "" : "s");
   fprintf(f, "#ifndef MEMSTUB_GEN_%s%sTHREADS_H\n#define MEMSTUB_GEN_%s%sTHREADS_H\n\n", name, sep,
           name, sep);
   fprintf(f, "#define %s%sTHREADS %lld\n#define %s%sNHANDOFFS %lld\n\n", name, sep,
