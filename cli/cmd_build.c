@@ -48,7 +48,9 @@ static const ms_cli_spec spec = {
     "\n"
     "The header is compiled with -std=c11 -O2 into the runtime's runtime/stub_main.c\n"
     "and linked against the runtime's static libraries. The program is checked\n"
-    "(PROGRAM --check) before it is put in place.\n"
+    "(PROGRAM --check) before it is put in place. A header of several threads\n"
+    "(memstub gen of a trace with a thread column) makes a program that replays\n"
+    "every thread; --name NAME_tT builds thread T's stub alone.\n"
     "\n"
     "Exit status: 0 built; 2 bad usage, a header that is missing, not a memstub\n"
     "header, does not compile or holds stub data that cannot be replayed.\n"};
@@ -180,6 +182,7 @@ typedef struct build_job {
   size_t len;
   char var[256];                        // the descriptor's name
   char *stubdef, *usedef, *pointdef;    // -D definitions for stub_main.c
+  char *threadsdef;                     //   -DMEMSTUB_THREADS_VAR=NAME_memThreads, a threads header
   char *main_c, *ccbuf, *incl, *target, *tmp;
   char *owned[16];                      // the archives' paths [0..12], the system
                                         // libraries [13], ./PROGRAM [14]
@@ -190,7 +193,8 @@ static void job_free(build_job *j) {
   if (j->tmp) unlink(j->tmp);
   for (size_t i = 0; i < MS__ARRAY_SIZE(j->owned); i++) free(j->owned[i]);
   char *strings[] = {j->tmp,     j->target,   j->text,  j->main_c, j->stubdef,
-                     j->usedef,  j->pointdef, j->ccbuf, j->incl,   j->defout, j->datadef};
+                     j->usedef,  j->pointdef, j->ccbuf, j->incl,   j->defout, j->datadef,
+                     j->threadsdef};
   for (size_t i = 0; i < MS__ARRAY_SIZE(strings); i++) free(strings[i]);
 }
 
@@ -270,6 +274,24 @@ static int data_define(build_job *j) {
   return j->datadef ? 0 : ms_cli_error("out of memory");
 }
 
+/* A threads header's descriptor (memstub gen of a trace with several
+ * threads): the identifier after "static const struct memstub_threads_stub",
+ * name_memThreads when name is given, into out. 1 found, 0 not. */
+static int find_threads(const char *text, const char *name, char *out, size_t outlen) {
+  static const char key[] = "static const struct memstub_threads_stub ";
+  for (const char *p = strstr(text, key); p; p = strstr(p + 1, key)) {
+    const char *id = p + sizeof key - 1;
+    size_t n = strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_");
+    if (!ms__is_ident(id, n) || n >= outlen || n < 10 || strncmp(id + n - 10, "memThreads", 10))
+      continue;
+    if (name && (n != strlen(name) + 11 || strncmp(id, name, strlen(name)) != 0 || id[n - 11] != '_'))
+      continue;
+    snprintf(out, outlen, "%.*s", (int)n, id);
+    return 1;
+  }
+  return 0;
+}
+
 /* Read the header and name what stub_main.c needs from it: the descriptor
  * and, for a generated header, its arrays (NAME_memUse, NAME_memPoint), so the
  * program checks that the descriptor, which may be edited by hand, stays
@@ -279,6 +301,15 @@ static int read_header(build_job *j) {
   if (ms__read_file(j->header, &j->text, &j->len, &err) < 0) return ms_cli_fail(&err);
   if (strlen(j->text) != j->len)
     return ms_cli_error("%s: not a memstub header: it holds NUL bytes", j->header);
+  char threads[256];
+  if (find_threads(j->text, j->name, threads, sizeof threads)) {
+    // Every thread replayed; thread 0's stub names the source in the help.
+    int pl = (int)strlen(threads) - 10;  // the prefix, NAME_ or nothing
+    snprintf(j->var, sizeof j->var, "%.*st0_memStub", pl, threads);
+    j->threadsdef = ms__asprintf("-DMEMSTUB_THREADS_VAR=%s", threads);
+    j->stubdef = ms__asprintf("-DMEMSTUB_STUB_VAR=%s", j->var);
+    return j->threadsdef && j->stubdef ? 0 : ms_cli_error("out of memory");
+  }
   int rc = find_stub(j->header, j->text, j->name, j->var, sizeof j->var);
   if (rc != 0) return rc;
   if (!(j->stubdef = ms__asprintf("-DMEMSTUB_STUB_VAR=%s", j->var)))
@@ -364,6 +395,7 @@ static int compiler_argv(build_job *j) {
   else
     for (size_t i = 0; i < MS__ARRAY_SIZE(fixed); i++) j->cargv[n++] = (char *)fixed[i];
   if (j->usedef && j->pointdef) j->cargv[n++] = j->usedef, j->cargv[n++] = j->pointdef;
+  if (j->threadsdef) j->cargv[n++] = j->threadsdef;
   int nowned = 0;
   int rc = lib_paths(ms__libdir(), j->cargv + n, &nowned, 8, j->owned);
   if (rc != 0) return rc;

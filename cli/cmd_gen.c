@@ -75,6 +75,10 @@ static const ms_cli_spec spec = {
     "Stack changes are normalised into frame pushes and pops; rows that are not\n"
     "LIFO-shaped get zero-delay points inserted, and memPoint[] maps every point\n"
     "back to its row. Without -o the header goes to standard output.\n"
+    "A trace with several threads (a thread column) gives one header holding a\n"
+    "stub per thread (NAME_tT_memUse, ...) and the thread table (NAME_memThreads),\n"
+    "which memstub build makes into a program replaying every thread; --data\n"
+    "and --hold refuse such a trace.\n"
     "\n",
     options, 26, NULL};
 
@@ -118,6 +122,49 @@ static int with_generations(const char *in, memstub_trace **t, memstub_held *hel
   }
   memstub_generations_free(gens);
   free(path);
+  return rc;
+}
+
+/* A trace with several threads: one header holding a stub per thread and
+ * the thread table (memstub_gen_threads_emit). A data file carries one
+ * thread's stub, and --hold a single stub's survivors: both refused. 0, or
+ * fails with err. */
+static int gen_threads(const char *in, const memstub_trace *t, const memstub_gen_options *o,
+                       const memstub_gen_emit_options *eo, const char *data, const char *out,
+                       memstub_error *err) {
+  int64_t n = memstub_trace_thread_count(t);
+  if (data)
+    return memstub_error_set(err, -EINVAL,
+                             "%s: the trace has %lld threads: a data file (--data) carries one "
+                             "thread's stub; write a header (-o FILE.h, built with memstub build) "
+                             "or replay the trace with memstub replay",
+                             in, (long long)n);
+  if (eo->release)
+    return memstub_error_set(err, -EINVAL,
+                             "%s: the trace has %lld threads: --hold holds one stub's survivors "
+                             "after its return, not those of several threads",
+                             in, (long long)n);
+  memstub_gen_threads *g = NULL;
+  int rc = memstub_gen_threads_build(t, o, &g, err);
+  if (rc == 0) rc = memstub_gen_threads_emit(g, out, eo, err);
+  if (rc < 0) memstub_error_prefix(err, in);
+  if (rc == 0 && o->profile) {
+    for (int64_t k = 0; k < g->nthreads; k++) {
+      char comp[512];
+      memstub_gen_comp_format(g->gen[k], comp, sizeof comp);
+      ms_cli_note("thread %lld: compensation for %s: %s", (long long)k, o->profile_path, comp);
+    }
+  }
+  if (rc == 0 && strcmp(out, "-") != 0) {
+    int64_t pts = 0, ins = 0;
+    for (int64_t k = 0; k < g->nthreads; k++)
+      pts += g->gen[k]->stub.numdata, ins += g->gen[k]->stub.inserted;
+    ms_cli_note("%s: %lld threads, %lld points (%lld inserted) for %zu rows of %s, %lld "
+                "cross-thread frees",
+                out, (long long)g->nthreads, (long long)pts, (long long)ins, t->n, in,
+                (long long)g->nhandoffs);
+  }
+  memstub_gen_threads_free(g);
   return rc;
 }
 
@@ -212,6 +259,15 @@ int ms_cmd_gen(int argc, char **argv) {
   }
   if (rc == 0 && ms_cli_progress_enabled())
     fprintf(stderr, "\r\033[Kmemstub gen: normalising %zu rows", t->n);
+  int64_t nthreads = rc == 0 ? memstub_trace_thread_count(t) : 1;
+  if (rc == 0 && nthreads > 1) {
+    rc = gen_threads(in, t, &o, &eo, data, out, &err);
+    if (ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
+    memstub_trace_free(t);
+    memstub_held_free(&held);
+    free(held_bytes);
+    return rc < 0 ? ms_cli_fail(&err) : MS_EXIT_OK;
+  }
   if (rc == 0 && (rc = memstub_gen_build(t, &o, &g, &err)) < 0) memstub_error_prefix(&err, in);
   if (ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
   if (rc == 0 && data) out = data;

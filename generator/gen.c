@@ -223,9 +223,10 @@ int memstub_gen_build(const memstub_trace *t, const memstub_gen_options *o, mems
   int64_t nthreads = memstub_trace_thread_count(t);
   if (nthreads > 1)
     return memstub_error_set(err, -EINVAL,
-                             "the trace has %lld threads (a 'thread' column): a header or data "
-                             "file carries one thread; replay it with 'memstub replay' or "
-                             "memstub_gen_threads_build (docs/formats.md, \"Threads\")",
+                             "the trace has %lld threads (a 'thread' column): one stub carries "
+                             "one thread; build one per thread with memstub_gen_threads_build "
+                             "(memstub gen writes them as one header; docs/formats.md, "
+                             "\"Threads\")",
                              (long long)nthreads);
   if (t->n < 2)
     return memstub_error_set(err, -EINVAL,

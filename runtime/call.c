@@ -7,32 +7,20 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "memstub/threads.h"
 #include "prim.h"
 
 /* ---- function entry points ------------------------------------------------- */
+
+static int write_trace_new(const memstub_trace *t, const char *path, memstub_error *err);
 
 // Write the replayed trace to path, a new file: never replaces one.
 static int write_new(const memstub_replay *r, const char *path, memstub_error *err) {
   memstub_trace *t;
   int rc = memstub_replay_trace(r, &t, err);
   if (rc < 0) return rc;
-  ms__afile af;
-  if ((rc = ms__afile_open(&af, path, err)) < 0) {
-    memstub_trace_free(t);
-    return rc;
-  }
-  if (memstub_trace_fwrite(t, af.f) < 0) {
-    int e = errno ? errno : EIO;
-    ms__afile_abort(&af);
-    memstub_trace_free(t);
-    return memstub_error_set(err, -e, "%s: cannot write: %s", path, strerror(e));
-  }
+  rc = write_trace_new(t, path, err);
   memstub_trace_free(t);
-  if ((rc = ms__afile_commit_new(&af, err)) == -EEXIST)
-    memstub_error_set(err, rc,
-                      "MEMSTUB_MEASURE: %s exists already (another stub's measurement, or an "
-                      "earlier run's); not replaced",
-                      path);
   return rc;
 }
 
@@ -107,49 +95,79 @@ int memstub_measure_path(const char *tmpl, const char *name, long pid, int64_t c
   return 0;
 }
 
-int memstub_stub_call(const struct memstub_stub *s, memstub_error *err) {
-  memstub_replay_options o;
-  memstub_replay_options_for(&o, s);
+/* The replay options of a call from the environment (MEMSTUB_TIMING,
+ * MEMSTUB_MARGIN_NS, MEMSTUB_MEASURE) into o, and the file to measure to
+ * into *path (NULL: none; free it), fixed and checked before the replay.
+ * 0 or a negative errno with err set. */
+static int call_setup(const struct memstub_stub *s, memstub_replay_options *o, char **path,
+                      memstub_error *err) {
+  *path = NULL;
+  memstub_replay_options_for(o, s);
   const char *v = getenv("MEMSTUB_TIMING");
-  if (v && *v && memstub_timing_parse(v, &o.timing) < 0)
+  if (v && *v && memstub_timing_parse(v, &o->timing) < 0)
     return memstub_error_set(err, -EINVAL, "MEMSTUB_TIMING: '%s' is neither deadline nor usleep",
                              v);
   v = getenv("MEMSTUB_MARGIN_NS");
-  if (v && *v && memstub_margin_parse(v, &o.margin_ns) < 0)
+  if (v && *v && memstub_margin_parse(v, &o->margin_ns) < 0)
     return memstub_error_set(err, -EINVAL,
                              "MEMSTUB_MARGIN_NS: '%s' is none of model, adaptive or a number "
                              "of ns >= 0",
                              v);
   const char *measure = getenv("MEMSTUB_MEASURE");
-  char *path = NULL;
   int rc = 0;
   if (measure && *measure) {
     // The file name is fixed, and checked, before the replay.
     int64_t call = __atomic_add_fetch(&stub_calls, 1, __ATOMIC_RELAXED);
-    if ((rc = memstub_measure_path(measure, s ? s->name : NULL, (long)getpid(), call, &path,
+    if ((rc = memstub_measure_path(measure, s ? s->name : NULL, (long)getpid(), call, path,
                                    err)) < 0)
       return rc;
-    o.measure = MEMSTUB_MEASURE_TRACE;
+    o->measure = MEMSTUB_MEASURE_TRACE;
     // A name already taken, or a directory that is not there, fails before
     // the replay, not after it (the write checks again, atomically).
     struct stat st;
-    char *slash = strrchr(path, '/');
+    char *slash = strrchr(*path, '/');
     if (slash) *slash = '\0';
-    int nodir = slash && path[0] && stat(path, &st) != 0, e = errno;
+    int nodir = slash && (*path)[0] && stat(*path, &st) != 0, e = errno;
     if (slash) *slash = '/';
     if (nodir)
-      rc = memstub_error_set(err, -e, "MEMSTUB_MEASURE: %s: cannot write: %s", path,
+      rc = memstub_error_set(err, -e, "MEMSTUB_MEASURE: %s: cannot write: %s", *path,
                              strerror(e));
-    else if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+    else if (stat(*path, &st) == 0 && S_ISREG(st.st_mode))
       rc = memstub_error_set(err, -EEXIST,
                              "MEMSTUB_MEASURE: %s exists already (another stub's measurement, "
                              "or an earlier run's); not replaced",
-                             path);
+                             *path);
     if (rc < 0) {
-      free(path);
-      return rc;
+      free(*path);
+      *path = NULL;
     }
   }
+  return rc;
+}
+
+// Write t to path, a new file: never replaces one.
+static int write_trace_new(const memstub_trace *t, const char *path, memstub_error *err) {
+  ms__afile af;
+  int rc;
+  if ((rc = ms__afile_open(&af, path, err)) < 0) return rc;
+  if (memstub_trace_fwrite(t, af.f) < 0) {
+    int e = errno ? errno : EIO;
+    ms__afile_abort(&af);
+    return memstub_error_set(err, -e, "%s: cannot write: %s", path, strerror(e));
+  }
+  if ((rc = ms__afile_commit_new(&af, err)) == -EEXIST)
+    memstub_error_set(err, rc,
+                      "MEMSTUB_MEASURE: %s exists already (another stub's measurement, or an "
+                      "earlier run's); not replaced",
+                      path);
+  return rc;
+}
+
+int memstub_stub_call(const struct memstub_stub *s, memstub_error *err) {
+  memstub_replay_options o;
+  char *path = NULL;
+  int rc = call_setup(s, &o, &path, err);
+  if (rc < 0) return rc;
   memstub_replay *r;
   rc = memstub_replay_run(s, &o, &r, err);
   if (rc < 0) {
@@ -158,6 +176,25 @@ int memstub_stub_call(const struct memstub_stub *s, memstub_error *err) {
   }
   if (path) rc = write_new(r, path, err);
   memstub_replay_free(r);
+  free(path);
+  return rc;
+}
+
+int memstub_threads_call(const memstub_threads_stub *s, memstub_error *err) {
+  if (!s || s->nthreads < 1 || !s->stubs || !s->stubs[0])
+    return memstub_error_set(err, -EINVAL, "a threads stub without threads");
+  memstub_replay_options o;
+  char *path = NULL;
+  // Measured under thread 0's name (NAME_t0), one file for every thread.
+  int rc = call_setup(s->stubs[0], &o, &path, err);
+  if (rc < 0) return rc;
+  memstub_threads_replay *r = NULL;
+  rc = memstub_threads_run(s, &o, &r, err);
+  memstub_trace *t = NULL;
+  if (rc == 0 && path && (rc = memstub_threads_trace(r, &t, err)) == 0)
+    rc = write_trace_new(t, path, err);
+  memstub_trace_free(t);
+  memstub_threads_replay_free(r);
   free(path);
   return rc;
 }

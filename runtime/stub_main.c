@@ -18,6 +18,9 @@
 #include <unistd.h>
 
 #include "memstub/runtime.h"
+#ifdef MEMSTUB_THREADS_VAR
+#include "memstub/threads.h"
+#endif
 
 /* A time for people, "850 ns", "250 µs", "12.5 ms", "1.20 s", as memstub's
  * own summaries print it (common/units.c, which a stub cannot include:
@@ -35,6 +38,10 @@ static const char *human_ns(long long ns, char *buf, size_t cap) {
 #ifndef MEMSTUB_STUB_VAR
 #define MEMSTUB_STUB_VAR memStub
 #endif
+/* A threads header (memstub gen of a trace with several threads): memstub
+ * build defines MEMSTUB_THREADS_VAR as its NAME_memThreads, and
+ * MEMSTUB_STUB_VAR as thread 0's stub (for the help); the program replays
+ * every thread with memstub_threads_run (docs/runtime.md, "Threads"). */
 /* memstub build --data FILE defines MEMSTUB_STUB_DATA as FILE's absolute
  * path and includes no header: the program maps the data file at start
  * (--data FILE names another one) and replays it. */
@@ -133,7 +140,11 @@ static void progress(int64_t done, int64_t total, void *arg) {
   fflush(stderr);
 }
 
-static int run(int argc, char **argv, const struct memstub_stub *stub);
+// Unused in a threads program, which runs run_threads.
+__attribute__((unused)) static int run(int argc, char **argv, const struct memstub_stub *stub);
+#ifdef MEMSTUB_THREADS_VAR
+static int run_threads(int argc, char **argv, const struct memstub_threads_stub *s);
+#endif
 
 int main(int argc, char **argv) {
   if (argc > 0 && argv[0][0]) prog = argv[0];
@@ -148,38 +159,39 @@ int main(int argc, char **argv) {
   int rc = run(argc, argv, &d->stub);
   memstub_stub_data_free(d);
   return rc;
+#elif defined(MEMSTUB_THREADS_VAR)
+  return run_threads(argc, argv, &MEMSTUB_THREADS_VAR);
 #else
   return run(argc, argv, &MEMSTUB_STUB_VAR);
 #endif
 }
 
-static int run(int argc, char **argv, const struct memstub_stub *stub) {
-  memstub_replay_options o;
-  memstub_replay_options_for(&o, stub);
-  const char *measure = NULL;
-  int check = 0, verbose = 0;
+/* The command line into o, *measure, *check and *verbose: -1 to go on, or
+ * the exit status (help printed, or a usage error). */
+static int parse(int argc, char **argv, const char *source, memstub_replay_options *o,
+                 const char **measure, int *check, int *verbose) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
     int missing = 0;
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-      printf(usage_text, prog, stub->source ? stub->source : "unknown");
+      printf(usage_text, prog, source ? source : "unknown");
       return 0;
 #ifdef MEMSTUB_STUB_DATA
     } else if ((v = opt_value(argc, argv, &i, "--data", &missing))) {
       continue;  // opened before
 #endif
     } else if (strcmp(a, "--check") == 0) {
-      check = 1;
+      *check = 1;
     } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
-      verbose = 1;
+      *verbose = 1;
     } else if ((v = opt_value(argc, argv, &i, "--measure", &missing))) {
       if (!*v) return usage_error("--measure needs a file name%s", "");
-      measure = v;
+      *measure = v;
     } else if ((v = opt_value(argc, argv, &i, "--timing", &missing))) {
-      if (memstub_timing_parse(v, &o.timing) < 0)
+      if (memstub_timing_parse(v, &o->timing) < 0)
         return usage_error("--timing: expected deadline or usleep, found '%s'", v);
     } else if ((v = opt_value(argc, argv, &i, "--margin", &missing))) {
-      if (memstub_margin_parse(v, &o.margin_ns) < 0)
+      if (memstub_margin_parse(v, &o->margin_ns) < 0)
         return usage_error("--margin: expected model, adaptive or a number of ns >= 0, found '%s'",
                            v);
     } else if (missing) {
@@ -188,6 +200,16 @@ static int run(int argc, char **argv, const struct memstub_stub *stub) {
       return usage_error("unknown argument '%s'", a);
     }
   }
+  return -1;
+}
+
+static int run(int argc, char **argv, const struct memstub_stub *stub) {
+  memstub_replay_options o;
+  memstub_replay_options_for(&o, stub);
+  const char *measure = NULL;
+  int check = 0, verbose = 0;
+  int st = parse(argc, argv, stub->source, &o, &measure, &check, &verbose);
+  if (st >= 0) return st;
 #if defined(MEMSTUB_STUB_USE) && defined(MEMSTUB_STUB_POINT)
   if (beyond_arrays(stub))
     return fail("the descriptor's numdata is more than its %s arrays hold", "memUse and memPoint");
@@ -216,3 +238,45 @@ static int run(int argc, char **argv, const struct memstub_stub *stub) {
   memstub_replay_free(r);
   return rc;
 }
+
+#ifdef MEMSTUB_THREADS_VAR
+/* Every thread of s on a common clock (memstub_threads_run): --measure writes
+ * every thread's rows with a thread column (memstub_threads_trace), as
+ * memstub replay --measure does for such a trace; -v prints a line per thread. */
+static int run_threads(int argc, char **argv, const struct memstub_threads_stub *s) {
+  memstub_replay_options o;
+  memstub_replay_options_for(&o, s->stubs[0]);
+  const char *measure = NULL;
+  int check = 0, verbose = 0;
+  int st = parse(argc, argv, s->stubs[0]->source, &o, &measure, &check, &verbose);
+  if (st >= 0) return st;
+  memstub_error err = {0};
+  if (check) return memstub_threads_check(s, &o, &err) < 0 ? fail("%s", err.msg) : 0;
+  if (measure) o.measure = MEMSTUB_MEASURE_TRACE;
+  memstub_threads_replay *r;
+  if (memstub_threads_run(s, &o, &r, &err) < 0) return fail("%s", err.msg);
+  int rc = 0;
+  if (measure) {
+    memstub_trace *t = NULL;
+    if (memstub_threads_trace(r, &t, &err) < 0 || memstub_trace_write(t, measure, &err) < 0)
+      rc = fail("%s", err.msg);
+    memstub_trace_free(t);
+  }
+  for (int64_t k = 0; verbose && rc == 0 && k < s->nthreads; k++) {
+    const memstub_replay_info *i = &r->thread[k]->info;
+    char a[32], d[32], t[32], c[32];
+    fprintf(stderr,
+            "%s: thread %lld: replayed %lld points from %s in %s (target %s, %s timing); CPU %s, "
+            "%lld sleeps\n",
+            prog, (long long)k, (long long)i->points,
+            human_ns(s->threads[k].start_ns, a, sizeof a), human_ns(i->duration_ns, d, sizeof d),
+            human_ns(i->target_ns, t, sizeof t), memstub_timing_name(o.timing),
+            human_ns(i->cpu_ns, c, sizeof c), (long long)i->sleeps);
+  }
+  if (verbose && rc == 0)
+    fprintf(stderr, "%s: %lld threads, %lld cross-thread frees\n", prog, (long long)s->nthreads,
+            (long long)s->nhandoffs);
+  memstub_threads_replay_free(r);
+  return rc;
+}
+#endif

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "memstub/compare.h"
 #include "memstub/gen.h"
@@ -439,7 +441,7 @@ START_TEST(test_free_after_exit) {
 END_TEST
 
 // The command line: replay --measure writes every thread's rows, compare
-// judges them per thread and in total, gen refuses (a header holds one thread).
+// judges them per thread and in total, gen writes a header (--data refuses).
 START_TEST(test_cli) {
   char *dir = tu_mkdtemp();
   memstub_trace *t = fixture();
@@ -476,14 +478,247 @@ START_TEST(test_cli) {
     snprintf(path, sizeof path, "%s/%s", dir, figs[i]);
     ck_assert_msg(tu_exists(path), "%s missing", figs[i]);
   }
+  // gen writes a header of every thread; a data file still carries one thread.
   r = tu_memstub(dir, "gen", in, "-o", "x.h", (char *)NULL);
+  ck_assert_msg(r.status == 0, "gen: %s", r.err);
+  ck_assert_ptr_nonnull(strstr(r.err, "x.h: 4 threads, "));
+  tu_run_free(&r);
+  r = tu_memstub(dir, "gen", in, "--data", "x.msd", (char *)NULL);
   ck_assert_int_eq(r.status, 2);
-  ck_assert_ptr_nonnull(strstr(r.err, "the trace has 4 threads"));
+  ck_assert_ptr_nonnull(strstr(r.err, "the trace has 4 threads: a data file (--data) carries one"));
   tu_run_free(&r);
   memstub_trace_free(m);
   memstub_trace_free(t);
   tu_rmtree(dir);
   free(dir);
+}
+END_TEST
+
+// Path of name in dir (malloc'd).
+static char *in_dir(const char *dir, const char *name) {
+  char *p = malloc(strlen(dir) + strlen(name) + 2);
+  sprintf(p, "%s/%s", dir, name);
+  return p;
+}
+
+/* One thread's stub as a single-thread header of its own would hold it:
+ * memstub_gen_emit_ex of the thread's stub under the name NAME_tT, from
+ * "#ifndef MEMSTUB_GEN_" (the provenance comment above it is the same too,
+ * but checked with the rest). */
+static char *thread_alone(const memstub_gen_threads *g, int64_t k, const char *name, int format,
+                          const char *dir) {
+  memstub_gen *gk = g->gen[k];
+  char *keep = gk->name;
+  char tname[64];
+  snprintf(tname, sizeof tname, "%s_t%lld", name, (long long)k);
+  gk->name = tname;
+  char *path = in_dir(dir, "alone.h");
+  memstub_gen_emit_options eo = {.format = format};
+  memstub_error err = {0};
+  int rc = memstub_gen_emit_ex(gk, path, &eo, NULL, &err);
+  gk->name = keep;
+  ck_assert_msg(rc == 0, "%s", err.msg);
+  char *text = tu_read_file(path);
+  unlink(path);
+  free(path);
+  return text;
+}
+
+/* memstub gen of the 4-thread fixture: one header with every thread's stub
+ * (each as a stub of that thread alone would be), the thread table and the
+ * handoffs as memstub_gen_threads_build makes them, in both forms; memstub
+ * build makes a program that replays every thread, each thread's stack and
+ * heap as exact as a single-thread replay's (rt_check_exact). */
+START_TEST(test_gen_build_header) {
+  char *dir = tu_mkdtemp();
+  memstub_trace *t = fixture();
+  char *in = in_dir(dir, "four.csv");
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_trace_write(t, in, &err), 0);
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  o.name = "four";
+  o.source = in;
+  memstub_gen_threads *g = NULL;
+  ck_assert_msg(memstub_gen_threads_build(t, &o, &g, &err) == 0, "%s", err.msg);
+  static const char *const forms[2] = {"listing", "compact"};
+  for (int f = 0; f < 2; f++) {
+    char hname[32], pname[32], mname[32];
+    snprintf(hname, sizeof hname, "four_%s.h", forms[f]);
+    snprintf(pname, sizeof pname, "four_%s", forms[f]);
+    snprintf(mname, sizeof mname, "four_%s.csv", forms[f]);
+    tu_run r = tu_memstub(dir, "gen", in, "--name", "four", "--format", forms[f], "-o", hname,
+                          (char *)NULL);
+    ck_assert_msg(r.status == 0, "gen: %s", r.err);
+    tu_run_free(&r);
+    char *h = in_dir(dir, hname);
+    char *text = tu_read_file(h);
+    // The library writes the same header.
+    char *lib = in_dir(dir, "lib.h");
+    memstub_gen_emit_options eo = {.format = f + 1};
+    ck_assert_msg(memstub_gen_threads_emit(g, lib, &eo, &err) == 0, "%s", err.msg);
+    char *libtext = tu_read_file(lib);
+    ck_assert_str_eq(libtext, text);
+    free(libtext);
+    unlink(lib);
+    free(lib);
+    ck_assert_ptr_nonnull(strstr(text, "#define four_THREADS 4\n"));
+    ck_assert_ptr_nonnull(strstr(text, "static const struct memstub_threads_stub four_memThreads = {"));
+    for (int64_t k = 0; k < 4; k++) {
+      char *alone = thread_alone(g, k, "four", f + 1, dir);
+      ck_assert_msg(strstr(text, alone), "thread %lld's stub differs from its header alone",
+                    (long long)k);
+      free(alone);
+      // The thread table, as the builder's.
+      const memstub_thread_spec *sp = &g->threads[k];
+      char want[256];
+      snprintf(want, sizeof want,
+               "  [%lld] = {.start_ns = %lld, .creator = %lld, .create_point = %lld, .joiner = "
+               "%lld, .join_point = %lld},\n",
+               (long long)k, (long long)sp->start_ns, (long long)sp->creator,
+               (long long)sp->create_point, (long long)sp->joiner, (long long)sp->join_point);
+      ck_assert_msg(strstr(text, want), "no '%s'", want);
+      snprintf(want, sizeof want, "  &four_t%lld_memStub,\n", (long long)k);
+      ck_assert_ptr_nonnull(strstr(text, want));
+    }
+    const memstub_handoff *ho = &g->handoffs[0];
+    char want[512];
+    snprintf(want, sizeof want,
+             "  /* 4.9 KiB malloc'd by thread 1 after its point %lld, freed by thread 2 after its "
+             "point %lld */\n  {.bytes = 5000, .from = 1, .alloc_point = %lld, .alloc_row = 10, "
+             ".to = 2, .free_point = %lld, .drop_row = 40},\n",
+             (long long)ho->alloc_point, (long long)ho->free_point, (long long)ho->alloc_point,
+             (long long)ho->free_point);
+    ck_assert_msg(strstr(text, want), "no '%s'", want);
+    snprintf(want, sizeof want,
+             "/* thread 3 starts at 20.0 ms, created by 1 after its point %lld, joined at the end */",
+             (long long)g->threads[3].create_point);
+    ck_assert_msg(strstr(text, want), "no '%s'", want);
+    ck_assert_ptr_nonnull(strstr(text, f == 0 ? "four_t2_memUse[four_t2_NUMDATA] = {"
+                                             : "four_t2_memData[] ="));
+    free(text);
+    // Build and run it: every thread replayed.
+    r = tu_memstub(dir, "build", h, "-o", pname, (char *)NULL);
+    ck_assert_msg(r.status == 0, "build: %s", r.err);
+    ck_assert_msg(!strstr(r.err, "warning"), "build: %s", r.err);
+    tu_run_free(&r);
+    char *prog = in_dir(dir, pname), *mpath = in_dir(dir, mname);
+    char *argv[] = {prog, "--measure", mpath, "-v", NULL};
+    r = tu_exec(dir, argv);
+    ck_assert_msg(r.status == 0, "%s: %s", pname, r.err);
+    ck_assert_ptr_nonnull(strstr(r.err, "4 threads, 1 cross-thread frees"));
+    snprintf(want, sizeof want, "thread 3: replayed %lld points from 20.0 ms",
+             (long long)g->stubs[3]->numdata);
+    ck_assert_msg(strstr(r.err, want), "no '%s' in %s", want, r.err);
+    tu_run_free(&r);
+    memstub_trace *m = NULL;
+    ck_assert_msg(memstub_trace_read(mpath, &m, &err) == 0, "%s", err.msg);
+    ck_assert_uint_eq(m->n, t->n);
+    for (int64_t k = 0; k < 4; k++) {
+      memstub_trace *orig = thread_trace(t, k), *rep = NULL;
+      ck_assert_int_eq(memstub_trace_thread_split(m, k, &rep), 0);
+      rt_fit fit;
+      rt_check_exact(orig, g->stubs[k], rep, 1, &fit);
+      memstub_trace_free(orig);
+      memstub_trace_free(rep);
+    }
+    memstub_trace_free(m);
+    free(prog), free(mpath), free(h);
+  }
+  // One thread alone: --name four_t1 builds thread 1's stub as a program of its own.
+  tu_run r = tu_memstub(dir, "build", "four_listing.h", "--name", "four_t1", "-o", "t1",
+                        (char *)NULL);
+  ck_assert_msg(r.status == 0, "build --name four_t1: %s", r.err);
+  tu_run_free(&r);
+  char *prog = in_dir(dir, "t1");
+  char *argv[] = {prog, "--check", NULL};
+  r = tu_exec(dir, argv);
+  ck_assert_msg(r.status == 0, "t1 --check: %s", r.err);
+  tu_run_free(&r);
+  free(prog);
+  memstub_gen_threads_free(g);
+  memstub_trace_free(t);
+  free(in);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* memstub_add_stub of a trace with several threads: memstub_NAME() replays
+ * every thread (memstub_threads_call), MEMSTUB_MEASURE gets every thread's
+ * rows, memstub_NAME_threads() is the header's thread table. */
+START_TEST(test_add_stub_threads) {
+  char *dir = tu_mkdtemp();
+  char *src = in_dir(dir, "src"), *bld = in_dir(dir, "b"), *cml = in_dir(src, "CMakeLists.txt");
+  char *app = in_dir(src, "app.c"), *trace = in_dir(src, "four.csv");
+  ck_assert_int_eq(mkdir(src, 0777), 0);
+  memstub_trace *t = fixture();
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_trace_write(t, trace, &err), 0);
+  char *text = NULL, *inc = strdup(tu_src("include"));  // tu_src: one buffer
+  char *fn = strdup(tu_src("cmake/MemstubStub.cmake"));
+  ck_assert(asprintf(&text,
+                     "cmake_minimum_required(VERSION 3.20)\nproject(t C)\n"
+                     "set(MEMSTUB_EXECUTABLE \"%s\")\nset(MEMSTUB_LIBDIR \"%s\")\n"
+                     "set(MEMSTUB_INCLUDEDIR \"%s\")\ninclude(\"%s\")\n"
+                     "memstub_add_stub(NAME four TRACE four.csv)\n"
+                     "add_executable(app app.c)\ntarget_link_libraries(app PRIVATE four)\n",
+                     getenv("MEMSTUB_EXE"), getenv("MEMSTUB_BINARY_DIR"), inc, fn) > 0);
+  tu_write_file(cml, text);
+  free(text), free(inc), free(fn);
+  tu_write_file(app,
+                "#include <stdio.h>\n#include \"memstub/threads.h\"\n#include \"memstub_four.h\"\n"
+                "int main(void) {\n"
+                "  memstub_error err = {0};\n"
+                "  int rc = memstub_four_err(&err);\n"
+                "  const struct memstub_threads_stub *s = memstub_four_threads();\n"
+                "  printf(\"rc=%d threads=%lld handoffs=%lld t0=%s %s\\n\", rc,\n"
+                "         (long long)s->nthreads, (long long)s->nhandoffs, memstub_four_stub()->name,\n"
+                "         err.msg);\n"
+                "  return rc != 0;\n}\n");
+  char *cc = getenv("MEMSTUB_CC"), ccdef[4200];
+  snprintf(ccdef, sizeof ccdef, "-DCMAKE_C_COMPILER=%s", cc ? cc : "cc");
+  char *configure[] = {"cmake", "-S", src, "-B", bld, ccdef, NULL};
+#if defined(MEMSTUB_SANITIZED)
+  // The runtime's archives are sanitized: the library builds; an app would
+  // need the sanitizers' flags, so it is built and run in plain builds only.
+  char *build[] = {"cmake", "--build", bld, "--target", "four", NULL};
+#else
+  char *build[] = {"cmake", "--build", bld, NULL};
+#endif
+  tu_run r = tu_exec(NULL, configure);
+  ck_assert_msg(r.status == 0, "configure: %.2000s", r.err);
+  tu_run_free(&r);
+  r = tu_exec(NULL, build);
+  size_t lo = strlen(r.out);
+  ck_assert_msg(r.status == 0, "build: %s%.2000s", r.err, r.out + (lo > 2000 ? lo - 2000 : 0));
+  tu_run_free(&r);
+#if !defined(MEMSTUB_SANITIZED)
+  char *exe = in_dir(bld, "app"), *meas = in_dir(dir, "m.csv");
+  setenv("MEMSTUB_MEASURE", meas, 1);
+  char *argv[] = {exe, NULL};
+  r = tu_exec(dir, argv);
+  unsetenv("MEMSTUB_MEASURE");
+  ck_assert_msg(r.status == 0, "app: %s%s", r.out, r.err);
+  ck_assert_msg(strstr(r.out, "rc=0 threads=4 handoffs=1 t0=four_t0 "), "%s", r.out);
+  tu_run_free(&r);
+  memstub_trace *m = NULL;
+  // MEMSTUB_MEASURE without a field: m.csv.NAME.PID.CALL, NAME thread 0's stub.
+  char *ls[] = {"sh", "-c", "ls m.csv.four_t0.*.1", NULL};
+  r = tu_exec(dir, ls);
+  ck_assert_msg(r.status == 0, "no measurement: %s", r.err);
+  r.out[strcspn(r.out, "\n")] = '\0';
+  char *mp = in_dir(dir, r.out);
+  tu_run_free(&r);
+  ck_assert_msg(memstub_trace_read(mp, &m, &err) == 0, "%s", err.msg);
+  ck_assert_uint_eq(m->n, t->n);
+  ck_assert_int_eq(memstub_trace_thread_count(m), 4);
+  memstub_trace_free(m);
+  free(mp), free(exe), free(meas);
+#endif
+  memstub_trace_free(t);
+  tu_rmtree(dir);
+  free(dir), free(src), free(bld), free(cml), free(app), free(trace);
 }
 END_TEST
 
@@ -502,6 +737,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_replay_threads);
   tcase_add_test(tc, test_cli);
   tcase_add_test(tc, test_free_after_exit);
+  tcase_add_test(tc, test_gen_build_header);
+  tcase_add_test(tc, test_add_stub_threads);
   suite_add_tcase(s, tc);
   return s;
 }

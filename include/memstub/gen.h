@@ -224,6 +224,18 @@ int memstub_gen_threads_build(const memstub_trace *t, const memstub_gen_options 
                               memstub_gen_threads **out, memstub_error *err);
 void memstub_gen_threads_free(memstub_gen_threads *g);
 
+/* Write g as one C header to path ("-" for standard output): every thread's
+ * stub as memstub_gen_emit_ex writes a stub of that thread alone, named
+ * NAME_tT (T the thread; tT without a name), in the form o->format gives for
+ * its points, then the thread table, the handoffs and the descriptor
+ * `struct memstub_threads_stub NAME_memThreads`, with NAME_THREADS defined as
+ * the number of threads (docs/formats.md, "Threads"). Atomic like
+ * memstub_gen_emit. 0, or a negative errno with err set (fails as
+ * memstub_gen_emit_ex, with the thread named; -EINVAL for o->release: a stub
+ * of several threads holds nothing after its return). */
+int memstub_gen_threads_emit(const memstub_gen_threads *g, const char *path,
+                             const memstub_gen_emit_options *o, memstub_error *err);
+
 #ifdef __cplusplus
 }
 #endif

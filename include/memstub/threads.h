@@ -26,15 +26,19 @@
 extern "C" {
 #endif
 
-typedef struct memstub_thread_spec {
+/* A generated threads header (memstub_gen_threads_emit) defines the same
+ * structures under the same guard, so it may come before this file. */
+#ifndef MEMSTUB_STRUCT_THREADS
+#define MEMSTUB_STRUCT_THREADS
+struct memstub_thread_spec {
   int64_t start_ns;      // its start on the common clock, ns after thread 0's start
   int64_t creator;       // thread that creates it, -1 the replay (thread 0 always)
   int64_t create_point;  // after this point of the creator (-1: before its first point)
   int64_t joiner;        // thread that joins it, -1 the replay at the end
   int64_t join_point;    // after this point of the joiner
-} memstub_thread_spec;
+};
 
-typedef struct memstub_handoff {
+struct memstub_handoff {
   int64_t bytes;        // requested size of the block (> 0)
   int64_t from;         // thread that mallocs it
   int64_t alloc_point;  //   after this point of its own (-1 before its first point)
@@ -45,15 +49,19 @@ typedef struct memstub_handoff {
                         //   stub, or (>= its stub's norig) a row after its exit that
                         //   lowers its heap, which the replayed trace makes up from the
                         //   free (memstub_threads_trace); INT64_MAX when none does
-} memstub_handoff;
+};
 
-typedef struct memstub_threads_stub {
+struct memstub_threads_stub {
   int64_t nthreads;
   const struct memstub_stub *const *stubs;  // [nthreads]
-  const memstub_thread_spec *threads;       // [nthreads]
+  const struct memstub_thread_spec *threads;  // [nthreads]
   int64_t nhandoffs;
-  const memstub_handoff *handoffs;          // [nhandoffs], by from, then alloc_point
-} memstub_threads_stub;
+  const struct memstub_handoff *handoffs;    // [nhandoffs], by from, then alloc_point
+};
+#endif
+typedef struct memstub_thread_spec memstub_thread_spec;
+typedef struct memstub_handoff memstub_handoff;
+typedef struct memstub_threads_stub memstub_threads_stub;
 
 /* Check a multi-thread stub: every thread's stub (memstub_replay_check with
  * o), thread 0 first with no creator, creators and joiners that exist and
@@ -106,6 +114,15 @@ void memstub_threads_replay_free(memstub_threads_replay *r);
  * `thread` column; heap_bytes is the row's thread's own heap. */
 int memstub_threads_trace(const memstub_threads_replay *r, memstub_trace **out,
                           memstub_error *err);
+
+/* A threads stub called as a function (memstub_add_stub of a trace with
+ * several threads: memstub_NAME()): replays every thread of s as
+ * memstub_threads_run does, with the options memstub_stub_call takes from
+ * the environment (MEMSTUB_TIMING, MEMSTUB_MARGIN_NS) and, with
+ * MEMSTUB_MEASURE, every thread's rows (memstub_threads_trace) written to
+ * one new file named after thread 0's stub (NAME_t0 for %n). 0, or a
+ * negative errno with err set (err may be NULL), as memstub_stub_call. */
+int memstub_threads_call(const memstub_threads_stub *s, memstub_error *err);
 
 #ifdef __cplusplus
 }
