@@ -440,6 +440,53 @@ START_TEST(test_free_after_exit) {
 }
 END_TEST
 
+/* At the default resolution the freeing thread's row is its bucket's end:
+ * here thread 0 frees thread 1's 5000 bytes inside a bucket that ends at 4
+ * ms, while thread 1's own row at 3 ms (a realloc after the free) already
+ * leaves them out. The generator settles the free at that row: thread 1's
+ * stub keeps the block until its row 2 (3 ms), and thread 0 frees it after
+ * its last row up to then (its row 1, 0.5 ms; it waits for the block). */
+START_TEST(test_free_before_its_row) {
+  const char *text =
+      "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer,xfree_from,xfree_bytes,"
+      "xfree_alloc_ns\n"
+      "0,256,1000,0,start,-1,,,\n"
+      "500000,512,1000,0,,,,,\n"
+      "1000000,0,0,1,start,0,,,\n"
+      "2000000,4096,5000,1,,,,,\n"
+      "3000000,4096,400,1,,,,,\n"
+      "4000000,512,1000,0,,,1,5000,2000000\n"
+      "4000000,4096,400,1,,,,,\n"
+      "5000000,4096,0,1,exit,,,,\n"
+      "6000000,512,1000,0,join,1,,,\n"
+      "7000000,256,1000,0,exit,,,,\n";
+  memstub_trace *t = rt_trace(text);
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  memstub_gen_threads *g = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_gen_threads_build(t, &o, &g, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(g->nhandoffs, 1);
+  ck_assert_int_eq(g->handoffs[0].from, 1);
+  ck_assert_int_eq(g->handoffs[0].to, 0);
+  ck_assert_int_eq(g->handoffs[0].drop_row, 2);  // thread 1's row at 3 ms, not 4 ms
+  // Thread 0 frees it after its row at 0.5 ms: the point that completes that row.
+  int64_t p1 = -1;
+  for (int64_t p = 0; p < g->stubs[0]->numdata; p++)
+    if (g->stubs[0]->point[p] == 1) p1 = p;
+  ck_assert_int_eq(g->handoffs[0].free_point, p1);
+  memstub_replay_options ro;
+  memstub_replay_options_init(&ro);
+  memstub_threads_replay *r = NULL;
+  ck_assert_msg(memstub_threads_run(&g->stub, &ro, &r, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(r->handoff[0].malloc_tid, r->tid[1]);
+  ck_assert_int_eq(r->handoff[0].free_tid, r->tid[0]);
+  memstub_threads_replay_free(r);
+  memstub_gen_threads_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
 // The command line: replay --measure writes every thread's rows, compare
 // judges them per thread and in total, gen writes a header (--data refuses).
 START_TEST(test_cli) {
@@ -737,6 +784,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_replay_threads);
   tcase_add_test(tc, test_cli);
   tcase_add_test(tc, test_free_after_exit);
+  tcase_add_test(tc, test_free_before_its_row);
   tcase_add_test(tc, test_gen_build_header);
   tcase_add_test(tc, test_add_stub_threads);
   suite_add_tcase(s, tc);
