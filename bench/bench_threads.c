@@ -27,78 +27,10 @@
 #include "memstub/threads.h"
 #include "memstub/trace.h"
 #include "prim.h"
+#include "threads_fixture.h"
 
 #define MS 1000000LL
 enum { MAXREP = 50, MAXTH = 64 };
-
-typedef struct frow {
-  int64_t t, th, stack, heap, ev, peer, xfrom, xbytes, xalloc, seq;
-} frow;
-
-static int cmp_row(const void *a, const void *b) {
-  const frow *x = a, *y = b;
-  if (x->t != y->t) return x->t < y->t ? -1 : 1;
-  if (x->th != y->th) return x->th < y->th ? -1 : 1;
-  return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/* The fixture of tests/test_threads.c (keep them alike); stagger > 0 moves
- * thread k's rows k x stagger ns later, so no two threads' rows coincide. */
-static memstub_trace *fixture(int64_t stagger) {
-  frow *r = calloc(1000, sizeof *r);
-  int n = 0;
-#define ADD(...) (r[n] = (frow){__VA_ARGS__, n}, n++)
-  const int64_t E = MEMSTUB_TRACE_EMPTY;
-  for (int i = 0; i <= 100; i++) {
-    int64_t t = i * 2 * MS, ev = 0, peer = E;
-    if (i == 0) ev = MEMSTUB_THREAD_EVENT_START, peer = -1;
-    if (t == 150 * MS) ev = MEMSTUB_THREAD_EVENT_JOIN, peer = 2;
-    if (t == 180 * MS) ev = MEMSTUB_THREAD_EVENT_JOIN, peer = 1;
-    if (i == 100) ev = MEMSTUB_THREAD_EVENT_EXIT;
-    ADD(t, 0, 1024 + 512 * (i % 4), 2000 + 96 * (i % 10), ev, peer, E, E, E);
-  }
-  for (int i = 0; i <= 65; i++) {
-    int64_t t = 10 * MS + i * 2 * MS, ev = 0, peer = E;
-    if (i == 0) ev = MEMSTUB_THREAD_EVENT_START, peer = 0;
-    if (i == 65) ev = MEMSTUB_THREAD_EVENT_EXIT;
-    int64_t h = i < 40 ? 1000 * i : 1000 * (80 - i);
-    if (t >= 30 * MS && t < 90 * MS) h += 5000;
-    ADD(t, 1, 4096 * (1 + i % 8), h, ev, peer, E, E, E);
-  }
-  for (int i = 0; i <= 36; i++) {
-    int64_t t = 12 * MS + i * 3 * MS, ev = 0, peer = E, xf = E, xb = E, xa = E;
-    if (i == 0) ev = MEMSTUB_THREAD_EVENT_START, peer = 0;
-    if (i == 36) ev = MEMSTUB_THREAD_EVENT_EXIT;
-    if (t == 90 * MS) xf = 1, xb = 5000, xa = 30 * MS;
-    int64_t h = t >= 30 * MS && t < 60 * MS ? 300000 : 8000 + 800 * (i % 5);
-    ADD(t, 2, 2048 + 1024 * (i % 3), h, ev, peer, xf, xb, xa);
-  }
-  for (int i = 0; i <= 80; i++) {
-    int64_t t = 20 * MS + i * MS, ev = 0, peer = E;
-    if (i == 0) ev = MEMSTUB_THREAD_EVENT_START, peer = 1;
-    if (i == 80) ev = MEMSTUB_THREAD_EVENT_EXIT;
-    ADD(t, 3, 16384 * (i % 10), 64 * (i % 7), ev, peer, E, E, E);
-  }
-#undef ADD
-  for (int i = 0; i < n; i++) {
-    r[i].t += r[i].th * stagger;
-    if (r[i].xalloc != E) r[i].xalloc += r[i].xfrom * stagger;
-  }
-  qsort(r, (size_t)n, sizeof *r, cmp_row);
-  memstub_trace *t = memstub_trace_create();
-  const char *cols[] = {"thread", "thread_event", "thread_peer", "xfree_from", "xfree_bytes",
-                        "xfree_alloc_ns"};
-  for (int c = 0; c < 6; c++) memstub_trace_add_column(t, cols[c]);
-  for (int i = 0; i < n; i++) {
-    memstub_trace_append(t, r[i].t, r[i].stack, r[i].heap);
-    int64_t *x = memstub_trace_extra_row(t, t->n - 1);
-    int64_t v[6] = {r[i].th, r[i].ev, r[i].peer, r[i].xfrom, r[i].xbytes, r[i].xalloc};
-    memcpy(x, v, sizeof v);
-  }
-  free(r);
-  memstub_trace_set_meta(t, "source", "bench_threads fixture (tests/test_threads.c)");
-  return t;
-}
 
 static int cmp_i64(const void *a, const void *b) {
   int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -208,8 +140,11 @@ int main(int argc, char **argv) {
   if (trace_path) {
     if (memstub_trace_read(trace_path, &orig, &err) < 0) return die(&err);
   } else {
-    orig = fixture(stagger < 0 ? 0 : stagger);
-    if (memstub_trace_validate(orig, &err) < 0) return die(&err);
+    orig = ms_test_threads_fixture(stagger < 0 ? 0 : stagger);
+    if (!orig) {
+      fprintf(stderr, "bench_threads: out of memory making the fixture\n");
+      return 1;
+    }
     if (fixture_out && memstub_trace_write(orig, fixture_out, &err) < 0) return die(&err);
   }
   memstub_profile prof;
