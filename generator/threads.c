@@ -23,8 +23,9 @@ void memstub_gen_threads_free(memstub_gen_threads *g) {
   free(g);
 }
 
-// Columns a thread's own trace leaves out: the thread columns, and the
-// process-wide resident ones (not replayed per thread).
+// Columns a thread's own trace leaves out: the thread columns, the
+// process-wide mapped memory (not replayed per thread) and the process-wide
+// resident memory (its share is added back, rss_shares).
 static int left_out(const char *name) {
   static const char *const cols[] = {"thread",      "thread_event",   "thread_peer",
                                      "xfree_from",  "xfree_bytes",    "xfree_alloc_ns",
@@ -34,10 +35,50 @@ static int left_out(const char *name) {
   return 0;
 }
 
+/* The process's resident memory shared among its threads, so that their
+ * stubs together hold what the process held: each change of rss_bytes goes
+ * to the thread whose row saw it (its share grows or falls by it); a fall
+ * larger than that thread's share takes the rest from the others' shares
+ * (lowest thread first), which their stubs follow at their next rows. Rows
+ * are where a thread's replay can act, so a growth a thread without rows
+ * made (one that blocks the recorder's timer) is held by the thread that
+ * saw it. A new array of t->n shares (row r: its thread's share after it),
+ * or NULL (out of memory, or t has no rss_bytes: *none set). */
+static int64_t *rss_shares(const memstub_trace *t, const memstub_trace_threadcols *c, int64_t nt,
+                           int *none) {
+  int crss = memstub_trace_column(t, "rss_bytes");
+  *none = crss < 0;
+  if (crss < 0) return NULL;
+  int64_t *share = malloc(t->n * sizeof *share), *cur = calloc((size_t)nt, sizeof *cur);
+  if (!share || !cur) {
+    free(share);
+    free(cur);
+    return NULL;
+  }
+  int64_t prev = 0;
+  for (size_t r = 0; r < t->n; r++) {
+    const int64_t *x = memstub_trace_extra_row(t, r);
+    int64_t th = x[c->thread], rss = x[crss] > 0 ? x[crss] : 0, d = rss - prev;
+    prev = rss;
+    cur[th] += d;
+    for (int64_t o = 0; cur[th] < 0 && o < nt; o++) {  // a fall beyond its share
+      if (o == th || cur[o] <= 0) continue;
+      int64_t take = cur[o] < -cur[th] ? cur[o] : -cur[th];
+      cur[o] -= take;
+      cur[th] += take;
+    }
+    if (cur[th] < 0) cur[th] = 0;
+    share[r] = cur[th];
+  }
+  free(cur);
+  return share;
+}
+
 /* Thread th's rows of t as a trace of its own, heap_bytes less held[k] (the
- * handed-off blocks its row k still counts). */
+ * handed-off blocks its row k still counts), with rss_bytes from share[]
+ * (NULL: none). */
 static int sub_trace(const memstub_trace *t, const size_t *rows, size_t n, const int64_t *held,
-                     memstub_trace **out) {
+                     const int64_t *share, memstub_trace **out) {
   memstub_trace *s = memstub_trace_create();
   if (!s) return -ENOMEM;
   int map[MEMSTUB_TRACE_MAX_EXTRA_COLUMNS];
@@ -48,6 +89,8 @@ static int sub_trace(const memstub_trace *t, const size_t *rows, size_t n, const
       rc = memstub_trace_add_column(s, t->extra_names[c]);
       map[nmap++] = (int)c;
     }
+  int cshare = share && rc >= 0 ? memstub_trace_add_column(s, "rss_bytes") : -1;
+  if (cshare < -1) rc = cshare;
   for (size_t i = 0; i < t->nmeta && rc >= 0; i++)
     rc = memstub_trace_set_meta(s, t->meta[i].key, t->meta[i].value);
   for (size_t k = 0; k < n && rc >= 0; k++) {
@@ -56,6 +99,7 @@ static int sub_trace(const memstub_trace *t, const size_t *rows, size_t n, const
     const int64_t *src = memstub_trace_extra_row(t, rows[k]);
     int64_t *dst = memstub_trace_extra_row(s, s->n - 1);
     for (size_t m = 0; rc >= 0 && m < nmap; m++) dst[m] = src[map[m]];
+    if (rc >= 0 && cshare >= 0) dst[cshare] = share[rows[k]];
   }
   if (rc < 0) {
     memstub_trace_free(s);
@@ -154,7 +198,8 @@ int memstub_gen_threads_build(const memstub_trace *t, const memstub_gen_options 
   memstub_trace_threadcols_find(t, &c);
   int64_t nt = memstub_trace_thread_count(t);
   memstub_gen_threads *g = calloc(1, sizeof *g);
-  int64_t **held = NULL, **lp = NULL;
+  int64_t **held = NULL, **lp = NULL, *share = NULL;
+  int no_rss = 1;
   if (!g) return memstub_error_set(err, -ENOMEM, "out of memory");
   g->nthreads = nt;
   g->gen = calloc((size_t)nt, sizeof *g->gen);
@@ -168,6 +213,8 @@ int memstub_gen_threads_build(const memstub_trace *t, const memstub_gen_options 
   if (!g->gen || !g->stubs || !g->threads || !g->rows || !g->nrows || !g->nstub || !held ||
       !lp)
     goto nomem;
+  share = rss_shares(t, &c, nt, &no_rss);  // each thread's part of the process's rss
+  if (!share && !no_rss) goto nomem;
   for (int64_t th = 0; th < nt; th++) {
     if (memstub_trace_thread_rows(t, th, &g->rows[th], &g->nrows[th]) < 0) goto nomem;
     if (!(held[th] = calloc(g->nrows[th] + 1, sizeof **held))) goto nomem;
@@ -226,7 +273,7 @@ int memstub_gen_threads_build(const memstub_trace *t, const memstub_gen_options 
         goto fail;
       }
     memstub_trace *sub;
-    if (sub_trace(t, g->rows[th], g->nstub[th], held[th], &sub) < 0) goto nomem;
+    if (sub_trace(t, g->rows[th], g->nstub[th], held[th], share, &sub) < 0) goto nomem;
     rc = memstub_gen_build(sub, o, &g->gen[th], err);
     memstub_trace_free(sub);
     if (rc < 0) {
@@ -279,6 +326,7 @@ fail:
   g = NULL;
 done:
   free_tmp(held, lp, nt);
+  free(share);
   *out = g;
   return rc;
 }

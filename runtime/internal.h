@@ -65,6 +65,7 @@ typedef struct ms__rt_res {
   // MEMSTUB_MEASURE_RESIDENT: /proc/self/statm (or < 0) and the readings at T0.
   int statm_fd;
   int64_t rss0, minflt0, majflt0;
+  int64_t rss0_common;  // >= 0: rss0 given (threads: one baseline for every thread)
 } ms__rt_res;
 
 /* Change the mapped bytes by delta (mmap, mremap or munmap to the new length

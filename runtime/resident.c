@@ -145,7 +145,9 @@ void ms__rt_res_meter_open(ms__rt_res *r) {
 }
 
 void ms__rt_res_baseline(ms__rt_res *r) {
-  r->rss0 = r->statm_fd >= 0 ? ms__prim_statm_anon(r->statm_fd) : -1;
+  r->rss0 = r->rss0_common >= 0 ? r->rss0_common
+           : r->statm_fd >= 0    ? ms__prim_statm_anon(r->statm_fd)
+                                 : -1;
   if (ms__prim_thread_faults(&r->minflt0, &r->majflt0) < 0) r->minflt0 = r->majflt0 = -1;
 }
 

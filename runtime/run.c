@@ -359,6 +359,7 @@ void ms__rt_ctx_init(ms__rt_ctx *c, const struct memstub_stub *s,
     c->res.mapped = s->mapped;
   }
   c->res.statm_fd = -1;
+  c->res.rss0_common = -1;
   if (rec && (opt->measure & MEMSTUB_MEASURE_RESIDENT)) ms__rt_res_meter_open(&c->res);
   c->timing = opt->timing;
   c->measure = opt->measure;

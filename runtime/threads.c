@@ -356,6 +356,12 @@ int memstub_threads_run(const memstub_threads_stub *s, const memstub_replay_opti
   // The common clock: every thread's deadlines count from T0.
   rn.t0 = ms__prim_now_ns() + LEAD_NS;
   for (int64_t k = 0; k < n; k++) rn.t[k].c.t0_at = rn.t0 + s->threads[k].start_ns;
+  // One resident baseline: every thread's rss_bytes is the process's growth since T0,
+  // as the original's rows are (not since each thread's own start).
+  int fd = (opt.measure & MEMSTUB_MEASURE_RESIDENT) ? ms__prim_statm_open() : -1;
+  int64_t rss0 = fd >= 0 ? ms__prim_statm_anon(fd) : -1;
+  if (fd >= 0) close(fd);
+  for (int64_t k = 0; k < n; k++) rn.t[k].c.res.rss0_common = rss0;
   for (int64_t k = 0; k < n; k++)
     if (s->threads[k].creator < 0) create(&rn, k, -1);
   // Threads no thread joins are joined here, once created.

@@ -426,6 +426,47 @@ START_TEST(test_free_before_its_row) {
 }
 END_TEST
 
+/* The process's rss_bytes shared among the threads' stubs: each change goes
+ * to the thread whose row saw it, a fall beyond that thread's share takes
+ * the rest from the others' (thread 0 sees 1 MiB, thread 1 then 2 MiB more,
+ * thread 0 a fall of 2 MiB: 1 MiB of its own and 1 MiB of thread 1's). */
+START_TEST(test_rss_shared) {
+  const char *text =
+      "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer,xfree_from,xfree_bytes,"
+      "xfree_alloc_ns,rss_bytes\n"
+      "0,256,0,0,start,-1,,,,0\n"
+      "1000000,512,1048576,0,,,,,,1048576\n"
+      "2000000,0,0,1,start,0,,,,1048576\n"
+      "3000000,4096,2097152,1,,,,,,3145728\n"
+      "4000000,512,0,0,,,,,,1048576\n"
+      "5000000,4096,2097152,1,exit,,,,,1048576\n"
+      "6000000,512,0,0,join,1,,,,1048576\n"
+      "7000000,256,0,0,exit,,,,,1048576\n";
+  memstub_trace *t = rt_trace(text);
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  memstub_gen_threads *g = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_gen_threads_build(t, &o, &g, &err) == 0, "%s", err.msg);
+  // Each thread's own trace (what its stub was made from) carries its share.
+  int64_t want[2][4] = {{0, 1048576, 0, 0}, {0, 2097152, 1048576, -1}};
+  for (int th = 0; th < 2; th++) {
+    const struct memstub_stub *st = g->stubs[th];
+    ck_assert_ptr_nonnull(st->rss);
+    for (int64_t k = 0; k < st->norig; k++) {
+      int64_t last = -1;  // the row's last point
+      for (int64_t p = 0; p < st->numdata; p++)
+        if (st->point[p] == k) last = p;
+      if (last < 0 || want[th][k] < 0) continue;
+      ck_assert_msg(st->rss[last] == want[th][k], "thread %d row %lld: rss %lld, want %lld", th,
+                    (long long)k, (long long)st->rss[last], (long long)want[th][k]);
+    }
+  }
+  memstub_gen_threads_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
 // The command line: replay --measure writes every thread's rows, compare
 // judges them per thread and in total, gen writes a header (--data refuses).
 START_TEST(test_cli) {
@@ -724,6 +765,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_cli);
   tcase_add_test(tc, test_free_after_exit);
   tcase_add_test(tc, test_free_before_its_row);
+  tcase_add_test(tc, test_rss_shared);
   tcase_add_test(tc, test_gen_build_header);
   tcase_add_test(tc, test_add_stub_threads);
   suite_add_tcase(s, tc);
