@@ -82,12 +82,15 @@ int memstub_gen_check(const struct memstub_stub *s, memstub_error *err) {
  * fell since, never below the next reading. (A fall the next reading does
  * not confirm keeps its rss: glibc's arena keeps freed pages.) */
 void ms__gen_rss_settle(const memstub_trace *t, int64_t *rss) {
+  size_t next = 0;  // the next reading found for the run of rows before it
   for (size_t i = 1; i < t->n; i++) {
     if (t->pts[i].heap_bytes >= t->pts[i - 1].heap_bytes || rss[i] != rss[i - 1]) continue;
     // The next reading: a differing one, or a fresh equal one (the heap
-    // grew a page or more: the recorder read it then), which confirms.
-    size_t j = i + 1;
+    // grew a page or more: the recorder read it then), which confirms. A
+    // row before the last one found has the same (linear in all).
+    size_t j = i < next ? next : i + 1;
     while (j < t->n && rss[j] == rss[i] && t->pts[j].heap_bytes < t->pts[j - 1].heap_bytes + 4096) j++;
+    next = j;
     if (j == t->n || rss[j] >= rss[i] || t->pts[j].time_ns - t->pts[i].time_ns > MS__GEN_RSS_STALE_NS)
       continue;
     int64_t before = t->pts[i - 1].heap_bytes, lo = before, was = rss[i];
