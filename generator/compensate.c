@@ -121,6 +121,18 @@ static double heap_cost(sim *m, int64_t dh) {
   if (size == old) return 0;
   m->heap = size;
   int64_t block = size + m->pad;  // what the runtime asks glibc for
+  if (size < old && m->resident && m->mapped && m->touched_h > size) {
+    // The runtime moves the written pages the shrink unmaps into its keep
+    // mapping (mremap: no fault, resident.c).
+    int64_t moved = (m->touched_h + m->page - 1) / m->page * m->page -
+                    (size + m->page - 1) / m->page * m->page;
+    if (moved > 0) {
+      int64_t at = (m->touched_k + m->page - 1) / m->page * m->page;
+      m->touched_k = at + moved;
+      if (m->touched_k > m->keep_cap) m->keep_cap = m->touched_k;
+    }
+    m->touched_h = size;
+  }
   if (size < old) {
     if (m->mapped && block < m->thr) {  // the runtime moves it back to the arena
       m->mapped = 0;                     // (calloc writes every page of the new chunk)
@@ -170,8 +182,9 @@ static int64_t span_pages(int64_t from, int64_t to, int64_t page) {
 /* The resident part of a point of a stub with resident data, after its heap
  * part: the mapping changed by dmap (one mmap/mremap/munmap when its pages
  * change), then pages written or dropped to the rss target as the runtime
- * does (heap block first, then the mapping, then the keep mapping, which
- * costs a call when it grows; -1: everything). A written page
+ * does (written pages stay; new ones in the heap block first, then the
+ * mapping, then the keep mapping, which costs a call when it grows; drops in
+ * the reverse order; -1: everything). A written page
  * is a first touch (heap_mmap_use per fault: the same kernel work on
  * anonymous memory); a drop is madvise, costed as heap_mmap_shrink per page
  * given back. */
@@ -191,9 +204,29 @@ static double res_cost(sim *m, int64_t dmap, int64_t target) {
   if (m->touched_h > m->heap) m->touched_h = m->heap;
   int64_t want_h = m->heap, want_m = m->map_len, want_k = 0;
   if (target >= 0) {
-    want_h = target < m->heap ? target : m->heap;
-    want_m = target - want_h < m->map_len ? target - want_h : m->map_len;
-    want_k = target - want_h - want_m;
+    // Written pages stay; the difference is written (block, mapping, keep)
+    // or dropped (keep, mapping, block), as the runtime does.
+    want_h = m->touched_h;
+    want_m = m->touched_m;
+    want_k = m->touched_k;
+    int64_t have = want_h + want_m + want_k, d;
+    if (target > have) {
+      int64_t need = target - have;
+      d = m->heap - want_h < need ? m->heap - want_h : need;
+      want_h += d;
+      need -= d;
+      d = m->map_len - want_m < need ? m->map_len - want_m : need;
+      want_m += d;
+      want_k += need - d;
+    } else if (target < have) {
+      int64_t cut = have - target;
+      d = want_k < cut ? want_k : cut;
+      want_k -= d;
+      cut -= d;
+      d = want_m < cut ? want_m : cut;
+      want_m -= d;
+      want_h -= cut - d;
+    }
   }
   if (want_k > m->keep_cap) {  // the keep mapping grows (it never shrinks)
     c += k->heap_mmap_alloc_nofault.ns;

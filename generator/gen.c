@@ -183,6 +183,7 @@ static int resident_points(memstub_gen *g, const memstub_trace *t, const memstub
                            memstub_error *err) {
   int64_t *r = NULL, *m = NULL, rb = 0, mb = 0;
   int rc = extra_targets(t, "rss_bytes", o->rss_scale, "--rss-scale", &r, &rb, err);
+  if (r) ms__gen_rss_settle(t, r);  // a heap fall's stale reading (points.c)
   if (rc == 0) rc = extra_targets(t, "mapped_bytes", o->mapped_scale, "--mapped-scale", &m, &mb, err);
   if (rc < 0 || (!r && !m)) goto out;
   int64_t n = g->stub.numdata;

@@ -18,6 +18,11 @@ typedef struct ms__targets {
  * never below 0; -1 (no target) stays. compensate.c. */
 void ms__gen_compensate_rss(memstub_gen *g, const struct memstub_profile *p);
 
+/* rss_bytes of t's rows (rss[t->n], rebased) where a heap fall's reading is
+ * stale: lowered from the fall on when the next reading, at most
+ * MS__GEN_RSS_STALE_NS later, confirms it (points.c). */
+#define MS__GEN_RSS_STALE_NS (INT64_C(10) * 1000 * 1000)
+void ms__gen_rss_settle(const memstub_trace *t, int64_t *rss);
 // Append one point to g (points.c). 0 or -ENOMEM.
 int ms__gen_append(memstub_gen *g, int64_t time, int64_t stack, int64_t heap, int64_t point);
 

@@ -71,3 +71,34 @@ void ms__gen_finish(memstub_gen *g, const ms__targets *tg) {
 int memstub_gen_check(const struct memstub_stub *s, memstub_error *err) {
   return memstub_stub_check(s, err);
 }
+
+/* A recorder reads rss_bytes when the heap grows and at its sampler's tick,
+ * not when it falls: a row whose heap fell carries the reading from before
+ * the free, and the fall of the resident memory shows only at the next
+ * reading. When that next reading (the next row whose rss differs, or whose
+ * heap grew by a page or more: the recorder read it then) comes
+ * within MS__GEN_RSS_STALE_NS and is lower, the rows from the heap's fall on
+ * get the rss the fall explains: the earlier reading minus what the heap
+ * fell since, never below the next reading. (A fall the next reading does
+ * not confirm keeps its rss: glibc's arena keeps freed pages.) */
+void ms__gen_rss_settle(const memstub_trace *t, int64_t *rss) {
+  size_t next = 0;  // the next reading found for the run of rows before it
+  for (size_t i = 1; i < t->n; i++) {
+    if (t->pts[i].heap_bytes >= t->pts[i - 1].heap_bytes || rss[i] != rss[i - 1]) continue;
+    // The next reading: a differing one, or a fresh equal one (the heap
+    // grew a page or more: the recorder read it then), which confirms. A
+    // row before the last one found has the same (linear in all).
+    size_t j = i < next ? next : i + 1;
+    while (j < t->n && rss[j] == rss[i] && t->pts[j].heap_bytes < t->pts[j - 1].heap_bytes + 4096) j++;
+    next = j;
+    if (j == t->n || rss[j] >= rss[i] || t->pts[j].time_ns - t->pts[i].time_ns > MS__GEN_RSS_STALE_NS)
+      continue;
+    int64_t before = t->pts[i - 1].heap_bytes, lo = before, was = rss[i];
+    for (size_t k = i; k < j; k++) {
+      if (t->pts[k].heap_bytes < lo) lo = t->pts[k].heap_bytes;
+      int64_t v = was - (before - lo);
+      rss[k] = v > rss[j] ? v : rss[j];
+    }
+    i = j;
+  }
+}

@@ -11,6 +11,7 @@
 //   malloc would take from the tcache), so the heap offset stays constant.
 #include <errno.h>
 #include <malloc.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,9 +96,25 @@ static int mmapped_usable(size_t u) {
   return ms__malloc_usable_is_mmapped((int64_t)u, ms__prim_page_size());
 }
 
+/* After a shrink of the block that moved [hole, hole + len) out (resident.c):
+ * a block that still reaches into the hole (glibc's realloc did not shrink
+ * it, or failed) gets fresh pages mapped there (written by nobody, so not
+ * resident), so that no byte of a live chunk is unmapped. */
+static void refill(const ms__rt_heap *h, const char *old, uintptr_t hole, size_t len) {
+  if (len && h->block == old && (uintptr_t)h->block + h->usable > hole)
+    mmap((void *)hole, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+}
+
 int ms__rt_heap_resize(ms__rt_heap *h, int64_t size) {
   size_t t = (size_t)size + MS__RT_HEAP_PAD;
 #if defined(__GLIBC__)
+  // Resident data: a heap fall keeps the written pages the shrink would
+  // unmap (the target decides later whether they go).
+  uintptr_t hole = 0;
+  size_t hole_len = 0;
+  const char *old = h->block;
+  if (h->res && h->visible && size < h->size && mmapped_usable(h->usable))
+    ms__rt_res_keep_heap(h->res, h, size, ms__prim_page_size(), &hole, &hole_len);
   // realloc keeps an mmapped block mmapped however small it gets (mremap),
   // a page at least. Below glibc's smallest mmap threshold the block moves
   // back into the arena as a freed buffer's successor would: calloc, which
@@ -105,7 +122,10 @@ int ms__rt_heap_resize(ms__rt_heap *h, int64_t size) {
   size_t u = h->usable;
   if (h->visible && t < MS__MALLOC_MMAP_THRESHOLD && mmapped_usable(u)) {
     char *q = calloc(1, t);
-    if (!q) return -ENOMEM;
+    if (!q) {
+      refill(h, old, hole, hole_len);
+      return -ENOMEM;
+    }
     memcpy(q, h->block, t < u ? t : u);
     free(h->block);
     set_block(h, q);
@@ -118,8 +138,14 @@ int ms__rt_heap_resize(ms__rt_heap *h, int64_t size) {
   }
 #endif
   char *p = realloc(h->block, t);
+#if defined(__GLIBC__)
+  if (!p) refill(h, old, hole, hole_len);
+#endif
   if (!p) return -ENOMEM;
   set_block(h, p);
+#if defined(__GLIBC__)
+  refill(h, old, hole, hole_len);
+#endif
   h->size = size;
   if (!h->visible) return 0;
 #if defined(__GLIBC__)

@@ -25,6 +25,9 @@ typedef struct ms__rt_heap {
   int64_t fixups, stuck;  // 16-byte fix-ups, and those that failed
   int64_t unmaps;         // moves of a shrunken mmapped block back to the arena
   int64_t trims;          // mmapped blocks made a page smaller (see heap.c)
+  // Resident data: a shrinking mmapped block hands its written pages to the
+  // keep mapping first (resident.c); NULL without resident data.
+  struct ms__rt_res *res;
 } ms__rt_heap;
 
 /* Prepare the calling thread's heap before the baseline: allocate the block,
@@ -62,6 +65,9 @@ typedef struct ms__rt_res {
   size_t keep_cap;              // its length, whole pages (it never shrinks)
   int64_t keep_touched;         // bytes [0, keep_touched) written
   int64_t keep_unmet;           // targets it could not hold (its mmap/mremap failed)
+  int keep_split;               // pages were moved into it: several mappings, never grown
+  int64_t keep_moved;           // bytes moved into it from a shrinking heap block
+  int64_t n;                    // points of rss (the keep mapping is reserved for their peak)
   // MEMSTUB_MEASURE_RESIDENT: /proc/self/statm (or < 0) and the readings at T0.
   int statm_fd;
   int64_t rss0, minflt0, majflt0;
@@ -72,12 +78,20 @@ typedef struct ms__rt_res {
  * in whole pages; nothing is touched). 0 or a negative errno (the mapping
  * stays as it was). */
 int ms__rt_res_mapped(ms__rt_res *r, int64_t delta, long page);
-/* Make target bytes resident (-1: all): the heap block's first bytes, then
- * the mapping's, lowest address first, then what is left in the keep
- * mapping; pages beyond the target are written or dropped (madvise
- * MADV_DONTNEED) as needed. A keep mapping that cannot grow holds what it
- * has (keep_unmet counts it). */
+/* Make target bytes resident (-1: all). Written pages stay where they are
+ * while the target allows: a target above what is written writes the heap
+ * block's next bytes, then the mapping's, lowest address first, then the
+ * keep mapping's; a target below drops (madvise MADV_DONTNEED) the keep
+ * mapping's last pages first, then the mapping's, then the block's. A keep
+ * mapping that cannot grow holds what it has (keep_unmet counts it). */
 void ms__rt_res_target(ms__rt_res *r, ms__rt_heap *h, int64_t target, long page);
+/* Before the heap block h (mmapped) shrinks to size: move its written pages
+ * that the shrink would unmap into the keep mapping (mremap, no fault, no
+ * copy), so that a heap fall whose resident memory stays keeps its pages as
+ * glibc's arena would. Sets [*hole, *hole + *len) to the range moved out of
+ * the block (*len 0: nothing moved, nothing to do). */
+void ms__rt_res_keep_heap(ms__rt_res *r, const ms__rt_heap *h, int64_t size, long page,
+                          uintptr_t *hole, size_t *len);
 // Unmap the mapping and close statm (the end of a replay).
 void ms__rt_res_release(ms__rt_res *r);
 /* MEMSTUB_MEASURE_RESIDENT: open /proc/self/statm before the replay

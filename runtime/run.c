@@ -357,6 +357,7 @@ void ms__rt_ctx_init(ms__rt_ctx *c, const struct memstub_stub *s,
   if (s->abi >= MEMSTUB_STUB_ABI_RESIDENT && s->rss && s->mapped) {  // layouts 2 and 3
     c->res.rss = s->rss;
     c->res.mapped = s->mapped;
+    c->res.n = s->numdata;
   }
   c->res.statm_fd = -1;
   c->res.rss0_common = -1;

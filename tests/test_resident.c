@@ -310,6 +310,118 @@ START_TEST(test_kept_after_free) {
 }
 END_TEST
 
+/* The heap falls while the resident memory stays (glibc's arena keeps the
+ * freed pages): the stub keeps its written pages too, moved out of its
+ * shrinking block into the keep mapping, not dropped and written again; a
+ * heap that grows back with the target flat writes nothing new; the target's
+ * fall then gives pages back. Before this, each fall and rise wrote the 16
+ * MiB again (4096 faults a step). */
+START_TEST(test_heap_fall_keeps_pages) {
+#if defined(MEMSTUB_SANITIZED)
+  return;
+#endif
+  // The rss falls 45 ms after the heap: the generator's rule for a stale
+  // reading (test_stale_reading_settled) leaves these rows alone.
+  static const int64_t rows[][4] = {{0, 0, 0, 0},
+                                    {1000000, 32 * MiB, 24 * MiB, 0},
+                                    {2000000, 8 * MiB, 24 * MiB, 0},
+                                    {3000000, 32 * MiB, 24 * MiB, 0},
+                                    {4000000, 8 * MiB, 24 * MiB, 0},
+                                    {5000000, 0, 24 * MiB, 0},
+                                    {50000000, 0, 4 * MiB, 0},
+                                    {150000000, 0, 0, 0}};
+  enum { N = sizeof rows / sizeof rows[0] };
+  memstub_trace *t = measured_rows(rows, N, 1, MEMSTUB_MEASURE_TRACE);
+  for (size_t i = 1; i < N; i++) {
+    int64_t rss = col(t, i, "rss_bytes");
+    ck_assert_msg(rss >= rows[i][2] && rss <= rows[i][2] + 512 * 1024,
+                  "row %zu: rss_bytes %lld, want %lld (+ 512 KiB)", i, (long long)rss,
+                  (long long)rows[i][2]);
+  }
+  // Rows 2 to 5 write no new page: the block's page tables move, a few
+  // partly covered pages at the edges are written again.
+  int64_t faults = col(t, 5, "minor_faults") - col(t, 1, "minor_faults");
+  ck_assert_msg(faults < 256, "%lld faults while the heap fell and rose with rss flat, want < 256",
+                (long long)faults);
+  ck_assert_ptr_null(memstub_trace_get_meta(t, "rss_unmet_points"));
+  memstub_trace_free(t);
+}
+END_TEST
+
+/* The resident target of a point: the row's rss_bytes after the generator's
+ * rules (gen: points map back to rows). */
+static int64_t target_of_row(const memstub_gen *g, int64_t row) {
+  int64_t v = -2;
+  for (int64_t i = 0; i < g->stub.numdata; i++)
+    if (g->point[i] == row) v = g->rss[i];
+  return v;
+}
+
+static memstub_gen *gen_rows(const int64_t (*rows)[4], size_t n) {
+  memstub_trace *t = memstub_trace_create();
+  int rc = memstub_trace_add_column(t, "rss_bytes");
+  for (size_t i = 0; i < n; i++) {
+    ck_assert_int_eq(memstub_trace_append(t, rows[i][0], 0, rows[i][1]), 0);
+    memstub_trace_extra_row(t, i)[rc] = rows[i][2];
+  }
+  memstub_gen_options go;
+  memstub_gen_options_init(&go);
+  memstub_gen *g = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_gen_build(t, &go, &g, &err) == 0, "%s", err.msg);
+  memstub_trace_free(t);
+  return g;
+}
+
+/* A recorder reads rss when the heap grows, not when it falls: a fall's row
+ * repeats the reading from before. When the next reading, within 10 ms, is
+ * lower, the fall's row gets the rss the fall explains; a later or equal
+ * next reading leaves it (the allocator kept the pages). */
+START_TEST(test_stale_reading_settled) {
+  // sort: frees its big block, the next reading (5 ms later) is lower.
+  static const int64_t fell[][4] = {{0, 0, 0, 0},
+                                    {1000000, 64 * MiB, 40 * MiB, 0},
+                                    {2000000, 48 * MiB, 40 * MiB, 0},
+                                    {2000100, 1 * MiB, 40 * MiB, 0},
+                                    {7000000, 1 * MiB, 2 * MiB, 0}};
+  memstub_gen *g = gen_rows(fell, 5);
+  ck_assert_int_eq(target_of_row(g, 1), 40 * MiB);
+  ck_assert_int_eq(target_of_row(g, 2), 24 * MiB);  // 40 minus the 16 MiB fall
+  ck_assert_int_eq(target_of_row(g, 3), 2 * MiB);   // not below the next reading
+  ck_assert_int_eq(target_of_row(g, 4), 2 * MiB);
+  memstub_gen_free(g);
+  // The next lower reading 20 ms later: the fall's rows keep their readings.
+  static const int64_t late[][4] = {{0, 0, 0, 0},
+                                    {1000000, 64 * MiB, 40 * MiB, 0},
+                                    {2000000, 1 * MiB, 40 * MiB, 0},
+                                    {22000000, 1 * MiB, 2 * MiB, 0}};
+  g = gen_rows(late, 4);
+  ck_assert_int_eq(target_of_row(g, 2), 40 * MiB);
+  memstub_gen_free(g);
+  // The next reading confirms the flat rss (an arena that kept its pages),
+  // or is higher: nothing changes.
+  static const int64_t kept[][4] = {{0, 0, 0, 0},
+                                    {1000000, 64 * MiB, 40 * MiB, 0},
+                                    {2000000, 1 * MiB, 40 * MiB, 0},
+                                    {3000000, 1 * MiB, 40 * MiB, 0},
+                                    {4000000, 1 * MiB, 44 * MiB, 0}};
+  g = gen_rows(kept, 5);
+  ck_assert_int_eq(target_of_row(g, 2), 40 * MiB);
+  ck_assert_int_eq(target_of_row(g, 3), 40 * MiB);
+  memstub_gen_free(g);
+  // A row whose heap grew a page or more has a fresh reading: an equal one
+  // there confirms the fall's rss, a lower one after it is a later fall.
+  static const int64_t fresh[][4] = {{0, 0, 0, 0},
+                                     {1000000, 64 * MiB, 40 * MiB, 0},
+                                     {2000000, 1 * MiB, 40 * MiB, 0},
+                                     {3000000, 2 * MiB, 40 * MiB, 0},
+                                     {4000000, 2 * MiB, 8 * MiB, 0}};
+  g = gen_rows(fresh, 5);
+  ck_assert_int_eq(target_of_row(g, 2), 40 * MiB);
+  memstub_gen_free(g);
+}
+END_TEST
+
 // Without MEMSTUB_MEASURE_RESIDENT the replayed trace has no resident columns.
 START_TEST(test_measure_without_resident) {
   static const int64_t rows[][4] = {{0, 0, 0, 0}, {1000000, MiB, 4096, 8192}, {2000000, 0, 0, 0}};
@@ -523,6 +635,8 @@ static Suite *resident_suite(void) {
   tcase_add_test(tc, test_measure_without_resident);
   tcase_add_test(tc, test_release_by_steps);
   tcase_add_test(tc, test_kept_after_free);
+  tcase_add_test(tc, test_heap_fall_keeps_pages);
+  tcase_add_test(tc, test_stale_reading_settled);
   tcase_add_test(tc, test_cli_measure_compare);
   suite_add_tcase(s, tc);
   return s;
