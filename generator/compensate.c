@@ -26,6 +26,7 @@
 #include "ms_common.h"
 #include "memstub/calib.h"
 #include "prim.h"
+#include "resident_rule.h"
 
 /* ---- the cost model ------------------------------------------------------- */
 
@@ -209,24 +210,7 @@ static double res_cost(sim *m, int64_t dmap, int64_t target) {
     want_h = m->touched_h;
     want_m = m->touched_m;
     want_k = m->touched_k;
-    int64_t have = want_h + want_m + want_k, d;
-    if (target > have) {
-      int64_t need = target - have;
-      d = m->heap - want_h < need ? m->heap - want_h : need;
-      want_h += d;
-      need -= d;
-      d = m->map_len - want_m < need ? m->map_len - want_m : need;
-      want_m += d;
-      want_k += need - d;
-    } else if (target < have) {
-      int64_t cut = have - target;
-      d = want_k < cut ? want_k : cut;
-      want_k -= d;
-      cut -= d;
-      d = want_m < cut ? want_m : cut;
-      want_m -= d;
-      want_h -= cut - d;
-    }
+    ms__res_settle(target, m->heap, m->map_len, &want_h, &want_m, &want_k);
   }
   if (want_k > m->keep_cap) {  // the keep mapping grows (it never shrinks)
     c += k->heap_mmap_alloc_nofault.ns;

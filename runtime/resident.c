@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 
 #include "internal.h"
+#include "resident_rule.h"
 #include "prim.h"
 
 static int64_t page_up(int64_t v, long page) { return (v + page - 1) / page * page; }
@@ -151,24 +152,7 @@ void ms__rt_res_target(ms__rt_res *r, ms__rt_heap *h, int64_t target, long page)
     want_h = r->heap_touched;
     want_m = r->map_touched;
     want_k = r->keep_touched;
-    int64_t have = want_h + want_m + want_k, d;
-    if (target > have) {
-      int64_t need = target - have;
-      d = heap - want_h < need ? heap - want_h : need;
-      want_h += d;
-      need -= d;
-      d = r->map_len - want_m < need ? r->map_len - want_m : need;
-      want_m += d;
-      want_k += need - d;
-    } else if (target < have) {
-      int64_t cut = have - target;
-      d = want_k < cut ? want_k : cut;
-      want_k -= d;
-      cut -= d;
-      d = want_m < cut ? want_m : cut;
-      want_m -= d;
-      want_h -= cut - d;
-    }
+    ms__res_settle(target, heap, r->map_len, &want_h, &want_m, &want_k);
   }
   if (want_k > r->keep_touched && keep_room(r, want_k, page) < 0) {
     r->keep_unmet++;
