@@ -52,6 +52,7 @@ typedef struct surv {
 
 int ms__rec_gen_live;
 static gslot *g_tab;
+static int g_tab_ready;  // the three tables are mapped
 static occ_rec *g_occ;
 static surv *g_surv;
 static ms__rec_pages g_tab_pages, g_occ_pages, g_surv_pages;  // their pages written
@@ -73,12 +74,14 @@ static uintptr_t slot_of(uintptr_t p) {
 
 // The tables, on the first region (mmap, touched as used); 0 or -ENOMEM.
 static int ready(void) {
-  if (g_tab) return 0;
+  if (g_tab_ready) return 0;
   // Counted as the recorder's own resident memory (state.c), not the program's.
   if (!g_tab) g_tab = ms__rec_map_counted(sizeof(gslot) << SLOT_BITS, &g_tab_pages);
   if (!g_occ) g_occ = ms__rec_map_counted(sizeof(occ_rec) * (MAX_OCC + 1), &g_occ_pages);
   if (!g_surv) g_surv = ms__rec_map_counted(sizeof(surv) * MAX_SURV, &g_surv_pages);
-  return g_tab && g_occ && g_surv ? 0 : -ENOMEM;
+  if (!(g_tab && g_occ && g_surv)) return -ENOMEM;
+  __atomic_store_n(&g_tab_ready, 1, __ATOMIC_RELEASE);  // for known(), unlocked
+  return 0;
 }
 
 void ms__rec_gen_region(int64_t occ, const char *name, int64_t t, int begin) {
@@ -116,10 +119,10 @@ static void forget(uintptr_t p, int64_t now) {
   uintptr_t i = slot_of(p);
   const uintptr_t mask = ((uintptr_t)1 << SLOT_BITS) - 1;
   for (int n = 0; n < MAX_PROBE; n++, i = (i + 1) & mask) {
-    if (g_tab[i].p == 0) return;
+    if (page_unwritten(&g_tab_pages, &g_tab[i].p) || g_tab[i].p == 0) return;
     if (g_tab[i].p != p) continue;
     gslot s = g_tab[i];
-    g_tab[i].p = 1;
+    __atomic_store_n(&g_tab[i].p, 1, __ATOMIC_RELAXED);
     __atomic_fetch_sub(&ms__rec_gen_live, 1, __ATOMIC_RELAXED);
     occ_rec *o = &g_occ[s.occ];
     o->live_blocks--;
@@ -137,9 +140,13 @@ static void remember(uintptr_t p, int64_t occ, uint64_t n, int64_t now, int32_t 
   uintptr_t i = slot_of(p);
   const uintptr_t mask = ((uintptr_t)1 << SLOT_BITS) - 1;
   for (int k = 0; k < MAX_PROBE; k++, i = (i + 1) & mask) {
+    wrote(&g_tab_pages, &g_tab[i], sizeof *g_tab);  // before it is read (page_unwritten)
     if (g_tab[i].p > 1) continue;
-    if (g_tab[i].p == 0) wrote(&g_tab_pages, &g_tab[i], sizeof *g_tab);
-    g_tab[i] = (gslot){p, occ, n, now, site};
+    g_tab[i].occ = occ;
+    g_tab[i].size = n;
+    g_tab[i].t = now;
+    g_tab[i].site = site;
+    __atomic_store_n(&g_tab[i].p, p, __ATOMIC_RELAXED);  // known() reads it unlocked
     __atomic_fetch_add(&ms__rec_gen_live, 1, __ATOMIC_RELAXED);
     occ_rec *o = &g_occ[occ];
     o->blocks++;
@@ -151,11 +158,33 @@ static void remember(uintptr_t p, int64_t occ, uint64_t n, int64_t now, int32_t 
   g_dropped_blocks++;
 }
 
+/* Whether p is in the table, without the lock: a block is remembered at its
+ * allocation, which happened before its free (the program's own order), so
+ * a free never races with the insert of its own block. Most frees while a
+ * generation is alive are of other blocks: they leave here, without the
+ * lock and the clock. */
+static int known(uintptr_t p) {
+  if (!__atomic_load_n(&g_tab_ready, __ATOMIC_ACQUIRE)) return 0;
+  uintptr_t i = slot_of(p);
+  const uintptr_t mask = ((uintptr_t)1 << SLOT_BITS) - 1;
+  for (int n = 0; n < MAX_PROBE; n++, i = (i + 1) & mask) {
+    if (page_unwritten(&g_tab_pages, &g_tab[i].p)) return 0;
+    uintptr_t q = __atomic_load_n(&g_tab[i].p, __ATOMIC_RELAXED);
+    if (q == 0) return 0;
+    if (q == p) return 1;
+  }
+  return 0;
+}
+
 void ms__rec_gen_event(tstate *ts, void *freed, void *allocated, uint64_t n) {
-  int64_t now = raw_now();
   // Thread 0's regions only: under --thread all other threads' occurrence
   // numbers would collide with its own.
   int born = allocated && ts == ms__rec.rec && ts->tag;
+  if (freed && !known((uintptr_t)freed)) {
+    if (!born) return;
+    freed = NULL;
+  }
+  int64_t now = raw_now();
   // With --sites, the site sites.c sampled it at just before (the hooks call it first).
   int32_t site = born ? ms__rec_site_lookup((uintptr_t)allocated) : -1;
   lock();

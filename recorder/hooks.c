@@ -115,7 +115,7 @@ static inline void book_alloc(tstate *ts, void *p, uint64_t n, int fn, uintptr_t
     if (UNLIKELY(!table_put((uintptr_t)p, m ? n : (n | NOT_MINE)))) {
       __atomic_fetch_add(&ms__rec.table_overflow, 1, __ATOMIC_RELAXED);
     } else if (m) {
-      if (UNLIKELY(n >= MS__REC_GROW_SAMPLE)) ms__rec_mem_sample(ts);  // grew a page or more
+      grow_sample(ts, (int64_t)n);
       event(ts, heap_add((int64_t)n), sp);
       site(ts, NULL, p, n);
       generation(ts, NULL, p, n);
@@ -181,7 +181,7 @@ static void release_all(tstate *ts, uint64_t own, uint64_t bytes, uintptr_t sp) 
 
 // A block of n bytes ts allocated (p not NULL) becomes its own.
 static void own_all(tstate *ts, void *p, uint64_t n, uintptr_t sp) {
-  if (UNLIKELY(n >= MS__REC_GROW_SAMPLE)) ms__rec_mem_sample(ts);
+  grow_sample(ts, (int64_t)n);
   gheap_add((int64_t)n);
   int64_t h = theap_add(ts, (int64_t)n);
   if (!ts->gone) event(ts, h, sp);  // first: the block's bucket is the one the event is in
@@ -253,7 +253,7 @@ static __attribute__((noinline)) void *realloc_all(tstate *ts, void *p, size_t n
     if (old && (!o || o == ts)) {
       // Its own block: one change, the new block in the bucket of now.
       int64_t d = (int64_t)n - (int64_t)old;
-      if (UNLIKELY(d >= MS__REC_GROW_SAMPLE)) ms__rec_mem_sample(ts);
+      grow_sample(ts, d);
       gheap_add(d);
       int64_t h = theap_add(ts, d);
       if (!ts->gone) event(ts, h, sp);
@@ -336,7 +336,7 @@ static void *realloc_common(tstate *ts, void *p, size_t n, int fn, uintptr_t sp,
       keep_counted = 0;
     }
     int64_t d = (keep_counted ? (int64_t)n : 0) - (int64_t)old;
-    if (UNLIKELY(d >= MS__REC_GROW_SAMPLE)) ms__rec_mem_sample(ts);
+    grow_sample(ts, d);
     if (keep_counted || old) event(ts, heap_add(d), sp);
   } else if (p && n != 0) {
     if (found) table_put((uintptr_t)p, entry);  // failed: p is still there

@@ -123,6 +123,7 @@ typedef struct tstate {
   int64_t tag;
   int64_t minflt, majflt;  // page faults at the last memory sample (recorded thread)
   int64_t mem_raw;         // when a region boundary last sampled memory
+  uint64_t grow_pending;   // heap growth whose sample was skipped (ms__rec_grow_sample)
   // coalescing bucket: h.b
   chunk *head, *tail;
   churn c;
@@ -177,6 +178,7 @@ typedef struct ms__rec_global {
   long rec_ordinal;  // 0: main thread, N: the Nth thread the program creates
   int scope_thread;  // heap of the recorded thread only
   int64_t res_ns, res_raw;
+  int64_t grow_gap_raw;  // growth samples at most this often (res_raw / 4)
   int64_t win_raw;  // 1 ms in clock units: the window of the allocation rate
   long sample_hz;
   long occurrence;  // 0: every region occurrence
@@ -255,7 +257,20 @@ void ms__rec_unmap_counted(ms__rec_pages *pg);
 // The slow path of wrote(): page i of pg is written for the first time (any thread).
 void ms__rec_pages_first(ms__rec_pages *pg, size_t i) __attribute__((noinline));
 
-// [p, p + len) of the counted mapping pg is about to be written (pre: len > 0).
+/* Whether the page of the counted mapping pg holding p was never written: it
+ * holds zeros and must not be read. A first read maps the kernel's zero page
+ * and the first write then faults again and flushes the TLB of every CPU the
+ * process ran on (an IPI each, in a multi-threaded program): a table slot is
+ * therefore first written (wrote(), which writes the page), then read. */
+HOT int page_unwritten(const ms__rec_pages *pg, const void *p) {
+  size_t i = ((uintptr_t)p - pg->base) >> pg->shift;
+  return !(__atomic_load_n(&pg->bits[i >> 6], __ATOMIC_RELAXED) & (UINT64_C(1) << (i & 63)));
+}
+
+/* [p, p + len) of the counted mapping pg is about to be accessed (pre: len >
+ * 0): a page never written is counted and written (with a zero-adding atomic
+ * write, which keeps what another thread stored meanwhile) before anything
+ * reads it. */
 HOT void wrote(ms__rec_pages *pg, const void *p, size_t len) {
   size_t a = ((uintptr_t)p - pg->base) >> pg->shift;
   size_t b = ((uintptr_t)p + len - 1 - pg->base) >> pg->shift;
@@ -389,8 +404,11 @@ void ms__rec_sampler_meta(void);
 
 /* ---- memory.c: mapped and resident memory, page faults ---- */
 
-// An allocator call that grows the heap by this much samples resident memory.
+// An allocator call that grows the heap by this much samples resident memory
+// (rate-limited: ms__rec_grow_sample).
 #define MS__REC_GROW_SAMPLE 4096
+// Growth since the last sample that samples at once, however recent that was.
+#define MS__REC_GROW_FORCE (UINT64_C(1) << 20)
 
 // Open /proc/self/statm (kept open) and take the first sample.
 void ms__rec_mem_init(void);
@@ -401,6 +419,14 @@ void ms__rec_mem_reset(void);
 // faults into ts (ts may be NULL). Async-signal-safe; on a failure the old
 // values stay.
 void ms__rec_mem_sample(tstate *ts);
+/* An allocator call of ts grew the heap by d >= MS__REC_GROW_SAMPLE bytes: a
+ * sample, unless the last one is younger than a quarter of the resolution
+ * (ms__rec.grow_gap_raw; 0 at -r 0) and the heap grew by less than
+ * MS__REC_GROW_FORCE since. A skipped growth stays pending in ts and is
+ * sampled when the thread's bucket closes (coalesce), or by the next sample. */
+void ms__rec_grow_sample(tstate *ts, int64_t d) __attribute__((noinline));
+// The pending growth's sample, at the close of ts's bucket.
+void ms__rec_grow_flush(tstate *ts) __attribute__((noinline));
 // The memory metadata lines (sampling cost, what was not counted).
 void ms__rec_mem_meta(void);
 // The memory columns' names, in the trace's order: rss_bytes, mapped_bytes,
@@ -417,6 +443,11 @@ HOT memv cur_mem(const tstate *ts) {
   m.minflt = ts->is_rec ? ts->minflt : -1;
   m.majflt = ts->is_rec ? ts->majflt : -1;
   return m;
+}
+
+// The hooks' one call after a heap change of d bytes.
+HOT void grow_sample(tstate *ts, int64_t d) {
+  if (UNLIKELY(d >= MS__REC_GROW_SAMPLE)) ms__rec_grow_sample(ts, d);
 }
 
 /* ---- sink.c: rows and coalescing ---- */
@@ -472,6 +503,10 @@ HOT void coalesce(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag) {
       ts->h.b.lm = m;
     }
     return;
+  }
+  if (UNLIKELY(ts->grow_pending)) {
+    ms__rec_grow_flush(ts);
+    mv = __atomic_load_n(&ms__rec_mem_ver, __ATOMIC_RELAXED);
   }
   ts->mem_ver = mv;
   ms__rec_new_bucket(ts, t, s, h, tag, cur_mem(ts));

@@ -70,8 +70,10 @@ void ms__rec_unmap_counted(ms__rec_pages *pg) {
 }
 
 void ms__rec_pages_first(ms__rec_pages *pg, size_t i) {
+  // A write fault, never a read one (page_unwritten): the page comes in writable.
+  __atomic_fetch_or((uint64_t *)(pg->base + (i << pg->shift)), 0, __ATOMIC_RELAXED);
   uint64_t b = UINT64_C(1) << (i & 63);
-  if (!(__atomic_fetch_or(&pg->bits[i >> 6], b, __ATOMIC_RELAXED) & b))
+  if (!(__atomic_fetch_or(&pg->bits[i >> 6], b, __ATOMIC_RELEASE) & b))
     __atomic_fetch_add(&ms__rec_self_bytes, (int64_t)1 << pg->shift, __ATOMIC_RELAXED);
 }
 
@@ -236,6 +238,7 @@ static void init_clock(void) {
   for (int i = 0; i < 63; i++) (void)raw_now();
   ms__rec.now_cost_raw = (double)(raw_now() - a) / 64.0;
   ms__rec.res_raw = (int64_t)((double)ms__rec.res_ns * ms__rec.raw_per_ns);
+  ms__rec.grow_gap_raw = ms__rec.res_raw / 4;
   ms__rec.win_raw = (int64_t)(1e6 * ms__rec.raw_per_ns);
   ms__rec.cpu_gap_raw = (int64_t)(1e4 * ms__rec.raw_per_ns);
   ms__rec.end_cpu = -1;

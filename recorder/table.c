@@ -52,8 +52,8 @@ int ms__rec_table_reset(void) {
 int ms__rec_big_put(uintptr_t p, uint64_t entry, uint64_t own) {
   uintptr_t i = slot_of(p, g_big_mask);
   for (int n = 0; n < MAX_PROBE; n++, i = (i + 1) & g_big_mask) {
+    wrote(&g_big_pages, &g_big[i], sizeof g_big[i]);  // before it is read (page_unwritten)
     uintptr_t k = __atomic_load_n(&g_big[i].key, __ATOMIC_RELAXED);
-    if (k == 0) wrote(&g_big_pages, &g_big[i], sizeof g_big[i]);  // a slot never written
     while (k <= TOMB) {
       if (__atomic_compare_exchange_n(&g_big[i].key, &k, p, 0, __ATOMIC_ACQ_REL,
                                       __ATOMIC_RELAXED)) {
@@ -69,6 +69,7 @@ int ms__rec_big_put(uintptr_t p, uint64_t entry, uint64_t own) {
 int ms__rec_big_take(uintptr_t p, uint64_t *entry, uint64_t *own) {
   uintptr_t i = slot_of(p, g_big_mask);
   for (int n = 0; n < MAX_PROBE; n++, i = (i + 1) & g_big_mask) {
+    if (page_unwritten(&g_big_pages, &g_big[i].key)) return -1;
     uintptr_t k = __atomic_load_n(&g_big[i].key, __ATOMIC_ACQUIRE);
     if (k == p) {
       *entry = g_big[i].entry;

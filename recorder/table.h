@@ -51,6 +51,15 @@ HOT uintptr_t slot_of(uintptr_t p, uintptr_t mask) {
   return (k ^ (((k >> 20) * UINT64_C(0x9E3779B97F4A7C15)) >> 40)) & mask;
 }
 
+// The main table's slots per page, less one (its pages are 4 KiB or more).
+HOT uintptr_t slot_page_mask(void) { return ((uintptr_t)1 << (ms__rec_tab_pages.shift - 3)) - 1; }
+// Slot i's page was never written (page_unwritten; the table is page-aligned).
+HOT int slot_unwritten(uintptr_t i) {
+  uintptr_t pi = i >> (ms__rec_tab_pages.shift - 3);
+  return !(__atomic_load_n(&ms__rec_tab_pages.bits[pi >> 6], __ATOMIC_RELAXED) &
+           (UINT64_C(1) << (pi & 63)));
+}
+
 /* entry: requested size, plus NOT_MINE when the block is not counted; own:
  * its owner, stored when with_own (a constant: the plain call keeps today's
  * code). */
@@ -66,11 +75,14 @@ HOT int table_put_o(uintptr_t p, uint64_t entry, uint64_t own, int with_own) {
   uintptr_t i = slot_of(p, ms__rec_tab_mask);
   int mt = multi();
   for (int n = 0; n < MAX_PROBE; n++, i = (i + 1) & ms__rec_tab_mask) {
-    uint64_t k = __atomic_load_n(&ms__rec_tab[i], __ATOMIC_RELAXED);
-    if (k == 0) {  // a slot never written: its page may be new
+    // Written before read (page_unwritten): at the probe's first slot and at
+    // each page it enters. A take then reads only pages a put wrote (or, for
+    // a block never put, maybe a zero page, which nothing writes through).
+    if (UNLIKELY((n == 0 || (i & slot_page_mask()) == 0) && slot_unwritten(i))) {
       wrote(&ms__rec_tab_pages, &ms__rec_tab[i], sizeof *ms__rec_tab);
       if (with_own) wrote(&ms__rec_own_pages, &ms__rec_own[i], sizeof *ms__rec_own);
     }
+    uint64_t k = __atomic_load_n(&ms__rec_tab[i], __ATOMIC_RELAXED);
     if (LIKELY(!mt) && k <= TOMB) {
       if (with_own) ms__rec_own[i] = own;
       __atomic_store_n(&ms__rec_tab[i], v, __ATOMIC_RELAXED);

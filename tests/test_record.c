@@ -438,6 +438,51 @@ START_TEST(test_rss_leaves_out_recorder_tables) {
 }
 END_TEST
 
+/* 4000 written 8 KiB blocks in a tight loop (rec_helper pages): at the
+ * default resolution growth samples are rate-limited (most are deferred to
+ * the bucket's close) and resident memory still reaches the 31 MiB written;
+ * at -r 0 every growth is sampled. */
+START_TEST(test_growth_samples_rate_limited) {
+  char *dir = tu_mkdtemp();
+  for (int exact = 0; exact <= 1; exact++) {
+    tu_run r;
+    const char *const opts[] = {"-r", "0", NULL};
+    memstub_trace *t = record(dir, "g.csv", &r, exact ? opts : NULL, "pages", NULL);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_int_eq(peak(t, 1), 4000 * 8192);
+    int64_t samples = meta_i(t, "record.memory_samples");
+    int64_t deferred = meta_i(t, "record.memory_samples_deferred");
+    if (exact) {
+      ck_assert_int_eq(deferred, 0);
+      ck_assert_msg(samples >= 4000, "samples %lld", (long long)samples);
+    } else {
+      // 4000 growths in a few ms: at most 4 samples per 100 us bucket are taken.
+      ck_assert_msg(deferred > 0 && samples < 4000, "samples %lld, deferred %lld",
+                    (long long)samples, (long long)deferred);
+    }
+    int64_t prss = col_peak(t, "rss_bytes", NULL);
+    ck_assert_msg(prss >= 30 * MIB && prss <= 40 * MIB, "peak rss %lld (exact %d)", (long long)prss,
+                  exact);
+    // The row where the heap first reaches its peak already sees most of it resident:
+    // what was deferred was sampled when that bucket closed, or before.
+    int crss = memstub_trace_column(t, "rss_bytes");
+    for (size_t i = 0; i < t->n; i++)
+      if (t->pts[i].heap_bytes == 4000 * 8192) {
+        int64_t v = memstub_trace_extra_row(t, i)[crss];
+        if (i + 1 < t->n && memstub_trace_extra_row(t, i + 1)[crss] > v)
+          v = memstub_trace_extra_row(t, i + 1)[crss];
+        ck_assert_msg(v >= 28 * MIB, "rss %lld at the heap's peak (exact %d)", (long long)v, exact);
+        break;
+      }
+    memstub_trace_free(t);
+    tu_run_free(&r);
+  }
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 /* malloc 100 MiB and touch 10 MiB (rec_helper lazy): heap says what was
  * requested, rss what was touched, and the malloc family's own mmap is heap,
  * not mapped. */
@@ -830,6 +875,7 @@ static Suite *record_suite(void) {
   tcase_add_test(tc, test_mapped_memory);
   tcase_add_test(tc, test_lazy_heap_resident);
   tcase_add_test(tc, test_rss_leaves_out_recorder_tables);
+  tcase_add_test(tc, test_growth_samples_rate_limited);
   tcase_add_test(tc, test_region_memory);
   tcase_add_test(tc, test_usage_errors);
   tcase_add_test(tc, test_options_stop_at_the_program);

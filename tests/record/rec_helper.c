@@ -311,6 +311,21 @@ static int small_blocks(void) {
   return 0;
 }
 
+/* 4000 blocks of 8 KiB, each written as it comes (a page cache's growth, 31.25
+ * MiB), kept for 5 ms of CPU: every malloc grows the heap by a page or more,
+ * so each could sample resident memory. */
+static int page_blocks(void) {
+  enum { N = 4000, SZ = 8192 };
+  static char *v[N];
+  for (int i = 0; i < N; i++) {
+    if (!(v[i] = malloc(SZ))) return 1;
+    memset(v[i], 1, SZ);
+  }
+  spin_ms(5);
+  for (int i = 0; i < N; i++) free(v[i]);
+  return 0;
+}
+
 /* 8 MiB mapped and touched before a probe region, 16 MiB more inside it:
  * resident memory counts from the region's begin, mapped memory (like the
  * heap) is the total mapped. */
@@ -374,6 +389,8 @@ int main(int argc, char **argv) {
     rc = region_mapped();
   } else if (strcmp(mode, "lazy") == 0) {
     rc = lazy();
+  } else if (strcmp(mode, "pages") == 0) {
+    rc = page_blocks();
   } else if (strcmp(mode, "small") == 0) {
     rc = small_blocks();
   } else if (strcmp(mode, "bigalloc") == 0) {
