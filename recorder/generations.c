@@ -9,7 +9,15 @@
  * table at exit is a survivor alive at exit. Per occurrence: the blocks and
  * bytes allocated inside, and those alive at its end. Bounded: 2^20 blocks
  * in the table at once, 65536 occurrences, 2^20 survivor records; beyond,
- * counted as dropped. With --sites, a survivor also names the site its
+ * counted as dropped. The live table is a multiplicative hash that starts at
+ * 4096 slots and is rehashed under the lock into one with at most half its
+ * slots live when three quarters are used (live or deleted), so that its
+ * pages follow the blocks it holds, not the heap's address range (an index
+ * by address, like the pointer table's, wrote 40 bytes of table per 32 bytes
+ * of heap: 50 MiB for bench/system's SQLite index build; now 64 to 128 bytes
+ * per live block, and as much again for the tables it outgrew).
+ * Tables it outgrew stay mapped until exit: a lock-free lookup may still be
+ * reading one. With --sites, a survivor also names the site its
  * block was sampled at (sites.c), when it was. Off the hot path unless a region is open on the
  * recorded thread or a region-born block is alive (the hooks' inline
  * generation()). */
@@ -21,18 +29,20 @@
 #include "internal.h"
 #include "ms_common.h"
 
-#define SLOT_BITS 21  // table slots: twice the blocks it holds
+#define SLOT_BITS 21  // the live table's largest size: twice the blocks it holds
+#define FIRST_BITS 12  // its first size
+#define MAX_TABLES 48  // tables made (each doubling, then rebuilds at the largest size)
 #define MAX_LIVE (1 << 20)
 #define MAX_OCC 65536
 #define MAX_SURV (1 << 20)
 #define MAX_PROBE 4096
 
 typedef struct gslot {
-  uintptr_t p;  // 0 empty, 1 deleted
-  int64_t occ;
-  uint64_t size;
-  int64_t t;     // allocated, raw clock
+  uintptr_t p;   // 0 empty, 1 deleted
+  int32_t occ;   // <= MAX_OCC
   int32_t site;  // its allocation site (record --sites), -1 not sampled
+  uint64_t size;
+  int64_t t;  // allocated, raw clock
 } gslot;
 
 typedef struct occ_rec {
@@ -51,11 +61,21 @@ typedef struct surv {
 } surv;
 
 int ms__rec_gen_live;
-static gslot *g_tab;
-static int g_tab_ready;  // the three tables are mapped
+/* One live table: 2^bits slots, used of them not empty (live or deleted);
+ * pages counts its pages written. */
+typedef struct gtab {
+  gslot *s;
+  int bits;
+  uint64_t used;
+  ms__rec_pages pages;
+} gtab;
+static gtab g_tabs[MAX_TABLES];
+static int g_ntabs;
+static gtab *g_tab;  // the current one (atomic: known() reads it unlocked), NULL before the first region
+static int g_tab_ready;  // the tables are mapped
 static occ_rec *g_occ;
 static surv *g_surv;
-static ms__rec_pages g_tab_pages, g_occ_pages, g_surv_pages;  // their pages written
+static ms__rec_pages g_occ_pages, g_surv_pages;  // their pages written
 static int64_t g_nocc, g_nsurv;
 static uint64_t g_dropped_blocks, g_dropped_occ, g_dropped_surv;
 static char g_lock;
@@ -65,22 +85,32 @@ static void lock(void) {
 }
 static void unlock(void) { __atomic_clear(&g_lock, __ATOMIC_RELEASE); }
 
-// Neighbouring blocks in neighbouring slots (as the pointer table, table.h):
-// the table's pages are written as the heap is, not one per block.
-static uintptr_t slot_of(uintptr_t p) {
-  uintptr_t k = p >> 5;
-  return (k ^ (((k >> 20) * UINT64_C(0x9E3779B97F4A7C15)) >> 40)) & (((uintptr_t)1 << SLOT_BITS) - 1);
+static uintptr_t slot_of(const gtab *T, uintptr_t p) {
+  return (uintptr_t)(((uint64_t)(p >> 4) * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - T->bits));
+}
+static uintptr_t tab_mask(const gtab *T) { return ((uintptr_t)1 << T->bits) - 1; }
+
+// A new empty live table of 2^bits slots (under the lock); NULL when out of tables or memory.
+static gtab *tab_new(int bits) {
+  if (g_ntabs == MAX_TABLES) return NULL;
+  gtab *T = &g_tabs[g_ntabs];
+  T->s = ms__rec_map_counted(sizeof(gslot) << bits, &T->pages);
+  if (!T->s) return NULL;
+  T->bits = bits;
+  T->used = 0;
+  g_ntabs++;
+  return T;
 }
 
 // The tables, on the first region (mmap, touched as used); 0 or -ENOMEM.
 static int ready(void) {
   if (g_tab_ready) return 0;
   // Counted as the recorder's own resident memory (state.c), not the program's.
-  if (!g_tab) g_tab = ms__rec_map_counted(sizeof(gslot) << SLOT_BITS, &g_tab_pages);
+  if (!g_tab) __atomic_store_n(&g_tab, tab_new(FIRST_BITS), __ATOMIC_RELEASE);
   if (!g_occ) g_occ = ms__rec_map_counted(sizeof(occ_rec) * (MAX_OCC + 1), &g_occ_pages);
   if (!g_surv) g_surv = ms__rec_map_counted(sizeof(surv) * MAX_SURV, &g_surv_pages);
   if (!(g_tab && g_occ && g_surv)) return -ENOMEM;
-  __atomic_store_n(&g_tab_ready, 1, __ATOMIC_RELEASE);  // for known(), unlocked
+  __atomic_store_n(&g_tab_ready, 1, __ATOMIC_RELEASE);
   return 0;
 }
 
@@ -115,21 +145,66 @@ static void add_surv(int64_t occ, uint64_t size, int64_t ta, int64_t tf, int32_t
   g_surv[g_nsurv++] = (surv){occ, size, ta, tf, site};
 }
 
-static void forget(uintptr_t p, int64_t now) {
-  uintptr_t i = slot_of(p);
-  const uintptr_t mask = ((uintptr_t)1 << SLOT_BITS) - 1;
+// The slot of p in T, or NULL (no lock needed: see known()).
+static gslot *tab_find(gtab *T, uintptr_t p) {
+  uintptr_t i = slot_of(T, p), mask = tab_mask(T);
   for (int n = 0; n < MAX_PROBE; n++, i = (i + 1) & mask) {
-    if (page_unwritten(&g_tab_pages, &g_tab[i].p) || g_tab[i].p == 0) return;
-    if (g_tab[i].p != p) continue;
-    gslot s = g_tab[i];
-    __atomic_store_n(&g_tab[i].p, 1, __ATOMIC_RELAXED);
-    __atomic_fetch_sub(&ms__rec_gen_live, 1, __ATOMIC_RELAXED);
-    occ_rec *o = &g_occ[s.occ];
-    o->live_blocks--;
-    o->live_bytes -= s.size;
-    if (o->end) add_surv(s.occ, s.size, s.t, now, s.site);  // freed after its region
-    return;
+    gslot *g = &T->s[i];
+    if (page_unwritten(&T->pages, &g->p)) return NULL;
+    uintptr_t q = __atomic_load_n(&g->p, __ATOMIC_RELAXED);
+    if (q == 0) return NULL;
+    if (q == p) return g;
   }
+  return NULL;
+}
+
+// Put a block into T (under the lock): 1, or 0 when its probe is too long.
+static int tab_put(gtab *T, const gslot *b) {
+  uintptr_t i = slot_of(T, b->p), mask = tab_mask(T);
+  for (int k = 0; k < MAX_PROBE; k++, i = (i + 1) & mask) {
+    gslot *g = &T->s[i];
+    wrote(&T->pages, g, sizeof *g);  // before it is read (page_unwritten)
+    if (g->p > 1) continue;
+    if (g->p == 0) T->used++;
+    g->occ = b->occ;
+    g->site = b->site;
+    g->size = b->size;
+    g->t = b->t;
+    __atomic_store_n(&g->p, b->p, __ATOMIC_RELEASE);  // known() reads it unlocked
+    return 1;
+  }
+  return 0;
+}
+
+/* Before an insert (under the lock): when three quarters of the current
+ * table's slots are used, its live blocks go into a new one where they fill
+ * at most half (the same size when the deleted slots were the most),
+ * published after it is complete. Out of tables or memory, the current one
+ * stays. */
+static void tab_room(void) {
+  gtab *T = g_tab;
+  if ((T->used + 1) * 4 <= ((uint64_t)3 << T->bits)) return;
+  uint64_t live = (uint64_t)__atomic_load_n(&ms__rec_gen_live, __ATOMIC_RELAXED) + 1;
+  int bits = FIRST_BITS;
+  while (bits < SLOT_BITS && live * 2 > ((uint64_t)1 << bits)) bits++;
+  if (live * 2 > ((uint64_t)1 << bits)) return;  // full at the largest
+  gtab *N = tab_new(bits);
+  if (!N) return;
+  for (uintptr_t i = 0; i <= tab_mask(T); i++)
+    if (!page_unwritten(&T->pages, &T->s[i].p) && T->s[i].p > 1) tab_put(N, &T->s[i]);
+  __atomic_store_n(&g_tab, N, __ATOMIC_RELEASE);
+}
+
+static void forget(uintptr_t p, int64_t now) {
+  gslot *g = tab_find(g_tab, p);
+  if (!g) return;
+  gslot s = *g;
+  __atomic_store_n(&g->p, 1, __ATOMIC_RELAXED);
+  __atomic_fetch_sub(&ms__rec_gen_live, 1, __ATOMIC_RELAXED);
+  occ_rec *o = &g_occ[s.occ];
+  o->live_blocks--;
+  o->live_bytes -= s.size;
+  if (o->end) add_surv(s.occ, s.size, s.t, now, s.site);  // freed after its region
 }
 
 static void remember(uintptr_t p, int64_t occ, uint64_t n, int64_t now, int32_t site) {
@@ -137,25 +212,18 @@ static void remember(uintptr_t p, int64_t occ, uint64_t n, int64_t now, int32_t 
     g_dropped_blocks++;
     return;
   }
-  uintptr_t i = slot_of(p);
-  const uintptr_t mask = ((uintptr_t)1 << SLOT_BITS) - 1;
-  for (int k = 0; k < MAX_PROBE; k++, i = (i + 1) & mask) {
-    wrote(&g_tab_pages, &g_tab[i], sizeof *g_tab);  // before it is read (page_unwritten)
-    if (g_tab[i].p > 1) continue;
-    g_tab[i].occ = occ;
-    g_tab[i].size = n;
-    g_tab[i].t = now;
-    g_tab[i].site = site;
-    __atomic_store_n(&g_tab[i].p, p, __ATOMIC_RELAXED);  // known() reads it unlocked
-    __atomic_fetch_add(&ms__rec_gen_live, 1, __ATOMIC_RELAXED);
-    occ_rec *o = &g_occ[occ];
-    o->blocks++;
-    o->bytes += n;
-    o->live_blocks++;
-    o->live_bytes += n;
+  tab_room();
+  gslot b = {.p = p, .occ = (int32_t)occ, .size = n, .t = now, .site = site};
+  if (!tab_put(g_tab, &b)) {
+    g_dropped_blocks++;
     return;
   }
-  g_dropped_blocks++;
+  __atomic_fetch_add(&ms__rec_gen_live, 1, __ATOMIC_RELAXED);
+  occ_rec *o = &g_occ[occ];
+  o->blocks++;
+  o->bytes += n;
+  o->live_blocks++;
+  o->live_bytes += n;
 }
 
 /* Whether p is in the table, without the lock: a block is remembered at its
@@ -164,16 +232,11 @@ static void remember(uintptr_t p, int64_t occ, uint64_t n, int64_t now, int32_t 
  * generation is alive are of other blocks: they leave here, without the
  * lock and the clock. */
 static int known(uintptr_t p) {
-  if (!__atomic_load_n(&g_tab_ready, __ATOMIC_ACQUIRE)) return 0;
-  uintptr_t i = slot_of(p);
-  const uintptr_t mask = ((uintptr_t)1 << SLOT_BITS) - 1;
-  for (int n = 0; n < MAX_PROBE; n++, i = (i + 1) & mask) {
-    if (page_unwritten(&g_tab_pages, &g_tab[i].p)) return 0;
-    uintptr_t q = __atomic_load_n(&g_tab[i].p, __ATOMIC_RELAXED);
-    if (q == 0) return 0;
-    if (q == p) return 1;
-  }
-  return 0;
+  // A table the lock has since replaced still holds every block it held
+  // (a rehash copies, a later delete marks only the current table): a stale
+  // yes costs the lock, never a wrong answer.
+  gtab *T = __atomic_load_n(&g_tab, __ATOMIC_ACQUIRE);
+  return T && tab_find(T, p) != NULL;
 }
 
 void ms__rec_gen_event(tstate *ts, void *freed, void *allocated, uint64_t n) {
@@ -200,8 +263,10 @@ void ms__rec_gen_write(const assembled *A) {
   lock();
   int64_t end = raw_now();
   // What is still in the table is alive at exit.
-  for (uintptr_t i = 0; i < ((uintptr_t)1 << SLOT_BITS); i++)
-    if (g_tab[i].p > 1) add_surv(g_tab[i].occ, g_tab[i].size, g_tab[i].t, -1, g_tab[i].site);
+  for (uintptr_t i = 0; i <= tab_mask(g_tab); i++) {
+    const gslot *g = &g_tab->s[i];
+    if (!page_unwritten(&g_tab->pages, &g->p) && g->p > 1) add_surv(g->occ, g->size, g->t, -1, g->site);
+  }
   char path[PATH_MAX + 16];
   snprintf(path, sizeof path, "%s.generations", ms__rec.out);
 #define NS(raw) ((long long)((double)((raw) - A->origin_raw) * A->scale))

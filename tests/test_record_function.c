@@ -295,6 +295,39 @@ START_TEST(test_generations) {
 }
 END_TEST
 
+/* Three calls each leaving 20,000 small blocks alive (fnprog many): the
+ * recorder's table of generations is rehashed into larger ones several times
+ * with blocks in it, and loses none: every occurrence has its 20,000
+ * survivors, half freed at once and half alive at exit. */
+START_TEST(test_generations_many_blocks) {
+  char *dir = tu_mkdtemp();
+  char *argv[] = {(char *)env("MEMSTUB_EXE"), "record", "-q", "-o", "t.csv", "--function",
+                  "produce_many", "--", (char *)env("MEMSTUB_REC_FNPROG"), "many", NULL};
+  tu_run r = tu_exec(dir, argv);
+  ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "generations", "t.csv", "--json", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_msg(strstr(r.out, "\"occurrences\": 3, \"dropped_blocks\": 0,"), "%s", r.out);
+  const char *q = r.out;
+  for (int k = 1; k <= 3; k++) {
+    char want[160];
+    snprintf(want, sizeof want, "{\"occurrence\": %d, \"region\": \"produce_many\"", k);
+    q = strstr(q, want);
+    ck_assert_msg(q, "no occurrence %d in %s", k, r.out);
+    ck_assert_msg(strstr(q, "\"allocated_blocks\": 30000, \"allocated_bytes\": 1120000, "
+                            "\"survivor_blocks\": 20000, \"survivor_bytes\": 960000,"),
+                  "occurrence %d: %s", k, q);
+    const char *e = strstr(q, "\"alive_at_exit\": ");
+    ck_assert_msg(e && strtoll(e + 17, NULL, 10) == 480000, "occurrence %d: %s", k, q);
+    q++;
+  }
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 // gen --release: the stub holds the three survivors after the region and
 // releases two of them when the program freed them (100 and 150 ms later).
 START_TEST(test_generations_replayed) {
@@ -435,6 +468,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_generations);
   tcase_add_test(tc, test_generations_refusals);
   tcase_add_test(tc, test_generations_replayed);
+  tcase_add_test(tc, test_generations_many_blocks);
   suite_add_tcase(s, tc);
   return s;
 }

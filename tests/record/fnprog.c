@@ -10,7 +10,9 @@
  *   tiny N       call tiny() N times and print ns per call on stderr
  *   generation   produce() leaves three blocks alive (100, 200, 300 kB; a
  *                temporary is freed inside): the first is freed 100 ms after
- *                it returns, the second at the end of main, the third never */
+ *                it returns, the second at the end of main, the third never
+ *   many         produce_many() three times: 20,000 blocks of 48 bytes left
+ *                alive each time, half freed at once, half never */
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -66,6 +68,19 @@ __attribute__((noinline)) void produce(void) {
   free(tmp);
 }
 
+/* produce_many(): 20,000 blocks of 48 bytes left alive (and 10,000
+ * temporaries freed inside), so that the recorder's table of generations
+ * grows several times while blocks are in it. */
+enum { MANY = 20000 };
+static void *g_many[3][MANY];
+__attribute__((noinline)) void produce_many(int k) {
+  for (int i = 0; i < MANY; i++) {
+    void *volatile tmp = i % 2 ? malloc(16) : NULL;
+    if (!(g_many[k][i] = malloc(48))) exit(3);
+    free(tmp);
+  }
+}
+
 static volatile long g_sink;
 __attribute__((noinline)) void tiny(void) { g_sink++; }
 
@@ -102,6 +117,12 @@ int main(int argc, char **argv) {
     free(g_kept[0]);
     usleep(50000);
     free(g_kept[1]);
+  } else if (!strcmp(m, "many")) {
+    // Three calls; after each the even blocks are freed, the odd ones never.
+    for (int k = 0; k < 3; k++) {
+      produce_many(k);
+      for (int i = 0; i < MANY; i += 2) free(g_many[k][i]);
+    }
   } else if (!strcmp(m, "tiny")) {
     double t0 = now();
     for (int k = 0; k < n; k++) tiny();
