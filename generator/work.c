@@ -34,9 +34,13 @@ static double meta_num(const memstub_trace *t, const char *key) {
 }
 
 /* The recorder's cost in row i's interval: its bookkeeping per allocator
- * call (record.cost_ns_per_event times the row's calls) and its timer
- * samples, spread over the CPU time (record.cost_ns_per_sample times
- * record.samples, in proportion to the row's CPU time). */
+ * call (record.cost_ns_per_event times the row's calls) and its samples,
+ * spread over the CPU time in proportion to the row's: the timer's
+ * (record.cost_ns_per_sample times record.samples, each with its memory
+ * sample) and the memory samples taken at allocator calls and region
+ * boundaries (record.memory_samples less the timer's, times
+ * record.cost_ns_per_memory_sample; the trace does not say which rows took
+ * them). */
 typedef struct cost {
   double per_call, per_cpu_ns;
 } cost;
@@ -49,7 +53,10 @@ static cost recorder_cost(const memstub_trace *t, int ccol, int any_calls) {
   c.per_call = meta_num(t, "record.cost_ns_per_event");
   if (ccol >= 0 && t->n > 1) {
     int64_t total = memstub_trace_extra_row(t, t->n - 1)[ccol] - memstub_trace_extra_row(t, 0)[ccol];
-    double samples = meta_num(t, "record.samples") * meta_num(t, "record.cost_ns_per_sample");
+    double ticks = meta_num(t, "record.samples");
+    double samples = ticks * meta_num(t, "record.cost_ns_per_sample");
+    double mem = meta_num(t, "record.memory_samples") - ticks;
+    if (mem > 0) samples += mem * meta_num(t, "record.cost_ns_per_memory_sample");
     if (total > 0) c.per_cpu_ns = samples / (double)total;
     if (c.per_cpu_ns > 0.5) c.per_cpu_ns = 0.5;  // a figure that absurd is not believed
   }

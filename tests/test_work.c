@@ -196,6 +196,25 @@ START_TEST(test_recorder_cost_taken_out) {
   ck_assert_int_eq(g->work_overhead_ns, 16000);
   memstub_gen_free(g);
   memstub_trace_free(t);
+  // Memory samples beyond the timer's (at allocator calls): 10 more at 400 ns.
+  t = parse(
+      "# memstub-trace 1\n"
+      "# record.cost_ns_per_event: 10.0\n"
+      "# record.samples: 4\n"
+      "# record.cost_ns_per_sample: 1500.0\n"
+      "# record.memory_samples: 14\n"
+      "# record.cost_ns_per_memory_sample: 400.0\n"
+      "time_ns,stack_bytes,heap_bytes,cpu_ns,calls_malloc_tiny,calls_free_tiny\n"
+      "0,0,0,0,0,0\n"
+      "1000000,0,0,300000,500,500\n"
+      "2000000,0,0,600000,0,0\n");
+  g = build(t, 1, 1);
+  // 6000 + 4000 ns of samples, half in each row's CPU time; row 1 also the calls.
+  ck_assert_int_eq(g->use[0].time, 1000000 - 10000 - 5000);
+  ck_assert_int_eq(g->use[1].time, 1000000 - 5000);
+  ck_assert_int_eq(g->work_overhead_ns, 20000);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
 }
 END_TEST
 
