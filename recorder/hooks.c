@@ -103,6 +103,16 @@ static inline int mine(const tstate *ts) { return !ms__rec.scope_thread || ts->i
 
 static void book_alloc_all(tstate *ts, void *p, uint64_t n, int fn, uintptr_t sp);
 
+// The real realloc, or reallocarray's real (nm, sz) when given, inside the
+// in-allocator flag (its mmaps are heap).
+static inline void *real_realloc(tstate *ts, void *p, size_t n,
+                                 void *(*real)(void *, size_t, size_t), size_t nm, size_t sz) {
+  ts->in_alloc = 1;
+  void *q = real ? real(p, nm, sz) : ms__rec_real_realloc(p, n);
+  ts->in_alloc = 0;
+  return q;
+}
+
 static inline void book_alloc(tstate *ts, void *p, uint64_t n, int fn, uintptr_t sp) {
   if (UNLIKELY(ts->all)) {
     book_alloc_all(ts, p, n, fn, sp);
@@ -242,9 +252,7 @@ static __attribute__((noinline)) void *realloc_all(tstate *ts, void *p, size_t n
     CBARRIER();
     ts->in_hook = 0;
   }
-  ts->in_alloc = 1;
-  void *q = real ? real(p, nm, sz) : ms__rec_real_realloc(p, n);
-  ts->in_alloc = 0;
+  void *q = real_realloc(ts, p, n, real, nm, sz);
   MEASURE_BEGIN(ts);
   count(ts, fn, n);
   uint64_t old = counted(entry);
@@ -320,9 +328,7 @@ static void *realloc_common(tstate *ts, void *p, size_t n, int fn, uintptr_t sp,
     CBARRIER();
     ts->in_hook = 0;
   }
-  ts->in_alloc = 1;
-  void *q = real ? real(p, nm, sz) : ms__rec_real_realloc(p, n);
-  ts->in_alloc = 0;
+  void *q = real_realloc(ts, p, n, real, nm, sz);
   MEASURE_BEGIN(ts);
   count(ts, fn, n);
   uint64_t old = counted(entry);
