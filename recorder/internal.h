@@ -220,6 +220,7 @@ typedef struct ms__rec_global {
 extern ms__rec_global ms__rec;
 extern int ms__rec_on;         // recording (relaxed loads on the hot path)
 extern int64_t ms__rec_heap;   // heap total in scope
+extern int64_t ms__rec_heap_at_sample;  // ms__rec_heap at the last memory sample (memory.c)
 extern uint32_t ms__rec_tick;  // sampling ticks
 extern int64_t ms__rec_tag;    // the recorded thread's current region occurrence
 extern int64_t ms__rec_mapped;  // anonymous bytes mapped outside the malloc family (memory.c)
@@ -504,7 +505,14 @@ HOT void coalesce(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag) {
     }
     return;
   }
-  if (UNLIKELY(ts->grow_pending)) {
+  // A bucket opens after growth not yet sampled: a skipped growth sample,
+  // or a page or more of net growth in smaller blocks (sampled nowhere else
+  // but at the timer, which a loaded machine can leave silent for a whole
+  // short run).
+  if (UNLIKELY(ts->grow_pending ||
+               __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED) -
+                       __atomic_load_n(&ms__rec_heap_at_sample, __ATOMIC_RELAXED) >=
+                   MS__REC_GROW_SAMPLE)) {
     ms__rec_grow_flush(ts);
     mv = __atomic_load_n(&ms__rec_mem_ver, __ATOMIC_RELAXED);
   }

@@ -16,7 +16,8 @@
  * shared pages), kept open and read with one pread; faults: getrusage
  * (RUSAGE_THREAD) of the recorded thread. Both are sampled at the sampler's
  * tick, at allocator calls that grow the heap by a page or more (at most one
- * per quarter of the resolution, ms__rec_grow_sample), at counted
+ * per quarter of the resolution, ms__rec_grow_sample), when a bucket opens
+ * after a page or more of net heap growth since the last sample, at counted
  * mmap/munmap/mremap/brk, at region boundaries and at the thread's start
  * and end. */
 #include <dlfcn.h>
@@ -42,6 +43,7 @@ static int g_statm = -1;
 static uint64_t g_samples, g_sample_raw, g_sample_fail;
 static uint64_t g_grow_skipped;  // growth samples skipped (ms__rec_grow_sample)
 static int64_t g_last_raw;       // when the last sample began
+int64_t ms__rec_heap_at_sample;
 static uint64_t g_iv_overflow;
 
 /* ---- sampling ---- */
@@ -69,6 +71,8 @@ void ms__rec_mem_reset(void) {
 void ms__rec_mem_sample(tstate *ts) {
   int64_t t0 = raw_now();
   __atomic_store_n(&g_last_raw, t0, __ATOMIC_RELAXED);
+  __atomic_store_n(&ms__rec_heap_at_sample, __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED),
+                   __ATOMIC_RELAXED);
   if (ts) ts->grow_pending = 0;
   int e = errno;
   int64_t v = g_statm >= 0 ? ms__prim_statm_anon(g_statm) : -EBADF;

@@ -438,6 +438,28 @@ START_TEST(test_rss_leaves_out_recorder_tables) {
 }
 END_TEST
 
+/* Resident memory that grows through small blocks (rec_helper small: 400,000
+ * of 48 bytes, none a page) is sampled when a coalescing bucket opens after a
+ * page or more of net heap growth, not only at the timer: with the timer off
+ * (--sample-hz 0, as a loaded machine can leave it for a short run) the
+ * trace still sees the 24 MiB. */
+START_TEST(test_small_growth_sampled_without_timer) {
+  char *dir = tu_mkdtemp();
+  tu_run r;
+  const char *const opts[] = {"--sample-hz", "0", NULL};
+  memstub_trace *t = record(dir, "s.csv", &r, opts, "small", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(t);
+  ck_assert_int_eq(meta_i(t, "record.samples"), 0);
+  int64_t prss = col_peak(t, "rss_bytes", NULL);
+  ck_assert_msg(prss >= 24 * MIB && prss <= 30 * MIB, "peak rss %lld", (long long)prss);
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 /* 4000 written 8 KiB blocks in a tight loop (rec_helper pages): at the
  * default resolution growth samples are rate-limited (most are deferred to
  * the bucket's close) and resident memory still reaches the 31 MiB written;
@@ -876,6 +898,7 @@ static Suite *record_suite(void) {
   tcase_add_test(tc, test_lazy_heap_resident);
   tcase_add_test(tc, test_rss_leaves_out_recorder_tables);
   tcase_add_test(tc, test_growth_samples_rate_limited);
+  tcase_add_test(tc, test_small_growth_sampled_without_timer);
   tcase_add_test(tc, test_region_memory);
   tcase_add_test(tc, test_usage_errors);
   tcase_add_test(tc, test_options_stop_at_the_program);
