@@ -139,6 +139,23 @@ START_TEST(test_refused) {
 END_TEST
 
 // The original rows of thread th as a trace of its own.
+// Replay g's threads (measuring with `measure`; 0: nothing); fails the test on an error.
+static memstub_threads_replay *replay(const memstub_gen_threads *g, unsigned measure) {
+  memstub_replay_options ro;
+  memstub_replay_options_init(&ro);
+  ro.measure = measure;
+  memstub_threads_replay *r = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_threads_run(&g->stub, &ro, &r, &err) == 0, "%s", err.msg);
+  return r;
+}
+
+// The cross-thread free of the fixtures: thread 1 allocated, thread 0 freed.
+static void handoff_tids(const memstub_threads_replay *r) {
+  ck_assert_int_eq(r->handoff[0].malloc_tid, r->tid[1]);
+  ck_assert_int_eq(r->handoff[0].free_tid, r->tid[0]);
+}
+
 static memstub_trace *thread_trace(const memstub_trace *t, int64_t th) {
   size_t *rows, n;
   ck_assert_int_eq(memstub_trace_thread_rows(t, th, &rows, &n), 0);
@@ -208,11 +225,7 @@ START_TEST(test_replay_threads) {
   memstub_gen_threads *g = NULL;
   memstub_error err = {0};
   ck_assert_msg(memstub_gen_threads_build(t, &o, &g, &err) == 0, "%s", err.msg);
-  memstub_replay_options ro;
-  memstub_replay_options_init(&ro);
-  ro.measure = MEMSTUB_MEASURE_TRACE;
-  memstub_threads_replay *r = NULL;
-  ck_assert_msg(memstub_threads_run(&g->stub, &ro, &r, &err) == 0, "%s", err.msg);
+  memstub_threads_replay *r = replay(g, MEMSTUB_MEASURE_TRACE);
   // Each thread: its stack and heap at every row, as the single-thread criterion.
   for (int64_t k = 0; k < 4; k++) {
     memstub_trace *orig = thread_trace(t, k), *rep = NULL;
@@ -349,13 +362,8 @@ START_TEST(test_free_after_exit) {
   ck_assert_uint_eq(g->nstub[1], 3);
   ck_assert_int_eq(g->stubs[1]->norig, 3);
   ck_assert_int_eq(g->handoffs[0].drop_row, 3);
-  memstub_replay_options ro;
-  memstub_replay_options_init(&ro);
-  ro.measure = MEMSTUB_MEASURE_TRACE;
-  memstub_threads_replay *r = NULL;
-  ck_assert_msg(memstub_threads_run(&g->stub, &ro, &r, &err) == 0, "%s", err.msg);
-  ck_assert_int_eq(r->handoff[0].malloc_tid, r->tid[1]);
-  ck_assert_int_eq(r->handoff[0].free_tid, r->tid[0]);
+  memstub_threads_replay *r = replay(g, MEMSTUB_MEASURE_TRACE);
+  handoff_tids(r);
   memstub_trace *m = NULL;
   ck_assert_msg(memstub_threads_trace(r, &m, &err) == 0, "%s", err.msg);
   ck_assert_uint_eq(m->n, t->n);
@@ -414,12 +422,8 @@ START_TEST(test_free_before_its_row) {
   for (int64_t p = 0; p < g->stubs[0]->numdata; p++)
     if (g->stubs[0]->point[p] == 1) p1 = p;
   ck_assert_int_eq(g->handoffs[0].free_point, p1);
-  memstub_replay_options ro;
-  memstub_replay_options_init(&ro);
-  memstub_threads_replay *r = NULL;
-  ck_assert_msg(memstub_threads_run(&g->stub, &ro, &r, &err) == 0, "%s", err.msg);
-  ck_assert_int_eq(r->handoff[0].malloc_tid, r->tid[1]);
-  ck_assert_int_eq(r->handoff[0].free_tid, r->tid[0]);
+  memstub_threads_replay *r = replay(g, 0);
+  handoff_tids(r);
   memstub_threads_replay_free(r);
   memstub_gen_threads_free(g);
   memstub_trace_free(t);
@@ -450,13 +454,8 @@ START_TEST(test_free_after_exit_kept) {
   memstub_error err = {0};
   ck_assert_msg(memstub_gen_threads_build(t, &o, &g, &err) == 0, "%s", err.msg);
   ck_assert_int_eq(g->handoffs[0].drop_row, 2);  // thread 1's exit row
-  memstub_replay_options ro;
-  memstub_replay_options_init(&ro);
-  ro.measure = MEMSTUB_MEASURE_TRACE;
-  memstub_threads_replay *r = NULL;
-  ck_assert_msg(memstub_threads_run(&g->stub, &ro, &r, &err) == 0, "%s", err.msg);
-  ck_assert_int_eq(r->handoff[0].malloc_tid, r->tid[1]);
-  ck_assert_int_eq(r->handoff[0].free_tid, r->tid[0]);
+  memstub_threads_replay *r = replay(g, MEMSTUB_MEASURE_TRACE);
+  handoff_tids(r);
   memstub_trace *m = NULL;
   ck_assert_msg(memstub_threads_trace(r, &m, &err) == 0, "%s", err.msg);
   // Every row but the kept one after the exit, which changes nothing to replay.
