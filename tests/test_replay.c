@@ -362,6 +362,29 @@ START_TEST(test_hand_made_stub) {
 }
 END_TEST
 
+/* The tcache is filled (512 mallocs and frees the component never made, seen
+ * by anyone counting the stub's calls) only for a replay that measures its
+ * heap; a replay without --measure leaves it as it is. */
+START_TEST(test_tcache_filled_only_to_measure) {
+#if !defined(MEMSTUB_SANITIZED)
+  memstub_trace *t = read_sample("listing1.csv");
+  memstub_gen *g = gen(t);
+  memstub_replay *r = replay(&g->stub, MEMSTUB_TIMING_DEADLINE, MEMSTUB_MEASURE_HEAP);
+  ck_assert_int_eq(r->info.heap_visible, 1);
+  int measured = r->info.tcache;
+  ck_assert_msg(measured == MEMSTUB_TCACHE_FILLED || measured == MEMSTUB_TCACHE_OFF, "tcache %d",
+                measured);
+  memstub_replay_free(r);
+  r = replay(&g->stub, MEMSTUB_TIMING_DEADLINE, 0);
+  // Not filled, so not found filled (nor found off: nothing was tried).
+  ck_assert_int_eq(r->info.tcache, MEMSTUB_TCACHE_UNFILLED);
+  memstub_replay_free(r);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+#endif
+}
+END_TEST
+
 /* Timing on a loaded machine: deadline timing never starts a point before
  * its deadline and never ends short; relative sleeps are never shorter than
  * the delay. Upper bounds are generous. */
@@ -777,6 +800,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_heap_mmap_threshold);
   tcase_add_test(tc, test_deep_stack);
   tcase_add_test(tc, test_hand_made_stub);
+  tcase_add_test(tc, test_tcache_filled_only_to_measure);
   tcase_add_test(tc, test_timing);
   tcase_add_test(tc, test_records);
   tcase_add_test(tc, test_refused);
