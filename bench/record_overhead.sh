@@ -200,6 +200,34 @@ host_cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' ||
     echo "The recorder's own measurement on \`alloc\` (trace metadata): $c ns of bookkeeping per"
     echo "allocator call over $e calls, $s ns per timer sample."
   fi
+  # Instructions: the same work counted by cachegrind, which a noisy machine
+  # does not change (smaller trees: cachegrind runs about 50x slower).
+  if [[ $PARTS == *overhead* ]] && have valgrind; then
+    echo
+    echo "## Instructions per allocator call (cachegrind, deterministic)"
+    echo
+    echo "Instructions executed (\`valgrind --tool=cachegrind --cache-sim=no\`, I refs) by record_alloc"
+    echo "DEPTH WORK natively and under \`memstub record\`, per allocator call the recorder saw"
+    echo "(\`record.events\`). Unlike the timings above they do not move with the machine's load."
+    echo
+    echo "| program | calls | native instr./call | recorded instr./call | added by the recorder | ratio |"
+    echo "|---|---:|---:|---:|---:|---:|"
+    for args in "13 0" "13 40"; do
+      # shellcheck disable=SC2086
+      n=$(valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null $ALLOC $args 2>&1 >/dev/null |
+        sed -n 's/.*I *refs: *//p' | tr -d ,)
+      # shellcheck disable=SC2086
+      r=$("$MEMSTUB" record -q -o "$tmp/ir.csv" -- valgrind --tool=cachegrind --cache-sim=no \
+        --cachegrind-out-file=/dev/null $ALLOC $args 2>&1 >/dev/null | sed -n 's/.*I *refs: *//p' | tr -d ,)
+      e=$(sed -n 's/^# record.events: //p' "$tmp/ir.csv" 2>/dev/null || true)
+      if [ -n "$n" ] && [ -n "$r" ] && [ -n "$e" ]; then
+        awk -v a="$args" -v n="$n" -v r="$r" -v e="$e" 'BEGIN {
+          printf "| `record_alloc %s` | %d | %.1f | %.1f | %.1f | %.2fx |\n", a, e, n / e, r / e, (r - n) / e, r / n }'
+      else
+        echo "| \`record_alloc $args\` | cachegrind failed | | | | |"
+      fi
+    done
+  fi
 } >"$OUT.tmp"
 
 # ---- fidelity on real programs ----------------------------------------------------

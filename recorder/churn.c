@@ -7,10 +7,11 @@
 
 const char *const ms__rec_fn_name[NFN] = {MS__REC_FN_NAMES};
 const int ms__rec_fn_weight[NFN] = {MS__REC_FN_WEIGHTS};
-float ms__rec_log2tab[4096];
+uint32_t ms__rec_log2tab[4096];
 
 void ms__rec_churn_init(void) {
-  for (int i = 2; i < 4096; i++) ms__rec_log2tab[i] = (float)__builtin_log2((double)i);
+  for (int i = 2; i < 4096; i++)
+    ms__rec_log2tab[i] = (uint32_t)(__builtin_log2((double)i) * (1 << MS__REC_LOG2_FRAC) + 0.5);
 }
 
 void ms__rec_churn_diff(churn *d, const churn *now, const churn *before) {
@@ -49,13 +50,18 @@ void ms__rec_stat_add(tstate *ts, const char *name, const churn *c) {
   ms__rec_churn_add(&st->c, c);
 }
 
+// The sum of log2(bytes) of c's calls of f.
+static double wlog_of(const churn *c, int f) {
+  return (double)c->wlog[f] / (double)(1 << MS__REC_LOG2_FRAC);
+}
+
 void ms__rec_churn_meta(const char *prefix, const churn *c, uint64_t occurrences) {
   uint64_t calls = 0, bytes = 0;
   double w = 0;
   for (int f = 0; f < NFN; f++) {
     calls += c->calls[f];
     bytes += c->bytes[f];
-    w += ms__rec_fn_weight[f] * c->wlog[f];
+    w += ms__rec_fn_weight[f] * wlog_of(c, f);
   }
   char key[96], wb[40];
   ms__rec_fmt_x10(wb, sizeof wb, w);
@@ -68,7 +74,7 @@ void ms__rec_churn_meta(const char *prefix, const churn *c, uint64_t occurrences
   for (int f = 0; f < NFN; f++) {
     if (!c->calls[f]) continue;
     snprintf(key, sizeof key, "%s.%s", prefix, ms__rec_fn_name[f]);
-    ms__rec_fmt_x10(wb, sizeof wb, ms__rec_fn_weight[f] * c->wlog[f]);
+    ms__rec_fmt_x10(wb, sizeof wb, ms__rec_fn_weight[f] * wlog_of(c, f));
     ms__rec_meta(key, MS__REC_CHURN_FMT, (unsigned long long)c->calls[f],
                  (unsigned long long)c->bytes[f], wb);
   }

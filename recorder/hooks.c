@@ -74,7 +74,7 @@ static void *boot_alloc(size_t n) {
 }
 
 static inline int is_boot(const void *p) {
-  return (const char *)p >= boot_buf && (const char *)p < boot_buf + sizeof boot_buf;
+  return (uintptr_t)p - (uintptr_t)boot_buf < sizeof boot_buf;  // one comparison
 }
 
 static size_t boot_size(const void *p) {
@@ -113,7 +113,7 @@ static inline void *real_realloc(tstate *ts, void *p, size_t n,
   return q;
 }
 
-static inline void book_alloc(tstate *ts, void *p, uint64_t n, int fn, uintptr_t sp) {
+HOT void book_alloc(tstate *ts, void *p, uint64_t n, int fn, uintptr_t sp) {
   if (UNLIKELY(ts->all)) {
     book_alloc_all(ts, p, n, fn, sp);
     return;

@@ -92,7 +92,7 @@ typedef struct xrow {
 typedef struct churn {
   uint64_t calls[NFN];
   uint64_t bytes[NFN];
-  double wlog[NFN];  // sum of log2(bytes)
+  uint64_t wlog[NFN];  // sum of log2(bytes), in units of 2^-MS__REC_LOG2_FRAC (flog2)
 } churn;
 
 typedef struct rframe {
@@ -565,7 +565,10 @@ HOT void event(tstate *ts, int64_t h, uintptr_t sp) {
 
 extern const char *const ms__rec_fn_name[NFN];
 extern const int ms__rec_fn_weight[NFN];
-extern float ms__rec_log2tab[4096];
+// log2(i) for i < 4096 in units of 2^-MS__REC_LOG2_FRAC (fixed point: the
+// hot path adds integers, not doubles).
+#define MS__REC_LOG2_FRAC 16
+extern uint32_t ms__rec_log2tab[4096];
 
 void ms__rec_churn_init(void);
 // Add c to the thread's statistics of the region named name.
@@ -577,10 +580,11 @@ void ms__rec_churn_add(churn *sum, const churn *c);
 // Metadata lines for c under prefix (occurrences 0: none given).
 void ms__rec_churn_meta(const char *prefix, const churn *c, uint64_t occurrences);
 
-HOT double flog2(uint64_t n) {
+// log2(n) in units of 2^-MS__REC_LOG2_FRAC, within 0.0008 (n = 0 counts as 1).
+HOT uint64_t flog2(uint64_t n) {
   if (n < 4096) return ms__rec_log2tab[n];
-  int e = 63 - __builtin_clzll(n);                           // >= 12
-  return (double)(e - 11) + ms__rec_log2tab[n >> (e - 11)];  // error < 0.0008
+  int e = 63 - __builtin_clzll(n);  // >= 12
+  return ((uint64_t)(e - 11) << MS__REC_LOG2_FRAC) + ms__rec_log2tab[n >> (e - 11)];
 }
 
 HOT void count(tstate *ts, int fn, uint64_t bytes) {
