@@ -256,6 +256,8 @@ REAL_ORDER="sort python3 sqlite3 perl"
   echo "memstub record with its defaults (heap: bytes requested, whole process; stack: the main"
   echo "thread from its stack top) against \`valgrind --tool=massif --stacks=yes --peak-inaccuracy=0.0"
   echo "--max-snapshots=1000\` (peaks: the largest mem_heap_B and mem_stacks_B of any snapshot)."
+  echo "Slowdowns: after a warm-up run, memstub's is the median of 3 runs alternating with 3 native"
+  echo "ones over the native median; massif's is one run over the same median."
   echo
   echo "| program | memstub peak heap | massif peak heap | difference | memstub peak stack | massif peak stack | memstub slowdown | massif slowdown |"
   echo "|---|---:|---:|---:|---:|---:|---:|---:|"
@@ -265,8 +267,15 @@ for p in $REAL_ORDER; do
   args=("${cmdref[@]}")
   unset -n cmdref
   have "${args[0]}" || { echo "| \`$p\` | not installed | | | | | | |" >>"$OUT.tmp"; continue; }
-  nat=$(timeit "${args[@]}")
-  ms=$(timeit "$MEMSTUB" record -q -o "$tmp/$p.csv" -- "${args[@]}")
+  # A warm-up run (page cache, .pyc files), then the medians of 3 alternating runs each.
+  timeit "${args[@]}" >/dev/null
+  nats="" mss=""
+  for _ in 1 2 3; do
+    nats+="$(timeit "${args[@]}") "
+    mss+="$(timeit "$MEMSTUB" record -q -o "$tmp/$p.csv" -- "${args[@]}") "
+  done
+  nat=$(echo $nats | tr ' ' '\n' | median)
+  ms=$(echo $mss | tr ' ' '\n' | median)
   mh=$(sed -n 's/^# record.peak_heap_bytes: //p' "$tmp/$p.csv")
   mst=$(sed -n 's/^# record.peak_stack_bytes: //p' "$tmp/$p.csv")
   if have valgrind; then

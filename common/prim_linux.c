@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/mman.h>
@@ -113,14 +114,42 @@ uint64_t ms__prim_phys_mem(void) {
   return pages > 0 ? (uint64_t)pages * (uint64_t)ms__prim_page_size() : 0;
 }
 
+/* The first cap - 1 bytes of a /proc file, NUL-terminated, read without
+ * stdio: its FILE and buffer come from malloc, and a stub must make only
+ * its component's allocator calls. The length read, or -1. */
+static ssize_t read_proc(const char *path, char *buf, size_t cap) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  size_t n = 0;
+  while (n + 1 < cap) {
+    ssize_t r = read(fd, buf + n, cap - 1 - n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    n += (size_t)r;
+  }
+  close(fd);
+  buf[n] = '\0';
+  return (ssize_t)n;
+}
+
+// The number after "field" at the start of a line of text, in *v; 1 when found.
+static int proc_field(const char *text, const char *field, unsigned long long *v) {
+  size_t fl = strlen(field);
+  for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+    if (strncmp(l, field, fl) != 0) continue;
+    char *end;
+    errno = 0;
+    *v = strtoull(l + fl, &end, 10);
+    return end != l + fl && errno == 0;
+  }
+  return 0;
+}
+
 uint64_t ms__prim_mem_available(void) {
-  FILE *f = fopen("/proc/meminfo", "re");
-  if (!f) return 0;
-  char line[256];
+  char buf[4096];
   unsigned long long kb = 0;
-  while (fgets(line, sizeof line, f))
-    if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
-  fclose(f);
+  if (read_proc("/proc/meminfo", buf, sizeof buf) < 0 || !proc_field(buf, "MemAvailable:", &kb))
+    return 0;
   return (uint64_t)kb * 1024;
 }
 
@@ -317,17 +346,10 @@ uint64_t ms__prim_mem_limit(int which, uint64_t *used) {
                        ? (uint64_t)rl.rlim_cur
                        : UINT64_MAX;
   if (!used) return limit;
-  FILE *f = fopen("/proc/self/status", "re");
-  if (!f) return limit;
-  char line[256];
-  size_t n = strlen(field[which]);
+  char buf[4096];
   unsigned long long kb;
-  while (fgets(line, sizeof line, f))
-    if (strncmp(line, field[which], n) == 0 && sscanf(line + n, "%llu", &kb) == 1) {
-      *used = (uint64_t)kb * 1024;
-      break;
-    }
-  fclose(f);
+  if (read_proc("/proc/self/status", buf, sizeof buf) >= 0 && proc_field(buf, field[which], &kb))
+    *used = (uint64_t)kb * 1024;
   return limit;
 }
 

@@ -262,7 +262,7 @@ static int parse_item(memstub_compare_checks *cs, const char *p, const char *e,
   memstub_compare_check c;
   memset(&c, 0, sizeof c);
   // The item as the user would write it again, without blanks ("10 %" -> "10%").
-  char pre[16] = "";
+  char pre[24] = "";  // "t" + 19 digits + "." + NUL
   if (thread >= 0) snprintf(pre, sizeof pre, "t%lld.", (long long)thread);
   int sl = snprintf(c.spec, sizeof c.spec, "%s%s=%s%s", pre, key, val, percent ? "%" : "");
   if (sl < 0 || (size_t)sl >= sizeof c.spec)

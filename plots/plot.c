@@ -463,7 +463,7 @@ static int figure(ms__gnuplot *g, const char *out, const memstub_trace *orig,
   }
   // Work data: origwork.dat, replNwork.dat (CPU share, calls per interval).
   for (size_t i = 0; rc == 0 && i <= nrepl; i++) {
-    char name[32];
+    char name[40];  // "repl" + 20 digits + "work.dat" + NUL
     if (i) snprintf(name, sizeof name, "repl%zuwork.dat", i);
     else snprintf(name, sizeof name, "origwork.dat");
     path = ms__gnuplot_path(g, name);

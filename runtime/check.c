@@ -6,13 +6,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "internal.h"
 #include "memstub/stub.h"
 
 int memstub_stub_check(const struct memstub_stub *s, memstub_error *err) {
   // A hand-edited numdata must not wrap the size below.
   if (s->numdata < 0 || (uint64_t)s->numdata >= SIZE_MAX / sizeof(int64_t))
     return memstub_error_set(err, -EINVAL, "the stub claims %lld points", (long long)s->numdata);
-  int64_t *open = malloc((size_t)(s->numdata + 1) * sizeof *open);
+  int64_t *open = ms__rt_own_calloc((size_t)s->numdata + 1, sizeof *open);  // not the stub's calls
   if (!open) return memstub_error_set(err, -ENOMEM, "out of memory");
   int64_t depth = 0, prev = 0;
   int rc = 0;
@@ -35,6 +36,6 @@ int memstub_stub_check(const struct memstub_stub *s, memstub_error *err) {
                              (long long)i, (long long)s->point[i]);
     prev = s->point[i];
   }
-  free(open);
+  ms__rt_own_free(open);
   return rc;
 }

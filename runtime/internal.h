@@ -10,6 +10,14 @@
 #include "ms_common.h"
 #include "ms_runtime.h"
 
+/* ---- the runtime's own memory (own.c) ---------------------------------- */
+
+// n * size zeroed bytes from mmap, never malloc (a stub makes only its
+// component's allocator calls); NULL on overflow or out of memory.
+void *ms__rt_own_calloc(size_t n, size_t size);
+// Give back a block of ms__rt_own_calloc; NULL: nothing.
+void ms__rt_own_free(void *p);
+
 /* ---- the heap block (heap.c) ------------------------------------------- */
 
 // Bytes the block holds beyond the replayed size, so glibc's 32-byte minimum

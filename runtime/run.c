@@ -318,9 +318,9 @@ static int wait_replay(pthread_t th, const ms__rt_ctx *c, const memstub_replay_o
 
 void memstub_replay_free(memstub_replay *r) {
   if (!r) return;
-  free(r->rec);
-  free(r->work);
-  free(r);
+  ms__rt_own_free(r->rec);
+  ms__rt_own_free(r->work);
+  ms__rt_own_free(r);
 }
 
 /* The replay's records and the heap's scratch pointers: everything the replay
@@ -331,7 +331,7 @@ static int reserve(memstub_replay *r, job *j, const struct memstub_stub *s, mems
   if (r->opt.measure && s->numdata > 0) {
     size_t bytes = (size_t)memstub_replay_measure_bytes(s, &r->opt);
     if ((uint64_t)s->numdata > SIZE_MAX / sizeof *r->rec ||
-        !(r->rec = calloc((size_t)s->numdata, sizeof *r->rec)) ||
+        !(r->rec = ms__rt_own_calloc((size_t)s->numdata, sizeof *r->rec)) ||
         ms__prim_prefault(r->rec, bytes, bytes >= ((size_t)2 << 20)) < 0) {
       char hint[256];
       limit_hint(hint, sizeof hint);
@@ -344,11 +344,11 @@ static int reserve(memstub_replay *r, job *j, const struct memstub_stub *s, mems
   }
   if (r->opt.measure && s->numdata > 0 && s->abi == MEMSTUB_STUB_ABI_WORK && s->cpu) {  // work.c
     if ((uint64_t)s->numdata > SIZE_MAX / (MS__RT_WORK_REC * sizeof *r->work) ||
-        !(r->work = calloc((size_t)s->numdata * MS__RT_WORK_REC, sizeof *r->work)))
+        !(r->work = ms__rt_own_calloc((size_t)s->numdata * MS__RT_WORK_REC, sizeof *r->work)))
       return memstub_error_set(err, -ENOMEM, "cannot reserve the work records of %lld points",
                                (long long)s->numdata);
   }
-  j->scratch = calloc(SCRATCH_POINTERS, sizeof *j->scratch);
+  j->scratch = ms__rt_own_calloc(SCRATCH_POINTERS, sizeof *j->scratch);
   if (!j->scratch) return memstub_error_set(err, -ENOMEM, "out of memory");
   ms__prim_prefault(j->scratch, SCRATCH_POINTERS * sizeof *j->scratch, 0);
   return 0;
@@ -487,8 +487,9 @@ int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_option
   int rc = memstub_replay_check(s, &opt, &stack_size, err);
   if (rc < 0) return rc;
 
-  memstub_replay *r = calloc(1, sizeof *r);
-  job *j = calloc(1, sizeof *j);
+  // The runtime's own memory (own.c): the stub's allocator calls are the component's.
+  memstub_replay *r = ms__rt_own_calloc(1, sizeof *r);
+  job *j = ms__rt_own_calloc(1, sizeof *j);
   if (r) r->stub = s, r->opt = opt;
   if (!r || !j) {
     rc = memstub_error_set(err, -ENOMEM, "out of memory");
@@ -511,14 +512,14 @@ int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_option
   }
   if ((rc = stopped(j, s, err)) < 0) goto fail;
   ms__rt_fill_info(r, &j->c, stack_size);
-  free(j->scratch);
-  free(j);
+  ms__rt_own_free(j->scratch);
+  ms__rt_own_free(j);
   *out = r;
   return 0;
 
 fail:
-  if (j) free(j->scratch);
-  free(j);
+  if (j) ms__rt_own_free(j->scratch);
+  ms__rt_own_free(j);
   memstub_replay_free(r);
   return rc;
 }

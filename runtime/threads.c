@@ -319,16 +319,16 @@ int memstub_threads_run(const memstub_threads_stub *s, const memstub_replay_opti
     ts->run = &rn;
     ts->id = k;
     if ((rc = memstub_replay_check(st, &opt, &ts->stack_size, err)) < 0) goto fail;
-    memstub_replay *r = res->thread[k] = calloc(1, sizeof *r);
+    memstub_replay *r = res->thread[k] = ms__rt_own_calloc(1, sizeof *r);
     if (!r) goto nomem;
     r->stub = st;
     r->opt = opt;
     if (opt.measure && st->numdata > 0) {
       size_t bytes = (size_t)memstub_replay_measure_bytes(st, &opt);
-      if (!(r->rec = calloc((size_t)st->numdata, sizeof *r->rec))) goto nomem;
+      if (!(r->rec = ms__rt_own_calloc((size_t)st->numdata, sizeof *r->rec))) goto nomem;
       ms__prim_prefault(r->rec, bytes, bytes >= ((size_t)2 << 20));
       if (st->abi == MEMSTUB_STUB_ABI_WORK && st->cpu &&
-          !(r->work = calloc((size_t)st->numdata * MS__RT_WORK_REC, sizeof *r->work)))
+          !(r->work = ms__rt_own_calloc((size_t)st->numdata * MS__RT_WORK_REC, sizeof *r->work)))
         goto nomem;
     }
     ms__rt_ctx_init(&ts->c, st, &opt, r->rec);
