@@ -68,6 +68,10 @@ int ms__rt_heap_prepare(ms__rt_heap *h, void **scratch, size_t nscratch) {
   ((volatile char *)h->block)[0] = 'a';
   ((volatile char *)h->block)[MS__RT_HEAP_PAD - 1] = 'a';
   // Does mallinfo2 see this allocator? (Not under ASan, nor another malloc.)
+  // The probe also shapes the arena the replay starts from, and calibration
+  // measures replays: without it test_calib's cold heap_alloc_fault was no
+  // longer above heap_alloc_nofault (3 runs of 3). It stays, two calls the
+  // component never made (docs/runtime.md, "Work").
   int64_t a = ms__rt_heap_inuse();
   void *probe = malloc(64 * 1024);
   if (!probe) return -ENOMEM;
