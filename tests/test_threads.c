@@ -138,7 +138,6 @@ START_TEST(test_refused) {
 }
 END_TEST
 
-// The original rows of thread th as a trace of its own.
 // Replay g's threads (measuring with `measure`; 0: nothing); fails the test on an error.
 static memstub_threads_replay *replay(const memstub_gen_threads *g, unsigned measure) {
   memstub_replay_options ro;
@@ -150,12 +149,23 @@ static memstub_threads_replay *replay(const memstub_gen_threads *g, unsigned mea
   return r;
 }
 
+// The stubs of t's threads with the generator's defaults; fails the test on an error.
+static memstub_gen_threads *gen_threads(const memstub_trace *t) {
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  memstub_gen_threads *g = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_gen_threads_build(t, &o, &g, &err) == 0, "%s", err.msg);
+  return g;
+}
+
 // The cross-thread free of the fixtures: thread 1 allocated, thread 0 freed.
 static void handoff_tids(const memstub_threads_replay *r) {
   ck_assert_int_eq(r->handoff[0].malloc_tid, r->tid[1]);
   ck_assert_int_eq(r->handoff[0].free_tid, r->tid[0]);
 }
 
+// The original rows of thread th as a trace of its own.
 static memstub_trace *thread_trace(const memstub_trace *t, int64_t th) {
   size_t *rows, n;
   ck_assert_int_eq(memstub_trace_thread_rows(t, th, &rows, &n), 0);
@@ -220,12 +230,9 @@ END_TEST
 
 START_TEST(test_replay_threads) {
   memstub_trace *t = fixture();
-  memstub_gen_options o;
-  memstub_gen_options_init(&o);
-  memstub_gen_threads *g = NULL;
-  memstub_error err = {0};
-  ck_assert_msg(memstub_gen_threads_build(t, &o, &g, &err) == 0, "%s", err.msg);
+  memstub_gen_threads *g = gen_threads(t);
   memstub_threads_replay *r = replay(g, MEMSTUB_MEASURE_TRACE);
+  memstub_error err = {0};
   // Each thread: its stack and heap at every row, as the single-thread criterion.
   for (int64_t k = 0; k < 4; k++) {
     memstub_trace *orig = thread_trace(t, k), *rep = NULL;
@@ -354,10 +361,7 @@ START_TEST(test_free_after_exit) {
                 err.msg);
   snprintf(text, sizeof text, fmt, "0");
   t = rt_trace(text);
-  memstub_gen_options o;
-  memstub_gen_options_init(&o);
-  memstub_gen_threads *g = NULL;
-  ck_assert_msg(memstub_gen_threads_build(t, &o, &g, &err) == 0, "%s", err.msg);
+  memstub_gen_threads *g = gen_threads(t);
   ck_assert_uint_eq(g->nrows[1], 4);
   ck_assert_uint_eq(g->nstub[1], 3);
   ck_assert_int_eq(g->stubs[1]->norig, 3);
@@ -408,11 +412,7 @@ START_TEST(test_free_before_its_row) {
       "6000000,512,1000,0,join,1,,,\n"
       "7000000,256,1000,0,exit,,,,\n";
   memstub_trace *t = rt_trace(text);
-  memstub_gen_options o;
-  memstub_gen_options_init(&o);
-  memstub_gen_threads *g = NULL;
-  memstub_error err = {0};
-  ck_assert_msg(memstub_gen_threads_build(t, &o, &g, &err) == 0, "%s", err.msg);
+  memstub_gen_threads *g = gen_threads(t);
   ck_assert_int_eq(g->nhandoffs, 1);
   ck_assert_int_eq(g->handoffs[0].from, 1);
   ck_assert_int_eq(g->handoffs[0].to, 0);
@@ -448,15 +448,12 @@ START_TEST(test_free_after_exit_kept) {
       "6000000,4096,0,1,,,,,\n"
       "7000000,256,1000,0,exit,,,,\n";
   memstub_trace *t = rt_trace(text);
-  memstub_gen_options o;
-  memstub_gen_options_init(&o);
-  memstub_gen_threads *g = NULL;
-  memstub_error err = {0};
-  ck_assert_msg(memstub_gen_threads_build(t, &o, &g, &err) == 0, "%s", err.msg);
+  memstub_gen_threads *g = gen_threads(t);
   ck_assert_int_eq(g->handoffs[0].drop_row, 2);  // thread 1's exit row
   memstub_threads_replay *r = replay(g, MEMSTUB_MEASURE_TRACE);
   handoff_tids(r);
   memstub_trace *m = NULL;
+  memstub_error err = {0};
   ck_assert_msg(memstub_threads_trace(r, &m, &err) == 0, "%s", err.msg);
   // Every row but the kept one after the exit, which changes nothing to replay.
   ck_assert_uint_eq(m->n, t->n - 1);
@@ -484,11 +481,7 @@ START_TEST(test_rss_shared) {
       "6000000,512,0,0,join,1,,,,1048576\n"
       "7000000,256,0,0,exit,,,,,1048576\n";
   memstub_trace *t = rt_trace(text);
-  memstub_gen_options o;
-  memstub_gen_options_init(&o);
-  memstub_gen_threads *g = NULL;
-  memstub_error err = {0};
-  ck_assert_msg(memstub_gen_threads_build(t, &o, &g, &err) == 0, "%s", err.msg);
+  memstub_gen_threads *g = gen_threads(t);
   // Each thread's own trace (what its stub was made from) carries its share.
   enum { ROWS = 5 };  // thread 0's rows; thread 1 has 3
   int64_t want[2][ROWS] = {{0, 1048576, 0, 0, 0}, {0, 2097152, 1048576, -1, -1}};
