@@ -496,6 +496,13 @@ static int no_trace(const rec_opts *o, const rec_status *st, int wst, const char
         "%s: no trace was written: the recorder never started in %s (is it a static or setuid "
         "program? the recorder needs a dynamically linked one)",
         o->out, prog);
+  if (st->nothing == MS__REC_NOTHING_MEMORY) {
+    ms_cli_error("%s: no trace written: the recorder could not get memory for its table of live "
+                 "blocks, so the trace would miss blocks (docs/recording.md, \"The live-block "
+                 "table\"); free memory or raise the process's limits (ulimit -v) and record again",
+                 o->out);
+    return MS_EXIT_CHECK;
+  }
   if (st->nothing == MS__REC_NOTHING_THREAD) {
     long long n = strtoll(o->thread, NULL, 10);
     ms_cli_error("%s: no trace written: the program created only %lld thread%s through "

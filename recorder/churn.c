@@ -30,7 +30,8 @@ void ms__rec_churn_add(churn *sum, const churn *c) {
   }
 }
 
-void ms__rec_stat_add(tstate *ts, const char *name, const churn *c) {
+// The thread's statistics of region name, new when not there; NULL when full.
+static rstat *stat_of(tstate *ts, const char *name) {
   const char *n = name ? name : "region";
   rstat *st = NULL;
   for (int i = 0; i < ts->nstats; i++)
@@ -39,15 +40,26 @@ void ms__rec_stat_add(tstate *ts, const char *name, const churn *c) {
       break;
     }
   if (!st) {
-    if (ts->nstats == MAX_STATS) return;
+    if (ts->nstats == MAX_STATS) return NULL;
     st = &ts->stats[ts->nstats++];
     size_t l = strlen(n);
     if (l > NAME_MAX_LEN - 1) l = NAME_MAX_LEN - 1;
     memcpy(st->name, n, l);
     st->name[l] = '\0';
   }
+  return st;
+}
+
+void ms__rec_stat_add(tstate *ts, const char *name, const churn *c) {
+  rstat *st = stat_of(ts, name);
+  if (!st) return;
   st->occurrences++;
   ms__rec_churn_add(&st->c, c);
+}
+
+void ms__rec_stat_nested(tstate *ts, const char *name) {
+  rstat *st = stat_of(ts, name);
+  if (st) st->nested++;
 }
 
 // The sum of log2(bytes) of c's calls of f.

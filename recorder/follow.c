@@ -118,11 +118,14 @@ void ms__rec_follow_fork(const char *registry) {
   ms__rec.list = NULL;
   ms__rec.finished = 0;
   ms__rec.finish_how = ms__rec.finish_sig = 0;
-  ms__rec.table_overflow = ms__rec.unknown_frees = ms__rec.chunk_fail = 0;
+  ms__rec.unknown_frees = ms__rec.chunk_fail = 0;
+  ms__rec.stale_blocks = ms__rec.stale_bytes = ms__rec.reentered = 0;
   ms__rec.threads_created = ms__rec.threads_seen = 0;
   ms__rec_heap = 0;
   ms__rec_tag = 0;
   ms__rec_multi = 0;
+  ms__rec_epoch_reset();
+  ms__rec_gen_reset();
   if (ms__rec_follow_names(root_out, root_journal, registry) != 0 || ms__rec_table_reset() != 0) {
     ms__rec.state = ST_PASSIVE;
     return;

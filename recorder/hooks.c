@@ -101,8 +101,6 @@ static inline int mine(const tstate *ts) { return !ms__rec.scope_thread || ts->i
     (ts)->cost_n++;                                \
   }
 
-static void book_alloc_all(tstate *ts, void *p, uint64_t n, int fn, uintptr_t sp);
-
 // The real realloc, or reallocarray's real (nm, sz) when given, inside the
 // in-allocator flag (its mmaps are heap).
 static inline void *real_realloc(tstate *ts, void *p, size_t n,
@@ -113,52 +111,57 @@ static inline void *real_realloc(tstate *ts, void *p, size_t n,
   return q;
 }
 
-HOT void book_alloc(tstate *ts, void *p, uint64_t n, int fn, uintptr_t sp) {
-  if (UNLIKELY(ts->all)) {
-    book_alloc_all(ts, p, n, fn, sp);
-    return;
-  }
-  MEASURE_BEGIN(ts);
-  count(ts, fn, n);
-  if (p) {
-    int m = mine(ts);
-    if (UNLIKELY(!table_put((uintptr_t)p, m ? n : (n | NOT_MINE)))) {
-      __atomic_fetch_add(&ms__rec.table_overflow, 1, __ATOMIC_RELAXED);
-    } else if (m) {
-      grow_sample(ts, (int64_t)n);
-      event(ts, heap_add((int64_t)n), sp);
-      site(ts, NULL, p, n);
-      generation(ts, NULL, p, n);
-    }
-    if (m) wcount(ts, fn, n);  // after the event: the bucket it opens gets it
-  }
-  MEASURE_END(ts);
-}
-
-// Forget p (before the real free or realloc). Returns 1 and its table entry
-// (requested size, plus NOT_MINE when not counted) when p was there.
-static inline int forget(uintptr_t p, uint64_t *entry) {
-  if (table_take(p, entry) < 0) {
-    __atomic_fetch_add(&ms__rec.unknown_frees, 1, __ATOMIC_RELAXED);
-    *entry = 0;
-    return 0;
-  }
-  return 1;
-}
-
 static inline uint64_t counted(uint64_t entry) { return entry & NOT_MINE ? 0 : entry; }
 
-/* ---- --thread all (threads.c): each thread's own heap, blocks with their owner ---- */
+static void release_all(tstate *ts, uint32_t ep, uint64_t bytes, uintptr_t sp);
+
+/* ts freed a counted block of bytes born with epoch ep: the heap falls;
+ * with --thread all, the owner's (release_all). */
+HOT void release(tstate *ts, uint32_t ep, uint64_t bytes, uintptr_t sp) {
+  if (LIKELY(!ts->all))
+    event(ts, heap_add(-(int64_t)bytes), sp);
+  else
+    release_all(ts, ep, bytes, sp);
+}
+
+/* Block p could not be put (rc -ENOMEM: the table is out of memory, and
+ * the recording fails at its end), or p was in the table already (rc 1):
+ * its old block, entry old with epoch oep, was freed where no hook saw it
+ * (the allocator gave its address out again), so it is freed now. */
+static __attribute__((noinline)) void put_trouble(tstate *ts, int rc, uintptr_t p, uint64_t old,
+                                                  uint32_t oep, uintptr_t sp) {
+  if (rc < 0) {  // ms__rec_table_failed is set
+    ms__rec_fail_memory();
+    return;
+  }
+  __atomic_fetch_add(&ms__rec.stale_blocks, 1, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&ms__rec.stale_bytes, old & ~NOT_MINE, __ATOMIC_RELAXED);
+  if (oep & EP_REGION) ms__rec_gen_freed(p, oep, old & ~NOT_MINE);
+  if (counted(old)) release(ts, oep, old, sp);
+}
+
+HOT void put(tstate *ts, uintptr_t p, uint64_t entry, uint32_t ep, uintptr_t sp) {
+  uint64_t old;
+  uint32_t oep;
+  int rc = table_put(p, entry, ep, &old, &oep);
+  if (UNLIKELY(rc != 0)) put_trouble(ts, rc, p, old, oep, sp);
+}
+
+// Take p out of the table (before the real free or realloc): 1 and its
+// entry (size | NOT_MINE) and epoch when it was there, else 0 and zeros.
+HOT int forget(uintptr_t p, uint64_t *entry, uint32_t *ep) {
+  if (LIKELY(table_take(p, entry, ep) == 0)) return 1;
+  __atomic_fetch_add(&ms__rec.unknown_frees, 1, __ATOMIC_RELAXED);
+  *entry = 0;
+  *ep = 0;
+  return 0;
+}
+
+/* ---- --thread all (threads.c): each thread's own heap; a block's owner is its epoch's thread ---- */
 
 // The process's total, which only --sites reads on --thread all (a shared atomic otherwise).
 static inline void gheap_add(int64_t d) {
   if (UNLIKELY(__atomic_load_n(&ms__rec_sites_on, __ATOMIC_RELAXED))) heap_add(d);
-}
-
-// The owner of a block ts allocates now (table.h): its number and its bucket.
-static inline uint64_t owner_now(const tstate *ts) {
-  return ((uint64_t)(ts->thr + 1) << OWN_T_BITS) |
-         ((uint64_t)(ts->h.b.t0 - ms__rec.raw0) & OWN_T_MASK);
 }
 
 // ts (the calling thread) allocated (d > 0) or freed its own bytes: its heap after.
@@ -168,41 +171,41 @@ static inline int64_t theap_add(tstate *ts, int64_t d) {
   return own - __atomic_load_n(&ts->theap_x, __ATOMIC_RELAXED);
 }
 
-/* ts freed a counted block of bytes whose owner is own: the owner's heap
- * falls; the block of another thread is a cross-thread free (a row of ts's
- * and a lowered row of the owner's, threads.c). */
-static void release_all(tstate *ts, uint64_t own, uint64_t bytes, uintptr_t sp) {
-  int from = (int)(own >> OWN_T_BITS) - 1;
-  tstate *o = ms__rec_thr_state(from);
+/* --thread all: ts freed a counted block of bytes born with epoch ep: the
+ * owner's heap falls; a block of another thread is a cross-thread free (a
+ * row of ts's and a lowered row of the owner's, threads.c). */
+static __attribute__((noinline)) void release_all(tstate *ts, uint32_t ep, uint64_t bytes,
+                                                  uintptr_t sp) {
+  const ms__rec_epoch *e = ms__rec_epoch_get(ep);
+  tstate *o = e ? ms__rec_thr_state(e->thr) : NULL;
   gheap_add(-(int64_t)bytes);
   if (!o || o == ts) {
     int64_t h = theap_add(ts, -(int64_t)bytes);
     if (!ts->gone) event(ts, h, sp);
     return;
   }
-  int64_t alloc = ms__rec.raw0 + (int64_t)(own & OWN_T_MASK);
-  if (!ts->gone) ms__rec_thr_xroom(ts, from, alloc);
+  if (!ts->gone) ms__rec_thr_xroom(ts, e->thr, e->t);
   int64_t after = __atomic_load_n(&o->theap_own, __ATOMIC_RELAXED) -
                   __atomic_add_fetch(&o->theap_x, (int64_t)bytes, __ATOMIC_RELAXED);
   if (ts->gone) return;
   event(ts, theap(ts), sp);
-  ms__rec_thr_xfree(ts, from, alloc, (int64_t)bytes, after);
+  ms__rec_thr_xfree(ts, e->thr, e->t, (int64_t)bytes, after);
 }
 
-// A block of n bytes ts allocated (p not NULL) becomes its own.
+// --thread all: a block of n bytes ts allocated (p not NULL) becomes its own.
 static void own_all(tstate *ts, void *p, uint64_t n, uintptr_t sp) {
   grow_sample(ts, (int64_t)n);
   gheap_add((int64_t)n);
   int64_t h = theap_add(ts, (int64_t)n);
-  if (!ts->gone) event(ts, h, sp);  // first: the block's bucket is the one the event is in
-  if (UNLIKELY(!table_put_o((uintptr_t)p, n, owner_now(ts), 1))) {
-    __atomic_fetch_add(&ms__rec.table_overflow, 1, __ATOMIC_RELAXED);
-    gheap_add(-(int64_t)n);
-    h = theap_add(ts, -(int64_t)n);
-    if (!ts->gone) event(ts, h, sp);
-  }
+  if (!ts->gone) event(ts, h, sp);  // first: the block's epoch is the bucket the event is in
+  uint32_t ep = epoch_of(ts);
+  put(ts, (uintptr_t)p, n, ep, sp);
+  gen_born(ts, ep, n);
 }
 
+/* ---- the calls ---- */
+
+// A block of n bytes allocated by fn (p NULL: the call failed).
 static __attribute__((noinline)) void book_alloc_all(tstate *ts, void *p, uint64_t n, int fn,
                                                      uintptr_t sp) {
   MEASURE_BEGIN(ts);
@@ -210,45 +213,63 @@ static __attribute__((noinline)) void book_alloc_all(tstate *ts, void *p, uint64
   if (p) {
     own_all(ts, p, n, sp);
     site(ts, NULL, p, n);
-    generation(ts, NULL, p, n);
     wcount(ts, fn, n);
   }
   MEASURE_END(ts);
 }
 
-static __attribute__((noinline)) void free_all(tstate *ts, void *p, uintptr_t sp) {
-  MEASURE_BEGIN(ts);
-  site(ts, p, NULL, 0);
-  generation(ts, p, NULL, 0);
-  uint64_t entry = 0, own = 0;
-  if (table_take_o((uintptr_t)p, &entry, &own) < 0) {
-    __atomic_fetch_add(&ms__rec.unknown_frees, 1, __ATOMIC_RELAXED);
-    entry = own = 0;
+HOT void book_alloc(tstate *ts, void *p, uint64_t n, int fn, uintptr_t sp) {
+  if (UNLIKELY(ts->all)) {
+    book_alloc_all(ts, p, n, fn, sp);
+    return;
   }
-  uint64_t old = counted(entry);
-  count(ts, F_FREE, entry & ~NOT_MINE);
-  if (old) release_all(ts, own, old, sp);
-  wcount(ts, F_FREE, entry & ~NOT_MINE);
+  MEASURE_BEGIN(ts);
+  count(ts, fn, n);
+  if (p) {
+    if (LIKELY(mine(ts))) {
+      grow_sample(ts, (int64_t)n);
+      event(ts, heap_add((int64_t)n), sp);
+      uint32_t ep = epoch_of(ts);
+      put(ts, (uintptr_t)p, n, ep, sp);
+      gen_born(ts, ep, n);
+      site(ts, NULL, p, n);
+      wcount(ts, fn, n);  // after the event: the bucket it opens gets it
+    } else {
+      put(ts, (uintptr_t)p, n | NOT_MINE, 0, sp);
+    }
+  }
   MEASURE_END(ts);
 }
 
-/* realloc on --thread all: of the calling thread's own block, one change of
- * its heap; of another thread's block, a free of that block by the caller
- * (a cross-thread free) and an allocation of the new one. */
-static __attribute__((noinline)) void *realloc_all(tstate *ts, void *p, size_t n, int fn,
-                                                   uintptr_t sp,
-                                                   void *(*real)(void *, size_t, size_t),
-                                                   size_t nm, size_t sz) {
-  uint64_t entry = 0, own = 0;
+// Block p (not NULL) is freed: before the real free, while p is still its own.
+HOT void book_free(tstate *ts, void *p, uintptr_t sp) {
+  MEASURE_BEGIN(ts);
+  uint64_t entry;
+  uint32_t ep;
+  forget((uintptr_t)p, &entry, &ep);
+  uint64_t bytes = entry & ~NOT_MINE;
+  if (UNLIKELY(ep & EP_REGION)) ms__rec_gen_freed((uintptr_t)p, ep, bytes);
+  site(ts, p, NULL, 0);  // before the heap falls
+  count(ts, F_FREE, bytes);
+  if (counted(entry)) release(ts, ep, entry, sp);
+  if (ts->all || mine(ts)) wcount(ts, F_FREE, bytes);  // after the event, as in book_alloc
+  MEASURE_END(ts);
+}
+
+/* realloc and reallocarray: p's entry is taken out before the real call
+ * (another thread may get p's address once it is freed), then the new
+ * block q is put. The block keeps its counting (counted or not) and, on
+ * --thread all, one thread's own block stays one change of its heap; a
+ * block of another thread is a cross-thread free of it and a new block. */
+static void *realloc_common(tstate *ts, void *p, size_t n, int fn, uintptr_t sp,
+                            void *(*real)(void *, size_t, size_t), size_t nm, size_t sz) {
+  uint64_t entry = 0;
+  uint32_t ep = 0;
   int found = 0;
   if (p) {
     ts->in_hook = 1;
     CBARRIER();
-    found = table_take_o((uintptr_t)p, &entry, &own) >= 0;
-    if (!found) {
-      __atomic_fetch_add(&ms__rec.unknown_frees, 1, __ATOMIC_RELAXED);
-      entry = own = 0;
-    }
+    found = forget((uintptr_t)p, &entry, &ep);
     CBARRIER();
     ts->in_hook = 0;
   }
@@ -256,33 +277,40 @@ static __attribute__((noinline)) void *realloc_all(tstate *ts, void *p, size_t n
   MEASURE_BEGIN(ts);
   count(ts, fn, n);
   uint64_t old = counted(entry);
-  tstate *o = old ? ms__rec_thr_state((int)(own >> OWN_T_BITS) - 1) : NULL;
+  int freed = p && (q || n == 0);  // p is gone (moved, resized or freed)
+  if (freed && UNLIKELY(ep & EP_REGION)) ms__rec_gen_freed((uintptr_t)p, ep, entry & ~NOT_MINE);
+  // A block keeps its counting; a new or unknown one is the calling thread's.
+  int keep = found ? !(entry & NOT_MINE) : ts->all || mine(ts);
   if (q) {
-    if (old && (!o || o == ts)) {
-      // Its own block: one change, the new block in the bucket of now.
+    const ms__rec_epoch *e = ts->all && old ? ms__rec_epoch_get(ep) : NULL;
+    if (ts->all && (!old || !e || e->thr == ts->thr || !ms__rec_thr_state(e->thr))) {
+      // Its own block (or a new one): one change of its heap.
       int64_t d = (int64_t)n - (int64_t)old;
       grow_sample(ts, d);
       gheap_add(d);
       int64_t h = theap_add(ts, d);
       if (!ts->gone) event(ts, h, sp);
-      if (UNLIKELY(!table_put_o((uintptr_t)q, n, owner_now(ts), 1))) {
-        __atomic_fetch_add(&ms__rec.table_overflow, 1, __ATOMIC_RELAXED);
-        gheap_add(-(int64_t)n);
-        h = theap_add(ts, -(int64_t)n);
-        if (!ts->gone) event(ts, h, sp);
-      }
+    } else if (ts->all) {
+      release(ts, ep, old, sp);  // another thread's: freed by this one
+      grow_sample(ts, (int64_t)n);
+      gheap_add((int64_t)n);
+      int64_t h = theap_add(ts, (int64_t)n);
+      if (!ts->gone) event(ts, h, sp);
     } else {
-      if (old) release_all(ts, own, old, sp);
-      own_all(ts, q, n, sp);
+      int64_t d = (keep ? (int64_t)n : 0) - (int64_t)old;
+      grow_sample(ts, d);
+      if (keep || old) event(ts, heap_add(d), sp);
     }
+    uint32_t nep = keep ? epoch_of(ts) : 0;
+    put(ts, (uintptr_t)q, keep ? n : (n | NOT_MINE), nep, sp);
+    if (keep) gen_born(ts, nep, n);
   } else if (p && n != 0) {
-    if (found) table_put_o((uintptr_t)p, entry, own, 1);  // failed: p is still there
+    if (found) put(ts, (uintptr_t)p, entry, ep, sp);  // failed: p is still there
   } else if (p && old) {
-    release_all(ts, own, old, sp);  // realloc(p, 0) freed p
+    release(ts, ep, old, sp);  // realloc(p, 0) freed p
   }
-  if (q || n == 0) wcount(ts, fn, n);
-  site(ts, old && (q || n == 0) ? p : NULL, q, n);
-  generation(ts, p && (q || n == 0) ? p : NULL, q, n);
+  if ((q || n == 0) && (ts->all || mine(ts))) wcount(ts, fn, n);  // after the event
+  site(ts, old && freed ? p : NULL, q && keep ? q : NULL, n);
   MEASURE_END(ts);
   return q;
 }
@@ -314,46 +342,6 @@ EXPORT void *calloc(size_t nm, size_t sz) {
   ts->in_alloc = 0;
   book_alloc(ts, p, n, F_CALLOC, MS__CALLER_SP());
   return p;
-}
-
-static void *realloc_common(tstate *ts, void *p, size_t n, int fn, uintptr_t sp,
-                            void *(*real)(void *, size_t, size_t), size_t nm, size_t sz) {
-  if (UNLIKELY(ts->all)) return realloc_all(ts, p, n, fn, sp, real, nm, sz);
-  uint64_t entry = 0;
-  int found = 0;
-  if (p) {
-    ts->in_hook = 1;
-    CBARRIER();
-    found = forget((uintptr_t)p, &entry);
-    CBARRIER();
-    ts->in_hook = 0;
-  }
-  void *q = real_realloc(ts, p, n, real, nm, sz);
-  MEASURE_BEGIN(ts);
-  count(ts, fn, n);
-  uint64_t old = counted(entry);
-  // A block keeps its owner (counted or not); a new or unknown one is the
-  // calling thread's.
-  int keep_counted = found ? !(entry & NOT_MINE) : mine(ts);
-  if (q) {
-    uint64_t e = keep_counted ? n : (n | NOT_MINE);
-    if (!table_put((uintptr_t)q, e)) {
-      __atomic_fetch_add(&ms__rec.table_overflow, 1, __ATOMIC_RELAXED);
-      keep_counted = 0;
-    }
-    int64_t d = (keep_counted ? (int64_t)n : 0) - (int64_t)old;
-    grow_sample(ts, d);
-    if (keep_counted || old) event(ts, heap_add(d), sp);
-  } else if (p && n != 0) {
-    if (found) table_put((uintptr_t)p, entry);  // failed: p is still there
-  } else if (p && old) {
-    event(ts, heap_add(-(int64_t)old), sp);  // freed p
-  }
-  if ((q || n == 0) && mine(ts)) wcount(ts, fn, n);  // after the event, as in book_alloc
-  site(ts, old && (q || n == 0) ? p : NULL, q && keep_counted ? q : NULL, n);
-  generation(ts, p && (q || n == 0) ? p : NULL, q && keep_counted ? q : NULL, n);
-  MEASURE_END(ts);
-  return q;
 }
 
 EXPORT void *realloc(void *p, size_t n) {
@@ -402,20 +390,7 @@ EXPORT void free(void *p) {
     ts->nevents++;  // an allocator call like any other (record.events)
     return;
   }
-  if (UNLIKELY(ts->all)) {
-    free_all(ts, p, MS__CALLER_SP());
-  } else {
-    MEASURE_BEGIN(ts);
-    site(ts, p, NULL, 0);
-    generation(ts, p, NULL, 0);
-    uint64_t entry;
-    forget((uintptr_t)p, &entry);
-    uint64_t old = counted(entry);
-    count(ts, F_FREE, entry & ~NOT_MINE);
-    if (old) event(ts, heap_add(-(int64_t)old), MS__CALLER_SP());
-    if (mine(ts)) wcount(ts, F_FREE, entry & ~NOT_MINE);  // after the event, as in book_alloc
-    MEASURE_END(ts);
-  }
+  book_free(ts, p, MS__CALLER_SP());
   ts->in_alloc = 1;
   ms__rec_real_free(p);
   ts->in_alloc = 0;

@@ -102,7 +102,8 @@ typedef struct rframe {
 
 typedef struct rstat {
   char name[NAME_MAX_LEN];
-  uint64_t occurrences;
+  uint64_t occurrences;  // outermost entries
+  uint64_t nested;       // entries while an occurrence of it was open (counted in that one)
   churn c;
 } rstat;
 
@@ -124,6 +125,10 @@ typedef struct tstate {
   int64_t minflt, majflt;  // page faults at the last memory sample (recorded thread)
   int64_t mem_raw;         // when a region boundary last sampled memory
   uint64_t grow_pending;   // heap growth whose sample was skipped (ms__rec_grow_sample)
+  // its open epoch (epochs.c): number, bucket and occurrence it is for
+  uint32_t ep;
+  int64_t ep_t0, ep_tag;
+  struct gen_occ *gocc;  // the open region occurrence's record (generations.c)
   // coalescing bucket: h.b
   chunk *head, *tail;
   churn c;
@@ -208,7 +213,9 @@ typedef struct ms__rec_global {
   int finished;
   int finish_how;  // 0 exit, 1 _exit, 2 signal
   int finish_sig;
-  uint64_t table_overflow, unknown_frees, chunk_fail;
+  uint64_t unknown_frees, chunk_fail;
+  uint64_t stale_blocks, stale_bytes;  // blocks whose free no hook saw (table.h)
+  uint64_t reentered;  // allocator calls made inside the bookkeeping (a signal handler's)
   long threads_created, threads_seen;
   int is_child;  // a process below the recorded one (--follow-children, follow.c)
   pid_t ppid;    // its parent when it started recording
@@ -318,7 +325,8 @@ void ms__rec_resolve(void);
 
 HOT tstate *state(void) {
   tstate *ts = ms__rec_ts;
-  if (LIKELY(ts && !ts->guard && __atomic_load_n(&ms__rec_on, __ATOMIC_RELAXED))) return ts;
+  if (LIKELY(ts && !(ts->guard | ts->in_hook) && __atomic_load_n(&ms__rec_on, __ATOMIC_RELAXED)))
+    return ts;
   return ms__rec_slow_state();
 }
 
@@ -348,8 +356,6 @@ const char *ms__rec_fn_problem(void);
 
 struct assembled;  // summary.c's section
 
-// The owner array, when --thread all; 0 or -ENOMEM.
-int ms__rec_thr_init(void);
 // The next thread number.
 int ms__rec_thr_number(void);
 // ts starts recording as thread thr, created by peer (-1: unknown), its
@@ -468,6 +474,12 @@ void ms__rec_new_bucket(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag
     __attribute__((noinline));
 // Write the trace once (how: 0 exit, 1 _exit, 2 fatal signal sig).
 void ms__rec_finish(int how, int sig);
+// The tables lost a block (out of memory): the recording is not exact.
+int ms__rec_lost(void);
+// Out of memory for the tables: recording stops, the status file says why
+// at once (a salvage after SIGKILL must not make a trace either), and no
+// trace is written at the end.
+void ms__rec_fail_memory(void) __attribute__((noinline));
 // The fatal-signal handler: the trace, then the signal's default action.
 void ms__rec_on_fatal(int sig);
 // Open the journal (protocol.h) afresh with its head; nothing when it fails.
@@ -571,8 +583,10 @@ extern const int ms__rec_fn_weight[NFN];
 extern uint32_t ms__rec_log2tab[4096];
 
 void ms__rec_churn_init(void);
-// Add c to the thread's statistics of the region named name.
+// Add c to the thread's statistics of the region named name (an occurrence).
 void ms__rec_stat_add(tstate *ts, const char *name, const churn *c);
+// The region named name was entered again while open (and left).
+void ms__rec_stat_nested(tstate *ts, const char *name);
 // *d = *now - *before.
 void ms__rec_churn_diff(churn *d, const churn *now, const churn *before);
 // *sum += *c.
@@ -640,25 +654,65 @@ void ms__rec_fmt_x10(char *buf, size_t n, double v);
 // Every metadata line of the trace A.
 void ms__rec_build_meta(const assembled *A);
 
+/* ---- epochs.c: who allocated a block, when, in which region ---- */
+
+typedef struct ms__rec_epoch {
+  int64_t t;  // the raw start of the bucket the blocks were born in
+  int32_t thr;  // the thread's number (--thread all), else 0
+  int32_t occ;  // the region occurrence (blocks born in one), else 0
+} ms__rec_epoch;
+// In a block's epoch number: the block was born in a region occurrence of
+// the recorded thread (generations).
+#define EP_REGION (UINT32_C(1) << 31)
+extern int ms__rec_epoch_failed;  // out of epoch numbers or memory: the recording fails
+// A new epoch: its number (>= 1), or 0 when out of numbers or memory.
+uint32_t ms__rec_epoch_new(int32_t thr, int64_t t, int32_t occ) __attribute__((noinline));
+// Epoch ep's record (EP_REGION ignored), or NULL for 0 or an unknown one.
+const ms__rec_epoch *ms__rec_epoch_get(uint32_t ep);
+uint64_t ms__rec_epoch_count(void);
+// A forked child: no epochs.
+void ms__rec_epoch_reset(void);
+
 /* ---- generations.c: what each region leaves alive (docs/recording.md) ---- */
 
-extern int ms__rec_gen_live;  // blocks born in a region and not freed yet
+typedef struct gen_occ {
+  const char *name;
+  int64_t begin, end;  // raw clock; end 0 while open
+  uint64_t blocks, bytes;  // allocated inside it (the recorded thread's own count)
+  uint64_t freed_blocks, freed_bytes;  // of those, freed since (any thread, locked)
+  uint64_t surv_blocks, surv_bytes;  // alive at its end
+} gen_occ;
+extern int ms__rec_gen_failed;  // out of memory for its records: the recording fails
 // A region begins or ends on the recorded thread (regions.c): occurrence occ
-// of name, at raw time t.
-void ms__rec_gen_region(int64_t occ, const char *name, int64_t t, int begin);
-// A block allocated inside a region (the recorded thread, ts->tag != 0)
-// and/or one freed. Not signal-safe; never called from a handler.
-void ms__rec_gen_event(tstate *ts, void *freed, void *allocated, uint64_t n)
-    __attribute__((noinline));
+// of name, at raw time t. Its record (NULL when out of memory).
+gen_occ *ms__rec_gen_region(int64_t occ, const char *name, int64_t t, int begin);
+// A block born in a region (its epoch ep has EP_REGION), n bytes, is freed
+// now at p, by any thread. Not signal-safe; never called from a handler.
+void ms__rec_gen_freed(uintptr_t p, uint32_t ep, uint64_t n) __attribute__((noinline));
 // At exit, with the metadata being built: TRACE.generations and its
 // metadata lines; nothing when no region ran.
 void ms__rec_gen_write(const assembled *A);
+// A forked child: no occurrences, no survivors.
+void ms__rec_gen_reset(void);
 
-// The hooks' one call: a load and a branch or two when nothing is tracked.
-HOT void generation(tstate *ts, void *freed, void *allocated, uint64_t n) {
-  if (UNLIKELY((allocated && ts->tag && ts == ms__rec.rec) ||
-               (freed && __atomic_load_n(&ms__rec_gen_live, __ATOMIC_RELAXED))))
-    ms__rec_gen_event(ts, freed, allocated, n);
+// A thread opens an epoch (epochs.c) for its bucket and region; its number.
+uint32_t ms__rec_epoch_open(tstate *ts) __attribute__((noinline));
+
+/* The epoch of a block ts allocates now, after its event (the bucket it
+ * opened): 0 unless --thread all (owners) or a region of the recorded
+ * thread is open (generations); then the thread's epoch of this bucket. */
+HOT uint32_t epoch_of(tstate *ts) {
+  if (LIKELY(!ts->all && !ts->tag)) return 0;
+  if (LIKELY(ts->ep && ts->ep_t0 == ts->h.b.t0 && ts->ep_tag == ts->tag)) return ts->ep;
+  return ms__rec_epoch_open(ts);
+}
+
+// A block of n bytes born with epoch ep: its occurrence counts it.
+HOT void gen_born(tstate *ts, uint32_t ep, uint64_t n) {
+  if (UNLIKELY(ep & EP_REGION) && ts->gocc) {
+    ts->gocc->blocks++;
+    ts->gocc->bytes += n;
+  }
 }
 
 /* ---- sites.c: allocation sites at the heap's peak (record --sites) ---- */

@@ -18,7 +18,6 @@
 #define MS__REC_ENV_SAMPLE_HZ "MEMSTUB_RECORD_SAMPLE_HZ"  // per second of the thread's CPU time
 #define MS__REC_ENV_OCCURRENCE "MEMSTUB_RECORD_OCCURRENCE"  // 0: every occurrence
 #define MS__REC_ENV_SIGNAL "MEMSTUB_RECORD_SIGNAL"        // unset: the first free RT signal
-#define MS__REC_ENV_TABLE_BITS "MEMSTUB_RECORD_TABLE_BITS"  // log2 of the pointer table's slots
 #define MS__REC_ENV_LIB "MEMSTUB_RECORD_LIB"              // the library, for the command only
 #define MS__REC_ENV_STATUS "MEMSTUB_RECORD_STATUS"        // absolute path of the status file
 #define MS__REC_ENV_JOURNAL "MEMSTUB_RECORD_JOURNAL"      // absolute path of the row journal
@@ -140,7 +139,8 @@ enum {
   MS__REC_NOTHING_OCCURRENCE = 2,  // --occurrence N: fewer occurrences (or no region)
   MS__REC_NOTHING_ROWS = 3,        // no rows at all
   MS__REC_NOTHING_FUNCTION = 4,    // --function: a name not found or not patchable
-  MS__REC_NOTHING_UNCALLED = 5     // --function: never called on the recorded thread
+  MS__REC_NOTHING_UNCALLED = 5,    // --function: never called on the recorded thread
+  MS__REC_NOTHING_MEMORY = 6       // no memory for the live-block tables: the trace would miss blocks
 };
 
 // The English ordinal suffix of n: "st" (1st, 21st), "nd", "rd", "th" (11th-13th).

@@ -13,6 +13,11 @@ static int64_t mem_every(void) {
   return r > floor ? r : floor;
 }
 
+// Two region names are the same region (NULL is "region").
+static int same_name(const char *a, const char *b) {
+  return a == b || strcmp(a ? a : "region", b ? b : "region") == 0;
+}
+
 EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
   if (op == MS__PROBE_HELLO)
     return ms__rec_ensure_ready() && ms__rec.state == ST_READY &&
@@ -48,7 +53,7 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
         ts->base = sp;
         __atomic_store_n(&ms__rec_tag, ts->tag, __ATOMIC_RELAXED);
         ts->now = raw_now();
-        if (ts == ms__rec.rec) ms__rec_gen_region(ts->tag, name, ts->now, 1);
+        if (ts == ms__rec.rec) ts->gocc = ms__rec_gen_region(ts->tag, name, ts->now, 1);
         ms__rec_push_row(ts, ts->now, 0, h, ts->tag | ROW_EXACT, cur_mem(ts),
                          ms__rec_cpu_at(ts, ts->now, 1), 1);
       }
@@ -71,9 +76,18 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
       }
       rc = --ts->depth;
       if (ts->depth < MAX_DEPTH) {
-        churn d;
-        ms__rec_churn_diff(&d, &ts->c, &ts->frames[ts->depth].at_begin);
-        ms__rec_stat_add(ts, ts->frames[ts->depth].name, &d);
+        // A region entered again while open (recursion) is part of the
+        // outer one: its calls count once, there, and its entries as nested.
+        const char *nm = ts->frames[ts->depth].name;
+        int again = 0;
+        for (int k = 0; k < ts->depth && !again; k++) again = same_name(ts->frames[k].name, nm);
+        if (again) {
+          ms__rec_stat_nested(ts, nm);
+        } else {
+          churn d;
+          ms__rec_churn_diff(&d, &ts->c, &ts->frames[ts->depth].at_begin);
+          ms__rec_stat_add(ts, nm, &d);
+        }
       }
       if (ts->is_rec && ts->depth == 0) {
         ms__rec_flush_bucket(ts);
@@ -82,6 +96,7 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
         ms__rec_push_row(ts, ts->now, s < 0 ? 0 : s, h, ts->tag | ROW_EXACT, cur_mem(ts),
                          ms__rec_cpu_at(ts, ts->now, 1), 1);
         if (ts == ms__rec.rec) ms__rec_gen_region(ts->tag, NULL, ts->now, 0);
+        ts->gocc = NULL;
         ts->tag = 0;
         ts->base = ts->top;
         __atomic_store_n(&ms__rec_tag, 0, __ATOMIC_RELAXED);

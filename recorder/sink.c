@@ -15,6 +15,7 @@
 
 #include "memstub/trace.h"  // before internal.h: its inline functions name a parameter row
 #include "internal.h"
+#include "table.h"
 
 /* ---- the journal: chunks as pages of a file, so that a SIGKILL leaves them
  * for `memstub record` to salvage (protocol.h) ---- */
@@ -678,6 +679,7 @@ void ms__rec_status(int how, int sig, int written, int err, int why) {
   char b[1024];
   size_t n = 0;
   status_line(b, &n, MS__REC_ST_STARTED, 1);
+  if (how < 0 && why) status_line(b, &n, MS__REC_ST_WHY, why);  // decided before the end
   if (how >= 0) {
     status_line(b, &n, MS__REC_ST_FINISHED, how + 1);
     status_line(b, &n, MS__REC_ST_SIGNAL, sig);
@@ -738,7 +740,9 @@ void ms__rec_finish(int how, int sig) {
   if (ms__rec.all)  // regions of any thread
     for (tstate *ts = ms__rec.list; ts; ts = ts->next) occ += ts == ms__rec.rec ? 0 : ts->occ;
   int why = MS__REC_NOTHING_NONE;
-  if (ms__rec.rec_ordinal > 0 && !ms__rec.rec)
+  if (ms__rec_lost())
+    why = MS__REC_NOTHING_MEMORY;
+  else if (ms__rec.rec_ordinal > 0 && !ms__rec.rec)
     why = MS__REC_NOTHING_THREAD;
   else if (ms__rec_fn_problem())
     why = MS__REC_NOTHING_FUNCTION;
@@ -760,6 +764,17 @@ void ms__rec_finish(int how, int sig) {
   else if ((rc = write_normal(&A)) != 0)
     rc = write_raw(&A);
   ms__rec_status(how, sig, rc == 0, rc < 0 ? -rc : 0, MS__REC_NOTHING_NONE);
+}
+
+int ms__rec_lost(void) {
+  return __atomic_load_n(&ms__rec_table_failed, __ATOMIC_RELAXED) ||
+         __atomic_load_n(&ms__rec_epoch_failed, __ATOMIC_RELAXED) ||
+         __atomic_load_n(&ms__rec_gen_failed, __ATOMIC_RELAXED);
+}
+
+void ms__rec_fail_memory(void) {
+  if (__atomic_exchange_n(&ms__rec_on, 0, __ATOMIC_SEQ_CST))
+    ms__rec_status(-1, 0, 0, ENOMEM, MS__REC_NOTHING_MEMORY);
 }
 
 void ms__rec_on_fatal(int sig) {

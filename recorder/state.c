@@ -266,11 +266,9 @@ static void init_recording(void) {
     ms__rec.state = ST_PASSIVE;
     return;
   }
-  int bits = (int)env_long(MS__REC_ENV_TABLE_BITS, 26);
-  if (bits < 12 || bits > 34) bits = 26;
   ms__rec_churn_init();
   init_clock();
-  if (ms__rec_table_init(bits) != 0 || (ms__rec.all && ms__rec_thr_init() != 0)) {
+  if (ms__rec_table_init() != 0) {
     ms__rec.state = ST_PASSIVE;
     return;
   }
@@ -342,6 +340,12 @@ tstate *ms__rec_slow_state(void) {
   if (!ms__rec_ensure_ready()) return NULL;
   if (!__atomic_load_n(&ms__rec_on, __ATOMIC_RELAXED) || ms__rec_busy) return NULL;
   tstate *ts = ms__rec_ts;
+  if (ts && ts->in_hook && !ts->guard) {
+    // Called inside the bookkeeping (a signal handler's malloc): it passes
+    // through, and the summary says how often (record.reentered).
+    __atomic_fetch_add(&ms__rec.reentered, 1, __ATOMIC_RELAXED);
+    return NULL;
+  }
   if (!ts) {
     ts = ms__rec_ts_register();
     // --thread all: a thread made otherwise than through pthread_create

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "table.h"
 
 kv ms__rec_meta_kv[MAX_META];
 int ms__rec_nmeta;
@@ -123,8 +124,15 @@ void ms__rec_build_meta(const assembled *A) {
   ms__rec_meta("record.peak_rss_bytes", "%lld", (long long)A->peak_rss);
   ms__rec_meta("record.peak_mapped_bytes", "%lld", (long long)A->peak_mapped);
   ms__rec_meta(MS__REC_META_PEAK_STACK, "%lld", (long long)A->peak_stack);
-  if (ms__rec.table_overflow)
-    ms__rec_meta("record.table_overflow", "%llu", (unsigned long long)ms__rec.table_overflow);
+  ms__rec_meta("record.table_bytes_max", "%llu", (unsigned long long)ms__rec_table_bytes_max());
+  ms__rec_meta("record.live_blocks_at_exit", "%llu", (unsigned long long)ms__rec_table_blocks());
+  if (ms__rec_epoch_count()) ms__rec_meta("record.epochs", "%llu", (unsigned long long)ms__rec_epoch_count());
+  if (ms__rec.stale_blocks)
+    ms__rec_meta("record.stale_blocks", "%llu blocks, %llu bytes freed where no hook saw it "
+                 "(counted as freed when the allocator gave their address out again)",
+                 (unsigned long long)ms__rec.stale_blocks, (unsigned long long)ms__rec.stale_bytes);
+  if (ms__rec.reentered)
+    ms__rec_meta("record.reentered", "%llu", (unsigned long long)ms__rec.reentered);
   if (ms__rec.unknown_frees)
     ms__rec_meta("record.unknown_frees", "%llu", (unsigned long long)ms__rec.unknown_frees);
   if (dropped) ms__rec_meta("record.rows_dropped", "%llu", (unsigned long long)dropped);
@@ -151,11 +159,17 @@ void ms__rec_build_meta(const assembled *A) {
         for (int j = 0; j < u->nstats; j++)
           if (strcmp(u->stats[j].name, st->name) == 0) {
             sum.occurrences += u->stats[j].occurrences;
+            sum.nested += u->stats[j].nested;
             ms__rec_churn_add(&sum.c, &u->stats[j].c);
           }
       char key[96];
       snprintf(key, sizeof key, MS__REC_CHURN_REGION "%s", sum.name);
       ms__rec_churn_meta(key, &sum.c, sum.occurrences);
+      if (sum.nested) {
+        snprintf(key, sizeof key, "record.region.%s.nested", sum.name);
+        ms__rec_meta(key, "%llu entries while an occurrence was open (recursion), counted in it",
+                     (unsigned long long)sum.nested);
+      }
     }
   }
 }

@@ -1,135 +1,224 @@
-/* recorder/table.h: the pointer -> requested size table (hooks.c, hot path).
+/* recorder/table.h: the live-block table, pointer -> (requested size,
+ * counted or not, epoch), on the hooks' hot path (docs/recording.md, "The
+ * live-block table").
  *
- * Open addressing with linear probing over 8-byte slots: (ptr >> 4) in the
- * top 43 bits, a "not counted" flag, and the requested size in 20 bits
- * (blocks of 1 MiB and more, and pointers above 2^47, go to a small side
- * table of full-width slots, table.c). The slot index keeps the low address
- * bits (ptr >> 5: neighbouring blocks share cache lines, like the heap
- * itself) and mixes in a hash of each 32 MiB window. Inserts claim an empty or
- * deleted slot with a CAS; deletes store a tombstone. The tables are
- * reserved once (MAP_NORESERVE) and only the pages in use are touched; the
- * main table costs about a quarter of the heap's address range in use. */
+ * Exact at any size and address layout: it grows, and a block is lost only
+ * when memory for the table cannot be had, which fails the recording
+ * (ms__rec_table_failed). Laid out for the cache:
+ * - 64 shards, each an array of 64-byte buckets (one cache line) of five
+ *   slots: an 8-byte key word ((p >> 4) << 20 | NOT_COUNTED bit | size in
+ *   19 bits) and a 4-byte epoch (epochs.c: who allocated it, when, in which
+ *   region), 12.8 bytes a slot;
+ * - a block's home bucket is a hash of its 128-byte heap line, so the blocks
+ *   the allocator packs together share a bucket (a run of small mallocs
+ *   touches one cache line per four blocks), while distant lines spread
+ *   evenly over shards and buckets (no clustering by address);
+ * - linear probing over buckets, with a count per bucket of the entries
+ *   homed at or before it that sit after it: a lookup stops at the first
+ *   bucket whose count is 0, a delete leaves no tombstone;
+ * - a shard grows (rehashed into a new array, 0.55 full) when it is 0.85
+ *   full: 15 to 23 bytes a live block;
+ * - a block of 512 KiB or more has a slot that says so, and its entry in a
+ *   small side map of full-width entries (table.c), where pointers that are
+ *   not 16-byte aligned or lie above 2^48 live too.
+ * Each shard has a lock, taken only once the program has a second thread
+ * (ms__rec_multi). The hooks never re-enter it: a signal handler that calls
+ * malloc during the bookkeeping passes through (hooks.c). */
 #ifndef MEMSTUB_RECORDER_TABLE_H
 #define MEMSTUB_RECORDER_TABLE_H
 
-#include "internal.h"
+#include <stddef.h>
+#include <stdint.h>
 
 #pragma GCC visibility push(hidden)
 
-#define TOMB ((uint64_t)1)
-#define NOT_MINE (UINT64_C(1) << 63)  // in entries handed around (not in slots)
-#define MAX_PROBE 4096
-#define SZ_BITS 20
-#define SZ_BIG ((UINT64_C(1) << SZ_BITS) - 1)
-#define FLAG_BIT (UINT64_C(1) << SZ_BITS)
+#ifndef HOT
+#define HOT static inline __attribute__((always_inline))
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#endif
 
-extern uint64_t *ms__rec_tab;
-extern uintptr_t ms__rec_tab_mask;
-/* --thread all: each slot's owner beside it (same index): the allocating
- * thread's number + 1 in the top 16 bits, the raw time of its bucket (from
- * ms__rec.raw0) in the low 48; 0 unknown. NULL otherwise. */
-extern uint64_t *ms__rec_own;
-// Their pages written so far (the recorder's own resident memory, state.c).
-extern ms__rec_pages ms__rec_tab_pages, ms__rec_own_pages;
-#define OWN_T_BITS 48
-#define OWN_T_MASK ((UINT64_C(1) << OWN_T_BITS) - 1)
+// An entry as the hooks hand it around: the requested size, plus NOT_MINE
+// when the block is not counted (another thread's, --heap thread).
+#define NOT_MINE (UINT64_C(1) << 63)
 
-// Reserve the tables (2^bits main slots, fewer when that fails); 0 or -ENOMEM.
-int ms__rec_table_init(int bits);
-// A forked child: a new empty table of the same size (the parent's blocks are
-// not the child's); 0 or -ENOMEM.
+#define TB_SHARD_BITS 6
+#define TB_SHARDS (1 << TB_SHARD_BITS)
+#define TB_SLOTS 5
+#define TB_FULL ((1u << TB_SLOTS) - 1)
+#define TB_SZ_BITS 19
+#define TB_SZ_MAX ((UINT64_C(1) << TB_SZ_BITS) - 1)  // sizes from here: the side map
+#define TB_FLAG (UINT64_C(1) << TB_SZ_BITS)
+#define TB_KEY_SHIFT (TB_SZ_BITS + 1)
+
+typedef struct ms__rec_tbucket {
+  uint64_t key[TB_SLOTS];  // (p >> 4) << TB_KEY_SHIFT | TB_FLAG (not counted) | size
+  uint32_t ep[TB_SLOTS];   // the block's epoch (epochs.c), 0 none
+  uint8_t used;            // bit i: slot i holds a block
+  uint8_t spare;
+  uint16_t ovf;  // entries homed at or before this bucket, stored after it
+} ms__rec_tbucket;
+
+typedef struct ms__rec_shard {
+  ms__rec_tbucket *b;
+  uint64_t nb;     // buckets
+  uint64_t n;      // blocks
+  uint64_t limit;  // grow when n reaches it
+  uint64_t bytes;  // mapped for b
+  int lock;
+  uint32_t grows;
+} __attribute__((aligned(64))) ms__rec_shard;
+
+extern ms__rec_shard ms__rec_shards[TB_SHARDS];
+extern uint64_t ms__rec_big_n;  // blocks in the side map
+extern int ms__rec_multi;       // a second thread may run: take the locks
+
+// Reserve the first arrays; 0 or -ENOMEM.
+int ms__rec_table_init(void);
+// A forked child: a new empty table (the parent's blocks are not the
+// child's; a lock a vanished thread held is dropped); 0 or -ENOMEM.
 int ms__rec_table_reset(void);
-// The side table (with the block's owner, table.h): 1 when stored, 0 when full.
-int ms__rec_big_put(uintptr_t p, uint64_t entry, uint64_t own);
-// The side table's entry for p and its owner (and its slot freed), or -1.
-int ms__rec_big_take(uintptr_t p, uint64_t *entry, uint64_t *own);
-// --thread all: the owner array beside the table; 0 or -ENOMEM.
-int ms__rec_table_own_init(void);
+// Shard S is full: grow it (lock held). 0, or -ENOMEM (the table stays, full).
+int ms__rec_table_grow(ms__rec_shard *S) __attribute__((noinline));
+/* The side map (its own lock): put returns as table_put does; take as
+ * table_take. It holds the blocks whose pointer has no slot key (tb_inline)
+ * and the entries of blocks of TB_SZ_MAX bytes or more, whose slot says
+ * only that (ms__rec_table_put_big puts both). */
+int ms__rec_table_put_big(uintptr_t p, uint64_t entry, uint32_t ep, uint64_t *old, uint32_t *old_ep)
+    __attribute__((noinline));
+int ms__rec_big_put(uintptr_t p, uint64_t entry, uint32_t ep, uint64_t *old, uint32_t *old_ep)
+    __attribute__((noinline));
+int ms__rec_big_take(uintptr_t p, uint64_t *entry, uint32_t *ep) __attribute__((noinline));
+// Call f on every block (at exit, the program stopped; no locks).
+void ms__rec_table_each(void (*f)(uintptr_t p, uint64_t entry, uint32_t ep, void *arg), void *arg);
+// Blocks in the table, and the bytes of the table's arrays now and at most.
+uint64_t ms__rec_table_blocks(void);
+uint64_t ms__rec_table_bytes(void);
+uint64_t ms__rec_table_bytes_max(void);
+// The table could not grow once (out of memory): the recording is not exact.
+extern int ms__rec_table_failed;
 
-HOT uintptr_t slot_of(uintptr_t p, uintptr_t mask) {
-  uintptr_t k = p >> 5;
-  return (k ^ (((k >> 20) * UINT64_C(0x9E3779B97F4A7C15)) >> 40)) & mask;
+// Whether p's key fits a slot (16-byte aligned, below 2^48).
+HOT int tb_inline(uintptr_t p) { return (p & (~(UINT64_C(1) << 48) + 1 + 15)) == 0; }
+
+// The hash of p's 128-byte line: shard in the top bits, bucket below.
+HOT uint64_t tb_hash(uintptr_t p) { return (uint64_t)(p >> 7) * UINT64_C(0x9E3779B97F4A7C15); }
+HOT ms__rec_shard *tb_shard(uint64_t h) { return &ms__rec_shards[h >> (64 - TB_SHARD_BITS)]; }
+HOT uint64_t tb_home(uint64_t h, uint64_t nb) {
+  return (uint64_t)(((unsigned __int128)(h << TB_SHARD_BITS) * nb) >> 64);
+}
+HOT uint64_t tb_next(uint64_t i, uint64_t nb) { return i + 1 == nb ? 0 : i + 1; }
+
+#if defined(__x86_64__) || defined(__i386__)
+#define TB_RELAX() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define TB_RELAX() __asm__ volatile("yield")
+#else
+#define TB_RELAX() ((void)0)
+#endif
+
+// The lock is held by another thread: spin a while, then yield (table.c).
+void ms__rec_table_wait(int *lock) __attribute__((noinline));
+
+HOT void tb_lock(ms__rec_shard *S, int mt) {
+  if (mt && UNLIKELY(__atomic_exchange_n(&S->lock, 1, __ATOMIC_ACQUIRE)))
+    ms__rec_table_wait(&S->lock);
+}
+HOT void tb_unlock(ms__rec_shard *S, int mt) {
+  if (mt) __atomic_store_n(&S->lock, 0, __ATOMIC_RELEASE);
 }
 
-// The main table's slots per page, less one (its pages are 4 KiB or more).
-HOT uintptr_t slot_page_mask(void) { return ((uintptr_t)1 << (ms__rec_tab_pages.shift - 3)) - 1; }
-// Slot i's page was never written (page_unwritten; the table is page-aligned).
-HOT int slot_unwritten(uintptr_t i) {
-  uintptr_t pi = i >> (ms__rec_tab_pages.shift - 3);
-  return !(__atomic_load_n(&ms__rec_tab_pages.bits[pi >> 6], __ATOMIC_RELAXED) &
-           (UINT64_C(1) << (pi & 63)));
-}
-
-/* entry: requested size, plus NOT_MINE when the block is not counted; own:
- * its owner, stored when with_own (a constant: the plain call keeps today's
- * code). */
-HOT int table_put_o(uintptr_t p, uint64_t entry, uint64_t own, int with_own) {
-  uint64_t size = entry & ~NOT_MINE;
-  if (UNLIKELY(size >= SZ_BIG || (p >> 47) != 0)) {
-    // The main table marks the block big, the side table keeps its size.
-    if (!ms__rec_big_put(p, entry, own)) return 0;
-    size = SZ_BIG;
+/* Put block p's key word kw (pre: tb_inline(p)) and epoch ep into its
+ * shard; returns as table_put. */
+HOT int tb_put_slot(uintptr_t p, uint64_t kw, uint32_t ep, uint64_t *old, uint32_t *old_ep) {
+  uint64_t kp = (uint64_t)(p >> 4);
+  uint64_t h = tb_hash(p);
+  ms__rec_shard *S = tb_shard(h);
+  int mt = __atomic_load_n(&ms__rec_multi, __ATOMIC_RELAXED);
+  tb_lock(S, mt);
+  if (UNLIKELY(S->n >= S->limit) && ms__rec_table_grow(S) != 0) {
+    tb_unlock(S, mt);
+    return -12;  // -ENOMEM
   }
-  uint64_t v = ((uint64_t)(p >> 4) << (SZ_BITS + 1)) | (entry & NOT_MINE ? FLAG_BIT : 0) | size;
-  if ((p >> 47) != 0) return 1;  // only in the side table
-  uintptr_t i = slot_of(p, ms__rec_tab_mask);
-  int mt = multi();
-  for (int n = 0; n < MAX_PROBE; n++, i = (i + 1) & ms__rec_tab_mask) {
-    // Written before read (page_unwritten): at the probe's first slot and at
-    // each page it enters. A take then reads only pages a put wrote (or, for
-    // a block never put, maybe a zero page, which nothing writes through).
-    if (UNLIKELY((n == 0 || (i & slot_page_mask()) == 0) && slot_unwritten(i))) {
-      wrote(&ms__rec_tab_pages, &ms__rec_tab[i], sizeof *ms__rec_tab);
-      if (with_own) wrote(&ms__rec_own_pages, &ms__rec_own[i], sizeof *ms__rec_own);
-    }
-    uint64_t k = __atomic_load_n(&ms__rec_tab[i], __ATOMIC_RELAXED);
-    if (LIKELY(!mt) && k <= TOMB) {
-      if (with_own) ms__rec_own[i] = own;
-      __atomic_store_n(&ms__rec_tab[i], v, __ATOMIC_RELAXED);
-      return 1;
-    }
-    while (k <= TOMB) {
-      if (__atomic_compare_exchange_n(&ms__rec_tab[i], &k, v, 0, __ATOMIC_ACQ_REL,
-                                      __ATOMIC_RELAXED)) {
-        // The block is not the program's yet: nobody takes the slot before this store.
-        if (with_own) __atomic_store_n(&ms__rec_own[i], own, __ATOMIC_RELEASE);
+  uint64_t nb = S->nb, home = tb_home(h, nb), i = home;
+  for (;;) {
+    ms__rec_tbucket *B = &S->b[i];
+    for (unsigned m = B->used; m; m &= m - 1) {
+      unsigned s = (unsigned)__builtin_ctz(m);
+      if ((B->key[s] >> TB_KEY_SHIFT) == kp) {  // stale: replace it in place
+        uint64_t k = B->key[s];
+        *old = (k & TB_SZ_MAX) | (k & TB_FLAG ? NOT_MINE : 0);
+        *old_ep = B->ep[s];
+        B->key[s] = kw;
+        B->ep[s] = ep;
+        tb_unlock(S, mt);
+        if (UNLIKELY((k & TB_SZ_MAX) == TB_SZ_MAX)) ms__rec_big_take(p, old, old_ep);
         return 1;
       }
     }
+    if (!B->ovf) break;
+    i = tb_next(i, nb);
   }
-  if (size == SZ_BIG) {
-    uint64_t e, o;
-    ms__rec_big_take(p, &e, &o);
+  // Into the first bucket with room from home on; the full ones passed over count it.
+  i = home;
+  while (S->b[i].used == TB_FULL) {
+    S->b[i].ovf++;
+    i = tb_next(i, nb);
   }
+  ms__rec_tbucket *B = &S->b[i];
+  unsigned s = (unsigned)__builtin_ctz(~(unsigned)B->used);
+  B->key[s] = kw;
+  B->ep[s] = ep;
+  B->used |= (uint8_t)(1u << s);
+  S->n++;
+  tb_unlock(S, mt);
   return 0;
 }
 
-HOT int table_put(uintptr_t p, uint64_t entry) { return table_put_o(p, entry, 0, 0); }
-
-/* The entry stored for p and, when own is not NULL (a constant), its owner
- * (and its slot freed), or -1 when p is not there. */
-HOT int table_take_o(uintptr_t p, uint64_t *entry, uint64_t *own) {
-  uint64_t o_;
-  if (UNLIKELY((p >> 47) != 0)) return ms__rec_big_take(p, entry, own ? own : &o_);
-  uint64_t key = (uint64_t)(p >> 4);
-  uintptr_t i = slot_of(p, ms__rec_tab_mask);
-  for (int n = 0; n < MAX_PROBE; n++, i = (i + 1) & ms__rec_tab_mask) {
-    uint64_t k = __atomic_load_n(&ms__rec_tab[i], __ATOMIC_ACQUIRE);
-    if ((k >> (SZ_BITS + 1)) == key && k > TOMB) {
-      // The owner before the tombstone: after it, an insert may reuse the slot.
-      if (own) *own = __atomic_load_n(&ms__rec_own[i], __ATOMIC_ACQUIRE);
-      __atomic_store_n(&ms__rec_tab[i], TOMB, __ATOMIC_RELEASE);
-      uint64_t size = k & SZ_BIG;
-      if (UNLIKELY(size == SZ_BIG)) return ms__rec_big_take(p, entry, own ? own : &o_);
-      *entry = size | (k & FLAG_BIT ? NOT_MINE : 0);
-      return 0;
-    }
-    if (k == 0) return -1;
-  }
-  return -1;
+/* Put block p (entry: size | NOT_MINE; ep its epoch). 0 when put; 1 when p
+ * was in the table already (a block freed where no hook saw it: the
+ * allocator handed its address out again), *old and *old_ep then hold the
+ * stale block, now replaced; -ENOMEM when the table could not grow. */
+HOT int table_put(uintptr_t p, uint64_t entry, uint32_t ep, uint64_t *old, uint32_t *old_ep) {
+  if (UNLIKELY(!tb_inline(p))) return ms__rec_big_put(p, entry, ep, old, old_ep);
+  uint64_t size = entry & ~NOT_MINE;
+  if (UNLIKELY(size >= TB_SZ_MAX)) return ms__rec_table_put_big(p, entry, ep, old, old_ep);
+  uint64_t kw = ((uint64_t)(p >> 4) << TB_KEY_SHIFT) | (entry & NOT_MINE ? TB_FLAG : 0) | size;
+  return tb_put_slot(p, kw, ep, old, old_ep);
 }
 
-HOT int table_take(uintptr_t p, uint64_t *entry) { return table_take_o(p, entry, NULL); }
+/* Take block p out: 0 with its entry (size | NOT_MINE) and epoch, or -1
+ * when p is not in the table. */
+HOT int table_take(uintptr_t p, uint64_t *entry, uint32_t *ep) {
+  if (UNLIKELY(!tb_inline(p))) return ms__rec_big_take(p, entry, ep);
+  uint64_t kp = (uint64_t)(p >> 4);
+  uint64_t h = tb_hash(p);
+  ms__rec_shard *S = tb_shard(h);
+  int mt = __atomic_load_n(&ms__rec_multi, __ATOMIC_RELAXED);
+  tb_lock(S, mt);
+  uint64_t nb = S->nb, home = tb_home(h, nb), i = home;
+  for (;;) {
+    ms__rec_tbucket *B = &S->b[i];
+    for (unsigned m = B->used; m; m &= m - 1) {
+      unsigned s = (unsigned)__builtin_ctz(m);
+      uint64_t k = B->key[s];
+      if ((k >> TB_KEY_SHIFT) == kp) {
+        *entry = (k & TB_SZ_MAX) | (k & TB_FLAG ? NOT_MINE : 0);
+        *ep = B->ep[s];
+        B->used &= (uint8_t)~(1u << s);
+        for (uint64_t j = home; j != i; j = tb_next(j, nb)) S->b[j].ovf--;
+        S->n--;
+        tb_unlock(S, mt);
+        if (UNLIKELY((k & TB_SZ_MAX) == TB_SZ_MAX)) ms__rec_big_take(p, entry, ep);
+        return 0;
+      }
+    }
+    if (!B->ovf) break;
+    i = tb_next(i, nb);
+  }
+  tb_unlock(S, mt);
+  return -1;
+}
 
 #pragma GCC visibility pop
 

@@ -93,8 +93,6 @@ static int pt_take(pthread_t th) {
   return thr;
 }
 
-int ms__rec_thr_init(void) { return ms__rec_table_own_init(); }
-
 int ms__rec_thr_number(void) { return __atomic_fetch_add(&ms__rec.next_thr, 1, __ATOMIC_RELAXED); }
 
 tstate *ms__rec_thr_state(int thr) {

@@ -192,6 +192,35 @@ START_TEST(test_nested_functions) {
 }
 END_TEST
 
+/* A recursive function is one region (issue 28 item 1): fib(15) enters
+ * itself 1972 times while open; one occurrence with all of its 3946
+ * allocator calls, each counted once, and the nested entries said apart. */
+START_TEST(test_recursive_function_is_one_region) {
+  char *dir = tu_mkdtemp();
+  const char *fns[] = {"fib", NULL}, *args[] = {"fib", "15", NULL};
+  tu_run r = record(dir, fns, env("MEMSTUB_REC_FNPROG"), args);
+  ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+  memstub_trace *t = load(dir);
+  int64_t peak[8];
+  ck_assert_int_eq(regions(t, peak, 8), 1);
+  const char *c = memstub_trace_get_meta(t, "churn.region.fib");
+  ck_assert_ptr_nonnull(c);
+  ck_assert_msg(strstr(c, "occurrences=1 calls=3946 bytes="), "%s", c);
+  const char *nested = memstub_trace_get_meta(t, "record.region.fib.nested");
+  ck_assert_msg(nested && strncmp(nested, "1972 ", 5) == 0, "%s", nested ? nested : "(none)");
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "generations", "t.csv", "--json", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_msg(strstr(r.out, "\"occurrence\": 1,") && !strstr(r.out, "\"occurrence\": 2,"), "%s",
+                r.out);
+  ck_assert_msg(strstr(r.out, "\"allocated_bytes\": 126272,"), "%s", r.out);  // 1973 x 64
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 // jumper() leaves by longjmp: its region ends when the next call comes,
 // and the program goes on unharmed.
 START_TEST(test_longjmp_out_of_a_function) {
@@ -463,6 +492,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_function_in_library);
   tcase_add_test(tc, test_function_after_dlopen);
   tcase_add_test(tc, test_nested_functions);
+  tcase_add_test(tc, test_recursive_function_is_one_region);
   tcase_add_test(tc, test_longjmp_out_of_a_function);
   tcase_add_test(tc, test_refusals);
   tcase_add_test(tc, test_generations);

@@ -12,7 +12,9 @@
  *                temporary is freed inside): the first is freed 100 ms after
  *                it returns, the second at the end of main, the third never
  *   many         produce_many() three times: 20,000 blocks of 48 bytes left
- *                alive each time, half freed at once, half never */
+ *                alive each time, half freed at once, half never
+ *   fib N        fib(N), recursive: 2 fib(N+1) - 1 calls, each mallocs and
+ *                frees 64 bytes (fib(15): 1973 calls, 3946 allocator calls) */
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -81,6 +83,14 @@ __attribute__((noinline)) void produce_many(int k) {
   }
 }
 
+__attribute__((noinline)) long fib(int n) {
+  char *volatile p = malloc(64);
+  if (!p) exit(3);
+  long r = n < 2 ? n : fib(n - 1) + fib(n - 2);
+  free(p);
+  return r;
+}
+
 static volatile long g_sink;
 __attribute__((noinline)) void tiny(void) { g_sink++; }
 
@@ -123,6 +133,8 @@ int main(int argc, char **argv) {
       produce_many(k);
       for (int i = 0; i < MANY; i += 2) free(g_many[k][i]);
     }
+  } else if (!strcmp(m, "fib")) {
+    s = fib(n);
   } else if (!strcmp(m, "tiny")) {
     double t0 = now();
     for (int k = 0; k < n; k++) tiny();

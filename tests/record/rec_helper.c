@@ -365,10 +365,83 @@ static int known_work(void) {
   return 0;
 }
 
+/* Address layouts that defeat a table indexed by address (issue 27): a
+ * million 24-byte blocks packed in 32-byte chunks, mmapped blocks at page
+ * strides, mixed sizes, two big blocks, frees in random order and the
+ * space reused. Prints the exact peak of the bytes requested ("peak N"),
+ * which the recorded trace must equal. */
+static int layout(long small) {
+  enum { MAPPED = 300, MIXED = 100000 };
+  void **s = malloc((size_t)small * sizeof *s);
+  void *mp[MAPPED], **mx = malloc(MIXED * sizeof *mx);
+  size_t *mxn = malloc(MIXED * sizeof *mxn);
+  if (!s || !mx || !mxn) return 1;
+  // The helper's own arrays count too: they are requested bytes.
+  int64_t live = (int64_t)((size_t)small * sizeof *s + MIXED * sizeof *mx + MIXED * sizeof *mxn),
+          peak = live;
+  uint64_t x = 88172645463325252ull;
+#define NEXT() (x ^= x << 13, x ^= x >> 7, x ^= x << 17, x)
+#define TAKE(n) (live += (int64_t)(n), peak = live > peak ? live : peak)
+  for (long i = 0; i < small; i++) {
+    if (!(s[i] = malloc(24))) return 1;
+    TAKE(24);
+  }
+  for (int i = 0; i < MAPPED; i++) {
+    if (!(mp[i] = malloc(200 * 1024))) return 1;
+    TAKE(200 * 1024);
+  }
+  for (int i = 0; i < MIXED; i++) {
+    mxn[i] = 1 + NEXT() % 4000;
+    if (!(mx[i] = malloc(mxn[i]))) return 1;
+    TAKE(mxn[i]);
+  }
+  void *big1 = calloc(2 << 20, 8), *big2 = malloc(10 << 20);
+  if (!big1 || !big2) return 1;
+  TAKE((2 << 20) * 8);
+  TAKE(10 << 20);
+  // Half of the small blocks freed in random order, then allocated again.
+  for (long i = small - 1; i > 0; i--) {
+    long j = (long)(NEXT() % (uint64_t)(i + 1));
+    void *t = s[i];
+    s[i] = s[j];
+    s[j] = t;
+  }
+  for (long i = 0; i < small / 2; i++) {
+    free(s[i]);
+    TAKE(-24);
+  }
+  for (long i = 0; i < small / 2; i++) {
+    if (!(s[i] = malloc(24))) return 1;
+    TAKE(24);
+  }
+  for (int i = 0; i < MIXED; i += 2) {
+    size_t n = 1 + NEXT() % 8000;
+    void *q = realloc(mx[i], n);
+    if (!q) return 1;
+    TAKE((int64_t)n - (int64_t)mxn[i]);
+    mx[i] = q;
+    mxn[i] = n;
+  }
+  free(big2);
+  free(big1);
+  for (int i = 0; i < MAPPED; i++) free(mp[i]);
+  for (int i = 0; i < MIXED; i++) free(mx[i]);
+  for (long i = 0; i < small; i++) free(s[i]);
+  free(mxn);
+  free(mx);
+  free(s);
+#undef TAKE
+#undef NEXT
+  printf("peak %lld\n", (long long)peak);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "pattern";
   int rc = 0;
-  if (strcmp(mode, "pattern") == 0) {
+  if (strcmp(mode, "layout") == 0) {
+    rc = layout(argc > 2 ? atol(argv[2]) : 1000000);
+  } else if (strcmp(mode, "pattern") == 0) {
     rc = pattern();
   } else if (strcmp(mode, "work") == 0) {
     rc = known_work();
