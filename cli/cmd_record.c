@@ -562,8 +562,9 @@ static int no_trace(const rec_opts *o, const rec_status *st, int wst, const char
                  st->err ? strerror((int)st->err) : "");
     return MS_EXIT_CHECK;
   }
-  ms_cli_error("%s: the recorder could not write the trace: %s", o->out,
-               st->err ? strerror((int)st->err) : "unknown error");
+  ms_cli_error("%s: the recorder could not write the trace: %s (nothing was replaced: a trace "
+               "already there and its .sites and .generations files are as they were)",
+               o->out, st->err ? strerror((int)st->err) : "unknown error");
   return MS_EXIT_CHECK;
 }
 

@@ -1,0 +1,118 @@
+// memstub record's output files (issue 28): the trace and its side files
+// (TRACE.sites, TRACE.generations) appear together or not at all, and a
+// full disk is said as such; tests/record/rec_helper.c.
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memstub/trace.h"
+#include "testutil.h"
+
+static const char *env(const char *name) {
+  const char *v = getenv(name);
+  ck_assert_msg(v != NULL, "%s is not set (run the tests with ctest)", name);
+  return v;
+}
+
+// Whether this machine lets the test mount a tmpfs of its own (a user and
+// mount namespace: unshare -Urm); says why not on stderr.
+static int can_mount_tmpfs(void) {
+  char *argv[] = {"unshare", "-Urm", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /mnt", NULL};
+  tu_run r = tu_exec(NULL, argv);
+  int ok = r.status == 0;
+  if (!ok)
+    fprintf(stderr,
+            "test_record_output: SKIPPED the full-disk case: 'unshare -Urm' cannot mount a "
+            "tmpfs here (status %d: %.200s); it needs user namespaces\n",
+            r.status, r.err);
+  tu_run_free(&r);
+  return ok;
+}
+
+/* Item 13: a recording onto a full file system. A 4 MiB tmpfs in a mount
+ * namespace of the test's own, holding an older trace and its side files;
+ * rec_helper fills it until free_kib KiB are left just before it exits, so
+ * the recorder's files at exit meet a real ENOSPC. The script prints the
+ * status, the directory and the three files after the run. */
+static void full_disk(const char *mnt, const char *free_kib) {
+  static const char script[] =
+      "set -e\n"
+      "mount -t tmpfs -o size=4m tmpfs \"$1\"\n"
+      "cd \"$1\"\n"
+      "echo 'old trace' > t.csv; echo 'old sites' > t.csv.sites\n"
+      "echo 'old generations' > t.csv.generations\n"
+      "set +e\n"
+      "\"$3\" record -q --sites -r 0 -o t.csv -- \"$4\" fill \"$1\" \"$2\"\n"
+      "echo \"status=$?\"\n"
+      "ls -A | tr '\\n' ' '; echo\n"
+      "cat t.csv t.csv.sites t.csv.generations\n";
+  char *argv[] = {"unshare", "-Urm", "sh", "-c", (char *)script, "sh", (char *)mnt,
+                  (char *)free_kib, (char *)env("MEMSTUB_EXE"),
+                  (char *)env("MEMSTUB_REC_HELPER"), NULL};
+  tu_run r = tu_exec(NULL, argv);
+  ck_assert_msg(r.status == 0, "free %s KiB: the script failed (%d): %s", free_kib, r.status,
+                r.err);
+  ck_assert_msg(strstr(r.out, "status=1\n"), "free %s KiB: %s%s", free_kib, r.out, r.err);
+  ck_assert_msg(strstr(r.err, "No space left on device"), "free %s KiB: %s", free_kib, r.err);
+  // Nothing new committed, nothing staged left behind: the older files as they were.
+  ck_assert_msg(strstr(r.out, "\nfiller t.csv t.csv.generations t.csv.sites \n"),
+                "free %s KiB: %s", free_kib, r.out);
+  ck_assert_msg(strstr(r.out, "\nold trace\nold sites\nold generations\n"), "free %s KiB: %s",
+                free_kib, r.out);
+  tu_run_free(&r);
+}
+
+START_TEST(test_full_disk) {
+  if (!can_mount_tmpfs()) return;
+  char *dir = tu_mkdtemp();
+  full_disk(dir, "0");   // nothing fits: every file fails
+  full_disk(dir, "32");  // the side files fit, the trace does not
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+// The side files of an earlier recording go when a new trace replaces it
+// without them; a recording with them leaves nothing staged.
+START_TEST(test_side_files_follow_the_trace) {
+  char *dir = tu_mkdtemp();
+  char *a1[] = {(char *)env("MEMSTUB_EXE"), "record", "-q", "--sites", "-o", "t.csv", "--",
+                (char *)env("MEMSTUB_REC_HELPER"), "region_keep", NULL};
+  tu_run r = tu_exec(dir, a1);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  tu_run_free(&r);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/t.csv.sites", dir);
+  ck_assert(tu_exists(path));
+  snprintf(path, sizeof path, "%s/t.csv.generations", dir);
+  ck_assert(tu_exists(path));
+  ck_assert_int_eq(tu_count_entries(dir), 3);
+  char *a2[] = {(char *)env("MEMSTUB_EXE"), "record", "-q", "-o", "t.csv", "--",
+                (char *)env("MEMSTUB_REC_HELPER"), "pattern", NULL};
+  r = tu_exec(dir, a2);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  tu_run_free(&r);
+  ck_assert_int_eq(tu_count_entries(dir), 1);  // t.csv alone
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("record_output");
+  TCase *tc = tcase_create("output");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_full_disk);
+  tcase_add_test(tc, test_side_files_follow_the_trace);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
