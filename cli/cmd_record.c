@@ -58,7 +58,8 @@ static const ms_cli_option options[] = {
     {"function", O_FUNCTION, "SYMBOL",
      "every call of the function SYMBOL (in PROGRAM or a\n"
      "library it loads) is a probe region, with no source\n"
-     "edits; may be given several times (x86-64)"},
+     "edits; up to 16 names of any length, each counted\n"
+     "once (x86-64; IFUNCs such as memset are refused)"},
     {"follow-children", O_FOLLOW, NULL,
      "record every process PROGRAM forks, execs or spawns\n"
      "too, each into TRACE's name with its pid and command\n"
@@ -305,6 +306,36 @@ static int options_end(int argc, char **argv) {
   return argc;
 }
 
+/* A --function name added to o->functions, once (a name given again adds
+ * nothing): 0, or -1 after a usage error. Names of any length are accepted,
+ * up to the recorder's limits on their number and their bytes in all. */
+static int add_function(rec_opts *o, const char *name) {
+  size_t have = strlen(o->functions), an = strlen(name);
+  if (an == 0 || strchr(name, ',') || strspn(name, " \t") == an) {
+    ms_cli_usage("record", "--function '%s': a symbol name, one per option", name);
+    return -1;
+  }
+  int count = 0;
+  for (const char *p = o->functions; *p;) {
+    size_t k = strcspn(p, ",");
+    if (k == an && memcmp(p, name, an) == 0) return 0;  // given before
+    count++;
+    p += k + (p[k] == ',');
+  }
+  if (count == MS__REC_FN_MAX_NAMES) {
+    ms_cli_usage("record", "--function: at most %d different names", MS__REC_FN_MAX_NAMES);
+    return -1;
+  }
+  if (have + an + 2 > sizeof o->functions) {
+    ms_cli_usage("record", "--function: the names take %zu bytes in all, more than the %zu "
+                           "the recorder accepts",
+                 have + an + (have > 0), sizeof o->functions - 1);
+    return -1;
+  }
+  snprintf(o->functions + have, sizeof o->functions - have, "%s%s", have ? "," : "", name);
+  return 0;
+}
+
 // One option into *o: 0, or -1 after a usage error.
 static int apply_option(ms_cli_parser *p, int c, rec_opts *o) {
   static const char *const heaps[] = {"process", "thread", NULL};
@@ -333,20 +364,7 @@ static int apply_option(ms_cli_parser *p, int c, rec_opts *o) {
       return parse_pos(p, 1, &o->occ);
     case O_SIGNAL: return parse_range(p, 1, SIGRTMAX, &o->sig);
     case O_FOLLOW: o->follow = 1; return 0;
-    case O_FUNCTION: {
-      size_t have = strlen(o->functions), an = strlen(p->arg);
-      if (an == 0 || strchr(p->arg, ',') || strspn(p->arg, " \t") == an) {
-        ms_cli_usage("record", "--function '%s': a symbol name, one per option", p->arg);
-        return -1;
-      }
-      if (have + an + 2 > sizeof o->functions) {
-        ms_cli_usage("record", "--function: too many names (%zu bytes at most)",
-                     sizeof o->functions - 1);
-        return -1;
-      }
-      snprintf(o->functions + have, sizeof o->functions - have, "%s%s", have ? "," : "", p->arg);
-      return 0;
-    }
+    case O_FUNCTION: return add_function(o, p->arg);
     case O_SITES:
       if (!o->sites) o->sites = 65536;
       return 0;

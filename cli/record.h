@@ -4,9 +4,11 @@
 #ifndef MEMSTUB_CLI_RECORD_H
 #define MEMSTUB_CLI_RECORD_H
 
+#include "../recorder/protocol.h"
+
 typedef struct rec_opts {
   const char *out, *thread, *heap;
-  char functions[1024];  // --function names, comma-separated ("" when none)
+  char functions[MS__REC_FN_MAX_BYTES];  // --function names, comma-separated, each once ("" when none)
   long long res, hz, occ, sig;
   int quiet;
   int follow;  // --follow-children

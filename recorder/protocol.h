@@ -26,8 +26,11 @@
  * "pid<TAB>ppid<TAB>command<TAB>trace path\n" when it starts recording
  * (recorder/follow.c); unset: only the root records. */
 #define MS__REC_ENV_FOLLOW "MEMSTUB_RECORD_FOLLOW"
-// --function: the names, separated by commas (recorder/function.c).
+// --function: the names, separated by commas (recorder/function.c), at
+// most MS__REC_FN_MAX_NAMES names in MS__REC_FN_MAX_BYTES - 1 bytes in all.
 #define MS__REC_ENV_FUNCTIONS "MEMSTUB_RECORD_FUNCTIONS"
+#define MS__REC_FN_MAX_NAMES 16
+#define MS__REC_FN_MAX_BYTES 16384
 #define MS__REC_ENV_SITES "MEMSTUB_RECORD_SITES"  // bytes between sampled allocations (--sites)
 
 /* ---- rows, chunks and the journal: recorder -> command ----
