@@ -235,12 +235,16 @@ static void summary(const char *path, const memstub_trace *t) {
               meta_bytes(t, MS__REC_META_PEAK_HEAP, ph, sizeof ph),
               meta_bytes(t, MS__REC_META_PEAK_STACK, ps, sizeof ps), M(MS__REC_META_STACK_FROM));
   char ce[64], cs[64];
-  ms_cli_note(
-      "recorder cost per allocator call: %s (%s calls); per timer sample: %s (%s "
-      "samples); heap scope %s, thread %s",
-      cost(ce, sizeof ce, M(MS__REC_META_COST_EVENT)), M(MS__REC_META_EVENTS),
-      cost(cs, sizeof cs, M(MS__REC_META_COST_SAMPLE)), M(MS__REC_META_SAMPLES),
-      M(MS__REC_META_HEAP_SCOPE), M(MS__REC_META_THREAD));
+  if (memstub_trace_get_meta(t, "record.salvaged"))  // the recorder's own figures died with it
+    ms_cli_note("recorder cost: not known (salvaged from the journal); heap scope %s, thread %s",
+                M(MS__REC_META_HEAP_SCOPE), M(MS__REC_META_THREAD));
+  else
+    ms_cli_note(
+        "recorder cost per allocator call: %s (%s calls); per timer sample: %s (%s "
+        "samples); heap scope %s, thread %s",
+        cost(ce, sizeof ce, M(MS__REC_META_COST_EVENT)), M(MS__REC_META_EVENTS),
+        cost(cs, sizeof cs, M(MS__REC_META_COST_SAMPLE)), M(MS__REC_META_SAMPLES),
+        M(MS__REC_META_HEAP_SCOPE), M(MS__REC_META_THREAD));
   fprintf(stderr,
           "allocator churn (Kudrjavets et al. 2022: sum of w(f)*log2(bytes); malloc 1, free 1, "
           "calloc 2, realloc 3):\n"
@@ -505,6 +509,46 @@ static int run_program(char **prog, int *st) {
   return rc < 0 ? ms_cli_fail(&err) : 0;
 }
 
+/* The recorded process ended past the recorder's exit path (why says how):
+ * its trace salvaged from the journal, or why there is none. -1 when a trace
+ * was written (read it back as usual), else the exit status. Nothing is
+ * salvaged when what the options ask for never came before the end: a
+ * --function the recorder could not patch, or never called, or an
+ * --occurrence beyond the last (the recorder would write nothing at exit). */
+static int salvage(const rec_opts *o, const rec_status *st, const char *journal, const char *abs,
+                   const char *why) {
+  if (st->function[0]) {
+    ms_cli_error("%s: no trace written: %s (and then the recorded process %s)", o->out,
+                 st->function, why);
+    return MS_EXIT_CHECK;
+  }
+  long long occ = 0;
+  int sv = ms_record_salvage(o, journal, abs, why, &occ);
+  if (sv == MS_SALVAGE_WRITTEN) {
+    ms_cli_warn("%s: the recorded process %s: the trace holds what the recorder had recorded "
+                "until then, salvaged from its journal (record.salvaged)",
+                o->out, why);
+    return -1;
+  }
+  if (sv == MS_SALVAGE_NO_OCCURRENCE && occ == 0)
+    ms_cli_error("%s: no trace written: --occurrence %lld, but the recorded thread opened no "
+                 "probe region before the recorded process %s",
+                 o->out, o->occ, why);
+  else if (sv == MS_SALVAGE_NO_OCCURRENCE)
+    ms_cli_error("%s: no trace written: --occurrence %lld never came: the probe regions ran only "
+                 "%lld occurrence%s before the recorded process %s",
+                 o->out, o->occ, occ, occ == 1 ? "" : "s", why);
+  else if (sv == MS_SALVAGE_NO_REGION)
+    ms_cli_error("%s: no trace written: --function %s: never called on the recorded thread "
+                 "before the recorded process %s",
+                 o->out, o->functions, why);
+  else
+    ms_cli_error("%s: no trace: the recorded process %s, so the recorder could not write what it "
+                 "had recorded",
+                 o->out, why);
+  return MS_EXIT_CHECK;
+}
+
 // Why there is no trace, said on stderr; the exit status.
 static int no_trace(const rec_opts *o, const rec_status *st, int wst, const char *journal,
                     const char *abs) {
@@ -564,16 +608,7 @@ static int no_trace(const rec_opts *o, const rec_status *st, int wst, const char
       snprintf(why, sizeof why,
                "ended without the recorder's exit path (a raw exit system call, or an exec "
                "into a static or setuid program)");
-    if (ms_record_salvage(o, journal, abs, why) == 0) {
-      ms_cli_warn("%s: the recorded process %s: the trace holds what the recorder had recorded "
-                  "until then, salvaged from its journal (record.salvaged)",
-                  o->out, why);
-      return -1;  // a trace: read it back as usual
-    }
-    ms_cli_error("%s: no trace: the recorded process %s, so the recorder could not write what it "
-                 "had recorded",
-                 o->out, why);
-    return MS_EXIT_CHECK;
+    return salvage(o, st, journal, abs, why);
   }
   if (st->nothing == MS__REC_NOTHING_ROWS) {
     ms_cli_error("%s: no trace: nothing was recorded%s%s", o->out, st->err ? ": " : "",

@@ -28,10 +28,18 @@ typedef struct rec_status {
 int ms_record_status_create(const char *abs, char *path);
 // The recorder's status file read and removed (st.present 0 when it never wrote it).
 rec_status ms_record_status_take(const char *path);
+/* What a salvage did (ms_record_salvage). */
+enum {
+  MS_SALVAGE_WRITTEN = 0,        // the trace is at abs
+  MS_SALVAGE_NONE = -1,          // no row in the journal, or the trace cannot be written
+  MS_SALVAGE_NO_OCCURRENCE = 1,  // --occurrence N: fewer occurrences before the end (nothing written)
+  MS_SALVAGE_NO_REGION = 2       // --function: no call began a region before the end (nothing written)
+};
 /* The trace rebuilt from the journal of a process that died past the
- * recorder's exit path, written to abs; why says how it died. 0, or -1 when
- * the journal holds no row or the trace cannot be written. */
-int ms_record_salvage(const rec_opts *o, const char *journal, const char *abs, const char *why);
+ * recorder's exit path, written to abs; why says how it died. *occurrences
+ * gets the region occurrences the journal saw. MS_SALVAGE_*. */
+int ms_record_salvage(const rec_opts *o, const char *journal, const char *abs, const char *why,
+                      long long *occurrences);
 /* --follow-children, after the run: each child's trace listed with its
  * peaks (unless o->quiet), salvaged from its journal when it died past the
  * recorder's exit path; the registry and the children's journals

@@ -460,7 +460,11 @@ int ms__rec_fn_patched(void) { return g_nfn; }
 EXPORT void *dlopen(const char *file, int mode) {
   if (!real_dlopen) real_dlopen = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
   void *h = real_dlopen ? real_dlopen(file, mode) : NULL;
-  if (h && g_nnames) scan_all();  // functions in the library just loaded
+  if (h && g_nnames) {
+    int had = ms__rec_fn_problem() != NULL;
+    scan_all();  // functions in the library just loaded
+    if (had) ms__rec_status(-1, 0, 0, 0, 0);  // the status file says what is left
+  }
   return h;
 }
 

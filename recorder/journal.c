@@ -86,6 +86,9 @@ static void status_line(char *b, size_t *n, const char *key, int64_t v) {
 
 void ms__rec_status(int how, int sig, int written, int err, int why) {
   if (!ms__rec.status[0]) return;
+  // While running: only the recording process, never over its outcome.
+  if (how < 0 && (getpid() != ms__rec.pid || __atomic_load_n(&ms__rec.finished, __ATOMIC_ACQUIRE)))
+    return;
   char b[1024];
   size_t n = 0;
   status_line(b, &n, MS__REC_ST_STARTED, 1);
@@ -98,15 +101,17 @@ void ms__rec_status(int how, int sig, int written, int err, int why) {
     status_line(b, &n, MS__REC_ST_OCCURRENCES, ms__rec.rec ? ms__rec.rec->occ : 0);
     status_line(b, &n, MS__REC_ST_THREADS,
                 __atomic_load_n(&ms__rec.threads_created, __ATOMIC_RELAXED));
-    const char *fp = ms__rec_fn_problem();
-    size_t k = fp ? strlen(fp) : 0, kk = strlen(MS__REC_ST_FUNCTION);
-    if (fp && n + kk + k + 2 < sizeof b) {  // "function=TEXT\n" (one line: no newline in it)
-      memcpy(b + n, MS__REC_ST_FUNCTION, kk);
-      b[n + kk] = '=';
-      memcpy(b + n + kk + 1, fp, k);
-      n += kk + k + 1;
-      b[n++] = '\n';
-    }
+  }
+  // A --function problem as soon as it is known (a SIGKILL may come before
+  // the end): "function=TEXT\n", one line (no newline in it).
+  const char *fp = ms__rec_fn_problem();
+  size_t k = fp ? strlen(fp) : 0, kk = strlen(MS__REC_ST_FUNCTION);
+  if (fp && n + kk + k + 2 < sizeof b) {
+    memcpy(b + n, MS__REC_ST_FUNCTION, kk);
+    b[n + kk] = '=';
+    memcpy(b + n + kk + 1, fp, k);
+    n += kk + k + 1;
+    b[n++] = '\n';
   }
   int e = errno;
   int fd = open(ms__rec.status, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);

@@ -1,6 +1,7 @@
 // memstub record's output files (issue 28): the trace and its side files
 // (TRACE.sites, TRACE.generations) appear together or not at all, and a
-// full disk is said as such; tests/record/rec_helper.c.
+// full disk is said as such; a process killed by SIGKILL is salvaged only
+// when what the options ask for came, with its peaks; tests/record/rec_helper.c.
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,12 +100,117 @@ START_TEST(test_side_files_follow_the_trace) {
 }
 END_TEST
 
+// memstub record [opts...] -o t.csv -- rec_helper MODE in dir, over an older
+// t.csv holding "old trace".
+static tu_run record_over(const char *dir, const char *const *opts, const char *mode) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/t.csv", dir);
+  tu_write_file(path, "old trace\n");
+  char *argv[32];
+  int n = 0;
+  argv[n++] = (char *)env("MEMSTUB_EXE");
+  argv[n++] = "record";
+  for (; opts && *opts; opts++) argv[n++] = (char *)*opts;
+  argv[n++] = "-o";
+  argv[n++] = "t.csv";
+  argv[n++] = "--";
+  argv[n++] = (char *)env("MEMSTUB_REC_HELPER");
+  argv[n++] = (char *)mode;
+  argv[n] = NULL;
+  return tu_exec(dir, argv);
+}
+
+// The older t.csv is still there, untouched, alone.
+static void old_file_kept(const char *dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/t.csv", dir);
+  char *text = tu_read_file(path);
+  ck_assert_ptr_nonnull(text);
+  ck_assert_str_eq(text, "old trace\n");
+  free(text);
+  ck_assert_int_eq(tu_count_entries(dir), 1);
+}
+
+// Item 4: killed by SIGKILL while what the options ask for never came: no
+// whole-program trace over the older file, and the reason said.
+START_TEST(test_killed_before_what_was_asked) {
+  char *dir = tu_mkdtemp();
+  const char *nf[] = {"-q", "--function", "no_such_function_here", NULL};
+  tu_run r = record_over(dir, nf, "sigkill");
+  ck_assert_msg(r.status == 1, "status %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "--function no_such_function_here: not found") &&
+                    strstr(r.err, "SIGKILL"),
+                "%s", r.err);
+  old_file_kept(dir);
+  tu_run_free(&r);
+  // Found (rec_helper's fill(), not called in this mode) but never called before the kill.
+  const char *nc[] = {"-q", "--function", "fill", NULL};
+  r = record_over(dir, nc, "sigkill");
+  ck_assert_msg(r.status == 1, "status %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "--function fill: never called on the recorded thread before "
+                              "the recorded process was killed by signal 9"),
+                "%s", r.err);
+  old_file_kept(dir);
+  tu_run_free(&r);
+  const char *o5[] = {"-q", "--occurrence", "5", NULL};
+  r = record_over(dir, o5, "regions_kill");
+  ck_assert_msg(r.status == 1, "status %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "--occurrence 5 never came: the probe regions ran only 3 "
+                              "occurrences before the recorded process was killed by signal 9"),
+                "%s", r.err);
+  old_file_kept(dir);
+  tu_run_free(&r);
+  // --occurrence 3 came: salvaged, the third region alone.
+  const char *o3[] = {"-q", "--occurrence", "3", NULL};
+  r = record_over(dir, o3, "regions_kill");
+  ck_assert_msg(r.status == 1, "status %d: %s", r.status, r.err);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/t.csv", dir);
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_read(path, &t, &err) == 0, "%s", err.msg);
+  int c = memstub_trace_column(t, "region");
+  ck_assert_int_ge(c, 0);
+  for (size_t i = 0; i < t->n; i++) ck_assert_int_eq(t->extra[i * t->nextra + (size_t)c], 3);
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+// Item 16: a salvaged trace's summary has its peaks, from its rows.
+START_TEST(test_salvaged_summary_has_peaks) {
+  char *dir = tu_mkdtemp();
+  tu_run r = record_over(dir, NULL, "sigkill");
+  ck_assert_msg(r.status == 1, "status %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "peak heap 1.1 KiB, peak stack "), "%s", r.err);
+  ck_assert_msg(!strstr(r.err, "?"), "%s", r.err);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/t.csv", dir);
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_read(path, &t, &err) == 0, "%s", err.msg);
+  ck_assert_str_eq(memstub_trace_get_meta(t, "record.peak_heap_bytes"), "1111");
+  int64_t stack = 0;
+  for (size_t i = 0; i < t->n; i++)
+    if (t->pts[i].stack_bytes > stack) stack = t->pts[i].stack_bytes;
+  ck_assert_int_eq(strtoll(memstub_trace_get_meta(t, "record.peak_stack_bytes"), NULL, 10), stack);
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("record_output");
   TCase *tc = tcase_create("output");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_full_disk);
   tcase_add_test(tc, test_side_files_follow_the_trace);
+  tcase_add_test(tc, test_killed_before_what_was_asked);
+  tcase_add_test(tc, test_salvaged_summary_has_peaks);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -481,6 +481,16 @@ int main(int argc, char **argv) {
     sink = malloc(4321);
     raise(SIGKILL);
     return 1;
+  } else if (strcmp(mode, "regions_kill") == 0) {
+    // Three probe regions, then killed (--occurrence 5 never comes).
+    for (int i = 0; i < 3; i++) {
+      if (memstub_probe_begin("r") != 1) return 1;
+      sink = malloc(1000);
+      free(sink);
+      if (memstub_probe_end() != 0) return 1;
+    }
+    raise(SIGKILL);
+    return 1;
   } else if (strcmp(mode, "sigkill") == 0) {
     sink = malloc(1111);
     raise(SIGKILL);
