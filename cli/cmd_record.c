@@ -95,7 +95,8 @@ static const ms_cli_spec spec = {
     "PROGRAM exited 0 and the trace was written; 1 when PROGRAM failed or was killed\n"
     "(the trace is still written when possible), or when what --thread or\n"
     "--occurrence asks for never happened (no trace is written then); 2 on bad\n"
-    "usage, a program that cannot be run, or no recorder in it (static or setuid).\n"};
+    "usage, a program that cannot be run, or no recorder in it (static or setuid),\n"
+    "or another memstub record writing the same TRACE (one runs at a time).\n"};
 
 // The option's integer, at least lo and at most hi: 0, or -1 after a usage error.
 static int parse_range(ms_cli_parser *p, long long lo, long long hi, long long *out) {
@@ -509,46 +510,6 @@ static int run_program(char **prog, int *st) {
   return rc < 0 ? ms_cli_fail(&err) : 0;
 }
 
-/* The recorded process ended past the recorder's exit path (why says how):
- * its trace salvaged from the journal, or why there is none. -1 when a trace
- * was written (read it back as usual), else the exit status. Nothing is
- * salvaged when what the options ask for never came before the end: a
- * --function the recorder could not patch, or never called, or an
- * --occurrence beyond the last (the recorder would write nothing at exit). */
-static int salvage(const rec_opts *o, const rec_status *st, const char *journal, const char *abs,
-                   const char *why) {
-  if (st->function[0]) {
-    ms_cli_error("%s: no trace written: %s (and then the recorded process %s)", o->out,
-                 st->function, why);
-    return MS_EXIT_CHECK;
-  }
-  long long occ = 0;
-  int sv = ms_record_salvage(o, journal, abs, why, &occ);
-  if (sv == MS_SALVAGE_WRITTEN) {
-    ms_cli_warn("%s: the recorded process %s: the trace holds what the recorder had recorded "
-                "until then, salvaged from its journal (record.salvaged)",
-                o->out, why);
-    return -1;
-  }
-  if (sv == MS_SALVAGE_NO_OCCURRENCE && occ == 0)
-    ms_cli_error("%s: no trace written: --occurrence %lld, but the recorded thread opened no "
-                 "probe region before the recorded process %s",
-                 o->out, o->occ, why);
-  else if (sv == MS_SALVAGE_NO_OCCURRENCE)
-    ms_cli_error("%s: no trace written: --occurrence %lld never came: the probe regions ran only "
-                 "%lld occurrence%s before the recorded process %s",
-                 o->out, o->occ, occ, occ == 1 ? "" : "s", why);
-  else if (sv == MS_SALVAGE_NO_REGION)
-    ms_cli_error("%s: no trace written: --function %s: never called on the recorded thread "
-                 "before the recorded process %s",
-                 o->out, o->functions, why);
-  else
-    ms_cli_error("%s: no trace: the recorded process %s, so the recorder could not write what it "
-                 "had recorded",
-                 o->out, why);
-  return MS_EXIT_CHECK;
-}
-
 // Why there is no trace, said on stderr; the exit status.
 static int no_trace(const rec_opts *o, const rec_status *st, int wst, const char *journal,
                     const char *abs) {
@@ -608,7 +569,7 @@ static int no_trace(const rec_opts *o, const rec_status *st, int wst, const char
       snprintf(why, sizeof why,
                "ended without the recorder's exit path (a raw exit system call, or an exec "
                "into a static or setuid program)");
-    return salvage(o, st, journal, abs, why);
+    return ms_record_salvage_said(o, st, journal, abs, why);
   }
   if (st->nothing == MS__REC_NOTHING_ROWS) {
     ms_cli_error("%s: no trace: nothing was recorded%s%s", o->out, st->err ? ": " : "",
@@ -657,13 +618,12 @@ static int after_run(const rec_opts *o, int st, const rec_status *rs, const char
   return failed ? MS_EXIT_CHECK : MS_EXIT_OK;
 }
 
-int ms_cmd_record(int argc, char **argv) {
-  rec_opts o = {0};
+/* The recording itself, with the output locked: the files beside the trace,
+ * the program run, its trace read back, the children's. The exit status. */
+static int record_locked(const rec_opts *po, const char *abs, const char *lib) {
+  rec_opts o = *po;
   int rc;
-  if (parse_opts(argc, argv, &o, &rc) != 0) return rc;
-  char abs[PATH_MAX], lib[PATH_MAX], status[PATH_MAX], journal[PATH_MAX], registry[PATH_MAX];
-  if ((rc = output_path(o.out, abs)) != 0) return rc;
-  if ((rc = find_lib(lib)) != 0) return rc;
+  char status[PATH_MAX], journal[PATH_MAX], registry[PATH_MAX];
   struct stat before;
   int had = stat(abs, &before) == 0;
   if ((rc = ms_record_status_create(abs, status)) != 0) return rc;
@@ -691,5 +651,20 @@ int ms_cmd_record(int argc, char **argv) {
   // The children's traces, after the root's summary, whatever became of the root's.
   if (o.follow && ms_record_children_report(&o, abs, registry, journal) > 0 && rc == MS_EXIT_OK)
     rc = MS_EXIT_CHECK;
+  return rc;
+}
+
+int ms_cmd_record(int argc, char **argv) {
+  static rec_opts o;  // static: its --function names take 16 KiB
+  int rc;
+  if (parse_opts(argc, argv, &o, &rc) != 0) return rc;
+  char abs[PATH_MAX], lib[PATH_MAX], lock[PATH_MAX];
+  if ((rc = output_path(o.out, abs)) != 0) return rc;
+  if ((rc = find_lib(lib)) != 0) return rc;
+  // One recording per output file at a time (record_lock.c).
+  int lock_fd = -1;
+  if ((rc = ms_record_lock(o.out, abs, &lock_fd, lock)) != 0) return rc;
+  rc = record_locked(&o, abs, lib);
+  ms_record_unlock(lock_fd, lock);
   return rc;
 }

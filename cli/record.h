@@ -40,6 +40,24 @@ enum {
  * gets the region occurrences the journal saw. MS_SALVAGE_*. */
 int ms_record_salvage(const rec_opts *o, const char *journal, const char *abs, const char *why,
                       long long *occurrences);
+/* The recorded process ended past the recorder's exit path (why says how):
+ * its trace salvaged from the journal and a warning, or why there is none
+ * (nothing is salvaged when what the options ask for never came: a
+ * --function the recorder could not patch or never saw called, an
+ * --occurrence beyond the last). -1 when a trace was written (read it back
+ * as usual), else the exit status. */
+int ms_record_salvage_said(const rec_opts *o, const rec_status *st, const char *journal,
+                           const char *abs, const char *why);
+
+/* One recording per output file: an exclusive flock on a file beside the
+ * trace's target (".memstub-record-lock.BASE", holding the pid), taken
+ * before anything is written and released by ms_record_unlock, which
+ * removes it (a killed command's lock is released by the kernel; the file
+ * left is reused). 0 with *fd and path[PATH_MAX] set, or the exit status
+ * after saying which recording holds it. */
+int ms_record_lock(const char *out, const char *abs, int *fd, char *path);
+void ms_record_unlock(int fd, const char *path);
+
 /* --follow-children, after the run: each child's trace listed with its
  * peaks (unless o->quiet), salvaged from its journal when it died past the
  * recorder's exit path; the registry and the children's journals

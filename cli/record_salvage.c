@@ -219,3 +219,43 @@ int ms_record_salvage(const rec_opts *o, const char *journal, const char *abs, c
   memstub_trace_free(t);
   return rc == 0 ? MS_SALVAGE_WRITTEN : MS_SALVAGE_NONE;
 }
+
+/* The recorded process ended past the recorder's exit path (why says how):
+ * its trace salvaged from the journal, or why there is none. -1 when a trace
+ * was written (read it back as usual), else the exit status. Nothing is
+ * salvaged when what the options ask for never came before the end: a
+ * --function the recorder could not patch, or never called, or an
+ * --occurrence beyond the last (the recorder would write nothing at exit). */
+int ms_record_salvage_said(const rec_opts *o, const rec_status *st, const char *journal,
+                           const char *abs, const char *why) {
+  if (st->function[0]) {
+    ms_cli_error("%s: no trace written: %s (and then the recorded process %s)", o->out,
+                 st->function, why);
+    return MS_EXIT_CHECK;
+  }
+  long long occ = 0;
+  int sv = ms_record_salvage(o, journal, abs, why, &occ);
+  if (sv == MS_SALVAGE_WRITTEN) {
+    ms_cli_warn("%s: the recorded process %s: the trace holds what the recorder had recorded "
+                "until then, salvaged from its journal (record.salvaged)",
+                o->out, why);
+    return -1;
+  }
+  if (sv == MS_SALVAGE_NO_OCCURRENCE && occ == 0)
+    ms_cli_error("%s: no trace written: --occurrence %lld, but the recorded thread opened no "
+                 "probe region before the recorded process %s",
+                 o->out, o->occ, why);
+  else if (sv == MS_SALVAGE_NO_OCCURRENCE)
+    ms_cli_error("%s: no trace written: --occurrence %lld never came: the probe regions ran only "
+                 "%lld occurrence%s before the recorded process %s",
+                 o->out, o->occ, occ, occ == 1 ? "" : "s", why);
+  else if (sv == MS_SALVAGE_NO_REGION)
+    ms_cli_error("%s: no trace written: --function %s: never called on the recorded thread "
+                 "before the recorded process %s",
+                 o->out, o->functions, why);
+  else
+    ms_cli_error("%s: no trace: the recorded process %s, so the recorder could not write what it "
+                 "had recorded",
+                 o->out, why);
+  return MS_EXIT_CHECK;
+}

@@ -1,11 +1,18 @@
 // memstub record's output files (issue 28): the trace and its side files
 // (TRACE.sites, TRACE.generations) appear together or not at all, and a
-// full disk is said as such; a process killed by SIGKILL is salvaged only
+// full disk is said as such; a second recording to the same file is
+// refused while one runs; a process killed by SIGKILL is salvaged only
 // when what the options ask for came, with its peaks; tests/record/rec_helper.c.
 #include <check.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "memstub/trace.h"
 #include "testutil.h"
@@ -203,6 +210,59 @@ START_TEST(test_salvaged_summary_has_peaks) {
 }
 END_TEST
 
+// Item 14: while one recording writes t.csv, a second one to the same file
+// is refused at once, naming the file and the first one's pid; the first
+// ends as usual and leaves no lock behind.
+START_TEST(test_one_recording_per_output) {
+  char *dir = tu_mkdtemp();
+  pid_t first = fork();
+  ck_assert_int_ge(first, 0);
+  if (first == 0) {
+    int nul = open("/dev/null", O_RDWR);
+    if (nul < 0 || chdir(dir) != 0) _exit(126);
+    dup2(nul, 0), dup2(nul, 1), dup2(nul, 2);
+    // The program waits for the test's go.
+    execl(env("MEMSTUB_EXE"), "memstub", "record", "-q", "-o", "t.csv", "--", "sh", "-c",
+          "while [ ! -e go ]; do sleep 0.01; done", (char *)NULL);
+    _exit(127);
+  }
+  // Until the first holds the lock (its pid written in it); 60 s at most.
+  char lock[4096];
+  snprintf(lock, sizeof lock, "%s/.memstub-record-lock.t.csv", dir);
+  struct stat st;
+  for (int i = 0; i < 6000 && !(stat(lock, &st) == 0 && st.st_size > 0); i++) {
+    struct timespec ts = {0, 10000000};
+    nanosleep(&ts, NULL);
+  }
+  int locked = stat(lock, &st) == 0 && st.st_size > 0;
+  if (!locked) kill(first, SIGKILL);  // never left waiting for a go
+  ck_assert_msg(locked, "the first recording took no lock");
+  char *argv[] = {(char *)env("MEMSTUB_EXE"), "record", "-q", "-o", "t.csv", "--",
+                  (char *)env("MEMSTUB_REC_HELPER"), "pattern", NULL};
+  tu_run r = tu_exec(dir, argv);
+  char want[128];
+  snprintf(want, sizeof want, "t.csv: another memstub record (pid %ld) is recording to this file",
+           (long)first);
+  ck_assert_msg(r.status == 2, "status %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, want), "%s", r.err);
+  tu_run_free(&r);
+  char go[4096];
+  snprintf(go, sizeof go, "%s/go", dir);
+  tu_write_file(go, "");
+  int ws;
+  ck_assert_int_eq(waitpid(first, &ws, 0), first);
+  ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "the first recording: wait status %d", ws);
+  ck_assert_int_eq(tu_count_entries(dir), 2);  // t.csv and go: no lock left
+  // Free again: a recording to the file runs.
+  r = tu_exec(dir, argv);
+  ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  ck_assert_int_eq(tu_count_entries(dir), 2);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("record_output");
   TCase *tc = tcase_create("output");
@@ -210,6 +270,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_full_disk);
   tcase_add_test(tc, test_side_files_follow_the_trace);
   tcase_add_test(tc, test_killed_before_what_was_asked);
+  tcase_add_test(tc, test_one_recording_per_output);
   tcase_add_test(tc, test_salvaged_summary_has_peaks);
   suite_add_tcase(s, tc);
   return s;
