@@ -230,8 +230,11 @@ static int patch(fnrec *f, const char **why) {
   put64(&e, (uint64_t)(uintptr_t)fn_enter);
   put(&e, call_rax, 2);
   put(&e, restore_args, sizeof restore_args);
-  int moved = ms__rec_x86_relocate((const uint8_t *)f->addr, e.p, JMP_LEN, why);
+  static char reloc_why[160];  // scans are one at a time (g_scan_lock)
+  int moved = ms__rec_x86_relocate((const uint8_t *)f->addr, e.p, JMP_LEN, reloc_why,
+                                   sizeof reloc_why);
   if (moved < 0) {
+    *why = reloc_why;
     munmap(page, 4096);
     return -1;
   }

@@ -225,6 +225,15 @@ START_TEST(test_refusals) {
   ck_assert_msg(strstr(r.err, "never called"), "%s", r.err);
   ck_assert_int_eq(tu_count_entries(dir), 0);
   tu_run_free(&r);
+  // A prologue the patcher cannot move: refused, naming the function, the reason and where.
+  const char *sh[] = {"fn_short", NULL};
+  r = record(dir, sh, env("MEMSTUB_REC_FNPROG"), a1);
+  ck_assert_int_eq(r.status, 1);
+  ck_assert_msg(strstr(r.err, "--function fn_short: the function ends (a return or a jump) at "
+                              "+2, within its first 5 bytes"),
+                "%s", r.err);
+  ck_assert_int_eq(tu_count_entries(dir), 0);
+  tu_run_free(&r);
   const char *bad[] = {"a,b", NULL};
   r = record(dir, bad, env("MEMSTUB_REC_FNPROG"), a1);
   ck_assert_int_eq(r.status, 2);

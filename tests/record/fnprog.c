@@ -46,6 +46,12 @@ __attribute__((noinline)) long work(int n) {
   return s;
 }
 
+// A function of 3 bytes (xor eax,eax; ret): its entry cannot be patched.
+#if defined(__x86_64__)
+__asm__(".text\n.globl fn_short\n.type fn_short,@function\nfn_short:\n"
+        "  xorl %eax,%eax\n  ret\n.size fn_short,.-fn_short\n");
+#endif
+
 // work() under a second name: --function work_alias is the same definition.
 long work_alias(int n) __attribute__((alias("work")));
 
