@@ -20,7 +20,7 @@ typedef struct rec_opts {
 typedef struct rec_status {
   int present;  // the recorder started in the process
   long long finished, signal, written, err, nothing, occurrences, threads;
-  char function[400];  // a --function problem, "" when none
+  char function[512];  // a --function problem, "" when none
 } rec_status;
 
 // An empty file beside the trace (the status file, the journal), its path

@@ -501,7 +501,7 @@ void ms__rec_fn_meta(void) {
 }
 
 const char *ms__rec_fn_problem(void) {
-  static char b[400];
+  static char b[448];  // "--function " + 203 bytes of the name + ": " + why
   if (g_overflow[0]) return g_overflow;
   for (int i = 0; i < g_nnames; i++)
     if (!g_names[i].patched) {
