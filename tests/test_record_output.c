@@ -141,32 +141,29 @@ static void old_file_kept(const char *dir) {
 // Item 4: killed by SIGKILL while what the options ask for never came: no
 // whole-program trace over the older file, and the reason said.
 START_TEST(test_killed_before_what_was_asked) {
+  static const struct {
+    const char *opts[4], *mode, *said;
+  } cases[] = {
+      {{"-q", "--function", "no_such_function_here"}, "sigkill",
+       "--function no_such_function_here: not found in the program or the libraries it loaded "
+       "(and then the recorded process was killed by signal 9 (SIGKILL)"},
+      // Found (rec_helper's fill(), not called in this mode) but never called.
+      {{"-q", "--function", "fill"}, "sigkill",
+       "--function fill: never called on the recorded thread before the recorded process was "
+       "killed by signal 9"},
+      {{"-q", "--occurrence", "5"}, "regions_kill",
+       "--occurrence 5 never came: the probe regions ran only 3 occurrences before the "
+       "recorded process was killed by signal 9"},
+  };
   char *dir = tu_mkdtemp();
-  const char *nf[] = {"-q", "--function", "no_such_function_here", NULL};
-  tu_run r = record_over(dir, nf, "sigkill");
-  ck_assert_msg(r.status == 1, "status %d: %s", r.status, r.err);
-  ck_assert_msg(strstr(r.err, "--function no_such_function_here: not found") &&
-                    strstr(r.err, "SIGKILL"),
-                "%s", r.err);
-  old_file_kept(dir);
-  tu_run_free(&r);
-  // Found (rec_helper's fill(), not called in this mode) but never called before the kill.
-  const char *nc[] = {"-q", "--function", "fill", NULL};
-  r = record_over(dir, nc, "sigkill");
-  ck_assert_msg(r.status == 1, "status %d: %s", r.status, r.err);
-  ck_assert_msg(strstr(r.err, "--function fill: never called on the recorded thread before "
-                              "the recorded process was killed by signal 9"),
-                "%s", r.err);
-  old_file_kept(dir);
-  tu_run_free(&r);
-  const char *o5[] = {"-q", "--occurrence", "5", NULL};
-  r = record_over(dir, o5, "regions_kill");
-  ck_assert_msg(r.status == 1, "status %d: %s", r.status, r.err);
-  ck_assert_msg(strstr(r.err, "--occurrence 5 never came: the probe regions ran only 3 "
-                              "occurrences before the recorded process was killed by signal 9"),
-                "%s", r.err);
-  old_file_kept(dir);
-  tu_run_free(&r);
+  tu_run r;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    r = record_over(dir, cases[i].opts, cases[i].mode);
+    ck_assert_msg(r.status == 1, "status %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, cases[i].said), "%s", r.err);
+    old_file_kept(dir);
+    tu_run_free(&r);
+  }
   // --occurrence 3 came: salvaged, the third region alone.
   const char *o3[] = {"-q", "--occurrence", "3", NULL};
   r = record_over(dir, o3, "regions_kill");
