@@ -136,7 +136,10 @@ typedef struct ms__rec_journal_head {
 #define MS__REC_ST_WHY "nothing"           // MS__REC_NOTHING_*: why there is nothing to write
 #define MS__REC_ST_OCCURRENCES "occurrences"  // region occurrences of the recorded thread
 #define MS__REC_ST_THREADS "threads_created"  // threads created through pthread_create
-#define MS__REC_ST_FUNCTION "function"         // text to the end of the line: a --function problem
+// Text to the end of the line: a --function problem (a name not found or not
+// patchable), written as soon as the recorder knows it, before the end too
+// (so that a salvage after SIGKILL can say it; cli/record_salvage.c).
+#define MS__REC_ST_FUNCTION "function"
 enum {
   MS__REC_NOTHING_NONE = 0,
   MS__REC_NOTHING_THREAD = 1,      // --thread N: the program created fewer threads
