@@ -6,11 +6,16 @@
  *
  *   record_table [N [ROUNDS]]      (default 400000 4: 3.2 M calls)
  *
- * Prints the calls it made and a checksum (so nothing is optimised away). */
+ * Prints the calls it made, the exact peak of the bytes it requested (what
+ * a recorder's peak heap must equal) and a checksum (so nothing is
+ * optimised away). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static int64_t g_live, g_peak;  // bytes requested, now and at most
+#define TAKE(n) (g_live += (int64_t)(n), g_peak = g_live > g_peak ? g_live : g_peak)
 
 typedef struct node {
   struct node *next;
@@ -30,6 +35,7 @@ __attribute__((noinline)) uint64_t component(long n, uint64_t seed) {
   while (nb < (size_t)n) nb <<= 1;
   node **b = calloc(nb, sizeof *b);
   if (!b) return 0;
+  TAKE(nb * sizeof *b);
   char buf[32];
   uint64_t x = seed, sum = 0;
   for (long i = 0; i < n; i++) {
@@ -40,6 +46,7 @@ __attribute__((noinline)) uint64_t component(long n, uint64_t seed) {
     buf[len] = '\0';
     node *e = malloc(sizeof *e + len + 1);
     if (!e) return 0;
+    TAKE(sizeof *e + len + 1);
     memcpy(e->key, buf, len + 1);
     e->val = (uint64_t)i;
     uint64_t h = hash(buf) & (nb - 1);
@@ -51,9 +58,11 @@ __attribute__((noinline)) uint64_t component(long n, uint64_t seed) {
   for (size_t i = 0; i < nb; i++)
     for (node *e = b[i], *nx; e; e = nx) {
       nx = e->next;
+      TAKE(-(int64_t)(sizeof *e + strlen(e->key) + 1));
       free(e);
     }
   free(b);
+  TAKE(-(int64_t)(nb * sizeof *b));
   return sum;
 }
 
@@ -66,6 +75,7 @@ int main(int argc, char **argv) {
   }
   uint64_t sum = 0;
   for (long r = 0; r < rounds; r++) sum += component(n, 88172645463325252ull + (uint64_t)r);
-  printf("calls %ld checksum %llu\n", rounds * (2 * n + 2), (unsigned long long)sum);
+  printf("calls %ld peak %lld checksum %llu\n", rounds * (2 * n + 2), (long long)g_peak,
+         (unsigned long long)sum);
   return 0;
 }

@@ -58,7 +58,8 @@ static const ms_cli_option options[] = {
     {"function", O_FUNCTION, "SYMBOL",
      "every call of the function SYMBOL (in PROGRAM or a\n"
      "library it loads) is a probe region, with no source\n"
-     "edits; may be given several times (x86-64)"},
+     "edits; up to 16 names of any length, each counted\n"
+     "once (x86-64; IFUNCs such as memset are refused)"},
     {"follow-children", O_FOLLOW, NULL,
      "record every process PROGRAM forks, execs or spawns\n"
      "too, each into TRACE's name with its pid and command\n"
@@ -94,7 +95,8 @@ static const ms_cli_spec spec = {
     "PROGRAM exited 0 and the trace was written; 1 when PROGRAM failed or was killed\n"
     "(the trace is still written when possible), or when what --thread or\n"
     "--occurrence asks for never happened (no trace is written then); 2 on bad\n"
-    "usage, a program that cannot be run, or no recorder in it (static or setuid).\n"};
+    "usage, a program that cannot be run, or no recorder in it (static or setuid),\n"
+    "or another memstub record writing the same TRACE (one runs at a time).\n"};
 
 // The option's integer, at least lo and at most hi: 0, or -1 after a usage error.
 static int parse_range(ms_cli_parser *p, long long lo, long long hi, long long *out) {
@@ -234,12 +236,16 @@ static void summary(const char *path, const memstub_trace *t) {
               meta_bytes(t, MS__REC_META_PEAK_HEAP, ph, sizeof ph),
               meta_bytes(t, MS__REC_META_PEAK_STACK, ps, sizeof ps), M(MS__REC_META_STACK_FROM));
   char ce[64], cs[64];
-  ms_cli_note(
-      "recorder cost per allocator call: %s (%s calls); per timer sample: %s (%s "
-      "samples); heap scope %s, thread %s",
-      cost(ce, sizeof ce, M(MS__REC_META_COST_EVENT)), M(MS__REC_META_EVENTS),
-      cost(cs, sizeof cs, M(MS__REC_META_COST_SAMPLE)), M(MS__REC_META_SAMPLES),
-      M(MS__REC_META_HEAP_SCOPE), M(MS__REC_META_THREAD));
+  if (memstub_trace_get_meta(t, "record.salvaged"))  // the recorder's own figures died with it
+    ms_cli_note("recorder cost: not known (salvaged from the journal); heap scope %s, thread %s",
+                M(MS__REC_META_HEAP_SCOPE), M(MS__REC_META_THREAD));
+  else
+    ms_cli_note(
+        "recorder cost per allocator call: %s (%s calls); per timer sample: %s (%s "
+        "samples); heap scope %s, thread %s",
+        cost(ce, sizeof ce, M(MS__REC_META_COST_EVENT)), M(MS__REC_META_EVENTS),
+        cost(cs, sizeof cs, M(MS__REC_META_COST_SAMPLE)), M(MS__REC_META_SAMPLES),
+        M(MS__REC_META_HEAP_SCOPE), M(MS__REC_META_THREAD));
   fprintf(stderr,
           "allocator churn (Kudrjavets et al. 2022: sum of w(f)*log2(bytes); malloc 1, free 1, "
           "calloc 2, realloc 3):\n"
@@ -305,6 +311,36 @@ static int options_end(int argc, char **argv) {
   return argc;
 }
 
+/* A --function name added to o->functions, once (a name given again adds
+ * nothing): 0, or -1 after a usage error. Names of any length are accepted,
+ * up to the recorder's limits on their number and their bytes in all. */
+static int add_function(rec_opts *o, const char *name) {
+  size_t have = strlen(o->functions), an = strlen(name);
+  if (an == 0 || strchr(name, ',') || strspn(name, " \t") == an) {
+    ms_cli_usage("record", "--function '%s': a symbol name, one per option", name);
+    return -1;
+  }
+  int count = 0;
+  for (const char *p = o->functions; *p;) {
+    size_t k = strcspn(p, ",");
+    if (k == an && memcmp(p, name, an) == 0) return 0;  // given before
+    count++;
+    p += k + (p[k] == ',');
+  }
+  if (count == MS__REC_FN_MAX_NAMES) {
+    ms_cli_usage("record", "--function: at most %d different names", MS__REC_FN_MAX_NAMES);
+    return -1;
+  }
+  if (have + an + 2 > sizeof o->functions) {
+    ms_cli_usage("record", "--function: the names take %zu bytes in all, more than the %zu "
+                           "the recorder accepts",
+                 have + an + (have > 0), sizeof o->functions - 1);
+    return -1;
+  }
+  snprintf(o->functions + have, sizeof o->functions - have, "%s%s", have ? "," : "", name);
+  return 0;
+}
+
 // One option into *o: 0, or -1 after a usage error.
 static int apply_option(ms_cli_parser *p, int c, rec_opts *o) {
   static const char *const heaps[] = {"process", "thread", NULL};
@@ -333,20 +369,7 @@ static int apply_option(ms_cli_parser *p, int c, rec_opts *o) {
       return parse_pos(p, 1, &o->occ);
     case O_SIGNAL: return parse_range(p, 1, SIGRTMAX, &o->sig);
     case O_FOLLOW: o->follow = 1; return 0;
-    case O_FUNCTION: {
-      size_t have = strlen(o->functions), an = strlen(p->arg);
-      if (an == 0 || strchr(p->arg, ',') || strspn(p->arg, " \t") == an) {
-        ms_cli_usage("record", "--function '%s': a symbol name, one per option", p->arg);
-        return -1;
-      }
-      if (have + an + 2 > sizeof o->functions) {
-        ms_cli_usage("record", "--function: too many names (%zu bytes at most)",
-                     sizeof o->functions - 1);
-        return -1;
-      }
-      snprintf(o->functions + have, sizeof o->functions - have, "%s%s", have ? "," : "", p->arg);
-      return 0;
-    }
+    case O_FUNCTION: return add_function(o, p->arg);
     case O_SITES:
       if (!o->sites) o->sites = 65536;
       return 0;
@@ -553,24 +576,16 @@ static int no_trace(const rec_opts *o, const rec_status *st, int wst, const char
       snprintf(why, sizeof why,
                "ended without the recorder's exit path (a raw exit system call, or an exec "
                "into a static or setuid program)");
-    if (ms_record_salvage(o, journal, abs, why) == 0) {
-      ms_cli_warn("%s: the recorded process %s: the trace holds what the recorder had recorded "
-                  "until then, salvaged from its journal (record.salvaged)",
-                  o->out, why);
-      return -1;  // a trace: read it back as usual
-    }
-    ms_cli_error("%s: no trace: the recorded process %s, so the recorder could not write what it "
-                 "had recorded",
-                 o->out, why);
-    return MS_EXIT_CHECK;
+    return ms_record_salvage_said(o, st, journal, abs, why);
   }
   if (st->nothing == MS__REC_NOTHING_ROWS) {
     ms_cli_error("%s: no trace: nothing was recorded%s%s", o->out, st->err ? ": " : "",
                  st->err ? strerror((int)st->err) : "");
     return MS_EXIT_CHECK;
   }
-  ms_cli_error("%s: the recorder could not write the trace: %s", o->out,
-               st->err ? strerror((int)st->err) : "unknown error");
+  ms_cli_error("%s: the recorder could not write the trace: %s (nothing was replaced: a trace "
+               "already there and its .sites and .generations files are as they were)",
+               o->out, st->err ? strerror((int)st->err) : "unknown error");
   return MS_EXIT_CHECK;
 }
 
@@ -610,13 +625,12 @@ static int after_run(const rec_opts *o, int st, const rec_status *rs, const char
   return failed ? MS_EXIT_CHECK : MS_EXIT_OK;
 }
 
-int ms_cmd_record(int argc, char **argv) {
-  rec_opts o = {0};
+/* The recording itself, with the output locked: the files beside the trace,
+ * the program run, its trace read back, the children's. The exit status. */
+static int record_locked(const rec_opts *po, const char *abs, const char *lib) {
+  rec_opts o = *po;
   int rc;
-  if (parse_opts(argc, argv, &o, &rc) != 0) return rc;
-  char abs[PATH_MAX], lib[PATH_MAX], status[PATH_MAX], journal[PATH_MAX], registry[PATH_MAX];
-  if ((rc = output_path(o.out, abs)) != 0) return rc;
-  if ((rc = find_lib(lib)) != 0) return rc;
+  char status[PATH_MAX], journal[PATH_MAX], registry[PATH_MAX];
   struct stat before;
   int had = stat(abs, &before) == 0;
   if ((rc = ms_record_status_create(abs, status)) != 0) return rc;
@@ -644,5 +658,20 @@ int ms_cmd_record(int argc, char **argv) {
   // The children's traces, after the root's summary, whatever became of the root's.
   if (o.follow && ms_record_children_report(&o, abs, registry, journal) > 0 && rc == MS_EXIT_OK)
     rc = MS_EXIT_CHECK;
+  return rc;
+}
+
+int ms_cmd_record(int argc, char **argv) {
+  static rec_opts o;  // static: its --function names take 16 KiB
+  int rc;
+  if (parse_opts(argc, argv, &o, &rc) != 0) return rc;
+  char abs[PATH_MAX], lib[PATH_MAX], lock[PATH_MAX];
+  if ((rc = output_path(o.out, abs)) != 0) return rc;
+  if ((rc = find_lib(lib)) != 0) return rc;
+  // One recording per output file at a time (record_lock.c).
+  int lock_fd = -1;
+  if ((rc = ms_record_lock(o.out, abs, &lock_fd, lock)) != 0) return rc;
+  rc = record_locked(&o, abs, lib);
+  ms_record_unlock(lock_fd, lock);
   return rc;
 }

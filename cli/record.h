@@ -4,9 +4,11 @@
 #ifndef MEMSTUB_CLI_RECORD_H
 #define MEMSTUB_CLI_RECORD_H
 
+#include "../recorder/protocol.h"
+
 typedef struct rec_opts {
   const char *out, *thread, *heap;
-  char functions[1024];  // --function names, comma-separated ("" when none)
+  char functions[MS__REC_FN_MAX_BYTES];  // --function names, comma-separated, each once ("" when none)
   long long res, hz, occ, sig;
   int quiet;
   int follow;  // --follow-children
@@ -18,7 +20,7 @@ typedef struct rec_opts {
 typedef struct rec_status {
   int present;  // the recorder started in the process
   long long finished, signal, written, err, nothing, occurrences, threads;
-  char function[400];  // a --function problem, "" when none
+  char function[512];  // a --function problem, "" when none
 } rec_status;
 
 // An empty file beside the trace (the status file, the journal), its path
@@ -26,10 +28,36 @@ typedef struct rec_status {
 int ms_record_status_create(const char *abs, char *path);
 // The recorder's status file read and removed (st.present 0 when it never wrote it).
 rec_status ms_record_status_take(const char *path);
+/* What a salvage did (ms_record_salvage). */
+enum {
+  MS_SALVAGE_WRITTEN = 0,        // the trace is at abs
+  MS_SALVAGE_NONE = -1,          // no row in the journal, or the trace cannot be written
+  MS_SALVAGE_NO_OCCURRENCE = 1,  // --occurrence N: fewer occurrences before the end (nothing written)
+  MS_SALVAGE_NO_REGION = 2       // --function: no call began a region before the end (nothing written)
+};
 /* The trace rebuilt from the journal of a process that died past the
- * recorder's exit path, written to abs; why says how it died. 0, or -1 when
- * the journal holds no row or the trace cannot be written. */
-int ms_record_salvage(const rec_opts *o, const char *journal, const char *abs, const char *why);
+ * recorder's exit path, written to abs; why says how it died. *occurrences
+ * gets the region occurrences the journal saw. MS_SALVAGE_*. */
+int ms_record_salvage(const rec_opts *o, const char *journal, const char *abs, const char *why,
+                      long long *occurrences);
+/* The recorded process ended past the recorder's exit path (why says how):
+ * its trace salvaged from the journal and a warning, or why there is none
+ * (nothing is salvaged when what the options ask for never came: a
+ * --function the recorder could not patch or never saw called, an
+ * --occurrence beyond the last). -1 when a trace was written (read it back
+ * as usual), else the exit status. */
+int ms_record_salvage_said(const rec_opts *o, const rec_status *st, const char *journal,
+                           const char *abs, const char *why);
+
+/* One recording per output file: an exclusive flock on a file beside the
+ * trace's target (".memstub-record-lock.BASE", holding the pid), taken
+ * before anything is written and released by ms_record_unlock, which
+ * removes it (a killed command's lock is released by the kernel; the file
+ * left is reused). 0 with *fd and path[PATH_MAX] set, or the exit status
+ * after saying which recording holds it. */
+int ms_record_lock(const char *out, const char *abs, int *fd, char *path);
+void ms_record_unlock(int fd, const char *path);
+
 /* --follow-children, after the run: each child's trace listed with its
  * peaks (unless o->quiet), salvaged from its journal when it died past the
  * recorder's exit path; the registry and the children's journals

@@ -123,13 +123,28 @@ int ms_record_children_report(const rec_opts *o, const char *abs, const char *re
     char cj[PATH_MAX + 32], name[PATH_MAX];
     snprintf(cj, sizeof cj, "%s.%ld", journal, v[i].pid);
     const char *show = shown(o, abs, v[i].path, name, sizeof name);
-    if (access(v[i].path, F_OK) != 0 &&
-        ms_record_salvage(o, cj, v[i].path,
-                          "ended without the recorder's exit path (killed, or an exec into a "
-                          "static or setuid program)") == 0)
+    long long occ = 0;
+    int sv = access(v[i].path, F_OK) == 0
+                 ? MS_SALVAGE_NONE
+                 : ms_record_salvage(o, cj, v[i].path,
+                                     "ended without the recorder's exit path (killed, or an exec "
+                                     "into a static or setuid program)",
+                                     &occ);
+    unlink(cj);
+    if (sv == MS_SALVAGE_WRITTEN)
       ms_cli_warn("%s: child %ld (%s) ended without writing its trace: salvaged from its journal",
                   show, v[i].pid, v[i].cmd);
-    unlink(cj);
+    if (sv == MS_SALVAGE_NO_REGION || sv == MS_SALVAGE_NO_OCCURRENCE) {
+      // What the options scope the trace to never happened in it: no trace, as at its exit.
+      if (sv == MS_SALVAGE_NO_REGION)
+        ms_cli_note("child %ld (%s): no trace: no --function call began a region in it",
+                    v[i].pid, v[i].cmd);
+      else
+        ms_cli_note("child %ld (%s): no trace: --occurrence %lld, but its probe regions ran "
+                    "only %lld occurrence%s",
+                    v[i].pid, v[i].cmd, o->occ, occ, occ == 1 ? "" : "s");
+      continue;
+    }
     memstub_trace *t = NULL;
     memstub_error err = {0};
     if (memstub_trace_read(v[i].path, &t, &err) < 0) {

@@ -146,23 +146,39 @@ static long long journal_rows(const char *path, ms__rec_journal_head *head, salv
 /* The trace from the journal of a killed process: the rows it had committed
  * and each thread's open bucket, kept as the trace at exit
  * would keep them (regions, --occurrence, time from the origin), without
- * the final coalescing. 0, or -1 when there is nothing to salvage. */
-int ms_record_salvage(const rec_opts *o, const char *journal, const char *abs, const char *why) {
+ * the final coalescing; its peaks from those rows. Nothing is written when
+ * what the options ask for never came before the end (as the recorder
+ * itself would write nothing at exit). */
+int ms_record_salvage(const rec_opts *o, const char *journal, const char *abs, const char *why,
+                      long long *occurrences) {
   ms__rec_journal_head head;
   salvage_row *rows;
+  *occurrences = 0;
   long long n = journal_rows(journal, &head, &rows);
   if (n <= 0) {
     free(rows);
-    return -1;
+    return MS_SALVAGE_NONE;
   }
-  int regions = 0;
+  // Occurrences begun by the recorded thread: the largest region tag (every
+  // row carries the recorded thread's current one, and a begin is a row).
   for (long long i = 0; i < n; i++)
-    if ((rows[i].r.tag & ~MS__REC_ROW_EXACT) > 0) regions = 1;
+    if ((rows[i].r.tag & ~MS__REC_ROW_EXACT) > *occurrences)
+      *occurrences = rows[i].r.tag & ~MS__REC_ROW_EXACT;
+  int regions = *occurrences > 0;
+  if (o->occ > 0 && *occurrences < o->occ) {
+    free(rows);
+    return MS_SALVAGE_NO_OCCURRENCE;
+  }
+  if (o->functions[0] && !regions) {  // --function scopes the trace to its calls
+    free(rows);
+    return MS_SALVAGE_NO_REGION;
+  }
   double ns_per_raw = head.use_tsc && head.raw_per_ns > 0 ? 1.0 / head.raw_per_ns : 1.0;
   memstub_trace *t = memstub_trace_create();
   int col = regions && t ? memstub_trace_add_column(t, "region") : -1;
   int rc = t ? 0 : -ENOMEM;
   int64_t origin = regions ? -1 : head.origin_raw, last_stack = 0, prev = 0;
+  int64_t peak_stack = 0, peak_heap = 0;
   for (long long i = 0; i < n && rc == 0; i++) {
     ms__rec_row x = rows[i].r;
     x.tag &= ~MS__REC_ROW_EXACT;
@@ -172,7 +188,10 @@ int ms_record_salvage(const rec_opts *o, const char *journal, const char *abs, c
     int64_t ts = (int64_t)((double)(x.t - origin) * ns_per_raw);
     if (ts < prev) ts = prev;
     prev = ts;
-    rc = memstub_trace_append(t, ts, last_stack, x.heap < 0 ? 0 : x.heap);
+    int64_t heap = x.heap < 0 ? 0 : x.heap;
+    if (last_stack > peak_stack) peak_stack = last_stack;
+    if (heap > peak_heap) peak_heap = heap;
+    rc = memstub_trace_append(t, ts, last_stack, heap);
     if (rc == 0 && col >= 0) memstub_trace_extra_row(t, t->n - 1)[col] = x.tag;
   }
   free(rows);
@@ -186,9 +205,57 @@ int ms_record_salvage(const rec_opts *o, const char *journal, const char *abs, c
   if (rc == 0) rc = memstub_trace_set_meta(t, "record.resolution_ns", num);
   if (rc == 0) rc = memstub_trace_set_meta(t, MS__REC_META_THREAD, o->thread);
   if (rc == 0) rc = memstub_trace_set_meta(t, MS__REC_META_HEAP_SCOPE, o->heap);
+  // The peaks of the rows salvaged (the recorder's own figures died with it).
+  snprintf(num, sizeof num, "%lld", (long long)peak_heap);
+  if (rc == 0) rc = memstub_trace_set_meta(t, MS__REC_META_PEAK_HEAP, num);
+  snprintf(num, sizeof num, "%lld", (long long)peak_stack);
+  if (rc == 0) rc = memstub_trace_set_meta(t, MS__REC_META_PEAK_STACK, num);
+  const char *from = !regions             ? "the recorded thread's stack top"
+                     : o->functions[0]    ? "the frame that called the --function (or memstub_probe_begin)"
+                                          : "the frame that called memstub_probe_begin";
+  if (rc == 0) rc = memstub_trace_set_meta(t, MS__REC_META_STACK_FROM, from);
   memstub_error err;
   if (rc == 0) rc = memstub_trace_write(t, abs, &err);
   memstub_trace_free(t);
-  return rc == 0 ? 0 : -1;
+  return rc == 0 ? MS_SALVAGE_WRITTEN : MS_SALVAGE_NONE;
 }
 
+/* The recorded process ended past the recorder's exit path (why says how):
+ * its trace salvaged from the journal, or why there is none. -1 when a trace
+ * was written (read it back as usual), else the exit status. Nothing is
+ * salvaged when what the options ask for never came before the end: a
+ * --function the recorder could not patch, or never called, or an
+ * --occurrence beyond the last (the recorder would write nothing at exit). */
+int ms_record_salvage_said(const rec_opts *o, const rec_status *st, const char *journal,
+                           const char *abs, const char *why) {
+  if (st->function[0]) {
+    ms_cli_error("%s: no trace written: %s (and then the recorded process %s)", o->out,
+                 st->function, why);
+    return MS_EXIT_CHECK;
+  }
+  long long occ = 0;
+  int sv = ms_record_salvage(o, journal, abs, why, &occ);
+  if (sv == MS_SALVAGE_WRITTEN) {
+    ms_cli_warn("%s: the recorded process %s: the trace holds what the recorder had recorded "
+                "until then, salvaged from its journal (record.salvaged)",
+                o->out, why);
+    return -1;
+  }
+  if (sv == MS_SALVAGE_NO_OCCURRENCE && occ == 0)
+    ms_cli_error("%s: no trace written: --occurrence %lld, but the recorded thread opened no "
+                 "probe region before the recorded process %s",
+                 o->out, o->occ, why);
+  else if (sv == MS_SALVAGE_NO_OCCURRENCE)
+    ms_cli_error("%s: no trace written: --occurrence %lld never came: the probe regions ran only "
+                 "%lld occurrence%s before the recorded process %s",
+                 o->out, o->occ, occ, occ == 1 ? "" : "s", why);
+  else if (sv == MS_SALVAGE_NO_REGION)
+    ms_cli_error("%s: no trace written: --function %s: never called on the recorded thread "
+                 "before the recorded process %s",
+                 o->out, o->functions, why);
+  else
+    ms_cli_error("%s: no trace: the recorded process %s, so the recorder could not write what it "
+                 "had recorded",
+                 o->out, why);
+  return MS_EXIT_CHECK;
+}

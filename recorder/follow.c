@@ -4,6 +4,7 @@
  * forked child starts afresh in the fork handler. Each writes its own trace
  * beside the root's, named after its pid and command, and announces itself
  * with one line in the registry file the command reads after the run. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,10 +13,38 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "bridge.h"
 #include "internal.h"
 #include "table.h"
 
 extern void *__libc_stack_end __attribute__((weak));
+
+/* ---- fork(): where its caller's stack was ----
+ * A forked child's first row is its state at the fork, so its stack is
+ * measured at the program's call of fork(), not inside the fork handler,
+ * where glibc's fork and the recorder's own frames sit below it (8.8 KiB
+ * more than the program's stack). */
+
+static TLS uintptr_t g_fork_sp;  // the caller's stack pointer during fork(); 0 outside
+static pid_t (*real_fork)(void);
+
+EXPORT pid_t fork(void) {
+  if (!real_fork) {
+    int busy = ms__rec_busy;
+    ms__rec_busy = 1;  // dlsym's allocations are not the program's
+    real_fork = (pid_t(*)(void))dlsym(RTLD_NEXT, "fork");
+    ms__rec_busy = busy;
+    if (!real_fork) {
+      errno = ENOSYS;
+      return -1;
+    }
+  }
+  uintptr_t was = g_fork_sp;
+  g_fork_sp = MS__CALLER_SP();
+  pid_t pid = real_fork();
+  g_fork_sp = was;
+  return pid;
+}
 
 // The process's command (/proc/self/comm, as exec set it) with every byte
 // outside [A-Za-z0-9._-] made '_', into b (cap > 1); "process" when unknown.
@@ -83,9 +112,11 @@ int ms__rec_follow_names(const char *root_out, const char *root_journal, const c
  * the parent's journal; the pointer table; the mapped ranges) and it starts
  * over as a process of its own, from this moment, on the thread that forked.
  * pre: single-threaded (the fork handler), recording was on. */
-void ms__rec_follow_fork(const char *registry) {
+__attribute__((noinline)) void ms__rec_follow_fork(const char *registry) {
   tstate *old = ms__rec_ts;
-  uintptr_t sp = ms__prim_sp();
+  // The program's stack at its fork() call; a fork made past the hook (a
+  // library's internal one): the fork handler's caller, glibc's fork.
+  uintptr_t sp = g_fork_sp ? g_fork_sp : MS__CALLER_SP();
   // The forking thread's stack top: its own when it was registered, else the
   // main thread's when the stack is that one, else here.
   uintptr_t top = old && old->top ? old->top : 0;

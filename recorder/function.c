@@ -38,7 +38,7 @@
 #include "x86.h"
 
 #define MAX_FN 32         // definitions patched
-#define MAX_NAMES 16      // --function options
+#define MAX_NAMES MS__REC_FN_MAX_NAMES  // --function options
 #define SHADOW 256        // nested calls of patched functions per thread
 #define JMP_LEN 5         // e9 rel32
 
@@ -47,20 +47,24 @@
 #endif
 
 typedef struct fnrec {
-  const char *name;  // the --function name (static storage)
+  const char *name;  // its regions' name: the --function name's label (static storage)
   uintptr_t addr;    // the entry
   char object[128];  // the file it is in (its tail)
   uint64_t calls;    // entries on any thread
 } fnrec;
 
 typedef struct fnname {
-  char name[256];
+  const char *name;           // as given, in g_pool
+  char label[NAME_MAX_LEN];   // its regions' name (churn, generations, metadata keys)
   int found, patched;
-  char why[128];  // the last reason a definition could not be patched
+  const char *alias;          // its definition is that of another name's (patched there)
+  char why[200];              // the last reason a definition could not be patched
 } fnname;
 
 static fnname g_names[MAX_NAMES];
 static int g_nnames;
+static char g_pool[MS__REC_FN_MAX_BYTES];  // the names, NUL-separated
+static char g_overflow[160];               // names the recorder could not hold: why
 static fnrec g_fn[MAX_FN];
 static int g_nfn;
 static uint64_t g_too_deep;
@@ -226,8 +230,11 @@ static int patch(fnrec *f, const char **why) {
   put64(&e, (uint64_t)(uintptr_t)fn_enter);
   put(&e, call_rax, 2);
   put(&e, restore_args, sizeof restore_args);
-  int moved = ms__rec_x86_relocate((const uint8_t *)f->addr, e.p, JMP_LEN, why);
+  static char reloc_why[160];  // scans are one at a time (g_scan_lock)
+  int moved = ms__rec_x86_relocate((const uint8_t *)f->addr, e.p, JMP_LEN, reloc_why,
+                                   sizeof reloc_why);
   if (moved < 0) {
+    *why = reloc_why;
     munmap(page, 4096);
     return -1;
   }
@@ -267,6 +274,12 @@ typedef struct scan {
   const char *object;
 } scan;
 
+// The last 127 bytes of path at most (fnrec.object).
+static const char *tail(const char *path) {
+  size_t pl = strlen(path), cap = sizeof g_fn[0].object;
+  return pl < cap ? path : path + pl - (cap - 1);
+}
+
 // The definitions of n->name in the ELF file at path (loaded at bias):
 // functions in .symtab, else in .dynsym. Each is patched once.
 static void scan_file(const char *path, uintptr_t bias, fnname *n) {
@@ -297,15 +310,35 @@ static void scan_file(const char *path, uintptr_t bias, fnname *n) {
       size_t nsym = sh[i].sh_size / sizeof(Elf64_Sym);
       const char *names = (const char *)(b + str->sh_offset);
       for (size_t k = 0; k < nsym; k++) {
-        if (ELF64_ST_TYPE(sym[k].st_info) != STT_FUNC || sym[k].st_shndx == SHN_UNDEF ||
+        int type = ELF64_ST_TYPE(sym[k].st_info);
+        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym[k].st_shndx == SHN_UNDEF ||
             sym[k].st_value == 0 || sym[k].st_name >= str->sh_size ||
             strcmp(names + sym[k].st_name, n->name) != 0)
           continue;
         hits++;
+        if (type == STT_GNU_IFUNC) {
+          // Its address is a resolver's, which the dynamic linker runs once
+          // to pick an implementation for this CPU: the calls never come here.
+          n->found++;
+          snprintf(n->why, sizeof n->why,
+                   "an IFUNC symbol in %s (the dynamic linker picks one of several "
+                   "implementations at load time): it cannot be patched",
+                   tail(path));
+          continue;
+        }
         uintptr_t addr = bias + (uintptr_t)sym[k].st_value;
-        int seen = 0;
-        for (int j = 0; j < g_nfn; j++) seen |= g_fn[j].addr == addr;
-        if (seen) continue;
+        const fnrec *seen = NULL;
+        for (int j = 0; j < g_nfn; j++)
+          if (g_fn[j].addr == addr) seen = &g_fn[j];
+        if (seen) {
+          // Another name of a definition already patched: its regions are that name's.
+          if (seen->name != n->label && !n->alias) {
+            n->found++;
+            n->patched++;
+            n->alias = seen->name;
+          }
+          continue;
+        }
         n->found++;
         if (g_nfn == MAX_FN) {
           snprintf(n->why, sizeof n->why, "more than %d definitions", MAX_FN);
@@ -313,10 +346,9 @@ static void scan_file(const char *path, uintptr_t bias, fnname *n) {
         }
         fnrec *f = &g_fn[g_nfn];
         memset(f, 0, sizeof *f);
-        f->name = n->name;
+        f->name = n->label;
         f->addr = addr;
-        size_t pl = strlen(path);
-        snprintf(f->object, sizeof f->object, "%s", pl < sizeof f->object ? path : path + pl - (sizeof f->object - 1));
+        snprintf(f->object, sizeof f->object, "%s", tail(path));
         const char *why = NULL;
         if (patch(f, &why) == 0) {
           g_nfn++;
@@ -372,44 +404,88 @@ static void scan_all(void) {
   __atomic_clear(&g_scan_lock, __ATOMIC_RELEASE);
 }
 
+/* The name's label: the name when it fits a region's name, else its head, a
+ * hash of the whole (FNV-1a) and its length, so that long names alike at
+ * their start (C++'s mangled ones) stay apart in the churn and the metadata. */
+static void make_label(fnname *n) {
+  size_t len = strlen(n->name);
+  if (len < sizeof n->label) {
+    memcpy(n->label, n->name, len + 1);
+    return;
+  }
+  uint32_t h = 2166136261u;
+  for (const char *c = n->name; *c; c++) h = (h ^ (uint8_t)*c) * 16777619u;
+  snprintf(n->label, sizeof n->label, "%.40s..%08x.%u", n->name, (unsigned)h,
+           (unsigned)(len % 100000));  // len < MS__REC_FN_MAX_BYTES
+}
+
+// The names from the environment into g_names (each once); what does not
+// fit is said in g_overflow, never dropped in silence.
+static void read_names(const char *list) {
+  size_t len = strlen(list);
+  if (len >= sizeof g_pool) {
+    snprintf(g_overflow, sizeof g_overflow,
+             "--function: the names take %zu bytes, more than the recorder's %d", len,
+             MS__REC_FN_MAX_BYTES - 1);
+    return;
+  }
+  memcpy(g_pool, list, len + 1);
+  for (char *p = g_pool; *p;) {
+    size_t k = strcspn(p, ",");
+    int last = p[k] == '\0';
+    p[k] = '\0';
+    int dup = k == 0;
+    for (int i = 0; i < g_nnames && !dup; i++) dup = strcmp(g_names[i].name, p) == 0;
+    if (!dup && g_nnames == MAX_NAMES) {
+      snprintf(g_overflow, sizeof g_overflow, "--function: more than %d names", MAX_NAMES);
+      return;
+    }
+    if (!dup) {
+      g_names[g_nnames].name = p;
+      make_label(&g_names[g_nnames++]);
+    }
+    p += k + !last;
+  }
+}
+
 void ms__rec_fn_init(void) {
   const char *list = getenv(MS__REC_ENV_FUNCTIONS);
   real_dlopen = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
   if (!list || !*list) return;
-  while (*list && g_nnames < MAX_NAMES) {
-    size_t k = strcspn(list, ",");
-    if (k > 0 && k < sizeof g_names[0].name) {
-      memcpy(g_names[g_nnames].name, list, k);
-      g_names[g_nnames].name[k] = 0;
-      g_nnames++;
-    }
-    list += k + (list[k] == ',');
-  }
-  scan_all();
+  read_names(list);
+  if (!g_overflow[0]) scan_all();
 }
 
-int ms__rec_fn_requested(void) { return g_nnames; }
+int ms__rec_fn_requested(void) { return g_nnames + (g_overflow[0] != 0); }
 
 int ms__rec_fn_patched(void) { return g_nfn; }
 
 EXPORT void *dlopen(const char *file, int mode) {
   if (!real_dlopen) real_dlopen = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
   void *h = real_dlopen ? real_dlopen(file, mode) : NULL;
-  if (h && g_nnames) scan_all();  // functions in the library just loaded
+  if (h && g_nnames) {
+    int had = ms__rec_fn_problem() != NULL;
+    scan_all();  // functions in the library just loaded
+    if (had) ms__rec_status(-1, 0, 0, 0, 0);  // the status file says what is left
+  }
   return h;
 }
 
 void ms__rec_fn_meta(void) {
-  char key[300];
+  char key[128];
   for (int i = 0; i < g_nnames; i++) {
     const fnname *n = &g_names[i];
     uint64_t calls = 0;
     for (int j = 0; j < g_nfn; j++)
-      if (g_fn[j].name == n->name) calls += __atomic_load_n(&g_fn[j].calls, __ATOMIC_RELAXED);
-    snprintf(key, sizeof key, "record.function.%.200s", n->name);
-    if (n->patched)
-      ms__rec_meta(key, "%d definition%s patched, %llu calls on every thread", n->patched,
-                   n->patched == 1 ? "" : "s", (unsigned long long)calls);
+      if (g_fn[j].name == n->label) calls += __atomic_load_n(&g_fn[j].calls, __ATOMIC_RELAXED);
+    snprintf(key, sizeof key, "record.function.%s", n->label);
+    const char *longer = strcmp(n->label, n->name) ? " (the label of a longer name)" : "";
+    if (n->alias)
+      ms__rec_meta(key, "the same definition as --function %s, whose regions its calls are%s",
+                   n->alias, longer);
+    else if (n->patched)
+      ms__rec_meta(key, "%d definition%s patched, %llu calls on every thread%s", n->patched,
+                   n->patched == 1 ? "" : "s", (unsigned long long)calls, longer);
     else
       ms__rec_meta(key, "%s", n->found ? n->why : "not found in the program or the libraries it loaded");
   }
@@ -421,13 +497,16 @@ void ms__rec_fn_meta(void) {
   if (g_too_deep)
     ms__rec_meta("record.function_too_deep", "%llu calls nested deeper than %d: not regions",
                  (unsigned long long)g_too_deep, SHADOW);
+  if (g_overflow[0]) ms__rec_meta("record.function_refused", "%s", g_overflow);
 }
 
 const char *ms__rec_fn_problem(void) {
-  static char b[400];
+  static char b[448];  // "--function " + 203 bytes of the name + ": " + why
+  if (g_overflow[0]) return g_overflow;
   for (int i = 0; i < g_nnames; i++)
     if (!g_names[i].patched) {
-      snprintf(b, sizeof b, "--function %s: %s", g_names[i].name,
+      const char *nm = g_names[i].name;
+      snprintf(b, sizeof b, "--function %.200s%s: %s", nm, strlen(nm) > 200 ? "..." : "",
                g_names[i].found ? g_names[i].why
                                 : "not found in the program or the libraries it loaded");
       return b;

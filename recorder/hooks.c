@@ -323,6 +323,7 @@ EXPORT void *malloc(size_t n) {
   ts->in_alloc = 1;
   void *p = ms__rec_real_malloc(n);
   ts->in_alloc = 0;
+  table_prefetch((uintptr_t)p);  // while the row's bookkeeping goes on
   book_alloc(ts, p, n, F_MALLOC, MS__CALLER_SP());
   return p;
 }
@@ -340,6 +341,7 @@ EXPORT void *calloc(size_t nm, size_t sz) {
   ts->in_alloc = 1;
   void *p = ms__rec_real_calloc(nm, sz);
   ts->in_alloc = 0;
+  table_prefetch((uintptr_t)p);
   book_alloc(ts, p, n, F_CALLOC, MS__CALLER_SP());
   return p;
 }

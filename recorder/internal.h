@@ -472,6 +472,8 @@ int64_t ms__rec_cpu_at(tstate *ts, int64_t t, int force);
 void ms__rec_flush_bucket(tstate *ts);
 void ms__rec_new_bucket(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag, memv m)
     __attribute__((noinline));
+// The trace A and its side files, all or none (write.c); 0 or -errno.
+int ms__rec_commit(const struct assembled *A, int how);
 // Write the trace once (how: 0 exit, 1 _exit, 2 fatal signal sig).
 void ms__rec_finish(int how, int sig);
 // The tables lost a block (out of memory): the recording is not exact.

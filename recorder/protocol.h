@@ -25,8 +25,11 @@
  * "pid<TAB>ppid<TAB>command<TAB>trace path\n" when it starts recording
  * (recorder/follow.c); unset: only the root records. */
 #define MS__REC_ENV_FOLLOW "MEMSTUB_RECORD_FOLLOW"
-// --function: the names, separated by commas (recorder/function.c).
+// --function: the names, separated by commas (recorder/function.c), at
+// most MS__REC_FN_MAX_NAMES names in MS__REC_FN_MAX_BYTES - 1 bytes in all.
 #define MS__REC_ENV_FUNCTIONS "MEMSTUB_RECORD_FUNCTIONS"
+#define MS__REC_FN_MAX_NAMES 16
+#define MS__REC_FN_MAX_BYTES 16384
 #define MS__REC_ENV_SITES "MEMSTUB_RECORD_SITES"  // bytes between sampled allocations (--sites)
 
 /* ---- rows, chunks and the journal: recorder -> command ----
@@ -132,7 +135,10 @@ typedef struct ms__rec_journal_head {
 #define MS__REC_ST_WHY "nothing"           // MS__REC_NOTHING_*: why there is nothing to write
 #define MS__REC_ST_OCCURRENCES "occurrences"  // region occurrences of the recorded thread
 #define MS__REC_ST_THREADS "threads_created"  // threads created through pthread_create
-#define MS__REC_ST_FUNCTION "function"         // text to the end of the line: a --function problem
+// Text to the end of the line: a --function problem (a name not found or not
+// patchable), written as soon as the recorder knows it, before the end too
+// (so that a salvage after SIGKILL can say it; cli/record_salvage.c).
+#define MS__REC_ST_FUNCTION "function"
 enum {
   MS__REC_NOTHING_NONE = 0,
   MS__REC_NOTHING_THREAD = 1,      // --thread N: the program created fewer threads

@@ -330,6 +330,8 @@ __attribute__((constructor)) static void rec_ctor(void) {
     ms__rec_busy = 1;
     ms__rec_fn_init();
     ms__rec_busy = 0;
+    // A name not found or not patchable: said now, should the process be killed.
+    if (ms__rec_fn_problem()) ms__rec_status(-1, 0, 0, 0, 0);
   }
 }
 // The trace at exit, after the program's own exit handlers.

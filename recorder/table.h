@@ -128,6 +128,16 @@ HOT void tb_unlock(ms__rec_shard *S, int mt) {
   if (mt) __atomic_store_n(&S->lock, 0, __ATOMIC_RELEASE);
 }
 
+/* Start loading p's home bucket (any thread, no lock: a bucket array a
+ * growth replaces may be the one prefetched, which is harmless), so that
+ * the put or take that follows finds it in the cache. */
+HOT void table_prefetch(uintptr_t p) {
+  uint64_t h = tb_hash(p);
+  ms__rec_shard *S = tb_shard(h);
+  ms__rec_tbucket *b = __atomic_load_n(&S->b, __ATOMIC_RELAXED);
+  __builtin_prefetch(&b[tb_home(h, __atomic_load_n(&S->nb, __ATOMIC_RELAXED))], 1, 3);
+}
+
 /* Put block p's key word kw (pre: tb_inline(p)) and epoch ep into its
  * shard; returns as table_put. */
 HOT int tb_put_slot(uintptr_t p, uint64_t kw, uint32_t ep, uint64_t *old, uint32_t *old_ep) {

@@ -7,9 +7,12 @@
  * (EVEX, 3DNow!, far transfers, opcodes invalid in 64-bit mode) is refused,
  * never guessed. Relative operands (RIP-relative memory, call/jmp/jcc
  * rel32) are re-aimed at the new place; a short branch (rel8) or a return
- * among the moved bytes is refused: the function is too short to patch. */
+ * among the moved bytes is refused: the function is too short to patch.
+ * tests/test_x86_ref.c checks it against Zydis on the entry of every
+ * function of libc and of gcc's cc1 (lengths, relative operands, jumps). */
 #include "x86.h"
 
+#include <stdio.h>
 #include <string.h>
 
 // Immediate size codes for the opcode tables.
@@ -51,7 +54,7 @@ static op1 one_byte(uint8_t b) {
     case 0xa8: return (op1){.imm = I8};
     case 0xa9: return (op1){.imm = IZ};
     case 0xc0: case 0xc1: case 0xc6: return (op1){.modrm = 1, .imm = I8};
-    case 0xc7: return (op1){.modrm = 1, .imm = IZ};
+    case 0xc7: return (op1){.modrm = 1, .imm = IZ};  // but not xbegin (c7 f8 rel32): below
     case 0xc9: case 0xf5: case 0xf8: case 0xf9: case 0xfc: case 0xfd: return o;
     case 0xc2: case 0xc3: case 0xcc: case 0xf4: return (op1){.stop = 1};
     case 0xe8: case 0xe9: return (op1){.rel32 = 1};
@@ -95,7 +98,7 @@ int ms__rec_x86_decode(const uint8_t *p, ms__x86_insn *in) {
   }
   if ((*p & 0xf0) == 0x40) rexw = (*p++ & 8) != 0;
   op1 o;
-  int imm_f6 = 0;
+  int imm_f6 = 0, opc = -1;  // opc: the opcode when it is of the one-byte map
   if (*p == 0xc5 || *p == 0xc4) {  // VEX: the map is in its bytes
     int map = 1;
     if (*p == 0xc4) {
@@ -125,6 +128,7 @@ int ms__rec_x86_decode(const uint8_t *p, ms__x86_insn *in) {
     p++;
   } else {
     imm_f6 = *p == 0xf6 ? 1 : *p == 0xf7 ? 2 : 0;
+    opc = *p;
     o = one_byte(*p++);
   }
   if (o.bad) return -1;
@@ -132,6 +136,11 @@ int ms__rec_x86_decode(const uint8_t *p, ms__x86_insn *in) {
     uint8_t m = *p++;
     int mod = m >> 6, rm = m & 7, reg = (m >> 3) & 7;
     if (imm_f6 && reg <= 1) o.imm = imm_f6 == 1 ? I8 : IZ;
+    // ff /3 and /5 are far call and jmp, /7 invalid; c7 f8 is xbegin, whose
+    // operand is a relative fallback address: refused.
+    if ((opc == 0xff && (reg == 3 || reg == 5 || reg == 7)) || (opc == 0xc7 && m == 0xf8))
+      return -1;
+    if (opc == 0xff && reg == 4) in->ends = 1;  // jmp r/m: the code goes elsewhere
     if (mod != 3 && rm == 4) {  // SIB
       uint8_t sib = *p++;
       if (mod == 0 && (sib & 7) == 5) p += 4;
@@ -156,21 +165,28 @@ int ms__rec_x86_decode(const uint8_t *p, ms__x86_insn *in) {
   }
   if (o.rel8) in->kind = MS__X86_SHORT;
   if (o.stop) in->kind = MS__X86_STOP;
+  if (o.stop || opc == 0xe9 || opc == 0xeb) in->ends = 1;
   in->len = (int)(p - s);
   return in->len <= 15 ? 0 : -1;
 }
 
-int ms__rec_x86_relocate(const uint8_t *src, uint8_t *dst, int need, const char **why) {
+int ms__rec_x86_relocate(const uint8_t *src, uint8_t *dst, int need, char *why, size_t cap) {
   int at = 0;
   while (at < need) {
     ms__x86_insn in;
     if (ms__rec_x86_decode(src + at, &in) != 0) {
-      *why = "an instruction the patcher does not know";
+      // Where, and its first bytes (at most 8: the decoder read no further).
+      int k = snprintf(why, cap, "an instruction the patcher does not know at +%d:", at);
+      for (int i = 0; i < 8 && k > 0 && (size_t)k + 4 < cap; i++)
+        k += snprintf(why + k, cap - (size_t)k, " %02x", src[at + i]);
       return -1;
     }
-    if (in.kind == MS__X86_STOP || in.kind == MS__X86_SHORT) {
-      *why = in.kind == MS__X86_STOP ? "the function ends within its first bytes"
-                                     : "a short branch within its first bytes";
+    if (in.kind == MS__X86_STOP || in.kind == MS__X86_SHORT || (in.ends && at + in.len < need)) {
+      snprintf(why, cap,
+               in.kind == MS__X86_SHORT ? "a short branch at +%d, within its first %d bytes"
+                                        : "the function ends (a return or a jump) at +%d, "
+                                          "within its first %d bytes",
+               at, need);
       return -1;
     }
     memcpy(dst + at, src + at, (size_t)in.len);
@@ -181,7 +197,7 @@ int ms__rec_x86_relocate(const uint8_t *src, uint8_t *dst, int need, const char 
       int64_t target = (int64_t)(uintptr_t)(src + at + in.len) + d;
       int64_t nd = target - (int64_t)(uintptr_t)(dst + at + in.len);
       if (nd != (int32_t)nd) {
-        *why = "a relative operand that cannot reach from the trampoline";
+        snprintf(why, cap, "a relative operand at +%d that cannot reach from the trampoline", at);
         return -1;
       }
       int32_t n32 = (int32_t)nd;

@@ -4,6 +4,7 @@
 #ifndef MEMSTUB_RECORDER_X86_H
 #define MEMSTUB_RECORDER_X86_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 enum {
@@ -18,6 +19,7 @@ typedef struct ms__x86_insn {
   int len;     // bytes, 1..15
   int kind;    // MS__X86_*
   int rel_at;  // where the relative disp32 starts (RIPREL, BRANCH)
+  int ends;    // the code does not go on after it: STOP, and every jmp (rel or indirect)
 } ms__x86_insn;
 
 /* The instruction at p into *in: 0, or -1 when it is not one this decoder
@@ -26,8 +28,12 @@ int ms__rec_x86_decode(const uint8_t *p, ms__x86_insn *in);
 
 /* Copy the whole instructions that cover the first `need` bytes at src to
  * dst, as code that will run at dst: relative operands re-aimed at their old
- * targets. The number of bytes copied (>= need), or -1 with *why saying what
- * could not be moved (then dst holds garbage). */
-int ms__rec_x86_relocate(const uint8_t *src, uint8_t *dst, int need, const char **why);
+ * targets. The number of bytes copied (>= need), or -1 with why[cap] saying
+ * what could not be moved and where ("an instruction the patcher does not
+ * know at +4: 62 f1 fe 48 6f 06"; then dst holds garbage). Refused: an
+ * instruction it does not know, a short branch, a return (or int3, hlt,
+ * ud2), a jump that ends the code before `need` bytes (what follows is not
+ * the function's), a relative operand that cannot reach from dst. */
+int ms__rec_x86_relocate(const uint8_t *src, uint8_t *dst, int need, char *why, size_t cap);
 
 #endif

@@ -1,7 +1,8 @@
 // memstub record --follow-children (issue 15): a child made by fork (no
 // exec), by fork and exec, by posix_spawn, and a grandchild each write a
 // trace of their own beside the root's, named TRACE.PID.COMMAND.csv, holding
-// only their own heap; without the option none does. tests/record/kids.c.
+// only their own heap, a forked child's first row its stack at fork();
+// without the option none does. tests/record/kids.c.
 #include <check.h>
 #include <dirent.h>
 #include <stdint.h>
@@ -91,6 +92,16 @@ static void one_child(const char *mode, int64_t want) {
   ck_assert_int_lt(peak_heap(root), MIB + SLACK);  // never the child's blocks
   ck_assert_int_ge(peak_heap(kid), want);
   ck_assert_int_lt(peak_heap(kid), want + SLACK);  // never the parent's block
+  if (!strcmp(mode, "fork")) {
+    // Its first row is the stack at the program's fork() call, never the
+    // fork handler's frames (8.8 KiB): no deeper than hold()'s calls later.
+    int64_t later = 0;
+    for (size_t i = 1; i < kid->n; i++)
+      if (kid->pts[i].stack_bytes > later) later = kid->pts[i].stack_bytes;
+    ck_assert_msg(kid->pts[0].stack_bytes > 0 && kid->pts[0].stack_bytes <= later,
+                  "first row %lld B, later rows at most %lld B",
+                  (long long)kid->pts[0].stack_bytes, (long long)later);
+  }
   long pid = meta_long(kid, "record.pid");
   char expect[256];
   snprintf(expect, sizeof expect, "t.%ld.kids.csv", pid);

@@ -22,7 +22,7 @@ static const char *env(const char *name) {
 // ending with NULL; functions and arguments split by a "--" entry.
 static tu_run record(const char *dir, const char *const *fns, const char *prog,
                      const char *const *args) {
-  char *argv[32];
+  char *argv[64];
   int n = 0;
   argv[n++] = (char *)env("MEMSTUB_EXE");
   argv[n++] = "record";
@@ -254,6 +254,15 @@ START_TEST(test_refusals) {
   ck_assert_msg(strstr(r.err, "never called"), "%s", r.err);
   ck_assert_int_eq(tu_count_entries(dir), 0);
   tu_run_free(&r);
+  // A prologue the patcher cannot move: refused, naming the function, the reason and where.
+  const char *sh[] = {"fn_short", NULL};
+  r = record(dir, sh, env("MEMSTUB_REC_FNPROG"), a1);
+  ck_assert_int_eq(r.status, 1);
+  ck_assert_msg(strstr(r.err, "--function fn_short: the function ends (a return or a jump) at "
+                              "+2, within its first 5 bytes"),
+                "%s", r.err);
+  ck_assert_int_eq(tu_count_entries(dir), 0);
+  tu_run_free(&r);
   const char *bad[] = {"a,b", NULL};
   r = record(dir, bad, env("MEMSTUB_REC_FNPROG"), a1);
   ck_assert_int_eq(r.status, 2);
@@ -483,6 +492,105 @@ START_TEST(test_generations_refusals) {
 }
 END_TEST
 
+// fnprog's long names (tests/record/fnprog.c): "_ZN7memstub", 300 x's, "Ev",
+// then a or b (314 bytes).
+static char *long_name(char last) {
+  char *n = malloc(320);
+  ck_assert_ptr_nonnull(n);
+  memcpy(n, "_ZN7memstub", 11);
+  memset(n + 11, 'x', 300);
+  snprintf(n + 311, 9, "Ev%c", last);
+  return n;
+}
+
+// Item 3: names of 256 bytes and more (C++'s mangled ones) are patched like
+// others, and two alike but for their end stay two regions.
+START_TEST(test_long_names) {
+  char *dir = tu_mkdtemp();
+  char *a = long_name('a'), *b = long_name('b');
+  const char *fns[] = {a, b, NULL}, *args[] = {"long", NULL};
+  tu_run r = record(dir, fns, env("MEMSTUB_REC_FNPROG"), args);
+  ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+  memstub_trace *t = load(dir);
+  int64_t peak[8];
+  ck_assert_int_eq(regions(t, peak, 8), 3);  // never the whole program
+  int names = 0, occ2 = 0, occ1 = 0;
+  for (size_t i = 0; i < t->nmeta; i++) {
+    const char *k = t->meta[i].key, *v = t->meta[i].value;
+    if (!strncmp(k, "record.function._ZN7memstub", 27)) {
+      names++;
+      ck_assert_msg(strstr(v, "1 definition patched"), "%s: %s", k, v);
+    }
+    if (!strncmp(k, "churn.region._ZN7memstub", 24) && strchr(k + 13, '.') &&
+        !strstr(k + 13, ".malloc") && !strstr(k + 13, ".free")) {
+      occ2 += strstr(v, "occurrences=2 ") != NULL;
+      occ1 += strstr(v, "occurrences=1 ") != NULL;
+    }
+  }
+  ck_assert_int_eq(names, 2);
+  ck_assert_msg(occ2 == 1 && occ1 == 1, "churn regions: %d twice, %d once", occ2, occ1);
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  free(a);
+  free(b);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+// Item 3: a name given twice is one name; an IFUNC is said as such; more
+// names or bytes than the recorder holds are refused with the limit.
+START_TEST(test_names_once_ifunc_and_limits) {
+  char *dir = tu_mkdtemp();
+  // work_alias is another name of work's definition: patched once, said so.
+  const char *twice[] = {"work", "work", "work_alias", NULL}, *a3[] = {"exe", "3", NULL};
+  tu_run r = record(dir, twice, env("MEMSTUB_REC_FNPROG"), a3);
+  ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+  memstub_trace *t = load(dir);
+  int64_t peak[8];
+  ck_assert_int_eq(regions(t, peak, 8), 3);
+  const char *al = memstub_trace_get_meta(t, "record.function.work_alias");
+  ck_assert_msg(al && strstr(al, "the same definition as --function work"), "%s", al ? al : "-");
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+  dir = tu_mkdtemp();
+  const char *ifunc[] = {"memset", NULL}, *m[] = {"memset", "2", NULL};
+  r = record(dir, ifunc, env("MEMSTUB_REC_FNPROG"), m);
+  ck_assert_msg(r.status == 1, "status %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "--function memset: an IFUNC symbol in") &&
+                    strstr(r.err, "cannot be patched"),
+                "%s", r.err);
+  ck_assert_int_eq(tu_count_entries(dir), 0);
+  tu_run_free(&r);
+  const char *many[20];
+  char names[17][8];
+  for (int i = 0; i < 17; i++) {
+    snprintf(names[i], sizeof names[i], "f%d", i);
+    many[i] = names[i];
+  }
+  many[17] = NULL;
+  r = record(dir, many, env("MEMSTUB_REC_FNPROG"), a3);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "at most 16 different names"), "%s", r.err);
+  tu_run_free(&r);
+  char *huge = malloc(20000);
+  ck_assert_ptr_nonnull(huge);
+  memset(huge, 'y', 19999);
+  huge[19999] = '\0';
+  const char *big[] = {huge, NULL};
+  r = record(dir, big, env("MEMSTUB_REC_FNPROG"), a3);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "more than the 16383 the recorder accepts"), "%s", r.err);
+  tu_run_free(&r);
+  free(huge);
+  ck_assert_int_eq(tu_count_entries(dir), 0);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("record_function");
   TCase *tc = tcase_create("function");
@@ -495,6 +603,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_recursive_function_is_one_region);
   tcase_add_test(tc, test_longjmp_out_of_a_function);
   tcase_add_test(tc, test_refusals);
+  tcase_add_test(tc, test_long_names);
+  tcase_add_test(tc, test_names_once_ifunc_and_limits);
   tcase_add_test(tc, test_generations);
   tcase_add_test(tc, test_generations_refusals);
   tcase_add_test(tc, test_generations_replayed);

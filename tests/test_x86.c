@@ -33,6 +33,9 @@ static const known cases[] = {
     {"test dword [rdi],imm32", {0xf7, 0x07, 1, 0, 0, 0}, 6, MS__X86_PLAIN},
     {"not dword [rdi]", {0xf7, 0x17}, 2, MS__X86_PLAIN},
     {"call rel32", {0xe8, 0, 0, 0, 0}, 5, MS__X86_BRANCH},
+    {"jmp rax", {0xff, 0xe0}, 2, MS__X86_PLAIN},
+    {"jmp [rip+x]", {0xff, 0x25, 0x10, 0, 0, 0}, 6, MS__X86_RIPREL},
+    {"call [rax]", {0xff, 0x10}, 2, MS__X86_PLAIN},
     {"jmp rel32", {0xe9, 0, 0, 0, 0}, 5, MS__X86_BRANCH},
     {"je rel32", {0x0f, 0x84, 0, 0, 0, 0}, 6, MS__X86_BRANCH},
     {"je rel8", {0x74, 0x05}, 2, MS__X86_SHORT},
@@ -64,9 +67,19 @@ END_TEST
 START_TEST(test_refused_encodings) {
   static const uint8_t evex[] = {0x62, 0xf1, 0xfe, 0x48, 0x6f, 0x06, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   static const uint8_t invalid[] = {0x06, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};  // push es
+  // xbegin rel32 (its fallback is relative), far jmp and far call through memory
+  static const uint8_t xbegin[] = {0xc7, 0xf8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  static const uint8_t far[] = {0xff, 0x28, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  static const uint8_t farcall[] = {0xff, 0x18, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   ms__x86_insn in;
   ck_assert_int_eq(ms__rec_x86_decode(evex, &in), -1);
   ck_assert_int_eq(ms__rec_x86_decode(invalid, &in), -1);
+  ck_assert_int_eq(ms__rec_x86_decode(xbegin, &in), -1);
+  ck_assert_int_eq(ms__rec_x86_decode(far, &in), -1);
+  ck_assert_int_eq(ms__rec_x86_decode(farcall, &in), -1);
+  static const uint8_t jmp_rax[] = {0xff, 0xe0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  ck_assert_int_eq(ms__rec_x86_decode(jmp_rax, &in), 0);
+  ck_assert_int_eq(in.ends, 1);  // the code does not go on after it
 }
 END_TEST
 
@@ -77,26 +90,40 @@ START_TEST(test_relocation) {
   const uint8_t code[] = {0xf3, 0x0f, 0x1e, 0xfa, 0x48, 0x8d, 0x05, 0x20, 0, 0, 0,
                           0xe8, 0x00, 0x01, 0, 0, 0x90, 0x90};
   memcpy(src, code, sizeof code);
-  const char *why = NULL;
-  int n = ms__rec_x86_relocate(src, dst, 5, &why);
-  ck_assert_msg(n == 11, "moved %d (%s)", n, why ? why : "");
+  char why[160] = "";
+  int n = ms__rec_x86_relocate(src, dst, 5, why, sizeof why);
+  ck_assert_msg(n == 11, "moved %d (%s)", n, why);
   int32_t d;
   memcpy(&d, dst + 7, 4);
   ck_assert_uint_eq((uintptr_t)dst + 11 + (uintptr_t)(intptr_t)d, (uintptr_t)src + 11 + 0x20);
-  n = ms__rec_x86_relocate(src, dst, 12, &why);
+  n = ms__rec_x86_relocate(src, dst, 12, why, sizeof why);
   ck_assert_int_eq(n, 16);
   memcpy(&d, dst + 12, 4);
   ck_assert_uint_eq((uintptr_t)dst + 16 + (uintptr_t)(intptr_t)d, (uintptr_t)src + 16 + 0x100);
   // A short branch or a return among the moved bytes: refused with a reason.
   const uint8_t jshort[] = {0x85, 0xff, 0x74, 0x10, 0x90, 0x90, 0x90};
   memcpy(src, jshort, sizeof jshort);
-  why = NULL;
-  ck_assert_int_eq(ms__rec_x86_relocate(src, dst, 5, &why), -1);
-  ck_assert_ptr_nonnull(why);
+  why[0] = '\0';
+  ck_assert_int_eq(ms__rec_x86_relocate(src, dst, 5, why, sizeof why), -1);
+  ck_assert_msg(strstr(why, "a short branch at +2"), "%s", why);
   const uint8_t ret[] = {0x31, 0xc0, 0xc3, 0x90, 0x90, 0x90};
   memcpy(src, ret, sizeof ret);
-  ck_assert_int_eq(ms__rec_x86_relocate(src, dst, 5, &why), -1);
+  ck_assert_int_eq(ms__rec_x86_relocate(src, dst, 5, why, sizeof why), -1);
   ck_assert_msg(strstr(why, "ends"), "%s", why);
+  // An indirect jump before the fifth byte: what follows is not the function's.
+  const uint8_t jmp_rax[] = {0xff, 0xe0, 0x90, 0x90, 0x90, 0x90};
+  memcpy(src, jmp_rax, sizeof jmp_rax);
+  ck_assert_int_eq(ms__rec_x86_relocate(src, dst, 5, why, sizeof why), -1);
+  ck_assert_msg(strstr(why, "ends (a return or a jump) at +0"), "%s", why);
+  // endbr64; jmp [rip+x]: the jump ends at byte 10, the five are the function's.
+  const uint8_t thunk[] = {0xf3, 0x0f, 0x1e, 0xfa, 0xff, 0x25, 0x10, 0, 0, 0};
+  memcpy(src, thunk, sizeof thunk);
+  ck_assert_int_eq(ms__rec_x86_relocate(src, dst, 5, why, sizeof why), 10);
+  // What it does not know: where, and the bytes.
+  const uint8_t evex[] = {0x90, 0x62, 0xf1, 0xfe, 0x48, 0x6f, 0x06, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  memcpy(src, evex, sizeof evex);
+  ck_assert_int_eq(ms__rec_x86_relocate(src, dst, 5, why, sizeof why), -1);
+  ck_assert_msg(strstr(why, "does not know at +1: 62 f1 fe 48 6f 06 00 00"), "%s", why);
 }
 END_TEST
 

@@ -14,7 +14,11 @@
  *   many         produce_many() three times: 20,000 blocks of 48 bytes left
  *                alive each time, half freed at once, half never
  *   fib N        fib(N), recursive: 2 fib(N+1) - 1 calls, each mallocs and
- *                frees 64 bytes (fib(15): 1973 calls, 3946 allocator calls) */
+ *                frees 64 bytes (fib(15): 1973 calls, 3946 allocator calls)
+ *   long         two functions whose names are 314 bytes long, alike but
+ *                for their last byte (FNPROG_LONG_NAME "a" and "b"): a(1)
+ *                twice, b(2) once
+ *   memset N     memset() of a 1 MiB block N times (an IFUNC in libc) */
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -43,6 +47,15 @@ __attribute__((noinline)) long work(int n) {
 #endif
   return s;
 }
+
+// A function of 3 bytes (xor eax,eax; ret): its entry cannot be patched.
+#if defined(__x86_64__)
+__asm__(".text\n.globl fn_short\n.type fn_short,@function\nfn_short:\n"
+        "  xorl %eax,%eax\n  ret\n.size fn_short,.-fn_short\n");
+#endif
+
+// work() under a second name: --function work_alias is the same definition.
+long work_alias(int n) __attribute__((alias("work")));
 
 __attribute__((noinline)) long outer(int n) { return work(n) + work(n + 1); }
 
@@ -90,6 +103,15 @@ __attribute__((noinline)) long fib(int n) {
   free(p);
   return r;
 }
+// The head of two C++-like mangled names: 313 bytes (tests/test_record_function.c builds the same).
+#define FNPROG_X10 "xxxxxxxxxx"
+#define FNPROG_X100 FNPROG_X10 FNPROG_X10 FNPROG_X10 FNPROG_X10 FNPROG_X10 FNPROG_X10 \
+  FNPROG_X10 FNPROG_X10 FNPROG_X10 FNPROG_X10
+#define FNPROG_LONG_NAME "_ZN7memstub" FNPROG_X100 FNPROG_X100 FNPROG_X100 "Ev"
+long long_a(int n) __asm__(FNPROG_LONG_NAME "a");
+long long_b(int n) __asm__(FNPROG_LONG_NAME "b");
+__attribute__((noinline)) long long_a(int n) { return work(n) + 1; }
+__attribute__((noinline)) long long_b(int n) { return work(n) + 2; }
 
 static volatile long g_sink;
 __attribute__((noinline)) void tiny(void) { g_sink++; }
@@ -135,6 +157,12 @@ int main(int argc, char **argv) {
     }
   } else if (!strcmp(m, "fib")) {
     s = fib(n);
+  } else if (!strcmp(m, "long")) {
+    s = long_a(1) + long_a(1) + long_b(2);
+  } else if (!strcmp(m, "memset")) {
+    char *p = malloc(1 << 20);
+    for (int k = 0; p && k < n; k++) memset(p, k, 1 << 20);
+    free(p);
   } else if (!strcmp(m, "tiny")) {
     double t0 = now();
     for (int k = 0; k < n; k++) tiny();

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -173,6 +174,36 @@ static int region_keep(void) {
   if (memstub_probe_end() != 0) return 1;
   nanosleep(&ts, NULL);
   return 0;
+}
+
+/* A probe region of 3000 malloc/free pairs that leaves 100 kB alive (rows,
+ * and a survivor for TRACE.generations), then the file system of dir filled
+ * with DIR/filler until only free_kib KiB are left: the recorder's files at
+ * exit meet a full disk (tests/test_record_output.c). */
+static int fill(const char *dir, long free_kib) {
+  if (memstub_probe_begin("fill") != 1) return 1;
+  for (int i = 0; i < 3000; i++) {
+    void *p = malloc((size_t)(32 + i % 512));
+    keep(p);
+    free(p);
+  }
+  sink = malloc(100000);
+  memset(sink, 6, 100000);
+  if (memstub_probe_end() != 0) return 1;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/filler", dir);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  struct statvfs v;
+  if (fd < 0 || fstatvfs(fd, &v) != 0) return 1;
+  long long left = (long long)v.f_bavail * (long long)v.f_frsize - free_kib * 1024;
+  static char zeros[4096];
+  while (left > 0) {
+    ssize_t w = write(fd, zeros, left < (long long)sizeof zeros ? (size_t)left : sizeof zeros);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;  // full already
+    left -= w;
+  }
+  return close(fd) != 0 && errno != ENOSPC;
 }
 
 /* The program's first state: it allocates at once, within the first
@@ -493,6 +524,8 @@ int main(int argc, char **argv) {
       struct timespec ts = {0, 500000};
       nanosleep(&ts, NULL);
     }
+  } else if (strcmp(mode, "fill") == 0 && argc > 3) {
+    rc = fill(argv[2], atol(argv[3]));
   } else if (strcmp(mode, "region_keep") == 0) {
     rc = region_keep();
   } else if (strcmp(mode, "early") == 0) {
@@ -519,6 +552,16 @@ int main(int argc, char **argv) {
     sink = malloc(50000);
     if (memstub_probe_begin("k") != 1) return 1;
     sink = malloc(4321);
+    raise(SIGKILL);
+    return 1;
+  } else if (strcmp(mode, "regions_kill") == 0) {
+    // Three probe regions, then killed (--occurrence 5 never comes).
+    for (int i = 0; i < 3; i++) {
+      if (memstub_probe_begin("r") != 1) return 1;
+      sink = malloc(1000);
+      free(sink);
+      if (memstub_probe_end() != 0) return 1;
+    }
     raise(SIGKILL);
     return 1;
   } else if (strcmp(mode, "sigkill") == 0) {
