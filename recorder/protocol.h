@@ -12,6 +12,9 @@
 /* ---- environment: command -> recorded process ---- */
 #define MS__REC_ENV_OUTPUT "MEMSTUB_RECORD_OUTPUT"        // absolute path of the trace
 #define MS__REC_ENV_PARENT "MEMSTUB_RECORD_PARENT"        // only a child of this pid records
+// The live-block table's bytes at most: beyond, the recording fails (as
+// out of memory) rather than lose a block. Unset: no limit.
+#define MS__REC_ENV_TABLE_MAX "MEMSTUB_RECORD_TABLE_MAX_BYTES"
 #define MS__REC_ENV_THREAD "MEMSTUB_RECORD_THREAD"        // "main" or N (the Nth created thread)
 #define MS__REC_ENV_HEAP "MEMSTUB_RECORD_HEAP"            // "process" or "thread"
 #define MS__REC_ENV_RESOLUTION "MEMSTUB_RECORD_RESOLUTION_NS"

@@ -268,6 +268,8 @@ static void init_recording(void) {
   }
   ms__rec_churn_init();
   init_clock();
+  long cap = env_long(MS__REC_ENV_TABLE_MAX, 0);
+  if (cap > 0) ms__rec_table_limit = (uint64_t)cap;
   if (ms__rec_table_init() != 0) {
     ms__rec.state = ST_PASSIVE;
     return;

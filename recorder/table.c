@@ -25,6 +25,7 @@ extern int64_t ms__rec_self_bytes;
 #define LOAD_NEW 0.55     // ... into an array this full
 
 static uint64_t g_bytes, g_bytes_max;  // the arrays' bytes (under any lock: atomics)
+uint64_t ms__rec_table_limit = UINT64_MAX;  // their bytes at most (MEMSTUB_RECORD_TABLE_MAX_BYTES)
 
 static size_t page_up(size_t n) {
   size_t ps = (size_t)sysconf(_SC_PAGESIZE);
@@ -35,6 +36,7 @@ static size_t page_up(size_t n) {
 // n zeroed bytes (page-rounded), resident and counted; NULL when out of memory.
 static void *map_array(size_t n) {
   n = page_up(n);
+  if (__atomic_load_n(&g_bytes, __ATOMIC_RELAXED) + n > ms__rec_table_limit) return NULL;
   void *p = (void *)syscall(SYS_mmap, NULL, n, PROT_READ | PROT_WRITE,
                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (p == MAP_FAILED) return NULL;

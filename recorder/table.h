@@ -97,6 +97,8 @@ uint64_t ms__rec_table_bytes(void);
 uint64_t ms__rec_table_bytes_max(void);
 // The table could not grow once (out of memory): the recording is not exact.
 extern int ms__rec_table_failed;
+// The arrays' bytes at most (growth beyond fails as out of memory); no limit by default.
+extern uint64_t ms__rec_table_limit;
 
 // Whether p's key fits a slot (16-byte aligned, below 2^48).
 HOT int tb_inline(uintptr_t p) { return (p & (~(UINT64_C(1) << 48) + 1 + 15)) == 0; }

@@ -127,6 +127,26 @@ START_TEST(test_exact_under_adversarial_layouts) {
 }
 END_TEST
 
+/* Exact, or loud (issue 27): when the live-block table cannot grow (here
+ * capped at 1 MB, as if memory ran out), the recording fails with a clear
+ * error and leaves no trace, rather than write one that misses blocks. */
+START_TEST(test_table_out_of_memory_fails_the_recording) {
+  char *dir = tu_mkdtemp();
+  setenv("MEMSTUB_RECORD_TABLE_MAX_BYTES", "1000000", 1);
+  tu_run r;
+  memstub_trace *t = record(dir, "t.csv", &r, NULL, "layout", "200000");
+  unsetenv("MEMSTUB_RECORD_TABLE_MAX_BYTES");
+  ck_assert_ptr_null(t);
+  ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "no trace written: the recorder could not get memory for its table"),
+                "%s", r.err);
+  ck_assert_int_eq(tu_count_entries(dir), 0);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 // The sum of an extra column over the rows (0 when the trace lacks it).
 static int64_t col_sum(const memstub_trace *t, const char *name) {
   int c = memstub_trace_column(t, name);
@@ -903,6 +923,7 @@ static Suite *record_suite(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_every_function);
   tcase_add_test(tc, test_exact_under_adversarial_layouts);
+  tcase_add_test(tc, test_table_out_of_memory_fails_the_recording);
   tcase_add_test(tc, test_work_columns);
   tcase_add_test(tc, test_stack_at_calls_and_from_timer);
   tcase_add_test(tc, test_threads);
