@@ -455,9 +455,17 @@ static int run_m4(const memstub_gen *g, const char *name, const data_files *d, i
   so.in = in[0];
   so.out = out_fd;
   so.what = "m4";
+  // m4 copies the points unexpanded (0.1 s for 100 MB): a minute, and a
+  // second more for every MiB of them, is a hang.
+  int rc = ms__spawn_limit(&so, 60, 1, d->bytes, err);
+  if (rc < 0) {
+    close(in[0]);
+    close(in[1]);
+    return rc;
+  }
   char *argv[] = {(char *)m4, "-P", "--fatal-warnings", "-", NULL};
   ms__child child;
-  int rc = ms__spawn_start(&child, argv, &so, err);
+  rc = ms__spawn_start(&child, argv, &so, err);
   close(in[0]);
   if (rc < 0) {
     close(in[1]);

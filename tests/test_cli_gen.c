@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "memstub/gen.h"
 #include "testutil.h"
@@ -257,6 +258,117 @@ START_TEST(test_long_name) {
 }
 END_TEST
 
+/* Run `memstub ARGS...` under timeout(1) (the whole process group killed
+ * after 30 s: a hang fails the test, leaving nothing running). */
+static tu_run memstub_timed(const char *cwd, const char *const *args) {
+  char *argv[32] = {"timeout", "-s", "KILL", "30", getenv("MEMSTUB_EXE")};
+  size_t n = 5;
+  for (size_t i = 0; args[i] && n < 31; i++) argv[n++] = (char *)args[i];
+  argv[n] = NULL;
+  ck_assert_ptr_nonnull(argv[4]);
+  return tu_exec(cwd, argv);
+}
+
+// An executable script at dir/name with the body given; returns its path.
+static char *script(const char *dir, const char *name, const char *body) {
+  char *path = malloc(4096);
+  snprintf(path, 4096, "%s/%s", dir, name);
+  char *text = malloc(strlen(body) + 16);
+  sprintf(text, "#!/bin/sh\n%s\n", body);
+  tu_write_file(path, text);
+  free(text);
+  ck_assert_int_eq(chmod(path, 0755), 0);
+  return path;
+}
+
+/* Every child memstub runs has a time limit; one that hangs is killed after
+ * it with a clear message, and nothing is left behind: no header, no
+ * program, no temporary file (issue 28 item 12). MEMSTUB_CHILD_TIMEOUT
+ * makes the limits 1 s. */
+START_TEST(test_child_time_limits) {
+  char *bin = tu_mkdtemp(), *dir = tu_mkdtemp(), h[4096], out[4096];
+  char *slow = script(bin, "slow", "exec sleep 30");
+  // A compiler whose program hangs in its --check.
+  char *cc = script(bin, "cc-hang-check",
+                    "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && out=$2; shift; done\n"
+                    "printf '#!/bin/sh\\nexec sleep 30\\n' > \"$out\" && chmod +x \"$out\"");
+  char *zstd = script(bin, "zstd", "exec sleep 30");
+  snprintf(h, sizeof h, "%s/l1.h", dir);
+  tu_run r = tu_memstub(NULL, "gen", tu_src("traces/samples/listing1.csv"), "-o", h, NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  tu_run_free(&r);
+  setenv("MEMSTUB_CHILD_TIMEOUT", "1", 1);
+  const char *tail = " did not finish within 1 s: killed (a longer limit: "
+                     "MEMSTUB_CHILD_TIMEOUT=SECONDS)";
+  char want[4400];
+
+  setenv("MEMSTUB_M4", slow, 1);
+  snprintf(out, sizeof out, "%s/x.h", dir);
+  const char *gen[] = {"gen", tu_src("traces/samples/listing1.csv"), "-o", out, NULL};
+  r = memstub_timed(NULL, gen);
+  unsetenv("MEMSTUB_M4");
+  snprintf(want, sizeof want, "m4 ('%s')%s\n", slow, tail);
+  ck_assert_msg(r.status == 2 && strstr(r.err, want), "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  ck_assert_int_eq(tu_count_entries(dir), 1);  // l1.h alone: no x.h, no .x.h.tmp.*
+
+  snprintf(out, sizeof out, "%s/prog", dir);
+  const char *build[] = {"build", h, "-o", out, "--cc", slow, NULL};
+  r = memstub_timed(NULL, build);
+  snprintf(want, sizeof want, "memstub: error: the compiler ('%s')%s\n", slow, tail);
+  ck_assert_msg(r.status == 2, "exit %d: %s", r.status, r.err);
+  ck_assert_str_eq(r.err, want);
+  tu_run_free(&r);
+  ck_assert_int_eq(tu_count_entries(dir), 1);
+
+  const char *check[] = {"build", h, "-o", out, "--cc", cc, NULL};
+  r = memstub_timed(NULL, check);
+  ck_assert_msg(r.status == 2 && strstr(r.err, "l1.h: the stub's check (") && strstr(r.err, tail),
+                "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  ck_assert_int_eq(tu_count_entries(dir), 1);
+
+  setenv("MEMSTUB_GNUPLOT", slow, 1);
+  snprintf(out, sizeof out, "%s/p.png", dir);
+  const char *plot[] = {"plot", tu_src("traces/samples/listing1.csv"), "-o", out, NULL};
+  r = memstub_timed(NULL, plot);
+  unsetenv("MEMSTUB_GNUPLOT");
+  snprintf(want, sizeof want, "gnuplot ('%s')%s", slow, tail);
+  ck_assert_msg(r.status == 2 && strstr(r.err, want), "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  ck_assert_int_eq(tu_count_entries(dir), 1);
+
+  // A heaptrack file compressed with zstd, and a zstd that hangs.
+  char zst[4096], path[8192];
+  snprintf(zst, sizeof zst, "%s/h.zst", bin);
+  tu_write_file(zst, "\x28\xb5\x2f\xfd rest");
+  snprintf(path, sizeof path, "%s:%s", bin, getenv("PATH"));
+  setenv("PATH", path, 1);
+  snprintf(out, sizeof out, "%s/t.csv", dir);
+  const char *imp[] = {"import", "heaptrack", zst, "-o", out, NULL};
+  r = memstub_timed(NULL, imp);
+  snprintf(want, sizeof want, "the zstd decompressor ('zstd')%s", tail);
+  ck_assert_msg(r.status == 2 && strstr(r.err, want), "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  ck_assert_int_eq(tu_count_entries(dir), 1);
+
+  // The variable itself is checked.
+  setenv("MEMSTUB_CHILD_TIMEOUT", "soon", 1);
+  r = tu_memstub(NULL, "gen", tu_src("traces/samples/listing1.csv"), "-o", h, NULL);
+  ck_assert_msg(r.status == 2 && strstr(r.err, "MEMSTUB_CHILD_TIMEOUT: expected seconds above 0 "
+                                                "and at most 1e6, found 'soon'"),
+                "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  free(slow);
+  free(cc);
+  free(zstd);
+  tu_rmtree(bin);
+  tu_rmtree(dir);
+  free(bin);
+  free(dir);
+}
+END_TEST
+
 /* A program that ignores SIGCHLD: m4 is reaped unseen, so its exit status is
  * lost; the header is refused with the reason, never judged on garbage. */
 START_TEST(test_emit_with_sigchld_ignored) {
@@ -414,6 +526,7 @@ static Suite *cli_gen_suite(void) {
   tcase_add_test(tc, test_usage_and_environment_errors);
   tcase_add_test(tc, test_transforms_recorded);
   tcase_add_test(tc, test_long_name);
+  tcase_add_test(tc, test_child_time_limits);
   tcase_add_test(tc, test_emit_with_sigchld_ignored);
   tcase_add_test(tc, test_short_options_one_meaning);
   tcase_add_test(tc, test_help_has_no_double_percent);
