@@ -269,6 +269,45 @@ static tu_run memstub_timed(const char *cwd, const char *const *args) {
   return tu_exec(cwd, argv);
 }
 
+/* m4 gets every name quoted: a name that is a macro of the template or an
+ * m4 builtin is text, never expanded (the checks refuse such names; a
+ * thread's NAME_tT is made past them). Before, MS_NAME expanded forever and
+ * m4_dnl swallowed the rest of its line. */
+START_TEST(test_names_quoted) {
+  static const char *const names[] = {"MS_NAME", "MS_BEGIN", "MS_PREFIX", "m4_dnl", "m4_divert"};
+  setenv("MEMSTUB_CHILD_TIMEOUT", "20", 1);  // m4 looping: a failure, not a hang
+  memstub_trace *t = memstub_trace_create();
+  ck_assert_int_eq(memstub_trace_append(t, 0, 0, 0), 0);
+  ck_assert_int_eq(memstub_trace_append(t, 10, 16, 8), 0);
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  o.name = "q";
+  memstub_gen *g = NULL;
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_gen_build(t, &o, &g, &err), 0);
+  char *dir = tu_mkdtemp(), path[4096], want[256];
+  snprintf(path, sizeof path, "%s/h.h", dir);
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    free(g->name);
+    g->name = strdup(names[i]);
+    ck_assert_msg(memstub_gen_emit(g, path, &err) == 0, "%s: %s", names[i], err.msg);
+    char *h = tu_read_file(path);
+    const char *lines[] = {"  .name = \"%s\",\n", "static const struct memstub_stub %s_memStub = {\n",
+                           "#ifndef MEMSTUB_GEN_%s_MEMUSE_H\n", "#define %s_NUMDATA 1\n",
+                           "#endif /* MEMSTUB_GEN_%s_MEMUSE_H */\n"};
+    for (size_t k = 0; k < sizeof lines / sizeof lines[0]; k++) {
+      snprintf(want, sizeof want, lines[k], names[i]);
+      ck_assert_msg(strstr(h, want) != NULL, "%s: no '%s' in the header", names[i], want);
+    }
+    free(h);
+  }
+  tu_rmtree(dir);
+  free(dir);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
 // An executable script at dir/name with the body given; returns its path.
 static char *script(const char *dir, const char *name, const char *body) {
   char *path = malloc(4096);
@@ -280,6 +319,29 @@ static char *script(const char *dir, const char *name, const char *body) {
   ck_assert_int_eq(chmod(path, 0755), 0);
   return path;
 }
+
+/* Every macro that m4 sees defined (the template's, and the stub's
+ * definitions after it) starts with MS_: the name check's MS_ rule keeps a
+ * name off all of them. m4 is replaced by cat, so gen writes m4's input. */
+START_TEST(test_m4_macros_start_with_ms) {
+  char *bin = tu_mkdtemp();
+  char *cat = script(bin, "m4", "exec cat");
+  setenv("MEMSTUB_M4", cat, 1);
+  tu_run r = tu_memstub(NULL, "gen", tu_src("traces/samples/nonlifo.csv"), "-n", "x", NULL);
+  unsetenv("MEMSTUB_M4");
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  int n = 0;
+  for (const char *p = strstr(r.out, "m4_define([["); p; p = strstr(p + 1, "m4_define([[")) {
+    n++;
+    ck_assert_msg(strncmp(p + 12, "MS_", 3) == 0, "a macro not MS_: %.40s", p);
+  }
+  ck_assert_int_gt(n, 30);  // the template's and the stub's definitions
+  tu_run_free(&r);
+  free(cat);
+  tu_rmtree(bin);
+  free(bin);
+}
+END_TEST
 
 /* Every child memstub runs has a time limit; one that hangs is killed after
  * it with a clear message, and nothing is left behind: no header, no
@@ -307,8 +369,9 @@ START_TEST(test_child_time_limits) {
   const char *gen[] = {"gen", tu_src("traces/samples/listing1.csv"), "-o", out, NULL};
   r = memstub_timed(NULL, gen);
   unsetenv("MEMSTUB_M4");
-  snprintf(want, sizeof want, "m4 ('%s')%s\n", slow, tail);
-  ck_assert_msg(r.status == 2 && strstr(r.err, want), "exit %d: %s", r.status, r.err);
+  snprintf(want, sizeof want, "memstub: error: %s: m4 ('%s')%s\n", out, slow, tail);
+  ck_assert_msg(r.status == 2, "exit %d: %s", r.status, r.err);
+  ck_assert_str_eq(r.err, want);
   tu_run_free(&r);
   ck_assert_int_eq(tu_count_entries(dir), 1);  // l1.h alone: no x.h, no .x.h.tmp.*
 
@@ -362,6 +425,35 @@ START_TEST(test_child_time_limits) {
   free(slow);
   free(cc);
   free(zstd);
+  tu_rmtree(bin);
+  tu_rmtree(dir);
+  free(bin);
+  free(dir);
+}
+END_TEST
+
+/* A header that cannot be written says where and why (issue 28 item 15:
+ * -o /dev/full said "m4 failed on generator/memuse.h.m4"); m4's own
+ * message is in its failure. */
+START_TEST(test_output_errors_named) {
+  tu_run r = tu_memstub(NULL, "gen", tu_src("traces/samples/listing1.csv"), "-o", "/dev/full",
+                        NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_str_eq(r.err, "memstub: error: /dev/full: write failed: No space left on device\n");
+  tu_run_free(&r);
+  char *bin = tu_mkdtemp(), *dir = tu_mkdtemp(), out[4096], want[8400];
+  char *m4bad = script(bin, "m4", "echo 'm4:-:3: cannot do that' >&2; echo more >&2; exit 1");
+  setenv("MEMSTUB_M4", m4bad, 1);
+  snprintf(out, sizeof out, "%s/x.h", dir);
+  r = tu_memstub(NULL, "gen", tu_src("traces/samples/listing1.csv"), "-o", out, NULL);
+  snprintf(want, sizeof want,
+           "memstub: error: %s: m4 ('%s') failed on generator/memuse.h.m4 (exit status 1): "
+           "m4:-:3: cannot do that\n", out, m4bad);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_str_eq(r.err, want);
+  ck_assert_int_eq(tu_count_entries(dir), 0);
+  tu_run_free(&r);
+  free(m4bad);
   tu_rmtree(bin);
   tu_rmtree(dir);
   free(bin);
@@ -526,7 +618,10 @@ static Suite *cli_gen_suite(void) {
   tcase_add_test(tc, test_usage_and_environment_errors);
   tcase_add_test(tc, test_transforms_recorded);
   tcase_add_test(tc, test_long_name);
+  tcase_add_test(tc, test_names_quoted);
+  tcase_add_test(tc, test_m4_macros_start_with_ms);
   tcase_add_test(tc, test_child_time_limits);
+  tcase_add_test(tc, test_output_errors_named);
   tcase_add_test(tc, test_emit_with_sigchld_ignored);
   tcase_add_test(tc, test_short_options_one_meaning);
   tcase_add_test(tc, test_help_has_no_double_percent);
