@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "memstub/gen.h"
 #include "memstub/runtime.h"
 #include "ms_common.h"
 #include "ms_spawn.h"
@@ -231,8 +232,9 @@ static int parse_args(build_job *j, int argc, char **argv, int *done) {
   if (first != argc - 1)
     return ms_cli_usage("build", first == argc ? "missing HEADER" : "more than one HEADER given");
   j->header = argv[first];
-  if (j->name && !ms__is_ident(j->name, strlen(j->name)))
-    return ms_cli_usage("build", "--name: '%s' is not a C identifier", j->name);
+  memstub_error err = {0};
+  if (j->name && memstub_gen_name_check(j->name, NULL, 0, &err) < 0)
+    return ms_cli_usage("build", "--name: %s", err.msg);
   if (j->cc && !*j->cc) return ms_cli_usage("build", "--cc needs a compiler");
   if (!j->out) {  // default output: the header's name without .h
     size_t l = strlen(j->header);
