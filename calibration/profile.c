@@ -417,6 +417,66 @@ static int check_complete(reader *r) {
   return 0;
 }
 
+/* Beyond what any host measures: a figure past these bounds is a
+ * hand-edited or damaged profile, and every prediction made from it would be
+ * meaningless (a basic cost of 1e17 ns predicts years of work for a stub).
+ * Each bound is some thousand times what the slowest host measures (an
+ * emulated one), so a real calibration never meets it. */
+#define SECOND_NS 1e9
+#define GIB 1073741824.0
+static const struct {
+  const char *prefix, *suffix;  // the keys it covers
+  double max;                   // |value| at most this (cycles: over cycles_per_ns; the
+                                // *_cycles of a *_ns figure agree with it, 1 %)
+  const char *what;             // the bound, for the message
+} plausible[] = {
+    {"time_", "_ns", SECOND_NS, "at most 1 s"},
+    {"call_", "_ns", SECOND_NS, "at most 1 s a call"},
+    {"timer_overhead_cycles", "", SECOND_NS, "at most 1 s of cycles"},
+    {"cold_", "delay_ns", 60 * SECOND_NS, "at most a minute"},
+    {"cycles_per_ns", "", 1e3, "at most 1000 (a 1 THz counter)"},
+    {"spin_steps_per_ns", "", 1e4, "at most 10000"},
+    {"heap_", "_bytes", GIB, "at most 1 GiB"},
+    {"stack_", "_bytes", GIB, "at most 1 GiB"},
+    {"resident_", "_bytes", GIB, "at most 1 GiB"},
+    {"mmap_threshold_bytes", "", GIB, "at most 1 GiB"},
+    {"page_size_bytes", "", GIB, "at most 1 GiB"},
+    {"repetitions", "", 1e9, "at most 1e9"},
+    {"cold_repetitions", "", 1e9, "at most 1e9"},
+};
+
+/* Every figure within its plausible bound (the table above), and
+ * cycles_per_ns at least 0.001 (a 1 MHz counter). 0, or -EINVAL with err
+ * naming the figure and its line. */
+static int check_plausible(reader *r) {
+  for (size_t i = 0; i < r->nk; i++) {
+    const ms__cal_key *k = &r->keys[i];
+    if (!r->seen[i] || k->type == MS__CAL_TEXT || k->type == MS__CAL_INT) continue;
+    double v = k->type == MS__CAL_DOUBLE ? *(double *)k->ptr : (double)*(int64_t *)k->ptr;
+    size_t kl = strlen(k->key);
+    for (size_t b = 0; b < MS__ARRAY_SIZE(plausible); b++) {
+      size_t pl = strlen(plausible[b].prefix), sl = strlen(plausible[b].suffix);
+      if (kl < pl + sl || strncmp(k->key, plausible[b].prefix, pl) != 0 ||
+          strcmp(k->key + kl - sl, plausible[b].suffix) != 0 || (sl == 0 && kl != pl))
+        continue;
+      double m = fabs(v);
+      if (strcmp(k->key, "timer_overhead_cycles") == 0) m /= r->p.cycles_per_ns;
+      if (m <= plausible[b].max) break;
+      return memstub_error_set(r->err, -EINVAL,
+                               "%s:%d: %s = %g is beyond what a host measures (%s): a hand-edited "
+                               "or damaged profile? calibrate again (memstub calibrate -o FILE)",
+                               r->name, r->seen[i], k->key, v, plausible[b].what);
+    }
+    if (strcmp(k->key, "cycles_per_ns") == 0 && v < 1e-3)
+      return memstub_error_set(r->err, -EINVAL,
+                               "%s:%d: cycles_per_ns = %g is beyond what a host measures (at "
+                               "least 0.001, a 1 MHz counter): a hand-edited or damaged profile? "
+                               "calibrate again (memstub calibrate -o FILE)",
+                               r->name, r->seen[i], v);
+  }
+  return 0;
+}
+
 int memstub_profile_parse(const char *name, const char *text, size_t len, memstub_profile *p,
                           memstub_error *err) {
   reader *r = calloc(1, sizeof *r);
@@ -433,6 +493,7 @@ int memstub_profile_parse(const char *name, const char *text, size_t len, memstu
   buf[len] = '\0';
   int rc = read_lines(r, buf, len);
   if (rc == 0) rc = check_complete(r);
+  if (rc == 0) rc = check_plausible(r);
   if (rc == 0) *p = r->p;
   free(buf);
   free(r);

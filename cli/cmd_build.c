@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "memstub/gen.h"
 #include "memstub/runtime.h"
 #include "ms_common.h"
 #include "ms_spawn.h"
@@ -51,6 +52,10 @@ static const ms_cli_spec spec = {
     "(PROGRAM --check) before it is put in place. A header of several threads\n"
     "(memstub gen of a trace with a thread column) makes a program that replays\n"
     "every thread; --name NAME_tT builds thread T's stub alone.\n"
+    "\n"
+    "The compiler has two minutes and two seconds per MiB of header, the check a\n"
+    "minute and a second per MiB ($MEMSTUB_CHILD_TIMEOUT seconds each when set);\n"
+    "one that takes longer is killed.\n"
     "\n"
     "Exit status: 0 built; 2 bad usage, a header that is missing, not a memstub\n"
     "header, does not compile or holds stub data that cannot be replayed.\n"};
@@ -136,18 +141,25 @@ static void show_progress(void *arg, int64_t elapsed_ns) {
 }
 
 /* Run argv (what names it in messages), its stderr captured into r when
- * capture is set. A stop signal caught meanwhile is passed on to it, and it
- * is waited for all the same, so that it writes nothing after. 0 with r
- * filled (free it), or -errno with err set when it cannot be run or waited for. */
-static int run(char *const argv[], const char *what, int capture, ms__spawn_result *r,
-               memstub_error *err) {
+ * capture is set, within base_s seconds and per_mib_s more per MiB of bytes
+ * (ms__spawn_limit), as the leader of a process group of its own (a
+ * compiler driver and what it runs) when group is set. A stop signal caught
+ * meanwhile is passed on to it, and it is waited for all the same, so that
+ * it writes nothing after. 0 with r filled (free it), or -errno with err set
+ * when it cannot be run or waited for, or was killed for its time limit. */
+static int run(char *const argv[], const char *what, int capture, int group, double base_s,
+               double per_mib_s, int64_t bytes, ms__spawn_result *r, memstub_error *err) {
   ms__spawn_opts so;
   ms__spawn_opts_init(&so);
   so.err = capture ? MS__SPAWN_CAPTURE : MS__SPAWN_INHERIT;
   so.forward = &caught;
   so.what = what;
+  so.own_group = group;
+  *r = (ms__spawn_result){0};
+  int rc = ms__spawn_limit(&so, base_s, per_mib_s, bytes, err);
+  if (rc < 0) return rc;
   if (progress_label) so.tick = show_progress;
-  int rc = ms__spawn_run(argv, &so, r, err);
+  rc = ms__spawn_run(argv, &so, r, err);
   if (progress_label) fputs("\r\033[K", stderr), fflush(stderr);
   return rc;
 }
@@ -220,8 +232,9 @@ static int parse_args(build_job *j, int argc, char **argv, int *done) {
   if (first != argc - 1)
     return ms_cli_usage("build", first == argc ? "missing HEADER" : "more than one HEADER given");
   j->header = argv[first];
-  if (j->name && !ms__is_ident(j->name, strlen(j->name)))
-    return ms_cli_usage("build", "--name: '%s' is not a C identifier", j->name);
+  memstub_error err = {0};
+  if (j->name && memstub_gen_name_check(j->name, NULL, 0, &err) < 0)
+    return ms_cli_usage("build", "--name: %s", err.msg);
   if (j->cc && !*j->cc) return ms_cli_usage("build", "--cc needs a compiler");
   if (!j->out) {  // default output: the header's name without .h
     size_t l = strlen(j->header);
@@ -422,7 +435,9 @@ static int compile(build_job *j) {
   }
   memstub_error err = {0};
   ms__spawn_result res;
-  int rc = run(j->cargv, "the compiler", 0, &res, &err);
+  // A listing of a million points (100 MB) compiles in under a minute:
+  // two minutes and two seconds per MiB of header is a hang.
+  int rc = run(j->cargv, "the compiler", 0, 1, 120, 2, j->data ? 0 : (int64_t)j->len, &res, &err);
   progress_label = progress_label ? "checking the stub data" : NULL;
   int st = rc < 0 ? 0 : ms__spawn_status(&res);
   ms__spawn_result_free(&res);
@@ -445,7 +460,8 @@ static int check_program(build_job *j) {
   char *chargv[] = {j->tmp, "--check", NULL};
   if (!strchr(j->tmp, '/')) chargv[0] = ms__asprintf("./%s", j->tmp), j->owned[14] = chargv[0];
   ms__spawn_result res = {0};
-  int rc = chargv[0] ? run(chargv, "the stub's check", 1, &res, &err)
+  // It decodes and checks the points: a minute and a second per MiB.
+  int rc = chargv[0] ? run(chargv, "the stub's check", 1, 0, 60, 1, (int64_t)j->len, &res, &err)
                      : memstub_error_set(&err, -ENOMEM, "out of memory");
   progress_label = NULL;
   if (caught) {
@@ -459,7 +475,7 @@ static int check_program(build_job *j) {
     ms__spawn_result_free(&res);
     const char *why = strstr(msg, "error: ");
     return ms_cli_error("%s: %s", j->header,
-                        why ? why + 7 : rc < 0 ? err.msg : "the stub does not replay");
+                        rc < 0 ? err.msg : why ? why + 7 : "the stub does not replay");
   }
   ms__spawn_result_free(&res);
   return 0;

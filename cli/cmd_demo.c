@@ -94,9 +94,11 @@ static int run(demo *d, const char *what, char *const argv[], const char *out_pa
     return -1;
   }
   if (fd >= 0) so.out = fd;
-  ms__spawn_result r;
+  ms__spawn_result r = {0};
   memstub_error err = {0};
-  int rc = ms__spawn_run(argv, &so, &r, &err);
+  // A step (calibrating this host is the longest) takes a minute or two.
+  int rc = ms__spawn_limit(&so, 600, 0, 0, &err);
+  if (rc == 0) rc = ms__spawn_run(argv, &so, &r, &err);
   if (fd >= 0) close(fd);
   int code = r.exited ? r.code : -1, sig = r.sig;
   ms__spawn_result_free(&r);

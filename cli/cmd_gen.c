@@ -12,13 +12,16 @@
 #include "ms_common.h"
 
 enum { O_TIME_SCALE = MS_CLI_LONG, O_HEAP_SCALE, O_STACK_SCALE, O_RSS_SCALE, O_MAPPED_SCALE,
-       O_CPU_SCALE, O_CHURN_SCALE, O_DATA, O_RELEASE, O_HOLD, O_HOLD_API };
+       O_CPU_SCALE, O_CHURN_SCALE, O_DATA, O_RELEASE, O_HOLD, O_HOLD_API, O_CHECK_NAME };
 
 static const ms_cli_option options[] = {
     {"output", 'o', "FILE", "write the header to FILE (atomically)"},
     {"name", 'n', "NAME",
      "prefix the header's names: NAME_NUMDATA, NAME_memUse,\n"
-     "NAME_memPoint, NAME_memStub (to link several stubs)"},
+     "NAME_memPoint, NAME_memStub (to link several stubs);\n"
+     "a C identifier of at most 64 characters that is not\n"
+     "a C keyword, starts with none of _, m4_ and MS_, and\n"
+     "meets none of memstub's own names (docs/runtime.md)"},
     MS_CLI_WHATIF_OPTIONS(O_TIME_SCALE, O_HEAP_SCALE, O_STACK_SCALE),
     {"rss-scale", O_RSS_SCALE, "F",
      "what-if: multiply the resident totals (rss_bytes) by F"},
@@ -63,12 +66,18 @@ static const ms_cli_option options[] = {
      "write the stub's points to the binary data file FILE\n"
      "instead of a header (for traces too large to compile;\n"
      "memstub replay --data, memstub build --data)"},
+    {"check-name", O_CHECK_NAME, "NAME",
+     "only check that NAME can name a stub, and that it\n"
+     "overlaps none of the OTHER names given (the other\n"
+     "stubs of one program: alpha and alpha_err both claim\n"
+     "memstub_alpha_err); no TRACE (memstub_add_stub)"},
     {0}};
 
 static const ms_cli_spec spec = {
     "gen",
     "usage: memstub gen TRACE [-o memuse.h] [options]\n"
     "       memstub gen TRACE --data FILE [options]\n"
+    "       memstub gen --check-name NAME [OTHER...]\n"
     "\n"
     "Generate the stub's simulation data file (the paper's Listing 1): a C header\n"
     "with memUse[NUMDATA] points made from TRACE (a trace CSV, '-' for stdin).\n"
@@ -80,7 +89,19 @@ static const ms_cli_spec spec = {
     "which memstub build makes into a program replaying every thread; --data\n"
     "and --hold refuse such a trace.\n"
     "\n",
-    options, 26, NULL};
+    options, 26,
+    "\n"
+    "GNU m4 ($MEMSTUB_M4, else m4) writes the header, within a minute and a\n"
+    "second per MiB of points ($MEMSTUB_CHILD_TIMEOUT seconds when set).\n"};
+
+/* --check-name NAME [OTHER...]: 0 when NAME can name a stub beside the
+ * others, else exit status 2 after printing why. */
+static int check_name(const char *name, int nothers, char **others) {
+  memstub_error err = {0};
+  if (memstub_gen_name_check(name, (const char *const *)others, (size_t)nothers, &err) < 0)
+    return ms_cli_fail(&err);
+  return MS_EXIT_OK;
+}
 
 // Progress on a terminal while a large stub's points are written.
 static void gen_progress(void *ctx, int64_t done, int64_t total) {
@@ -174,14 +195,16 @@ int ms_cmd_gen(int argc, char **argv) {
                                     MEMSTUB_TIMING_ONLINE};
   memstub_gen_options o;
   memstub_gen_options_init(&o);
-  const char *out = "-", *timing = NULL, *data = NULL;
-  int out_given = 0, format_given = 0, release = 0, hold = 0;
+  const char *out = "-", *timing = NULL, *data = NULL, *check = NULL;
+  int out_given = 0, format_given = 0, release = 0, hold = 0, options_given = 0;
   ms_cli_parser p = {.spec = &spec};
   memstub_gen_emit_options eo = {.format = MEMSTUB_GEN_FORMAT_AUTO};
   if (ms_cli_progress_enabled()) eo.progress = gen_progress;
   int c, k, bad = 0;
   while (!bad && (c = ms_cli_next(&p, argc, argv)) > 0) {
+    options_given += c != O_CHECK_NAME;
     switch (c) {
+      case O_CHECK_NAME: check = p.arg; break;
       case 'o': out = p.arg, out_given = 1; break;
       case O_DATA: data = p.arg; break;
       case O_RELEASE: release = 1; break;
@@ -212,6 +235,12 @@ int ms_cmd_gen(int argc, char **argv) {
   if (bad) return MS_EXIT_USAGE;
   if (c < 0) return p.status;
   int first = p.optind;
+  if (check && options_given)
+    return ms_cli_usage("gen", "--check-name NAME [OTHER...] takes no other options");
+  if (check) return check_name(check, argc - first, argv + first);
+  memstub_error err = {0};
+  if (o.name && *o.name && memstub_gen_name_check(o.name, NULL, 0, &err) < 0)
+    return ms_cli_usage("gen", "--name: %s", err.msg);
   if (first != argc - 1)
     return ms_cli_usage("gen", first == argc ? "missing TRACE" : "more than one TRACE given");
   const char *in = argv[first];
@@ -228,7 +257,6 @@ int ms_cmd_gen(int argc, char **argv) {
   if (timing && !o.profile_path)
     return ms_cli_usage("gen", "--timing says what to compensate for: it needs --calibration");
 
-  memstub_error err = {0};
   memstub_trace *t = NULL;
   memstub_gen *g = NULL;
   memstub_profile prof;

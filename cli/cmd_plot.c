@@ -36,6 +36,7 @@ static const ms_cli_spec spec = {
     "figure to read in a terminal: --size's width / 10 characters, but no wider\n"
     "than $COLUMNS (80 when unset), with units on the y tics. Runs gnuplot (5.2 or\n"
     "later) on plots/figure3.gp; set MEMSTUB_GNUPLOT to choose the gnuplot program.\n"
+    "gnuplot has two minutes ($MEMSTUB_CHILD_TIMEOUT seconds when set).\n"
     "\n",
     options, 22, NULL};
 

@@ -21,6 +21,16 @@
 # is a template (%p pid, %n NAME, %c call number; ".%n.%p.%c" appended when it
 # has no field), so every stub and process measures to a new file of its own.
 #
+# NAME is checked by memstub itself (`memstub gen --check-name NAME OTHERS`,
+# docs/runtime.md, "Stub names"): a C identifier of at most 64 characters,
+# not a C keyword, starting with none of _, m4_ and MS_, meeting none of
+# memstub's own names (a stub owns memstub_NAME and memstub_NAME_*, so
+# `replay` and `stub_call` are refused), and overlapping no stub added before
+# it in the same project (`alpha` and `alpha_err` both claim
+# memstub_alpha_err). With an installed or build-tree memstub that happens at
+# configure time; inside a project that builds memstub itself, when the
+# header is generated.
+#
 # Inside the memstub project the function uses its targets (memstub,
 # memstub_runtime). After find_package(memstub) it uses the installed tree's
 # exported targets (memstub::memstub, memstub::runtime). After an include of
@@ -31,8 +41,8 @@ include_guard(GLOBAL)
 
 function(memstub_add_stub)
   cmake_parse_arguments(S "" "NAME;TRACE" "GEN_ARGS" ${ARGN})
-  if(NOT S_NAME OR NOT S_NAME MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")
-    message(FATAL_ERROR "memstub_add_stub: NAME must be a C identifier, not '${S_NAME}'")
+  if(NOT S_NAME)
+    message(FATAL_ERROR "memstub_add_stub: NAME is missing")
   endif()
   if(NOT S_TRACE)
     message(FATAL_ERROR "memstub_add_stub(${S_NAME}): TRACE is missing")
@@ -69,6 +79,7 @@ function(memstub_add_stub)
     list(APPEND gen_args "${arg}")
   endforeach()
 
+  set(check_exe "")  # the command, when it exists at configure time
   if(TARGET memstub AND TARGET memstub_runtime)
     set(exe "$<TARGET_FILE:memstub>")
     set(exe_dep memstub)
@@ -78,6 +89,7 @@ function(memstub_add_stub)
     set(exe "$<TARGET_FILE:memstub::memstub>")
     set(exe_dep "$<TARGET_FILE:memstub::memstub>")
     set(runtime memstub::runtime)
+    get_target_property(check_exe memstub::memstub LOCATION)
   else()
     if(NOT MEMSTUB_EXECUTABLE)
       set(hint "")
@@ -108,7 +120,27 @@ function(memstub_add_stub)
           "${MEMSTUB_LIBDIR}/libmemstub_runtime.a;${MEMSTUB_LIBDIR}/libmemstub_trace.a;${MEMSTUB_LIBDIR}/libmemstub_common.a;Threads::Threads;m")
     endif()
     set(runtime memstub::runtime)
+    set(check_exe "${MEMSTUB_EXECUTABLE}")
   endif()
+
+  # The name, by memstub_gen_name_check, against the stubs added before.
+  get_property(others GLOBAL PROPERTY MEMSTUB_STUB_NAMES)
+  set(check_cmd "")
+  if(check_exe)
+    execute_process(COMMAND "${check_exe}" gen --check-name "${S_NAME}" ${others}
+                    RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE msg TIMEOUT 60)
+    if(NOT rc EQUAL 0)
+      string(REGEX REPLACE "^memstub: error: " "" msg "${msg}")
+      string(STRIP "${msg}" msg)
+      if(NOT rc MATCHES "^[0-9]+$")  # not run, or killed: execute_process says why
+        set(msg "${check_exe}: ${rc} ${msg}")
+      endif()
+      message(FATAL_ERROR "memstub_add_stub(${S_NAME}): ${msg}")
+    endif()
+  else()  # memstub is built in this project: checked before the header is made
+    set(check_cmd COMMAND "${exe}" gen --check-name "${S_NAME}" ${others})
+  endif()
+  set_property(GLOBAL APPEND PROPERTY MEMSTUB_STUB_NAMES "${S_NAME}")
 
   # Generated files live in the build tree only.
   set(dir "${CMAKE_CURRENT_BINARY_DIR}/memstub_${S_NAME}")
@@ -119,6 +151,7 @@ function(memstub_add_stub)
     set(sidecars "${trace}.generations")
   endif()
   add_custom_command(OUTPUT "${header}"
+    ${check_cmd}
     COMMAND "${exe}" gen "${trace}" --name ${S_NAME} -o "${header}" ${gen_args}
     DEPENDS "${trace}" ${sidecars} ${profiles} ${exe_dep}
     COMMENT "memstub gen ${S_TRACE} --name ${S_NAME}"

@@ -10,7 +10,12 @@
  *   cannot run 'gnuplot': not found
  *   cannot wait for 'm4': No child processes (SIGCHLD is ignored?)
  *   'cc' failed: exit status 1          'prog' was killed by signal 9 (Killed)
- *   'prog' did not finish within 2 s: killed
+ *   'prog' did not finish within 2 s: killed (MEMSTUB_CHILD_TIMEOUT=SECONDS ...)
+ *
+ * Every child memstub runs for its own work has a time limit
+ * (ms__spawn_limit): m4, the compiler, gnuplot, a stub's --check, a
+ * decompressor. Only the program memstub record runs has none: it is the
+ * user's, and runs as long as it runs.
  */
 #ifndef MEMSTUB_COMMON_MS_SPAWN_H
 #define MEMSTUB_COMMON_MS_SPAWN_H
@@ -32,6 +37,10 @@ enum {
 typedef struct ms__spawn_opts {
   int in, out, err;  // the child's stdin, stdout, stderr (MS__SPAWN_INHERIT by default)
   int64_t timeout_ns;               // > 0: SIGKILL the child once it has run this long
+  int own_group;                    // the child leads a process group of its own, and the
+                                    // timeout and a forwarded signal go to that group
+                                    // (a compiler driver and the cc1 it runs); not with
+                                    // like_system
   volatile sig_atomic_t *forward;   // when *forward becomes nonzero, that signal is sent
                                     // to the child (once); the wait goes on
   const char *what;                 // names the child in messages: "cannot run WHAT
@@ -56,6 +65,7 @@ typedef struct ms__child {
   volatile sig_atomic_t *forward;
   int forwarded;
   int like_system, ignoring;
+  int group;  // it leads a process group of its own (own_group)
   void (*tick)(void *arg, int64_t elapsed_ns);
   void *tick_arg;
   int64_t start_ns, next_tick_ns;
@@ -72,6 +82,17 @@ typedef struct ms__spawn_result {
 
 // Defaults: every stream inherited, no timeout, nothing forwarded.
 void ms__spawn_opts_init(ms__spawn_opts *o);
+
+/* The environment variable that replaces every time limit of
+ * ms__spawn_limit: seconds (a slow host, or a test of the limit). */
+#define MS__SPAWN_TIMEOUT_ENV "MEMSTUB_CHILD_TIMEOUT"
+
+/* Set o->timeout_ns for a child whose work grows with its input: base_s
+ * seconds plus per_mib_s for every MiB of bytes, or $MEMSTUB_CHILD_TIMEOUT
+ * seconds when that is set. 0, or -EINVAL with err set when
+ * $MEMSTUB_CHILD_TIMEOUT is not a number of seconds in (0, 1e6]. */
+int ms__spawn_limit(ms__spawn_opts *o, double base_s, double per_mib_s, int64_t bytes,
+                    memstub_error *err);
 
 /* Start argv[0] (searched on PATH unless it holds a '/') with argv, in the
  * caller's environment (or o->env). With o->like_system, SIGINT and SIGQUIT

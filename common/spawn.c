@@ -21,6 +21,21 @@ void ms__spawn_opts_init(ms__spawn_opts *o) {
                         .err = MS__SPAWN_INHERIT};
 }
 
+int ms__spawn_limit(ms__spawn_opts *o, double base_s, double per_mib_s, int64_t bytes,
+                    memstub_error *err) {
+  const char *env = getenv(MS__SPAWN_TIMEOUT_ENV);
+  double s = base_s + per_mib_s * (double)(bytes > 0 ? bytes : 0) / (1024.0 * 1024.0);
+  if (env && *env) {
+    if (ms__parse_double(env, &s) < 0 || !(s > 0 && s <= 1e6))
+      return memstub_error_set(err, -EINVAL, "%s: expected seconds above 0 and at most 1e6, "
+                               "found '%.40s'", MS__SPAWN_TIMEOUT_ENV, env);
+  }
+  if (s > 1e6) s = 1e6;
+  o->timeout_ns = (int64_t)(s * 1e9);
+  if (o->timeout_ns < 1) o->timeout_ns = 1;
+  return 0;
+}
+
 // "WHAT ('name')" or "'name'" into buf; returns buf.
 static const char *label(const char *name, const char *what, char *buf, size_t cap) {
   if (what && *what)
@@ -72,7 +87,8 @@ int ms__spawn_start(ms__child *c, char *const argv[], const ms__spawn_opts *o,
   ms__spawn_opts def;
   if (!o) ms__spawn_opts_init(&def), o = &def;
   *c = (ms__child){.pid = -1, .out_fd = -1, .err_fd = -1, .name = argv[0], .what = o->what,
-                   .forward = o->forward, .like_system = o->like_system};
+                   .forward = o->forward, .like_system = o->like_system,
+                   .group = o->own_group && !o->like_system};
   char lb[300];
   int out_wr = -1, err_wr = -1;
   posix_spawn_file_actions_t fa;
@@ -84,6 +100,11 @@ int ms__spawn_start(ms__child *c, char *const argv[], const ms__spawn_opts *o,
   // exists, and set back to their defaults in the child.
   posix_spawnattr_t attr;
   posix_spawnattr_t *ap = NULL;
+  if (rc == 0 && c->group && (rc = -posix_spawnattr_init(&attr)) == 0) {
+    ap = &attr;
+    rc = -posix_spawnattr_setpgroup(ap, 0);
+    if (rc == 0) rc = -posix_spawnattr_setflags(ap, POSIX_SPAWN_SETPGROUP);
+  }
   if (rc == 0 && c->like_system) {
     struct sigaction ign;
     memset(&ign, 0, sizeof ign);
@@ -145,11 +166,16 @@ static int drain(int *fd, char **buf, size_t *len) {
   return 0;
 }
 
+// Signal the child, or the group it leads (own_group).
+static void signal_child(const ms__child *c, int sig) {
+  kill(c->group ? -c->pid : c->pid, sig);
+}
+
 // Send the caught signal on to the child, once.
 static void pass_on(ms__child *c) {
   if (c->forward && *c->forward && !c->forwarded) {
     c->forwarded = 1;
-    kill(c->pid, *c->forward);
+    signal_child(c, *c->forward);
   }
 }
 
@@ -157,7 +183,7 @@ static void pass_on(ms__child *c) {
 static void time_out(ms__child *c, ms__spawn_result *r) {
   if (r->timed_out) return;
   r->timed_out = 1;
-  kill(c->pid, SIGKILL);
+  signal_child(c, SIGKILL);
   // A grandchild may hold the pipes open: what was read is what we have.
   close_fd(&c->out_fd);
   close_fd(&c->err_fd);
@@ -222,7 +248,7 @@ static int wait_child(ms__child *c, ms__spawn_result *r, memstub_error *err) {
   int rc = read_captures(c, r);
   if (rc < 0) {
     // Stop it rather than leave it blocked on a pipe nobody reads.
-    kill(c->pid, SIGKILL);
+    signal_child(c, SIGKILL);
     close_fd(&c->out_fd);
     close_fd(&c->err_fd);
   }
@@ -259,8 +285,11 @@ static int wait_child(ms__child *c, ms__spawn_result *r, memstub_error *err) {
     return memstub_error_set(err, rc, "reading the output of %s: %s",
                              label(c->name, c->what, lb, sizeof lb), strerror(-rc));
   if (r->timed_out) {
-    return memstub_error_set(err, -ETIMEDOUT, "%s did not finish within %.3g s: killed",
-                             label(c->name, c->what, lb, sizeof lb), (double)c->timeout_ns / 1e9);
+    return memstub_error_set(err, -ETIMEDOUT,
+                             "%s did not finish within %.3g s: killed (a longer limit: "
+                             "%s=SECONDS)",
+                             label(c->name, c->what, lb, sizeof lb), (double)c->timeout_ns / 1e9,
+                             MS__SPAWN_TIMEOUT_ENV);
   }
   return 0;
 }

@@ -33,10 +33,11 @@ void memstub_gen_free(memstub_gen *g) {
 }
 
 static int check_options(const memstub_gen_options *o, memstub_error *err) {
-  if (o->name && *o->name && !ms__is_ident(o->name, strlen(o->name)))
-    return memstub_error_set(err, -EINVAL,
-                             "--name: '%s' is not a C identifier ([A-Za-z_][A-Za-z0-9_]*)",
-                             o->name);
+  int rc;
+  if (o->name && *o->name && (rc = memstub_gen_name_check(o->name, NULL, 0, err)) < 0) {
+    memstub_error_prefix(err, "--name");
+    return rc;
+  }
   const struct {
     const char *opt;
     double v;

@@ -81,4 +81,56 @@ void ms__gen_work_free(ms__work *w);
  * points (points.c). */
 void ms__gen_finish(memstub_gen *g, const ms__targets *tg);
 
+/* ---- emitting a header (emit.c, emit_data.c, emit_threads.c) ------------ */
+
+// Characters that stand for themselves in C strings, comments and m4 input.
+int ms__gen_is_safe(unsigned char c);
+
+/* One header's point data, formatted in C into the files of a private
+ * temporary directory (emit_data.c), which the template copies in unexpanded
+ * (m4_undivert), and m4's input beside them (emit.c). */
+enum { MS__GEN_DATA_INPUT = 8, MS__GEN_DATA_FILES = 9 };
+typedef struct ms__gen_data {
+  int format;          // MEMSTUB_GEN_FORMAT_LISTING or _COMPACT
+  char dir[4096];      // the directory, "" until made
+  char file[MS__GEN_DATA_FILES][4200];  // [0] use or data, [1] map, [2] mapped, [3] rss,
+                                        // [4..7] work, [8] m4's input; "" until made
+  int64_t bytes;       // point data written in all
+  const struct memstub_release *release;  // gen --hold: the release schedule, or NULL
+} ms__gen_data;
+
+/* Make d's directory ($TMPDIR, else /tmp) and format g's points into its
+ * files in d->format. 0 or a negative errno with err set; the files made so
+ * far stay for ms__gen_data_remove. */
+int ms__gen_data_write(const memstub_gen *g, const memstub_gen_emit_options *o, ms__gen_data *d,
+                       memstub_error *err);
+// Remove d's files and directory (whatever exists of them).
+void ms__gen_data_remove(ms__gen_data *d);
+
+/* Where a header is written: straight into the atomic file of a regular
+ * output; for standard output or a device (/dev/full, a FIFO) into a
+ * temporary file first, copied out once m4 has succeeded, so that nothing
+ * is printed for a failure and a write error names the output. */
+typedef struct ms__gen_out {
+  const char *path;  // as given ("-": standard output)
+  ms__afile af;      // a regular file (tmp set) or a device (path set)
+  FILE *tmp;         // the temporary file, or NULL
+  FILE *f;           // what to write to: af.f or tmp
+} ms__gen_out;
+
+// Open path for a header. 0 or a negative errno with err set.
+int ms__gen_out_open(ms__gen_out *o, const char *path, memstub_error *err);
+/* Finish o: with rc < 0 drop everything (nothing appears at path), else
+ * put the header in place (copied out, or committed), *sync_ns (may be NULL)
+ * the time that took. Returns rc, or the failure to put it in place. */
+int ms__gen_out_close(ms__gen_out *o, int rc, int64_t *sync_ns, memstub_error *err);
+
+/* Run GNU m4 ($MEMSTUB_M4, else m4) on the template, g's definitions under
+ * the stub name name (g's, or a thread's NAME_tT) and d's files (m4's input
+ * written beside them), appending the header to out. Within a time limit
+ * (ms__spawn_limit). 0 or a negative errno with err naming the output (m4
+ * missing, failed with its first message, or killed for its limit). */
+int ms__gen_m4(const memstub_gen *g, const char *name, ms__gen_data *d, ms__gen_out *out,
+               memstub_error *err);
+
 #endif

@@ -23,7 +23,7 @@ m4_divert(-1)
 #   MS_BEGIN                     the file up to the NUMDATA define
 #   MS_LISTING(use, map)         the paper's form: memUse and memPoint as
 #                                initialisers, their rows read from the files
-#                                use and map (formatted by emit.c), or
+#                                use and map (formatted by emit_data.c), or
 #   MS_COMPACT(data)             the compact form: memUse and memPoint empty,
 #                                filled before main by memstub_stub_decode()
 #                                from a string literal read from the file data

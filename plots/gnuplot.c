@@ -107,8 +107,14 @@ static int run(const ms__gnuplot *g, const char *target, const char *const *extr
   so.in = MS__SPAWN_NULL;
   so.out = so.err = logfd;
   so.what = "gnuplot";
+  // The data is reduced to a few thousand points a column: seconds.
+  int rc = ms__spawn_limit(&so, 120, 0, 0, err);
+  if (rc < 0) {
+    close(logfd);
+    return rc;
+  }
   ms__child child;
-  int rc = ms__spawn_start(&child, argv, &so, err);
+  rc = ms__spawn_start(&child, argv, &so, err);
   close(logfd);
   if (rc < 0)
     return memstub_error_set(err, rc, "cannot run gnuplot ('%s'): %s; %s", g->program,

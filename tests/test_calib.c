@@ -438,12 +438,14 @@ START_TEST(test_profile_fuzz_regressions) {
   // time_basic_cycles / cycles_per_ns, the writer's rounding to ten digits
   // pushed an accepted figure out (1258376913536 was accepted, written as
   // 1.258376914e+12 and refused). Around the edge, whatever is accepted
-  // must read back once written.
+  // must read back once written. (Figures that large are beyond what a host
+  // measures now: the edge is tried at 0.4 s, where ten digits end at a
+  // tenth of a ns, with figures of hundredths.)
   memstub_profile q = *profile();
   ms__cal_key keys[MS__CAL_MAXKEYS];
   size_t nk = ms__cal_keys(&q, keys, MS__CAL_MAXKEYS);
   q.cycles_per_ns = 2.596132796;
-  q.hot.basic.cycles = 3234567896000;
+  q.hot.basic.cycles = 1000000000.123;
   for (size_t i = 0; i < nk; i++)
     if (keys[i].cycles_of >= 0)
       *(double *)keys[i].ptr = *(double *)keys[keys[i].cycles_of].ptr / q.cycles_per_ns;
@@ -452,7 +454,7 @@ START_TEST(test_profile_fuzz_regressions) {
   int accepted = 0, refusals = 0;
   for (int k = 0; k < 200; k++) {
     char repl[80];
-    snprintf(repl, sizeof repl, "time_basic_ns = %.0f", top - k);
+    snprintf(repl, sizeof repl, "time_basic_ns = %.2f", top + 1 - k * 0.01);
     t = edit(edge, "time_basic_ns", repl, &line);
     if (memstub_profile_parse("edge", t, strlen(t), &p, &err) == 0) {
       accepted++;
@@ -483,6 +485,85 @@ START_TEST(test_profile_fuzz_regressions) {
   t = profile_text(&q, dir);
   refused(t, "disagrees with time_basic_cycles / cycles_per_ns = inf", -1);
   free(t);
+  free(good);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* Figures no host could have are refused, the figure and its line named
+ * (issue 28 item 19: a basic cost of 1e17 ns, within the 2^60 limit, was
+ * taken and gave a stub "154075046 s of predicted work"). */
+START_TEST(test_profile_implausible) {
+  char *dir = tu_mkdtemp();
+  memstub_profile q = *profile();
+  q.hot.basic.ns = 1e17;
+  q.hot.basic.cycles = 1e17 * q.cycles_per_ns;
+  char *t = profile_text(&q, dir);
+  int line;
+  free(edit(t, "time_basic_ns", "time_basic_ns = 1e17", &line));  // the figure's line
+  refused(t, "time_basic_ns = 1e+17 is beyond what a host measures (at most 1 s): a "
+             "hand-edited or damaged profile? calibrate again", line);
+  free(t);
+  // One figure of each kind, just beyond its bound; the same just within.
+  char *good = profile_text(profile(), dir);
+  struct {
+    const char *key, *bad, *fine, *what;
+  } cases[] = {
+      {"call_malloc_tiny_ns", "call_malloc_tiny_ns = 1.5e9", "call_malloc_tiny_ns = 1e9",
+       "call_malloc_tiny_ns = 1.5e+09 is beyond what a host measures (at most 1 s a call)"},
+      {"heap_overhead_inuse_bytes", "heap_overhead_inuse_bytes = 1073741825",
+       "heap_overhead_inuse_bytes = 1073741824", "(at most 1 GiB)"},
+      {"stack_offset_bytes", "stack_offset_bytes = -2000000000", "stack_offset_bytes = -4096",
+       "stack_offset_bytes = -2e+09 is beyond"},
+      {"resident_per_point_bytes", "resident_per_point_bytes = 2e9",
+       "resident_per_point_bytes = 100", "resident_per_point_bytes = 2e+09 is beyond"},
+      {"page_size_bytes", "page_size_bytes = 1152921504606846976", "page_size_bytes = 65536",
+       "page_size_bytes = 1.15292e+18 is beyond"},
+      {"cold_delay_ns", "cold_delay_ns = 100000000000", "cold_delay_ns = 1000000",
+       "(at most a minute)"},
+      {"repetitions", "repetitions = 2000000000", "repetitions = 100", "(at most 1e9)"},
+      {"spin_steps_per_ns", "spin_steps_per_ns = 1e5", "spin_steps_per_ns = 2",
+       "spin_steps_per_ns = 100000 is beyond"},
+  };
+  memstub_profile p;
+  memstub_error err = {0};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    t = edit(good, cases[i].key, cases[i].bad, &line);
+    refused(t, cases[i].what, line);
+    free(t);
+    t = edit(good, cases[i].key, cases[i].fine, &line);
+    ck_assert_msg(memstub_profile_parse("fine", t, strlen(t), &p, &err) == 0, "%s: %s",
+                  cases[i].fine, err.msg);
+    free(t);
+  }
+  // A counter slower than 1 MHz (every *_cycles figure scaled with it).
+  q = *profile();
+  ms__cal_key keys[MS__CAL_MAXKEYS];
+  size_t nk = ms__cal_keys(&q, keys, MS__CAL_MAXKEYS);
+  q.cycles_per_ns = 1e-4;
+  q.timer_cycles = 0;
+  for (size_t i = 0; i < nk; i++)
+    if (keys[i].cycles_of >= 0)
+      *(double *)keys[keys[i].cycles_of].ptr = *(double *)keys[i].ptr * q.cycles_per_ns;
+  t = profile_text(&q, dir);
+  refused(t, "cycles_per_ns = 0.0001 is beyond what a host measures (at least 0.001", -1);
+  free(t);
+  // memstub gen names the figure too, and writes nothing.
+  q = *profile();
+  q.hot.basic.ns = 1e17;
+  q.hot.basic.cycles = 1e17 * q.cycles_per_ns;
+  char path[4096], h[4096];
+  snprintf(path, sizeof path, "%s/bad.profile", dir);
+  snprintf(h, sizeof h, "%s/x.h", dir);
+  ck_assert_msg(memstub_profile_write(&q, path, &err) == 0, "%s", err.msg);
+  tu_run r = tu_memstub(dir, "gen", tu_src("traces/samples/listing1.csv"), "-c", path, "-o", h,
+                        NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "bad.profile:") && strstr(r.err, ": time_basic_ns = 1e+17 is beyond"),
+                "%s", r.err);
+  ck_assert_int_eq(tu_count_entries(dir), 2);  // p.profile and bad.profile alone
+  tu_run_free(&r);
   free(good);
   tu_rmtree(dir);
   free(dir);
@@ -1122,6 +1203,7 @@ static Suite *calib_suite(void) {
   tcase_add_test(tc, test_profile_refused);
   tcase_add_test(tc, test_profile_other_host);
   tcase_add_test(tc, test_profile_fuzz_regressions);
+  tcase_add_test(tc, test_profile_implausible);
   tcase_add_test(tc, test_comp_cold_rows);
   tcase_add_test(tc, test_comp_touched_pages);
   tcase_add_test(tc, test_comp_resident_targets);

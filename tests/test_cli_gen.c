@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "memstub/gen.h"
 #include "testutil.h"
@@ -236,12 +237,22 @@ START_TEST(test_transforms_recorded) {
 }
 END_TEST
 
-// --name of any length: every name is NAME_..., never cut short.
+// A name's characters: MEMSTUB_GEN_NAME_MAX of them of a kind.
+static void long_name(char *name, size_t n) {
+  memset(name, 'n', n);
+  name[n] = '\0';
+}
+
+/* --name at the length limit: every name is NAME_..., never cut short, and
+ * memstub build --name finds the stub by it; one character more is refused
+ * by gen, build and --check-name alike (issue 28 item 12: 248 characters
+ * generated, and build then said "no stub named"). */
 START_TEST(test_long_name) {
   char *dir = tu_mkdtemp();
-  char name[201], want[400];
-  memset(name, 'n', 200);
-  name[200] = '\0';
+  char name[MEMSTUB_GEN_NAME_MAX + 2], want[400], h[4096], prog[4096];
+  long_name(name, MEMSTUB_GEN_NAME_MAX);
+  snprintf(h, sizeof h, "%s/long.h", dir);
+  snprintf(prog, sizeof prog, "%s/long", dir);
   tu_run r = tu_memstub(dir, "gen", tu_src("traces/samples/listing1.csv"), "--name", name, NULL);
   ck_assert_msg(r.status == 0, "%s", r.err);
   const char *names[] = {"#define %s_NUMDATA 4\n", "memUse[%s_NUMDATA]", "%s_memPoint[",
@@ -251,8 +262,321 @@ START_TEST(test_long_name) {
     snprintf(want, sizeof want, names[i], name);
     ck_assert_msg(strstr(r.out, want) != NULL, "no '%s' in the header", want);
   }
+  tu_write_file(h, r.out);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "build", h, "--name", name, "-o", prog, NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  tu_run_free(&r);
+  ck_assert(tu_exists(prog));
+
+  long_name(name, MEMSTUB_GEN_NAME_MAX + 1);
+  snprintf(want, sizeof want, "has %d characters: a stub name has at most %d",
+           MEMSTUB_GEN_NAME_MAX + 1, MEMSTUB_GEN_NAME_MAX);
+  r = tu_memstub(dir, "gen", tu_src("traces/samples/listing1.csv"), "--name", name, "-o", h, NULL);
+  ck_assert_msg(r.status == 2 && strstr(r.err, want), "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "build", h, "--name", name, "-o", prog, NULL);
+  ck_assert_msg(r.status == 2 && strstr(r.err, want), "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "gen", "--check-name", name, NULL);
+  ck_assert_msg(r.status == 2 && strstr(r.err, want), "exit %d: %s", r.status, r.err);
   tu_run_free(&r);
   tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* Run `memstub ARGS...` under timeout(1) (the whole process group killed
+ * after 30 s: a hang fails the test, leaving nothing running). */
+static tu_run memstub_timed(const char *cwd, const char *const *args) {
+  char *argv[32] = {"timeout", "-s", "KILL", "30", getenv("MEMSTUB_EXE")};
+  size_t n = 5;
+  for (size_t i = 0; args[i] && n < 31; i++) argv[n++] = (char *)args[i];
+  argv[n] = NULL;
+  ck_assert_ptr_nonnull(argv[4]);
+  return tu_exec(cwd, argv);
+}
+
+/* Names memstub cannot take, refused at once by gen (nothing written, no
+ * temporary file left), build and --check-name with the reason (issue 28
+ * item 12: -n MS_NAME never returned, m4 expanding it forever; -n m4_dnl and
+ * -n MS_BEGIN gave exit 0 and a header that does not compile; item 17:
+ * replay and stub_call failed deep in the compiler). */
+static const struct {
+  const char *name, *why;
+} bad_names[] = {
+    {"MS_NAME", "'MS_NAME' starts with MS_, the prefix of generator/memuse.h.m4's macros"},
+    {"MS_END", "starts with MS_"},
+    {"MS_BEGIN", "starts with MS_"},
+    {"m4_dnl", "'m4_dnl' starts with m4_, the prefix of GNU m4's builtins"},
+    {"m4_define", "starts with m4_"},
+    {"int", "'int' is a C keyword"},
+    {"bool", "'bool' is a C keyword"},
+    {"_x", "'_x' starts with '_': such names are reserved for the C implementation"},
+    {"__x", "starts with '_'"},
+    {"9lives", "'9lives' is not a C identifier"},
+    {"a-b", "'a-b' is not a C identifier"},
+    {"replay", "'replay' meets memstub's own memstub_replay (include/memstub/)"},
+    {"stub_call", "'stub_call' meets memstub's own memstub_stub_call (include/memstub/)"},
+    {"replay_run", "meets memstub's own memstub_replay_run"},
+    {"error", "meets memstub's own memstub_error"},
+};
+
+START_TEST(test_bad_names_refused) {
+  char *dir = tu_mkdtemp(), h[4096];
+  snprintf(h, sizeof h, "%s/x.h", dir);
+  const char *name = bad_names[_i].name, *why = bad_names[_i].why;
+  const char *gen[] = {"gen", tu_src("traces/samples/listing1.csv"), "-n", name, "-o", h, NULL};
+  tu_run r = memstub_timed(dir, gen);
+  ck_assert_msg(r.status == 2, "-n %s: exit %d: %s", name, r.status, r.err);
+  ck_assert_msg(strstr(r.err, "memstub: error: --name: ") && strstr(r.err, why),
+                "-n %s: '%s' not in: %s", name, why, r.err);
+  ck_assert_int_eq(tu_count_entries(dir), 0);  // no header, no .x.h.tmp.*
+  tu_run_free(&r);
+  // The same words from build --name and --check-name (memstub_add_stub's).
+  tu_write_file(h, "");
+  const char *build[] = {"build", h, "--name", name, NULL};
+  r = memstub_timed(dir, build);
+  ck_assert_msg(r.status == 2 && strstr(r.err, why), "build --name %s: exit %d: %s", name,
+                r.status, r.err);
+  tu_run_free(&r);
+  const char *check[] = {"gen", "--check-name", name, NULL};
+  r = memstub_timed(dir, check);
+  ck_assert_msg(r.status == 2 && strstr(r.err, why), "--check-name %s: exit %d: %s", name,
+                r.status, r.err);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* --check-name NAME OTHER...: two stubs of one program may not claim a name
+ * in common (issue 28 item 17: alpha and alpha_err both built, and
+ * memstub_alpha_err() ran stub alpha). */
+START_TEST(test_check_name_others) {
+  const char *ok[][4] = {{"alpha", NULL}, {"alpha", "alphabet", "beta", NULL},
+                         {"alpha_x", "alpha_y", NULL}, {"parse_json", "parse", NULL}};
+  const char *want[] = {NULL, NULL, NULL,
+                        "'parse_json' overlaps the stub 'parse': memstub_parse_json would be "
+                        "both stubs'"};
+  for (size_t i = 0; i < 4; i++) {
+    const char *args[8] = {"gen", "--check-name"};
+    size_t n = 2;
+    for (size_t k = 0; ok[i][k]; k++) args[n++] = ok[i][k];
+    args[n] = NULL;
+    tu_run r = memstub_timed(NULL, args);
+    if (want[i])
+      ck_assert_msg(r.status == 2 && strstr(r.err, want[i]), "exit %d: %s", r.status, r.err);
+    else
+      ck_assert_msg(r.status == 0 && !*r.err, "%s: exit %d: %s", ok[i][0], r.status, r.err);
+    tu_run_free(&r);
+  }
+  const char *a[] = {"gen", "--check-name", "alpha_err", "beta", "alpha", NULL};
+  tu_run r = memstub_timed(NULL, a);
+  ck_assert_msg(r.status == 2 && strstr(r.err, "'alpha_err' overlaps the stub 'alpha': "
+                                               "memstub_alpha_err would be both stubs'"),
+                "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  const char *same[] = {"gen", "--check-name", "alpha", "alpha", NULL};
+  r = memstub_timed(NULL, same);
+  ck_assert_msg(r.status == 2 && strstr(r.err, "'alpha' names another stub already"), "%s",
+                r.err);
+  tu_run_free(&r);
+  const char *mixed[] = {"gen", "--check-name", "alpha", "-o", "x.h", NULL};
+  r = memstub_timed(NULL, mixed);
+  ck_assert_msg(r.status == 2 && strstr(r.err, "takes no other options"), "%s", r.err);
+  tu_run_free(&r);
+}
+END_TEST
+
+/* m4 gets every name quoted: a name that is a macro of the template or an
+ * m4 builtin is text, never expanded (the checks refuse such names; a
+ * thread's NAME_tT is made past them). Before, MS_NAME expanded forever and
+ * m4_dnl swallowed the rest of its line. */
+START_TEST(test_names_quoted) {
+  static const char *const names[] = {"MS_NAME", "MS_BEGIN", "MS_PREFIX", "m4_dnl", "m4_divert"};
+  setenv("MEMSTUB_CHILD_TIMEOUT", "20", 1);  // m4 looping: a failure, not a hang
+  memstub_trace *t = memstub_trace_create();
+  ck_assert_int_eq(memstub_trace_append(t, 0, 0, 0), 0);
+  ck_assert_int_eq(memstub_trace_append(t, 10, 16, 8), 0);
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  o.name = "q";
+  memstub_gen *g = NULL;
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_gen_build(t, &o, &g, &err), 0);
+  char *dir = tu_mkdtemp(), path[4096], want[256];
+  snprintf(path, sizeof path, "%s/h.h", dir);
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    free(g->name);
+    g->name = strdup(names[i]);
+    ck_assert_msg(memstub_gen_emit(g, path, &err) == 0, "%s: %s", names[i], err.msg);
+    char *h = tu_read_file(path);
+    const char *lines[] = {"  .name = \"%s\",\n", "static const struct memstub_stub %s_memStub = {\n",
+                           "#ifndef MEMSTUB_GEN_%s_MEMUSE_H\n", "#define %s_NUMDATA 1\n",
+                           "#endif /* MEMSTUB_GEN_%s_MEMUSE_H */\n"};
+    for (size_t k = 0; k < sizeof lines / sizeof lines[0]; k++) {
+      snprintf(want, sizeof want, lines[k], names[i]);
+      ck_assert_msg(strstr(h, want) != NULL, "%s: no '%s' in the header", names[i], want);
+    }
+    free(h);
+  }
+  tu_rmtree(dir);
+  free(dir);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
+// An executable script at dir/name with the body given; returns its path.
+static char *script(const char *dir, const char *name, const char *body) {
+  char *path = malloc(4096);
+  snprintf(path, 4096, "%s/%s", dir, name);
+  char *text = malloc(strlen(body) + 16);
+  sprintf(text, "#!/bin/sh\n%s\n", body);
+  tu_write_file(path, text);
+  free(text);
+  ck_assert_int_eq(chmod(path, 0755), 0);
+  return path;
+}
+
+/* Every macro that m4 sees defined (the template's, and the stub's
+ * definitions after it) starts with MS_: the name check's MS_ rule keeps a
+ * name off all of them. m4 is replaced by cat, so gen writes m4's input. */
+START_TEST(test_m4_macros_start_with_ms) {
+  char *bin = tu_mkdtemp();
+  char *cat = script(bin, "m4", "exec cat");
+  setenv("MEMSTUB_M4", cat, 1);
+  tu_run r = tu_memstub(NULL, "gen", tu_src("traces/samples/nonlifo.csv"), "-n", "x", NULL);
+  unsetenv("MEMSTUB_M4");
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  int n = 0;
+  for (const char *p = strstr(r.out, "m4_define([["); p; p = strstr(p + 1, "m4_define([[")) {
+    n++;
+    ck_assert_msg(strncmp(p + 12, "MS_", 3) == 0, "a macro not MS_: %.40s", p);
+  }
+  ck_assert_int_gt(n, 30);  // the template's and the stub's definitions
+  tu_run_free(&r);
+  free(cat);
+  tu_rmtree(bin);
+  free(bin);
+}
+END_TEST
+
+/* Every child memstub runs has a time limit; one that hangs is killed after
+ * it with a clear message, and nothing is left behind: no header, no
+ * program, no temporary file (issue 28 item 12). MEMSTUB_CHILD_TIMEOUT
+ * makes the limits 1 s. */
+START_TEST(test_child_time_limits) {
+  char *bin = tu_mkdtemp(), *dir = tu_mkdtemp(), h[4096], out[4096];
+  char *slow = script(bin, "slow", "exec sleep 30");
+  // A compiler whose program hangs in its --check.
+  char *cc = script(bin, "cc-hang-check",
+                    "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && out=$2; shift; done\n"
+                    "printf '#!/bin/sh\\nexec sleep 30\\n' > \"$out\" && chmod +x \"$out\"");
+  char *zstd = script(bin, "zstd", "exec sleep 30");
+  snprintf(h, sizeof h, "%s/l1.h", dir);
+  tu_run r = tu_memstub(NULL, "gen", tu_src("traces/samples/listing1.csv"), "-o", h, NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  tu_run_free(&r);
+  setenv("MEMSTUB_CHILD_TIMEOUT", "1", 1);
+  const char *tail = " did not finish within 1 s: killed (a longer limit: "
+                     "MEMSTUB_CHILD_TIMEOUT=SECONDS)";
+  char want[4400];
+
+  setenv("MEMSTUB_M4", slow, 1);
+  snprintf(out, sizeof out, "%s/x.h", dir);
+  const char *gen[] = {"gen", tu_src("traces/samples/listing1.csv"), "-o", out, NULL};
+  r = memstub_timed(NULL, gen);
+  unsetenv("MEMSTUB_M4");
+  snprintf(want, sizeof want, "memstub: error: %s: m4 ('%s')%s\n", out, slow, tail);
+  ck_assert_msg(r.status == 2, "exit %d: %s", r.status, r.err);
+  ck_assert_str_eq(r.err, want);
+  tu_run_free(&r);
+  ck_assert_int_eq(tu_count_entries(dir), 1);  // l1.h alone: no x.h, no .x.h.tmp.*
+
+  snprintf(out, sizeof out, "%s/prog", dir);
+  const char *build[] = {"build", h, "-o", out, "--cc", slow, NULL};
+  r = memstub_timed(NULL, build);
+  snprintf(want, sizeof want, "memstub: error: the compiler ('%s')%s\n", slow, tail);
+  ck_assert_msg(r.status == 2, "exit %d: %s", r.status, r.err);
+  ck_assert_str_eq(r.err, want);
+  tu_run_free(&r);
+  ck_assert_int_eq(tu_count_entries(dir), 1);
+
+  const char *check[] = {"build", h, "-o", out, "--cc", cc, NULL};
+  r = memstub_timed(NULL, check);
+  ck_assert_msg(r.status == 2 && strstr(r.err, "l1.h: the stub's check (") && strstr(r.err, tail),
+                "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  ck_assert_int_eq(tu_count_entries(dir), 1);
+
+  setenv("MEMSTUB_GNUPLOT", slow, 1);
+  snprintf(out, sizeof out, "%s/p.png", dir);
+  const char *plot[] = {"plot", tu_src("traces/samples/listing1.csv"), "-o", out, NULL};
+  r = memstub_timed(NULL, plot);
+  unsetenv("MEMSTUB_GNUPLOT");
+  snprintf(want, sizeof want, "gnuplot ('%s')%s", slow, tail);
+  ck_assert_msg(r.status == 2 && strstr(r.err, want), "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  ck_assert_int_eq(tu_count_entries(dir), 1);
+
+  // A heaptrack file compressed with zstd, and a zstd that hangs.
+  char zst[4096], path[8192];
+  snprintf(zst, sizeof zst, "%s/h.zst", bin);
+  tu_write_file(zst, "\x28\xb5\x2f\xfd rest");
+  snprintf(path, sizeof path, "%s:%s", bin, getenv("PATH"));
+  setenv("PATH", path, 1);
+  snprintf(out, sizeof out, "%s/t.csv", dir);
+  const char *imp[] = {"import", "heaptrack", zst, "-o", out, NULL};
+  r = memstub_timed(NULL, imp);
+  snprintf(want, sizeof want, "the zstd decompressor ('zstd')%s", tail);
+  ck_assert_msg(r.status == 2 && strstr(r.err, want), "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  ck_assert_int_eq(tu_count_entries(dir), 1);
+
+  // The variable itself is checked.
+  setenv("MEMSTUB_CHILD_TIMEOUT", "soon", 1);
+  r = tu_memstub(NULL, "gen", tu_src("traces/samples/listing1.csv"), "-o", h, NULL);
+  ck_assert_msg(r.status == 2 && strstr(r.err, "MEMSTUB_CHILD_TIMEOUT: expected seconds above 0 "
+                                                "and at most 1e6, found 'soon'"),
+                "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  free(slow);
+  free(cc);
+  free(zstd);
+  tu_rmtree(bin);
+  tu_rmtree(dir);
+  free(bin);
+  free(dir);
+}
+END_TEST
+
+/* A header that cannot be written says where and why (issue 28 item 15:
+ * -o /dev/full said "m4 failed on generator/memuse.h.m4"); m4's own
+ * message is in its failure. */
+START_TEST(test_output_errors_named) {
+  tu_run r = tu_memstub(NULL, "gen", tu_src("traces/samples/listing1.csv"), "-o", "/dev/full",
+                        NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_str_eq(r.err, "memstub: error: /dev/full: write failed: No space left on device\n");
+  tu_run_free(&r);
+  char *bin = tu_mkdtemp(), *dir = tu_mkdtemp(), out[4096], want[8400];
+  char *m4bad = script(bin, "m4", "echo 'm4:-:3: cannot do that' >&2; echo more >&2; exit 1");
+  setenv("MEMSTUB_M4", m4bad, 1);
+  snprintf(out, sizeof out, "%s/x.h", dir);
+  r = tu_memstub(NULL, "gen", tu_src("traces/samples/listing1.csv"), "-o", out, NULL);
+  snprintf(want, sizeof want,
+           "memstub: error: %s: m4 ('%s') failed on generator/memuse.h.m4 (exit status 1): "
+           "m4:-:3: cannot do that\n", out, m4bad);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_str_eq(r.err, want);
+  ck_assert_int_eq(tu_count_entries(dir), 0);
+  tu_run_free(&r);
+  free(m4bad);
+  tu_rmtree(bin);
+  tu_rmtree(dir);
+  free(bin);
   free(dir);
 }
 END_TEST
@@ -414,6 +738,13 @@ static Suite *cli_gen_suite(void) {
   tcase_add_test(tc, test_usage_and_environment_errors);
   tcase_add_test(tc, test_transforms_recorded);
   tcase_add_test(tc, test_long_name);
+  tcase_add_loop_test(tc, test_bad_names_refused, 0,
+                      (int)(sizeof bad_names / sizeof bad_names[0]));
+  tcase_add_test(tc, test_check_name_others);
+  tcase_add_test(tc, test_names_quoted);
+  tcase_add_test(tc, test_m4_macros_start_with_ms);
+  tcase_add_test(tc, test_child_time_limits);
+  tcase_add_test(tc, test_output_errors_named);
   tcase_add_test(tc, test_emit_with_sigchld_ignored);
   tcase_add_test(tc, test_short_options_one_meaning);
   tcase_add_test(tc, test_help_has_no_double_percent);

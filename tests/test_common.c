@@ -269,7 +269,8 @@ START_TEST(test_spawn_timeout) {
   ck_assert_int_eq(r.timed_out, 1);
   ck_assert_int_eq(r.exited, 0);
   ck_assert_int_eq(r.sig, SIGKILL);
-  ck_assert_str_eq(err.msg, "'sleep' did not finish within 0.2 s: killed");
+  ck_assert_str_eq(err.msg, "'sleep' did not finish within 0.2 s: killed (a longer limit: "
+                                "MEMSTUB_CHILD_TIMEOUT=SECONDS)");
   ck_assert_msg(took < 20000000000LL, "took %lld ns", (long long)took);  // not the 30 s
   ms__spawn_result_free(&r);
   // With capture: what it wrote before the timeout is kept; a grandchild
@@ -317,6 +318,66 @@ START_TEST(test_spawn_tick) {
     // 0.7 s at one tick per 0.2 s: the first at once, then at least two more.
     ck_assert_msg(seen[0] >= 3, "capture %d: %lld ticks", capture, (long long)seen[0]);
     ck_assert_int_ge(seen[1], 2 * MS__SPAWN_TICK_NS);
+    ms__spawn_result_free(&r);
+  }
+}
+END_TEST
+
+/* ms__spawn_limit: a minute and more per MiB by default, or
+ * $MEMSTUB_CHILD_TIMEOUT seconds; a bad value is refused, never ignored. */
+START_TEST(test_spawn_limit) {
+  ms__spawn_opts o;
+  ms__spawn_opts_init(&o);
+  memstub_error err = {0};
+  unsetenv(MS__SPAWN_TIMEOUT_ENV);
+  ck_assert_int_eq(ms__spawn_limit(&o, 60, 2, 3 << 20, &err), 0);
+  ck_assert_int_eq(o.timeout_ns, 66 * INT64_C(1000000000));
+  setenv(MS__SPAWN_TIMEOUT_ENV, "0.25", 1);
+  ck_assert_int_eq(ms__spawn_limit(&o, 60, 2, 3 << 20, &err), 0);
+  ck_assert_int_eq(o.timeout_ns, 250000000);
+  const char *bad[] = {"0", "-1", "1e7", "soon", "1s"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    setenv(MS__SPAWN_TIMEOUT_ENV, bad[i], 1);
+    ck_assert_int_eq(ms__spawn_limit(&o, 60, 0, 0, &err), -EINVAL);
+    ck_assert_msg(strstr(err.msg, "MEMSTUB_CHILD_TIMEOUT: expected seconds above 0") == err.msg,
+                  "%s", err.msg);
+  }
+  unsetenv(MS__SPAWN_TIMEOUT_ENV);
+}
+END_TEST
+
+// Whether process pid is gone within 10 s (a killed orphan is reaped by init).
+static int gone(pid_t pid) {
+  for (int i = 0; i < 1000; i++) {
+    if (kill(pid, 0) != 0 && errno == ESRCH) return 1;
+    usleep(10000);
+  }
+  return 0;
+}
+
+/* own_group: the timeout kills what the child started too (a compiler
+ * driver's cc1), not the child alone. */
+START_TEST(test_spawn_own_group) {
+  for (int group = 1; group >= 0; group--) {
+    ms__spawn_opts o;
+    ms__spawn_opts_init(&o);
+    o.own_group = group;
+    o.out = MS__SPAWN_CAPTURE;
+    o.timeout_ns = 300000000;
+    ms__spawn_result r;
+    memstub_error err = {0};
+    char *argv[] = {"sh", "-c", "sleep 30 & echo $!; wait", NULL};
+    ck_assert_int_eq(ms__spawn_run(argv, &o, &r, &err), -ETIMEDOUT);
+    ck_assert_ptr_nonnull(r.out);
+    pid_t pid = (pid_t)atol(r.out);
+    ck_assert_int_gt(pid, 0);
+    if (group) {
+      ck_assert_msg(gone(pid), "own_group: the grandchild lives on");
+    } else {  // the child alone was killed: its grandchild lives on, but not past the test
+      usleep(100000);
+      ck_assert_int_eq(kill(pid, SIGKILL), 0);
+      ck_assert(gone(pid));
+    }
     ms__spawn_result_free(&r);
   }
 }
@@ -467,6 +528,8 @@ int main(void) {
   tcase_add_test(sp, test_spawn_signal);
   tcase_add_test(sp, test_spawn_not_found);
   tcase_add_test(sp, test_spawn_timeout);
+  tcase_add_test(sp, test_spawn_limit);
+  tcase_add_test(sp, test_spawn_own_group);
   tcase_add_test(sp, test_spawn_tick);
   tcase_add_test(sp, test_spawn_sigchld_ignored);
   tcase_add_test(sp, test_spawn_forward);

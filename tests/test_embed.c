@@ -52,6 +52,42 @@ static tu_run configure(const char *src, const char *bld, const char *prefix) {
   return tu_exec(NULL, argv);
 }
 
+/* Configure a project under dir/sub (against prefix) that adds a stub of
+ * listing1 under each of names; want NULL: it configures, else configuring
+ * fails with want in CMake's message (its lines joined). */
+static void configure_names(const char *dir, const char *sub, const char *prefix,
+                            const char *const *names, const char *want) {
+  char *src = path_in(dir, sub), *bld = NULL, *cml = NULL;
+  ck_assert(asprintf(&bld, "%s/%s.b", dir, sub) > 0);
+  ck_assert_int_eq(mkdir(src, 0777), 0);
+  cml = path_in(src, "CMakeLists.txt");
+  size_t cap = 4096, len = 0;
+  char *text = malloc(cap);
+  len += (size_t)snprintf(text, cap, "cmake_minimum_required(VERSION 3.20)\nproject(t C)\n"
+                                     "find_package(memstub REQUIRED)\n");
+  for (size_t i = 0; names[i]; i++)
+    len += (size_t)snprintf(text + len, cap - len, "memstub_add_stub(NAME %s TRACE \"%s\")\n",
+                            names[i], tu_src("traces/samples/listing1.csv"));
+  ck_assert_uint_lt(len, cap);
+  tu_write_file(cml, text);
+  free(text);
+  tu_run r = configure(src, bld, prefix);
+  if (!want) {
+    ck_assert_msg(r.status == 0, "configure %s: %s%s", names[0], r.out, r.err);
+  } else {
+    // CMake wraps its messages: compare with the blanks squeezed.
+    char *e = r.err, *o = r.err;
+    for (; *e; e++)
+      if (!(*e == ' ' || *e == '\n') || (o > r.err && o[-1] != ' ')) *o++ = *e == '\n' ? ' ' : *e;
+    *o = '\0';
+    ck_assert_msg(r.status != 0 && strstr(r.err, want), "configure: no '%s' in: %s", want, r.err);
+  }
+  tu_run_free(&r);
+  free(src);
+  free(bld);
+  free(cml);
+}
+
 START_TEST(test_find_package_installed) {
   char *dir = tu_mkdtemp();
   char *prefix = install_into(dir);
@@ -130,6 +166,13 @@ START_TEST(test_find_package_installed) {
   char *sample = path_in(prefix, "share/memstub/traces/samples/synthetic-4.8s.csv");
   ck_assert(tu_exists(sample));
   free(sample);
+
+  // A stub name memstub cannot take: refused at configure time, by the
+  // installed command (issue 28 item 17).
+  const char *taken[] = {"stub_call", NULL};
+  configure_names(dir, "names", prefix, taken,
+                  "memstub_add_stub(stub_call): 'stub_call' meets memstub's own "
+                  "memstub_stub_call (include/memstub/)");
 
   // A version this install is not: refused at configure time.
   char *src2 = path_in(dir, "src2"), *bld2 = path_in(dir, "b2");
@@ -218,12 +261,41 @@ START_TEST(test_find_package_build_tree) {
 }
 END_TEST
 
+/* Stub names in a project against the build tree, checked at configure
+ * time (issue 28 item 17): two stubs may not claim a function in common
+ * (alpha and alpha_err: memstub_alpha_err() called stub alpha's with a
+ * garbage pointer, and the measurement files said alpha twice), and no stub
+ * may take memstub's own names (replay: "redeclared as different kind of
+ * symbol" deep in the compiler). */
+START_TEST(test_add_stub_names) {
+  char *dir = tu_mkdtemp();
+  const char *bin = getenv("MEMSTUB_BINARY_DIR");
+  const char *overlap[] = {"alpha", "beta", "alpha_err", NULL};
+  configure_names(dir, "overlap", bin, overlap,
+                  "memstub_add_stub(alpha_err): 'alpha_err' overlaps the stub 'alpha': "
+                  "memstub_alpha_err would be both stubs' (a stub owns memstub_NAME and "
+                  "memstub_NAME_*)");
+  const char *reserved[] = {"replay", NULL};
+  configure_names(dir, "reserved", bin, reserved,
+                  "memstub_add_stub(replay): 'replay' meets memstub's own memstub_replay "
+                  "(include/memstub/): a stub owns memstub_replay and memstub_replay_*; "
+                  "memstub's names begin memstub_ and one of: calib, calibrate, compare,");
+  const char *macro[] = {"MS_NAME", NULL};
+  configure_names(dir, "macro", bin, macro, "memstub_add_stub(MS_NAME): 'MS_NAME' starts with MS_");
+  const char *fine[] = {"alpha", "alphabet", "beta_x", "beta_y", NULL};
+  configure_names(dir, "fine", bin, fine, NULL);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("embed");
   TCase *tc = tcase_create("installed");
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, test_find_package_installed);
   tcase_add_test(tc, test_find_package_build_tree);
+  tcase_add_test(tc, test_add_stub_names);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

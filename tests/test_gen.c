@@ -728,11 +728,87 @@ START_TEST(test_resident_scales) {
 }
 END_TEST
 
+/* The public headers' memstub_ names, listed from them at build time
+ * (cmake/ApiNames.cmake): the names no stub may meet. */
+extern const char *const ms__gen_api_names[];
+extern const unsigned long ms__gen_api_count;
+
+START_TEST(test_api_names_from_headers) {
+  static const char *const known[] = {"memstub_stub_call", "memstub_replay_run", "memstub_error",
+                                      "memstub_gen_name_check", "memstub_threads_call",
+                                      "memstub_release_now", "memstub_probe_begin"};
+  for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
+    int found = 0;
+    for (unsigned long i = 0; i < ms__gen_api_count; i++)
+      found |= strcmp(ms__gen_api_names[i], known[k]) == 0;
+    ck_assert_msg(found, "%s is not listed", known[k]);
+  }
+  for (unsigned long i = 1; i < ms__gen_api_count; i++)
+    ck_assert_msg(strcmp(ms__gen_api_names[i - 1], ms__gen_api_names[i]) < 0, "%s, %s",
+                  ms__gen_api_names[i - 1], ms__gen_api_names[i]);
+  // Each refuses its stub names (a stub owns memstub_NAME and memstub_NAME_*).
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_gen_name_check("replay_run", NULL, 0, &err), -EINVAL);
+  ck_assert_int_eq(memstub_gen_name_check("replay", NULL, 0, &err), -EINVAL);
+  ck_assert_int_eq(memstub_gen_name_check("replay_runner", NULL, 0, &err), 0);
+  ck_assert_int_eq(memstub_gen_name_check("stub_parser", NULL, 0, &err), 0);
+}
+END_TEST
+
+/* docs/runtime.md ("Stub names") lists the words memstub's names begin
+ * with: exactly the first words of the headers' names. */
+START_TEST(test_api_words_in_docs) {
+  const char *src = getenv("MEMSTUB_SOURCE_DIR");
+  ck_assert_ptr_nonnull(src);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/docs/runtime.md", src);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  static char doc[1 << 20];
+  size_t n = fread(doc, 1, sizeof doc - 1, f);
+  fclose(f);
+  doc[n] = '\0';
+  const char *key = "checks this list against the headers):";
+  char *at = strstr(doc, key);
+  ck_assert_msg(at != NULL, "no '%s' in docs/runtime.md", key);
+  at += strlen(key);
+  char *end = strchr(at, '.');
+  ck_assert_ptr_nonnull(end);
+  *end = '\0';
+  // The docs' words, each one of the headers' first words.
+  char *words[256];
+  size_t nw = 0;
+  for (char *w = strtok(at, ", \n"); w && nw < 256; w = strtok(NULL, ", \n")) words[nw++] = w;
+  for (size_t k = 0; k < nw; k++) {
+    int found = 0;
+    for (unsigned long i = 0; i < ms__gen_api_count && !found; i++) {
+      const char *a = ms__gen_api_names[i] + 8;
+      found = strncmp(a, words[k], strlen(words[k])) == 0 &&
+              (a[strlen(words[k])] == '_' || a[strlen(words[k])] == '\0');
+      found = found && strcspn(a, "_") == strlen(words[k]);
+    }
+    ck_assert_msg(found, "docs/runtime.md lists '%s', no memstub_ name begins with it", words[k]);
+  }
+  // Every header name's first word in the docs.
+  for (unsigned long i = 0; i < ms__gen_api_count; i++) {
+    const char *a = ms__gen_api_names[i] + 8;
+    size_t wl = strcspn(a, "_");
+    int found = 0;
+    for (size_t k = 0; k < nw && !found; k++)
+      found = strlen(words[k]) == wl && strncmp(words[k], a, wl) == 0;
+    ck_assert_msg(found, "docs/runtime.md \"Stub names\" lacks '%.*s' (%s)", (int)wl, a,
+                  ms__gen_api_names[i]);
+  }
+}
+END_TEST
+
 static Suite *gen_suite(void) {
   Suite *s = suite_create("gen");
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_listing1);
+  tcase_add_test(tc, test_api_names_from_headers);
+  tcase_add_test(tc, test_api_words_in_docs);
   tcase_add_test(tc, test_non_lifo_example);
   tcase_add_test(tc, test_constant_stack_kept);
   tcase_add_test(tc, test_entry_above_bases);

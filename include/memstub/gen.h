@@ -24,7 +24,8 @@ struct memstub_profile;  // memstub/calib.h
 struct memstub_release;  // memstub/runtime.h
 
 typedef struct memstub_gen_options {
-  const char *name;         // identifier prefix for the header's names; NULL or "" for none
+  const char *name;         // prefix for the header's names (memstub_gen_name_check); NULL or
+                            //   "" for none
   const char *source;       // what to record as the source trace (default: "(memory)")
   double time_scale;        // what-if transforms on the totals, before normalisation;
   double heap_scale;        //   1.0 leaves the trace as recorded, 0.5 halves it
@@ -45,6 +46,24 @@ typedef struct memstub_gen_options {
 
 // Defaults: no name, scales 1.0, no profile, deadline timing.
 void memstub_gen_options_init(memstub_gen_options *o);
+
+/* The longest stub name: every name made from it (NAME_memStub,
+ * NAME_t12_memStub, MEMSTUB_GEN_NAME_MEMUSE_H, memstub_NAME_release_bytes)
+ * stays short, and every tool takes the same names. */
+#define MEMSTUB_GEN_NAME_MAX 64
+
+/* Whether name can name a stub (memstub gen --name, memstub build --name,
+ * memstub_add_stub's NAME; docs/runtime.md, "Stub names"): a C identifier of
+ * at most MEMSTUB_GEN_NAME_MAX characters; not a C keyword, nor starting with
+ * '_' (reserved for the C implementation), m4_ (GNU m4's builtins) or MS_
+ * (generator/memuse.h.m4's macros); and, since a stub owns memstub_NAME and
+ * memstub_NAME_*, neither one of memstub's own names nor the start of one
+ * followed by '_' (memstub_replay_run rules out replay and replay_run), nor
+ * overlapping any of the others[0..nothers) the same way (the other stubs of
+ * one program: alpha rules out alpha_err). 0, or -EINVAL with err saying
+ * why. */
+int memstub_gen_name_check(const char *name, const char *const *others, size_t nothers,
+                           memstub_error *err);
 
 /* How calibration changed the data (all zero without a profile). The stack
  * is normalised with the per-frame overhead F and the offset O in mind: the

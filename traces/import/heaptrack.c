@@ -507,7 +507,9 @@ static int ht_load(const char *path, char **buf, size_t *len, memstub_error *err
   so.what = strcmp(tool, "zstd") == 0 ? "the zstd decompressor" : "the gzip decompressor";
   ms__spawn_result r = {0};
   memstub_error se = {0};
-  rc = ms__spawn_run(argv, &so, &r, &se);
+  // Hundreds of MB a second: a minute and a second per MiB compressed.
+  rc = ms__spawn_limit(&so, 60, 1, (int64_t)*len, &se);
+  if (rc == 0) rc = ms__spawn_run(argv, &so, &r, &se);
   if (rc < 0) {
     rc = memstub_error_set(err, rc, "%s: %s", path, se.msg);
   } else if (ms__spawn_check(&r, tool, so.what, &se) < 0) {
