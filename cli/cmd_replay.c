@@ -237,7 +237,7 @@ int ms_cmd_replay(int argc, char **argv) {
   memstub_stub_data *d = NULL;
   const struct memstub_stub *s = NULL;
   if (a.data) {
-    if (ms_cli_progress_enabled()) fprintf(stderr, "\r\033[Kmemstub replay: mapping %s", a.in);
+    if (ms_cli_progress_enabled()) fprintf(stderr, "\r\033[Kmemstub replay: reading %s", a.in);
     rc = memstub_stub_data_open(a.data, &d, &err);
     if (rc == 0) s = &d->stub;
     // Without --timing, the timing the file's delays were compensated for.

@@ -43,7 +43,7 @@ static const char *human_ns(long long ns, char *buf, size_t cap) {
  * MEMSTUB_STUB_VAR as thread 0's stub (for the help); the program replays
  * every thread with memstub_threads_run (docs/runtime.md, "Threads"). */
 /* memstub build --data FILE defines MEMSTUB_STUB_DATA as FILE's absolute
- * path and includes no header: the program maps the data file at start
+ * path and includes no header: the program reads the data file at start
  * (--data FILE names another one) and replays it. */
 
 static const char *prog = "stub";
@@ -114,7 +114,7 @@ static int beyond_arrays(const struct memstub_stub *s) {
 #endif
 
 #ifdef MEMSTUB_STUB_DATA
-/* The data file named by --data (else the one built in), mapped and checked
+/* The data file named by --data (else the one built in), read and checked
  * before any option is acted on; NULL after printing why. */
 static memstub_stub_data *open_data(int argc, char **argv) {
   const char *path = MEMSTUB_STUB_DATA;

@@ -286,11 +286,12 @@ int memstub_replay_write(const memstub_replay *r, const char *path, memstub_erro
 /* A stub's data file (docs/formats.md, "Data files"): the descriptor and
  * every array of a stub in one binary file, versioned and checksummed, for
  * traces too large to compile (memstub gen --data, memstub replay --data,
- * memstub build --data). Opened, it is mapped read-only and its arrays are
- * used in place; stub is ready for memstub_replay_run while d is open. */
+ * memstub build --data). Opened, it is read whole into memory of its own
+ * (read-only once filled; the file may change or go meanwhile) and its arrays
+ * are used there; stub is ready for memstub_replay_run while d is open. */
 typedef struct memstub_stub_data {
-  struct memstub_stub stub;  // points into the mapping
-  void *map;                 // private: the mapping and its length
+  struct memstub_stub stub;  // points into the copy
+  void *map;                 // private: the copy (an anonymous mapping) and its length
   size_t map_len;
 } memstub_stub_data;
 
@@ -298,12 +299,14 @@ typedef struct memstub_stub_data {
  * 0, or a negative errno with err naming path (-EINVAL for a stub that
  * cannot be written, -EIO/-ENOSPC... when writing fails; nothing is left). */
 int memstub_stub_data_write(const struct memstub_stub *s, const char *path, memstub_error *err);
-/* Map path and check it before anything uses it: magic, version, byte order,
- * size, every array's size, place and checksum, the head's checksum. On
- * success *out owns the mapping (memstub_stub_data_free). On failure *out is
- * NULL and the return is -EINVAL with err "PATH: FIELD: what is wrong" (a
- * damaged, truncated or foreign file), or another negative errno (cannot
- * open or map it). The stub's invariants are checked by memstub_replay_check,
+/* Read path, a regular file, into memory and check it before anything uses
+ * it: magic, version, byte order, size, every array's size, place and
+ * checksum, the head's checksum. On success *out owns the copy
+ * (memstub_stub_data_free). On failure *out is NULL and the return is
+ * -EINVAL with err "PATH: FIELD: what is wrong" (a damaged, truncated or
+ * foreign file) or "PATH: not a regular file (a FIFO): ...", -ENOMEM for a
+ * file larger than the host's available memory, or another negative errno
+ * (cannot open or read it). The stub's invariants are checked by memstub_replay_check,
  * as for any stub. */
 int memstub_stub_data_open(const char *path, memstub_stub_data **out, memstub_error *err);
 void memstub_stub_data_free(memstub_stub_data *d);

@@ -1,0 +1,218 @@
+/* memstub replay and stub programs when their input or their surroundings
+ * misbehave (issue 28): a data file truncated or overwritten while it is
+ * replayed, a data file that is not a regular file, a --measure file that
+ * cannot be written, resident and mapped targets beyond the machine. Each
+ * ends with a clear error and exit status 2, or replays what was checked;
+ * never a signal, a hang or a silent success. */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "memstub/trace.h"
+#include "testutil.h"
+
+static char *path_in(const char *dir, const char *name) {
+  char *p;
+  ck_assert(asprintf(&p, "%s/%s", dir, name) > 0);
+  return p;
+}
+
+static void expect_fail(const tu_run *r, const char *who, const char *needle) {
+  ck_assert_msg(r->status == 2, "%s: exit %d, stderr: %s", who, r->status, r->err);
+  ck_assert_msg(strstr(r->err, "error: ") != NULL, "%s: stderr: %s", who, r->err);
+  ck_assert_msg(strstr(r->err, needle) != NULL, "%s: '%s' not in: %s", who, needle, r->err);
+}
+
+/* dir/name.csv: n rows, one every step_ns, the stack and heap moving; then
+ * `memstub gen --data dir/name.msd`. Returns the data file's path. */
+static char *make_data(const char *dir, const char *name, int n, long long step_ns) {
+  char *csv, *msd;
+  ck_assert(asprintf(&csv, "%s/%s.csv", dir, name) > 0);
+  ck_assert(asprintf(&msd, "%s/%s.msd", dir, name) > 0);
+  FILE *f = fopen(csv, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f, "# memstub-trace 1\ntime_ns,stack_bytes,heap_bytes\n0,0,0\n");
+  for (int i = 1; i <= n; i++)
+    fprintf(f, "%lld,%d,%d\n", i * step_ns, (i % 4) * 64, (i % 7) * 1000);
+  ck_assert_int_eq(fclose(f), 0);
+  tu_run r = tu_memstub(dir, "gen", csv, "--data", msd, NULL);
+  ck_assert_msg(r.status == 0, "gen --data: %s", r.err);
+  tu_run_free(&r);
+  free(csv);
+  return msd;
+}
+
+/* ---- a program running in the background ----------------------------------- */
+
+typedef struct bg {
+  pid_t pid;
+  char out[4096], err[4096];  // files its output goes to
+} bg;
+
+// Start argv in dir, its stdout and stderr to files in dir.
+static void bg_start(bg *b, const char *dir, char *const argv[]) {
+  snprintf(b->out, sizeof b->out, "%s/bg.out", dir);
+  snprintf(b->err, sizeof b->err, "%s/bg.err", dir);
+  b->pid = fork();
+  ck_assert_int_ge(b->pid, 0);
+  if (b->pid == 0) {
+    int o = open(b->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int e = open(b->err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int nul = open("/dev/null", O_RDONLY);
+    if (o < 0 || e < 0 || nul < 0 || chdir(dir) != 0) _exit(126);
+    dup2(nul, 0), dup2(o, 1), dup2(e, 2);
+    execvp(argv[0], argv);
+    _exit(127);
+  }
+}
+
+// The number of threads of b (0 once it has ended).
+static int bg_threads(const bg *b) {
+  char p[64];
+  snprintf(p, sizeof p, "/proc/%d/task", (int)b->pid);
+  DIR *d = opendir(p);
+  if (!d) return 0;
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+// Wait until b runs its replay thread (a second thread): 1, or 0 if it ended first.
+static int bg_await_replay(const bg *b) {
+  for (int i = 0; i < 60000; i++) {
+    int st, n = bg_threads(b);
+    if (n >= 2) return 1;
+    if (waitpid(b->pid, &st, WNOHANG) == b->pid) return 0;
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  return 0;
+}
+
+/* Wait for b to end, at most secs seconds (then it is killed, -1): its
+ * status as tu_run's (128 + signal), its output. */
+static tu_run bg_wait(bg *b, int secs) {
+  int st = 0;
+  pid_t got = 0;
+  for (long i = 0; i < secs * 100L && (got = waitpid(b->pid, &st, WNOHANG)) == 0; i++) {
+    struct timespec ts = {0, 10000000};
+    nanosleep(&ts, NULL);
+  }
+  if (got == 0) {
+    kill(b->pid, SIGKILL);
+    waitpid(b->pid, &st, 0);
+  }
+  ck_assert_int_ne(got, -1);
+  tu_run r = {.status = got == 0 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st)};
+  r.out = tu_read_file(b->out);
+  r.err = tu_read_file(b->err);
+  return r;
+}
+
+/* ---- item 9: the data file changes under a replay -------------------------- */
+
+/* Truncate path, then write other bytes where the data was, as `cp` over it
+ * or a shell's `>` does. */
+static void clobber(const char *path) {
+  ck_assert_int_eq(truncate(path, 0), 0);
+  int fd = open(path, O_WRONLY);
+  ck_assert_int_ge(fd, 0);
+  char junk[8192];
+  memset(junk, 0x5a, sizeof junk);
+  ck_assert_int_eq(write(fd, junk, sizeof junk), (ssize_t)sizeof junk);
+  close(fd);
+}
+
+/* A data file truncated and overwritten in place while memstub replay --data
+ * and a program of memstub build --data replay it (once their replay thread
+ * runs): both replay what they checked at the start, to the end, exit 0,
+ * and measure every row. (Mapped, the file's lost pages were SIGBUS, or the
+ * bytes written over it were replayed: delays of 6.5e18 ns.) */
+START_TEST(test_data_file_changed_during_replay) {
+  char *dir = tu_mkdtemp(), *prog = path_in(dir, "s"), *out = path_in(dir, "m.csv");
+  for (int k = 0; k < 2; k++) {
+    // 400 rows 5 ms apart: 2 s, long after the change.
+    char *msd = make_data(dir, "s", 400, 5000000);
+    if (k == 1) {
+      tu_run r = tu_memstub(dir, "build", "--data", msd, "-o", prog, NULL);
+      ck_assert_msg(r.status == 0, "build --data: %s", r.err);
+      tu_run_free(&r);
+    }
+    unlink(out);
+    char *replay[] = {getenv("MEMSTUB_EXE"), "replay", "--data", msd, "--measure", out, NULL};
+    char *stub[] = {prog, "--measure", out, NULL};
+    const char *who = k ? "stub program" : "memstub replay --data";
+    bg b;
+    bg_start(&b, dir, k ? stub : replay);
+    ck_assert_msg(bg_await_replay(&b), "%s ended before its replay began", who);
+    clobber(msd);
+    tu_run r = bg_wait(&b, 60);
+    ck_assert_msg(r.status == 0,
+                  "%s: status %d (SIGBUS is %d; -1: still running after 60 s, replaying the "
+                  "bytes written over the file): %s",
+                  who, r.status, 128 + SIGBUS, r.err);
+    memstub_trace *t = NULL;
+    memstub_error err = {0};
+    ck_assert_msg(memstub_trace_read(out, &t, &err) == 0, "%s: %s", who, err.msg);
+    ck_assert_int_eq(t->n, 401);
+    memstub_trace_free(t);
+    tu_run_free(&r);
+    free(msd);
+  }
+  tu_rmtree(dir);
+  free(dir);
+  free(prog);
+  free(out);
+}
+END_TEST
+
+/* ---- item 10: a data file that is not a regular file ----------------------- */
+
+/* A FIFO (no writer: opening it for reading would wait for ever), /dev/null
+ * and a directory given to --data: refused at once, naming the file and
+ * what it is, with no stale errno text ("Inappropriate ioctl"). */
+START_TEST(test_data_not_regular) {
+  char *dir = tu_mkdtemp(), *fifo = path_in(dir, "pipe.msd"), *sub = path_in(dir, "d.msd");
+  ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+  ck_assert_int_eq(mkdir(sub, 0700), 0);
+  const struct {
+    const char *path, *what;
+  } cases[] = {{fifo, "a FIFO"}, {"/dev/null", "a character device"}, {sub, "a directory"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    tu_run r = tu_memstub(dir, "replay", "--data", cases[i].path, NULL);
+    char want[4200];
+    snprintf(want, sizeof want, "%s: not a regular file (%s)", cases[i].path, cases[i].what);
+    expect_fail(&r, cases[i].path, want);
+    ck_assert_msg(!strstr(r.err, "ioctl"), "%s", r.err);
+    tu_run_free(&r);
+  }
+  tu_rmtree(dir);
+  free(dir);
+  free(fifo);
+  free(sub);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("replay_robust");
+  TCase *tc = tcase_create("robust");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_data_file_changed_during_replay);
+  tcase_add_test(tc, test_data_not_regular);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
