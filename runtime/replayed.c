@@ -238,12 +238,3 @@ int memstub_replay_trace(const memstub_replay *r, memstub_trace **out, memstub_e
   *out = t;
   return 0;
 }
-
-int memstub_replay_write(const memstub_replay *r, const char *path, memstub_error *err) {
-  memstub_trace *t;
-  int rc = memstub_replay_trace(r, &t, err);
-  if (rc < 0) return rc;
-  rc = memstub_trace_write(t, path, err);
-  memstub_trace_free(t);
-  return rc;
-}

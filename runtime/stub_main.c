@@ -57,7 +57,8 @@ static const char usage_text[] =
     "options:\n"
     "  --measure FILE    measure every point and write the replayed trace to FILE\n"
     "                    (one row per original row; extra columns point,\n"
-    "                    target_time_ns, late_ns, wake_late_ns, work_ns, off_cpu_ns)\n"
+    "                    target_time_ns, late_ns, wake_late_ns, work_ns, off_cpu_ns);\n"
+    "                    opened first: one that cannot be written fails at once\n"
     "  --timing MODE     deadline: absolute deadlines, errors never add up;\n"
     "                    usleep: relative sleeps as in the paper. The default is\n"
     "                    the mode the header was calibrated for, else deadline\n"
@@ -216,13 +217,25 @@ static int run(int argc, char **argv, const struct memstub_stub *stub) {
 #endif
   memstub_error err = {0};
   if (check) return memstub_replay_check(stub, &o, NULL, &err) < 0 ? fail("%s", err.msg) : 0;
+  memstub_measure_file *mf = NULL;  // opened first: a path that cannot be written fails now
+  if (measure && memstub_measure_open(measure, &mf, &err) < 0) return fail("%s", err.msg);
   if (measure) o.measure = MEMSTUB_MEASURE_TRACE;
   if (isatty(STDERR_FILENO) && !getenv("MEMSTUB_QUIET") && stub->numdata >= 100000)
     o.progress = progress;
   memstub_replay *r;
-  if (memstub_replay_run(stub, &o, &r, &err) < 0) return fail("%s", err.msg);
+  if (memstub_replay_run(stub, &o, &r, &err) < 0) {
+    memstub_measure_abort(mf);
+    return fail("%s", err.msg);
+  }
   int rc = 0;
-  if (measure && memstub_replay_write(r, measure, &err) < 0) rc = fail("%s", err.msg);
+  memstub_trace *t = NULL;
+  if (mf && memstub_replay_trace(r, &t, &err) < 0) {
+    memstub_measure_abort(mf);
+    rc = fail("%s", err.msg);
+  } else if (mf && memstub_measure_commit(mf, t, &err) < 0) {
+    rc = fail("%s", err.msg);
+  }
+  memstub_trace_free(t);
   if (verbose && rc == 0) {
     char d[32], t[32], c[32];
     fprintf(stderr,
@@ -252,16 +265,23 @@ static int run_threads(int argc, char **argv, const struct memstub_threads_stub 
   if (st >= 0) return st;
   memstub_error err = {0};
   if (check) return memstub_threads_check(s, &o, &err) < 0 ? fail("%s", err.msg) : 0;
+  memstub_measure_file *mf = NULL;  // opened first: a path that cannot be written fails now
+  if (measure && memstub_measure_open(measure, &mf, &err) < 0) return fail("%s", err.msg);
   if (measure) o.measure = MEMSTUB_MEASURE_TRACE;
   memstub_threads_replay *r;
-  if (memstub_threads_run(s, &o, &r, &err) < 0) return fail("%s", err.msg);
-  int rc = 0;
-  if (measure) {
-    memstub_trace *t = NULL;
-    if (memstub_threads_trace(r, &t, &err) < 0 || memstub_trace_write(t, measure, &err) < 0)
-      rc = fail("%s", err.msg);
-    memstub_trace_free(t);
+  if (memstub_threads_run(s, &o, &r, &err) < 0) {
+    memstub_measure_abort(mf);
+    return fail("%s", err.msg);
   }
+  int rc = 0;
+  memstub_trace *t = NULL;
+  if (mf && memstub_threads_trace(r, &t, &err) < 0) {
+    memstub_measure_abort(mf);
+    rc = fail("%s", err.msg);
+  } else if (mf && memstub_measure_commit(mf, t, &err) < 0) {
+    rc = fail("%s", err.msg);
+  }
+  memstub_trace_free(t);
   for (int64_t k = 0; verbose && rc == 0 && k < s->nthreads; k++) {
     const memstub_replay_info *i = &r->thread[k]->info;
     char a[32], d[32], t[32], c[32];

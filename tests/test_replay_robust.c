@@ -203,12 +203,87 @@ START_TEST(test_data_not_regular) {
 }
 END_TEST
 
+/* ---- item 18: --measure to a file that cannot be written ------------------ */
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* dir/long.csv, a trace of 30 s, and its stub program dir/long. */
+static void make_long(const char *dir) {
+  char *csv = path_in(dir, "long.csv"), *h = path_in(dir, "long.h"), *prog = path_in(dir, "long");
+  tu_write_file(csv, "time_ns,stack_bytes,heap_bytes\n0,0,0\n30000000000,64,100\n"
+                     "30001000000,0,0\n");
+  tu_run r = tu_memstub(dir, "gen", csv, "-o", h, NULL);
+  ck_assert_msg(r.status == 0, "gen: %s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "build", h, "-o", prog, NULL);
+  ck_assert_msg(r.status == 0, "build: %s", r.err);
+  tu_run_free(&r);
+  free(csv);
+  free(h);
+  free(prog);
+}
+
+/* memstub replay and a stub program measuring to /proc/x.csv fail at once,
+ * naming it, with exit status 2: not after the trace's 30 s. */
+START_TEST(test_measure_unwritable) {
+  char *dir = tu_mkdtemp(), *prog = path_in(dir, "long");
+  make_long(dir);
+  char *replay[] = {getenv("MEMSTUB_EXE"), "replay", "long.csv", "--measure", "/proc/x.csv", NULL};
+  char *stub[] = {prog, "--measure", "/proc/x.csv", NULL};
+  for (int k = 0; k < 2; k++) {
+    const char *who = k ? "stub program" : "memstub replay";
+    double t0 = now_s();
+    tu_run r = tu_exec(dir, k ? stub : replay);
+    double secs = now_s() - t0;
+    expect_fail(&r, who, "/proc/x.csv");
+    ck_assert_msg(secs < 20, "%s: failed after %.1f s, the replay ran first: %s", who, secs, r.err);
+    tu_run_free(&r);
+  }
+  tu_rmtree(dir);
+  free(dir);
+  free(prog);
+}
+END_TEST
+
+/* The measurement's temporary file, there from the start, goes with a
+ * replay stopped by SIGTERM: nothing is left beside the output. */
+START_TEST(test_measure_stopped) {
+  char *dir = tu_mkdtemp(), *prog = path_in(dir, "long");
+  make_long(dir);
+  int before = tu_count_entries(dir);
+  char *replay[] = {getenv("MEMSTUB_EXE"), "replay", "long.csv", "--measure", "m.csv", NULL};
+  char *stub[] = {prog, "--measure", "m.csv", NULL};
+  for (int k = 0; k < 2; k++) {
+    const char *who = k ? "stub program" : "memstub replay";
+    bg b;
+    bg_start(&b, dir, k ? stub : replay);
+    ck_assert_msg(bg_await_replay(&b), "%s ended before its replay began", who);
+    kill(b.pid, SIGTERM);
+    tu_run r = bg_wait(&b, 60);
+    ck_assert_msg(r.status == 128 + SIGTERM, "%s: status %d: %s", who, r.status, r.err);
+    tu_run_free(&r);
+    unlink(b.out);
+    unlink(b.err);
+    ck_assert_int_eq(tu_count_entries(dir), before);  // no m.csv, no temporary file
+  }
+  tu_rmtree(dir);
+  free(dir);
+  free(prog);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("replay_robust");
   TCase *tc = tcase_create("robust");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_data_file_changed_during_replay);
   tcase_add_test(tc, test_data_not_regular);
+  tcase_add_test(tc, test_measure_unwritable);
+  tcase_add_test(tc, test_measure_stopped);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

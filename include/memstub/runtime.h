@@ -283,6 +283,23 @@ int memstub_replay_trace(const memstub_replay *r, memstub_trace **out, memstub_e
 /* memstub_replay_trace, written atomically to path ("-" for stdout). */
 int memstub_replay_write(const memstub_replay *r, const char *path, memstub_error *err);
 
+/* The file a replay measures to, opened before the replay (a stub program's
+ * and memstub replay's --measure): a path that cannot be written fails at
+ * once, not after the replay. The trace goes to a temporary file beside
+ * path, renamed over it by the commit (a device, a FIFO or "-" are written
+ * in place). While it is open, SIGINT, SIGTERM and SIGHUP, where their
+ * action is the default one, remove the temporary file before they kill the
+ * process (one open file at a time has this). */
+typedef struct memstub_measure_file memstub_measure_file;
+/* 0 with *out (commit or abort it), or a negative errno with err naming path. */
+int memstub_measure_open(const char *path, memstub_measure_file **out, memstub_error *err);
+/* Write t (a replayed trace: memstub_replay_trace, memstub_threads_trace)
+ * and put the file in place; m is closed and freed either way. 0, or a
+ * negative errno with err naming the file (nothing is left then). */
+int memstub_measure_commit(memstub_measure_file *m, const memstub_trace *t, memstub_error *err);
+// Close and free m, removing its temporary file; NULL: nothing.
+void memstub_measure_abort(memstub_measure_file *m);
+
 /* A stub's data file (docs/formats.md, "Data files"): the descriptor and
  * every array of a stub in one binary file, versioned and checksummed, for
  * traces too large to compile (memstub gen --data, memstub replay --data,
