@@ -70,9 +70,6 @@ static int add_meta(memstub_trace *t, const memstub_replay *r, int64_t clamped) 
   if (!rc) rc = set_meta(t, "tcache", "%s", tc[in->tcache + 2]);
   if (!rc) rc = set_meta(t, "heap_pad", "%lld", (long long)in->heap_pad);
   if (!rc && clamped) rc = set_meta(t, "heap_clamped_rows", "%lld", (long long)clamped);
-  if (!rc && in->rss_unmet)
-    rc = set_meta(t, "rss_unmet_points", "%lld (resident targets beyond the heap and the "
-                  "mapping that could not be held: mmap failed)", (long long)in->rss_unmet);
   // The process's own resident memory under the curve: rss_bytes are above it.
   if (!rc && in->rss_entry_bytes >= 0)
     rc = set_meta(t, "rss_entry_bytes",

@@ -402,12 +402,9 @@ int memstub_threads_run(const memstub_threads_stub *s, const memstub_replay_opti
       goto fail;
     }
     if (ts->c.failed < 0) {
-      rc = memstub_error_set(err, ts->c.failed,
-                             "thread %lld: point %lld (row %lld of its trace): stopped: cannot "
-                             "resize the heap block: %s",
-                             (long long)k, (long long)ts->c.failed_at,
-                             (long long)s->stubs[k]->point[ts->c.failed_at],
-                             strerror(-ts->c.failed));
+      char why[MEMSTUB_ERRMSG_MAX];
+      ms__rt_stop_reason(&ts->c, s->stubs[k], why, sizeof why);
+      rc = memstub_error_set(err, ts->c.failed, "thread %lld: %s", (long long)k, why);
       goto fail;
     }
     ms__rt_fill_info(res->thread[k], &ts->c, ts->stack_size);

@@ -276,6 +276,61 @@ START_TEST(test_measure_stopped) {
 }
 END_TEST
 
+/* ---- item 7: resident and mapped targets beyond the machine ---------------- */
+
+/* Resident targets of 10^14 bytes (gen --rss-scale 1e6 of 10^8; before,
+ * such a replay "succeeded" in 2 ms, its targets unmet, and 10^12 ran on
+ * toward a terabyte) and a mapping of 10^12 (before: "cannot resize the heap
+ * block to 0 bytes") are refused before the replay against the machine's
+ * memory, as the heap is: by memstub replay, memstub replay --data, memstub
+ * build (its --check) and a stub program given the data file. */
+START_TEST(test_targets_beyond_machine) {
+  char *dir = tu_mkdtemp(), *rss = path_in(dir, "rss.csv"), *map = path_in(dir, "map.csv");
+  tu_write_file(rss, "time_ns,stack_bytes,heap_bytes,rss_bytes,mapped_bytes\n0,0,0,0,0\n"
+                     "1000000,64,100,100000000,0\n2000000,0,0,0,0\n");
+  tu_write_file(map, "time_ns,stack_bytes,heap_bytes,rss_bytes,mapped_bytes\n0,0,0,0,0\n"
+                     "1000000,64,100,4096,1000000000000\n2000000,0,0,0,0\n");
+  const char *rss_want = "bytes resident at point 0 (row 1 of the trace: rss_bytes 100000000000000)";
+  tu_run r = tu_memstub(dir, "replay", map, NULL);
+  expect_fail(&r, "replay mapped", "of mapped memory at point 0 (row 1 of the trace: mapped_bytes");
+  ck_assert_ptr_nonnull(strstr(r.err, "bytes of memory"));
+  tu_run_free(&r);
+  r = tu_memstub(dir, "gen", rss, "--rss-scale", "1e6", "-o", "big.h", NULL);
+  ck_assert_msg(r.status == 0, "gen: %s", r.err);  // made here, it may be built elsewhere
+  tu_run_free(&r);
+  r = tu_memstub(dir, "build", "big.h", "-o", "big", NULL);
+  expect_fail(&r, "build", rss_want);
+  char *big = path_in(dir, "big");
+  ck_assert(!tu_exists(big));
+  free(big);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "gen", rss, "--rss-scale", "1e6", "--data", "big.msd", NULL);
+  ck_assert_msg(r.status == 0, "gen --data: %s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "replay", "--data", "big.msd", "--measure", "m.csv", NULL);
+  expect_fail(&r, "replay --data", rss_want);
+  tu_run_free(&r);
+  // A program built from a small data file, given the large one.
+  char *small = make_data(dir, "small", 4, 1000);
+  r = tu_memstub(dir, "build", "--data", small, "-o", "small", NULL);
+  ck_assert_msg(r.status == 0, "build --data: %s", r.err);
+  tu_run_free(&r);
+  char *prog = path_in(dir, "small"), *argv[] = {prog, "--data", "big.msd", NULL};
+  r = tu_exec(dir, argv);
+  expect_fail(&r, "stub program", rss_want);
+  tu_run_free(&r);
+  char *m = path_in(dir, "m.csv");
+  ck_assert(!tu_exists(m));
+  tu_rmtree(dir);
+  free(dir);
+  free(rss);
+  free(map);
+  free(small);
+  free(prog);
+  free(m);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("replay_robust");
   TCase *tc = tcase_create("robust");
@@ -284,6 +339,7 @@ int main(void) {
   tcase_add_test(tc, test_data_not_regular);
   tcase_add_test(tc, test_measure_unwritable);
   tcase_add_test(tc, test_measure_stopped);
+  tcase_add_test(tc, test_targets_beyond_machine);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -224,8 +224,8 @@ typedef struct memstub_replay_info {
   int64_t rss_entry_bytes; // RESIDENT: the process's RssAnon at T0 (absolute, statm resident
                            //   - shared), what the replay rss_bytes are relative to; -1 if
                            //   unknown or not measured
-  int64_t rss_unmet;       // resident data: points whose target beyond the heap block and the
-                           //   mapping the keep mapping could not hold (its mmap failed)
+  int64_t rss_unmet;       // always 0: a resident target the stub cannot hold stops the
+                           //   replay with an error naming it (before: points counted here)
 } memstub_replay_info;
 
 typedef struct memstub_replay {
