@@ -280,6 +280,9 @@ int ms_cmd_replay(int argc, char **argv) {
   memstub_trace *m = NULL;
   if (rc == 0 && mf) rc = memstub_replay_trace(r, &m, &err);
   rc = finish_measure(mf, rc, m, &err);
+  if (rc == 0 && a.measure && !memstub_replay_heap_measured(r))
+    ms_cli_warn("%s: %s; heap_bytes in %s are not the stub's heap", a.in,
+                MEMSTUB_HEAP_NOT_MEASURED, a.measure);
   if (rc == 0) report(&a, s, r);
   memstub_replay_free(r);
   memstub_stub_data_free(d);

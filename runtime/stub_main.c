@@ -236,6 +236,9 @@ static int run(int argc, char **argv, const struct memstub_stub *stub) {
     rc = fail("%s", err.msg);
   }
   memstub_trace_free(t);
+  if (measure && rc == 0 && !memstub_replay_heap_measured(r))
+    fprintf(stderr, "%s: warning: %s; heap_bytes in %s are not the stub's heap\n", prog,
+            MEMSTUB_HEAP_NOT_MEASURED, measure);
   if (verbose && rc == 0) {
     char d[32], t[32], c[32];
     fprintf(stderr,

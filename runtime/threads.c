@@ -549,8 +549,9 @@ int memstub_threads_trace(const memstub_threads_replay *r, memstub_trace **out,
       if (memstub_trace_column(t, tt[k]->extra_names[c]) < 0)
         rc = memstub_trace_add_column(t, tt[k]->extra_names[c]);
   // Metadata: thread 0's, but the figures of one replay thread are each thread's.
+  // ("heap": threads measure theirs from usable sizes, not mallinfo2.)
   static const char *const own[] = {"duration_ns", "cpu_ns", "off_cpu_ns", "points",
-                                    "stack_size", "heap_clamped_rows"};
+                                    "stack_size", "heap_clamped_rows", "heap"};
   for (size_t i = 0; rc >= 0 && i < tt[0]->nmeta; i++) {
     int skip = 0;
     for (size_t j = 0; j < sizeof own / sizeof *own; j++) skip |= !strcmp(tt[0]->meta[i].key, own[j]);

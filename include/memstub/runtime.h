@@ -280,6 +280,17 @@ void memstub_replay_free(memstub_replay *r);
  * base plus a measurement exceeds 64 bits (a hand-edited descriptor); -ENOMEM. */
 int memstub_replay_trace(const memstub_replay *r, memstub_trace **out, memstub_error *err);
 
+/* Whether r measured its heap: 0 when it was asked to (MEMSTUB_MEASURE_HEAP)
+ * and mallinfo2 did not see the allocator in use (AddressSanitizer's, or
+ * another malloc in place of glibc's), so its heap_bytes are not the stub's;
+ * the replayed trace's metadata then says `heap: unknown (...)`, which
+ * memstub compare reads, and a program measuring should say so. 1 otherwise. */
+int memstub_replay_heap_measured(const memstub_replay *r);
+// Why: the words for the warning and the metadata.
+#define MEMSTUB_HEAP_NOT_MEASURED                                                             \
+  "heap not measured: mallinfo2 does not see the allocator in use (AddressSanitizer's, or " \
+  "another malloc in place of glibc's)"
+
 /* memstub_replay_trace, written atomically to path ("-" for stdout). */
 int memstub_replay_write(const memstub_replay *r, const char *path, memstub_error *err);
 
