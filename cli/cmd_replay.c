@@ -42,7 +42,8 @@ static const ms_cli_option options[] = {
      "replay the data file FILE (memstub gen --data)\n"
      "instead of TRACE: nothing is read as text, normalised\n"
      "or compiled; the what-ifs and calibration were\n"
-     "applied when it was made"},
+     "applied when it was made. A regular file, read whole\n"
+     "into memory first: changing it later changes nothing"},
     {"calibration", 'c', "FILE",
      "compensate for the overheads measured on this host\n"
      "(a profile from 'memstub calibrate'), as\n"
@@ -62,7 +63,10 @@ static const ms_cli_spec spec = {
     options, 26,
     "\n"
     "Exit status: 0 replayed; 2 bad usage, a trace that cannot be read or that\n"
-    "needs more memory than this machine has, or a failure while replaying.\n"};
+    "needs more memory than this machine has (heap, stack, resident or mapped),\n"
+    "or a failure while replaying (naming the point and what it could not have).\n"
+    "A replay that cannot measure its heap (an allocator mallinfo2 does not see)\n"
+    "says 'heap not measured' and marks its trace so.\n"};
 
 static void progress(int64_t done, int64_t total, void *arg) {
   (void)arg;

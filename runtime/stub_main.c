@@ -75,7 +75,10 @@ static const char usage_text[] =
     "  -h, --help        show this help\n"
     "\n"
     "Exit status: 0 replayed, 2 bad usage, a stub that cannot be replayed here\n"
-    "(more memory than ulimit -v or -d leaves), or a replay stopped by an error.\n";
+    "(more heap, stack, resident or mapped memory than this machine has or ulimit\n"
+    "-v or -d leaves), or a replay stopped by an error. A replay that cannot\n"
+    "measure its heap (an allocator mallinfo2 does not see) says 'heap not\n"
+    "measured' and marks its trace so.\n";
 
 static int fail(const char *fmt, const char *a) {
   fprintf(stderr, "%s: error: ", prog);
