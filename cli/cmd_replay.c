@@ -180,16 +180,6 @@ static void report(const replay_args *a, const struct memstub_stub *s, const mem
               a->in, cpu, (long long)i->sleeps, (long long)i->late_wakeups, off);
 }
 
-/* The measured trace m (made with status rc; NULL: none) into mf, opened
- * before the replay, or mf aborted when rc < 0; mf and m are freed. rc, or
- * the commit's error. */
-static int finish_measure(memstub_measure_file *mf, int rc, memstub_trace *m, memstub_error *err) {
-  if (rc == 0 && mf) rc = memstub_measure_commit(mf, m, err);
-  else memstub_measure_abort(mf);
-  memstub_trace_free(m);
-  return rc;
-}
-
 /* A trace with several threads (docs/runtime.md, "Threads"): one stub and one
  * replay thread per original thread; --measure writes every thread's rows,
  * with a thread column, to mf (which it frees). */
@@ -203,9 +193,8 @@ static int replay_threads(const replay_args *a, const memstub_trace *t, memstub_
   ro.progress = NULL;
   if (rc == 0 && (rc = memstub_threads_run(&g->stub, &ro, &r, err)) < 0)
     memstub_error_prefix(err, a->in);
-  memstub_trace *m = NULL;
-  if (rc == 0 && mf) rc = memstub_threads_trace(r, &m, err);
-  rc = finish_measure(mf, rc, m, err);
+  if (rc == 0 && mf) rc = memstub_measure_commit_threads(mf, r, err);
+  else memstub_measure_abort(mf);
   for (int64_t k = 0; rc == 0 && k < g->nthreads; k++) {
     const memstub_replay_info *i = &r->thread[k]->info;
     char dur[32], tgt[32], st[32];
@@ -281,9 +270,8 @@ int ms_cmd_replay(int argc, char **argv) {
   }
   if (rc == 0 && (rc = memstub_replay_run(s, &a.ro, &r, &err)) < 0)
     memstub_error_prefix(&err, a.in);
-  memstub_trace *m = NULL;
-  if (rc == 0 && mf) rc = memstub_replay_trace(r, &m, &err);
-  rc = finish_measure(mf, rc, m, &err);
+  if (rc == 0 && mf) rc = memstub_measure_commit_replay(mf, r, &err);
+  else memstub_measure_abort(mf);
   if (rc == 0 && a.measure && !memstub_replay_heap_measured(r))
     ms_cli_warn("%s: %s; heap_bytes in %s are not the stub's heap", a.in,
                 MEMSTUB_HEAP_NOT_MEASURED, a.measure);

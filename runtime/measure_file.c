@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "memstub/threads.h"
 
 struct memstub_measure_file {
   ms__afile af;
@@ -103,12 +104,30 @@ void memstub_measure_abort(memstub_measure_file *m) {
   free(m);
 }
 
-int memstub_replay_write(const memstub_replay *r, const char *path, memstub_error *err) {
-  memstub_trace *t;
-  int rc = memstub_replay_trace(r, &t, err);
-  if (rc < 0) return rc;
-  memstub_measure_file *m;
-  if ((rc = memstub_measure_open(path, &m, err)) == 0) rc = memstub_measure_commit(m, t, err);
+// The trace t (made with status rc) into m, or m aborted; both freed.
+static int commit_made(memstub_measure_file *m, int rc, memstub_trace *t, memstub_error *err) {
+  if (rc == 0) rc = memstub_measure_commit(m, t, err);
+  else memstub_measure_abort(m);
   memstub_trace_free(t);
   return rc;
+}
+
+int memstub_measure_commit_replay(memstub_measure_file *m, const memstub_replay *r,
+                                  memstub_error *err) {
+  memstub_trace *t = NULL;
+  int rc = memstub_replay_trace(r, &t, err);
+  return commit_made(m, rc, t, err);
+}
+
+int memstub_measure_commit_threads(memstub_measure_file *m, const memstub_threads_replay *r,
+                                   memstub_error *err) {
+  memstub_trace *t = NULL;
+  int rc = memstub_threads_trace(r, &t, err);
+  return commit_made(m, rc, t, err);
+}
+
+int memstub_replay_write(const memstub_replay *r, const char *path, memstub_error *err) {
+  memstub_measure_file *m;
+  int rc = memstub_measure_open(path, &m, err);
+  return rc < 0 ? rc : memstub_measure_commit_replay(m, r, err);
 }

@@ -230,15 +230,7 @@ static int run(int argc, char **argv, const struct memstub_stub *stub) {
     memstub_measure_abort(mf);
     return fail("%s", err.msg);
   }
-  int rc = 0;
-  memstub_trace *t = NULL;
-  if (mf && memstub_replay_trace(r, &t, &err) < 0) {
-    memstub_measure_abort(mf);
-    rc = fail("%s", err.msg);
-  } else if (mf && memstub_measure_commit(mf, t, &err) < 0) {
-    rc = fail("%s", err.msg);
-  }
-  memstub_trace_free(t);
+  int rc = mf && memstub_measure_commit_replay(mf, r, &err) < 0 ? fail("%s", err.msg) : 0;
   if (measure && rc == 0 && !memstub_replay_heap_measured(r))
     fprintf(stderr, "%s: warning: %s; heap_bytes in %s are not the stub's heap\n", prog,
             MEMSTUB_HEAP_NOT_MEASURED, measure);
@@ -279,15 +271,7 @@ static int run_threads(int argc, char **argv, const struct memstub_threads_stub 
     memstub_measure_abort(mf);
     return fail("%s", err.msg);
   }
-  int rc = 0;
-  memstub_trace *t = NULL;
-  if (mf && memstub_threads_trace(r, &t, &err) < 0) {
-    memstub_measure_abort(mf);
-    rc = fail("%s", err.msg);
-  } else if (mf && memstub_measure_commit(mf, t, &err) < 0) {
-    rc = fail("%s", err.msg);
-  }
-  memstub_trace_free(t);
+  int rc = mf && memstub_measure_commit_threads(mf, r, &err) < 0 ? fail("%s", err.msg) : 0;
   for (int64_t k = 0; verbose && rc == 0 && k < s->nthreads; k++) {
     const memstub_replay_info *i = &r->thread[k]->info;
     char a[32], d[32], t[32], c[32];

@@ -310,6 +310,10 @@ int memstub_measure_open(const char *path, memstub_measure_file **out, memstub_e
 int memstub_measure_commit(memstub_measure_file *m, const memstub_trace *t, memstub_error *err);
 // Close and free m, removing its temporary file; NULL: nothing.
 void memstub_measure_abort(memstub_measure_file *m);
+/* memstub_replay_trace of r committed to m (aborted when the trace cannot be
+ * made): 0, or a negative errno with err set; m is freed either way. */
+int memstub_measure_commit_replay(memstub_measure_file *m, const memstub_replay *r,
+                                  memstub_error *err);
 
 /* A stub's data file (docs/formats.md, "Data files"): the descriptor and
  * every array of a stub in one binary file, versioned and checksummed, for
