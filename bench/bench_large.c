@@ -13,10 +13,10 @@
 //     2 GiB), of the compact header and of the data file (`memstub build
 //     --data`), under /usr/bin/time: wall time and the peak resident memory
 //     of memstub and its children (the compiler). The stub program's --check
-//     is part of the build: it decodes a compact header, maps and validates a
+//     is part of the build: it decodes a compact header, reads and validates a
 //     data file. Plus gen into a data file (points/s of memstub_gen_emit_data
-//     after read and normalise) and the time to map and validate the file.
-//  2. replay, for 1k, 1M and 10M rows: the stub mapped from its data file
+//     after read and normalise) and the time to read and validate the file.
+//  2. replay, for 1k, 1M and 10M rows: the stub read from its data file
 //     (memstub_stub_data_open, as memstub replay --data does), replayed with
 //     --measure's records (MEMSTUB_MEASURE_TRACE); per point, over every
 //     point: lateness (end of the point's work - its deadline), wake lateness
@@ -301,15 +301,15 @@ int main(int argc, char **argv) {
           "## memstub build, per data form\n\n"
           "Wall time of `memstub build HEADER` (listing, compact) or `memstub build --data FILE` "
           "(data), one run each, including the program's `--check` (which decodes a compact "
-          "header, or maps and validates the data file), and the peak resident memory of "
+          "header, or reads and validates the data file), and the peak resident memory of "
           "memstub and its children (`/usr/bin/time -f %%M`).\n\n%s\n"
           "## gen into a data file\n\n"
           "*read + normalise*: memstub_trace_read of the CSV and memstub_gen_build (no "
           "profile); *write data file*: memstub_gen_emit_data (atomic: fsync and rename); "
-          "*points/s* = points / both; *map + validate*: memstub_stub_data_open (mmap with "
-          "MAP_POPULATE, every checksum).\n\n%s\n"
+          "*points/s* = points / both; *map + validate*: memstub_stub_data_open (read "
+          "into memory of its own, every checksum).\n\n%s\n"
           "## Replay lateness per point\n\n"
-          "The stub mapped from its data file, replayed with deadline timing (margin model) "
+          "The stub read from its data file, replayed with deadline timing (margin model) "
           "and --measure's records, which are reserved and written before the replay. Over "
           "every point: *late* = end of its work - its deadline; *wake late* = start of its "
           "work - its deadline; *work* = its stack and heap work; *run-queue wait*: how long "

@@ -161,7 +161,9 @@ static int compare(const char *orig, const char *repl, const memstub_compare_opt
   warn_rows(r, orig, repl);
   // A column ORIGINAL did not measure is not compared (docs/formats.md).
   if (r->stack_unknown) ms_cli_warn("%s: stack: %s: the stack is not compared", orig, r->stack_unknown);
-  if (r->heap_unknown) ms_cli_warn("%s: heap: %s: the heap is not compared", orig, r->heap_unknown);
+  // Unknown in ORIGINAL, or in REPLAYED: a replay that could not measure its heap (ASan).
+  const char *heap_in = r->heap_unknown_replayed ? repl : orig;
+  if (r->heap_unknown) ms_cli_warn("%s: heap: %s: the heap is not compared", heap_in, r->heap_unknown);
   size_t failed = memstub_compare_checks_run(cs, r);
   int wrc =
       json ? memstub_compare_write_json(r, cs, stdout) : memstub_compare_write_text(r, cs, stdout);
@@ -177,7 +179,8 @@ static int compare(const char *orig, const char *repl, const memstub_compare_opt
       ms_cli_note("check skipped: %s: mapped_bytes %s", k->spec, r->mapped_unknown);
     else if (k->skipped)
       ms_cli_note("check skipped: %s: the %s is unknown in %s", k->spec,
-                  strncmp(k->key, "heap", 4) == 0 ? "heap" : "stack", orig);
+                  strncmp(k->key, "heap", 4) == 0 ? "heap" : "stack",
+                  strncmp(k->key, "heap", 4) == 0 ? heap_in : orig);
     else if (!k->pass)
       ms_cli_note("check failed: %s: %s is %.6g %s, %s %.6g %s", k->spec, k->what, k->value,
                   k->unit, k->dir == MEMSTUB_COMPARE_AT_MOST ? "more than" : "less than",

@@ -17,7 +17,8 @@ static const ms_cli_option options[] = {
      "FILE: one row per row of TRACE, absolute totals, and\n"
      "the columns point, target_time_ns, late_ns and, to\n"
      "say why a row was late, wake_late_ns, work_ns and\n"
-     "off_cpu_ns (docs/runtime.md)"},
+     "off_cpu_ns (docs/runtime.md); FILE is opened first:\n"
+     "one that cannot be written fails before the replay"},
     {"timing", 't', "MODE",
      "deadline (default): absolute deadlines on\n"
      "CLOCK_MONOTONIC, lateness never adds up;\n"
@@ -41,7 +42,8 @@ static const ms_cli_option options[] = {
      "replay the data file FILE (memstub gen --data)\n"
      "instead of TRACE: nothing is read as text, normalised\n"
      "or compiled; the what-ifs and calibration were\n"
-     "applied when it was made"},
+     "applied when it was made. A regular file, read whole\n"
+     "into memory first: changing it later changes nothing"},
     {"calibration", 'c', "FILE",
      "compensate for the overheads measured on this host\n"
      "(a profile from 'memstub calibrate'), as\n"
@@ -61,7 +63,10 @@ static const ms_cli_spec spec = {
     options, 26,
     "\n"
     "Exit status: 0 replayed; 2 bad usage, a trace that cannot be read or that\n"
-    "needs more memory than this machine has, or a failure while replaying.\n"};
+    "needs more memory than this machine has (heap, stack, resident or mapped),\n"
+    "or a failure while replaying (naming the point and what it could not have).\n"
+    "A replay that cannot measure its heap (an allocator mallinfo2 does not see)\n"
+    "says 'heap not measured' and marks its trace so.\n"};
 
 static void progress(int64_t done, int64_t total, void *arg) {
   (void)arg;
@@ -177,8 +182,9 @@ static void report(const replay_args *a, const struct memstub_stub *s, const mem
 
 /* A trace with several threads (docs/runtime.md, "Threads"): one stub and one
  * replay thread per original thread; --measure writes every thread's rows,
- * with a thread column. */
-static int replay_threads(const replay_args *a, const memstub_trace *t, memstub_error *err) {
+ * with a thread column, to mf (which it frees). */
+static int replay_threads(const replay_args *a, const memstub_trace *t, memstub_measure_file *mf,
+                          memstub_error *err) {
   memstub_gen_threads *g = NULL;
   memstub_threads_replay *r = NULL;
   int rc = memstub_gen_threads_build(t, &a->go, &g, err);
@@ -187,12 +193,8 @@ static int replay_threads(const replay_args *a, const memstub_trace *t, memstub_
   ro.progress = NULL;
   if (rc == 0 && (rc = memstub_threads_run(&g->stub, &ro, &r, err)) < 0)
     memstub_error_prefix(err, a->in);
-  if (rc == 0 && a->measure) {
-    memstub_trace *m = NULL;
-    rc = memstub_threads_trace(r, &m, err);
-    if (rc == 0) rc = memstub_trace_write(m, a->measure, err);
-    memstub_trace_free(m);
-  }
+  if (rc == 0 && mf) rc = memstub_measure_commit_threads(mf, r, err);
+  else memstub_measure_abort(mf);
   for (int64_t k = 0; rc == 0 && k < g->nthreads; k++) {
     const memstub_replay_info *i = &r->thread[k]->info;
     char dur[32], tgt[32], st[32];
@@ -234,10 +236,13 @@ int ms_cmd_replay(int argc, char **argv) {
     if (prof.spin_steps_per_ns > 0) a.ro.call_ns = prof.call_ns;  // the calls' costs (issue 14)
     go->measured = a.measure != NULL;
   }
+  // Opened before anything is read or replayed: a path that cannot be written fails now.
+  memstub_measure_file *mf = NULL;
+  if (a.measure && memstub_measure_open(a.measure, &mf, &err) < 0) return ms_cli_fail(&err);
   memstub_stub_data *d = NULL;
   const struct memstub_stub *s = NULL;
   if (a.data) {
-    if (ms_cli_progress_enabled()) fprintf(stderr, "\r\033[Kmemstub replay: mapping %s", a.in);
+    if (ms_cli_progress_enabled()) fprintf(stderr, "\r\033[Kmemstub replay: reading %s", a.in);
     rc = memstub_stub_data_open(a.data, &d, &err);
     if (rc == 0) s = &d->stub;
     // Without --timing, the timing the file's delays were compensated for.
@@ -248,7 +253,7 @@ int ms_cmd_replay(int argc, char **argv) {
     rc = memstub_trace_read(a.in, &t, &err);
     if (rc == 0 && memstub_trace_thread_count(t) > 1) {
       if (ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
-      rc = replay_threads(&a, t, &err);
+      rc = replay_threads(&a, t, mf, &err);
       memstub_trace_free(t);
       return rc < 0 ? ms_cli_fail(&err) : MS_EXIT_OK;
     }
@@ -265,7 +270,11 @@ int ms_cmd_replay(int argc, char **argv) {
   }
   if (rc == 0 && (rc = memstub_replay_run(s, &a.ro, &r, &err)) < 0)
     memstub_error_prefix(&err, a.in);
-  if (rc == 0 && a.measure) rc = memstub_replay_write(r, a.measure, &err);
+  if (rc == 0 && mf) rc = memstub_measure_commit_replay(mf, r, &err);
+  else memstub_measure_abort(mf);
+  if (rc == 0 && a.measure && !memstub_replay_heap_measured(r))
+    ms_cli_warn("%s: %s; heap_bytes in %s are not the stub's heap", a.in,
+                MEMSTUB_HEAP_NOT_MEASURED, a.measure);
   if (rc == 0) report(&a, s, r);
   memstub_replay_free(r);
   memstub_stub_data_free(d);

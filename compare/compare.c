@@ -355,6 +355,9 @@ static int compare_core(const memstub_trace *orig, const memstub_trace *repl,
   int oom = 0;
   r->stack_unknown = unknown_meta(orig, "stack", &oom);
   r->heap_unknown = unknown_meta(orig, "heap", &oom);
+  // A replay that could not measure its heap (ASan's allocator) says so in its own.
+  if (!r->heap_unknown && !oom && (r->heap_unknown = unknown_meta(repl, "heap", &oom)))
+    r->heap_unknown_replayed = 1;
   if (!oom) r->rss_unknown = column_unknown(orig, repl, "rss", "rss_bytes", &oom);
   if (!oom) r->mapped_unknown = column_unknown(orig, repl, "mapped", "mapped_bytes", &oom);
   size_t m = r->compared, nown;

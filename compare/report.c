@@ -53,16 +53,16 @@ static const char *of_peak(char buf[40], int64_t v, int64_t peak) {
 
 /* One memory column: heap adds the mmap rule; curve (rss, mapped) the
  * percentiles and peaks, and an unknown one says why in its own words
- * (stack and heap quote ORIGINAL's metadata). */
+ * (stack and heap quote the metadata of who: ORIGINAL, or REPLAYED). */
 static void text_mem(FILE *f, const char *name, const memstub_compare_mem *m, size_t n,
                      int64_t slack, const memstub_compare_options *o, int heap, int curve,
-                     const char *unknown) {
+                     const char *unknown, const char *who) {
   char a[40], b[40], c[40], d[40];
   if (unknown) {
     if (curve)
       fprintf(f, "%-6s %s: not compared\n", name, unknown);
     else
-      fprintf(f, "%-6s unknown: not compared (ORIGINAL says '%s: %s')\n", name, name, unknown);
+      fprintf(f, "%-6s unknown: not compared (%s says '%s: %s')\n", name, who, name, unknown);
     return;
   }
   fprintf(f, "%-6s exact %.2f%% (%zu of %zu within %s", name, 100.0 * m->exact_share, m->exact, n,
@@ -135,11 +135,13 @@ int memstub_compare_write_text(const memstub_compare_report *r, const memstub_co
             r->replay_off_cpu_ns >= 0 ? "; waited for a CPU " : "",
             r->replay_off_cpu_ns >= 0 ? ns_text(b, r->replay_off_cpu_ns, 0) : "");
   fputc('\n', f);
-  text_mem(f, "stack", &r->stack, r->compared, o->stack_slack, o, 0, 0, r->stack_unknown);
-  text_mem(f, "heap", &r->heap, r->compared, o->heap_slack, o, 1, 0, r->heap_unknown);
-  text_mem(f, "rss", &r->rss, r->compared, o->rss_slack, o, 0, 1, r->rss_unknown);
+  text_mem(f, "stack", &r->stack, r->compared, o->stack_slack, o, 0, 0, r->stack_unknown,
+           "ORIGINAL");
+  text_mem(f, "heap", &r->heap, r->compared, o->heap_slack, o, 1, 0, r->heap_unknown,
+           r->heap_unknown_replayed ? "REPLAYED" : "ORIGINAL");
+  text_mem(f, "rss", &r->rss, r->compared, o->rss_slack, o, 0, 1, r->rss_unknown, NULL);
   text_mem(f, "mapped", &r->mapped, r->compared, o->mapped_slack ? o->mapped_slack : o->page_size,
-           o, 0, 1, r->mapped_unknown);
+           o, 0, 1, r->mapped_unknown, NULL);
   ms__compare_work_text(f, r);  // work.c
 
   if (cs && cs->n) {

@@ -175,6 +175,11 @@ int memstub_stub_call(const struct memstub_stub *s, memstub_error *err) {
     return rc;
   }
   if (path) rc = write_new(r, path, err);
+  /* The one line the runtime prints: the host has no other channel for it
+   * (its call returns 0), and measuring was asked for (MEMSTUB_MEASURE). */
+  if (path && rc == 0 && !memstub_replay_heap_measured(r))
+    fprintf(stderr, "memstub: warning: MEMSTUB_MEASURE: %s: %s; heap_bytes in it are not the "
+            "stub's heap\n", path, MEMSTUB_HEAP_NOT_MEASURED);
   memstub_replay_free(r);
   free(path);
   return rc;

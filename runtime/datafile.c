@@ -14,6 +14,7 @@
 
 #include "internal.h"
 #include "memstub/work.h"
+#include "prim.h"
 
 #define DF_MAGIC "MSTUBDAT"
 #define DF_VERSION 1
@@ -338,42 +339,80 @@ static int read_arrays(const char *path, const char *m, uint64_t size, const df_
   return 0;
 }
 
+// What a file that is not a regular one is, for the refusal.
+static const char *file_kind(mode_t m) {
+  return S_ISDIR(m)    ? "a directory"
+         : S_ISFIFO(m) ? "a FIFO"
+         : S_ISCHR(m)  ? "a character device"
+         : S_ISBLK(m)  ? "a block device"
+         : S_ISSOCK(m) ? "a socket"
+                       : "not a file";
+}
+
+/* The file's size bytes, read from fd into memory of the process's own
+ * (anonymous, read-only once filled): what is checked is what is replayed,
+ * and a file truncated or overwritten in place later changes nothing (a
+ * mapping of the file lost its pages to SIGBUS, or replayed the new bytes;
+ * docs/runtime.md, "Data files"). 0 with *out, or a negative errno. */
+static int copy_in(int fd, const char *path, uint64_t size, void **out, memstub_error *err) {
+  *out = NULL;
+  uint64_t avail = ms__prim_mem_available();
+  if (avail && size > avail)
+    return memstub_error_set(err, -ENOMEM,
+                             "%s: %llu bytes, more than this host has available (MemAvailable "
+                             "%llu) to read it into",
+                             path, (unsigned long long)size, (unsigned long long)avail);
+  void *m = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  int e = m == MAP_FAILED ? errno : 0;
+  // Huge pages for a large file: half the time of 4 KiB pages (0.16 s for 387 MB here).
+  if (!e && ms__prim_prefault(m, (size_t)size, size >= ((uint64_t)2 << 20)) < 0) e = ENOMEM;
+  uint64_t at = 0;
+  while (!e && at < size) {
+    ssize_t k = pread(fd, (char *)m + at, (size_t)(size - at), (off_t)at);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) {
+      e = k < 0 ? errno : EIO;
+      break;
+    }
+    at += (uint64_t)k;
+  }
+  if (!e && mprotect(m, (size_t)size, PROT_READ) != 0) e = errno;
+  if (!e) {
+    *out = m;
+    return 0;
+  }
+  if (m != MAP_FAILED) munmap(m, (size_t)size);
+  if (e == EIO && at < size)
+    return memstub_error_set(err, -EIO, "%s: truncated while it was read (%llu of %llu bytes)",
+                             path, (unsigned long long)at, (unsigned long long)size);
+  return memstub_error_set(err, -e, "%s: cannot read %llu bytes into memory: %s", path,
+                           (unsigned long long)size, strerror(e));
+}
+
 int memstub_stub_data_open(const char *path, memstub_stub_data **out, memstub_error *err) {
   *out = NULL;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  // Non-blocking: opening a FIFO waits for a writer otherwise (it is refused below).
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     int e = errno;
     return memstub_error_set(err, -e, "%s: cannot open: %s", path, strerror(e));
   }
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    int e = errno;
-    close(fd);
-    return e ? memstub_error_set(err, -e, "%s: cannot read: %s", path, strerror(e))
-             : REFUSE("%s: not a regular file", path);
-  }
-  memstub_stub_data *d = calloc(1, sizeof *d);
-  if (!d) {
-    close(fd);
-    return memstub_error_set(err, -ENOMEM, "out of memory");
-  }
-  uint64_t size = (uint64_t)st.st_size;
   int rc = 0;
-  if (size == 0) rc = REFUSE("%s: magic: the file is empty", path);
-  if (rc == 0 && size > SIZE_MAX / 2) rc = REFUSE("%s: the file is too large to map", path);
-  if (rc == 0) {
-    // Populated: the sums read every page now, not the replay later.
-    void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-    if (m == MAP_FAILED) {
-      int e = errno;
-      rc = memstub_error_set(err, -e, "%s: cannot map %llu bytes: %s", path,
-                             (unsigned long long)size, strerror(e));
-    } else {
-      d->map = m;
-      d->map_len = (size_t)size;
-      (void)madvise(m, (size_t)size, MADV_WILLNEED);
-    }
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    rc = memstub_error_set(err, -e, "%s: cannot read: %s", path, strerror(e));
+  } else if (!S_ISREG(st.st_mode)) {
+    rc = REFUSE("%s: not a regular file (%s): a data file made by memstub gen --data is read "
+                "whole before the replay",
+                path, file_kind(st.st_mode));
   }
+  memstub_stub_data *d = rc == 0 ? calloc(1, sizeof *d) : NULL;
+  if (rc == 0 && !d) rc = memstub_error_set(err, -ENOMEM, "out of memory");
+  uint64_t size = (uint64_t)st.st_size;
+  if (rc == 0 && size == 0) rc = REFUSE("%s: magic: the file is empty", path);
+  if (rc == 0 && size > SIZE_MAX / 2) rc = REFUSE("%s: the file is too large to read", path);
+  if (rc == 0 && (rc = copy_in(fd, path, size, &d->map, err)) == 0) d->map_len = (size_t)size;
   close(fd);
   const df_array *tab = NULL;
   if (rc == 0) rc = read_head(path, d->map, size, &d->stub, &tab, err);

@@ -396,6 +396,14 @@ static MS__NOINLINE void stack_used(ms__rt_ctx *c, int64_t x) {
     r->faults_stack = ms__prim_minor_faults() - c->faults_base;
 }
 
+// Point x could not have what (MS__RT_FAIL_*) of bytes: error rc, the replay stops.
+static void stop(ms__rt_ctx *c, int64_t x, int rc, int what, int64_t bytes) {
+  c->failed = rc;
+  c->failed_at = x;
+  c->failed_what = what;
+  c->failed_bytes = bytes;
+}
+
 // The heap part of point x: resize the block, then write its new bytes.
 static MS__NOINLINE void heap_part(ms__rt_ctx *c, int64_t x) {
   int64_t old = c->heap.size;
@@ -408,8 +416,7 @@ static MS__NOINLINE void heap_part(ms__rt_ctx *c, int64_t x) {
   } else if (size != old) {
     int rc = ms__rt_heap_resize(&c->heap, size);
     if (rc < 0) {
-      c->failed = rc;
-      c->failed_at = x;
+      stop(c, x, rc, MS__RT_FAIL_HEAP, size);
       return;
     }
   }
@@ -423,11 +430,13 @@ static MS__NOINLINE void heap_part(ms__rt_ctx *c, int64_t x) {
   // Resident data: the mapped change, then touch or drop pages to the target.
   int rc = ms__rt_res_mapped(&c->res, c->res.mapped[x], c->page);
   if (rc < 0) {
-    c->failed = rc;
-    c->failed_at = x;
+    int64_t len = c->res.map_len + c->res.mapped[x];  // no overflow: memstub_replay_check
+    stop(c, x, rc, MS__RT_FAIL_MAPPED, len > 0 ? len : 0);
     return;
   }
-  ms__rt_res_target(&c->res, &c->heap, c->res.rss[x], c->page);
+  int64_t keep = 0;
+  if ((rc = ms__rt_res_target(&c->res, &c->heap, c->res.rss[x], c->page, &keep)) < 0)
+    stop(c, x, rc, MS__RT_FAIL_RESIDENT, keep);
 }
 
 // The end of point x's work (before its measuring): the row's work so far.

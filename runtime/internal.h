@@ -72,7 +72,6 @@ typedef struct ms__rt_res {
   char *keep;
   size_t keep_cap;              // its length, whole pages (it never shrinks)
   int64_t keep_touched;         // bytes [0, keep_touched) written
-  int64_t keep_unmet;           // targets it could not hold (its mmap/mremap failed)
   int keep_split;               // pages were moved into it: several mappings, never grown
   int64_t keep_moved;           // bytes moved into it from a shrinking heap block
   int64_t n;                    // points of rss (the keep mapping is reserved for their peak)
@@ -90,9 +89,11 @@ int ms__rt_res_mapped(ms__rt_res *r, int64_t delta, long page);
  * while the target allows: a target above what is written writes the heap
  * block's next bytes, then the mapping's, lowest address first, then the
  * keep mapping's; a target below drops (madvise MADV_DONTNEED) the keep
- * mapping's last pages first, then the mapping's, then the block's. A keep
- * mapping that cannot grow holds what it has (keep_unmet counts it). */
-void ms__rt_res_target(ms__rt_res *r, ms__rt_heap *h, int64_t target, long page);
+ * mapping's last pages first, then the mapping's, then the block's. 0, or
+ * the negative errno of a keep mapping that cannot grow to what the target
+ * needs of it (*keep_need, bytes): nothing is written then. */
+int ms__rt_res_target(ms__rt_res *r, ms__rt_heap *h, int64_t target, long page,
+                      int64_t *keep_need);
 /* Before the heap block h (mmapped) shrinks to size: move its written pages
  * that the shrink would unmap into the keep mapping (mremap, no fault, no
  * copy), so that a heap fall whose resident memory stays keeps its pages as
@@ -348,8 +349,10 @@ typedef struct ms__rt_ctx {
   int64_t run_delay0, run_delay_end;  // its run-queue wait at T0 and at the end (-1 unknown)
   int64_t begun;            // points begun, for progress (written with __atomic_store_n)
   int64_t heap_base, faults_base;
-  int failed;               // a negative errno once a heap resize failed
+  int failed;               // a negative errno once a point's memory could not be had
   int64_t failed_at;        // ... at this point
+  int failed_what;          // ... for this (MS__RT_FAIL_*)
+  int64_t failed_bytes;     // ... of this size (the heap block, the mapping, the keep mapping)
   memstub_replay_record entry;
   // Threads (threads.c): T0 given (the common clock), else 0; the next point
   // after whose work ms__rt_threads_point runs (-1 none); the thread's state.
@@ -357,6 +360,13 @@ typedef struct ms__rt_ctx {
   int64_t thr_next;
   void *thr;
 } ms__rt_ctx;
+
+// What a replay that stopped could not have (ms__rt_ctx.failed_what).
+enum { MS__RT_FAIL_HEAP, MS__RT_FAIL_MAPPED, MS__RT_FAIL_RESIDENT };
+/* Why c's replay of s stopped, into buf: "point X (row R of the trace, T ns
+ * after its start): stopped: cannot ..." naming the heap block, the mapping
+ * (mapped_bytes) or the resident target (rss_bytes) and its size (run.c). */
+void ms__rt_stop_reason(const ms__rt_ctx *c, const struct memstub_stub *s, char *buf, size_t cap);
 
 /* The engine's context for a replay of s with opt, measuring into rec
  * (run.c). thr_next is -1. */

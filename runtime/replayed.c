@@ -68,11 +68,12 @@ static int add_meta(memstub_trace *t, const memstub_replay *r, int64_t clamped) 
   if (!rc) rc = set_meta(t, "points", "%lld", (long long)in->points);
   if (!rc) rc = set_meta(t, "stack_size", "%lld", (long long)in->stack_size);
   if (!rc) rc = set_meta(t, "tcache", "%s", tc[in->tcache + 2]);
+  // memstub compare reads "unknown" here and leaves the heap out.
+  if (!rc && !memstub_replay_heap_measured(r))
+    rc = set_meta(t, "heap", "unknown (%s); heap_bytes are the stub's heap_base",
+                  MEMSTUB_HEAP_NOT_MEASURED);
   if (!rc) rc = set_meta(t, "heap_pad", "%lld", (long long)in->heap_pad);
   if (!rc && clamped) rc = set_meta(t, "heap_clamped_rows", "%lld", (long long)clamped);
-  if (!rc && in->rss_unmet)
-    rc = set_meta(t, "rss_unmet_points", "%lld (resident targets beyond the heap and the "
-                  "mapping that could not be held: mmap failed)", (long long)in->rss_unmet);
   // The process's own resident memory under the curve: rss_bytes are above it.
   if (!rc && in->rss_entry_bytes >= 0)
     rc = set_meta(t, "rss_entry_bytes",
@@ -86,6 +87,10 @@ static int add_meta(memstub_trace *t, const memstub_replay *r, int64_t clamped) 
   if (!rc) rc = set_meta(t, "host.compiler", "%s", __VERSION__);
   if (!rc) rc = set_meta(t, "replayed", "%s", date);
   return rc;
+}
+
+int memstub_replay_heap_measured(const memstub_replay *r) {
+  return !(r->opt.measure & MEMSTUB_MEASURE_HEAP) || r->info.heap_visible;
 }
 
 /* The replayed totals of a row: the bases plus what p measured, ending at
@@ -237,13 +242,4 @@ int memstub_replay_trace(const memstub_replay *r, memstub_trace **out, memstub_e
   }
   *out = t;
   return 0;
-}
-
-int memstub_replay_write(const memstub_replay *r, const char *path, memstub_error *err) {
-  memstub_trace *t;
-  int rc = memstub_replay_trace(r, &t, err);
-  if (rc < 0) return rc;
-  rc = memstub_trace_write(t, path, err);
-  memstub_trace_free(t);
-  return rc;
 }

@@ -142,7 +142,8 @@ void ms__rt_res_keep_heap(ms__rt_res *r, const ms__rt_heap *h, int64_t size, lon
   *len = n;
 }
 
-void ms__rt_res_target(ms__rt_res *r, ms__rt_heap *h, int64_t target, long page) {
+int ms__rt_res_target(ms__rt_res *r, ms__rt_heap *h, int64_t target, long page,
+                      int64_t *keep_need) {
   h->res = r;  // the heap's shrinks hand their written pages over from now on
   int64_t heap = h->size;
   if (r->heap_touched > heap) r->heap_touched = heap;  // a shrink took the rest
@@ -154,9 +155,10 @@ void ms__rt_res_target(ms__rt_res *r, ms__rt_heap *h, int64_t target, long page)
     want_k = r->keep_touched;
     ms__res_settle(target, heap, r->map_len, &want_h, &want_m, &want_k);
   }
-  if (want_k > r->keep_touched && keep_room(r, want_k, page) < 0) {
-    r->keep_unmet++;
-    want_k = r->keep_touched;  // hold what it has
+  int rc;
+  if (want_k > r->keep_touched && (rc = keep_room(r, want_k, page)) < 0) {
+    *keep_need = want_k;
+    return rc;  // a target it cannot reach: the replay stops (never short without a word)
   }
   if (want_k > r->keep_touched) {
     touch(r->keep, r->keep_touched, want_k, page);
@@ -182,6 +184,7 @@ void ms__rt_res_target(ms__rt_res *r, ms__rt_heap *h, int64_t target, long page)
     r->released++;
   }
   r->map_touched = want_m;
+  return 0;
 }
 
 void ms__rt_res_release(ms__rt_res *r) {

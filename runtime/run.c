@@ -87,11 +87,38 @@ static int check_options(const memstub_replay_options *o, memstub_error *err) {
 // hand-edited header's descriptor is not trusted to size the stack.
 typedef struct figures {
   int64_t peak_stack, max_depth, peak_heap, duration;
+  // Resident data (layouts 2, 3): the highest resident target and mapped
+  // total (whole pages), the most address space heap, mapping and resident
+  // memory beyond both take at one point, and the points of each (-1 none).
+  int64_t peak_rss, peak_mapped, peak_space, rss_at, mapped_at, space_at;
 } figures;
 
+static int64_t pages_of(int64_t v, long page) { return v / page * page + (v % page ? page : 0); }
+
+/* Point i of a stub with resident data into f's resident figures: heap is
+ * its heap (as recompute found it), *map the mapped total before it (then
+ * after it). 0 or -EINVAL when the mapped changes add up beyond 64 bits. */
+static int resident_figures(const struct memstub_stub *s, int64_t i, int64_t heap, int64_t *map,
+                            figures *f, memstub_error *err) {
+  long page = ms__prim_page_size();
+  if (ms__add_i64(*map, s->mapped[i], map) < 0 || *map > INT64_MAX - page)
+    return memstub_error_set(err, -EINVAL, "point %lld: the mapped changes add up beyond 64 bits",
+                             (long long)i);
+  if (*map < 0) *map = 0;  // the mapping never goes below 0
+  int64_t m = pages_of(*map, page), rss = s->rss[i], space;
+  if (m > f->peak_mapped) f->peak_mapped = m, f->mapped_at = i;
+  if (rss > f->peak_rss) f->peak_rss = rss, f->rss_at = i;
+  if (ms__add_i64(heap, m, &space) < 0) space = INT64_MAX;
+  if (rss > space) space = rss;  // beyond the block and the mapping: the keep mapping
+  if (space > f->peak_space) f->peak_space = space, f->space_at = i;
+  return 0;
+}
+
 static int recompute(const struct memstub_stub *s, figures *f, memstub_error *err) {
-  int64_t stack = 0, depth = 0, heap = 0, t = 0;
+  int64_t stack = 0, depth = 0, heap = 0, t = 0, map = 0;
   memset(f, 0, sizeof *f);
+  f->rss_at = f->mapped_at = f->space_at = -1;
+  int resident = s->abi >= MEMSTUB_STUB_ABI_RESIDENT && s->rss && s->mapped;  // as ms__rt_ctx_init
   for (int64_t i = 0; i < s->numdata; i++) {
     const struct memAlloc *u = &s->use[i];
     if (ms__add_i64(t, u->time, &t) < 0)
@@ -107,6 +134,8 @@ static int recompute(const struct memstub_stub *s, figures *f, memstub_error *er
     if (stack > f->peak_stack) f->peak_stack = stack;
     if (depth > f->max_depth) f->max_depth = depth;
     if (heap > f->peak_heap) f->peak_heap = heap;
+    int rc = resident ? resident_figures(s, i, heap, &map, f, err) : 0;
+    if (rc < 0) return rc;
   }
   f->duration = t;
   if (t > MAX_DURATION)
@@ -165,11 +194,14 @@ static int check_measure_memory(int64_t n, uint64_t records, memstub_error *err)
 }
 
 /* Refuse a replay that the process's limits on memory cannot hold: the heap
- * block at its peak, the replay thread's stack and the records, beyond what
+ * block at its peak (with resident data: heap, mapping and what the resident
+ * target holds beyond both, at one point), the replay thread's stack and the
+ * records, beyond what
  * the process uses now (RLIMIT_AS, RLIMIT_DATA). RLIMIT_STACK bounds the main
  * thread's stack only: the replay thread's is mapped at the size asked for.
  * 0, or -ENOMEM naming the limit. */
-static int check_limits(uint64_t heap, uint64_t stack, uint64_t records, memstub_error *err) {
+static int check_limits(uint64_t heap, int resident, uint64_t stack, uint64_t records,
+                        memstub_error *err) {
   static const struct {
     int which;
     const char *name, *shell;
@@ -196,16 +228,58 @@ static int check_limits(uint64_t heap, uint64_t stack, uint64_t records, memstub
                                (unsigned long long)(need - records), (unsigned long long)room);
     if (need > room)
       return memstub_error_set(err, -ENOMEM,
-                               "the stub needs %llu bytes of memory (heap %llu at its peak, "
+                               "the stub needs %llu bytes of memory (%s %llu at its peak, "
                                "replay stack %llu, records %llu, malloc arena %llu); the "
                                "process's %s, %s) is "
                                "%llu bytes and it uses %llu already, leaving %llu",
-                               (unsigned long long)need, (unsigned long long)heap,
+                               (unsigned long long)need,
+                               resident ? "heap, mapped and resident memory" : "heap",
+                               (unsigned long long)heap,
                                (unsigned long long)stack, (unsigned long long)records,
                                (unsigned long long)arena,
                                lim[i].name, lim[i].shell, (unsigned long long)limit,
                                (unsigned long long)used, (unsigned long long)room);
   }
+  return 0;
+}
+
+/* Refuse resident and mapped targets this machine's memory (phys bytes, 0
+ * unknown) cannot hold, as the heap's: the highest resident target, the
+ * largest mapping, and heap, mapping and resident memory beyond them at one
+ * point with the replay stack (stack bytes). 0 or -ENOMEM naming the point,
+ * its row of the trace and the original's figure there. */
+static int check_resident(const struct memstub_stub *s, const figures *f, uint64_t phys,
+                          int64_t stack, memstub_error *err) {
+  if (!phys || f->space_at < 0) return 0;
+  int64_t orig;
+  if ((uint64_t)f->peak_rss > phys)
+    return memstub_error_set(err, -ENOMEM,
+                             "the stub needs %lld bytes resident at point %lld (row %lld of the "
+                             "trace: rss_bytes %lld); this machine has %llu bytes of memory",
+                             (long long)f->peak_rss, (long long)f->rss_at,
+                             (long long)s->point[f->rss_at],
+                             ms__add_i64(s->rss_base, f->peak_rss, &orig) < 0 ? (long long)f->peak_rss
+                                                                             : (long long)orig,
+                             (unsigned long long)phys);
+  if ((uint64_t)f->peak_mapped > phys)
+    return memstub_error_set(err, -ENOMEM,
+                             "the stub needs %lld bytes of mapped memory at point %lld (row %lld "
+                             "of the trace: mapped_bytes %lld); this machine has %llu bytes of "
+                             "memory",
+                             (long long)f->peak_mapped, (long long)f->mapped_at,
+                             (long long)s->point[f->mapped_at],
+                             ms__add_i64(s->mapped_base, f->peak_mapped, &orig) < 0
+                                 ? (long long)f->peak_mapped
+                                 : (long long)orig,
+                             (unsigned long long)phys);
+  if ((uint64_t)f->peak_space > phys || (uint64_t)f->peak_space + (uint64_t)stack > phys)
+    return memstub_error_set(err, -ENOMEM,
+                             "the stub needs %lld bytes of heap, mapped and resident memory at "
+                             "point %lld (row %lld of the trace) and %lld of stack; this machine "
+                             "has %llu bytes of memory",
+                             (long long)f->peak_space, (long long)f->space_at,
+                             (long long)s->point[f->space_at], (long long)stack,
+                             (unsigned long long)phys);
   return 0;
 }
 
@@ -269,10 +343,13 @@ int memstub_replay_check(const struct memstub_stub *s, const memstub_replay_opti
                              "the stub needs %lld bytes of heap and %lld of stack; this machine "
                              "has %llu bytes of memory",
                              (long long)f.peak_heap, (long long)size, (unsigned long long)phys);
+  if ((rc = check_resident(s, &f, phys, size, err)) < 0) return rc;
   uint64_t records = (uint64_t)memstub_replay_measure_bytes(s, o);
   if ((rc = check_measure_memory(s->numdata, records, err)) < 0) return rc;
-  if ((rc = check_limits((uint64_t)f.peak_heap + MS__RT_HEAP_PAD, (uint64_t)size, records, err)) <
-      0)
+  // Address space: the heap block, and the stub's own mappings beside it.
+  int64_t space = f.peak_space > f.peak_heap ? f.peak_space : f.peak_heap;
+  if ((rc = check_limits((uint64_t)space + MS__RT_HEAP_PAD, f.space_at >= 0, (uint64_t)size,
+                         records, err)) < 0)
     return rc;
   if (stack_size) *stack_size = size;
   return 0;
@@ -406,31 +483,46 @@ static int run_thread(job *j, int64_t stack_size, const memstub_replay_options *
   return rc ? -rc : 0;
 }
 
-/* Why a replay that ran stopped: heap preparation or a heap resize that
- * failed, with the point, its row of the original trace, its time there and
- * the limits on memory. 0 when it did not stop, else a negative errno with
- * err set. */
+void ms__rt_stop_reason(const ms__rt_ctx *c, const struct memstub_stub *s, char *buf, size_t cap) {
+  int64_t x = c->failed_at, t = 0, n = c->failed_bytes;
+  for (int64_t i = 0; i <= x; i++) t += s->use[i].time;
+  char what[256];
+  int64_t orig;  // the original's figure at the row (the base plus the stub's)
+  if (c->failed_what == MS__RT_FAIL_MAPPED)
+    snprintf(what, sizeof what,
+             "cannot map %lld bytes of mapped memory (the stub's own mapping, for mapped_bytes "
+             "%lld)",
+             (long long)n, ms__add_i64(s->mapped_base, n, &orig) < 0 ? (long long)n : (long long)orig);
+  else if (c->failed_what == MS__RT_FAIL_RESIDENT)
+    snprintf(what, sizeof what,
+             "cannot hold the resident target of %lld bytes (rss_bytes %lld): the mapping that "
+             "holds what lies beyond the heap block and the mapped memory cannot grow to %lld "
+             "bytes",
+             (long long)s->rss[x],
+             ms__add_i64(s->rss_base, s->rss[x], &orig) < 0 ? (long long)s->rss[x] : (long long)orig,
+             (long long)n);
+  else
+    snprintf(what, sizeof what, "cannot resize the heap block to %lld bytes", (long long)n);
+  char hint[256];
+  limit_hint(hint, sizeof hint);
+  snprintf(buf, cap, "point %lld (row %lld of the trace, %lld ns after its start): stopped: %s: %s%s",
+           (long long)x, (long long)s->point[x], (long long)t, what, strerror(-c->failed), hint);
+}
+
+/* Why a replay that ran stopped: heap preparation failed, or a point's
+ * memory could not be had (ms__rt_stop_reason). 0 when it did not stop,
+ * else a negative errno with err set. */
 static int stopped(const job *j, const struct memstub_stub *s, memstub_error *err) {
   const ms__rt_ctx *c = &j->c;
-  char hint[256];
+  char msg[MEMSTUB_ERRMSG_MAX];
   if (j->prep < 0) {
-    limit_hint(hint, sizeof hint);
+    limit_hint(msg, sizeof msg);
     return memstub_error_set(err, j->prep, "out of memory while preparing the replay's heap%s",
-                             hint);
+                             msg);
   }
   if (c->failed >= 0) return 0;
-  int64_t size = 0, t = 0;
-  for (int64_t i = 0; i <= c->failed_at; i++) {
-    size += s->use[i].heapAlloc;
-    if (size < 0) size = 0;
-    t += s->use[i].time;
-  }
-  limit_hint(hint, sizeof hint);
-  return memstub_error_set(err, c->failed,
-                           "point %lld (row %lld of the trace, %lld ns after its start): "
-                           "stopped: cannot resize the heap block to %lld bytes: %s%s",
-                           (long long)c->failed_at, (long long)s->point[c->failed_at],
-                           (long long)t, (long long)size, strerror(-c->failed), hint);
+  ms__rt_stop_reason(c, s, msg, sizeof msg);
+  return memstub_error_set(err, c->failed, "%s", msg);
 }
 
 // What the replay r did, from the engine's context c, into r->info.
@@ -472,7 +564,6 @@ void ms__rt_fill_info(memstub_replay *r, const ms__rt_ctx *c, int64_t stack_size
   in->rss_entry_bytes = (opt->measure & MEMSTUB_MEASURE_RESIDENT) && c->res.rss0 >= 0
                             ? c->res.rss0
                             : -1;
-  in->rss_unmet = c->res.keep_unmet;
   in->entry = c->entry;
   in->entry.run_delay_ns = c->run_delay0;
 }

@@ -43,7 +43,7 @@ static const char *human_ns(long long ns, char *buf, size_t cap) {
  * MEMSTUB_STUB_VAR as thread 0's stub (for the help); the program replays
  * every thread with memstub_threads_run (docs/runtime.md, "Threads"). */
 /* memstub build --data FILE defines MEMSTUB_STUB_DATA as FILE's absolute
- * path and includes no header: the program maps the data file at start
+ * path and includes no header: the program reads the data file at start
  * (--data FILE names another one) and replays it. */
 
 static const char *prog = "stub";
@@ -57,7 +57,8 @@ static const char usage_text[] =
     "options:\n"
     "  --measure FILE    measure every point and write the replayed trace to FILE\n"
     "                    (one row per original row; extra columns point,\n"
-    "                    target_time_ns, late_ns, wake_late_ns, work_ns, off_cpu_ns)\n"
+    "                    target_time_ns, late_ns, wake_late_ns, work_ns, off_cpu_ns);\n"
+    "                    opened first: one that cannot be written fails at once\n"
     "  --timing MODE     deadline: absolute deadlines, errors never add up;\n"
     "                    usleep: relative sleeps as in the paper. The default is\n"
     "                    the mode the header was calibrated for, else deadline\n"
@@ -74,7 +75,10 @@ static const char usage_text[] =
     "  -h, --help        show this help\n"
     "\n"
     "Exit status: 0 replayed, 2 bad usage, a stub that cannot be replayed here\n"
-    "(more memory than ulimit -v or -d leaves), or a replay stopped by an error.\n";
+    "(more heap, stack, resident or mapped memory than this machine has or ulimit\n"
+    "-v or -d leaves), or a replay stopped by an error. A replay that cannot\n"
+    "measure its heap (an allocator mallinfo2 does not see) says 'heap not\n"
+    "measured' and marks its trace so.\n";
 
 static int fail(const char *fmt, const char *a) {
   fprintf(stderr, "%s: error: ", prog);
@@ -114,7 +118,7 @@ static int beyond_arrays(const struct memstub_stub *s) {
 #endif
 
 #ifdef MEMSTUB_STUB_DATA
-/* The data file named by --data (else the one built in), mapped and checked
+/* The data file named by --data (else the one built in), read and checked
  * before any option is acted on; NULL after printing why. */
 static memstub_stub_data *open_data(int argc, char **argv) {
   const char *path = MEMSTUB_STUB_DATA;
@@ -216,13 +220,20 @@ static int run(int argc, char **argv, const struct memstub_stub *stub) {
 #endif
   memstub_error err = {0};
   if (check) return memstub_replay_check(stub, &o, NULL, &err) < 0 ? fail("%s", err.msg) : 0;
+  memstub_measure_file *mf = NULL;  // opened first: a path that cannot be written fails now
+  if (measure && memstub_measure_open(measure, &mf, &err) < 0) return fail("%s", err.msg);
   if (measure) o.measure = MEMSTUB_MEASURE_TRACE;
   if (isatty(STDERR_FILENO) && !getenv("MEMSTUB_QUIET") && stub->numdata >= 100000)
     o.progress = progress;
   memstub_replay *r;
-  if (memstub_replay_run(stub, &o, &r, &err) < 0) return fail("%s", err.msg);
-  int rc = 0;
-  if (measure && memstub_replay_write(r, measure, &err) < 0) rc = fail("%s", err.msg);
+  if (memstub_replay_run(stub, &o, &r, &err) < 0) {
+    memstub_measure_abort(mf);
+    return fail("%s", err.msg);
+  }
+  int rc = mf && memstub_measure_commit_replay(mf, r, &err) < 0 ? fail("%s", err.msg) : 0;
+  if (measure && rc == 0 && !memstub_replay_heap_measured(r))
+    fprintf(stderr, "%s: warning: %s; heap_bytes in %s are not the stub's heap\n", prog,
+            MEMSTUB_HEAP_NOT_MEASURED, measure);
   if (verbose && rc == 0) {
     char d[32], t[32], c[32];
     fprintf(stderr,
@@ -252,16 +263,15 @@ static int run_threads(int argc, char **argv, const struct memstub_threads_stub 
   if (st >= 0) return st;
   memstub_error err = {0};
   if (check) return memstub_threads_check(s, &o, &err) < 0 ? fail("%s", err.msg) : 0;
+  memstub_measure_file *mf = NULL;  // opened first: a path that cannot be written fails now
+  if (measure && memstub_measure_open(measure, &mf, &err) < 0) return fail("%s", err.msg);
   if (measure) o.measure = MEMSTUB_MEASURE_TRACE;
   memstub_threads_replay *r;
-  if (memstub_threads_run(s, &o, &r, &err) < 0) return fail("%s", err.msg);
-  int rc = 0;
-  if (measure) {
-    memstub_trace *t = NULL;
-    if (memstub_threads_trace(r, &t, &err) < 0 || memstub_trace_write(t, measure, &err) < 0)
-      rc = fail("%s", err.msg);
-    memstub_trace_free(t);
+  if (memstub_threads_run(s, &o, &r, &err) < 0) {
+    memstub_measure_abort(mf);
+    return fail("%s", err.msg);
   }
+  int rc = mf && memstub_measure_commit_threads(mf, r, &err) < 0 ? fail("%s", err.msg) : 0;
   for (int64_t k = 0; verbose && rc == 0 && k < s->nthreads; k++) {
     const memstub_replay_info *i = &r->thread[k]->info;
     char a[32], d[32], t[32], c[32];

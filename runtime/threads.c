@@ -402,12 +402,9 @@ int memstub_threads_run(const memstub_threads_stub *s, const memstub_replay_opti
       goto fail;
     }
     if (ts->c.failed < 0) {
-      rc = memstub_error_set(err, ts->c.failed,
-                             "thread %lld: point %lld (row %lld of its trace): stopped: cannot "
-                             "resize the heap block: %s",
-                             (long long)k, (long long)ts->c.failed_at,
-                             (long long)s->stubs[k]->point[ts->c.failed_at],
-                             strerror(-ts->c.failed));
+      char why[MEMSTUB_ERRMSG_MAX];
+      ms__rt_stop_reason(&ts->c, s->stubs[k], why, sizeof why);
+      rc = memstub_error_set(err, ts->c.failed, "thread %lld: %s", (long long)k, why);
       goto fail;
     }
     ms__rt_fill_info(res->thread[k], &ts->c, ts->stack_size);
@@ -552,8 +549,9 @@ int memstub_threads_trace(const memstub_threads_replay *r, memstub_trace **out,
       if (memstub_trace_column(t, tt[k]->extra_names[c]) < 0)
         rc = memstub_trace_add_column(t, tt[k]->extra_names[c]);
   // Metadata: thread 0's, but the figures of one replay thread are each thread's.
+  // ("heap": threads measure theirs from usable sizes, not mallinfo2.)
   static const char *const own[] = {"duration_ns", "cpu_ns", "off_cpu_ns", "points",
-                                    "stack_size", "heap_clamped_rows"};
+                                    "stack_size", "heap_clamped_rows", "heap"};
   for (size_t i = 0; rc >= 0 && i < tt[0]->nmeta; i++) {
     int skip = 0;
     for (size_t j = 0; j < sizeof own / sizeof *own; j++) skip |= !strcmp(tt[0]->meta[i].key, own[j]);

@@ -552,7 +552,7 @@ START_TEST(test_progress_on_tty) {
   char *replay_args[] = {"replay", "--data", "t.msd", NULL};
   out = on_tty(dir, replay_args, &st);
   ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
-  ck_assert_msg(strstr(out, "memstub replay: mapping t.msd") != NULL, "%s", out);
+  ck_assert_msg(strstr(out, "memstub replay: reading t.msd") != NULL, "%s", out);
   ck_assert_msg(strstr(out, "replaying") != NULL, "%s", out);
   free(out);
   char *replayt_args[] = {"replay", "t.csv", NULL};

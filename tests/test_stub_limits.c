@@ -150,19 +150,11 @@ static void eat_room(int64_t done, int64_t total, void *arg) {
     room_left = room;
 }
 
-/* 200 MB of heap 2 s in, the check passed under the limit; then the rest of
- * the program takes the address space: the replay stops at that point with
- * -ENOMEM, the error naming the point, its row of the trace and the limit. */
-START_TEST(test_heap_fails_mid_run) {
-#if defined(MEMSTUB_SANITIZED)
-  fprintf(stderr, "test_heap_fails_mid_run: skipped under the sanitizers\n");
-  return;
-#endif
-  static const struct memAlloc use[] = {{2000000000, 0, 200 * MB}, {100000000, 0, -200 * MB}};
-  static const int64_t point[] = {1, 2};
-  struct memstub_stub s = {.abi = MEMSTUB_STUB_ABI, .name = "limits", .numdata = 2, .use = use,
-                           .point = point, .norig = 3, .peak_heap = 200 * MB,
-                           .duration_ns = 2100000000};
+/* Replay s in a child under an address-space limit that leaves room for it
+ * and 100 MB more, while the first progress report takes all but 16 MB of
+ * that room (eat_room): the replay's return code, the room taken and its
+ * error message into buf ("RC TAKEN MESSAGE"). */
+static void replay_short_of_room(const struct memstub_stub *s, char *buf, size_t cap) {
   int fd[2];
   ck_assert_int_eq(pipe(fd), 0);
   pid_t pid = fork();
@@ -179,7 +171,7 @@ START_TEST(test_heap_fails_mid_run) {
     o.progress = eat_room;
     memstub_replay *r = NULL;
     memstub_error err = {0};
-    int rc = memstub_replay_run(&s, &o, &r, &err);
+    int rc = memstub_replay_run(s, &o, &r, &err);
     char msg[sizeof err.msg + 64];
     int n = snprintf(msg, sizeof msg, "%d %lld %s", rc, room_left, err.msg);
     if (write(fd[1], msg, (size_t)n) != n) _exit(5);
@@ -187,11 +179,9 @@ START_TEST(test_heap_fails_mid_run) {
     _exit(0);
   }
   close(fd[1]);
-  char buf[2048] = "";
   size_t len = 0;
   ssize_t k;
-  while (len + 1 < sizeof buf && (k = read(fd[0], buf + len, sizeof buf - 1 - len)) > 0)
-    len += (size_t)k;
+  while (len + 1 < cap && (k = read(fd[0], buf + len, cap - 1 - len)) > 0) len += (size_t)k;
   buf[len] = '\0';
   close(fd[0]);
   int st;
@@ -202,9 +192,42 @@ START_TEST(test_heap_fails_mid_run) {
   ck_assert_int_eq(sscanf(buf, "%d %lld", &rc, &took), 2);
   ck_assert_msg(took > 0, "the test could not take the room: %s", buf);
   ck_assert_msg(rc == -ENOMEM, "%s", buf);
+}
+
+/* 200 MB of heap, of mapped memory, or resident beyond both, 2 s in; the
+ * check passed under the limit; then the rest of the program takes the
+ * address space: the replay stops at that point with -ENOMEM, the error
+ * naming the point, its row of the trace, what could not be had (the heap
+ * block, the mapping for mapped_bytes, the resident target) and the limit.
+ * (A mapping that failed was "cannot resize the heap block to 0 bytes"; a
+ * resident target that failed passed with exit 0, counted in metadata.) */
+START_TEST(test_memory_fails_mid_run) {
+#if defined(MEMSTUB_SANITIZED)
+  fprintf(stderr, "test_memory_fails_mid_run: skipped under the sanitizers\n");
+  return;
+#endif
+  static const int64_t point[] = {1, 2};
+  static const struct memAlloc heap_use[] = {{2000000000, 0, 200 * MB}, {100000000, 0, -200 * MB}};
+  static const struct memAlloc flat_use[] = {{2000000000, 0, 0}, {100000000, 0, 0}};
+  static const int64_t none[] = {0, 0}, mapped[] = {200 * MB, -200 * MB}, rss[] = {200 * MB, 0};
+  struct memstub_stub s = {.abi = MEMSTUB_STUB_ABI, .name = "limits", .numdata = 2,
+                           .use = heap_use, .point = point, .norig = 3,
+                           .peak_heap = 200 * MB, .duration_ns = 2100000000};
+  const char *want = "cannot resize the heap block to 200000000 bytes";
+  if (_i > 0) {  // the resident layout, no heap
+    s.abi = MEMSTUB_STUB_ABI_RESIDENT, s.use = flat_use, s.peak_heap = 0;
+    s.mapped = _i == 1 ? mapped : none;
+    s.rss = _i == 1 ? none : rss;
+    s.rss_base = s.mapped_base = 1000;
+    want = _i == 1 ? "cannot map 200000000 bytes of mapped memory (the stub's own mapping, for "
+                     "mapped_bytes 200001000)"
+                   : "cannot hold the resident target of 200000000 bytes (rss_bytes 200001000)";
+  }
+  char buf[2048] = "";
+  replay_short_of_room(&s, buf, sizeof buf);
   ck_assert_msg(strstr(buf, "point 0 (row 1 of the trace") && strstr(buf, "stopped") &&
-                    strstr(buf, "ulimit -v"),
-                "%s", buf);
+                    strstr(buf, want) && strstr(buf, "ulimit -v"),
+                "want '%s': %s", want, buf);
 }
 END_TEST
 
@@ -214,7 +237,7 @@ int main(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_heap_beyond_limit);
   tcase_add_test(tc, test_stack_limits);
-  tcase_add_test(tc, test_heap_fails_mid_run);
+  tcase_add_loop_test(tc, test_memory_fails_mid_run, 0, 3);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -174,6 +174,10 @@ typedef struct memstub_compare_report {
    * the column is known. An unknown column is not compared (its
    * memstub_compare_mem stays 0) and its checks are skipped. */
   char *stack_unknown, *heap_unknown;
+  /* heap_unknown is REPLAYED's (`# heap: unknown (heap not measured...)`):
+   * its replay could not measure the heap (an allocator mallinfo2 does not
+   * see, as AddressSanitizer's), and ORIGINAL's heap is known. */
+  int heap_unknown_replayed;
   /* Resident (rss_bytes) and mapped (mapped_bytes) memory. Unknown (not
    * compared, their checks skipped) when either trace lacks the column or
    * ORIGINAL's metadata says `rss: unknown...` / `mapped: unknown...`: *_unknown

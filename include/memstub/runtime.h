@@ -224,8 +224,8 @@ typedef struct memstub_replay_info {
   int64_t rss_entry_bytes; // RESIDENT: the process's RssAnon at T0 (absolute, statm resident
                            //   - shared), what the replay rss_bytes are relative to; -1 if
                            //   unknown or not measured
-  int64_t rss_unmet;       // resident data: points whose target beyond the heap block and the
-                           //   mapping the keep mapping could not hold (its mmap failed)
+  int64_t rss_unmet;       // always 0: a resident target the stub cannot hold stops the
+                           //   replay with an error naming it (before: points counted here)
 } memstub_replay_info;
 
 typedef struct memstub_replay {
@@ -280,17 +280,50 @@ void memstub_replay_free(memstub_replay *r);
  * base plus a measurement exceeds 64 bits (a hand-edited descriptor); -ENOMEM. */
 int memstub_replay_trace(const memstub_replay *r, memstub_trace **out, memstub_error *err);
 
+/* Whether r measured its heap: 0 when it was asked to (MEMSTUB_MEASURE_HEAP)
+ * and mallinfo2 did not see the allocator in use (AddressSanitizer's, or
+ * another malloc in place of glibc's), so its heap_bytes are not the stub's;
+ * the replayed trace's metadata then says `heap: unknown (...)`, which
+ * memstub compare reads, and a program measuring should say so. 1 otherwise. */
+int memstub_replay_heap_measured(const memstub_replay *r);
+// Why: the words for the warning and the metadata.
+#define MEMSTUB_HEAP_NOT_MEASURED                                                             \
+  "heap not measured: mallinfo2 does not see the allocator in use (AddressSanitizer's, or " \
+  "another malloc in place of glibc's)"
+
 /* memstub_replay_trace, written atomically to path ("-" for stdout). */
 int memstub_replay_write(const memstub_replay *r, const char *path, memstub_error *err);
+
+/* The file a replay measures to, opened before the replay (a stub program's
+ * and memstub replay's --measure): a path that cannot be written fails at
+ * once, not after the replay. The trace goes to a temporary file beside
+ * path, renamed over it by the commit (a device, a FIFO or "-" are written
+ * in place). While it is open, SIGINT, SIGTERM and SIGHUP, where their
+ * action is the default one, remove the temporary file before they kill the
+ * process (one open file at a time has this). */
+typedef struct memstub_measure_file memstub_measure_file;
+/* 0 with *out (commit or abort it), or a negative errno with err naming path. */
+int memstub_measure_open(const char *path, memstub_measure_file **out, memstub_error *err);
+/* Write t (a replayed trace: memstub_replay_trace, memstub_threads_trace)
+ * and put the file in place; m is closed and freed either way. 0, or a
+ * negative errno with err naming the file (nothing is left then). */
+int memstub_measure_commit(memstub_measure_file *m, const memstub_trace *t, memstub_error *err);
+// Close and free m, removing its temporary file; NULL: nothing.
+void memstub_measure_abort(memstub_measure_file *m);
+/* memstub_replay_trace of r committed to m (aborted when the trace cannot be
+ * made): 0, or a negative errno with err set; m is freed either way. */
+int memstub_measure_commit_replay(memstub_measure_file *m, const memstub_replay *r,
+                                  memstub_error *err);
 
 /* A stub's data file (docs/formats.md, "Data files"): the descriptor and
  * every array of a stub in one binary file, versioned and checksummed, for
  * traces too large to compile (memstub gen --data, memstub replay --data,
- * memstub build --data). Opened, it is mapped read-only and its arrays are
- * used in place; stub is ready for memstub_replay_run while d is open. */
+ * memstub build --data). Opened, it is read whole into memory of its own
+ * (read-only once filled; the file may change or go meanwhile) and its arrays
+ * are used there; stub is ready for memstub_replay_run while d is open. */
 typedef struct memstub_stub_data {
-  struct memstub_stub stub;  // points into the mapping
-  void *map;                 // private: the mapping and its length
+  struct memstub_stub stub;  // points into the copy
+  void *map;                 // private: the copy (an anonymous mapping) and its length
   size_t map_len;
 } memstub_stub_data;
 
@@ -298,12 +331,14 @@ typedef struct memstub_stub_data {
  * 0, or a negative errno with err naming path (-EINVAL for a stub that
  * cannot be written, -EIO/-ENOSPC... when writing fails; nothing is left). */
 int memstub_stub_data_write(const struct memstub_stub *s, const char *path, memstub_error *err);
-/* Map path and check it before anything uses it: magic, version, byte order,
- * size, every array's size, place and checksum, the head's checksum. On
- * success *out owns the mapping (memstub_stub_data_free). On failure *out is
- * NULL and the return is -EINVAL with err "PATH: FIELD: what is wrong" (a
- * damaged, truncated or foreign file), or another negative errno (cannot
- * open or map it). The stub's invariants are checked by memstub_replay_check,
+/* Read path, a regular file, into memory and check it before anything uses
+ * it: magic, version, byte order, size, every array's size, place and
+ * checksum, the head's checksum. On success *out owns the copy
+ * (memstub_stub_data_free). On failure *out is NULL and the return is
+ * -EINVAL with err "PATH: FIELD: what is wrong" (a damaged, truncated or
+ * foreign file) or "PATH: not a regular file (a FIFO): ...", -ENOMEM for a
+ * file larger than the host's available memory, or another negative errno
+ * (cannot open or read it). The stub's invariants are checked by memstub_replay_check,
  * as for any stub. */
 int memstub_stub_data_open(const char *path, memstub_stub_data **out, memstub_error *err);
 void memstub_stub_data_free(memstub_stub_data *d);

@@ -114,6 +114,11 @@ void memstub_threads_replay_free(memstub_threads_replay *r);
  * `thread` column; heap_bytes is the row's thread's own heap. */
 int memstub_threads_trace(const memstub_threads_replay *r, memstub_trace **out,
                           memstub_error *err);
+/* memstub_threads_trace of r committed to m (memstub_measure_open in
+ * memstub/runtime.h; aborted when the trace cannot be made): 0, or a
+ * negative errno with err set; m is freed either way. */
+int memstub_measure_commit_threads(memstub_measure_file *m, const memstub_threads_replay *r,
+                                   memstub_error *err);
 
 /* A threads stub called as a function (memstub_add_stub of a trace with
  * several threads: memstub_NAME()): replays every thread of s as
