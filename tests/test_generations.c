@@ -327,6 +327,28 @@ START_TEST(test_cli_large_fields) {
 }
 END_TEST
 
+/* gen --hold scaled what is held by --heap-scale and --time-scale and left
+ * out, silently, a release beyond 1e15 bytes or 9e18 ns: now refused. */
+START_TEST(test_cli_hold_scaled_beyond) {
+  char *dir = tu_mkdtemp();
+  char src[4096];
+  snprintf(src, sizeof src, "%s", tu_src("tests/fixtures/hold/produce.csv"));
+  tu_run r = tu_memstub(dir, "gen", src, "--hold", "--heap-scale", "1e10", "-o", "h.h", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "--hold: 100000 bytes released 100000000 ns after the return become "
+                              "1e+15 bytes after 1e+08 ns with --heap-scale 1e+10"), "%s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "gen", src, "--hold", "--time-scale", "1e11", "-o", "h.h", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "after 1e+19 ns with --heap-scale 1 and --time-scale 1e+11"), "%s",
+                r.err);
+  tu_run_free(&r);
+  ck_assert_int_eq(tu_count_entries(dir), 0);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("generations");
   TCase *tc = tcase_create("core");
@@ -336,6 +358,7 @@ int main(void) {
   tcase_add_test(tc, test_release_rows);
   tcase_add_test(tc, test_release_v2);
   tcase_add_test(tc, test_cli_large_fields);
+  tcase_add_test(tc, test_cli_hold_scaled_beyond);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
