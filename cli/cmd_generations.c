@@ -76,12 +76,15 @@ static int gens_read(const char *path, gens *g, memstub_error *err) {
   }
   for (size_t i = 0; i < f->nocc; i++) g->o[i].x = &f->occ[i];
   g->n = f->nocc;
+  // Sums of an occurrence's survivor bytes: within 64 bits (the reader checked).
   for (size_t k = 0; k < f->nsurv; k++) {
     const memstub_survivor *s = &f->surv[k];
     occ *o = &g->o[memstub_generations_find(f, s->occurrence) - f->occ];  // the reader checked it
     for (int a = 0; a < NAFTER; a++)
-      if (s->free_ns < 0 || s->free_ns - o->x->end_ns > after_ns[a]) o->alive[a] += s->bytes;
-    if (s->free_ns < 0) o->alive[NAFTER] += s->bytes;
+      if (s->free_ns == -1 ||
+          (o->x->end_ns <= INT64_MAX - after_ns[a] && s->free_ns > o->x->end_ns + after_ns[a]))
+        o->alive[a] += s->bytes;
+    if (s->free_ns == -1) o->alive[NAFTER] += s->bytes;
   }
   return 0;
 }
@@ -112,7 +115,8 @@ static void print_text(gens *g, size_t top, FILE *out) {
   fprintf(out, "  %-24s %7s %11s %11s %9s %11s\n", "region", "occur.", "allocated", "survivors",
           "blocks", "at exit");
   // Per name, in order of first appearance: runs of one name, summed into
-  // their first entry (sums[].x the first occurrence, alive[] the sums).
+  // their first entry (sums[].x the first occurrence, alive[] the sums;
+  // within 64 bits: the reader checked the file's sums).
   qsort(g->o, g->n, sizeof *g->o, by_name);
   typedef struct sum {
     const memstub_occurrence *x;
@@ -147,7 +151,7 @@ static void print_text(gens *g, size_t top, FILE *out) {
   }
   if (g->n > n) fprintf(out, "  ... %zu more (--top)\n", g->n - n);
   const memstub_generations *f = g->file;
-  if (f->dropped_blocks || f->dropped_occurrences || f->dropped_survivors)
+  if (f->version == 1 && (f->dropped_blocks || f->dropped_occurrences || f->dropped_survivors))
     fprintf(out, "  not tracked: %" PRId64 " blocks, %" PRId64 " occurrences, %" PRId64
                  " survivor records (the recorder's bounds: docs/recording.md#generations)\n",
             f->dropped_blocks, f->dropped_occurrences, f->dropped_survivors);
@@ -260,7 +264,7 @@ static int view_read(const gens *g, const char *path, site_view *v, memstub_erro
       const int64_t *at = bsearch(&x->site, keep, u, sizeof *keep, by_i64);
       pl = place[at - keep];
     }
-    part p = {o->name, o->id, pl, 1, x->bytes, x->free_ns < 0 ? x->bytes : 0};
+    part p = {o->name, o->id, pl, x->blocks, x->bytes, x->free_ns == -1 ? x->bytes : 0};
     v->by_region[i] = v->by_occ[i] = p;
   }
   if (rc == 0) {

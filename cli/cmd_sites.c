@@ -16,6 +16,7 @@
 #include "memstub/trace.h"
 #include "ms_common.h"
 #include "ms_spawn.h"
+#include "sites_read.h"
 
 enum { O_TOP = MS_CLI_LONG, O_JSON, O_FRAMES, O_BACKTRACES, O_SKIP };
 
@@ -51,194 +52,10 @@ static const ms_cli_spec spec = {
     "\n",
     options, 24, NULL};
 
-typedef struct map {
-  uint64_t lo, hi, off;
-  char *path;
-  int64_t delta;  // the ELF's p_vaddr - p_offset for this mapping
-  int delta_known;
-} map;
-
-typedef struct frame {
-  uint64_t pc;
-  int map;          // index into maps, or -1
-  uint64_t vaddr;   // the address in the object's ELF terms (pc - 1 mapped)
-  char *function;   // NULL: unknown
-  char *file;       // NULL: unknown
-  long line;
-  int looked;       // symbolise() has asked addr2line already
-} frame;
-
-typedef struct site {
-  int64_t peak, alloc;
-  int64_t peak_n, alloc_n;
-  size_t nframes;
-  frame *frames;   // of the backtrace with the most bytes at the peak, when grouped
-  int64_t rep_peak;  // that backtrace's own bytes at the peak
-  size_t nbt;        // backtraces grouped here (1 when not grouped)
-  size_t skip;       // leading frames inside allocation wrappers (operator new, ...)
-} site;
-
-typedef struct sites_file {
-  char *path;
-  int64_t interval, peak_heap, peak_time, snapshots, sampled, dropped;
-  map *maps;
-  size_t nmaps;
-  site *sites;
-  size_t nsites;
-} sites_file;
-
-static void sites_free(sites_file *s) {
-  for (size_t i = 0; i < s->nmaps; i++) free(s->maps[i].path);
-  for (size_t i = 0; i < s->nsites; i++) {
-    for (size_t k = 0; k < s->sites[i].nframes; k++) {
-      free(s->sites[i].frames[k].function);
-      free(s->sites[i].frames[k].file);
-    }
-    free(s->sites[i].frames);
-  }
-  free(s->maps);
-  free(s->sites);
-  free(s->path);
-}
-
-// A number at *p (decimal, or hex with 0x), advancing past it and one space.
-static int word_u64(const char **p, uint64_t *v) {
-  const char *s = *p;
-  size_t len = strcspn(s, " ");
-  if (len == 0) return -1;
-  int64_t x;
-  if (len > 2 && s[0] == '0' && s[1] == 'x') {
-    uint64_t u = 0;
-    for (size_t i = 2; i < len; i++) {
-      int c = s[i], d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-      if (d < 0 || u >> 60) return -1;
-      u = u * 16 + (uint64_t)d;
-    }
-    *v = u;
-  } else {
-    if (ms__parse_i64(s, len, &x) < 0 || x < 0) return -1;
-    *v = (uint64_t)x;
-  }
-  *p = s + len + (s[len] == ' ');
-  return 0;
-}
-
-/* Read a sites file (docs/formats.md). 0, or -errno with err as
- * "file:line:column: what is wrong". */
-static int sites_read(const char *path, sites_file *s, memstub_error *err) {
-  memset(s, 0, sizeof *s);
-  s->peak_time = -1;
-  char *buf;
-  size_t len;
-  int rc = ms__read_file(path, &buf, &len, err);
-  if (rc < 0) return rc;
-  if (!(s->path = ms__strdup(path))) {
-    free(buf);
-    return memstub_error_set(err, -ENOMEM, "out of memory");
-  }
-  size_t cap_m = 0, cap_s = 0;
-  long lineno = 0;
-  rc = 0;
-  for (char *line = buf; rc == 0 && line < buf + len;) {
-    char *nl = memchr(line, '\n', (size_t)(buf + len - line));
-    if (nl) *nl = '\0';
-    lineno++;
-    char *next = nl ? nl + 1 : buf + len;
-    size_t ll = strlen(line);
-    if (ll && line[ll - 1] == '\r') line[--ll] = '\0';
-    if (lineno == 1 && strcmp(line, "# memstub-sites 1") != 0) {
-      rc = memstub_error_set(err, -EINVAL, "%s:1:1: not a memstub sites file (expected '# memstub-sites 1')",
-                             path);
-      break;
-    }
-    if (!ll || line[0] == '#') {
-      line = next;
-      continue;
-    }
-    const char *p = line + strcspn(line, " ");
-    size_t kl = (size_t)(p - line);
-    if (*p == ' ') p++;
-#define BAD(what) \
-  memstub_error_set(err, -EINVAL, "%s:%ld:%ld: %s", path, lineno, (long)(p - line) + 1, what)
-    static const char *const keys[] = {"interval_bytes", "peak_heap_bytes", "peak_time_ns",
-                                       "snapshots", "sampled", "dropped"};
-    int64_t *vals[] = {&s->interval, &s->peak_heap, &s->peak_time,
-                       &s->snapshots, &s->sampled, &s->dropped};
-    int known = 0;
-    for (size_t k = 0; k < MS__ARRAY_SIZE(keys); k++) {
-      if (kl != strlen(keys[k]) || strncmp(line, keys[k], kl) != 0) continue;
-      known = 1;
-      int64_t v;
-      int neg = *p == '-';
-      if (ms__parse_i64(p, strlen(p), &v) < 0 || (neg && !(k == 2 && v == -1)))
-        rc = BAD("expected a number");
-      else
-        *vals[k] = v;
-    }
-    if (known) {
-      line = next;
-      continue;
-    }
-    if (kl == 3 && strncmp(line, "map", 3) == 0) {
-      map m = {0};
-      if (word_u64(&p, &m.lo) < 0 || word_u64(&p, &m.hi) < 0 || word_u64(&p, &m.off) < 0 ||
-          m.hi <= m.lo) {
-        rc = BAD("expected 'map LOW HIGH OFFSET PATH' (hex addresses)");
-        break;
-      }
-      if (*p != '/') {
-        rc = BAD("expected the mapping's file, an absolute path");
-        break;
-      }
-      if (s->nmaps == cap_m) {
-        cap_m = cap_m ? 2 * cap_m : 16;
-        map *n = realloc(s->maps, cap_m * sizeof *n);
-        if (!n) return free(buf), memstub_error_set(err, -ENOMEM, "out of memory");
-        s->maps = n;
-      }
-      if (!(m.path = ms__strdup(p))) return free(buf), memstub_error_set(err, -ENOMEM, "out of memory");
-      s->maps[s->nmaps++] = m;
-    } else if (kl == 4 && strncmp(line, "site", 4) == 0) {
-      uint64_t v[4];
-      for (int k = 0; k < 4 && rc == 0; k++)
-        if (word_u64(&p, &v[k]) < 0) rc = BAD("expected 'site PEAK_BYTES PEAK_BLOCKS ALLOC_BYTES ALLOC_BLOCKS PC...'");
-      if (rc) break;
-      site st = {(int64_t)v[0], (int64_t)v[2], (int64_t)v[1], (int64_t)v[3], 0, NULL, (int64_t)v[0], 1, 0};
-      size_t nf = 0;
-      for (const char *q = p; *q; q++) nf += *q == ' ';
-      st.frames = calloc(nf + 1, sizeof *st.frames);
-      if (!st.frames) return free(buf), memstub_error_set(err, -ENOMEM, "out of memory");
-      while (*p) {
-        uint64_t pc;
-        if (word_u64(&p, &pc) < 0) {
-          rc = BAD("expected a return address in hex (0x...)");
-          break;
-        }
-        st.frames[st.nframes++] = (frame){.pc = pc, .map = -1};
-      }
-      if (s->nsites == cap_s) {
-        cap_s = cap_s ? 2 * cap_s : 64;
-        site *n = realloc(s->sites, cap_s * sizeof *n);
-        if (!n) {
-          free(st.frames);
-          return free(buf), memstub_error_set(err, -ENOMEM, "out of memory");
-        }
-        s->sites = n;
-      }
-      s->sites[s->nsites++] = st;
-    } else {
-      p = line;
-      rc = BAD("expected interval_bytes, peak_heap_bytes, peak_time_ns, snapshots, sampled, "
-               "dropped, map or site");
-    }
-#undef BAD
-    line = next;
-  }
-  free(buf);
-  if (rc == 0 && lineno == 0)
-    rc = memstub_error_set(err, -EINVAL, "%s:1:1: empty file (expected '# memstub-sites 1')", path);
-  return rc;
-}
+typedef ms_cli_sites_map map;
+typedef ms_cli_sites_frame frame;
+typedef ms_cli_sites_site site;
+typedef ms_cli_sites_file sites_file;
 
 /* Functions that only pass an allocation on (prefixes of addr2line's
  * demangled names): a site is the first frame past them, so that every
@@ -292,6 +109,7 @@ static int by_peak(const void *a, const void *b) {
  * at the peak kept to show. Recursion and many callers otherwise split one
  * place into many small sites. Then most bytes at the peak first. */
 static void group_sites(sites_file *s) {
+  if (!s->nsites) return;  // sites is NULL: no site line
   qsort(s->sites, s->nsites, sizeof *s->sites, by_first_pc);
   size_t out = 0;
   for (size_t i = 0; i < s->nsites; i++) {
@@ -309,11 +127,7 @@ static void group_sites(sites_file *s) {
         g->skip = cur->skip;
         cur->frames = f, cur->nframes = n, cur->skip = k;
       }
-      for (size_t k = 0; k < cur->nframes; k++) {
-        free(cur->frames[k].function);
-        free(cur->frames[k].file);
-      }
-      free(cur->frames);
+      ms_cli_sites_site_free(cur);
       continue;
     }
     s->sites[out++] = *cur;
@@ -549,7 +363,7 @@ int ms_cli_sites_load(const char *path, const int64_t *keep, size_t n, ms_cli_si
   *out = NULL;
   ms_cli_sites *s = calloc(1, sizeof *s);
   if (!s) return memstub_error_set(err, -ENOMEM, "out of memory");
-  int rc = sites_read(path, &s->f, err);
+  int rc = ms_cli_sites_read(path, &s->f, err);
   site *kept = rc == 0 ? calloc(n ? n : 1, sizeof *kept) : NULL;
   unsigned char *used = rc == 0 ? calloc(s->f.nsites + 1, 1) : NULL;
   if (rc == 0 && (!kept || !used)) rc = memstub_error_set(err, -ENOMEM, "out of memory");
@@ -564,19 +378,14 @@ int ms_cli_sites_load(const char *path, const int64_t *keep, size_t n, ms_cli_si
   if (rc < 0) {
     free(kept);
     free(used);
-    sites_free(&s->f);
+    ms_cli_sites_file_free(&s->f);
     free(s);
     return rc;
   }
   // The kept sites move into their own array; the others are freed.
   for (size_t i = 0; i < n; i++) kept[i] = s->f.sites[keep[i]];
   for (size_t i = 0; i < s->f.nsites; i++) {
-    if (used[i]) continue;
-    for (size_t k = 0; k < s->f.sites[i].nframes; k++) {
-      free(s->f.sites[i].frames[k].function);
-      free(s->f.sites[i].frames[k].file);
-    }
-    free(s->f.sites[i].frames);
+    if (!used[i]) ms_cli_sites_site_free(&s->f.sites[i]);
   }
   free(used);
   free(s->f.sites);
@@ -626,7 +435,7 @@ void ms_cli_sites_frames_json(const ms_cli_sites *s, size_t i, FILE *out) {
 
 void ms_cli_sites_free(ms_cli_sites *s) {
   if (!s) return;
-  sites_free(&s->f);
+  ms_cli_sites_file_free(&s->f);
   free(s);
 }
 
@@ -635,9 +444,9 @@ void ms_cli_sites_summary(const char *trace_path, const memstub_trace *t, int to
   char *path = ms_cli_sidecar_path(trace_path, ".sites");
   sites_file s;
   memstub_error err = {0};
-  if (!path || sites_read(path, &s, &err) < 0) {
+  if (!path || ms_cli_sites_read(path, &s, &err) < 0) {
     ms_cli_warn("%s", path ? err.msg : "out of memory");
-    if (path) sites_free(&s);
+    if (path) ms_cli_sites_file_free(&s);
     free(path);
     return;
   }
@@ -651,7 +460,7 @@ void ms_cli_sites_summary(const char *trace_path, const memstub_trace *t, int to
   fprintf(out, "  (all of them: memstub sites %s)\n", trace_path);
   if (why) ms_cli_warn("no function names or lines: %s", why);
   free(why);
-  sites_free(&s);
+  ms_cli_sites_file_free(&s);
   free(path);
 }
 
@@ -708,9 +517,9 @@ int ms_cmd_sites(int argc, char **argv) {
     }
   }
   sites_file s;
-  if (sites_read(path, &s, &err) < 0) {
+  if (ms_cli_sites_read(path, &s, &err) < 0) {
     free(path);
-    sites_free(&s);
+    ms_cli_sites_file_free(&s);
     return ms_cli_fail(&err);
   }
   char *why = NULL;
@@ -725,7 +534,7 @@ int ms_cmd_sites(int argc, char **argv) {
     print_text(&s, n, (size_t)frames, "", stdout);
   if (why) ms_cli_warn("no function names or lines: %s", why);
   free(why);
-  sites_free(&s);
+  ms_cli_sites_file_free(&s);
   free(path);
   return MS_EXIT_OK;
 }

@@ -77,6 +77,35 @@ char *ms__strdup(const char *s);
 /* printf into a new malloc'd string; NULL when out of memory. */
 char *ms__asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* ---- lines of text side files (lines.c) --------------------------------- */
+
+/* A cursor over the lines of a text file held in memory, for the strict
+ * readers of memstub's side files; each line returned is NUL-terminated in
+ * place. line: the number of the line last returned, from 1. */
+typedef struct ms__lines {
+  const char *path;
+  char *p, *end;
+  long line;
+} ms__lines;
+void ms__lines_init(ms__lines *l, const char *path, char *buf, size_t len);
+/* The next line into *line, without its "\n" or "\r\n": 1, 0 at the end of
+ * the input, or -EINVAL with err "path:LINE: ..." for a NUL byte in it or a
+ * last line without its newline (a file cut short). */
+int ms__lines_next(ms__lines *l, char **line, memstub_error *err);
+/* Split line in place at runs of spaces into at most max fields, the last
+ * keeping the rest of the line; the count. */
+int ms__lines_split(char *line, char **f, int max);
+/* -EINVAL with err "path:LINE: field N: " and the message (N from 1). */
+int ms__lines_fail(const ms__lines *l, int n, memstub_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Field n (from 1), s, as an integer in [min, max] into *v: 0, or -EINVAL
+ * with err "path:LINE: field N: 'S' is not WHAT". */
+int ms__lines_i64(const ms__lines *l, int n, const char *s, int64_t min, int64_t max,
+                  const char *what, int64_t *v, memstub_error *err);
+/* Room for one more element of elem bytes in the array *v of capacity *cap
+ * with n used (doubling it): 0, or -ENOMEM with *v unchanged. */
+int ms__grow(void **v, size_t *cap, size_t n, size_t elem);
+
 /* ---- data files (paths.c) ---------------------------------------------- */
 
 /* Directory holding memstub's data (generator/, plots/, traces/samples/,

@@ -168,30 +168,6 @@ START_TEST(test_sites_skip_wrapper) {
 }
 END_TEST
 
-START_TEST(test_sites_bad_file) {
-  char *dir = tu_mkdtemp();
-  char *f = path_in(dir, "x.sites");
-  tu_write_file(f, "# memstub-sites 1\ninterval_bytes 65536\nsite 10 1 10 1 0x12 zz\n");
-  tu_run r = tu_memstub(dir, "sites", "x.sites", NULL);
-  ck_assert_int_eq(r.status, 2);
-  ck_assert_msg(strstr(r.err, "x.sites:3:21: expected a return address"), "%s", r.err);
-  tu_run_free(&r);
-  tu_write_file(f, "memstub-sites 1\n");
-  r = tu_memstub(dir, "sites", "x.sites", NULL);
-  ck_assert_int_eq(r.status, 2);
-  ck_assert_ptr_nonnull(strstr(r.err, "x.sites:1:1: not a memstub sites file"));
-  tu_run_free(&r);
-  tu_write_file(f, "# memstub-sites 1\nmap 0x10 0x5 0x0 /bin/x\n");
-  r = tu_memstub(dir, "sites", "x.sites", NULL);
-  ck_assert_int_eq(r.status, 2);
-  ck_assert_ptr_nonnull(strstr(r.err, "x.sites:2:"));
-  tu_run_free(&r);
-  free(f);
-  tu_rmtree(dir);
-  free(dir);
-}
-END_TEST
-
 // ---- every --help example, as printed ----------------------------------------------------
 
 // Whether sh finds program (a word without '/') on PATH.
@@ -399,7 +375,6 @@ static Suite *suite(void) {
   tcase_set_timeout(t, 120);
   tcase_add_test(t, test_sites_two_known_sites);
   tcase_add_test(t, test_sites_skip_wrapper);
-  tcase_add_test(t, test_sites_bad_file);
   suite_add_tcase(s, t);
   t = tcase_create("help");
   tcase_set_timeout(t, 600);

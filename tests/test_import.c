@@ -632,9 +632,10 @@ START_TEST(test_memusage_inconsistent) {
 END_TEST
 
 /* Found by tests/fuzz/fuzz_memusage: a file with only the two header records
- * (a program that never allocated) passed NULL to qsort; and a stack peak in
- * record 1 beyond int64, as the base of the inverted curve's correction, gave
- * negative stack totals, a trace no writer takes. */
+ * (a program that never allocated) passed NULL to qsort (now refused: no
+ * data records); and a stack peak in record 1 beyond int64, as the base of
+ * the inverted curve's correction, gave negative stack totals, a trace no
+ * writer takes. */
 START_TEST(test_memusage_fuzz_regressions) {
   unsigned char buf[24 * 3];
   memstub_import_options o;
@@ -642,13 +643,12 @@ START_TEST(test_memusage_fuzz_regressions) {
   o.time_unit = MEMSTUB_TIME_US;
   put(buf, 0, 0, 5);
   put(buf + 24, 0, 0, 9);
-  memstub_trace *t;
-  memstub_error err = {0}, verr;
-  ck_assert_msg(memstub_import_memusage_parse("u", buf, 48, &o, &t, &err) == 0, "%s", err.msg);
-  ck_assert_uint_eq(t->n, 1);  // the start only
-  ck_assert_int_eq(memstub_trace_validate(t, &verr), 0);
-  ck_assert_str_eq(memstub_trace_get_meta(t, "memusage.records"), "0");
-  memstub_trace_free(t);
+  memstub_trace *t = (memstub_trace *)1;
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_import_memusage_parse("u", buf, 48, &o, &t, &err), -EINVAL);
+  ck_assert_ptr_null(t);
+  ck_assert_str_eq(err.msg, "u: byte offset 48: no data records after the two header records: "
+                            "memusage recorded no allocator call (or this is not its file)");
 
   put(buf, 0, 0x8700000000ULL, 0);
   put(buf + 24, 0, 0xff00000000000000ULL, UINT64_MAX);
@@ -659,6 +659,66 @@ START_TEST(test_memusage_fuzz_regressions) {
   ck_assert_ptr_null(t);
   ck_assert_str_eq(err.msg, "u: byte offset 24: record 1: heap peak 0 or stack peak "
                             "18374686479671623680 is out of range: not a memusage data file?");
+}
+END_TEST
+
+/* Issue 28 item 5: a file without data records (the two header records
+ * only, or records of zero bytes) made a trace of one row that gen refuses,
+ * and a cycle rate so small that the times leave 64-bit ns clamped them to
+ * INT64_MAX: both refused at import, naming the file (and the record). */
+START_TEST(test_memusage_no_records_and_overflow) {
+  char *dir = tu_mkdtemp();
+  char f48[4096], fz[4096], out[4096];
+  snprintf(f48, sizeof f48, "%s/h48.memusage", dir);
+  snprintf(fz, sizeof fz, "%s/zeros.memusage", dir);
+  snprintf(out, sizeof out, "%s/o.csv", dir);
+  static const unsigned char zero[24 * 10];
+  FILE *f = fopen(f48, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(zero, 1, 48, f), 48);
+  ck_assert_int_eq(fclose(f), 0);
+  ck_assert_ptr_nonnull(f = fopen(fz, "wb"));
+  ck_assert_uint_eq(fwrite(zero, 1, sizeof zero, f), sizeof zero);
+  ck_assert_int_eq(fclose(f), 0);
+  tu_run r = tu_memstub(NULL, "import", "memusage", f48, "-o", out, "--cycles-per-ns", "2", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "h48.memusage: byte offset 48: no data records after the two "
+                              "header records: "), "%s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(NULL, "import", "memusage", fz, "-o", out, "--cycles-per-ns", "2", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "zeros.memusage: byte offset 48: no data records after the two "
+                              "header records (only zero bytes)"), "%s", r.err);
+  tu_run_free(&r);
+  ck_assert_int_ne(access(out, F_OK), 0);
+  // 1e-300 ticks per ns: every record after the start is beyond 64-bit ns.
+  r = tu_memstub(NULL, "import", "memusage", fx("mu_prog.memusage"), "-o", out, "--cycles-per-ns",
+                 "1e-300", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "mu_prog.memusage: byte offset ") &&
+                    strstr(r.err, "ticks after the start is beyond 64-bit ns at 1e-300 ticks per ns "
+                                  "(--cycles-per-ns)"), "%s", r.err);
+  tu_run_free(&r);
+  ck_assert_int_ne(access(out, F_OK), 0);
+  // A rate below the smallest normal double (1 / rate is infinite) and the
+  // record at the start time: refused too, never NaN.
+  unsigned char buf[24 * 4];
+  put(buf, 0, 0, 5);
+  put(buf + 24, 100, 10, 9);
+  put(buf + 48, 100, 10, 5);
+  put(buf + 72, 0, 10, 9);
+  memstub_import_options o;
+  memstub_import_options_init(&o);
+  o.time_unit = MEMSTUB_TIME_CYCLES;
+  o.cycles_per_ns = 1e-320;
+  memstub_trace *t = (memstub_trace *)1;
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_import_memusage_parse("u", buf, sizeof buf, &o, &t, &err), -EINVAL);
+  ck_assert_ptr_null(t);
+  ck_assert_msg(strstr(err.msg, "u: byte offset 72: record 3: time 4 ticks after the start is beyond"),
+                "%s", err.msg);
+  tu_rmtree(dir);
+  free(dir);
 }
 END_TEST
 
@@ -813,6 +873,7 @@ static Suite *import_suite(void) {
   tcase_add_test(tc, test_memusage_inconsistent);
   tcase_add_test(tc, test_memusage_synthetic);
   tcase_add_test(tc, test_memusage_fuzz_regressions);
+  tcase_add_test(tc, test_memusage_no_records_and_overflow);
   tcase_add_test(tc, test_live_tools);
   tcase_add_test(tc, test_live_recursion);
   suite_add_tcase(s, tc);

@@ -1,6 +1,6 @@
-/* traces/generations.c: the TRACE.generations file (memstub/generations.h,
- * docs/formats.md#generations): its reader, and the release of survivors in
- * a trace. */
+/* traces/generations.c: the release of the survivors of TRACE.generations
+ * (memstub/generations.h, docs/formats.md#generations) in a trace: for
+ * memstub gen --release and --hold. The reader is generations_read.c. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -9,164 +9,6 @@
 
 #include "memstub/generations.h"
 #include "ms_common.h"
-
-void memstub_generations_free(memstub_generations *g) {
-  if (!g) return;
-  for (size_t i = 0; i < g->nocc; i++) free(g->occ[i].name);
-  free(g->occ);
-  free(g->surv);
-  free(g);
-}
-
-const memstub_occurrence *memstub_generations_find(const memstub_generations *g, int64_t id) {
-  size_t lo = 0, hi = g->nocc;  // ids increase (the reader checks)
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (g->occ[mid].id < id)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo < g->nocc && g->occ[lo].id == id ? &g->occ[lo] : NULL;
-}
-
-// Split line into at most max blank-separated fields (the last keeps the
-// rest of the line); the count.
-static int fields(char *line, char **f, int max) {
-  int n = 0;
-  char *p = line;
-  while (*p && n < max) {
-    while (*p == ' ') p++;
-    if (!*p) break;
-    f[n++] = p;
-    if (n == max) break;
-    while (*p && *p != ' ') p++;
-    if (*p) *p++ = '\0';
-  }
-  return n;
-}
-
-// s as it may appear in a message: at most 32 bytes, control bytes as '?'.
-static const char *shown(const char *s, char *buf) {
-  size_t i = 0;
-  for (; s[i] && i < 32; i++) buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
-  buf[i] = '\0';
-  return buf;
-}
-
-static int nums(const char *path, long ln, char **f, int from, int n, int64_t *v,
-                memstub_error *err) {
-  char b[40];
-  for (int k = 0; k < n; k++)
-    if (ms__parse_i64(f[from + k], strlen(f[from + k]), &v[k]) < 0)
-      return memstub_error_set(err, -EINVAL, "%s:%ld: field %d: expected an integer, found '%s'",
-                               path, ln, from + k + 1, shown(f[from + k], b));
-  return 0;
-}
-
-// Room for one more element in *v (cap *cap, n used); 0 or -ENOMEM.
-static int grow(void **v, size_t *cap, size_t n, size_t elem) {
-  if (n < *cap) return 0;
-  size_t nc = *cap ? 2 * *cap : 64;
-  void *nv = realloc(*v, nc * elem);
-  if (!nv) return -ENOMEM;
-  *v = nv, *cap = nc;
-  return 0;
-}
-
-static int read_line(const char *path, long ln, char *buf, memstub_generations *g, size_t *cocc,
-                     size_t *csurv, int *have_exit, memstub_error *err) {
-  char *f[9];
-  int n = fields(buf, f, 9);
-  if (n == 0) return 0;  // blanks only
-  int64_t v[8];
-  int rc;
-  if (strcmp(f[0], "exit_ns") == 0 && n == 2) {
-    *have_exit = 1;
-    return nums(path, ln, f, 1, 1, &g->exit_ns, err);
-  }
-  if (strcmp(f[0], "dropped") == 0 && n == 4) {
-    if ((rc = nums(path, ln, f, 1, 3, v, err)) < 0) return rc;
-    g->dropped_blocks = v[0], g->dropped_occurrences = v[1], g->dropped_survivors = v[2];
-    return 0;
-  }
-  if (strcmp(f[0], "occurrence") == 0 && n == 9) {
-    if ((rc = nums(path, ln, f, 1, 7, v, err)) < 0) return rc;
-    if (v[0] <= 0 || (g->nocc && v[0] <= g->occ[g->nocc - 1].id))
-      return memstub_error_set(err, -EINVAL, "%s:%ld: field 2: occurrence %" PRId64
-                               " is not above the one before (they increase from 1)",
-                               path, ln, v[0]);
-    if (v[2] < v[1])
-      return memstub_error_set(err, -EINVAL, "%s:%ld: field 4: it ends before it begins", path, ln);
-    for (int k = 3; k < 7; k++)
-      if (v[k] < 0)
-        return memstub_error_set(err, -EINVAL, "%s:%ld: field %d: negative", path, ln, k + 2);
-    if (grow((void **)&g->occ, cocc, g->nocc, sizeof *g->occ) < 0)
-      return memstub_error_set(err, -ENOMEM, "%s: out of memory", path);
-    memstub_occurrence *o = &g->occ[g->nocc];
-    *o = (memstub_occurrence){v[0], v[1], v[2], v[3], v[4], v[5], v[6], ms__strdup(f[8])};
-    if (!o->name) return memstub_error_set(err, -ENOMEM, "%s: out of memory", path);
-    g->nocc++;
-    return 0;
-  }
-  // A survivor's sixth field, its site, came later: five fields are read as site -1.
-  if (strcmp(f[0], "survivor") == 0 && (n == 5 || n == 6)) {
-    if ((rc = nums(path, ln, f, 1, n - 1, v, err)) < 0) return rc;
-    if (n == 5) v[4] = -1;
-    if (!memstub_generations_find(g, v[0]))
-      return memstub_error_set(err, -EINVAL, "%s:%ld: field 2: occurrence %" PRId64
-                               " has no occurrence line before it", path, ln, v[0]);
-    if (v[1] < 0) return memstub_error_set(err, -EINVAL, "%s:%ld: field 3: negative size", path, ln);
-    if (v[3] < -1) return memstub_error_set(err, -EINVAL, "%s:%ld: field 5: below -1", path, ln);
-    if (v[4] < -1 || v[4] > INT32_MAX)
-      return memstub_error_set(err, -EINVAL, "%s:%ld: field 6: a site is -1 or a site line's "
-                               "index", path, ln);
-    if (grow((void **)&g->surv, csurv, g->nsurv, sizeof *g->surv) < 0)
-      return memstub_error_set(err, -ENOMEM, "%s: out of memory", path);
-    g->surv[g->nsurv++] = (memstub_survivor){v[0], v[1], v[2], v[3], v[4]};
-    return 0;
-  }
-  char b[40];
-  return memstub_error_set(err, -EINVAL, "%s:%ld: field 1: unknown or incomplete line starting '%s'",
-                           path, ln, shown(f[0], b));
-}
-
-int memstub_generations_read(const char *path, memstub_generations **out, memstub_error *err) {
-  *out = NULL;
-  FILE *f = fopen(path, "re");
-  if (!f) return memstub_error_set(err, -errno, "%s: %s", path, strerror(errno));
-  memstub_generations *g = calloc(1, sizeof *g);
-  if (!g) {
-    fclose(f);
-    return memstub_error_set(err, -ENOMEM, "out of memory");
-  }
-  char buf[4096];
-  long ln = 0;
-  int rc = 0, have_exit = 0;
-  size_t cocc = 0, csurv = 0;
-  while (rc == 0 && fgets(buf, sizeof buf, f)) {
-    ln++;
-    buf[strcspn(buf, "\r\n")] = '\0';
-    if (ln == 1) {
-      if (strcmp(buf, "# memstub-generations 1") != 0)
-        rc = memstub_error_set(err, -EINVAL, "%s:1: not a memstub generations file (expected "
-                               "'# memstub-generations 1')", path);
-      continue;
-    }
-    if (!buf[0] || buf[0] == '#') continue;
-    rc = read_line(path, ln, buf, g, &cocc, &csurv, &have_exit, err);
-  }
-  if (rc == 0 && ferror(f)) rc = memstub_error_set(err, -EIO, "%s: read error", path);
-  if (rc == 0 && !have_exit)
-    rc = memstub_error_set(err, -EINVAL, "%s:%ld: no exit_ns line", path, ln);
-  fclose(f);
-  if (rc < 0) {
-    memstub_generations_free(g);
-    return rc;
-  }
-  *out = g;
-  return 0;
-}
 
 typedef struct rel {
   int64_t t, bytes;
@@ -217,11 +59,11 @@ static int release_rows(const memstub_trace *t, const memstub_generations *g, in
     const memstub_survivor *s = &g->surv[i];
     const memstub_occurrence *o = memstub_generations_find(g, s->occurrence);
     if (!o || !bsearch(&s->occurrence, ids, t->n, sizeof *ids, by_id)) continue;
-    if (s->free_ns >= 0 && s->free_ns >= o->end_ns)
-      r[nr++] = (rel){s->free_ns, s->bytes};
-    else if (s->free_ns < 0 && never && *never >= 0 &&
-             __builtin_add_overflow(*never, s->bytes, never))
-      *never = -1;  // beyond 64 bits: the caller refuses it
+    // A free within the recording's resolution of the region's end is at its end.
+    if (s->free_ns != -1)
+      r[nr++] = (rel){s->free_ns > o->end_ns ? s->free_ns : o->end_ns, s->bytes};
+    else if (never)
+      *never += s->bytes;  // within the file's survivor bytes: the reader checked the sum
   }
   free(ids);
   qsort(r, nr, sizeof *r, by_time);

@@ -22,24 +22,33 @@ typedef struct memstub_occurrence {
   char *name;
 } memstub_occurrence;
 
+/* Survivors of one occurrence allocated and freed at the same times (within
+ * the recording's resolution) and at the same site: one line of the file
+ * (version 1: one block each). */
 typedef struct memstub_survivor {
   int64_t occurrence;  /* its memstub_occurrence id */
-  int64_t bytes;
-  int64_t alloc_ns, free_ns;  /* free_ns -1: alive at exit */
+  int64_t blocks;      /* >= 1 */
+  int64_t bytes;       /* of all its blocks */
+  int64_t alloc_ns, free_ns;  /* free_ns -1: alive at exit; not below alloc_ns otherwise */
   int64_t site;  /* its allocation site: the index of a site line in TRACE.sites
                     (from 0, in file order); -1 when not sampled or not recorded */
 } memstub_survivor;
 
+/* The reader checks that the survivors of an occurrence add up to no more
+ * than its survivor_blocks and survivor_bytes (to exactly them in version 2),
+ * and that the occurrences' figures summed fit in 64 bits: so do every
+ * partial sum of them. */
 typedef struct memstub_generations {
+  int version;  /* of the file: 1 or 2 */
   int64_t exit_ns;
-  int64_t dropped_blocks, dropped_occurrences, dropped_survivors;
+  int64_t dropped_blocks, dropped_occurrences, dropped_survivors;  /* version 1 only */
   size_t nocc, nsurv;
   memstub_occurrence *occ;  /* in file order: ids increase */
   memstub_survivor *surv;   /* in file order */
 } memstub_generations;
 
-/* Read a generations file into *out: 0, or a negative errno with err saying
- * "path:line: field N: what is wrong" (then *out is NULL). */
+/* Read a generations file, version 1 or 2, into *out: 0, or a negative errno
+ * with err saying "path:line: field N: what is wrong" (then *out is NULL). */
 int memstub_generations_read(const char *path, memstub_generations **out, memstub_error *err);
 void memstub_generations_free(memstub_generations *g);
 

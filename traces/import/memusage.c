@@ -72,7 +72,7 @@ typedef struct muparse {
   memstub_trace *t;
   uint64_t max_heap, max_stack;
   int unit;          // MEMSTUB_TIME_CYCLES or MEMSTUB_TIME_US
-  double ns_per_tick;
+  double ticks_per_ns;
   // The stack curve's evidence and the judgement made from it.
   size_t na, zeros, longest_nest, moving_runs, distinct, ntail;
   uint64_t median, tail, peak;
@@ -114,6 +114,14 @@ static int mu_header(muparse *p) {
                              (unsigned long long)p->h1.stack);
   p->n = len / R - 2;
   p->complete = !(p->h1.heap == 0 && p->h1.stack == 0 && p->h1.time == p->h0.time);
+  // A trace needs records: memusage writes one per allocator call.
+  int any = 0;
+  for (size_t i = 2 * R; i < len && !any; i++) any = p->buf[i] != 0;
+  if (!any)
+    return memstub_error_set(err, -EINVAL,
+                             "%s: byte offset %zu: no data records after the two header records%s: "
+                             "memusage recorded no allocator call (or this is not its file)",
+                             name, 2 * R, p->n ? " (only zero bytes)" : "");
   return 0;
 }
 
@@ -177,11 +185,9 @@ static void mu_time_unit(muparse *p) {
     p->unit = MEMSTUB_TIME_US;
 #endif
   }
-  p->ns_per_tick = 1000.0;
-  if (p->unit == MEMSTUB_TIME_CYCLES) {
-    double cpn = o->cycles_per_ns > 0 ? o->cycles_per_ns : ms__prim_cycles_per_ns();
-    p->ns_per_tick = 1.0 / cpn;
-  }
+  p->ticks_per_ns = 0.001;
+  if (p->unit == MEMSTUB_TIME_CYCLES)
+    p->ticks_per_ns = o->cycles_per_ns > 0 ? o->cycles_per_ns : ms__prim_cycles_per_ns();
 }
 
 /* The stack curve. Among allocation records (heap changed; timer records
@@ -264,15 +270,24 @@ static void mu_curve_judge(muparse *p) {
 }
 
 // Append the start row and one row per record in time order, times in ns
-// never decreasing, the stack corrected as judged; <0 on out of memory.
+// never decreasing, the stack corrected as judged; -EINVAL (a time beyond
+// 64-bit ns, with its offset) or -ENOMEM (err not set) on failure.
 static int mu_rows(muparse *p) {
   int rc = memstub_trace_reserve(p->t, p->n + 1);
   if (rc == 0) rc = memstub_trace_append(p->t, 0, 0, 0);  // the start, before any call
   int64_t last = 0;
   for (size_t i = 0; i < p->n && rc == 0; i++) {
     murec r = p->d[p->order[i].idx];
-    double ns = r.time >= p->h0.time ? (double)(r.time - p->h0.time) * p->ns_per_tick : 0;
-    int64_t tt = ns > 9.2e18 ? INT64_MAX : (int64_t)(ns + 0.5);
+    uint64_t dt = r.time >= p->h0.time ? r.time - p->h0.time : 0;
+    double ns = (double)dt / p->ticks_per_ns;  // a tiny rate: inf, never NaN
+    if (!(ns < 9.2e18))
+      return memstub_error_set(p->err, -EINVAL,
+                               "%s: byte offset %zu: record %zu: time %llu ticks after the start "
+                               "is beyond 64-bit ns at %.6g ticks per ns%s",
+                               p->name, (p->order[i].idx + 2) * MU_RECORD, p->order[i].idx + 2,
+                               (unsigned long long)dt, p->ticks_per_ns,
+                               p->unit == MEMSTUB_TIME_CYCLES ? " (--cycles-per-ns)" : "");
+    int64_t tt = (int64_t)(ns + 0.5);
     if (tt < last) tt = last;
     last = tt;
     uint64_t s = p->unknown    ? 0
@@ -337,7 +352,7 @@ static int mu_meta_header(muparse *p) {
 static int mu_meta_time(muparse *p) {
   char v[768];
   if (p->unit == MEMSTUB_TIME_CYCLES)
-    snprintf(v, sizeof v, "cycle counter ticks, %.6g per ns (%s)", 1.0 / p->ns_per_tick,
+    snprintf(v, sizeof v, "cycle counter ticks, %.6g per ns (%s)", p->ticks_per_ns,
              p->o->cycles_per_ns > 0 ? "given" : "this host's rate: import on the machine that recorded");
   else
     snprintf(v, sizeof v, "microseconds");
@@ -387,9 +402,11 @@ static int mu_meta_stack(muparse *p) {
   return rc;
 }
 
-// Rows and metadata into p->t; -ENOMEM ("out of memory") on failure.
+// Rows and metadata into p->t; -EINVAL (mu_rows) or -ENOMEM ("out of
+// memory") on failure.
 static int mu_build(muparse *p) {
   int rc = mu_rows(p);
+  if (rc == -EINVAL) return rc;
   if (rc == 0) rc = mu_meta_header(p);
   if (rc == 0) rc = mu_meta_time(p);
   if (rc == 0) rc = mu_meta_stack(p);
