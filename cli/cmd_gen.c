@@ -276,9 +276,17 @@ int ms_cmd_gen(int argc, char **argv) {
     held_bytes = malloc((held.n + 1) * sizeof *held_bytes);
     if (!held_bytes) rc = memstub_error_set(&err, -ENOMEM, "out of memory");
     size_t kept = 0;
-    for (size_t i = 0; held_bytes && i < held.n; i++) {
+    for (size_t i = 0; rc == 0 && held_bytes && i < held.n; i++) {
       double b = (double)held.bytes[i] * o.heap_scale, a = (double)held.after_ns[i] * o.time_scale;
-      if (b < 1 || b >= 1e15 || a >= 9e18) continue;
+      // Beyond what a stub holds: refused, never left out.
+      if (b >= 1e15 || a >= 9e18)
+        rc = memstub_error_set(&err, -EINVAL, "--hold: %lld bytes released %lld ns after the "
+                               "return become %.3g bytes after %.3g ns with --heap-scale %g and "
+                               "--time-scale %g: a stub holds less than 1e15 bytes, for less "
+                               "than 9e18 ns", (long long)held.bytes[i],
+                               (long long)held.after_ns[i], b, a < 0 ? -1 : a, o.heap_scale,
+                               o.time_scale);
+      if (rc < 0 || b < 1) continue;  // below a byte: nothing held
       held_bytes[kept] = (int64_t)(b + 0.5);
       held.after_ns[kept++] = held.after_ns[i] < 0 ? -1 : (int64_t)(a + 0.5);
     }

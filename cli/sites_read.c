@@ -47,16 +47,6 @@ static int hex(const ms__lines *l, int n, const char *s, const char *what, uint6
   return 0;
 }
 
-// Room for one more element in *v (cap *cap, n used); 0 or -ENOMEM.
-static int grow(void **v, size_t *cap, size_t n, size_t elem) {
-  if (n < *cap) return 0;
-  size_t nc = *cap ? 2 * *cap : 16;
-  void *nv = realloc(*v, nc * elem);
-  if (!nv) return -ENOMEM;
-  *v = nv, *cap = nc;
-  return 0;
-}
-
 typedef struct reader {
   ms__lines L;
   ms_cli_sites_file *s;
@@ -99,7 +89,7 @@ static int map_line(reader *r, char **f, int n) {
   if (f[4][0] != '/')
     return ms__lines_fail(&r->L, 5, r->err, "expected the mapping's file, an absolute path");
   ms_cli_sites_file *s = r->s;
-  if (grow((void **)&s->maps, &r->cap_m, s->nmaps, sizeof *s->maps) < 0 ||
+  if (ms__grow((void **)&s->maps, &r->cap_m, s->nmaps, sizeof *s->maps) < 0 ||
       !(m.path = ms__strdup(f[4])))
     return memstub_error_set(r->err, -ENOMEM, "out of memory");
   s->maps[s->nmaps++] = m;
@@ -130,7 +120,7 @@ static int site_line(reader *r, char **f, int n) {
   ms_cli_sites_site st = {.peak = v[0], .peak_n = v[1], .alloc = v[2], .alloc_n = v[3],
                           .rep_peak = v[0], .nbt = 1};
   ms_cli_sites_file *s = r->s;
-  if (grow((void **)&s->sites, &r->cap_s, s->nsites, sizeof *s->sites) < 0 ||
+  if (ms__grow((void **)&s->sites, &r->cap_s, s->nsites, sizeof *s->sites) < 0 ||
       !(st.frames = calloc((size_t)(n - 5) + 1, sizeof *st.frames)))
     return memstub_error_set(r->err, -ENOMEM, "out of memory");
   s->sites[s->nsites++] = st;  // freed with the file from here on

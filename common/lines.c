@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ms_common.h"
@@ -59,5 +60,14 @@ int ms__lines_i64(const ms__lines *l, int n, const char *s, int64_t min, int64_t
   if (rc < 0 || *v < min || *v > max)
     return ms__lines_fail(l, n, err, "'%s' is not %s%s", ms__quote(s, strlen(s), 32, q), what,
                           rc == -ERANGE ? " (beyond 64 bits)" : "");
+  return 0;
+}
+
+int ms__grow(void **v, size_t *cap, size_t n, size_t elem) {
+  if (n < *cap) return 0;
+  size_t nc = *cap ? 2 * *cap : 16;
+  void *nv = realloc(*v, nc * elem);
+  if (!nv) return -ENOMEM;
+  *v = nv, *cap = nc;
   return 0;
 }

@@ -102,6 +102,9 @@ int ms__lines_fail(const ms__lines *l, int n, memstub_error *err, const char *fm
  * with err "path:LINE: field N: 'S' is not WHAT". */
 int ms__lines_i64(const ms__lines *l, int n, const char *s, int64_t min, int64_t max,
                   const char *what, int64_t *v, memstub_error *err);
+/* Room for one more element of elem bytes in the array *v of capacity *cap
+ * with n used (doubling it): 0, or -ENOMEM with *v unchanged. */
+int ms__grow(void **v, size_t *cap, size_t n, size_t elem);
 
 /* ---- data files (paths.c) ---------------------------------------------- */
 

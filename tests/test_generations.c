@@ -180,6 +180,16 @@ START_TEST(test_refuse) {
 }
 END_TEST
 
+// c's rows are n, with these times and heaps.
+static void rows_are(const memstub_trace *c, size_t n, const int64_t *want_t,
+                     const int64_t *want_h) {
+  ck_assert_int_eq(c->n, n);
+  for (size_t i = 0; i < n; i++) {
+    ck_assert_int_eq(c->pts[i].time_ns, want_t[i]);
+    ck_assert_int_eq(c->pts[i].heap_bytes, want_h[i]);
+  }
+}
+
 static void row(memstub_trace *t, int64_t time, int64_t heap, int64_t region) {
   ck_assert_int_eq(memstub_trace_append(t, time, 0, heap), 0);
   memstub_trace_extra_row(t, t->n - 1)[0] = region;
@@ -212,13 +222,9 @@ START_TEST(test_release_rows) {
   size_t added = 0;
   ck_assert_msg(memstub_generations_release(t, g, &c, &added, &err) == 0, "%s", err.msg);
   ck_assert_int_eq(added, 3);
-  ck_assert_int_eq(c->n, 9);
   static const int64_t want_t[] = {0, 10, 20, 50, 60, 100, 110, 120, 300};
   static const int64_t want_h[] = {0, 1000, 1000, 900, 700, 700, 900, 500, 300};
-  for (size_t i = 0; i < 9; i++) {
-    ck_assert_int_eq(c->pts[i].time_ns, want_t[i]);
-    ck_assert_int_eq(c->pts[i].heap_bytes, want_h[i]);
-  }
+  rows_are(c, 9, want_t, want_h);
   memstub_trace_free(c);
   // --hold: the same releases inside the trace, none after it; what is
   // alive after its last row (120) is held: region 2's 200 until 300, and
@@ -275,11 +281,7 @@ START_TEST(test_release_v2) {
   ck_assert_int_eq(added, 2);
   static const int64_t want_t[] = {0, 20, 50, 100, 120, 300};
   static const int64_t want_h[] = {0, 1000, 700, 400, 400, 300};
-  ck_assert_int_eq(c->n, 6);
-  for (size_t i = 0; i < 6; i++) {
-    ck_assert_int_eq(c->pts[i].time_ns, want_t[i]);
-    ck_assert_int_eq(c->pts[i].heap_bytes, want_h[i]);
-  }
+  rows_are(c, 6, want_t, want_h);
   memstub_trace_free(c);
   memstub_held held;
   ck_assert_msg(memstub_generations_hold(t, g, &c, &added, &held, &err) == 0, "%s", err.msg);
@@ -325,6 +327,28 @@ START_TEST(test_cli_large_fields) {
 }
 END_TEST
 
+/* gen --hold scaled what is held by --heap-scale and --time-scale and left
+ * out, silently, a release beyond 1e15 bytes or 9e18 ns: now refused. */
+START_TEST(test_cli_hold_scaled_beyond) {
+  char *dir = tu_mkdtemp();
+  char src[4096];
+  snprintf(src, sizeof src, "%s", tu_src("tests/fixtures/hold/produce.csv"));
+  tu_run r = tu_memstub(dir, "gen", src, "--hold", "--heap-scale", "1e10", "-o", "h.h", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "--hold: 100000 bytes released 100000000 ns after the return become "
+                              "1e+15 bytes after 1e+08 ns with --heap-scale 1e+10"), "%s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "gen", src, "--hold", "--time-scale", "1e11", "-o", "h.h", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "after 1e+19 ns with --heap-scale 1 and --time-scale 1e+11"), "%s",
+                r.err);
+  tu_run_free(&r);
+  ck_assert_int_eq(tu_count_entries(dir), 0);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("generations");
   TCase *tc = tcase_create("core");
@@ -334,6 +358,7 @@ int main(void) {
   tcase_add_test(tc, test_release_rows);
   tcase_add_test(tc, test_release_v2);
   tcase_add_test(tc, test_cli_large_fields);
+  tcase_add_test(tc, test_cli_hold_scaled_beyond);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

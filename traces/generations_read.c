@@ -54,16 +54,6 @@ static int oom(reader *r) {
   return memstub_error_set(r->err, -ENOMEM, "%s: out of memory", r->L.path);
 }
 
-// Room for one more element in *v (cap *cap, n used); 0 or -ENOMEM.
-static int grow(void **v, size_t *cap, size_t n, size_t elem) {
-  if (n < *cap) return 0;
-  size_t nc = *cap ? 2 * *cap : 64;
-  void *nv = realloc(*v, nc * elem);
-  if (!nv) return -ENOMEM;
-  *v = nv, *cap = nc;
-  return 0;
-}
-
 // Fields from..from+n-1 (from 1) of f as integers, each in [lo[k], INT64_MAX].
 static int nums(reader *r, char **f, int from, int n, const int64_t *lo, const char *const *what,
                 int64_t *v) {
@@ -144,8 +134,8 @@ static int occurrence_line(reader *r, char **f, int n) {
   for (const char *c = f[8]; *c; c++)
     if ((unsigned char)*c < 0x20 || *c == 0x7f)
       return ms__lines_fail(&r->L, 9, r->err, "a control character in the name");
-  if (grow((void **)&g->occ, &r->cocc, g->nocc, sizeof *g->occ) < 0 ||
-      grow((void **)&r->ex, &r->cex, g->nocc, sizeof *r->ex) < 0)
+  if (ms__grow((void **)&g->occ, &r->cocc, g->nocc, sizeof *g->occ) < 0 ||
+      ms__grow((void **)&r->ex, &r->cex, g->nocc, sizeof *r->ex) < 0)
     return oom(r);
   memstub_occurrence *o = &g->occ[g->nocc];
   *o = (memstub_occurrence){.id = v[0], .begin_ns = v[1], .end_ns = v[2], .blocks = v[3],
@@ -211,7 +201,7 @@ static int survivor_line(reader *r, char **f, int n) {
     return ms__lines_fail(&r->L, v2 ? 4 : 3, r->err, "occurrence %" PRId64 " (line %ld) left %"
                           PRId64 " survivor bytes: its survivor lines hold more", o->id, x->line,
                           o->survivor_bytes);
-  if (grow((void **)&g->surv, &r->csurv, g->nsurv, sizeof *g->surv) < 0) return oom(r);
+  if (ms__grow((void **)&g->surv, &r->csurv, g->nsurv, sizeof *g->surv) < 0) return oom(r);
   g->surv[g->nsurv++] = (memstub_survivor){.occurrence = v[0], .blocks = v[1], .bytes = v[2],
                                            .alloc_ns = v[3], .free_ns = v[4], .site = v[5]};
   return 0;

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "memstub/trace.h"
 
@@ -73,6 +75,17 @@ static inline void fuzz_check_position(const char *msg, const char *name, const 
     FUZZ_ASSERT(col >= 1 && col <= ll + 1, "column %lu of a %zu-byte line: %s", col, ll, msg);
   }
   FUZZ_ASSERT(e[1] == ' ' && e[2] != '\0', "no reason after the position: %s", msg);
+}
+
+/* text (len bytes) into a new memfd named name, for the readers that take a
+ * path: its /proc/self/fd path into path; the descriptor, to close. */
+static inline int fuzz_memfd(const char *name, const void *text, size_t len, char *path,
+                             size_t cap) {
+  int fd = memfd_create(name, MFD_CLOEXEC);
+  FUZZ_ASSERT(fd >= 0, "memfd_create");
+  FUZZ_ASSERT(write(fd, text, len) == (ssize_t)len, "write");
+  snprintf(path, cap, "/proc/self/fd/%d", fd);
+  return fd;
 }
 
 static inline void fuzz_trace_equal(const memstub_trace *a, const memstub_trace *b) {
