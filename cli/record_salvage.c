@@ -90,59 +90,11 @@ static int rows_room(salvage_row **rows, size_t n, size_t *cap, size_t k) {
   return 0;
 }
 
-/* The calls whose bookkeeping a killed thread had deferred (th's queue,
- * recorder/hooks.c) as rows after its latest one in rows[0, *n) (sorted by
- * time): an allocation adds its bytes; a free or realloc of a block
- * allocated among them takes its bytes out; another's bytes died with the
- * recorder's table: its free takes nothing out (counted, returned). */
-static long long pending(const ms__rec_thead *th, salvage_row **rows, size_t *n, size_t *cap) {
-  int64_t h = 0, s = 0;
-  for (size_t i = *n; i-- > 0;)
-    if ((*rows)[i].thread_no == th->thread_no) {
-      h = (*rows)[i].r.heap;
-      s = (*rows)[i].r.stack;
-      break;
-    }
-  long long unknown = 0;
-  uint64_t live[MS__REC_DEFER], size[MS__REC_DEFER];
-  int nl = 0;
-  for (uint32_t k = 0; k < th->qlen; k++) {
-    const ms__rec_qev *e = &th->qv[(th->qhead + k) & (MS__REC_DEFER - 1)];
-    int64_t d = 0;
-    if (e->p) {  // a free, or a realloc's old block
-      int j = nl;
-      while (j-- > 0 && live[j] != e->p) {
-      }
-      if (j >= 0) {
-        d -= (int64_t)size[j];
-        live[j] = live[--nl];
-        size[j] = size[nl];
-      } else {
-        unknown++;
-      }
-    }
-    if (e->op != MS__REC_Q_FREE && e->q) {
-      d += (int64_t)e->n;
-      live[nl] = e->q;
-      size[nl++] = e->n;
-    }
-    h += d;
-    if (e->s >= 0) s = e->s;
-    if (rows_room(rows, *n, cap, 1) < 0) break;
-    (*rows)[*n] = (salvage_row){{e->t, s, h, e->tag}, th->thread_no, *n};
-    (*n)++;
-  }
-  return unknown;
-}
-
 // Every committed row of the journal at path, time-ordered, into *out: the
 // chunks' rows, and each thread's open bucket as the recorder would have
 // closed it. The number of rows, or -1 when the journal is unusable.
-// *unknown: the deferred frees among them whose bytes are not known (pending()).
-static long long journal_rows(const char *path, ms__rec_journal_head *head, salvage_row **out,
-                              long long *unknown) {
+static long long journal_rows(const char *path, ms__rec_journal_head *head, salvage_row **out) {
   *out = NULL;
-  *unknown = 0;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
   struct stat sb;
@@ -155,8 +107,6 @@ static long long journal_rows(const char *path, ms__rec_journal_head *head, salv
   }
   salvage_row *rows = NULL;
   size_t n = 0, cap = 0;
-  ms__rec_thead *queued = NULL;  // the thread states with deferred calls
-  size_t nq = 0;
   // Entries are whole pages; one whose head was never written (the process
   // died in between) is stepped over a page at a time.
   for (off_t off = MS__REC_JOURNAL_HEAD; off < sb.st_size;) {
@@ -169,10 +119,6 @@ static long long journal_rows(const char *path, ms__rec_journal_head *head, salv
     }
     off += (off_t)th.bytes;
     if (is_ts) {
-      if (th.qlen > 0 && th.qlen <= MS__REC_DEFER) {
-        ms__rec_thead *nqd = realloc(queued, (nq + 1) * sizeof *nqd);
-        if (nqd) (queued = nqd)[nq++] = th;
-      }
       if (!th.b.active) continue;
       if (rows_room(&rows, n, &cap, 2) < 0) break;
       rows[n] = (salvage_row){{th.b.t0, th.b.maxs, th.b.maxh, th.b.tag}, th.thread_no, n};
@@ -193,9 +139,6 @@ static long long journal_rows(const char *path, ms__rec_journal_head *head, salv
   free(c);
   close(fd);
   if (n) qsort(rows, n, sizeof *rows, by_time);
-  for (size_t k = 0; k < nq; k++) *unknown += pending(&queued[k], &rows, &n, &cap);
-  free(queued);
-  if (n && nq) qsort(rows, n, sizeof *rows, by_time);
   *out = rows;
   return (long long)n;
 }
@@ -211,8 +154,7 @@ int ms_record_salvage(const rec_opts *o, const char *journal, const char *abs, c
   ms__rec_journal_head head;
   salvage_row *rows;
   *occurrences = 0;
-  long long unknown = 0;
-  long long n = journal_rows(journal, &head, &rows, &unknown);
+  long long n = journal_rows(journal, &head, &rows);
   if (n <= 0) {
     free(rows);
     return MS_SALVAGE_NONE;
@@ -259,14 +201,6 @@ int ms_record_salvage(const rec_opts *o, const char *journal, const char *abs, c
   if (rc == 0) rc = memstub_trace_set_meta(t, "source", "memstub-record");
   if (rc == 0) rc = memstub_trace_set_meta(t, "record.exit", num);
   if (rc == 0) rc = memstub_trace_set_meta(t, "record.salvaged", "1");
-  if (unknown) {
-    snprintf(num, sizeof num,
-             "%lld frees among the last allocator calls whose bookkeeping the recorder had "
-             "deferred: their bytes died with it, and the heap after them is counted without "
-             "their release",
-             unknown);
-    if (rc == 0) rc = memstub_trace_set_meta(t, "record.salvage_unknown_frees", num);
-  }
   snprintf(num, sizeof num, "%lld", (long long)head.res_ns);
   if (rc == 0) rc = memstub_trace_set_meta(t, "record.resolution_ns", num);
   if (rc == 0) rc = memstub_trace_set_meta(t, MS__REC_META_THREAD, o->thread);

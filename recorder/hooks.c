@@ -87,19 +87,15 @@ static size_t boot_size(const void *p) {
 
 static inline int mine(const tstate *ts) { return !ms__rec.scope_thread || ts->is_rec; }
 
-// The bookkeeping of one call, timed every 1024th; inside it, in_hook is
-// set (and restored after: a deferred call is booked inside the hook of a
-// later one).
 #define MEASURE_BEGIN(ts)                    \
   int64_t m0_ = 0;                           \
   int meas_ = (++(ts)->nevents & 1023) == 0; \
-  int ih_ = (ts)->in_hook;                   \
   if (UNLIKELY(meas_)) m0_ = raw_now();      \
   (ts)->in_hook = 1;                         \
   CBARRIER()
 #define MEASURE_END(ts)                            \
   CBARRIER();                                      \
-  (ts)->in_hook = ih_;                             \
+  (ts)->in_hook = 0;                               \
   if (UNLIKELY(meas_)) {                           \
     (ts)->cost_raw += (uint64_t)(raw_now() - m0_); \
     (ts)->cost_n++;                                \
@@ -260,12 +256,24 @@ HOT void book_free(tstate *ts, void *p, uintptr_t sp) {
   MEASURE_END(ts);
 }
 
-/* The bookkeeping of realloc and reallocarray: p's entry (found, entry,
- * ep) was taken out of the table, the call returned q. The block keeps its counting (counted or not) and, on
+/* realloc and reallocarray: p's entry is taken out before the real call
+ * (another thread may get p's address once it is freed), then the new
+ * block q is put. The block keeps its counting (counted or not) and, on
  * --thread all, one thread's own block stays one change of its heap; a
  * block of another thread is a cross-thread free of it and a new block. */
-static void book_realloc(tstate *ts, void *p, void *q, size_t n, int fn, uintptr_t sp, int found,
-                         uint64_t entry, uint32_t ep) {
+static void *realloc_common(tstate *ts, void *p, size_t n, int fn, uintptr_t sp,
+                            void *(*real)(void *, size_t, size_t), size_t nm, size_t sz) {
+  uint64_t entry = 0;
+  uint32_t ep = 0;
+  int found = 0;
+  if (p) {
+    ts->in_hook = 1;
+    CBARRIER();
+    found = forget((uintptr_t)p, &entry, &ep);
+    CBARRIER();
+    ts->in_hook = 0;
+  }
+  void *q = real_realloc(ts, p, n, real, nm, sz);
   MEASURE_BEGIN(ts);
   count(ts, fn, n);
   uint64_t old = counted(entry);
@@ -304,133 +312,6 @@ static void book_realloc(tstate *ts, void *p, void *q, size_t n, int fn, uintptr
   if ((q || n == 0) && (ts->all || mine(ts))) wcount(ts, fn, n);  // after the event
   site(ts, old && freed ? p : NULL, q && keep ? q : NULL, n);
   MEASURE_END(ts);
-}
-
-/* ---- deferred bookkeeping ----
- * In a program with one thread (and without --sites, whose backtrace must
- * be taken during the call), a call's bookkeeping waits for MS__REC_DEFER
- * more calls: the hook stamps its time, starts loading its table bucket and
- * queues it; the call MS__REC_DEFER later books it, in order, by then from
- * the cache. A large live set makes every table access a cache miss; so
- * they overlap instead of each stalling the program. Anything that reads or
- * changes the thread's rows, heap or table first books what waits (regions,
- * mappings, samples, thread start and end, the trace's end); a second
- * thread stops it (pthread_create, or a thread that appears otherwise). */
-
-int ms__rec_defer;
-
-// Book the oldest deferred call of ts (in_hook set).
-static void book_one(tstate *ts) {
-  const ms__rec_qev *e = &ts->h.qv[ts->h.qhead];
-  ts->replay = 1;
-  ts->qt = e->t;
-  ts->qs = e->s;
-  switch (e->op) {
-    case MS__REC_Q_ALLOC:
-      book_alloc(ts, (void *)(uintptr_t)e->q, e->n, e->fn, 0);
-      break;
-    case MS__REC_Q_FREE:
-      book_free(ts, (void *)(uintptr_t)e->p, 0);
-      break;
-    default: {
-      uint64_t entry = 0;
-      uint32_t ep = 0;
-      int found = e->p ? forget((uintptr_t)e->p, &entry, &ep) : 0;
-      book_realloc(ts, (void *)(uintptr_t)e->p, (void *)(uintptr_t)e->q, e->n, e->fn, 0, found,
-                   entry, ep);
-    }
-  }
-  ts->replay = 0;
-  // Out of the queue once booked (a salvage after SIGKILL reads the queue).
-  ts->h.qhead = (ts->h.qhead + 1) & (MS__REC_DEFER - 1);
-  ts->h.qlen--;
-}
-
-void ms__rec_defer_flush(tstate *ts) {
-  int ih = ts->in_hook;
-  ts->in_hook = 1;
-  CBARRIER();
-  while (ts->h.qlen) book_one(ts);
-  CBARRIER();
-  ts->in_hook = ih;
-}
-
-void ms__rec_defer_stop(void) {
-  __atomic_store_n(&ms__rec_defer, 0, __ATOMIC_SEQ_CST);
-  tstate *ts = ms__rec_ts;
-  if (ts) defer_flush(ts);
-}
-
-// Whether ts's calls are deferred now (else what waits is booked first).
-HOT int deferring(tstate *ts) {
-  if (LIKELY(__atomic_load_n(&ms__rec_defer, __ATOMIC_RELAXED))) return 1;
-  defer_flush(ts);
-  return 0;
-}
-
-// Queue a call (p freed or resized, q allocated, n bytes); the oldest waiting is booked first when full.
-HOT void defer(tstate *ts, int op, int fn, void *p, void *q, uint64_t n, uintptr_t sp) {
-  ts->in_hook = 1;
-  CBARRIER();
-  if (p) table_prefetch((uintptr_t)p);
-  if (q) table_prefetch((uintptr_t)q);
-  int64_t t = stamp(ts);
-  if (ts->is_rec && (!ts->h.b.active || t >= ts->h.b.end)) ms__rec_cpu_defer(ts, t);
-  // What is read while booking (the CPU clock, resident memory) is read
-  // late: at most ms__rec.defer_raw late, or one sampling tick of CPU time.
-  if (ts->h.qlen && t - ts->h.qv[ts->h.qhead].t > ms__rec.defer_raw)
-    while (ts->h.qlen) book_one(ts);
-  else if (ts->h.qlen == MS__REC_DEFER)
-    book_one(ts);
-  ms__rec_qev *e = &ts->h.qv[(ts->h.qhead + ts->h.qlen) & (MS__REC_DEFER - 1)];
-  e->p = (uintptr_t)p;
-  e->q = (uintptr_t)q;
-  e->n = n;
-  e->t = t;
-  e->s = stack_at(ts, sp);
-  e->tag = ts->is_rec ? ts->tag : __atomic_load_n(&ms__rec_tag, __ATOMIC_RELAXED);
-  e->op = op;
-  e->fn = fn;
-  ts->h.qlen++;
-  CBARRIER();
-  ts->in_hook = 0;
-}
-
-/* A call of the malloc family that allocated p (NULL: failed), n bytes. A
- * block of a page or more is booked at once: its resident memory is sampled
- * at the call (grow_sample), before the program touches it. */
-HOT void alloc_call(tstate *ts, void *p, uint64_t n, int fn, uintptr_t sp) {
-  if (deferring(ts) && n < MS__REC_GROW_SAMPLE) {
-    defer(ts, MS__REC_Q_ALLOC, fn, NULL, p, n, sp);
-    return;
-  }
-  defer_flush(ts);
-  table_prefetch((uintptr_t)p);  // while the row's bookkeeping goes on
-  book_alloc(ts, p, n, fn, sp);
-}
-
-/* realloc and reallocarray. Not deferred, p's entry is taken out before the
- * real call (another thread may get p's address once it is freed). */
-static void *realloc_common(tstate *ts, void *p, size_t n, int fn, uintptr_t sp,
-                            void *(*real)(void *, size_t, size_t), size_t nm, size_t sz) {
-  if (deferring(ts) && n < MS__REC_GROW_SAMPLE) {
-    void *q = real_realloc(ts, p, n, real, nm, sz);
-    defer(ts, MS__REC_Q_REALLOC, fn, p, q, n, sp);
-    return q;
-  }
-  defer_flush(ts);
-  uint64_t entry = 0;
-  uint32_t ep = 0;
-  int found = 0;
-  if (p) {
-    ts->in_hook = 1;
-    CBARRIER();
-    found = forget((uintptr_t)p, &entry, &ep);
-    CBARRIER();
-    ts->in_hook = 0;
-  }
-  void *q = real_realloc(ts, p, n, real, nm, sz);
-  book_realloc(ts, p, q, n, fn, sp, found, entry, ep);
   return q;
 }
 
@@ -442,7 +323,8 @@ EXPORT void *malloc(size_t n) {
   ts->in_alloc = 1;
   void *p = ms__rec_real_malloc(n);
   ts->in_alloc = 0;
-  alloc_call(ts, p, n, F_MALLOC, MS__CALLER_SP());
+  table_prefetch((uintptr_t)p);  // while the row's bookkeeping goes on
+  book_alloc(ts, p, n, F_MALLOC, MS__CALLER_SP());
   return p;
 }
 
@@ -459,7 +341,8 @@ EXPORT void *calloc(size_t nm, size_t sz) {
   ts->in_alloc = 1;
   void *p = ms__rec_real_calloc(nm, sz);
   ts->in_alloc = 0;
-  alloc_call(ts, p, n, F_CALLOC, MS__CALLER_SP());
+  table_prefetch((uintptr_t)p);
+  book_alloc(ts, p, n, F_CALLOC, MS__CALLER_SP());
   return p;
 }
 
@@ -509,13 +392,6 @@ EXPORT void free(void *p) {
     ts->nevents++;  // an allocator call like any other (record.events)
     return;
   }
-  if (deferring(ts)) {
-    ts->in_alloc = 1;
-    ms__rec_real_free(p);
-    ts->in_alloc = 0;
-    defer(ts, MS__REC_Q_FREE, F_FREE, p, NULL, 0, MS__CALLER_SP());
-    return;
-  }
   book_free(ts, p, MS__CALLER_SP());
   ts->in_alloc = 1;
   ms__rec_real_free(p);
@@ -532,7 +408,7 @@ EXPORT int posix_memalign(void **out, size_t al, size_t n) {
   ts->in_alloc = 1;
   int rc = real_posix_memalign(out, al, n);
   ts->in_alloc = 0;
-  alloc_call(ts, rc == 0 ? *out : NULL, n, F_POSIX_MEMALIGN, MS__CALLER_SP());
+  book_alloc(ts, rc == 0 ? *out : NULL, n, F_POSIX_MEMALIGN, MS__CALLER_SP());
   return rc;
 }
 
@@ -543,7 +419,7 @@ EXPORT int posix_memalign(void **out, size_t al, size_t n) {
     ts->in_alloc = 1;                                                \
     void *p = real_##name args;                                      \
     ts->in_alloc = 0;                                                \
-    alloc_call(ts, p, n, FN, MS__CALLER_SP());                       \
+    book_alloc(ts, p, n, FN, MS__CALLER_SP());                       \
     return p;                                                        \
   }
 ALIGNED_HOOK(aligned_alloc, F_ALIGNED_ALLOC, (size_t al, size_t n), (al, n), n)
@@ -611,7 +487,6 @@ EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
                           void *arg) {
   ms__rec_ensure_ready();
   if (!real_pthread_create) return EAGAIN;
-  ms__rec_defer_stop();  // the table complete before another thread frees
   __atomic_store_n(&ms__rec_multi, 1, __ATOMIC_SEQ_CST);  // before the thread can run
   if (ms__rec.all && ms__rec.state == ST_READY && __atomic_load_n(&ms__rec_on, __ATOMIC_RELAXED))
     return create_all(th, attr, fn, arg);

@@ -125,9 +125,6 @@ typedef struct tstate {
   int64_t minflt, majflt;  // page faults at the last memory sample (recorded thread)
   int64_t mem_raw;         // when a region boundary last sampled memory
   uint64_t grow_pending;   // heap growth whose sample was skipped (ms__rec_grow_sample)
-  // deferred bookkeeping (hooks.c; the calls not booked yet are in h)
-  int replay;  // booking a deferred call: its event's time and stack are qt, qs
-  int64_t qt, qs;
   // its open epoch (epochs.c): number, bucket and occurrence it is for
   uint32_t ep;
   int64_t ep_t0, ep_tag;
@@ -196,7 +193,6 @@ typedef struct ms__rec_global {
   double raw_per_ns;  // estimate, for buckets and costs
   double now_cost_raw;
   int64_t cpu_gap_raw;  // CPU clock reads at most this often (10 us in clock units)
-  int64_t defer_raw;    // a deferred call waits at most this long for another call (50 us)
   int64_t end_cpu;      // the recorded thread's CPU time at the trace's end, -1 unknown
   int64_t origin_raw;  // when the recorded thread started
   int64_t origin_ns;   // the same on CLOCK_MONOTONIC
@@ -472,12 +468,6 @@ void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag, 
 // or the last read is 10 us old, else extrapolated from it as if the thread
 // ran meanwhile. -1 for other threads.
 int64_t ms__rec_cpu_at(tstate *ts, int64_t t, int force);
-// The recorded thread's CPU clock read now, at raw time t (its reading kept).
-int64_t ms__rec_cpu_at_read(tstate *ts, int64_t t);
-// A deferred call at raw time t that may open a bucket: the CPU clock read
-// now (at most every 10 us), for when it is booked (a reading then would
-// count what the thread did after the call).
-void ms__rec_cpu_defer(tstate *ts, int64_t t) __attribute__((noinline));
 // Close the thread's coalescing bucket into rows.
 void ms__rec_flush_bucket(tstate *ts);
 void ms__rec_new_bucket(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag, memv m)
@@ -573,39 +563,16 @@ HOT int64_t stamp(tstate *ts) {
   return ts->now;
 }
 
-// The stack of ts at a call whose caller's stack pointer is sp (-1: not the recorded thread's).
-HOT int64_t stack_at(const tstate *ts, uintptr_t sp) {
-  if (!ts->is_rec) return -1;
-  int64_t s = (int64_t)(ts->base - sp);
-  return s < 0 ? 0 : s;
-}
-
 HOT void event(tstate *ts, int64_t h, uintptr_t sp) {
-  int64_t t, s;
-  if (UNLIKELY(ts->replay)) {  // a deferred call: its own time and stack
-    t = ts->qt;
-    s = ts->qs;
+  int64_t s = -1, tag;
+  if (ts->is_rec) {
+    s = (int64_t)(ts->base - sp);
+    if (s < 0) s = 0;
+    tag = ts->tag;
   } else {
-    t = stamp(ts);
-    s = stack_at(ts, sp);
+    tag = __atomic_load_n(&ms__rec_tag, __ATOMIC_RELAXED);
   }
-  int64_t tag = ts->is_rec ? ts->tag : __atomic_load_n(&ms__rec_tag, __ATOMIC_RELAXED);
-  coalesce(ts, t, s, h, tag);
-}
-
-/* ---- hooks.c: deferred bookkeeping ---- */
-
-// 1 while the calls' bookkeeping may be deferred: one thread, no --sites.
-extern int ms__rec_defer;
-// Book ts's deferred calls now (before anything else reads or changes its
-// rows, its heap or the table: a region, a mapping, a sample, its end).
-void ms__rec_defer_flush(tstate *ts) __attribute__((noinline));
-// Before the program gets a second thread: book the caller's deferred
-// calls and defer no more.
-void ms__rec_defer_stop(void);
-
-HOT void defer_flush(tstate *ts) {
-  if (UNLIKELY(ts->h.qlen)) ms__rec_defer_flush(ts);
+  coalesce(ts, stamp(ts), s, h, tag);
 }
 
 /* ---- churn.c ---- */

@@ -251,7 +251,6 @@ static tstate *counting(void) {
 // mapped changed by d: a row now (with a fresh memory sample).
 static void mapped_event(tstate *ts, int64_t d, uintptr_t sp) {
   if (!d) return;
-  defer_flush(ts);
   ts->in_hook = 1;
   CBARRIER();
   if (ms__rec_multi)

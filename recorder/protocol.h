@@ -12,8 +12,6 @@
 /* ---- environment: command -> recorded process ---- */
 #define MS__REC_ENV_OUTPUT "MEMSTUB_RECORD_OUTPUT"        // absolute path of the trace
 #define MS__REC_ENV_PARENT "MEMSTUB_RECORD_PARENT"        // only a child of this pid records
-// "0": book every allocator call during the call, never deferred (hooks.c).
-#define MS__REC_ENV_DEFER "MEMSTUB_RECORD_DEFER"
 // The live-block table's bytes at most: beyond, the recording fails (as
 // out of memory) rather than lose a block. Unset: no limit.
 #define MS__REC_ENV_TABLE_MAX "MEMSTUB_RECORD_TABLE_MAX_BYTES"
@@ -108,26 +106,11 @@ typedef struct ms__rec_bucket {
   ms__rec_mem lm;    // the last state's memory
   int64_t cpu0;      // the recorded thread's CPU time at t0 (-1: another thread)
 } ms__rec_bucket;
-/* A call whose bookkeeping is deferred (recorder/hooks.c, "Deferred
- * bookkeeping"), kept in the thread's state until MS__REC_DEFER calls later;
- * after SIGKILL the salvage books what it can of them. */
-#define MS__REC_DEFER 16  // a power of two
-enum { MS__REC_Q_ALLOC, MS__REC_Q_FREE, MS__REC_Q_REALLOC };
-typedef struct ms__rec_qev {
-  uint64_t p, q;  // the block freed or resized; the block allocated (realloc's result)
-  uint64_t n;     // bytes asked for
-  int64_t t;      // its time (raw clock)
-  int64_t s;      // the stack in use at the call (-1: another thread's)
-  int64_t tag;    // the probe region occurrence it is in (0: none)
-  int32_t op, fn;
-} ms__rec_qev;
 typedef struct ms__rec_thead {
   uint64_t magic;  // MS__REC_JOURNAL_TSTATE in a journal
   uint64_t thread_no;
   uint64_t bytes;
   ms__rec_bucket b;
-  uint32_t qhead, qlen;  // the calls not booked yet, oldest at qv[qhead]
-  ms__rec_qev qv[MS__REC_DEFER];
 } ms__rec_thead;
 
 typedef struct ms__rec_journal_head {

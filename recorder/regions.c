@@ -24,7 +24,6 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
            __atomic_load_n(&ms__rec_on, __ATOMIC_RELAXED);
   tstate *ts = state();
   if (!ts) return op == MS__PROBE_END ? -EINVAL : 0;
-  defer_flush(ts);  // the calls before the boundary belong before it
   ts->in_hook = 1;
   CBARRIER();
   int rc;

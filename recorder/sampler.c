@@ -117,7 +117,6 @@ static void on_sample(int sig, siginfo_t *si, void *ucv) {
       !__atomic_load_n(&ms__rec_on, __ATOMIC_RELAXED))
     return;
   int e = errno;
-  defer_flush(ts);  // the calls before the tick are booked before it
   ts->in_hook = 1;
   CBARRIER();
   int64_t t0 = raw_now();

@@ -58,35 +58,16 @@ void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag, 
   ts->nrows++;
 }
 
-
-/* The CPU time at t, a deferred call's time, in the past: the reading the
- * call took when it was deferred (ms__rec_cpu_defer), or an earlier one
- * extrapolated as if the thread ran since; the clock read now would count
- * what the thread did after the call. */
-static int64_t cpu_past(tstate *ts, int64_t t) {
-  if (ts->cpu_v < 0) return ms__rec_cpu_at_read(ts, t);
-  double rpn = ms__rec.raw_per_ns > 0 ? ms__rec.raw_per_ns : 1.0;
-  return ts->cpu_v + (t > ts->cpu_t ? (int64_t)((double)(t - ts->cpu_t) / rpn) : 0);
-}
-
-void ms__rec_cpu_defer(tstate *ts, int64_t t) {
-  if (t - ts->cpu_t >= ms__rec.cpu_gap_raw) ms__rec_cpu_at_read(ts, t);
-}
-
-int64_t ms__rec_cpu_at_read(tstate *ts, int64_t t) {
-  int64_t v = ms__prim_thread_cpu_ns();
-  if (v >= 0) {
-    ts->cpu_t = t;
-    ts->cpu_v = v;
-  }
-  return v;
-}
-
 int64_t ms__rec_cpu_at(tstate *ts, int64_t t, int force) {
   if (!ts->is_rec) return -1;
-  if (UNLIKELY(ts->replay)) return cpu_past(ts, t);
-  if (force || t - ts->cpu_t >= ms__rec.cpu_gap_raw || ts->cpu_v < 0)
-    return ms__rec_cpu_at_read(ts, t);
+  if (force || t - ts->cpu_t >= ms__rec.cpu_gap_raw || ts->cpu_v < 0) {
+    int64_t v = ms__prim_thread_cpu_ns();
+    if (v >= 0) {
+      ts->cpu_t = t;
+      ts->cpu_v = v;
+    }
+    return v;
+  }
   double rpn = ms__rec.raw_per_ns > 0 ? ms__rec.raw_per_ns : 1.0;
   return ts->cpu_v + (int64_t)((double)(t - ts->cpu_t) / rpn);
 }
@@ -413,10 +394,7 @@ void ms__rec_finish(int how, int sig) {
     if (ts == me) continue;
     for (int i = 0; i < 2000 && ts->in_hook; i++) sched_yield();
   }
-  for (tstate *ts = ms__rec.list; ts; ts = ts->next) {
-    if (!ts->in_hook) defer_flush(ts);  // (a thread stopped inside its bookkeeping loses them)
-    ms__rec_flush_bucket(ts);
-  }
+  for (tstate *ts = ms__rec.list; ts; ts = ts->next) ms__rec_flush_bucket(ts);
   // --thread all: a last row for each thread still running.
   if (ms__rec.all) ms__rec_thr_finish(me, raw_now());
   // The recorded thread's CPU time at the end, when it is the one finishing.

@@ -82,7 +82,6 @@ void ms__rec_pages_first(ms__rec_pages *pg, size_t i) {
 static void thread_gone(void *arg) {
   tstate *ts = arg;
   if (!ts || !__atomic_load_n(&ms__rec_on, __ATOMIC_RELAXED)) return;
-  defer_flush(ts);
   ts->in_hook = 1;
   CBARRIER();
   if (ts->all) {
@@ -115,11 +114,7 @@ tstate *ms__rec_ts_register(void) {
   if (ts) {
     ts->tid = (pid_t)syscall(SYS_gettid);
     ts->h.thread_no = __atomic_add_fetch(&ms__rec.threads_no, 1, __ATOMIC_RELAXED);
-    if (ts->tid != getpid()) {
-      // A thread made otherwise than through pthread_create: no more deferring.
-      __atomic_store_n(&ms__rec_defer, 0, __ATOMIC_SEQ_CST);
-      __atomic_store_n(&ms__rec_multi, 1, __ATOMIC_SEQ_CST);
-    }
+    if (ts->tid != getpid()) __atomic_store_n(&ms__rec_multi, 1, __ATOMIC_SEQ_CST);
     ts->exact = 1;
     ts->cpu_t = INT64_MIN / 2;
     ts->cpu_v = -1;
@@ -139,7 +134,6 @@ tstate *ms__rec_ts_register(void) {
 
 // This thread becomes the recorded one; its stack top is top.
 void ms__rec_become_recorded(tstate *ts, uintptr_t top, int64_t stack0) {
-  defer_flush(ts);
   ts->in_hook = 1;
   CBARRIER();
   ms__rec_flush_bucket(ts);
@@ -247,7 +241,6 @@ static void init_clock(void) {
   ms__rec.grow_gap_raw = ms__rec.res_raw / 4;
   ms__rec.win_raw = (int64_t)(1e6 * ms__rec.raw_per_ns);
   ms__rec.cpu_gap_raw = (int64_t)(1e4 * ms__rec.raw_per_ns);
-  ms__rec.defer_raw = (int64_t)(5e4 * ms__rec.raw_per_ns);
   ms__rec.end_cpu = -1;
   ms__rec.origin_raw = ms__rec.raw0;  // until the recorded thread starts
 }
@@ -288,10 +281,6 @@ static void init_recording(void) {
   ms__rec_mem_init();
   ms__rec_journal_init();
   ms__rec.state = ST_READY;
-  // Deferred bookkeeping (hooks.c): one thread so far; --sites samples
-  // backtraces during the call.
-  const char *sites = getenv(MS__REC_ENV_SITES);
-  ms__rec_defer = env_long(MS__REC_ENV_DEFER, 1) != 0 && !(sites && *sites) && !ms__rec_multi;
   __atomic_store_n(&ms__rec_on, 1, __ATOMIC_RELEASE);
   ms__rec_status(-1, 0, 0, 0, 0);
 
