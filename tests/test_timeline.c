@@ -1,0 +1,269 @@
+// The stub's timeline (issue 27 items 3 and 4; traces/timeline.c): the
+// recorder's cost taken out of a recorded trace's times and CPU time, by its
+// own figures or fitted to reference runs (memstub record --reference), with
+// exact expected figures; memstub gen, replay, compare and plot on it.
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memstub/compare.h"
+#include "memstub/gen.h"
+#include "testutil.h"
+
+/* Four rows of 1 ms with 250 allocator calls each; the whole run made 1000.
+ * Recorded it took 5 ms wall and 4 ms CPU, unrecorded 3 ms and 2.5 ms: the
+ * recorder cost (5 - 3) ms / 1000 = 2000 ns per call of wall time and
+ * (4 - 2.5) ms / 1000 = 1500 ns of CPU time, not the 10 ns it measured
+ * itself. Per row 500 us of wall and 375 us of CPU time come out: the rows
+ * last 500 us each (2 ms in all, not 4), with CPU 225, 0, 500 (cut to the
+ * interval) and 0 us. */
+#define META_RECORD                       \
+  "# memstub-trace 1\n"                   \
+  "# source: memstub-record\n"            \
+  "# record.cost_ns_per_event: 10.0\n"    \
+  "# record.events: 1000\n"               \
+  "# record.samples: 0\n"
+#define META_REFERENCE                    \
+  "# outside.wall_ns: 5000000\n"          \
+  "# outside.cpu_ns: 4000000\n"           \
+  "# reference.runs: 3\n"                 \
+  "# reference.wall_ns: 3000000\n"        \
+  "# reference.wall_ns_range: 2900000 3100000\n" \
+  "# reference.cpu_ns: 2500000\n"
+#define ROWS                                                        \
+  "time_ns,stack_bytes,heap_bytes,cpu_ns,calls_malloc_tiny,calls_free_tiny\n" \
+  "0,0,0,0,0,0\n"                                                   \
+  "1000000,0,100,600000,250,0\n"                                    \
+  "2000000,0,0,900000,0,250\n"                                      \
+  "3000000,0,200,1900000,250,0\n"                                   \
+  "4000000,0,0,2000000,0,250\n"
+
+static const char *const FITTED = META_RECORD META_REFERENCE ROWS;
+static const char *const OWN = META_RECORD ROWS;
+
+// A replay that kept the fitted timeline exactly (and its CPU time).
+static const char *const REPLAYED =
+    "# memstub-trace 1\n"
+    "time_ns,stack_bytes,heap_bytes,point,cpu_ns\n"
+    "0,0,0,0,0\n"
+    "500000,0,100,1,225000\n"
+    "1000000,0,0,2,225000\n"
+    "1500000,0,200,3,725000\n"
+    "2000000,0,0,4,725000\n";
+
+static memstub_trace *parse(const char *text) {
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_parse("t.csv", text, strlen(text), &t, &err) == 0, "%s", err.msg);
+  return t;
+}
+
+// memstub_gen_build of text: 0 and *g, or the error (*g NULL).
+static int build(const char *text, memstub_gen **g, memstub_error *err) {
+  memstub_trace *t = parse(text);
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  int rc = memstub_gen_build(t, &o, g, err);
+  memstub_trace_free(t);
+  return rc;
+}
+
+static char *write_in(const char *dir, const char *name, const char *text) {
+  char *p = malloc(strlen(dir) + strlen(name) + 2);
+  sprintf(p, "%s/%s", dir, name);
+  tu_write_file(p, text);
+  return p;
+}
+
+START_TEST(test_gen_fitted) {
+  memstub_gen *g = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(build(FITTED, &g, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(g->stub.numdata, 4);
+  static const int64_t cpu[4] = {225000, 0, 500000, 0};
+  for (int i = 0; i < 4; i++) {
+    ck_assert_int_eq(g->point[i], i + 1);
+    ck_assert_int_eq(g->use[i].time, 500000);
+    ck_assert_int_eq(g->cpu[i], cpu[i]);
+  }
+  ck_assert_int_eq(g->stub.duration_ns, 2000000);
+  ck_assert_int_eq(g->work_overhead_ns, 2000000);
+  ck_assert_ptr_nonnull(g->timeline);
+  ck_assert_msg(strstr(g->timeline, "fitted to 3 reference runs") &&
+                    strstr(g->timeline, "2000.0 ns per allocator call out of the wall time") &&
+                    strstr(g->timeline, "1500.0 ns out of the CPU time"),
+                "%s", g->timeline);
+  memstub_gen_free(g);
+  // Without reference runs, the recorder's own 10 ns per call: 2.5 us a row.
+  ck_assert_msg(build(OWN, &g, &err) == 0, "%s", err.msg);
+  for (int i = 0; i < 4; i++) ck_assert_int_eq(g->use[i].time, 1000000 - 2500);
+  ck_assert_int_eq(g->cpu[0], 600000 - 2500);
+  ck_assert_ptr_nonnull(strstr(g->timeline, "by its own figures (10.0 ns per allocator call)"));
+  memstub_gen_free(g);
+  // Not a recording (no recorder's figures): the times as they are, no line.
+  ck_assert_msg(build("# memstub-trace 1\n" ROWS, &g, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(g->use[0].time, 1000000);
+  ck_assert_ptr_null(g->timeline);
+  memstub_gen_free(g);
+}
+END_TEST
+
+// A recording no slower than its reference: nothing per call, and it says so.
+START_TEST(test_gen_unfit) {
+  memstub_gen *g = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(build(META_RECORD
+                      "# outside.wall_ns: 2000000\n"
+                      "# outside.cpu_ns: 4000000\n"
+                      "# reference.runs: 1\n"
+                      "# reference.wall_ns: 3000000\n"
+                      "# reference.cpu_ns: 2500000\n" ROWS,
+                      &g, &err) == 0,
+                "%s", err.msg);
+  ck_assert_int_eq(g->use[0].time, 1000000);
+  ck_assert_int_eq(g->cpu[0], 600000 - 375000);
+  ck_assert_ptr_nonnull(strstr(g->timeline, "no slower than the reference runs"));
+  memstub_gen_free(g);
+}
+END_TEST
+
+// Reference figures that cannot be used are refused, naming the key.
+START_TEST(test_bad_metadata) {
+  static const struct {
+    const char *meta, *want;
+  } bad[] = {
+      {"# reference.wall_ns: 3000000\n", "outside.wall_ns"},
+      {"# outside.wall_ns: 5 ms\n# reference.wall_ns: 3000000\n",
+       "metadata outside.wall_ns: '5 ms' is not a count of ns"},
+      {"# outside.wall_ns: 5000000\n# reference.wall_ns: -3\n", "metadata reference.wall_ns"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    char text[2048];
+    snprintf(text, sizeof text, "%s%s%s", META_RECORD, bad[i].meta, ROWS);
+    memstub_gen *g = NULL;
+    memstub_error err = {0};
+    ck_assert_int_eq(build(text, &g, &err), -EINVAL);
+    ck_assert_msg(strstr(err.msg, bad[i].want), "%zu: %s", i, err.msg);
+    memstub_trace *a = parse(text), *b = parse(REPLAYED);
+    memstub_compare_report *r = NULL;
+    ck_assert_int_eq(memstub_compare_traces(a, "orig.csv", b, "r.csv", NULL, &r, &err), -EINVAL);
+    ck_assert_msg(strstr(err.msg, "orig.csv") && strstr(err.msg, bad[i].want), "%s", err.msg);
+    memstub_trace_free(a);
+    memstub_trace_free(b);
+  }
+}
+END_TEST
+
+/* A replay that kept the stub's timeline is judged on it: no duration error
+ * (before, compare held it against the recorded 4 ms: -50 %). */
+START_TEST(test_compare_on_target) {
+  memstub_trace *a = parse(FITTED), *b = parse(REPLAYED);
+  memstub_compare_report *r = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_compare_traces(a, "orig", b, "repl", NULL, &r, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(r->duration.original_ns, 2000000);
+  ck_assert_int_eq(r->duration.error_ns, 0);
+  ck_assert_int_eq(r->time.max_abs, 0);
+  ck_assert_int_eq(r->timeline.changed, 1);
+  ck_assert_int_eq(r->timeline.fitted, 1);
+  ck_assert_int_eq(r->timeline.recorded_ns, 4000000);
+  ck_assert_int_eq(r->timeline.reference_runs, 3);
+  ck_assert_int_eq(r->timeline.reference_wall_ns, 3000000);
+  ck_assert_int_eq(r->work.cpu.original_total, 725000);
+  ck_assert_int_eq(r->work.cpu.replayed_total, 725000);
+  memstub_compare_free(r);
+  // Asked for: the recorded times.
+  memstub_compare_options o;
+  memstub_compare_options_init(&o);
+  o.recorded_times = 1;
+  ck_assert_msg(memstub_compare_traces(a, "orig", b, "repl", &o, &r, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(r->duration.original_ns, 4000000);
+  ck_assert(r->duration.error_pct < -49.9 && r->duration.error_pct > -50.1);
+  ck_assert_int_eq(r->timeline.changed, 0);
+  ck_assert_ptr_null(r->timeline.summary);
+  memstub_compare_free(r);
+  // The target itself.
+  memstub_trace *t = NULL;
+  char *line = NULL;
+  ck_assert_int_eq(memstub_compare_target(a, &t, &line, &err), 0);
+  ck_assert_int_eq(t->pts[4].time_ns, 2000000);
+  ck_assert_ptr_nonnull(strstr(line, "fitted to 3 reference runs"));
+  memstub_trace_free(t);
+  free(line);
+  memstub_trace_free(a);
+  memstub_trace_free(b);
+}
+END_TEST
+
+// The commands: gen and replay say what they did to the times, compare and
+// plot say they judge and draw on that timeline.
+START_TEST(test_cli) {
+  char *dir = tu_mkdtemp();
+  char *orig = write_in(dir, "t.csv", FITTED), *repl = write_in(dir, "r.csv", REPLAYED);
+  tu_run r = tu_memstub(dir, "gen", "t.csv", "-o", "t.h", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_msg(strstr(r.err, "memstub: timeline: recorder's cost out, fitted to 3 reference runs"),
+                "%s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "compare", "t.csv", "r.csv", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_msg(strstr(r.out, "timeline  the stub's, not the recorded times") &&
+                    strstr(r.out, "error 0 ns (+0.000000%)") &&
+                    strstr(r.out, "original as recorded 4.00 ms; the program unrecorded 3.00 ms "
+                                  "wall (median of 3 runs, whole run)"),
+                "%s", r.out);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "compare", "--json", "t.csv", "r.csv", NULL);
+  ck_assert_msg(strstr(r.out, "\"timeline\": {\"changed\": true, \"fitted\": true") &&
+                    strstr(r.out, "\"recorded_ns\": 4000000, \"reference_runs\": 3"),
+                "%s", r.out);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "compare", "--recorded-times", "t.csv", "r.csv", NULL);
+  ck_assert_msg(strstr(r.out, "(-50.000000%)") && !strstr(r.out, "timeline  "), "%s", r.out);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "plot", "t.csv", "r.csv", "-o", "p.txt", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_msg(strstr(r.err, "timeline: t.csv drawn on its stub's timeline"), "%s", r.err);
+  char path[4200];
+  snprintf(path, sizeof path, "%s/p.txt", dir);
+  char *fig = tu_read_file(path);
+  ck_assert_ptr_nonnull(fig);
+  ck_assert_msg(strstr(fig, "on the stub's timeline"), "%s", fig);
+  free(fig);
+  tu_run_free(&r);
+  // replay generates in-process: the same timeline, the same line.
+  r = tu_memstub(dir, "replay", "t.csv", "--measure", "m.csv", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_msg(strstr(r.err, "memstub: timeline: recorder's cost out, fitted"), "%s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "compare", "--json", "t.csv", "m.csv", NULL);
+  ck_assert_msg(strstr(r.out, "\"original_ns\": 2000000,"), "%s", r.out);
+  tu_run_free(&r);
+  free(orig);
+  free(repl);
+  tu_rmtree(dir);
+}
+END_TEST
+
+static Suite *timeline_suite(void) {
+  Suite *s = suite_create("timeline");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_gen_fitted);
+  tcase_add_test(tc, test_gen_unfit);
+  tcase_add_test(tc, test_bad_metadata);
+  tcase_add_test(tc, test_compare_on_target);
+  tcase_add_test(tc, test_cli);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(timeline_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,225 @@
+// The timeline a stub of a recorded trace replays: the recorder's cost out
+// of the rows' times and CPU time (timeline.h; docs/recording.md, "The
+// stub's timeline").
+#include "timeline.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memstub/work.h"
+#include "ms_common.h"
+
+#define NC MEMSTUB_WORK_CALLS
+
+// A recorder's metadata value as a number >= 0, or 0 when absent or not a
+// number ("not measured").
+static double meta_num(const memstub_trace *t, const char *key) {
+  const char *v = memstub_trace_get_meta(t, key);
+  double d;
+  if (!v || ms__parse_double(v, &d) < 0 || !(d >= 0)) return 0;
+  return d;
+}
+
+/* A count of ns memstub record wrote (reference.*, outside.*) into *out:
+ * 1 when present, 0 when absent (*out -1), -EINVAL when not a count. */
+static int meta_ns(const memstub_trace *t, const char *key, int64_t *out, memstub_error *err) {
+  const char *v = memstub_trace_get_meta(t, key);
+  *out = -1;
+  if (!v) return 0;
+  if (ms__parse_i64(v, strlen(v), out) < 0 || *out < 0)
+    return memstub_error_set(err, -EINVAL, "metadata %s: '%s' is not a count of ns (>= 0)", key,
+                             v);
+  return 1;
+}
+
+/* The fit of a cost from outside: (recorded - reference - the samples' own
+ * cost) over the run's allocator calls, 0 when the recording was no slower. */
+static double fit(ms__timeline *tl, int64_t rec, int64_t ref, double samples) {
+  double d = (double)rec - (double)ref - samples;
+  if (d <= 0) {
+    tl->unfit = "the recording was no slower than the reference runs beyond its samples' cost: "
+                "nothing taken out per call";
+    return 0;
+  }
+  return d / (double)tl->events;
+}
+
+int ms__timeline_model(const memstub_trace *t, ms__timeline *tl, memstub_error *err) {
+  static const char *const cols[NC] = {MEMSTUB_WORK_CALL_COLUMNS};
+  memset(tl, 0, sizeof *tl);
+  tl->ref_wall_ns = tl->ref_cpu_ns = tl->rec_wall_ns = tl->rec_cpu_ns = -1;
+  int any = 0;
+  for (int k = 0; k < NC; k++) any |= memstub_trace_column(t, cols[k]) >= 0;
+  // Only a trace of memstub record has the figures; without call columns
+  // there is nothing to spread the per-call cost over.
+  if (!memstub_trace_get_meta(t, "record.cost_ns_per_event") || !any) return 0;
+  tl->kind = MS__TL_OWN;
+  tl->own_per_call = tl->wall_per_call = tl->cpu_per_call = meta_num(t, "record.cost_ns_per_event");
+  tl->events = (int64_t)meta_num(t, "record.events");
+  int ccol = memstub_trace_column(t, MEMSTUB_WORK_CPU_COLUMN);
+  /* The samples: the timer's (record.cost_ns_per_sample times
+   * record.samples) and the memory samples at allocator calls and region
+   * boundaries (record.memory_samples less the timer's, times
+   * record.cost_ns_per_memory_sample), spread over the CPU time in
+   * proportion to a row's: the trace does not say which rows took them. */
+  double ticks = meta_num(t, "record.samples"), samples = ticks * meta_num(t, "record.cost_ns_per_sample");
+  double mem = meta_num(t, "record.memory_samples") - ticks;
+  if (mem > 0) samples += mem * meta_num(t, "record.cost_ns_per_memory_sample");
+  if (ccol >= 0 && t->n > 1) {
+    int64_t total = memstub_trace_extra_row(t, t->n - 1)[ccol] - memstub_trace_extra_row(t, 0)[ccol];
+    if (total > 0) tl->per_cpu_ns = samples / (double)total;
+    if (tl->per_cpu_ns > 0.5) tl->per_cpu_ns = 0.5;  // a figure that absurd is not believed
+  }
+  int rc, has_ref, has_rec;
+  if ((rc = has_ref = meta_ns(t, MS__TL_REF_WALL, &tl->ref_wall_ns, err)) < 0 ||
+      (rc = meta_ns(t, MS__TL_REF_CPU, &tl->ref_cpu_ns, err)) < 0 ||
+      (rc = has_rec = meta_ns(t, MS__TL_OUT_WALL, &tl->rec_wall_ns, err)) < 0 ||
+      (rc = meta_ns(t, MS__TL_OUT_CPU, &tl->rec_cpu_ns, err)) < 0 ||
+      (rc = meta_ns(t, MS__TL_REF_RUNS, &tl->ref_runs, err)) < 0)
+    return rc;
+  if (!has_ref) {
+    tl->ref_runs = 0;
+    return 0;
+  }
+  if (!has_rec)
+    return memstub_error_set(err, -EINVAL,
+                             "metadata %s without %s: the reference runs need the recording's own "
+                             "wall time, measured the same way (memstub record --reference)",
+                             MS__TL_REF_WALL, MS__TL_OUT_WALL);
+  if (tl->ref_runs < 1) tl->ref_runs = 1;
+  if (tl->events <= 0) {
+    tl->unfit = "the run made no allocator call to take a cost out at: the recorder's own "
+                "figures";
+    return 0;
+  }
+  tl->kind = MS__TL_FITTED;
+  double whole = samples;  // the samples' cost over the whole run, by the recorder's figures
+  tl->wall_per_call = fit(tl, tl->rec_wall_ns, tl->ref_wall_ns, whole);
+  if (tl->ref_cpu_ns >= 0 && tl->rec_cpu_ns >= 0)
+    tl->cpu_per_call = fit(tl, tl->rec_cpu_ns, tl->ref_cpu_ns, whole);
+  return 0;
+}
+
+int ms__timeline_rows(const memstub_trace *t, ms__timeline *tl, int64_t *dt, int64_t *cpu,
+                      memstub_error *err) {
+  static const char *const cols[NC] = {MEMSTUB_WORK_CALL_COLUMNS};
+  int ccol = memstub_trace_column(t, MEMSTUB_WORK_CPU_COLUMN), kcol[NC];
+  for (int k = 0; k < NC; k++) kcol[k] = memstub_trace_column(t, cols[k]);
+  tl->removed_ns = tl->recorded_cpu_ns = tl->target_cpu_ns = 0;
+  tl->recorded_ns = tl->target_ns = 0;
+  if (t->n == 0) return 0;
+  dt[0] = cpu[0] = 0;
+  for (size_t i = 1; i < t->n; i++) {
+    const int64_t *e = memstub_trace_extra_row(t, i), *e0 = memstub_trace_extra_row(t, i - 1);
+    int64_t d = t->pts[i].time_ns - t->pts[i - 1].time_ns;
+    int64_t c = ccol >= 0 ? e[ccol] - e0[ccol] : 0;
+    if (c < 0)
+      return memstub_error_set(err, -EINVAL, "row %zu: cpu_ns decreases from %lld to %lld", i + 1,
+                               (long long)e0[ccol], (long long)e[ccol]);
+    int64_t calls = 0;
+    for (int k = 0; k < NC; k++) {
+      int64_t v = kcol[k] >= 0 ? e[kcol[k]] : 0;
+      if (v < 0)
+        return memstub_error_set(err, -EINVAL, "row %zu: %s: negative count %lld", i + 1,
+                                 cols[k], (long long)v);
+      calls += v;
+    }
+    tl->recorded_ns += d;
+    tl->recorded_cpu_ns += c;
+    // The recorder's cost out of the interval and out of its CPU time.
+    double s = (double)c * tl->per_cpu_ns;
+    int64_t ow = (int64_t)llround((double)calls * tl->wall_per_call + s);
+    int64_t oc = (int64_t)llround((double)calls * tl->cpu_per_call + s);
+    if (ow > d) ow = d;
+    d -= ow;
+    tl->removed_ns += ow;
+    c = c > oc ? c - oc : 0;
+    if (c > d) c = d;  // CPU beyond the wall time: a rounding of the clocks
+    dt[i] = d;
+    cpu[i] = c;
+    tl->target_ns += d;
+    tl->target_cpu_ns += c;
+  }
+  return 0;
+}
+
+void ms__timeline_describe(const ms__timeline *tl, char *buf, size_t cap) {
+  char rec[32], tgt[32], rw[32], rc[32], ow[32], oc[32];
+  ms__fmt_ns(tl->recorded_ns, rec, sizeof rec);
+  ms__fmt_ns(tl->target_ns, tgt, sizeof tgt);
+  if (tl->kind == MS__TL_RECORDED) {
+    snprintf(buf, cap, "as recorded (%s)", rec);
+    return;
+  }
+  int n = 0;
+  if (tl->kind == MS__TL_OWN) {
+    n = snprintf(buf, cap,
+                 "recorder's cost out by its own figures (%.1f ns per allocator call%s): %s "
+                 "recorded, %s after",
+                 tl->own_per_call, tl->per_cpu_ns > 0 ? ", and its samples" : "", rec, tgt);
+  } else {
+    ms__fmt_ns(tl->ref_wall_ns, rw, sizeof rw);
+    ms__fmt_ns(tl->rec_wall_ns, ow, sizeof ow);
+    if (tl->ref_cpu_ns >= 0) ms__fmt_ns(tl->ref_cpu_ns, rc, sizeof rc);
+    else snprintf(rc, sizeof rc, "unknown");
+    if (tl->rec_cpu_ns >= 0) ms__fmt_ns(tl->rec_cpu_ns, oc, sizeof oc);
+    else snprintf(oc, sizeof oc, "unknown");
+    n = snprintf(buf, cap,
+                 "recorder's cost out, fitted to %lld reference run%s: %s wall, %s CPU (the "
+                 "recording: %s, %s); %.1f ns per allocator call out of the wall time, %.1f ns "
+                 "out of the CPU time (the recorder's own figure: %.1f ns); %s recorded, %s after",
+                 (long long)tl->ref_runs, tl->ref_runs == 1 ? "" : "s", rw, rc, ow, oc,
+                 tl->wall_per_call, tl->cpu_per_call, tl->own_per_call, rec, tgt);
+  }
+  if (n >= 0 && (size_t)n < cap && tl->unfit) snprintf(buf + n, cap - (size_t)n, "; %s", tl->unfit);
+}
+
+int ms__timeline_trace(const memstub_trace *t, memstub_trace **out, ms__timeline *tl,
+                       memstub_error *err) {
+  *out = NULL;
+  int rc = ms__timeline_model(t, tl, err);
+  if (rc < 0 || tl->kind == MS__TL_RECORDED) {
+    if (rc == 0) {  // the durations, for the caller's line
+      tl->recorded_ns = tl->target_ns = t->n ? t->pts[t->n - 1].time_ns - t->pts[0].time_ns : 0;
+    }
+    return rc;
+  }
+  size_t n = t->n ? t->n : 1;
+  int64_t *dt = malloc(n * sizeof *dt), *cpu = malloc(n * sizeof *cpu);
+  memstub_trace *c = memstub_trace_create();
+  if (!dt || !cpu || !c) rc = memstub_error_set(err, -ENOMEM, "out of memory");
+  if (rc == 0) rc = ms__timeline_rows(t, tl, dt, cpu, err);
+  for (size_t k = 0; rc == 0 && k < t->nextra; k++)
+    if (memstub_trace_add_column(c, t->extra_names[k]) < 0)
+      rc = memstub_error_set(err, -ENOMEM, "out of memory");
+  for (size_t k = 0; rc == 0 && k < t->nmeta; k++)
+    if (memstub_trace_set_meta(c, t->meta[k].key, t->meta[k].value) < 0)
+      rc = memstub_error_set(err, -ENOMEM, "out of memory");
+  if (rc == 0 && memstub_trace_reserve(c, t->n) < 0)
+    rc = memstub_error_set(err, -ENOMEM, "out of memory");
+  int ccol = memstub_trace_column(t, MEMSTUB_WORK_CPU_COLUMN);
+  int64_t time = t->n ? t->pts[0].time_ns : 0, used = ccol >= 0 && t->n ? t->extra[ccol] : 0;
+  for (size_t i = 0; rc == 0 && i < t->n; i++) {
+    time += dt[i];
+    used += cpu[i];
+    const memstub_point *p = &t->pts[i];
+    if (memstub_trace_append(c, time, p->stack_bytes, p->heap_bytes) < 0) {
+      rc = memstub_error_set(err, -ENOMEM, "out of memory");
+      break;
+    }
+    int64_t *x = memstub_trace_extra_row(c, i);
+    memcpy(x, memstub_trace_extra_row(t, i), t->nextra * sizeof *x);
+    if (ccol >= 0) x[ccol] = used;
+  }
+  free(dt);
+  free(cpu);
+  if (rc < 0) {
+    memstub_trace_free(c);
+    return rc;
+  }
+  *out = c;
+  return 0;
+}
