@@ -100,6 +100,12 @@ int ms__timeline_model(const memstub_trace *t, ms__timeline *tl, memstub_error *
   tl->wall_per_call = fit(tl, tl->rec_wall_ns, tl->ref_wall_ns, whole);
   if (tl->ref_cpu_ns >= 0 && tl->rec_cpu_ns >= 0)
     tl->cpu_per_call = fit(tl, tl->rec_cpu_ns, tl->ref_cpu_ns, whole);
+  // The recorder's fixed costs (loading it, its tables, writing the trace)
+  // count as calls' too: in a run of few calls they are most of the difference.
+  if (tl->own_per_call > 0 ? tl->wall_per_call > 10 * tl->own_per_call : tl->events < 1024)
+    tl->caveat = "far above the recorder's own figure: in a run of few allocator calls the "
+                 "difference is mostly the recorder's fixed costs (loading it, writing the trace), "
+                 "which the fit counts as the calls' too";
   return 0;
 }
 
@@ -147,7 +153,8 @@ int ms__timeline_rows(const memstub_trace *t, ms__timeline *tl, int64_t *dt, int
 }
 
 void ms__timeline_describe(const ms__timeline *tl, char *buf, size_t cap) {
-  char rec[32], tgt[32], rw[32], rc[32], ow[32], oc[32];
+  char rec[32], tgt[32], rw[32], rc[32], ow[32], oc[32], own[32] = "not measured";
+  if (tl->own_per_call > 0) snprintf(own, sizeof own, "%.1f ns", tl->own_per_call);
   ms__fmt_ns(tl->recorded_ns, rec, sizeof rec);
   ms__fmt_ns(tl->target_ns, tgt, sizeof tgt);
   if (tl->kind == MS__TL_RECORDED) {
@@ -157,9 +164,9 @@ void ms__timeline_describe(const ms__timeline *tl, char *buf, size_t cap) {
   int n = 0;
   if (tl->kind == MS__TL_OWN) {
     n = snprintf(buf, cap,
-                 "recorder's cost out by its own figures (%.1f ns per allocator call%s): %s "
+                 "recorder's cost out by its own figures (%s per allocator call%s): %s "
                  "recorded, %s after",
-                 tl->own_per_call, tl->per_cpu_ns > 0 ? ", and its samples" : "", rec, tgt);
+                 own, tl->per_cpu_ns > 0 ? ", and its samples" : "", rec, tgt);
   } else {
     ms__fmt_ns(tl->ref_wall_ns, rw, sizeof rw);
     ms__fmt_ns(tl->rec_wall_ns, ow, sizeof ow);
@@ -170,11 +177,14 @@ void ms__timeline_describe(const ms__timeline *tl, char *buf, size_t cap) {
     n = snprintf(buf, cap,
                  "recorder's cost out, fitted to %lld reference run%s: %s wall, %s CPU (the "
                  "recording: %s, %s); %.1f ns per allocator call out of the wall time, %.1f ns "
-                 "out of the CPU time (the recorder's own figure: %.1f ns); %s recorded, %s after",
+                 "out of the CPU time (the recorder's own figure: %s); %s recorded, %s after",
                  (long long)tl->ref_runs, tl->ref_runs == 1 ? "" : "s", rw, rc, ow, oc,
-                 tl->wall_per_call, tl->cpu_per_call, tl->own_per_call, rec, tgt);
+                 tl->wall_per_call, tl->cpu_per_call, own, rec, tgt);
   }
-  if (n >= 0 && (size_t)n < cap && tl->unfit) snprintf(buf + n, cap - (size_t)n, "; %s", tl->unfit);
+  if (n >= 0 && (size_t)n < cap && tl->unfit)
+    n += snprintf(buf + n, cap - (size_t)n, "; %s", tl->unfit);
+  if (n >= 0 && (size_t)n < cap && tl->caveat && tl->wall_per_call > 0)
+    snprintf(buf + n, cap - (size_t)n, "; the fit is %s", tl->caveat);
 }
 
 int ms__timeline_trace(const memstub_trace *t, memstub_trace **out, ms__timeline *tl,
