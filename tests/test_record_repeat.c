@@ -18,9 +18,12 @@ static char *helper(void) {
   return h;
 }
 
-// memstub record OPTS... -o t.csv -- rec_helper runs cnt log DURATIONS... in dir.
-static tu_run record(const char *dir, const char *opts, const char *durations) {
-  char *argv[32], buf[512], dbuf[256];
+/* memstub record OPTS... -o t.csv -- rec_helper runs cnt log DURATIONS... in
+ * dir, into *r: its exit status must be status and the runs' log (R
+ * recorded, N not) log; the trace it left. */
+static memstub_trace *recorded(const char *dir, const char *opts, const char *durations,
+                               int status, const char *log, tu_run *r) {
+  char *argv[32], buf[512], dbuf[256], path[4096];
   int n = 0;
   argv[n++] = getenv("MEMSTUB_EXE");
   argv[n++] = "record";
@@ -31,11 +34,13 @@ static tu_run record(const char *dir, const char *opts, const char *durations) {
   snprintf(dbuf, sizeof dbuf, "%s", durations);
   for (char *w = strtok(dbuf, " "); w; w = strtok(NULL, " ")) argv[n++] = w;
   argv[n] = NULL;
-  return tu_exec(dir, argv);
-}
-
-static memstub_trace *load(const char *dir) {
-  char path[4096];
+  *r = tu_exec(dir, argv);
+  ck_assert_msg(r->status == status, "%s: exit status %d: %s", opts, r->status, r->err);
+  if (!log) return NULL;
+  snprintf(path, sizeof path, "%s/log", dir);
+  char *got = tu_read_file(path);
+  ck_assert_msg(got && strcmp(got, log) == 0, "log %s, not %s", got ? got : "(none)", log);
+  free(got);
   snprintf(path, sizeof path, "%s/t.csv", dir);
   memstub_trace *t = NULL;
   memstub_error err = {0};
@@ -49,25 +54,15 @@ static long long meta(const memstub_trace *t, const char *key) {
   return strtoll(v, NULL, 10);
 }
 
-static char *file(const char *dir, const char *name) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  return tu_read_file(path);
-}
-
 /* Three recordings of 150, 50 and 100 ms: the third is kept (it alone held
  * 3000 bytes), with its sites file; the others' traces and sites files are
  * gone. */
 START_TEST(test_repeat_keeps_median) {
   char *dir = tu_mkdtemp();
-  tu_run r = record(dir, "--repeat 3 --sites --sites-every 16", "150 50 100");
-  ck_assert_msg(r.status == 0, "%s", r.err);
+  tu_run r;
+  memstub_trace *t = recorded(dir, "--repeat 3 --sites --sites-every 16", "150 50 100", 0, "RRR", &r);
   ck_assert_msg(strstr(r.err, "--repeat 3: kept recording 3 (median duration"), "%s", r.err);
   ck_assert_msg(strstr(r.err, "allocated 2.9 KiB over the run"), "%s", r.err);  // its sites
-  char *log = file(dir, "log");
-  ck_assert_str_eq(log, "RRR");
-  free(log);
-  memstub_trace *t = load(dir);
   ck_assert_int_eq(meta(t, "record.peak_heap_bytes"), 3000);
   ck_assert_int_eq(meta(t, "repeat.recordings"), 3);
   ck_assert_int_eq(meta(t, "repeat.kept"), 3);
@@ -83,9 +78,9 @@ START_TEST(test_repeat_keeps_median) {
   memstub_trace_free(t);
   // t.csv, t.csv.sites, cnt and log: nothing of the other recordings.
   ck_assert_int_eq(tu_count_entries(dir), 4);
-  char *sites = file(dir, "t.csv.sites");
-  ck_assert_ptr_nonnull(sites);
-  free(sites);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/t.csv.sites", dir);
+  ck_assert(tu_exists(path));
   tu_run_free(&r);
   tu_rmtree(dir);
 }
@@ -96,13 +91,9 @@ END_TEST
  * stub's timeline to them. */
 START_TEST(test_reference) {
   char *dir = tu_mkdtemp();
-  tu_run r = record(dir, "--repeat 2 --reference 2", "30");
-  ck_assert_msg(r.status == 0, "%s", r.err);
+  tu_run r;
+  memstub_trace *t = recorded(dir, "--repeat 2 --reference 2", "30", 0, "NRNR", &r);
   ck_assert_msg(strstr(r.err, "--reference 2: "), "%s", r.err);
-  char *log = file(dir, "log");
-  ck_assert_str_eq(log, "NRNR");
-  free(log);
-  memstub_trace *t = load(dir);
   ck_assert_int_eq(meta(t, "reference.runs"), 2);
   long long w = meta(t, "reference.wall_ns"), lo, hi;
   ck_assert(w >= 30000000);
@@ -124,38 +115,31 @@ START_TEST(test_reference) {
 }
 END_TEST
 
-// A run without the recorder that fails: the trace, but no reference, and exit status 1.
-START_TEST(test_reference_fails) {
-  char *dir = tu_mkdtemp();
-  tu_run r = record(dir, "--reference 1", "x 20");
-  ck_assert_int_eq(r.status, 1);
-  ck_assert_msg(strstr(r.err, "reference run 1 of 1: ") && strstr(r.err, "no reference is written"),
-                "%s", r.err);
-  memstub_trace *t = load(dir);
-  ck_assert_ptr_null(memstub_trace_get_meta(t, "reference.wall_ns"));
-  ck_assert(meta(t, "outside.wall_ns") >= 20000000);
-  ck_assert_int_eq(meta(t, "record.peak_heap_bytes"), 2000);
-  memstub_trace_free(t);
-  tu_run_free(&r);
-  tu_rmtree(dir);
-}
-END_TEST
-
-// A recording that fails ends the repeat: its trace stays, the earlier ones' go.
-START_TEST(test_repeat_recording_fails) {
-  char *dir = tu_mkdtemp();
-  tu_run r = record(dir, "--repeat 3", "10 x 10");
-  ck_assert_int_eq(r.status, 1);
-  ck_assert_msg(strstr(r.err, "recording 2 of 3 failed"), "%s", r.err);
-  char *log = file(dir, "log");
-  ck_assert_str_eq(log, "RR");
-  free(log);
-  memstub_trace *t = load(dir);
-  ck_assert_int_eq(meta(t, "record.peak_heap_bytes"), 2000);
-  memstub_trace_free(t);
-  ck_assert_int_eq(tu_count_entries(dir), 3);  // t.csv, cnt, log
-  tu_run_free(&r);
-  tu_rmtree(dir);
+/* Failures. A run without the recorder that fails: the trace, but no
+ * reference (outside.* still), and exit status 1. A recording that fails
+ * ends the repeat: its trace stays (run 2 held 2000 bytes), the earlier
+ * ones' go. */
+START_TEST(test_failures) {
+  static const struct {
+    const char *opts, *durations, *log, *said;
+    int entries;  // t.csv, cnt, log
+  } c[] = {
+      {"--reference 1", "x 20", "NR", "reference run 1 of 1: ", 3},
+      {"--repeat 3", "10 x 10", "RR", "recording 2 of 3 failed", 3},
+  };
+  for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+    char *dir = tu_mkdtemp();
+    tu_run r;
+    memstub_trace *t = recorded(dir, c[i].opts, c[i].durations, 1, c[i].log, &r);
+    ck_assert_msg(strstr(r.err, c[i].said), "%s", r.err);
+    ck_assert_ptr_null(memstub_trace_get_meta(t, "reference.wall_ns"));
+    ck_assert_int_eq(meta(t, "record.peak_heap_bytes"), 2000);
+    if (i == 0) ck_assert(meta(t, "outside.wall_ns") >= 20000000);
+    memstub_trace_free(t);
+    ck_assert_int_eq(tu_count_entries(dir), c[i].entries);
+    tu_run_free(&r);
+    tu_rmtree(dir);
+  }
 }
 END_TEST
 
@@ -164,8 +148,8 @@ START_TEST(test_usage) {
   static const char *const bad[] = {"--repeat 0", "--reference 0", "--repeat 2 --follow-children",
                                     "--reference 1 --follow-children"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-    tu_run r = record(dir, bad[i], "1");
-    ck_assert_msg(r.status == 2, "%s: %d %s", bad[i], r.status, r.err);
+    tu_run r;
+    recorded(dir, bad[i], "1", 2, NULL, &r);
     tu_run_free(&r);
   }
   ck_assert_int_eq(tu_count_entries(dir), 0);
@@ -179,8 +163,7 @@ static Suite *record_repeat_suite(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_repeat_keeps_median);
   tcase_add_test(tc, test_reference);
-  tcase_add_test(tc, test_reference_fails);
-  tcase_add_test(tc, test_repeat_recording_fails);
+  tcase_add_test(tc, test_failures);
   tcase_add_test(tc, test_usage);
   suite_add_tcase(s, tc);
   return s;
