@@ -83,6 +83,7 @@ START_TEST(test_repeat_keeps_median) {
   ck_assert(tu_exists(path));
   tu_run_free(&r);
   tu_rmtree(dir);
+  free(dir);
 }
 END_TEST
 
@@ -112,6 +113,7 @@ START_TEST(test_reference) {
                 r.err);
   tu_run_free(&r);
   tu_rmtree(dir);
+  free(dir);
 }
 END_TEST
 
@@ -139,6 +141,7 @@ START_TEST(test_failures) {
     ck_assert_int_eq(tu_count_entries(dir), c[i].entries);
     tu_run_free(&r);
     tu_rmtree(dir);
+    free(dir);
   }
 }
 END_TEST
@@ -154,6 +157,7 @@ START_TEST(test_usage) {
   }
   ck_assert_int_eq(tu_count_entries(dir), 0);
   tu_rmtree(dir);
+  free(dir);
 }
 END_TEST
 

@@ -244,6 +244,7 @@ START_TEST(test_cli) {
   free(orig);
   free(repl);
   tu_rmtree(dir);
+  free(dir);
 }
 END_TEST
 
