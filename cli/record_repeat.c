@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +78,8 @@ static void env_free(char **e) {
 }
 
 /* One run of PROGRAM without the recorder, in environment env, measured into
- * *out. 0; 1 when it failed (said); or the exit status when it cannot run. */
+ * *out. 0; 1 when it failed, 3 when it was interrupted (SIGINT, SIGQUIT:
+ * said); or the exit status when it cannot run. */
 static int reference_run(const rec_opts *o, char **env, int k, rec_run *out) {
   ms__spawn_opts so;
   ms__spawn_opts_init(&so);
@@ -90,9 +92,14 @@ static int reference_run(const rec_opts *o, char **env, int k, rec_run *out) {
   *out = (rec_run){r.wall_ns, r.user_ns + r.sys_ns};
   char how[96];
   ms__spawn_describe(&r, how, sizeof how);
-  int failed = !r.exited || r.code != 0;
+  int failed = !r.exited || r.code != 0, stop = !r.exited && (r.sig == SIGINT || r.sig == SIGQUIT);
   ms__spawn_result_free(&r);
   if (rc < 0) return ms_cli_fail(&err);
+  if (stop) {
+    ms_cli_warn("reference run %d of %lld: %s ended with %s: stopped here", k, o->reference,
+                o->prog[0], how);
+    return 3;
+  }
   if (failed)
     ms_cli_warn("reference run %d of %lld: %s ended with %s: no reference is written (a run "
                 "without the recorder must end as the recordings did)",
@@ -255,7 +262,8 @@ int ms_record_repeat(int argc, char **argv, const rec_opts *o) {
   }
   int st = MS_EXIT_OK, done = 0, failed = -1;  // recordings done; the one that failed
   long long refs = 0;
-  int ref_failed = 0;  // a run without the recorder failed: no reference, exit status 1
+  int ref_failed = 0;  // a run without the recorder failed (no reference) or was interrupted
+                       // (the runs so far): the exit status 1
   for (long long i = 0; i < (nrec > nref ? nrec : nref) && st == MS_EXIT_OK; i++) {
     // A reference run first: the first run of all pays for cold caches.
     if (i < nref && !ref_failed) {
@@ -263,6 +271,11 @@ int ms_record_repeat(int argc, char **argv, const rec_opts *o) {
       st = reference_run(o, env, (int)i + 1, &ref[i]);
       if (st == 1) ref_failed = 1, refs = 0, st = MS_EXIT_OK;  // said: no reference written
       else if (st == 0) refs++;
+      if (st == 3) {  // interrupted: the runs so far
+        st = MS_EXIT_OK;
+        ref_failed = 1;
+        break;
+      }
       if (st != MS_EXIT_OK) break;
     }
     if (i >= nrec) continue;
