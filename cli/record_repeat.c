@@ -251,6 +251,11 @@ int ms_record_repeat(int argc, char **argv, const rec_opts *o) {
   if ((size_t)snprintf(abs, sizeof abs, "%s%s%s", o->out[0] == '/' ? "" : cwd,
                        o->out[0] == '/' ? "" : "/", o->out) >= sizeof abs)
     return ms_cli_error("%s: path too long", o->out);
+  struct stat ls;
+  if (nrec > 1 && lstat(abs, &ls) == 0 && S_ISLNK(ls.st_mode))
+    return ms_cli_usage("record", "--repeat: %s is a symbolic link; the recordings are moved aside "
+                                  "and back by name: give the file it names",
+                        o->out);
   char **env = env_copy();
   const char *pre = getenv("LD_PRELOAD");
   char *preload = pre ? ms__strdup(pre) : NULL;

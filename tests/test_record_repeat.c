@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "memstub/trace.h"
 #include "testutil.h"
@@ -156,6 +157,15 @@ START_TEST(test_usage) {
     tu_run_free(&r);
   }
   ck_assert_int_eq(tu_count_entries(dir), 0);
+  // A trace at a symbolic link: the recordings are moved by name.
+  char link[4096];
+  snprintf(link, sizeof link, "%s/t.csv", dir);
+  ck_assert_int_eq(symlink("elsewhere.csv", link), 0);
+  tu_run r;
+  recorded(dir, "--repeat 2", "1", 2, NULL, &r);
+  ck_assert_msg(strstr(r.err, "is a symbolic link"), "%s", r.err);
+  tu_run_free(&r);
+  ck_assert_int_eq(tu_count_entries(dir), 1);
   tu_rmtree(dir);
   free(dir);
 }
