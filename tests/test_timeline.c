@@ -13,12 +13,13 @@
 #include "testutil.h"
 
 /* Four rows of 1 ms with 250 allocator calls each; the whole run made 1000.
- * Recorded it took 5 ms wall and 4 ms CPU, unrecorded 3 ms and 2.5 ms: the
- * recorder cost (5 - 3) ms / 1000 = 2000 ns per call of wall time and
- * (4 - 2.5) ms / 1000 = 1500 ns of CPU time, not the 10 ns it measured
- * itself. Per row 500 us of wall and 375 us of CPU time come out: the rows
- * last 500 us each (2 ms in all, not 4), with CPU 225, 0, 500 (cut to the
- * interval) and 0 us. */
+ * Recorded it took 5 ms wall and 3 ms CPU, unrecorded 3 ms and 2 ms: the
+ * recorder cost (3 - 2) ms / 1000 = 1000 ns of CPU time per call, not the
+ * 10 ns it measured itself, and the recording waited 2 ms (wall less CPU)
+ * where the program waits 1 ms. Per row 250 us of CPU time come out, and
+ * its waiting is halved: CPU 600, 300, 1000, 100 us become 350, 50, 750 and
+ * 0; the rows' waiting 400, 700, 0, 900 us becomes 200, 350, 0, 450; the
+ * rows last 550, 400, 750 and 450 us (2.15 ms in all, not 4). */
 #define META_RECORD                       \
   "# memstub-trace 1\n"                   \
   "# source: memstub-record\n"            \
@@ -27,11 +28,11 @@
   "# record.samples: 0\n"
 #define META_REFERENCE                    \
   "# outside.wall_ns: 5000000\n"          \
-  "# outside.cpu_ns: 4000000\n"           \
+  "# outside.cpu_ns: 3000000\n"           \
   "# reference.runs: 3\n"                 \
   "# reference.wall_ns: 3000000\n"        \
   "# reference.wall_ns_range: 2900000 3100000\n" \
-  "# reference.cpu_ns: 2500000\n"
+  "# reference.cpu_ns: 2000000\n"
 #define ROWS                                                        \
   "time_ns,stack_bytes,heap_bytes,cpu_ns,calls_malloc_tiny,calls_free_tiny\n" \
   "0,0,0,0,0,0\n"                                                   \
@@ -48,10 +49,10 @@ static const char *const REPLAYED =
     "# memstub-trace 1\n"
     "time_ns,stack_bytes,heap_bytes,point,cpu_ns\n"
     "0,0,0,0,0\n"
-    "500000,0,100,1,225000\n"
-    "1000000,0,0,2,225000\n"
-    "1500000,0,200,3,725000\n"
-    "2000000,0,0,4,725000\n";
+    "550000,0,100,1,350000\n"
+    "950000,0,0,2,400000\n"
+    "1700000,0,200,3,1150000\n"
+    "2150000,0,0,4,1150000\n";
 
 static memstub_trace *parse(const char *text) {
   memstub_trace *t = NULL;
@@ -82,18 +83,34 @@ START_TEST(test_gen_fitted) {
   memstub_error err = {0};
   ck_assert_msg(build(FITTED, &g, &err) == 0, "%s", err.msg);
   ck_assert_int_eq(g->stub.numdata, 4);
-  static const int64_t cpu[4] = {225000, 0, 500000, 0};
+  static const int64_t cpu[4] = {350000, 50000, 750000, 0}, dt[4] = {550000, 400000, 750000, 450000};
   for (int i = 0; i < 4; i++) {
     ck_assert_int_eq(g->point[i], i + 1);
-    ck_assert_int_eq(g->use[i].time, 500000);
+    ck_assert_int_eq(g->use[i].time, dt[i]);
     ck_assert_int_eq(g->cpu[i], cpu[i]);
   }
-  ck_assert_int_eq(g->stub.duration_ns, 2000000);
-  ck_assert_int_eq(g->work_overhead_ns, 2000000);
+  ck_assert_int_eq(g->stub.duration_ns, 2150000);
+  ck_assert_int_eq(g->work_overhead_ns, 4000000 - 2150000);
   ck_assert_ptr_nonnull(g->timeline);
   ck_assert_msg(strstr(g->timeline, "fitted to 3 reference runs") &&
-                    strstr(g->timeline, "2000.0 ns per allocator call out of the wall time") &&
-                    strstr(g->timeline, "1500.0 ns out of the CPU time"),
+                    strstr(g->timeline, "1000.0 ns of CPU time per allocator call out (the "
+                                        "recorder's own figure: 10.0 ns), the waiting (wall less "
+                                        "CPU) times 0.500"),
+                "%s", g->timeline);
+  memstub_gen_free(g);
+  /* Without CPU figures, the wall time per call: (5 - 3) ms / 1000 = 2000
+   * ns, 500 us a row; the CPU time loses the recorder's own 2.5 us, within
+   * the interval that is left. */
+  ck_assert_msg(build(META_RECORD
+                      "# outside.wall_ns: 5000000\n"
+                      "# reference.wall_ns: 3000000\n" ROWS,
+                      &g, &err) == 0,
+                "%s", err.msg);
+  for (int i = 0; i < 4; i++) ck_assert_int_eq(g->use[i].time, 500000);
+  ck_assert_int_eq(g->cpu[0], 500000);
+  ck_assert_int_eq(g->cpu[1], 300000 - 2500);
+  ck_assert_msg(strstr(g->timeline, "fitted to 1 reference run: 3.00 ms wall, unknown CPU") &&
+                    strstr(g->timeline, "2000.0 ns per allocator call out of the wall time"),
                 "%s", g->timeline);
   memstub_gen_free(g);
   // Without reference runs, the recorder's own 10 ns per call: 2.5 us a row.
@@ -110,20 +127,21 @@ START_TEST(test_gen_fitted) {
 }
 END_TEST
 
-// A recording no slower than its reference: nothing per call, and it says so.
+/* A recording that used no more CPU time than its reference: nothing per
+ * call, and it says so; its waiting (3 ms against 0.5 ms) still scaled. */
 START_TEST(test_gen_unfit) {
   memstub_gen *g = NULL;
   memstub_error err = {0};
   ck_assert_msg(build(META_RECORD
-                      "# outside.wall_ns: 2000000\n"
-                      "# outside.cpu_ns: 4000000\n"
+                      "# outside.wall_ns: 5000000\n"
+                      "# outside.cpu_ns: 2000000\n"
                       "# reference.runs: 1\n"
                       "# reference.wall_ns: 3000000\n"
                       "# reference.cpu_ns: 2500000\n" ROWS,
                       &g, &err) == 0,
                 "%s", err.msg);
-  ck_assert_int_eq(g->use[0].time, 1000000);
-  ck_assert_int_eq(g->cpu[0], 600000 - 375000);
+  ck_assert_int_eq(g->cpu[0], 600000);
+  ck_assert_int_eq(g->use[0].time, 600000 + 66667);  // 400 us of waiting / 6
   ck_assert_ptr_nonnull(strstr(g->timeline, "no slower than the reference runs"));
   memstub_gen_free(g);
 }
@@ -157,13 +175,13 @@ START_TEST(test_bad_metadata) {
 END_TEST
 
 /* A replay that kept the stub's timeline is judged on it: no duration error
- * (before, compare held it against the recorded 4 ms: -50 %). */
+ * (before, compare held it against the recorded 4 ms: -46.25 %). */
 START_TEST(test_compare_on_target) {
   memstub_trace *a = parse(FITTED), *b = parse(REPLAYED);
   memstub_compare_report *r = NULL;
   memstub_error err = {0};
   ck_assert_msg(memstub_compare_traces(a, "orig", b, "repl", NULL, &r, &err) == 0, "%s", err.msg);
-  ck_assert_int_eq(r->duration.original_ns, 2000000);
+  ck_assert_int_eq(r->duration.original_ns, 2150000);
   ck_assert_int_eq(r->duration.error_ns, 0);
   ck_assert_int_eq(r->time.max_abs, 0);
   ck_assert_int_eq(r->timeline.changed, 1);
@@ -171,8 +189,8 @@ START_TEST(test_compare_on_target) {
   ck_assert_int_eq(r->timeline.recorded_ns, 4000000);
   ck_assert_int_eq(r->timeline.reference_runs, 3);
   ck_assert_int_eq(r->timeline.reference_wall_ns, 3000000);
-  ck_assert_int_eq(r->work.cpu.original_total, 725000);
-  ck_assert_int_eq(r->work.cpu.replayed_total, 725000);
+  ck_assert_int_eq(r->work.cpu.original_total, 1150000);
+  ck_assert_int_eq(r->work.cpu.replayed_total, 1150000);
   memstub_compare_free(r);
   // Asked for: the recorded times.
   memstub_compare_options o;
@@ -180,7 +198,7 @@ START_TEST(test_compare_on_target) {
   o.recorded_times = 1;
   ck_assert_msg(memstub_compare_traces(a, "orig", b, "repl", &o, &r, &err) == 0, "%s", err.msg);
   ck_assert_int_eq(r->duration.original_ns, 4000000);
-  ck_assert(r->duration.error_pct < -49.9 && r->duration.error_pct > -50.1);
+  ck_assert(r->duration.error_pct < -46.2 && r->duration.error_pct > -46.3);  // 2.15 against 4 ms
   ck_assert_int_eq(r->timeline.changed, 0);
   ck_assert_ptr_null(r->timeline.summary);
   memstub_compare_free(r);
@@ -188,7 +206,7 @@ START_TEST(test_compare_on_target) {
   memstub_trace *t = NULL;
   char *line = NULL;
   ck_assert_int_eq(memstub_compare_target(a, &t, &line, &err), 0);
-  ck_assert_int_eq(t->pts[4].time_ns, 2000000);
+  ck_assert_int_eq(t->pts[4].time_ns, 2150000);
   ck_assert_ptr_nonnull(strstr(line, "fitted to 3 reference runs"));
   memstub_trace_free(t);
   free(line);
@@ -221,7 +239,7 @@ START_TEST(test_cli) {
                 "%s", r.out);
   tu_run_free(&r);
   r = tu_memstub(dir, "compare", "--recorded-times", "t.csv", "r.csv", NULL);
-  ck_assert_msg(strstr(r.out, "(-50.000000%)") && !strstr(r.out, "timeline  "), "%s", r.out);
+  ck_assert_msg(strstr(r.out, "(-46.250000%)") && !strstr(r.out, "timeline  "), "%s", r.out);
   tu_run_free(&r);
   r = tu_memstub(dir, "plot", "t.csv", "r.csv", "-o", "p.txt", NULL);
   ck_assert_msg(r.status == 0, "%s", r.err);
@@ -239,7 +257,7 @@ START_TEST(test_cli) {
   ck_assert_msg(strstr(r.err, "memstub: timeline: recorder's cost out, fitted"), "%s", r.err);
   tu_run_free(&r);
   r = tu_memstub(dir, "compare", "--json", "t.csv", "m.csv", NULL);
-  ck_assert_msg(strstr(r.out, "\"original_ns\": 2000000,"), "%s", r.out);
+  ck_assert_msg(strstr(r.out, "\"original_ns\": 2150000,"), "%s", r.out);
   tu_run_free(&r);
   free(orig);
   free(repl);

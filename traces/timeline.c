@@ -51,6 +51,7 @@ int ms__timeline_model(const memstub_trace *t, ms__timeline *tl, memstub_error *
   static const char *const cols[NC] = {MEMSTUB_WORK_CALL_COLUMNS};
   memset(tl, 0, sizeof *tl);
   tl->ref_wall_ns = tl->ref_cpu_ns = tl->rec_wall_ns = tl->rec_cpu_ns = -1;
+  tl->wait_scale = -1;
   int any = 0;
   for (int k = 0; k < NC; k++) any |= memstub_trace_column(t, cols[k]) >= 0;
   // Only a trace of memstub record has the figures; without call columns
@@ -97,9 +98,20 @@ int ms__timeline_model(const memstub_trace *t, ms__timeline *tl, memstub_error *
   }
   tl->kind = MS__TL_FITTED;
   double whole = samples;  // the samples' cost over the whole run, by the recorder's figures
-  tl->wall_per_call = fit(tl, tl->rec_wall_ns, tl->ref_wall_ns, whole);
-  if (tl->ref_cpu_ns >= 0 && tl->rec_cpu_ns >= 0)
-    tl->cpu_per_call = fit(tl, tl->rec_cpu_ns, tl->ref_cpu_ns, whole);
+  int64_t rec_wait = tl->rec_wall_ns - tl->rec_cpu_ns, ref_wait = tl->ref_wall_ns - tl->ref_cpu_ns;
+  if (tl->ref_cpu_ns >= 0 && tl->rec_cpu_ns >= 0 && rec_wait > 0 && ref_wait >= 0) {
+    /* The recorder's work is CPU time: per call, out of a row's CPU time and
+     * so out of its interval; the waiting (wall less CPU) the recording did
+     * beyond the reference's is the host's, and each row's waiting is
+     * scaled to the reference's. */
+    tl->cpu_per_call = tl->wall_per_call = fit(tl, tl->rec_cpu_ns, tl->ref_cpu_ns, whole);
+    tl->wait_scale = (double)ref_wait / (double)rec_wait;
+  } else {
+    // No CPU figures, or threads that ran at once (CPU beyond the wall time): per call.
+    tl->wall_per_call = fit(tl, tl->rec_wall_ns, tl->ref_wall_ns, whole);
+    if (tl->ref_cpu_ns >= 0 && tl->rec_cpu_ns >= 0)
+      tl->cpu_per_call = fit(tl, tl->rec_cpu_ns, tl->ref_cpu_ns, whole);
+  }
   // The recorder's fixed costs (loading it, its tables, writing the trace)
   // count as calls' too: in a run of few calls they are most of the difference.
   if (tl->own_per_call > 0 ? tl->wall_per_call > 10 * tl->own_per_call : tl->events < 1024)
@@ -137,13 +149,22 @@ int ms__timeline_rows(const memstub_trace *t, ms__timeline *tl, int64_t *dt, int
     tl->recorded_cpu_ns += c;
     // The recorder's cost out of the interval and out of its CPU time.
     double s = (double)c * tl->per_cpu_ns;
-    int64_t ow = (int64_t)llround((double)calls * tl->wall_per_call + s);
     int64_t oc = (int64_t)llround((double)calls * tl->cpu_per_call + s);
-    if (ow > d) ow = d;
-    d -= ow;
-    tl->removed_ns += ow;
-    c = c > oc ? c - oc : 0;
-    if (c > d) c = d;  // CPU beyond the wall time: a rounding of the clocks
+    if (tl->wait_scale >= 0) {
+      // The CPU time less the recorder's, and the waiting scaled to the reference's.
+      if (c > d) c = d;  // CPU beyond the wall time: a rounding of the clocks
+      int64_t c2 = c > oc ? c - oc : 0, d2 = c2 + llround((double)(d - c) * tl->wait_scale);
+      tl->removed_ns += d - d2;
+      d = d2;
+      c = c2;
+    } else {
+      int64_t ow = (int64_t)llround((double)calls * tl->wall_per_call + s);
+      if (ow > d) ow = d;
+      d -= ow;
+      tl->removed_ns += ow;
+      c = c > oc ? c - oc : 0;
+      if (c > d) c = d;  // CPU beyond the wall time: a rounding of the clocks
+    }
     dt[i] = d;
     cpu[i] = c;
     tl->target_ns += d;
@@ -174,12 +195,19 @@ void ms__timeline_describe(const ms__timeline *tl, char *buf, size_t cap) {
     else snprintf(rc, sizeof rc, "unknown");
     if (tl->rec_cpu_ns >= 0) ms__fmt_ns(tl->rec_cpu_ns, oc, sizeof oc);
     else snprintf(oc, sizeof oc, "unknown");
-    n = snprintf(buf, cap,
-                 "recorder's cost out, fitted to %lld reference run%s: %s wall, %s CPU (the "
-                 "recording: %s, %s); %.1f ns per allocator call out of the wall time, %.1f ns "
-                 "out of the CPU time (the recorder's own figure: %s); %s recorded, %s after",
-                 (long long)tl->ref_runs, tl->ref_runs == 1 ? "" : "s", rw, rc, ow, oc,
-                 tl->wall_per_call, tl->cpu_per_call, own, rec, tgt);
+    n = snprintf(buf, cap, "recorder's cost out, fitted to %lld reference run%s: %s wall, %s CPU (the "
+                 "recording: %s, %s); ",
+                 (long long)tl->ref_runs, tl->ref_runs == 1 ? "" : "s", rw, rc, ow, oc);
+    if (n >= 0 && (size_t)n < cap && tl->wait_scale >= 0)
+      n += snprintf(buf + n, cap - (size_t)n,
+                    "%.1f ns of CPU time per allocator call out (the recorder's own figure: %s), "
+                    "the waiting (wall less CPU) times %.3f; %s recorded, %s after",
+                    tl->cpu_per_call, own, tl->wait_scale, rec, tgt);
+    else if (n >= 0 && (size_t)n < cap)
+      n += snprintf(buf + n, cap - (size_t)n,
+                    "%.1f ns per allocator call out of the wall time, %.1f ns out of the CPU time "
+                    "(the recorder's own figure: %s); %s recorded, %s after",
+                    tl->wall_per_call, tl->cpu_per_call, own, rec, tgt);
   }
   if (n >= 0 && (size_t)n < cap && tl->unfit)
     n += snprintf(buf + n, cap - (size_t)n, "; %s", tl->unfit);

@@ -36,6 +36,10 @@ typedef struct ms__timeline {
   ms__tl_kind kind;
   double wall_per_call, cpu_per_call;  // ns taken out per allocator call of a row
   double per_cpu_ns;                   // the samples' cost per ns of a row's CPU time
+  /* Fitted with CPU figures: a row's waiting (interval less CPU time) times
+   * this (the reference's waiting over the recording's); -1: the wall time
+   * per call instead (wall_per_call). */
+  double wait_scale;
   double own_per_call;                 // record.cost_ns_per_event (0: not measured)
   int64_t events;                      // record.events: the whole run's allocator calls
   int64_t ref_runs;                    // reference runs (0: none)
