@@ -127,6 +127,38 @@ START_TEST(test_gen_fitted) {
 }
 END_TEST
 
+/* A whole run of one thread: the trace's own CPU time (2 ms) and waiting
+ * (2 ms) set to the reference's, 1.5 ms each: (2 - 1.5) ms / 1000 = 500 ns
+ * of CPU time per call, 125 us a row (the last row's 100 us go to 0), and
+ * the waiting times 0.75. */
+START_TEST(test_gen_whole_run) {
+  memstub_gen *g = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(build(META_RECORD
+                      "# record.regions: none (whole run)\n"
+                      "# record.thread: main\n"
+                      "# record.threads: 1\n"
+                      "# outside.wall_ns: 5000000\n"
+                      "# outside.cpu_ns: 3000000\n"
+                      "# reference.runs: 3\n"
+                      "# reference.wall_ns: 3000000\n"
+                      "# reference.cpu_ns: 1500000\n" ROWS,
+                      &g, &err) == 0,
+                "%s", err.msg);
+  static const int64_t cpu[4] = {475000, 175000, 875000, 0}, dt[4] = {775000, 700000, 875000, 675000};
+  for (int i = 0; i < 4; i++) {
+    ck_assert_int_eq(g->use[i].time, dt[i]);
+    ck_assert_int_eq(g->cpu[i], cpu[i]);
+  }
+  ck_assert_msg(strstr(g->timeline, "(the whole run: the trace's CPU time and waiting set to "
+                                    "theirs)") &&
+                    strstr(g->timeline, "500.0 ns of CPU time per allocator call out") &&
+                    strstr(g->timeline, "times 0.750"),
+                "%s", g->timeline);
+  memstub_gen_free(g);
+}
+END_TEST
+
 /* A recording that used no more CPU time than its reference: nothing per
  * call, and it says so; its waiting (3 ms against 0.5 ms) still scaled. */
 START_TEST(test_gen_unfit) {
@@ -271,6 +303,7 @@ static Suite *timeline_suite(void) {
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_gen_fitted);
+  tcase_add_test(tc, test_gen_whole_run);
   tcase_add_test(tc, test_gen_unfit);
   tcase_add_test(tc, test_bad_metadata);
   tcase_add_test(tc, test_compare_on_target);

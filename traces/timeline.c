@@ -36,15 +36,37 @@ static int meta_ns(const memstub_trace *t, const char *key, int64_t *out, memstu
 }
 
 /* The fit of a cost from outside: (recorded - reference - the samples' own
- * cost) over the run's allocator calls, 0 when the recording was no slower. */
-static double fit(ms__timeline *tl, int64_t rec, int64_t ref, double samples) {
-  double d = (double)rec - (double)ref - samples;
-  if (d <= 0) {
+ * cost) over calls allocator calls, 0 when the recording was no slower. */
+static double fit(ms__timeline *tl, double rec, double ref, double samples, double calls) {
+  double d = rec - ref - samples;
+  if (d <= 0 || calls <= 0) {
     tl->unfit = "the recording was no slower than the reference runs beyond its samples' cost: "
                 "nothing taken out per call";
     return 0;
   }
-  return d / (double)tl->events;
+  return d / calls;
+}
+
+/* A trace of the whole run of a program that had one thread: its rows hold
+ * all of the run the recorder saw, so their totals can be set to the
+ * reference's. */
+static int whole_run(const memstub_trace *t) {
+  const char *r = memstub_trace_get_meta(t, "record.regions"),
+             *th = memstub_trace_get_meta(t, "record.thread");
+  return r && strncmp(r, "none", 4) == 0 && th && strcmp(th, "main") == 0 &&
+         meta_num(t, "record.threads") <= 1 && memstub_trace_column(t, "thread") < 0;
+}
+
+// The trace's allocator calls over its rows (negative counts, refused later, as 0).
+static double trace_calls(const memstub_trace *t) {
+  static const char *const cols[NC] = {MEMSTUB_WORK_CALL_COLUMNS};
+  double n = 0;
+  for (int k = 0; k < NC; k++) {
+    int c = memstub_trace_column(t, cols[k]);
+    for (size_t i = 1; c >= 0 && i < t->n; i++)
+      if (memstub_trace_extra_row(t, i)[c] > 0) n += (double)memstub_trace_extra_row(t, i)[c];
+  }
+  return n;
 }
 
 int ms__timeline_model(const memstub_trace *t, ms__timeline *tl, memstub_error *err) {
@@ -69,8 +91,9 @@ int ms__timeline_model(const memstub_trace *t, ms__timeline *tl, memstub_error *
   double ticks = meta_num(t, "record.samples"), samples = ticks * meta_num(t, "record.cost_ns_per_sample");
   double mem = meta_num(t, "record.memory_samples") - ticks;
   if (mem > 0) samples += mem * meta_num(t, "record.cost_ns_per_memory_sample");
+  int64_t total = 0;  // the trace's CPU time
   if (ccol >= 0 && t->n > 1) {
-    int64_t total = memstub_trace_extra_row(t, t->n - 1)[ccol] - memstub_trace_extra_row(t, 0)[ccol];
+    total = memstub_trace_extra_row(t, t->n - 1)[ccol] - memstub_trace_extra_row(t, 0)[ccol];
     if (total > 0) tl->per_cpu_ns = samples / (double)total;
     if (tl->per_cpu_ns > 0.5) tl->per_cpu_ns = 0.5;  // a figure that absurd is not believed
   }
@@ -97,20 +120,29 @@ int ms__timeline_model(const memstub_trace *t, ms__timeline *tl, memstub_error *
     return 0;
   }
   tl->kind = MS__TL_FITTED;
-  double whole = samples;  // the samples' cost over the whole run, by the recorder's figures
+  double e = (double)tl->events;
+  int cpu = tl->ref_cpu_ns >= 0 && tl->rec_cpu_ns >= 0 && ccol >= 0;
   int64_t rec_wait = tl->rec_wall_ns - tl->rec_cpu_ns, ref_wait = tl->ref_wall_ns - tl->ref_cpu_ns;
-  if (tl->ref_cpu_ns >= 0 && tl->rec_cpu_ns >= 0 && rec_wait > 0 && ref_wait >= 0) {
-    /* The recorder's work is CPU time: per call, out of a row's CPU time and
-     * so out of its interval; the waiting (wall less CPU) the recording did
-     * beyond the reference's is the host's, and each row's waiting is
-     * scaled to the reference's. */
-    tl->cpu_per_call = tl->wall_per_call = fit(tl, tl->rec_cpu_ns, tl->ref_cpu_ns, whole);
+  int64_t span = t->n ? t->pts[t->n - 1].time_ns - t->pts[0].time_ns : 0;
+  /* The recorder's work is CPU time: per call, out of a row's CPU time and
+   * so out of its interval; the waiting (wall less CPU) the recording did
+   * beyond the reference's is the host's, and each row's waiting is scaled
+   * to the reference's. A whole run: the trace's own CPU time and waiting
+   * become the reference's; a part: the whole run's difference per call
+   * and the process's waiting ratio. */
+  if (cpu && whole_run(t) && ref_wait >= 0) {
+    tl->whole = 1;
+    tl->cpu_per_call = tl->wall_per_call =
+        fit(tl, (double)total, (double)tl->ref_cpu_ns, samples, trace_calls(t));
+    tl->wait_scale = span > total ? (double)ref_wait / (double)(span - total) : 1.0;
+  } else if (cpu && rec_wait > 0 && ref_wait >= 0) {
+    tl->cpu_per_call = tl->wall_per_call =
+        fit(tl, (double)tl->rec_cpu_ns, (double)tl->ref_cpu_ns, samples, e);
     tl->wait_scale = (double)ref_wait / (double)rec_wait;
   } else {
     // No CPU figures, or threads that ran at once (CPU beyond the wall time): per call.
-    tl->wall_per_call = fit(tl, tl->rec_wall_ns, tl->ref_wall_ns, whole);
-    if (tl->ref_cpu_ns >= 0 && tl->rec_cpu_ns >= 0)
-      tl->cpu_per_call = fit(tl, tl->rec_cpu_ns, tl->ref_cpu_ns, whole);
+    tl->wall_per_call = fit(tl, (double)tl->rec_wall_ns, (double)tl->ref_wall_ns, samples, e);
+    if (cpu) tl->cpu_per_call = fit(tl, (double)tl->rec_cpu_ns, (double)tl->ref_cpu_ns, samples, e);
   }
   // The recorder's fixed costs (loading it, its tables, writing the trace)
   // count as calls' too: in a run of few calls they are most of the difference.
@@ -195,9 +227,11 @@ void ms__timeline_describe(const ms__timeline *tl, char *buf, size_t cap) {
     else snprintf(rc, sizeof rc, "unknown");
     if (tl->rec_cpu_ns >= 0) ms__fmt_ns(tl->rec_cpu_ns, oc, sizeof oc);
     else snprintf(oc, sizeof oc, "unknown");
-    n = snprintf(buf, cap, "recorder's cost out, fitted to %lld reference run%s: %s wall, %s CPU (the "
+    n = snprintf(buf, cap, "recorder's cost out, fitted to %lld reference run%s%s: %s wall, %s CPU (the "
                  "recording: %s, %s); ",
-                 (long long)tl->ref_runs, tl->ref_runs == 1 ? "" : "s", rw, rc, ow, oc);
+                 (long long)tl->ref_runs, tl->ref_runs == 1 ? "" : "s",
+                 tl->whole ? " (the whole run: the trace's CPU time and waiting set to theirs)" : "",
+                 rw, rc, ow, oc);
     if (n >= 0 && (size_t)n < cap && tl->wait_scale >= 0)
       n += snprintf(buf + n, cap - (size_t)n,
                     "%.1f ns of CPU time per allocator call out (the recorder's own figure: %s), "

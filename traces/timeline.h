@@ -40,6 +40,7 @@ typedef struct ms__timeline {
    * this (the reference's waiting over the recording's); -1: the wall time
    * per call instead (wall_per_call). */
   double wait_scale;
+  int whole;  // fitted as a whole run: the trace's totals set to the reference's
   double own_per_call;                 // record.cost_ns_per_event (0: not measured)
   int64_t events;                      // record.events: the whole run's allocator calls
   int64_t ref_runs;                    // reference runs (0: none)
