@@ -102,10 +102,15 @@ secs=$(($(date +%s) - start))
   echo "outside: docs/recording.md, \"The stub's timeline\"). Each made into a stub with \`memstub gen\`"
   echo "and \`memstub build\` (no calibration profile). Then the program and the two stubs ran alternately,"
   echo "$R times each, under bench/real/observe.c (wall time from fork to reap; CPU = user + system from"
-  echo "wait4): medians, with the range in brackets, and the difference of the medians to the program's."
+  echo "wait4): medians, with the range in brackets, and the difference of the medians to the program's"
+  echo "and to the reference's (the program's runs during the recordings, which the fitted stub aims at:"
+  echo "the host's speed moves between the two phases, and the reference shows by how much)."
   echo
-  echo "| run | wall ms | CPU ms | wall vs the program | CPU vs the program |"
-  echo "|---|---|---|---|---|"
+  rw=$(meta "$tmp/fit.csv" reference.wall_ns)
+  rc=$(meta "$tmp/fit.csv" reference.cpu_ns)
+  echo "| run | wall ms | CPU ms | wall vs the program | CPU vs the program | wall vs the reference | CPU vs the reference |"
+  echo "|---|---|---|---|---|---|---|"
+  echo "| the reference: the program's 3 runs between the recordings (what the fit aims at) | $(ms "$rw") [$(meta "$tmp/fit.csv" reference.wall_ns_range | awk '{printf "%.0f–%.0f", $1/1e6, $2/1e6}')] | $(ms "$rc") [$(meta "$tmp/fit.csv" reference.cpu_ns_range | awk '{printf "%.0f–%.0f", $1/1e6, $2/1e6}')] | $(pct "$rw" "$nw") | $(pct "$rc" "$nc") | | |"
   for who in native own fit; do
     w=$(median <"$tmp/$who.wall")
     c=$(median <"$tmp/$who.cpu")
@@ -114,7 +119,7 @@ secs=$(($(date +%s) - start))
       own) name="stub, recorder's own figures" ;;
       fit) name="stub, fitted to 3 reference runs" ;;
     esac
-    echo "| $name | $(ms "$w") [$(range "$tmp/$who.wall")] | $(ms "$c") [$(range "$tmp/$who.cpu")] | $(pct "$w" "$nw") | $(pct "$c" "$nc") |"
+    echo "| $name | $(ms "$w") [$(range "$tmp/$who.wall")] | $(ms "$c") [$(range "$tmp/$who.cpu")] | $(pct "$w" "$nw") | $(pct "$c" "$nc") | $(pct "$w" "$rw") | $(pct "$c" "$rc") |"
   done
   echo
   echo "The recordings (durations of the traces, the recorder's own figure per call, whole-run calls):"
