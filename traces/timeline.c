@@ -146,10 +146,12 @@ int ms__timeline_model(const memstub_trace *t, ms__timeline *tl, memstub_error *
   }
   // The recorder's fixed costs (loading it, its tables, writing the trace)
   // count as calls' too: in a run of few calls they are most of the difference.
-  if (tl->own_per_call > 0 ? tl->wall_per_call > 10 * tl->own_per_call : tl->events < 1024)
-    tl->caveat = "far above the recorder's own figure: in a run of few allocator calls the "
-                 "difference is mostly the recorder's fixed costs (loading it, writing the trace), "
-                 "which the fit counts as the calls' too";
+  // (A whole run's fit is of its rows alone.)
+  if (!tl->whole &&
+      (tl->own_per_call > 0 ? tl->wall_per_call > 10 * tl->own_per_call : tl->events < 1024))
+    tl->caveat = "may be mostly the recorder's fixed costs (loading it, writing the trace), "
+                 "which it counts as the calls' too: few allocator calls, or a figure far above "
+                 "the recorder's own";
   return 0;
 }
 
@@ -246,7 +248,7 @@ void ms__timeline_describe(const ms__timeline *tl, char *buf, size_t cap) {
   if (n >= 0 && (size_t)n < cap && tl->unfit)
     n += snprintf(buf + n, cap - (size_t)n, "; %s", tl->unfit);
   if (n >= 0 && (size_t)n < cap && tl->caveat && tl->wall_per_call > 0)
-    snprintf(buf + n, cap - (size_t)n, "; the fit is %s", tl->caveat);
+    snprintf(buf + n, cap - (size_t)n, "; the fit %s", tl->caveat);
 }
 
 int ms__timeline_trace(const memstub_trace *t, memstub_trace **out, ms__timeline *tl,

@@ -47,7 +47,7 @@ typedef struct ms__timeline {
   int64_t ref_wall_ns, ref_cpu_ns;     // their medians (ref_cpu_ns -1: not given)
   int64_t rec_wall_ns, rec_cpu_ns;     // the recording from outside (-1: not given)
   const char *unfit;  // why a cost from outside was not taken out in full; NULL when it was
-  const char *caveat;  // why the fit may overstate the cost per call; NULL when it need not
+  const char *caveat;  // why the fit may overstate the cost per call ("may be ..."); NULL when not
   // Filled by ms__timeline_rows: the trace's duration and CPU time before and after.
   int64_t recorded_ns, target_ns, recorded_cpu_ns, target_cpu_ns;
   int64_t removed_ns;  // wall time taken out, over every row
