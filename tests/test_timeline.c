@@ -71,6 +71,16 @@ static int build(const char *text, memstub_gen **g, memstub_error *err) {
   return rc;
 }
 
+// The stub of the recorder's figures, the reference metadata meta and ROWS.
+static memstub_gen *fitted(const char *meta) {
+  char text[4096];
+  snprintf(text, sizeof text, "%s%s%s", META_RECORD, meta, ROWS);
+  memstub_gen *g = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(build(text, &g, &err) == 0, "%s", err.msg);
+  return g;
+}
+
 static char *write_in(const char *dir, const char *name, const char *text) {
   char *p = malloc(strlen(dir) + strlen(name) + 2);
   sprintf(p, "%s/%s", dir, name);
@@ -101,11 +111,8 @@ START_TEST(test_gen_fitted) {
   /* Without CPU figures, the wall time per call: (5 - 3) ms / 1000 = 2000
    * ns, 500 us a row; the CPU time loses the recorder's own 2.5 us, within
    * the interval that is left. */
-  ck_assert_msg(build(META_RECORD
-                      "# outside.wall_ns: 5000000\n"
-                      "# reference.wall_ns: 3000000\n" ROWS,
-                      &g, &err) == 0,
-                "%s", err.msg);
+  g = fitted("# outside.wall_ns: 5000000\n"
+             "# reference.wall_ns: 3000000\n");
   for (int i = 0; i < 4; i++) ck_assert_int_eq(g->use[i].time, 500000);
   ck_assert_int_eq(g->cpu[0], 500000);
   ck_assert_int_eq(g->cpu[1], 300000 - 2500);
@@ -133,19 +140,14 @@ END_TEST
  * of CPU time per call, 125 us a row (the last row's 100 us go to 0), and
  * the waiting times 0.75. */
 START_TEST(test_gen_whole_run) {
-  memstub_gen *g = NULL;
-  memstub_error err = {0};
-  ck_assert_msg(build(META_RECORD
-                      "# record.regions: none (whole run)\n"
-                      "# record.thread: main\n"
-                      "# record.threads: 1\n"
-                      "# outside.wall_ns: 5000000\n"
-                      "# outside.cpu_ns: 3000000\n"
-                      "# reference.runs: 3\n"
-                      "# reference.wall_ns: 3000000\n"
-                      "# reference.cpu_ns: 1500000\n" ROWS,
-                      &g, &err) == 0,
-                "%s", err.msg);
+  memstub_gen *g = fitted("# record.regions: none (whole run)\n"
+                          "# record.thread: main\n"
+                          "# record.threads: 1\n"
+                          "# outside.wall_ns: 5000000\n"
+                          "# outside.cpu_ns: 3000000\n"
+                          "# reference.runs: 3\n"
+                          "# reference.wall_ns: 3000000\n"
+                          "# reference.cpu_ns: 1500000\n");
   static const int64_t cpu[4] = {475000, 175000, 875000, 0}, dt[4] = {775000, 700000, 875000, 675000};
   for (int i = 0; i < 4; i++) {
     ck_assert_int_eq(g->use[i].time, dt[i]);
@@ -163,16 +165,11 @@ END_TEST
 /* A recording that used no more CPU time than its reference: nothing per
  * call, and it says so; its waiting (3 ms against 0.5 ms) still scaled. */
 START_TEST(test_gen_unfit) {
-  memstub_gen *g = NULL;
-  memstub_error err = {0};
-  ck_assert_msg(build(META_RECORD
-                      "# outside.wall_ns: 5000000\n"
-                      "# outside.cpu_ns: 2000000\n"
-                      "# reference.runs: 1\n"
-                      "# reference.wall_ns: 3000000\n"
-                      "# reference.cpu_ns: 2500000\n" ROWS,
-                      &g, &err) == 0,
-                "%s", err.msg);
+  memstub_gen *g = fitted("# outside.wall_ns: 5000000\n"
+                          "# outside.cpu_ns: 2000000\n"
+                          "# reference.runs: 1\n"
+                          "# reference.wall_ns: 3000000\n"
+                          "# reference.cpu_ns: 2500000\n");
   ck_assert_int_eq(g->cpu[0], 600000);
   ck_assert_int_eq(g->use[0].time, 600000 + 66667);  // 400 us of waiting / 6
   ck_assert_ptr_nonnull(strstr(g->timeline, "no slower than the reference runs"));
