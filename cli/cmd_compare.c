@@ -7,7 +7,7 @@
 #include "memstub/compare.h"
 
 enum { O_CHECK = MS_CLI_LONG, O_JSON, O_LATE, O_SSLACK, O_HSLACK, O_PAGE, O_MMAP, O_PARTIAL,
-       O_RSLACK, O_MSLACK };
+       O_RSLACK, O_MSLACK, O_RECORDED };
 
 static const ms_cli_option options[] = {
     {"check", O_CHECK, "SPEC",
@@ -43,6 +43,12 @@ static const ms_cli_option options[] = {
     {"allow-partial", O_PARTIAL, NULL,
      "compare even when REPLAYED measures fewer than half of\n"
      "ORIGINAL's points"},
+    {"recorded-times", O_RECORDED, NULL,
+     "judge the replay against ORIGINAL's times as recorded;\n"
+     "by default a trace of memstub record is judged on its\n"
+     "stub's timeline, with the recorder's cost out as memstub\n"
+     "gen takes it out (fitted to reference runs when the\n"
+     "trace has them: memstub record --reference)"},
     {0}};
 
 // Help text is no format string: a '%' is printed as it stands.
@@ -56,6 +62,8 @@ static const ms_cli_spec spec = {
     "max, points late by more than 10 us), the same with the constant offset (the\n"
     "median error) removed, the total duration error in ns and %, and for stack and\n"
     "heap the largest and mean absolute error and the share of exact points.\n"
+    "ORIGINAL's times are those its stub replays: a trace of memstub record has the\n"
+    "recorder's cost taken out, as memstub gen does (the report's 'timeline' line).\n"
     "Either file may be '-' for standard input.\n"
     "\n",
     options, 26,
@@ -97,6 +105,7 @@ static int take_option(ms_cli_parser *p, int c, memstub_compare_options *o,
     case O_PAGE: return arg_bytes(p, &o->page_size);
     case O_MMAP: return arg_bytes(p, &o->mmap_threshold);
     case O_PARTIAL: o->allow_partial = 1; break;
+    case O_RECORDED: o->recorded_times = 1; break;
   }
   return 0;
 }

@@ -169,6 +169,8 @@ static int gen_threads(const char *in, const memstub_trace *t, const memstub_gen
   int rc = memstub_gen_threads_build(t, o, &g, err);
   if (rc == 0) rc = memstub_gen_threads_emit(g, out, eo, err);
   if (rc < 0) memstub_error_prefix(err, in);
+  for (int64_t k = 0; rc == 0 && k < g->nthreads; k++)
+    if (g->gen[k]->timeline) ms_cli_note("thread %lld: timeline: %s", (long long)k, g->gen[k]->timeline);
   if (rc == 0 && o->profile) {
     for (int64_t k = 0; k < g->nthreads; k++) {
       char comp[512];
@@ -312,6 +314,7 @@ int ms_cmd_gen(int argc, char **argv) {
             (long long)g->stub.numdata);
   if (rc == 0) rc = data ? memstub_gen_emit_data(g, data, &err) : memstub_gen_emit_ex(g, out, &eo, NULL, &err);
   if (data && ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
+  if (rc == 0 && g->timeline) ms_cli_note("timeline: %s", g->timeline);
   if (rc == 0 && o.profile) {
     char comp[512];
     memstub_gen_comp_format(g, comp, sizeof comp);

@@ -8,7 +8,7 @@
 #include "memstub/plot.h"
 #include "ms_common.h"
 
-enum { O_TITLE = MS_CLI_LONG, O_SIZE };
+enum { O_TITLE = MS_CLI_LONG, O_SIZE, O_RECORDED };
 
 static const ms_cli_option options[] = {
     {"output", 'o', "FILE", "write the figure to FILE (atomically); required"},
@@ -16,6 +16,10 @@ static const ms_cli_option options[] = {
      "size in pixels (default 1200x900; PDF: 100 pixels per inch;\n"
      ".txt: 10 x 20 pixels per character)"},
     {"title", O_TITLE, "T", "the figure's title (default: ORIGINAL's file name)"},
+    {"recorded-times", O_RECORDED, NULL,
+     "draw ORIGINAL with its times as recorded; by default a\n"
+     "trace of memstub record is drawn on its stub's timeline,\n"
+     "the recorder's cost out (as memstub gen and compare)"},
     {0}};
 
 static const ms_cli_spec spec = {
@@ -45,6 +49,18 @@ static const char *base_name(const char *p) {
   return s && s[1] ? s + 1 : p;
 }
 
+// Says that ORIGINAL was drawn on its stub's timeline, and what that is.
+static void timeline_note(const char *path, const memstub_trace *orig, int recorded) {
+  memstub_trace *target = NULL;
+  char *line = NULL;
+  memstub_error err = {0};
+  if (!recorded && memstub_compare_target(orig, &target, &line, &err) == 0 && line)
+    ms_cli_note("timeline: %s drawn on its stub's timeline (--recorded-times: as recorded): %s",
+                path, line);
+  memstub_trace_free(target);
+  free(line);
+}
+
 int ms_cmd_plot(int argc, char **argv) {
   memstub_plot_options po;
   memstub_plot_options_init(&po);
@@ -55,6 +71,7 @@ int ms_cmd_plot(int argc, char **argv) {
     switch (c) {
       case 'o': out = p.arg; break;
       case O_TITLE: po.title = p.arg; break;
+      case O_RECORDED: po.recorded_times = 1; break;
       case O_SIZE: {
         int w, h, n = 0;
         if (sscanf(p.arg, "%dx%d%n", &w, &h, &n) != 2 || p.arg[n] != '\0' || w < 100 ||
@@ -99,6 +116,7 @@ int ms_cmd_plot(int argc, char **argv) {
   memstub_compare_options co;
   memstub_compare_options_init(&co);
   co.allow_partial = 1;
+  co.recorded_times = po.recorded_times;
   int threads = memstub_trace_column(orig, "thread") >= 0;  // compared by the figure, per thread
   for (size_t i = 0; i < nrepl; i++) {
     if (threads) {
@@ -154,6 +172,7 @@ int ms_cmd_plot(int argc, char **argv) {
   }
   ms_cli_note("%s: %s against %zu replay%s%s", out, orig_path, nrepl, nrepl == 1 ? "" : "s",
               threads ? " (the process total; each thread's beside it, as NAME.threadN.EXT)" : "");
+  timeline_note(orig_path, orig, po.recorded_times);
   status = MS_EXIT_OK;
 done:
   free(title);

@@ -27,7 +27,9 @@ enum {
   O_FOLLOW,
   O_FUNCTION,
   O_SITES,
-  O_SITES_EVERY
+  O_SITES_EVERY,
+  O_REPEAT,
+  O_REFERENCE
 };
 
 static const ms_cli_option options[] = {
@@ -71,6 +73,15 @@ static const ms_cli_option options[] = {
     {"sites-every", O_SITES_EVERY, "BYTES",
      "with --sites: sample one allocation per BYTES bytes\n"
      "allocated, on average (default 65536; 16 to 2^30)"},
+    {"repeat", O_REPEAT, "N",
+     "record N times and keep the recording of median\n"
+     "duration (its trace and side files; the others are\n"
+     "deleted), so one disturbed run does not become the stub"},
+    {"reference", O_REFERENCE, "N",
+     "also run PROGRAM N times without the recorder\n"
+     "(alternating with the recordings) and write its wall\n"
+     "and CPU time, and the recording's, to the trace's\n"
+     "metadata: memstub gen fits the stub's timeline to them"},
     {"quiet", 'q', NULL, "no summary"},
     {0}};
 
@@ -374,6 +385,8 @@ static int apply_option(ms_cli_parser *p, int c, rec_opts *o) {
       if (!o->sites) o->sites = 65536;
       return 0;
     case O_SITES_EVERY: return parse_range(p, 16, 1LL << 30, &o->sites);
+    case O_REPEAT: return parse_range(p, 1, 99, &o->repeat);
+    case O_REFERENCE: return parse_range(p, 1, 99, &o->reference);
     default: o->quiet = 1; return 0;  // 'q'
   }
 }
@@ -382,7 +395,7 @@ static int apply_option(ms_cli_parser *p, int c, rec_opts *o) {
 // or the line is wrong (said on stderr); *status then holds the exit status.
 static int parse_opts(int argc, char **argv, rec_opts *o, int *status) {
   *o = (rec_opts){NULL, "main", "process", "", MS__REC_DEFAULT_RESOLUTION_NS,
-                  MS__REC_DEFAULT_SAMPLE_HZ, 0, -1, 0, 0, NULL, 0, 0};
+                  MS__REC_DEFAULT_SAMPLE_HZ, 0, -1, 0, 0, NULL, 0, 0, 0, 0};
   *status = MS_EXIT_USAGE;
   int end = options_end(argc, argv);
   if (end < argc && strcmp(argv[end], "--") == 0) end++;
@@ -399,6 +412,10 @@ static int parse_opts(int argc, char **argv, rec_opts *o, int *status) {
   if (strcmp(o->out, "-") == 0)
     return ms_cli_usage("record", "-o -: the recorded program writes the trace; give a file");
   o->prog = argv + end;
+  if (o->follow && (o->repeat > 1 || o->reference))
+    return ms_cli_usage("record", "--%s with --follow-children: not supported yet (the children's "
+                                  "traces of each run)",
+                        o->repeat > 1 ? "repeat" : "reference");
   if (strcmp(o->thread, "all") == 0) {
     // Each thread's heap is the blocks it allocated; the rest is not built yet.
     if (o->heap_given)
@@ -504,6 +521,7 @@ static int run_program(char **prog, int *st) {
   ms__spawn_result r;
   memstub_error err = {0};
   int rc = ms__spawn_run(prog, &so, &r, &err);
+  ms_record_last = (rec_run){r.wall_ns, r.user_ns + r.sys_ns};  // for --repeat, --reference
   // As a wait status, for the callers' WIFEXITED/WTERMSIG.
   *st = r.exited ? (r.code & 0xff) << 8 : r.sig & 0x7f;
   ms__spawn_result_free(&r);
@@ -662,16 +680,29 @@ static int record_locked(const rec_opts *po, const char *abs, const char *lib) {
 }
 
 int ms_cmd_record(int argc, char **argv) {
-  static rec_opts o;  // static: its --function names take 16 KiB
+  // Static: their --function names take 16 KiB. A run of --repeat or
+  // --reference (record_repeat.c) parses into its own: the outer's stay.
+  static rec_opts outer, inner;
+  rec_opts *o = ms_record_inner ? &inner : &outer;
   int rc;
-  if (parse_opts(argc, argv, &o, &rc) != 0) return rc;
+  if (parse_opts(argc, argv, o, &rc) != 0) return rc;
   char abs[PATH_MAX], lib[PATH_MAX], lock[PATH_MAX];
-  if ((rc = output_path(o.out, abs)) != 0) return rc;
+  if ((rc = output_path(o->out, abs)) != 0) return rc;
   if ((rc = find_lib(lib)) != 0) return rc;
+  if (ms_record_inner) {  // the outer command holds the lock
+    o->quiet = 1;
+    return record_locked(o, abs, lib);
+  }
   // One recording per output file at a time (record_lock.c).
   int lock_fd = -1;
-  if ((rc = ms_record_lock(o.out, abs, &lock_fd, lock)) != 0) return rc;
-  rc = record_locked(&o, abs, lib);
+  if ((rc = ms_record_lock(o->out, abs, &lock_fd, lock)) != 0) return rc;
+  if (o->repeat > 1 || o->reference)
+    rc = ms_record_repeat(argc, argv, o);
+  else
+    rc = record_locked(o, abs, lib);
   ms_record_unlock(lock_fd, lock);
   return rc;
 }
+
+// The summary of the trace at path (record.h), for the recording --repeat keeps.
+void ms_record_summary(const char *path, const memstub_trace *t) { summary(path, t); }

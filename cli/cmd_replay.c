@@ -263,6 +263,7 @@ int ms_cmd_replay(int argc, char **argv) {
     if (rc == 0) s = &g->stub;
   }
   if (ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
+  if (rc == 0 && g && g->timeline) ms_cli_note("timeline: %s", g->timeline);  // as memstub gen
   if (rc == 0 && go->profile) {
     char comp[512];
     memstub_gen_comp_format(g, comp, sizeof comp);

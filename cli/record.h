@@ -15,6 +15,7 @@ typedef struct rec_opts {
   char **prog;
   long long sites;  // --sites: bytes between sampled allocations; 0: off
   int heap_given;   // --heap was given
+  long long repeat, reference;  // --repeat N (0: once), --reference N (0: none)
 } rec_opts;
 
 typedef struct rec_status {
@@ -70,5 +71,22 @@ int ms_record_children_report(const rec_opts *o, const char *abs, const char *re
  * end, peaks, cross-thread frees and joins. 0, or -1 after printing what is
  * wrong with it. */
 int ms_record_threads_summary(const char *out, const char *abs, int quiet);
+
+/* --repeat and --reference (record_repeat.c): the recordings (each one run
+ * of ms_cmd_record with ms_record_inner set) and the runs without the
+ * recorder, alternating; the recording of median duration kept, the others'
+ * files deleted, the outside figures written to its metadata
+ * (traces/timeline.h), its summary. The exit status. */
+int ms_record_repeat(int argc, char **argv, const rec_opts *o);
+// Set while ms_record_repeat runs a recording: no summary, no repeat.
+extern int ms_record_inner;
+// The last run of PROGRAM, from outside: wall time and CPU time (user + sys), ns.
+typedef struct rec_run {
+  long long wall_ns, cpu_ns;
+} rec_run;
+extern rec_run ms_record_last;
+struct memstub_trace;
+// The summary memstub record prints for the trace at path (cmd_record.c).
+void ms_record_summary(const char *path, const struct memstub_trace *t);
 
 #endif

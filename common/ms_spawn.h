@@ -78,6 +78,9 @@ typedef struct ms__spawn_result {
   int timed_out;     // killed because the timeout passed
   char *out, *err;   // captured output, NUL-terminated (malloc'd), or NULL
   size_t out_len, err_len;
+  // Once it ended: wall time from just before the start to the reap, and its
+  // CPU time (wait4's rusage: the child and the children it waited for).
+  int64_t wall_ns, user_ns, sys_ns;
 } ms__spawn_result;
 
 // Defaults: every stream inherited, no timeout, nothing forwarded.

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -124,6 +125,7 @@ int ms__spawn_start(ms__child *c, char *const argv[], const ms__spawn_opts *o,
     }
   }
   pid_t pid = -1;
+  int64_t t0 = ms__prim_now_ns();  // the wall time a caller measures starts here
   if (rc == 0) rc = -posix_spawnp(&pid, argv[0], &fa, ap, argv, o->env ? o->env : environ);
   posix_spawn_file_actions_destroy(&fa);
   if (ap) posix_spawnattr_destroy(ap);
@@ -139,7 +141,7 @@ int ms__spawn_start(ms__child *c, char *const argv[], const ms__spawn_opts *o,
   c->pid = pid;
   c->tick = o->tick;
   c->tick_arg = o->tick_arg;
-  c->start_ns = ms__prim_now_ns();
+  c->start_ns = t0;
   c->next_tick_ns = c->start_ns;  // the first tick as the wait begins
   if (o->timeout_ns > 0) {
     c->timeout_ns = o->timeout_ns;
@@ -253,10 +255,11 @@ static int wait_child(ms__child *c, ms__spawn_result *r, memstub_error *err) {
     close_fd(&c->err_fd);
   }
   int st = 0;
+  struct rusage ru;
   for (;;) {
     pass_on(c);
     int timed = c->deadline_ns && !r->timed_out;
-    pid_t got = waitpid(c->pid, &st, timed || c->tick ? WNOHANG : 0);
+    pid_t got = wait4(c->pid, &st, timed || c->tick ? WNOHANG : 0, &ru);
     if (got == c->pid) break;
     if (got == 0) {
       // Still running under a deadline or a tick: sleep a little, or kill it.
@@ -278,6 +281,9 @@ static int wait_child(ms__child *c, ms__spawn_result *r, memstub_error *err) {
                              e == ECHILD ? " (SIGCHLD is ignored?)" : "");
   }
   c->pid = -1;
+  r->wall_ns = ms__prim_now_ns() - c->start_ns;
+  r->user_ns = (int64_t)ru.ru_utime.tv_sec * 1000000000 + (int64_t)ru.ru_utime.tv_usec * 1000;
+  r->sys_ns = (int64_t)ru.ru_stime.tv_sec * 1000000000 + (int64_t)ru.ru_stime.tv_usec * 1000;
   r->exited = WIFEXITED(st);
   r->code = r->exited ? WEXITSTATUS(st) : 0;
   r->sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;

@@ -7,6 +7,7 @@
 
 #include "internal.h"
 #include "malloc_model.h"
+#include "timeline.h"
 #include "ms_common.h"
 #include "prim.h"
 
@@ -25,7 +26,7 @@ void memstub_compare_free(memstub_compare_report *r) {
   if (!r) return;
   void *owned[] = {r->original_name, r->replayed_name, r->match, r->stack_unknown,
                    r->heap_unknown, r->rss_unknown, r->mapped_unknown,
-                   r->work.cpu_unknown, r->work.calls_unknown, r};
+                   r->work.cpu_unknown, r->work.calls_unknown, r->timeline.summary, r};
   for (size_t i = 0; i < sizeof owned / sizeof *owned; i++) free(owned[i]);
 }
 
@@ -406,6 +407,56 @@ static int compare_core(const memstub_trace *orig, const memstub_trace *repl,
   return 0;
 }
 
+/* The comparison on ORIGINAL's target timeline (traces/timeline.c: the one
+ * memstub gen builds the stub on), unless the options ask for the recorded
+ * times; r->timeline says which. */
+static int on_target(const memstub_trace *orig, const memstub_trace *repl,
+                     memstub_compare_report *r, memstub_error *err, where *w) {
+  memstub_trace *target = NULL;
+  ms__timeline tl;
+  r->timeline.reference_wall_ns = r->timeline.reference_cpu_ns = -1;
+  if (!r->options.recorded_times) {
+    int rc = ms__timeline_trace(orig, &target, &tl, err);
+    if (rc < 0) {
+      memstub_error_prefix(err, r->original_name);
+      return rc;
+    }
+  }
+  if (target) {
+    char line[1024];
+    ms__timeline_describe(&tl, line, sizeof line);
+    r->timeline.changed = 1;
+    r->timeline.fitted = tl.kind == MS__TL_FITTED;
+    r->timeline.reference_runs = tl.ref_runs;
+    r->timeline.reference_wall_ns = tl.ref_wall_ns;
+    r->timeline.reference_cpu_ns = tl.ref_cpu_ns;
+    if (!(r->timeline.summary = ms__strdup(line))) {
+      memstub_trace_free(target);
+      return memstub_error_set(err, -ENOMEM, "out of memory");
+    }
+  }
+  int rc = compare_core(target ? target : orig, repl, &r->options, r, err, w);
+  memstub_trace_free(target);
+  if (rc == 0)
+    r->timeline.recorded_ns = ms__sat_sub(orig->pts[r->duration.last_point].time_ns,
+                                          orig->pts[r->duration.first_point].time_ns);
+  return rc;
+}
+
+int memstub_compare_target(const memstub_trace *orig, memstub_trace **target, char **summary,
+                           memstub_error *err) {
+  ms__timeline tl;
+  if (summary) *summary = NULL;
+  int rc = ms__timeline_trace(orig, target, &tl, err);
+  if (rc < 0 || !*target || !summary) return rc;
+  char line[1024];
+  ms__timeline_describe(&tl, line, sizeof line);
+  if ((*summary = ms__strdup(line))) return 0;
+  memstub_trace_free(*target);
+  *target = NULL;
+  return memstub_error_set(err, -ENOMEM, "out of memory");
+}
+
 static int check_options(const memstub_compare_options *o, memstub_error *err) {
   if (o->late_ns < 0 || o->stack_slack < 0 || o->heap_slack < 0 || o->page_size < 0 ||
       o->mmap_threshold < 0 || o->rss_slack < 0 || o->mapped_slack < 0)
@@ -438,7 +489,7 @@ static int run(const memstub_trace *orig, const char *orig_name, const memstub_t
     rc = memstub_error_set(err, -EINVAL, "%s: empty trace",
                            orig->n == 0 ? r->original_name : r->replayed_name);
   else
-    rc = compare_core(orig, repl, &r->options, r, err, w);
+    rc = on_target(orig, repl, r, err, w);
   if (rc < 0) {
     memstub_compare_free(r);
     return rc;

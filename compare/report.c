@@ -100,9 +100,20 @@ int memstub_compare_write_text(const memstub_compare_report *r, const memstub_co
   if (r->first_missing >= 0) fprintf(f, " (first: %" PRId64 ")", r->first_missing);
   fprintf(f, ", %zu repeated, %zu out of order\n\n", r->repeated, r->out_of_order);
 
+  if (r->timeline.changed)
+    fprintf(f, "timeline  the stub's, not the recorded times (--recorded-times for those): %s\n",
+            r->timeline.summary);
   fprintf(f, "duration  original %s, replayed %s (points %" PRId64 "-%" PRId64 ")\n",
           ns_text(a, r->duration.original_ns, 0), ns_text(b, r->duration.replayed_ns, 0),
           r->duration.first_point, r->duration.last_point);
+  if (r->timeline.changed) {
+    fprintf(f, "          original as recorded %s", ns_text(a, r->timeline.recorded_ns, 0));
+    if (r->timeline.reference_runs > 0)
+      fprintf(f, "; the program unrecorded %s wall (median of %" PRId64 " run%s, whole run)",
+              ns_text(b, r->timeline.reference_wall_ns, 0), r->timeline.reference_runs,
+              r->timeline.reference_runs == 1 ? "" : "s");
+    fputc('\n', f);
+  }
   fprintf(f, "          error %s (%+.6f%%)\n\n", ns_text(c, r->duration.error_ns, 1),
           r->duration.error_pct);
 
@@ -284,6 +295,18 @@ int memstub_compare_write_json(const memstub_compare_report *r, const memstub_co
           r->duration.first_point, r->duration.last_point, r->duration.original_ns,
           r->duration.replayed_ns, r->duration.error_ns);
   json_num(f, r->duration.error_pct);
+  fprintf(f, "},\n  \"timeline\": {\"changed\": %s, \"fitted\": %s, \"summary\": ",
+          r->timeline.changed ? "true" : "false", r->timeline.fitted ? "true" : "false");
+  if (r->timeline.summary) json_str(f, r->timeline.summary);
+  else fputs("null", f);
+  fprintf(f, ", \"recorded_ns\": %" PRId64 ", \"reference_runs\": %" PRId64
+             ", \"reference_wall_ns\": ",
+          r->timeline.recorded_ns, r->timeline.reference_runs);
+  if (r->timeline.reference_wall_ns >= 0) fprintf(f, "%" PRId64, r->timeline.reference_wall_ns);
+  else fputs("null", f);
+  fputs(", \"reference_cpu_ns\": ", f);
+  if (r->timeline.reference_cpu_ns >= 0) fprintf(f, "%" PRId64, r->timeline.reference_cpu_ns);
+  else fputs("null", f);
   fputs("},\n  \"time\": {", f);
   json_time(f, &r->time, r->compared);
   fprintf(f, "},\n  \"time_offset_removed\": {\"offset_ns\": %" PRId64 ", ", r->offset_ns);

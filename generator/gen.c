@@ -29,6 +29,7 @@ void memstub_gen_free(memstub_gen *g) {
   free(g->calls);
   free(g->churn);
   free(g->calltab);
+  free(g->timeline);
   free(g);
 }
 
@@ -241,6 +242,14 @@ int memstub_gen_build(const memstub_trace *t, const memstub_gen_options *o, mems
     goto out;
   }
   if ((rc = ms__gen_work_read(t, o, &wk, err)) < 0) goto out;
+  if (wk.present && wk.timeline.kind != MS__TL_RECORDED) {
+    char line[1024];
+    ms__timeline_describe(&wk.timeline, line, sizeof line);
+    if (!(g->timeline = ms__strdup(line))) {
+      rc = memstub_error_set(err, -ENOMEM, "out of memory");
+      goto out;
+    }
+  }
   if ((rc = make_targets(t, o, &wk, &tg, err)) < 0) goto out;
   ms__stack_comp sc = {0};
   if (o->profile && (rc = ms__gen_compensate(g, &tg, o, 0, &sc, err)) < 0) goto out;

@@ -4,6 +4,7 @@
 
 #include "ms_common.h"
 #include "memstub/gen.h"
+#include "timeline.h"
 
 /* The trace after transforms, relative to its bases: times from row 0, stack
  * and heap above their minima, so every value is >= 0. */
@@ -65,6 +66,7 @@ typedef struct ms__work {
   size_t n;
   int64_t *times, *cpu, *calls, *bytes;  // [n], [n], [n * MEMSTUB_WORK_CALLS], [n]
   int64_t overhead_ns;                   // the recorder's cost taken out in all
+  ms__timeline timeline;                 // how (traces/timeline.h)
 } ms__work;
 
 // Read t's work columns into w. 0, -EINVAL (a bad value: err names the row)

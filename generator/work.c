@@ -1,6 +1,6 @@
 // The trace's work columns (cpu_ns, churn_bytes, calls_*: docs/formats.md,
-// "Work columns") into the stub's work arrays (layout 3): the recorder's own
-// measured cost taken out of the times, --cpu-scale and --churn-scale
+// "Work columns") into the stub's work arrays (layout 3): the recorder's
+// cost taken out of the times (traces/timeline.c), --cpu-scale and --churn-scale
 // applied, and the call vectors deduplicated into a table, so that most
 // points cost one small index.
 #include <errno.h>
@@ -24,45 +24,6 @@ void ms__gen_work_free(ms__work *w) {
   memset(w, 0, sizeof *w);
 }
 
-// A metadata value as a number >= 0, or 0 when absent or not a number
-// ("not measured").
-static double meta_num(const memstub_trace *t, const char *key) {
-  const char *v = memstub_trace_get_meta(t, key);
-  double d;
-  if (!v || ms__parse_double(v, &d) < 0 || !(d >= 0)) return 0;
-  return d;
-}
-
-/* The recorder's cost in row i's interval: its bookkeeping per allocator
- * call (record.cost_ns_per_event times the row's calls) and its samples,
- * spread over the CPU time in proportion to the row's: the timer's
- * (record.cost_ns_per_sample times record.samples, each with its memory
- * sample) and the memory samples taken at allocator calls and region
- * boundaries (record.memory_samples less the timer's, times
- * record.cost_ns_per_memory_sample; the trace does not say which rows took
- * them). */
-typedef struct cost {
-  double per_call, per_cpu_ns;
-} cost;
-
-static cost recorder_cost(const memstub_trace *t, int ccol, int any_calls) {
-  cost c = {0, 0};
-  // Only a trace of memstub record has the figures; without call columns
-  // there is nothing to spread the per-call cost over.
-  if (!memstub_trace_get_meta(t, "record.cost_ns_per_event") || !any_calls) return c;
-  c.per_call = meta_num(t, "record.cost_ns_per_event");
-  if (ccol >= 0 && t->n > 1) {
-    int64_t total = memstub_trace_extra_row(t, t->n - 1)[ccol] - memstub_trace_extra_row(t, 0)[ccol];
-    double ticks = meta_num(t, "record.samples");
-    double samples = ticks * meta_num(t, "record.cost_ns_per_sample");
-    double mem = meta_num(t, "record.memory_samples") - ticks;
-    if (mem > 0) samples += mem * meta_num(t, "record.cost_ns_per_memory_sample");
-    if (total > 0) c.per_cpu_ns = samples / (double)total;
-    if (c.per_cpu_ns > 0.5) c.per_cpu_ns = 0.5;  // a figure that absurd is not believed
-  }
-  return c;
-}
-
 int ms__gen_work_read(const memstub_trace *t, const memstub_gen_options *o, ms__work *w,
                       memstub_error *err) {
   memset(w, 0, sizeof *w);
@@ -78,26 +39,23 @@ int ms__gen_work_read(const memstub_trace *t, const memstub_gen_options *o, ms__
   w->cpu = calloc(n, sizeof *w->cpu);
   w->calls = calloc(n * NC, sizeof *w->calls);
   w->bytes = calloc(n, sizeof *w->bytes);
-  if (!w->times || !w->cpu || !w->calls || !w->bytes)
+  int64_t *dt = malloc(n * sizeof *dt);
+  if (!w->times || !w->cpu || !w->calls || !w->bytes || !dt) {
+    free(dt);
     return memstub_error_set(err, -ENOMEM, "out of memory");
-  cost rc = recorder_cost(t, ccol, any);
+  }
+  // The recorder's cost out of the times and the CPU time (traces/timeline.c,
+  // which compare uses too): w->cpu holds each row's CPU time on that timeline.
+  int rc = ms__timeline_model(t, &w->timeline, err);
+  if (rc == 0) rc = ms__timeline_rows(t, &w->timeline, dt, w->cpu, err);
+  w->overhead_ns = w->timeline.removed_ns;
   double cum[NC + 1] = {0};
   int64_t done[NC + 1] = {0};
   w->times[0] = t->pts[0].time_ns;
-  for (size_t i = 1; i < n; i++) {
-    const int64_t *e = memstub_trace_extra_row(t, i), *e0 = memstub_trace_extra_row(t, i - 1);
-    int64_t dt = t->pts[i].time_ns - t->pts[i - 1].time_ns;
-    int64_t c = ccol >= 0 ? e[ccol] - e0[ccol] : 0;
-    if (c < 0)
-      return memstub_error_set(err, -EINVAL, "row %zu: cpu_ns decreases from %lld to %lld", i + 1,
-                               (long long)e0[ccol], (long long)e[ccol]);
-    int64_t ncalls = 0;
+  for (size_t i = 1; rc == 0 && i < n; i++) {
+    const int64_t *e = memstub_trace_extra_row(t, i);
     for (int k = 0; k < NC; k++) {
-      int64_t v = kcol[k] >= 0 ? e[kcol[k]] : 0;
-      if (v < 0)
-        return memstub_error_set(err, -EINVAL, "row %zu: %s: negative count %lld", i + 1,
-                                 call_cols[k], (long long)v);
-      ncalls += v;
+      int64_t v = kcol[k] >= 0 ? e[kcol[k]] : 0;  // >= 0: ms__timeline_rows checked
       // --churn-scale, the rounding carried on so the totals stay right.
       cum[k] += (double)v * o->churn_scale;
       int64_t want = (int64_t)llround(cum[k]);
@@ -105,32 +63,32 @@ int ms__gen_work_read(const memstub_trace *t, const memstub_gen_options *o, ms__
       done[k] = want;
     }
     int64_t b = bcol >= 0 ? e[bcol] : 0;
-    if (b < 0)
-      return memstub_error_set(err, -EINVAL, "row %zu: churn_bytes: negative %lld", i + 1,
-                               (long long)b);
+    if (b < 0) {
+      rc = memstub_error_set(err, -EINVAL, "row %zu: churn_bytes: negative %lld", i + 1,
+                             (long long)b);
+      break;
+    }
     cum[NC] += (double)b * o->churn_scale;
     int64_t wantb = (int64_t)llround(cum[NC]);
     w->bytes[i] = wantb - done[NC];
     done[NC] = wantb;
-    // The recorder's cost out of the interval and out of its CPU time.
-    int64_t ovh = (int64_t)llround((double)ncalls * rc.per_call + (double)c * rc.per_cpu_ns);
-    if (ovh > dt) ovh = dt;
-    dt -= ovh;
-    w->overhead_ns += ovh;
-    c = c > ovh ? c - ovh : 0;
-    if (c > dt) c = dt;  // CPU beyond the wall time: a rounding of the clocks
     // --cpu-scale: the computation takes F times its time, the waiting stays.
-    int64_t c2 = c;
-    if (o->cpu_scale != 1.0 && ms__round_i64((double)c * o->cpu_scale, &c2) < 0)
-      return memstub_error_set(err, -EINVAL, "row %zu: cpu_ns overflows 64 bits with --cpu-scale %g",
-                               i + 1, o->cpu_scale);
+    int64_t c = w->cpu[i], c2 = c;
+    if (o->cpu_scale != 1.0 && ms__round_i64((double)c * o->cpu_scale, &c2) < 0) {
+      rc = memstub_error_set(err, -EINVAL, "row %zu: cpu_ns overflows 64 bits with --cpu-scale %g",
+                             i + 1, o->cpu_scale);
+      break;
+    }
     w->cpu[i] = c2;
     int64_t dt2;
-    if (ms__add_i64(dt - c, c2, &dt2) < 0 || ms__add_i64(w->times[i - 1], dt2, &w->times[i]) < 0)
-      return memstub_error_set(err, -EINVAL, "row %zu: time_ns overflows 64 bits with --cpu-scale %g",
-                               i + 1, o->cpu_scale);
+    if (ms__add_i64(dt[i] - c, c2, &dt2) < 0 || ms__add_i64(w->times[i - 1], dt2, &w->times[i]) < 0) {
+      rc = memstub_error_set(err, -EINVAL, "row %zu: time_ns overflows 64 bits with --cpu-scale %g",
+                             i + 1, o->cpu_scale);
+      break;
+    }
   }
-  return 0;
+  free(dt);
+  return rc;
 }
 
 /* ---- the call table ---- */

@@ -500,10 +500,28 @@ int memstub_plot_figure(const char *out, const memstub_trace *orig, const char *
   int rc = ms__gnuplot_begin(&g, out, "figure3.gp", o->script, o->gnuplot, o->tmpdir, 1, err);
   if (rc < 0) return rc;
 
+  // The original on its stub's timeline, as compare judges it.
+  memstub_trace *target = NULL;
+  char *label = NULL;
+  if (!o->recorded_times && (rc = memstub_compare_target(orig, &target, NULL, err)) < 0) {
+    memstub_error_prefix(err, orig_label);
+    ms__gnuplot_end(&g);
+    return rc;
+  }
+  if (target) {
+    orig = target;
+    if (!(label = ms__asprintf("%s on the stub's timeline", orig_label))) {
+      memstub_trace_free(target);
+      ms__gnuplot_end(&g);
+      return memstub_error_set(err, -ENOMEM, "out of memory");
+    }
+    orig_label = label;
+  }
   // Align every replay with the original, accepting partial ones.
   memstub_compare_options co;
   memstub_compare_options_init(&co);
   co.allow_partial = 1;
+  co.recorded_times = 1;  // orig is on its target timeline already
   memstub_compare_report **cmp = calloc(nrepl ? nrepl : 1, sizeof *cmp);
   if (!cmp) rc = memstub_error_set(err, -ENOMEM, "out of memory");
   for (size_t i = 0; i < nrepl && rc == 0; i++)
@@ -513,5 +531,7 @@ int memstub_plot_figure(const char *out, const memstub_trace *orig, const char *
   ms__gnuplot_end(&g);
   for (size_t i = 0; cmp && i < nrepl; i++) memstub_compare_free(cmp[i]);
   free(cmp);
+  memstub_trace_free(target);
+  free(label);
   return rc;
 }

@@ -43,6 +43,12 @@ typedef struct memstub_compare_options {
   /* Accept a replay that measures fewer than half of the original's points
    * (otherwise refused as "not a replay of this original"). */
   int allow_partial;
+  /* Judge the replay against ORIGINAL's times as recorded. By default a
+   * trace of memstub record with allocator-call columns is judged on the
+   * timeline its stub replays: the recorder's cost out of time_ns and cpu_ns,
+   * as memstub gen takes it out (by the recorder's own figures, or fitted to
+   * reference runs: docs/compare-and-plot.md, "The target timeline"). */
+  int recorded_times;
 } memstub_compare_options;
 
 /* The defaults above. */
@@ -205,6 +211,17 @@ typedef struct memstub_compare_report {
   memstub_compare_kind by_kind[MEMSTUB_ROW_KINDS];
   /* The work per interval (compare/work.c). */
   memstub_compare_work work;
+  /* The timeline ORIGINAL's times and cpu_ns were judged on (options'
+   * recorded_times): the stub's target, with the recorder's cost out, or as
+   * recorded. duration.original_ns is on it. */
+  struct {
+    int changed;         /* 1: the recorder's cost out (as memstub gen does) */
+    int fitted;          /* 1: fitted to reference runs (memstub record --reference) */
+    char *summary;       /* what was done, one line (owned); NULL when not changed */
+    int64_t recorded_ns; /* ORIGINAL's duration over the compared points as recorded */
+    int64_t reference_runs;                      /* 0: none in ORIGINAL's metadata */
+    int64_t reference_wall_ns, reference_cpu_ns; /* their medians; -1 when not given */
+  } timeline;
 } memstub_compare_report;
 
 /* Compare a replayed trace with its original (both in memory). names are
@@ -226,6 +243,16 @@ int memstub_compare_files(const char *orig_path, const char *repl_path,
                           memstub_error *err);
 
 void memstub_compare_free(memstub_compare_report *r);
+
+/* ORIGINAL on the timeline its stub replays (docs/compare-and-plot.md, "The
+ * target timeline"): a copy of orig whose time_ns and cpu_ns have the
+ * recorder's cost out, as memstub gen takes it out, into *target, and what
+ * was done, one line, into *summary (malloc'd; summary may be NULL); both
+ * NULL when orig's own times are its stub's (not a trace of memstub record
+ * with allocator-call columns). 0, -EINVAL (a bad metadata value or work
+ * column: err says which) or -ENOMEM. */
+int memstub_compare_target(const memstub_trace *orig, memstub_trace **target, char **summary,
+                           memstub_error *err);
 
 /* ---- checks ------------------------------------------------------------ */
 

@@ -120,6 +120,11 @@ typedef struct memstub_gen {
    * all (ns). The replay starts their calls at most a delay early, so they
    * end late by about that (docs/runtime.md, "Work"). */
   int64_t work_late, work_late_ns;
+  /* What was done to the recorded times before the transforms, one line
+   * ("recorder's cost out, fitted to 3 reference runs: ..."; docs/formats.md,
+   * "Work"), NULL when the times are as recorded. memstub compare judges a
+   * replay against the same timeline. */
+  char *timeline;
 } memstub_gen;
 
 /* Build stub data from a valid trace. On success *out owns the result.

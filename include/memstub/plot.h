@@ -24,6 +24,10 @@ typedef struct memstub_plot_options {
   const char *gnuplot;  /* NULL: $MEMSTUB_GNUPLOT, else "gnuplot" on PATH */
   const char *script;   /* NULL: plots/figure3.gp under memstub's data directory */
   const char *tmpdir;   /* NULL: $TMPDIR, else /tmp */
+  /* Draw ORIGINAL with its times as recorded. By default a trace of memstub
+   * record is drawn on its stub's timeline, the recorder's cost out, with
+   * " on the stub's timeline" after its label (memstub_compare_target). */
+  int recorded_times;
 } memstub_plot_options;
 
 /* The defaults above. */

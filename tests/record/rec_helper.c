@@ -464,6 +464,39 @@ static int layout(long small) {
 #undef TAKE
 #undef NEXT
   printf("peak %lld\n", (long long)peak);
+/* runs COUNTER LOG D0 [D1...] (memstub record --repeat, --reference): run k
+ * (COUNTER holds k, then k + 1) holds (k + 1) * 1000 bytes for Dk ms (k
+ * modulo the list), or exits 3 holding them when Dk is "x"; it appends 'R'
+ * to LOG when the recorder is preloaded, 'N' when not. No stdio: its
+ * buffers would be heap. */
+static int runs(int argc, char **argv) {
+  if (argc < 5) return 2;
+  char b[32] = {0};
+  long k = 0;
+  int fd = open(argv[2], O_RDONLY);
+  if (fd >= 0) {
+    if (read(fd, b, sizeof b - 1) > 0) k = atol(b);
+    close(fd);
+  }
+  int n = snprintf(b, sizeof b, "%ld", k + 1);
+  fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0 || write(fd, b, (size_t)n) != n) return 2;
+  close(fd);
+  const char *pre = getenv("LD_PRELOAD");
+  char c = pre && strstr(pre, "memstub_record") ? 'R' : 'N';
+  fd = open(argv[3], O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0 || write(fd, &c, 1) != 1) return 2;
+  close(fd);
+  const char *d = argv[4 + k % (argc - 4)];
+  char *p = malloc((size_t)(k + 1) * 1000);
+  if (!p) return 1;
+  memset(p, 1, (size_t)(k + 1) * 1000);
+  sink = p;
+  if (d[0] == 'x') return 3;
+  long ms = atol(d);
+  struct timespec ts = {ms / 1000, ms % 1000 * 1000000};
+  nanosleep(&ts, NULL);
+  free(p);
   return 0;
 }
 
@@ -568,6 +601,8 @@ int main(int argc, char **argv) {
     sink = malloc(1111);
     raise(SIGKILL);
     return 1;
+  } else if (strcmp(mode, "runs") == 0) {
+    rc = runs(argc, argv);
   } else {
     fprintf(stderr, "rec_helper: unknown mode '%s'\n", mode);
     return 2;

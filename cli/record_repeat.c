@@ -1,0 +1,330 @@
+// memstub record --repeat and --reference (issue 27 item 3; docs/recording.md,
+// "Repeated recordings and reference runs"): several recordings, the one of
+// median duration kept; runs of the program without the recorder, measured
+// from outside like the recordings, for memstub gen to fit the stub's
+// timeline to (traces/timeline.h).
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "memstub/trace.h"
+#include "ms_common.h"
+#include "ms_spawn.h"
+#include "record.h"
+#include "timeline.h"
+
+extern char **environ;
+
+int ms_record_inner;
+rec_run ms_record_last;
+
+// The files of one recording: the trace and its side files.
+static const char *const side[] = {"", ".sites", ".generations"};
+enum { ASIDE, BACK, DROP };
+
+/* Recording i's files moved aside (beside the trace, as TRACE.repeatI and
+ * TRACE.repeatI.sites ...), back to the trace's names, or deleted from
+ * aside. */
+static void files(const char *abs, int i, int how) {
+  for (size_t k = 0; k < MS__ARRAY_SIZE(side); k++) {
+    char *a = ms__asprintf("%s%s", abs, side[k]), *b = ms__asprintf("%s.repeat%d%s", abs, i, side[k]);
+    if (a && b) {
+      if (how == ASIDE) rename(a, b);
+      else if (how == BACK) rename(b, a);
+      else unlink(b);
+    }
+    free(a);
+    free(b);
+  }
+}
+
+/* Standard input for several runs: rewound to *off before each when it is
+ * a file; a pipe or socket would feed only the first. 0, or -1 after a usage
+ * error. */
+static int stdin_check(off_t *off) {
+  struct stat st;
+  *off = lseek(0, 0, SEEK_CUR);
+  if (*off >= 0 || fstat(0, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+    return 0;
+  ms_cli_usage("record", "--repeat and --reference run PROGRAM several times: its standard input "
+                         "is a pipe, which only the first run would read; give a file (< FILE)");
+  return -1;
+}
+
+// A copy of the environment as it is now (the recordings change it).
+static char **env_copy(void) {
+  size_t n = 0;
+  while (environ[n]) n++;
+  char **e = calloc(n + 1, sizeof *e);
+  for (size_t i = 0; e && i < n; i++)
+    if (!(e[i] = ms__strdup(environ[i]))) {
+      while (i--) free(e[i]);
+      free(e);
+      return NULL;
+    }
+  return e;
+}
+
+static void env_free(char **e) {
+  for (size_t i = 0; e && e[i]; i++) free(e[i]);
+  free(e);
+}
+
+/* One run of PROGRAM without the recorder, in environment env, measured into
+ * *out. 0; 1 when it failed, 3 when it was interrupted (SIGINT, SIGQUIT:
+ * said); or the exit status when it cannot run. */
+static int reference_run(const rec_opts *o, char **env, int k, rec_run *out) {
+  ms__spawn_opts so;
+  ms__spawn_opts_init(&so);
+  so.like_system = 1;
+  so.env = env;
+  ms__spawn_result r;
+  memstub_error err = {0};
+  fflush(NULL);
+  int rc = ms__spawn_run(o->prog, &so, &r, &err);
+  *out = (rec_run){r.wall_ns, r.user_ns + r.sys_ns};
+  char how[96];
+  ms__spawn_describe(&r, how, sizeof how);
+  int failed = !r.exited || r.code != 0, stop = !r.exited && (r.sig == SIGINT || r.sig == SIGQUIT);
+  ms__spawn_result_free(&r);
+  if (rc < 0) return ms_cli_fail(&err);
+  if (stop) {
+    ms_cli_warn("reference run %d of %lld: %s ended with %s: stopped here", k, o->reference,
+                o->prog[0], how);
+    return 3;
+  }
+  if (failed)
+    ms_cli_warn("reference run %d of %lld: %s ended with %s: no reference is written (a run "
+                "without the recorder must end as the recordings did)",
+                k, o->reference, o->prog[0], how);
+  return failed;
+}
+
+// The trace's duration (its last row's time less its first's), or -1 after saying why not.
+static long long duration(const char *abs) {
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  if (memstub_trace_read(abs, &t, &err) < 0) {
+    ms_cli_fail(&err);
+    return -1;
+  }
+  long long d = t->n ? t->pts[t->n - 1].time_ns - t->pts[0].time_ns : 0;
+  memstub_trace_free(t);
+  return d;
+}
+
+static int cmp_ll(const void *a, const void *b) {
+  long long x = *(const long long *)a, y = *(const long long *)b;
+  return (x > y) - (x < y);
+}
+
+// The median of v[0..n) (the mean of the middle two for an even n), and its range.
+static long long median(const long long *v, long long n, long long *lo, long long *hi) {
+  long long *s = malloc((size_t)n * sizeof *s);
+  if (!s) return v[0];
+  memcpy(s, v, (size_t)n * sizeof *s);
+  qsort(s, (size_t)n, sizeof *s, cmp_ll);
+  long long m = n % 2 ? s[n / 2] : s[n / 2 - 1] + (s[n / 2] - s[n / 2 - 1]) / 2;
+  *lo = s[0];
+  *hi = s[n - 1];
+  free(s);
+  return m;
+}
+
+/* lines ("# key: value\n" ...) into the trace at abs, before its header row,
+ * atomically. 0, or the exit status after saying why not. */
+static int add_meta(const char *abs, const char *out, const char *lines) {
+  char *buf = NULL;
+  size_t len = 0;
+  memstub_error err = {0};
+  if (ms__read_file(abs, &buf, &len, &err) < 0) return ms_cli_fail(&err);
+  size_t at = 0;  // the header row: the first line neither blank nor a comment
+  while (at < len) {
+    size_t e = at;
+    while (e < len && buf[e] != '\n') e++;
+    size_t s = at;
+    while (s < e && (buf[s] == ' ' || buf[s] == '\t' || buf[s] == '\r')) s++;
+    if (s < e && buf[s] != '#') break;
+    at = e < len ? e + 1 : e;
+  }
+  ms__afile af;
+  int rc = ms__afile_open(&af, abs, &err);
+  if (rc == 0) {
+    fwrite(buf, 1, at, af.f);
+    fputs(lines, af.f);
+    fwrite(buf + at, 1, len - at, af.f);
+    rc = ms__afile_commit(&af, &err);
+  }
+  free(buf);
+  if (rc < 0) {
+    memstub_error_prefix(&err, out);
+    return ms_cli_fail(&err);
+  }
+  return 0;
+}
+
+/* The figures for the kept recording k of nrec (durations dur) and the nref
+ * reference runs into its metadata; notes on them unless quiet. 0 or the
+ * exit status. */
+static int write_figures(const rec_opts *o, const char *abs, long long nrec, int k,
+                         const long long *dur, const rec_run *rec, long long nref,
+                         const rec_run *ref) {
+  size_t cap = 1024 + (size_t)nrec * 24;
+  char *m = malloc(cap), d[32], e[32], f[32], g[32];
+  if (!m) return ms_cli_error("out of memory");
+  size_t n = 0;
+  if (nrec > 1) {
+    n += (size_t)snprintf(m + n, cap - n, "# %s: %lld\n# %s: %d\n# %s:", MS__TL_REP_RECORDINGS,
+                          nrec, MS__TL_REP_KEPT, k + 1, MS__TL_REP_DURATIONS);
+    for (long long i = 0; i < nrec; i++) n += (size_t)snprintf(m + n, cap - n, " %lld", dur[i]);
+    n += (size_t)snprintf(m + n, cap - n, "\n");
+  }
+  n += (size_t)snprintf(m + n, cap - n, "# %s: %lld\n# %s: %lld\n", MS__TL_OUT_WALL,
+                        rec[k].wall_ns, MS__TL_OUT_CPU, rec[k].cpu_ns);
+  long long wlo = 0, whi = 0, clo = 0, chi = 0, wm = 0, cm = 0;
+  if (nref > 0) {
+    long long *w = malloc((size_t)nref * sizeof *w), *c = malloc((size_t)nref * sizeof *c);
+    if (!w || !c) {
+      free(w), free(c), free(m);
+      return ms_cli_error("out of memory");
+    }
+    for (long long i = 0; i < nref; i++) w[i] = ref[i].wall_ns, c[i] = ref[i].cpu_ns;
+    wm = median(w, nref, &wlo, &whi);
+    cm = median(c, nref, &clo, &chi);
+    free(w), free(c);
+    snprintf(m + n, cap - n, "# %s: %lld\n# %s: %lld\n# %s: %lld %lld\n# %s: %lld\n# %s: %lld %lld\n",
+             MS__TL_REF_RUNS, nref, MS__TL_REF_WALL, wm, MS__TL_REF_WALL_RANGE, wlo, whi,
+             MS__TL_REF_CPU, cm, MS__TL_REF_CPU_RANGE, clo, chi);
+  }
+  int rc = add_meta(abs, o->out, m);
+  free(m);
+  if (rc != 0 || o->quiet) return rc;
+  if (nrec > 1) {
+    char *list = ms__asprintf("%s", "");
+    for (long long i = 0; list && i < nrec; i++) {
+      char *l = ms__asprintf("%s%s%s", list, i ? ", " : "", ms__fmt_ns(dur[i], d, sizeof d));
+      free(list);
+      list = l;
+    }
+    ms_cli_note("--repeat %lld: kept recording %d (median duration %s); durations in run order: %s",
+                nrec, k + 1, ms__fmt_ns(dur[k], e, sizeof e), list ? list : "?");
+    free(list);
+  }
+  if (nref > 0) {
+    char w1[32], w2[32], c1[32], c2[32];
+    ms_cli_note("--reference %lld: %s without the recorder: wall %s [%s-%s], CPU %s [%s-%s]; the "
+                "recording: wall %s, CPU %s (memstub gen fits the stub's timeline to them)",
+                nref, o->prog[0], ms__fmt_ns(wm, d, sizeof d), ms__fmt_ns(wlo, w1, sizeof w1),
+                ms__fmt_ns(whi, w2, sizeof w2), ms__fmt_ns(cm, e, sizeof e),
+                ms__fmt_ns(clo, c1, sizeof c1), ms__fmt_ns(chi, c2, sizeof c2),
+                ms__fmt_ns(rec[k].wall_ns, f, sizeof f), ms__fmt_ns(rec[k].cpu_ns, g, sizeof g));
+  }
+  return 0;
+}
+
+// The summary of the kept trace, as a single recording prints it.
+static int summary(const rec_opts *o, const char *abs) {
+  if (strcmp(o->thread, "all") == 0)
+    return ms_record_threads_summary(o->out, abs, 0) != 0 ? MS_EXIT_CHECK : MS_EXIT_OK;
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  if (memstub_trace_read(abs, &t, &err) < 0) return ms_cli_fail(&err);
+  ms_record_summary(o->out, t);
+  memstub_trace_free(t);
+  return MS_EXIT_OK;
+}
+
+int ms_record_repeat(int argc, char **argv, const rec_opts *o) {
+  long long nrec = o->repeat > 1 ? o->repeat : 1, nref = o->reference;
+  off_t in;
+  if (stdin_check(&in) < 0) return MS_EXIT_USAGE;
+  char abs[PATH_MAX], cwd[PATH_MAX];
+  if (o->out[0] != '/' && !getcwd(cwd, sizeof cwd))
+    return ms_cli_error("cannot get the current directory: %s", strerror(errno));
+  if ((size_t)snprintf(abs, sizeof abs, "%s%s%s", o->out[0] == '/' ? "" : cwd,
+                       o->out[0] == '/' ? "" : "/", o->out) >= sizeof abs)
+    return ms_cli_error("%s: path too long", o->out);
+  struct stat ls;
+  if (nrec > 1 && lstat(abs, &ls) == 0 && S_ISLNK(ls.st_mode))
+    return ms_cli_usage("record", "--repeat: %s is a symbolic link; the recordings are moved aside "
+                                  "and back by name: give the file it names",
+                        o->out);
+  char **env = env_copy();
+  const char *pre = getenv("LD_PRELOAD");
+  char *preload = pre ? ms__strdup(pre) : NULL;
+  long long *dur = calloc((size_t)nrec, sizeof *dur);
+  rec_run *rec = calloc((size_t)nrec, sizeof *rec), *ref = calloc((size_t)(nref + 1), sizeof *ref);
+  if (!env || (pre && !preload) || !dur || !rec || !ref) {
+    env_free(env), free(preload), free(dur), free(rec), free(ref);
+    return ms_cli_error("out of memory");
+  }
+  int st = MS_EXIT_OK, done = 0, failed = -1;  // recordings done; the one that failed
+  long long refs = 0;
+  int ref_failed = 0;  // a run without the recorder failed (no reference) or was interrupted
+                       // (the runs so far): the exit status 1
+  for (long long i = 0; i < (nrec > nref ? nrec : nref) && st == MS_EXIT_OK; i++) {
+    // A reference run first: the first run of all pays for cold caches.
+    if (i < nref && !ref_failed) {
+      if (in >= 0) lseek(0, in, SEEK_SET);
+      st = reference_run(o, env, (int)i + 1, &ref[i]);
+      if (st == 1) ref_failed = 1, refs = 0, st = MS_EXIT_OK;  // said: no reference written
+      else if (st == 0) refs++;
+      if (st == 3) {  // interrupted: the runs so far
+        st = MS_EXIT_OK;
+        ref_failed = 1;
+        break;
+      }
+      if (st != MS_EXIT_OK) break;
+    }
+    if (i >= nrec) continue;
+    if (in >= 0) lseek(0, in, SEEK_SET);
+    if (preload) setenv("LD_PRELOAD", preload, 1);  // as it was, not the last run's
+    else unsetenv("LD_PRELOAD");
+    ms_record_inner = 1;
+    st = ms_cmd_record(argc, argv);
+    ms_record_inner = 0;
+    rec[i] = ms_record_last;
+    if (st == MS_EXIT_OK && (dur[i] = duration(abs)) < 0) st = MS_EXIT_USAGE;
+    if (st != MS_EXIT_OK) {
+      failed = (int)i;
+      break;
+    }
+    files(abs, (int)i, ASIDE);
+    done++;
+  }
+  int kept = -1;
+  if (failed >= 0) {
+    ms_cli_warn("%s: recording %d of %lld failed: its trace is left as a single recording leaves "
+                "it, the others are deleted",
+                o->out, failed + 1, nrec);
+  } else if (done > 0) {
+    // The recording of median duration (for an even count, the longer of the middle two).
+    int *idx = malloc((size_t)done * sizeof *idx);
+    for (int i = 0; idx && i < done; i++) {
+      int j = i;
+      for (; j > 0 && dur[idx[j - 1]] > dur[i]; j--) idx[j] = idx[j - 1];
+      idx[j] = i;
+    }
+    kept = idx ? idx[done / 2] : 0;
+    free(idx);
+    files(abs, kept, BACK);
+  }
+  for (int i = 0; i < done; i++)
+    if (i != kept) files(abs, i, DROP);
+  if (kept >= 0) {
+    int rc = write_figures(o, abs, done, kept, dur, rec, refs, ref);
+    if (rc == 0 && !o->quiet) rc = summary(o, abs);
+    if (rc != 0) st = rc;
+  }
+  if (st == MS_EXIT_OK && ref_failed) st = MS_EXIT_CHECK;
+  if (preload) setenv("LD_PRELOAD", preload, 1);
+  env_free(env), free(preload), free(dur), free(rec), free(ref);
+  return st;
+}

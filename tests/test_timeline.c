@@ -1,0 +1,319 @@
+// The stub's timeline (issue 27 items 3 and 4; traces/timeline.c): the
+// recorder's cost taken out of a recorded trace's times and CPU time, by its
+// own figures or fitted to reference runs (memstub record --reference), with
+// exact expected figures; memstub gen, replay, compare and plot on it.
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memstub/compare.h"
+#include "memstub/gen.h"
+#include "testutil.h"
+
+/* Four rows of 1 ms with 250 allocator calls each; the whole run made 1000.
+ * Recorded it took 5 ms wall and 3 ms CPU, unrecorded 3 ms and 2 ms: the
+ * recorder cost (3 - 2) ms / 1000 = 1000 ns of CPU time per call, not the
+ * 10 ns it measured itself, and the recording waited 2 ms (wall less CPU)
+ * where the program waits 1 ms. Per row 250 us of CPU time come out, and
+ * its waiting is halved: CPU 600, 300, 1000, 100 us become 350, 50, 750 and
+ * 0; the rows' waiting 400, 700, 0, 900 us becomes 200, 350, 0, 450; the
+ * rows last 550, 400, 750 and 450 us (2.15 ms in all, not 4). */
+#define META_RECORD                       \
+  "# memstub-trace 1\n"                   \
+  "# source: memstub-record\n"            \
+  "# record.cost_ns_per_event: 10.0\n"    \
+  "# record.events: 1000\n"               \
+  "# record.samples: 0\n"
+#define META_REFERENCE                    \
+  "# outside.wall_ns: 5000000\n"          \
+  "# outside.cpu_ns: 3000000\n"           \
+  "# reference.runs: 3\n"                 \
+  "# reference.wall_ns: 3000000\n"        \
+  "# reference.wall_ns_range: 2900000 3100000\n" \
+  "# reference.cpu_ns: 2000000\n"
+#define ROWS                                                        \
+  "time_ns,stack_bytes,heap_bytes,cpu_ns,calls_malloc_tiny,calls_free_tiny\n" \
+  "0,0,0,0,0,0\n"                                                   \
+  "1000000,0,100,600000,250,0\n"                                    \
+  "2000000,0,0,900000,0,250\n"                                      \
+  "3000000,0,200,1900000,250,0\n"                                   \
+  "4000000,0,0,2000000,0,250\n"
+
+static const char *const FITTED = META_RECORD META_REFERENCE ROWS;
+static const char *const OWN = META_RECORD ROWS;
+
+// A replay that kept the fitted timeline exactly (and its CPU time).
+static const char *const REPLAYED =
+    "# memstub-trace 1\n"
+    "time_ns,stack_bytes,heap_bytes,point,cpu_ns\n"
+    "0,0,0,0,0\n"
+    "550000,0,100,1,350000\n"
+    "950000,0,0,2,400000\n"
+    "1700000,0,200,3,1150000\n"
+    "2150000,0,0,4,1150000\n";
+
+static memstub_trace *parse(const char *text) {
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_parse("t.csv", text, strlen(text), &t, &err) == 0, "%s", err.msg);
+  return t;
+}
+
+// memstub_gen_build of text: 0 and *g, or the error (*g NULL).
+static int build(const char *text, memstub_gen **g, memstub_error *err) {
+  memstub_trace *t = parse(text);
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  int rc = memstub_gen_build(t, &o, g, err);
+  memstub_trace_free(t);
+  return rc;
+}
+
+// The stub of the recorder's figures, the reference metadata meta and ROWS.
+static memstub_gen *fitted(const char *meta) {
+  char text[4096];
+  snprintf(text, sizeof text, "%s%s%s", META_RECORD, meta, ROWS);
+  memstub_gen *g = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(build(text, &g, &err) == 0, "%s", err.msg);
+  return g;
+}
+
+static char *write_in(const char *dir, const char *name, const char *text) {
+  char *p = malloc(strlen(dir) + strlen(name) + 2);
+  sprintf(p, "%s/%s", dir, name);
+  tu_write_file(p, text);
+  return p;
+}
+
+START_TEST(test_gen_fitted) {
+  memstub_gen *g = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(build(FITTED, &g, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(g->stub.numdata, 4);
+  static const int64_t cpu[4] = {350000, 50000, 750000, 0}, dt[4] = {550000, 400000, 750000, 450000};
+  for (int i = 0; i < 4; i++) {
+    ck_assert_int_eq(g->point[i], i + 1);
+    ck_assert_int_eq(g->use[i].time, dt[i]);
+    ck_assert_int_eq(g->cpu[i], cpu[i]);
+  }
+  ck_assert_int_eq(g->stub.duration_ns, 2150000);
+  ck_assert_int_eq(g->work_overhead_ns, 4000000 - 2150000);
+  ck_assert_ptr_nonnull(g->timeline);
+  ck_assert_msg(strstr(g->timeline, "fitted to 3 reference runs") &&
+                    strstr(g->timeline, "1000.0 ns of CPU time per allocator call out (the "
+                                        "recorder's own figure: 10.0 ns), the waiting (wall less "
+                                        "CPU) times 0.500"),
+                "%s", g->timeline);
+  memstub_gen_free(g);
+  /* Without CPU figures, the wall time per call: (5 - 3) ms / 1000 = 2000
+   * ns, 500 us a row; the CPU time loses the recorder's own 2.5 us, within
+   * the interval that is left. */
+  g = fitted("# outside.wall_ns: 5000000\n"
+             "# reference.wall_ns: 3000000\n");
+  for (int i = 0; i < 4; i++) ck_assert_int_eq(g->use[i].time, 500000);
+  ck_assert_int_eq(g->cpu[0], 500000);
+  ck_assert_int_eq(g->cpu[1], 300000 - 2500);
+  ck_assert_msg(strstr(g->timeline, "fitted to 1 reference run: 3.00 ms wall, unknown CPU") &&
+                    strstr(g->timeline, "2000.0 ns per allocator call out of the wall time") &&
+                    strstr(g->timeline, "; the fit may be mostly the recorder's fixed costs"),
+                "%s", g->timeline);  // 200 times the recorder's own 10 ns
+  memstub_gen_free(g);
+  // Without reference runs, the recorder's own 10 ns per call: 2.5 us a row.
+  ck_assert_msg(build(OWN, &g, &err) == 0, "%s", err.msg);
+  for (int i = 0; i < 4; i++) ck_assert_int_eq(g->use[i].time, 1000000 - 2500);
+  ck_assert_int_eq(g->cpu[0], 600000 - 2500);
+  ck_assert_ptr_nonnull(strstr(g->timeline, "by its own figures (10.0 ns per allocator call)"));
+  memstub_gen_free(g);
+  // Not a recording (no recorder's figures): the times as they are, no line.
+  ck_assert_msg(build("# memstub-trace 1\n" ROWS, &g, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(g->use[0].time, 1000000);
+  ck_assert_ptr_null(g->timeline);
+  memstub_gen_free(g);
+}
+END_TEST
+
+/* A whole run of one thread: the trace's own CPU time (2 ms) and waiting
+ * (2 ms) set to the reference's, 1.5 ms each: (2 - 1.5) ms / 1000 = 500 ns
+ * of CPU time per call, 125 us a row (the last row's 100 us go to 0), and
+ * the waiting times 0.75. */
+START_TEST(test_gen_whole_run) {
+  memstub_gen *g = fitted("# record.regions: none (whole run)\n"
+                          "# record.thread: main\n"
+                          "# record.threads: 1\n"
+                          "# outside.wall_ns: 5000000\n"
+                          "# outside.cpu_ns: 3000000\n"
+                          "# reference.runs: 3\n"
+                          "# reference.wall_ns: 3000000\n"
+                          "# reference.cpu_ns: 1500000\n");
+  static const int64_t cpu[4] = {475000, 175000, 875000, 0}, dt[4] = {775000, 700000, 875000, 675000};
+  for (int i = 0; i < 4; i++) {
+    ck_assert_int_eq(g->use[i].time, dt[i]);
+    ck_assert_int_eq(g->cpu[i], cpu[i]);
+  }
+  ck_assert_msg(strstr(g->timeline, "(the whole run: the trace's CPU time and waiting set to "
+                                    "theirs)") &&
+                    strstr(g->timeline, "500.0 ns of CPU time per allocator call out") &&
+                    strstr(g->timeline, "times 0.750") && !strstr(g->timeline, "the fit may"),
+                "%s", g->timeline);
+  memstub_gen_free(g);
+}
+END_TEST
+
+/* A recording that used no more CPU time than its reference: nothing per
+ * call, and it says so; its waiting (3 ms against 0.5 ms) still scaled. */
+START_TEST(test_gen_unfit) {
+  memstub_gen *g = fitted("# outside.wall_ns: 5000000\n"
+                          "# outside.cpu_ns: 2000000\n"
+                          "# reference.runs: 1\n"
+                          "# reference.wall_ns: 3000000\n"
+                          "# reference.cpu_ns: 2500000\n");
+  ck_assert_int_eq(g->cpu[0], 600000);
+  ck_assert_int_eq(g->use[0].time, 600000 + 66667);  // 400 us of waiting / 6
+  ck_assert_ptr_nonnull(strstr(g->timeline, "no slower than the reference runs"));
+  memstub_gen_free(g);
+}
+END_TEST
+
+// Reference figures that cannot be used are refused, naming the key.
+START_TEST(test_bad_metadata) {
+  static const struct {
+    const char *meta, *want;
+  } bad[] = {
+      {"# reference.wall_ns: 3000000\n", "outside.wall_ns"},
+      {"# outside.wall_ns: 5 ms\n# reference.wall_ns: 3000000\n",
+       "metadata outside.wall_ns: '5 ms' is not a count of ns"},
+      {"# outside.wall_ns: 5000000\n# reference.wall_ns: -3\n", "metadata reference.wall_ns"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    char text[2048];
+    snprintf(text, sizeof text, "%s%s%s", META_RECORD, bad[i].meta, ROWS);
+    memstub_gen *g = NULL;
+    memstub_error err = {0};
+    ck_assert_int_eq(build(text, &g, &err), -EINVAL);
+    ck_assert_msg(strstr(err.msg, bad[i].want), "%zu: %s", i, err.msg);
+    memstub_trace *a = parse(text), *b = parse(REPLAYED);
+    memstub_compare_report *r = NULL;
+    ck_assert_int_eq(memstub_compare_traces(a, "orig.csv", b, "r.csv", NULL, &r, &err), -EINVAL);
+    ck_assert_msg(strstr(err.msg, "orig.csv") && strstr(err.msg, bad[i].want), "%s", err.msg);
+    memstub_trace_free(a);
+    memstub_trace_free(b);
+  }
+}
+END_TEST
+
+/* A replay that kept the stub's timeline is judged on it: no duration error
+ * (before, compare held it against the recorded 4 ms: -46.25 %). */
+START_TEST(test_compare_on_target) {
+  memstub_trace *a = parse(FITTED), *b = parse(REPLAYED);
+  memstub_compare_report *r = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_compare_traces(a, "orig", b, "repl", NULL, &r, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(r->duration.original_ns, 2150000);
+  ck_assert_int_eq(r->duration.error_ns, 0);
+  ck_assert_int_eq(r->time.max_abs, 0);
+  ck_assert_int_eq(r->timeline.changed, 1);
+  ck_assert_int_eq(r->timeline.fitted, 1);
+  ck_assert_int_eq(r->timeline.recorded_ns, 4000000);
+  ck_assert_int_eq(r->timeline.reference_runs, 3);
+  ck_assert_int_eq(r->timeline.reference_wall_ns, 3000000);
+  ck_assert_int_eq(r->work.cpu.original_total, 1150000);
+  ck_assert_int_eq(r->work.cpu.replayed_total, 1150000);
+  memstub_compare_free(r);
+  // Asked for: the recorded times.
+  memstub_compare_options o;
+  memstub_compare_options_init(&o);
+  o.recorded_times = 1;
+  ck_assert_msg(memstub_compare_traces(a, "orig", b, "repl", &o, &r, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(r->duration.original_ns, 4000000);
+  ck_assert(r->duration.error_pct < -46.2 && r->duration.error_pct > -46.3);  // 2.15 against 4 ms
+  ck_assert_int_eq(r->timeline.changed, 0);
+  ck_assert_ptr_null(r->timeline.summary);
+  memstub_compare_free(r);
+  // The target itself.
+  memstub_trace *t = NULL;
+  char *line = NULL;
+  ck_assert_int_eq(memstub_compare_target(a, &t, &line, &err), 0);
+  ck_assert_int_eq(t->pts[4].time_ns, 2150000);
+  ck_assert_ptr_nonnull(strstr(line, "fitted to 3 reference runs"));
+  memstub_trace_free(t);
+  free(line);
+  memstub_trace_free(a);
+  memstub_trace_free(b);
+}
+END_TEST
+
+// The commands: gen and replay say what they did to the times, compare and
+// plot say they judge and draw on that timeline.
+START_TEST(test_cli) {
+  char *dir = tu_mkdtemp();
+  char *orig = write_in(dir, "t.csv", FITTED), *repl = write_in(dir, "r.csv", REPLAYED);
+  tu_run r = tu_memstub(dir, "gen", "t.csv", "-o", "t.h", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_msg(strstr(r.err, "memstub: timeline: recorder's cost out, fitted to 3 reference runs"),
+                "%s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "compare", "t.csv", "r.csv", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_msg(strstr(r.out, "timeline  the stub's, not the recorded times") &&
+                    strstr(r.out, "error 0 ns (+0.000000%)") &&
+                    strstr(r.out, "original as recorded 4.00 ms; the program unrecorded 3.00 ms "
+                                  "wall (median of 3 runs, whole run)"),
+                "%s", r.out);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "compare", "--json", "t.csv", "r.csv", NULL);
+  ck_assert_msg(strstr(r.out, "\"timeline\": {\"changed\": true, \"fitted\": true") &&
+                    strstr(r.out, "\"recorded_ns\": 4000000, \"reference_runs\": 3"),
+                "%s", r.out);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "compare", "--recorded-times", "t.csv", "r.csv", NULL);
+  ck_assert_msg(strstr(r.out, "(-46.250000%)") && !strstr(r.out, "timeline  "), "%s", r.out);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "plot", "t.csv", "r.csv", "-o", "p.txt", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_msg(strstr(r.err, "timeline: t.csv drawn on its stub's timeline"), "%s", r.err);
+  char path[4200];
+  snprintf(path, sizeof path, "%s/p.txt", dir);
+  char *fig = tu_read_file(path);
+  ck_assert_ptr_nonnull(fig);
+  ck_assert_msg(strstr(fig, "on the stub's timeline"), "%s", fig);
+  free(fig);
+  tu_run_free(&r);
+  // replay generates in-process: the same timeline, the same line.
+  r = tu_memstub(dir, "replay", "t.csv", "--measure", "m.csv", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_msg(strstr(r.err, "memstub: timeline: recorder's cost out, fitted"), "%s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "compare", "--json", "t.csv", "m.csv", NULL);
+  ck_assert_msg(strstr(r.out, "\"original_ns\": 2150000,"), "%s", r.out);
+  tu_run_free(&r);
+  free(orig);
+  free(repl);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+static Suite *timeline_suite(void) {
+  Suite *s = suite_create("timeline");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_gen_fitted);
+  tcase_add_test(tc, test_gen_whole_run);
+  tcase_add_test(tc, test_gen_unfit);
+  tcase_add_test(tc, test_bad_metadata);
+  tcase_add_test(tc, test_compare_on_target);
+  tcase_add_test(tc, test_cli);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(timeline_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

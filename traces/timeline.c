@@ -1,0 +1,299 @@
+// The timeline a stub of a recorded trace replays: the recorder's cost out
+// of the rows' times and CPU time (timeline.h; docs/recording.md, "The
+// stub's timeline").
+#include "timeline.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memstub/work.h"
+#include "ms_common.h"
+
+#define NC MEMSTUB_WORK_CALLS
+
+// A recorder's metadata value as a number >= 0, or 0 when absent or not a
+// number ("not measured").
+static double meta_num(const memstub_trace *t, const char *key) {
+  const char *v = memstub_trace_get_meta(t, key);
+  double d;
+  if (!v || ms__parse_double(v, &d) < 0 || !(d >= 0)) return 0;
+  return d;
+}
+
+/* A count of ns memstub record wrote (reference.*, outside.*) into *out:
+ * 1 when present, 0 when absent (*out -1), -EINVAL when not a count. */
+static int meta_ns(const memstub_trace *t, const char *key, int64_t *out, memstub_error *err) {
+  const char *v = memstub_trace_get_meta(t, key);
+  *out = -1;
+  if (!v) return 0;
+  if (ms__parse_i64(v, strlen(v), out) < 0 || *out < 0)
+    return memstub_error_set(err, -EINVAL, "metadata %s: '%s' is not a count of ns (>= 0)", key,
+                             v);
+  return 1;
+}
+
+/* The fit of a cost from outside: (recorded - reference - the samples' own
+ * cost) over calls allocator calls, 0 when the recording was no slower. */
+static double fit(ms__timeline *tl, double rec, double ref, double samples, double calls) {
+  double d = rec - ref - samples;
+  if (d <= 0 || calls <= 0) {
+    tl->unfit = "the recording was no slower than the reference runs beyond its samples' cost: "
+                "nothing taken out per call";
+    return 0;
+  }
+  return d / calls;
+}
+
+/* A trace of the whole run of a program that had one thread: its rows hold
+ * all of the run the recorder saw, so their totals can be set to the
+ * reference's. */
+static int whole_run(const memstub_trace *t) {
+  const char *r = memstub_trace_get_meta(t, "record.regions"),
+             *th = memstub_trace_get_meta(t, "record.thread");
+  return r && strncmp(r, "none", 4) == 0 && th && strcmp(th, "main") == 0 &&
+         meta_num(t, "record.threads") <= 1 && memstub_trace_column(t, "thread") < 0;
+}
+
+// The trace's allocator calls over its rows (negative counts, refused later, as 0).
+static double trace_calls(const memstub_trace *t) {
+  static const char *const cols[NC] = {MEMSTUB_WORK_CALL_COLUMNS};
+  double n = 0;
+  for (int k = 0; k < NC; k++) {
+    int c = memstub_trace_column(t, cols[k]);
+    for (size_t i = 1; c >= 0 && i < t->n; i++)
+      if (memstub_trace_extra_row(t, i)[c] > 0) n += (double)memstub_trace_extra_row(t, i)[c];
+  }
+  return n;
+}
+
+int ms__timeline_model(const memstub_trace *t, ms__timeline *tl, memstub_error *err) {
+  static const char *const cols[NC] = {MEMSTUB_WORK_CALL_COLUMNS};
+  memset(tl, 0, sizeof *tl);
+  tl->ref_wall_ns = tl->ref_cpu_ns = tl->rec_wall_ns = tl->rec_cpu_ns = -1;
+  tl->wait_scale = -1;
+  int any = 0;
+  for (int k = 0; k < NC; k++) any |= memstub_trace_column(t, cols[k]) >= 0;
+  // Only a trace of memstub record has the figures; without call columns
+  // there is nothing to spread the per-call cost over.
+  if (!memstub_trace_get_meta(t, "record.cost_ns_per_event") || !any) return 0;
+  tl->kind = MS__TL_OWN;
+  tl->own_per_call = tl->wall_per_call = tl->cpu_per_call = meta_num(t, "record.cost_ns_per_event");
+  tl->events = (int64_t)meta_num(t, "record.events");
+  int ccol = memstub_trace_column(t, MEMSTUB_WORK_CPU_COLUMN);
+  /* The samples: the timer's (record.cost_ns_per_sample times
+   * record.samples) and the memory samples at allocator calls and region
+   * boundaries (record.memory_samples less the timer's, times
+   * record.cost_ns_per_memory_sample), spread over the CPU time in
+   * proportion to a row's: the trace does not say which rows took them. */
+  double ticks = meta_num(t, "record.samples"), samples = ticks * meta_num(t, "record.cost_ns_per_sample");
+  double mem = meta_num(t, "record.memory_samples") - ticks;
+  if (mem > 0) samples += mem * meta_num(t, "record.cost_ns_per_memory_sample");
+  int64_t total = 0;  // the trace's CPU time
+  if (ccol >= 0 && t->n > 1) {
+    total = memstub_trace_extra_row(t, t->n - 1)[ccol] - memstub_trace_extra_row(t, 0)[ccol];
+    if (total > 0) tl->per_cpu_ns = samples / (double)total;
+    if (tl->per_cpu_ns > 0.5) tl->per_cpu_ns = 0.5;  // a figure that absurd is not believed
+  }
+  int rc, has_ref, has_rec;
+  if ((rc = has_ref = meta_ns(t, MS__TL_REF_WALL, &tl->ref_wall_ns, err)) < 0 ||
+      (rc = meta_ns(t, MS__TL_REF_CPU, &tl->ref_cpu_ns, err)) < 0 ||
+      (rc = has_rec = meta_ns(t, MS__TL_OUT_WALL, &tl->rec_wall_ns, err)) < 0 ||
+      (rc = meta_ns(t, MS__TL_OUT_CPU, &tl->rec_cpu_ns, err)) < 0 ||
+      (rc = meta_ns(t, MS__TL_REF_RUNS, &tl->ref_runs, err)) < 0)
+    return rc;
+  if (!has_ref) {
+    tl->ref_runs = 0;
+    return 0;
+  }
+  if (!has_rec)
+    return memstub_error_set(err, -EINVAL,
+                             "metadata %s without %s: the reference runs need the recording's own "
+                             "wall time, measured the same way (memstub record --reference)",
+                             MS__TL_REF_WALL, MS__TL_OUT_WALL);
+  if (tl->ref_runs < 1) tl->ref_runs = 1;
+  if (tl->events <= 0) {
+    tl->unfit = "the run made no allocator call to take a cost out at: the recorder's own "
+                "figures";
+    return 0;
+  }
+  tl->kind = MS__TL_FITTED;
+  double e = (double)tl->events;
+  int cpu = tl->ref_cpu_ns >= 0 && tl->rec_cpu_ns >= 0 && ccol >= 0;
+  int64_t rec_wait = tl->rec_wall_ns - tl->rec_cpu_ns, ref_wait = tl->ref_wall_ns - tl->ref_cpu_ns;
+  int64_t span = t->n ? t->pts[t->n - 1].time_ns - t->pts[0].time_ns : 0;
+  /* The recorder's work is CPU time: per call, out of a row's CPU time and
+   * so out of its interval; the waiting (wall less CPU) the recording did
+   * beyond the reference's is the host's, and each row's waiting is scaled
+   * to the reference's. A whole run: the trace's own CPU time and waiting
+   * become the reference's; a part: the whole run's difference per call
+   * and the process's waiting ratio. */
+  if (cpu && whole_run(t) && ref_wait >= 0) {
+    tl->whole = 1;
+    tl->cpu_per_call = tl->wall_per_call =
+        fit(tl, (double)total, (double)tl->ref_cpu_ns, samples, trace_calls(t));
+    tl->wait_scale = span > total ? (double)ref_wait / (double)(span - total) : 1.0;
+  } else if (cpu && rec_wait > 0 && ref_wait >= 0) {
+    tl->cpu_per_call = tl->wall_per_call =
+        fit(tl, (double)tl->rec_cpu_ns, (double)tl->ref_cpu_ns, samples, e);
+    tl->wait_scale = (double)ref_wait / (double)rec_wait;
+  } else {
+    // No CPU figures, or threads that ran at once (CPU beyond the wall time): per call.
+    tl->wall_per_call = fit(tl, (double)tl->rec_wall_ns, (double)tl->ref_wall_ns, samples, e);
+    if (cpu) tl->cpu_per_call = fit(tl, (double)tl->rec_cpu_ns, (double)tl->ref_cpu_ns, samples, e);
+  }
+  // The recorder's fixed costs (loading it, its tables, writing the trace)
+  // count as calls' too: in a run of few calls they are most of the difference.
+  // (A whole run's fit is of its rows alone.)
+  if (!tl->whole &&
+      (tl->own_per_call > 0 ? tl->wall_per_call > 10 * tl->own_per_call : tl->events < 1024))
+    tl->caveat = "may be mostly the recorder's fixed costs (loading it, writing the trace), "
+                 "which it counts as the calls' too: few allocator calls, or a figure far above "
+                 "the recorder's own";
+  return 0;
+}
+
+int ms__timeline_rows(const memstub_trace *t, ms__timeline *tl, int64_t *dt, int64_t *cpu,
+                      memstub_error *err) {
+  static const char *const cols[NC] = {MEMSTUB_WORK_CALL_COLUMNS};
+  int ccol = memstub_trace_column(t, MEMSTUB_WORK_CPU_COLUMN), kcol[NC];
+  for (int k = 0; k < NC; k++) kcol[k] = memstub_trace_column(t, cols[k]);
+  tl->removed_ns = tl->recorded_cpu_ns = tl->target_cpu_ns = 0;
+  tl->recorded_ns = tl->target_ns = 0;
+  if (t->n == 0) return 0;
+  dt[0] = cpu[0] = 0;
+  for (size_t i = 1; i < t->n; i++) {
+    const int64_t *e = memstub_trace_extra_row(t, i), *e0 = memstub_trace_extra_row(t, i - 1);
+    int64_t d = t->pts[i].time_ns - t->pts[i - 1].time_ns;
+    int64_t c = ccol >= 0 ? e[ccol] - e0[ccol] : 0;
+    if (c < 0)
+      return memstub_error_set(err, -EINVAL, "row %zu: cpu_ns decreases from %lld to %lld", i + 1,
+                               (long long)e0[ccol], (long long)e[ccol]);
+    int64_t calls = 0;
+    for (int k = 0; k < NC; k++) {
+      int64_t v = kcol[k] >= 0 ? e[kcol[k]] : 0;
+      if (v < 0)
+        return memstub_error_set(err, -EINVAL, "row %zu: %s: negative count %lld", i + 1,
+                                 cols[k], (long long)v);
+      calls += v;
+    }
+    tl->recorded_ns += d;
+    tl->recorded_cpu_ns += c;
+    // The recorder's cost out of the interval and out of its CPU time.
+    double s = (double)c * tl->per_cpu_ns;
+    int64_t oc = (int64_t)llround((double)calls * tl->cpu_per_call + s);
+    if (tl->wait_scale >= 0) {
+      // The CPU time less the recorder's, and the waiting scaled to the reference's.
+      if (c > d) c = d;  // CPU beyond the wall time: a rounding of the clocks
+      int64_t c2 = c > oc ? c - oc : 0, d2 = c2 + llround((double)(d - c) * tl->wait_scale);
+      tl->removed_ns += d - d2;
+      d = d2;
+      c = c2;
+    } else {
+      int64_t ow = (int64_t)llround((double)calls * tl->wall_per_call + s);
+      if (ow > d) ow = d;
+      d -= ow;
+      tl->removed_ns += ow;
+      c = c > oc ? c - oc : 0;
+      if (c > d) c = d;  // CPU beyond the wall time: a rounding of the clocks
+    }
+    dt[i] = d;
+    cpu[i] = c;
+    tl->target_ns += d;
+    tl->target_cpu_ns += c;
+  }
+  return 0;
+}
+
+void ms__timeline_describe(const ms__timeline *tl, char *buf, size_t cap) {
+  char rec[32], tgt[32], rw[32], rc[32], ow[32], oc[32], own[32] = "not measured";
+  if (tl->own_per_call > 0) snprintf(own, sizeof own, "%.1f ns", tl->own_per_call);
+  ms__fmt_ns(tl->recorded_ns, rec, sizeof rec);
+  ms__fmt_ns(tl->target_ns, tgt, sizeof tgt);
+  if (tl->kind == MS__TL_RECORDED) {
+    snprintf(buf, cap, "as recorded (%s)", rec);
+    return;
+  }
+  int n = 0;
+  if (tl->kind == MS__TL_OWN) {
+    n = snprintf(buf, cap,
+                 "recorder's cost out by its own figures (%s per allocator call%s): %s "
+                 "recorded, %s after",
+                 own, tl->per_cpu_ns > 0 ? ", and its samples" : "", rec, tgt);
+  } else {
+    ms__fmt_ns(tl->ref_wall_ns, rw, sizeof rw);
+    ms__fmt_ns(tl->rec_wall_ns, ow, sizeof ow);
+    if (tl->ref_cpu_ns >= 0) ms__fmt_ns(tl->ref_cpu_ns, rc, sizeof rc);
+    else snprintf(rc, sizeof rc, "unknown");
+    if (tl->rec_cpu_ns >= 0) ms__fmt_ns(tl->rec_cpu_ns, oc, sizeof oc);
+    else snprintf(oc, sizeof oc, "unknown");
+    n = snprintf(buf, cap, "recorder's cost out, fitted to %lld reference run%s%s: %s wall, %s CPU (the "
+                 "recording: %s, %s); ",
+                 (long long)tl->ref_runs, tl->ref_runs == 1 ? "" : "s",
+                 tl->whole ? " (the whole run: the trace's CPU time and waiting set to theirs)" : "",
+                 rw, rc, ow, oc);
+    if (n >= 0 && (size_t)n < cap && tl->wait_scale >= 0)
+      n += snprintf(buf + n, cap - (size_t)n,
+                    "%.1f ns of CPU time per allocator call out (the recorder's own figure: %s), "
+                    "the waiting (wall less CPU) times %.3f; %s recorded, %s after",
+                    tl->cpu_per_call, own, tl->wait_scale, rec, tgt);
+    else if (n >= 0 && (size_t)n < cap)
+      n += snprintf(buf + n, cap - (size_t)n,
+                    "%.1f ns per allocator call out of the wall time, %.1f ns out of the CPU time "
+                    "(the recorder's own figure: %s); %s recorded, %s after",
+                    tl->wall_per_call, tl->cpu_per_call, own, rec, tgt);
+  }
+  if (n >= 0 && (size_t)n < cap && tl->unfit)
+    n += snprintf(buf + n, cap - (size_t)n, "; %s", tl->unfit);
+  if (n >= 0 && (size_t)n < cap && tl->caveat && tl->wall_per_call > 0)
+    snprintf(buf + n, cap - (size_t)n, "; the fit %s", tl->caveat);
+}
+
+int ms__timeline_trace(const memstub_trace *t, memstub_trace **out, ms__timeline *tl,
+                       memstub_error *err) {
+  *out = NULL;
+  int rc = ms__timeline_model(t, tl, err);
+  if (rc < 0 || tl->kind == MS__TL_RECORDED) {
+    if (rc == 0) {  // the durations, for the caller's line
+      tl->recorded_ns = tl->target_ns = t->n ? t->pts[t->n - 1].time_ns - t->pts[0].time_ns : 0;
+    }
+    return rc;
+  }
+  size_t n = t->n ? t->n : 1;
+  int64_t *dt = malloc(n * sizeof *dt), *cpu = malloc(n * sizeof *cpu);
+  memstub_trace *c = memstub_trace_create();
+  if (!dt || !cpu || !c) rc = memstub_error_set(err, -ENOMEM, "out of memory");
+  if (rc == 0) rc = ms__timeline_rows(t, tl, dt, cpu, err);
+  for (size_t k = 0; rc == 0 && k < t->nextra; k++)
+    if (memstub_trace_add_column(c, t->extra_names[k]) < 0)
+      rc = memstub_error_set(err, -ENOMEM, "out of memory");
+  for (size_t k = 0; rc == 0 && k < t->nmeta; k++)
+    if (memstub_trace_set_meta(c, t->meta[k].key, t->meta[k].value) < 0)
+      rc = memstub_error_set(err, -ENOMEM, "out of memory");
+  if (rc == 0 && memstub_trace_reserve(c, t->n) < 0)
+    rc = memstub_error_set(err, -ENOMEM, "out of memory");
+  int ccol = memstub_trace_column(t, MEMSTUB_WORK_CPU_COLUMN);
+  int64_t time = t->n ? t->pts[0].time_ns : 0, used = ccol >= 0 && t->n ? t->extra[ccol] : 0;
+  for (size_t i = 0; rc == 0 && i < t->n; i++) {
+    time += dt[i];
+    used += cpu[i];
+    const memstub_point *p = &t->pts[i];
+    if (memstub_trace_append(c, time, p->stack_bytes, p->heap_bytes) < 0) {
+      rc = memstub_error_set(err, -ENOMEM, "out of memory");
+      break;
+    }
+    int64_t *x = memstub_trace_extra_row(c, i);
+    memcpy(x, memstub_trace_extra_row(t, i), t->nextra * sizeof *x);
+    if (ccol >= 0) x[ccol] = used;
+  }
+  free(dt);
+  free(cpu);
+  if (rc < 0) {
+    memstub_trace_free(c);
+    return rc;
+  }
+  *out = c;
+  return 0;
+}

@@ -1,0 +1,80 @@
+/* traces/timeline.h: the timeline a stub of a recorded trace replays
+ * (docs/recording.md, "The stub's timeline"; docs/formats.md, "Work"): the
+ * rows' times and CPU time with the recorder's cost taken out, by the
+ * recorder's own figures or fitted to runs of the program without it
+ * (memstub record --reference). One model for the generator, which builds
+ * the stub on it (generator/work.c), and for compare and plot, which judge a
+ * replay against it: compare does not depend on the generator. */
+#ifndef MEMSTUB_TRACES_TIMELINE_H
+#define MEMSTUB_TRACES_TIMELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memstub/error.h"
+#include "memstub/trace.h"
+
+// The metadata memstub record writes with --repeat and --reference.
+#define MS__TL_REF_RUNS "reference.runs"
+#define MS__TL_REF_WALL "reference.wall_ns"        // median over the runs
+#define MS__TL_REF_WALL_RANGE "reference.wall_ns_range"  // "MIN MAX"
+#define MS__TL_REF_CPU "reference.cpu_ns"          // user + sys, median
+#define MS__TL_REF_CPU_RANGE "reference.cpu_ns_range"
+#define MS__TL_OUT_WALL "outside.wall_ns"  // the kept recording, from outside
+#define MS__TL_OUT_CPU "outside.cpu_ns"
+#define MS__TL_REP_RECORDINGS "repeat.recordings"
+#define MS__TL_REP_KEPT "repeat.kept"              // 1-based, in run order
+#define MS__TL_REP_DURATIONS "repeat.durations_ns"  // each recording's, in run order
+
+typedef enum ms__tl_kind {
+  MS__TL_RECORDED = 0,  // as recorded: not a trace of memstub record with call columns
+  MS__TL_OWN = 1,       // the recorder's cost out by its own figures
+  MS__TL_FITTED = 2,    // the recorder's cost out as measured from outside (reference runs)
+} ms__tl_kind;
+
+typedef struct ms__timeline {
+  ms__tl_kind kind;
+  double wall_per_call, cpu_per_call;  // ns taken out per allocator call of a row
+  double per_cpu_ns;                   // the samples' cost per ns of a row's CPU time
+  /* Fitted with CPU figures: a row's waiting (interval less CPU time) times
+   * this (the reference's waiting over the recording's); -1: the wall time
+   * per call instead (wall_per_call). */
+  double wait_scale;
+  int whole;  // fitted as a whole run: the trace's totals set to the reference's
+  double own_per_call;                 // record.cost_ns_per_event (0: not measured)
+  int64_t events;                      // record.events: the whole run's allocator calls
+  int64_t ref_runs;                    // reference runs (0: none)
+  int64_t ref_wall_ns, ref_cpu_ns;     // their medians (ref_cpu_ns -1: not given)
+  int64_t rec_wall_ns, rec_cpu_ns;     // the recording from outside (-1: not given)
+  const char *unfit;  // why a cost from outside was not taken out in full; NULL when it was
+  const char *caveat;  // why the fit may overstate the cost per call ("may be ..."); NULL when not
+  // Filled by ms__timeline_rows: the trace's duration and CPU time before and after.
+  int64_t recorded_ns, target_ns, recorded_cpu_ns, target_cpu_ns;
+  int64_t removed_ns;  // wall time taken out, over every row
+} ms__timeline;
+
+/* The model of t's timeline from its metadata and columns into *tl. 0, or
+ * -EINVAL with err naming the metadata key whose value is wrong (reference
+ * figures without the recording's, not a count of ns). */
+int ms__timeline_model(const memstub_trace *t, ms__timeline *tl, memstub_error *err);
+
+/* Each row's interval on the target timeline: dt[i] the wall time since row
+ * i - 1, cpu[i] the CPU time in it (dt[0] = cpu[0] = 0; cpu all 0 without a
+ * cpu_ns column), each at least 0, cpu[i] at most dt[i]; fills tl's
+ * durations. dt and cpu hold t->n values. 0, or -EINVAL with err naming the
+ * row (cpu_ns decreases, a negative call count). */
+int ms__timeline_rows(const memstub_trace *t, ms__timeline *tl, int64_t *dt, int64_t *cpu,
+                      memstub_error *err);
+
+/* What the model does to the times, in one line: "recorder's cost out,
+ * fitted to 3 reference runs: ...". After ms__timeline_rows. */
+void ms__timeline_describe(const ms__timeline *tl, char *buf, size_t cap);
+
+/* A copy of t on its target timeline (time_ns and cpu_ns from
+ * ms__timeline_rows, everything else as it is), into *out; *out NULL when
+ * the timeline is t's own (MS__TL_RECORDED). tl filled. 0, -EINVAL as
+ * above, or -ENOMEM. */
+int ms__timeline_trace(const memstub_trace *t, memstub_trace **out, ms__timeline *tl,
+                       memstub_error *err);
+
+#endif
