@@ -464,6 +464,9 @@ static int layout(long small) {
 #undef TAKE
 #undef NEXT
   printf("peak %lld\n", (long long)peak);
+  return 0;
+}
+
 /* runs COUNTER LOG D0 [D1...] (memstub record --repeat, --reference): run k
  * (COUNTER holds k, then k + 1) holds (k + 1) * 1000 bytes for Dk ms (k
  * modulo the list), or exits 3 holding them when Dk is "x"; it appends 'R'
