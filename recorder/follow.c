@@ -109,7 +109,7 @@ int ms__rec_follow_names(const char *root_out, const char *root_journal, const c
 
 /* A forked child: the parent's recording is not its own. Everything it
  * shared is dropped (its threads' states and chunks, which may be pages of
- * the parent's journal; the pointer table; the mapped ranges) and it starts
+ * the parent's journal; the live-block table, epochs and region records; the mapped ranges) and it starts
  * over as a process of its own, from this moment, on the thread that forked.
  * pre: single-threaded (the fork handler), recording was on. */
 __attribute__((noinline)) void ms__rec_follow_fork(const char *registry) {

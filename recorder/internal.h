@@ -23,7 +23,8 @@
  * dlsym's own bootstrap, allocations come from a static arena.
  *
  * Files: hooks.c (the malloc family, threads, _exit), table.c/table.h (the
- * pointer table), state.c (global state, initialisation, thread registration),
+ * live-block table), epochs.c (who allocated a block, when, in which
+ * region), state.c (global state, initialisation, thread registration),
  * sampler.c (the stack-sampling timer), churn.c, regions.c (probe regions),
  * sink.c (rows, coalescing, the trace at exit), summary.c (the metadata). */
 #ifndef MEMSTUB_RECORDER_INTERNAL_H
@@ -244,8 +245,8 @@ extern void *(*ms__rec_real_calloc)(size_t, size_t);
 extern void *(*ms__rec_real_realloc)(void *, size_t);
 extern void (*ms__rec_real_free)(void *);
 
-/* The recorder's own resident memory. Its tables (the pointer table, the
- * owner array, generations' and sites' tables) are reserved large and
+/* The recorder's own resident memory. Its tables (the epochs, generations'
+ * records and sites' tables; the live-block table counts its own) are reserved large and
  * written sparsely; each of their pages is counted at its first write, so
  * that rss_bytes leaves them out (docs/recording.md, "Resident and mapped
  * memory"). They are mapped without transparent huge pages, so that a first

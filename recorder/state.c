@@ -271,6 +271,8 @@ static void init_recording(void) {
   long cap = env_long(MS__REC_ENV_TABLE_MAX, 0);
   if (cap > 0) ms__rec_table_limit = (uint64_t)cap;
   if (ms__rec_table_init() != 0) {
+    // Said in the status file: the command reports it (no trace, not "never started").
+    ms__rec_status(-1, 0, 0, ENOMEM, MS__REC_NOTHING_MEMORY);
     ms__rec.state = ST_PASSIVE;
     return;
   }
