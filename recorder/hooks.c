@@ -165,10 +165,18 @@ static inline void gheap_add(int64_t d) {
 }
 
 // ts (the calling thread) allocated (d > 0) or freed its own bytes: its heap after.
+// Another thread freed some of ts's blocks since ts last looked: ts's next
+// time stamp reads the clock, so that a row showing the lower heap never
+// has a time (a stale cached one) before those frees' rows.
 static inline int64_t theap_add(tstate *ts, int64_t d) {
   int64_t own = ts->theap_own + d;
   __atomic_store_n(&ts->theap_own, own, __ATOMIC_RELAXED);
-  return own - __atomic_load_n(&ts->theap_x, __ATOMIC_RELAXED);
+  int64_t x = __atomic_load_n(&ts->theap_x, __ATOMIC_ACQUIRE);
+  if (UNLIKELY(x != ts->x_seen)) {
+    ts->x_seen = x;
+    ts->since = 16;
+  }
+  return own - x;
 }
 
 /* --thread all: ts freed a counted block of bytes born with epoch ep: the
@@ -185,8 +193,12 @@ static __attribute__((noinline)) void release_all(tstate *ts, uint32_t ep, uint6
     return;
   }
   if (!ts->gone) ms__rec_thr_xroom(ts, e->thr, e->t);
+  // A fresh time, read before the owner's heap falls: the owner allocated
+  // the block before this (its bucket's time is earlier), and any row of
+  // the owner that shows the lower heap reads the clock after (theap_add).
+  if (!ts->gone) read_clock(ts);
   int64_t after = __atomic_load_n(&o->theap_own, __ATOMIC_RELAXED) -
-                  __atomic_add_fetch(&o->theap_x, (int64_t)bytes, __ATOMIC_RELAXED);
+                  __atomic_add_fetch(&o->theap_x, (int64_t)bytes, __ATOMIC_ACQ_REL);
   if (ts->gone) return;
   event(ts, theap(ts), sp);
   ms__rec_thr_xfree(ts, e->thr, e->t, (int64_t)bytes, after);

@@ -159,12 +159,14 @@ typedef struct tstate {
   // Its heap (theap()): bytes it allocated less those it freed (its own
   // counter: stored by it alone, no atomic add), less those others freed.
   int64_t theap_own, theap_x;
+  int64_t x_seen;          // theap_x when it last looked (theap_add)
   uint64_t nrows;          // rows pushed so far (specials sort among them)
   struct ms__rec_spblock *sp_head, *sp_tail;  // its special rows (joins, cross-thread frees)
   int nx;                  // cross-thread frees in the open bucket, by (from, alloc)
   struct txfree {
     int from;
     int64_t alloc;  // raw time of the owner's bucket
+    int64_t t;      // raw time of the first of these frees: the row's
     int64_t bytes, heap_after;
   } xf[8];
   timer_t timer;  // its own sampling timer
@@ -377,8 +379,9 @@ void ms__rec_thr_joined(pthread_t th);
 void ms__rec_thr_xroom(tstate *ts, int from, int64_t alloc);
 // ... and, after it, count it (heap_after: from's heap just after).
 void ms__rec_thr_xfree(tstate *ts, int from, int64_t alloc, int64_t bytes, int64_t heap_after);
-// The bucket closed at raw time t: its cross-thread frees become rows.
-void ms__rec_thr_xemit(tstate *ts, int64_t t);
+// The bucket closed: its cross-thread frees become rows, each (owner, its
+// bucket) pair at the time of its first free in the bucket.
+void ms__rec_thr_xemit(tstate *ts);
 // At the end: a last row for every thread still running.
 void ms__rec_thr_finish(tstate *me, int64_t raw_end);
 // The trace's rows: every thread's rows, its special rows and the owners'

@@ -98,7 +98,7 @@ static void flush(tstate *ts, int64_t cpu_now) {
     ms__rec_push_row(ts, b->lt, b->ls, b->lh, b->tag, b->lm, cpu, 1);
   }
   ts->h.b.active = 0;
-  if (ts->nx) ms__rec_thr_xemit(ts, b->lt);  // --thread all: its cross-thread frees
+  if (ts->nx) ms__rec_thr_xemit(ts);  // --thread all: its cross-thread frees
 }
 
 void ms__rec_flush_bucket(tstate *ts) { flush(ts, -1); }

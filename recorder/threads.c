@@ -186,12 +186,12 @@ void ms__rec_thr_xfree(tstate *ts, int from, int64_t alloc, int64_t bytes, int64
       return;
     }
   if (ts->nx == (int)(sizeof ts->xf / sizeof ts->xf[0])) return;  // xroom made room
-  ts->xf[ts->nx++] = (struct txfree){from, alloc, bytes, heap_after};
+  ts->xf[ts->nx++] = (struct txfree){from, alloc, ts->now, bytes, heap_after};
 }
 
-void ms__rec_thr_xemit(tstate *ts, int64_t t) {
+void ms__rec_thr_xemit(tstate *ts) {
   for (int i = 0; i < ts->nx; i++)
-    push_special(ts, t, SP_XFREE, ts->xf[i].from, ts->xf[i].bytes, ts->xf[i].alloc,
+    push_special(ts, ts->xf[i].t, SP_XFREE, ts->xf[i].from, ts->xf[i].bytes, ts->xf[i].alloc,
                  ts->xf[i].heap_after);
   ts->nx = 0;
 }
@@ -200,7 +200,7 @@ void ms__rec_thr_finish(tstate *me, int64_t raw_end) {
   for (tstate *ts = ms__rec.list; ts; ts = ts->next) {
     if (!ts->all || ts->gone) continue;
     if (ts->h.b.active) ms__rec_flush_bucket(ts);
-    if (ts->nx) ms__rec_thr_xemit(ts, ts->now);
+    if (ts->nx) ms__rec_thr_xemit(ts);
     int64_t cpu = ts == me && ts->is_rec ? ms__prim_thread_cpu_ns() : -1;
     memv m = cur_mem(ts);
     if (ts != me) m.minflt = m.majflt = -1;  // its last sample's counts (the merge fills them)
