@@ -53,6 +53,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--exact", type=int, default=20)
     ap.add_argument("--base-lib")
+    ap.add_argument("--base-label", help="what the base library is (for the results)")
     ap.add_argument("--out")
     a = ap.parse_args()
     B = os.path.abspath(a.build)
@@ -94,7 +95,8 @@ def main():
         if a.base_lib:
             brows, _ = exactness(os.path.dirname(os.path.abspath(a.base_lib)))
             bexact = sum(1 for r in brows if r[1] == 0)
-            lines.append(f"The base library ({a.base_lib}): {bexact} of {len(brows)} exact; "
+            label = a.base_label or a.base_lib
+            lines.append(f"The base library ({label}): {bexact} of {len(brows)} exact; "
                          f"the others: " + (", ".join(f"{r[1]:+d} B ({r[3]} blocks the table could not hold)"
                                                for r in brows if r[1] != 0 and isinstance(r[1], int)) or "none") + ".\n")
         lines.append("| recording | peak heap - exact (B) | unmatched frees | stale blocks | table bytes at most |")
@@ -108,7 +110,8 @@ def main():
                  ("--function component", None, ["--function", "component"]),
                  ("--thread all", None, ["--thread", "all"])]
         if a.base_lib:
-            kinds.append(("defaults, base library", os.path.dirname(os.path.abspath(a.base_lib)), []))
+            kinds.append((f"defaults, base library ({a.base_label or 'base'})",
+                          os.path.dirname(os.path.abspath(a.base_lib)), []))
         W = {k[0]: [] for k in kinds}
         C = {k[0]: [] for k in kinds}
         M = {k[0]: [] for k in kinds}
@@ -153,7 +156,8 @@ def main():
         load = os.getloadavg()
         head = [f"# The recorder's exactness and cost at a large live set (issue 27)\n",
                 f"`python3 bench/record_table.py {a.build} --repeats {a.repeats} --exact {a.exact}"
-                + (f" --base-lib {a.base_lib}" if a.base_lib else "") + "`, "
+                + (f" --base-lib {a.base_lib}" if a.base_lib else "")
+                + (f" --base-label '{a.base_label}'" if a.base_label else "") + "`, "
                 f"{time.strftime('%Y-%m-%d %H:%M')}, load average {load[0]:.2f} at the end, "
                 f"{os.cpu_count()} CPUs.\n"]
         text = "\n".join(head + lines) + "\n"

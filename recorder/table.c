@@ -1,6 +1,5 @@
-/* recorder/table.c: the live-block table's memory: directories, leaves and
- * their arenas, their growth, and the side map of big blocks (table.h has
- * the layout and the hot path).
+/* recorder/table.c: the live-block table's memory, its growth and its side
+ * map of big blocks (table.h has the layout and the hot path).
  *
  * Arrays come straight from the mmap system call (never the interposed
  * mmap: they are not the program's mappings), written in full when mapped
@@ -17,15 +16,16 @@
 #include <unistd.h>
 
 ms__rec_shard ms__rec_shards[TB_SHARDS];
-static uint64_t ms__rec_big_n;  // blocks in the side map
+uint64_t ms__rec_big_n;
 int ms__rec_table_failed;
-uint64_t ms__rec_table_limit = UINT64_MAX;  // MEMSTUB_RECORD_TABLE_MAX_BYTES
 extern int64_t ms__rec_self_bytes;
 
-#define FIRST_DIR 64      // directory slots of a new shard
-#define FIRST_ARENA 512   // arena entries of a new shard (4 KiB)
+#define FIRST_BUCKETS 64  // a 4 KiB page per shard
+#define LOAD_MAX 0.85     // a shard grows when this full ...
+#define LOAD_NEW 0.55     // ... into an array this full
 
 static uint64_t g_bytes, g_bytes_max;  // the arrays' bytes (under any lock: atomics)
+uint64_t ms__rec_table_limit = UINT64_MAX;  // their bytes at most (MEMSTUB_RECORD_TABLE_MAX_BYTES)
 
 static size_t page_up(size_t n) {
   size_t ps = (size_t)sysconf(_SC_PAGESIZE);
@@ -33,7 +33,7 @@ static size_t page_up(size_t n) {
   return (n + ps - 1) & ~(ps - 1);
 }
 
-// n zeroed bytes (page-rounded), resident and counted; NULL when out of memory or the limit.
+// n zeroed bytes (page-rounded), resident and counted; NULL when out of memory.
 static void *map_array(size_t n) {
   n = page_up(n);
   if (__atomic_load_n(&g_bytes, __ATOMIC_RELAXED) + n > ms__rec_table_limit) return NULL;
@@ -57,12 +57,6 @@ static void unmap_array(void *p, size_t n) {
   __atomic_sub_fetch(&g_bytes, n, __ATOMIC_RELAXED);
 }
 
-// Out of memory: said once, for the recording's end (ms__rec_lost).
-static int no_memory(void) {
-  __atomic_store_n(&ms__rec_table_failed, 1, __ATOMIC_RELAXED);
-  return -ENOMEM;
-}
-
 void ms__rec_table_wait(int *lock) {
   for (unsigned spins = 0;; spins++) {
     if (!__atomic_load_n(lock, __ATOMIC_RELAXED) && !__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE))
@@ -74,124 +68,63 @@ void ms__rec_table_wait(int *lock) {
   }
 }
 
-/* ---- leaves: power-of-two arrays of entries from the shard's arena ---- */
+/* ---- shards ---- */
 
-// A leaf of 2^c entries, zeroed (lock held); 0 when out of memory.
-static uint32_t leaf_alloc(ms__rec_shard *S, unsigned c) {
-  uint64_t n = (uint64_t)1 << c;
-  uint32_t at = S->freel[c];
-  if (at) {
-    S->freel[c] = (uint32_t)S->arena[at];
-    memset(S->arena + at, 0, n * sizeof *S->arena);
-    return at;
-  }
-  // Leaves of a cache line or less never straddle two.
-  uint64_t align = n < 8 ? n : 8, top = (S->atop + align - 1) & ~(align - 1);
-  if (top + n > S->acap) {
-    uint64_t cap = S->acap * 2;
-    while (cap < top + n) cap *= 2;
-    if (cap > UINT32_MAX) return 0;  // leaf numbers are 32 bits
-    uint64_t *a = map_array(cap * sizeof *a);
-    if (!a) return 0;
-    memcpy(a, S->arena, S->atop * sizeof *a);
-    unmap_array(S->arena, S->abytes);
-    S->arena = a;
-    S->acap = cap;
-    S->abytes = cap * sizeof *a;
-  }
-  S->atop = top + n;
-  return (uint32_t)top;
+// Buckets for n blocks at LOAD_NEW, filling the array's last page.
+static uint64_t buckets_for(uint64_t n) {
+  uint64_t nb = (uint64_t)((double)n / (LOAD_NEW * TB_SLOTS)) + 1;
+  if (nb < FIRST_BUCKETS) nb = FIRST_BUCKETS;
+  return page_up(nb * sizeof(ms__rec_tbucket)) / sizeof(ms__rec_tbucket);
 }
 
-static void leaf_free(ms__rec_shard *S, uint32_t at, unsigned c) {
-  S->arena[at] = S->freel[c];
-  S->freel[c] = at;
+static void shard_set(ms__rec_shard *S, ms__rec_tbucket *b, uint64_t nb) {
+  S->b = b;
+  S->nb = nb;
+  S->bytes = nb * sizeof(ms__rec_tbucket);
+  S->limit = (uint64_t)(LOAD_MAX * (double)(nb * TB_SLOTS));
 }
 
-int ms__rec_leaf_room(ms__rec_shard *S, ms__rec_dent *d) {
-  unsigned c = d->leaf ? d->lcap + 1u : 0;
-  while (c < TB_LEAF_MAX && tb_fill((uint32_t)1 << c) < d->n + 1u) c++;
-  uint32_t at = leaf_alloc(S, c);
-  if (!at) return no_memory();
-  uint64_t *to = S->arena + at;
-  uint32_t mask = ((uint32_t)1 << c) - 1;
-  if (d->leaf) {
-    const uint64_t *from = S->arena + d->leaf;
-    for (uint32_t k = 0; k < (uint32_t)1 << d->lcap; k++) {
-      uint64_t e = from[k];
-      if (!e) continue;
-      uint32_t i = tb_lhome((e & TB_UNIT_MASK) - 1, c);
-      while (to[i]) i = (i + 1) & mask;
-      to[i] = e;
+// Put a key word known to be absent into array b of nb buckets.
+static void put_new(ms__rec_tbucket *b, uint64_t nb, uint64_t kw, uint32_t ep) {
+  uint64_t i = tb_home(tb_hash((uintptr_t)((kw >> TB_KEY_SHIFT) << 4)), nb);
+  while (b[i].used == TB_FULL) {
+    b[i].ovf++;
+    i = tb_next(i, nb);
+  }
+  unsigned s = (unsigned)__builtin_ctz(~(unsigned)b[i].used);
+  b[i].key[s] = kw;
+  b[i].ep[s] = ep;
+  b[i].used |= (uint8_t)(1u << s);
+}
+
+int ms__rec_table_grow(ms__rec_shard *S) {
+  uint64_t nb = buckets_for(S->n + 1);
+  ms__rec_tbucket *b = map_array(nb * sizeof *b);
+  if (!b) {
+    __atomic_store_n(&ms__rec_table_failed, 1, __ATOMIC_RELAXED);
+    return -ENOMEM;
+  }
+  for (uint64_t i = 0; i < S->nb; i++) {
+    const ms__rec_tbucket *B = &S->b[i];
+    for (unsigned m = B->used; m; m &= m - 1) {
+      unsigned s = (unsigned)__builtin_ctz(m);
+      put_new(b, nb, B->key[s], B->ep[s]);
     }
-    leaf_free(S, d->leaf, d->lcap);
   }
-  d->leaf = at;
-  d->lcap = (uint8_t)c;
+  unmap_array(S->b, S->bytes);
+  shard_set(S, b, nb);
+  S->grows++;
   return 0;
-}
-
-/* ---- directories: page -> leaf, linear probing, at most half full ---- */
-
-// Put directory entry x into dir (mask) known not to hold its page.
-static void dir_put(ms__rec_dent *dir, uint64_t mask, const ms__rec_dent *x) {
-  uint64_t i = tb_dslot(tb_hash(x->page - 1), mask);
-  while (dir[i].page) i = (i + 1) & mask;
-  dir[i] = *x;
-}
-
-ms__rec_dent *ms__rec_dir_add(ms__rec_shard *S, uint64_t page) {
-  if ((S->pages + 1) * 2 > S->dmask + 1) {
-    uint64_t slots = (S->dmask + 1) * 2;
-    ms__rec_dent *dir = map_array(slots * sizeof *dir);
-    if (!dir) {
-      no_memory();
-      return NULL;
-    }
-    for (uint64_t i = 0; i <= S->dmask; i++)
-      if (S->dir[i].page) dir_put(dir, slots - 1, &S->dir[i]);
-    unmap_array(S->dir, S->dbytes);
-    S->dir = dir;
-    S->dmask = slots - 1;
-    S->dbytes = slots * sizeof *dir;
-  }
-  ms__rec_dent x = {.page = page};
-  uint64_t i = tb_dslot(tb_hash(page - 1), S->dmask);
-  while (S->dir[i].page) i = (i + 1) & S->dmask;
-  S->dir[i] = x;
-  S->pages++;
-  return &S->dir[i];
-}
-
-void ms__rec_dir_drop(ms__rec_shard *S, ms__rec_dent *d) {
-  if (d->leaf) leaf_free(S, d->leaf, d->lcap);
-  // Out, and the entries behind it that are away from home shift back.
-  uint64_t i = (uint64_t)(d - S->dir), mask = S->dmask;
-  for (uint64_t j = i;;) {
-    j = (j + 1) & mask;
-    if (!S->dir[j].page) break;
-    uint64_t h = tb_dslot(tb_hash(S->dir[j].page - 1), mask);
-    if (i <= j ? (h <= i || h > j) : (h <= i && h > j)) {
-      S->dir[i] = S->dir[j];
-      i = j;
-    }
-  }
-  S->dir[i] = (ms__rec_dent){0};
-  S->pages--;
 }
 
 static int shards_init(void) {
   for (int k = 0; k < TB_SHARDS; k++) {
     ms__rec_shard *S = &ms__rec_shards[k];
+    uint64_t nb = buckets_for(0);
+    ms__rec_tbucket *b = map_array(nb * sizeof *b);
+    if (!b) return -ENOMEM;
     memset(S, 0, sizeof *S);
-    S->dir = map_array(FIRST_DIR * sizeof *S->dir);
-    S->arena = map_array(FIRST_ARENA * sizeof *S->arena);
-    if (!S->dir || !S->arena) return -ENOMEM;
-    S->dmask = FIRST_DIR - 1;
-    S->dbytes = FIRST_DIR * sizeof *S->dir;
-    S->acap = FIRST_ARENA;
-    S->abytes = FIRST_ARENA * sizeof *S->arena;
-    S->atop = 8;  // leaf 0 is none
+    shard_set(S, b, nb);
   }
   return 0;
 }
@@ -290,16 +223,15 @@ int ms__rec_big_take(uintptr_t p, uint64_t *entry, uint32_t *ep) {
   return 0;
 }
 
-/* A big block at an inline pointer: its leaf entry (size TB_SZ_MAX) for
- * the lookups and the stale check, its full entry in the side map. */
+/* A big block at an inline pointer: its slot (size TB_SZ_MAX) for the
+ * lookups and the stale check, its entry in the side map. */
 int ms__rec_table_put_big(uintptr_t p, uint64_t entry, uint32_t ep, uint64_t *old, uint32_t *old_ep) {
   uint64_t o1, o2;
   uint32_t e1, e2;
-  uint64_t e = ((uint64_t)ep << 32) | (TB_SZ_MAX << TB_SZ_SHIFT) | (entry & NOT_MINE ? TB_FLAG : 0) |
-               ((((uint64_t)p >> 4) & 255) + 1);
-  int rc = tb_put_unit(p, e, &o1, &e1);
+  uint64_t kw = ((uint64_t)(p >> 4) << TB_KEY_SHIFT) | (entry & NOT_MINE ? TB_FLAG : 0) | TB_SZ_MAX;
+  int rc = tb_put_slot(p, kw, ep, &o1, &e1);
   if (rc < 0) return rc;
-  // A stale big block's side entry was taken out with it (tb_put_unit).
+  // A stale big block's side entry was taken out with it (table_put).
   int rb = ms__rec_big_put(p, entry, ep, &o2, &e2);
   if (rb < 0) {
     table_take(p, &o2, &e2);
@@ -314,13 +246,16 @@ int ms__rec_table_put_big(uintptr_t p, uint64_t entry, uint32_t ep, uint64_t *ol
 
 /* ---- the whole table ---- */
 
-int ms__rec_table_init(void) { return shards_init() != 0 ? no_memory() : 0; }
+int ms__rec_table_init(void) {
+  if (shards_init() != 0) {
+    __atomic_store_n(&ms__rec_table_failed, 1, __ATOMIC_RELAXED);
+    return -ENOMEM;
+  }
+  return 0;
+}
 
 int ms__rec_table_reset(void) {
-  for (int k = 0; k < TB_SHARDS; k++) {
-    unmap_array(ms__rec_shards[k].dir, ms__rec_shards[k].dbytes);
-    unmap_array(ms__rec_shards[k].arena, ms__rec_shards[k].abytes);
-  }
+  for (int k = 0; k < TB_SHARDS; k++) unmap_array(ms__rec_shards[k].b, ms__rec_shards[k].bytes);
   unmap_array(g_big, g_big_cap * sizeof *g_big);
   memset(ms__rec_shards, 0, sizeof ms__rec_shards);
   g_big = NULL;
@@ -335,14 +270,14 @@ int ms__rec_table_reset(void) {
 void ms__rec_table_each(void (*f)(uintptr_t p, uint64_t entry, uint32_t ep, void *arg), void *arg) {
   for (int k = 0; k < TB_SHARDS; k++) {
     const ms__rec_shard *S = &ms__rec_shards[k];
-    for (uint64_t i = 0; i <= S->dmask; i++) {
-      const ms__rec_dent *d = &S->dir[i];
-      if (!d->page || !d->leaf) continue;
-      for (uint32_t s = 0; s < (uint32_t)1 << d->lcap; s++) {
-        uint64_t e = S->arena[d->leaf + s];
-        if (!e || ((e >> TB_SZ_SHIFT) & TB_SZ_MAX) == TB_SZ_MAX) continue;  // big: the side map has it
-        uintptr_t p = (uintptr_t)(((d->page - 1) << TB_PAGE_SHIFT) | (((e & TB_UNIT_MASK) - 1) << 4));
-        f(p, tb_entry_of(e), (uint32_t)(e >> 32), arg);
+    for (uint64_t i = 0; i < S->nb; i++) {
+      const ms__rec_tbucket *B = &S->b[i];
+      for (unsigned m = B->used; m; m &= m - 1) {
+        unsigned s = (unsigned)__builtin_ctz(m);
+        uint64_t kw = B->key[s];
+        if ((kw & TB_SZ_MAX) == TB_SZ_MAX) continue;  // the side map has it
+        f((uintptr_t)((kw >> TB_KEY_SHIFT) << 4),
+          (kw & TB_SZ_MAX) | (kw & TB_FLAG ? NOT_MINE : 0), B->ep[s], arg);
       }
     }
   }
@@ -352,7 +287,7 @@ void ms__rec_table_each(void (*f)(uintptr_t p, uint64_t entry, uint32_t ep, void
 
 uint64_t ms__rec_table_blocks(void) {
   uint64_t n = __atomic_load_n(&g_big_alone, __ATOMIC_RELAXED);
-  for (int k = 0; k < TB_SHARDS; k++) n += __atomic_load_n(&ms__rec_shards[k].blocks, __ATOMIC_RELAXED);
+  for (int k = 0; k < TB_SHARDS; k++) n += __atomic_load_n(&ms__rec_shards[k].n, __ATOMIC_RELAXED);
   return n;
 }
 

@@ -4,27 +4,26 @@
  *
  * Exact at any size and address layout: it grows, and a block is lost only
  * when memory for the table cannot be had, which fails the recording
- * (ms__rec_table_failed). Laid out like the heap it describes:
- * - a directory per shard maps a heap page (4 KiB of addresses) to a
- *   *leaf*, a small array of 8-byte entries for the blocks that start in
- *   that page: the block's 16-byte unit in the page (8 bits), whether it is
- *   counted, its size (22 bits) and its epoch (32 bits, epochs.c);
- * - a leaf holds 1 to 256 entries (a power of two, at most three quarters
- *   full from 8 on; 256 is indexed by the unit itself); an entry's place is
- *   its unit scaled to the leaf (interpolation), then linear probing, and a
- *   delete shifts the entries behind it back (no tombstones);
- * - so the blocks the allocator packs into a page share one leaf, usually
- *   one or two cache lines, and a run of allocations writes them in order,
- *   while the directory (16 bytes a page) stays small enough for the cache;
- *   the memory follows the live blocks: about 10 to 20 bytes a block;
- * - 64 shards by a hash of the page, each with its lock, taken only once the
- *   program has a second thread (ms__rec_multi); leaves come from the
- *   shard's arena by size class, directories grow at half full;
- * - a block of 4 MiB or more has an entry that says so and its full entry
- *   in a small side map (table.c), where pointers that are not 16-byte
- *   aligned or lie above 2^48 live too.
- * The hooks never re-enter it: a signal handler that calls malloc during the
- * bookkeeping passes through (hooks.c). */
+ * (ms__rec_table_failed). Laid out for the cache:
+ * - 64 shards, each an array of 64-byte buckets (one cache line) of five
+ *   slots: an 8-byte key word ((p >> 4) << 20 | NOT_COUNTED bit | size in
+ *   19 bits) and a 4-byte epoch (epochs.c: who allocated it, when, in which
+ *   region), 12.8 bytes a slot;
+ * - a block's home bucket is a hash of its 128-byte heap line, so the blocks
+ *   the allocator packs together share a bucket (a run of small mallocs
+ *   touches one cache line per four blocks), while distant lines spread
+ *   evenly over shards and buckets (no clustering by address);
+ * - linear probing over buckets, with a count per bucket of the entries
+ *   homed at or before it that sit after it: a lookup stops at the first
+ *   bucket whose count is 0, a delete leaves no tombstone;
+ * - a shard grows (rehashed into a new array, 0.55 full) when it is 0.85
+ *   full: 15 to 23 bytes a live block;
+ * - a block of 512 KiB or more has a slot that says so, and its entry in a
+ *   small side map of full-width entries (table.c), where pointers that are
+ *   not 16-byte aligned or lie above 2^48 live too.
+ * Each shard has a lock, taken only once the program has a second thread
+ * (ms__rec_multi). The hooks never re-enter it: a signal handler that calls
+ * malloc during the bookkeeping passes through (hooks.c). */
 #ifndef MEMSTUB_RECORDER_TABLE_H
 #define MEMSTUB_RECORDER_TABLE_H
 
@@ -45,55 +44,46 @@
 
 #define TB_SHARD_BITS 6
 #define TB_SHARDS (1 << TB_SHARD_BITS)
-#define TB_PAGE_SHIFT 12
-#define TB_LEAF_MAX 8  // a leaf holds at most 2^8 entries: one per unit of a page
-// A leaf entry: bits 0-8 the unit + 1 (0: an empty slot), bit 9 not counted,
-// bits 10-31 the size (TB_SZ_MAX: in the side map), bits 32-63 the epoch.
-#define TB_UNIT_MASK UINT64_C(0x1ff)
-#define TB_FLAG (UINT64_C(1) << 9)
-#define TB_SZ_SHIFT 10
-#define TB_SZ_MAX ((UINT64_C(1) << 22) - 1)
+#define TB_SLOTS 5
+#define TB_FULL ((1u << TB_SLOTS) - 1)
+#define TB_SZ_BITS 19
+#define TB_SZ_MAX ((UINT64_C(1) << TB_SZ_BITS) - 1)  // sizes from here: the side map
+#define TB_FLAG (UINT64_C(1) << TB_SZ_BITS)
+#define TB_KEY_SHIFT (TB_SZ_BITS + 1)
 
-typedef struct ms__rec_dent {
-  uint64_t page;   // page number + 1; 0: an empty slot
-  uint32_t leaf;   // its leaf: an index into the shard's arena, in entries
-  uint16_t n;      // blocks in the page
-  uint8_t lcap;    // log2 of the leaf's entries
+typedef struct ms__rec_tbucket {
+  uint64_t key[TB_SLOTS];  // (p >> 4) << TB_KEY_SHIFT | TB_FLAG (not counted) | size
+  uint32_t ep[TB_SLOTS];   // the block's epoch (epochs.c), 0 none
+  uint8_t used;            // bit i: slot i holds a block
   uint8_t spare;
-} ms__rec_dent;
+  uint16_t ovf;  // entries homed at or before this bucket, stored after it
+} ms__rec_tbucket;
 
 typedef struct ms__rec_shard {
-  ms__rec_dent *dir;
-  uint64_t dmask;   // directory slots - 1
-  uint64_t pages;   // directory entries in use
-  uint64_t *arena;  // the leaves
-  uint64_t acap, atop;                  // arena entries, and the first never handed out
-  uint32_t freel[TB_LEAF_MAX + 1];      // free leaves by size class (next in their entry 0)
-  uint64_t blocks;
-  uint64_t dbytes, abytes;  // mapped for dir and arena
+  ms__rec_tbucket *b;
+  uint64_t nb;     // buckets
+  uint64_t n;      // blocks
+  uint64_t limit;  // grow when n reaches it
+  uint64_t bytes;  // mapped for b
   int lock;
+  uint32_t grows;
 } __attribute__((aligned(64))) ms__rec_shard;
 
 extern ms__rec_shard ms__rec_shards[TB_SHARDS];
-extern int ms__rec_multi;  // a second thread may run: take the locks
+extern uint64_t ms__rec_big_n;  // blocks in the side map
+extern int ms__rec_multi;       // a second thread may run: take the locks
 
 // Reserve the first arrays; 0 or -ENOMEM.
 int ms__rec_table_init(void);
 // A forked child: a new empty table (the parent's blocks are not the
 // child's; a lock a vanished thread held is dropped); 0 or -ENOMEM.
 int ms__rec_table_reset(void);
-// Directory entry d of shard S needs a leaf with room for one more (lock
-// held): 0, or -ENOMEM (nothing changed).
-int ms__rec_leaf_room(ms__rec_shard *S, ms__rec_dent *d) __attribute__((noinline));
-// Page page of shard S (lock held): its directory entry, made (with no
-// leaf) when absent; NULL when out of memory.
-ms__rec_dent *ms__rec_dir_add(ms__rec_shard *S, uint64_t page) __attribute__((noinline));
-// The page's last block left (lock held): its leaf freed, its entry removed.
-void ms__rec_dir_drop(ms__rec_shard *S, ms__rec_dent *d) __attribute__((noinline));
+// Shard S is full: grow it (lock held). 0, or -ENOMEM (the table stays, full).
+int ms__rec_table_grow(ms__rec_shard *S) __attribute__((noinline));
 /* The side map (its own lock): put returns as table_put does; take as
- * table_take. It holds the blocks whose pointer has no unit (tb_inline)
- * and the entries of blocks of TB_SZ_MAX bytes or more, whose leaf entry
- * says only that (ms__rec_table_put_big puts both). */
+ * table_take. It holds the blocks whose pointer has no slot key (tb_inline)
+ * and the entries of blocks of TB_SZ_MAX bytes or more, whose slot says
+ * only that (ms__rec_table_put_big puts both). */
 int ms__rec_table_put_big(uintptr_t p, uint64_t entry, uint32_t ep, uint64_t *old, uint32_t *old_ep)
     __attribute__((noinline));
 int ms__rec_big_put(uintptr_t p, uint64_t entry, uint32_t ep, uint64_t *old, uint32_t *old_ep)
@@ -109,8 +99,17 @@ uint64_t ms__rec_table_bytes_max(void);
 extern int ms__rec_table_failed;
 // The arrays' bytes at most (growth beyond fails as out of memory); no limit by default.
 extern uint64_t ms__rec_table_limit;
-// The lock is held by another thread: spin a while, then yield (table.c).
-void ms__rec_table_wait(int *lock) __attribute__((noinline));
+
+// Whether p's key fits a slot (16-byte aligned, below 2^48).
+HOT int tb_inline(uintptr_t p) { return (p & (~(UINT64_C(1) << 48) + 1 + 15)) == 0; }
+
+// The hash of p's 128-byte line: shard in the top bits, bucket below.
+HOT uint64_t tb_hash(uintptr_t p) { return (uint64_t)(p >> 7) * UINT64_C(0x9E3779B97F4A7C15); }
+HOT ms__rec_shard *tb_shard(uint64_t h) { return &ms__rec_shards[h >> (64 - TB_SHARD_BITS)]; }
+HOT uint64_t tb_home(uint64_t h, uint64_t nb) {
+  return (uint64_t)(((unsigned __int128)(h << TB_SHARD_BITS) * nb) >> 64);
+}
+HOT uint64_t tb_next(uint64_t i, uint64_t nb) { return i + 1 == nb ? 0 : i + 1; }
 
 #if defined(__x86_64__) || defined(__i386__)
 #define TB_RELAX() __builtin_ia32_pause()
@@ -120,19 +119,8 @@ void ms__rec_table_wait(int *lock) __attribute__((noinline));
 #define TB_RELAX() ((void)0)
 #endif
 
-// Whether p has a unit in a page (16-byte aligned, below 2^48).
-HOT int tb_inline(uintptr_t p) { return (p & (~(UINT64_C(1) << 48) + 1 + 15)) == 0; }
-
-// The hash of a page: shard in the top bits, directory slot below.
-HOT uint64_t tb_hash(uint64_t page) { return page * UINT64_C(0x9E3779B97F4A7C15); }
-HOT ms__rec_shard *tb_shard(uint64_t h) { return &ms__rec_shards[h >> (64 - TB_SHARD_BITS)]; }
-HOT uint64_t tb_dslot(uint64_t h, uint64_t dmask) { return (h >> 20) & dmask; }
-/* The entries a leaf of cap entries holds at most: all of them up to 4 and
- * from 128 on (glibc's 32-byte chunks, 128 a page, fall on distinct places
- * of a 128-entry leaf; 256 is one place per unit), else three quarters. */
-HOT uint32_t tb_fill(uint32_t cap) { return cap <= 4 || cap >= 128 ? cap : cap - cap / 4; }
-// A unit's first place in a leaf of 2^lcap entries.
-HOT uint32_t tb_lhome(uint64_t unit, unsigned lcap) { return (uint32_t)((unit << lcap) >> 8); }
+// The lock is held by another thread: spin a while, then yield (table.c).
+void ms__rec_table_wait(int *lock) __attribute__((noinline));
 
 HOT void tb_lock(ms__rec_shard *S, int mt) {
   if (mt && UNLIKELY(__atomic_exchange_n(&S->lock, 1, __ATOMIC_ACQUIRE)))
@@ -142,68 +130,61 @@ HOT void tb_unlock(ms__rec_shard *S, int mt) {
   if (mt) __atomic_store_n(&S->lock, 0, __ATOMIC_RELEASE);
 }
 
-// Page pg's directory entry in S (lock held), or NULL.
-HOT ms__rec_dent *tb_dir_find(const ms__rec_shard *S, uint64_t h, uint64_t pg) {
-  for (uint64_t i = tb_dslot(h, S->dmask);; i = (i + 1) & S->dmask) {
-    ms__rec_dent *d = &S->dir[i];
-    if (d->page == pg) return d;
-    if (!d->page) return NULL;
-  }
-}
-
-HOT uint64_t tb_entry_of(uint64_t e) {
-  return ((e >> TB_SZ_SHIFT) & TB_SZ_MAX) | (e & TB_FLAG ? NOT_MINE : 0);
-}
-
-/* Start loading p's directory slot (any thread, no lock: a directory a
- * growth replaces may be the one prefetched, which is harmless). */
+/* Start loading p's home bucket (any thread, no lock: a bucket array a
+ * growth replaces may be the one prefetched, which is harmless), so that
+ * the put or take that follows finds it in the cache. */
 HOT void table_prefetch(uintptr_t p) {
-  uint64_t h = tb_hash((uint64_t)p >> TB_PAGE_SHIFT);
+  uint64_t h = tb_hash(p);
   ms__rec_shard *S = tb_shard(h);
-  ms__rec_dent *dir = __atomic_load_n(&S->dir, __ATOMIC_RELAXED);
-  __builtin_prefetch(&dir[tb_dslot(h, __atomic_load_n(&S->dmask, __ATOMIC_RELAXED))], 0, 3);
+  ms__rec_tbucket *b = __atomic_load_n(&S->b, __ATOMIC_RELAXED);
+  __builtin_prefetch(&b[tb_home(h, __atomic_load_n(&S->nb, __ATOMIC_RELAXED))], 1, 3);
 }
 
-/* Put block p (pre: tb_inline(p)) with leaf entry value e (its unit + 1 in
- * the low bits) into its page's leaf; returns as table_put. */
-HOT int tb_put_unit(uintptr_t p, uint64_t e, uint64_t *old, uint32_t *old_ep) {
-  uint64_t pg = ((uint64_t)p >> TB_PAGE_SHIFT) + 1, unit = ((uint64_t)p >> 4) & 255;
-  uint64_t h = tb_hash(pg - 1);
+/* Put block p's key word kw (pre: tb_inline(p)) and epoch ep into its
+ * shard; returns as table_put. */
+HOT int tb_put_slot(uintptr_t p, uint64_t kw, uint32_t ep, uint64_t *old, uint32_t *old_ep) {
+  uint64_t kp = (uint64_t)(p >> 4);
+  uint64_t h = tb_hash(p);
   ms__rec_shard *S = tb_shard(h);
   int mt = __atomic_load_n(&ms__rec_multi, __ATOMIC_RELAXED);
   tb_lock(S, mt);
-  ms__rec_dent *d = tb_dir_find(S, h, pg);
-  if (UNLIKELY(!d) && !(d = ms__rec_dir_add(S, pg))) goto nomem;
-  uint64_t *leaf = S->arena + d->leaf;
-  uint32_t cap = (uint32_t)1 << d->lcap, mask = cap - 1;
-  if (d->n) {  // the block may be there already (a free no hook saw)
-    for (uint32_t i = tb_lhome(unit, d->lcap), k = 0; k < cap && leaf[i]; k++, i = (i + 1) & mask)
-      if ((leaf[i] & TB_UNIT_MASK) == unit + 1) {
-        uint64_t o = leaf[i];
-        leaf[i] = e;
+  if (UNLIKELY(S->n >= S->limit) && ms__rec_table_grow(S) != 0) {
+    tb_unlock(S, mt);
+    return -12;  // -ENOMEM
+  }
+  uint64_t nb = S->nb, home = tb_home(h, nb), i = home;
+  for (;;) {
+    ms__rec_tbucket *B = &S->b[i];
+    for (unsigned m = B->used; m; m &= m - 1) {
+      unsigned s = (unsigned)__builtin_ctz(m);
+      if ((B->key[s] >> TB_KEY_SHIFT) == kp) {  // stale: replace it in place
+        uint64_t k = B->key[s];
+        *old = (k & TB_SZ_MAX) | (k & TB_FLAG ? NOT_MINE : 0);
+        *old_ep = B->ep[s];
+        B->key[s] = kw;
+        B->ep[s] = ep;
         tb_unlock(S, mt);
-        *old = tb_entry_of(o);
-        *old_ep = (uint32_t)(o >> 32);
-        if (UNLIKELY(((o >> TB_SZ_SHIFT) & TB_SZ_MAX) == TB_SZ_MAX)) ms__rec_big_take(p, old, old_ep);
+        if (UNLIKELY((k & TB_SZ_MAX) == TB_SZ_MAX)) ms__rec_big_take(p, old, old_ep);
         return 1;
       }
+    }
+    if (!B->ovf) break;
+    i = tb_next(i, nb);
   }
-  if (UNLIKELY(!d->leaf || d->n + 1u > tb_fill(cap))) {
-    if (ms__rec_leaf_room(S, d) != 0) goto nomem;
-    leaf = S->arena + d->leaf;
-    cap = (uint32_t)1 << d->lcap;
-    mask = cap - 1;
+  // Into the first bucket with room from home on; the full ones passed over count it.
+  i = home;
+  while (S->b[i].used == TB_FULL) {
+    S->b[i].ovf++;
+    i = tb_next(i, nb);
   }
-  uint32_t i = tb_lhome(unit, d->lcap);
-  while (leaf[i]) i = (i + 1) & mask;
-  leaf[i] = e;
-  d->n++;
-  S->blocks++;
+  ms__rec_tbucket *B = &S->b[i];
+  unsigned s = (unsigned)__builtin_ctz(~(unsigned)B->used);
+  B->key[s] = kw;
+  B->ep[s] = ep;
+  B->used |= (uint8_t)(1u << s);
+  S->n++;
   tb_unlock(S, mt);
   return 0;
-nomem:
-  tb_unlock(S, mt);
-  return -12;  // -ENOMEM
 }
 
 /* Put block p (entry: size | NOT_MINE; ep its epoch). 0 when put; 1 when p
@@ -214,48 +195,38 @@ HOT int table_put(uintptr_t p, uint64_t entry, uint32_t ep, uint64_t *old, uint3
   if (UNLIKELY(!tb_inline(p))) return ms__rec_big_put(p, entry, ep, old, old_ep);
   uint64_t size = entry & ~NOT_MINE;
   if (UNLIKELY(size >= TB_SZ_MAX)) return ms__rec_table_put_big(p, entry, ep, old, old_ep);
-  uint64_t e = ((uint64_t)ep << 32) | (size << TB_SZ_SHIFT) | (entry & NOT_MINE ? TB_FLAG : 0) |
-               ((((uint64_t)p >> 4) & 255) + 1);
-  return tb_put_unit(p, e, old, old_ep);
+  uint64_t kw = ((uint64_t)(p >> 4) << TB_KEY_SHIFT) | (entry & NOT_MINE ? TB_FLAG : 0) | size;
+  return tb_put_slot(p, kw, ep, old, old_ep);
 }
 
 /* Take block p out: 0 with its entry (size | NOT_MINE) and epoch, or -1
  * when p is not in the table. */
 HOT int table_take(uintptr_t p, uint64_t *entry, uint32_t *ep) {
   if (UNLIKELY(!tb_inline(p))) return ms__rec_big_take(p, entry, ep);
-  uint64_t pg = ((uint64_t)p >> TB_PAGE_SHIFT) + 1, unit = ((uint64_t)p >> 4) & 255;
-  uint64_t h = tb_hash(pg - 1);
+  uint64_t kp = (uint64_t)(p >> 4);
+  uint64_t h = tb_hash(p);
   ms__rec_shard *S = tb_shard(h);
   int mt = __atomic_load_n(&ms__rec_multi, __ATOMIC_RELAXED);
   tb_lock(S, mt);
-  ms__rec_dent *d = tb_dir_find(S, h, pg);
-  if (d) {
-    uint64_t *leaf = S->arena + d->leaf;
-    uint32_t cap = (uint32_t)1 << d->lcap, mask = cap - 1;
-    for (uint32_t i = tb_lhome(unit, d->lcap), k = 0; k < cap && leaf[i]; k++, i = (i + 1) & mask) {
-      uint64_t e = leaf[i];
-      if ((e & TB_UNIT_MASK) != unit + 1) continue;
-      // Out, and the entries behind it that are away from home shift back.
-      for (uint32_t j = i;;) {
-        j = (j + 1) & mask;
-        uint64_t x = leaf[j];
-        if (!x || j == i) break;
-        uint32_t hj = tb_lhome((x & TB_UNIT_MASK) - 1, d->lcap);
-        // x may move to i when its home is not cyclically in (i, j].
-        if (i <= j ? (hj <= i || hj > j) : (hj <= i && hj > j)) {
-          leaf[i] = x;
-          i = j;
-        }
+  uint64_t nb = S->nb, home = tb_home(h, nb), i = home;
+  for (;;) {
+    ms__rec_tbucket *B = &S->b[i];
+    for (unsigned m = B->used; m; m &= m - 1) {
+      unsigned s = (unsigned)__builtin_ctz(m);
+      uint64_t k = B->key[s];
+      if ((k >> TB_KEY_SHIFT) == kp) {
+        *entry = (k & TB_SZ_MAX) | (k & TB_FLAG ? NOT_MINE : 0);
+        *ep = B->ep[s];
+        B->used &= (uint8_t)~(1u << s);
+        for (uint64_t j = home; j != i; j = tb_next(j, nb)) S->b[j].ovf--;
+        S->n--;
+        tb_unlock(S, mt);
+        if (UNLIKELY((k & TB_SZ_MAX) == TB_SZ_MAX)) ms__rec_big_take(p, entry, ep);
+        return 0;
       }
-      leaf[i] = 0;
-      S->blocks--;
-      if (--d->n == 0) ms__rec_dir_drop(S, d);
-      tb_unlock(S, mt);
-      *entry = tb_entry_of(e);
-      *ep = (uint32_t)(e >> 32);
-      if (UNLIKELY(((e >> TB_SZ_SHIFT) & TB_SZ_MAX) == TB_SZ_MAX)) ms__rec_big_take(p, entry, ep);
-      return 0;
     }
+    if (!B->ovf) break;
+    i = tb_next(i, nb);
   }
   tb_unlock(S, mt);
   return -1;
