@@ -96,6 +96,13 @@ void ms_cli_json_str(FILE *f, const char *s) {
   fputc('"', f);
 }
 
+const char *ms_cli_count(int64_t n) {
+  static char buf[8][32];
+  static unsigned next;
+  char *b = buf[next++ % 8];
+  return ms__fmt_count(n, b, sizeof buf[0]);
+}
+
 int ms_cli_progress_enabled(void) {
   static int enabled = -1;
   if (enabled < 0) enabled = isatty(STDERR_FILENO) && !getenv("MEMSTUB_QUIET");

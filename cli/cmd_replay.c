@@ -164,20 +164,20 @@ static void report(const replay_args *a, const struct memstub_stub *s, const mem
     snprintf(late, sizeof late, ", points late by at most %s", ms__fmt_ns(max, m, sizeof m));
   }
   char dur[32], tgt[32];
-  ms_cli_note("%s: replayed %lld rows (%lld points) in %s, target %s (%s timing%s%s)%s%s",
-              a->in, (long long)s->norig, (long long)i->points,
+  ms_cli_note("%s: replayed %s rows (%s points) in %s, target %s (%s timing%s%s)%s%s",
+              a->in, ms_cli_count(s->norig), ms_cli_count(i->points),
               ms__fmt_ns(i->duration_ns, dur, sizeof dur), ms__fmt_ns(i->target_ns, tgt, sizeof tgt),
               memstub_timing_name(a->ro.timing),
               i->cost_model == MEMSTUB_COST_ONLINE ? " with the online cost model" : "", late,
               a->measure ? "; measured trace in " : "", a->measure ? a->measure : "");
-  char cpu[64] = "unknown", off[96] = "", c[32], w[32];
+  char cpu[64] = "unknown", off[96] = "", c[32], w[32], pc[32];
   if (i->cpu_ns >= 0 && i->duration_ns > 0)
-    snprintf(cpu, sizeof cpu, "%s, %.2f %% of the duration", ms__fmt_ns(i->cpu_ns, c, sizeof c),
-             100.0 * (double)i->cpu_ns / (double)i->duration_ns);
+    snprintf(cpu, sizeof cpu, "%s, %s of the duration", ms__fmt_ns(i->cpu_ns, c, sizeof c),
+             ms__fmt_pct(100.0 * (double)i->cpu_ns / (double)i->duration_ns, 0, pc, sizeof pc));
   if (i->run_delay_ns >= 0)
     snprintf(off, sizeof off, "; it waited %s for a CPU", ms__fmt_ns(i->run_delay_ns, w, sizeof w));
-  ms_cli_note("%s: replay thread CPU %s; %lld sleeps, %lld waits woke after their deadline%s",
-              a->in, cpu, (long long)i->sleeps, (long long)i->late_wakeups, off);
+  ms_cli_note("%s: replay thread CPU %s; %s sleeps, %s waits woke after their deadline%s",
+              a->in, cpu, ms_cli_count(i->sleeps), ms_cli_count(i->late_wakeups), off);
 }
 
 /* A trace with several threads (docs/runtime.md, "Threads"): one stub and one
@@ -198,15 +198,15 @@ static int replay_threads(const replay_args *a, const memstub_trace *t, memstub_
   for (int64_t k = 0; rc == 0 && k < g->nthreads; k++) {
     const memstub_replay_info *i = &r->thread[k]->info;
     char dur[32], tgt[32], st[32];
-    ms_cli_note("%s: thread %lld: replayed %lld rows (%lld points) from %s in %s, target %s", a->in,
-                (long long)k, (long long)g->stubs[k]->norig, (long long)i->points,
+    ms_cli_note("%s: thread %lld: replayed %s rows (%s points) from %s in %s, target %s", a->in,
+                (long long)k, ms_cli_count(g->stubs[k]->norig), ms_cli_count(i->points),
                 ms__fmt_ns(g->threads[k].start_ns, st, sizeof st),
                 ms__fmt_ns(i->duration_ns, dur, sizeof dur),
                 ms__fmt_ns(i->target_ns, tgt, sizeof tgt));
   }
   if (rc == 0)
-    ms_cli_note("%s: %lld threads, %lld cross-thread frees%s%s", a->in, (long long)g->nthreads,
-                (long long)g->nhandoffs, a->measure ? "; measured trace in " : "",
+    ms_cli_note("%s: %lld threads, %s cross-thread frees%s%s", a->in, (long long)g->nthreads,
+                ms_cli_count(g->nhandoffs), a->measure ? "; measured trace in " : "",
                 a->measure ? a->measure : "");
   memstub_threads_replay_free(r);
   memstub_gen_threads_free(g);

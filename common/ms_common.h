@@ -100,6 +100,17 @@ const char *ms__fmt_bytes(int64_t bytes, char *buf, size_t cap);
 /* Nanoseconds with three significant digits: "850 ns", "250 µs", "12.5 ms",
  * "1.20 s" (seconds from 1 s up, whatever the size; sign kept). */
 const char *ms__fmt_ns(int64_t ns, char *buf, size_t cap);
+/* A percentage with " %": three significant digits from 1 % up ("12.3 %",
+ * "1.68 %", "246 %"), two below ("0.66 %", "0.0000016 %"); a value that is
+ * not 0 never prints as 0, nor one below 100 as 100. plus: "+" before a
+ * positive value. */
+const char *ms__fmt_pct(double pct, int plus, char *buf, size_t cap);
+/* An exact count with thousands separators: "754", "6,652", "1,359,872". */
+const char *ms__fmt_count(int64_t n, char *buf, size_t cap);
+/* A large figure that is an estimate or a score, in SI steps with three
+ * significant digits: "850", "68.7 k", "1.36 M", "23.0 G"; whole numbers
+ * below 1000 without decimals, others "1.52", "0.25". */
+const char *ms__fmt_si(double v, char *buf, size_t cap);
 
 /* ---- progress on a terminal (progress.c) -----------------------------------
  * One line on stderr for a long step, redrawn at most every 100 ms and first
