@@ -38,6 +38,12 @@ int ms_cli_load_profile(const char *path, struct memstub_profile *prof);
  * static buffers used in turn: at most eight in one message, one thread. */
 const char *ms_cli_count(int64_t n);
 
+/* A stub header (memstub gen's output) or a stub data file (gen --data)
+ * given where cmd reads a trace: 0 when path is neither (or cannot be told
+ * without reading a pipe), else MS_EXIT_USAGE after saying what it is and
+ * what to run instead. */
+int ms_cli_refuse_stub_file(const char *cmd, const char *path);
+
 // Whether progress may be drawn (stderr is a terminal and MEMSTUB_QUIET unset).
 int ms_cli_progress_enabled(void);
 /* The file memstub record wrote beside a trace (ext: ".sites",

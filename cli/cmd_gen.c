@@ -245,6 +245,7 @@ int ms_cmd_gen(int argc, char **argv) {
   if (first != argc - 1)
     return ms_cli_usage("gen", first == argc ? "missing TRACE" : "more than one TRACE given");
   const char *in = argv[first];
+  if (ms_cli_refuse_stub_file("gen", in)) return MS_EXIT_USAGE;
   o.source = in;
   if (data && (out_given || format_given))
     return ms_cli_usage("gen", "--data FILE writes a data file, not a header: drop %s",

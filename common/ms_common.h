@@ -43,6 +43,17 @@ void ms__afile_abort(ms__afile *af);
  * temporary file is removed either way). A path written in place (a device,
  * standard output) is committed as ms__afile_commit does. */
 int ms__afile_commit_new(ms__afile *af, memstub_error *err);
+/* The two halves of a commit, for a caller that chooses the name last:
+ * flush, sync and close the temporary file, leaving it for ms__afile_place
+ * (0; or -errno with err set and af released). A file written in place or
+ * standard output is committed here whole (af released, af->tmp NULL). */
+int ms__afile_close_tmp(ms__afile *af, memstub_error *err);
+/* Put the closed temporary file at path, replacing a file there when
+ * replace is set, else only where there is none: -EEXIST then, without a
+ * message and with af as it was, so that another name can be tried. Any
+ * other outcome releases af: 0, or -errno with err naming path (the
+ * temporary file removed). */
+int ms__afile_place(ms__afile *af, const char *path, int replace, memstub_error *err);
 
 /* Read a whole file ("-" for stdin) into a NUL-terminated malloc'd buffer.
  * 0 or -errno with err naming path. */
