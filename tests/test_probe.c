@@ -32,6 +32,7 @@ static void *other_thread(void *arg) {
 /* Each case runs in a forked child: the probe's state is per process. */
 static int child_regions(const char *out) {
   if (memstub_probe_recording() != 0) return 10;
+  if (memstub_probe_measure(NULL) != 0) return 9;  // asked in code, no file at exit
   if (memstub_probe_end() != -EINVAL) return 11;
   if (memstub_probe_point() != 0) return 12;  // no region: nothing measured
   for (int occ = 0; occ < 2; occ++) {
@@ -78,6 +79,10 @@ START_TEST(test_standalone_points) {
   ck_assert_int_eq(t->pts[0].time_ns, 0);
   ck_assert_int_eq(t->pts[0].stack_bytes, 0);  // from the begin's caller
   ck_assert_str_eq(memstub_trace_get_meta(t, "source"), "memstub-probe");
+  // heap_bytes is the allocator's figure, and the trace says so.
+  const char *hm = memstub_trace_get_meta(t, "heap_measure");
+  ck_assert_msg(hm && strstr(hm, "mallinfo2") && strstr(hm, "not the bytes requested"), "%s",
+                hm ? hm : "(none)");
   for (int occ = 0; occ < 2; occ++) {
     const memstub_point *q = t->pts + occ * 6;
     // The point 11 frames down is at least 11 * 512 bytes deeper.
@@ -126,11 +131,86 @@ START_TEST(test_written_at_exit) {
 }
 END_TEST
 
+/* Without the recorder and not asked to measure: the calls count the
+ * regions, and nothing is written anywhere (issue 30: every run wrote
+ * memstub-probe-PID.csv into the current directory). */
+static int child_not_asked(void) {
+  for (int i = 0; i < 3; i++) {
+    if (memstub_probe_begin("quiet") != 1) return 10;
+    char *p = malloc(1000);
+    __asm__ volatile("" : : "r"(p) : "memory");
+    if (memstub_probe_point() != 1) return 11;
+    free(p);
+    if (memstub_probe_end() != 0) return 12;
+  }
+  if (memstub_probe_end() != -EINVAL) return 13;
+  memstub_error err = {0};
+  if (memstub_probe_write(NULL, &err) != -ENODATA) return 14;
+  if (!strstr(err.msg, "MEMSTUB_PROBE_OUTPUT")) return 15;  // says how to ask
+  return 0;  // exit() writes nothing
+}
+
+START_TEST(test_nothing_written_unless_asked) {
+  char *dir = tu_mkdtemp();
+  pid_t p = fork();
+  if (p == 0) {
+    unsetenv("MEMSTUB_PROBE_OUTPUT");
+    if (chdir(dir) != 0) _exit(2);
+    exit(child_not_asked());
+  }
+  int st;
+  waitpid(p, &st, 0);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child failed with %d", WEXITSTATUS(st));
+  ck_assert_int_eq(tu_count_entries(dir), 0);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* Asked in code with a file: written there at exit, time from the first
+ * point taken (after regions that ran before the ask). */
+static int child_measure_path(const char *out) {
+  memstub_probe_begin("before");  // not measured: not asked yet
+  memstub_probe_end();
+  if (memstub_probe_measure(out) != 0) return 10;
+  memstub_probe_begin("after");
+  memstub_probe_point();
+  memstub_probe_end();
+  return 0;
+}
+
+START_TEST(test_measure_in_code) {
+  char *dir = tu_mkdtemp();
+  char out[4096];
+  snprintf(out, sizeof out, "%s/m.csv", dir);
+  pid_t p = fork();
+  if (p == 0) {
+    unsetenv("MEMSTUB_PROBE_OUTPUT");
+    exit(child_measure_path(out));
+  }
+  int st;
+  waitpid(p, &st, 0);
+  ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  memstub_trace *t;
+  memstub_error err;
+  ck_assert_msg(memstub_trace_read(out, &t, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(t->n, 3);
+  ck_assert_int_eq(t->pts[0].time_ns, 0);
+  ck_assert_int_eq(memstub_trace_extra_row(t, 0)[memstub_trace_column(t, "region")], 2);
+  ck_assert_int_eq(tu_count_entries(dir), 1);
+  memstub_trace_free(t);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 static Suite *probe_suite(void) {
   Suite *s = suite_create("probe");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, test_standalone_points);
   tcase_add_test(tc, test_written_at_exit);
+  tcase_add_test(tc, test_nothing_written_unless_asked);
+  tcase_add_test(tc, test_measure_in_code);
   suite_add_tcase(s, tc);
   return s;
 }
