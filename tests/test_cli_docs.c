@@ -17,24 +17,6 @@ typedef struct opt {
   char letter;
 } opt;
 
-/* The subcommands `memstub help` lists (help and version aside): names into
- * cmds (each malloc'd), their number returned. */
-static size_t subcommands(char *cmds[], size_t max) {
-  tu_run r = tu_memstub(NULL, "help", NULL);
-  ck_assert_int_eq(r.status, 0);
-  const char *at = strstr(r.out, "\ncommands:\n");
-  ck_assert_ptr_nonnull(at);
-  size_t n = 0;
-  for (at = strchr(at + 1, '\n') + 1; at[0] == ' ' && at[1] == ' ' && n < max;) {
-    char name[32];
-    ck_assert_int_eq(sscanf(at, " %31s", name), 1);
-    if (strcmp(name, "help") != 0 && strcmp(name, "version") != 0) cmds[n++] = strdup(name);
-    at = strchr(at, '\n') + 1;
-  }
-  tu_run_free(&r);
-  return n;
-}
-
 /* The options of a help text's "options:" list ("  -x, --name ARG  ..." and
  * "      --name ARG  ..." lines; continuation lines are skipped), --help
  * aside: into o, their number returned. */
@@ -71,6 +53,16 @@ static char *section(const char *text, const char *heading, const char *stop) {
   return s;
 }
 
+// Each option of o[0..k) in doc, as fmt makes it from its name.
+static void each_listed(const opt *o, size_t k, const char *doc, const char *fmt,
+                        const char *where) {
+  for (size_t j = 0; j < k; j++) {
+    char want[160];
+    snprintf(want, sizeof want, fmt, o[j].name);
+    ck_assert_msg(strstr(doc, want), "%s: --%s is not listed ('%s')", where, o[j].name, want);
+  }
+}
+
 static char *read_src(const char *rel) {
   char *t = tu_read_file(tu_src(rel));
   ck_assert_msg(t != NULL, "cannot read %s", rel);
@@ -87,7 +79,7 @@ START_TEST(test_every_option_in_cli_md_and_man) {
   char *man = tu_read_file(man_path);
   if (!man) fprintf(stderr, "test_every_option_in_cli_md_and_man: no %s (a cross build): the man page is not checked\n", man_path);
   char *cmds[MAX_CMDS];
-  size_t n = subcommands(cmds, MAX_CMDS), total = 0;
+  size_t n = tu_subcommands(cmds, MAX_CMDS), total = 0;
   ck_assert_uint_ge(n, 11);
   for (size_t i = 0; i < n; i++) {
     tu_run r = tu_memstub(NULL, cmds[i], "--help", NULL);
@@ -158,12 +150,10 @@ START_TEST(test_stub_options_in_cli_md) {
   char *cli = read_src("docs/cli.md");
   char *doc = section(cli, "### A stub program", "#");
   ck_assert_ptr_nonnull(doc);
+  each_listed(o, k, doc, "`--%.63s", "docs/cli.md, a stub program");
+  // Its usage line names every option too.
   for (size_t j = 0; j < k; j++) {
     char want[160];
-    snprintf(want, sizeof want, "`--%.63s", o[j].name);
-    ck_assert_msg(strstr(doc, want), "docs/cli.md: the stub program's --%s is not listed",
-                  o[j].name);
-    // Its usage line names it too.
     snprintf(want, sizeof want, "--%.63s", o[j].name);
     const char *usage_end = strstr(r.out, "\n\n");
     const char *at = strstr(r.out, want);
@@ -191,12 +181,7 @@ START_TEST(test_record_options_in_recording_md) {
   char *rec = read_src("docs/recording.md");
   char *doc = section(rec, "## memstub record", "The command runs PROGRAM");
   ck_assert_ptr_nonnull(doc);
-  for (size_t j = 0; j < k; j++) {
-    char want[160];
-    snprintf(want, sizeof want, "--%.63s ", o[j].name);
-    ck_assert_msg(strstr(doc, want), "docs/recording.md: record --%s is not in its list",
-                  o[j].name);
-  }
+  each_listed(o, k, doc, "--%.63s ", "docs/recording.md, memstub record");
   free(doc);
   free(rec);
 }
@@ -206,7 +191,7 @@ END_TEST
 START_TEST(test_readme_lists_every_command) {
   char *readme = read_src("README.md");
   char *cmds[MAX_CMDS];
-  size_t n = subcommands(cmds, MAX_CMDS);
+  size_t n = tu_subcommands(cmds, MAX_CMDS);
   for (size_t i = 0; i < n; i++) {
     char want[96];
     snprintf(want, sizeof want, "\n| `memstub %s` | ", cmds[i]);

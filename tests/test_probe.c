@@ -101,7 +101,25 @@ START_TEST(test_standalone_points) {
 }
 END_TEST
 
-static int child_atexit(void) {
+/* fn(arg) in a forked child without $MEMSTUB_PROBE_OUTPUT (out: with it),
+ * in directory cwd (NULL: this one), ended by exit() so the probe's exit
+ * handler runs; it must exit 0. */
+static void in_child(int (*fn)(const char *), const char *arg, const char *out, const char *cwd) {
+  pid_t p = fork();
+  ck_assert_int_ge(p, 0);
+  if (p == 0) {
+    if (out) setenv("MEMSTUB_PROBE_OUTPUT", out, 1);
+    else unsetenv("MEMSTUB_PROBE_OUTPUT");
+    if (cwd && chdir(cwd) != 0) _exit(2);
+    exit(fn(arg));
+  }
+  int st;
+  waitpid(p, &st, 0);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child failed with %d", WEXITSTATUS(st));
+}
+
+static int child_atexit(const char *unused) {
+  (void)unused;
   memstub_probe_begin(NULL);
   memstub_probe_point();
   memstub_probe_end();
@@ -112,14 +130,7 @@ START_TEST(test_written_at_exit) {
   char *dir = tu_mkdtemp();
   char out[4096];
   snprintf(out, sizeof out, "%s/atexit.csv", dir);
-  pid_t p = fork();
-  if (p == 0) {
-    setenv("MEMSTUB_PROBE_OUTPUT", out, 1);
-    exit(child_atexit());
-  }
-  int st;
-  waitpid(p, &st, 0);
-  ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  in_child(child_atexit, NULL, out, NULL);
   memstub_trace *t;
   memstub_error err;
   ck_assert_msg(memstub_trace_read(out, &t, &err) == 0, "%s", err.msg);
@@ -134,7 +145,8 @@ END_TEST
 /* Without the recorder and not asked to measure: the calls count the
  * regions, and nothing is written anywhere (issue 30: every run wrote
  * memstub-probe-PID.csv into the current directory). */
-static int child_not_asked(void) {
+static int child_not_asked(const char *unused) {
+  (void)unused;
   for (int i = 0; i < 3; i++) {
     if (memstub_probe_begin("quiet") != 1) return 10;
     char *p = malloc(1000);
@@ -152,15 +164,7 @@ static int child_not_asked(void) {
 
 START_TEST(test_nothing_written_unless_asked) {
   char *dir = tu_mkdtemp();
-  pid_t p = fork();
-  if (p == 0) {
-    unsetenv("MEMSTUB_PROBE_OUTPUT");
-    if (chdir(dir) != 0) _exit(2);
-    exit(child_not_asked());
-  }
-  int st;
-  waitpid(p, &st, 0);
-  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child failed with %d", WEXITSTATUS(st));
+  in_child(child_not_asked, NULL, NULL, dir);
   ck_assert_int_eq(tu_count_entries(dir), 0);
   tu_rmtree(dir);
   free(dir);
@@ -183,14 +187,7 @@ START_TEST(test_measure_in_code) {
   char *dir = tu_mkdtemp();
   char out[4096];
   snprintf(out, sizeof out, "%s/m.csv", dir);
-  pid_t p = fork();
-  if (p == 0) {
-    unsetenv("MEMSTUB_PROBE_OUTPUT");
-    exit(child_measure_path(out));
-  }
-  int st;
-  waitpid(p, &st, 0);
-  ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  in_child(child_measure_path, out, NULL, NULL);
   memstub_trace *t;
   memstub_error err;
   ck_assert_msg(memstub_trace_read(out, &t, &err) == 0, "%s", err.msg);
