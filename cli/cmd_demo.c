@@ -426,7 +426,8 @@ int ms_cmd_demo(int argc, char **argv) {
   }
   if ((rc = show_result(&d, &a, &f, profile, profile_made)) != 0) goto out;
   rc = check_failed ? MS_EXIT_CHECK : MS_EXIT_OK;
-  printf("\nmemstub demo: done in %.1f s%s\n", (double)(ms__prim_now_ns() - t0) / 1e9,
+  char took[32];
+  printf("\nmemstub demo: done in %s%s\n", ms__fmt_ns(ms__prim_now_ns() - t0, took, sizeof took),
          check_failed ? "; the --check failed (see compare.txt)" : "");
 out:
   fflush(stdout);
