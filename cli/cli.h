@@ -34,6 +34,16 @@ struct memstub_profile;
  * doubtful: 0, or MS_EXIT_USAGE after printing why it cannot be used. */
 int ms_cli_load_profile(const char *path, struct memstub_profile *prof);
 
+/* A count for people, with thousands separators ("2,400"), in one of eight
+ * static buffers used in turn: at most eight in one message, one thread. */
+const char *ms_cli_count(int64_t n);
+
+/* A stub header (memstub gen's output) or a stub data file (gen --data)
+ * given where cmd reads a trace: 0 when path is neither (or cannot be told
+ * without reading a pipe), else MS_EXIT_USAGE after saying what it is and
+ * what to run instead. */
+int ms_cli_refuse_stub_file(const char *cmd, const char *path);
+
 // Whether progress may be drawn (stderr is a terminal and MEMSTUB_QUIET unset).
 int ms_cli_progress_enabled(void);
 /* The file memstub record wrote beside a trace (ext: ".sites",
@@ -150,7 +160,7 @@ size_t ms_cli_distance(const char *a, const char *b);
 #define MS_CLI_COMMANDS(X)                                                              \
   X(demo, "run the whole pipeline on a bundled trace (or yours) and show the result")  \
   X(record, "record a program's heap and stack usage into a trace (LD_PRELOAD)")       \
-  X(import, "convert a valgrind massif or glibc memusage file into a trace")           \
+  X(import, "convert a valgrind massif, glibc memusage or heaptrack file into a trace") \
   X(gen, "generate a memUse header from a trace (through GNU m4)")                     \
   X(build, "compile a standalone stub program from a generated header")                \
   X(replay, "replay a trace directly, optionally measuring what the stub did")         \

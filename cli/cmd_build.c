@@ -429,8 +429,9 @@ static int compile(build_job *j) {
   // Large headers (compact ones of a million points and more) take seconds.
   char label[64];
   if (j->len >= ((size_t)1 << 20) && ms_cli_progress_enabled()) {
-    snprintf(label, sizeof label, j->data ? "compiling (data file of %.0f MB)" : "compiling %.0f MB",
-             (double)j->len / 1e6);
+    char size[32];
+    ms__fmt_bytes((int64_t)j->len, size, sizeof size);
+    snprintf(label, sizeof label, j->data ? "compiling (data file of %s)" : "compiling %s", size);
     progress_label = label;
   }
   memstub_error err = {0};

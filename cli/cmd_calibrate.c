@@ -51,6 +51,14 @@ static void progress(int64_t done, int64_t total, void *arg) {
 
 /* ---- the table ------------------------------------------------------------------ */
 
+// A time figure for people: "34.9 ns" (tenths below 100 ns when asked), "2.72 µs".
+static const char *ns_text(double ns, int tenths, char *buf, size_t cap) {
+  if (tenths && fabs(ns) < 99.95) snprintf(buf, cap, "%.1f ns", ns);
+  else if (!isfinite(ns) || fabs(ns) > 9e18) snprintf(buf, cap, "%g ns", ns);
+  else ms__fmt_ns(llround(ns), buf, cap);
+  return buf;
+}
+
 static void row(const char *what, const char *here, const char *paper) {
   printf("  %-34s %-36s %s\n", what, here, paper);
 }
@@ -100,10 +108,8 @@ static void print_beyond(const memstub_profile *p) {
   const memstub_calib_costs *h = &p->hot;
   char a[160];
   printf("\n  beyond the paper's model\n");
-  snprintf(a, sizeof a, "%.0f ns", p->wait_late.ns);
-  row("deadline already passed (per point)", a, "");
-  snprintf(a, sizeof a, "%.0f ns", p->measure_trace.ns);
-  row("measuring a trace (per point)", a, "");
+  row("deadline already passed (per point)", ns_text(p->wait_late.ns, 0, a, sizeof a), "");
+  row("measuring a trace (per point)", ns_text(p->measure_trace.ns, 0, a, sizeof a), "");
   char t1[32], t2[32], t3[32];
   snprintf(a, sizeof a, "%s + %s per ms slept (p90 %s)",
            ms__fmt_ns(llround(p->sleep_overshoot.base.ns), t1, sizeof t1),
@@ -136,28 +142,30 @@ static void print_beyond(const memstub_profile *p) {
 // How well the models fit, and the model check.
 static void print_fit(const memstub_calib *c) {
   const memstub_profile *p = &c->profile;
-  char a[160];
+  char a[160], r[32];
   printf("\n  goodness of fit\n");
-  snprintf(a, sizeof a, "R^2 %.3f, resid %.0f ns", p->hot.heap_use.r2, p->hot.heap_use.resid_ns);
+  snprintf(a, sizeof a, "R^2 %.3f, resid %s", p->hot.heap_use.r2,
+           ns_text(p->hot.heap_use.resid_ns, 0, r, sizeof r));
   row("heap use", a, "");
-  snprintf(a, sizeof a, "R^2 %.3f, resid %.0f ns", p->hot.stack_use.r2, p->hot.stack_use.resid_ns);
+  snprintf(a, sizeof a, "R^2 %.3f, resid %s", p->hot.stack_use.r2,
+           ns_text(p->hot.stack_use.resid_ns, 0, r, sizeof r));
   row("stack use", a, "");
-  snprintf(a, sizeof a, "heap %lld/%lld exact (%lld within 1)", (long long)c->eq4_heap_exact,
-           (long long)c->eq4_heap_points, (long long)c->eq4_heap_within1);
+  snprintf(a, sizeof a, "heap %s/%s exact (%s within 1)", ms_cli_count(c->eq4_heap_exact),
+           ms_cli_count(c->eq4_heap_points), ms_cli_count(c->eq4_heap_within1));
   row("eq. 4 vs faults counted", a, "");
-  snprintf(a, sizeof a, "stack %lld/%lld exact (%lld within 1)", (long long)c->eq4_stack_exact,
-           (long long)c->eq4_stack_points, (long long)c->eq4_stack_within1);
+  snprintf(a, sizeof a, "stack %s/%s exact (%s within 1)", ms_cli_count(c->eq4_stack_exact),
+           ms_cli_count(c->eq4_stack_points), ms_cli_count(c->eq4_stack_within1));
   row("", a, "");
-  snprintf(a, sizeof a, "stack with frames %lld/%lld exact", (long long)c->eq4_stackf_exact,
-           (long long)c->eq4_stackf_points);
+  snprintf(a, sizeof a, "stack with frames %s/%s exact", ms_cli_count(c->eq4_stackf_exact),
+           ms_cli_count(c->eq4_stackf_points));
   row("", a, "");
-  snprintf(a, sizeof a, "heap %lld/%lld exact", (long long)c->model_heap_exact,
-           (long long)c->model_heap_points);
+  snprintf(a, sizeof a, "heap %s/%s exact", ms_cli_count(c->model_heap_exact),
+           ms_cli_count(c->model_heap_points));
   row("faults beyond pages written before", a, "");
-  snprintf(a, sizeof a, "%lld/%lld points", (long long)c->rule_agree, (long long)c->rule_points);
+  snprintf(a, sizeof a, "%s/%s points", ms_cli_count(c->rule_agree), ms_cli_count(c->rule_points));
   row("heap block placement rule", a, "");
-  snprintf(a, sizeof a, "%lld of %lld samples", (long long)c->trimmed,
-           (long long)c->samples_total);
+  snprintf(a, sizeof a, "%s of %s samples", ms_cli_count(c->trimmed),
+           ms_cli_count(c->samples_total));
   row("trimmed as preempted", a, "");
   if (c->check_points <= 0) return;
   char m1[32], m2[32];
@@ -166,7 +174,7 @@ static void print_fit(const memstub_calib *c) {
            ms__fmt_ns(llround(c->check_predicted_ns), m2, sizeof m2),
            100 * (c->check_predicted_ns - c->check_measured_ns) / c->check_measured_ns);
   char what[64];
-  snprintf(what, sizeof what, "model check (%lld points, no delay)", (long long)c->check_points);
+  snprintf(what, sizeof what, "model check (%s points, no delay)", ms_cli_count(c->check_points));
   row(what, a, "");
 }
 
@@ -202,24 +210,29 @@ static void cost_text(size_t i, const memstub_calib_costs *k, char *buf, size_t 
   const memstub_calib_time *a = (const void *)(base + cost_rows[i].a);
   const memstub_calib_time *b = (const void *)(base + cost_rows[i].b);
   const memstub_calib_line *l = (const void *)(base + cost_rows[i].a);
+  char x[32], y[32];
   switch (cost_rows[i].kind) {
-    case ONE: snprintf(buf, cap, "%.0f", a->ns); break;
-    case ONE_TENTHS: snprintf(buf, cap, "%.1f", a->ns); break;
-    case TWO: snprintf(buf, cap, "%.0f / %.0f", a->ns, b->ns); break;
+    case ONE: ns_text(a->ns, 0, buf, cap); break;
+    case ONE_TENTHS: ns_text(a->ns, 1, buf, cap); break;
+    case TWO:
+      snprintf(buf, cap, "%s / %s", ns_text(a->ns, 0, x, sizeof x), ns_text(b->ns, 0, y, sizeof y));
+      break;
     default:
-      snprintf(buf, cap, "%.0f + %.0f x %s", l->base.ns, l->per_fault.ns, cost_rows[i].per);
+      snprintf(buf, cap, "%s + %s x %s", ns_text(l->base.ns, 0, x, sizeof x),
+               ns_text(l->per_fault.ns, 0, y, sizeof y), cost_rows[i].per);
       break;
   }
 }
 
-// The hot and cold work figures side by side, in ns.
+// The hot and cold work figures side by side.
 static void print_cold(const memstub_calib *c) {
   const memstub_profile *p = &c->profile;
-  printf("\n  cold: a %.0f us sleep before every point, %lld repetitions (%.1f s); used for rows\n"
-         "  that wait at least %.0f us (docs/calibration.md, \"Cold costs\")\n",
-         (double)p->cold_delay / 1000, (long long)p->cold_repetitions, c->cold_duration_s,
-         (double)p->cold_min_delay / 1000);
-  printf("  %-34s %-30s %s\n", "figure, ns", "hot (zero delays)", "cold");
+  char d[32], m[32], t[32];
+  printf("\n  cold: a %s sleep before every point, %lld repetitions (%s); used for rows\n"
+         "  that wait at least %s (docs/calibration.md, \"Cold costs\")\n",
+         ms__fmt_ns(p->cold_delay, d, sizeof d), (long long)p->cold_repetitions,
+         ns_text(c->cold_duration_s * 1e9, 0, t, sizeof t), ms__fmt_ns(p->cold_min_delay, m, sizeof m));
+  printf("  %-34s %-30s %s\n", "figure", "hot (zero delays)", "cold");
   for (size_t i = 0; i < MS__ARRAY_SIZE(cost_rows); i++) {
     char h[96], k[96];
     cost_text(i, &p->hot, h, sizeof h);
@@ -230,8 +243,9 @@ static void print_cold(const memstub_calib *c) {
 
 static void print_table(const memstub_calib *c) {
   const memstub_profile *p = &c->profile;
-  printf("memstub calibrate: %lld repetitions in %.1f s\n", (long long)p->repetitions,
-         c->duration_s);
+  char d[32];
+  printf("memstub calibrate: %lld repetitions in %s\n", (long long)p->repetitions,
+         ns_text(c->duration_s * 1e9, 0, d, sizeof d));
   char pg[32];
   printf("  host: %s, %s, %s, %s; runtime %s %s; %s pages; %.4f cycles/ns%s\n", p->arch,
          p->cpu, p->kernel, p->libc, p->compiler, p->cflags,

@@ -113,13 +113,15 @@ static int take_option(ms_cli_parser *p, int c, memstub_compare_options *o,
 // The warnings about REPLAYED's rows: points missing, repeated or out of order.
 static void warn_rows(const memstub_compare_report *r, const char *orig, const char *repl) {
   if (r->missing)
-    ms_cli_warn("%s measures %zu of %s's %zu points: %zu missing (the first is point %lld)", repl,
-                r->compared, orig, r->original_rows, r->missing, (long long)r->first_missing);
+    ms_cli_warn("%s measures %s of %s's %s points: %s missing (the first is point %lld)", repl,
+                ms_cli_count((int64_t)r->compared), orig, ms_cli_count((int64_t)r->original_rows),
+                ms_cli_count((int64_t)r->missing), (long long)r->first_missing);
   if (r->repeated)
-    ms_cli_warn("%s: %zu rows repeat a point already measured (the last one counts)", repl,
-                r->repeated);
+    ms_cli_warn("%s: %s rows repeat a point already measured (the last one counts)", repl,
+                ms_cli_count((int64_t)r->repeated));
   if (r->out_of_order)
-    ms_cli_warn("%s: %zu rows measure a point below the previous row's", repl, r->out_of_order);
+    ms_cli_warn("%s: %s rows measure a point below the previous row's", repl,
+                ms_cli_count((int64_t)r->out_of_order));
 }
 
 /* Traces with threads (docs/compare-and-plot.md, "Threads"): each thread and

@@ -152,6 +152,9 @@ static void fmt_ns(char *buf, size_t n, double ns) {
   ms__fmt_ns((int64_t)(ns < 0 ? ns - 0.5 : ns + 0.5), buf, n);
 }
 
+// Counts for people ("2,400").
+static const char *cnt(size_t n) { return ms_cli_count(n > INT64_MAX ? INT64_MAX : (int64_t)n); }
+
 static void show_summary(const memstub_compare_report *r, const char *trace) {
   char tot[32], p50[32], p99[32], mx[32], dur[32], late[32], b1[32], b2[32];
   fmt_ns(tot, sizeof tot, (double)r->duration.error_ns);
@@ -160,28 +163,32 @@ static void show_summary(const memstub_compare_report *r, const char *trace) {
   fmt_ns(mx, sizeof mx, (double)r->time.max_abs);
   fmt_ns(dur, sizeof dur, (double)r->duration.original_ns);
   fmt_ns(late, sizeof late, (double)r->options.late_ns);
-  printf("\nfidelity: the replay against %s (%zu rows, %s)\n", trace, r->original_rows, dur);
-  printf("  total duration  %s%s (%+.5f %%)        paper: +44 \xc2\xb5s on 4.8 s (+0.009 %%)\n",
-         r->duration.error_ns > 0 ? "+" : "", tot, r->duration.error_pct);
-  printf("  time per row    p50 %s, p99 %s, max %s; %zu of %zu rows late by > %s\n", p50, p99, mx,
-         r->time.late, r->compared, late);
+  printf("\nfidelity: the replay against %s (%s rows, %s)\n", trace, cnt(r->original_rows), dur);
+  char pct[32];
+  printf("  total duration  %s%s (%s)        paper: +44 \xc2\xb5s on 4.8 s (+0.009 %%)\n",
+         r->duration.error_ns > 0 ? "+" : "", tot,
+         ms__fmt_pct(r->duration.error_pct, 1, pct, sizeof pct));
+  printf("  time per row    p50 %s, p99 %s, max %s; %s of %s rows late by > %s\n", p50, p99, mx,
+         cnt(r->time.late), cnt(r->compared), late);
   const size_t *c = r->late_by_cause.rows;
   if (r->time.late && r->late_by_cause.causes_known)
-    printf("  late rows       %zu woke late (sleep overshot), %zu worked longer than predicted, "
-           "%zu waited for a CPU (the host)\n",
-           c[MEMSTUB_LATE_WAKE], c[MEMSTUB_LATE_WORK], c[MEMSTUB_LATE_OFF_CPU]);
+    printf("  late rows       %s woke late (sleep overshot), %s worked longer than predicted, "
+           "%s waited for a CPU (the host)\n",
+           cnt(c[MEMSTUB_LATE_WAKE]), cnt(c[MEMSTUB_LATE_WORK]), cnt(c[MEMSTUB_LATE_OFF_CPU]));
   if (r->host_rows && r->compared > r->host_rows) {
     fmt_ns(p50, sizeof p50, (double)r->stub_time.p50_abs);
     fmt_ns(p99, sizeof p99, (double)r->stub_time.p99_abs);
     fmt_ns(mx, sizeof mx, (double)r->stub_time.max_abs);
-    printf("  without host    p50 %s, p99 %s, max %s; %zu of %zu rows late by > %s\n", p50, p99,
-           mx, r->stub_time.late, r->compared - r->host_rows, late);
+    printf("  without host    p50 %s, p99 %s, max %s; %s of %s rows late by > %s\n", p50, p99,
+           mx, cnt(r->stub_time.late), cnt(r->compared - r->host_rows), late);
   }
   if (r->replay_cpu_ns >= 0 && r->duration.original_ns > 0) {
     char cpu[32];
     fmt_ns(cpu, sizeof cpu, (double)r->replay_cpu_ns);
-    printf("  stub CPU        %s, %.2f %% of the trace's %s", cpu,
-           100.0 * (double)r->replay_cpu_ns / (double)r->duration.original_ns, dur);
+    printf("  stub CPU        %s, %s of the trace's %s", cpu,
+           ms__fmt_pct(100.0 * (double)r->replay_cpu_ns / (double)r->duration.original_ns, 0, pct,
+                       sizeof pct),
+           dur);
     if (r->replay_off_cpu_ns >= 0) {
       fmt_ns(cpu, sizeof cpu, (double)r->replay_off_cpu_ns);
       printf("; it waited %s for a CPU", cpu);
@@ -197,26 +204,26 @@ static void show_summary(const memstub_compare_report *r, const char *trace) {
     fmt_ns(p50, sizeof p50, (double)s->time.p50_abs);
     fmt_ns(p99, sizeof p99, (double)s->time.p99_abs);
     fmt_ns(mx, sizeof mx, (double)s->time.max_abs);
-    printf("  %-15s p50 %s, p99 %s, max %s; %zu of %zu late", name, p50, p99, mx, s->time.late,
-           s->rows);
+    printf("  %-15s p50 %s, p99 %s, max %s; %s of %s late", name, p50, p99, mx,
+           cnt(s->time.late), cnt(s->rows));
     if (s->time.late && r->late_by_cause.causes_known)
-      printf(" (%zu woke late, %zu work, %zu host)", s->late_by_cause[MEMSTUB_LATE_WAKE],
-             s->late_by_cause[MEMSTUB_LATE_WORK], s->late_by_cause[MEMSTUB_LATE_OFF_CPU]);
+      printf(" (%s woke late, %s work, %s host)", cnt(s->late_by_cause[MEMSTUB_LATE_WAKE]),
+             cnt(s->late_by_cause[MEMSTUB_LATE_WORK]), cnt(s->late_by_cause[MEMSTUB_LATE_OFF_CPU]));
     printf("\n");
   }
   // A column the trace does not know (docs/formats.md) is not compared.
   if (r->stack_unknown)
     printf("  stack           unknown in the trace: not compared\n");
   else
-    printf("  stack           %zu of %zu rows exact (within %s), largest error %s\n",
-           r->stack.exact, r->compared, ms__fmt_bytes(r->options.stack_slack, b1, sizeof b1),
+    printf("  stack           %s of %s rows exact (within %s), largest error %s\n",
+           cnt(r->stack.exact), cnt(r->compared), ms__fmt_bytes(r->options.stack_slack, b1, sizeof b1),
            ms__fmt_bytes(r->stack.max_abs, b2, sizeof b2));
   if (r->heap_unknown)
     printf("  heap            unknown in the trace: not compared\n");
   else
-    printf("  heap            %zu of %zu rows exact (within %s, or a page for mmap'd blocks),"
+    printf("  heap            %s of %s rows exact (within %s, or a page for mmap'd blocks),"
            " largest error %s\n",
-           r->heap.exact, r->compared, ms__fmt_bytes(r->options.heap_slack, b1, sizeof b1),
+           cnt(r->heap.exact), cnt(r->compared), ms__fmt_bytes(r->options.heap_slack, b1, sizeof b1),
            ms__fmt_bytes(r->heap.max_abs, b2, sizeof b2));
 }
 
@@ -419,7 +426,8 @@ int ms_cmd_demo(int argc, char **argv) {
   }
   if ((rc = show_result(&d, &a, &f, profile, profile_made)) != 0) goto out;
   rc = check_failed ? MS_EXIT_CHECK : MS_EXIT_OK;
-  printf("\nmemstub demo: done in %.1f s%s\n", (double)(ms__prim_now_ns() - t0) / 1e9,
+  char took[32];
+  printf("\nmemstub demo: done in %s%s\n", ms__fmt_ns(ms__prim_now_ns() - t0, took, sizeof took),
          check_failed ? "; the --check failed (see compare.txt)" : "");
 out:
   fflush(stdout);

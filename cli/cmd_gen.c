@@ -127,15 +127,16 @@ static int with_generations(const char *in, memstub_trace **t, memstub_held *hel
     if (rc < 0) memstub_error_prefix(err, in);
   }
   if (rc == 0 && !held) {
-    ms_cli_note("--release: %zu row%s added for the survivors' release (%s)", added,
+    ms_cli_note("--release: %s row%s added for the survivors' release (%s)", ms_cli_count((int64_t)added),
                 added == 1 ? "" : "s", path);
   } else if (rc == 0) {
     char b1[32], b2[32];
     int64_t never = held->n && held->after_ns[held->n - 1] < 0 ? held->bytes[held->n - 1] : 0;
-    ms_cli_note("--hold: the stub returns holding %s in %zu block%s (%s of it never freed); %zu "
+    ms_cli_note("--hold: the stub returns holding %s in %s block%s (%s of it never freed); %s "
                 "row%s added for releases between regions (%s)",
-                ms__fmt_bytes(held->total, b1, sizeof b1), held->n, held->n == 1 ? "" : "s",
-                ms__fmt_bytes(never, b2, sizeof b2), added, added == 1 ? "" : "s", path);
+                ms__fmt_bytes(held->total, b1, sizeof b1), ms_cli_count((int64_t)held->n),
+                held->n == 1 ? "" : "s", ms__fmt_bytes(never, b2, sizeof b2),
+                ms_cli_count((int64_t)added), added == 1 ? "" : "s", path);
   }
   if (rc == 0) {
     memstub_trace_free(*t);
@@ -182,10 +183,10 @@ static int gen_threads(const char *in, const memstub_trace *t, const memstub_gen
     int64_t pts = 0, ins = 0;
     for (int64_t k = 0; k < g->nthreads; k++)
       pts += g->gen[k]->stub.numdata, ins += g->gen[k]->stub.inserted;
-    ms_cli_note("%s: %lld threads, %lld points (%lld inserted) for %zu rows of %s, %lld "
+    ms_cli_note("%s: %lld threads, %s points (%s inserted) for %s rows of %s, %s "
                 "cross-thread frees",
-                out, (long long)g->nthreads, (long long)pts, (long long)ins, t->n, in,
-                (long long)g->nhandoffs);
+                out, (long long)g->nthreads, ms_cli_count(pts), ms_cli_count(ins),
+                ms_cli_count((int64_t)t->n), in, ms_cli_count(g->nhandoffs));
   }
   memstub_gen_threads_free(g);
   return rc;
@@ -246,6 +247,7 @@ int ms_cmd_gen(int argc, char **argv) {
   if (first != argc - 1)
     return ms_cli_usage("gen", first == argc ? "missing TRACE" : "more than one TRACE given");
   const char *in = argv[first];
+  if (ms_cli_refuse_stub_file("gen", in)) return MS_EXIT_USAGE;
   o.source = in;
   if (data && (out_given || format_given))
     return ms_cli_usage("gen", "--data FILE writes a data file, not a header: drop %s",
@@ -321,17 +323,17 @@ int ms_cmd_gen(int argc, char **argv) {
     ms_cli_note("compensation for %s: %s", o.profile_path, comp);
     if (g->work_late) {
       char late[32];
-      ms_cli_note("%lld point%s whose allocator calls %s expects to take longer than their delay "
+      ms_cli_note("%s point%s whose allocator calls %s expects to take longer than their delay "
                   "(%s in all): the replay will be late there",
-                  (long long)g->work_late, g->work_late == 1 ? "" : "s", o.profile_path,
+                  ms_cli_count(g->work_late), g->work_late == 1 ? "" : "s", o.profile_path,
                   ms__fmt_ns(g->work_late_ns, late, sizeof late));
     }
   }
   if (rc == 0 && strcmp(out, "-") != 0) {
     char dur[32];
-    ms_cli_note("%s: %lld points (%lld inserted) for %lld rows of %s, %s", out,
-                (long long)g->stub.numdata, (long long)g->stub.inserted,
-                (long long)g->stub.norig, in, ms__fmt_ns(g->stub.duration_ns, dur, sizeof dur));
+    ms_cli_note("%s: %s points (%s inserted) for %s rows of %s, %s", out,
+                ms_cli_count(g->stub.numdata), ms_cli_count(g->stub.inserted),
+                ms_cli_count(g->stub.norig), in, ms__fmt_ns(g->stub.duration_ns, dur, sizeof dur));
   }
   memstub_gen_free(g);
   memstub_trace_free(t);

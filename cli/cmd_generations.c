@@ -108,9 +108,11 @@ static int by_first(const void *a, const void *b) {
 }
 
 static const char *B(int64_t v, char *b) { return ms__fmt_bytes(v, b, 32); }
+// A count for people ("1,500").
+static const char *N(int64_t v, char *b) { return ms__fmt_count(v, b, 32); }
 
 static void print_text(gens *g, size_t top, FILE *out) {
-  char b1[32], b2[32], b3[32];
+  char b1[32], b2[32], b3[32], n1[32], n2[32], n3[32];
   fprintf(out, "generations: what each region left alive at its end (survivors)\n\n");
   fprintf(out, "  %-24s %7s %11s %11s %9s %11s\n", "region", "occur.", "allocated", "survivors",
           "blocks", "at exit");
@@ -133,8 +135,9 @@ static void print_text(gens *g, size_t top, FILE *out) {
   }
   if (sums) qsort(sums, ns, sizeof *sums, by_first);
   for (size_t i = 0; i < ns; i++)
-    fprintf(out, "  %-24s %7" PRId64 " %11s %11s %9" PRId64 " %11s\n", sums[i].x->name, sums[i].n,
-            B(sums[i].alloc, b1), B(sums[i].surv, b2), sums[i].blocks, B(sums[i].at_exit, b3));
+    fprintf(out, "  %-24s %7s %11s %11s %9s %11s\n", sums[i].x->name, N(sums[i].n, n1),
+            B(sums[i].alloc, b1), B(sums[i].surv, b2), N(sums[i].blocks, n2),
+            B(sums[i].at_exit, b3));
   free(sums);
   qsort(g->o, g->n, sizeof *g->o, by_survivors);
   size_t n = g->n < top ? g->n : top;
@@ -149,12 +152,12 @@ static void print_text(gens *g, size_t top, FILE *out) {
             o->x->name, ms__fmt_ns(o->x->end_ns, e, sizeof e), B(o->x->survivor_bytes, b1), a[0],
             a[1], a[2], a[3], a[4]);
   }
-  if (g->n > n) fprintf(out, "  ... %zu more (--top)\n", g->n - n);
+  if (g->n > n) fprintf(out, "  ... %s more (--top)\n", N((int64_t)(g->n - n), n1));
   const memstub_generations *f = g->file;
   if (f->version == 1 && (f->dropped_blocks || f->dropped_occurrences || f->dropped_survivors))
-    fprintf(out, "  not tracked: %" PRId64 " blocks, %" PRId64 " occurrences, %" PRId64
-                 " survivor records (the recorder's bounds: docs/recording.md#generations)\n",
-            f->dropped_blocks, f->dropped_occurrences, f->dropped_survivors);
+    fprintf(out, "  not tracked: %s blocks, %s occurrences, %s survivor records (the recorder's "
+                 "bounds: docs/recording.md#generations)\n",
+            N(f->dropped_blocks, n1), N(f->dropped_occurrences, n2), N(f->dropped_survivors, n3));
 }
 
 /* ---- --sites: the survivors' allocation sites -------------------------------- */
@@ -278,7 +281,7 @@ static int view_read(const gens *g, const char *path, site_view *v, memstub_erro
 }
 
 static void print_sites_text(const site_view *v, size_t top, FILE *out) {
-  char b1[32], b2[32], iv[32];
+  char b1[32], b2[32], iv[32], n1[32];
   fprintf(out, "\n  survivors by allocation site (one allocation sampled per %s allocated on "
                "average, larger ones always)\n",
           ms__fmt_bytes(ms_cli_sites_interval(v->sites), iv, sizeof iv));
@@ -291,8 +294,8 @@ static void print_sites_text(const site_view *v, size_t top, FILE *out) {
     for (size_t k = i, shown = 0; k < j; k++) {
       const part *p = &v->by_region[k];
       if (p->place < 0) {
-        fprintf(out, "    not sampled: %s in %" PRId64 " block%s, %s of it never freed\n",
-                B(p->bytes, b1), p->blocks, p->blocks == 1 ? "" : "s", B(p->at_exit, b2));
+        fprintf(out, "    not sampled: %s in %s block%s, %s of it never freed\n", B(p->bytes, b1),
+                N(p->blocks, n1), p->blocks == 1 ? "" : "s", B(p->at_exit, b2));
         continue;
       }
       if (shown++ == top) {
@@ -300,8 +303,8 @@ static void print_sites_text(const site_view *v, size_t top, FILE *out) {
         continue;
       }
       if (shown > top) continue;
-      fprintf(out, "  %3zu. %s in %" PRId64 " block%s, %s of it never freed\n", shown,
-              B(p->bytes, b1), p->blocks, p->blocks == 1 ? "" : "s", B(p->at_exit, b2));
+      fprintf(out, "  %3zu. %s in %s block%s, %s of it never freed\n", shown, B(p->bytes, b1),
+              N(p->blocks, n1), p->blocks == 1 ? "" : "s", B(p->at_exit, b2));
       ms_cli_sites_frames_text(v->sites, (size_t)v->rep[p->place], 3, "", out);
     }
     i = j;
@@ -407,10 +410,10 @@ void ms_cli_generations_summary(const char *trace_path, FILE *out) {
   }
   int64_t sv = 0, ex = 0;
   for (size_t i = 0; i < g.n; i++) sv += g.o[i].x->survivor_bytes, ex += g.o[i].alive[NAFTER];
-  char b1[32], b2[32];
-  fprintf(out, "generations: %zu region occurrence%s left %s alive at their ends, %s of it never "
+  char b1[32], b2[32], n1[32];
+  fprintf(out, "generations: %s region occurrence%s left %s alive at their ends, %s of it never "
                "freed (memstub generations %s)\n",
-          g.n, g.n == 1 ? "" : "s", B(sv, b1), B(ex, b2), trace_path);
+          N((int64_t)g.n, n1), g.n == 1 ? "" : "s", B(sv, b1), B(ex, b2), trace_path);
   gens_free(&g);
   free(path);
 }

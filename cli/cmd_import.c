@@ -162,9 +162,11 @@ int ms_cmd_import(int argc, char **argv) {
                   in);
     rc = memstub_trace_write(t, out, &err);
   }
-  if (rc == 0 && strcmp(out, "-") != 0)
-    ms_cli_note("%s: %zu rows from %s file %s, %lld ns", out, t->n, fmt, in,
-                (long long)t->pts[t->n - 1].time_ns);
+  if (rc == 0 && strcmp(out, "-") != 0) {
+    char d[32];
+    ms_cli_note("%s: %s rows from %s file %s, %s", out, ms_cli_count((int64_t)t->n), fmt, in,
+                ms__fmt_ns(t->pts[t->n - 1].time_ns, d, sizeof d));
+  }
   memstub_trace_free(t);
   return rc < 0 ? ms_cli_fail(&err) : MS_EXIT_OK;
 }

@@ -134,8 +134,9 @@ int ms_cmd_plot(int argc, char **argv) {
       goto done;
     }
     if (r->missing)
-      ms_cli_warn("%s measures %zu of %s's %zu points", repl_paths[i], r->compared, orig_path,
-                  r->original_rows);
+      ms_cli_warn("%s measures %s of %s's %s points", repl_paths[i],
+                  ms_cli_count((int64_t)r->compared), orig_path,
+                  ms_cli_count((int64_t)r->original_rows));
     memstub_compare_free(r);
   }
   // Curves are named by file name; by path when two file names are equal.

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,18 +130,17 @@ static int parse_pos(ms_cli_parser *p, long long lo, long long *out) {
 static void print_churn_line(const char *label, const char *v) {
   // v: "[occurrences=K ]calls=C bytes=B churn=W"
   unsigned long long occ = 0, calls = 0, bytes = 0;
-  char w[64] = "?";
+  char w[32] = "?", c[32], o[32], b[32];
   const char *p;
   if ((p = strstr(v, "occurrences="))) occ = strtoull(p + 12, NULL, 10);
   if ((p = strstr(v, "calls="))) calls = strtoull(p + 6, NULL, 10);
   if ((p = strstr(v, "bytes="))) bytes = strtoull(p + 6, NULL, 10);
-  if ((p = strstr(v, "churn="))) snprintf(w, sizeof w, "%.*s", (int)strcspn(p + 6, " "), p + 6);
-  char b[32];
+  double score;
+  if ((p = strstr(v, "churn=")) && sscanf(p + 6, "%lf", &score) == 1) ms__fmt_si(score, w, sizeof w);
   ms__fmt_bytes(bytes > INT64_MAX ? INT64_MAX : (int64_t)bytes, b, sizeof b);
-  if (occ)
-    fprintf(stderr, "  %-28s %6llu %12llu %12s %14s\n", label, occ, calls, b, w);
-  else
-    fprintf(stderr, "  %-28s %6s %12llu %12s %14s\n", label, "-", calls, b, w);
+  ms__fmt_count(calls > INT64_MAX ? INT64_MAX : (int64_t)calls, c, sizeof c);
+  if (occ) ms__fmt_count(occ > INT64_MAX ? INT64_MAX : (int64_t)occ, o, sizeof o);
+  fprintf(stderr, "  %-28s %6s %12s %12s %12s\n", label, occ ? o : "-", c, b, w);
 }
 
 static const char *meta_or(const memstub_trace *t, const char *key) {
@@ -148,15 +148,23 @@ static const char *meta_or(const memstub_trace *t, const char *key) {
   return v ? v : "?";
 }
 
-// A cost from the metadata: "N ns", or its words when it was not measured.
+// A cost from the metadata: a time for people, or its words when it was not measured.
 static const char *cost(char *buf, size_t n, const char *v) {
   char *end;
-  strtod(v, &end);
-  if (end != v && *end == '\0')
-    snprintf(buf, n, "%s ns", v);
+  double ns = strtod(v, &end);
+  if (end != v && *end == '\0' && fabs(ns) < 9e18)
+    ms__fmt_ns(llround(ns), buf, n);
   else
     snprintf(buf, n, "%s", v);
   return buf;
+}
+
+// A count from the metadata with thousands separators, or as it is.
+static const char *meta_count(const memstub_trace *t, const char *key, char *buf, size_t n) {
+  const char *v = memstub_trace_get_meta(t, key);
+  int64_t c;
+  if (!v || ms__parse_i64(v, strlen(v), &c) < 0) return v ? v : "?";
+  return ms__fmt_count(c, buf, n);
 }
 
 // A byte count from the metadata for people (KiB, MiB, ...), or "?" when absent.
@@ -241,12 +249,13 @@ static void next_step(const char *out) {
 
 static void summary(const char *path, const memstub_trace *t) {
 #define M(k) meta_or(t, k)
-  char dur[32], ph[32], ps[32];
-  ms_cli_note("%s: %zu rows over %s; peak heap %s, peak stack %s (%s)", path, t->n,
+  char rows[32], dur[32], ph[32], ps[32];
+  ms_cli_note("%s: %s rows over %s; peak heap %s, peak stack %s (%s)", path,
+              ms__fmt_count((int64_t)t->n, rows, sizeof rows),
               ms__fmt_ns(t->pts[t->n - 1].time_ns, dur, sizeof dur),
               meta_bytes(t, MS__REC_META_PEAK_HEAP, ph, sizeof ph),
               meta_bytes(t, MS__REC_META_PEAK_STACK, ps, sizeof ps), M(MS__REC_META_STACK_FROM));
-  char ce[64], cs[64];
+  char ce[64], cs[64], ne[32], ns[32];
   if (memstub_trace_get_meta(t, "record.salvaged"))  // the recorder's own figures died with it
     ms_cli_note("recorder cost: not known (salvaged from the journal); heap scope %s, thread %s",
                 M(MS__REC_META_HEAP_SCOPE), M(MS__REC_META_THREAD));
@@ -254,14 +263,17 @@ static void summary(const char *path, const memstub_trace *t) {
     ms_cli_note(
         "recorder cost per allocator call: %s (%s calls); per timer sample: %s (%s "
         "samples); heap scope %s, thread %s",
-        cost(ce, sizeof ce, M(MS__REC_META_COST_EVENT)), M(MS__REC_META_EVENTS),
-        cost(cs, sizeof cs, M(MS__REC_META_COST_SAMPLE)), M(MS__REC_META_SAMPLES),
-        M(MS__REC_META_HEAP_SCOPE), M(MS__REC_META_THREAD));
+        cost(ce, sizeof ce, M(MS__REC_META_COST_EVENT)),
+        meta_count(t, MS__REC_META_EVENTS, ne, sizeof ne),
+        cost(cs, sizeof cs, M(MS__REC_META_COST_SAMPLE)),
+        meta_count(t, MS__REC_META_SAMPLES, ns, sizeof ns), M(MS__REC_META_HEAP_SCOPE),
+        M(MS__REC_META_THREAD));
   fprintf(stderr,
-          "allocator churn (Kudrjavets et al. 2022: sum of w(f)*log2(bytes); malloc 1, free 1, "
-          "calloc 2, realloc 3):\n"
-          "  %-28s %6s %12s %12s %14s\n",
-          "region / function", "occur.", "calls", "bytes", "churn");
+          "allocator churn: the calls, the bytes they asked for, and their score, the sum of\n"
+          "w(call) x log2(bytes) (Kudrjavets et al. 2022; w: malloc 1, free 1, calloc 2,\n"
+          "realloc 3; more is more allocator work):\n"
+          "  %-28s %6s %12s %12s %12s\n",
+          "region / function", "occur.", "calls", "bytes", "churn score");
   for (size_t i = 0; i < t->nmeta; i++) {
     const char *k = t->meta[i].key;
     if (strncmp(k, MS__REC_CHURN_PREFIX, 6) != 0 || strcmp(k, MS__REC_CHURN_WEIGHTS_KEY) == 0)

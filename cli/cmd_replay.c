@@ -18,7 +18,10 @@ static const ms_cli_option options[] = {
      "the columns point, target_time_ns, late_ns and, to\n"
      "say why a row was late, wake_late_ns, work_ns and\n"
      "off_cpu_ns (docs/runtime.md); FILE is opened first:\n"
-     "one that cannot be written fails before the replay"},
+     "one that cannot be written fails before the replay.\n"
+     "%p, %n, %c in FILE: pid, stub name, call number; FILE\n"
+     "is replaced unless another process wrote it meanwhile:\n"
+     "then FILE.2 before the extension (docs/runtime.md)"},
     {"timing", 't', "MODE",
      "deadline (default): absolute deadlines on\n"
      "CLOCK_MONOTONIC, lateness never adds up;\n"
@@ -152,8 +155,9 @@ static int parse_args(int argc, char **argv, replay_args *a, int *status) {
   return 0;
 }
 
-// What the replay did, as two notes on stderr.
-static void report(const replay_args *a, const struct memstub_stub *s, const memstub_replay *r) {
+// What the replay did, as two notes on stderr (mf: where it was measured to, or NULL).
+static void report(const replay_args *a, const struct memstub_stub *s, const memstub_replay *r,
+                   const memstub_measure_file *mf) {
   const memstub_replay_info *i = &r->info;
   char late[96] = "";
   if (a->measure) {
@@ -164,25 +168,25 @@ static void report(const replay_args *a, const struct memstub_stub *s, const mem
     snprintf(late, sizeof late, ", points late by at most %s", ms__fmt_ns(max, m, sizeof m));
   }
   char dur[32], tgt[32];
-  ms_cli_note("%s: replayed %lld rows (%lld points) in %s, target %s (%s timing%s%s)%s%s",
-              a->in, (long long)s->norig, (long long)i->points,
+  ms_cli_note("%s: replayed %s rows (%s points) in %s, target %s (%s timing%s%s)%s%s",
+              a->in, ms_cli_count(s->norig), ms_cli_count(i->points),
               ms__fmt_ns(i->duration_ns, dur, sizeof dur), ms__fmt_ns(i->target_ns, tgt, sizeof tgt),
               memstub_timing_name(a->ro.timing),
               i->cost_model == MEMSTUB_COST_ONLINE ? " with the online cost model" : "", late,
-              a->measure ? "; measured trace in " : "", a->measure ? a->measure : "");
-  char cpu[64] = "unknown", off[96] = "", c[32], w[32];
+              mf ? "; measured trace in " : "", mf ? memstub_measure_name(mf) : "");
+  char cpu[64] = "unknown", off[96] = "", c[32], w[32], pc[32];
   if (i->cpu_ns >= 0 && i->duration_ns > 0)
-    snprintf(cpu, sizeof cpu, "%s, %.2f %% of the duration", ms__fmt_ns(i->cpu_ns, c, sizeof c),
-             100.0 * (double)i->cpu_ns / (double)i->duration_ns);
+    snprintf(cpu, sizeof cpu, "%s, %s of the duration", ms__fmt_ns(i->cpu_ns, c, sizeof c),
+             ms__fmt_pct(100.0 * (double)i->cpu_ns / (double)i->duration_ns, 0, pc, sizeof pc));
   if (i->run_delay_ns >= 0)
     snprintf(off, sizeof off, "; it waited %s for a CPU", ms__fmt_ns(i->run_delay_ns, w, sizeof w));
-  ms_cli_note("%s: replay thread CPU %s; %lld sleeps, %lld waits woke after their deadline%s",
-              a->in, cpu, (long long)i->sleeps, (long long)i->late_wakeups, off);
+  ms_cli_note("%s: replay thread CPU %s; %s sleeps, %s waits woke after their deadline%s",
+              a->in, cpu, ms_cli_count(i->sleeps), ms_cli_count(i->late_wakeups), off);
 }
 
 /* A trace with several threads (docs/runtime.md, "Threads"): one stub and one
  * replay thread per original thread; --measure writes every thread's rows,
- * with a thread column, to mf (which it frees). */
+ * with a thread column, to mf (closed by the caller). */
 static int replay_threads(const replay_args *a, const memstub_trace *t, memstub_measure_file *mf,
                           memstub_error *err) {
   memstub_gen_threads *g = NULL;
@@ -194,20 +198,19 @@ static int replay_threads(const replay_args *a, const memstub_trace *t, memstub_
   if (rc == 0 && (rc = memstub_threads_run(&g->stub, &ro, &r, err)) < 0)
     memstub_error_prefix(err, a->in);
   if (rc == 0 && mf) rc = memstub_measure_commit_threads(mf, r, err);
-  else memstub_measure_abort(mf);
   for (int64_t k = 0; rc == 0 && k < g->nthreads; k++) {
     const memstub_replay_info *i = &r->thread[k]->info;
     char dur[32], tgt[32], st[32];
-    ms_cli_note("%s: thread %lld: replayed %lld rows (%lld points) from %s in %s, target %s", a->in,
-                (long long)k, (long long)g->stubs[k]->norig, (long long)i->points,
+    ms_cli_note("%s: thread %lld: replayed %s rows (%s points) from %s in %s, target %s", a->in,
+                (long long)k, ms_cli_count(g->stubs[k]->norig), ms_cli_count(i->points),
                 ms__fmt_ns(g->threads[k].start_ns, st, sizeof st),
                 ms__fmt_ns(i->duration_ns, dur, sizeof dur),
                 ms__fmt_ns(i->target_ns, tgt, sizeof tgt));
   }
   if (rc == 0)
-    ms_cli_note("%s: %lld threads, %lld cross-thread frees%s%s", a->in, (long long)g->nthreads,
-                (long long)g->nhandoffs, a->measure ? "; measured trace in " : "",
-                a->measure ? a->measure : "");
+    ms_cli_note("%s: %lld threads, %s cross-thread frees%s%s", a->in, (long long)g->nthreads,
+                ms_cli_count(g->nhandoffs), mf ? "; measured trace in " : "",
+                mf ? memstub_measure_name(mf) : "");
   memstub_threads_replay_free(r);
   memstub_gen_threads_free(g);
   return rc;
@@ -219,6 +222,7 @@ int ms_cmd_replay(int argc, char **argv) {
   memstub_replay_options_init(&a.ro);
   int rc;
   if (parse_args(argc, argv, &a, &rc)) return rc;
+  if (!a.data && ms_cli_refuse_stub_file("replay", a.in)) return MS_EXIT_USAGE;
   memstub_gen_options *go = &a.go;
   go->source = a.in;
   if (a.measure) a.ro.measure = MEMSTUB_MEASURE_TRACE;
@@ -238,7 +242,10 @@ int ms_cmd_replay(int argc, char **argv) {
   }
   // Opened before anything is read or replayed: a path that cannot be written fails now.
   memstub_measure_file *mf = NULL;
-  if (a.measure && memstub_measure_open(a.measure, &mf, &err) < 0) return ms_cli_fail(&err);
+  if (a.measure && memstub_measure_open(a.measure, NULL, &mf, &err) < 0) {
+    memstub_error_prefix(&err, "--measure");
+    return ms_cli_fail(&err);
+  }
   memstub_stub_data *d = NULL;
   const struct memstub_stub *s = NULL;
   if (a.data) {
@@ -254,6 +261,7 @@ int ms_cmd_replay(int argc, char **argv) {
     if (rc == 0 && memstub_trace_thread_count(t) > 1) {
       if (ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
       rc = replay_threads(&a, t, mf, &err);
+      memstub_measure_close(mf);
       memstub_trace_free(t);
       return rc < 0 ? ms_cli_fail(&err) : MS_EXIT_OK;
     }
@@ -272,11 +280,11 @@ int ms_cmd_replay(int argc, char **argv) {
   if (rc == 0 && (rc = memstub_replay_run(s, &a.ro, &r, &err)) < 0)
     memstub_error_prefix(&err, a.in);
   if (rc == 0 && mf) rc = memstub_measure_commit_replay(mf, r, &err);
-  else memstub_measure_abort(mf);
-  if (rc == 0 && a.measure && !memstub_replay_heap_measured(r))
+  if (rc == 0 && mf && !memstub_replay_heap_measured(r))
     ms_cli_warn("%s: %s; heap_bytes in %s are not the stub's heap", a.in,
-                MEMSTUB_HEAP_NOT_MEASURED, a.measure);
-  if (rc == 0) report(&a, s, r);
+                MEMSTUB_HEAP_NOT_MEASURED, memstub_measure_name(mf));
+  if (rc == 0) report(&a, s, r, mf);
+  memstub_measure_close(mf);
   memstub_replay_free(r);
   memstub_stub_data_free(d);
   memstub_gen_free(g);

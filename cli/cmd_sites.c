@@ -305,8 +305,10 @@ static void print_text(const sites_file *s, size_t top, size_t frames, const cha
       snprintf(via, sizeof via, " through %s", st->frames[0].function);
       strncat(bt, via, sizeof bt - strlen(bt) - 1);
     }
-    fprintf(out, "%s%3zu. %s (%.1f %%) in ~%" PRId64 " block%s; allocated %s over the run%s\n", indent,
-            i + 1, ms__fmt_bytes(st->peak, b, sizeof b), share, st->peak_n, st->peak_n == 1 ? "" : "s",
+    char pc[32], nb[32];
+    fprintf(out, "%s%3zu. %s (%s) in ~%s block%s; allocated %s over the run%s\n", indent, i + 1,
+            ms__fmt_bytes(st->peak, b, sizeof b), ms__fmt_pct(share, 0, pc, sizeof pc),
+            ms__fmt_si((double)st->peak_n, nb, sizeof nb), st->peak_n == 1 ? "" : "s",
             ms__fmt_bytes(st->alloc, a, sizeof a), bt);
     for (size_t k = st->skip; k < st->nframes && k < st->skip + frames; k++) {
       fprintf(out, "%s       %s ", indent, k > st->skip ? "from" : "at  ");
@@ -316,8 +318,8 @@ static void print_text(const sites_file *s, size_t top, size_t frames, const cha
   }
   if (!shown) fprintf(out, "%s  (no sampled allocation was live at the peak)\n", indent);
   if (s->dropped)
-    fprintf(out, "%s  (%" PRId64 " samples dropped: more distinct backtraces or sampled blocks than the recorder keeps)\n",
-            indent, s->dropped);
+    fprintf(out, "%s  (%s samples dropped: more distinct backtraces or sampled blocks than the recorder keeps)\n",
+            indent, ms__fmt_count(s->dropped, ph, sizeof ph));
 }
 
 static void print_json(const sites_file *s, const char *trace, size_t top, FILE *out) {

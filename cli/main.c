@@ -24,9 +24,9 @@ static void usage(FILE *f) {
         "commands:\n",
         f);
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
-  fputs("  help       show this list, or 'memstub help COMMAND' for one command\n"
-        "  version    print the version and how this memstub was built\n\n"
+    fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].help);
+  fputs("  help        show this list, or 'memstub help COMMAND' for one command\n"
+        "  version     print the version and how this memstub was built\n\n"
         "Exit status: 0 success, 1 a requested check failed, 2 bad usage or input.\n",
         f);
 }

@@ -62,25 +62,27 @@ int ms_record_threads_summary(const char *out, const char *abs, int quiet) {
   uint64_t xfrees = 0, joins = 0;
   summarise(t, &c, s, nthr, &xfrees, &joins);
   if (!quiet) {
-    char d[32];
-    ms_cli_note("%s: %zu rows over %s, %" PRId64 " threads, %" PRIu64
+    char d[32], r[32];
+    ms_cli_note("%s: %s rows over %s, %" PRId64 " threads, %" PRIu64
                 " cross-thread free row%s, %" PRIu64 " join%s",
-                out, t->n, ms__fmt_ns(t->pts[t->n - 1].time_ns, d, sizeof d), nthr, xfrees,
+                out, ms__fmt_count((int64_t)t->n, r, sizeof r),
+                ms__fmt_ns(t->pts[t->n - 1].time_ns, d, sizeof d), nthr, xfrees,
                 xfrees == 1 ? "" : "s", joins, joins == 1 ? "" : "s");
-    fprintf(stderr, "  %-7s %6s %8s %14s %14s %12s %12s %9s %s\n", "thread", "peer", "rows",
-            "start (ns)", "end (ns)", "peak heap", "peak stack", "xfrees", "joined by");
+    fprintf(stderr, "  %-7s %6s %10s %10s %10s %12s %12s %9s %s\n", "thread", "peer", "rows",
+            "start", "end", "peak heap", "peak stack", "xfrees", "joined by");
     for (int64_t i = 0; i < nthr; i++) {
       if (i == SHOWN) {
         fprintf(stderr, "  ... and %" PRId64 " more threads\n", nthr - i);
         break;
       }
       const thr_sum *x = &s[i];
-      char jb[24] = "-";
+      char jb[24] = "-", rows[32], t0[32], t1[32], ph[32], ps[32], xf[32];
       if (x->joined_by >= 0) snprintf(jb, sizeof jb, "%" PRId64, x->joined_by);
-      fprintf(stderr,
-              "  %-7" PRId64 " %6" PRId64 " %8" PRIu64 " %14" PRId64 " %14" PRId64 " %12" PRId64
-              " %12" PRId64 " %9" PRIu64 " %s\n",
-              i, x->peer, x->rows, x->t0, x->t1, x->peak_heap, x->peak_stack, x->xfrees, jb);
+      fprintf(stderr, "  %-7" PRId64 " %6" PRId64 " %10s %10s %10s %12s %12s %9s %s\n", i, x->peer,
+              ms__fmt_count((int64_t)x->rows, rows, sizeof rows), x->t0 < 0 ? "-" : ms__fmt_ns(x->t0, t0, sizeof t0),
+              x->t0 < 0 ? "-" : ms__fmt_ns(x->t1, t1, sizeof t1), ms__fmt_bytes(x->peak_heap, ph, sizeof ph),
+              ms__fmt_bytes(x->peak_stack, ps, sizeof ps),
+              ms__fmt_count((int64_t)x->xfrees, xf, sizeof xf), jb);
     }
   }
   free(s);

@@ -18,8 +18,9 @@
 # component (of a trace with several threads, memstub_NAME() replays every
 # thread: memstub_threads_call). The replay follows MEMSTUB_TIMING, MEMSTUB_MARGIN_NS and
 # MEMSTUB_MEASURE from the environment (see docs/runtime.md); MEMSTUB_MEASURE
-# is a template (%p pid, %n NAME, %c call number; ".%n.%p.%c" appended when it
-# has no field), so every stub and process measures to a new file of its own.
+# names the file as --measure does (%p pid, %n NAME, %c call number; the
+# process's first measured call writes the name itself, later ones NAME.2.EXT,
+# NAME.3.EXT: docs/runtime.md, "Measurement files").
 #
 # NAME is checked by memstub itself (`memstub gen --check-name NAME OTHERS`,
 # docs/runtime.md, "Stub names"): a C identifier of at most 64 characters,

@@ -89,32 +89,62 @@ static void afile_release(ms__afile *af) {
   memset(af, 0, sizeof *af);
 }
 
-int ms__afile_commit(ms__afile *af, memstub_error *err) {
-  if (!af->tmp) {  // standard output, or a device written in place
-    const char *name = af->path ? af->path : "standard output";
-    int bad = fflush(af->f) != 0 || ferror(af->f);
-    int e = errno ? errno : EIO;
-    if (af->path && fclose(af->f) != 0) bad = 1;
-    if (bad) memstub_error_set(err, -e, "%s: write failed: %s", name, strerror(e));
-    afile_release(af);
-    return bad ? -e : 0;
-  }
+// Standard output, or a file written in place: flushed (and closed), released.
+static int commit_in_place(ms__afile *af, memstub_error *err) {
+  const char *name = af->path ? af->path : "standard output";
+  int bad = fflush(af->f) != 0 || ferror(af->f);
+  int e = errno ? errno : EIO;
+  if (af->path && fclose(af->f) != 0) bad = 1;
+  if (bad) memstub_error_set(err, -e, "%s: write failed: %s", name, strerror(e));
+  afile_release(af);
+  return bad ? -e : 0;
+}
+
+int ms__afile_close_tmp(ms__afile *af, memstub_error *err) {
+  if (!af->tmp) return commit_in_place(af, err);
   int e = 0;
   if (fflush(af->f) != 0 || ferror(af->f)) e = errno ? errno : EIO;
   if (!e && fdatasync(fileno(af->f)) != 0 && errno != EINVAL) e = errno;
   if (fclose(af->f) != 0 && !e) e = errno ? errno : EIO;
-  if (!e && rename(af->tmp, af->path) != 0) e = errno;
+  af->f = NULL;
   if (e) {
-    unlink(af->tmp);
     memstub_error_set(err, -e, "%s: cannot write: %s", af->path, strerror(e));
+    unlink(af->tmp);
+    afile_release(af);
   }
+  return e ? -e : 0;
+}
+
+int ms__afile_place(ms__afile *af, const char *path, int replace, memstub_error *err) {
+  if (!af->tmp) return 0;  // committed in place by ms__afile_close_tmp
+  int e = 0, renamed = 0;
+  if (replace) {
+    e = rename(af->tmp, path) != 0 ? errno : 0;
+    renamed = !e;
+  } else if (renameat2(AT_FDCWD, af->tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0) {
+    renamed = 1;
+  } else {
+    // A file system without renameat2 takes a hard link, which fails just
+    // the same when the name is taken.
+    e = errno;
+    if (e == EINVAL || e == ENOSYS || e == ENOTSUP) e = link(af->tmp, path) != 0 ? errno : 0;
+  }
+  if (e == EEXIST && !replace) return -EEXIST;  // the caller may try another name
+  if (!renamed) unlink(af->tmp);  // linked, or failed: drop the temporary name
+  if (e) memstub_error_set(err, -e, "%s: cannot write: %s", path, strerror(e));
   afile_release(af);
   return e ? -e : 0;
 }
 
+int ms__afile_commit(ms__afile *af, memstub_error *err) {
+  int rc = ms__afile_close_tmp(af, err);
+  if (rc < 0 || !af->tmp) return rc;
+  return ms__afile_place(af, af->path, 1, err);
+}
+
 void ms__afile_abort(ms__afile *af) {
   if (af->tmp) {
-    fclose(af->f);
+    if (af->f) fclose(af->f);  // (closed already after ms__afile_close_tmp)
     unlink(af->tmp);
   } else if (af->path) {
     fclose(af->f);  // written in place: what was written stays
@@ -168,24 +198,13 @@ int ms__read_file(const char *path, char **bufp, size_t *lenp, memstub_error *er
 }
 
 int ms__afile_commit_new(ms__afile *af, memstub_error *err) {
-  if (!af->tmp) return ms__afile_commit(af, err);
-  int e = 0;
-  if (fflush(af->f) != 0 || ferror(af->f)) e = errno ? errno : EIO;
-  if (!e && fdatasync(fileno(af->f)) != 0 && errno != EINVAL) e = errno;
-  if (fclose(af->f) != 0 && !e) e = errno ? errno : EIO;
-  // renameat2 refuses to replace; a file system without it takes a hard link,
-  // which fails just the same when the name is taken.
-  int renamed = 0;
-  if (!e && renameat2(AT_FDCWD, af->tmp, AT_FDCWD, af->path, RENAME_NOREPLACE) == 0) renamed = 1;
-  else if (!e) {
-    e = errno;
-    if (e == EINVAL || e == ENOSYS || e == ENOTSUP) e = link(af->tmp, af->path) != 0 ? errno : 0;
+  int rc = ms__afile_close_tmp(af, err);
+  if (rc < 0 || !af->tmp) return rc;
+  rc = ms__afile_place(af, af->path, 0, err);
+  if (rc == -EEXIST) {
+    memstub_error_set(err, rc, "%s: exists already; not replaced", af->path);
+    unlink(af->tmp);
+    afile_release(af);
   }
-  if (!renamed) unlink(af->tmp);  // linked, or failed: drop the temporary name
-  if (e == EEXIST)
-    memstub_error_set(err, -e, "%s: exists already; not replaced", af->path);
-  else if (e)
-    memstub_error_set(err, -e, "%s: cannot write: %s", af->path, strerror(e));
-  afile_release(af);
-  return e ? -e : 0;
+  return rc;
 }

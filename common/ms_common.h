@@ -43,6 +43,17 @@ void ms__afile_abort(ms__afile *af);
  * temporary file is removed either way). A path written in place (a device,
  * standard output) is committed as ms__afile_commit does. */
 int ms__afile_commit_new(ms__afile *af, memstub_error *err);
+/* The two halves of a commit, for a caller that chooses the name last:
+ * flush, sync and close the temporary file, leaving it for ms__afile_place
+ * (0; or -errno with err set and af released). A file written in place or
+ * standard output is committed here whole (af released, af->tmp NULL). */
+int ms__afile_close_tmp(ms__afile *af, memstub_error *err);
+/* Put the closed temporary file at path, replacing a file there when
+ * replace is set, else only where there is none: -EEXIST then, without a
+ * message and with af as it was, so that another name can be tried. Any
+ * other outcome releases af: 0, or -errno with err naming path (the
+ * temporary file removed). */
+int ms__afile_place(ms__afile *af, const char *path, int replace, memstub_error *err);
 
 /* Read a whole file ("-" for stdin) into a NUL-terminated malloc'd buffer.
  * 0 or -errno with err naming path. */
@@ -129,6 +140,17 @@ const char *ms__fmt_bytes(int64_t bytes, char *buf, size_t cap);
 /* Nanoseconds with three significant digits: "850 ns", "250 µs", "12.5 ms",
  * "1.20 s" (seconds from 1 s up, whatever the size; sign kept). */
 const char *ms__fmt_ns(int64_t ns, char *buf, size_t cap);
+/* A percentage with " %": three significant digits from 1 % up ("12.3 %",
+ * "1.68 %", "246 %"), two below ("0.66 %", "0.0000016 %"); a value that is
+ * not 0 never prints as 0, nor one below 100 as 100. plus: "+" before a
+ * positive value. */
+const char *ms__fmt_pct(double pct, int plus, char *buf, size_t cap);
+/* An exact count with thousands separators: "754", "6,652", "1,359,872". */
+const char *ms__fmt_count(int64_t n, char *buf, size_t cap);
+/* A large figure that is an estimate or a score, in SI steps with three
+ * significant digits: "850", "68.7 k", "1.36 M", "23.0 G"; whole numbers
+ * below 1000 without decimals, others "1.52", "0.25". */
+const char *ms__fmt_si(double v, char *buf, size_t cap);
 
 /* ---- progress on a terminal (progress.c) -----------------------------------
  * One line on stderr for a long step, redrawn at most every 100 ms and first

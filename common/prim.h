@@ -179,6 +179,11 @@ uint64_t ms__prim_mem_limit(int which, uint64_t *used);
  * CLOCK_REALTIME (pthread_timedjoin_np). 0, or -errno. */
 int ms__prim_realtime_in(int64_t ns, struct timespec *ts);
 
+/* The wall clock (CLOCK_REALTIME), the clock of file times, in ns since the
+ * epoch; 0 when unknown. A file written before a reading has an mtime before
+ * it (the kernel's stamps lag the clock, never lead it, by up to a tick). */
+int64_t ms__prim_realtime_ns(void);
+
 /* Bytes the C library's allocator holds for the program (glibc: mallinfo2's
  * uordblks + hblkhd, mallinfo before 2.33; it takes every arena's lock), 0
  * when the allocator does not say. */

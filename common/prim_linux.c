@@ -361,6 +361,11 @@ int ms__prim_realtime_in(int64_t ns, struct timespec *ts) {
   return 0;
 }
 
+int64_t ms__prim_realtime_ns(void) {
+  struct timespec ts;
+  return clock_gettime(CLOCK_REALTIME, &ts) == 0 ? (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec : 0;
+}
+
 int64_t ms__prim_heap_in_use(void) {
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
   struct mallinfo2 m = mallinfo2();

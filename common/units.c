@@ -1,7 +1,10 @@
-// Figures for humans: bytes in KiB/MiB/GiB, times in ns/µs/ms/s.
+// Figures for humans: bytes in KiB/MiB/GiB, times in ns/µs/ms/s, shares in
+// %, counts with thousands separators, large estimates in k/M/G.
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "ms_common.h"
 
@@ -35,5 +38,62 @@ const char *ms__fmt_ns(int64_t ns, char *buf, size_t cap) {
   while (u < 3 && v >= 999.5) v /= 1000, u++;
   int decimals = v >= 99.95 ? 0 : v >= 9.995 ? 1 : 2;
   snprintf(buf, cap, "%s%.*f %s", sign, decimals, v, unit[u]);
+  return buf;
+}
+
+const char *ms__fmt_pct(double pct, int plus, char *buf, size_t cap) {
+  if (!isfinite(pct)) {
+    snprintf(buf, cap, "%s %%", isnan(pct) ? "?" : pct > 0 ? "+inf" : "-inf");
+    return buf;
+  }
+  double a = fabs(pct);
+  // Three significant digits from 1 % up, two below (0.66 %, 0.0017 %).
+  int decimals = a >= 99.95 ? 0 : a >= 9.995 ? 1 : a >= 1 ? 2 : 0;
+  if (a > 0 && a < 1) {
+    decimals = (int)floor(-log10(a)) + 2;
+    if (decimals > 9) decimals = 9;
+  }
+  // A share that is not zero never prints as 0, nor one short of 100 as 100.
+  if (a > 0 && a < 5e-10) {
+    snprintf(buf, cap, "%s< 0.000000001 %%", pct < 0 ? "-" : plus ? "+" : "");
+    return buf;
+  }
+  char v[48];
+  snprintf(v, sizeof v, "%.*f", decimals, a);
+  // 99.97 % is not 100 %: more decimals until it is not.
+  while (a < 100 && strtod(v, NULL) >= 100 && decimals < 9) snprintf(v, sizeof v, "%.*f", ++decimals, a);
+  snprintf(buf, cap, "%s%s %%", pct < 0 ? "-" : plus && pct > 0 ? "+" : "", v);
+  return buf;
+}
+
+const char *ms__fmt_count(int64_t n, char *buf, size_t cap) {
+  char digits[24];
+  // As unsigned, so that INT64_MIN keeps its digits.
+  uint64_t u = n < 0 ? (uint64_t)0 - (uint64_t)n : (uint64_t)n;
+  snprintf(digits, sizeof digits, "%" PRIu64, u);
+  char out[40];
+  size_t len = strlen(digits), w = 0;
+  if (n < 0) out[w++] = '-';
+  for (size_t i = 0; i < len; i++) {
+    if (i > 0 && (len - i) % 3 == 0) out[w++] = ',';
+    out[w++] = digits[i];
+  }
+  out[w] = '\0';
+  snprintf(buf, cap, "%s", out);
+  return buf;
+}
+
+const char *ms__fmt_si(double v, char *buf, size_t cap) {
+  static const char *const unit[] = {"", " k", " M", " G", " T", " P", " E"};
+  if (!isfinite(v)) {
+    snprintf(buf, cap, "%s", isnan(v) ? "?" : v > 0 ? "inf" : "-inf");
+    return buf;
+  }
+  double a = fabs(v);
+  int u = 0;
+  // Move up when three significant digits would print 1000 of this unit.
+  while (u < 6 && a >= 999.5) a /= 1000, u++;
+  int decimals = u == 0 && a == floor(a) ? 0 : a >= 99.95 ? 0 : a >= 9.995 ? 1 : 2;
+  snprintf(buf, cap, "%s%.*f%s", v < 0 ? "-" : "", decimals, a, unit[u]);
   return buf;
 }

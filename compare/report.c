@@ -25,6 +25,11 @@ static const char *bytes_text(char buf[40], int64_t b, int plus) {
   return buf;
 }
 
+// A count for people: thousands separators ("6,652").
+static const char *cnt(char buf[40], size_t n) {
+  return ms__fmt_count(n > INT64_MAX ? INT64_MAX : (int64_t)n, buf, 40);
+}
+
 // A mean (a double) to the nearest integer for the formatters above.
 static int64_t nearest(double v) {
   int64_t r = 0;
@@ -40,7 +45,7 @@ static void text_time(FILE *f, const memstub_compare_time *t, size_t n, int64_t 
           ns_text(c, t->max_abs, 0));
   fprintf(f, "  error     min %s, max %s, mean %s\n", ns_text(d, t->min, 1), ns_text(e, t->max, 1),
           ns_text(g, nearest(t->mean), 1));
-  fprintf(f, "  late      %zu of %zu points (%.2f%%) by more than %s\n", t->late, n,
+  fprintf(f, "  late      %s of %s points (%.2f%%) by more than %s\n", cnt(a, t->late), cnt(b, n),
           pct(t->late, n), ns_text(g, late_ns, 0));
 }
 
@@ -65,11 +70,11 @@ static void text_mem(FILE *f, const char *name, const memstub_compare_mem *m, si
       fprintf(f, "%-6s unknown: not compared (%s says '%s: %s')\n", name, who, name, unknown);
     return;
   }
-  fprintf(f, "%-6s exact %.2f%% (%zu of %zu within %s", name, 100.0 * m->exact_share, m->exact, n,
-          bytes_text(a, slack, 0));
+  fprintf(f, "%-6s exact %.2f%% (%s of %s within %s", name, 100.0 * m->exact_share,
+          cnt(b, m->exact), cnt(c, n), bytes_text(a, slack, 0));
   if (heap)
-    fprintf(f, ", or %s where the block is at least %s: %zu point%s", bytes_text(a, o->page_size, 0),
-            bytes_text(b, o->mmap_threshold, 0), m->paged, m->paged == 1 ? "" : "s");
+    fprintf(f, ", or %s where the block is at least %s: %s point%s", bytes_text(a, o->page_size, 0),
+            bytes_text(b, o->mmap_threshold, 0), cnt(c, m->paged), m->paged == 1 ? "" : "s");
   fprintf(f, ")\n       |error| max %s, mean %s; error min %s, max %s\n", bytes_text(a, m->max_abs, 0),
           bytes_text(b, nearest(m->mean_abs), 0), bytes_text(c, m->min, 1), bytes_text(d, m->max, 1));
   if (!curve) return;
@@ -94,11 +99,11 @@ int memstub_compare_write_text(const memstub_compare_report *r, const memstub_co
                                FILE *f) {
   char a[40], b[40], c[40];
   const memstub_compare_options *o = &r->options;
-  fprintf(f, "original  %s (%zu rows)\nreplayed  %s (%zu rows)\n", r->original_name,
-          r->original_rows, r->replayed_name, r->replayed_rows);
-  fprintf(f, "points    %zu compared, %zu missing", r->compared, r->missing);
+  fprintf(f, "original  %s (%s rows)\nreplayed  %s (%s rows)\n", r->original_name,
+          cnt(a, r->original_rows), r->replayed_name, cnt(b, r->replayed_rows));
+  fprintf(f, "points    %s compared, %s missing", cnt(a, r->compared), cnt(b, r->missing));
   if (r->first_missing >= 0) fprintf(f, " (first: %" PRId64 ")", r->first_missing);
-  fprintf(f, ", %zu repeated, %zu out of order\n\n", r->repeated, r->out_of_order);
+  fprintf(f, ", %s repeated, %s out of order\n\n", cnt(a, r->repeated), cnt(b, r->out_of_order));
 
   if (r->timeline.changed)
     fprintf(f, "timeline  the stub's, not the recorded times (--recorded-times for those): %s\n",
@@ -114,8 +119,8 @@ int memstub_compare_write_text(const memstub_compare_report *r, const memstub_co
               r->timeline.reference_runs == 1 ? "" : "s");
     fputc('\n', f);
   }
-  fprintf(f, "          error %s (%+.6f%%)\n\n", ns_text(c, r->duration.error_ns, 1),
-          r->duration.error_pct);
+  fprintf(f, "          error %s (%s)\n\n", ns_text(c, r->duration.error_ns, 1),
+          ms__fmt_pct(r->duration.error_pct, 1, b, sizeof b));
 
   fputs("time error per point (replayed - original):\n", f);
   text_time(f, &r->time, r->compared, o->late_ns);
@@ -128,13 +133,13 @@ int memstub_compare_write_text(const memstub_compare_report *r, const memstub_co
     fprintf(f, "late points by cause:\n");
     for (int k = 0; k < MEMSTUB_LATE_CAUSES; k++)
       if (r->late_by_cause.rows[k])
-        fprintf(f, "  %-42s %zu, largest %s\n", why[k], r->late_by_cause.rows[k],
+        fprintf(f, "  %-42s %s, largest %s\n", why[k], cnt(b, r->late_by_cause.rows[k]),
                 ns_text(a, r->late_by_cause.max_ns[k], 0));
     if (r->late_by_cause.causes_known && !r->late_by_cause.off_cpu_known)
       fputs("  (no off_cpu_ns column: a busy host shows as woke late or work)\n", f);
   }
   if (r->host_rows && r->compared > r->host_rows) {
-    fprintf(f, "without the %zu point%s the host delayed:\n", r->host_rows,
+    fprintf(f, "without the %s point%s the host delayed:\n", cnt(a, r->host_rows),
             r->host_rows == 1 ? "" : "s");
     text_time(f, &r->stub_time, r->compared - r->host_rows, o->late_ns);
   }

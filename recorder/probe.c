@@ -1,11 +1,15 @@
 /* recorder/probe.c: the probe API (memstub/probe.h). Under the recorder the
- * calls are forwarded to it (recorder/bridge.h); without it the probe
- * takes the paper's measuring points itself: stack pointer, mallinfo2() and a
- * timestamp, into an mmap'd buffer written as a trace at exit. */
+ * calls are forwarded to it (recorder/bridge.h); without it the probe does
+ * nothing but count the regions, unless asked to measure
+ * ($MEMSTUB_PROBE_OUTPUT, memstub_probe_measure): then it takes the paper's
+ * measuring points itself (stack pointer, the allocator's bytes from
+ * mallinfo2() and a timestamp) into an mmap'd buffer, written as a trace at
+ * exit to the path asked for, or by memstub_probe_write. */
 #include "memstub/probe.h"
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +22,13 @@
 #include "prim.h"
 #include "bridge.h"
 
+/* What heap_bytes holds in the probe's own trace (metadata heap_measure):
+ * not memstub record's measure. */
+#define MS__PROBE_HEAP_MEASURE                                                                 \
+  "allocator bytes (mallinfo2 uordblks + hblkhd: what the allocator holds for the whole "    \
+  "process, chunk headers and rounding included, mmapped blocks whole), not the bytes "       \
+  "requested that memstub record's heap_bytes counts"
+
 typedef struct ppoint {
   int64_t t, stack, heap, region;
 } ppoint;
@@ -26,6 +37,8 @@ static struct {
   pthread_mutex_t lock;
   int resolved;  // 0 not yet, 1 recorder, -1 standalone
   ms__recorder_probe_fn rec;
+  int measuring;        // standalone: asked to take measuring points
+  char out[PATH_MAX];   // standalone: where they go at exit ("" nowhere)
   pthread_t owner;
   int owned;
   int depth;
@@ -39,14 +52,21 @@ static struct {
   int atexit_done;
 } P = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+/* Under the recorder, or standalone; standalone, $MEMSTUB_PROBE_OUTPUT asks
+ * for the measuring points and names their file. Called locked. */
 static void resolve(void) {
   if (P.resolved) return;
   ms__recorder_probe_fn f = (ms__recorder_probe_fn)dlsym(RTLD_DEFAULT, MS__RECORDER_PROBE_SYMBOL);
   if (f && f(MS__PROBE_HELLO, NULL, 0) == 1) {
     P.rec = f;
     P.resolved = 1;
-  } else {
-    P.resolved = -1;
+    return;
+  }
+  P.resolved = -1;
+  const char *out = getenv("MEMSTUB_PROBE_OUTPUT");
+  if (out && *out && strlen(out) < sizeof P.out) {
+    snprintf(P.out, sizeof P.out, "%s", out);
+    P.measuring = 1;
   }
 }
 
@@ -84,8 +104,9 @@ static void take(uintptr_t sp) {
   P.pts[P.n++] = (ppoint){t - P.t0, s < 0 ? 0 : s, heap, P.occurrence};
 }
 
+// At exit, the points to the file asked for (none asked: nothing written).
 static void write_at_exit(void) {
-  if (P.resolved == -1 && P.n > 0) (void)memstub_probe_write(NULL, NULL);
+  if (P.resolved == -1 && P.n > 0 && P.out[0]) (void)memstub_probe_write(P.out, NULL);
 }
 
 // Standalone calls come from the owning thread only. Called locked.
@@ -112,10 +133,10 @@ int memstub_probe_begin(const char *name) {
       if (P.n == 0 && P.occurrence == 0) P.need_t0 = 1;
       P.occurrence++;
       P.base = sp;
-      if (!P.atexit_done) P.atexit_done = atexit(write_at_exit) == 0;
+      if (P.measuring && !P.atexit_done) P.atexit_done = atexit(write_at_exit) == 0;
     }
     rc = ++P.depth;
-    take(sp);
+    if (P.measuring) take(sp);
   }
   pthread_mutex_unlock(&P.lock);
   return rc;
@@ -132,7 +153,7 @@ int memstub_probe_point(void) {
   int rc = claim();
   if (rc == 0) {
     rc = P.depth;
-    if (P.depth > 0) take(sp);
+    if (P.depth > 0 && P.measuring) take(sp);
   }
   pthread_mutex_unlock(&P.lock);
   return rc;
@@ -151,7 +172,7 @@ int memstub_probe_end(void) {
     if (P.depth == 0) {
       rc = -EINVAL;
     } else {
-      take(sp);
+      if (P.measuring) take(sp);
       rc = --P.depth;
     }
   }
@@ -167,19 +188,39 @@ int memstub_probe_recording(void) {
   return r;
 }
 
+int memstub_probe_measure(const char *path) {
+  pthread_mutex_lock(&P.lock);
+  resolve();
+  int rc = P.resolved == 1 ? 1 : 0;
+  if (rc == 0 && path && strlen(path) >= sizeof P.out) rc = -ENAMETOOLONG;
+  if (rc == 0) {
+    if (!P.measuring && P.n == 0) P.need_t0 = 1;  // time from the first point taken
+    P.measuring = 1;
+    snprintf(P.out, sizeof P.out, "%s", path ? path : "");
+    // An open region's points start at its next call; the exit writes them.
+    if (P.out[0] && P.depth > 0 && !P.atexit_done) P.atexit_done = atexit(write_at_exit) == 0;
+  }
+  pthread_mutex_unlock(&P.lock);
+  return rc;
+}
+
 int memstub_probe_write(const char *path, memstub_error *err) {
   pthread_mutex_lock(&P.lock);
   resolve();
   if (P.resolved == 1 || P.n == 0) {
+    int rec = P.resolved == 1, asked = P.measuring;
     pthread_mutex_unlock(&P.lock);
     return memstub_error_set(err, -ENODATA, "probe: no measuring points to write%s",
-                             P.resolved == 1 ? " (the recorder writes the trace)" : "");
+                             rec     ? " (the recorder writes the trace)"
+                             : asked ? ""
+                                     : " (the probe measures only when asked: "
+                                       "MEMSTUB_PROBE_OUTPUT=FILE or memstub_probe_measure())");
   }
-  char dflt[64];
-  if (!path) path = getenv("MEMSTUB_PROBE_OUTPUT");
-  if (!path || !*path) {
-    snprintf(dflt, sizeof dflt, "memstub-probe-%ld.csv", (long)getpid());
-    path = dflt;
+  if (!path) path = P.out;
+  if (!*path) {
+    pthread_mutex_unlock(&P.lock);
+    return memstub_error_set(err, -EINVAL, "probe: no file to write the points to (give one, or "
+                             "set MEMSTUB_PROBE_OUTPUT=FILE)");
   }
   memstub_trace *t = memstub_trace_create();
   int rc = t ? 0 : -ENOMEM;
@@ -187,8 +228,9 @@ int memstub_probe_write(const char *path, memstub_error *err) {
   if (col < 0 && rc == 0) rc = col;
   char buf[64];
   if (rc == 0) rc = memstub_trace_set_meta(t, "source", "memstub-probe");
+  // heap_bytes here is not memstub record's (the bytes requested): say what it is.
   if (rc == 0)
-    rc = memstub_trace_set_meta(t, "probe.heap_measure", "mallinfo2() uordblks + hblkhd");
+    rc = memstub_trace_set_meta(t, "heap_measure", MS__PROBE_HEAP_MEASURE);
   if (rc == 0)
     rc = memstub_trace_set_meta(t, "probe.stack_from",
                                 "the frame that called the outermost memstub_probe_begin");

@@ -35,6 +35,21 @@ static const char *human_ns(long long ns, char *buf, size_t cap) {
   return buf;
 }
 
+// A count for people, "2,400", as memstub's summaries print it.
+static const char *human_count(long long n, char *buf, size_t cap) {
+  char d[24], out[32];
+  snprintf(d, sizeof d, "%lld", n < 0 ? -n : n);
+  size_t len = strlen(d), w = 0;
+  if (n < 0) out[w++] = '-';
+  for (size_t i = 0; i < len; i++) {
+    if (i > 0 && (len - i) % 3 == 0) out[w++] = ',';
+    out[w++] = d[i];
+  }
+  out[w] = '\0';
+  snprintf(buf, cap, "%s", out);
+  return buf;
+}
+
 #ifndef MEMSTUB_STUB_VAR
 #define MEMSTUB_STUB_VAR memStub
 #endif
@@ -50,15 +65,24 @@ static const char *prog = "stub";
 
 static const char usage_text[] =
     "usage: %s [--measure OUT.csv] [--timing deadline|usleep] [--margin MODE]\n"
+#ifdef MEMSTUB_STUB_DATA
+    "       %*s [--data FILE] [--check] [-v] [-q]\n"
+#else
+    "       %*s [--check] [-v] [-q]\n"
+#endif
     "\n"
     "Replay this memory stub: the heap, stack and timing of the component it was\n"
-    "generated from (source trace: %s).\n"
+    "generated from (source trace: %s). When done it says in one line what it\n"
+    "replayed, how long it took and where the measurement went.\n"
     "\n"
     "options:\n"
     "  --measure FILE    measure every point and write the replayed trace to FILE\n"
     "                    (one row per original row; extra columns point,\n"
     "                    target_time_ns, late_ns, wake_late_ns, work_ns, off_cpu_ns);\n"
-    "                    opened first: one that cannot be written fails at once\n"
+    "                    opened first: one that cannot be written fails at once.\n"
+    "                    %%p, %%n, %%c in FILE: the pid, the stub's name, the call\n"
+    "                    number; FILE is replaced, unless another process wrote it\n"
+    "                    meanwhile: then FILE.2 before the extension (docs/runtime.md)\n"
     "  --timing MODE     deadline: absolute deadlines, errors never add up;\n"
     "                    usleep: relative sleeps as in the paper. The default is\n"
     "                    the mode the header was calibrated for, else deadline\n"
@@ -71,7 +95,8 @@ static const char usage_text[] =
     "                    instead of " MEMSTUB_STUB_DATA "\n"
 #endif
     "  --check           only check that the stub can be replayed here\n"
-    "  -v, --verbose     print a summary when done\n"
+    "  -v, --verbose     also say the replay's CPU time and sleeps\n"
+    "  -q, --quiet       print nothing when the replay succeeds\n"
     "  -h, --help        show this help\n"
     "\n"
     "Exit status: 0 replayed, 2 bad usage, a stub that cannot be replayed here\n"
@@ -155,7 +180,7 @@ int main(int argc, char **argv) {
 #ifdef MEMSTUB_STUB_DATA
   for (int i = 1; i < argc; i++)  // help needs no data file
     if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      printf(usage_text, prog, "the data file " MEMSTUB_STUB_DATA);
+      printf(usage_text, prog, (int)strlen(prog), "", "the data file " MEMSTUB_STUB_DATA);
       return 0;
     }
   memstub_stub_data *d = open_data(argc, argv);
@@ -170,27 +195,35 @@ int main(int argc, char **argv) {
 #endif
 }
 
-/* The command line into o, *measure, *check and *verbose: -1 to go on, or
- * the exit status (help printed, or a usage error). */
+/* What the command line asks for besides the replay options. */
+typedef struct stub_args {
+  const char *measure;  // --measure FILE, or NULL
+  int check, verbose, quiet;
+} stub_args;
+
+/* The command line into o and a: -1 to go on, or the exit status (help
+ * printed, or a usage error). */
 static int parse(int argc, char **argv, const char *source, memstub_replay_options *o,
-                 const char **measure, int *check, int *verbose) {
+                 stub_args *a) {
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v;
+    const char *arg = argv[i], *v;
     int missing = 0;
-    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-      printf(usage_text, prog, source ? source : "unknown");
+    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+      printf(usage_text, prog, (int)strlen(prog), "", source ? source : "unknown");
       return 0;
 #ifdef MEMSTUB_STUB_DATA
     } else if ((v = opt_value(argc, argv, &i, "--data", &missing))) {
       continue;  // opened before
 #endif
-    } else if (strcmp(a, "--check") == 0) {
-      *check = 1;
-    } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
-      *verbose = 1;
+    } else if (strcmp(arg, "--check") == 0) {
+      a->check = 1;
+    } else if (strcmp(arg, "-v") == 0 || strcmp(arg, "--verbose") == 0) {
+      a->verbose = 1;
+    } else if (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0) {
+      a->quiet = 1;
     } else if ((v = opt_value(argc, argv, &i, "--measure", &missing))) {
       if (!*v) return usage_error("--measure needs a file name%s", "");
-      *measure = v;
+      a->measure = v;
     } else if ((v = opt_value(argc, argv, &i, "--timing", &missing))) {
       if (memstub_timing_parse(v, &o->timing) < 0)
         return usage_error("--timing: expected deadline or usleep, found '%s'", v);
@@ -199,53 +232,74 @@ static int parse(int argc, char **argv, const char *source, memstub_replay_optio
         return usage_error("--margin: expected model, adaptive or a number of ns >= 0, found '%s'",
                            v);
     } else if (missing) {
-      return usage_error("%s needs a value", a);
+      return usage_error("%s needs a value", arg);
     } else {
-      return usage_error("unknown argument '%s'", a);
+      return usage_error("unknown argument '%s'", arg);
     }
   }
   return -1;
 }
 
+/* The measurement file of a.measure for the stub named name, opened before
+ * the replay into *mf (NULL without --measure): 0, or the exit status. */
+static int open_measure(const stub_args *a, const char *name, memstub_replay_options *o,
+                        memstub_measure_file **mf) {
+  *mf = NULL;
+  if (!a->measure) return 0;
+  memstub_error err = {0};
+  if (memstub_measure_open(a->measure, name, mf, &err) < 0) return fail("--measure: %s", err.msg);
+  o->measure = MEMSTUB_MEASURE_TRACE;
+  return 0;
+}
+
+// What was written, for the line said when done: "; measured trace in FILE".
+static const char *written(const memstub_measure_file *mf, char *buf, size_t cap) {
+  if (mf) snprintf(buf, cap, "; measured trace in %s", memstub_measure_name(mf));
+  else snprintf(buf, cap, "; not measured (--measure FILE writes what it did)");
+  return buf;
+}
+
 static int run(int argc, char **argv, const struct memstub_stub *stub) {
   memstub_replay_options o;
   memstub_replay_options_for(&o, stub);
-  const char *measure = NULL;
-  int check = 0, verbose = 0;
-  int st = parse(argc, argv, stub->source, &o, &measure, &check, &verbose);
+  stub_args a = {0};
+  int st = parse(argc, argv, stub->source, &o, &a);
   if (st >= 0) return st;
 #if defined(MEMSTUB_STUB_USE) && defined(MEMSTUB_STUB_POINT)
   if (beyond_arrays(stub))
     return fail("the descriptor's numdata is more than its %s arrays hold", "memUse and memPoint");
 #endif
   memstub_error err = {0};
-  if (check) return memstub_replay_check(stub, &o, NULL, &err) < 0 ? fail("%s", err.msg) : 0;
-  memstub_measure_file *mf = NULL;  // opened first: a path that cannot be written fails now
-  if (measure && memstub_measure_open(measure, &mf, &err) < 0) return fail("%s", err.msg);
-  if (measure) o.measure = MEMSTUB_MEASURE_TRACE;
+  if (a.check) return memstub_replay_check(stub, &o, NULL, &err) < 0 ? fail("%s", err.msg) : 0;
+  memstub_measure_file *mf;  // opened first: a path that cannot be written fails now
+  if ((st = open_measure(&a, stub->name, &o, &mf)) != 0) return st;
   if (isatty(STDERR_FILENO) && !getenv("MEMSTUB_QUIET") && stub->numdata >= 100000)
     o.progress = progress;
   memstub_replay *r;
   if (memstub_replay_run(stub, &o, &r, &err) < 0) {
-    memstub_measure_abort(mf);
+    memstub_measure_close(mf);
     return fail("%s", err.msg);
   }
   int rc = mf && memstub_measure_commit_replay(mf, r, &err) < 0 ? fail("%s", err.msg) : 0;
-  if (measure && rc == 0 && !memstub_replay_heap_measured(r))
+  if (mf && rc == 0 && !memstub_replay_heap_measured(r))
     fprintf(stderr, "%s: warning: %s; heap_bytes in %s are not the stub's heap\n", prog,
-            MEMSTUB_HEAP_NOT_MEASURED, measure);
-  if (verbose && rc == 0) {
-    char d[32], t[32], c[32];
-    fprintf(stderr,
-            "%s: replayed %lld points in %s (target %s, %s timing); CPU %s "
-            "(%.2f %% of the duration), %lld sleeps\n",
-            prog, (long long)r->info.points, human_ns(r->info.duration_ns, d, sizeof d),
-            human_ns(r->info.target_ns, t, sizeof t), memstub_timing_name(o.timing),
+            MEMSTUB_HEAP_NOT_MEASURED, memstub_measure_name(mf));
+  if (!a.quiet && rc == 0) {
+    char n[32], p[32], d[32], t[32], w[4200];
+    fprintf(stderr, "%s: replayed %s rows (%s points) in %s, target %s (%s timing)%s\n", prog,
+            human_count(stub->norig, n, sizeof n), human_count(r->info.points, p, sizeof p),
+            human_ns(r->info.duration_ns, d, sizeof d), human_ns(r->info.target_ns, t, sizeof t),
+            memstub_timing_name(o.timing), written(mf, w, sizeof w));
+  }
+  if (a.verbose && rc == 0) {
+    char c[32], z[32];
+    fprintf(stderr, "%s: CPU %s (%.3g %% of the duration), %s sleeps\n", prog,
             human_ns(r->info.cpu_ns, c, sizeof c),
             r->info.duration_ns > 0 ? 100.0 * (double)r->info.cpu_ns / (double)r->info.duration_ns
                                     : 0.0,
-            (long long)r->info.sleeps);
+            human_count(r->info.sleeps, z, sizeof z));
   }
+  memstub_measure_close(mf);
   memstub_replay_free(r);
   return rc;
 }
@@ -257,35 +311,44 @@ static int run(int argc, char **argv, const struct memstub_stub *stub) {
 static int run_threads(int argc, char **argv, const struct memstub_threads_stub *s) {
   memstub_replay_options o;
   memstub_replay_options_for(&o, s->stubs[0]);
-  const char *measure = NULL;
-  int check = 0, verbose = 0;
-  int st = parse(argc, argv, s->stubs[0]->source, &o, &measure, &check, &verbose);
+  stub_args a = {0};
+  int st = parse(argc, argv, s->stubs[0]->source, &o, &a);
   if (st >= 0) return st;
   memstub_error err = {0};
-  if (check) return memstub_threads_check(s, &o, &err) < 0 ? fail("%s", err.msg) : 0;
-  memstub_measure_file *mf = NULL;  // opened first: a path that cannot be written fails now
-  if (measure && memstub_measure_open(measure, &mf, &err) < 0) return fail("%s", err.msg);
-  if (measure) o.measure = MEMSTUB_MEASURE_TRACE;
+  if (a.check) return memstub_threads_check(s, &o, &err) < 0 ? fail("%s", err.msg) : 0;
+  memstub_measure_file *mf;  // opened first: a path that cannot be written fails now
+  if ((st = open_measure(&a, s->stubs[0]->name, &o, &mf)) != 0) return st;
   memstub_threads_replay *r;
   if (memstub_threads_run(s, &o, &r, &err) < 0) {
-    memstub_measure_abort(mf);
+    memstub_measure_close(mf);
     return fail("%s", err.msg);
   }
   int rc = mf && memstub_measure_commit_threads(mf, r, &err) < 0 ? fail("%s", err.msg) : 0;
-  for (int64_t k = 0; verbose && rc == 0 && k < s->nthreads; k++) {
+  int64_t end = 0, rows = 0;
+  for (int64_t k = 0; k < s->nthreads; k++) {
     const memstub_replay_info *i = &r->thread[k]->info;
-    char a[32], d[32], t[32], c[32];
-    fprintf(stderr,
-            "%s: thread %lld: replayed %lld points from %s in %s (target %s, %s timing); CPU %s, "
-            "%lld sleeps\n",
-            prog, (long long)k, (long long)i->points,
-            human_ns(s->threads[k].start_ns, a, sizeof a), human_ns(i->duration_ns, d, sizeof d),
-            human_ns(i->target_ns, t, sizeof t), memstub_timing_name(o.timing),
-            human_ns(i->cpu_ns, c, sizeof c), (long long)i->sleeps);
+    if (s->threads[k].start_ns + i->duration_ns > end) end = s->threads[k].start_ns + i->duration_ns;
+    rows += s->stubs[k]->norig;
   }
-  if (verbose && rc == 0)
-    fprintf(stderr, "%s: %lld threads, %lld cross-thread frees\n", prog, (long long)s->nthreads,
-            (long long)s->nhandoffs);
+  for (int64_t k = 0; a.verbose && rc == 0 && k < s->nthreads; k++) {
+    const memstub_replay_info *i = &r->thread[k]->info;
+    char b[32], d[32], t[32], c[32], p[32], z[32];
+    fprintf(stderr,
+            "%s: thread %lld: replayed %s points from %s in %s (target %s, %s timing); CPU %s, "
+            "%s sleeps\n",
+            prog, (long long)k, human_count(i->points, p, sizeof p),
+            human_ns(s->threads[k].start_ns, b, sizeof b), human_ns(i->duration_ns, d, sizeof d),
+            human_ns(i->target_ns, t, sizeof t), memstub_timing_name(o.timing),
+            human_ns(i->cpu_ns, c, sizeof c), human_count(i->sleeps, z, sizeof z));
+  }
+  if (!a.quiet && rc == 0) {
+    char n[32], d[32], h[32], w[4200];
+    fprintf(stderr, "%s: replayed %lld threads (%s rows, %s cross-thread frees) in %s%s\n", prog,
+            (long long)s->nthreads, human_count(rows, n, sizeof n),
+            human_count(s->nhandoffs, h, sizeof h), human_ns(end, d, sizeof d),
+            written(mf, w, sizeof w));
+  }
+  memstub_measure_close(mf);
   memstub_threads_replay_free(r);
   return rc;
 }

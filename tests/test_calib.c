@@ -1099,7 +1099,7 @@ START_TEST(test_cli) {
                 r.out);
   ck_assert_msg(strstr(r.out, "stack overhead per frame") && strstr(r.out, "64 bytes"), "%s",
                 r.out);
-  ck_assert_msg(strstr(r.out, "cold: a 1000 us sleep before every point, 1 repetitions") &&
+  ck_assert_msg(strstr(r.out, "cold: a 1.00 ms sleep before every point, 1 repetitions") &&
                     strstr(r.out, "mmapped shrink"),
                 "%s", r.out);
   if (plot) ck_assert(tu_exists(fig));

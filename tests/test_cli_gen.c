@@ -646,30 +646,12 @@ START_TEST(test_header_with_runtime_h) {
 }
 END_TEST
 
-/* The subcommands `memstub help` lists (help and version aside): names into
- * cmds (each malloc'd), their number returned. */
-static size_t subcommands(char *cmds[], size_t max) {
-  tu_run r = tu_memstub(NULL, "help", NULL);
-  ck_assert_int_eq(r.status, 0);
-  const char *at = strstr(r.out, "\ncommands:\n");
-  ck_assert_ptr_nonnull(at);
-  size_t n = 0;
-  for (at = strchr(at + 1, '\n') + 1; at[0] == ' ' && at[1] == ' ' && n < max;) {
-    char name[32];
-    ck_assert_int_eq(sscanf(at, " %31s", name), 1);
-    if (strcmp(name, "help") != 0 && strcmp(name, "version") != 0) cmds[n++] = strdup(name);
-    at = strchr(at, '\n') + 1;
-  }
-  tu_run_free(&r);
-  return n;
-}
-
 /* One meaning per short option across the tool (issue 12 item 8): in every
  * subcommand's --help, a "  -x, --long" line gives letter x the same long
  * name as everywhere else. */
 START_TEST(test_short_options_one_meaning) {
   char *cmds[64];
-  size_t n = subcommands(cmds, 64);
+  size_t n = tu_subcommands(cmds, 64);
   ck_assert_uint_ge(n, 9);
   const char *long_of[128] = {0}, *seen_in[128] = {0};
   char names[128][64];
@@ -707,7 +689,7 @@ END_TEST
  * item 7; copying an example from it must work). */
 START_TEST(test_help_has_no_double_percent) {
   char *cmds[64];
-  size_t n = subcommands(cmds, 64);
+  size_t n = tu_subcommands(cmds, 64);
   tu_run r = tu_memstub(NULL, "help", NULL);
   ck_assert_msg(strstr(r.out, "%%") == NULL, "memstub help prints '%%%%'");
   tu_run_free(&r);

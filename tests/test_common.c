@@ -2,6 +2,7 @@
 // helper (running a child, waiting, capturing, timing out).
 #include <check.h>
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -511,6 +512,49 @@ START_TEST(test_fmt_ns) {
 }
 END_TEST
 
+/* Percentages with a sensible number of digits (issue 30: "-46.945895 %"):
+ * three significant digits from 1 % up, two below, never 0 for a share that
+ * is not 0 nor 100 for one below 100. */
+START_TEST(test_fmt_pct) {
+  char b[MS__FMT_MAX];
+  ck_assert_str_eq(ms__fmt_pct(0, 0, b, sizeof b), "0 %");
+  ck_assert_str_eq(ms__fmt_pct(-46.945895, 0, b, sizeof b), "-46.9 %");
+  ck_assert_str_eq(ms__fmt_pct(-1.676767, 1, b, sizeof b), "-1.68 %");
+  ck_assert_str_eq(ms__fmt_pct(1.676767, 1, b, sizeof b), "+1.68 %");
+  ck_assert_str_eq(ms__fmt_pct(1.676767, 0, b, sizeof b), "1.68 %");
+  ck_assert_str_eq(ms__fmt_pct(245.6, 0, b, sizeof b), "246 %");
+  ck_assert_str_eq(ms__fmt_pct(100, 0, b, sizeof b), "100 %");
+  ck_assert_str_eq(ms__fmt_pct(99.97, 0, b, sizeof b), "99.97 %");  // not "100 %"
+  ck_assert_str_eq(ms__fmt_pct(0.66, 0, b, sizeof b), "0.66 %");
+  ck_assert_str_eq(ms__fmt_pct(0.009, 1, b, sizeof b), "+0.0090 %");
+  ck_assert_str_eq(ms__fmt_pct(-1.65e-6, 1, b, sizeof b), "-0.0000017 %");  // not "-0.00000 %"
+  ck_assert_str_eq(ms__fmt_pct(1e-12, 0, b, sizeof b), "< 0.000000001 %");
+  ck_assert_str_eq(ms__fmt_pct(NAN, 0, b, sizeof b), "? %");
+}
+END_TEST
+
+// Counts: thousands separators, exact; estimates and scores: k, M, G.
+START_TEST(test_fmt_count_si) {
+  char b[MS__FMT_MAX];
+  ck_assert_str_eq(ms__fmt_count(0, b, sizeof b), "0");
+  ck_assert_str_eq(ms__fmt_count(754, b, sizeof b), "754");
+  ck_assert_str_eq(ms__fmt_count(6652, b, sizeof b), "6,652");
+  ck_assert_str_eq(ms__fmt_count(1359872, b, sizeof b), "1,359,872");
+  ck_assert_str_eq(ms__fmt_count(-100000, b, sizeof b), "-100,000");
+  ck_assert_str_eq(ms__fmt_count(INT64_MIN, b, sizeof b), "-9,223,372,036,854,775,808");
+  ck_assert_str_eq(ms__fmt_si(0, b, sizeof b), "0");
+  ck_assert_str_eq(ms__fmt_si(850, b, sizeof b), "850");
+  ck_assert_str_eq(ms__fmt_si(48.0, b, sizeof b), "48");
+  ck_assert_str_eq(ms__fmt_si(94.9, b, sizeof b), "94.9");
+  ck_assert_str_eq(ms__fmt_si(1517.7, b, sizeof b), "1.52 k");
+  ck_assert_str_eq(ms__fmt_si(68716.9, b, sizeof b), "68.7 k");
+  ck_assert_str_eq(ms__fmt_si(1359872, b, sizeof b), "1.36 M");
+  ck_assert_str_eq(ms__fmt_si(23004449.0, b, sizeof b), "23.0 M");
+  ck_assert_str_eq(ms__fmt_si(999600, b, sizeof b), "1.00 M");  // not "1000 k"
+  ck_assert_str_eq(ms__fmt_si(-2500, b, sizeof b), "-2.50 k");
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("common");
   TCase *tc = tcase_create("afile_num_error");
@@ -539,6 +583,8 @@ int main(void) {
   TCase *un = tcase_create("units");
   tcase_add_test(un, test_fmt_bytes);
   tcase_add_test(un, test_fmt_ns);
+  tcase_add_test(un, test_fmt_pct);
+  tcase_add_test(un, test_fmt_count_si);
   suite_add_tcase(s, un);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -539,6 +539,37 @@ static void fx_free(fixture *f) {
   free(f->repl);
 }
 
+/* The duration error's share with a sensible number of digits, as a person
+ * reads it (issue 30: "-46.945895 %"), and counts with thousands separators;
+ * JSON keeps the exact figure. */
+START_TEST(test_cli_text_figures_for_people) {
+  fixture f = fx_make();
+  char *big = path_in(f.dir, "big.csv"), *bigr = path_in(f.dir, "bigr.csv");
+  // 1,200 rows; the replay ends 1.234 ms late on 11.99 ms: +10.29 %.
+  FILE *o = fopen(big, "w"), *q = fopen(bigr, "w");
+  ck_assert(o && q);
+  fputs("time_ns,stack_bytes,heap_bytes\n", o);
+  fputs("time_ns,stack_bytes,heap_bytes,point\n", q);
+  for (int i = 0; i < 1200; i++) {
+    fprintf(o, "%d,0,0\n", i * 10000);
+    fprintf(q, "%d,0,0,%d\n", i * 10000 + (i == 1199 ? 1234000 : 0), i);
+  }
+  fclose(o), fclose(q);
+  tu_run r = tu_memstub(f.dir, "compare", "big.csv", "bigr.csv", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.out, "original  big.csv (1,200 rows)"), "%s", r.out);
+  ck_assert_msg(strstr(r.out, "points    1,200 compared, 0 missing"), "%s", r.out);
+  ck_assert_msg(strstr(r.out, "          error +1.23 ms (+10.3 %)\n"), "%s", r.out);
+  tu_run_free(&r);
+  r = tu_memstub(f.dir, "compare", "big.csv", "bigr.csv", "--json", NULL);
+  ck_assert_msg(strstr(r.out, "\"error_ns\": 1234000, \"error_pct\": 10.291909924937448"), "%s",
+                r.out);
+  tu_run_free(&r);
+  free(big), free(bigr);
+  fx_free(&f);
+}
+END_TEST
+
 START_TEST(test_cli_text_and_checks) {
   fixture f = fx_make();
   tu_run r = tu_memstub(f.dir, "compare", "orig.csv", "repl.csv", "--page-size", "4096", NULL);
@@ -550,6 +581,7 @@ START_TEST(test_cli_text_and_checks) {
   ck_assert_ptr_nonnull(strstr(r.out, "median error, +1.00 µs"));
   ck_assert_ptr_nonnull(strstr(r.out, "stack  exact 100.00% (5 of 5 within 16 B)"));
   ck_assert_ptr_nonnull(strstr(r.out, "heap   exact 80.00% (4 of 5 within 16 B, or 4.0 KiB"));
+  ck_assert_msg(strstr(r.out, "          error 0 ns (0 %)\n"), "%s", r.out);
   tu_run_free(&r);
 
   // Passing checks: exit 0.
@@ -1193,6 +1225,7 @@ static Suite *compare_suite(void) {
   tcase_add_test(tc, test_check_parse_and_run);
   tcase_add_test(tc, test_realistic_fake_replay);
   tcase_add_test(tc, test_cli_text_and_checks);
+  tcase_add_test(tc, test_cli_text_figures_for_people);
   tcase_add_test(tc, test_cli_json);
   tcase_add_test(tc, test_late_causes);
   tcase_add_test(tc, test_stack_unknown);

@@ -29,6 +29,18 @@ START_TEST(test_demo_bundled_trace) {
                          "memstub demo: done in"};
   for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
     ck_assert_msg(strstr(r.out, steps[i]) != NULL, "no '%s' in:\n%s", steps[i], r.out);
+  /* The duration error's share for people (issue 30: "-0.00000 %"): at most
+   * three significant digits, never all zeros unless the error is 0. */
+  const char *tot = strstr(r.out, "total duration  ");
+  ck_assert_ptr_nonnull(tot);
+  const char *open = strchr(tot, '('), *close = open ? strstr(open, " %)") : NULL;
+  ck_assert_msg(open && close && close < strchr(tot, '\n'), "%s", tot);
+  int sig = 0, lead = 1;
+  for (const char *c = open + 1; c < close; c++)
+    if (*c >= '1' && *c <= '9') sig++, lead = 0;
+    else if (*c == '0' && !lead) sig++;
+  ck_assert_msg((sig >= 1 && sig <= 3) || strncmp(open, "(0 %)", 5) == 0, "%.80s", tot);
+  ck_assert_msg(strstr(r.out, "(2,400 rows, 4.80 s)"), "%s", r.out);
   const char *files[] = {"host.profile", "memuse.h", "stub", "replayed.csv", "compare.txt",
                          "compare.json", "figure3.png", "figure3.svg", "figure3.txt"};
   char *out = in_dir(dir, "memstub-demo");

@@ -154,6 +154,12 @@ START_TEST(test_sites_skip_wrapper) {
   long long b = json_num(s1, "peak_bytes");
   ck_assert_msg(b > (3 << 20) * 65LL / 100 && b < (3 << 20) * 135LL / 100, "my_alloc: %lld", b);
   ck_assert_int_eq(json_num(s1, "backtraces"), 2);
+  long long blocks = json_num(s1, "peak_blocks");
+  tu_run_free(&r);
+  // Text: the estimated blocks (about 3072) in k for people, JSON exact.
+  r = tu_memstub(dir, "sites", "w.csv", NULL);
+  ck_assert_int_eq(r.status, 0);
+  ck_assert_msg(blocks >= 1000 && strstr(r.out, " k blocks; allocated "), "%lld: %s", blocks, r.out);
   tu_run_free(&r);
   // --skip my_alloc: its callers are the sites.
   r = tu_memstub(dir, "sites", "w.csv", "--skip", "my_alloc", "--top", "2", NULL);

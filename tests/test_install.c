@@ -85,6 +85,7 @@ static const char heapy_c[] =
 static const char probe_c[] =
     "#include <stdio.h>\n#include <stdlib.h>\n#include \"memstub/probe.h\"\n"
     "int main(void) {\n"
+    "  memstub_probe_measure(NULL);  /* standalone: measure, written below */\n"
     "  memstub_probe_begin(\"work\");\n"
     "  char *p = malloc(100000);\n  p[0] = 1;\n"
     "  memstub_probe_point();\n"

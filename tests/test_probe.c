@@ -32,6 +32,7 @@ static void *other_thread(void *arg) {
 /* Each case runs in a forked child: the probe's state is per process. */
 static int child_regions(const char *out) {
   if (memstub_probe_recording() != 0) return 10;
+  if (memstub_probe_measure(NULL) != 0) return 9;  // asked in code, no file at exit
   if (memstub_probe_end() != -EINVAL) return 11;
   if (memstub_probe_point() != 0) return 12;  // no region: nothing measured
   for (int occ = 0; occ < 2; occ++) {
@@ -78,6 +79,10 @@ START_TEST(test_standalone_points) {
   ck_assert_int_eq(t->pts[0].time_ns, 0);
   ck_assert_int_eq(t->pts[0].stack_bytes, 0);  // from the begin's caller
   ck_assert_str_eq(memstub_trace_get_meta(t, "source"), "memstub-probe");
+  // heap_bytes is the allocator's figure, and the trace says so.
+  const char *hm = memstub_trace_get_meta(t, "heap_measure");
+  ck_assert_msg(hm && strstr(hm, "mallinfo2") && strstr(hm, "not the bytes requested"), "%s",
+                hm ? hm : "(none)");
   for (int occ = 0; occ < 2; occ++) {
     const memstub_point *q = t->pts + occ * 6;
     // The point 11 frames down is at least 11 * 512 bytes deeper.
@@ -96,7 +101,25 @@ START_TEST(test_standalone_points) {
 }
 END_TEST
 
-static int child_atexit(void) {
+/* fn(arg) in a forked child without $MEMSTUB_PROBE_OUTPUT (out: with it),
+ * in directory cwd (NULL: this one), ended by exit() so the probe's exit
+ * handler runs; it must exit 0. */
+static void in_child(int (*fn)(const char *), const char *arg, const char *out, const char *cwd) {
+  pid_t p = fork();
+  ck_assert_int_ge(p, 0);
+  if (p == 0) {
+    if (out) setenv("MEMSTUB_PROBE_OUTPUT", out, 1);
+    else unsetenv("MEMSTUB_PROBE_OUTPUT");
+    if (cwd && chdir(cwd) != 0) _exit(2);
+    exit(fn(arg));
+  }
+  int st;
+  waitpid(p, &st, 0);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child failed with %d", WEXITSTATUS(st));
+}
+
+static int child_atexit(const char *unused) {
+  (void)unused;
   memstub_probe_begin(NULL);
   memstub_probe_point();
   memstub_probe_end();
@@ -107,18 +130,70 @@ START_TEST(test_written_at_exit) {
   char *dir = tu_mkdtemp();
   char out[4096];
   snprintf(out, sizeof out, "%s/atexit.csv", dir);
-  pid_t p = fork();
-  if (p == 0) {
-    setenv("MEMSTUB_PROBE_OUTPUT", out, 1);
-    exit(child_atexit());
-  }
-  int st;
-  waitpid(p, &st, 0);
-  ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  in_child(child_atexit, NULL, out, NULL);
   memstub_trace *t;
   memstub_error err;
   ck_assert_msg(memstub_trace_read(out, &t, &err) == 0, "%s", err.msg);
   ck_assert_int_eq(t->n, 3);
+  ck_assert_int_eq(tu_count_entries(dir), 1);
+  memstub_trace_free(t);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* Without the recorder and not asked to measure: the calls count the
+ * regions, and nothing is written anywhere (issue 30: every run wrote
+ * memstub-probe-PID.csv into the current directory). */
+static int child_not_asked(const char *unused) {
+  (void)unused;
+  for (int i = 0; i < 3; i++) {
+    if (memstub_probe_begin("quiet") != 1) return 10;
+    char *p = malloc(1000);
+    __asm__ volatile("" : : "r"(p) : "memory");
+    if (memstub_probe_point() != 1) return 11;
+    free(p);
+    if (memstub_probe_end() != 0) return 12;
+  }
+  if (memstub_probe_end() != -EINVAL) return 13;
+  memstub_error err = {0};
+  if (memstub_probe_write(NULL, &err) != -ENODATA) return 14;
+  if (!strstr(err.msg, "MEMSTUB_PROBE_OUTPUT")) return 15;  // says how to ask
+  return 0;  // exit() writes nothing
+}
+
+START_TEST(test_nothing_written_unless_asked) {
+  char *dir = tu_mkdtemp();
+  in_child(child_not_asked, NULL, NULL, dir);
+  ck_assert_int_eq(tu_count_entries(dir), 0);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* Asked in code with a file: written there at exit, time from the first
+ * point taken (after regions that ran before the ask). */
+static int child_measure_path(const char *out) {
+  memstub_probe_begin("before");  // not measured: not asked yet
+  memstub_probe_end();
+  if (memstub_probe_measure(out) != 0) return 10;
+  memstub_probe_begin("after");
+  memstub_probe_point();
+  memstub_probe_end();
+  return 0;
+}
+
+START_TEST(test_measure_in_code) {
+  char *dir = tu_mkdtemp();
+  char out[4096];
+  snprintf(out, sizeof out, "%s/m.csv", dir);
+  in_child(child_measure_path, out, NULL, NULL);
+  memstub_trace *t;
+  memstub_error err;
+  ck_assert_msg(memstub_trace_read(out, &t, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(t->n, 3);
+  ck_assert_int_eq(t->pts[0].time_ns, 0);
+  ck_assert_int_eq(memstub_trace_extra_row(t, 0)[memstub_trace_column(t, "region")], 2);
   ck_assert_int_eq(tu_count_entries(dir), 1);
   memstub_trace_free(t);
   tu_rmtree(dir);
@@ -131,6 +206,8 @@ static Suite *probe_suite(void) {
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, test_standalone_points);
   tcase_add_test(tc, test_written_at_exit);
+  tcase_add_test(tc, test_nothing_written_unless_asked);
+  tcase_add_test(tc, test_measure_in_code);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -242,6 +242,24 @@ START_TEST(test_threads) {
   ck_assert_int_ge(peak(t, 1), 1000);
   ck_assert_int_ge(meta_i(t, "record.threads"), 5);
   ck_assert_int_ge(churn_field(t, "churn.program.malloc", "calls="), 80000);
+  /* The summary for people (issue 30): the call count with thousands
+   * separators, the recorder's cost with its unit, the churn score in k
+   * (the trace's metadata keeps the exact figures). */
+  const char *line = strstr(r.err, "\n    malloc ");
+  ck_assert_msg(line, "%s", r.err);
+  char calls[32], bytes[16], unit[16], score[32], sunit[8];
+  ck_assert_msg(sscanf(line, " malloc - %31s %15s %15s %31s %7s", calls, bytes, unit, score,
+                       sunit) == 5,
+                "%s", r.err);
+  ck_assert_msg(strchr(calls, ',') && strcmp(unit, "MiB") == 0 && strcmp(sunit, "k") == 0,
+                "%s", r.err);
+  ck_assert_msg(strstr(r.err, "churn score") && strstr(r.err, " calls); per timer sample: "),
+                "%s", r.err);
+  // The cost is a time for people: whole ns below 1 µs ("63 ns", not "63.2 ns").
+  const char *cost = strstr(r.err, "recorder cost per allocator call: ");
+  char num[32], cu[16];
+  ck_assert_msg(cost && sscanf(cost + 34, "%31s %15s", num, cu) == 2, "%s", r.err);
+  ck_assert_msg(strcmp(cu, "ns") != 0 || !strchr(num, '.'), "%s", r.err);
   memstub_trace_free(t);
   tu_run_free(&r);
   // The second thread, its own heap: 2000 held plus one 16-byte block.

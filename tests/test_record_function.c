@@ -361,6 +361,12 @@ START_TEST(test_generations_many_blocks) {
     q++;
   }
   tu_run_free(&r);
+  // Text: the 60,000 survivor blocks with thousands separators (issue 30).
+  r = tu_memstub(dir, "generations", "t.csv", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_msg(strstr(r.out, "  produce_many                   3 ") && strstr(r.out, " 60,000 "),
+                "%s", r.out);
+  tu_run_free(&r);
   tu_rmtree(dir);
   free(dir);
 }

@@ -149,6 +149,47 @@ START_TEST(test_replay_bad_input) {
 }
 END_TEST
 
+/* A generated header or stub data file given where a trace goes (the first
+ * example of docs/compare-and-plot.md was `memstub replay memuse.h`): said
+ * what it is and what to run instead, exit 2, nothing written (issue 30). */
+START_TEST(test_replay_header_or_data_file) {
+  char *dir = tu_mkdtemp();
+  char *in = strdup(tu_src("traces/samples/listing1.csv"));
+  tu_run r = tu_memstub(dir, "gen", in, "-o", "memuse.h", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "gen", in, "--data", "l.data", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "replay", "memuse.h", "--measure", "out.csv", NULL);
+  ck_assert_int_eq(r.status, 2);
+  char want[8192];
+  snprintf(want, sizeof want,
+           "memstub: error: memuse.h is a stub header (made by memstub gen), not a trace: replay "
+           "the trace it was made from ('memstub replay %s'), or build the header into a stub "
+           "program and run that ('memstub build memuse.h -o stub && ./stub --measure "
+           "replayed.csv')\n",
+           in);
+  ck_assert_str_eq(r.err, want);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "replay", "l.data", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "l.data is a stub data file (memstub gen --data), not a trace: "
+                              "replay it with 'memstub replay --data l.data'"),
+                "%s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "gen", "memuse.h", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "memuse.h is a stub header (made by memstub gen), not a trace"), "%s",
+                r.err);
+  tu_run_free(&r);
+  ck_assert_int_eq(tu_count_entries(dir), 2);  // memuse.h, l.data
+  tu_rmtree(dir);
+  free(dir);
+  free(in);
+}
+END_TEST
+
 // gen, then build, in dir; returns the program's path.
 static char *gen_and_build(const char *dir, const char *trace, const char *name) {
   char *h = path_in(dir, "memuse.h"), *prog = path_in(dir, "stub");
@@ -178,16 +219,45 @@ START_TEST(test_build_and_run) {
     tu_run r = tu_exec(dir, argv);
     ck_assert_msg(r.status == 0, "stub exit %d: %s", r.status, r.err);
     check_replayed(in, out);
+    /* On success one line says what it did and what it wrote (issue 30: it
+     * printed nothing). */
+    char want[8192];
+    snprintf(want, sizeof want, "; measured trace in %s\n", out);
+    size_t le = strlen(r.err), lw = strlen(want);
+    ck_assert_msg(strstr(r.err, ": replayed ") && strstr(r.err, " points) in ") &&
+                      strstr(r.err, " timing)") && le >= lw && strcmp(r.err + le - lw, want) == 0,
+                  "%s", r.err);
+    tu_run_free(&r);
+    // Run again at once: the earlier run's file is replaced, not numbered.
+    r = tu_exec(dir, argv);
+    ck_assert_msg(r.status == 0 && strstr(r.err, want), "stub exit %d: %s", r.status, r.err);
+    check_replayed(in, out);
+    tu_run_free(&r);
+    char *quiet[] = {prog, "-q", NULL};
+    r = tu_exec(dir, quiet);
+    ck_assert_msg(r.status == 0, "stub exit %d: %s", r.status, r.err);
+    ck_assert_str_eq(r.err, "");
     tu_run_free(&r);
     char *argv2[] = {prog, "--timing=usleep", "--verbose", NULL};
     r = tu_exec(dir, argv2);
     ck_assert_msg(r.status == 0, "stub exit %d: %s", r.status, r.err);
     ck_assert_ptr_nonnull(strstr(r.err, "replayed"));
+    ck_assert_msg(strstr(r.err, "; not measured (--measure FILE writes what it did)") &&
+                      strstr(r.err, ": CPU "),
+                  "%s", r.err);
     tu_run_free(&r);
     char *argv3[] = {prog, "--help", NULL};
     r = tu_exec(dir, argv3);
     ck_assert_int_eq(r.status, 0);
     ck_assert_ptr_nonnull(strstr(r.out, "--measure"));
+    // The usage line names every option (it lacked --check and -v).
+    const char *usage_end = strstr(r.out, "\n\n");
+    ck_assert_ptr_nonnull(usage_end);
+    const char *need[] = {"--measure", "--timing", "--margin", "--check", "-v", "-q"};
+    for (size_t k = 0; k < sizeof need / sizeof need[0]; k++) {
+      const char *at = strstr(r.out, need[k]);
+      ck_assert_msg(at && at < usage_end, "no %s in the usage: %s", need[k], r.out);
+    }
     tu_run_free(&r);
     char *argv4[] = {prog, "--bogus", NULL};
     r = tu_exec(dir, argv4);
@@ -493,6 +563,7 @@ int main(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_replay_samples);
   tcase_add_test(tc, test_replay_bad_input);
+  tcase_add_test(tc, test_replay_header_or_data_file);
   tcase_add_test(tc, test_build_and_run);
   tcase_add_test(tc, test_build_bad_header);
   tcase_add_test(tc, test_build_numdata_beyond_arrays);

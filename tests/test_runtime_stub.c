@@ -2,9 +2,11 @@
 // build time (tests/CMakeLists.txt), called through its function entry point.
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,10 +33,12 @@ START_TEST(test_entry_point_measured) {
   setenv("MEMSTUB_MEASURE", path, 1);
   memstub_error err = {0};
   ck_assert_msg(memstub_listing1_stub_err(&err) == 0, "%s", err.msg);
-  // The template names the file, and a second call never replaces it.
-  ck_assert_int_eq(memstub_listing1_stub_err(&err), -EEXIST);
-  ck_assert_msg(strstr(err.msg, "exists already") != NULL, "%s", err.msg);
+  // The template names the file; the process's second call takes NAME.2.csv.
+  ck_assert_msg(memstub_listing1_stub_err(&err) == 0, "%s", err.msg);
   unsetenv("MEMSTUB_MEASURE");
+  ck_assert_int_eq(tu_count_entries(dir), 2);
+  snprintf(path, sizeof path, "%s/replayed-listing1_stub.2.csv", dir);
+  ck_assert(tu_exists(path));
   snprintf(path, sizeof path, "%s/replayed-listing1_stub.csv", dir);
   memstub_trace *orig = NULL, *rep = NULL;
   ck_assert_int_eq(memstub_trace_read(tu_src("traces/samples/listing1.csv"), &orig, &err), 0);
@@ -49,33 +53,20 @@ START_TEST(test_entry_point_measured) {
 }
 END_TEST
 
-/* The measurement of one call: the file in dir whose name starts with prefix
- * (exactly one such file), read; its name in *name if not NULL. */
-static memstub_trace *measured(const char *dir, const char *prefix, char **name) {
-  char cmd[8192];
-  snprintf(cmd, sizeof cmd, "cd '%s' && ls", dir);
-  FILE *p = popen(cmd, "r");
-  ck_assert_ptr_nonnull(p);
-  char line[1024], found[1024] = "";
-  int n = 0;
-  while (fgets(line, sizeof line, p)) {
-    line[strcspn(line, "\n")] = '\0';
-    if (strncmp(line, prefix, strlen(prefix)) == 0) n++, snprintf(found, sizeof found, "%s", line);
-  }
-  pclose(p);
-  ck_assert_msg(n == 1, "%d files named %s* in %s", n, prefix, dir);
+// The measurement in dir/name, read; its stub's name checked.
+static memstub_trace *measured(const char *dir, const char *name, const char *stub) {
   char path[4096];
-  snprintf(path, sizeof path, "%s/%s", dir, found);
+  snprintf(path, sizeof path, "%s/%s", dir, name);
   memstub_trace *t = NULL;
   memstub_error err = {0};
   ck_assert_msg(memstub_trace_read(path, &t, &err) == 0, "%s", err.msg);
-  if (name) *name = strdup(found);
+  if (stub) ck_assert_str_eq(memstub_trace_get_meta(t, "stub"), stub);
   return t;
 }
 
-/* Two stubbed components in one program, MEMSTUB_MEASURE naming a plain file:
- * each call measures to a file of its own (name, pid, call number appended),
- * and each file is that stub's replay. */
+/* Two stubbed components in one program, MEMSTUB_MEASURE naming a plain file
+ * (issue 30: it wrote m.csv.NAME.PID.CALL): the first measured call writes
+ * exactly m.csv, the later ones m.2.csv, m.3.csv, each its own stub's replay. */
 START_TEST(test_two_stubs_one_program) {
   char *dir = tu_mkdtemp();
   char path[4096];
@@ -87,35 +78,24 @@ START_TEST(test_two_stubs_one_program) {
   ck_assert_msg(memstub_listing1_stub_err(&err) == 0, "%s", err.msg);
   unsetenv("MEMSTUB_MEASURE");
   ck_assert_int_eq(tu_count_entries(dir), 3);
-  ck_assert(!tu_exists(path));
-  char prefix[256];
-  snprintf(prefix, sizeof prefix, "m.csv.nonlifo_stub.%ld.", (long)getpid());
-  memstub_trace *t = measured(dir, prefix, NULL);
-  ck_assert_str_eq(memstub_trace_get_meta(t, "stub"), "nonlifo_stub");
-  memstub_trace_free(t);
-  // The two calls of listing1_stub: two files, their call numbers apart.
-  snprintf(prefix, sizeof prefix, "m.csv.listing1_stub.%ld.", (long)getpid());
-  char cmd[8192];
-  snprintf(cmd, sizeof cmd, "ls '%s' | grep -c '^%s[0-9]*$'", dir, prefix);
-  FILE *p = popen(cmd, "r");
-  int count = 0;
-  ck_assert_int_eq(fscanf(p, "%d", &count), 1);
-  pclose(p);
-  ck_assert_int_eq(count, 2);
-  // A template: the fields expanded as documented.
+  static const char *const name[] = {"m.csv", "m.2.csv", "m.3.csv"};
+  static const char *const stub[] = {"listing1_stub", "nonlifo_stub", "listing1_stub"};
+  for (int i = 0; i < 3; i++) memstub_trace_free(measured(dir, name[i], stub[i]));
+  // A template: the fields expanded as documented; no field: the name itself.
   char *out = NULL;
   ck_assert_int_eq(memstub_measure_path("/x/%n-%p-%c-%%.csv", "a/b", 42, 7, &out, &err), 0);
   ck_assert_str_eq(out, "/x/a_b-42-7-%.csv");
   free(out);
   ck_assert_int_eq(memstub_measure_path("/x/m.csv", NULL, 42, 7, &out, &err), 0);
-  ck_assert_str_eq(out, "/x/m.csv.stub.42.7");
+  ck_assert_str_eq(out, "/x/m.csv");
   free(out);
-  // A directory that is not there: refused, naming the file.
+  // A directory that is not there: refused before the replay, naming the file.
   snprintf(path, sizeof path, "%s/none/m.csv", dir);
   setenv("MEMSTUB_MEASURE", path, 1);
   ck_assert_int_eq(memstub_nonlifo_stub_err(&err), -ENOENT);
   unsetenv("MEMSTUB_MEASURE");
-  ck_assert_msg(strstr(err.msg, "/none/m.csv.nonlifo_stub.") != NULL, "%s", err.msg);
+  ck_assert_msg(strstr(err.msg, "MEMSTUB_MEASURE: ") == err.msg && strstr(err.msg, "/none/m.csv: "),
+                "%s", err.msg);
   ck_assert_int_eq(memstub_measure_path("/x/%q.csv", "s", 1, 1, &out, &err), -EINVAL);
   ck_assert_msg(strstr(err.msg, "column 4") && strstr(err.msg, "%q"), "%s", err.msg);
   ck_assert_ptr_null(out);
@@ -124,8 +104,37 @@ START_TEST(test_two_stubs_one_program) {
 }
 END_TEST
 
+/* A file an earlier run left at the name is replaced (the simple case writes
+ * exactly the file named, as --measure does); one written since this process
+ * started (another process beside it) is not: the next free number. */
+START_TEST(test_measure_replaces_earlier_run) {
+  char *dir = tu_mkdtemp();
+  char path[4096], two[4096];
+  snprintf(path, sizeof path, "%s/m.csv", dir);
+  snprintf(two, sizeof two, "%s/m.2.csv", dir);
+  tu_write_file(path, "an earlier run's\n");
+  tu_write_file(two, "another process's, just now\n");
+  struct timespec old[2] = {{1000000000, 0}, {1000000000, 0}};  // 2001: before this process
+  ck_assert_int_eq(utimensat(AT_FDCWD, path, old, 0), 0);
+  setenv("MEMSTUB_MEASURE", path, 1);
+  memstub_error err = {0};
+  ck_assert_msg(memstub_listing1_stub_err(&err) == 0, "%s", err.msg);
+  ck_assert_msg(memstub_nonlifo_stub_err(&err) == 0, "%s", err.msg);
+  unsetenv("MEMSTUB_MEASURE");
+  memstub_trace_free(measured(dir, "m.csv", "listing1_stub"));
+  char *kept = tu_read_file(two);
+  ck_assert_str_eq(kept, "another process's, just now\n");
+  free(kept);
+  memstub_trace_free(measured(dir, "m.3.csv", "nonlifo_stub"));
+  ck_assert_int_eq(tu_count_entries(dir), 3);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 /* Two processes started with the same environment at once, each calling the
- * same stub: two files, one per pid, both complete. */
+ * same stub: two files, m.csv and m.2.csv, both complete (neither replaces
+ * the other's, whichever ends first). */
 START_TEST(test_two_processes) {
   char *dir = tu_mkdtemp();
   char path[4096];
@@ -156,10 +165,9 @@ START_TEST(test_two_processes) {
   memstub_trace *orig = NULL;
   memstub_error err = {0};
   ck_assert_int_eq(memstub_trace_read(tu_src("traces/samples/listing1.csv"), &orig, &err), 0);
+  static const char *const name[] = {"m.csv", "m.2.csv"};
   for (int i = 0; i < 2; i++) {
-    char prefix[256];
-    snprintf(prefix, sizeof prefix, "m.csv.listing1_stub.%ld.1", (long)pid[i]);
-    memstub_trace *rep = measured(dir, prefix, NULL);
+    memstub_trace *rep = measured(dir, name[i], "listing1_stub");
     rt_fit fit;
     rt_check_exact(orig, memstub_listing1_stub_stub(), rep, 1, &fit);
     memstub_trace_free(rep);
@@ -237,6 +245,7 @@ int main(void) {
   tcase_add_test(tc, test_entry_point_measured);
   tcase_add_test(tc, test_entry_point_bad_env);
   tcase_add_test(tc, test_two_stubs_one_program);
+  tcase_add_test(tc, test_measure_replaces_earlier_run);
   tcase_add_test(tc, test_two_processes);
   suite_add_tcase(s, tc);
   TCase *link = tcase_create("link");

@@ -131,3 +131,19 @@ void tu_run_free(tu_run *r) {
   free(r->out);
   free(r->err);
 }
+
+size_t tu_subcommands(char *cmds[], size_t max) {
+  tu_run r = tu_memstub(NULL, "help", NULL);
+  ck_assert_int_eq(r.status, 0);
+  const char *at = strstr(r.out, "\ncommands:\n");
+  ck_assert_ptr_nonnull(at);
+  size_t n = 0;
+  for (at = strchr(at + 1, '\n') + 1; at[0] == ' ' && at[1] == ' ' && n < max;) {
+    char name[32];
+    ck_assert_int_eq(sscanf(at, " %31s", name), 1);
+    if (strcmp(name, "help") != 0 && strcmp(name, "version") != 0) cmds[n++] = strdup(name);
+    at = strchr(at, '\n') + 1;
+  }
+  tu_run_free(&r);
+  return n;
+}

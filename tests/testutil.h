@@ -31,5 +31,8 @@ tu_run tu_exec(const char *cwd, char *const argv[]);
 // Run `memstub ARGS...` ($MEMSTUB_EXE); the list ends with NULL.
 tu_run tu_memstub(const char *cwd, ...);
 void tu_run_free(tu_run *r);
+/* The subcommands `memstub help` lists (help and version aside): names into
+ * cmds (each malloc'd, at most max), their number returned. */
+size_t tu_subcommands(char *cmds[], size_t max);
 
 #endif

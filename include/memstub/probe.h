@@ -9,13 +9,20 @@
  * called memstub_probe_begin() instead of from the thread's stack top. The
  * recorder also reports the allocator churn of every region by name.
  *
- * Without the recorder the same calls take the measuring points themselves
- * (Trapp et al.'s method): at every begin, point and end the stack pointer
- * relative to the outermost begin's caller, mallinfo2()'s heap in use
- * (uordblks + hblkhd) and a CLOCK_MONOTONIC timestamp go into a buffer
- * reserved with mmap (so it does not disturb the heap), which is written as a
- * trace at exit to $MEMSTUB_PROBE_OUTPUT (default memstub-probe-PID.csv), or
- * earlier with memstub_probe_write().
+ * Without the recorder the calls do nothing but count the regions (their
+ * return values are the same), and nothing is written, unless the program
+ * is asked to measure: $MEMSTUB_PROBE_OUTPUT=FILE in its environment, or
+ * memstub_probe_measure() in its code. Then they take the measuring points
+ * themselves (Trapp et al.'s method): at every begin, point and end the
+ * stack pointer relative to the outermost begin's caller, the allocator's
+ * bytes in use and a CLOCK_MONOTONIC timestamp go into a buffer reserved
+ * with mmap (so it does not disturb the heap), written as a trace at exit to
+ * FILE, or earlier with memstub_probe_write(). Its columns: time_ns since the
+ * first begin; stack_bytes below the outermost begin's caller; heap_bytes
+ * the allocator's bytes in use for the whole process (mallinfo2 uordblks +
+ * hblkhd: chunk headers and rounding included, mmapped blocks whole), not
+ * the bytes requested that memstub record counts (the trace's heap_measure
+ * metadata says so); region the occurrence. docs/recording.md has more.
  *
  * Regions nest: only the outermost begin/end pair delimits the trace and sets
  * the stack base; inner pairs are measuring points (and churn regions under
@@ -50,10 +57,18 @@ int memstub_probe_end(void);
  * by itself. */
 int memstub_probe_recording(void);
 
+/* Standalone mode: take the measuring points from the next call on, and
+ * write them at exit to path (NULL: only when memstub_probe_write is called),
+ * as $MEMSTUB_PROBE_OUTPUT=path does. 0; 1 under the recorder (which records
+ * anyway; nothing changes); -ENAMETOOLONG. */
+int memstub_probe_measure(const char *path);
+
 /* Standalone mode: write the points taken so far as a trace to path (NULL:
- * $MEMSTUB_PROBE_OUTPUT or memstub-probe-PID.csv), atomically, and start a
- * new buffer. 0, -ENODATA when there is nothing to write (or under the
- * recorder, which writes its own trace), or a negative errno with err set. */
+ * the file asked for, $MEMSTUB_PROBE_OUTPUT or memstub_probe_measure's),
+ * atomically, and start a new buffer. 0; -ENODATA when there is nothing to
+ * write (not asked to measure, no point yet, or under the recorder, which
+ * writes its own trace); -EINVAL for a NULL path with no file asked for; or
+ * a negative errno with err set. */
 int memstub_probe_write(const char *path, memstub_error *err);
 
 #ifdef __cplusplus

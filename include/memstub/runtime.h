@@ -295,23 +295,37 @@ int memstub_replay_heap_measured(const memstub_replay *r);
 int memstub_replay_write(const memstub_replay *r, const char *path, memstub_error *err);
 
 /* The file a replay measures to, opened before the replay (a stub program's
- * and memstub replay's --measure): a path that cannot be written fails at
- * once, not after the replay. The trace goes to a temporary file beside
- * path, renamed over it by the commit (a device, a FIFO or "-" are written
- * in place). While it is open, SIGINT, SIGTERM and SIGHUP, where their
- * action is the default one, remove the temporary file before they kill the
- * process (one open file at a time has this). */
+ * and memstub replay's --measure, an embedded stub's MEMSTUB_MEASURE): a
+ * path that cannot be written fails at once, not after the replay. The
+ * trace goes to a temporary file beside it, renamed into place by the
+ * commit (a device, a FIFO or "-" are written in place). While it is open,
+ * SIGINT, SIGTERM and SIGHUP, where their action is the default one, remove
+ * the temporary file before they kill the process (one open file at a time
+ * has this).
+ *
+ * The name, one rule for every measured replay (docs/runtime.md,
+ * "Measurement files"): tmpl expanded as memstub_measure_path says (%p, %n
+ * stub_name, %c the process's measured replays counted from 1, %%); the
+ * first measured replay of the process to take that name writes exactly it
+ * (replacing a file an earlier run left there); a name an earlier replay of
+ * this process took, or one another process wrote while this replay ran,
+ * gets ".N" before its extension (m.csv, m.2.csv, m.3.csv: the first N from
+ * 2 that is free). memstub_measure_name says which. */
 typedef struct memstub_measure_file memstub_measure_file;
-/* 0 with *out (commit or abort it), or a negative errno with err naming path. */
-int memstub_measure_open(const char *path, memstub_measure_file **out, memstub_error *err);
+/* 0 with *out (close it), or a negative errno with err naming the file. */
+int memstub_measure_open(const char *tmpl, const char *stub_name, memstub_measure_file **out,
+                         memstub_error *err);
+/* The file m writes: after a commit, the one it wrote ("standard output"
+ * for "-"). Valid until m is closed. */
+const char *memstub_measure_name(const memstub_measure_file *m);
 /* Write t (a replayed trace: memstub_replay_trace, memstub_threads_trace)
- * and put the file in place; m is closed and freed either way. 0, or a
- * negative errno with err naming the file (nothing is left then). */
+ * and put the file in place, once. 0, or a negative errno with err naming
+ * the file (nothing is left then). m stays open for memstub_measure_name. */
 int memstub_measure_commit(memstub_measure_file *m, const memstub_trace *t, memstub_error *err);
-// Close and free m, removing its temporary file; NULL: nothing.
-void memstub_measure_abort(memstub_measure_file *m);
-/* memstub_replay_trace of r committed to m (aborted when the trace cannot be
- * made): 0, or a negative errno with err set; m is freed either way. */
+/* Free m; its temporary file is removed unless it was committed. NULL: nothing. */
+void memstub_measure_close(memstub_measure_file *m);
+/* memstub_replay_trace of r committed to m (nothing written when the trace
+ * cannot be made): 0, or a negative errno with err set. Close m after. */
 int memstub_measure_commit_replay(memstub_measure_file *m, const memstub_replay *r,
                                   memstub_error *err);
 

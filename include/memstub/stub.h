@@ -139,19 +139,18 @@ int memstub_stub_decode_work(const char *data, int64_t len, int64_t numdata, str
  * the defaults and return 0 or a negative errno (err may be NULL). The
  * environment can change the defaults: MEMSTUB_TIMING=deadline|usleep,
  * MEMSTUB_MARGIN_NS=N|adaptive, and MEMSTUB_MEASURE=template writes the
- * replayed trace to a new file of each call's own, named as
- * memstub_measure_path says; a file already there is never replaced (-EEXIST).
- * A standalone stub program's main is runtime/stub_main.c. */
+ * replayed trace to the file the measurement naming rule gives
+ * (memstub_measure_open in memstub/runtime.h: the template's name for the
+ * first measured replay of the process, NAME.2.EXT, NAME.3.EXT for later
+ * ones). A standalone stub program's main is runtime/stub_main.c. */
 int memstub_stub_call(const struct memstub_stub *s, memstub_error *err);
 
-/* The measurement file of one stub call from the MEMSTUB_MEASURE template
- * tmpl: %p is pid, %n the stub's name (name, or "stub" when NULL or empty;
- * characters other than letters, digits, '_', '-' and '.' become '_'), %c
- * the call's number in the process (from 1, over every stub and thread), %%
- * a '%'. A template with no field gets ".%n.%p.%c" appended, so stubs never
- * share a file, unless it is "-" or names an existing device or FIFO (written
- * in place). *out is malloc'd. 0, -EINVAL (an unknown field, err naming its
- * column) or -ENOMEM. */
+/* A measurement file template tmpl expanded: %p is pid, %n the stub's name
+ * (name, or "stub" when NULL or empty; characters other than letters,
+ * digits, '_', '-' and '.' become '_'), %c the measured replay's number in
+ * the process (from 1, over every stub, call and thread), %% a '%'. A
+ * template with no field is the name itself. *out is malloc'd. 0, -EINVAL
+ * (an unknown field, err naming its column) or -ENOMEM. */
 int memstub_measure_path(const char *tmpl, const char *name, long pid, int64_t call, char **out,
                          memstub_error *err);
 

@@ -115,8 +115,8 @@ void memstub_threads_replay_free(memstub_threads_replay *r);
 int memstub_threads_trace(const memstub_threads_replay *r, memstub_trace **out,
                           memstub_error *err);
 /* memstub_threads_trace of r committed to m (memstub_measure_open in
- * memstub/runtime.h; aborted when the trace cannot be made): 0, or a
- * negative errno with err set; m is freed either way. */
+ * memstub/runtime.h; nothing written when the trace cannot be made): 0, or
+ * a negative errno with err set. Close m after. */
 int memstub_measure_commit_threads(memstub_measure_file *m, const memstub_threads_replay *r,
                                    memstub_error *err);
 
