@@ -672,6 +672,70 @@ START_TEST(test_record_to_replay) {
 }
 END_TEST
 
+/* The calls of a stub as it counts them (issue 30 item 2): the built stub
+ * and memstub replay of the same trace make and count the same calls kind
+ * by kind, and so does a what-if on the heap (the calloc counts once
+ * differed: 12 / 4 and 12 / 12). Twelve callocs: eight grow the heap beside
+ * ten tiny mallocs (the block's resize stands for them), four are
+ * temporaries freed in their row. */
+START_TEST(test_calls_counted_alike) {
+  char *dir = tu_mkdtemp();
+  char text[8192];
+  int n = snprintf(text, sizeof text,
+                   "# memstub-trace 1\n"
+                   "time_ns,stack_bytes,heap_bytes,churn_bytes,calls_malloc_tiny,"
+                   "calls_calloc_small,calls_calloc_large,calls_free_small\n"
+                   "0,0,0,0,0,0,0,0\n");
+  int64_t heap = 0;
+  for (int i = 1; i <= 12; i++) {
+    int grow = i <= 8;
+    heap += grow ? 1048576 : 0;
+    n += snprintf(text + n, sizeof text - (size_t)n, "%d,0,%lld,%d,10,%d,%d,%d\n", i * 4000000,
+                  (long long)heap, (grow ? 1048576 : 1024) + 320, grow ? 0 : 1, grow, grow ? 0 : 1);
+  }
+  const char *csv = trace_csv(dir, text);
+  tu_run r = tu_memstub(dir, "gen", csv, "-o", "c.h", NULL);
+  ck_assert_msg(r.status == 0, "gen: %s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "build", "c.h", "-o", "c_stub", NULL);
+  ck_assert_msg(r.status == 0, "build: %s", r.err);
+  tu_run_free(&r);
+  char exe[4200], m[3][4200];
+  snprintf(exe, sizeof exe, "%s/c_stub", dir);
+  for (int k = 0; k < 3; k++) snprintf(m[k], sizeof m[k], "%s/m%d.csv", dir, k);
+  char *argv[] = {exe, "--measure", m[0], NULL};
+  r = tu_exec(dir, argv);
+  ck_assert_msg(r.status == 0, "stub: %s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "replay", csv, "--measure", m[1], NULL);
+  ck_assert_msg(r.status == 0, "replay: %s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "replay", csv, "--heap-scale", "0.5", "--measure", m[2], NULL);
+  ck_assert_msg(r.status == 0, "replay: %s", r.err);
+  tu_run_free(&r);
+  static const char *const names[] = {MEMSTUB_WORK_CALL_COLUMNS};
+  int64_t per_kind[3][MEMSTUB_WORK_KINDS] = {{0}};
+  for (int k = 0; k < 3; k++) {
+    memstub_trace *t = NULL;
+    memstub_error err = {0};
+    ck_assert_msg(memstub_trace_read(m[k], &t, &err) == 0, "%s", err.msg);
+    for (int c = 0; c < MEMSTUB_WORK_CALLS; c++) per_kind[k][c / 4] += sum_col(t, names[c]);
+    memstub_trace_free(t);
+  }
+  // The eight growths are reallocs of the block; the four temporaries callocs.
+  ck_assert_int_eq(per_kind[0][MEMSTUB_CALL_CALLOC], 4);
+  ck_assert_int_eq(per_kind[0][MEMSTUB_CALL_MALLOC], 120);
+  ck_assert_int_eq(per_kind[0][MEMSTUB_CALL_REALLOC], 8);
+  for (int k = 1; k < 3; k++)
+    for (int j = 0; j < MEMSTUB_WORK_KINDS; j++)
+      ck_assert_msg(per_kind[k][j] == per_kind[0][j], "%s: kind %d: %lld, the built stub's %lld",
+                    k == 1 ? "replay" : "replay --heap-scale 0.5", j, (long long)per_kind[k][j],
+                    (long long)per_kind[0][j]);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("work");
   TCase *tc = tcase_create("core");
@@ -686,6 +750,7 @@ int main(void) {
   tcase_add_test(tc, test_spin_accuracy);
   tcase_add_test(tc, test_cli_scales);
   tcase_add_test(tc, test_record_to_replay);
+  tcase_add_test(tc, test_calls_counted_alike);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
