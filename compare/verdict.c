@@ -201,8 +201,10 @@ static const memstub_compare_checks *held_to(const memstub_compare_report *r,
   return *own;
 }
 
-int ms__compare_verdict_text(FILE *f, const memstub_compare_report *r,
-                             const memstub_compare_checks *cs) {
+/* The verdict line, as text (json 0) or as the JSON report's "verdict"
+ * member (json 1). 0, or -ENOMEM. */
+static int verdict_write(FILE *f, const memstub_compare_report *r,
+                         const memstub_compare_checks *cs, int json) {
   memstub_compare_checks *own;
   int goals, faithful;
   const memstub_compare_checks *h = held_to(r, cs, &own, &goals);
@@ -212,22 +214,11 @@ int ms__compare_verdict_text(FILE *f, const memstub_compare_report *r,
   }
   char buf[4096];
   verdict(r, h, goals, buf, sizeof buf, &faithful);
-  fprintf(f, "\nverdict   %s\n", buf);
-  memstub_compare_checks_free(own);
-  return 0;
-}
-
-int ms__compare_verdict_json(FILE *f, const memstub_compare_report *r,
-                             const memstub_compare_checks *cs) {
-  memstub_compare_checks *own;
-  int goals, faithful;
-  const memstub_compare_checks *h = held_to(r, cs, &own, &goals);
-  if (!h) {
+  if (!json) {
+    fprintf(f, "\nverdict   %s\n", buf);
     memstub_compare_checks_free(own);
-    return -ENOMEM;
+    return 0;
   }
-  char buf[4096];
-  verdict(r, h, goals, buf, sizeof buf, &faithful);
   fprintf(f, "  \"verdict\": {\"faithful\": %s, \"held_to\": \"%s\", \"calibrated\": %s, \"goals\": [",
           faithful ? "true" : "false", goals ? "goals" : "checks", r->calibrated ? "true" : "false");
   for (size_t i = 0; i < h->n; i++) {
@@ -244,4 +235,14 @@ int ms__compare_verdict_json(FILE *f, const memstub_compare_report *r,
   fputs("},\n", f);
   memstub_compare_checks_free(own);
   return 0;
+}
+
+int ms__compare_verdict_text(FILE *f, const memstub_compare_report *r,
+                             const memstub_compare_checks *cs) {
+  return verdict_write(f, r, cs, 0);
+}
+
+int ms__compare_verdict_json(FILE *f, const memstub_compare_report *r,
+                             const memstub_compare_checks *cs) {
+  return verdict_write(f, r, cs, 1);
 }

@@ -1182,20 +1182,13 @@ static const char whatif_wi[] =
     "1000000,512,8192,2,16384,400000,3200,99,1,99\n"
     "2000000,0,0,3,4096,600000,3200,0,1,0\n";
 
-static char *report_text(const memstub_compare_report *r, const memstub_compare_checks *cs) {
+// The report as the writers print it: text, or JSON with json set.
+static char *report(const memstub_compare_report *r, const memstub_compare_checks *cs, int json) {
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
-  ck_assert_int_eq(memstub_compare_write_text(r, cs, f), 0);
-  fclose(f);
-  return buf;
-}
-
-static char *report_json(const memstub_compare_report *r, const memstub_compare_checks *cs) {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  ck_assert_int_eq(memstub_compare_write_json(r, cs, f), 0);
+  ck_assert_int_eq(json ? memstub_compare_write_json(r, cs, f) : memstub_compare_write_text(r, cs, f),
+                   0);
   fclose(f);
   return buf;
 }
@@ -1225,7 +1218,7 @@ START_TEST(test_whatif_before_after) {
   ck_assert_int_eq(r->work.cpu.replayed_total, 600000);
   ck_assert_int_eq(r->work.allocs.original_total, 200);
   ck_assert_int_eq(r->work.allocs.replayed_total, 201);
-  char *t = report_text(r, NULL);
+  char *t = report(r, NULL, 0);
   ck_assert_msg(strstr(t, "what-if   time x0.5, heap x0.5, rss x0.5, mapped x0.5: before is "
                           "ORIGINAL (on its stub's timeline), after REPLAYED\n"
                           "                          before        after  change\n"
@@ -1247,7 +1240,7 @@ START_TEST(test_whatif_before_after) {
                           "docs/calibration.md)\n"),
                 "%s", t);
   free(t);
-  char *j = report_json(r, NULL);
+  char *j = report(r, NULL, 1);
   ck_assert_msg(strstr(j, "\"kind\": \"what-if\",\n  \"scales\": {\"time\": 0.5, \"heap\": 0.5, "
                           "\"stack\": 1, \"rss\": 0.5, \"mapped\": 0.5, \"cpu\": 1, \"churn\": 1},"),
                 "%s", j);
@@ -1287,7 +1280,7 @@ START_TEST(test_fidelity_by_design_verdict) {
   memstub_compare_options o = opts();
   memstub_compare_report *r = compare(orig_wi, repl, &o);
   ck_assert_int_eq(r->whatif.is, 0);
-  char *t = report_text(r, NULL);
+  char *t = report(r, NULL, 0);
   ck_assert_msg(!strstr(t, "what-if"), "%s", t);
   ck_assert_msg(strstr(t, "\ndifferences by design (the stub is not the component; not errors):\n"
                           "  heap_block  the stub holds its heap in one block, resized with "
@@ -1315,12 +1308,12 @@ START_TEST(test_fidelity_by_design_verdict) {
   memstub_error err = {0};
   ck_assert_int_eq(memstub_compare_checks_parse(cs, "total-pct=3,heap-max=0", &err), 0);
   ck_assert_uint_eq(memstub_compare_checks_run(cs, r), 0);
-  t = report_text(r, cs);
+  t = report(r, cs, 0);
   ck_assert_msg(strstr(t, "\nverdict   faithful by the checks: duration error 2.00 % (<= 3 %), "
                           "heap-max 0 bytes (<= 0 bytes)\n"),
                 "%s", t);
   free(t);
-  char *j = report_json(r, cs);
+  char *j = report(r, cs, 1);
   ck_assert_msg(strstr(j, "\"kind\": \"fidelity\""), "%s", j);
   ck_assert_msg(strstr(j, "\"by_design\": [\n    {\"key\": \"heap_block\", \"why\": \"the stub "
                           "holds its heap in one block"),
@@ -1334,7 +1327,7 @@ START_TEST(test_fidelity_by_design_verdict) {
   memcpy(strstr(cal, "calibration: none"), "calibration: h.pr", 17);
   r = compare(orig_wi, cal, &o);
   ck_assert_int_eq(r->calibrated, 1);
-  t = report_text(r, NULL);
+  t = report(r, NULL, 0);
   ck_assert_msg(strstr(t, "stack exact 50.00 % (< 99 %)"), "%s", t);
   ck_assert_msg(!strstr(t, "memstub calibrate"), "%s", t);
   free(t);
