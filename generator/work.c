@@ -257,8 +257,8 @@ int ms__gen_work_points(memstub_gen *g, const ms__work *w, const memstub_gen_opt
     pay(&ow, v, &bytes, row);
     // The calls left move at least a byte each (a block of 0 bytes is none):
     // a row whose bytes the block's resize took all of asks for the least.
-    if (w->has_bytes && (double)bytes < memstub_work_bytes(v, min_size))
-      bytes = (int64_t)memstub_work_bytes(v, min_size);
+    double least = memstub_work_bytes(v, min_size);
+    if (w->has_bytes && (double)bytes < least) bytes = least >= 9e18 ? INT64_MAX : (int64_t)least;
     int64_t idx = intern(&d, v);
     if (idx < 0) {
       rc = memstub_error_set(err, -ENOMEM, "out of memory");
@@ -275,7 +275,7 @@ int ms__gen_work_points(memstub_gen *g, const ms__work *w, const memstub_gen_opt
       g->work_late_ns += (int64_t)(pred - (double)g->use[i].time);
     }
     g->churn[i] = bytes;
-    g->work_bytes += bytes;
+    if (ms__add_i64(g->work_bytes, bytes, &g->work_bytes) < 0) g->work_bytes = INT64_MAX;
     int64_t c = w->cpu[row];
     if (o->time_scale != 1.0 && ms__round_i64((double)c * o->time_scale, &c) < 0) c = INT64_MAX;
     if (c > g->use[i].time) {  // a delay compensated or scaled below the CPU time
