@@ -1346,6 +1346,12 @@ START_TEST(test_whatif_transforms_lines) {
   memstub_compare_report *r = compare(orig_wi, text, &o);
   ck_assert(r->whatif.is && r->whatif.scales.heap == 0.5 && r->whatif.scales.rss == 1.0);
   memstub_compare_free(r);
+  // A trace of the three columns alone (no extra column to copy).
+  snprintf(text, sizeof text, "# transforms: time x1, heap x2, stack x1\n%s", repl5);
+  r = compare(orig5, text, &o);
+  ck_assert(r->whatif.is && r->whatif.fig[MEMSTUB_FIGURE_HEAP_PEAK].before == 200000);
+  ck_assert_int_eq(r->heap.original_peak, 400000);  // the target: twice the heap
+  memstub_compare_free(r);
   memstub_trace *a = parse(orig_wi), *b = NULL;
   snprintf(text, sizeof text, "# memstub-trace 1\n# transforms: heap x0.5\n%s",
            strstr(whatif_wi, "time_ns,"));

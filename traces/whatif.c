@@ -87,7 +87,8 @@ int ms__trace_dup(const memstub_trace *t, memstub_trace **out) {
   if (rc == 0) rc = memstub_trace_reserve(c, t->n);
   for (size_t i = 0; rc == 0 && i < t->n; i++) {
     const memstub_point *p = &t->pts[i];
-    if ((rc = memstub_trace_append(c, p->time_ns, p->stack_bytes, p->heap_bytes)) == 0)
+    if ((rc = memstub_trace_append(c, p->time_ns, p->stack_bytes, p->heap_bytes)) == 0 &&
+        t->nextra)
       memcpy(memstub_trace_extra_row(c, i), memstub_trace_extra_row(t, i),
              t->nextra * sizeof(int64_t));
   }
