@@ -4,7 +4,6 @@
 // figures before and after.
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <string.h>
 
 #include "internal.h"

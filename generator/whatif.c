@@ -1,7 +1,6 @@
 // The what-if scales of a stub (docs/formats.md, "What-if transforms"):
 // resident and mapped memory following the heap, the provenance's line,
 // and what the scales did to the stub's peaks, duration and CPU time.
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
