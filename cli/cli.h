@@ -107,11 +107,33 @@ typedef struct ms_cli_option {
 
 enum { MS_CLI_LONG = 256, MS_CLI_MAX_OPTIONS = 40 };
 
-// The what-if options of gen and replay, with the caller's keys.
-#define MS_CLI_WHATIF_OPTIONS(time_key, heap_key, stack_key)                                 \
-  {"time-scale", time_key, "F", "what-if: multiply every time by F (0.7 = 30% faster)"},    \
-      {"heap-scale", heap_key, "F", "what-if: multiply the heap totals by F"},             \
-      {"stack-scale", stack_key, "F", "what-if: multiply the stack totals by F"}
+/* The what-if options (docs/formats.md, "What-if transforms"): the same in
+ * gen and replay, with keys of their own (a command's own long options stay
+ * below MS_CLI_WHATIF). */
+enum { MS_CLI_WHATIF = MS_CLI_LONG + 200, MS_CLI_TIME_SCALE = MS_CLI_WHATIF, MS_CLI_HEAP_SCALE,
+       MS_CLI_STACK_SCALE, MS_CLI_RSS_SCALE, MS_CLI_MAPPED_SCALE, MS_CLI_CPU_SCALE,
+       MS_CLI_CHURN_SCALE, MS_CLI_WHATIF_END };
+#define MS_CLI_WHATIF_OPTIONS                                                                 \
+  {"time-scale", MS_CLI_TIME_SCALE, "F", "what-if: multiply every time by F (0.7 = 30% faster)"}, \
+      {"heap-scale", MS_CLI_HEAP_SCALE, "F",                                                  \
+       "what-if: multiply the heap totals by F; resident and\n"                                 \
+       "mapped memory follow it (half the heap has half the\n"                                  \
+       "pages to write) unless --rss-scale, --mapped-scale\n"                                   \
+       "set their own"},                                                                        \
+      {"stack-scale", MS_CLI_STACK_SCALE, "F", "what-if: multiply the stack totals by F"},   \
+      {"rss-scale", MS_CLI_RSS_SCALE, "F",                                                    \
+       "what-if: multiply the resident totals (rss_bytes) by F\n"                              \
+       "(default: the --heap-scale)"},                                                          \
+      {"mapped-scale", MS_CLI_MAPPED_SCALE, "F",                                              \
+       "what-if: multiply the mapped totals (mapped_bytes) by\n"                               \
+       "F (default: the --heap-scale)"},                                                        \
+      {"cpu-scale", MS_CLI_CPU_SCALE, "F",                                                    \
+       "what-if: the CPU time between memory changes\n"                                        \
+       "(cpu_ns) times F, the delays shorter or longer by\n"                                   \
+       "the difference (0.5: the computation twice as fast)"},                                  \
+      {"churn-scale", MS_CLI_CHURN_SCALE, "F",                                                \
+       "what-if: F times the allocator calls and their bytes\n"                                \
+       "(calls_*, churn_bytes; 0: every temporary pooled)"}
 
 typedef struct ms_cli_spec {
   const char *name;           // the subcommand, for messages ("see 'memstub gen --help'")
@@ -147,6 +169,16 @@ int ms_cli_next(ms_cli_parser *p, int argc, char **argv);
 int ms_cli_arg_double(ms_cli_parser *p, double *out);
 int ms_cli_arg_i64(ms_cli_parser *p, int64_t *out);
 int ms_cli_arg_choice(ms_cli_parser *p, const char *const *choices, int *out);
+
+struct memstub_gen_options;
+struct memstub_gen;
+/* A what-if option (key c, argument p->arg) into o: 1 when taken, 0 when c
+ * is not a what-if option, -1 after printing a usage error (not a number,
+ * or not finite and >= 0). cli/whatif.c. */
+int ms_cli_whatif_take(ms_cli_parser *p, int c, struct memstub_gen_options *o);
+/* What the what-if scales did to g (memstub_gen_whatif_format) on stderr,
+ * after "memstub: " (label: "" or "thread N: "); nothing without a what-if. */
+void ms_cli_whatif_note(const struct memstub_gen *g, const char *label);
 
 /* ---- typo suggestions ----------------------------------------------------- */
 

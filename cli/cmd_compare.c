@@ -25,11 +25,14 @@ static const ms_cli_option options[] = {
      "  rss-p90, mapped-p90           p90 |error|, % of the original's peak\n"
      "  rss-peak, mapped-peak         |peak error|, % of the original's peak\n"
      "  cpu-, calls-, churn-total-pct |total work error|, % of the original's\n"
+     "  calls-alloc-pct               the same for the allocating calls\n"
+     "                                (every kind but free)\n"
      "  calls-KIND-pct                the same per kind (malloc, calloc,\n"
      "                                realloc, free, memalign)\n"
      "  cpu-p90-UNIT, calls-p90       p90 |work error| per interval\n"
      "  missing, repeated             points\n"
-     "e.g. --check total-ms=1,p99-us=100,heap-exact=99.5%"},
+     "e.g. --check total-ms=1,p99-us=100,heap-exact=99.5%\n"
+     "The checks are then the goals of the verdict line."},
     {"json", O_JSON, NULL, "print the report as JSON (keys: docs/compare-and-plot.md)"},
     {"late-us", O_LATE, "N", "a point is late when its error exceeds N us (default 10)"},
     {"stack-slack", O_SSLACK, "B", "stack is exact within B bytes (default 16)"},
@@ -65,6 +68,18 @@ static const ms_cli_spec spec = {
     "ORIGINAL's times are those its stub replays: a trace of memstub record has the\n"
     "recorder's cost taken out, as memstub gen does (the report's 'timeline' line).\n"
     "Either file may be '-' for standard input.\n"
+    "\n"
+    "A REPLAYED whose metadata names what-if scales (memstub gen or replay\n"
+    "--heap-scale ...) is a what-if: the report starts with a table of peak heap,\n"
+    "peak resident, peak stack, duration, CPU, allocator calls and churn before\n"
+    "(ORIGINAL) and after (REPLAYED), with the change, and judges REPLAYED against\n"
+    "ORIGINAL with the same scales. What a stub differs in by design (its one heap\n"
+    "block resized by realloc, its own frees, an uncalibrated stack) is listed apart\n"
+    "from the errors, with why. The last line is the verdict, with the goals it was\n"
+    "held to: heap exact 99 %, duration, resident and mapped peaks, CPU and the\n"
+    "allocating calls within 1, 5, 5, 5 and 1 %, and with a calibration profile\n"
+    "the stack exact 99 %; or the --check thresholds when given. The verdict alone\n"
+    "does not change the exit status; --check does.\n"
     "\n",
     options, 26,
     "\n"

@@ -11,8 +11,7 @@
 #include "memstub/runtime.h"
 #include "ms_common.h"
 
-enum { O_TIME_SCALE = MS_CLI_LONG, O_HEAP_SCALE, O_STACK_SCALE, O_RSS_SCALE, O_MAPPED_SCALE,
-       O_CPU_SCALE, O_CHURN_SCALE, O_DATA, O_RELEASE, O_HOLD, O_HOLD_API, O_CHECK_NAME };
+enum { O_DATA = MS_CLI_LONG, O_RELEASE, O_HOLD, O_HOLD_API, O_CHECK_NAME };
 
 static const ms_cli_option options[] = {
     {"output", 'o', "FILE", "write the header to FILE (atomically)"},
@@ -22,18 +21,7 @@ static const ms_cli_option options[] = {
      "a C identifier of at most 64 characters that is not\n"
      "a C keyword, starts with none of _, m4_ and MS_, and\n"
      "meets none of memstub's own names (docs/runtime.md)"},
-    MS_CLI_WHATIF_OPTIONS(O_TIME_SCALE, O_HEAP_SCALE, O_STACK_SCALE),
-    {"rss-scale", O_RSS_SCALE, "F",
-     "what-if: multiply the resident totals (rss_bytes) by F"},
-    {"mapped-scale", O_MAPPED_SCALE, "F",
-     "what-if: multiply the mapped totals (mapped_bytes) by F"},
-    {"cpu-scale", O_CPU_SCALE, "F",
-     "what-if: the CPU time between memory changes\n"
-     "(cpu_ns) times F, the delays shorter or longer by\n"
-     "the difference (0.5: the computation twice as fast)"},
-    {"churn-scale", O_CHURN_SCALE, "F",
-     "what-if: F times the allocator calls and their bytes\n"
-     "(calls_*, churn_bytes; 0: every temporary pooled)"},
+    MS_CLI_WHATIF_OPTIONS,
     {"release", O_RELEASE, NULL,
      "release what the regions left alive (TRACE.generations,\n"
      "from memstub record) when the program freed it: rows\n"
@@ -170,8 +158,12 @@ static int gen_threads(const char *in, const memstub_trace *t, const memstub_gen
   int rc = memstub_gen_threads_build(t, o, &g, err);
   if (rc == 0) rc = memstub_gen_threads_emit(g, out, eo, err);
   if (rc < 0) memstub_error_prefix(err, in);
-  for (int64_t k = 0; rc == 0 && k < g->nthreads; k++)
+  for (int64_t k = 0; rc == 0 && k < g->nthreads; k++) {
+    char label[40];
     if (g->gen[k]->timeline) ms_cli_note("thread %lld: timeline: %s", (long long)k, g->gen[k]->timeline);
+    snprintf(label, sizeof label, "thread %lld: ", (long long)k);
+    ms_cli_whatif_note(g->gen[k], label);
+  }
   if (rc == 0 && o->profile) {
     for (int64_t k = 0; k < g->nthreads; k++) {
       char comp[512];
@@ -206,6 +198,10 @@ int ms_cmd_gen(int argc, char **argv) {
   int c, k, bad = 0;
   while (!bad && (c = ms_cli_next(&p, argc, argv)) > 0) {
     options_given += c != O_CHECK_NAME;
+    if ((k = ms_cli_whatif_take(&p, c, &o)) != 0) {
+      bad = k < 0;
+      continue;
+    }
     switch (c) {
       case O_CHECK_NAME: check = p.arg; break;
       case 'o': out = p.arg, out_given = 1; break;
@@ -215,13 +211,6 @@ int ms_cmd_gen(int argc, char **argv) {
       case O_HOLD_API: hold = MEMSTUB_RELEASE_API; break;
       case 'n': o.name = p.arg; break;
       case 'c': o.profile_path = p.arg; break;
-      case O_TIME_SCALE: bad = ms_cli_arg_double(&p, &o.time_scale); break;
-      case O_HEAP_SCALE: bad = ms_cli_arg_double(&p, &o.heap_scale); break;
-      case O_STACK_SCALE: bad = ms_cli_arg_double(&p, &o.stack_scale); break;
-      case O_RSS_SCALE: bad = ms_cli_arg_double(&p, &o.rss_scale); break;
-      case O_MAPPED_SCALE: bad = ms_cli_arg_double(&p, &o.mapped_scale); break;
-      case O_CPU_SCALE: bad = ms_cli_arg_double(&p, &o.cpu_scale); break;
-      case O_CHURN_SCALE: bad = ms_cli_arg_double(&p, &o.churn_scale); break;
       case 't':
         timing = p.arg;
         if (!(bad = ms_cli_arg_choice(&p, timings, &k))) o.timing = timing_mode[k];
@@ -317,6 +306,7 @@ int ms_cmd_gen(int argc, char **argv) {
   if (rc == 0) rc = data ? memstub_gen_emit_data(g, data, &err) : memstub_gen_emit_ex(g, out, &eo, NULL, &err);
   if (data && ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
   if (rc == 0 && g->timeline) ms_cli_note("timeline: %s", g->timeline);
+  if (rc == 0) ms_cli_whatif_note(g, "");
   if (rc == 0 && o.profile) {
     char comp[512];
     memstub_gen_comp_format(g, comp, sizeof comp);

@@ -9,7 +9,7 @@
 #include "memstub/runtime.h"
 #include "ms_common.h"
 
-enum { O_MARGIN = MS_CLI_LONG, O_REAIM, O_SLICE, O_TIME_SCALE, O_HEAP_SCALE, O_STACK_SCALE, O_DATA };
+enum { O_MARGIN = MS_CLI_LONG, O_REAIM, O_SLICE, O_DATA };
 
 static const ms_cli_option options[] = {
     {"measure", 'm', "FILE",
@@ -40,7 +40,7 @@ static const ms_cli_option options[] = {
      "ask the scheduler (Linux 6.12+) for a time slice of NS\n"
      "ns (100000 to 100000000) for the replay thread: it\n"
      "then waits less for a busy CPU when it wakes"},
-    MS_CLI_WHATIF_OPTIONS(O_TIME_SCALE, O_HEAP_SCALE, O_STACK_SCALE),
+    MS_CLI_WHATIF_OPTIONS,
     {"data", O_DATA, "FILE",
      "replay the data file FILE (memstub gen --data)\n"
      "instead of TRACE: nothing is read as text, normalised\n"
@@ -97,6 +97,11 @@ static int arg_ns(ms_cli_parser *p, int64_t *out, int64_t lo, int64_t hi, const 
 
 // One option into a: 0, or -1 after printing a usage error.
 static int take_option(ms_cli_parser *p, int c, replay_args *a) {
+  int w = ms_cli_whatif_take(p, c, &a->go);
+  if (w != 0) {
+    a->transformed = 1;
+    return w < 0 ? -1 : 0;
+  }
   switch (c) {
     case 'm': a->measure = p->arg; break;
     case 'c': a->go.profile_path = p->arg; break;
@@ -114,9 +119,6 @@ static int take_option(ms_cli_parser *p, int c, replay_args *a) {
     case O_REAIM: return arg_ns(p, &a->ro.reaim_ns, 1, INT64_MAX, "a number of ns > 0 or -1");
     case O_SLICE:
       return arg_ns(p, &a->ro.sched_slice_ns, 100000, 100000000, "100000 to 100000000 ns");
-    case O_TIME_SCALE: a->transformed = 1; return ms_cli_arg_double(p, &a->go.time_scale);
-    case O_HEAP_SCALE: a->transformed = 1; return ms_cli_arg_double(p, &a->go.heap_scale);
-    case O_STACK_SCALE: a->transformed = 1; return ms_cli_arg_double(p, &a->go.stack_scale);
   }
   return 0;
 }
@@ -193,6 +195,11 @@ static int replay_threads(const replay_args *a, const memstub_trace *t, memstub_
   memstub_threads_replay *r = NULL;
   int rc = memstub_gen_threads_build(t, &a->go, &g, err);
   if (rc < 0) memstub_error_prefix(err, a->in);
+  for (int64_t k = 0; rc == 0 && k < g->nthreads; k++) {
+    char label[40];
+    snprintf(label, sizeof label, "thread %lld: ", (long long)k);
+    ms_cli_whatif_note(g->gen[k], label);
+  }
   memstub_replay_options ro = a->ro;
   ro.progress = NULL;
   if (rc == 0 && (rc = memstub_threads_run(&g->stub, &ro, &r, err)) < 0)
@@ -272,6 +279,7 @@ int ms_cmd_replay(int argc, char **argv) {
   }
   if (ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
   if (rc == 0 && g && g->timeline) ms_cli_note("timeline: %s", g->timeline);  // as memstub gen
+  if (rc == 0 && g) ms_cli_whatif_note(g, "");
   if (rc == 0 && go->profile) {
     char comp[512];
     memstub_gen_comp_format(g, comp, sizeof comp);

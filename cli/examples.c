@@ -37,7 +37,9 @@ static const examples table[] = {
                   "memstub gen synthetic-4.8s.csv --calibration host.profile -o memuse.h\n"},
     {"compare", "memstub replay listing1.csv --measure replayed.csv\n"
                 "memstub compare listing1.csv replayed.csv\n"
-                "memstub compare listing1.csv replayed.csv --json --check missing=0,repeated=0\n"},
+                "memstub compare listing1.csv replayed.csv --json --check missing=0,repeated=0\n"
+                "memstub replay listing1.csv --heap-scale 0.5 --measure half-heap.csv\n"
+                "memstub compare listing1.csv half-heap.csv\n"},
     {"plot", "memstub replay nonlifo.csv --measure replayed.csv\n"
              "memstub plot nonlifo.csv replayed.csv -o figure3.png\n"
              "memstub plot synthetic-4.8s.csv -o curves.txt\n"},

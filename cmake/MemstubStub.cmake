@@ -1,7 +1,12 @@
-# memstub_add_stub(NAME name TRACE trace.csv [GEN_ARGS args...])
+# memstub_add_stub(NAME name TRACE trace.csv [TIME_SCALE f] [HEAP_SCALE f] [STACK_SCALE f]
+#                  [RSS_SCALE f] [MAPPED_SCALE f] [CPU_SCALE f] [CHURN_SCALE f]
+#                  [GEN_ARGS args...])
 #
 # Adds a static library target NAME holding a memory stub made from TRACE:
 # at build time `memstub gen TRACE --name NAME GEN_ARGS...` writes the header
+# (each SCALE as gen's --time-scale ... --churn-scale, the what-ifs of
+# docs/formats.md: resident and mapped memory follow HEAP_SCALE unless
+# RSS_SCALE, MAPPED_SCALE set their own)
 # into the build tree (a --calibration FILE among GEN_ARGS is, like TRACE,
 # relative to the source directory and a dependency), and the library exposes,
 # from the generated header memstub_NAME.h (on the target's include path):
@@ -41,7 +46,12 @@
 include_guard(GLOBAL)
 
 function(memstub_add_stub)
-  cmake_parse_arguments(S "" "NAME;TRACE" "GEN_ARGS" ${ARGN})
+  set(scales TIME HEAP STACK RSS MAPPED CPU CHURN)
+  set(scale_keys "")
+  foreach(k IN LISTS scales)
+    list(APPEND scale_keys ${k}_SCALE)
+  endforeach()
+  cmake_parse_arguments(S "" "NAME;TRACE;${scale_keys}" "GEN_ARGS" ${ARGN})
   if(NOT S_NAME)
     message(FATAL_ERROR "memstub_add_stub: NAME is missing")
   endif()
@@ -78,6 +88,13 @@ function(memstub_add_stub)
       set(profile_next TRUE)
     endif()
     list(APPEND gen_args "${arg}")
+  endforeach()
+  # The what-if scales, as memstub gen's options (it checks their values).
+  foreach(k IN LISTS scales)
+    if(DEFINED S_${k}_SCALE)
+      string(TOLOWER "${k}" opt)
+      list(APPEND gen_args "--${opt}-scale" "${S_${k}_SCALE}")
+    endif()
   endforeach()
 
   set(check_exe "")  # the command, when it exists at configure time

@@ -26,8 +26,8 @@ typedef enum qty {
   Q_CALLS_P90,  // p90 of |calls error| per interval, calls
 } qty;
 
-// The work series a Q_WORK_PCT key judges (its col): cpu, calls, churn, then the kinds.
-enum { W_CPU, W_CALLS, W_CHURN, W_KIND };
+// The work series a Q_WORK_PCT key judges (its col): cpu, calls, churn, allocs, then the kinds.
+enum { W_CPU, W_CALLS, W_CHURN, W_ALLOCS, W_KIND };
 
 typedef struct keyinfo {
   qty q;
@@ -43,7 +43,8 @@ static const char key_list[] =
     "total-ns|us|ms|s, total-pct, [adj-]p50|p99|max-ns|us|ms|s, [adj-]late, stack-exact, "
     "heap-exact, stack-max, heap-max, stack-mean, heap-mean, rss-exact, mapped-exact, rss-max, "
     "mapped-max, rss-mean, mapped-mean, rss-p90, mapped-p90, rss-peak, mapped-peak, "
-    "cpu-total-pct, calls-total-pct, calls-malloc|calloc|realloc|free|memalign-pct, "
+    "cpu-total-pct, calls-total-pct, calls-alloc-pct, "
+    "calls-malloc|calloc|realloc|free|memalign-pct, "
     "churn-total-pct, cpu-p90-ns|us|ms|s, calls-p90, missing, repeated, total-heap-max "
     "(tN.KEY: thread N only)";
 
@@ -81,6 +82,11 @@ static int parse_key(const char *key, keyinfo *k) {
     static const char *const what[] = {"|CPU time error| / original", "|calls error| / original",
                                        "|churn bytes error| / original"};
     *k = (keyinfo){Q_WORK_PCT, 0, col, 1, "%", what[col], MEMSTUB_COMPARE_AT_MOST};
+    return 0;
+  }
+  if (strcmp(key, "calls-alloc-pct") == 0) {
+    *k = (keyinfo){Q_WORK_PCT, 0, W_ALLOCS, 1, "%",
+                   "|allocating calls error| / original", MEMSTUB_COMPARE_AT_MOST};
     return 0;
   }
   if (strncmp(key, "calls-", 6) == 0) {
@@ -323,8 +329,9 @@ static double check_value(const memstub_compare_check *c, const memstub_compare_
     case Q_WORK_PCT: {
       const memstub_compare_series *s = k.col == W_CPU     ? &r->work.cpu
                                         : k.col == W_CALLS ? &r->work.calls
-                                        : k.col == W_CHURN ? &r->work.churn
-                                                           : &r->work.kind[k.col - W_KIND];
+                                        : k.col == W_CHURN  ? &r->work.churn
+                                        : k.col == W_ALLOCS ? &r->work.allocs
+                                                            : &r->work.kind[k.col - W_KIND];
       return fabs(s->total_pct);
     }
     case Q_CPU_P90: return (double)r->work.cpu.p90_abs / k.scale;

@@ -435,7 +435,14 @@ static int on_target(const memstub_trace *orig, const memstub_trace *repl,
       return memstub_error_set(err, -ENOMEM, "out of memory");
     }
   }
-  int rc = compare_core(target ? target : orig, repl, &r->options, r, err, w);
+  // A what-if is judged against ORIGINAL with its scales (whatif.c).
+  const memstub_trace *before = target ? target : orig;
+  memstub_trace *scaled = NULL;
+  int rc = ms__compare_whatif_read(repl, r, err);
+  if (rc == 0 && r->whatif.is) rc = ms__compare_whatif_target(before, r, &scaled, err);
+  if (rc == 0) rc = compare_core(scaled ? scaled : before, repl, &r->options, r, err, w);
+  if (rc == 0) ms__compare_whatif_figures(before, repl, r);
+  memstub_trace_free(scaled);
   memstub_trace_free(target);
   if (rc == 0)
     r->timeline.recorded_ns = ms__sat_sub(orig->pts[r->duration.last_point].time_ns,

@@ -35,4 +35,38 @@ void ms__compare_work_text(FILE *f, const memstub_compare_report *r);
 // The "work" member of the JSON report, with its trailing comma and newline.
 void ms__compare_work_json(FILE *f, const memstub_compare_report *r);
 
+/* report.c: a JSON string (bytes that are not UTF-8 become U+FFFD), a JSON
+ * number (null when not finite). */
+void ms__compare_json_str(FILE *f, const char *s);
+void ms__compare_json_num(FILE *f, double v);
+
+/* whatif.c: REPLAYED's scales (its `transforms`) and whether its stub was
+ * calibrated into r. 0, or -EINVAL for a transforms line memstub does not
+ * write (err says so). */
+int ms__compare_whatif_read(const memstub_trace *repl, memstub_compare_report *r,
+                            memstub_error *err);
+/* t (ORIGINAL on its timeline) with r's scales applied, into *out: the
+ * target a what-if is judged against. 0, -EINVAL or -ENOMEM. */
+int ms__compare_whatif_target(const memstub_trace *t, const memstub_compare_report *r,
+                              memstub_trace **out, memstub_error *err);
+/* r->whatif.fig and r->heap_rows from before (ORIGINAL on its timeline,
+ * without the scales) and repl, over the compared rows. pre: r aligned. */
+void ms__compare_whatif_figures(const memstub_trace *before, const memstub_trace *repl,
+                                memstub_compare_report *r);
+// The before and after table of a what-if (nothing for a stub as recorded).
+void ms__compare_whatif_text(FILE *f, const memstub_compare_report *r);
+// "kind", "scales" and "before_after" members of the JSON report, with a trailing comma.
+void ms__compare_whatif_json(FILE *f, const memstub_compare_report *r);
+
+/* verdict.c: the differences by design (text: a section, nothing when none
+ * applies; JSON: the "by_design" member with its trailing comma), and the
+ * verdict held to cs's checks when it has any (run already), else to the
+ * goals (memstub_compare_goals). 0, or -ENOMEM. */
+void ms__compare_design_text(FILE *f, const memstub_compare_report *r);
+void ms__compare_design_json(FILE *f, const memstub_compare_report *r);
+int ms__compare_verdict_text(FILE *f, const memstub_compare_report *r,
+                             const memstub_compare_checks *cs);
+int ms__compare_verdict_json(FILE *f, const memstub_compare_report *r,
+                             const memstub_compare_checks *cs);
+
 #endif

@@ -104,6 +104,10 @@ int memstub_compare_write_text(const memstub_compare_report *r, const memstub_co
   fprintf(f, "points    %s compared, %s missing", cnt(a, r->compared), cnt(b, r->missing));
   if (r->first_missing >= 0) fprintf(f, " (first: %" PRId64 ")", r->first_missing);
   fprintf(f, ", %s repeated, %s out of order\n\n", cnt(a, r->repeated), cnt(b, r->out_of_order));
+  ms__compare_whatif_text(f, r);  // whatif.c
+  if (r->whatif.is)
+    fputs("against its target, ORIGINAL with REPLAYED's scales (as memstub gen applies them):\n",
+          f);
 
   if (r->timeline.changed)
     fprintf(f, "timeline  the stub's, not the recorded times (--recorded-times for those): %s\n",
@@ -159,6 +163,7 @@ int memstub_compare_write_text(const memstub_compare_report *r, const memstub_co
   text_mem(f, "mapped", &r->mapped, r->compared, o->mapped_slack ? o->mapped_slack : o->page_size,
            o, 0, 1, r->mapped_unknown, NULL);
   ms__compare_work_text(f, r);  // work.c
+  ms__compare_design_text(f, r);  // verdict.c
 
   if (cs && cs->n) {
     fputs("\nchecks:\n", f);
@@ -172,6 +177,7 @@ int memstub_compare_write_text(const memstub_compare_report *r, const memstub_co
                 k->value, k->unit);
     }
   }
+  if (ms__compare_verdict_text(f, r, cs) < 0) return -ENOMEM;  // verdict.c
   return fflush(f) != 0 || ferror(f) ? -EIO : 0;
 }
 
@@ -234,6 +240,9 @@ static void json_num(FILE *f, double v) {
     fputs("null", f);
 }
 
+void ms__compare_json_str(FILE *f, const char *s) { json_str(f, s); }
+void ms__compare_json_num(FILE *f, double v) { json_num(f, v); }
+
 static void json_time(FILE *f, const memstub_compare_time *t, size_t n) {
   fprintf(f,
           "\"p50_abs_ns\": %" PRId64 ", \"p99_abs_ns\": %" PRId64 ", \"max_abs_ns\": %" PRId64
@@ -279,6 +288,7 @@ int memstub_compare_write_json(const memstub_compare_report *r, const memstub_co
   fprintf(f, ", \"rows\": %zu},\n  \"replayed\": {\"path\": ", r->original_rows);
   json_str(f, r->replayed_name);
   fprintf(f, ", \"rows\": %zu},\n", r->replayed_rows);
+  ms__compare_whatif_json(f, r);  // whatif.c
   fprintf(f, "  \"points\": {\"compared\": %zu, \"missing\": %zu, \"first_missing\": ", r->compared,
           r->missing);
   if (r->first_missing >= 0)
@@ -369,6 +379,9 @@ int memstub_compare_write_json(const memstub_compare_report *r, const memstub_co
             k->dir == MEMSTUB_COMPARE_AT_MOST ? "at_most" : "at_least",
             k->skipped ? "null" : k->pass ? "true" : "false", k->skipped ? "true" : "false");
   }
-  fprintf(f, "%s],\n  \"pass\": %s\n}\n", cs && cs->n ? "\n  " : "", pass ? "true" : "false");
+  fprintf(f, "%s],\n", cs && cs->n ? "\n  " : "");
+  ms__compare_design_json(f, r);  // verdict.c
+  if (ms__compare_verdict_json(f, r, cs) < 0) return -ENOMEM;
+  fprintf(f, "  \"pass\": %s\n}\n", pass ? "true" : "false");
   return fflush(f) != 0 || ferror(f) ? -EIO : 0;
 }

@@ -10,8 +10,8 @@
 
 void memstub_gen_options_init(memstub_gen_options *o) {
   memset(o, 0, sizeof *o);
-  o->time_scale = o->heap_scale = o->stack_scale = o->rss_scale = o->mapped_scale = 1.0;
-  o->cpu_scale = o->churn_scale = 1.0;
+  o->time_scale = o->heap_scale = o->stack_scale = o->cpu_scale = o->churn_scale = 1.0;
+  o->rss_scale = o->mapped_scale = MEMSTUB_GEN_SCALE_HEAP;  // follow the heap
   o->timing = MEMSTUB_TIMING_DEADLINE;
 }
 
@@ -50,7 +50,8 @@ static int check_options(const memstub_gen_options *o, memstub_error *err) {
                 {"--cpu-scale", o->cpu_scale},
                 {"--churn-scale", o->churn_scale}};
   for (size_t i = 0; i < MS__ARRAY_SIZE(scales); i++)
-    if (!isfinite(scales[i].v) || scales[i].v < 0)
+    if (!isfinite(scales[i].v) || (scales[i].v < 0 && !(i >= 3 && i <= 4 &&
+                                                          scales[i].v == MEMSTUB_GEN_SCALE_HEAP)))
       return memstub_error_set(err, -EINVAL, "%s: must be a finite number >= 0, not %g",
                                scales[i].opt, scales[i].v);
   if (o->profile && o->timing != MEMSTUB_TIMING_DEADLINE && o->timing != MEMSTUB_TIMING_USLEEP &&
@@ -115,22 +116,11 @@ static int make_targets(const memstub_trace *t, const memstub_gen_options *o, co
 static int set_provenance(memstub_gen *g, const memstub_gen_options *o) {
   g->name = ms__strdup(o->name ? o->name : "");
   g->source = ms__strdup(o->source ? o->source : "(memory)");
-  int res = o->rss_scale != 1.0 || o->mapped_scale != 1.0;
-  int work = o->cpu_scale != 1.0 || o->churn_scale != 1.0;
-  if (work)
-    g->transforms = ms__asprintf("time x%g, heap x%g, stack x%g, rss x%g, mapped x%g, cpu x%g, "
-                                 "churn x%g",
-                                 o->time_scale, o->heap_scale, o->stack_scale, o->rss_scale,
-                                 o->mapped_scale, o->cpu_scale, o->churn_scale);
-  else if (o->time_scale == 1.0 && o->heap_scale == 1.0 && o->stack_scale == 1.0 && !res)
-    g->transforms = ms__strdup("none");
-  else if (!res)
-    g->transforms = ms__asprintf("time x%g, heap x%g, stack x%g", o->time_scale, o->heap_scale,
-                                 o->stack_scale);
-  else
-    g->transforms = ms__asprintf("time x%g, heap x%g, stack x%g, rss x%g, mapped x%g",
-                                 o->time_scale, o->heap_scale, o->stack_scale, o->rss_scale,
-                                 o->mapped_scale);
+  ms__whatif w;
+  char line[400];
+  ms__gen_scales(o, &w);
+  ms__whatif_format(&w, line, sizeof line);
+  g->transforms = ms__strdup(line);
   if (!o->profile)
     g->calibration = ms__strdup("none");
   else
@@ -184,9 +174,14 @@ static void resident_attach(memstub_gen *g) {
 static int resident_points(memstub_gen *g, const memstub_trace *t, const memstub_gen_options *o,
                            memstub_error *err) {
   int64_t *r = NULL, *m = NULL, rb = 0, mb = 0;
-  int rc = extra_targets(t, "rss_bytes", o->rss_scale, "--rss-scale", &r, &rb, err);
+  ms__whatif w;
+  ms__gen_scales(o, &w);  // resident and mapped memory follow the heap unless given
+  int fr = o->rss_scale == MEMSTUB_GEN_SCALE_HEAP, fm = o->mapped_scale == MEMSTUB_GEN_SCALE_HEAP;
+  int rc = extra_targets(t, "rss_bytes", w.rss, fr ? "--heap-scale" : "--rss-scale", &r, &rb, err);
   if (r) ms__gen_rss_settle(t, r);  // a heap fall's stale reading (points.c)
-  if (rc == 0) rc = extra_targets(t, "mapped_bytes", o->mapped_scale, "--mapped-scale", &m, &mb, err);
+  if (rc == 0)
+    rc = extra_targets(t, "mapped_bytes", w.mapped, fm ? "--heap-scale" : "--mapped-scale", &m,
+                       &mb, err);
   if (rc < 0 || (!r && !m)) goto out;
   int64_t n = g->stub.numdata;
   size_t cap = n > 0 ? (size_t)n : 1;
@@ -251,6 +246,7 @@ int memstub_gen_build(const memstub_trace *t, const memstub_gen_options *o, mems
     }
   }
   if ((rc = make_targets(t, o, &wk, &tg, err)) < 0) goto out;
+  ms__gen_whatif_before(g, t, o, &wk, &tg);
   ms__stack_comp sc = {0};
   if (o->profile && (rc = ms__gen_compensate(g, &tg, o, 0, &sc, err)) < 0) goto out;
   if ((rc = ms__gen_normalize(g, &tg, o->profile ? &sc : NULL)) < 0) {
@@ -273,6 +269,7 @@ int memstub_gen_build(const memstub_trace *t, const memstub_gen_options *o, mems
   }
   if (o->profile) g->stub.timing = o->timing;
   rc = ms__gen_work_points(g, &wk, o, err);
+  ms__gen_whatif_after(g);
 out:
   ms__gen_work_free(&wk);
   free(tg.t);

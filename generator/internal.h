@@ -5,6 +5,7 @@
 #include "ms_common.h"
 #include "memstub/gen.h"
 #include "timeline.h"
+#include "whatif.h"
 
 /* The trace after transforms, relative to its bases: times from row 0, stack
  * and heap above their minima, so every value is >= 0. */
@@ -63,6 +64,7 @@ void ms__gen_comp_summary(const memstub_gen_comp *c, int timing, char *buf, size
  * (--churn-scale applied). present 0 (and no arrays) without the columns. */
 typedef struct ms__work {
   int present;
+  int has_bytes;  // the trace has churn_bytes
   size_t n;
   int64_t *times, *cpu, *calls, *bytes;  // [n], [n], [n * MEMSTUB_WORK_CALLS], [n]
   int64_t overhead_ns;                   // the recorder's cost taken out in all
@@ -78,6 +80,18 @@ int ms__gen_work_read(const memstub_trace *t, const memstub_gen_options *o, ms__
 int ms__gen_work_points(memstub_gen *g, const ms__work *w, const memstub_gen_options *o,
                         memstub_error *err);
 void ms__gen_work_free(ms__work *w);
+
+/* ---- the what-if scales (whatif.c) --------------------------------------- */
+
+/* The scales o asks for as applied (traces/whatif.h): rss and mapped
+ * resolved (MEMSTUB_GEN_SCALE_HEAP: the heap's). */
+void ms__gen_scales(const memstub_gen_options *o, ms__whatif *w);
+/* g->whatif's figures from the trace t and its targets tg (after the
+ * scales, before calibration), all but those of the finished stub. */
+void ms__gen_whatif_before(memstub_gen *g, const memstub_trace *t, const memstub_gen_options *o,
+                           const ms__work *wk, const ms__targets *tg);
+// The rest, from the finished stub: the resident peak and the CPU time.
+void ms__gen_whatif_after(memstub_gen *g);
 
 /* Derive the descriptor's figures (peaks, depth, duration, counts) from the
  * points (points.c). */

@@ -34,6 +34,7 @@ int ms__gen_work_read(const memstub_trace *t, const memstub_gen_options *o, ms__
   if (ccol < 0 && !any) return 0;
   size_t n = t->n;
   w->present = 1;
+  w->has_bytes = bcol >= 0;
   w->n = n;
   w->times = malloc(n * sizeof *w->times);
   w->cpu = calloc(n, sizeof *w->cpu);
@@ -200,6 +201,16 @@ static void pay(owed *o, int64_t *v, int64_t *bytes, int64_t row) {
   o->n = k;
 }
 
+/* The heap change a point's resize stands for as the trace recorded it
+ * (before --heap-scale): the recorded call it takes, and the bytes it takes
+ * out of the row's churn, are those of the stub as recorded, so a what-if
+ * on the heap makes the same calls (only its resizes are smaller or larger). */
+static int64_t recorded_change(int64_t change, const memstub_gen_options *o) {
+  if (o->heap_scale == 1.0 || o->heap_scale <= 0) return change;
+  double c = (double)change / o->heap_scale;
+  return c >= 9e18 ? INT64_MAX : c <= -9e18 ? -INT64_MAX : (int64_t)llround(c);
+}
+
 int ms__gen_work_points(memstub_gen *g, const ms__work *w, const memstub_gen_options *o,
                         memstub_error *err) {
   if (!w->present) return 0;
@@ -214,7 +225,8 @@ int ms__gen_work_points(memstub_gen *g, const ms__work *w, const memstub_gen_opt
   while (slots < 2 * (uint64_t)w->n + 2) slots *= 2;
   d.slot = calloc(slots, sizeof *d.slot);
   d.mask = slots - 1;
-  int64_t zero[NC] = {0}, v[NC];
+  static const int64_t min_size[MEMSTUB_WORK_CLASSES] = MEMSTUB_WORK_LO;
+  int64_t zero[NC] = {0}, v[NC], change;
   owed ow;
   ow.n = 0;
   if (!g->cpu || !g->calls || !g->churn || !d.slot || intern(&d, zero) != 0) {
@@ -231,18 +243,22 @@ int ms__gen_work_points(memstub_gen *g, const ms__work *w, const memstub_gen_opt
     // Each of the row's points that resizes the block (its points up to the
     // next row's): a recorded call it stands for, from this row or a later one.
     for (int64_t j = i; j < n && g->point[j] == row; j++)
-      if (g->use[j].heapAlloc != 0) {
+      if (g->use[j].heapAlloc != 0 && (change = recorded_change(g->use[j].heapAlloc, o)) != 0) {
         if (ow.n == OWED_MAX) {  // the oldest stays a call more
           memmove(ow.change, ow.change + 1, (OWED_MAX - 1) * sizeof *ow.change);
           memmove(ow.row, ow.row + 1, (OWED_MAX - 1) * sizeof *ow.row);
           ow.n--;
         }
-        ow.change[ow.n] = g->use[j].heapAlloc;
+        ow.change[ow.n] = change;
         ow.row[ow.n++] = row;
       }
     memcpy(v, w->calls + (size_t)row * NC, sizeof v);
     int64_t bytes = w->bytes[row];
     pay(&ow, v, &bytes, row);
+    // The calls left move at least a byte each (a block of 0 bytes is none):
+    // a row whose bytes the block's resize took all of asks for the least.
+    double least = memstub_work_bytes(v, min_size);
+    if (w->has_bytes && (double)bytes < least) bytes = least >= 9e18 ? INT64_MAX : (int64_t)least;
     int64_t idx = intern(&d, v);
     if (idx < 0) {
       rc = memstub_error_set(err, -ENOMEM, "out of memory");
@@ -259,7 +275,7 @@ int ms__gen_work_points(memstub_gen *g, const ms__work *w, const memstub_gen_opt
       g->work_late_ns += (int64_t)(pred - (double)g->use[i].time);
     }
     g->churn[i] = bytes;
-    g->work_bytes += bytes;
+    if (ms__add_i64(g->work_bytes, bytes, &g->work_bytes) < 0) g->work_bytes = INT64_MAX;
     int64_t c = w->cpu[row];
     if (o->time_scale != 1.0 && ms__round_i64((double)c * o->time_scale, &c) < 0) c = INT64_MAX;
     if (c > g->use[i].time) {  // a delay compensated or scaled below the CPU time

@@ -229,7 +229,8 @@ START_TEST(test_transforms_recorded) {
   tu_run r = tu_memstub(dir, "gen", tu_src("traces/samples/listing1.csv"), "--time-scale", "0.5",
                         "--heap-scale", "0.5", NULL);
   ck_assert_int_eq(r.status, 0);
-  ck_assert_ptr_nonnull(strstr(r.out, " * transforms:    time x0.5, heap x0.5, stack x1\n"));
+  ck_assert_ptr_nonnull(strstr(r.out, " * transforms:    time x0.5, heap x0.5, stack x1, rss x0.5, mapped x0.5, "
+                                "cpu x1, churn x1\n"));
   ck_assert_ptr_nonnull(strstr(r.out, "[1].time = 111500, [1].stackAlloc = 100, [1].heapAlloc = 100,"));
   tu_run_free(&r);
   tu_rmtree(dir);

@@ -1163,8 +1163,11 @@ START_TEST(test_work_columns) {
   FILE *f = open_memstream(&buf, &len);
   ck_assert_int_eq(memstub_compare_write_text(r, NULL, f), 0);
   fclose(f);
-  ck_assert_msg(strstr(buf, "calls  original 40, replayed 40 (+0.00%)"), "%s", buf);
-  ck_assert_msg(strstr(buf, "free     20 / 20"), "%s", buf);
+  ck_assert_msg(strstr(buf, "calls  allocating (malloc, calloc, realloc, memalign) original 20, "
+                            "replayed 20 (+0.00%)"),
+                "%s", buf);
+  ck_assert_msg(strstr(buf, "every kind original 40, replayed 40"), "%s", buf);
+  ck_assert_int_eq(r->work.allocs.original_total, 20);
   ck_assert_msg(strstr(buf, "cpu    original 1.00 ms, replayed 1.05 ms (+5.00%)"), "%s", buf);
   free(buf);
   memstub_compare_free(r);
@@ -1182,6 +1185,215 @@ START_TEST(test_work_columns) {
   r = compare(orig5, repl5, &o);
   ck_assert_ptr_nonnull(strstr(r->work.cpu_unknown, "ORIGINAL has no cpu_ns"));
   memstub_compare_free(r);
+}
+END_TEST
+
+/* ---- a what-if: before and after; by design; the verdict (issue 30) ---- */
+
+// An original with resident memory and work: 16 KiB of heap at its peak, in 4 ms.
+static const char orig_wi[] =
+    "# memstub-trace 1\n"
+    "time_ns,stack_bytes,heap_bytes,rss_bytes,cpu_ns,churn_bytes,calls_malloc_tiny,"
+    "calls_free_tiny\n"
+    "0,0,0,4096,0,0,0,0\n"
+    "1000000,256,8192,16384,400000,3200,100,0\n"
+    "2000000,512,16384,32768,800000,3200,100,0\n"
+    "4000000,0,0,8192,1200000,3200,0,100\n";
+/* Its replay at --time-scale 0.5 --heap-scale 0.5 (the resident memory
+ * following): on its target (times, heap, rss and CPU time halved) but 10 us
+ * late at row 1, one allocating call more (the block's last resize), the
+ * stub's own frees. */
+static const char whatif_wi[] =
+    "# memstub-trace 1\n"
+    "# transforms: time x0.5, heap x0.5, stack x1, rss x0.5, mapped x0.5, cpu x1, churn x1\n"
+    "# calibration: none\n"
+    "time_ns,stack_bytes,heap_bytes,point,rss_bytes,cpu_ns,churn_bytes,calls_malloc_tiny,"
+    "calls_realloc_small,calls_free_tiny\n"
+    "0,0,0,0,2048,0,0,0,0,0\n"
+    "510000,256,4096,1,8192,200000,3200,99,1,99\n"
+    "1000000,512,8192,2,16384,400000,3200,99,1,99\n"
+    "2000000,0,0,3,4096,600000,3200,0,1,0\n";
+
+// The report as the writers print it: text, or JSON with json set.
+static char *report(const memstub_compare_report *r, const memstub_compare_checks *cs, int json) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  ck_assert_int_eq(json ? memstub_compare_write_json(r, cs, f) : memstub_compare_write_text(r, cs, f),
+                   0);
+  fclose(f);
+  return buf;
+}
+
+START_TEST(test_whatif_before_after) {
+  memstub_compare_options o = opts();
+  memstub_compare_report *r = compare(orig_wi, whatif_wi, &o);
+  ck_assert_int_eq(r->whatif.is, 1);
+  ck_assert(r->whatif.scales.time == 0.5 && r->whatif.scales.heap == 0.5 &&
+            r->whatif.scales.rss == 0.5 && r->whatif.scales.cpu == 1.0);
+  ck_assert_int_eq(r->calibrated, 0);
+  ck_assert_uint_eq(r->heap_rows, 3);
+  static const int64_t before[MEMSTUB_FIGURES] = {16384, 32768, 512, 4000000, 1200000, 200, 9600};
+  static const int64_t after[MEMSTUB_FIGURES] = {8192, 16384, 512, 2000000, 600000, 201, 9600};
+  for (int k = 0; k < MEMSTUB_FIGURES; k++) {
+    ck_assert_msg(r->whatif.fig[k].known, "%d", k);
+    ck_assert_int_eq(r->whatif.fig[k].before, before[k]);
+    ck_assert_int_eq(r->whatif.fig[k].after, after[k]);
+  }
+  // Judged against ORIGINAL with the scales: exact heap, resident and CPU, one row late.
+  ck_assert_uint_eq(r->heap.exact, 4);
+  ck_assert_int_eq(r->rss.max_abs, 0);
+  ck_assert_int_eq(r->duration.original_ns, 2000000);
+  ck_assert_int_eq(r->duration.error_ns, 0);
+  ck_assert_int_eq(r->time.max_abs, 10000);
+  ck_assert_int_eq(r->work.cpu.original_total, 600000);
+  ck_assert_int_eq(r->work.cpu.replayed_total, 600000);
+  ck_assert_int_eq(r->work.allocs.original_total, 200);
+  ck_assert_int_eq(r->work.allocs.replayed_total, 201);
+  char *t = report(r, NULL, 0);
+  ck_assert_msg(strstr(t, "what-if   time x0.5, heap x0.5, rss x0.5, mapped x0.5: before is "
+                          "ORIGINAL (on its stub's timeline), after REPLAYED\n"
+                          "                          before        after  change\n"
+                          "  peak heap             16.0 KiB      8.0 KiB  -8.0 KiB (-50.0 %)\n"
+                          "  peak resident         32.0 KiB     16.0 KiB  -16.0 KiB (-50.0 %)\n"
+                          "  peak stack               512 B        512 B  0 B (+0.0 %), "
+                          "uncalibrated\n"
+                          "  duration               4.00 ms      2.00 ms  -2.00 ms (-50.0 %)\n"
+                          "  CPU                    1.20 ms       600 µs  -600 µs (-50.0 %)\n"
+                          "  allocator calls            200          201  +1 (+0.5 %)\n"
+                          "  churn                  9.4 KiB      9.4 KiB  0 B (+0.0 %)\n"),
+                "%s", t);
+  ck_assert_msg(strstr(t, "against its target, ORIGINAL with REPLAYED's scales"), "%s", t);
+  ck_assert_msg(strstr(t, "\nverdict   faithful to the what-if (ORIGINAL with REPLAYED's scales): "
+                          "heap exact 100.00 % (>= 99 %), duration error 0.00 % (<= 1 %), "
+                          "resident peak error 0.00 % (<= 5 %), CPU error 0.00 % (<= 5 %), "
+                          "allocating calls error 0.50 % (<= 1 %); not judged, unknown: mapped "
+                          "peak error; stack: no calibration profile (memstub calibrate, "
+                          "docs/calibration.md)\n"),
+                "%s", t);
+  free(t);
+  char *j = report(r, NULL, 1);
+  ck_assert_msg(strstr(j, "\"kind\": \"what-if\",\n  \"scales\": {\"time\": 0.5, \"heap\": 0.5, "
+                          "\"stack\": 1, \"rss\": 0.5, \"mapped\": 0.5, \"cpu\": 1, \"churn\": 1},"),
+                "%s", j);
+  ck_assert_msg(strstr(j, "\"peak_heap_bytes\": {\"known\": true, \"before\": 16384, \"after\": "
+                          "8192, \"change\": -8192, \"change_pct\": -50}"),
+                "%s", j);
+  ck_assert_msg(strstr(j, "\"calls\": {\"known\": true, \"before\": 200, \"after\": 201, "
+                          "\"change\": 1, \"change_pct\": 0.5}"),
+                "%s", j);
+  ck_assert_msg(strstr(j, "\"duration_ns\": {\"known\": true, \"before\": 4000000, \"after\": "
+                          "2000000, \"change\": -2000000, \"change_pct\": -50}"),
+                "%s", j);
+  ck_assert_msg(strstr(j, "\"verdict\": {\"faithful\": true, \"held_to\": \"goals\", "
+                          "\"calibrated\": false, \"goals\": [{\"spec\": \"heap-exact=99%\", "
+                          "\"value\": 100, \"pass\": true, \"skipped\": false}"),
+                "%s", j);
+  free(j);
+  memstub_compare_free(r);
+}
+END_TEST
+
+/* A stub as recorded: its errors, then the differences by design (its one
+ * heap block, its own frees, the uncalibrated stack) apart from them, and
+ * the verdict with the goals it was held to. */
+START_TEST(test_fidelity_by_design_verdict) {
+  // The stub as recorded, 2 % slow, its stack 64 B above (no profile).
+  static const char repl[] =
+      "# memstub-trace 1\n"
+      "# transforms: none\n"
+      "# calibration: none\n"
+      "time_ns,stack_bytes,heap_bytes,point,rss_bytes,cpu_ns,churn_bytes,calls_malloc_tiny,"
+      "calls_realloc_small,calls_free_tiny\n"
+      "0,0,0,0,4096,0,0,0,0,0\n"
+      "1020000,320,8192,1,16384,400000,3200,99,1,99\n"
+      "2040000,576,16384,2,32768,800000,3200,99,1,99\n"
+      "4080000,0,0,3,8192,1200000,3200,0,1,0\n";
+  memstub_compare_options o = opts();
+  memstub_compare_report *r = compare(orig_wi, repl, &o);
+  ck_assert_int_eq(r->whatif.is, 0);
+  char *t = report(r, NULL, 0);
+  ck_assert_msg(!strstr(t, "what-if"), "%s", t);
+  ck_assert_msg(strstr(t, "\ndifferences by design (the stub is not the component; not errors):\n"
+                          "  heap_block  the stub holds its heap in one block, resized with "
+                          "realloc at the 3 rows that change the heap;"),
+                "%s", t);
+  ck_assert_msg(strstr(t, "so those kinds count fewer and realloc more: malloc 200 -> 198, "
+                          "realloc 0 -> 3\n"
+                          "  frees       free 100 -> 198: the stub frees every other block"),
+                "%s", t);
+  ck_assert_msg(strstr(t, "  stack       stack exact 50.00 % (mean |error| 32 B): REPLAYED's "
+                          "stub names no calibration profile, so each of its frames carries the "
+                          "replay's own bytes, and the verdict's goals leave the stack out;"),
+                "%s", t);
+  ck_assert_msg(strstr(t, "'memstub calibrate -o host.profile', then 'memstub gen --calibration "
+                          "host.profile' takes them out (docs/calibration.md)\n"),
+                "%s", t);
+  ck_assert_msg(strstr(t, "\nverdict   not faithful: duration error 2.00 % (> 1 %); held to heap "
+                          "exact 100.00 % (>= 99 %), resident peak error 0.00 % (<= 5 %), CPU "
+                          "error 0.00 % (<= 5 %), allocating calls error 0.50 % (<= 1 %); not "
+                          "judged, unknown: mapped peak error; stack: no calibration profile"),
+                "%s", t);
+  free(t);
+  // The checks given are the goals then.
+  memstub_compare_checks *cs = memstub_compare_checks_create();
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_compare_checks_parse(cs, "total-pct=3,heap-max=0", &err), 0);
+  ck_assert_uint_eq(memstub_compare_checks_run(cs, r), 0);
+  t = report(r, cs, 0);
+  ck_assert_msg(strstr(t, "\nverdict   faithful by the checks: duration error 2.00 % (<= 3 %), "
+                          "heap-max 0 bytes (<= 0 bytes)\n"),
+                "%s", t);
+  free(t);
+  char *j = report(r, cs, 1);
+  ck_assert_msg(strstr(j, "\"kind\": \"fidelity\""), "%s", j);
+  ck_assert_msg(strstr(j, "\"by_design\": [\n    {\"key\": \"heap_block\", \"why\": \"the stub "
+                          "holds its heap in one block"),
+                "%s", j);
+  ck_assert_msg(strstr(j, "\"verdict\": {\"faithful\": true, \"held_to\": \"checks\""), "%s", j);
+  free(j);
+  memstub_compare_checks_free(cs);
+  memstub_compare_free(r);
+  // With a profile the stack is held to a goal, and nothing points to calibrate.
+  char *cal = strdup(repl);
+  memcpy(strstr(cal, "calibration: none"), "calibration: h.pr", 17);
+  r = compare(orig_wi, cal, &o);
+  ck_assert_int_eq(r->calibrated, 1);
+  t = report(r, NULL, 0);
+  ck_assert_msg(strstr(t, "stack exact 50.00 % (< 99 %)"), "%s", t);
+  ck_assert_msg(!strstr(t, "memstub calibrate"), "%s", t);
+  free(t);
+  memstub_compare_free(r);
+  free(cal);
+}
+END_TEST
+
+/* REPLAYED's transforms must be a line memstub writes; the older ones (three
+ * or five scales) still read. */
+START_TEST(test_whatif_transforms_lines) {
+  memstub_compare_options o = opts();
+  char text[2048];
+  snprintf(text, sizeof text, "# memstub-trace 1\n# transforms: time x0.5, heap x0.5, stack x1\n%s",
+           strstr(whatif_wi, "time_ns,"));
+  memstub_compare_report *r = compare(orig_wi, text, &o);
+  ck_assert(r->whatif.is && r->whatif.scales.heap == 0.5 && r->whatif.scales.rss == 1.0);
+  memstub_compare_free(r);
+  // A trace of the three columns alone (no extra column to copy).
+  snprintf(text, sizeof text, "# transforms: time x1, heap x2, stack x1\n%s", repl5);
+  r = compare(orig5, text, &o);
+  ck_assert(r->whatif.is && r->whatif.fig[MEMSTUB_FIGURE_HEAP_PEAK].before == 200000);
+  ck_assert_int_eq(r->heap.original_peak, 400000);  // the target: twice the heap
+  memstub_compare_free(r);
+  memstub_trace *a = parse(orig_wi), *b = NULL;
+  snprintf(text, sizeof text, "# memstub-trace 1\n# transforms: heap x0.5\n%s",
+           strstr(whatif_wi, "time_ns,"));
+  b = parse(text);
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_compare_traces(a, "o", b, "w", &o, &r, &err), -EINVAL);
+  ck_assert_msg(strstr(err.msg, "'transforms: heap x0.5' does not name the what-if scales"), "%s",
+                err.msg);
+  memstub_trace_free(a);
+  memstub_trace_free(b);
 }
 END_TEST
 
@@ -1232,6 +1444,9 @@ static Suite *compare_suite(void) {
   tcase_add_test(tc, test_heap_unknown);
   tcase_add_test(tc, test_work_columns);
   tcase_add_test(tc, test_cli_work_json);
+  tcase_add_test(tc, test_whatif_before_after);
+  tcase_add_test(tc, test_fidelity_by_design_verdict);
+  tcase_add_test(tc, test_whatif_transforms_lines);
   tcase_add_loop_test(tc, test_cli_bad_input, 0, (int)(sizeof bad / sizeof bad[0]));
   suite_add_tcase(s, tc);
   return s;

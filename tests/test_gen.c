@@ -194,7 +194,9 @@ START_TEST(test_transforms) {
   ck_assert_int_eq(g->use[0].heapAlloc, 500);
   ck_assert_int_eq(g->stub.duration_ns, 2001);  // 4001 * 0.5 rounded to nearest (half away from zero)
   ck_assert_int_eq(g->stub.peak_heap, 1500);
-  ck_assert_str_eq(g->stub.transforms, "time x0.5, heap x0.5, stack x2");
+  // Resident and mapped memory follow the heap; every scale is named.
+  ck_assert_str_eq(g->stub.transforms,
+                   "time x0.5, heap x0.5, stack x2, rss x0.5, mapped x0.5, cpu x1, churn x1");
   memstub_gen_free(g);
   o.time_scale = o.heap_scale = o.stack_scale = 1;
   g = build(t, &o);
@@ -697,7 +699,7 @@ START_TEST(test_resident_scales) {
   memstub_trace *t = resident_rows(rows, 3, 1, 1);
   memstub_gen_options o;
   memstub_gen_options_init(&o);
-  ck_assert(o.rss_scale == 1.0 && o.mapped_scale == 1.0);
+  ck_assert(o.rss_scale == MEMSTUB_GEN_SCALE_HEAP && o.mapped_scale == MEMSTUB_GEN_SCALE_HEAP);
   o.rss_scale = 0.6;
   o.mapped_scale = 0.5;
   memstub_gen *g = build(t, &o);
@@ -709,12 +711,13 @@ START_TEST(test_resident_scales) {
   ck_assert_int_eq(g->peak_rss, 6000);
   ck_assert_int_eq(g->peak_mapped, 1500);
   ck_assert_int_eq(g->use[1].heapAlloc, 4096);  // the heap is not scaled
-  ck_assert_str_eq(g->stub.transforms, "time x1, heap x1, stack x1, rss x0.6, mapped x0.5");
+  ck_assert_str_eq(g->stub.transforms,
+                   "time x1, heap x1, stack x1, rss x0.6, mapped x0.5, cpu x1, churn x1");
   memstub_gen_free(g);
   // Refused like the other scales.
   memstub_gen *bad = NULL;
   memstub_error err = {0};
-  o.rss_scale = -1;
+  o.rss_scale = -2;  // (-1, MEMSTUB_GEN_SCALE_HEAP, is the heap's)
   ck_assert_int_eq(memstub_gen_build(t, &o, &bad, &err), -EINVAL);
   ck_assert_ptr_nonnull(strstr(err.msg, "--rss-scale"));
   o.rss_scale = 1;
@@ -724,6 +727,74 @@ START_TEST(test_resident_scales) {
   o.mapped_scale = 1e300;
   ck_assert_int_eq(memstub_gen_build(t, &o, &bad, &err), -EINVAL);
   ck_assert_ptr_nonnull(strstr(err.msg, "row 2: mapped_bytes 1000 overflows"));
+  memstub_trace_free(t);
+}
+END_TEST
+
+/* Resident and mapped memory follow --heap-scale unless given their own
+ * scale (issue 30 item 1); what the scales did, before and after. */
+START_TEST(test_resident_follows_heap) {
+  static const int64_t rows[][5] = {{0, 0, 0, 1000, 0},
+                                    {1000, 64, 4096, 8000, 2000},
+                                    {3000, 0, 8192, 20000, 6000}};
+  memstub_trace *t = resident_rows(rows, 3, 1, 1);
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  o.heap_scale = 0.5;
+  o.time_scale = 0.7;
+  memstub_gen *g = build(t, &o);
+  // rss 500, 4000, 10000: above the base 500; mapped 0, 1000, 3000.
+  ck_assert_int_eq(g->stub.rss_base, 500);
+  ck_assert_int_eq(g->rss[0], 3500);
+  ck_assert_int_eq(g->rss[1], 9500);
+  ck_assert_int_eq(g->mapped[0], 1000);
+  ck_assert_int_eq(g->mapped[1], 2000);
+  ck_assert_str_eq(g->stub.transforms,
+                   "time x0.7, heap x0.5, stack x1, rss x0.5, mapped x0.5, cpu x1, churn x1");
+  const memstub_gen_whatif *w = &g->whatif;
+  ck_assert(w->rss_follows && w->mapped_follows && w->has_rss && w->has_mapped);
+  ck_assert(w->rss_scale == 0.5 && w->mapped_scale == 0.5);
+  ck_assert_int_eq(w->heap[0], 8192);
+  ck_assert_int_eq(w->heap[1], 4096);
+  ck_assert_int_eq(w->rss[0], 20000);
+  ck_assert_int_eq(w->rss[1], 10000);
+  ck_assert_int_eq(w->stack[0], 64);
+  ck_assert_int_eq(w->stack[1], 64);
+  ck_assert_int_eq(w->duration[0], 3000);
+  ck_assert_int_eq(w->duration[1], 2100);
+  ck_assert_int_eq(w->cpu[0], -1);  // no cpu_ns column
+  char buf[1024];
+  memstub_gen_whatif_format(g, buf, sizeof buf);
+  ck_assert_str_eq(buf,
+                   "what-if: --time-scale 0.7 --heap-scale 0.5; resident and mapped memory "
+                   "follow the heap (x0.5; --rss-scale and --mapped-scale set their own)\n"
+                   "  peak heap      8.0 KiB -> 4.0 KiB (-50.0 %)\n"
+                   "  peak resident  19.5 KiB -> 9.8 KiB (-50.0 %)\n"
+                   "  duration       3.00 µs -> 2.10 µs (-30.0 %)\n");
+  memstub_gen_free(g);
+  // A scale of their own wins; the heap stays as it is.
+  o.heap_scale = 1;
+  o.time_scale = 1;
+  o.rss_scale = 2;
+  g = build(t, &o);
+  ck_assert_int_eq(g->rss[1], 38000);  // 40000 above the base 2000
+  ck_assert_int_eq(g->mapped[1], 4000);
+  ck_assert_str_eq(g->stub.transforms,
+                   "time x1, heap x1, stack x1, rss x2, mapped x1, cpu x1, churn x1");
+  memstub_gen_whatif_format(g, buf, sizeof buf);
+  ck_assert_str_eq(buf,
+                   "what-if: --rss-scale 2\n"
+                   "  peak heap      8.0 KiB -> 8.0 KiB (+0.0 %)\n"
+                   "  peak resident  19.5 KiB -> 39.1 KiB (+100.0 %)\n"
+                   "  duration       3.00 µs -> 3.00 µs (+0.0 %)\n");
+  memstub_gen_free(g);
+  // No what-if: nothing to say, and the provenance says none.
+  memstub_gen_options_init(&o);
+  g = build(t, &o);
+  ck_assert_str_eq(g->stub.transforms, "none");
+  memstub_gen_whatif_format(g, buf, sizeof buf);
+  ck_assert_str_eq(buf, "");
+  memstub_gen_free(g);
   memstub_trace_free(t);
 }
 END_TEST
@@ -829,6 +900,7 @@ static Suite *gen_suite(void) {
   tcase_add_test(tc, test_check_rejects_hostile_numdata);
   tcase_add_test(tc, test_resident_columns);
   tcase_add_test(tc, test_resident_scales);
+  tcase_add_test(tc, test_resident_follows_heap);
   suite_add_tcase(s, tc);
   return s;
 }

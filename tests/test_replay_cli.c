@@ -190,6 +190,42 @@ START_TEST(test_replay_header_or_data_file) {
 }
 END_TEST
 
+/* Every what-if scale of gen is replay's too, checked alike (issue 30
+ * item 1): the replayed trace names them all. */
+START_TEST(test_replay_every_scale) {
+  char *dir = tu_mkdtemp();
+  char *out = path_in(dir, "m.csv");
+  const char *in = tu_src("traces/samples/listing1.csv");
+  tu_run r = tu_memstub(NULL, "replay", in, "--time-scale", "0.5", "--heap-scale", "2",
+                        "--stack-scale", "1", "--rss-scale", "0.25", "--mapped-scale", "3",
+                        "--cpu-scale", "0.5", "--churn-scale", "0", "--measure", out, NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(strstr(r.err, "memstub: what-if: --time-scale 0.5 --heap-scale 2 "
+                                      "--rss-scale 0.25 --mapped-scale 3 --cpu-scale 0.5 "
+                                      "--churn-scale 0\n"));
+  tu_run_free(&r);
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_read(out, &t, &err) == 0, "%s", err.msg);
+  ck_assert_str_eq(memstub_trace_get_meta(t, "transforms"),
+                   "time x0.5, heap x2, stack x1, rss x0.25, mapped x3, cpu x0.5, churn x0");
+  memstub_trace_free(t);
+  static const char *const bad[] = {"--rss-scale", "-1", "--churn-scale", "-0.5",
+                                    "--cpu-scale", "inf"};
+  for (int k = 0; k < 3; k++) {
+    r = tu_memstub(NULL, "replay", in, bad[2 * k], bad[2 * k + 1], NULL);
+    expect_fail(&r, bad[2 * k]);
+    tu_run_free(&r);
+  }
+  r = tu_memstub(NULL, "replay", "--data", out, "--cpu-scale", "0.5", NULL);
+  expect_fail(&r, "the what-ifs apply when the data file is made");
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+  free(out);
+}
+END_TEST
+
 // gen, then build, in dir; returns the program's path.
 static char *gen_and_build(const char *dir, const char *trace, const char *name) {
   char *h = path_in(dir, "memuse.h"), *prog = path_in(dir, "stub");
@@ -564,6 +600,7 @@ int main(void) {
   tcase_add_test(tc, test_replay_samples);
   tcase_add_test(tc, test_replay_bad_input);
   tcase_add_test(tc, test_replay_header_or_data_file);
+  tcase_add_test(tc, test_replay_every_scale);
   tcase_add_test(tc, test_build_and_run);
   tcase_add_test(tc, test_build_bad_header);
   tcase_add_test(tc, test_build_numdata_beyond_arrays);

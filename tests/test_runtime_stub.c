@@ -13,6 +13,7 @@
 #include "memstub/runtime.h"
 #include "memstub_listing1_stub.h"
 #include "memstub_nonlifo_stub.h"
+#include "memstub_whatif_stub.h"
 #include "test_replay_common.h"
 #include "testutil.h"
 
@@ -22,6 +23,26 @@ START_TEST(test_entry_point) {
   ck_assert_int_eq(s->numdata, 4);
   ck_assert_str_eq(s->name, "listing1_stub");
   ck_assert_int_eq(s->use[1].heapAlloc, 200);
+}
+END_TEST
+
+/* memstub_add_stub(... HEAP_SCALE 0.5 TIME_SCALE 0.5): the what-if in the
+ * stub, resident and mapped memory following the heap (issue 30). */
+START_TEST(test_entry_point_whatif) {
+  const struct memstub_stub *s = memstub_whatif_stub_stub();
+  ck_assert_str_eq(s->transforms,
+                   "time x0.5, heap x0.5, stack x1, rss x0.5, mapped x0.5, cpu x1, churn x1");
+  ck_assert_int_eq(s->peak_heap, 4194304);
+  ck_assert_int_eq(s->duration_ns, 200000000);
+  ck_assert_int_eq(s->abi, MEMSTUB_STUB_ABI_RESIDENT);
+  int64_t rss = 0, mapped = 0, mapped_peak = 0;
+  for (int64_t i = 0; i < s->numdata; i++) {
+    if (s->rss[i] > rss) rss = s->rss[i];
+    mapped += s->mapped[i];
+    if (mapped > mapped_peak) mapped_peak = mapped;
+  }
+  ck_assert_int_eq(rss, 4718592);
+  ck_assert_int_eq(mapped_peak, 524288);
 }
 END_TEST
 
@@ -242,6 +263,7 @@ int main(void) {
   Suite *s = suite_create("runtime_stub");
   TCase *tc = tcase_create("memstub_add_stub");
   tcase_add_test(tc, test_entry_point);
+  tcase_add_test(tc, test_entry_point_whatif);
   tcase_add_test(tc, test_entry_point_measured);
   tcase_add_test(tc, test_entry_point_bad_env);
   tcase_add_test(tc, test_two_stubs_one_program);

@@ -288,9 +288,10 @@ START_TEST(test_header_forms) {
       char *runargv[] = {exe, NULL};
       tu_run r = tu_exec(dir, runargv);
       // The growth's tiny malloc is the block realloc: one malloc left.
-      // Its bytes are less the block's 100 (none left).
-      ck_assert_str_eq(r.out, res ? "3 2|100 500 0 1 4096|-100 200 0 0 0|"
-                                  : "3 2|100 500 0 1 -9|-100 200 0 0 -9|");
+      // Its bytes are less the block's 100, none left: the malloc left asks
+      // for the least, 1 byte, made and freed (2), not the class's 32.
+      ck_assert_str_eq(r.out, res ? "3 2|100 500 2 1 4096|-100 200 0 0 0|"
+                                  : "3 2|100 500 2 1 -9|-100 200 0 0 -9|");
       tu_run_free(&c);
       tu_run_free(&r);
     }
@@ -511,6 +512,45 @@ END_TEST
  * spends besides (its deadline spins, the heap work, the measuring) comes out
  * of the next spin, so the excess does not grow with the rows (tolerances
  * for a loaded 2-core machine). */
+/* The calls of a what-if on the heap are the stub's as recorded (issue 30
+ * item 2): a growth by a large calloc beside tiny mallocs is the block's
+ * resize at any --heap-scale (at 0.5 the half-size change once took a tiny
+ * malloc instead, and the calloc stayed a call); the other calls keep their
+ * bytes, and a call left with none asks for the least. */
+START_TEST(test_whatif_keeps_calls) {
+  memstub_trace *t = parse("# memstub-trace 1\n"
+                           "time_ns,stack_bytes,heap_bytes,churn_bytes,calls_malloc_tiny,"
+                           "calls_calloc_large,calls_free_large\n"
+                           "0,0,0,0,0,0,0\n"
+                           "1000000,0,1048576,1048896,10,1,0\n"
+                           "2000000,0,1048576,0,0,0,0\n"
+                           "3000000,0,0,1048576,0,0,1\n");
+  int64_t per_kind[2][MEMSTUB_WORK_KINDS] = {{0}}, churn[2] = {0};
+  for (int w = 0; w < 2; w++) {
+    memstub_gen_options o;
+    memstub_gen_options_init(&o);
+    o.heap_scale = w ? 0.5 : 1;
+    memstub_gen *g = NULL;
+    memstub_error err = {0};
+    ck_assert_msg(memstub_gen_build(t, &o, &g, &err) == 0, "%s", err.msg);
+    for (int64_t i = 0; i < g->stub.numdata; i++)
+      for (int k = 0; k < MEMSTUB_WORK_KINDS; k++)
+        for (int c = 0; c < MEMSTUB_WORK_CLASSES; c++) per_kind[w][k] += calls_of(g, i, k, c);
+    churn[w] = g->work_bytes;
+    memstub_gen_free(g);
+  }
+  // The calloc and the free are the block's resizes; the ten mallocs stay,
+  // moving the row's 320 bytes beyond the calloc's.
+  ck_assert_int_eq(per_kind[0][MEMSTUB_CALL_CALLOC], 0);
+  ck_assert_int_eq(per_kind[0][MEMSTUB_CALL_FREE], 0);
+  ck_assert_int_eq(per_kind[0][MEMSTUB_CALL_MALLOC], 10);
+  ck_assert_int_eq(churn[0], 320);
+  for (int k = 0; k < MEMSTUB_WORK_KINDS; k++) ck_assert_int_eq(per_kind[1][k], per_kind[0][k]);
+  ck_assert_int_eq(churn[1], churn[0]);
+  memstub_trace_free(t);
+}
+END_TEST
+
 START_TEST(test_spin_accuracy) {
   char text[4096];
   int n = snprintf(text, sizeof text, "time_ns,stack_bytes,heap_bytes,cpu_ns\n0,0,0,0\n");
@@ -632,6 +672,70 @@ START_TEST(test_record_to_replay) {
 }
 END_TEST
 
+/* The calls of a stub as it counts them (issue 30 item 2): the built stub
+ * and memstub replay of the same trace make and count the same calls kind
+ * by kind, and so does a what-if on the heap (the calloc counts once
+ * differed: 12 / 4 and 12 / 12). Twelve callocs: eight grow the heap beside
+ * ten tiny mallocs (the block's resize stands for them), four are
+ * temporaries freed in their row. */
+START_TEST(test_calls_counted_alike) {
+  char *dir = tu_mkdtemp();
+  char text[8192];
+  int n = snprintf(text, sizeof text,
+                   "# memstub-trace 1\n"
+                   "time_ns,stack_bytes,heap_bytes,churn_bytes,calls_malloc_tiny,"
+                   "calls_calloc_small,calls_calloc_large,calls_free_small\n"
+                   "0,0,0,0,0,0,0,0\n");
+  int64_t heap = 0;
+  for (int i = 1; i <= 12; i++) {
+    int grow = i <= 8;
+    heap += grow ? 1048576 : 0;
+    n += snprintf(text + n, sizeof text - (size_t)n, "%d,0,%lld,%d,10,%d,%d,%d\n", i * 4000000,
+                  (long long)heap, (grow ? 1048576 : 1024) + 320, grow ? 0 : 1, grow, grow ? 0 : 1);
+  }
+  const char *csv = trace_csv(dir, text);
+  tu_run r = tu_memstub(dir, "gen", csv, "-o", "c.h", NULL);
+  ck_assert_msg(r.status == 0, "gen: %s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "build", "c.h", "-o", "c_stub", NULL);
+  ck_assert_msg(r.status == 0, "build: %s", r.err);
+  tu_run_free(&r);
+  char exe[4200], m[3][4200];
+  snprintf(exe, sizeof exe, "%s/c_stub", dir);
+  for (int k = 0; k < 3; k++) snprintf(m[k], sizeof m[k], "%s/m%d.csv", dir, k);
+  char *argv[] = {exe, "--measure", m[0], NULL};
+  r = tu_exec(dir, argv);
+  ck_assert_msg(r.status == 0, "stub: %s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "replay", csv, "--measure", m[1], NULL);
+  ck_assert_msg(r.status == 0, "replay: %s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "replay", csv, "--heap-scale", "0.5", "--measure", m[2], NULL);
+  ck_assert_msg(r.status == 0, "replay: %s", r.err);
+  tu_run_free(&r);
+  static const char *const names[] = {MEMSTUB_WORK_CALL_COLUMNS};
+  int64_t per_kind[3][MEMSTUB_WORK_KINDS] = {{0}};
+  for (int k = 0; k < 3; k++) {
+    memstub_trace *t = NULL;
+    memstub_error err = {0};
+    ck_assert_msg(memstub_trace_read(m[k], &t, &err) == 0, "%s", err.msg);
+    for (int c = 0; c < MEMSTUB_WORK_CALLS; c++) per_kind[k][c / 4] += sum_col(t, names[c]);
+    memstub_trace_free(t);
+  }
+  // The eight growths are reallocs of the block; the four temporaries callocs.
+  ck_assert_int_eq(per_kind[0][MEMSTUB_CALL_CALLOC], 4);
+  ck_assert_int_eq(per_kind[0][MEMSTUB_CALL_MALLOC], 120);
+  ck_assert_int_eq(per_kind[0][MEMSTUB_CALL_REALLOC], 8);
+  for (int k = 1; k < 3; k++)
+    for (int j = 0; j < MEMSTUB_WORK_KINDS; j++)
+      ck_assert_msg(per_kind[k][j] == per_kind[0][j], "%s: kind %d: %lld, the built stub's %lld",
+                    k == 1 ? "replay" : "replay --heap-scale 0.5", j, (long long)per_kind[k][j],
+                    (long long)per_kind[0][j]);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("work");
   TCase *tc = tcase_create("core");
@@ -642,9 +746,11 @@ int main(void) {
   tcase_add_test(tc, test_header_forms);
   tcase_add_test(tc, test_churn_keeps_heap_exact);
   tcase_add_test(tc, test_calls_precompensated);
+  tcase_add_test(tc, test_whatif_keeps_calls);
   tcase_add_test(tc, test_spin_accuracy);
   tcase_add_test(tc, test_cli_scales);
   tcase_add_test(tc, test_record_to_replay);
+  tcase_add_test(tc, test_calls_counted_alike);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -2,6 +2,7 @@
 // of the rows' times and CPU time (timeline.h; docs/recording.md, "The
 // stub's timeline").
 #include "timeline.h"
+#include "whatif.h"
 
 #include <errno.h>
 #include <math.h>
@@ -263,30 +264,16 @@ int ms__timeline_trace(const memstub_trace *t, memstub_trace **out, ms__timeline
   }
   size_t n = t->n ? t->n : 1;
   int64_t *dt = malloc(n * sizeof *dt), *cpu = malloc(n * sizeof *cpu);
-  memstub_trace *c = memstub_trace_create();
-  if (!dt || !cpu || !c) rc = memstub_error_set(err, -ENOMEM, "out of memory");
+  memstub_trace *c = NULL;
+  if (!dt || !cpu || ms__trace_dup(t, &c) < 0) rc = memstub_error_set(err, -ENOMEM, "out of memory");
   if (rc == 0) rc = ms__timeline_rows(t, tl, dt, cpu, err);
-  for (size_t k = 0; rc == 0 && k < t->nextra; k++)
-    if (memstub_trace_add_column(c, t->extra_names[k]) < 0)
-      rc = memstub_error_set(err, -ENOMEM, "out of memory");
-  for (size_t k = 0; rc == 0 && k < t->nmeta; k++)
-    if (memstub_trace_set_meta(c, t->meta[k].key, t->meta[k].value) < 0)
-      rc = memstub_error_set(err, -ENOMEM, "out of memory");
-  if (rc == 0 && memstub_trace_reserve(c, t->n) < 0)
-    rc = memstub_error_set(err, -ENOMEM, "out of memory");
   int ccol = memstub_trace_column(t, MEMSTUB_WORK_CPU_COLUMN);
   int64_t time = t->n ? t->pts[0].time_ns : 0, used = ccol >= 0 && t->n ? t->extra[ccol] : 0;
   for (size_t i = 0; rc == 0 && i < t->n; i++) {
     time += dt[i];
     used += cpu[i];
-    const memstub_point *p = &t->pts[i];
-    if (memstub_trace_append(c, time, p->stack_bytes, p->heap_bytes) < 0) {
-      rc = memstub_error_set(err, -ENOMEM, "out of memory");
-      break;
-    }
-    int64_t *x = memstub_trace_extra_row(c, i);
-    memcpy(x, memstub_trace_extra_row(t, i), t->nextra * sizeof *x);
-    if (ccol >= 0) x[ccol] = used;
+    c->pts[i].time_ns = time;
+    if (ccol >= 0) memstub_trace_extra_row(c, i)[ccol] = used;
   }
   free(dt);
   free(cpu);

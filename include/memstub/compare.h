@@ -149,7 +149,45 @@ typedef struct memstub_compare_series {
 typedef struct memstub_compare_work {
   char *cpu_unknown, *calls_unknown;
   memstub_compare_series cpu, calls, churn, kind[MEMSTUB_COMPARE_CALL_KINDS];
+  /* The allocating calls (malloc, calloc, realloc, memalign: every kind but
+   * free), which a stub keeps: its block's realloc stands for one recorded
+   * call, and its frees are its own (docs/compare-and-plot.md, "Differences
+   * by design"). */
+  memstub_compare_series allocs;
 } memstub_compare_work;
+
+/* The what-if scales a replay was made with (memstub gen and replay
+ * --time-scale ... --churn-scale; docs/formats.md, "What-if transforms"), as
+ * REPLAYED's `transforms` metadata names them: all 1.0 for a stub as
+ * recorded. */
+typedef struct memstub_compare_scales {
+  double time, heap, stack, rss, mapped, cpu, churn;
+} memstub_compare_scales;
+
+/* The figures of the before and after view (docs/compare-and-plot.md, "A
+ * what-if: before and after"), over the compared points: before is
+ * ORIGINAL's on its stub's timeline (without the scales), after REPLAYED's.
+ * CALLS counts the allocating calls (every kind but free). */
+typedef enum memstub_compare_figure {
+  MEMSTUB_FIGURE_HEAP_PEAK = 0,
+  MEMSTUB_FIGURE_RSS_PEAK = 1,
+  MEMSTUB_FIGURE_STACK_PEAK = 2,
+  MEMSTUB_FIGURE_DURATION = 3,
+  MEMSTUB_FIGURE_CPU = 4,
+  MEMSTUB_FIGURE_CALLS = 5,
+  MEMSTUB_FIGURE_CHURN = 6,
+  MEMSTUB_FIGURES = 7,
+} memstub_compare_figure;
+
+typedef struct memstub_compare_change {
+  int known;              /* both traces have it (and ORIGINAL does not say it is unknown) */
+  int64_t before, after;  /* bytes, ns or calls */
+} memstub_compare_change;
+
+/* "peak heap", "peak resident", "peak stack", "duration", "CPU", "allocator
+ * calls", "churn"; with json the keys: "peak_heap_bytes", "peak_rss_bytes",
+ * "peak_stack_bytes", "duration_ns", "cpu_ns", "calls", "churn_bytes". */
+const char *memstub_compare_figure_name(memstub_compare_figure f, int json);
 
 /* "malloc", "calloc", "realloc", "free", "memalign" (k < MEMSTUB_COMPARE_CALL_KINDS). */
 const char *memstub_compare_call_kind_name(int k);
@@ -222,6 +260,22 @@ typedef struct memstub_compare_report {
     int64_t reference_runs;                      /* 0: none in ORIGINAL's metadata */
     int64_t reference_wall_ns, reference_cpu_ns; /* their medians; -1 when not given */
   } timeline;
+  /* REPLAYED is a what-if (its `transforms` name a scale other than 1): it is
+   * judged against ORIGINAL with the same scales applied as memstub gen
+   * applies them (the errors above, the checks), and fig holds the figures
+   * before and after. fig is filled for every comparison. */
+  struct {
+    int is;
+    memstub_compare_scales scales;
+    memstub_compare_change fig[MEMSTUB_FIGURES];
+  } whatif;
+  /* REPLAYED's stub was made with a calibration profile (its `calibration`
+   * metadata names one); without one, its stack carries the replay's own
+   * bytes by design and the verdict does not hold it to a goal. */
+  int calibrated;
+  /* Compared rows of ORIGINAL whose heap changed from the row before: each
+   * is a resize (a realloc) of the stub's one heap block. */
+  size_t heap_rows;
 } memstub_compare_report;
 
 /* Compare a replayed trace with its original (both in memory). names are
@@ -304,6 +358,7 @@ void memstub_compare_checks_free(memstub_compare_checks *cs);
  *   cpu-total-pct, churn-total-pct   |total error| of the replay's CPU time, churn bytes,
  *   calls-total-pct, calls-KIND-pct  calls (all, or of KIND: malloc, calloc, realloc,
  *                                    free, memalign) at most, % of ORIGINAL's total
+ *   calls-alloc-pct                  the same for the allocating calls (all but free)
  *   cpu-p90-us|ms|ns|s               p90 of |CPU time error| per interval at most
  *   calls-p90                        p90 of |calls error| per interval at most (calls)
  *   missing, repeated                points at most
@@ -319,14 +374,27 @@ int memstub_compare_checks_parse(memstub_compare_checks *cs, const char *spec, m
  * how many failed (skipped checks are not). */
 size_t memstub_compare_checks_run(memstub_compare_checks *cs, const memstub_compare_report *r);
 
+/* The goals a comparison is held to when no check is given (the verdict;
+ * docs/compare-and-plot.md, "The verdict"), appended to cs: heap-exact=99%,
+ * total-pct=1, rss-peak=5%, mapped-peak=5%, cpu-total-pct=5,
+ * calls-alloc-pct=1, and stack-exact=99% when r->calibrated (without a
+ * profile the stack carries the replay's own bytes by design). 0, or
+ * -ENOMEM. */
+int memstub_compare_goals(memstub_compare_checks *cs, const memstub_compare_report *r,
+                          memstub_error *err);
+
 /* ---- output ------------------------------------------------------------ */
 
-/* A human-readable report (and the checks' outcome, cs may be NULL). 0 or -EIO. */
+/* A human-readable report: for a what-if first its before and after table;
+ * the errors; the differences by design; the checks' outcome (cs may be
+ * NULL); and a one-line verdict held to cs's checks when given, else to the
+ * goals of memstub_compare_goals. 0, -EIO or -ENOMEM. */
 int memstub_compare_write_text(const memstub_compare_report *r, const memstub_compare_checks *cs,
                                FILE *f);
 
 /* The report as one JSON object (keys in docs/compare-and-plot.md), with the
- * checks' outcome when cs is given (run first). 0 or -EIO. */
+ * checks' outcome when cs is given (run first), the before and after
+ * figures, the differences by design and the verdict. 0, -EIO or -ENOMEM. */
 int memstub_compare_write_json(const memstub_compare_report *r, const memstub_compare_checks *cs,
                                FILE *f);
 

@@ -31,7 +31,8 @@ typedef struct memstub_gen_options {
   double heap_scale;        //   1.0 leaves the trace as recorded, 0.5 halves it
   double stack_scale;
   double rss_scale;         // --rss-scale, --mapped-scale: the rss_bytes and mapped_bytes
-  double mapped_scale;      //   columns when the trace has them (1.0 as recorded)
+  double mapped_scale;      //   columns when the trace has them; MEMSTUB_GEN_SCALE_HEAP (the
+                            //   default): heap_scale's (docs/formats.md, "What-if transforms")
   double cpu_scale;         // --cpu-scale: the CPU time between memory changes (cpu_ns) times
                             //   this, the delays shortened or lengthened by the difference
   double churn_scale;       // --churn-scale: the allocator calls and churn_bytes times this
@@ -44,7 +45,13 @@ typedef struct memstub_gen_options {
                             //   (MEMSTUB_MEASURE_TRACE), so predict that cost too
 } memstub_gen_options;
 
-// Defaults: no name, scales 1.0, no profile, deadline timing.
+/* The default of rss_scale and mapped_scale: the heap's scale. Resident and
+ * mapped memory follow the heap (a block half the size has half the pages
+ * to write) unless a scale of their own is given. */
+#define MEMSTUB_GEN_SCALE_HEAP (-1.0)
+
+/* Defaults: no name, scales 1.0 (rss_scale and mapped_scale
+ * MEMSTUB_GEN_SCALE_HEAP), no profile, deadline timing. */
 void memstub_gen_options_init(memstub_gen_options *o);
 
 /* The longest stub name: every name made from it (NAME_memStub,
@@ -90,6 +97,20 @@ typedef struct memstub_gen_comp {
   int64_t rss_overhead_bytes;  // the profile's resident_overhead_bytes used
 } memstub_gen_comp;
 
+/* What the what-if scales did to the stub (memstub_gen_build fills it; memstub
+ * gen and replay print it with memstub_gen_whatif_format): each figure
+ * before the scales ([0]: the trace on its stub's timeline) and after ([1]).
+ * The stub's own overheads and calibration are not in them. */
+typedef struct memstub_gen_whatif {
+  double rss_scale, mapped_scale;  // as applied: heap_scale's when they followed it
+  int rss_follows, mapped_follows; // 1: not given, they followed heap_scale
+  int has_rss, has_mapped;         // the trace has rss_bytes, mapped_bytes
+  int64_t heap[2], stack[2];       // peak heap_bytes and stack_bytes
+  int64_t rss[2];                  // peak rss_bytes (0 without the column)
+  int64_t duration[2];             // first row to last, ns
+  int64_t cpu[2];                  // CPU time (cpu_ns) over the rows, ns; -1: no cpu_ns column
+} memstub_gen_whatif;
+
 typedef struct memstub_gen {
   struct memstub_stub stub;  // ready to replay; its arrays point into this object
   struct memAlloc *use;      // [stub.numdata]
@@ -125,6 +146,7 @@ typedef struct memstub_gen {
    * "Work"), NULL when the times are as recorded. memstub compare judges a
    * replay against the same timeline. */
   char *timeline;
+  memstub_gen_whatif whatif;  // what the scales did
 } memstub_gen;
 
 /* Build stub data from a valid trace. On success *out owns the result.
@@ -195,6 +217,14 @@ int memstub_gen_emit_ex(const memstub_gen *g, const char *path, const memstub_ge
  * memstub_stub_data_write of the runtime) instead of a header: for traces
  * too large to compile. 0, or fails as memstub_stub_data_write. */
 int memstub_gen_emit_data(const memstub_gen *g, const char *path, memstub_error *err);
+
+/* For people, what the what-if scales did (g->whatif), "" when every scale is
+ * 1: a line naming the scales (and the rule that resident and mapped memory
+ * follow the heap), then one indented line each for peak heap, peak stack
+ * (when scaled), peak resident (when the trace has rss_bytes), duration and
+ * CPU (when it has cpu_ns): "  peak heap      20.0 MiB -> 10.0 MiB (-50.0 %)",
+ * each line ending in a newline. */
+void memstub_gen_whatif_format(const memstub_gen *g, char *buf, size_t cap);
 
 /* One line for people saying what calibration changed in g (g->comp): the
  * header's provenance comment with bytes and times in units (KiB, µs, ms);
