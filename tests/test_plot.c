@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "memstub/calib.h"
 #include "memstub/plot.h"
 #include "memstub/trace.h"
 #include "testutil.h"
@@ -545,6 +546,53 @@ START_TEST(test_work_panel) {
 }
 END_TEST
 
+// The y of the SVG text element holding text (its translate), or -1.
+static double svg_y(const char *svg, const char *text) {
+  const char *t = strstr(svg, text);
+  if (!t) return -1;
+  const char *g = NULL;
+  for (const char *p = svg; (p = strstr(p, "translate(")) && p < t; p++) g = p;
+  double x, y;
+  return g && sscanf(g, "translate(%lf,%lf)", &x, &y) == 2 ? y : -1;
+}
+
+/* The calibration's fits: log time axes read "1 µs", "10 µs" ("1000000"
+ * before), and each panel's key is below its axes, not over the points. */
+START_TEST(test_calibration_plot) {
+  fixture f = fx_make();
+  setenv("MEMSTUB_DATADIR", tu_src(""), 1);
+  memstub_calib c;
+  memset(&c, 0, sizeof c);
+  snprintf(c.profile.cpu, sizeof c.profile.cpu, "test cpu");
+  snprintf(c.profile.kernel, sizeof c.profile.kernel, "Linux test");
+  snprintf(c.profile.date, sizeof c.profile.date, "2026-01-01T00:00:00Z");
+  c.profile.repetitions = 2;
+  memstub_calib_sample s[40];
+  for (int i = 0; i < 40; i++) s[i] = (memstub_calib_sample){i % 10, 200.0 * pow(3, i % 10), 0};
+  for (int k = 0; k < 10; k++) c.samples[k] = s, c.nsamples[k] = 40;
+  memstub_calib_sample bytes[5] = {{1, 80, 80}, {2, 160, 160}, {3, 240, 240}, {4, 320, 320}, {5, 400, 400}};
+  c.samples[MEMSTUB_CALIB_S_STACK_BYTES] = bytes, c.nsamples[MEMSTUB_CALIB_S_STACK_BYTES] = 5;
+  double basic[3] = {40, 45, 42};
+  c.basic_rep_ns = basic;
+  c.nbasic = 3;
+  char *out = path_in(f.dir, "cal.svg");
+  memstub_error err = {0};
+  int rc = memstub_calib_plot(&c, out, &err);
+  unsetenv("MEMSTUB_DATADIR");
+  ck_assert_msg(rc == 0, "%s", err.msg);
+  char *data = tu_read_file(out);
+  ck_assert_msg(strstr(data, ">1 \xc2\xb5s<") && strstr(data, ">100 \xc2\xb5s<") &&
+                    strstr(data, ">1 ms<"),
+                "no tics in units");
+  ck_assert_msg(!strstr(data, ">1000000<") && !strstr(data, ">100000<"), "tics in plain ns");
+  ck_assert_msg(svg_y(data, "<text>arena, measured<") > svg_y(data, ">page faults in the use phase<"),
+                "the key is not below the axes");
+  free(data);
+  free(out);
+  fx_free(&f);
+}
+END_TEST
+
 static Suite *plot_suite(void) {
   Suite *s = suite_create("plot");
   TCase *tc = tcase_create("core");
@@ -559,6 +607,7 @@ static Suite *plot_suite(void) {
   tcase_add_test(tc, test_missing_gnuplot);
   tcase_add_test(tc, test_library_figure);
   tcase_add_loop_test(tc, test_plot_bad_input, 0, (int)(sizeof bad / sizeof bad[0]));
+  tcase_add_test(tc, test_calibration_plot);
   suite_add_tcase(s, tc);
   return s;
 }
