@@ -19,14 +19,14 @@
 #                       the panels drawn: stack_panel, heap_panel, res_panel,
 #                       work_panel, err_panel;
 #                       each axis' unit and tics, NAME_div (values are divided
-#                       by it), NAME_unit, NAME_step, NAME_fmt (the tic labels)
+#                       by it), NAME_unit, NAME_step, NAME_fmt and NAME_ufmt (the
+#                       tic labels, plain and with the unit)
 #                       for x (xmin, xmax in its unit), stack, heap, res, cpu,
 #                       calls and err; NAME_max, a memory panel's largest value;
 #                       err_lo, err_hi, the time errors' range; cpu_top,
 #                       calls_top, the work panel's;
 #                       each memory panel's peaks: NAME_npk (how many), and for
-#                       all panels pk_panel[q] (1 stack, 2 heap, 3 res), pk_row[q]
-#                       (the label's row from the panel's top), pk_x[q], pk_y[q]
+#                       all panels pk_panel[q] (1 stack, 2 heap, 3 res), pk_x[q], pk_y[q]
 #                       (in the axes' units), pk_text[q], pk_trace[q] (0 the
 #                       original, i replay i), q from 1 to npk;
 #                       the legend: nleg, leg_text[k], leg_trace[k], leg_sec[k]
@@ -136,11 +136,44 @@ do for [line=0:int(nrepl / lcols)] {
 leg_col(k) = leg_trace[k] % lcols
 leg_row(k) = leg_r[k]
 
+# The peaks' labels: each beside its point's x where it fits, else moved
+# in from the edge (text cuts a label wider than the panel), in the first
+# row above the curves where it meets no other label of its panel.
+scr(px) = lm + (px - xmin) / (xmax - xmin) * (rm - lm)
+wide = int((rm - lm) / hc) - 3
+fits(s) = !txt ? s : strlen(s) > wide - 2 ? ' '.s[1:wide - 5].'... ' : ' '.s.' '  # text: a space either side
+# A label's left end, and whether it ends at the point's left (lr: graphics
+# then place it by its right end, their widths being estimates).
+lx(px, s) = scr(px) + hc + strlen(s) * hc <= rm - hc ? scr(px) + hc : \
+            scr(px) - hc - strlen(s) * hc >= lm + hc ? scr(px) - hc - strlen(s) * hc : \
+            (rm - hc - strlen(s) * hc > lm + hc ? rm - hc - strlen(s) * hc : lm + hc)
+lr(px, s) = !txt && scr(px) + hc + strlen(s) * hc > rm - hc && scr(px) - hc - strlen(s) * hc >= lm + hc
+lx0(q, t) = lr(pk_x[q], t) ? scr(pk_x[q]) - hc - strlen(t) * hc : lx(pk_x[q], t)
+array pk_r[npk > 0 ? npk : 1]
+array pk_a[npk > 0 ? npk : 1]
+array pk_z[npk > 0 ? npk : 1]
+array pk[5] = [0, 0, 0, 0, 0]
+do for [q=1:npk] {
+  t = fits(pk_text[q])
+  pk_a[q] = lx0(q, t) - hc
+  pk_z[q] = lx0(q, t) + (strlen(t) + 1) * hc
+  pk_r[q] = 0
+  do for [r=1:q] {
+    if (pk_r[q] == 0) {
+      clash = 0
+      do for [j=1:q-1] {
+        clash = clash || (pk_panel[j] == pk_panel[q] && pk_r[j] == r && pk_a[j] < pk_z[q] && pk_a[q] < pk_z[j])
+      }
+      if (!clash) { pk_r[q] = r }
+    }
+  }
+  pk[pk_panel[q]] = pk[pk_panel[q]] > pk_r[q] ? pk[pk_panel[q]] : pk_r[q]
+}
+
 # The panels from the top: stack, heap, resident, work (each weight 1) and
-# the time error (0.7); a memory panel needs a row above its curves for
-# each peak's label (and one more in text, where rows are whole).
+# the time error (0.7); a memory panel needs its labels' rows above its
+# curves (and one more in text, where rows are whole).
 array pw[5] = [stack_panel, heap_panel, res_panel, work_panel, 0.7 * err_panel]
-array pk[5] = [stack_npk, heap_npk, res_npk, 0, 0]
 npanel = stack_panel + heap_panel + res_panel + work_panel + err_panel
 spacing = txt ? 1 : 1.15
 # Text: rows for the title, the x axis, the legend and each panel's least.
@@ -214,51 +247,55 @@ set rmargin at screen rm
 set multiplot title title noenhanced font ',12'
 
 # ---- the panels ----------------------------------------------------------------
-# A panel's place and its name: on its y label, or in text (no rotated
-# labels) on its top border; the time axis' labels on the last one only.
-panel(p, name) = sprintf("set tmargin at screen %.6f; set bmargin at screen %.6f; ", ptop[p], pbot[p]) . \
+# A panel's place and its name: on its y label, the short name when the
+# name is longer than the panel is high (a character is about 0.8 of the
+# terminal's width estimate), or in text (no rotated labels) on
+# its top border; the time axis' labels on the last one only. Where even
+# the short name does not fit, and in text, each y tic label carries the
+# unit (unit(p, short): 1).
+tall(p, s) = strlen(s) * (txt ? 1 : 0.8) * hc * w <= 0.95 * (ptop[p] - pbot[p]) * h
+unit(p, short) = txt || !tall(p, short)
+panel(p, name, short) = sprintf("set tmargin at screen %.6f; set bmargin at screen %.6f; ", ptop[p], pbot[p]) . \
     (p == last ? sprintf("set format x '%s'; set xlabel 'time (%s)'; ", x_fmt, x_unit) \
                : "set format x ''; unset xlabel; ") . \
     (txt ? sprintf("set label 1 ' %s ' at graph 0, graph 1 left offset 1,0 front; unset ylabel; ", name) \
-         : sprintf("set ylabel '%s'; ", name))
+         : sprintf("set ylabel '%s'; ", tall(p, name) ? name : tall(p, short) ? short : ''))
 # A memory panel's y axis: from 0 to its largest value, with pk[p] rows
 # above for the peaks' labels (and one more in text, whose rows are whole).
+# An image too small for them all keeps the rows that fit in 60 % of the
+# panel and leaves the other labels out (their points stay); text is made
+# tall enough.
 panel_rows(p) = (ptop[p] - pbot[p]) / (vc * spacing)
-room(p) = pk[p] > 0 ? (pk[p] + (txt ? 1.5 : 0.6)) / panel_rows(p) : 0
-ytop(p, max) = (max > 0 ? max : 1) / (room(p) < 0.7 ? 1 - room(p) : 0.3)
-# A peak: a point on it (an 'o' in text) and its label in its row above the
-# curves, beside the point's x where it fits, else moved in from the edge;
-# text cuts a label wider than the panel.
-scr(px) = lm + (px - xmin) / (xmax - xmin) * (rm - lm)
-wide = int((rm - lm) / hc) - 3
-fits(s) = txt && strlen(s) > wide ? s[1:wide - 3].'...' : s
-# A label's left end, and whether it ends at the point's left (lr: graphics
-# then place it by its right end, their widths being estimates).
-lx(px, s) = scr(px) + hc + strlen(s) * hc <= rm - hc ? scr(px) + hc : \
-            scr(px) - hc - strlen(s) * hc >= lm + hc ? scr(px) - hc - strlen(s) * hc : \
-            (rm - hc - strlen(s) * hc > lm + hc ? rm - hc - strlen(s) * hc : lm + hc)
-lr(px, s) = !txt && scr(px) + hc + strlen(s) * hc > rm - hc && scr(px) - hc - strlen(s) * hc >= lm + hc
+pad = txt ? 1.5 : 0.6
+rows(p) = txt || pk[p] + pad <= 0.6 * panel_rows(p) ? pk[p] : floor(0.6 * panel_rows(p) - pad)
+room(p) = rows(p) > 0 ? (rows(p) + pad) / panel_rows(p) : 0
+ytop(p, max) = (max > 0 ? max : 1) / (1 - room(p))
 ly(p, j) = 1 - (j - (txt ? 0 : 0.3)) / panel_rows(p)
 peaks = "do for [q=1:npk] { if (pk_panel[q] == p) { \
   k = pk_trace[q]; t = fits(pk_text[q]); \
-  if (lr(pk_x[q], t)) { \
-    set label 2 * q + 8 t at screen scr(pk_x[q]) - hc, graph ly(p, pk_row[q]) right tc rgb tink(k) noenhanced front \
+  if (pk_r[q] > rows(p)) { t = '' } else { if (lr(pk_x[q], t)) { \
+    set label 2 * q + 8 t at screen scr(pk_x[q]) - hc, graph ly(p, pk_r[q]) right tc rgb tink(k) noenhanced front \
   } else { \
-    set label 2 * q + 8 t at screen lx(pk_x[q], t), graph ly(p, pk_row[q]) left tc rgb tink(k) noenhanced front }; \
+    set label 2 * q + 8 t at screen lx(pk_x[q], t), graph ly(p, pk_r[q]) left tc rgb tink(k) noenhanced front } }; \
   if (txt) { set label 2 * q + 9 'o' at first pk_x[q], first pk_y[q] center front } \
   else { set label 2 * q + 9 '' at first pk_x[q], first pk_y[q] point pt 7 ps 0.9 lc rgb tink(k) front } } }"
-# A memory panel's axis, by the name of its variables; text keeps a tic to
-# every other row or fewer (the room above the curves adds tics).
-ystep(p, top, st) = !txt || top / st <= panel_rows(p) / 2.0 ? st : \
-                    top / (2 * st) <= panel_rows(p) / 2.0 ? 2 * st : 5 * st
-yaxis(p, n) = sprintf("set yrange [0:%.10g]; set ytics %.10g; set format y %s_fmt; ", \
-    ytop(p, value(n.'_max')), ystep(p, ytop(p, value(n.'_max')), value(n.'_step')), n)
+# A memory panel's axis, by the name of its variables. Tics at least two
+# rows apart in text, one and a half in pixels (the room above the curves
+# and a short panel add tics): the step raised through 1, 2, 5 x 10^k.
+nn(st) = (e = 10**floor(log10(st) + 1e-9), f = st / e, (f < 1.5 ? 2 : f < 3.5 ? 5 : 10) * e)
+sparse(p, span, st) = span / st <= panel_rows(p) / (txt ? 2.0 : 1.5)
+ystep(p, span, st) = sparse(p, span, st) ? st : sparse(p, span, nn(st)) ? nn(st) : \
+                     sparse(p, span, nn(nn(st))) ? nn(nn(st)) : nn(nn(nn(st)))
+yaxis(p, n, short) = sprintf("set yrange [0:%.10g]; set ytics %.10g; set format y %s_%sfmt; ", \
+    ytop(p, value(n.'_max')), ystep(p, ytop(p, value(n.'_max')), value(n.'_step')), n, \
+    unit(p, short) ? 'u' : '')
 
 # Stack and heap: the original a thick grey band, each replay in its style.
 do for [p=1:2] {
   n = p == 1 ? 'stack' : 'heap'
   if (pw[p] > 0) {
-    eval panel(p, n.' in use ('.value(n.'_unit').')') . yaxis(p, n)
+    short = n.' ('.value(n.'_unit').')'
+    eval panel(p, n.' in use ('.value(n.'_unit').')', short) . yaxis(p, n, short)
     eval peaks
     cmd = 'plot '
     sep = ''
@@ -276,7 +313,8 @@ do for [p=1:2] {
 # mapped the same dotted and thinner. Only the curves a trace has.
 if (res_panel) {
   p = 3
-  eval panel(p, 'resident, mapped ('.res_unit.')') . yaxis(p, 'res')
+  short = 'resident ('.res_unit.')'
+  eval panel(p, 'resident, mapped ('.res_unit.')', short) . yaxis(p, 'res', short)
   eval peaks
   cmd = 'plot '
   sep = ''
@@ -296,13 +334,13 @@ if (res_panel) {
 # dashed, each replay dotted).
 if (work_panel) {
   p = 4
-  eval panel(p, 'CPU (% of the time)'.(txt ? ', calls per ms (right)' : ''))
+  eval panel(p, 'CPU (% of the time)'.(txt ? ', calls per ms (right)' : ''), 'CPU (%)')
   set yrange [0:cpu_top]
-  set ytics cpu_step nomirror
-  set format y cpu_fmt
-  set y2label (txt ? '' : 'allocator calls per ms')
+  set ytics ystep(p, cpu_top, cpu_step) nomirror
+  set format y (unit(p, 'CPU (%)') ? cpu_ufmt : cpu_fmt)
+  set y2label (txt ? '' : tall(p, 'allocator calls per ms') ? 'allocator calls per ms' : tall(p, 'calls per ms') ? 'calls per ms' : '')
   set y2range [0:calls_top]
-  set y2tics calls_step
+  set y2tics ystep(p, calls_top, calls_step)
   set format y2 calls_fmt
   cmd = 'plot '
   sep = ''
@@ -322,10 +360,10 @@ if (work_panel) {
 # Time error per point, in the unit of the largest.
 if (err_panel) {
   p = 5
-  eval panel(p, 'time error ('.err_unit.')')
+  eval panel(p, 'time error ('.err_unit.')', 'error ('.err_unit.')')
   set yrange [err_lo:err_hi]
-  set ytics err_step
-  set format y err_fmt
+  set ytics ystep(p, err_hi - err_lo, err_step)
+  set format y (unit(p, 'error ('.err_unit.')') ? err_ufmt : err_fmt)
   set xzeroaxis lt -1 lw 1 dt 1
   cmd = 'plot '
   sep = ''

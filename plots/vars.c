@@ -66,16 +66,19 @@ static void put_title(FILE *f, const char *title, int width) {
   fprintf(f, "\ntitle_lines = %d\n", lines);
 }
 
-// NAME_div, _unit, _step and _fmt (the tic labels' format) of an axis.
-static void put_axis(FILE *f, const char *name, const ms__plot_axis *a, int with_unit) {
-  char fmt[48], key[48];
+/* NAME_div, _unit, _step, and the tic labels' formats: _fmt plain, _ufmt
+ * with the unit (for text, which has no rotated axis labels). */
+static void put_axis(FILE *f, const char *name, const ms__plot_axis *a) {
+  char fmt[48], key[32];
   real_buf r1, r2;
   fprintf(f, "%s_div = %s\n%s_step = %s\n%s_unit = ", name, real(a->div, &r1), name,
           real(a->step, &r2), name);
   ms__plot_gp_str(f, a->unit);
-  snprintf(key, sizeof key, "%s_fmt", name);
   fputc('\n', f);
-  put_str(f, key, ms__plot_axis_format(a, with_unit, fmt, sizeof fmt));
+  for (int u = 0; u < 2; u++) {
+    snprintf(key, sizeof key, "%s_%sfmt", name, u ? "u" : "");
+    put_str(f, key, ms__plot_axis_format(a, u, fmt, sizeof fmt));
+  }
 }
 
 // A gnuplot array NAME[n] (at least 1 element) of the flags has(t) for each replay.
@@ -105,9 +108,9 @@ static const char *label_of(const ms__plot_vars *v, size_t k, char *buf, size_t 
  * mapped, for the peaks; max over both): whether it is drawn (NAME_panel),
  * its axis with its largest value in its unit (NAME_max), how many peaks it
  * labels (NAME_npk), and one peak per trace that has the curve, from
- * *npk + 1 on in the arrays pk_panel, pk_row (from 1, the label's row from
- * the top), pk_x (time in x's unit), pk_y (in the panel's unit), pk_text,
- * pk_trace (0 the original, i replay i). Returns NAME_panel. */
+ * *npk + 1 on in the arrays pk_panel, pk_x (time in x's unit), pk_y (in the
+ * panel's unit), pk_text, pk_trace (0 the original, i replay i). Returns
+ * NAME_panel. */
 static int put_panel(FILE *f, const char *name, int p, const ms__plot_vars *v, int c, int ticks,
                      const ms__plot_axis *x, size_t *npk) {
   size_t n = v->nrepl + 1, rows = 0;
@@ -134,11 +137,10 @@ static int put_panel(FILE *f, const char *name, int p, const ms__plot_vars *v, i
   real_buf r1, r2;
   fprintf(f, "%s_panel = %d\n%s_max = %s\n%s_npk = %zu\n", name, any, name, real(max / a.div, &r1),
           name, rows);
-  put_axis(f, name, &a, v->text);
+  put_axis(f, name, &a);
   for (size_t j = 0; j < rows; j++) {
     size_t q = ++*npk;
-    fprintf(f, "pk_panel[%zu] = %d\npk_row[%zu] = %zu\npk_trace[%zu] = %zu\n", q, p, q, j + 1, q,
-            who[j]);
+    fprintf(f, "pk_panel[%zu] = %d\npk_trace[%zu] = %zu\n", q, p, q, who[j]);
     fprintf(f, "pk_x[%zu] = %s\npk_y[%zu] = %s\n", q, real(pk[j].x / x->div, &r1), q,
             real((double)pk[j].y / a.div, &r2));
     char *text = ms__asprintf("peak %s: %s", ms__fmt_bytes(pk[j].y, value, sizeof value),
@@ -202,7 +204,7 @@ int ms__plot_write_vars(const char *path, const ms__plot_vars *v, memstub_error 
   ms__plot_axis x = ms__plot_axis_time(v->x0, v->x1, v->x_ticks);
   real_buf r1, r2;
   fprintf(f, "xmin = %s\nxmax = %s\n", real(v->x0 / x.div, &r1), real(v->x1 / x.div, &r2));
-  put_axis(f, "x", &x, 0);
+  put_axis(f, "x", &x);
   int yt = v->text ? 3 : 5;
   // The curves each trace has, and the panels they make.
   static const char *const curve[] = {"stack", "heap", "rss", "mapped"};
@@ -218,8 +220,8 @@ int ms__plot_write_vars(const char *path, const ms__plot_vars *v, memstub_error 
   put_flags(f, "repl_cpu", v, has_cpu, 0);
   put_flags(f, "repl_calls", v, has_calls, 0);
   size_t npk = 0, most = 3 * (v->nrepl + 1);
-  fprintf(f, "array pk_panel[%zu]\narray pk_row[%zu]\narray pk_trace[%zu]\narray pk_x[%zu]\n"
-          "array pk_y[%zu]\narray pk_text[%zu]\n", most, most, most, most, most, most);
+  fprintf(f, "array pk_panel[%zu]\narray pk_trace[%zu]\narray pk_x[%zu]\narray pk_y[%zu]\n"
+          "array pk_text[%zu]\n", most, most, most, most, most);
   int mem = put_panel(f, "stack", 1, v, MS__C_STACK, yt, &x, &npk);
   mem |= put_panel(f, "heap", 2, v, MS__C_HEAP, yt, &x, &npk);
   int res_panel = put_panel(f, "res", 3, v, MS__C_RSS, yt, &x, &npk), work_panel = 0;
@@ -232,8 +234,8 @@ int ms__plot_write_vars(const char *path, const ms__plot_vars *v, memstub_error 
   fprintf(f, "work_panel = %d\n", work_panel);
   ms__plot_axis cpu = ms__plot_axis_plain(v->cpu_max, yt), calls = ms__plot_axis_plain(v->calls_max, yt);
   cpu.unit = "%";
-  put_axis(f, "cpu", &cpu, v->text);
-  put_axis(f, "calls", &calls, 0);
+  put_axis(f, "cpu", &cpu);
+  put_axis(f, "calls", &calls);
   // Their tops: the tic above the largest value, so no curve runs on the border.
   real_buf r5, r6;
   fprintf(f, "cpu_top = %s\ncalls_top = %s\n", real((floor(v->cpu_max / cpu.step) + 1) * cpu.step, &r5),
@@ -247,11 +249,15 @@ int ms__plot_write_vars(const char *path, const ms__plot_vars *v, memstub_error 
   }
   ms__plot_axis e = ms__plot_axis_time(v->err_lo, v->err_hi, yt);
   fprintf(f, "err_panel = %d\n", err_panel);
-  put_axis(f, "err", &e, v->text);
-  // Its range, in its unit, out to whole tics (one either side of a single value).
+  put_axis(f, "err", &e);
+  /* Its range, in its unit, out to whole tics, and a tic further where the
+   * errors come within a quarter of one of the border (they would hide in
+   * it, in text). */
   real_buf r3, r4;
-  double lo = floor(v->err_lo / e.div / e.step) * e.step, hi = ceil(v->err_hi / e.div / e.step) * e.step;
-  if (!(hi > lo)) lo -= e.step, hi += e.step;
+  double elo = v->err_lo / e.div, ehi = v->err_hi / e.div;
+  double lo = floor(elo / e.step) * e.step, hi = ceil(ehi / e.step) * e.step;
+  if (elo - lo < e.step / 4) lo -= e.step;
+  if (hi - ehi < e.step / 4) hi += e.step;
   fprintf(f, "err_lo = %s\nerr_hi = %s\n", real(lo, &r3), real(hi, &r4));
   put_legend(f, v, res_panel, work_panel);
   int bad = ferror(f);

@@ -706,7 +706,7 @@ START_TEST(test_panels_for_columns) {
   ck_assert_msg(strstr(vars, "\nres_panel = 1\n") && strstr(vars, "\nres_npk = 1\n") &&
                     strstr(vars, "\norig_rss = 0\n") && strstr(vars, "\norig_mapped = 0\n"),
                 "%s", vars);
-  ck_assert_msg(strstr(vars, "pk_panel[5] = 3\npk_row[5] = 1\npk_trace[5] = 1\n"), "%s", vars);
+  ck_assert_msg(strstr(vars, "pk_panel[5] = 3\npk_trace[5] = 1\n"), "%s", vars);
   ck_assert_msg(strstr(vars, "'peak 3.0 MiB: resr.csv'") && !strstr(vars, "peak 0 B"), "%s", vars);
   free(vars);
   // The same through the command, as text: no "peak 0 B" anywhere.
@@ -737,7 +737,7 @@ START_TEST(test_peak_per_replay) {
   ck_assert_msg(strstr(vars, "\nstack_npk = 3\n") && strstr(vars, "\nheap_npk = 3\n"), "%s", vars);
   for (int q = 1; q <= 6; q++) {
     char want[64];
-    snprintf(want, sizeof want, "pk_row[%d] = %d\npk_trace[%d] = %d\n", q, (q - 1) % 3 + 1, q,
+    snprintf(want, sizeof want, "pk_panel[%d] = %d\npk_trace[%d] = %d\n", q, (q - 1) / 3 + 1, q,
              (q - 1) % 3);
     ck_assert_msg(strstr(vars, want) != NULL, "no '%s' in\n%s", want, vars);
   }
@@ -886,6 +886,55 @@ START_TEST(test_text_legend_below) {
 }
 END_TEST
 
+// Whether a line of a text figure is a panel's inner line with a y tic label.
+static int tic_line(const char *line) {
+  double v;
+  char unit[16], bar;
+  return sscanf(line, " %lf %15s %c", &v, unit, &bar) == 3 && bar == '|';
+}
+
+/* Labels far apart share a row; tics in text are at least two lines apart
+ * (the room above the curves made one a line: "60 KiB", "40 KiB", ...). */
+START_TEST(test_text_rows) {
+  fixture f = fx_make();
+  char *po = path_in(f.dir, "far.csv"), *pr = path_in(f.dir, "farr.csv");
+  char text[8192];
+  int n = snprintf(text, sizeof text, "time_ns,stack_bytes,heap_bytes\n"), m;
+  char repl[8192];
+  m = snprintf(repl, sizeof repl, "time_ns,stack_bytes,heap_bytes,point\n");
+  // The original's stack peaks at 1 ms, the replay's at 19 ms.
+  for (int i = 0; i < 20; i++) {
+    n += snprintf(text + n, sizeof text - (size_t)n, "%d,%d,%d\n", i * 1000000, i == 1 ? 8192 : 1024,
+                  4096 * i);
+    m += snprintf(repl + m, sizeof repl - (size_t)m, "%d,%d,%d,%d\n", i * 1000000,
+                  i == 19 ? 8192 : 1024, 4096 * i, i);
+  }
+  tu_write_file(po, text);
+  tu_write_file(pr, repl);
+  setenv("COLUMNS", "100", 1);
+  for (int k = 0; k < 2; k++) {
+    char *data = k ? plot_read(&f, "three.txt", "orig.csv", "repl.csv", "repl2.csv")
+                   : plot_read(&f, "far.txt", "far.csv", "farr.csv", NULL);
+    char *copy = strdup(data), *lines[200];
+    int nl = split_lines(copy, lines, 200), both = 0;
+    for (int i = 0; i < nl; i++) {
+      both |= strstr(lines[i], "peak 8.0 KiB: original (far.csv)") &&
+              strstr(lines[i], "peak 8.0 KiB: measured (farr.csv)");
+      if (i > 0)
+        ck_assert_msg(!(tic_line(lines[i - 1]) && tic_line(lines[i])), "tics on lines %d, %d:\n%s",
+                      i - 1, i, data);
+    }
+    ck_assert_msg(both || k, "the stack peaks' labels not on one row:\n%s", data);
+    free(copy);
+    free(data);
+  }
+  unsetenv("COLUMNS");
+  free(po);
+  free(pr);
+  fx_free(&f);
+}
+END_TEST
+
 /* Without -o, the text figure goes to standard output (it was refused:
  * "missing -o FILE"), and nothing is left in TMPDIR (fx_free checks). */
 START_TEST(test_plot_to_stdout) {
@@ -992,6 +1041,7 @@ static Suite *plot_suite(void) {
   tcase_add_test(tc, test_title_names_traces);
   tcase_add_test(tc, test_text_legend_below);
   tcase_add_test(tc, test_plot_to_stdout);
+  tcase_add_test(tc, test_text_rows);
   tcase_add_test(tc, test_svg_legend_below);
   tcase_add_test(tc, test_calibration_plot);
   suite_add_tcase(s, tc);
