@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -134,6 +135,26 @@ const char *ms_cli_count(int64_t n) {
   static unsigned next;
   char *b = buf[next++ % 8];
   return ms__fmt_count(n, b, sizeof buf[0]);
+}
+
+int ms_cli_cat(const char *path) {
+  char *buf;
+  size_t len;
+  memstub_error err = {0};
+  if (ms__read_file(path, &buf, &len, &err) < 0) return ms_cli_fail(&err);
+  int bad = fwrite(buf, 1, len, stdout) != len || fflush(stdout) != 0;
+  free(buf);
+  return bad ? ms_cli_error("standard output: %s", strerror(errno)) : 0;
+}
+
+void ms_cli_columns_from_terminal(void) {
+  struct winsize ws;
+  if (getenv("COLUMNS") || !isatty(STDOUT_FILENO) || ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) != 0 ||
+      ws.ws_col == 0)
+    return;
+  char buf[16];
+  snprintf(buf, sizeof buf, "%u", (unsigned)ws.ws_col);
+  setenv("COLUMNS", buf, 1);
 }
 
 int ms_cli_progress_enabled(void) {

@@ -44,6 +44,12 @@ const char *ms_cli_count(int64_t n);
  * what to run instead. */
 int ms_cli_refuse_stub_file(const char *cmd, const char *path);
 
+/* Copy the file at path to standard output: 0, or MS_EXIT_USAGE after
+ * saying why not. */
+int ms_cli_cat(const char *path);
+/* A text figure for standard output (memstub plot, demo): when $COLUMNS is
+ * unset and standard output is a terminal, set it to the terminal's width. */
+void ms_cli_columns_from_terminal(void);
 // Whether progress may be drawn (stderr is a terminal and MEMSTUB_QUIET unset).
 int ms_cli_progress_enabled(void);
 /* The file memstub record wrote beside a trace (ext: ".sites",

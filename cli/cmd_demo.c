@@ -227,16 +227,6 @@ static void show_summary(const memstub_compare_report *r, const char *trace) {
            ms__fmt_bytes(r->heap.max_abs, b2, sizeof b2));
 }
 
-static int print_file(const char *path) {
-  char *buf;
-  size_t len;
-  memstub_error err = {0};
-  if (ms__read_file(path, &buf, &len, &err) < 0) return ms_cli_fail(&err);
-  fwrite(buf, 1, len, stdout);
-  free(buf);
-  return 0;
-}
-
 // What the user asked for.
 typedef struct demo_args {
   const char *profile, *timing, *check;
@@ -383,7 +373,7 @@ static int show_result(const demo *d, const demo_args *a, const demo_files *f,
   memstub_compare_free(r);
   if (a->figure) {
     printf("\n");
-    print_file(f->txt);
+    ms_cli_cat(f->txt);
   }
   return 0;
 }
@@ -400,6 +390,7 @@ int ms_cmd_demo(int argc, char **argv) {
     return ms_cli_error("cannot find the memstub executable");
   }
   d.self = self;
+  if (a.figure) ms_cli_columns_from_terminal();  // the text figure as wide as the terminal
   if ((rc = check_trace(f.trace)) != 0) goto out;
   if (mkdir(d.dir, 0777) != 0 && errno != EEXIST) {
     rc = ms_cli_error("%s: cannot create the directory: %s", d.dir, strerror(errno));

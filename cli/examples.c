@@ -42,6 +42,7 @@ static const examples table[] = {
                 "memstub compare listing1.csv half-heap.csv\n"},
     {"plot", "memstub replay nonlifo.csv --measure replayed.csv\n"
              "memstub plot nonlifo.csv replayed.csv -o figure3.png\n"
+             "memstub plot nonlifo.csv replayed.csv\n"
              "memstub plot synthetic-4.8s.csv -o curves.txt\n"},
     {"generations", "memstub record --function strcoll -o strcoll.csv -- sort /etc/passwd\n"
                     "memstub generations strcoll.csv\n"

@@ -30,7 +30,7 @@ dir = ARG1
 load dir.'/vars.gp'
 fmt = ARG3
 w = 1500
-h = 1000
+h = 1250
 set encoding utf8
 if (fmt eq 'png') {
   if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {
@@ -59,30 +59,36 @@ set style line 4 lc rgb '#009E73' lw 2.5
 set style line 5 lc rgb '#CC79A7' pt 7 ps 0.35
 set style line 6 lc rgb '#CC79A7' lw 2.5 dt 2
 set grid lc rgb '#d0d0d0' lw 0.5
-set key top left opaque box noenhanced
+# Each panel's key below it, outside its axes: never over a point.
+set key outside below left Left reverse vertical noenhanced samplen 3
 set format y '%.0f'
+# Log time axes in units for people: a tic per power of ten, "1 µs" for 1000.
+set ytics ('1 ns' 1, '10 ns' 10, '100 ns' 100, '1 µs' 1e3, '10 µs' 1e4, '100 µs' 1e5, \
+           '1 ms' 1e6, '10 ms' 1e7, '100 ms' 1e8, '1 s' 1e9, '10 s' 1e10)
 
 set multiplot layout 2,3 title title noenhanced font ',11'
 set samples 400
 lin(a, b, x) = (a + b * x) > 1 ? a + b * x : 1
 lvl(a0, a1, x) = x < 0.5 ? a0 : a1
 
+# Room below each row for its keys: the same in a row, so its panels align
+# (tic labels, x label, then a line per entry).
+set bmargin (cold ? 10 : 8)
+
 # 1. Heap use against faults (eq. 6): arena and mmapped blocks.
 set title 'heap use (eq. 6)' noenhanced
 set xlabel 'page faults in the use phase'
-set ylabel 'time (ns)'
+set ylabel 'time'
 set logscale y
-set yrange [10:*]
+set yrange [9.9:*]   # 10 ns at the bottom, its tic kept
 set xrange [0:*]
 if (cold) {
-  set key bottom right
   plot dir.'/s0.dat' using 1:2 with points ls 1 title 'arena, measured', \
        lin(hu_a, hu_b, x) with lines ls 2 title heap_use, \
        dir.'/s1.dat' using 1:2 with points ls 3 title 'mmapped, measured', \
        lin(mu_a, mu_b, x) with lines ls 4 title heap_mmap_use, \
        dir.'/s8.dat' using 1:2 with points ls 5 title 'mmapped, '.cold_title, \
        lin(cmu_a, cmu_b, x) with lines ls 6 title cold_heap_mmap_use
-  set key top left
 } else {
   plot dir.'/s0.dat' using 1:2 with points ls 1 title 'arena, measured', \
        lin(hu_a, hu_b, x) with lines ls 2 title heap_use, \
@@ -100,14 +106,12 @@ plot dir.'/s2.dat' using 1:2 with points ls 1 title 'measured', \
 set title 'stack use (eq. 8)'
 set xlabel 'page faults in the use phase'
 if (cold) {
-  set key bottom right
   plot dir.'/s3.dat' using 1:2 with points ls 1 title 'first touch, measured', \
        lin(su_a, su_b, x) with lines ls 2 title stack_use, \
        dir.'/s4.dat' using 1:2 with points ls 3 title 'cached stack, measured', \
        lin(sr_a, sr_b, x) with lines ls 4 title stack_retouch, \
        dir.'/s9.dat' using 1:2 with points ls 5 title 'first touch, '.cold_title, \
        lin(csu_a, csu_b, x) with lines ls 6 title cold_stack_use
-  set key top left
 } else {
   plot dir.'/s3.dat' using 1:2 with points ls 1 title 'first touch, measured', \
        lin(su_a, su_b, x) with lines ls 2 title stack_use, \
@@ -116,6 +120,7 @@ if (cold) {
 }
 
 # 4. Stack allocation (eq. 7): two levels.
+set bmargin 6
 set title 'stack allocation, alloca (eq. 7)'
 set xlabel 'page faults of the stack part'
 plot dir.'/s5.dat' using 1:2 with points ls 1 title 'measured', \
@@ -124,6 +129,7 @@ plot dir.'/s5.dat' using 1:2 with points ls 1 title 'measured', \
 # 5. Stack bytes against open frames.
 unset logscale y
 set yrange [*:*]
+set ytics autofreq
 set title 'stack overhead'
 set xlabel 'open frames'
 set ylabel 'measured - pushed (bytes)'

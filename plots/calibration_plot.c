@@ -34,19 +34,19 @@ static int write_vars(const char *path, const memstub_calib *c, memstub_error *e
     if (*q == '\'' || (unsigned char)*q < 0x20) *q = ' ';
   fprintf(f, "title = 'memstub calibration: %s, %s, %lld repetitions, %s'\n", cpu, p->kernel,
           (long long)p->repetitions, p->date);
-  fprintf(f, "heap_use = '%.0f ns + %.0f ns x faults (R^2 %.2f)'\n", h->heap_use.base.ns,
+  fprintf(f, "heap_use = '%.0f ns + %.0f ns x faults (R² %.2f)'\n", h->heap_use.base.ns,
           h->heap_use.per_fault.ns, h->heap_use.r2);
-  fprintf(f, "heap_mmap_use = '%.0f ns + %.0f ns x faults (R^2 %.2f)'\n", h->heap_mmap_use.base.ns,
+  fprintf(f, "heap_mmap_use = '%.0f ns + %.0f ns x faults (R² %.2f)'\n", h->heap_mmap_use.base.ns,
           h->heap_mmap_use.per_fault.ns, h->heap_mmap_use.r2);
   fprintf(f, "heap_alloc = '%.0f ns without a fault, %.0f ns with'\n", h->heap_alloc_nofault.ns,
           h->heap_alloc_fault.ns);
-  fprintf(f, "stack_use = '%.0f ns + %.0f ns x faults (R^2 %.2f)'\n", h->stack_use.base.ns,
+  fprintf(f, "stack_use = '%.0f ns + %.0f ns x faults (R² %.2f)'\n", h->stack_use.base.ns,
           h->stack_use.per_fault.ns, h->stack_use.r2);
   fprintf(f, "stack_retouch = 'cached stack: %.0f ns + %.0f ns x faults'\n",
           p->stack_use_retouch.base.ns, p->stack_use_retouch.per_fault.ns);
   fprintf(f, "stack_alloc = '%.0f ns without a fault, %.0f ns with'\n", h->stack_alloc_nofault.ns,
           h->stack_alloc_fault.ns);
-  fprintf(f, "stack_bytes = 'offset %lld B + %lld B per frame (R^2 %.4f)'\n",
+  fprintf(f, "stack_bytes = 'offset %lld B + %lld B per frame (R² %.4f)'\n",
           (long long)p->stack_offset, (long long)p->stack_per_frame, p->stack_fit_r2);
   fprintf(f, "basic = 'time_basic %.1f ns = %.0f cycles, SCV %.3g'\n", h->basic.ns, h->basic.cycles,
           h->basic.scv);
@@ -62,7 +62,9 @@ static int write_vars(const char *path, const memstub_calib *c, memstub_error *e
   fprintf(f, "so = %lld\nsf = %lld\n", (long long)p->stack_offset, (long long)p->stack_per_frame);
   // The cold fits (docs/calibration.md, "Cold costs"); cold = 0 without them.
   fprintf(f, "cold = %d\n", p->cold_delay > 0);
-  fprintf(f, "cold_title = 'cold (%.0f us sleeps), measured'\n", (double)p->cold_delay / 1000);
+  char delay[MS__FMT_MAX];
+  fprintf(f, "cold_title = 'cold (%s sleeps), measured'\n",
+          ms__fmt_ns(p->cold_delay, delay, sizeof delay));
   fprintf(f, "cold_heap_mmap_use = 'cold median: %.0f ns + %.0f ns x faults'\n",
           p->cold.heap_mmap_use.base.ns, p->cold.heap_mmap_use.per_fault.ns);
   fprintf(f, "cold_stack_use = 'cold median: %.0f ns + %.0f ns x faults'\n",

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "gnuplot.h"
+#include "internal.h"
 #include "memstub/compare.h"
 #include "memstub/plot.h"
 #include "memstub/work.h"
@@ -89,27 +90,6 @@ static void write_block(FILE *f, series *s, double x0, double x1, size_t columns
   fputs("\n\n", f);
 }
 
-// The memory curves: 0 stack_bytes, 1 heap_bytes, 2 rss_bytes, 3 mapped_bytes.
-enum { C_STACK, C_HEAP, C_RSS, C_MAPPED };
-
-/* The extra column of curve c (C_RSS, C_MAPPED) in t, or -1 when t lacks it
- * (C_STACK and C_HEAP are never extra: -1). */
-static int curve_column(const memstub_trace *t, int c) {
-  return c == C_RSS ? memstub_trace_column(t, "rss_bytes")
-         : c == C_MAPPED ? memstub_trace_column(t, "mapped_bytes")
-                         : -1;
-}
-
-// Whether t has curve c.
-static int has_curve(const memstub_trace *t, int c) { return c < C_RSS || curve_column(t, c) >= 0; }
-
-// Row i's value of curve c in t (has_curve(t, c)).
-static int64_t curve_value(const memstub_trace *t, size_t i, int c, int col) {
-  return c == C_STACK ? t->pts[i].stack_bytes
-         : c == C_HEAP ? t->pts[i].heap_bytes
-                       : memstub_trace_extra_row(t, i)[col];
-}
-
 /* A trace's resident data file: block 0 rss_bytes, block 1 mapped_bytes (an
  * absent column's block is not plotted: figure3.gp is told which exist). */
 static int write_resident(const char *path, const memstub_trace *t, double x0, double x1,
@@ -122,11 +102,11 @@ static int write_resident(const char *path, const memstub_trace *t, double x0, d
     fclose(f);
     return memstub_error_set(err, -ENOMEM, "out of memory");
   }
-  for (int c = C_RSS; c <= C_MAPPED; c++) {
-    int col = curve_column(t, c);
+  for (int c = MS__C_RSS; c <= MS__C_MAPPED; c++) {
+    int col = ms__plot_curve_column(t, c);
     for (size_t i = 0; i < t->n; i++) {
       s.x[i] = (double)t->pts[i].time_ns / 1000.0;
-      s.y[i] = col >= 0 ? (double)curve_value(t, i, c, col) : 0.0;
+      s.y[i] = col >= 0 ? (double)ms__plot_curve_value(t, i, c, col) : 0.0;
     }
     write_block(f, &s, x0, x1, columns, 1);
   }
@@ -137,26 +117,15 @@ static int write_resident(const char *path, const memstub_trace *t, double x0, d
   return 0;
 }
 
-/* The work (issue 14): whether t has it (cpu_ns, churn_bytes or a calls_*
- * column), and its data file, over bins of the time axis (one per two pixel
+/* The work (issue 14): a trace's data file, over bins of the time axis (one per two pixel
  * columns): block 0 the CPU time in each bin as a share of the bin (%),
  * block 1 the allocator calls (all kinds) per ms; each interval's CPU time
  * and calls spread over the bins it overlaps in proportion. Rates over bins,
  * not per row: rows are irregular, and a rate reads the same at any zoom.
- * An interval with an unknown CPU clock (-1) adds no CPU time. */
-static const char *const work_calls[MEMSTUB_WORK_CALLS] = {MEMSTUB_WORK_CALL_COLUMNS};
-
-static int has_cpu(const memstub_trace *t) { return memstub_trace_column(t, MEMSTUB_WORK_CPU_COLUMN) >= 0; }
-
-static int has_calls(const memstub_trace *t) {
-  if (memstub_trace_column(t, MEMSTUB_WORK_BYTES_COLUMN) >= 0) return 1;
-  for (int k = 0; k < MEMSTUB_WORK_CALLS; k++)
-    if (memstub_trace_column(t, work_calls[k]) >= 0) return 1;
-  return 0;
-}
-
+ * An interval with an unknown CPU clock (-1) adds no CPU time. *cpu_max and
+ * *calls_max are raised to the largest share and rate. */
 static int write_work(const char *path, const memstub_trace *t, double x0, double x1,
-                      size_t columns, memstub_error *err) {
+                      size_t columns, double *cpu_max, double *calls_max, memstub_error *err) {
   size_t nb = columns / 2 > 1 ? columns / 2 : 1;
   double *cpu = calloc(nb + 1, sizeof *cpu), *calls = calloc(nb + 1, sizeof *calls);
   FILE *f = cpu && calls ? fopen(path, "w") : NULL;
@@ -167,7 +136,7 @@ static int write_work(const char *path, const memstub_trace *t, double x0, doubl
     return memstub_error_set(err, -e, "%s: %s", path, strerror(e));
   }
   int cc = memstub_trace_column(t, MEMSTUB_WORK_CPU_COLUMN), kc[MEMSTUB_WORK_CALLS];
-  for (int k = 0; k < MEMSTUB_WORK_CALLS; k++) kc[k] = memstub_trace_column(t, work_calls[k]);
+  for (int k = 0; k < MEMSTUB_WORK_CALLS; k++) kc[k] = memstub_trace_column(t, ms__plot_work_calls[k]);
   double w = (x1 - x0) / (double)nb;  // us
   for (size_t i = 1; i < t->n; i++) {
     const int64_t *e = memstub_trace_extra_row(t, i);
@@ -195,11 +164,13 @@ static int write_work(const char *path, const memstub_trace *t, double x0, doubl
     }
   }
   // Steps: each bin's value from its start, the last repeated at the axis' end.
-  for (size_t b = 0; b <= nb; b++)
-    fprintf(f, "%.3f %.6g\n", x0 + (double)b * w, 100.0 * cpu[b < nb ? b : nb - 1] / (w * 1000.0));
+  for (size_t b = 0; b < nb; b++) {
+    cpu[b] = 100.0 * cpu[b] / (w * 1000.0), calls[b] /= w / 1000.0;
+    *cpu_max = fmax(*cpu_max, cpu[b]), *calls_max = fmax(*calls_max, calls[b]);
+  }
+  for (size_t b = 0; b <= nb; b++) fprintf(f, "%.3f %.6g\n", x0 + (double)b * w, cpu[b < nb ? b : nb - 1]);
   fputs("\n\n", f);
-  for (size_t b = 0; b <= nb; b++)
-    fprintf(f, "%.3f %.6g\n", x0 + (double)b * w, calls[b < nb ? b : nb - 1] / (w / 1000.0));
+  for (size_t b = 0; b <= nb; b++) fprintf(f, "%.3f %.6g\n", x0 + (double)b * w, calls[b < nb ? b : nb - 1]);
   free(cpu);
   free(calls);
   int bad = ferror(f);
@@ -209,10 +180,11 @@ static int write_work(const char *path, const memstub_trace *t, double x0, doubl
 }
 
 /* A trace's data file: block 0 stack, block 1 heap, and for a replay (match
- * given) block 2 the time error in us against the original's time. */
+ * given) block 2 the time error in us against the original's time, whose
+ * extent widens [*lo, *hi] (*any set when it has one). */
 static int write_data(const char *path, const memstub_trace *t, const memstub_trace *orig,
-                      const int64_t *match, double x0, double x1, size_t columns,
-                      memstub_error *err) {
+                      const int64_t *match, double x0, double x1, size_t columns, double *lo,
+                      double *hi, int *any, memstub_error *err) {
   FILE *f = fopen(path, "w");
   if (!f) return memstub_error_set(err, -errno, "%s: %s", path, strerror(errno));
   series s;
@@ -234,148 +206,14 @@ static int write_data(const char *path, const memstub_trace *t, const memstub_tr
       if (match[i] < 0) continue;
       s.x[m] = (double)orig->pts[i].time_ns / 1000.0;
       s.y[m] = ((double)t->pts[match[i]].time_ns - (double)orig->pts[i].time_ns) / 1000.0;
+      *lo = fmin(*lo, s.y[m]), *hi = fmax(*hi, s.y[m]);
       m++;
     }
     s.n = m;
+    *any = m > 0;
     write_block(f, &s, x0, x1, columns, 0);
   }
   series_free(&s);
-  int bad = ferror(f);
-  if (fclose(f) != 0 || bad)
-    return memstub_error_set(err, -EIO, "%s: write failed: %s", path, strerror(errno));
-  return 0;
-}
-
-// A gnuplot single-quoted string: '' stands for ', control characters become spaces.
-static void gp_str(FILE *f, const char *s) {
-  fputc('\'', f);
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '\'')
-      fputs("''", f);
-    else
-      fputc(*p < 0x20 || *p == 0x7f ? ' ' : *p, f);
-  }
-  fputc('\'', f);
-}
-
-// How an axis is scaled for people: values are divided by div and shown in unit.
-typedef struct axis_unit {
-  double div;
-  const char *unit;
-} axis_unit;
-
-// The binary unit (B, KiB, MiB, GiB) in which max bytes reads below 1024.
-static axis_unit bytes_unit(double max) {
-  static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  axis_unit a = {1, u[0]};
-  for (int i = 1; i < 5 && max / a.div >= 1024; i++) a = (axis_unit){a.div * 1024, u[i]};
-  return a;
-}
-
-// The time unit (µs, ms, s) for a span of us microseconds: at least 2 of it.
-static axis_unit time_unit(double us) {
-  if (us >= 2e6) return (axis_unit){1e6, "s"};
-  if (us >= 2e3) return (axis_unit){1e3, "ms"};
-  return (axis_unit){1, "\xc2\xb5s"};
-}
-
-// Where a trace's curve peaks: the first point of its maximum (time in us).
-typedef struct peak {
-  double x;
-  int64_t y;
-} peak;
-
-// The peak of curve c (C_*) in t; y is 0 at the first point when t lacks it.
-static peak find_peak(const memstub_trace *t, int c) {
-  peak p = {(double)t->pts[0].time_ns / 1000.0, INT64_MIN};
-  int col = curve_column(t, c);
-  if (!has_curve(t, c)) return (peak){p.x, 0};
-  for (size_t i = 0; i < t->n; i++) {
-    int64_t v = curve_value(t, i, c, col);
-    if (v > p.y) p = (peak){(double)t->pts[i].time_ns / 1000.0, v};
-  }
-  return p;
-}
-
-// The peak variables of one curve for figure3.gp: NAME_peak_x, _y and _text.
-static void write_peak(FILE *f, const char *name, const memstub_trace *orig, size_t nrepl,
-                       const memstub_trace *const *repl, int heap) {
-  peak p = find_peak(orig, heap);
-  char a[32], b[32], text[96];
-  ms__fmt_bytes(p.y, a, sizeof a);
-  if (nrepl > 0 && has_curve(repl[0], heap))
-    snprintf(text, sizeof text, "peak %s (replay %s)", a,
-             ms__fmt_bytes(find_peak(repl[0], heap).y, b, sizeof b));
-  else
-    snprintf(text, sizeof text, "peak %s", a);
-  fprintf(f, "%s_peak_x = %.3f\n%s_peak_y = %lld\n%s_peak_text = ", name, p.x, name,
-          (long long)p.y, name);
-  gp_str(f, text);
-  fputc('\n', f);
-}
-
-static int write_vars(const char *path, const char *title, const char *orig_label, size_t nrepl,
-                      const char *const *labels, double x0, double x1,
-                      const memstub_trace *orig, const memstub_trace *const *repl,
-                      memstub_error *err) {
-  FILE *f = fopen(path, "w");
-  if (!f) return memstub_error_set(err, -errno, "%s: %s", path, strerror(errno));
-  fputs("# written by memstub plot for plots/figure3.gp\ntitle = ", f);
-  gp_str(f, title);
-  fputs("\norig_label = ", f);
-  gp_str(f, orig_label);
-  fprintf(f, "\nnrepl = %zu\nxmin = %.3f\nxmax = %.3f\narray repl_label[%zu]\n", nrepl, x0, x1,
-          nrepl ? nrepl : 1);
-  for (size_t i = 0; i < nrepl; i++) {
-    char def[32];
-    snprintf(def, sizeof def, "replay %zu", i + 1);
-    fprintf(f, "repl_label[%zu] = ", i + 1);
-    gp_str(f, labels && labels[i] ? labels[i] : def);
-    fputc('\n', f);
-  }
-  // Axis units for people, from the largest value any curve reaches.
-  double smax = (double)find_peak(orig, 0).y, hmax = (double)find_peak(orig, 1).y;
-  for (size_t i = 0; i < nrepl; i++) {
-    smax = fmax(smax, (double)find_peak(repl[i], 0).y);
-    hmax = fmax(hmax, (double)find_peak(repl[i], 1).y);
-  }
-  axis_unit su = bytes_unit(smax), hu = bytes_unit(hmax), tu = time_unit(x1 - x0);
-  fprintf(f, "stack_div = %.1f\nstack_unit = '%s'\nheap_div = %.1f\nheap_unit = '%s'\n", su.div,
-          su.unit, hu.div, hu.unit);
-  fprintf(f, "x_div = %.1f\nx_unit = '%s'\n", tu.div, tu.unit);
-  write_peak(f, "stack", orig, nrepl, repl, C_STACK);
-  write_peak(f, "heap", orig, nrepl, repl, C_HEAP);
-  /* The resident panel: drawn when any trace has rss_bytes or mapped_bytes;
-   * which curves each trace has (orig_rss, orig_mapped, repl_rss[i],
-   * repl_mapped[i]), the panel's unit and the original's peaks. */
-  int any = has_curve(orig, C_RSS) || has_curve(orig, C_MAPPED);
-  for (size_t i = 0; i < nrepl; i++) any |= has_curve(repl[i], C_RSS) || has_curve(repl[i], C_MAPPED);
-  fprintf(f, "res_panel = %d\norig_rss = %d\norig_mapped = %d\n", any, has_curve(orig, C_RSS),
-          has_curve(orig, C_MAPPED));
-  fprintf(f, "array repl_rss[%zu]\narray repl_mapped[%zu]\n", nrepl ? nrepl : 1, nrepl ? nrepl : 1);
-  double rmax = 0;
-  for (size_t i = 0; i <= nrepl; i++) {
-    const memstub_trace *t = i ? repl[i - 1] : orig;
-    rmax = fmax(rmax, fmax((double)find_peak(t, C_RSS).y, (double)find_peak(t, C_MAPPED).y));
-    if (i)
-      fprintf(f, "repl_rss[%zu] = %d\nrepl_mapped[%zu] = %d\n", i, has_curve(t, C_RSS), i,
-              has_curve(t, C_MAPPED));
-  }
-  axis_unit ru = bytes_unit(rmax);
-  fprintf(f, "res_div = %.1f\nres_unit = '%s'\n", ru.div, ru.unit);
-  // The mark goes on the original's rss peak, or its mapped one without rss.
-  write_peak(f, "res", orig, nrepl, repl, has_curve(orig, C_RSS) ? C_RSS : C_MAPPED);
-  /* The work panel (CPU share and calls per interval): drawn when any trace
-   * has the work columns; which traces have which (orig_cpu, orig_calls,
-   * repl_cpu[i], repl_calls[i]). */
-  int work = has_cpu(orig) || has_calls(orig);
-  for (size_t i = 0; i < nrepl; i++) work |= has_cpu(repl[i]) || has_calls(repl[i]);
-  fprintf(f, "work_panel = %d\norig_cpu = %d\norig_calls = %d\n", work, has_cpu(orig),
-          has_calls(orig));
-  fprintf(f, "array repl_cpu[%zu]\narray repl_calls[%zu]\n", nrepl ? nrepl : 1, nrepl ? nrepl : 1);
-  for (size_t i = 0; i < nrepl; i++)
-    fprintf(f, "repl_cpu[%zu] = %d\nrepl_calls[%zu] = %d\n", i + 1, has_cpu(repl[i]), i + 1,
-            has_calls(repl[i]));
   int bad = ferror(f);
   if (fclose(f) != 0 || bad)
     return memstub_error_set(err, -EIO, "%s: write failed: %s", path, strerror(errno));
@@ -394,26 +232,66 @@ static int text_columns(int width) {
 // ---- the figure -------------------------------------------------------------
 
 /* gnuplot's dumb terminal starts a page with a form feed, which a terminal
- * does not show as a column: rewrite a regular file out without it (atomically).
- * 0, or -errno with err set (out then stays as gnuplot wrote it). */
-static int drop_form_feeds(const char *out, memstub_error *err) {
+ * does not show as a column, pads every line with spaces and ends without a
+ * newline: rewrite a regular file out without the form feed, the spaces at
+ * the ends of lines and the blank lines at the end, each line ending in a
+ * newline (atomically). 0, or -errno with err set (out then stays as gnuplot
+ * wrote it). */
+static int tidy_text(const char *out, memstub_error *err) {
   struct stat st;
   if (stat(out, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
   char *buf;
   size_t len;
   int rc = ms__read_file(out, &buf, &len, err);
   if (rc < 0) return rc;
-  if (!memchr(buf, '\f', len)) {
-    free(buf);
-    return 0;
-  }
   ms__afile af;
   if ((rc = ms__afile_open(&af, out, err)) == 0) {
-    for (size_t i = 0; i < len; i++)
-      if (buf[i] != '\f') fputc(buf[i], af.f);
+    size_t blank = 0;  // blank lines held back until a line with text
+    for (size_t i = 0; i < len;) {
+      size_t end = i;
+      while (end < len && buf[end] != '\n') end++;
+      size_t a = i, z = end;
+      while (a < z && buf[a] == '\f') a++;
+      while (z > a && (buf[z - 1] == ' ' || buf[z - 1] == '\r')) z--;
+      if (z == a) {
+        blank++;
+      } else {
+        for (; blank; blank--) fputc('\n', af.f);
+        fwrite(buf + a, 1, z - a, af.f);
+        fputc('\n', af.f);
+      }
+      i = end + 1;
+    }
     rc = ms__afile_commit(&af, err);
   }
   free(buf);
+  return rc;
+}
+
+// The name of a data file: replN + suffix, or orig + suffix for N = 0 (malloc'd).
+static char *data_path(const ms__gnuplot *g, size_t n, const char *suffix) {
+  char name[48];  // "repl" + 20 digits + "work.dat" + NUL
+  if (n)
+    snprintf(name, sizeof name, "repl%zu%s.dat", n, suffix);
+  else
+    snprintf(name, sizeof name, "orig%s.dat", suffix);
+  return ms__gnuplot_path(g, name);
+}
+
+/* The data files of trace n (0 the original, N replay N; match its rows'
+ * matches with the original's), widening the extents v holds. */
+static int write_trace(const ms__gnuplot *g, size_t n, const memstub_trace *t,
+                       const memstub_trace *orig, const int64_t *match, size_t columns,
+                       ms__plot_vars *v, int *has_error, memstub_error *err) {
+  char *p[3] = {data_path(g, n, ""), data_path(g, n, "res"), data_path(g, n, "work")};
+  int rc = p[0] && p[1] && p[2] ? 0 : memstub_error_set(err, -ENOMEM, "out of memory");
+  if (rc == 0)
+    rc = write_data(p[0], t, orig, match, v->x0, v->x1, columns, &v->err_lo, &v->err_hi,
+                    has_error, err);
+  if (rc == 0) rc = write_resident(p[1], t, v->x0, v->x1, columns, err);
+  if (rc == 0)
+    rc = write_work(p[2], t, v->x0, v->x1, columns, &v->cpu_max, &v->calls_max, err);
+  for (int i = 0; i < 3; i++) free(p[i]);
   return rc;
 }
 
@@ -422,64 +300,42 @@ static int figure(ms__gnuplot *g, const char *out, const memstub_trace *orig,
                   const char *orig_label, size_t nrepl, const memstub_trace *const *repl,
                   const char *const *labels, memstub_compare_report *const *cmp,
                   const memstub_plot_options *o, memstub_error *err) {
+  int text = strcmp(g->format, "txt") == 0, cols = text ? text_columns(o->width) : 0;
+  ms__plot_vars v = {.title = o->title ? o->title : orig_label, .orig_label = orig_label,
+                     .nrepl = nrepl, .labels = labels, .orig = orig, .repl = repl,
+                     .text = text};
   // One time axis for every panel.
-  double x0 = (double)orig->pts[0].time_ns / 1000.0,
-         x1 = (double)orig->pts[orig->n - 1].time_ns / 1000.0;
+  v.x0 = (double)orig->pts[0].time_ns / 1000.0, v.x1 = (double)orig->pts[orig->n - 1].time_ns / 1000.0;
   for (size_t i = 0; i < nrepl; i++) {
-    x0 = fmin(x0, (double)repl[i]->pts[0].time_ns / 1000.0);
-    x1 = fmax(x1, (double)repl[i]->pts[repl[i]->n - 1].time_ns / 1000.0);
+    v.x0 = fmin(v.x0, (double)repl[i]->pts[0].time_ns / 1000.0);
+    v.x1 = fmax(v.x1, (double)repl[i]->pts[repl[i]->n - 1].time_ns / 1000.0);
   }
-  if (!(x1 > x0)) x1 = x0 + 1;
-  size_t columns = (size_t)o->width;
-
-  char *path = ms__gnuplot_path(g, "vars.gp");
-  int rc = path ? write_vars(path, o->title ? o->title : orig_label, orig_label, nrepl, labels, x0,
-                             x1, orig, repl, err)
-                : memstub_error_set(err, -ENOMEM, "out of memory");
+  if (!(v.x1 > v.x0)) v.x1 = v.x0 + 1;
+  // About one time tic per 10 characters or 120 pixels; a title line a little
+  // narrower than the figure (its font is larger).
+  v.x_ticks = text ? cols / 10 : o->width / 120;
+  v.title_width = text ? cols - 2 : o->width / 9;
+  v.err_lo = INFINITY, v.err_hi = -INFINITY;
+  int *has_error = calloc(nrepl ? nrepl : 1, sizeof *has_error);
+  v.has_error = has_error;
+  int rc = has_error ? 0 : memstub_error_set(err, -ENOMEM, "out of memory");
+  for (size_t i = 0; rc == 0 && i <= nrepl; i++)
+    rc = write_trace(g, i, i ? repl[i - 1] : orig, orig, i ? cmp[i - 1]->match : NULL,
+                     (size_t)o->width, &v, i ? &has_error[i - 1] : &(int){0}, err);
+  if (!(v.err_hi >= v.err_lo)) v.err_lo = v.err_hi = 0;
+  char *path = rc == 0 ? ms__gnuplot_path(g, "vars.gp") : NULL;
+  if (rc == 0)
+    rc = path ? ms__plot_write_vars(path, &v, err) : memstub_error_set(err, -ENOMEM, "out of memory");
   free(path);
-  if (rc == 0) {
-    path = ms__gnuplot_path(g, "orig.dat");
-    rc = path ? write_data(path, orig, orig, NULL, x0, x1, columns, err)
-              : memstub_error_set(err, -ENOMEM, "out of memory");
-    free(path);
-  }
-  for (size_t i = 0; rc == 0 && i < nrepl; i++) {
-    char name[32];
-    snprintf(name, sizeof name, "repl%zu.dat", i + 1);
-    path = ms__gnuplot_path(g, name);
-    rc = path ? write_data(path, repl[i], orig, cmp[i]->match, x0, x1, columns, err)
-              : memstub_error_set(err, -ENOMEM, "out of memory");
-    free(path);
-  }
-  // Resident data: origres.dat, replNres.dat (rss, mapped).
-  for (size_t i = 0; rc == 0 && i <= nrepl; i++) {
-    char name[32];
-    if (i) snprintf(name, sizeof name, "repl%zures.dat", i);
-    else snprintf(name, sizeof name, "origres.dat");
-    path = ms__gnuplot_path(g, name);
-    rc = path ? write_resident(path, i ? repl[i - 1] : orig, x0, x1, columns, err)
-              : memstub_error_set(err, -ENOMEM, "out of memory");
-    free(path);
-  }
-  // Work data: origwork.dat, replNwork.dat (CPU share, calls per interval).
-  for (size_t i = 0; rc == 0 && i <= nrepl; i++) {
-    char name[40];  // "repl" + 20 digits + "work.dat" + NUL
-    if (i) snprintf(name, sizeof name, "repl%zuwork.dat", i);
-    else snprintf(name, sizeof name, "origwork.dat");
-    path = ms__gnuplot_path(g, name);
-    rc = path ? write_work(path, i ? repl[i - 1] : orig, x0, x1, columns, err)
-              : memstub_error_set(err, -ENOMEM, "out of memory");
-    free(path);
-  }
+  free(has_error);
   if (rc < 0) return rc;
   // WIDTH and HEIGHT follow the format; text output is sized in characters.
-  int text = strcmp(g->format, "txt") == 0;
   char ws[16], hs[16];
-  snprintf(ws, sizeof ws, "%d", text ? text_columns(o->width) : o->width);
+  snprintf(ws, sizeof ws, "%d", text ? cols : o->width);
   snprintf(hs, sizeof hs, "%d", text ? o->height / 20 : o->height);
   const char *const extra[] = {ws, hs, NULL};
   int rc2 = ms__gnuplot_render(g, out, extra, err);
-  return rc2 == 0 && text ? drop_form_feeds(out, err) : rc2;
+  return rc2 == 0 && text ? tidy_text(out, err) : rc2;
 }
 
 int memstub_plot_figure(const char *out, const memstub_trace *orig, const char *orig_label,

@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "internal.h"  // plots/: the axes' units and tics
+#include "memstub/calib.h"
 #include "memstub/plot.h"
 #include "memstub/trace.h"
 #include "testutil.h"
@@ -113,6 +116,81 @@ START_TEST(test_reduce_exact_small) {
   static const size_t want[] = {0, 1, 2, 5, 6, 7, 8};
   ck_assert_uint_eq(k, sizeof want / sizeof want[0]);
   for (size_t i = 0; i < k; i++) ck_assert_uint_eq(keep[i], want[i]);
+}
+END_TEST
+
+// ---- axes for people ----------------------------------------------------------
+
+// The tic labels of a over [lo, hi] (axis units), formatted as gnuplot would.
+static void check_plain_tics(const ms__plot_axis *a, double lo, double hi) {
+  char fmt[48], label[64];
+  ms__plot_axis_format(a, 0, fmt, sizeof fmt);
+  ck_assert_msg(a->step > 0 && a->decimals >= 0 && a->decimals <= 9, "step %g", a->step);
+  if (hi < lo + a->step) hi = lo + a->step;  // an empty range reads one step
+  int n = 0;
+  for (double v = floor(lo / a->step) * a->step; v <= hi + a->step / 2 && n < 100; v += a->step, n++) {
+    snprintf(label, sizeof label, fmt, v);
+    // Plain numbers (no "1e+06"), all with the same decimals, each distinct
+    // from the next (the decimals show the step).
+    ck_assert_msg(!strpbrk(label, "eE"), "'%s' for %g (%s)", label, v, fmt);
+    const char *dot = strchr(label, '.');
+    ck_assert_int_eq(dot ? (int)strlen(dot + 1) : 0, a->decimals);
+    char next[64];
+    snprintf(next, sizeof next, fmt, v + a->step);
+    ck_assert_msg(strcmp(label, next) != 0, "tics %g and %g both read '%s'", v, v + a->step, label);
+  }
+  ck_assert_msg(n >= 2 && n <= 30, "%d tics over [%g, %g] at %g", n, lo, hi, a->step);
+}
+
+/* Units chosen by the range: bytes in B to GiB below 1024 of the unit, times
+ * in µs, ms or s from 2 of the unit; tics at 1, 2 or 5 times a power of ten,
+ * labelled plainly with the decimals the step needs (issue 30 item 3: the time
+ * error read "-100000" beside "-1e+06 µs"). */
+START_TEST(test_axis_units) {
+  static const struct {
+    double max;
+    const char *unit;
+    double step;
+    int decimals;
+  } bytes[] = {{0, "B", 1, 0},           {3, "B", 1, 0},           {500, "B", 100, 0},
+               {1023, "B", 200, 0},      {1024, "KiB", 0.2, 1},    {33280, "KiB", 5, 0},
+               {1048576, "MiB", 0.2, 1}, {1300000, "MiB", 0.2, 1}, {12.8 * 1048576, "MiB", 2, 0},
+               {3.0 * 1073741824, "GiB", 0.5, 1}};
+  for (size_t i = 0; i < sizeof bytes / sizeof bytes[0]; i++) {
+    ms__plot_axis a = ms__plot_axis_bytes(bytes[i].max, 5);
+    ck_assert_msg(strcmp(a.unit, bytes[i].unit) == 0 && fabs(a.step - bytes[i].step) < 1e-9 &&
+                      a.decimals == bytes[i].decimals,
+                  "%g B: %s step %g decimals %d", bytes[i].max, a.unit, a.step, a.decimals);
+    check_plain_tics(&a, 0, bytes[i].max / a.div);
+  }
+  static const struct {
+    double lo, hi;  // us
+    const char *unit;
+    double step;
+  } times[] = {{0, 4.8e6, "s", 1},          {-1.45e6, 0, "ms", 200},     {-3e6, 2e5, "s", 0.5},
+               {0, 1500, "\xc2\xb5s", 200}, {0, 0.3, "\xc2\xb5s", 0.05}, {-20, 60, "\xc2\xb5s", 20},
+               {0, 182000, "ms", 50},       {0, 0, "\xc2\xb5s", 0.2}};
+  for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) {
+    ms__plot_axis a = ms__plot_axis_time(times[i].lo, times[i].hi, 5);
+    ck_assert_msg(strcmp(a.unit, times[i].unit) == 0 && fabs(a.step - times[i].step) < 1e-9,
+                  "[%g, %g] us: %s step %g", times[i].lo, times[i].hi, a.unit, a.step);
+    check_plain_tics(&a, times[i].lo / a.div, times[i].hi / a.div);
+  }
+  // Every span from 1 ns to 10^6 s, and from a byte to a TiB: plain labels.
+  for (double span = 1e-3; span < 1e12; span *= 3.7) {
+    ms__plot_axis a = ms__plot_axis_time(-span / 3, span, 4);
+    check_plain_tics(&a, -span / 3 / a.div, span / a.div);
+    ms__plot_axis b = ms__plot_axis_bytes(span, 3);
+    check_plain_tics(&b, 0, span / b.div);
+  }
+  // The text figure's formats carry the unit; a '%' is doubled for gnuplot.
+  char fmt[48];
+  ms__plot_axis a = ms__plot_axis_bytes(1048576, 5);
+  ck_assert_str_eq(ms__plot_axis_format(&a, 1, fmt, sizeof fmt), "%.1f MiB");
+  ck_assert_str_eq(ms__plot_axis_format(&a, 0, fmt, sizeof fmt), "%.1f");
+  a = ms__plot_axis_plain(60, 3);
+  a.unit = "%";
+  ck_assert_str_eq(ms__plot_axis_format(&a, 1, fmt, sizeof fmt), "%.0f %%");
 }
 END_TEST
 
@@ -273,7 +351,8 @@ START_TEST(test_text_figure_fits_the_terminal) {
     ck_assert_ptr_null(strchr(data, '\f'));
     // Units on the y axes (the sample's stack in KiB, heap in MiB) and the peaks.
     ck_assert_msg(strstr(data, " KiB |") && strstr(data, " MiB |"), "%s", data);
-    ck_assert_msg(strstr(data, "peak ") && strstr(data, "(replay "), "%s", data);
+    ck_assert_msg(strstr(data, ": original (orig.csv)") && strstr(data, ": measured (repl.csv)"),
+                  "%s", data);
     free(data);
     free(p);
     tu_run_free(&r);
@@ -307,11 +386,13 @@ START_TEST(test_resident_panel) {
   char *p = path_in(f.dir, "res.svg");
   char *data = tu_read_file(p);
   ck_assert_msg(strstr(data, "resident, mapped (MiB)") != NULL, "no resident panel");
-  ck_assert_ptr_nonnull(strstr(data, "original (res.csv) rss"));
-  ck_assert_ptr_nonnull(strstr(data, "original (res.csv) mapped"));
-  ck_assert_ptr_nonnull(strstr(data, "measured (resr.csv) rss"));
-  ck_assert_ptr_null(strstr(data, "measured (resr.csv) mapped"));
-  ck_assert_ptr_nonnull(strstr(data, "peak 3.0 MiB (replay 3.0 MiB)"));
+  // The legend: each trace's curves, and the original's dotted mapped curve.
+  ck_assert_ptr_nonnull(strstr(data, ">original (res.csv)<"));
+  ck_assert_ptr_nonnull(strstr(data, "original (res.csv): mapped"));
+  ck_assert_ptr_nonnull(strstr(data, ">measured (resr.csv)<"));
+  ck_assert_ptr_null(strstr(data, "measured (resr.csv): mapped"));
+  ck_assert_ptr_nonnull(strstr(data, "peak 3.0 MiB: original (res.csv)"));
+  ck_assert_ptr_nonnull(strstr(data, "peak 3.0 MiB: measured (resr.csv)"));
   free(data);
   // The original alone, as text: the panel and its time axis.
   r = tu_memstub(f.dir, "plot", "res.csv", "-o", "res.txt", NULL);
@@ -319,7 +400,7 @@ START_TEST(test_resident_panel) {
   tu_run_free(&r);
   char *pt = path_in(f.dir, "res.txt");
   data = tu_read_file(pt);
-  ck_assert_msg(strstr(data, "original (res.csv) mapped") && strstr(data, "time (ms)"), "%s", data);
+  ck_assert_msg(strstr(data, "original (res.csv): mapped") && strstr(data, "time (ms)"), "%s", data);
   free(data);
   // Traces without the columns: no third panel.
   r = tu_memstub(f.dir, "plot", "orig.csv", "repl.csv", "-o", "res.svg", NULL);
@@ -403,7 +484,6 @@ static const struct {
      "orig.csv:3:1: header row: no 'point' column: REPLAYED must be a replayed trace"},
     {{"orig.csv", "bad.csv", "-o", "fig.png"}, "bad.csv:3:7: point: 999999 is out of range"},
     {{"orig.csv", "missing.csv", "-o", "fig.png"}, "missing.csv: cannot open"},
-    {{"orig.csv", "repl.csv"}, "missing -o FILE"},
     {{"-o", "fig.png"}, "missing ORIGINAL"},
     {{"orig.csv", "-", "-o", "fig.png"}, "plot reads its traces from files"},
     {{"orig.csv", "-o", "fig.png", "--size", "10x10"}, "--size: expected WIDTHxHEIGHT"},
@@ -492,9 +572,9 @@ START_TEST(test_work_panel) {
   char *p = path_in(f.dir, "w.svg");
   char *data = tu_read_file(p);
   ck_assert_msg(strstr(data, "CPU (% of the time)") != NULL, "no work panel");
-  ck_assert_ptr_nonnull(strstr(data, "original (w.csv) CPU"));
-  ck_assert_ptr_nonnull(strstr(data, "original (w.csv) calls"));
-  ck_assert_ptr_nonnull(strstr(data, "measured (wr.csv) calls"));
+  ck_assert_ptr_nonnull(strstr(data, ">original (w.csv)<"));
+  ck_assert_ptr_nonnull(strstr(data, "original (w.csv): calls"));
+  ck_assert_ptr_nonnull(strstr(data, "measured (wr.csv): calls"));
   free(data);
   // The data, through a script that copies it out.
   char *gp = path_in(f.dir, "copy.gp");
@@ -545,11 +625,408 @@ START_TEST(test_work_panel) {
 }
 END_TEST
 
+// ---- what the figure draws (issue 30 item 3) ------------------------------------
+
+/* vars.gp, what figure3.gp is told to draw, for orig against the replays
+ * (paths in f's directory), through a script that copies it out. */
+static char *vars_of(const fixture *f, const char *orig, const char *const *repl, size_t n) {
+  char *gp = path_in(f->dir, "copyvars.gp"), *out = path_in(f->dir, "vars.txt");
+  tu_write_file(gp, "system('cp '.ARG1.'/vars.gp '.ARG2)\n");
+  memstub_trace *o = NULL, *r[4] = {0};
+  memstub_error err = {0};
+  char *p = path_in(f->dir, orig);
+  ck_assert_msg(memstub_trace_read(p, &o, &err) == 0, "%s", err.msg);
+  free(p);
+  const char *labels[4];
+  for (size_t i = 0; i < n; i++) {
+    p = path_in(f->dir, repl[i]);
+    ck_assert_msg(memstub_trace_read(p, &r[i], &err) == 0, "%s", err.msg);
+    free(p);
+    labels[i] = repl[i];
+  }
+  memstub_plot_options po;
+  memstub_plot_options_init(&po);
+  po.script = gp;
+  po.tmpdir = f->tmp;
+  int rc = memstub_plot_figure(out, o, orig, n, (const memstub_trace *const *)r, labels, &po, &err);
+  ck_assert_msg(rc == 0, "%s", err.msg);
+  char *vars = tu_read_file(out);
+  ck_assert_ptr_nonnull(vars);
+  unlink(out);
+  unlink(gp);
+  free(out);
+  free(gp);
+  memstub_trace_free(o);
+  for (size_t i = 0; i < n; i++) memstub_trace_free(r[i]);
+  return vars;
+}
+
+// How many lines of text start with prefix.
+static int count_lines(const char *text, const char *prefix) {
+  int n = 0;
+  for (const char *p = text; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+    if (strncmp(p, prefix, strlen(prefix)) == 0) n++;
+  return n;
+}
+
+/* Run memstub plot ORIG [R1 [R2]] -o OUT in f's directory (NULL replays
+ * left out), which must succeed; OUT's contents (malloc'd). */
+static char *plot_read(const fixture *f, const char *out, const char *orig, const char *r1,
+                       const char *r2) {
+  tu_run r = tu_memstub(f->dir, "plot", orig, "-o", out, r1, r2, NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  char *p = path_in(f->dir, out), *data = tu_read_file(p);
+  ck_assert_ptr_nonnull(data);
+  free(p);
+  return data;
+}
+
+/* A trace without rss_bytes and mapped_bytes gets no resident panel and no
+ * peak label there; with a replay that has rss, the panel holds the replay's
+ * curve and only its peak ("peak 0 B" was labelled for the original). */
+START_TEST(test_panels_for_columns) {
+  fixture f = fx_make();
+  char *vars = vars_of(&f, "orig.csv", NULL, 0);
+  ck_assert_msg(strstr(vars, "\nres_panel = 0\n") && strstr(vars, "\nstack_panel = 1\n") &&
+                    strstr(vars, "\nheap_panel = 1\n") && strstr(vars, "\nwork_panel = 0\n") &&
+                    strstr(vars, "\nerr_panel = 0\n"),
+                "%s", vars);
+  ck_assert_int_eq(count_lines(vars, "pk_panel["), 2);  // its stack and heap peaks
+  ck_assert_ptr_null(strstr(vars, "pk_panel[3] = 3"));
+  free(vars);
+  // The original without rss, its replay with: one resident peak, the replay's.
+  char *po = path_in(f.dir, "nores.csv"), *pr = path_in(f.dir, "resr.csv");
+  tu_write_file(po, "time_ns,stack_bytes,heap_bytes\n0,0,0\n1000000,64,1048576\n2000000,128,1048576\n"
+                    "3000000,0,0\n");
+  tu_write_file(pr, "time_ns,stack_bytes,heap_bytes,point,rss_bytes\n0,0,0,0,4096\n"
+                    "1000000,64,1048576,1,270336\n2000000,128,1048576,2,3100000\n3000000,0,0,3,65536\n");
+  const char *repl[] = {"resr.csv"};
+  vars = vars_of(&f, "nores.csv", repl, 1);
+  ck_assert_msg(strstr(vars, "\nres_panel = 1\n") && strstr(vars, "\nres_npk = 1\n") &&
+                    strstr(vars, "\norig_rss = 0\n") && strstr(vars, "\norig_mapped = 0\n"),
+                "%s", vars);
+  ck_assert_msg(strstr(vars, "pk_panel[5] = 3\npk_trace[5] = 1\n"), "%s", vars);
+  ck_assert_msg(strstr(vars, "'peak 3.0 MiB: resr.csv'") && !strstr(vars, "peak 0 B"), "%s", vars);
+  free(vars);
+  // The same through the command, as text: no "peak 0 B" anywhere.
+  char *data = plot_read(&f, "nores.txt", "nores.csv", "resr.csv", NULL);
+  ck_assert_msg(strstr(data, "peak 3.0 MiB: measured (resr.csv)") && !strstr(data, "peak 0 B"),
+                "%s", data);
+  free(data);
+  // A trace whose stack is unknown (an import without stacks): no stack panel.
+  tu_write_file(po, "# memstub-trace 1\n# stack: unknown (not measured); stack_bytes are 0\n"
+                    "time_ns,stack_bytes,heap_bytes\n0,0,0\n1000,0,4096\n2000,0,0\n");
+  vars = vars_of(&f, "nores.csv", NULL, 0);
+  ck_assert_msg(strstr(vars, "\nstack_panel = 0\n") && strstr(vars, "\nheap_panel = 1\n") &&
+                    strstr(vars, "\norig_stack = 0\n"),
+                "%s", vars);
+  free(vars);
+  free(po);
+  free(pr);
+  fx_free(&f);
+}
+END_TEST
+
+/* Every replay's peak is labelled (only the first replay's was), each in a
+ * row of its own above the curves; the legend names every trace. */
+START_TEST(test_peak_per_replay) {
+  fixture f = fx_make();
+  const char *repl[] = {"repl.csv", "repl2.csv"};
+  char *vars = vars_of(&f, "orig.csv", repl, 2);
+  ck_assert_msg(strstr(vars, "\nstack_npk = 3\n") && strstr(vars, "\nheap_npk = 3\n"), "%s", vars);
+  for (int q = 1; q <= 6; q++) {
+    char want[64];
+    snprintf(want, sizeof want, "pk_panel[%d] = %d\npk_trace[%d] = %d\n", q, (q - 1) / 3 + 1, q,
+             (q - 1) % 3);
+    ck_assert_msg(strstr(vars, want) != NULL, "no '%s' in\n%s", want, vars);
+  }
+  ck_assert_msg(strstr(vars, "'peak 32.5 KiB: repl2.csv'") && strstr(vars, "'peak 1.0 MiB: repl2.csv'"),
+                "%s", vars);
+  ck_assert_msg(strstr(vars, "\nnleg = 3\n") && strstr(vars, "leg_text[3] = 'repl2.csv'"), "%s", vars);
+  free(vars);
+  // In the figure: both replays' peaks, by name.
+  char *data = plot_read(&f, "two.svg", "orig.csv", "repl.csv", "repl2.csv");
+  ck_assert_ptr_nonnull(strstr(data, "KiB: measured (repl.csv)"));
+  ck_assert_ptr_nonnull(strstr(data, "KiB: measured (repl2.csv)"));
+  ck_assert_ptr_nonnull(strstr(data, "MiB: measured (repl2.csv)"));
+  free(data);
+  fx_free(&f);
+}
+END_TEST
+
+/* The default title names what is drawn: the original and each replay by
+ * file name, "before" and "after" for a what-if (its transforms line); the
+ * curves say "what-if" for it. It was "orig.csv: original against
+ * replayed" whatever the replays. */
+START_TEST(test_title_names_traces) {
+  fixture f = fx_make();
+  char *data = plot_read(&f, "t.svg", "orig.csv", "repl.csv", "repl2.csv");
+  ck_assert_msg(strstr(data, "orig.csv (original) against repl.csv and repl2.csv (replays)"), "%s",
+                data);
+  free(data);
+  // A what-if: repl.csv with the transforms gen and replay write.
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  char *pr = path_in(f.dir, "repl.csv"), *pw = path_in(f.dir, "wi.csv");
+  ck_assert_int_eq(memstub_trace_read(pr, &t, &err), 0);
+  ck_assert_int_eq(memstub_trace_set_meta(t, "transforms", "time x0.7, heap x0.5, stack x1"), 0);
+  ck_assert_int_eq(memstub_trace_write(t, pw, &err), 0);
+  ck_assert_int_eq(memstub_trace_set_meta(t, "transforms", "none"), 0);
+  ck_assert_int_eq(memstub_trace_write(t, pr, &err), 0);
+  memstub_trace_free(t);
+  data = plot_read(&f, "t.svg", "orig.csv", "wi.csv", NULL);
+  ck_assert_msg(strstr(data, "before: orig.csv (original); after: wi.csv (what-if: time x0.7, heap x0.5)"),
+                "%s", data);
+  ck_assert_ptr_nonnull(strstr(data, ">what-if (wi.csv)<"));
+  free(data);
+  // A what-if and a faithful replay ("transforms: none"), as text: the title wraps, whole.
+  tu_run r = tu_memstub(f.dir, "plot", "orig.csv", "repl.csv", "wi.csv", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.out, "before: orig.csv (original); after: wi.csv (what-if: time x0.7, heap x0.5);\n") &&
+                    strstr(r.out, " replay: repl.csv\n") &&
+                    strstr(r.out, "**** original (orig.csv)") &&
+                    strstr(r.out, "##B# measured (repl.csv)\n") && strstr(r.out, "$$F$ what-if (wi.csv)\n"),
+                "%s", r.out);
+  tu_run_free(&r);
+  free(pr);
+  free(pw);
+  fx_free(&f);
+}
+END_TEST
+
+// The index of the first line of text holding s, or -1; the lines' count.
+static int line_of(char *const *lines, int n, const char *s) {
+  for (int i = 0; i < n; i++)
+    if (strstr(lines[i], s)) return i;
+  return -1;
+}
+
+// text split into lines (in place); their count.
+static int split_lines(char *text, char **lines, int cap) {
+  int n = 0;
+  for (char *l = strtok(text, "\n"); l && n < cap; l = strtok(NULL, "\n")) lines[n++] = l;
+  return n;
+}
+
+/* The text figure: the legend below the time axis, each entry a line of
+ * its own, whole, never over a curve ("measuGepeak 664 B"), never cut at the
+ * bottom; the peaks' labels in rows without curves; nothing wider than the
+ * terminal. Long names are cut with "..." to fit. */
+START_TEST(test_text_legend_below) {
+  fixture f = fx_make();
+  char *src = path_in(f.dir, "repl2.csv"),
+       *dst = path_in(f.dir, "a-replay-with-a-rather-long-file-name-for-the-legend.csv");
+  ck_assert_int_eq(rename(src, dst), 0);
+  char *po = path_in(f.dir, "res.csv"), *pr = path_in(f.dir, "resr.csv");
+  tu_write_file(po, "time_ns,stack_bytes,heap_bytes,rss_bytes,mapped_bytes\n0,0,0,0,0\n"
+                    "1000000,64,1048576,262144,2097152\n2000000,128,1048576,3145728,2097152\n"
+                    "3000000,0,0,65536,0\n");
+  tu_write_file(pr, "time_ns,stack_bytes,heap_bytes,point,rss_bytes,mapped_bytes\n0,0,0,0,4096,0\n"
+                    "1000000,64,1048576,1,270336,0\n2000000,128,1048576,2,3100000,0\n3000000,0,0,3,65536,0\n");
+  static const struct {
+    const char *orig, *repl[2], *columns;
+    const char *legend[5];
+  } cases[] = {
+      {"orig.csv", {"repl.csv", NULL}, "80", {"**** original (orig.csv)", "##B# measured (repl.csv)"}},
+      {"res.csv",
+       {"resr.csv", NULL},
+       "80",
+       {"**** original (res.csv)", "==== original (res.csv): mapped", "##B# measured (resr.csv)",
+        "&&&& measured (resr.csv): mapped"}},
+      {"orig.csv",
+       {"repl.csv", "a-replay-with-a-rather-long-file-name-for-the-legend.csv"},
+       "60",
+       {"**** original (orig.csv)", "##B# measured (repl.csv)", "$$F$ measured (a-replay-with-a-rather-long-..."}},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    setenv("COLUMNS", cases[c].columns, 1);
+    tu_run r = tu_memstub(f.dir, "plot", cases[c].orig, cases[c].repl[0], "-o", "leg.txt",
+                          cases[c].repl[1], NULL);
+    unsetenv("COLUMNS");
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    tu_run_free(&r);
+    char *pt = path_in(f.dir, "leg.txt"), *data = tu_read_file(pt), *copy = strdup(data);
+    char *lines[400];
+    int n = split_lines(copy, lines, 400), axis = line_of(lines, n, "time (");
+    ck_assert_msg(axis > 0, "%s", data);
+    for (int i = 0; i < n; i++)
+      ck_assert_msg(strlen(lines[i]) <= (size_t)atoi(cases[c].columns) + 2,  // µ: 2 bytes
+                    "line %d wider than %s: %s", i, cases[c].columns, lines[i]);
+    for (size_t k = 0; k < 5 && cases[c].legend[k]; k++) {
+      int at = line_of(lines, n, cases[c].legend[k]);
+      ck_assert_msg(at > axis, "legend '%s' at line %d, the time axis' label at %d:\n%s",
+                    cases[c].legend[k], at, axis, data);
+      // The entry is the line's end: nothing after it, nothing cut.
+      const char *e = strstr(lines[at], cases[c].legend[k]);
+      ck_assert_msg(e[strlen(cases[c].legend[k])] == '\0' || lines[at][strlen(lines[at]) - 1] == ' ' ||
+                        strstr(e + strlen(cases[c].legend[k]), "  "),
+                    "'%s' runs into: %s", cases[c].legend[k], lines[at]);
+    }
+    // Below the axis only the legend; above it, no legend text.
+    for (int i = 0; i < axis; i++)
+      ck_assert_msg(!strstr(lines[i], "****") && !strstr(lines[i], "##B#"), "legend in the panels: %s", lines[i]);
+    // A peak's row holds its label and the grid, never a curve's character.
+    int peaks = 0;
+    for (int i = 0; i < axis; i++) {
+      if (!strstr(lines[i], "peak ")) continue;
+      peaks++;
+      ck_assert_msg(!strpbrk(lines[i], "*#$%@&="), "a label over a curve: %s\n%s", lines[i], data);
+    }
+    ck_assert_int_ge(peaks, 4);
+    free(copy);
+    free(data);
+    free(pt);
+  }
+  free(src);
+  free(dst);
+  free(po);
+  free(pr);
+  fx_free(&f);
+}
+END_TEST
+
+// Whether a line of a text figure is a panel's inner line with a y tic label.
+static int tic_line(const char *line) {
+  double v;
+  char unit[16], bar;
+  return sscanf(line, " %lf %15s %c", &v, unit, &bar) == 3 && bar == '|';
+}
+
+/* Labels far apart share a row; tics in text are at least two lines apart
+ * (the room above the curves made one a line: "60 KiB", "40 KiB", ...). */
+START_TEST(test_text_rows) {
+  fixture f = fx_make();
+  char *po = path_in(f.dir, "far.csv"), *pr = path_in(f.dir, "farr.csv");
+  char text[8192];
+  int n = snprintf(text, sizeof text, "time_ns,stack_bytes,heap_bytes\n"), m;
+  char repl[8192];
+  m = snprintf(repl, sizeof repl, "time_ns,stack_bytes,heap_bytes,point\n");
+  // The original's stack peaks at 1 ms, the replay's at 19 ms.
+  for (int i = 0; i < 20; i++) {
+    n += snprintf(text + n, sizeof text - (size_t)n, "%d,%d,%d\n", i * 1000000, i == 1 ? 8192 : 1024,
+                  4096 * i);
+    m += snprintf(repl + m, sizeof repl - (size_t)m, "%d,%d,%d,%d\n", i * 1000000,
+                  i == 19 ? 8192 : 1024, 4096 * i, i);
+  }
+  tu_write_file(po, text);
+  tu_write_file(pr, repl);
+  setenv("COLUMNS", "100", 1);
+  for (int k = 0; k < 2; k++) {
+    char *data = k ? plot_read(&f, "three.txt", "orig.csv", "repl.csv", "repl2.csv")
+                   : plot_read(&f, "far.txt", "far.csv", "farr.csv", NULL);
+    char *copy = strdup(data), *lines[200];
+    int nl = split_lines(copy, lines, 200), both = 0;
+    for (int i = 0; i < nl; i++) {
+      both |= strstr(lines[i], "peak 8.0 KiB: original (far.csv)") &&
+              strstr(lines[i], "peak 8.0 KiB: measured (farr.csv)");
+      if (i > 0)
+        ck_assert_msg(!(tic_line(lines[i - 1]) && tic_line(lines[i])), "tics on lines %d, %d:\n%s",
+                      i - 1, i, data);
+    }
+    ck_assert_msg(both || k, "the stack peaks' labels not on one row:\n%s", data);
+    free(copy);
+    free(data);
+  }
+  unsetenv("COLUMNS");
+  free(po);
+  free(pr);
+  fx_free(&f);
+}
+END_TEST
+
+/* Without -o, the text figure goes to standard output (it was refused:
+ * "missing -o FILE"), and nothing is left in TMPDIR (fx_free checks). */
+START_TEST(test_plot_to_stdout) {
+  fixture f = fx_make();
+  setenv("COLUMNS", "100", 1);
+  tu_run r = tu_memstub(f.dir, "plot", "orig.csv", "repl.csv", NULL);
+  unsetenv("COLUMNS");
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.out, "orig.csv (original) against repl.csv (replay)\n") &&
+                    strstr(r.out, "time (s)\n") && strstr(r.out, "##B# measured (repl.csv)\n") &&
+                    strstr(r.out, "peak 32.5 KiB: original (orig.csv)"),
+                "%s", r.out);
+  ck_assert_ptr_null(strchr(r.out, '\f'));
+  ck_assert_msg(r.out[strlen(r.out) - 1] == '\n' && !strstr(r.out, " \n"), "%s", r.out);
+  size_t lines, w = widest_line(r.out, &lines);
+  ck_assert_msg(w > 80 && w <= 100, "widest line %zu", w);
+  ck_assert_msg(strstr(r.err, "error") == NULL, "%s", r.err);
+  tu_run_free(&r);
+  ck_assert_int_eq(tu_count_entries(f.dir), 4);  // orig.csv, repl.csv, repl2.csv, tmp
+  fx_free(&f);
+}
+END_TEST
+
+// The y of the SVG text element holding text (its translate), or -1.
+static double svg_y(const char *svg, const char *text) {
+  const char *t = strstr(svg, text);
+  if (!t) return -1;
+  const char *g = NULL;
+  for (const char *p = svg; (p = strstr(p, "translate(")) && p < t; p++) g = p;
+  double x, y;
+  return g && sscanf(g, "translate(%lf,%lf)", &x, &y) == 2 ? y : -1;
+}
+
+/* In the image: the legend below the time axis' label; each peak label above
+ * the panel's own curves (its y above the peak's). */
+START_TEST(test_svg_legend_below) {
+  fixture f = fx_make();
+  char *data = plot_read(&f, "leg.svg", "orig.csv", "repl.csv", NULL);
+  double axis = svg_y(data, ">time (s)<");
+  ck_assert(axis > 0);
+  ck_assert_msg(svg_y(data, ">original (orig.csv)<") > axis, "legend above the time axis");
+  ck_assert_msg(svg_y(data, ">measured (repl.csv)<") > axis, "legend above the time axis");
+  ck_assert_msg(svg_y(data, "peak 32.5 KiB: original (orig.csv)") < svg_y(data, "heap in use"),
+                "stack peak not in the stack panel");
+  free(data);
+  fx_free(&f);
+}
+END_TEST
+
+/* The calibration's fits: log time axes read "1 µs", "10 µs" ("1000000"
+ * before), and each panel's key is below its axes, not over the points. */
+START_TEST(test_calibration_plot) {
+  fixture f = fx_make();
+  setenv("MEMSTUB_DATADIR", tu_src(""), 1);
+  memstub_calib c;
+  memset(&c, 0, sizeof c);
+  snprintf(c.profile.cpu, sizeof c.profile.cpu, "test cpu");
+  snprintf(c.profile.kernel, sizeof c.profile.kernel, "Linux test");
+  snprintf(c.profile.date, sizeof c.profile.date, "2026-01-01T00:00:00Z");
+  c.profile.repetitions = 2;
+  memstub_calib_sample s[40];
+  for (int i = 0; i < 40; i++) s[i] = (memstub_calib_sample){i % 10, 200.0 * pow(3, i % 10), 0};
+  for (int k = 0; k < 10; k++) c.samples[k] = s, c.nsamples[k] = 40;
+  memstub_calib_sample bytes[5] = {{1, 80, 80}, {2, 160, 160}, {3, 240, 240}, {4, 320, 320}, {5, 400, 400}};
+  c.samples[MEMSTUB_CALIB_S_STACK_BYTES] = bytes, c.nsamples[MEMSTUB_CALIB_S_STACK_BYTES] = 5;
+  double basic[3] = {40, 45, 42};
+  c.basic_rep_ns = basic;
+  c.nbasic = 3;
+  char *out = path_in(f.dir, "cal.svg");
+  memstub_error err = {0};
+  int rc = memstub_calib_plot(&c, out, &err);
+  unsetenv("MEMSTUB_DATADIR");
+  ck_assert_msg(rc == 0, "%s", err.msg);
+  char *data = tu_read_file(out);
+  ck_assert_msg(strstr(data, ">1 \xc2\xb5s<") && strstr(data, ">100 \xc2\xb5s<") &&
+                    strstr(data, ">1 ms<"),
+                "no tics in units");
+  ck_assert_msg(!strstr(data, ">1000000<") && !strstr(data, ">100000<"), "tics in plain ns");
+  ck_assert_msg(svg_y(data, "<text>arena, measured<") > svg_y(data, ">page faults in the use phase<"),
+                "the key is not below the axes");
+  free(data);
+  free(out);
+  fx_free(&f);
+}
+END_TEST
+
 static Suite *plot_suite(void) {
   Suite *s = suite_create("plot");
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_reduce_keeps_min_max);
+  tcase_add_test(tc, test_axis_units);
   tcase_add_test(tc, test_work_panel);
   tcase_add_test(tc, test_reduce_exact_small);
   tcase_add_loop_test(tc, test_plot_formats, 0, (int)(sizeof formats / sizeof formats[0]));
@@ -559,6 +1036,14 @@ static Suite *plot_suite(void) {
   tcase_add_test(tc, test_missing_gnuplot);
   tcase_add_test(tc, test_library_figure);
   tcase_add_loop_test(tc, test_plot_bad_input, 0, (int)(sizeof bad / sizeof bad[0]));
+  tcase_add_test(tc, test_panels_for_columns);
+  tcase_add_test(tc, test_peak_per_replay);
+  tcase_add_test(tc, test_title_names_traces);
+  tcase_add_test(tc, test_text_legend_below);
+  tcase_add_test(tc, test_plot_to_stdout);
+  tcase_add_test(tc, test_text_rows);
+  tcase_add_test(tc, test_svg_legend_below);
+  tcase_add_test(tc, test_calibration_plot);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -541,6 +541,14 @@ START_TEST(test_cli) {
     snprintf(path, sizeof path, "%s/%s", dir, figs[i]);
     ck_assert_msg(tu_exists(path), "%s missing", figs[i]);
   }
+  // Without -o: the total's text figure, then each thread's, on standard output.
+  r = tu_memstub(dir, "plot", in, out, (char *)NULL);
+  ck_assert_msg(r.status == 0, "plot: %s", r.err);
+  const char *total = strstr(r.out, "(replay), process total"),
+             *last = strstr(r.out, "(replay), thread 3");
+  ck_assert_msg(total && last && total < last && strstr(r.out, "(replay), thread 0"), "%.200s", r.out);
+  tu_run_free(&r);
+  ck_assert_int_eq(tu_count_entries(dir), 2 + (int)(sizeof figs / sizeof *figs));
   // gen writes a header of every thread; a data file still carries one thread.
   r = tu_memstub(dir, "gen", in, "-o", "x.h", (char *)NULL);
   ck_assert_msg(r.status == 0, "gen: %s", r.err);
