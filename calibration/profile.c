@@ -30,9 +30,17 @@ static int add(table *t, const char *key, int type, void *ptr, size_t cap) {
   k->cap = cap;
   k->cycles_of = -1;
   k->optional = 0;
+  k->unknown = 0;
   k->comment = t->comment;
   t->comment = NULL;
   return (int)t->n++;
+}
+
+/* A confidence interval's half-width: optional (profiles before issue 28
+ * lack them), -1 when unknown. */
+static void ci_key(table *t, const char *key, double *v) {
+  int k = add(t, key, MS__CAL_DOUBLE, v, 0);
+  if (k >= 0) t->k[k].optional = t->k[k].unknown = 1;
 }
 
 static void add_time(table *t, const char *name, memstub_calib_time *v) {
@@ -44,6 +52,8 @@ static void add_time(table *t, const char *name, memstub_calib_time *v) {
   if (n >= 0) t->k[n].cycles_of = c;
   snprintf(key, sizeof key, "%s_scv", name);
   add(t, key, MS__CAL_DOUBLE, &v->scv, 0);
+  snprintf(key, sizeof key, "%s_ci95_ns", name);
+  ci_key(t, key, &v->ci_ns);
 }
 
 // A line's keys: NAME_base_*, NAME_PER_* (per: per_fault, per_page, per_ms), r2, resid.
@@ -177,13 +187,16 @@ static void keys_bytes(table *t, memstub_profile *p) {
   if (k >= 0) t->k[k].optional = 1;
   // Optional: profiles written before issue 14's calibration lack them.
   t->comment = "allocator calls as a stub's work makes them (calibration/calls.c): ns per call "
-               "by kind and size class, and the work spin's rate";
+               "by kind and size class (the median of the rounds, its 95 % interval's "
+               "half-width), and the work spin's rate";
   static const char *const names[MEMSTUB_WORK_CALLS] = {MEMSTUB_WORK_CALL_COLUMNS};
   for (int c = 0; c < MEMSTUB_WORK_CALLS; c++) {
     char key[64];
     snprintf(key, sizeof key, "call_%s_ns", names[c] + 6);  // calls_malloc_tiny -> call_malloc_tiny_ns
     k = add(t, key, MS__CAL_DOUBLE, &p->call_ns[c], 0);
     if (k >= 0) t->k[k].optional = 1;
+    snprintf(key, sizeof key, "call_%s_ci95_ns", names[c] + 6);
+    ci_key(t, key, &p->call_ci_ns[c]);
   }
   k = add(t, "spin_steps_per_ns", MS__CAL_DOUBLE, &p->spin_steps_per_ns, 0);
   if (k >= 0) t->k[k].optional = 1;
@@ -325,6 +338,7 @@ static const char *out_of_range(const char *key, const ms__cal_key *k, const mem
       p->cycles_invariant != 1)
     return "0 or 1";
   if (k->type != MS__CAL_DOUBLE) return NULL;
+  if (k->unknown) return dv < 0 && dv != -1 ? "0 or more, or -1 (unknown)" : NULL;
   if (strstr(key, "_scv") && dv < 0) return "0 or more";
   if (strstr(key, "agreement") && (dv < 0 || dv > 1)) return "between 0 and 1";
   if ((strncmp(key, "call_", 5) == 0 || strcmp(key, "spin_steps_per_ns") == 0) && dv < 0)
@@ -396,13 +410,16 @@ static int read_lines(reader *r, char *buf, size_t len) {
   return 0;
 }
 
-/* Every key present (but the optional ones), and every *_ns figure its *_cycles figure over
+/* Every key present (but the optional ones: an interval left out is
+ * unknown, -1), and every *_ns figure its *_cycles figure over
  * cycles_per_ns (1 % slack). */
 static int check_complete(reader *r) {
-  for (size_t i = 0; i < r->nk; i++)
+  for (size_t i = 0; i < r->nk; i++) {
     if (!r->seen[i] && !r->keys[i].optional)
       return memstub_error_set(r->err, -EINVAL, "%s:%ld: missing key '%s'", r->name, r->line + 1,
                                r->keys[i].key);
+    if (!r->seen[i] && r->keys[i].unknown) *(double *)r->keys[i].ptr = -1;
+  }
   for (size_t i = 0; i < r->nk; i++) {
     const ms__cal_key *k = &r->keys[i];
     if (k->cycles_of < 0) continue;

@@ -15,12 +15,13 @@ enum { O_QUICK = MS_CLI_LONG, O_REPEAT };
 
 static const ms_cli_option options[] = {
     {"output", 'o', "FILE", "write the profile to FILE (atomically); '-' for stdout"},
-    {"quick", O_QUICK, NULL, "smaller traces and 10 repetitions (a few seconds)"},
-    {"repeat", O_REPEAT, "R", "repetitions (default 100, or 10 with --quick)"},
+    {"quick", O_QUICK, NULL, "smaller traces and 30 repetitions (a few seconds)"},
+    {"repeat", O_REPEAT, "R", "repetitions (default 100, or 30 with --quick)"},
     {"cold-delay", 'd', "NS",
      "the delay before every point of the cold runs, which\n"
      "measure the costs as a replay with delays meets them\n"
-     "(every fifth repetition; default 1000000, 1 ms;\n"
+     "(every fifth repetition, with --quick every tenth;\n"
+     "default 1000000, 1 ms;\n"
      "200000 to 20000000, or 0 for none)"},
     {"plot", 'p', "FIG", "draw the fits to FIG (.png, .svg or .pdf) with gnuplot"},
     {0}};
@@ -280,7 +281,7 @@ int ms_cmd_calibrate(int argc, char **argv) {
   if (p.optind != argc)
     return ms_cli_usage("calibrate", "unexpected argument '%s'", argv[p.optind]);
   if (!out || !*out) return ms_cli_usage("calibrate", "missing -o FILE for the profile");
-  o.repetitions = repeat ? repeat : o.quick ? 10 : 100;
+  o.repetitions = repeat ? repeat : o.quick ? 30 : 100;
   if (ms_cli_progress_enabled()) o.progress = progress;
 
   memstub_error err = {0};
