@@ -36,6 +36,7 @@ typedef struct ms__cal_key {
   int optional;    // a profile may leave it out (it then reads as 0, or with unknown as -1):
                    //   keys added in format 2
   int unknown;     // a confidence interval: -1 (unknown) when absent, and -1 or >= 0
+  int value_of;    // for an interval: index of its figure's key (*_ns), else -1
 } ms__cal_key;
 
 /* The keys of p, in file order, into keys (room for cap). Returns how many. */
@@ -125,6 +126,24 @@ static inline int64_t ms__cal_eq4(int64_t x, int64_t y, int64_t page) {
 static inline int ms__cal_arena_moved(int64_t old, int64_t size, int64_t pad, int64_t pf,
                                       int64_t page) {
   return size > old && pf > ms__cal_eq4(size - old, old + pad, page) + 1;
+}
+
+/* Whether the block is mapped after a change from old to size bytes (pad:
+ * the runtime's; was: it was mapped before; pf: the faults of the point's
+ * heap phase) in the runs that do not measure the heap (the cycle and fault
+ * runs), from the faults alone. The heap run's mallinfo2 calls and filled
+ * tcache make glibc place the block otherwise: the calibration heap trace's
+ * block moved to mmap at 137 913 bytes there and grew in place in the
+ * arena in the others, whose samples of the next 160 points were taken for
+ * mapped ones. A growth that faults more than growing in place can is a
+ * move (ms__cal_arena_moved): to mmap when glibc serves the new chunk from
+ * mmap, else within the arena; a mapped block that falls below the
+ * threshold goes back to the arena (the runtime's rule). */
+static inline int ms__cal_unmeasured_mapped(int was, int64_t old, int64_t size, int64_t pad,
+                                            int64_t pf, int64_t page) {
+  if (was) return size + pad >= MS__MALLOC_MMAP_THRESHOLD;
+  return ms__cal_arena_moved(old, size, pad, pf, page) &&
+         ms__malloc_is_mmapped(size + pad, MS__MALLOC_MMAP_THRESHOLD);
 }
 
 /* Pages of the mapping glibc makes for a block of size + pad bytes: the

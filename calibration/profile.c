@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calib_fields.h"
 #include "internal.h"
 #include "prim.h"
 
@@ -31,16 +32,17 @@ static int add(table *t, const char *key, int type, void *ptr, size_t cap) {
   k->cycles_of = -1;
   k->optional = 0;
   k->unknown = 0;
+  k->value_of = -1;
   k->comment = t->comment;
   t->comment = NULL;
   return (int)t->n++;
 }
 
-/* A confidence interval's half-width: optional (profiles before issue 28
- * lack them), -1 when unknown. */
-static void ci_key(table *t, const char *key, double *v) {
+/* A confidence interval's half-width, of the figure whose key is at index
+ * of: optional (profiles before issue 28 lack them), -1 when unknown. */
+static void ci_key(table *t, const char *key, double *v, int of) {
   int k = add(t, key, MS__CAL_DOUBLE, v, 0);
-  if (k >= 0) t->k[k].optional = t->k[k].unknown = 1;
+  if (k >= 0) t->k[k].optional = t->k[k].unknown = 1, t->k[k].value_of = of;
 }
 
 static void add_time(table *t, const char *name, memstub_calib_time *v) {
@@ -53,7 +55,7 @@ static void add_time(table *t, const char *name, memstub_calib_time *v) {
   snprintf(key, sizeof key, "%s_scv", name);
   add(t, key, MS__CAL_DOUBLE, &v->scv, 0);
   snprintf(key, sizeof key, "%s_ci95_ns", name);
-  ci_key(t, key, &v->ci_ns);
+  ci_key(t, key, &v->ci_ns, n);
 }
 
 // A line's keys: NAME_base_*, NAME_PER_* (per: per_fault, per_page, per_ms), r2, resid.
@@ -71,29 +73,14 @@ static void add_line(table *t, const char *name, memstub_calib_line *v, const ch
 
 /* The fields of memstub_calib_costs in the file's order, each under
  * PREFIX_name (time_ for the hot set, time_cold_ for the cold one). */
-enum { F_TIME, F_LINE_PER_FAULT, F_LINE_PER_PAGE };
+enum { F_TIME, F_PER_FAULT, F_PER_PAGE };
 static const struct {
   const char *name;
   size_t off;
   int kind;  // F_*
 } cost_fields[] = {
-#define FIELD(name, kind) {#name, offsetof(memstub_calib_costs, name), kind}
-    FIELD(basic, F_TIME),
-    FIELD(heap_alloc_nofault, F_TIME),
-    FIELD(heap_alloc_fault, F_TIME),
-    FIELD(heap_use, F_LINE_PER_FAULT),
-    FIELD(heap_shrink, F_TIME),
-    FIELD(heap_mmap_alloc_nofault, F_TIME),
-    FIELD(heap_mmap_alloc_fault, F_TIME),
-    FIELD(heap_mmap_use, F_LINE_PER_FAULT),
-    FIELD(heap_mmap_shrink, F_LINE_PER_PAGE),
-    FIELD(heap_mmap_shrink_inpage, F_TIME),
-    FIELD(heap_to_mmap, F_LINE_PER_PAGE),
-    FIELD(heap_from_mmap, F_TIME),
-    FIELD(stack_alloc_nofault, F_TIME),
-    FIELD(stack_alloc_fault, F_TIME),
-    FIELD(stack_use, F_LINE_PER_FAULT),
-    FIELD(stack_pop, F_TIME),
+#define FIELD(name, kind) {#name, offsetof(memstub_calib_costs, name), F_##kind},
+    MS__CALIB_COSTS(FIELD)
 #undef FIELD
 };
 // Where the file's sections of hot figures start in cost_fields.
@@ -108,7 +95,7 @@ static void add_costs(table *t, const char *prefix, memstub_calib_costs *k, size
     snprintf(key, sizeof key, "%s_%s", prefix, cost_fields[i].name);
     void *v = (char *)k + cost_fields[i].off;
     if (cost_fields[i].kind == F_TIME) add_time(t, key, v);
-    else add_line(t, key, v, cost_fields[i].kind == F_LINE_PER_FAULT ? "per_fault" : "per_page");
+    else add_line(t, key, v, cost_fields[i].kind == F_PER_FAULT ? "per_fault" : "per_page");
   }
 }
 
@@ -196,7 +183,7 @@ static void keys_bytes(table *t, memstub_profile *p) {
     k = add(t, key, MS__CAL_DOUBLE, &p->call_ns[c], 0);
     if (k >= 0) t->k[k].optional = 1;
     snprintf(key, sizeof key, "call_%s_ci95_ns", names[c] + 6);
-    ci_key(t, key, &p->call_ci_ns[c]);
+    ci_key(t, key, &p->call_ci_ns[c], k);
   }
   k = add(t, "spin_steps_per_ns", MS__CAL_DOUBLE, &p->spin_steps_per_ns, 0);
   if (k >= 0) t->k[k].optional = 1;
@@ -558,4 +545,43 @@ int memstub_profile_check(const memstub_profile *p, const char *name, char *warn
              "the stack overhead per frame depends on it: calibrate again",
              name, what, p->compiler, p->cflags, here.compiler, here.cflags);
   return 1;
+}
+
+/* ---- how sure ------------------------------------------------------------------------- */
+
+// Whether key names a figure of kind which (memstub_profile_unsure).
+static int of_kind(const char *key, int which) {
+  int cold = strncmp(key, "time_cold_", 10) == 0;
+  if (which == MEMSTUB_FIGURES_CALLS) return strncmp(key, "call_", 5) == 0;
+  if (which == MEMSTUB_FIGURES_COLD) return cold;
+  return !cold && strncmp(key, "time_", 5) == 0 && strncmp(key, "time_stack_use_retouch", 22) != 0;
+}
+
+int64_t memstub_profile_unsure(const memstub_profile *p, int which, double *share, char *buf,
+                               size_t cap) {
+  ms__cal_key keys[MS__CAL_MAXKEYS];
+  double v[MS__CAL_MAXKEYS];
+  size_t n = ms__cal_keys((memstub_profile *)p, keys, MS__CAL_MAXKEYS), nv = 0, len = 0;
+  int64_t count = 0;
+  int known = 0;
+  if (buf && cap) buf[0] = '\0';
+  for (size_t i = 0; i < n; i++) {
+    const ms__cal_key *k = &keys[i];
+    if (k->value_of < 0 || !of_kind(k->key, which)) continue;
+    double ci = *(const double *)k->ptr, ns = *(const double *)keys[k->value_of].ptr;
+    known |= ci >= 0;
+    if (ci >= 0 && fabs(ns) > MEMSTUB_CALIB_UNSURE_NS) v[nv++] = ci / fabs(ns);
+    if (!memstub_calib_unsure(ns, ci)) continue;
+    count++;
+    if (buf && len + 1 < cap) {
+      int w = ci < 0 ? snprintf(buf + len, cap - len, "%s%s %.0f, no interval", len ? ", " : "",
+                                keys[k->value_of].key, ns)
+                     : snprintf(buf + len, cap - len, "%s%s %.0f +- %.0f", len ? ", " : "",
+                                keys[k->value_of].key, ns, ci);
+      len = w > 0 && len + (size_t)w < cap ? len + (size_t)w : cap - 1;
+    }
+  }
+  *share = nv ? ms__cal_median(v, nv) : -1;
+  if (!known && buf && cap) buf[0] = '\0';
+  return known ? count : 0;
 }

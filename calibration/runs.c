@@ -206,23 +206,6 @@ typedef struct heap_pt {
   int64_t pf;              // faults of the heap phase
 } heap_pt;
 
-/* Whether the block is mapped after point p in the runs that do not measure
- * the heap (the cycle and fault runs), from the fault run's faults. The heap
- * run's mallinfo2 calls and filled tcache make glibc place the block
- * otherwise: the calibration heap trace's block moved to mmap at 137 913
- * bytes there and grew in place in the arena in the others, whose samples
- * of the next 160 points were taken for mapped ones. A growth that faults
- * more than growing in place can is a move (ms__cal_arena_moved): to mmap
- * when glibc serves the new chunk from mmap, else within the arena; a
- * mapped block that falls below the threshold goes back to the arena (the
- * runtime's rule). */
-static int unmeasured_mapped(const heap_pt *p, int64_t page) {
-  int64_t block = p->size + p->pad;
-  if (p->un_was) return block >= MS__CAL_MMAP_THRESHOLD;
-  return ms__cal_arena_moved(p->old, p->size, p->pad, p->pf, page) &&
-         ms__malloc_is_mmapped(block, MS__CAL_MMAP_THRESHOLD);
-}
-
 /* The hot heap run's byte and placement samples of point p (h: its heap
  * record), and the arena pages written so far (*hw). */
 static int heap_hot_point(ms__cal_ctx *c, const heap_pt *p, const memstub_replay_record *h,
@@ -310,7 +293,7 @@ static int heap_samples(ms__cal_ctx *c, const memstub_replay *ra, const memstub_
                        : (p.was_mapped ? p.size + p.pad >= MS__CAL_MMAP_THRESHOLD
                                        : ms__malloc_is_mmapped(p.size + p.pad, MS__CAL_MMAP_THRESHOLD));
     p.pf = f->faults_end - f->faults_stack;
-    p.un_mapped = unmeasured_mapped(&p, c->page);
+    p.un_mapped = ms__cal_unmeasured_mapped(p.un_was, p.old, p.size, p.pad, p.pf, c->page);
     if (!cold) rc = heap_hot_point(c, &p, h, visible, &hw, rep);
     double alloc = phase(c, a->cyc_stack_use, a->cyc_heap_alloc, k);
     double use = phase(c, a->cyc_heap_alloc, a->cyc_end, k);

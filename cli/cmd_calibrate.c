@@ -159,7 +159,9 @@ static void print_fit(const memstub_calib *c) {
   row("heap block placement rule", a, "");
   snprintf(a, sizeof a, "%lld of %lld samples", (long long)c->trimmed,
            (long long)c->samples_total);
-  row("trimmed as preempted", a, "");
+  row("preempted (beyond 10 x MAD)", a, "");
+  snprintf(a, sizeof a, "%lld (not fitted)", (long long)c->heap_moved);
+  row("realloc copies within the arena", a, "");
   if (c->check_points <= 0) return;
   char m1[32], m2[32];
   snprintf(a, sizeof a, "%s measured, %s predicted (%+.0f%%)",
@@ -229,6 +231,26 @@ static void print_cold(const memstub_calib *c) {
   }
 }
 
+// How sure the figures are: their 95 % intervals, and the unsure ones.
+static void print_sure(const memstub_profile *p) {
+  static const struct {
+    int which;
+    const char *what;
+  } kinds[] = {{MEMSTUB_FIGURES_HOT, "hot figures"},
+               {MEMSTUB_FIGURES_COLD, "cold figures"},
+               {MEMSTUB_FIGURES_CALLS, "allocator calls"}};
+  printf("\n  how sure: 95 %% intervals (NAME_ci95_ns; docs/calibration.md, \"How sure\")\n");
+  for (size_t i = 0; i < MS__ARRAY_SIZE(kinds); i++) {
+    char a[160], list[400];
+    double share;
+    int64_t n = memstub_profile_unsure(p, kinds[i].which, &share, list, sizeof list);
+    if (share < 0) snprintf(a, sizeof a, "no intervals (too few repetitions)");
+    else snprintf(a, sizeof a, "+-%.1f %% at the median, %lld unsure", 100 * share, (long long)n);
+    row(kinds[i].what, a, "");
+    if (n > 0) printf("    unsure (wider than +-25 %% and 100 ns): %s\n", list);
+  }
+}
+
 static void print_table(const memstub_calib *c) {
   const memstub_profile *p = &c->profile;
   printf("memstub calibrate: %lld repetitions in %.1f s\n", (long long)p->repetitions,
@@ -243,6 +265,7 @@ static void print_table(const memstub_calib *c) {
   print_beyond(p);
   print_fit(c);
   if (p->cold_delay > 0) print_cold(c);
+  print_sure(p);
 }
 
 // The range of --repeat: 0, or a usage error's exit status.
