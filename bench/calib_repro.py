@@ -178,6 +178,29 @@ def table(runs, trace, memstub, out, label, command):
             cells += [a, b, ok]
         w.append("| %s | %d | %s |" % (name, n, " | ".join(cells)))
     w.append("")
+    # As the issue measured it: two runs of a mode differ by |a - b| / mean at
+    # the median over the figures; the median over every pair of runs.
+    for m in modes:
+        ps = profs[m]
+        for name, which in (("the used figures", used), ("all figures", lambda k: True)):
+            per_pair = []
+            for i in range(len(ps)):
+                for j in range(i + 1, len(ps)):
+                    d = [abs(ps[i][k] - ps[j][k]) / abs((ps[i][k] + ps[j][k]) / 2)
+                         for k in keys if which(k) and k in ps[i] and k in ps[j] and
+                         ps[i][k] + ps[j][k] != 0]
+                    per_pair.append(statistics.median(d))
+            if per_pair:
+                w.append("Two %s runs differ by %s at the median over %s (median over "
+                         "%d pairs; range %s to %s).\n" % (
+                             m, pct(statistics.median(per_pair)), name, len(per_pair),
+                             pct(min(per_pair)), pct(max(per_pair))))
+    if len(modes) == 2:
+        pairs = [statistics.median([abs(q[k] - f[k]) / abs((q[k] + f[k]) / 2) for k in keys
+                                    if used(k) and k in q and k in f and q[k] + f[k] != 0])
+                 for q in profs["quick"] for f in profs["full"]]
+        w.append("A quick and a full run differ by %s at the median over the used figures "
+                 "(median over %d pairs).\n" % (pct(statistics.median(pairs)), len(pairs)))
     if memstub and trace:
         w.append("Work `memstub gen %s -c P` predicts (ms), per run:\n" % os.path.relpath(trace))
         w.append("| timing | " + " | ".join("%s median | %s spread" % (m, m) for m in modes) +
