@@ -276,9 +276,14 @@ START_TEST(test_calibrate_quick) {
   ck_assert_int_eq(p->repetitions, 3);
   ck_assert(p->cycles_per_ns > 0);
   ck_assert(p->hot.basic.ns >= 0 && p->hot.basic.ns < 100000);
-  ck_assert(p->hot.heap_use.per_fault.ns > 0);
   ck_assert(p->hot.stack_use.per_fault.ns > 0);
+#if !defined(MEMSTUB_SANITIZED)
+  // glibc's arena grows the block in place; a sanitizer's allocator copies
+  // it at every realloc, and copies are not fitted (calibration/runs.c).
+  ck_assert(p->hot.heap_use.per_fault.ns > 0);
   ck_assert(p->hot.heap_alloc_fault.ns > p->hot.heap_alloc_nofault.ns);
+  ck_assert(p->cold.heap_alloc_fault.ns > p->cold.heap_alloc_nofault.ns);
+#endif
   ck_assert(cal->nbasic == 3);
   ck_assert(cal->check_points > 0 && cal->check_measured_ns > 0);
   // Cold runs: every fifth repetition, at least one; then figures of their own.
@@ -287,7 +292,6 @@ START_TEST(test_calibrate_quick) {
   ck_assert_int_gt(p->cold_min_delay, 0);
   ck_assert(cal->cold_duration_s > 0.2 && cal->cold_duration_s < cal->duration_s);
   ck_assert(p->cold.basic.ns > 0);
-  ck_assert(p->cold.heap_alloc_fault.ns > p->cold.heap_alloc_nofault.ns);
   ck_assert(p->cold.heap_mmap_use.per_fault.ns > 0);
   ck_assert(p->cold.stack_use.per_fault.ns > 0);
   ck_assert(p->cold.heap_to_mmap.base.ns + 30 * p->cold.heap_to_mmap.per_fault.ns > 0);
