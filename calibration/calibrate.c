@@ -141,9 +141,10 @@ static int ctx_init(ms__cal_ctx *c, const memstub_calib_options *o, memstub_erro
     free(c->room);
     return memstub_error_set(err, -ENOMEM, "out of memory");
   }
-  // The cold traces run in every fifth repetition, at least once.
+  // The cold traces run in every fifth repetition (quick: tenth), at least
+  // once: a cold run sleeps a millisecond a point.
   if (o->cold_delay_ns > 0) {
-    c->cold_every = 5;
+    c->cold_every = o->quick ? 10 : 5;
     c->cold_reps = (o->repetitions + c->cold_every - 1) / c->cold_every;
   }
   // Runs: 12 a repetition, 3 more in a cold one, 3 for the model check.
@@ -153,6 +154,7 @@ static int ctx_init(ms__cal_ctx *c, const memstub_calib_options *o, memstub_erro
 
 static void ctx_free(ms__cal_ctx *c) {
   for (int i = 0; i < MS__S_COUNT; i++) ms__cal_ser_free(&c->s[i]), ms__cal_ser_free(&c->cs[i]);
+  for (int k = 0; k < MEMSTUB_WORK_CALLS; k++) ms__cal_ser_free(&c->calls[k]);
   free(c->room);
 }
 
@@ -187,7 +189,6 @@ int memstub_calibrate(const memstub_calib_options *o, memstub_calib **out, memst
   ms__cal_programs st = {0};
   rc = ms__cal_programs_build(&st, o->quick, o->cold_delay_ns, err);
   if (rc == 0) rc = calibrate(&c, &st, err);
-  if (rc == 0) rc = ms__cal_calls(&c.out->profile, o->quick, err);  // calls.c
   ms__cal_programs_free(&st);
   ctx_free(&c);
   if (rc < 0) {

@@ -26,86 +26,114 @@ static void rep_range(const ms__cal_ser *s, int rep, size_t *from, size_t *to, s
 
 int64_t ms__cal_fit_fail_after;
 
-/* One fit of a constant (fit_slope 0) or a line: least squares with one
- * trimming pass (floor as in ms__cal_fit), or with l1 least absolute
- * deviations (the median; nothing trimmed). Returns the points kept, or
- * -ENOMEM (also when ms__cal_fit_fail_after says so). */
-static int64_t fit1(const double *x, const double *y, size_t n, int fit_slope, double floor,
-                    int l1, double *a, double *b, double *r2, double *resid) {
-  if (ms__cal_fit_fail_after > 0 && --ms__cal_fit_fail_after == 0) return -ENOMEM;  // injected
-  if (!l1) return ms__cal_fit(x, y, n, fit_slope, floor, a, b, r2, resid, NULL);
-  return ms__cal_fit_l1(x, y, n, fit_slope, a, b, r2, resid) < 0 ? -ENOMEM : (int64_t)n;
+// One fit less before the injected failure (tests); 1 when this one fails.
+static int fail_injected(void) {
+  return ms__cal_fit_fail_after > 0 && --ms__cal_fit_fail_after == 0;
 }
 
-/* A constant figure: the pooled mean of the samples (outliers trimmed), or
- * with l1 their median; and the SCV of the per-repetition figures. y in
- * cycles; floor for trimming. */
-static int fig_const(ms__cal_ctx *c, const ms__cal_ser *s, double floor, double cpn, int l1,
+/* One least-squares fit with one trimming pass (floor as in ms__cal_fit):
+ * the byte fits. Returns the points kept, or -ENOMEM (also when injected). */
+static int64_t fit_lsq(const double *x, const double *y, size_t n, int fit_slope, double floor,
+                       double *a, double *b, double *r2, double *resid) {
+  if (fail_injected()) return -ENOMEM;
+  return ms__cal_fit(x, y, n, fit_slope, floor, a, b, r2, resid, NULL);
+}
+
+/* The fit of series s and its interval (ms__cal_estimate: medians, or with
+ * mean least squares): 0 or -ENOMEM (also when injected); its outliers
+ * counted. */
+static int estimate(ms__cal_ctx *c, const ms__cal_ser *s, int fit_slope, double floor, int mean,
+                    ms__cal_est *e) {
+  if (fail_injected()) return -ENOMEM;
+  int rc = ms__cal_estimate(fit_slope ? s->x : NULL, s->y, s->rep, s->n, fit_slope, floor, mean,
+                            e);
+  c->out->trimmed += e->outliers;
+  return rc;
+}
+
+// v (cycles) as a time figure, with its interval (cycles; -1 unknown).
+static void set_time(memstub_calib_time *t, double v, double ci, double scv, double cpn) {
+  t->cycles = v;
+  t->ns = v / cpn;
+  t->scv = scv;
+  t->ci_ns = ci < 0 ? -1 : ci / cpn;
+}
+
+/* A constant figure: the median of the samples (y in cycles), with its
+ * interval and the SCV of the per-repetition medians; floor for counting
+ * outliers. */
+static int fig_const(ms__cal_ctx *c, const ms__cal_ser *s, double floor, double cpn,
                      memstub_calib_time *t) {
-  memset(t, 0, sizeof *t);
-  if (s->n == 0) return 0;
-  double a, b, r2, resid;
-  int64_t kept = fit1(NULL, s->y, s->n, 0, floor, l1, &a, &b, &r2, &resid);
-  if (kept < 0) return -ENOMEM;
-  c->out->trimmed += (int64_t)s->n - kept;
-  double *m = malloc((size_t)c->o->repetitions * sizeof *m);
-  if (!m) return -ENOMEM;
-  size_t nm = 0, pos = 0;
-  for (int rep = 0; rep < c->o->repetitions; rep++) {
-    size_t from, to;
-    rep_range(s, rep, &from, &to, &pos);
-    if (to == from) continue;
-    if (fit1(NULL, s->y + from, to - from, 0, floor, l1, &m[nm], &b, &r2, &resid) < 0) {
-      free(m);
-      return -ENOMEM;
-    }
-    nm++;
-  }
-  double mean;
-  ms__cal_mean_scv(m, nm, &mean, &t->scv);
-  free(m);
-  t->cycles = a > 0 ? a : 0;
-  t->ns = t->cycles / cpn;
+  ms__cal_est e;
+  int rc = estimate(c, s, 0, floor, 0, &e);
+  if (rc < 0) return rc;
+  set_time(t, e.a > 0 ? e.a : 0, e.ci_a, e.scv_a, cpn);
   return 0;
 }
 
-/* A line: the pooled fit y = base + per_fault x (least squares, or with l1
- * least absolute deviations), and the SCVs of the per-repetition fits'
- * coefficients (repetitions with 3 samples or more). */
-static int fig_line(ms__cal_ctx *c, const ms__cal_ser *s, double floor, double cpn, int l1,
+/* A line: the median line y = base + per_fault x over every sample (with
+ * mean: least squares), with the intervals and the SCVs of the
+ * per-repetition lines (repetitions with 3 samples or more). */
+static int fig_line(ms__cal_ctx *c, const ms__cal_ser *s, double floor, double cpn, int mean,
                     memstub_calib_line *l) {
   memset(l, 0, sizeof *l);
-  if (s->n == 0) return 0;
-  double a, b, r2, resid;
-  int64_t kept = fit1(s->x, s->y, s->n, 1, floor, l1, &a, &b, &r2, &resid);
-  if (kept < 0) return -ENOMEM;
-  c->out->trimmed += (int64_t)s->n - kept;
-  double *ma = malloc((size_t)c->o->repetitions * 2 * sizeof *ma);
-  if (!ma) return -ENOMEM;
-  double *mb = ma + c->o->repetitions;
-  size_t nm = 0, pos = 0;
-  for (int rep = 0; rep < c->o->repetitions; rep++) {
-    size_t from, to;
-    rep_range(s, rep, &from, &to, &pos);
-    if (to - from < 3) continue;
-    double r2r, rr;
-    if (fit1(s->x + from, s->y + from, to - from, 1, floor, l1, &ma[nm], &mb[nm], &r2r, &rr) < 0) {
-      free(ma);
-      return -ENOMEM;
-    }
-    nm++;
+  ms__cal_est e;
+  int rc = estimate(c, s, 1, floor, mean, &e);
+  if (rc < 0) return rc;
+  set_time(&l->base, e.a, e.ci_a, e.scv_a, cpn);
+  set_time(&l->per_fault, e.b > 0 ? e.b : 0, e.ci_b, e.scv_b, cpn);  // a fault never saves time
+  if (s->n == 0) l->per_fault.ci_ns = -1;
+  l->r2 = e.r2;
+  l->resid_ns = e.resid / cpn;
+  return 0;
+}
+
+// How many distinct x the series has (counting stops at 3).
+static int distinct_x(const ms__cal_ser *s) {
+  double seen[2];
+  int k = 0;
+  for (size_t i = 0; i < s->n && k < 3; i++) {
+    int j = 0;
+    while (j < k && seen[j] != s->x[i]) j++;
+    if (j == k && k < 2) seen[k] = s->x[i];
+    if (j == k) k++;
   }
-  double mean;
-  ms__cal_mean_scv(ma, nm, &mean, &l->base.scv);
-  ms__cal_mean_scv(mb, nm, &mean, &l->per_fault.scv);
-  free(ma);
-  if (b < 0) b = 0;  // a fault never saves time
-  l->base.cycles = a;
-  l->base.ns = a / cpn;
-  l->per_fault.cycles = b;
-  l->per_fault.ns = b / cpn;
-  l->r2 = r2;
-  l->resid_ns = resid / cpn;
+  return k;
+}
+
+/* A cold line whose samples cannot place a line (fewer than three distinct
+ * x: the cold heap trace moves its block to mmap at two sizes): the hot
+ * line's shape h, scaled by the median of the cold samples over it. Its
+ * intervals: the scale's and the hot line's, relative, added in quadrature. */
+static int fig_line_scaled(ms__cal_ctx *c, const ms__cal_ser *s, const memstub_calib_line *h,
+                           double cpn, memstub_calib_line *l) {
+  ms__cal_ser q = *s;
+  q.y = malloc((s->n + 1) * sizeof *q.y);
+  if (!q.y) return -ENOMEM;
+  for (size_t i = 0; i < s->n; i++) {
+    double hot = h->base.cycles + h->per_fault.cycles * s->x[i];
+    q.y[i] = hot > 0 ? s->y[i] / hot : 0;
+  }
+  ms__cal_est e;
+  int rc = estimate(c, &q, 0, 1e18, 0, &e);
+  free(q.y);
+  if (rc < 0) return rc;
+  memset(l, 0, sizeof *l);
+  double k = e.a > 0 ? e.a : 0, rk = e.ci_a >= 0 && k > 0 ? e.ci_a / k : -1;
+  const memstub_calib_time *ht[2] = {&h->base, &h->per_fault};
+  memstub_calib_time *lt[2] = {&l->base, &l->per_fault};
+  for (int i = 0; i < 2; i++) {
+    double v = ht[i]->cycles * k, rh = ht[i]->ci_ns >= 0 && ht[i]->ns != 0
+                                          ? ht[i]->ci_ns / fabs(ht[i]->ns) : -1;
+    double ci = rk >= 0 && rh >= 0 ? fabs(v) * sqrt(rk * rk + rh * rh) : -1;
+    set_time(lt[i], v, ci, e.scv_a, cpn);
+  }
+  double sse = 0;
+  for (size_t i = 0; i < s->n; i++) {
+    double r = s->y[i] - l->base.cycles - l->per_fault.cycles * s->x[i];
+    sse += r * r;
+  }
+  l->resid_ns = s->n > 1 ? sqrt(sse / (double)(s->n - 1)) / cpn : 0;
   return 0;
 }
 
@@ -116,51 +144,59 @@ static double basic_floor(double cpn) { return 200 * cpn; }
 // A heap or stack phase: 5 us beyond the usual is a preemption.
 static double work_floor(double cpn) { return 5000 * cpn; }
 
+// The median of v[0..n) without reordering it. -ENOMEM.
+static int median_of(const double *v, size_t n, double *m) {
+  double b, r2, rr;
+  return ms__cal_fit_l1(NULL, v, n, 0, m, &b, &r2, &rr);
+}
+
 /* Per repetition: time_basic in ns into out->basic_rep_ns, and how much
  * later a point whose deadline has passed ends, in cycles, into lat (room
- * for the repetitions; *nl set). 0 or -ENOMEM. */
+ * for the repetitions; *nl set): medians. 0 or -ENOMEM. */
 static int basic_reps(ms__cal_ctx *c, double cpn, double *lat, size_t *nl) {
   memstub_calib *out = c->out;
   const ms__cal_ser *s = c->s;
-  double fb = basic_floor(cpn);
   size_t pos = 0, pos2 = 0;
   *nl = 0;
   for (int rep = 0; rep < c->o->repetitions; rep++) {
     size_t f, t, f2, t2;
-    double m, m2, b, r2, rr;
+    double m, m2;
     rep_range(&s[MS__S_BASIC], rep, &f, &t, &pos);
     rep_range(&s[MS__S_LATE], rep, &f2, &t2, &pos2);
     if (t == f) continue;
-    if (fit1(NULL, s[MS__S_BASIC].y + f, t - f, 0, fb, 0, &m, &b, &r2, &rr) < 0) return -ENOMEM;
+    if (median_of(s[MS__S_BASIC].y + f, t - f, &m) < 0) return -ENOMEM;
     out->basic_rep_ns[out->nbasic++] = m / cpn;
     if (t2 == f2) continue;
-    if (fit1(NULL, s[MS__S_LATE].y + f2, t2 - f2, 0, fb, 0, &m2, &b, &r2, &rr) < 0)
-      return -ENOMEM;
+    if (median_of(s[MS__S_LATE].y + f2, t2 - f2, &m2) < 0) return -ENOMEM;
     lat[(*nl)++] = m2 - m;
   }
   return 0;
 }
 
+// The interval of a difference or sum of figures measured apart: their
+// half-widths in quadrature (-1 when one is unknown).
+static double ci_sum(double a, double b) { return a < 0 || b < 0 ? -1 : sqrt(a * a + b * b); }
+
 // time_basic (and per repetition, for the plot), and time_wait_late: what a
 // point whose deadline has passed adds.
 static int fit_basic(ms__cal_ctx *c, double cpn) {
   memstub_profile *p = &c->out->profile;
-  int rc = fig_const(c, &c->s[MS__S_BASIC], basic_floor(cpn), cpn, 0, &p->hot.basic);
+  int rc = fig_const(c, &c->s[MS__S_BASIC], basic_floor(cpn), cpn, &p->hot.basic);
   if (rc < 0) return rc;
   c->out->basic_rep_ns = malloc((size_t)c->o->repetitions * sizeof *c->out->basic_rep_ns);
   double *lat = malloc((size_t)c->o->repetitions * sizeof *lat);
   size_t nl;
   memstub_calib_time late;
   if (!c->out->basic_rep_ns || !lat || (rc = basic_reps(c, cpn, lat, &nl)) < 0 ||
-      (rc = fig_const(c, &c->s[MS__S_LATE], basic_floor(cpn), cpn, 0, &late)) < 0) {
+      (rc = fig_const(c, &c->s[MS__S_LATE], basic_floor(cpn), cpn, &late)) < 0) {
     free(lat);
     return rc < 0 ? rc : -ENOMEM;
   }
-  double mean;
-  ms__cal_mean_scv(lat, nl, &mean, &p->wait_late.scv);
+  double mean, scv;
+  ms__cal_mean_scv(lat, nl, &mean, &scv);
   free(lat);
-  p->wait_late.cycles = late.cycles > p->hot.basic.cycles ? late.cycles - p->hot.basic.cycles : 0;
-  p->wait_late.ns = p->wait_late.cycles / cpn;
+  double v = late.cycles - p->hot.basic.cycles;
+  set_time(&p->wait_late, v > 0 ? v : 0, ci_sum(late.ci_ns, p->hot.basic.ci_ns) * cpn, scv, cpn);
   return 0;
 }
 
@@ -169,22 +205,22 @@ static int fit_basic(ms__cal_ctx *c, double cpn) {
 static int fit_measure(ms__cal_ctx *c, double cpn) {
   memstub_profile *p = &c->out->profile;
   memstub_calib_time meas;
-  int rc = fig_const(c, &c->s[MS__S_MEAS], 1000, 1.0, 0, &meas);
+  int rc = fig_const(c, &c->s[MS__S_MEAS], 1000, 1.0, &meas);
   if (rc < 0) return rc;
-  p->measure_trace.ns = meas.cycles > p->hot.basic.ns ? meas.cycles - p->hot.basic.ns : 0;
-  p->measure_trace.cycles = p->measure_trace.ns * cpn;
-  p->measure_trace.scv = meas.scv;
+  double v = meas.cycles - p->hot.basic.ns;  // ns
+  set_time(&p->measure_trace, (v > 0 ? v : 0) * cpn, ci_sum(meas.ci_ns, p->hot.basic.ci_ns) * cpn,
+           meas.scv, cpn);
   return 0;
 }
 
 /* usleep's overshoot (ns) against the delay (ms). In usleep timing every
- * overshoot adds up, so the compensation needs its mean; only beyond 1 ms
- * above the line is a sample taken for a preemption and trimmed. The
- * samples are ns: fitted with cpn 1, then given cycles. */
+ * overshoot adds up, so the compensation needs its mean: least squares,
+ * only beyond 1 ms above the line is a sample taken for a preemption and
+ * trimmed. The samples are ns: fitted with cpn 1, then given cycles. */
 static int fit_sleep(ms__cal_ctx *c, double cpn) {
   memstub_profile *p = &c->out->profile;
   const ms__cal_ser *s = &c->s[MS__S_SLEEP];
-  int rc = fig_line(c, s, 1000000, 1.0, 0, &p->sleep_overshoot);
+  int rc = fig_line(c, s, 1000000, 1.0, 1, &p->sleep_overshoot);
   if (rc < 0) return rc;
   p->sleep_overshoot.base.cycles *= cpn;
   p->sleep_overshoot.per_fault.cycles *= cpn;
@@ -200,10 +236,10 @@ static int fit_sleep(ms__cal_ctx *c, double cpn) {
 
 /* ---- the work of a point, hot and cold -------------------------------------------- */
 
-/* The work figures of one set of samples (hot or cold), except basic:
- * least squares (means), or with l1 least absolute deviations (medians). */
-static int fit_costs(ms__cal_ctx *c, const ms__cal_ser *s, double cpn, int l1,
-                     memstub_calib_costs *k) {
+/* The work figures of one set of samples (hot, or cold: then hot holds the
+ * hot figures), except basic: medians. */
+static int fit_costs(ms__cal_ctx *c, const ms__cal_ser *s, double cpn,
+                     const memstub_calib_costs *hot, memstub_calib_costs *k) {
   static const struct {
     int series;
     size_t off;  // in memstub_calib_costs
@@ -229,29 +265,30 @@ static int fit_costs(ms__cal_ctx *c, const ms__cal_ser *s, double cpn, int l1,
   for (size_t i = 0; i < MS__ARRAY_SIZE(fig); i++) {
     void *v = (char *)k + fig[i].off;
     const ms__cal_ser *q = &s[fig[i].series];
-    int rc = fig[i].line ? fig_line(c, q, fl, cpn, l1, v) : fig_const(c, q, fl, cpn, l1, v);
+    int rc;
+    if (!fig[i].line) rc = fig_const(c, q, fl, cpn, v);
+    else if (hot && distinct_x(q) < 3)
+      rc = fig_line_scaled(c, q, (const void *)((const char *)hot + fig[i].off), cpn, v);
+    else rc = fig_line(c, q, fl, cpn, 0, v);
     if (rc < 0) return rc;
   }
   return 0;
 }
 
-/* The cold figures: medians. Deadline compensation moves each row by its
- * predicted cost, and the cost that minimises a row's |error| is its median
- * (the cold costs' spread is skewed: the mean would make most rows early).
- * A basic point cold is the hot period with the work inside its records as
- * measured cold instead of hot (both medians). */
+/* The cold figures (medians, as the hot ones). A basic point cold is the
+ * hot period with the work inside its records as measured cold instead of
+ * hot. */
 static int fit_cold(ms__cal_ctx *c, double cpn) {
   memstub_profile *p = &c->out->profile;
   memstub_calib_time hin, cin;
   int rc;
-  if ((rc = fit_costs(c, c->cs, cpn, 1, &p->cold)) < 0 ||
-      (rc = fig_const(c, &c->s[MS__S_BASIC_IN], basic_floor(cpn), cpn, 1, &hin)) < 0 ||
-      (rc = fig_const(c, &c->cs[MS__S_BASIC_IN], work_floor(cpn), cpn, 1, &cin)) < 0)
+  if ((rc = fit_costs(c, c->cs, cpn, &p->hot, &p->cold)) < 0 ||
+      (rc = fig_const(c, &c->s[MS__S_BASIC_IN], basic_floor(cpn), cpn, &hin)) < 0 ||
+      (rc = fig_const(c, &c->cs[MS__S_BASIC_IN], work_floor(cpn), cpn, &cin)) < 0)
     return rc;
   double v = p->hot.basic.cycles + cin.cycles - hin.cycles;
-  p->cold.basic.cycles = v > 0 ? v : 0;
-  p->cold.basic.ns = p->cold.basic.cycles / cpn;
-  p->cold.basic.scv = cin.scv;
+  double ci = ci_sum(ci_sum(p->hot.basic.ci_ns, cin.ci_ns), hin.ci_ns);
+  set_time(&p->cold.basic, v > 0 ? v : 0, ci * cpn, cin.scv, cpn);
   return 0;
 }
 
@@ -260,7 +297,7 @@ static int fit_cold(ms__cal_ctx *c, double cpn) {
 static int fit_work(ms__cal_ctx *c, double cpn) {
   memstub_profile *p = &c->out->profile;
   int rc;
-  if ((rc = fit_costs(c, c->s, cpn, 0, &p->hot)) < 0 ||
+  if ((rc = fit_costs(c, c->s, cpn, NULL, &p->hot)) < 0 ||
       (rc = fig_line(c, &c->s[MS__S_SUSE_RT], work_floor(cpn), cpn, 0, &p->stack_use_retouch)) < 0)
     return rc;
   return c->cold_reps > 0 ? fit_cold(c, cpn) : 0;
@@ -293,11 +330,13 @@ static int fit_stack_frame(ms__cal_ctx *c) {
   return 0;
 }
 
-// Mean of y over s, rounded to whole bytes.
+/* Mean of y over s in whole bytes, rounded toward zero: the arena's chunk
+ * rounding averages about -0.5 B, which rounding to nearest made -1 B in a
+ * --quick calibration (-0.56) and 0 in a full one (-0.37). */
 static int64_t mean_bytes(const ms__cal_ser *s) {
   double m, scv;
   ms__cal_mean_scv(s->y, s->n, &m, &scv);
-  return llround(m);
+  return (int64_t)trunc(m);
 }
 
 /* The byte figures: the stack's frame and offset; then stack = offset +
@@ -308,7 +347,7 @@ static int fit_bytes(ms__cal_ctx *c) {
   const ms__cal_ser *s = c->s, *q = &s[MS__S_SBYTES];
   if (fit_stack_frame(c) < 0) return -ENOMEM;
   double a = 0, b = 0, r2 = 0, rr = 0;
-  if (q->n && fit1(q->x, q->y, q->n, 1, 1e18, 0, &a, &b, &r2, &rr) < 0) return -ENOMEM;
+  if (q->n && fit_lsq(q->x, q->y, q->n, 1, 1e18, &a, &b, &r2, &rr) < 0) return -ENOMEM;
   p->stack_fit_r2 = r2;
   for (size_t i = 0; i < q->n; i++) {
     int64_t e = llabs(llround(q->y[i] - (double)p->stack_offset -
@@ -325,10 +364,26 @@ static int fit_bytes(ms__cal_ctx *c) {
   p->resident_entry = 0;
   p->resident_per_point = 0;
   if (e->n) {
-    if (fit1(e->x, e->y, e->n, 1, 1e18, 0, &a, &b, &r2, &rr) < 0) return -ENOMEM;
+    if (fit_lsq(e->x, e->y, e->n, 1, 1e18, &a, &b, &r2, &rr) < 0) return -ENOMEM;
     p->resident_entry = llround(a);
     p->resident_per_point = b;
   }
+  return 0;
+}
+
+/* ---- the allocator calls ------------------------------------------------------------ */
+
+// The calls' figures: the median of the rounds (ns), with its interval.
+static int fit_calls(ms__cal_ctx *c) {
+  memstub_profile *p = &c->out->profile;
+  for (int k = 0; k < MEMSTUB_WORK_CALLS; k++) {
+    memstub_calib_time t;
+    int rc = fig_const(c, &c->calls[k], 1e18, 1.0, &t);
+    if (rc < 0) return rc;
+    p->call_ns[k] = t.ns;
+    p->call_ci_ns[k] = t.ci_ns;
+  }
+  p->spin_steps_per_ns = c->spin_rate;
   return 0;
 }
 
@@ -471,8 +526,10 @@ int ms__cal_fit_figures(ms__cal_ctx *c) {
   memstub_profile *p = &out->profile;
   int rc;
   if ((rc = fit_basic(c, cpn)) < 0 || (rc = fit_measure(c, cpn)) < 0 ||
-      (rc = fit_sleep(c, cpn)) < 0 || (rc = fit_work(c, cpn)) < 0 || (rc = fit_bytes(c)) < 0)
+      (rc = fit_sleep(c, cpn)) < 0 || (rc = fit_work(c, cpn)) < 0 || (rc = fit_bytes(c)) < 0 ||
+      (rc = fit_calls(c)) < 0)
     return rc;
+  out->heap_moved = (int64_t)c->s[MS__S_HMOVE].n;
   check_faults(c);
   if ((rc = fit_placement(c)) < 0) return rc;
   p->eq4_heap_agreement =

@@ -1,4 +1,6 @@
-// Fitting: means, spreads and least-squares lines, with outliers trimmed once.
+// Fitting: means, spreads, least-squares lines with outliers trimmed once,
+// least-absolute-deviations lines (medians), and a figure's robust fit with
+// its confidence interval (ms__cal_estimate).
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -146,6 +148,24 @@ static void l1_line(const double *x, const double *y, size_t n, double *w, doubl
   *a = A, *b = B;
 }
 
+/* Goodness of the line a + b x (b unused without fit_slope or x) over n >= 1
+ * points, as for least squares: R^2 (0 for a constant) and the residual
+ * standard deviation. */
+static void fit_quality(const double *x, const double *y, size_t n, int fit_slope, double a,
+                        double b, double *r2, double *resid) {
+  double my = 0, sse = 0, syy = 0;
+  for (size_t i = 0; i < n; i++) my += y[i];
+  my /= (double)n;
+  for (size_t i = 0; i < n; i++) {
+    double r = y[i] - a - b * (x && fit_slope ? x[i] : 0);
+    sse += r * r;
+    syy += (y[i] - my) * (y[i] - my);
+  }
+  *r2 = !fit_slope ? 0 : syy > 0 ? 1 - sse / syy : 1;
+  double dof = (double)n - (fit_slope ? 2 : 1);
+  *resid = dof > 0 ? sqrt(sse / dof) : 0;
+}
+
 int ms__cal_fit_l1(const double *x, const double *y, size_t n, int fit_slope, double *a,
                    double *b, double *r2, double *resid) {
   *a = *b = *r2 = *resid = 0;
@@ -159,17 +179,119 @@ int ms__cal_fit_l1(const double *x, const double *y, size_t n, int fit_slope, do
     l1_line(x, y, n, v, a, b);
   }
   free(v);
-  // Goodness of fit of the line found: as for least squares.
-  double my = 0, sse = 0, syy = 0;
-  for (size_t i = 0; i < n; i++) my += y[i];
-  my /= (double)n;
-  for (size_t i = 0; i < n; i++) {
-    double r = y[i] - *a - *b * (x && fit_slope ? x[i] : 0);
-    sse += r * r;
-    syy += (y[i] - my) * (y[i] - my);
-  }
-  *r2 = !fit_slope ? 0 : syy > 0 ? 1 - sse / syy : 1;
-  double dof = (double)n - (fit_slope ? 2 : 1);
-  *resid = dof > 0 ? sqrt(sse / dof) : 0;
+  fit_quality(x, y, n, fit_slope, *a, *b, r2, resid);
   return 0;
+}
+
+/* ---- a figure and how sure it is ------------------------------------------------- */
+
+// Student's t, two-sided 95 %, for 1 to MS__CAL_GROUPS - 1 degrees of freedom.
+static const double t975[MS__CAL_GROUPS] = {0,     12.706, 4.303, 3.182, 2.776,
+                                            2.571, 2.447,  2.365, 2.306, 2.262};
+
+// Whether x[0..n) holds two distinct values (a line can be fitted).
+static int x_varies(const double *x, size_t n) { return x && !x_constant(x, n, NULL); }
+
+/* How one figure is fitted: its samples, the kind of fit. */
+typedef struct fitter {
+  const double *x, *y;
+  int fit_slope;
+  double floor;  // mean: least squares trimmed at floor (ms__cal_fit), else L1
+  int mean;
+} fitter;
+
+/* Fit samples [from, to) as f says. *ok 0: nothing to fit (a line needs 3
+ * samples and two distinct x). 0 or -ENOMEM. */
+static int fit_range(const fitter *f, size_t from, size_t to, double *a, double *b, int *ok) {
+  size_t m = to - from;
+  const double *x = f->x ? f->x + from : NULL, *y = f->y + from;
+  double r2, resid;
+  *ok = m > 0 && (!f->fit_slope || (m >= 3 && x_varies(x, m)));
+  if (!*ok) return 0;
+  if (f->mean)
+    return ms__cal_fit(x, y, m, f->fit_slope, f->floor, a, b, &r2, &resid, NULL) < 0 ? -ENOMEM
+                                                                                     : 0;
+  return ms__cal_fit_l1(x, y, m, f->fit_slope, a, b, &r2, &resid);
+}
+
+// Sample mean and standard deviation of v[0..n) (n >= 2).
+static void mean_sd(const double *v, size_t n, double *mean, double *sd) {
+  double m = 0, q = 0;
+  for (size_t i = 0; i < n; i++) m += v[i];
+  m /= (double)n;
+  for (size_t i = 0; i < n; i++) q += (v[i] - m) * (v[i] - m);
+  *mean = m;
+  *sd = sqrt(q / (double)(n - 1));
+}
+
+int ms__cal_estimate(const double *x, const double *y, const int32_t *rep, size_t n,
+                     int fit_slope, double floor, int mean, ms__cal_est *e) {
+  memset(e, 0, sizeof *e);
+  e->ci_a = e->ci_b = -1;
+  if (n == 0) return 0;
+  fit_slope = fit_slope && x_varies(x, n);
+  // at[k]: where repetition index k's samples start (samples come in
+  // repetition order); fa, fb: the fits of the repetitions or batches.
+  double *buf = malloc(n * 4 * sizeof *buf);
+  size_t *at = malloc((n + 1) * sizeof *at);
+  if (!buf || !at) {
+    free(buf);
+    free(at);
+    return -ENOMEM;
+  }
+  int rc = 0;
+  if (mean) {
+    int64_t kept = ms__cal_fit(x, y, n, fit_slope, floor, &e->a, &e->b, &e->r2, &e->resid, NULL);
+    rc = kept < 0 ? -ENOMEM : 0;
+    e->outliers = kept < 0 ? 0 : (int64_t)n - kept;
+  } else {
+    // The median fit; outliers counted as ms__cal_fit's trimming finds them,
+    // and left out of its R^2 and residual, as there.
+    rc = ms__cal_fit_l1(x, y, n, fit_slope, &e->a, &e->b, &e->r2, &e->resid);
+    double *r = buf + 2 * n;
+    for (size_t i = 0; i < n; i++) r[i] = fabs(y[i] - e->a - e->b * (fit_slope ? x[i] : 0));
+    memcpy(buf + 3 * n, r, n * sizeof *r);
+    double lim = 10 * ms__cal_median(buf + 3 * n, n) + floor;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+      if (r[i] <= lim) buf[m] = x ? x[i] : 0, buf[n + m++] = y[i];
+    e->outliers = (int64_t)(n - m);
+    if (rc == 0 && m > 0) fit_quality(buf, buf + n, m, fit_slope, e->a, e->b, &e->r2, &e->resid);
+  }
+  size_t nrep = 0;
+  for (size_t i = 0; i < n; i++)
+    if (i == 0 || rep[i] != rep[i - 1]) at[nrep++] = i;
+  at[nrep] = n;
+  fitter f = {x, y, fit_slope, floor, mean};
+  double *fa = buf, *fb = buf + n, m;  // n >= nrep
+  // Per repetition, for the SCVs.
+  size_t nf = 0;
+  for (size_t k = 0; rc == 0 && k < nrep; k++) {
+    int ok;
+    rc = fit_range(&f, at[k], at[k + 1], &fa[nf], &fb[nf], &ok);
+    nf += ok && rc == 0;
+  }
+  ms__cal_mean_scv(fa, nf, &m, &e->scv_a);
+  ms__cal_mean_scv(fb, nf, &m, &e->scv_b);
+  // Batches of consecutive repetitions, for the interval: their spread
+  // holds the host's slow changes (batch means), which interleaved groups
+  // would share and hide.
+  size_t G = nrep < MS__CAL_GROUPS ? nrep : MS__CAL_GROUPS;
+  nf = 0;
+  for (size_t g = 0; rc == 0 && g < G; g++) {
+    int ok;
+    rc = fit_range(&f, at[g * nrep / G], at[(g + 1) * nrep / G], &fa[nf], &fb[nf], &ok);
+    nf += ok && rc == 0;
+  }
+  e->groups = (int)nf;
+  if (rc == 0 && nf >= 2) {
+    double sd, t = t975[nf - 1] / sqrt((double)nf);
+    mean_sd(fa, nf, &m, &sd);
+    e->ci_a = t * sd;
+    mean_sd(fb, nf, &m, &sd);
+    e->ci_b = fit_slope ? t * sd : 0;
+  }
+  free(buf);
+  free(at);
+  return rc < 0 ? -ENOMEM : 0;
 }

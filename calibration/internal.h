@@ -19,6 +19,7 @@
 #include "memstub/gen.h"
 #include "memstub/runtime.h"
 #include "malloc_model.h"
+#include "memstub/work.h"
 #include "ms_common.h"
 
 /* ---- the profile's keys (profile.c) ------------------------------------- */
@@ -32,19 +33,19 @@ typedef struct ms__cal_key {
   size_t cap;      // MS__CAL_TEXT: the array's size
   int cycles_of;   // for an *_ns key: index of its *_cycles key, else -1
   const char *comment;  // written before the key, NULL for none
-  int optional;    // a profile may leave it out (it then reads as 0): keys added in format 2
+  int optional;    // a profile may leave it out (it then reads as 0, or with unknown as -1):
+                   //   keys added in format 2
+  int unknown;     // a confidence interval: -1 (unknown) when absent, and -1 or >= 0
+  int value_of;    // for an interval: index of its figure's key (*_ns), else -1
 } ms__cal_key;
 
 /* The keys of p, in file order, into keys (room for cap). Returns how many. */
 size_t ms__cal_keys(memstub_profile *p, ms__cal_key *keys, size_t cap);
-#define MS__CAL_MAXKEYS 320
+#define MS__CAL_MAXKEYS 400
 
 /* The runtime build's compiler and flags (host.compiler, host.cflags), baked
  * in by calibration/CMakeLists.txt (calibrate.c). */
 void ms__cal_build_info(memstub_profile *p);
-/* calls.c: p's allocator-call figures (call_ns, spin_steps_per_ns), quick:
- * fewer rounds. 0 or -ENOMEM with err set. */
-int ms__cal_calls(memstub_profile *p, int quick, memstub_error *err);
 
 /* ---- fitting (fit.c) --------------------------------------------------- */
 
@@ -75,6 +76,37 @@ extern int64_t ms__cal_fit_fail_after;
 int ms__cal_fit_l1(const double *x, const double *y, size_t n, int fit_slope, double *a,
                    double *b, double *r2, double *resid);
 
+/* A figure as calibration fits it (ms__cal_estimate): robust, with how
+ * sure it is. */
+typedef struct ms__cal_est {
+  double a, b;          // the pooled fit: the median (b 0), or the median line a + b x
+  double r2, resid;     // of the pooled fit, as ms__cal_fit_l1's
+  double scv_a, scv_b;  // SCV of the same fit on each repetition alone (a line: those
+                        //   with 3 samples or more); 0 with fewer than 2
+  double ci_a, ci_b;    // half-width of the 95 % confidence interval of a and b, from
+                        //   the spread of the fits of up to MS__CAL_GROUPS batches of
+                        //   repetitions (Student's t); -1 with fewer than 2 batches
+  int groups;           // batches fitted
+  int64_t outliers;     // samples beyond 10 x the median absolute residual plus floor
+                        //   (preempted: the median ignores them, they are counted)
+} ms__cal_est;
+#define MS__CAL_GROUPS 10
+
+/* The fit of one figure over n samples of several repetitions (rep[i]: the
+ * repetition of sample i, samples in repetition order) and how sure it is.
+ * The fit: of all samples, least absolute deviations (fit_slope 0 or x NULL:
+ * the median; samples beyond 10 x the median absolute residual plus floor
+ * are counted as outliers), or with mean least squares with one trimming
+ * pass (ms__cal_fit, floor). The interval (batch means): the repetitions
+ * with samples, in order, are cut into G batches of consecutive ones (G at
+ * most MS__CAL_GROUPS), each batch is fitted alone, and the half-width is
+ * t(0.975, G-1) x sd / sqrt(G) of those fits, so it holds what the host did
+ * during the calibration; not how it differs an hour later. A line whose
+ * samples have fewer than two distinct x is a constant. 0 or -ENOMEM; all
+ * zero (ci -1) for n == 0. */
+int ms__cal_estimate(const double *x, const double *y, const int32_t *rep, size_t n,
+                     int fit_slope, double floor, int mean, ms__cal_est *e);
+
 /* Median of v[0..n) (v is reordered). 0 for n == 0. */
 double ms__cal_median(double *v, size_t n);
 
@@ -82,6 +114,36 @@ double ms__cal_median(double *v, size_t n);
 static inline int64_t ms__cal_eq4(int64_t x, int64_t y, int64_t page) {
   if (x <= 0) return 0;
   return ((y % page) + x) / page;
+}
+
+/* Whether an arena block that grew from old to size bytes (pad: the
+ * runtime's) was moved by realloc within the arena rather than grown in
+ * place: its heap phase faulted (pf) more pages than growing in place can
+ * (the new bytes' pages, eq. 4, and the new top chunk's header), as a copy
+ * into fresh pages does. Such a point costs a copy of the old size (the
+ * calibration heap trace's moves: 15 to 60 us), which the cost model does
+ * not predict; counted apart, it would otherwise be fitted as a fault. */
+static inline int ms__cal_arena_moved(int64_t old, int64_t size, int64_t pad, int64_t pf,
+                                      int64_t page) {
+  return size > old && pf > ms__cal_eq4(size - old, old + pad, page) + 1;
+}
+
+/* Whether the block is mapped after a change from old to size bytes (pad:
+ * the runtime's; was: it was mapped before; pf: the faults of the point's
+ * heap phase) in the runs that do not measure the heap (the cycle and fault
+ * runs), from the faults alone. The heap run's mallinfo2 calls and filled
+ * tcache make glibc place the block otherwise: the calibration heap trace's
+ * block moved to mmap at 137 913 bytes there and grew in place in the
+ * arena in the others, whose samples of the next 160 points were taken for
+ * mapped ones. A growth that faults more than growing in place can is a
+ * move (ms__cal_arena_moved): to mmap when glibc serves the new chunk from
+ * mmap, else within the arena; a mapped block that falls below the
+ * threshold goes back to the arena (the runtime's rule). */
+static inline int ms__cal_unmeasured_mapped(int was, int64_t old, int64_t size, int64_t pad,
+                                            int64_t pf, int64_t page) {
+  if (was) return size + pad >= MS__MALLOC_MMAP_THRESHOLD;
+  return ms__cal_arena_moved(old, size, pad, pf, page) &&
+         ms__malloc_is_mmapped(size + pad, MS__MALLOC_MMAP_THRESHOLD);
 }
 
 /* Pages of the mapping glibc makes for a block of size + pad bytes: the
@@ -127,6 +189,7 @@ enum {
   MS__S_MSHRINK0,   // mapped smaller within its pages
   MS__S_TOMMAP,     // x pages copied: arena -> mmap, realloc's move and copy
   MS__S_FROMMMAP,   // mmap -> arena
+  MS__S_HMOVE,      // x old size's pages: arena growth realloc moved (copied) within the arena
   MS__S_SALLOC0,    // alloca, no fault
   MS__S_SALLOC1,    // alloca with the fault below the frame
   MS__S_SUSE,       // x faults in the use phase: first touch
@@ -201,6 +264,8 @@ typedef struct ms__cal_ctx {
   int64_t cold_every;   // the cold traces run in every cold_every-th repetition (0: never)
   int64_t cold_reps;
   int64_t cold_ns;      // wall time spent in cold runs
+  ms__cal_ser calls[MEMSTUB_WORK_CALLS];  // y: ns per call, a round per repetition
+  double spin_rate;     // the work spin's steps per ns
   memstub_calib *out;
 } ms__cal_ctx;
 
@@ -218,6 +283,11 @@ int64_t ms__cal_fresh_extra(const ms__cal_ctx *c);
  * (and c->cs in a cold repetition). 0, -ENOMEM or a replay's error, with
  * err set. */
 int ms__cal_repetition(ms__cal_ctx *c, const ms__cal_programs *st, int rep, memstub_error *err);
+
+/* calls.c: one round of the allocator calls' figures for repetition rep
+ * into c->calls (the first also measures the spin's rate, after a round
+ * thrown away). 0 or -ENOMEM with err set. */
+int ms__cal_calls_round(ms__cal_ctx *c, int rep, memstub_error *err);
 
 /* ---- the figures (figures.c) ------------------------------------------------ */
 

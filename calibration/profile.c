@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calib_fields.h"
 #include "internal.h"
 #include "prim.h"
 
@@ -30,9 +31,18 @@ static int add(table *t, const char *key, int type, void *ptr, size_t cap) {
   k->cap = cap;
   k->cycles_of = -1;
   k->optional = 0;
+  k->unknown = 0;
+  k->value_of = -1;
   k->comment = t->comment;
   t->comment = NULL;
   return (int)t->n++;
+}
+
+/* A confidence interval's half-width, of the figure whose key is at index
+ * of: optional (profiles before issue 28 lack them), -1 when unknown. */
+static void ci_key(table *t, const char *key, double *v, int of) {
+  int k = add(t, key, MS__CAL_DOUBLE, v, 0);
+  if (k >= 0) t->k[k].optional = t->k[k].unknown = 1, t->k[k].value_of = of;
 }
 
 static void add_time(table *t, const char *name, memstub_calib_time *v) {
@@ -44,6 +54,8 @@ static void add_time(table *t, const char *name, memstub_calib_time *v) {
   if (n >= 0) t->k[n].cycles_of = c;
   snprintf(key, sizeof key, "%s_scv", name);
   add(t, key, MS__CAL_DOUBLE, &v->scv, 0);
+  snprintf(key, sizeof key, "%s_ci95_ns", name);
+  ci_key(t, key, &v->ci_ns, n);
 }
 
 // A line's keys: NAME_base_*, NAME_PER_* (per: per_fault, per_page, per_ms), r2, resid.
@@ -61,29 +73,14 @@ static void add_line(table *t, const char *name, memstub_calib_line *v, const ch
 
 /* The fields of memstub_calib_costs in the file's order, each under
  * PREFIX_name (time_ for the hot set, time_cold_ for the cold one). */
-enum { F_TIME, F_LINE_PER_FAULT, F_LINE_PER_PAGE };
+enum { F_TIME, F_PER_FAULT, F_PER_PAGE };
 static const struct {
   const char *name;
   size_t off;
   int kind;  // F_*
 } cost_fields[] = {
-#define FIELD(name, kind) {#name, offsetof(memstub_calib_costs, name), kind}
-    FIELD(basic, F_TIME),
-    FIELD(heap_alloc_nofault, F_TIME),
-    FIELD(heap_alloc_fault, F_TIME),
-    FIELD(heap_use, F_LINE_PER_FAULT),
-    FIELD(heap_shrink, F_TIME),
-    FIELD(heap_mmap_alloc_nofault, F_TIME),
-    FIELD(heap_mmap_alloc_fault, F_TIME),
-    FIELD(heap_mmap_use, F_LINE_PER_FAULT),
-    FIELD(heap_mmap_shrink, F_LINE_PER_PAGE),
-    FIELD(heap_mmap_shrink_inpage, F_TIME),
-    FIELD(heap_to_mmap, F_LINE_PER_PAGE),
-    FIELD(heap_from_mmap, F_TIME),
-    FIELD(stack_alloc_nofault, F_TIME),
-    FIELD(stack_alloc_fault, F_TIME),
-    FIELD(stack_use, F_LINE_PER_FAULT),
-    FIELD(stack_pop, F_TIME),
+#define FIELD(name, kind) {#name, offsetof(memstub_calib_costs, name), F_##kind},
+    MS__CALIB_COSTS(FIELD)
 #undef FIELD
 };
 // Where the file's sections of hot figures start in cost_fields.
@@ -98,7 +95,7 @@ static void add_costs(table *t, const char *prefix, memstub_calib_costs *k, size
     snprintf(key, sizeof key, "%s_%s", prefix, cost_fields[i].name);
     void *v = (char *)k + cost_fields[i].off;
     if (cost_fields[i].kind == F_TIME) add_time(t, key, v);
-    else add_line(t, key, v, cost_fields[i].kind == F_LINE_PER_FAULT ? "per_fault" : "per_page");
+    else add_line(t, key, v, cost_fields[i].kind == F_PER_FAULT ? "per_fault" : "per_page");
   }
 }
 
@@ -177,13 +174,16 @@ static void keys_bytes(table *t, memstub_profile *p) {
   if (k >= 0) t->k[k].optional = 1;
   // Optional: profiles written before issue 14's calibration lack them.
   t->comment = "allocator calls as a stub's work makes them (calibration/calls.c): ns per call "
-               "by kind and size class, and the work spin's rate";
+               "by kind and size class (the median of the rounds, its 95 % interval's "
+               "half-width), and the work spin's rate";
   static const char *const names[MEMSTUB_WORK_CALLS] = {MEMSTUB_WORK_CALL_COLUMNS};
   for (int c = 0; c < MEMSTUB_WORK_CALLS; c++) {
     char key[64];
     snprintf(key, sizeof key, "call_%s_ns", names[c] + 6);  // calls_malloc_tiny -> call_malloc_tiny_ns
     k = add(t, key, MS__CAL_DOUBLE, &p->call_ns[c], 0);
     if (k >= 0) t->k[k].optional = 1;
+    snprintf(key, sizeof key, "call_%s_ci95_ns", names[c] + 6);
+    ci_key(t, key, &p->call_ci_ns[c], k);
   }
   k = add(t, "spin_steps_per_ns", MS__CAL_DOUBLE, &p->spin_steps_per_ns, 0);
   if (k >= 0) t->k[k].optional = 1;
@@ -325,6 +325,7 @@ static const char *out_of_range(const char *key, const ms__cal_key *k, const mem
       p->cycles_invariant != 1)
     return "0 or 1";
   if (k->type != MS__CAL_DOUBLE) return NULL;
+  if (k->unknown) return dv < 0 && dv != -1 ? "0 or more, or -1 (unknown)" : NULL;
   if (strstr(key, "_scv") && dv < 0) return "0 or more";
   if (strstr(key, "agreement") && (dv < 0 || dv > 1)) return "between 0 and 1";
   if ((strncmp(key, "call_", 5) == 0 || strcmp(key, "spin_steps_per_ns") == 0) && dv < 0)
@@ -396,13 +397,16 @@ static int read_lines(reader *r, char *buf, size_t len) {
   return 0;
 }
 
-/* Every key present (but the optional ones), and every *_ns figure its *_cycles figure over
+/* Every key present (but the optional ones: an interval left out is
+ * unknown, -1), and every *_ns figure its *_cycles figure over
  * cycles_per_ns (1 % slack). */
 static int check_complete(reader *r) {
-  for (size_t i = 0; i < r->nk; i++)
+  for (size_t i = 0; i < r->nk; i++) {
     if (!r->seen[i] && !r->keys[i].optional)
       return memstub_error_set(r->err, -EINVAL, "%s:%ld: missing key '%s'", r->name, r->line + 1,
                                r->keys[i].key);
+    if (!r->seen[i] && r->keys[i].unknown) *(double *)r->keys[i].ptr = -1;
+  }
   for (size_t i = 0; i < r->nk; i++) {
     const ms__cal_key *k = &r->keys[i];
     if (k->cycles_of < 0) continue;

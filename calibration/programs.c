@@ -28,13 +28,15 @@ static int trace_basic(int64_t n, int64_t step, memstub_trace *t) {
 // grows in place past the mmap threshold while its top has room, then in
 // mmap), falling back, rising in large steps to about 1 MiB, falling back
 // (the block moves to mmap and back); a 1-byte push or pop at every point.
-// cycles of that.
-static int trace_heap(int cycles, int64_t step, memstub_trace *t) {
+// cycles of that, then (rise > 0) the next cycle's first rise up to rise
+// bytes: the cold trace's end, where the arena faults (the first cycle
+// re-rises into the arena's pages an earlier run left resident).
+static int trace_heap(int cycles, int64_t rise, int64_t step, memstub_trace *t) {
   int64_t heap = 0, i = 0, j = 0;
   int rc = memstub_trace_append(t, 0, 0, 0);
-  for (int cycle = 0; cycle < cycles && rc == 0; cycle++) {
-    for (int phase = 0; phase < 4 && rc == 0; phase++) {
-      int64_t top = phase < 2 ? 400000 : 1000000;
+  for (int cycle = 0; cycle < cycles + (rise > 0) && rc == 0; cycle++) {
+    for (int phase = 0; phase < (cycle < cycles ? 4 : 1) && rc == 0; phase++) {
+      int64_t top = cycle == cycles ? rise : phase < 2 ? 400000 : 1000000;
       do {
         const int64_t *st = phase < 2 ? small_steps : large_steps;
         size_t ns = phase < 2 ? MS__ARRAY_SIZE(small_steps) : MS__ARRAY_SIZE(large_steps);
@@ -139,13 +141,14 @@ typedef struct spec {
   int what;        // T_*
   int64_t n, step; // T_BASIC, T_STACK: rows or pushes; T_HEAP, T_RESIDENT: cycles;
                    // T_BYTES: the depth; T_RESIDENT: step is the heap block
-  int n1, n4;      // T_SLEEP: delays of 1 ms and 4 ms (n: of 100 us)
+  int n1, n4;      // T_SLEEP: delays of 1 ms and 4 ms (n: of 100 us); T_HEAP: n1 the
+                   //   last rise (bytes; 0: none)
 } spec;
 
 static int fill(const spec *sp, memstub_trace *t) {
   switch (sp->what) {
     case T_BASIC: return trace_basic(sp->n, sp->step, t);
-    case T_HEAP: return trace_heap((int)sp->n, sp->step, t);
+    case T_HEAP: return trace_heap((int)sp->n, sp->n1, sp->step, t);
     case T_STACK: return trace_stack(sp->n, sp->step, t);
     case T_BYTES: return trace_bytes((int)sp->n, t);
     case T_RESIDENT: return trace_resident((int)sp->n, sp->step, t);
@@ -193,7 +196,7 @@ int ms__cal_programs_build(ms__cal_programs *s, int quick, int64_t cold, memstub
       {&s->heap, 0, {T_HEAP, quick ? 2 : 3, 0, 0, 0}},
       {&s->stack, 0, {T_STACK, ns, 0, 0, 0}},
       {&s->cbasic, 1, {T_BASIC, quick ? 100 : 200, cold, 0, 0}},
-      {&s->cheap, 1, {T_HEAP, 1, cold, 0, 0}},
+      {&s->cheap, 1, {T_HEAP, 1, cold, 180000, 0}},
       {&s->cstack, 1, {T_STACK, ns, cold, 0, 0}},
       {&s->bytes, 0, {T_BYTES, quick ? 6 : 12, 0, 0, 0}},
       {&s->sleep, 0, {T_SLEEP, quick ? 5 : 8, 0, quick ? 2 : 4, quick ? 1 : 2}},

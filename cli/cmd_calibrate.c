@@ -15,12 +15,13 @@ enum { O_QUICK = MS_CLI_LONG, O_REPEAT };
 
 static const ms_cli_option options[] = {
     {"output", 'o', "FILE", "write the profile to FILE (atomically); '-' for stdout"},
-    {"quick", O_QUICK, NULL, "smaller traces and 10 repetitions (a few seconds)"},
-    {"repeat", O_REPEAT, "R", "repetitions (default 100, or 10 with --quick)"},
+    {"quick", O_QUICK, NULL, "smaller traces and 30 repetitions (a few seconds)"},
+    {"repeat", O_REPEAT, "R", "repetitions (default 100, or 30 with --quick)"},
     {"cold-delay", 'd', "NS",
      "the delay before every point of the cold runs, which\n"
      "measure the costs as a replay with delays meets them\n"
-     "(every fifth repetition; default 1000000, 1 ms;\n"
+     "(every fifth repetition, with --quick every tenth;\n"
+     "default 1000000, 1 ms;\n"
      "200000 to 20000000, or 0 for none)"},
     {"plot", 'p', "FIG", "draw the fits to FIG (.png, .svg or .pdf) with gnuplot"},
     {0}};
@@ -166,7 +167,9 @@ static void print_fit(const memstub_calib *c) {
   row("heap block placement rule", a, "");
   snprintf(a, sizeof a, "%s of %s samples", ms_cli_count(c->trimmed),
            ms_cli_count(c->samples_total));
-  row("trimmed as preempted", a, "");
+  row("preempted (beyond 10 x MAD)", a, "");
+  snprintf(a, sizeof a, "%s (not fitted)", ms_cli_count(c->heap_moved));
+  row("realloc copies within the arena", a, "");
   if (c->check_points <= 0) return;
   char m1[32], m2[32];
   snprintf(a, sizeof a, "%s measured, %s predicted (%+.0f%%)",
@@ -241,6 +244,26 @@ static void print_cold(const memstub_calib *c) {
   }
 }
 
+// How sure the figures are: their 95 % intervals, and the unsure ones.
+static void print_sure(const memstub_profile *p) {
+  static const struct {
+    int which;
+    const char *what;
+  } kinds[] = {{MEMSTUB_FIGURES_HOT, "hot figures"},
+               {MEMSTUB_FIGURES_COLD, "cold figures"},
+               {MEMSTUB_FIGURES_CALLS, "allocator calls"}};
+  printf("\n  how sure: 95 %% intervals (NAME_ci95_ns; docs/calibration.md, \"How sure\")\n");
+  for (size_t i = 0; i < MS__ARRAY_SIZE(kinds); i++) {
+    char a[160], list[400];
+    double share;
+    int64_t n = memstub_profile_unsure(p, kinds[i].which, &share, list, sizeof list);
+    if (share < 0) snprintf(a, sizeof a, "no intervals (too few repetitions)");
+    else snprintf(a, sizeof a, "+-%.1f %% at the median, %lld unsure", 100 * share, (long long)n);
+    row(kinds[i].what, a, "");
+    if (n > 0) printf("    unsure (wider than +-25 %% and 100 ns): %s\n", list);
+  }
+}
+
 static void print_table(const memstub_calib *c) {
   const memstub_profile *p = &c->profile;
   char d[32];
@@ -256,6 +279,7 @@ static void print_table(const memstub_calib *c) {
   print_beyond(p);
   print_fit(c);
   if (p->cold_delay > 0) print_cold(c);
+  print_sure(p);
 }
 
 // The range of --repeat: 0, or a usage error's exit status.
@@ -294,7 +318,7 @@ int ms_cmd_calibrate(int argc, char **argv) {
   if (p.optind != argc)
     return ms_cli_usage("calibrate", "unexpected argument '%s'", argv[p.optind]);
   if (!out || !*out) return ms_cli_usage("calibrate", "missing -o FILE for the profile");
-  o.repetitions = repeat ? repeat : o.quick ? 10 : 100;
+  o.repetitions = repeat ? repeat : o.quick ? 30 : 100;
   if (ms_cli_progress_enabled()) o.progress = progress;
 
   memstub_error err = {0};

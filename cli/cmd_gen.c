@@ -166,9 +166,11 @@ static int gen_threads(const char *in, const memstub_trace *t, const memstub_gen
   }
   if (rc == 0 && o->profile) {
     for (int64_t k = 0; k < g->nthreads; k++) {
-      char comp[512];
+      char comp[512], unsure[768];
       memstub_gen_comp_format(g->gen[k], comp, sizeof comp);
       ms_cli_note("thread %lld: compensation for %s: %s", (long long)k, o->profile_path, comp);
+      if (memstub_gen_comp_unsure(g->gen[k], o->profile_path, unsure, sizeof unsure))
+        ms_cli_warn("thread %lld: %s", (long long)k, unsure);
     }
   }
   if (rc == 0 && strcmp(out, "-") != 0) {
@@ -308,9 +310,10 @@ int ms_cmd_gen(int argc, char **argv) {
   if (rc == 0 && g->timeline) ms_cli_note("timeline: %s", g->timeline);
   if (rc == 0) ms_cli_whatif_note(g, "");
   if (rc == 0 && o.profile) {
-    char comp[512];
+    char comp[512], unsure[768];
     memstub_gen_comp_format(g, comp, sizeof comp);
     ms_cli_note("compensation for %s: %s", o.profile_path, comp);
+    if (memstub_gen_comp_unsure(g, o.profile_path, unsure, sizeof unsure)) ms_cli_warn("%s", unsure);
     if (g->work_late) {
       char late[32];
       ms_cli_note("%s point%s whose allocator calls %s expects to take longer than their delay "

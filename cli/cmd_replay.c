@@ -281,9 +281,11 @@ int ms_cmd_replay(int argc, char **argv) {
   if (rc == 0 && g && g->timeline) ms_cli_note("timeline: %s", g->timeline);  // as memstub gen
   if (rc == 0 && g) ms_cli_whatif_note(g, "");
   if (rc == 0 && go->profile) {
-    char comp[512];
+    char comp[512], unsure[768];
     memstub_gen_comp_format(g, comp, sizeof comp);
     ms_cli_note("compensation for %s: %s", go->profile_path, comp);
+    if (memstub_gen_comp_unsure(g, go->profile_path, unsure, sizeof unsure))
+      ms_cli_warn("%s", unsure);
   }
   if (rc == 0 && (rc = memstub_replay_run(s, &a.ro, &r, &err)) < 0)
     memstub_error_prefix(&err, a.in);

@@ -59,6 +59,7 @@ typedef struct sim {
   int64_t touched_h, touched_m; // bytes of the heap block and of the mapping written
   int64_t keep_cap, touched_k;  // the keep mapping (resident beyond both): pages, bytes written
   const char *beyond;       // "stack" or "heap" once that total left +-MAX_BYTES, else NULL
+  ms__fig_uses *uses;       // the figures' uses, recorded when not NULL (unsure.c)
 } sim;
 
 // Pages of glibc's mapping for a block of size + pad bytes (calibration's
@@ -72,7 +73,22 @@ static int64_t pages_beyond(int64_t v, int64_t hw, int64_t page) {
   return v > hw ? v / page - hw / page : 0;
 }
 
-static double line(const memstub_calib_line *l, int64_t faults) {
+// Figure t of the current set (m->k), used with weight w (unsure.c).
+static void used(sim *m, const memstub_calib_time *t, double w) {
+  if (!m->uses) return;
+  size_t at = (size_t)((const char *)t - (const char *)m->k) / sizeof(double);
+  m->uses->w[m->k == &m->p->cold][at] += w;
+}
+
+// The time figure t of the current set.
+static double fig(sim *m, const memstub_calib_time *t) {
+  used(m, t, 1);
+  return t->ns;
+}
+
+static double line(sim *m, const memstub_calib_line *l, int64_t faults) {
+  used(m, &l->base, 1);
+  used(m, &l->per_fault, (double)faults);
   double v = l->base.ns + l->per_fault.ns * (double)faults;
   return v > 0 ? v : 0;
 }
@@ -96,7 +112,7 @@ static double stack_cost(sim *m, int64_t sa) {
       m->depth--;  // the first frame carries the offset
       m->stack -= m->frame + m->open[m->depth] + (m->depth ? 0 : m->offset);
     }
-    return k->stack_pop.ns;
+    return fig(m, &k->stack_pop);
   }
   if (sa == 0) return 0;
   // A frame of at most MAX_BYTES on a stack within it: the pop's sum cannot overflow.
@@ -108,8 +124,8 @@ static double stack_cost(sim *m, int64_t sa) {
   if (m->stack > m->stack_hw) m->stack_hw = m->stack;
   // The call below the new frame takes the first fault (alloc), the
   // writing of the frame the others (use).
-  return (pf > 0 ? k->stack_alloc_fault.ns : k->stack_alloc_nofault.ns) +
-         line(&k->stack_use, pf > 0 ? pf - 1 : 0);
+  return fig(m, pf > 0 ? &k->stack_alloc_fault : &k->stack_alloc_nofault) +
+         line(m, &k->stack_use, pf > 0 ? pf - 1 : 0);
 }
 
 // The heap part of a change by dh.
@@ -138,11 +154,11 @@ static double heap_cost(sim *m, int64_t dh) {
     if (m->mapped && block < m->thr) {  // the runtime moves it back to the arena
       m->mapped = 0;                     // (calloc writes every page of the new chunk)
       if (block > m->arena_hw) m->arena_hw = block;
-      return k->heap_from_mmap.ns;
+      return fig(m, &k->heap_from_mmap);
     }
-    if (!m->mapped) return k->heap_shrink.ns;
+    if (!m->mapped) return fig(m, &k->heap_shrink);
     int64_t back = map_pages(old, m->pad, m->page) - map_pages(size, m->pad, m->page);
-    return back > 0 ? line(&k->heap_mmap_shrink, back) : k->heap_mmap_shrink_inpage.ns;
+    return back > 0 ? line(m, &k->heap_mmap_shrink, back) : fig(m, &k->heap_mmap_shrink_inpage);
   }
   // glibc serves a chunk of the threshold or more from mmap (whole pages, a
   // 16-byte header), unless realloc can grow it in place into the arena's
@@ -159,19 +175,19 @@ static double heap_cost(sim *m, int64_t dh) {
     int64_t copied = ms__malloc_pages(
         MS__MALLOC_MMAP_HEADER + (m->resident && m->touched_h < old ? m->touched_h : old) + m->pad,
         m->page);
-    return line(&k->heap_to_mmap, copied) + (m->resident ? 0 : line(&k->heap_mmap_use, pf));
+    return line(m, &k->heap_to_mmap, copied) + (m->resident ? 0 : line(m, &k->heap_mmap_use, pf));
   }
-  if (m->mapped && m->resident) return k->heap_mmap_alloc_nofault.ns;
+  if (m->mapped && m->resident) return fig(m, &k->heap_mmap_alloc_nofault);
   if (m->mapped)
-    return (pf > 0 ? k->heap_mmap_alloc_fault.ns : k->heap_mmap_alloc_nofault.ns) +
-           line(&k->heap_mmap_use, pf);
-  if (m->resident) return k->heap_alloc_nofault.ns;  // the header's page: within the touched
+    return fig(m, pf > 0 ? &k->heap_mmap_alloc_fault : &k->heap_mmap_alloc_nofault) +
+           line(m, &k->heap_mmap_use, pf);
+  if (m->resident) return fig(m, &k->heap_alloc_nofault);  // the header's page: within the touched
   pf = pages_beyond(block, m->arena_hw, m->page);
   if (block > m->arena_hw) m->arena_hw = block;
   // realloc writes the new top chunk's header (the first fault), the
   // writing of the new bytes takes the others.
-  return (pf > 0 ? k->heap_alloc_fault.ns : k->heap_alloc_nofault.ns) +
-         line(&k->heap_use, pf > 0 ? pf - 1 : 0);
+  return fig(m, pf > 0 ? &k->heap_alloc_fault : &k->heap_alloc_nofault) +
+         line(m, &k->heap_use, pf > 0 ? pf - 1 : 0);
 }
 
 // Whole pages of [from, to) bytes: those a write of one byte per page reaches.
@@ -197,7 +213,7 @@ static double res_cost(sim *m, int64_t dmap, int64_t target) {
     if (m->beyond) return 0;
     if (len < 0) len = 0;
     int64_t cap = (len + m->page - 1) / m->page * m->page;
-    if (cap != m->map_cap) c += k->heap_mmap_alloc_nofault.ns;
+    if (cap != m->map_cap) c += fig(m, &k->heap_mmap_alloc_nofault);
     m->map_len = len;
     m->map_cap = cap;
     if (m->touched_m > len) m->touched_m = len;
@@ -213,7 +229,7 @@ static double res_cost(sim *m, int64_t dmap, int64_t target) {
     ms__res_settle(target, m->heap, m->map_len, &want_h, &want_m, &want_k);
   }
   if (want_k > m->keep_cap) {  // the keep mapping grows (it never shrinks)
-    c += k->heap_mmap_alloc_nofault.ns;
+    c += fig(m, &k->heap_mmap_alloc_nofault);
     m->keep_cap = (want_k + m->page - 1) / m->page * m->page;
   }
   int64_t faults = span_pages(m->touched_h, want_h, m->page) +
@@ -222,8 +238,8 @@ static double res_cost(sim *m, int64_t dmap, int64_t target) {
   int64_t back = span_pages(want_h, m->touched_h, m->page) +
                  span_pages(want_m, m->touched_m, m->page) +
                  span_pages(want_k, m->touched_k, m->page);
-  if (faults > 0) c += line(&k->heap_mmap_use, faults);
-  if (back > 0) c += line(&k->heap_mmap_shrink, back);
+  if (faults > 0) c += line(m, &k->heap_mmap_use, faults);
+  if (back > 0) c += line(m, &k->heap_mmap_shrink, back);
   m->touched_h = want_h;
   m->touched_m = want_m;
   m->touched_k = want_k;
@@ -246,7 +262,7 @@ static int sim_init(sim *m, const memstub_profile *p, int64_t depth) {
 }
 
 static double point_cost(sim *m, const struct memAlloc *u, double extra) {
-  return m->k->basic.ns + extra + stack_cost(m, u->stackAlloc) + heap_cost(m, u->heapAlloc);
+  return fig(m, &m->k->basic) + extra + stack_cost(m, u->stackAlloc) + heap_cost(m, u->heapAlloc);
 }
 
 /* Whether a row that waits delay ns runs cold: it sleeps first (deadline
@@ -277,9 +293,10 @@ static int check_figures(const memstub_profile *p, const char *name, memstub_err
 }
 
 /* The cost of every point; cold: rows that sleep first use the profile's
- * cold figures (deadline timing; usleep timing keeps the hot ones). */
+ * cold figures (deadline timing; usleep timing keeps the hot ones). uses
+ * (may be NULL): the work figures' uses are added to it. */
 static int predict(const struct memstub_stub *s, const memstub_profile *p, int measured, int cold,
-                   double *cost_ns, memstub_error *err) {
+                   double *cost_ns, ms__fig_uses *uses, memstub_error *err) {
   int rc = memstub_stub_check(s, err);
   if (rc < 0 || (rc = check_figures(p, "calibration profile", err)) < 0) return rc;
   int64_t depth = 0, max = 0;
@@ -290,6 +307,7 @@ static int predict(const struct memstub_stub *s, const memstub_profile *p, int m
   sim m;
   if (sim_init(&m, p, max) < 0) return memstub_error_set(err, -ENOMEM, "out of memory");
   m.resident = s->abi >= MEMSTUB_STUB_ABI_RESIDENT && s->rss && s->mapped;
+  m.uses = uses;
   double extra = measured ? p->measure_trace.ns : 0;
   for (int64_t i = 0; i < s->numdata; i++) {
     // A row's points run as a chain after the wait on its first point: all
@@ -312,7 +330,7 @@ static int predict(const struct memstub_stub *s, const memstub_profile *p, int m
 
 int memstub_gen_predict(const struct memstub_stub *s, const struct memstub_profile *p,
                         int measured, double *cost_ns, memstub_error *err) {
-  return predict(s, p, measured, 1, cost_ns, err);
+  return predict(s, p, measured, 1, cost_ns, NULL, err);
 }
 
 /* ---- stage 0: the profile, the heap targets, the stack's figures ----------- */
@@ -382,7 +400,9 @@ static int stage1(memstub_gen *g, const memstub_gen_options *o, memstub_error *e
   int usleep = o->timing == MEMSTUB_TIMING_USLEEP;
   // Cold figures in deadline timing only: usleep timing adds every row's
   // error up, which the cold medians would not (and measured no better).
-  int rc = predict(s, p, o->measured, !usleep, cost, err);
+  ms__fig_uses uses;
+  memset(&uses, 0, sizeof uses);
+  int rc = predict(s, p, o->measured, !usleep, cost, &uses, err);
   if (rc < 0) {
     free(cost);
     return rc;
@@ -425,10 +445,11 @@ static int stage1(memstub_gen *g, const memstub_gen_options *o, memstub_error *e
     for (int64_t j = j0; j <= j1; j++) C += cost[j];
     cost_all += C;
     C -= mlast;
+    if (o->measured) uses.measure += (double)(j1 - j0);
     int64_t delay;
     double end;
     if (!usleep) {
-      if (d > 0) C += wait;  // the clock read that finds the deadline passed
+      if (d > 0) C += wait, uses.wait_late++;  // the clock read that finds the deadline passed
       int64_t Ci = llround(C), S = T - Ci > S_prev ? T - Ci : S_prev;
       delay = S - S_prev;
       end = (A > (double)S ? A : (double)S) + C;
@@ -441,11 +462,13 @@ static int stage1(memstub_gen *g, const memstub_gen_options *o, memstub_error *e
       if (w >= 1) {
         delay = llround(w);
         end = A + (double)delay * (1 + ov_b) + ov_a + C;
+        uses.sleep_base++, uses.sleep_per_ms += (double)delay / 1e6;
       } else {
         double early = (double)T - A - C;  // > 0: no sleep ends this early
         if (early > 0 && ov_a + 1 - early < early) {
           delay = 1;
           end = A + 1 + ov_a + C;
+          uses.sleep_base++;
         } else {
           delay = 0;
           end = A + C;
@@ -465,6 +488,7 @@ static int stage1(memstub_gen *g, const memstub_gen_options *o, memstub_error *e
   }
   c->time_cost_ns = llround(cost_all);
   free(cost);
+  ms__gen_unsure(g, p, &uses);  // unsure.c
   return 0;
 }
 

@@ -3,6 +3,7 @@
 #define MEMSTUB_GENERATOR_INTERNAL_H
 
 #include "ms_common.h"
+#include "memstub/calib.h"
 #include "memstub/gen.h"
 #include "timeline.h"
 #include "whatif.h"
@@ -53,6 +54,22 @@ int ms__gen_normalize(memstub_gen *g, const ms__targets *tg, ms__stack_comp *sc)
  * points after it (stage 1: the delays). 0 or -EINVAL with err set. */
 int ms__gen_compensate(memstub_gen *g, ms__targets *tg, const memstub_gen_options *o, int stage,
                        ms__stack_comp *sc, memstub_error *err);
+
+/* How much of a stub's predicted work rests on each figure of its profile
+ * (compensate.c records it; unsure.c reports the figures that are unsure):
+ * each use weighted by its multiplier (a line's per-fault figure: the
+ * faults; usleep's overshoot per ms: the ms slept). w: the work figures of
+ * the hot [0] and cold [1] sets, by their offset in memstub_calib_costs in
+ * doubles. */
+#define MS__FIG_SLOTS (sizeof(memstub_calib_costs) / sizeof(double))
+typedef struct ms__fig_uses {
+  double w[2][MS__FIG_SLOTS];
+  double wait_late, measure, sleep_base, sleep_per_ms;
+} ms__fig_uses;
+
+/* g->comp's uncertainty from the profile's intervals and the uses u:
+ * time_cost_ci_ns, and the unsure figures (unsure_figures, unsure). */
+void ms__gen_unsure(memstub_gen *g, const struct memstub_profile *p, const ms__fig_uses *u);
 
 /* One line on what calibration changed (the header's "compensation" line and
  * memstub gen's note): "none" when timing is MEMSTUB_TIMING_NONE. */

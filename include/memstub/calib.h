@@ -47,16 +47,33 @@ extern "C" {
  * "unknown". A profile from another architecture is refused. Never fails. */
 const char *memstub_host_arch(void);
 
-/* One time figure: mean over the repetitions' points, and its spread. */
+/* One time figure: the median over the repetitions' points (usleep's
+ * overshoot: the mean), its spread and how sure it is. */
 typedef struct memstub_calib_time {
   double cycles;  // cycle-counter ticks (invariant TSC on x86-64)
   double ns;      // the same in ns: cycles / cycles_per_ns
-  double scv;     // squared coefficient of variation of the per-repetition means
+  double scv;     // squared coefficient of variation of the per-repetition figures
+  double ci_ns;   // half-width of its 95 % confidence interval, ns (key NAME_ci95_ns):
+                  //   from groups of repetitions fitted alone (docs/calibration.md,
+                  //   "How sure"); -1 unknown (fewer than 2 groups, or a profile without it)
 } memstub_calib_time;
 
+/* Whether a figure is unsure: its 95 % interval unknown (ci_ns < 0), or
+ * wider than +-25 % of it and than 100 ns (below that an error moves no
+ * replay: a counter read, a wake-up's jitter). memstub gen warns about the
+ * unsure figures a stub's compensation uses (memstub_gen_comp_unsure). */
+#define MEMSTUB_CALIB_UNSURE_SHARE 0.25
+#define MEMSTUB_CALIB_UNSURE_NS 100.0
+static inline int memstub_calib_unsure(double ns, double ci_ns) {
+  double a = ns < 0 ? -ns : ns;
+  return ci_ns < 0 || (ci_ns > MEMSTUB_CALIB_UNSURE_SHARE * a && ci_ns > MEMSTUB_CALIB_UNSURE_NS);
+}
+
 /* A linear model time = base + per_fault x faults (for heap_mmap_shrink:
- * x pages given back; for sleep_overshoot: x the delay in ms), fitted by least squares on every point of every
- * repetition (outliers trimmed once, see docs). */
+ * x pages given back; for sleep_overshoot: x the delay in ms), fitted on
+ * every point of every repetition: least absolute deviations (the median
+ * line), usleep's overshoot least squares with outliers trimmed once (see
+ * docs). */
 typedef struct memstub_calib_line {
   memstub_calib_time base, per_fault;  // scv: of the per-repetition fits
   double r2;        // coefficient of determination of the pooled fit
@@ -168,6 +185,7 @@ typedef struct memstub_profile {
    * of rounds of 32 (memstub_work_measure); spin_steps_per_ns: the work
    * spin's rate (steps of its loop per ns of CPU). */
   double call_ns[MEMSTUB_WORK_CALLS];
+  double call_ci_ns[MEMSTUB_WORK_CALLS];  // call_KIND_CLASS_ci95_ns: 95 % half-width, -1 unknown
   double spin_steps_per_ns;
 } memstub_profile;
 
@@ -184,6 +202,18 @@ int memstub_profile_read(const char *path, memstub_profile *p, memstub_error *er
 /* The same on text in memory; name stands for the path in messages. */
 int memstub_profile_parse(const char *name, const char *text, size_t len, memstub_profile *p,
                           memstub_error *err);
+
+/* How sure p's figures of one kind are (docs/calibration.md, "How sure"):
+ * which MEMSTUB_FIGURES_HOT (time_*: the hot work, waiting, measuring,
+ * usleep's overshoot), MEMSTUB_FIGURES_COLD (time_cold_*) or
+ * MEMSTUB_FIGURES_CALLS (call_*). *share: the median over those with an
+ * interval of the half-width over the figure (figures within 100 ns of 0
+ * left out; -1 when none); buf (cap bytes, may be NULL): the unsure ones
+ * (memstub_calib_unsure), "KEY V +- CI ns, ...", as many as fit. Returns
+ * how many are unsure; 0 for a profile without intervals. */
+enum { MEMSTUB_FIGURES_HOT, MEMSTUB_FIGURES_COLD, MEMSTUB_FIGURES_CALLS };
+int64_t memstub_profile_unsure(const memstub_profile *p, int which, double *share, char *buf,
+                               size_t cap);
 
 /* Whether p may be used to compensate stubs replayed on this host: -EINVAL
  * with err set when it was measured on another architecture or page size.
@@ -235,7 +265,9 @@ typedef struct memstub_calib {
   double *basic_rep_ns;          // time_basic of each repetition, ns [nbasic]
   size_t nbasic;
   double cold_duration_s;        // wall time of the cold runs
-  int64_t trimmed;               // samples dropped as outliers (preemption)
+  int64_t trimmed;               // samples beyond 10 x the median absolute residual (preempted;
+                                 //   the medians ignore them; usleep's overshoot drops them)
+  int64_t heap_moved;            // arena growths realloc moved within the arena (copies): not fitted
   int64_t samples_total;         // samples fitted
   double duration_s;             // wall time of the calibration
   /* Model check: a component-like synthetic trace replayed with zero delays

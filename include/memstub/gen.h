@@ -95,6 +95,13 @@ typedef struct memstub_gen_comp {
   int64_t heap_overhead_bytes; //   and the heap overhead in use
   int64_t rss_points;          // points whose rss target the resident overhead lowered
   int64_t rss_overhead_bytes;  // the profile's resident_overhead_bytes used
+  /* How sure the time compensation is, from the profile's 95 % intervals
+   * (NAME_ci95_ns; docs/calibration.md, "How sure"): */
+  double time_cost_ci_ns;      // half-width of time_cost_ns's interval, the figures taken as
+                               //   independent (-1: the profile gives no intervals)
+  int64_t unsure_figures;      // figures it used whose interval is wider than +-25 % and 100 ns
+  char unsure[256];            // the largest of them by their share of the interval, e.g.
+                               //   "time_cold_heap_to_mmap_per_page_ns 3331 +- 1203 ns (x 96)"
 } memstub_gen_comp;
 
 /* What the what-if scales did to the stub (memstub_gen_build fills it; memstub
@@ -225,6 +232,12 @@ int memstub_gen_emit_data(const memstub_gen *g, const char *path, memstub_error 
  * CPU (when it has cpu_ns): "  peak heap      20.0 MiB -> 10.0 MiB (-50.0 %)",
  * each line ending in a newline. */
 void memstub_gen_whatif_format(const memstub_gen *g, char *buf, size_t cap);
+
+/* A warning for people when g's time compensation rests on figures of its
+ * profile (named profile) that are unsure (g->comp.unsure_figures): which,
+ * and what calibrating longer would do. 1 with buf filled (cap bytes), 0
+ * when there is nothing to say. */
+int memstub_gen_comp_unsure(const memstub_gen *g, const char *profile, char *buf, size_t cap);
 
 /* One line for people saying what calibration changed in g (g->comp): the
  * header's provenance comment with bytes and times in units (KiB, µs, ms);
