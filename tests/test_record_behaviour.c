@@ -18,9 +18,10 @@
 // The same for the whole `memstub record` run (start-up, writing and
 // reading back the trace) against the program alone.
 #define OUTER_SLACK_NS 250000000LL
-// Timing: up to this many interleaved pairs, compared by their fastest run
+// Timing: up to this many interleaved pairs (stopping at the first that
+// agrees), compared by their fastest run
 // (a loaded machine only ever adds time, at every wake-up).
-#define TIMING_TRIES 5
+#define TIMING_TRIES 10
 
 static const char *behave(void) {
   const char *h = getenv("MEMSTUB_REC_BEHAVE");
