@@ -118,6 +118,11 @@ void ms__prim_statm_close(int fd);
 
 // CPU time the calling thread has used so far (CLOCK_THREAD_CPUTIME_ID), ns; -1 if unknown.
 int64_t ms__prim_thread_cpu_ns(void);
+// CPU time of every thread of the process so far, ended ones too
+// (CLOCK_PROCESS_CPUTIME_ID), ns; -1 if unknown.
+int64_t ms__prim_process_cpu_ns(void);
+// CPU time of the thread whose CPU clock is clk (pthread_getcpuclockid), ns; -1 if unknown.
+int64_t ms__prim_clock_cpu_ns(clockid_t clk);
 
 /* The calling thread's scheduler statistics (/proc/thread-self/schedstat),
  * kept open so that each reading is one pread (about 1 us here).

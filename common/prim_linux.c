@@ -214,11 +214,16 @@ int64_t ms__prim_statm_anon(int fd) {
   return (anon < 0 ? 0 : anon) * (int64_t)ms__prim_page_size();
 }
 
-int64_t ms__prim_thread_cpu_ns(void) {
+
+static int64_t clock_ns(clockid_t clk) {
   struct timespec ts;
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return -1;
+  if (clock_gettime(clk, &ts) != 0) return -1;
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
+
+int64_t ms__prim_thread_cpu_ns(void) { return clock_ns(CLOCK_THREAD_CPUTIME_ID); }
+int64_t ms__prim_process_cpu_ns(void) { return clock_ns(CLOCK_PROCESS_CPUTIME_ID); }
+int64_t ms__prim_clock_cpu_ns(clockid_t clk) { return clock_ns(clk); }
 
 int ms__prim_sched_open(void) {
   int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);

@@ -225,6 +225,8 @@ typedef struct ms__rec_global {
   int all;       // --thread all (threads.c)
   int next_thr;  // the next thread number to give out
   uint64_t xfrees, joins;  // cross-thread frees and joins seen (metadata)
+  clockid_t rec_clock;     // the recorded thread's CPU clock (rec_clock_ok)
+  int rec_clock_ok;
 } ms__rec_global;
 
 extern ms__rec_global ms__rec;

@@ -143,6 +143,7 @@ void ms__rec_become_recorded(tstate *ts, uintptr_t top, int64_t stack0) {
   // --thread all: thread 0 is the component's start, the others start later.
   if (!ts->all || ts->thr == 0) {
     ms__rec.rec = ts;
+    ms__rec.rec_clock_ok = pthread_getcpuclockid(pthread_self(), &ms__rec.rec_clock) == 0;
     ms__rec.origin_raw = t;
     ms__rec.origin_ns = ms__prim_now_ns();
     if (ms__rec.jhead) {

@@ -37,6 +37,42 @@ void ms__rec_fmt_x10(char *buf, size_t n, double v) {
 }
 
 
+/* What the threads the recording left out did (the narrowed scope of the
+ * default or --thread N): their CPU time (the process's less the recorded
+ * thread's), allocator calls and bytes allocated, each with its share, so
+ * that the command can warn when they did much of the work. */
+static void left_out_meta(void) {
+  const tstate *rec = ms__rec.rec;
+  uint64_t calls = 0, bytes = 0, all_calls = 0, all_bytes = 0;
+  int others = 0;
+  for (const tstate *ts = ms__rec.list; ts; ts = ts->next) {
+    uint64_t c = 0, b = 0;
+    for (int f = 0; f < NFN; f++) {
+      c += ts->c.calls[f];
+      if (f != F_FREE) b += ts->c.bytes[f];
+    }
+    all_calls += c;
+    all_bytes += b;
+    if (ts == rec) continue;
+    calls += c;
+    bytes += b;
+    others++;
+  }
+  int64_t proc = ms__prim_process_cpu_ns(), mine = -1;
+  if (rec && ms__rec.rec_gone)
+    mine = rec->cpu_v;  // read at its end
+  else if (rec && ms__rec.rec_clock_ok)
+    mine = ms__prim_clock_cpu_ns(ms__rec.rec_clock);
+  int64_t cpu = proc >= 0 && mine >= 0 && proc > mine ? proc - mine : 0;
+  ms__rec_meta("record.process_cpu_ns", "%lld", (long long)proc);
+  ms__rec_meta("record.other_threads", "%d", others);
+  ms__rec_meta("record.other_threads_cpu_ns", "%lld", (long long)cpu);
+  ms__rec_meta("record.other_threads_calls", "%llu of %llu", (unsigned long long)calls,
+               (unsigned long long)all_calls);
+  ms__rec_meta("record.other_threads_bytes", "%llu of %llu", (unsigned long long)bytes,
+               (unsigned long long)all_bytes);
+}
+
 void ms__rec_build_meta(const assembled *A) {
   ms__rec_nmeta = 0;
   char cmd[1024], b1[40], b2[40];
@@ -119,6 +155,7 @@ void ms__rec_build_meta(const assembled *A) {
   ms__rec_meta("record.overhead_ns", "%lld",
                (long long)(cost * (double)events + scost * (double)samples));
   ms__rec_meta("record.threads", "%ld", ms__rec.threads_seen);
+  if (!ms__rec.all) left_out_meta();
   ms__rec_meta("record.rows_merged", "%llu", (unsigned long long)A->raw_rows);
   ms__rec_meta(MS__REC_META_PEAK_HEAP, "%lld", (long long)A->peak_heap);
   ms__rec_meta("record.peak_rss_bytes", "%lld", (long long)A->peak_rss);
