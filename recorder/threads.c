@@ -17,6 +17,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -211,6 +212,10 @@ void ms__rec_thr_finish(tstate *me, int64_t raw_end) {
 }
 
 /* ---- the merge ---- */
+
+struct arow;
+static uint64_t g_raised;  // rows whose heap keep_held raised (metadata)
+static int keep_held(struct arow *s, size_t k);
 
 typedef struct arow {
   xrow x;
@@ -442,6 +447,16 @@ int ms__rec_thr_assemble(struct assembled *A, int64_t raw_end, double scale) {
     if (r->x.m.mapped > A->peak_mapped) A->peak_mapped = r->x.m.mapped;
     *L = *r;
   }
+  if (keep_held(s, k)) {  // rows raised: the process's peak again
+    total_heap = A->peak_heap = 0;
+    memset(heapv, 0, (size_t)nthr * sizeof *heapv);
+    for (size_t i = 0; i < k; i++) {
+      int th = s[i].r.thr >= 0 && s[i].r.thr < nthr ? s[i].r.thr : 0;
+      total_heap += s[i].x.heap - heapv[th];
+      heapv[th] = s[i].x.heap;
+      if (total_heap > A->peak_heap) A->peak_heap = total_heap;
+    }
+  }
   // Each thread's last row of its own is its exit (a row of its start stays that).
   for (int th = 0; th < nthr; th++)
     if (lastown[th] != (size_t)-1 && lastown[th] != first[th] && s[lastown[th]].r.ev == TEV_NONE)
@@ -459,7 +474,38 @@ int ms__rec_thr_assemble(struct assembled *A, int64_t raw_end, double scale) {
   return 0;
 }
 
+/* A thread's heap at a row is at least the bytes of its blocks allocated by
+ * then that another thread frees later (their cross-thread free rows say so,
+ * and memstub gen holds the thread to it). A free's thread reads the
+ * owner's own count without a lock and can miss its last allocations: an
+ * owner's lowered row then shows too little. Such a row is raised to what
+ * the later frees prove (counted in record.cross_thread_heap_raised). s:
+ * the k merged rows, sorted by time. 1 when a row was raised. */
+static int keep_held(arow *s, size_t k) {
+  int64_t *need = ms__rec_map(k * sizeof *need + 1);
+  uint64_t raised = g_raised;
+  if (!need) return 0;
+  for (size_t j = 0; j < k; j++) {
+    if (s[j].r.xfrom < 0) continue;
+    // Rows of the owner from the allocation's row up to the free (excluded).
+    int a = s[j].r.xfrom;
+    for (size_t i = 0; i < j && s[i].x.t < s[j].x.t; i++)
+      if (s[i].r.thr == a && s[i].x.t >= s[j].r.xalloc_ns) need[i] += s[j].r.xbytes;
+  }
+  for (size_t i = 0; i < k; i++)
+    if (s[i].x.heap < need[i]) {
+      s[i].x.heap = need[i];
+      g_raised++;
+    }
+  munmap(need, k * sizeof *need + 1);
+  return g_raised != raised;
+}
+
 void ms__rec_thr_meta(void) {
+  if (g_raised)
+    ms__rec_meta("record.cross_thread_heap_raised",
+                 "%llu rows of an owner's heap, below the bytes later frees by other threads prove",
+                 (unsigned long long)g_raised);
   ms__rec_meta("record.threads_recorded", "%d", __atomic_load_n(&ms__rec.next_thr, __ATOMIC_RELAXED));
   ms__rec_meta("record.cross_thread_frees", "%llu",
                (unsigned long long)__atomic_load_n(&ms__rec.xfrees, __ATOMIC_RELAXED));
