@@ -426,6 +426,27 @@ START_TEST(test_single_thread_unchanged) {
 END_TEST
 
 // What --thread all does not combine with is a usage error.
+/* Cross-thread frees racing the owner's allocations (issue 29): ten
+ * recordings in a row of threads race, each one a trace memstub gen
+ * accepts (the recorder's rows and gen's rules on cross-thread frees agree
+ * whatever the interleaving). */
+START_TEST(test_racing_cross_thread_frees_generate) {
+  char *dir = tu_mkdtemp();
+  for (int k = 0; k < 10; k++) {
+    char *argv[] = {getenv("MEMSTUB_EXE"), "record", "-q", "--thread", "all", "-o", "r.csv",
+                    "--", (char *)prog(), "race", "20000", NULL};
+    tu_run r = tu_exec(dir, argv);
+    ck_assert_msg(r.status == 0, "recording %d: %s", k + 1, r.err);
+    tu_run_free(&r);
+    r = tu_memstub(dir, "gen", "r.csv", "-o", "r.h", NULL);
+    ck_assert_msg(r.status == 0, "recording %d: gen refused it: %s", k + 1, r.err);
+    tu_run_free(&r);
+  }
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 START_TEST(test_usage) {
   char *dir = tu_mkdtemp();
   const char *bad[] = {"--heap=thread", "--follow-children", "--occurrence=2"};
@@ -451,6 +472,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_stacks_and_cpu);
   tcase_add_test(tc, test_cross_thread_realloc);
   tcase_add_test(tc, test_single_thread_unchanged);
+  tcase_add_test(tc, test_racing_cross_thread_frees_generate);
   tcase_add_test(tc, test_usage);
   suite_add_tcase(s, tc);
   return s;

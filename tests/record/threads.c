@@ -23,6 +23,11 @@
 //                     allocated and freed by thread 0 itself.
 //   threads xrealloc  thread 0 allocates 3000 bytes, thread 1 reallocs them
 //                     to 5000 and frees them (tests/test_record_threads.c).
+//   threads race N    thread 1 allocates N blocks of 16 to 4096 bytes and
+//                     hands each to thread 2 through a ring of 64, which
+//                     frees it at once while thread 1 goes on allocating:
+//                     cross-thread frees racing the owner's allocations
+//                     (both also allocate and free blocks of their own).
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -124,8 +129,53 @@ static int xrealloc(void) {
   return pthread_create(&t, NULL, grow, p) != 0 || pthread_join(t, &r) != 0 || !r;
 }
 
+/* race: a ring of 64 slots from thread 1 (producer) to thread 2. */
+#define RING 64
+static void *volatile ring[RING];
+static long race_n;
+
+static void *race_producer(void *arg) {
+  (void)arg;
+  uint64_t x = 88172645463325252ull;
+  for (long i = 0; i < race_n; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    void *p = malloc(16 + x % 4081);
+    void *own = malloc(32 + x % 97);
+    if (!p || !own) return (void *)1;
+    sink = ((char *)p)[0] = 1;
+    free(own);
+    while (__atomic_load_n(&ring[i % RING], __ATOMIC_ACQUIRE)) sched_yield();
+    __atomic_store_n(&ring[i % RING], p, __ATOMIC_RELEASE);
+  }
+  return NULL;
+}
+
+static void *race_consumer(void *arg) {
+  (void)arg;
+  for (long i = 0; i < race_n; i++) {
+    void *p;
+    while (!(p = __atomic_exchange_n(&ring[i % RING], NULL, __ATOMIC_ACQ_REL))) sched_yield();
+    free(p);
+    void *own = malloc(48);
+    free(own);
+  }
+  return NULL;
+}
+
+static int race(long n) {
+  race_n = n;
+  pthread_t a, b;
+  void *ra, *rb;
+  if (pthread_create(&a, NULL, race_producer, NULL) != 0 ||
+      pthread_create(&b, NULL, race_consumer, NULL) != 0)
+    return 1;
+  if (pthread_join(a, &ra) != 0 || pthread_join(b, &rb) != 0) return 1;
+  return ra || rb;
+}
+
 static int bench(const char *mode, long n) {
   if (n <= 0) return 1;
+  if (strcmp(mode, "race") == 0) return race(n);
   if (strcmp(mode, "spawn") == 0) {
     for (long i = 0; i < n; i++) {
       pthread_t t;
