@@ -214,6 +214,7 @@ size_t ms_cli_distance(const char *a, const char *b);
   X(calibrate, "measure the stub's own time and byte overheads on this host")          \
   X(compare, "compare a replayed trace with the original")                             \
   X(plot, "plot original against replayed curves with gnuplot")                        \
+  X(report, "the answer on one HTML page: compare, curves with zoom, sites")             \
   X(sites, "list the allocation sites holding the heap's peak (record --sites)")       \
   X(generations, "what each probe region left alive, and when it was freed")
 
