@@ -165,8 +165,9 @@
 
   function drawAll() { panels.forEach(draw); }
 
-  // Show [x0, x1] (ns) in every panel, within the run and at least 10 ns wide.
-  function setView(x0, x1) {
+  // Show [x0, x1] (ns) in every panel, within the run and at least 10 ns wide;
+  // the address follows unless quiet (the first view: a link to #sites stays).
+  function setView(x0, x1, quiet) {
     x0 = Math.max(D.x0, x0);
     x1 = Math.min(D.x1, x1);
     if (!(x1 - x0 >= 10)) {
@@ -181,6 +182,7 @@
     document.getElementById('view').textContent =
         (all ? 'the whole run: ' : 'zoomed to ') + human(view.x0, 'ns') + ' to ' + human(view.x1, 'ns') +
         (all ? '' : ' of ' + human(D.x0, 'ns') + ' to ' + human(D.x1, 'ns'));
+    if (quiet || (all && !/^#t=/.test(location.hash))) return;
     try {
       history.replaceState(null, '', all ? location.pathname : '#t=' + Math.round(x0) + ',' + Math.round(x1));
     } catch (e) {
@@ -263,8 +265,8 @@
   });
   document.getElementById('show-all').addEventListener('click', function () { setView(D.x0, D.x1); });
   var m = /^#t=(-?[0-9.]+),(-?[0-9.]+)$/.exec(location.hash);
-  if (m && Number(m[2]) > Number(m[1])) setView(Number(m[1]), Number(m[2]));
-  else setView(D.x0, D.x1);
+  if (m && Number(m[2]) > Number(m[1])) setView(Number(m[1]), Number(m[2]), true);
+  else setView(D.x0, D.x1, true);
   // What was drawn, and how tall a window shows the whole page (for a
   // screenshot: tests/test_report_browser.c, docs/gallery/make.sh).
   document.body.setAttribute('data-drawn', String(panels.length));
