@@ -67,6 +67,15 @@ struct memstub_trace;
  * trace_path's .sites file, symbolised, into out; a warning when it cannot
  * be read (cli/cmd_sites.c). */
 void ms_cli_sites_summary(const char *trace_path, const struct memstub_trace *t, int top, FILE *out);
+/* The top sites of trace_path's .sites file (ext appended unless it ends
+ * in it), grouped and symbolised as `memstub sites` prints them, frames per
+ * site, into out: 0, or -errno with err set (the reader's "path:LINE: ..."). */
+int ms_cli_sites_write(const char *trace_path, size_t top, size_t frames, FILE *out,
+                       memstub_error *err);
+/* What each region of trace_path left alive, as `memstub generations`
+ * prints it (its .generations file, the top occurrences), into out: 0, or
+ * -errno with err set. */
+int ms_cli_generations_write(const char *trace_path, size_t top, FILE *out, memstub_error *err);
 /* The record summary's line on generations: what the regions of
  * trace_path left alive (its .generations file); a warning when it cannot be
  * read (cli/cmd_generations.c). */
@@ -205,6 +214,7 @@ size_t ms_cli_distance(const char *a, const char *b);
   X(calibrate, "measure the stub's own time and byte overheads on this host")          \
   X(compare, "compare a replayed trace with the original")                             \
   X(plot, "plot original against replayed curves with gnuplot")                        \
+  X(report, "the answer on one HTML page: compare, curves with zoom, sites")             \
   X(sites, "list the allocation sites holding the heap's peak (record --sites)")       \
   X(generations, "what each probe region left alive, and when it was freed")
 

@@ -399,6 +399,18 @@ static void print_json(gens *g, const char *trace, size_t top, const site_view *
   fprintf(out, "}\n");
 }
 
+int ms_cli_generations_write(const char *trace_path, size_t top, FILE *out, memstub_error *err) {
+  char *path = ms_cli_sidecar_path(trace_path, ".generations");
+  gens g;
+  int rc = path ? gens_read(path, &g, err) : memstub_error_set(err, -ENOMEM, "out of memory");
+  if (rc == 0) {
+    print_text(&g, top, out);
+    gens_free(&g);
+  }
+  free(path);
+  return rc;
+}
+
 void ms_cli_generations_summary(const char *trace_path, FILE *out) {
   char *path = ms_cli_sidecar_path(trace_path, ".generations");
   gens g;

@@ -441,29 +441,44 @@ void ms_cli_sites_free(ms_cli_sites *s) {
   free(s);
 }
 
-void ms_cli_sites_summary(const char *trace_path, const memstub_trace *t, int top, FILE *out) {
-  (void)t;
+/* The sites file at path read into *s, grouped by place unless ungrouped,
+ * and its first top sites symbolised (*n of them; *why says why names are
+ * missing, malloc'd): 0, or -errno with err set (*s to be freed either way). */
+static int load_top(const char *path, sites_file *s, int ungrouped, size_t top, size_t *n,
+                    char **why, memstub_error *err) {
+  int rc = ms_cli_sites_read(path, s, err);
+  if (rc < 0) return rc;
+  symbolise(s, s->nsites, WRAPPER_FRAMES, why);
+  find_wrappers(s);
+  if (!ungrouped) group_sites(s);
+  *n = s->nsites < top ? s->nsites : top;
+  symbolise(s, *n, SIZE_MAX, why);
+  return 0;
+}
+
+int ms_cli_sites_write(const char *trace_path, size_t top, size_t frames, FILE *out,
+                       memstub_error *err) {
   char *path = ms_cli_sidecar_path(trace_path, ".sites");
+  if (!path) return memstub_error_set(err, -ENOMEM, "out of memory");
   sites_file s;
-  memstub_error err = {0};
-  if (!path || ms_cli_sites_read(path, &s, &err) < 0) {
-    ms_cli_warn("%s", path ? err.msg : "out of memory");
-    if (path) ms_cli_sites_file_free(&s);
-    free(path);
-    return;
-  }
   char *why = NULL;
-  symbolise(&s, s.nsites, WRAPPER_FRAMES, &why);
-  find_wrappers(&s);
-  group_sites(&s);
-  size_t n = s.nsites < (size_t)top ? s.nsites : (size_t)top;
-  symbolise(&s, n, SIZE_MAX, &why);
-  print_text(&s, n, 3, "", out);
-  fprintf(out, "  (all of them: memstub sites %s)\n", trace_path);
+  size_t n;
+  int rc = load_top(path, &s, 0, top, &n, &why, err);
+  if (rc == 0) print_text(&s, n, frames, "", out);
   if (why) ms_cli_warn("no function names or lines: %s", why);
   free(why);
   ms_cli_sites_file_free(&s);
   free(path);
+  return rc;
+}
+
+void ms_cli_sites_summary(const char *trace_path, const memstub_trace *t, int top, FILE *out) {
+  (void)t;
+  memstub_error err = {0};
+  if (ms_cli_sites_write(trace_path, (size_t)top, 3, out, &err) < 0)
+    ms_cli_warn("%s", err.msg);
+  else
+    fprintf(out, "  (all of them: memstub sites %s)\n", trace_path);
 }
 
 int ms_cmd_sites(int argc, char **argv) {
@@ -519,17 +534,13 @@ int ms_cmd_sites(int argc, char **argv) {
     }
   }
   sites_file s;
-  if (ms_cli_sites_read(path, &s, &err) < 0) {
+  char *why = NULL;
+  size_t n;
+  if (load_top(path, &s, ungrouped, (size_t)top, &n, &why, &err) < 0) {
     free(path);
     ms_cli_sites_file_free(&s);
     return ms_cli_fail(&err);
   }
-  char *why = NULL;
-  symbolise(&s, s.nsites, WRAPPER_FRAMES, &why);
-  find_wrappers(&s);
-  if (!ungrouped) group_sites(&s);
-  size_t n = s.nsites < (size_t)top ? s.nsites : (size_t)top;
-  symbolise(&s, n, SIZE_MAX, &why);
   if (json)
     print_json(&s, trace, n, stdout);
   else

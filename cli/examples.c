@@ -44,6 +44,11 @@ static const examples table[] = {
              "memstub plot nonlifo.csv replayed.csv -o figure3.png\n"
              "memstub plot nonlifo.csv replayed.csv\n"
              "memstub plot synthetic-4.8s.csv -o curves.txt\n"},
+    {"report", "memstub replay listing1.csv --measure replayed.csv\n"
+               "memstub replay listing1.csv --heap-scale 0.5 --time-scale 0.7 --measure what-if.csv\n"
+               "memstub report listing1.csv replayed.csv what-if.csv -o report.html\n"
+               "memstub record --sites -o sort.csv -- sort /etc/passwd\n"
+               "memstub report sort.csv -o sort.html\n"},
     {"generations", "memstub record --function strcoll -o strcoll.csv -- sort /etc/passwd\n"
                     "memstub generations strcoll.csv\n"
                     "memstub generations strcoll.csv --top 3 --json\n"},

@@ -53,6 +53,16 @@ int ms__compare_whatif_target(const memstub_trace *t, const memstub_compare_repo
  * without the scales) and repl, over the compared rows. pre: r aligned. */
 void ms__compare_whatif_figures(const memstub_trace *before, const memstub_trace *repl,
                                 memstub_compare_report *r);
+/* A figure of kind f for people into buf: bytes, ns or calls; plus: "+"
+ * before a positive one. Returns buf. */
+const char *ms__compare_fig_text(char buf[40], memstub_compare_figure f, int64_t v, int plus);
+// The scales other than 1, "time x0.7, heap x0.5", into buf ("" for none).
+void ms__compare_scales_text(const memstub_compare_scales *s, char *buf, size_t cap);
+/* The change column of figure k of r's before and after table into buf:
+ * "-6.4 MiB (-50.0 %)", ", uncalibrated" after an uncalibrated stack, or
+ * "not compared (why)". Returns buf. */
+const char *ms__compare_change_text(const memstub_compare_report *r, memstub_compare_figure k,
+                                    char *buf, size_t cap);
 // The before and after table of a what-if (nothing for a stub as recorded).
 void ms__compare_whatif_text(FILE *f, const memstub_compare_report *r);
 // "kind", "scales" and "before_after" members of the JSON report, with a trailing comma.
@@ -63,6 +73,15 @@ void ms__compare_whatif_json(FILE *f, const memstub_compare_report *r);
  * verdict held to cs's checks when it has any (run already), else to the
  * goals (memstub_compare_goals). 0, or -ENOMEM. */
 void ms__compare_design_text(FILE *f, const memstub_compare_report *r);
+/* Difference by design k (from 0) of r into buf, "" when it does not apply
+ * to this comparison; returns its key ("heap_block", "frees", "churn",
+ * "stack"), or NULL when there is no item k. */
+const char *ms__compare_design_item(const memstub_compare_report *r, int k, char *buf, size_t cap);
+/* The verdict line without "verdict" ("faithful: heap exact ...") into buf,
+ * held to cs's checks when it has any (run already), else to the goals;
+ * *faithful set. 0, or -ENOMEM. */
+int ms__compare_verdict_line(const memstub_compare_report *r, const memstub_compare_checks *cs,
+                             char *buf, size_t cap, int *faithful);
 void ms__compare_design_json(FILE *f, const memstub_compare_report *r);
 int ms__compare_verdict_text(FILE *f, const memstub_compare_report *r,
                              const memstub_compare_checks *cs);

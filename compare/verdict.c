@@ -25,9 +25,8 @@ int memstub_compare_goals(memstub_compare_checks *cs, const memstub_compare_repo
 enum { D_BLOCK, D_FREE, D_CHURN, D_STACK, D_N };
 static const char *const design_key[D_N] = {"heap_block", "frees", "churn", "stack"};
 
-/* Item k of the differences by design for r into buf ("" when it does not
- * apply to this comparison). */
-static void design_item(const memstub_compare_report *r, int k, char *buf, size_t cap) {
+const char *ms__compare_design_item(const memstub_compare_report *r, int k, char *buf, size_t cap) {
+  if (k < 0 || k >= D_N) return NULL;
   const memstub_compare_work *w = &r->work;
   const memstub_compare_series *kd = w->kind;
   buf[0] = '\0';
@@ -77,13 +76,14 @@ static void design_item(const memstub_compare_report *r, int k, char *buf, size_
              "--calibration host.profile' takes them out (docs/calibration.md)",
              100.0 * r->stack.exact_share, m);
   }
+  return design_key[k];
 }
 
 void ms__compare_design_text(FILE *f, const memstub_compare_report *r) {
   char buf[1024];
   int any = 0;
   for (int k = 0; k < D_N; k++) {
-    design_item(r, k, buf, sizeof buf);
+    ms__compare_design_item(r, k, buf, sizeof buf);
     if (!buf[0]) continue;
     if (!any++) fputs("\ndifferences by design (the stub is not the component; not errors):\n", f);
     fprintf(f, "  %-11s %s\n", design_key[k], buf);
@@ -95,7 +95,7 @@ void ms__compare_design_json(FILE *f, const memstub_compare_report *r) {
   int any = 0;
   fputs("  \"by_design\": [", f);
   for (int k = 0; k < D_N; k++) {
-    design_item(r, k, buf, sizeof buf);
+    ms__compare_design_item(r, k, buf, sizeof buf);
     if (!buf[0]) continue;
     fprintf(f, "%s\n    {\"key\": \"%s\", \"why\": ", any++ ? "," : "", design_key[k]);
     ms__compare_json_str(f, buf);
@@ -235,6 +235,16 @@ static int verdict_write(FILE *f, const memstub_compare_report *r,
   fputs("},\n", f);
   memstub_compare_checks_free(own);
   return 0;
+}
+
+int ms__compare_verdict_line(const memstub_compare_report *r, const memstub_compare_checks *cs,
+                              char *buf, size_t cap, int *faithful) {
+  memstub_compare_checks *own;
+  int goals;
+  const memstub_compare_checks *h = held_to(r, cs, &own, &goals);
+  if (h) verdict(r, h, goals, buf, cap, faithful);
+  memstub_compare_checks_free(own);
+  return h ? 0 : -ENOMEM;
 }
 
 int ms__compare_verdict_text(FILE *f, const memstub_compare_report *r,

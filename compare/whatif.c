@@ -118,8 +118,7 @@ void ms__compare_whatif_figures(const memstub_trace *before, const memstub_trace
   }
 }
 
-// A figure of kind f for people: bytes, ns or calls; plus: "+" before a positive one.
-static const char *fig_text(char buf[40], memstub_compare_figure f, int64_t v, int plus) {
+const char *ms__compare_fig_text(char buf[40], memstub_compare_figure f, int64_t v, int plus) {
   char n[32];
   if (f == MEMSTUB_FIGURE_DURATION || f == MEMSTUB_FIGURE_CPU) ms__fmt_ns(v, n, sizeof n);
   else if (f == MEMSTUB_FIGURE_CALLS) snprintf(n, sizeof n, "%" PRId64, v);
@@ -128,8 +127,7 @@ static const char *fig_text(char buf[40], memstub_compare_figure f, int64_t v, i
   return buf;
 }
 
-// The scales other than 1, "time x0.7, heap x0.5", into buf.
-static void scales_text(const memstub_compare_scales *s, char *buf, size_t cap) {
+void ms__compare_scales_text(const memstub_compare_scales *s, char *buf, size_t cap) {
   const struct {
     const char *name;
     double v;
@@ -151,33 +149,39 @@ static void right(FILE *f, const char *s, int width) {
   fprintf(f, " %*s%s", width > cols ? width - cols : 0, "", s);
 }
 
+const char *ms__compare_change_text(const memstub_compare_report *r, memstub_compare_figure k,
+                                   char *buf, size_t cap) {
+  const memstub_compare_change *x = &r->whatif.fig[k];
+  if (!x->known) {
+    snprintf(buf, cap, "not compared (%s)",
+             k == MEMSTUB_FIGURE_RSS_PEAK     ? "no rss_bytes in a trace"
+             : k == MEMSTUB_FIGURE_STACK_PEAK ? "ORIGINAL's stack is unknown"
+             : k == MEMSTUB_FIGURE_HEAP_PEAK  ? "a heap is unknown"
+             : k == MEMSTUB_FIGURE_CPU        ? "no cpu_ns in a trace"
+                                              : "no calls_* or churn_bytes in a trace");
+    return buf;
+  }
+  char c[40], pct[32] = "";
+  int64_t d = ms__sat_sub(x->after, x->before);
+  if (x->before > 0) snprintf(pct, sizeof pct, " (%+.1f %%)", 100.0 * (double)d / (double)x->before);
+  // The stack of a stub without a profile carries the replay's own bytes (verdict.c).
+  snprintf(buf, cap, "%s%s%s", ms__compare_fig_text(c, k, d, 1), pct,
+           k == MEMSTUB_FIGURE_STACK_PEAK && !r->calibrated ? ", uncalibrated" : "");
+  return buf;
+}
+
 void ms__compare_whatif_text(FILE *f, const memstub_compare_report *r) {
   if (!r->whatif.is) return;
-  char sc[256], a[40], b[40], c[40];
-  scales_text(&r->whatif.scales, sc, sizeof sc);
+  char sc[256], a[40], b[40], c[96];
+  ms__compare_scales_text(&r->whatif.scales, sc, sizeof sc);
   fprintf(f, "what-if   %s: before is ORIGINAL (on its stub's timeline), after REPLAYED\n", sc);
   fprintf(f, "  %-17s %12s %12s  %s\n", "", "before", "after", "change");
   for (int k = 0; k < MEMSTUB_FIGURES; k++) {
     const memstub_compare_change *x = &r->whatif.fig[k];
-    const char *name = memstub_compare_figure_name((memstub_compare_figure)k, 0);
-    if (!x->known) {
-      fprintf(f, "  %-17s %12s %12s  not compared (%s)\n", name, "-", "-",
-              k == MEMSTUB_FIGURE_RSS_PEAK     ? "no rss_bytes in a trace"
-              : k == MEMSTUB_FIGURE_STACK_PEAK ? "ORIGINAL's stack is unknown"
-              : k == MEMSTUB_FIGURE_HEAP_PEAK  ? "a heap is unknown"
-              : k == MEMSTUB_FIGURE_CPU        ? "no cpu_ns in a trace"
-                                               : "no calls_* or churn_bytes in a trace");
-      continue;
-    }
-    int64_t d = ms__sat_sub(x->after, x->before);
-    fprintf(f, "  %-17s", name);
-    right(f, fig_text(a, k, x->before, 0), 12);
-    right(f, fig_text(b, k, x->after, 0), 12);
-    fprintf(f, "  %s", fig_text(c, k, d, 1));
-    if (x->before > 0) fprintf(f, " (%+.1f %%)", 100.0 * (double)d / (double)x->before);
-    // The stack of a stub without a profile carries the replay's own bytes (verdict.c).
-    if (k == MEMSTUB_FIGURE_STACK_PEAK && !r->calibrated) fputs(", uncalibrated", f);
-    fputc('\n', f);
+    fprintf(f, "  %-17s", memstub_compare_figure_name((memstub_compare_figure)k, 0));
+    right(f, x->known ? ms__compare_fig_text(a, k, x->before, 0) : "-", 12);
+    right(f, x->known ? ms__compare_fig_text(b, k, x->after, 0) : "-", 12);
+    fprintf(f, "  %s\n", ms__compare_change_text(r, k, c, sizeof c));
   }
   fprintf(f, "  (allocator calls: malloc, calloc, realloc and memalign; the stub's frees are "
              "its own, below)\n\n");

@@ -203,7 +203,7 @@ START_TEST(test_installed_tree_moved) {
               "COMPREPLY=() && COMP_WORDS=(%s gen --time-scale \"\") COMP_CWORD=3 && _memstub && echo \"[${COMPREPLY[*]}]\"'",
          prefix, ms, ms, ms, ms, ms);
   RUN_OK(r);
-  ck_assert_str_eq(r.out, "complete -F _memstub memstub\nrecord replay\n--output\nt.csv\n"
+  ck_assert_str_eq(r.out, "complete -F _memstub memstub\nrecord replay report\n--output\nt.csv\n"
                           "deadline usleep\n[]\n");
   tu_run_free(&r);
   // --version: the version and the build's configuration.

@@ -5,7 +5,8 @@
 #
 # usage: docs/gallery/make.sh [MEMSTUB]
 #   MEMSTUB  the memstub to run (default: build/memstub of this source tree)
-# Needs cc, gnuplot and python3 (docs/gallery/png8.py makes the PNGs small).
+# Needs cc, gnuplot and python3 (docs/gallery/png8.py makes the PNGs small),
+# and chromium for the screenshot of memstub report's page.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -60,7 +61,7 @@ panel holds the replay's curves alone and only the replay's peak is
 labelled there."
 
 run cc -O1 -g -o alloc alloc.c
-run memstub record -o alloc.csv -- ./alloc
+run memstub record --sites -o alloc.csv -- ./alloc
 run memstub gen alloc.csv -o alloc.h
 run memstub build alloc.h -o alloc_stub
 run ./alloc_stub --measure alloc.replayed.csv
@@ -87,6 +88,25 @@ run memstub replay alloc.csv --heap-scale 0.5 --time-scale 0.7 --measure alloc.w
 run memstub plot alloc.csv alloc.what-if.csv -o what-if.png --size $size
 figure "A what-if" what-if "The recorded program replayed with half the heap, 30 % faster. The replay's
 \`# transforms:\` line says so, and the title reads before and after."
+
+run memstub report alloc.csv alloc.replayed.csv alloc.what-if.csv -o report.html
+# The whole page in a screenshot: as tall as the page says it is (its body's
+# data-height, once its script ran), headless and without a network.
+browse() {
+  chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+    --disable-background-networking --disable-component-update --disable-sync \
+    --host-resolver-rules='MAP * ~NOTFOUND' --user-data-dir="$work/profile" "$@" 2>> "$work/log"
+}
+height=$(browse --window-size=1100,900 --dump-dom "file://$work/report.html" | sed -n 's/.*<body[^>]* data-height="\([0-9]*\)".*/\1/p')
+[ -n "$height" ] || { cat "$work/log" >&2; echo "make.sh: the page's script did not run" >&2; exit 1; }
+browse --window-size=1100,"$height" --screenshot="$work/report.png" "file://$work/report.html" > /dev/null
+figure "The report" report "\`memstub report\` puts the recorded program (with \`--sites\`), its replay and
+the what-if on one HTML page: the files and their figures, what compare says
+of each replay (the before and after table of the what-if, the replay's
+fidelity, each verdict and the differences by design), the curves of every
+column with zoom (drag across a panel; shown here whole), the lateness by
+cause and the allocation sites at the heap's peak. The page needs nothing
+but a browser ([compare-and-plot.md](compare-and-plot.md#the-report))."
 
 run memstub calibrate --quick -o host.profile --plot calibration.png
 figure "The calibration's fits" calibration "\`memstub calibrate --plot\`: the samples of each calibration function and
