@@ -125,6 +125,18 @@ static int parse_pos(ms_cli_parser *p, long long lo, long long *out) {
   return parse_range(p, lo, LLONG_MAX, out);
 }
 
+/* The option's number N >= 1 where words ("main, all", said in the message)
+ * are accepted too and the caller has checked them: 0, or -1 after a usage
+ * error that lists the words and the number. */
+static int parse_nth(ms_cli_parser *p, const char *words, long long *out) {
+  int64_t v;
+  if (ms__parse_i64(p->arg, strlen(p->arg), &v) < 0) {
+    ms_cli_usage("record", "%s: expected %s or a number N >= 1, found '%s'", p->opt, words, p->arg);
+    return -1;
+  }
+  return parse_pos(p, 1, out);
+}
+
 /* Where the options end: the index of PROGRAM, or of the "--" before it.
  * The options stop at the first operand (the program's own options are
  * its own), as getopt's '+' would; an option's value is skipped. */
@@ -192,7 +204,7 @@ static int apply_option(ms_cli_parser *p, int c, rec_opts *o) {
     case O_THREAD:
       if (strcmp(p->arg, "main") != 0 && strcmp(p->arg, "all") != 0) {
         long long n;
-        if (parse_pos(p, 1, &n) < 0) return -1;
+        if (parse_nth(p, "main, all", &n) < 0) return -1;
       }
       o->thread = p->arg;
       return 0;
@@ -208,7 +220,7 @@ static int apply_option(ms_cli_parser *p, int c, rec_opts *o) {
         o->occ = 0;
         return 0;
       }
-      return parse_pos(p, 1, &o->occ);
+      return parse_nth(p, "all", &o->occ);
     case O_SIGNAL: return parse_range(p, 1, SIGRTMAX, &o->sig);
     case O_FOLLOW: o->follow = 1; return 0;
     case O_FUNCTION: return add_function(o, p->arg);
