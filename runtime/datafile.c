@@ -90,7 +90,8 @@ static uint64_t sum64(const void *p, uint64_t n, uint64_t seed) {
     c = (c ^ w[i + 2]) * P;
     d = (d ^ w[i + 3]) * P;
   }
-  for (; i < k; i++) a = (a ^ w[i]) * P;
+  // The last k % 4 words (i is k - k % 4 here), at most three.
+  for (uint64_t r = k % 4; r > 0; r--) a = (a ^ w[k - r]) * P;
   uint64_t h = a ^ (b << 17 | b >> 47) ^ (c << 31 | c >> 33) ^ (d << 47 | d >> 17);
   h ^= h >> 29;
   h *= UINT64_C(0xbf58476d1ce4e5b9);

@@ -70,12 +70,17 @@ typedef struct ht {
   uint64_t allocs, frees;
 } ht;
 
+// -EINVAL, with h->err "NAME:LINE:COL: fmt[ 'what']" (fmt is no format).
 static int ht_fail(ht *h, size_t col, const char *fmt, const char *what) {
   char q[MS__QUOTE_MAX + 4];
   if (!what)
-    return memstub_error_set(h->err, -EINVAL, "%s:%ld:%zu: %s", h->name, h->lineno, col, fmt);
-  return memstub_error_set(h->err, -EINVAL, "%s:%ld:%zu: %s '%s'", h->name, h->lineno, col, fmt,
-                           ms__quote(what, strlen(what), 40, q));
+    memstub_error_set(h->err, -EINVAL, "%s:%ld:%zu: %s", h->name, h->lineno, col, fmt);
+  else
+    memstub_error_set(h->err, -EINVAL, "%s:%ld:%zu: %s '%s'", h->name, h->lineno, col, fmt,
+                      ms__quote(what, strlen(what), 40, q));
+  // Said here, not taken from memstub_error_set: callers rely on a refusal
+  // being negative (ht_hex's fields are set when it returns >= 0).
+  return -EINVAL;
 }
 
 static int ht_nomem(ht *h) { return memstub_error_set(h->err, -ENOMEM, "%s: out of memory", h->name); }
