@@ -30,6 +30,25 @@ int ms__lines_next(ms__lines *l, char **line, memstub_error *err) {
   return 1;
 }
 
+int ms__text_line(const char *name, const char *buf, size_t len, size_t *pos, long *line,
+                  const char **s, size_t *n, memstub_error *err) {
+  if (*pos >= len) return 0;
+  const char *b = buf + *pos, *nl = memchr(b, '\n', len - *pos);
+  ++*line;
+  *s = b;
+  if (!nl) {
+    *n = len - *pos;
+    *pos = len;
+    return memstub_error_set(err, -EINVAL,
+                             "%s:%ld:%zu: truncated last line: no newline at the end of the file",
+                             name, *line, *n + 1);
+  }
+  *n = (size_t)(nl - b);
+  if (*n && b[*n - 1] == '\r') --*n;
+  *pos = (size_t)(nl - buf) + 1;
+  return 1;
+}
+
 int ms__lines_split(char *line, char **f, int max) {
   int n = 0;
   char *p = line;

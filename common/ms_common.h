@@ -103,6 +103,13 @@ void ms__lines_init(ms__lines *l, const char *path, char *buf, size_t len);
  * the input, or -EINVAL with err "path:LINE: ..." for a NUL byte in it or a
  * last line without its newline (a file cut short). */
 int ms__lines_next(ms__lines *l, char **line, memstub_error *err);
+/* The same for a text that stays as it is (the importers'): the line of
+ * buf[0..len) at *pos, without its "\n" or "\r\n", into *s and *n, *pos
+ * past it and *line (from 1) counting it. 1, 0 at the end of the input, or
+ * -EINVAL with err "name:LINE:COL: truncated last line: no newline at the
+ * end of the file" (*s and *n that line, COL past its end). */
+int ms__text_line(const char *name, const char *buf, size_t len, size_t *pos, long *line,
+                  const char **s, size_t *n, memstub_error *err);
 /* Split line in place at runs of spaces into at most max fields, the last
  * keeping the rest of the line; the count. */
 int ms__lines_split(char *line, char **f, int max);
