@@ -58,6 +58,11 @@ int ms__afile_place(ms__afile *af, const char *path, int replace, memstub_error 
 /* Read a whole file ("-" for stdin) into a NUL-terminated malloc'd buffer.
  * 0 or -errno with err naming path. */
 int ms__read_file(const char *path, char **buf, size_t *len, memstub_error *err);
+/* ms__read_file at most chunk bytes a read, and after each one step(arg,
+ * the bytes read so far) unless step is NULL (the progress reader's). */
+typedef void ms__read_step(void *arg, size_t done);
+int ms__read_file_steps(const char *path, size_t chunk, ms__read_step *step, void *arg,
+                        char **buf, size_t *len, memstub_error *err);
 
 /* ---- numbers (num.c) --------------------------------------------------- */
 
