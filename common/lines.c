@@ -64,12 +64,13 @@ int ms__lines_split(char *line, char **f, int max) {
 }
 
 int ms__lines_fail(const ms__lines *l, int n, memstub_error *err, const char *fmt, ...) {
-  char what[MEMSTUB_ERRMSG_MAX];
+  char where[MEMSTUB_ERRMSG_MAX];
+  snprintf(where, sizeof where, "%s:%ld: field %d", l->path, l->line, n);
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(what, sizeof what, fmt, ap);
+  int rc = ms__error_vat(err, -EINVAL, where, fmt, ap);
   va_end(ap);
-  return memstub_error_set(err, -EINVAL, "%s:%ld: field %d: %s", l->path, l->line, n, what);
+  return rc;
 }
 
 int ms__lines_i64(const ms__lines *l, int n, const char *s, int64_t min, int64_t max,

@@ -3,6 +3,7 @@
 #ifndef MEMSTUB_COMMON_MS_COMMON_H
 #define MEMSTUB_COMMON_MS_COMMON_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -76,6 +77,13 @@ int ms__parse_double(const char *s, double *out);
 int ms__add_i64(int64_t a, int64_t b, int64_t *out);
 /* Round v to the nearest int64: 0 or -ERANGE when out of range or not finite. */
 int ms__round_i64(double v, int64_t *out);
+
+/* ---- errors (error.c) ---------------------------------------------------- */
+
+/* memstub_error_set with "WHERE: MESSAGE": where as given (a position,
+ * "file:12:3"), the message from fmt and ap; returns code. For the readers'
+ * printf-like failure functions. */
+int ms__error_vat(memstub_error *err, int code, const char *where, const char *fmt, va_list ap);
 
 /* ---- strings ----------------------------------------------------------- */
 

@@ -28,13 +28,13 @@ typedef struct parser {
 // Report at byte p of the current line.
 __attribute__((format(printf, 3, 4))) static int fail(parser *ps, const char *p,
                                                       const char *fmt, ...) {
-  char what[MEMSTUB_ERRMSG_MAX];
+  char where[MEMSTUB_ERRMSG_MAX];
+  snprintf(where, sizeof where, "%s:%zu:%zu", ps->name, ps->line, (size_t)(p - ps->linep) + 1);
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(what, sizeof what, fmt, ap);
+  int rc = ms__error_vat(ps->err, -EINVAL, where, fmt, ap);
   va_end(ap);
-  return memstub_error_set(ps->err, -EINVAL, "%s:%zu:%zu: %s", ps->name, ps->line,
-                           (size_t)(p - ps->linep) + 1, what);
+  return rc;
 }
 
 static int is_space(char c) { return c == ' ' || c == '\t'; }
