@@ -12,6 +12,12 @@
 
 #define MS__ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The end of a function that builds an object into *out: on success (rc >= 0)
+ * *out = obj and 0; on failure obj freed with free_fn (which takes NULL) and
+ * rc. rc and obj are evaluated more than once: give variables.
+ *   return MS__HAND_OUT(rc, t, out, memstub_trace_free); */
+#define MS__HAND_OUT(rc, obj, out, free_fn) ((rc) < 0 ? (free_fn(obj), (rc)) : (*(out) = (obj), 0))
+
 /* ---- atomic output files (afile.c) ------------------------------------- */
 
 /* An output file that appears complete or not at all: data goes to a hidden

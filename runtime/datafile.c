@@ -418,12 +418,7 @@ int memstub_stub_data_open(const char *path, memstub_stub_data **out, memstub_er
   const df_array *tab = NULL;
   if (rc == 0) rc = read_head(path, d->map, size, &d->stub, &tab, err);
   if (rc >= 0) rc = read_arrays(path, d->map, size, tab, (uint32_t)rc, &d->stub, err);
-  if (rc < 0) {
-    memstub_stub_data_free(d);
-    return rc;
-  }
-  *out = d;
-  return 0;
+  return MS__HAND_OUT(rc, d, out, memstub_stub_data_free);
 }
 
 void memstub_stub_data_free(memstub_stub_data *d) {

@@ -308,12 +308,7 @@ int memstub_trace_parse(const char *name, const char *buf, size_t len, memstub_t
   }
   free(ps.rline);
   free(ps.roff);
-  if (rc < 0) {
-    memstub_trace_free(t);
-    return rc;
-  }
-  *out = t;
-  return 0;
+  return MS__HAND_OUT(rc, t, out, memstub_trace_free);
 }
 
 int memstub_trace_read(const char *path, memstub_trace **out, memstub_error *err) {

@@ -383,11 +383,7 @@ int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
   free(s.desc);
   free(s.cmd);
   free(s.unit);
-  if (rc < 0)
-    memstub_trace_free(s.t);
-  else
-    *out = s.t;
-  return rc;
+  return MS__HAND_OUT(rc, s.t, out, memstub_trace_free);
 }
 
 int memstub_import_massif(const char *path, const memstub_import_options *o,
