@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "memstub/calib.h"
+#include "memstub/trace.h"
 #include "ms_common.h"
 
 static void vmsg(const char *kind, const char *fmt, va_list ap) {
@@ -82,6 +83,25 @@ char *ms_cli_sidecar_path(const char *trace, const char *ext) {
   size_t n = strlen(trace), k = strlen(ext);
   if (n > k && strcmp(trace + n - k, ext) == 0) return ms__strdup(trace);
   return ms__asprintf("%s%s", trace, ext);
+}
+
+int ms_cli_sidecar_operand(const char *cmd, ms_cli_parser *p, int argc, char **argv,
+                           const char *ext, char **path, memstub_trace **t) {
+  *path = NULL;
+  *t = NULL;
+  if (p->optind >= argc) return ms_cli_usage(cmd, "missing TRACE");
+  if (p->optind + 1 < argc)
+    return ms_cli_usage(cmd, "one TRACE at a time (found '%s')", argv[p->optind + 1]);
+  const char *trace = argv[p->optind];
+  if (!(*path = ms_cli_sidecar_path(trace, ext))) return ms_cli_error("out of memory");
+  if (strcmp(*path, trace) == 0) return 0;  // the side file itself
+  memstub_error err = {0};
+  if (memstub_trace_read(trace, t, &err) < 0) {
+    free(*path);
+    *path = NULL;
+    return ms_cli_fail(&err);
+  }
+  return 0;
 }
 
 void ms_cli_json_str(FILE *f, const char *s) {

@@ -56,6 +56,17 @@ int ms_cli_progress_enabled(void);
  * ".generations"): trace itself when it already ends in ext, else trace with
  * ext appended. Malloc'd; NULL when out of memory. */
 char *ms_cli_sidecar_path(const char *trace, const char *ext);
+struct memstub_trace;
+typedef struct ms_cli_parser ms_cli_parser;
+/* The one TRACE operand of memstub sites and generations (argv[p->optind],
+ * after the options) and the side file they read (ext: ".sites",
+ * ".generations"): its path into *path (ms_cli_sidecar_path, malloc'd)
+ * and, when the operand is the trace rather than the side file, the trace
+ * read into *t (else NULL), whose metadata say whether the recording wrote
+ * that file (an older one beside it would be another run's). 0 (free both),
+ * or the exit status after saying why not (both NULL). */
+int ms_cli_sidecar_operand(const char *cmd, ms_cli_parser *p, int argc, char **argv,
+                           const char *ext, char **path, struct memstub_trace **t);
 /* s as a JSON string (quotes, backslashes and control bytes escaped). */
 void ms_cli_json_str(FILE *f, const char *s);
 // Redraw a one-line progress indicator "label  done/total" on stderr; a
@@ -158,7 +169,7 @@ typedef struct ms_cli_spec {
   const char *outro;          // the help after the options (NULL: none)
 } ms_cli_spec;
 
-typedef struct ms_cli_parser {
+struct ms_cli_parser {
   const ms_cli_spec *spec;
   int started;
   const char *arg;      // the current option's argument (NULL for a flag)
@@ -168,7 +179,7 @@ typedef struct ms_cli_parser {
   struct option longs[MS_CLI_MAX_OPTIONS + 2];
   char shorts[2 * MS_CLI_MAX_OPTIONS + 4];
   char optname[64];
-} ms_cli_parser;
+};
 
 // Print the subcommand's help (intro, "options:", the list, outro) to f.
 void ms_cli_help(const ms_cli_spec *spec, FILE *f);

@@ -210,6 +210,19 @@ static void job_free(build_job *j) {
   for (size_t i = 0; i < MS__ARRAY_SIZE(strings); i++) free(strings[i]);
 }
 
+/* -o's default: path (named what in the message) without its ending ext,
+ * into j->out. 0, or the exit status of a usage error when path does not
+ * end in ext. */
+static int default_out(build_job *j, const char *path, const char *ext, const char *what) {
+  size_t l = strlen(path), k = strlen(ext);
+  if (l <= k || strcmp(path + l - k, ext) != 0)
+    return ms_cli_usage("build", "-o is needed: %s does not end in %s", what, ext);
+  if (!(j->defout = ms__strdup(path))) return ms_cli_error("out of memory");
+  j->defout[l - k] = '\0';
+  j->out = j->defout;
+  return 0;
+}
+
 static int data_args(build_job *j, int nargs, int *done);
 
 // The command line into j: 0, or the exit status (help printed, or a usage error).
@@ -236,14 +249,8 @@ static int parse_args(build_job *j, int argc, char **argv, int *done) {
   if (j->name && memstub_gen_name_check(j->name, NULL, 0, &err) < 0)
     return ms_cli_usage("build", "--name: %s", err.msg);
   if (j->cc && !*j->cc) return ms_cli_usage("build", "--cc needs a compiler");
-  if (!j->out) {  // default output: the header's name without .h
-    size_t l = strlen(j->header);
-    if (l <= 2 || strcmp(j->header + l - 2, ".h") != 0)
-      return ms_cli_usage("build", "-o is needed: HEADER does not end in .h");
-    if (!(j->defout = ms__strdup(j->header))) return ms_cli_error("out of memory");
-    j->defout[l - 2] = '\0';
-    j->out = j->defout;
-  }
+  int rc;
+  if (!j->out && (rc = default_out(j, j->header, ".h", "HEADER")) != 0) return rc;
   *done = 0;
   return MS_EXIT_OK;
 }
@@ -254,14 +261,8 @@ static int data_args(build_job *j, int nargs, int *done) {
   if (nargs > 0) return ms_cli_usage("build", "--data FILE replaces HEADER: give one of them");
   if (j->name) return ms_cli_usage("build", "--name names a stub in a header: not with --data");
   if (!*j->data) return ms_cli_usage("build", "--data needs a file name");
-  if (!j->out) {
-    size_t l = strlen(j->data);
-    if (l <= 4 || strcmp(j->data + l - 4, ".msd") != 0)
-      return ms_cli_usage("build", "-o is needed: FILE does not end in .msd");
-    if (!(j->defout = ms__strdup(j->data))) return ms_cli_error("out of memory");
-    j->defout[l - 4] = '\0';
-    j->out = j->defout;
-  }
+  int rc;
+  if (!j->out && (rc = default_out(j, j->data, ".msd", "FILE")) != 0) return rc;
   j->header = j->data;  // what messages name
   *done = 0;
   return MS_EXIT_OK;

@@ -446,39 +446,25 @@ int ms_cmd_generations(int argc, char **argv) {
     }
   }
   if (c < 0) return p.status;
-  if (p.optind >= argc) return ms_cli_usage("generations", "missing TRACE");
-  if (p.optind + 1 < argc)
-    return ms_cli_usage("generations", "one TRACE at a time (found '%s')", argv[p.optind + 1]);
+  char *path;
+  memstub_trace *t;
+  int rc = ms_cli_sidecar_operand("generations", &p, argc, argv, ".generations", &path, &t);
+  if (rc != 0) return rc;
   const char *trace = argv[p.optind];
-  char *path = ms_cli_sidecar_path(trace, ".generations");
-  if (!path) return ms_cli_error("out of memory");
+  // A trace without regions has no generations.
+  int has = !t || memstub_trace_get_meta(t, "generations.file") != NULL;
+  int has_sites = !t || memstub_trace_get_meta(t, "sites.file") != NULL;
+  memstub_trace_free(t);
+  if (!has || (sites && !has_sites)) free(path);
+  if (!has)
+    return ms_cli_error("%s has no generations: it has no probe regions (memstub_probe_begin/end, "
+                        "or memstub record --function NAME), or the program died of a signal",
+                        trace);
+  if (sites && !has_sites)
+    return ms_cli_error("%s has no allocation sites: record it with --sites too (memstub record "
+                        "--sites --function NAME -o %s -- PROGRAM)",
+                        trace, trace);
   memstub_error err = {0};
-  if (strcmp(path, trace) != 0) {
-    // A trace without regions has no generations: say so (an older file
-    // beside it would be another run's).
-    memstub_trace *t = NULL;
-    if (memstub_trace_read(trace, &t, &err) < 0) {
-      free(path);
-      return ms_cli_fail(&err);
-    }
-    int has = memstub_trace_get_meta(t, "generations.file") != NULL;
-    int has_sites = memstub_trace_get_meta(t, "sites.file") != NULL;
-    memstub_trace_free(t);
-    if (!has) {
-      ms_cli_error("%s has no generations: it has no probe regions (memstub_probe_begin/end, or "
-                   "memstub record --function NAME), or the program died of a signal",
-                   trace);
-      free(path);
-      return MS_EXIT_USAGE;
-    }
-    if (sites && !has_sites) {
-      ms_cli_error("%s has no allocation sites: record it with --sites too (memstub record "
-                   "--sites --function NAME -o %s -- PROGRAM)",
-                   trace, trace);
-      free(path);
-      return MS_EXIT_USAGE;
-    }
-  }
   gens g;
   if (gens_read(path, &g, &err) < 0) {
     free(path);
@@ -486,7 +472,6 @@ int ms_cmd_generations(int argc, char **argv) {
   }
   // TRACE.sites beside TRACE.generations.
   site_view v = {0};
-  int rc = 0;
   if (sites) {
     size_t n = strlen(path) - strlen(".generations");
     char *sp = ms__asprintf("%.*s.sites", (int)n, path);

@@ -509,30 +509,21 @@ int ms_cmd_sites(int argc, char **argv) {
     }
   }
   if (c < 0) return p.status;
-  if (p.optind >= argc) return ms_cli_usage("sites", "missing TRACE");
-  if (p.optind + 1 < argc) return ms_cli_usage("sites", "one TRACE at a time (found '%s')", argv[p.optind + 1]);
+  char *path;
+  memstub_trace *t;
+  int rc = ms_cli_sidecar_operand("sites", &p, argc, argv, ".sites", &path, &t);
+  if (rc != 0) return rc;
   const char *trace = argv[p.optind];
-  char *path = ms_cli_sidecar_path(trace, ".sites");
-  if (!path) return ms_cli_error("out of memory");
-  memstub_error err = {0};
-  // A trace recorded without --sites says so in its metadata (an older
-  // TRACE.sites beside it would be another run's).
-  if (strcmp(path, trace) != 0) {
-    memstub_trace *t = NULL;
-    if (memstub_trace_read(trace, &t, &err) < 0) {
-      free(path);
-      return ms_cli_fail(&err);
-    }
-    int has = memstub_trace_get_meta(t, "sites.file") != NULL;
-    memstub_trace_free(t);
-    if (!has) {
-      ms_cli_error("%s has no allocation sites: it was not recorded with --sites (memstub "
-                   "record --sites -o %s -- PROGRAM), or the program died of a signal",
-                   trace, trace);
-      free(path);
-      return MS_EXIT_USAGE;
-    }
+  // A trace recorded without --sites says so in its metadata.
+  int has = !t || memstub_trace_get_meta(t, "sites.file") != NULL;
+  memstub_trace_free(t);
+  if (!has) {
+    free(path);
+    return ms_cli_error("%s has no allocation sites: it was not recorded with --sites (memstub "
+                        "record --sites -o %s -- PROGRAM), or the program died of a signal",
+                        trace, trace);
   }
+  memstub_error err = {0};
   sites_file s;
   char *why = NULL;
   size_t n;

@@ -86,7 +86,9 @@ typedef struct rec_run {
 } rec_run;
 extern rec_run ms_record_last;
 struct memstub_trace;
-// The summary memstub record prints for the trace at path (cmd_record.c).
+// The summary memstub record prints for the trace at path, on stderr: its
+// peaks, the recorder's cost, the allocator churn, sites, generations and
+// the next step's commands (record_summary.c).
 void ms_record_summary(const char *path, const struct memstub_trace *t);
 
 #endif

@@ -220,39 +220,35 @@ long long memstub_${S_NAME}_held(void);
 #include \"${S_NAME}_memuse.h\"
 #include \"memstub_${S_NAME}.h\"
 
+/* The replay a call makes: of every thread (a trace with several,
+ * memstub_threads_call), of the stub holding its survivors after it returns
+ * (--hold), or of the stub. */
 #if defined(${S_NAME}_THREADS)
-/* A trace with several threads: every thread replayed (memstub_threads_call). */
-int memstub_${S_NAME}(void) { return memstub_threads_call(&${S_NAME}_memThreads, NULL); }
-int memstub_${S_NAME}_err(struct memstub_error *err) {
-  return memstub_threads_call(&${S_NAME}_memThreads, err);
-}
-long long memstub_${S_NAME}_release(void) { return 0; }
-long long memstub_${S_NAME}_release_bytes(long long n) { return (void)n, 0; }
-long long memstub_${S_NAME}_held(void) { return 0; }
-const struct memstub_stub *memstub_${S_NAME}_stub(void) { return &${S_NAME}_t0_memStub; }
-const struct memstub_threads_stub *memstub_${S_NAME}_threads(void) { return &${S_NAME}_memThreads; }
+#define MS_CALL(err) memstub_threads_call(&${S_NAME}_memThreads, err)
 #elif defined(${S_NAME}_HOLD)
-int memstub_${S_NAME}(void) {
-  return memstub_stub_call_held(&${S_NAME}_memStub, &${S_NAME}_memRelease, NULL);
-}
-int memstub_${S_NAME}_err(struct memstub_error *err) {
-  return memstub_stub_call_held(&${S_NAME}_memStub, &${S_NAME}_memRelease, err);
-}
+#define MS_CALL(err) memstub_stub_call_held(&${S_NAME}_memStub, &${S_NAME}_memRelease, err)
+#else
+#define MS_CALL(err) memstub_stub_call(&${S_NAME}_memStub, err)
+#endif
+int memstub_${S_NAME}(void) { return MS_CALL(NULL); }
+int memstub_${S_NAME}_err(struct memstub_error *err) { return MS_CALL(err); }
+
+#if defined(${S_NAME}_HOLD) && !defined(${S_NAME}_THREADS)
 long long memstub_${S_NAME}_release(void) { return memstub_release_now(&${S_NAME}_memRelease, -1); }
 long long memstub_${S_NAME}_release_bytes(long long n) {
   return n > 0 ? memstub_release_now(&${S_NAME}_memRelease, n) : 0;
 }
 long long memstub_${S_NAME}_held(void) { return memstub_release_held(&${S_NAME}_memRelease); }
 #else
-int memstub_${S_NAME}(void) { return memstub_stub_call(&${S_NAME}_memStub, NULL); }
-int memstub_${S_NAME}_err(struct memstub_error *err) {
-  return memstub_stub_call(&${S_NAME}_memStub, err);
-}
 long long memstub_${S_NAME}_release(void) { return 0; }
 long long memstub_${S_NAME}_release_bytes(long long n) { return (void)n, 0; }
 long long memstub_${S_NAME}_held(void) { return 0; }
 #endif
-#if !defined(${S_NAME}_THREADS)
+
+#if defined(${S_NAME}_THREADS)
+const struct memstub_stub *memstub_${S_NAME}_stub(void) { return &${S_NAME}_t0_memStub; }
+const struct memstub_threads_stub *memstub_${S_NAME}_threads(void) { return &${S_NAME}_memThreads; }
+#else
 const struct memstub_stub *memstub_${S_NAME}_stub(void) { return &${S_NAME}_memStub; }
 const struct memstub_threads_stub *memstub_${S_NAME}_threads(void) { return 0; }
 #endif

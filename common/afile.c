@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -154,7 +155,8 @@ void ms__afile_abort(ms__afile *af) {
   afile_release(af);
 }
 
-int ms__read_file(const char *path, char **bufp, size_t *lenp, memstub_error *err) {
+int ms__read_file_steps(const char *path, size_t chunk, ms__read_step *step, void *arg,
+                        char **bufp, size_t *lenp, memstub_error *err) {
   int fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     int e = errno;
@@ -171,7 +173,7 @@ int ms__read_file(const char *path, char **bufp, size_t *lenp, memstub_error *er
   size_t len = 0;
   int e = buf ? 0 : ENOMEM;
   while (!e) {
-    if (len + 1 >= cap) {
+    if (len + 1 >= cap) {  // full (a pipe, or a file that grew while being read)
       char *nb = realloc(buf, cap * 2);
       if (!nb) {
         e = ENOMEM;
@@ -180,11 +182,12 @@ int ms__read_file(const char *path, char **bufp, size_t *lenp, memstub_error *er
       buf = nb;
       cap *= 2;
     }
-    ssize_t r = read(fd, buf + len, cap - 1 - len);
+    ssize_t r = read(fd, buf + len, cap - 1 - len < chunk ? cap - 1 - len : chunk);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) e = errno;
     if (r <= 0) break;
     len += (size_t)r;
+    if (step) step(arg, len);
   }
   if (fd != STDIN_FILENO) close(fd);
   if (e) {
@@ -195,6 +198,10 @@ int ms__read_file(const char *path, char **bufp, size_t *lenp, memstub_error *er
   *bufp = buf;
   *lenp = len;
   return 0;
+}
+
+int ms__read_file(const char *path, char **bufp, size_t *lenp, memstub_error *err) {
+  return ms__read_file_steps(path, SIZE_MAX, NULL, NULL, bufp, lenp, err);
 }
 
 int ms__afile_commit_new(ms__afile *af, memstub_error *err) {

@@ -17,6 +17,12 @@ int memstub_error_set(memstub_error *err, int code, const char *fmt, ...) {
   return code;
 }
 
+int ms__error_vat(memstub_error *err, int code, const char *where, const char *fmt, va_list ap) {
+  char what[MEMSTUB_ERRMSG_MAX];
+  vsnprintf(what, sizeof what, fmt, ap);
+  return memstub_error_set(err, code, "%s: %s", where, what);
+}
+
 const char *ms__quote(const char *s, size_t n, size_t max, char out[MS__QUOTE_MAX + 4]) {
   if (max > MS__QUOTE_MAX) max = MS__QUOTE_MAX;
   size_t k = 0;

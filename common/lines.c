@@ -30,6 +30,25 @@ int ms__lines_next(ms__lines *l, char **line, memstub_error *err) {
   return 1;
 }
 
+int ms__text_line(const char *name, const char *buf, size_t len, size_t *pos, long *line,
+                  const char **s, size_t *n, memstub_error *err) {
+  if (*pos >= len) return 0;
+  const char *b = buf + *pos, *nl = memchr(b, '\n', len - *pos);
+  ++*line;
+  *s = b;
+  if (!nl) {
+    *n = len - *pos;
+    *pos = len;
+    return memstub_error_set(err, -EINVAL,
+                             "%s:%ld:%zu: truncated last line: no newline at the end of the file",
+                             name, *line, *n + 1);
+  }
+  *n = (size_t)(nl - b);
+  if (*n && b[*n - 1] == '\r') --*n;
+  *pos = (size_t)(nl - buf) + 1;
+  return 1;
+}
+
 int ms__lines_split(char *line, char **f, int max) {
   int n = 0;
   char *p = line;
@@ -45,12 +64,13 @@ int ms__lines_split(char *line, char **f, int max) {
 }
 
 int ms__lines_fail(const ms__lines *l, int n, memstub_error *err, const char *fmt, ...) {
-  char what[MEMSTUB_ERRMSG_MAX];
+  char where[MEMSTUB_ERRMSG_MAX];
+  snprintf(where, sizeof where, "%s:%ld: field %d", l->path, l->line, n);
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(what, sizeof what, fmt, ap);
+  int rc = ms__error_vat(err, -EINVAL, where, fmt, ap);
   va_end(ap);
-  return memstub_error_set(err, -EINVAL, "%s:%ld: field %d: %s", l->path, l->line, n, what);
+  return rc;
 }
 
 int ms__lines_i64(const ms__lines *l, int n, const char *s, int64_t min, int64_t max,

@@ -3,6 +3,7 @@
 #ifndef MEMSTUB_COMMON_MS_COMMON_H
 #define MEMSTUB_COMMON_MS_COMMON_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -10,6 +11,12 @@
 #include "memstub/error.h"
 
 #define MS__ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The end of a function that builds an object into *out: on success (rc >= 0)
+ * *out = obj and 0; on failure obj freed with free_fn (which takes NULL) and
+ * rc. rc and obj are evaluated more than once: give variables.
+ *   return MS__HAND_OUT(rc, t, out, memstub_trace_free); */
+#define MS__HAND_OUT(rc, obj, out, free_fn) ((rc) < 0 ? (free_fn(obj), (rc)) : (*(out) = (obj), 0))
 
 /* ---- atomic output files (afile.c) ------------------------------------- */
 
@@ -58,6 +65,11 @@ int ms__afile_place(ms__afile *af, const char *path, int replace, memstub_error 
 /* Read a whole file ("-" for stdin) into a NUL-terminated malloc'd buffer.
  * 0 or -errno with err naming path. */
 int ms__read_file(const char *path, char **buf, size_t *len, memstub_error *err);
+/* ms__read_file at most chunk bytes a read, and after each one step(arg,
+ * the bytes read so far) unless step is NULL (the progress reader's). */
+typedef void ms__read_step(void *arg, size_t done);
+int ms__read_file_steps(const char *path, size_t chunk, ms__read_step *step, void *arg,
+                        char **buf, size_t *len, memstub_error *err);
 
 /* ---- numbers (num.c) --------------------------------------------------- */
 
@@ -71,6 +83,13 @@ int ms__parse_double(const char *s, double *out);
 int ms__add_i64(int64_t a, int64_t b, int64_t *out);
 /* Round v to the nearest int64: 0 or -ERANGE when out of range or not finite. */
 int ms__round_i64(double v, int64_t *out);
+
+/* ---- errors (error.c) ---------------------------------------------------- */
+
+/* memstub_error_set with "WHERE: MESSAGE": where as given (a position,
+ * "file:12:3"), the message from fmt and ap; returns code. For the readers'
+ * printf-like failure functions. */
+int ms__error_vat(memstub_error *err, int code, const char *where, const char *fmt, va_list ap);
 
 /* ---- strings ----------------------------------------------------------- */
 
@@ -103,6 +122,13 @@ void ms__lines_init(ms__lines *l, const char *path, char *buf, size_t len);
  * the input, or -EINVAL with err "path:LINE: ..." for a NUL byte in it or a
  * last line without its newline (a file cut short). */
 int ms__lines_next(ms__lines *l, char **line, memstub_error *err);
+/* The same for a text that stays as it is (the importers'): the line of
+ * buf[0..len) at *pos, without its "\n" or "\r\n", into *s and *n, *pos
+ * past it and *line (from 1) counting it. 1, 0 at the end of the input, or
+ * -EINVAL with err "name:LINE:COL: truncated last line: no newline at the
+ * end of the file" (*s and *n that line, COL past its end). */
+int ms__text_line(const char *name, const char *buf, size_t len, size_t *pos, long *line,
+                  const char **s, size_t *n, memstub_error *err);
 /* Split line in place at runs of spaces into at most max fields, the last
  * keeping the rest of the line; the count. */
 int ms__lines_split(char *line, char **f, int max);

@@ -3,7 +3,6 @@
  * after the step began (so short steps print nothing), and erased at the
  * end. Silent when stderr is not a terminal or MEMSTUB_QUIET is set. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +67,9 @@ void ms__progress_end(ms__progress *p) {
   p->drawn = 0;
 }
 
+// ms__read_fd's step: the bytes read so far.
+static void step(void *p, size_t done) { ms__progress_update(p, done); }
+
 int ms__progress_read_file(const char *path, const char *label, char **bufp, size_t *lenp,
                            memstub_error *err) {
   struct stat st;
@@ -75,47 +77,9 @@ int ms__progress_read_file(const char *path, const char *label, char **bufp, siz
   if (strcmp(path, "-") == 0 || stat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
       st.st_size < (off_t)(8 << 20) || !ms__progress_enabled())
     return ms__read_file(path, bufp, lenp, err);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int e = errno;
-    return memstub_error_set(err, -e, "%s: cannot open: %s", path, strerror(e));
-  }
-  size_t cap = (size_t)st.st_size + 1, len = 0;
-  char *buf = malloc(cap);
-  if (!buf) {
-    close(fd);
-    return memstub_error_set(err, -ENOMEM, "%s: out of memory (%lld bytes)", path,
-                             (long long)st.st_size);
-  }
   ms__progress p;
   ms__progress_begin(&p, label, (uint64_t)st.st_size, 1);
-  int e = 0;
-  for (;;) {
-    if (len + 1 >= cap) {  // the file grew while being read
-      char *nb = realloc(buf, cap * 2);
-      if (!nb) {
-        e = ENOMEM;
-        break;
-      }
-      buf = nb;
-      cap *= 2;
-    }
-    size_t want = cap - 1 - len < (4u << 20) ? cap - 1 - len : (4u << 20);
-    ssize_t r = read(fd, buf + len, want);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) e = errno;
-    if (r <= 0) break;
-    len += (size_t)r;
-    ms__progress_update(&p, len);
-  }
+  int rc = ms__read_file_steps(path, 4u << 20, step, &p, bufp, lenp, err);
   ms__progress_end(&p);
-  close(fd);
-  if (e) {
-    free(buf);
-    return memstub_error_set(err, -e, "%s: cannot read: %s", path, strerror(e));
-  }
-  buf[len] = '\0';
-  *bufp = buf;
-  *lenp = len;
-  return 0;
+  return rc;
 }

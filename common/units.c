@@ -8,36 +8,32 @@
 
 #include "ms_common.h"
 
+/* v (>= 0) in the largest of n units, each base times the one before,
+ * where it stays below up (what would print as 1 of the next unit): the
+ * value in that unit, its index into *u. */
+static double in_units(double v, double base, double up, int n, int *u) {
+  *u = 0;
+  while (*u < n - 1 && v >= up) v /= base, ++*u;
+  return v;
+}
+
 const char *ms__fmt_bytes(int64_t bytes, char *buf, size_t cap) {
-  static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  const char *sign = bytes < 0 ? "-" : "";
-  // |INT64_MIN| does not fit an int64_t; as a double it is exact.
-  double v = fabs((double)bytes);
-  if (v < 1024) {
-    snprintf(buf, cap, "%s%.0f B", sign, v);
-    return buf;
-  }
-  int u = 0;
-  v /= 1024;
-  // Move up when one decimal would print 1024.0 of this unit.
-  while (u < 5 && v >= 1023.95) v /= 1024, u++;
-  snprintf(buf, cap, "%s%.1f %s", sign, v, unit[u]);
+  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u;
+  // |INT64_MIN| does not fit an int64_t; as a double it is exact. A unit up
+  // when one decimal would print 1024.0 of this one (whole bytes below 1024).
+  double v = in_units(fabs((double)bytes), 1024, 1023.95, 7, &u);
+  snprintf(buf, cap, u ? "%s%.1f %s" : "%s%.0f %s", bytes < 0 ? "-" : "", v, unit[u]);
   return buf;
 }
 
 const char *ms__fmt_ns(int64_t ns, char *buf, size_t cap) {
   static const char *const unit[] = {"ns", "µs", "ms", "s"};
-  const char *sign = ns < 0 ? "-" : "";
-  double v = fabs((double)ns);
-  if (v < 1000) {
-    snprintf(buf, cap, "%s%.0f ns", sign, v);
-    return buf;
-  }
-  int u = 0;
-  // Move up when three significant digits would print 1000 of this unit.
-  while (u < 3 && v >= 999.5) v /= 1000, u++;
-  int decimals = v >= 99.95 ? 0 : v >= 9.995 ? 1 : 2;
-  snprintf(buf, cap, "%s%.*f %s", sign, decimals, v, unit[u]);
+  int u;
+  // A unit up when three significant digits would print 1000 of this one.
+  double v = in_units(fabs((double)ns), 1000, 999.5, 4, &u);
+  int decimals = u == 0 || v >= 99.95 ? 0 : v >= 9.995 ? 1 : 2;
+  snprintf(buf, cap, "%s%.*f %s", ns < 0 ? "-" : "", decimals, v, unit[u]);
   return buf;
 }
 
@@ -89,10 +85,9 @@ const char *ms__fmt_si(double v, char *buf, size_t cap) {
     snprintf(buf, cap, "%s", isnan(v) ? "?" : v > 0 ? "inf" : "-inf");
     return buf;
   }
-  double a = fabs(v);
-  int u = 0;
-  // Move up when three significant digits would print 1000 of this unit.
-  while (u < 6 && a >= 999.5) a /= 1000, u++;
+  int u;
+  // A unit up when three significant digits would print 1000 of this one.
+  double a = in_units(fabs(v), 1000, 999.5, 7, &u);
   int decimals = u == 0 && a == floor(a) ? 0 : a >= 99.95 ? 0 : a >= 9.995 ? 1 : 2;
   snprintf(buf, cap, "%s%.*f%s", v < 0 ? "-" : "", decimals, a, unit[u]);
   return buf;

@@ -120,6 +120,17 @@ static int parse_key(const char *key, keyinfo *k) {
     k->what = "|total duration error|";
     return time_unit(key + 6, k);
   }
+  // The checks of every memory curve (col: stack, heap, rss, mapped), and
+  // of the resident ones, whose errors are shares of the original's peak.
+#define MEM_KEYS(name, col)                                                                  \
+  {name "-exact", Q_EXACT, col, "%", "share of exact " name " points", MEMSTUB_COMPARE_AT_LEAST}, \
+      {name "-max", Q_MEM_MAX, col, "bytes", "largest |" name " error|", MEMSTUB_COMPARE_AT_MOST}, \
+      {name "-mean", Q_MEM_MEAN, col, "bytes", "mean |" name " error|", MEMSTUB_COMPARE_AT_MOST}
+#define PAGE_KEYS(name, col)                                                                   \
+  {name "-p90", Q_MEM_P90, col, "%", "p90 of |" name " error| / original peak",                 \
+   MEMSTUB_COMPARE_AT_MOST},                                                                   \
+      {name "-peak", Q_MEM_PEAK, col, "%", "|" name " peak error| / original peak",             \
+       MEMSTUB_COMPARE_AT_MOST}
   static const struct {
     const char *name;
     qty q;
@@ -127,29 +138,13 @@ static int parse_key(const char *key, keyinfo *k) {
     const char *unit, *what;
     memstub_compare_check_dir dir;
   } plain[] = {
-      {"stack-exact", Q_EXACT, 0, "%", "share of exact stack points", MEMSTUB_COMPARE_AT_LEAST},
-      {"heap-exact", Q_EXACT, 1, "%", "share of exact heap points", MEMSTUB_COMPARE_AT_LEAST},
-      {"stack-max", Q_MEM_MAX, 0, "bytes", "largest |stack error|", MEMSTUB_COMPARE_AT_MOST},
-      {"heap-max", Q_MEM_MAX, 1, "bytes", "largest |heap error|", MEMSTUB_COMPARE_AT_MOST},
-      {"stack-mean", Q_MEM_MEAN, 0, "bytes", "mean |stack error|", MEMSTUB_COMPARE_AT_MOST},
-      {"heap-mean", Q_MEM_MEAN, 1, "bytes", "mean |heap error|", MEMSTUB_COMPARE_AT_MOST},
-      {"rss-exact", Q_EXACT, 2, "%", "share of exact rss points", MEMSTUB_COMPARE_AT_LEAST},
-      {"mapped-exact", Q_EXACT, 3, "%", "share of exact mapped points", MEMSTUB_COMPARE_AT_LEAST},
-      {"rss-max", Q_MEM_MAX, 2, "bytes", "largest |rss error|", MEMSTUB_COMPARE_AT_MOST},
-      {"mapped-max", Q_MEM_MAX, 3, "bytes", "largest |mapped error|", MEMSTUB_COMPARE_AT_MOST},
-      {"rss-mean", Q_MEM_MEAN, 2, "bytes", "mean |rss error|", MEMSTUB_COMPARE_AT_MOST},
-      {"mapped-mean", Q_MEM_MEAN, 3, "bytes", "mean |mapped error|", MEMSTUB_COMPARE_AT_MOST},
-      {"rss-p90", Q_MEM_P90, 2, "%", "p90 of |rss error| / original peak",
-       MEMSTUB_COMPARE_AT_MOST},
-      {"mapped-p90", Q_MEM_P90, 3, "%", "p90 of |mapped error| / original peak",
-       MEMSTUB_COMPARE_AT_MOST},
-      {"rss-peak", Q_MEM_PEAK, 2, "%", "|rss peak error| / original peak",
-       MEMSTUB_COMPARE_AT_MOST},
-      {"mapped-peak", Q_MEM_PEAK, 3, "%", "|mapped peak error| / original peak",
-       MEMSTUB_COMPARE_AT_MOST},
+      MEM_KEYS("stack", 0), MEM_KEYS("heap", 1), MEM_KEYS("rss", 2), MEM_KEYS("mapped", 3),
+      PAGE_KEYS("rss", 2), PAGE_KEYS("mapped", 3),
       {"missing", Q_MISSING, 0, "points", "points not measured", MEMSTUB_COMPARE_AT_MOST},
       {"repeated", Q_REPEATED, 0, "points", "repeated rows", MEMSTUB_COMPARE_AT_MOST},
   };
+#undef MEM_KEYS
+#undef PAGE_KEYS
   for (size_t i = 0; i < MS__ARRAY_SIZE(plain); i++)
     if (strcmp(key, plain[i].name) == 0) {
       *k = (keyinfo){plain[i].q, 0, plain[i].col, 1, plain[i].unit, plain[i].what, plain[i].dir};

@@ -497,12 +497,7 @@ static int run(const memstub_trace *orig, const char *orig_name, const memstub_t
                            orig->n == 0 ? r->original_name : r->replayed_name);
   else
     rc = on_target(orig, repl, r, err, w);
-  if (rc < 0) {
-    memstub_compare_free(r);
-    return rc;
-  }
-  *out = r;
-  return 0;
+  return MS__HAND_OUT(rc, r, out, memstub_compare_free);
 }
 
 int memstub_compare_traces(const memstub_trace *orig, const char *orig_name,

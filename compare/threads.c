@@ -91,12 +91,7 @@ int memstub_compare_threads_traces(const memstub_trace *orig, const char *orig_n
   free(lo);
   free(lr);
   free(base);
-  if (rc < 0) {
-    memstub_compare_threads_free(r);
-    return rc;
-  }
-  *out = r;
-  return 0;
+  return MS__HAND_OUT(rc, r, out, memstub_compare_threads_free);
 }
 
 size_t memstub_compare_threads_checks_run(memstub_compare_checks *cs,

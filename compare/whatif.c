@@ -77,7 +77,8 @@ static void figures(const memstub_trace *t, int which, memstub_compare_report *r
     const memstub_point *p = &t->pts[row];
     if (p->heap_bytes > v[MEMSTUB_FIGURE_HEAP_PEAK]) v[MEMSTUB_FIGURE_HEAP_PEAK] = p->heap_bytes;
     if (p->stack_bytes > v[MEMSTUB_FIGURE_STACK_PEAK]) v[MEMSTUB_FIGURE_STACK_PEAK] = p->stack_bytes;
-    const int64_t *x = memstub_trace_extra_row(t, row);
+    // A trace without extra columns has none to point at (read only when a column is).
+    const int64_t *x = t->nextra ? memstub_trace_extra_row(t, row) : NULL;
     if (rc_ >= 0 && x[rc_] > v[MEMSTUB_FIGURE_RSS_PEAK]) v[MEMSTUB_FIGURE_RSS_PEAK] = x[rc_];
     // CPU time as compare's work series counts it: increments, -1 not measured.
     if (cc >= 0 && x[cc] >= 0) {

@@ -275,10 +275,5 @@ out:
   free(tg.t);
   free(tg.s);
   free(tg.h);
-  if (rc < 0) {
-    memstub_gen_free(g);
-    return rc;
-  }
-  *out = g;
-  return 0;
+  return MS__HAND_OUT(rc, g, out, memstub_gen_free);
 }

@@ -101,12 +101,7 @@ static int sub_trace(const memstub_trace *t, const size_t *rows, size_t n, const
     for (size_t m = 0; rc >= 0 && m < nmap; m++) dst[m] = src[map[m]];
     if (rc >= 0 && cshare >= 0) dst[cshare] = share[rows[k]];
   }
-  if (rc < 0) {
-    memstub_trace_free(s);
-    return rc;
-  }
-  *out = s;
-  return 0;
+  return MS__HAND_OUT(rc, s, out, memstub_trace_free);
 }
 
 // Index among rows[0..n) of the last row at time tm (-1 none).

@@ -24,6 +24,17 @@ void ms__gen_work_free(ms__work *w) {
   memset(w, 0, sizeof *w);
 }
 
+/* -EINVAL with err: the column's calls or bytes up to row i (from 0), times
+ * --churn-scale, do not fit 64 bits. */
+static int churn_overflow(size_t i, const char *col, const memstub_gen_options *o,
+                          memstub_error *err) {
+  if (o->churn_scale == 1.0)
+    return memstub_error_set(err, -EINVAL, "row %zu: %s overflows 64 bits summed over the rows",
+                             i + 1, col);
+  return memstub_error_set(err, -EINVAL, "row %zu: %s overflows 64 bits with --churn-scale %g",
+                           i + 1, col, o->churn_scale);
+}
+
 int ms__gen_work_read(const memstub_trace *t, const memstub_gen_options *o, ms__work *w,
                       memstub_error *err) {
   memset(w, 0, sizeof *w);
@@ -59,10 +70,15 @@ int ms__gen_work_read(const memstub_trace *t, const memstub_gen_options *o, ms__
       int64_t v = kcol[k] >= 0 ? e[kcol[k]] : 0;  // >= 0: ms__timeline_rows checked
       // --churn-scale, the rounding carried on so the totals stay right.
       cum[k] += (double)v * o->churn_scale;
-      int64_t want = (int64_t)llround(cum[k]);
+      int64_t want;
+      if (ms__round_i64(cum[k], &want) < 0) {
+        rc = churn_overflow(i, call_cols[k], o, err);
+        break;
+      }
       w->calls[i * NC + (size_t)k] = want - done[k];
       done[k] = want;
     }
+    if (rc < 0) break;
     int64_t b = bcol >= 0 ? e[bcol] : 0;
     if (b < 0) {
       rc = memstub_error_set(err, -EINVAL, "row %zu: churn_bytes: negative %lld", i + 1,
@@ -70,7 +86,11 @@ int ms__gen_work_read(const memstub_trace *t, const memstub_gen_options *o, ms__
       break;
     }
     cum[NC] += (double)b * o->churn_scale;
-    int64_t wantb = (int64_t)llround(cum[NC]);
+    int64_t wantb;
+    if (ms__round_i64(cum[NC], &wantb) < 0) {
+      rc = churn_overflow(i, MEMSTUB_WORK_BYTES_COLUMN, o, err);
+      break;
+    }
     w->bytes[i] = wantb - done[NC];
     done[NC] = wantb;
     // --cpu-scale: the computation takes F times its time, the waiting stays.
@@ -267,12 +287,18 @@ int ms__gen_work_points(memstub_gen *g, const ms__work *w, const memstub_gen_opt
     g->calls[i] = idx;
     double pred = 0;  // the calls' expected cost here
     for (int k = 0; k < NC; k++) {
-      g->work_calls += v[k];
+      if (ms__add_i64(g->work_calls, v[k], &g->work_calls) < 0) {
+        rc = churn_overflow((size_t)row, "the sum of the calls_* columns", o, err);
+        goto out;
+      }
       if (call_ns) pred += (double)v[k] * call_ns[k];
     }
     if (pred > (double)g->use[i].time) {  // they cannot end on the deadline
       g->work_late++;
-      g->work_late_ns += (int64_t)(pred - (double)g->use[i].time);
+      int64_t late;
+      if (ms__round_i64(pred - (double)g->use[i].time, &late) < 0 ||
+          ms__add_i64(g->work_late_ns, late, &g->work_late_ns) < 0)
+        g->work_late_ns = INT64_MAX;  // an estimate: saturated
     }
     g->churn[i] = bytes;
     if (ms__add_i64(g->work_bytes, bytes, &g->work_bytes) < 0) g->work_bytes = INT64_MAX;

@@ -77,6 +77,31 @@ static void series_free(series *s) {
   free(s->keep);
 }
 
+/* A data file for gnuplot at path, opened for writing into *f, and a series
+ * of n points for its blocks: 0, or -errno with err set (nothing open). */
+static int data_open(const char *path, size_t n, FILE **f, series *s, memstub_error *err) {
+  if (series_alloc(s, n) < 0) {
+    series_free(s);
+    return memstub_error_set(err, -ENOMEM, "out of memory");
+  }
+  if (!(*f = fopen(path, "w"))) {
+    int e = errno;
+    series_free(s);
+    return memstub_error_set(err, -e, "%s: %s", path, strerror(e));
+  }
+  return 0;
+}
+
+/* Close the data file f at path and free its series s (when given): 0, or
+ * -EIO with err set when a write failed. */
+static int data_close(FILE *f, const char *path, series *s, memstub_error *err) {
+  if (s) series_free(s);
+  int bad = ferror(f);
+  if (fclose(f) != 0 || bad)
+    return memstub_error_set(err, -EIO, "%s: write failed: %s", path, strerror(errno));
+  return 0;
+}
+
 // One data block: the reduced points as "x y" lines, then two blank lines.
 static void write_block(FILE *f, series *s, double x0, double x1, size_t columns, int y_int) {
   size_t k = memstub_plot_reduce(s->x, s->y, s->n, x0, x1, columns, s->keep);
@@ -94,14 +119,10 @@ static void write_block(FILE *f, series *s, double x0, double x1, size_t columns
  * absent column's block is not plotted: figure3.gp is told which exist). */
 static int write_resident(const char *path, const memstub_trace *t, double x0, double x1,
                           size_t columns, memstub_error *err) {
-  FILE *f = fopen(path, "w");
-  if (!f) return memstub_error_set(err, -errno, "%s: %s", path, strerror(errno));
+  FILE *f;
   series s;
-  if (series_alloc(&s, t->n) < 0) {
-    series_free(&s);
-    fclose(f);
-    return memstub_error_set(err, -ENOMEM, "out of memory");
-  }
+  int rc = data_open(path, t->n, &f, &s, err);
+  if (rc < 0) return rc;
   for (int c = MS__C_RSS; c <= MS__C_MAPPED; c++) {
     int col = ms__plot_curve_column(t, c);
     for (size_t i = 0; i < t->n; i++) {
@@ -110,11 +131,7 @@ static int write_resident(const char *path, const memstub_trace *t, double x0, d
     }
     write_block(f, &s, x0, x1, columns, 1);
   }
-  series_free(&s);
-  int bad = ferror(f);
-  if (fclose(f) != 0 || bad)
-    return memstub_error_set(err, -EIO, "%s: write failed: %s", path, strerror(errno));
-  return 0;
+  return data_close(f, path, &s, err);
 }
 
 /* The work (issue 14): a trace's data file, over bins of the time axis (one per two pixel
@@ -173,10 +190,7 @@ static int write_work(const char *path, const memstub_trace *t, double x0, doubl
   for (size_t b = 0; b <= nb; b++) fprintf(f, "%.3f %.6g\n", x0 + (double)b * w, calls[b < nb ? b : nb - 1]);
   free(cpu);
   free(calls);
-  int bad = ferror(f);
-  if (fclose(f) != 0 || bad)
-    return memstub_error_set(err, -EIO, "%s: write failed: %s", path, strerror(errno));
-  return 0;
+  return data_close(f, path, NULL, err);
 }
 
 /* A trace's data file: block 0 stack, block 1 heap, and for a replay (match
@@ -185,14 +199,10 @@ static int write_work(const char *path, const memstub_trace *t, double x0, doubl
 static int write_data(const char *path, const memstub_trace *t, const memstub_trace *orig,
                       const int64_t *match, double x0, double x1, size_t columns, double *lo,
                       double *hi, int *any, memstub_error *err) {
-  FILE *f = fopen(path, "w");
-  if (!f) return memstub_error_set(err, -errno, "%s: %s", path, strerror(errno));
+  FILE *f;
   series s;
-  if (series_alloc(&s, t->n) < 0) {
-    series_free(&s);
-    fclose(f);
-    return memstub_error_set(err, -ENOMEM, "out of memory");
-  }
+  int rc = data_open(path, t->n, &f, &s, err);
+  if (rc < 0) return rc;
   for (size_t i = 0; i < t->n; i++) {
     s.x[i] = (double)t->pts[i].time_ns / 1000.0;
     s.y[i] = (double)t->pts[i].stack_bytes;
@@ -213,11 +223,7 @@ static int write_data(const char *path, const memstub_trace *t, const memstub_tr
     *any = m > 0;
     write_block(f, &s, x0, x1, columns, 0);
   }
-  series_free(&s);
-  int bad = ferror(f);
-  if (fclose(f) != 0 || bad)
-    return memstub_error_set(err, -EIO, "%s: write failed: %s", path, strerror(errno));
-  return 0;
+  return data_close(f, path, &s, err);
 }
 
 /* The width of a text figure in characters: WIDTH / 10, but no wider than

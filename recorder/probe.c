@@ -119,16 +119,20 @@ static int claim(void) {
   return pthread_equal(P.owner, pthread_self()) ? 0 : -EPERM;
 }
 
-int memstub_probe_begin(const char *name) {
-  uintptr_t sp = MS__CALLER_SP();
+/* A probe call (op: MS__PROBE_BEGIN, _POINT or _END, at the caller's stack
+ * pointer sp): the recorder's answer when it runs in the process (it takes
+ * the same ops), else the standalone probe's: the depth after BEGIN, the
+ * depth at a POINT, the depth left after END (-EINVAL with no region open),
+ * -EPERM from a thread other than the first that called. */
+static int probe(int op, const char *name, uintptr_t sp) {
   pthread_mutex_lock(&P.lock);
   resolve();
   if (P.resolved == 1) {
     pthread_mutex_unlock(&P.lock);
-    return P.rec(MS__PROBE_BEGIN, name, sp);
+    return P.rec(op, name, sp);
   }
   int rc = claim();
-  if (rc == 0) {
+  if (rc == 0 && op == MS__PROBE_BEGIN) {
     if (P.depth == 0) {
       if (P.n == 0 && P.occurrence == 0) P.need_t0 = 1;
       P.occurrence++;
@@ -137,38 +141,10 @@ int memstub_probe_begin(const char *name) {
     }
     rc = ++P.depth;
     if (P.measuring) take(sp);
-  }
-  pthread_mutex_unlock(&P.lock);
-  return rc;
-}
-
-int memstub_probe_point(void) {
-  uintptr_t sp = MS__CALLER_SP();
-  pthread_mutex_lock(&P.lock);
-  resolve();
-  if (P.resolved == 1) {
-    pthread_mutex_unlock(&P.lock);
-    return P.rec(MS__PROBE_POINT, NULL, sp);
-  }
-  int rc = claim();
-  if (rc == 0) {
+  } else if (rc == 0 && op == MS__PROBE_POINT) {
     rc = P.depth;
     if (P.depth > 0 && P.measuring) take(sp);
-  }
-  pthread_mutex_unlock(&P.lock);
-  return rc;
-}
-
-int memstub_probe_end(void) {
-  uintptr_t sp = MS__CALLER_SP();
-  pthread_mutex_lock(&P.lock);
-  resolve();
-  if (P.resolved == 1) {
-    pthread_mutex_unlock(&P.lock);
-    return P.rec(MS__PROBE_END, NULL, sp);
-  }
-  int rc = claim();
-  if (rc == 0) {
+  } else if (rc == 0) {  // MS__PROBE_END
     if (P.depth == 0) {
       rc = -EINVAL;
     } else {
@@ -179,6 +155,12 @@ int memstub_probe_end(void) {
   pthread_mutex_unlock(&P.lock);
   return rc;
 }
+
+int memstub_probe_begin(const char *name) { return probe(MS__PROBE_BEGIN, name, MS__CALLER_SP()); }
+
+int memstub_probe_point(void) { return probe(MS__PROBE_POINT, NULL, MS__CALLER_SP()); }
+
+int memstub_probe_end(void) { return probe(MS__PROBE_END, NULL, MS__CALLER_SP()); }
 
 int memstub_probe_recording(void) {
   pthread_mutex_lock(&P.lock);

@@ -43,9 +43,19 @@ static int call_setup(const struct memstub_stub *s, const char *name, memstub_re
   return 0;
 }
 
-// The measurement of a call committed to mf (when measuring), then closed.
-static int call_finish(memstub_measure_file *mf, int rc, const memstub_replay *r,
-                       const memstub_threads_replay *tr, memstub_error *err) {
+/* A stub called as a function: s (one thread), or ts (several, measured
+ * under thread 0's name, NAME_t0, one file for every thread), replayed with
+ * the environment's options and its measurement committed when asked
+ * (call_setup). 0 or a negative errno with err set. */
+static int call(const struct memstub_stub *s, const memstub_threads_stub *ts, memstub_error *err) {
+  const struct memstub_stub *s0 = ts ? ts->stubs[0] : s;
+  memstub_replay_options o;
+  memstub_measure_file *mf = NULL;
+  int rc = call_setup(s0, s0 ? s0->name : NULL, &o, &mf, err);
+  if (rc < 0) return rc;
+  memstub_replay *r = NULL;
+  memstub_threads_replay *tr = NULL;
+  rc = ts ? memstub_threads_run(ts, &o, &tr, err) : memstub_replay_run(s, &o, &r, err);
   if (rc == 0 && mf)
     rc = r ? memstub_measure_commit_replay(mf, r, err) : memstub_measure_commit_threads(mf, tr, err);
   if (rc < 0 && mf) memstub_error_prefix(err, "MEMSTUB_MEASURE");
@@ -55,32 +65,15 @@ static int call_finish(memstub_measure_file *mf, int rc, const memstub_replay *r
     fprintf(stderr, "memstub: warning: MEMSTUB_MEASURE: %s: %s; heap_bytes in it are not the "
             "stub's heap\n", memstub_measure_name(mf), MEMSTUB_HEAP_NOT_MEASURED);
   memstub_measure_close(mf);
+  memstub_replay_free(r);
+  memstub_threads_replay_free(tr);
   return rc;
 }
 
-int memstub_stub_call(const struct memstub_stub *s, memstub_error *err) {
-  memstub_replay_options o;
-  memstub_measure_file *mf = NULL;
-  int rc = call_setup(s, s ? s->name : NULL, &o, &mf, err);
-  if (rc < 0) return rc;
-  memstub_replay *r = NULL;
-  rc = memstub_replay_run(s, &o, &r, err);
-  rc = call_finish(mf, rc, r, NULL, err);
-  memstub_replay_free(r);
-  return rc;
-}
+int memstub_stub_call(const struct memstub_stub *s, memstub_error *err) { return call(s, NULL, err); }
 
 int memstub_threads_call(const memstub_threads_stub *s, memstub_error *err) {
   if (!s || s->nthreads < 1 || !s->stubs || !s->stubs[0])
     return memstub_error_set(err, -EINVAL, "a threads stub without threads");
-  memstub_replay_options o;
-  memstub_measure_file *mf = NULL;
-  // Measured under thread 0's name (NAME_t0), one file for every thread.
-  int rc = call_setup(s->stubs[0], s->stubs[0]->name, &o, &mf, err);
-  if (rc < 0) return rc;
-  memstub_threads_replay *r = NULL;
-  rc = memstub_threads_run(s, &o, &r, err);
-  rc = call_finish(mf, rc, NULL, r, err);
-  memstub_threads_replay_free(r);
-  return rc;
+  return call(NULL, s, err);
 }

@@ -90,7 +90,8 @@ static uint64_t sum64(const void *p, uint64_t n, uint64_t seed) {
     c = (c ^ w[i + 2]) * P;
     d = (d ^ w[i + 3]) * P;
   }
-  for (; i < k; i++) a = (a ^ w[i]) * P;
+  // The last k % 4 words (i is k - k % 4 here), at most three.
+  for (uint64_t r = k % 4; r > 0; r--) a = (a ^ w[k - r]) * P;
   uint64_t h = a ^ (b << 17 | b >> 47) ^ (c << 31 | c >> 33) ^ (d << 47 | d >> 17);
   h ^= h >> 29;
   h *= UINT64_C(0xbf58476d1ce4e5b9);
@@ -417,12 +418,7 @@ int memstub_stub_data_open(const char *path, memstub_stub_data **out, memstub_er
   const df_array *tab = NULL;
   if (rc == 0) rc = read_head(path, d->map, size, &d->stub, &tab, err);
   if (rc >= 0) rc = read_arrays(path, d->map, size, tab, (uint32_t)rc, &d->stub, err);
-  if (rc < 0) {
-    memstub_stub_data_free(d);
-    return rc;
-  }
-  *out = d;
-  return 0;
+  return MS__HAND_OUT(rc, d, out, memstub_stub_data_free);
 }
 
 void memstub_stub_data_free(memstub_stub_data *d) {

@@ -242,12 +242,7 @@ int memstub_measure_open(const char *tmpl, const char *stub_name, memstub_measur
   int rc = memstub_measure_path(tmpl, stub_name, (long)getpid(), call, &m->base, err);
   m->ruled = 1;
   if (rc == 0) rc = open_at(m, m->base, err);
-  if (rc < 0) {
-    measure_free(m);
-    return rc;
-  }
-  *out = m;
-  return 0;
+  return MS__HAND_OUT(rc, m, out, measure_free);
 }
 
 const char *memstub_measure_name(const memstub_measure_file *m) {

@@ -142,6 +142,20 @@ void ms__rt_res_keep_heap(ms__rt_res *r, const ms__rt_heap *h, int64_t size, lon
   *len = n;
 }
 
+/* The written bytes [0, *touched) of the region at p (limit bytes long)
+ * made [0, want): the difference written, or dropped (counted in
+ * r->released). */
+static void settle(ms__rt_res *r, char *p, int64_t *touched, int64_t want, int64_t limit,
+                   long page) {
+  if (want > *touched) {
+    touch(p, *touched, want, page);
+  } else if (want < *touched) {
+    drop(p, want, *touched, limit, page);
+    r->released++;
+  }
+  *touched = want;
+}
+
 int ms__rt_res_target(ms__rt_res *r, ms__rt_heap *h, int64_t target, long page,
                       int64_t *keep_need) {
   h->res = r;  // the heap's shrinks hand their written pages over from now on
@@ -160,30 +174,12 @@ int ms__rt_res_target(ms__rt_res *r, ms__rt_heap *h, int64_t target, long page,
     *keep_need = want_k;
     return rc;  // a target it cannot reach: the replay stops (never short without a word)
   }
-  if (want_k > r->keep_touched) {
-    touch(r->keep, r->keep_touched, want_k, page);
-  } else if (want_k < r->keep_touched) {
-    drop(r->keep, want_k, r->keep_touched, (int64_t)r->keep_cap, page);
-    r->released++;
-  }
-  r->keep_touched = want_k;
-  // Heap block offsets: the replayed bytes start after the pad.
-  char *block = h->block + MS__RT_HEAP_PAD;
-  if (want_h > r->heap_touched) {
-    touch(block, r->heap_touched, want_h, page);
-  } else if (want_h < r->heap_touched) {
-    // The block's usable bytes beyond the pad: the chunk ends there.
-    drop(block, want_h, r->heap_touched, (int64_t)h->usable - MS__RT_HEAP_PAD, page);
-    r->released++;
-  }
-  r->heap_touched = want_h;
-  if (want_m > r->map_touched) {
-    touch(r->map, r->map_touched, want_m, page);
-  } else if (want_m < r->map_touched) {
-    drop(r->map, want_m, r->map_touched, (int64_t)r->map_cap, page);
-    r->released++;
-  }
-  r->map_touched = want_m;
+  settle(r, r->keep, &r->keep_touched, want_k, (int64_t)r->keep_cap, page);
+  // Heap block offsets: the replayed bytes start after the pad, and the
+  // chunk ends with the block's usable bytes.
+  settle(r, h->block + MS__RT_HEAP_PAD, &r->heap_touched, want_h,
+         (int64_t)h->usable - MS__RT_HEAP_PAD, page);
+  settle(r, r->map, &r->map_touched, want_m, (int64_t)r->map_cap, page);
   return 0;
 }
 

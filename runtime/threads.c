@@ -602,10 +602,5 @@ out:
   for (int64_t k = 0; tt && k < n; k++) memstub_trace_free(tt[k]);
   free(tt);
   free(pos);
-  if (rc < 0) {
-    memstub_trace_free(t);
-    return rc;
-  }
-  *out = t;
-  return 0;
+  return MS__HAND_OUT(rc, t, out, memstub_trace_free);
 }

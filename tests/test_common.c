@@ -53,6 +53,12 @@ START_TEST(test_afile_commit_abort) {
 }
 END_TEST
 
+// ms__read_step for the test: seen[0] counts the steps, seen[1..] their totals.
+static void record_step(void *arg, size_t done) {
+  size_t *seen = arg;
+  if (seen[0] < 7) seen[++seen[0]] = done;
+}
+
 START_TEST(test_read_file) {
   char *dir = tu_mkdtemp(), *p = path_in(dir, "in.txt");
   tu_write_file(p, "a,b\n");
@@ -66,6 +72,17 @@ START_TEST(test_read_file) {
   char *missing = path_in(dir, "missing.txt");
   ck_assert_int_eq(ms__read_file(missing, &buf, &len, &err), -ENOENT);
   ck_assert_ptr_nonnull(strstr(err.msg, "missing.txt"));
+  // In steps (the progress reader's): at most chunk bytes each, the total so far after each.
+  tu_write_file(p, "0123456789");
+  size_t seen[8] = {0};
+  ck_assert_int_eq(ms__read_file_steps(p, 4, record_step, seen, &buf, &len, &err), 0);
+  ck_assert_str_eq(buf, "0123456789");
+  ck_assert_uint_eq(seen[0], 3);
+  ck_assert_uint_eq(seen[1], 4);
+  ck_assert_uint_eq(seen[2], 8);
+  ck_assert_uint_eq(seen[3], 10);
+  free(buf);
+  ck_assert_int_eq(ms__read_file_steps(dir, 4, record_step, seen, &buf, &len, &err), -EISDIR);
   tu_rmtree(dir);
   free(dir);
   free(p);

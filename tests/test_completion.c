@@ -161,8 +161,7 @@ END_TEST
 /* The script's choices are what the commands accept: every option of every
  * subcommand that takes a value is given a word no command accepts; where
  * the refusal lists words ("expected a, b or c"), the script offers exactly
- * those (it may add a word the refusal leaves out: --thread's main and all,
- * refused as "an integer"). */
+ * those (it may add a word the refusal leaves out). */
 START_TEST(test_completion_choices_accepted) {
   if (!have_bash()) return;
   char *cmds[64], *dir = tu_mkdtemp();

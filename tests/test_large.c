@@ -787,8 +787,8 @@ static uint64_t sum64(const void *p, uint64_t n, uint64_t seed) {
     cc = (cc ^ w[2]) * P;
     d = (d ^ w[3]) * P;
   }
-  for (; i < k; i++) {
-    memcpy(w, c + i * 8, 8);
+  for (uint64_t r = k % 4; r > 0; r--) {  // the last k % 4 words, at most three
+    memcpy(w, c + (k - r) * 8, 8);
     a = (a ^ w[0]) * P;
   }
   uint64_t h = a ^ (b << 17 | b >> 47) ^ (cc << 31 | cc >> 33) ^ (d << 47 | d >> 17);

@@ -627,6 +627,17 @@ START_TEST(test_usage_errors) {
   r = tu_memstub(dir, "record", "-o", "x.csv", "--heap", "bogus", "--", "true", NULL);
   ck_assert_int_eq(r.status, 2);
   tu_run_free(&r);
+  // A word no option takes: the message lists the words and the number it does take.
+  r = tu_memstub(dir, "record", "-o", "x.csv", "--thread", "zz", "--", "true", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "--thread: expected main, all or a number N >= 1, found 'zz'"), "%s",
+                r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "record", "-o", "x.csv", "--occurrence", "zz", "--", "true", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "--occurrence: expected all or a number N >= 1, found 'zz'"), "%s",
+                r.err);
+  tu_run_free(&r);
   r = tu_memstub(dir, "record", "-o", "/nonexistent/dir/x.csv", "--", "true", NULL);
   ck_assert_int_eq(r.status, 2);
   ck_assert_ptr_nonnull(strstr(r.err, "cannot write in directory"));

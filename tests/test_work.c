@@ -599,6 +599,29 @@ START_TEST(test_cli_scales) {
   ck_assert_int_eq(r.status, 2);
   ck_assert_ptr_nonnull(strstr(r.err, "--cpu-scale"));
   tu_run_free(&r);
+  // A scale whose calls or bytes do not fit 64 bits is refused, naming the
+  // option and the row (it once rounded to INT64_MIN: "0 allocator calls").
+  csv = trace_csv(dir, "time_ns,stack_bytes,heap_bytes,churn_bytes,calls_malloc_tiny,calls_free_tiny\n"
+                       "0,0,0,0,0,0\n"
+                       "10000,0,0,0,2,2\n");
+  r = tu_memstub(dir, "gen", csv, "--churn-scale", "1e300", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "row 2: calls_malloc_tiny overflows 64 bits with --churn-scale 1e+300"),
+                "%s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "gen", csv, "--churn-scale", "4e18", NULL);  // each kind fits, not their sum
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "row 2: the sum of the calls_* columns overflows 64 bits with --churn-scale 4e+18"), "%s", r.err);
+  tu_run_free(&r);
+  csv = trace_csv(dir, "time_ns,stack_bytes,heap_bytes,churn_bytes,calls_malloc_tiny\n"
+                       "0,0,0,0,0\n"
+                       "10000,0,0,64,0\n"
+                       "20000,0,0,64,0\n");
+  r = tu_memstub(dir, "gen", csv, "--churn-scale", "1e17", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "row 3: churn_bytes overflows 64 bits with --churn-scale 1e+17"), "%s",
+                r.err);
+  tu_run_free(&r);
   r = tu_memstub(dir, "gen", "--help", NULL);
   ck_assert_ptr_nonnull(strstr(r.out, "--cpu-scale"));
   ck_assert_ptr_nonnull(strstr(r.out, "--churn-scale"));

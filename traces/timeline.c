@@ -277,10 +277,5 @@ int ms__timeline_trace(const memstub_trace *t, memstub_trace **out, ms__timeline
   }
   free(dt);
   free(cpu);
-  if (rc < 0) {
-    memstub_trace_free(c);
-    return rc;
-  }
-  *out = c;
-  return 0;
+  return MS__HAND_OUT(rc, c, out, memstub_trace_free);
 }

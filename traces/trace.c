@@ -264,21 +264,25 @@ typedef struct thr_check {
 // Report a problem in field col (an extra column's index) of row r.
 __attribute__((format(printf, 4, 5))) static int thr_fail(thr_check *k, size_t r, int col,
                                                           const char *fmt, ...) {
-  char what[MEMSTUB_ERRMSG_MAX];
+  const char *cname = col >= 0 ? k->t->extra_names[col] : "thread";
+  char where[MEMSTUB_ERRMSG_MAX];
+  if (!k->w) {
+    snprintf(where, sizeof where, "row %zu: %s", r + 1, cname);
+  } else {
+    // The column: 1-based byte position of field 3 + col on the row's line.
+    const char *p = k->w->buf + k->w->off[r];
+    size_t want = 3 + (size_t)(col >= 0 ? col : 0);
+    for (size_t f = 0; f < want && *p && *p != '\n'; p++)
+      if (*p == ',') f++;
+    while (*p == ' ' || *p == '\t') p++;
+    snprintf(where, sizeof where, "%s:%zu:%zu: %s", k->w->name, k->w->line[r],
+             (size_t)(p - (k->w->buf + k->w->off[r])) + 1, cname);
+  }
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(what, sizeof what, fmt, ap);
+  int rc = ms__error_vat(k->err, -EINVAL, where, fmt, ap);
   va_end(ap);
-  const char *cname = col >= 0 ? k->t->extra_names[col] : "thread";
-  if (!k->w) return memstub_error_set(k->err, -EINVAL, "row %zu: %s: %s", r + 1, cname, what);
-  // The column: 1-based byte position of field 3 + col on the row's line.
-  const char *p = k->w->buf + k->w->off[r];
-  size_t want = 3 + (size_t)(col >= 0 ? col : 0);
-  for (size_t f = 0; f < want && *p && *p != '\n'; p++)
-    if (*p == ',') f++;
-  while (*p == ' ' || *p == '\t') p++;
-  return memstub_error_set(k->err, -EINVAL, "%s:%zu:%zu: %s: %s", k->w->name, k->w->line[r],
-                           (size_t)(p - (k->w->buf + k->w->off[r])) + 1, cname, what);
+  return rc;
 }
 
 static int thr_grow(thr_check *k, int64_t th) {

@@ -28,13 +28,13 @@ typedef struct parser {
 // Report at byte p of the current line.
 __attribute__((format(printf, 3, 4))) static int fail(parser *ps, const char *p,
                                                       const char *fmt, ...) {
-  char what[MEMSTUB_ERRMSG_MAX];
+  char where[MEMSTUB_ERRMSG_MAX];
+  snprintf(where, sizeof where, "%s:%zu:%zu", ps->name, ps->line, (size_t)(p - ps->linep) + 1);
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(what, sizeof what, fmt, ap);
+  int rc = ms__error_vat(ps->err, -EINVAL, where, fmt, ap);
   va_end(ap);
-  return memstub_error_set(ps->err, -EINVAL, "%s:%zu:%zu: %s", ps->name, ps->line,
-                           (size_t)(p - ps->linep) + 1, what);
+  return rc;
 }
 
 static int is_space(char c) { return c == ' ' || c == '\t'; }
@@ -308,12 +308,7 @@ int memstub_trace_parse(const char *name, const char *buf, size_t len, memstub_t
   }
   free(ps.rline);
   free(ps.roff);
-  if (rc < 0) {
-    memstub_trace_free(t);
-    return rc;
-  }
-  *out = t;
-  return 0;
+  return MS__HAND_OUT(rc, t, out, memstub_trace_free);
 }
 
 int memstub_trace_read(const char *path, memstub_trace **out, memstub_error *err) {

@@ -177,10 +177,5 @@ int ms__whatif_apply(const memstub_trace *t, const ms__whatif *w, memstub_trace 
       done = want;
     }
   }
-  if (rc < 0) {
-    memstub_trace_free(c);
-    return rc;
-  }
-  *out = c;
-  return 0;
+  return MS__HAND_OUT(rc, c, out, memstub_trace_free);
 }

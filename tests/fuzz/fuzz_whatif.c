@@ -2,7 +2,7 @@
 // --heap-scale, --stack-scale, --rss-scale, --mapped-scale, --cpu-scale,
 // --churn-scale) from fuzzed strings, as the command parses them
 // (ms_cli_double: ms__parse_double), then memstub_gen_build on a small trace
-// with the columns they scale (rss, mapped, CPU; see trace() for the calls').
+// with the columns they scale (rss, mapped, CPU, the calls and their bytes).
 //
 // The input is up to seven lines, one option's argument each (a missing
 // one is 1). Every string is refused by the number parser or is a finite
@@ -25,26 +25,27 @@ static const char *const opts[7] = {"--time-scale",   "--heap-scale", "--stack-s
                                     "--rss-scale",    "--mapped-scale", "--cpu-scale",
                                     "--churn-scale"};
 
-/* A trace with the columns the options scale. Not the calls' columns
- * (calls_*, churn_bytes): --churn-scale past 64 bits overflows in
- * generator/work.c (work.c:296 under UBSan with --churn-scale 1e300 on
- * calls_malloc_tiny; reported in issue 28, generator/ is not this change's),
- * which would stop every run here at once; --churn-scale is still parsed
- * and checked. */
+/* A trace with the columns the options scale: resident, mapped, CPU, and
+ * the calls' (churn_bytes and four calls_* columns, --churn-scale's). */
 static memstub_trace *trace(void) {
   memstub_trace *t = memstub_trace_create();
   FUZZ_ASSERT(t, "trace");
-  static const char *const cols[] = {"rss_bytes", "mapped_bytes", MEMSTUB_WORK_CPU_COLUMN};
-  for (size_t k = 0; k < 3; k++) FUZZ_ASSERT(memstub_trace_add_column(t, cols[k]) >= 0, "column");
-  // time, stack, heap, rss, mapped, cpu_ns
-  static const int64_t rows[][6] = {{0, 1000, 0, 40960, 81920, 0},
-                                    {100000, 5000, 4096, 49152, 90112, 50000},
-                                    {250000, 2000, 65536, 122880, 155648, 120000},
-                                    {400000, 1000, 1024, 53248, 90112, 300000},
-                                    {1000000, 3000, 1000000, 1040384, 1122304, 800000}};
+  static const char *const cols[] = {"rss_bytes",           "mapped_bytes",
+                                     MEMSTUB_WORK_CPU_COLUMN, MEMSTUB_WORK_BYTES_COLUMN,
+                                     "calls_malloc_tiny",   "calls_free_tiny",
+                                     "calls_realloc_small", "calls_malloc_large"};
+  enum { NCOLS = sizeof cols / sizeof cols[0] };
+  for (size_t k = 0; k < NCOLS; k++) FUZZ_ASSERT(memstub_trace_add_column(t, cols[k]) >= 0, "column");
+  // time, stack, heap, then the columns above
+  static const int64_t rows[][3 + NCOLS] = {
+      {0, 1000, 0, 40960, 81920, 0, 0, 0, 0, 0, 0},
+      {100000, 5000, 4096, 49152, 90112, 50000, 5000, 40, 38, 1, 0},
+      {250000, 2000, 65536, 122880, 155648, 120000, 70000, 10, 12, 2, 0},
+      {400000, 1000, 1024, 53248, 90112, 300000, 300, 3, 5, 0, 0},
+      {1000000, 3000, 1000000, 1040384, 1122304, 800000, 1200000, 5, 5, 1, 3}};
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     FUZZ_ASSERT(memstub_trace_append(t, rows[i][0], rows[i][1], rows[i][2]) == 0, "append");
-    memcpy(memstub_trace_extra_row(t, i), &rows[i][3], 3 * sizeof(int64_t));
+    memcpy(memstub_trace_extra_row(t, i), &rows[i][3], NCOLS * sizeof(int64_t));
   }
   return t;
 }

@@ -70,12 +70,17 @@ typedef struct ht {
   uint64_t allocs, frees;
 } ht;
 
+// -EINVAL, with h->err "NAME:LINE:COL: fmt[ 'what']" (fmt is no format).
 static int ht_fail(ht *h, size_t col, const char *fmt, const char *what) {
   char q[MS__QUOTE_MAX + 4];
   if (!what)
-    return memstub_error_set(h->err, -EINVAL, "%s:%ld:%zu: %s", h->name, h->lineno, col, fmt);
-  return memstub_error_set(h->err, -EINVAL, "%s:%ld:%zu: %s '%s'", h->name, h->lineno, col, fmt,
-                           ms__quote(what, strlen(what), 40, q));
+    memstub_error_set(h->err, -EINVAL, "%s:%ld:%zu: %s", h->name, h->lineno, col, fmt);
+  else
+    memstub_error_set(h->err, -EINVAL, "%s:%ld:%zu: %s '%s'", h->name, h->lineno, col, fmt,
+                      ms__quote(what, strlen(what), 40, q));
+  // Said here, not taken from memstub_error_set: callers rely on a refusal
+  // being negative (ht_hex's fields are set when it returns >= 0).
+  return -EINVAL;
 }
 
 static int ht_nomem(ht *h) { return memstub_error_set(h->err, -ENOMEM, "%s: out of memory", h->name); }
@@ -83,25 +88,12 @@ static int ht_nomem(ht *h) { return memstub_error_set(h->err, -ENOMEM, "%s: out 
 // The next line into h->l; 1, 0 at the end, -EINVAL for a last line without
 // a newline (truncated).
 static int ht_next(ht *h) {
-  if (h->pos >= h->len) return 0;
-  const char *s = h->buf + h->pos;
-  const char *nl = memchr(s, '\n', h->len - h->pos);
-  h->lineno++;
-  h->l = s;
-  if (!nl) {
-    h->ll = h->len - h->pos;
-    h->pos = h->len;
-    return memstub_error_set(h->err, -EINVAL,
-                             "%s:%ld:%zu: truncated last line: no newline at the end of the file",
-                             h->name, h->lineno, h->ll + 1);
-  }
-  h->ll = (size_t)(nl - s);
-  if (h->ll && s[h->ll - 1] == '\r') h->ll--;
-  if (memchr(s, '\0', h->ll))
+  int rc = ms__text_line(h->name, h->buf, h->len, &h->pos, &h->lineno, &h->l, &h->ll, h->err);
+  const char *nul = rc > 0 ? memchr(h->l, '\0', h->ll) : NULL;
+  if (nul)
     return memstub_error_set(h->err, -EINVAL, "%s:%ld:%zu: NUL byte: not a heaptrack text file",
-                             h->name, h->lineno, (size_t)((const char *)memchr(s, '\0', h->ll) - s) + 1);
-  h->pos = (size_t)(nl - h->buf) + 1;
-  return 1;
+                             h->name, h->lineno, (size_t)(nul - h->l) + 1);
+  return rc;
 }
 
 /* Read the line's hex fields after "L " into v (at most max): the count, or
@@ -166,13 +158,7 @@ static int ht_hex(ht *h, uint64_t *v, int max, int exact, const char *what) {
 // nothing new and the same time, nothing). 0 or -ENOMEM.
 static int ht_row_at(ht *h, int64_t t_ns) {
   if (h->nrows && !h->dirty && h->rows[h->nrows - 1].time_ns == t_ns) return 0;
-  if (h->nrows == h->caprows) {
-    size_t cap = h->caprows ? h->caprows * 2 : 256;
-    ht_row *r = realloc(h->rows, cap * sizeof *r);
-    if (!r) return ht_nomem(h);
-    h->rows = r;
-    h->caprows = cap;
-  }
+  if (ms__grow((void **)&h->rows, &h->caprows, h->nrows, sizeof *h->rows) < 0) return ht_nomem(h);
   h->cur.time_ns = t_ns;
   h->rows[h->nrows++] = h->cur;
   memset(h->cur.calls, 0, sizeof h->cur.calls);
@@ -181,10 +167,9 @@ static int ht_row_at(ht *h, int64_t t_ns) {
   return 0;
 }
 
-static int ht_line_v(ht *h) {
-  uint64_t v[2];
-  int n = ht_hex(h, v, 2, 0, "heaptrack version, file format version");
-  if (n < 0) return n;
+/* The lines of fields, one function a letter (ht_line's table): the fields
+ * v[0..n) as ht_hex read them, checked and taken. 0 or -EINVAL/-ENOMEM. */
+static int ht_line_v(ht *h, const uint64_t *v, int n) {
   if (h->seen_v) return ht_fail(h, 1, "a second 'v' line (two files concatenated?)", NULL);
   if (n == 0) return ht_fail(h, 2, "'v' line: expected the heaptrack version", NULL);
   h->heaptrack_version = v[0];
@@ -202,26 +187,14 @@ static int ht_line_v(ht *h) {
   return 0;
 }
 
-static int ht_line_a(ht *h) {
-  uint64_t v[2];
-  int rc = ht_hex(h, v, 2, 1, "SIZE TRACE");
-  if (rc < 0) return rc;
+static int ht_line_a(ht *h, const uint64_t *v, int n) {
   if (v[0] > (uint64_t)INT64_MAX) return ht_fail(h, 3, "'a' line: SIZE above 2^63", NULL);
-  if (h->ninfo == h->capinfo) {
-    size_t cap = h->capinfo ? h->capinfo * 2 : 1024;
-    ht_info *n = realloc(h->infos, cap * sizeof *n);
-    if (!n) return ht_nomem(h);
-    h->infos = n;
-    h->capinfo = cap;
-  }
+  if (ms__grow((void **)&h->infos, &h->capinfo, h->ninfo, sizeof *h->infos) < 0) return ht_nomem(h);
   h->infos[h->ninfo++] = (ht_info){v[0], 0};
   return 0;
 }
 
-static int ht_line_alloc(ht *h, int plus) {
-  uint64_t v[1];
-  int rc = ht_hex(h, v, 1, 1, "INFO");
-  if (rc < 0) return rc;
+static int ht_line_alloc(ht *h, const uint64_t *v, int plus) {
   char msg[160];
   if (v[0] >= h->ninfo) {
     snprintf(msg, sizeof msg, "'%c' line: allocation info %llu not defined (%zu 'a' lines so far)",
@@ -252,10 +225,15 @@ static int ht_line_alloc(ht *h, int plus) {
   return 0;
 }
 
-static int ht_line_c(ht *h) {
-  uint64_t v[1];
-  int rc = ht_hex(h, v, 1, 1, "MS");
-  if (rc < 0) return rc;
+static int ht_line_plus(ht *h, const uint64_t *v, int n) { return ht_line_alloc(h, v, 1); }
+static int ht_line_minus(ht *h, const uint64_t *v, int n) { return ht_line_alloc(h, v, 0); }
+
+// IP MODULE [FUNCTION [FILE LINE] (FUNCTION FILE LINE)*]: at most 64 fields here.
+static int ht_line_i(ht *h, const uint64_t *v, int n) {
+  return n < 2 ? ht_fail(h, h->ll + 1, "'i' line: expected IP and MODULE", NULL) : 0;
+}
+
+static int ht_line_c(ht *h, const uint64_t *v, int n) {
   if (v[0] > (uint64_t)(INT64_MAX / 1000000))
     return ht_fail(h, 3, "'c' line: the time does not fit in 64-bit ns", NULL);
   int64_t t = (int64_t)v[0] * 1000000;
@@ -268,10 +246,7 @@ static int ht_line_c(ht *h) {
   return ht_row_at(h, t);
 }
 
-static int ht_line_R(ht *h) {
-  uint64_t v[1];
-  int rc = ht_hex(h, v, 1, 1, "PAGES");
-  if (rc < 0) return rc;
+static int ht_line_R(ht *h, const uint64_t *v, int n) {
   if (!h->page_size) return ht_fail(h, 1, "'R' line before the 'I' line: the page size is unknown", NULL);
   if (v[0] > (uint64_t)(INT64_MAX / h->page_size))
     return ht_fail(h, 3, "'R' line: the RSS does not fit in 64-bit bytes", NULL);
@@ -284,10 +259,7 @@ static int ht_line_R(ht *h) {
   return 0;
 }
 
-static int ht_line_I(ht *h) {
-  uint64_t v[2];
-  int rc = ht_hex(h, v, 2, 1, "PAGE_SIZE PAGES");
-  if (rc < 0) return rc;
+static int ht_line_I(ht *h, const uint64_t *v, int n) {
   if (v[0] == 0 || (v[0] & (v[0] - 1)) || v[0] > (1u << 30))
     return ht_fail(h, 3, "'I' line: the page size is not a power of two up to 1 GiB", NULL);
   h->page_size = v[0];
@@ -350,24 +322,29 @@ static int ht_line(ht *h) {
   if (!h->seen_v && c != 'v')
     return ht_fail(h, 1, "not a heaptrack file: expected the 'v' line first (heaptrack -o FILE output, decompressed)", NULL);
   if (h->ll >= 2 && h->l[1] != ' ') return ht_fail(h, 2, "expected a space after the line's letter", NULL);
-  uint64_t v[64];
+  // The lines of hexadecimal fields: read by one reader, then each kind's own checks.
+  static const struct {
+    char letter;
+    int max, exact;  // the fields: at most max, exactly max when exact
+    const char *what;
+    int (*fn)(ht *h, const uint64_t *v, int n);  // NULL: the fields are all
+  } kinds[] = {{'v', 2, 0, "heaptrack version, file format version", ht_line_v},
+               {'a', 2, 1, "SIZE TRACE", ht_line_a},
+               {'+', 1, 1, "INFO", ht_line_plus},
+               {'-', 1, 1, "INFO", ht_line_minus},
+               {'c', 1, 1, "MS", ht_line_c},
+               {'R', 1, 1, "PAGES", ht_line_R},
+               {'I', 2, 1, "PAGE_SIZE PAGES", ht_line_I},
+               {'t', 2, 1, "IP PARENT", NULL},
+               {'i', 64, 0, "IP MODULE [FRAMES]", ht_line_i}};
+  for (size_t k = 0; k < MS__ARRAY_SIZE(kinds); k++)
+    if (kinds[k].letter == c) {
+      uint64_t v[64];
+      int n = ht_hex(h, v, kinds[k].max, kinds[k].exact, kinds[k].what);
+      if (n < 0) return n;
+      return kinds[k].fn ? kinds[k].fn(h, v, n) : 0;
+    }
   switch (c) {
-    case 'v': return ht_line_v(h);
-    case 'a': return ht_line_a(h);
-    case '+': return ht_line_alloc(h, 1);
-    case '-': return ht_line_alloc(h, 0);
-    case 'c': return ht_line_c(h);
-    case 'R': return ht_line_R(h);
-    case 'I': return ht_line_I(h);
-    case 't': {
-      int rc = ht_hex(h, v, 2, 1, "IP PARENT");
-      return rc < 0 ? rc : 0;
-    }
-    case 'i': {  // IP MODULE [FUNCTION [FILE LINE] (FUNCTION FILE LINE)*]: at most 64 fields here
-      int rc = ht_hex(h, v, 64, 0, "IP MODULE [FRAMES]");
-      if (rc >= 0 && rc < 2) return ht_fail(h, h->ll + 1, "'i' line: expected IP and MODULE", NULL);
-      return rc < 0 ? rc : 0;
-    }
     case 'X': return ht_line_X(h);
     case 's':
     case 'S': return 0;  // a string or a suppression: any text

@@ -28,22 +28,9 @@ typedef struct mparser {
 // The next line; 0 at the end of the input, -EINVAL for a line without a
 // newline at the end of the file (truncated).
 static int next_line(mparser *p, mline *l) {
-  if (p->pos >= p->len) return 0;
-  const char *s = p->buf + p->pos;
-  const char *nl = memchr(s, '\n', p->len - p->pos);
-  l->no = ++p->lineno;
-  l->s = s;
-  if (!nl) {
-    l->len = p->len - p->pos;
-    p->pos = p->len;
-    return memstub_error_set(p->err, -EINVAL,
-                             "%s:%ld:%zu: truncated last line: no newline at the end of the file",
-                             p->name, l->no, l->len + 1);
-  }
-  l->len = (size_t)(nl - s);
-  if (l->len && s[l->len - 1] == '\r') l->len--;
-  p->pos = (size_t)(nl - p->buf) + 1;
-  return 1;
+  int rc = ms__text_line(p->name, p->buf, p->len, &p->pos, &p->lineno, &l->s, &l->len, p->err);
+  l->no = p->lineno;
+  return rc;
 }
 
 static int starts(const mline *l, const char *prefix) {
@@ -396,11 +383,7 @@ int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
   free(s.desc);
   free(s.cmd);
   free(s.unit);
-  if (rc < 0)
-    memstub_trace_free(s.t);
-  else
-    *out = s.t;
-  return rc;
+  return MS__HAND_OUT(rc, s.t, out, memstub_trace_free);
 }
 
 int memstub_import_massif(const char *path, const memstub_import_options *o,

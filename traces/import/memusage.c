@@ -439,11 +439,7 @@ int memstub_import_memusage_parse(const char *name, const unsigned char *buf, si
   free(p.d);
   free(p.tmp);
   free(p.order);
-  if (rc < 0)
-    memstub_trace_free(p.t);
-  else
-    *out = p.t;
-  return rc;
+  return MS__HAND_OUT(rc, p.t, out, memstub_trace_free);
 }
 
 int memstub_import_memusage(const char *path, const memstub_import_options *o,

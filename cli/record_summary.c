@@ -1,0 +1,195 @@
+// memstub record's summary: the trace's peaks, the recorder's cost, the
+// allocator churn, the sites and generations sections, and the next step.
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "memstub/trace.h"
+#include "ms_common.h"
+#include "prim.h"
+#include "../recorder/protocol.h"
+#include "record.h"
+
+// One row of the churn table: label, then v's figures for people.
+static void print_churn_line(const char *label, const char *v) {
+  // v: "[occurrences=K ]calls=C bytes=B churn=W"
+  unsigned long long occ = 0, calls = 0, bytes = 0;
+  char w[32] = "?", c[32], o[32], b[32];
+  const char *p;
+  if ((p = strstr(v, "occurrences="))) occ = strtoull(p + 12, NULL, 10);
+  if ((p = strstr(v, "calls="))) calls = strtoull(p + 6, NULL, 10);
+  if ((p = strstr(v, "bytes="))) bytes = strtoull(p + 6, NULL, 10);
+  double score;
+  if ((p = strstr(v, "churn=")) && sscanf(p + 6, "%lf", &score) == 1) ms__fmt_si(score, w, sizeof w);
+  ms__fmt_bytes(bytes > INT64_MAX ? INT64_MAX : (int64_t)bytes, b, sizeof b);
+  ms__fmt_count(calls > INT64_MAX ? INT64_MAX : (int64_t)calls, c, sizeof c);
+  if (occ) ms__fmt_count(occ > INT64_MAX ? INT64_MAX : (int64_t)occ, o, sizeof o);
+  fprintf(stderr, "  %-28s %6s %12s %12s %12s\n", label, occ ? o : "-", c, b, w);
+}
+
+static const char *meta_or(const memstub_trace *t, const char *key) {
+  const char *v = memstub_trace_get_meta(t, key);
+  return v ? v : "?";
+}
+
+// A cost from the metadata: a time for people, or its words when it was not measured.
+static const char *cost(char *buf, size_t n, const char *v) {
+  char *end;
+  double ns = strtod(v, &end);
+  if (end != v && *end == '\0' && fabs(ns) < 9e18)
+    ms__fmt_ns(llround(ns), buf, n);
+  else
+    snprintf(buf, n, "%s", v);
+  return buf;
+}
+
+// A count from the metadata with thousands separators, or as it is.
+static const char *meta_count(const memstub_trace *t, const char *key, char *buf, size_t n) {
+  const char *v = memstub_trace_get_meta(t, key);
+  int64_t c;
+  if (!v || ms__parse_i64(v, strlen(v), &c) < 0) return v ? v : "?";
+  return ms__fmt_count(c, buf, n);
+}
+
+// A byte count from the metadata for people (KiB, MiB, ...), or "?" when absent.
+static const char *meta_bytes(const memstub_trace *t, const char *key, char *buf, size_t n) {
+  const char *v = memstub_trace_get_meta(t, key);
+  int64_t b;
+  if (!v || ms__parse_i64(v, strlen(v), &b) < 0) return v ? v : "?";
+  return ms__fmt_bytes(b, buf, n);
+}
+
+// S as one shell word: as it is when it holds only safe characters, else in
+// single quotes (a ' inside as '\'').
+static void shell_word(FILE *f, const char *s) {
+  if (*s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./-+=:,@%") ==
+                strlen(s)) {
+    fputs(s, f);
+    return;
+  }
+  fputc('\'', f);
+  for (; *s; s++)
+    if (*s == '\'')
+      fputs("'\\''", f);
+    else
+      fputc(*s, f);
+  fputc('\'', f);
+}
+
+// How to run this memstub from a shell: "memstub" when that name on PATH is
+// this executable, else this executable's absolute path.
+static void memstub_word(FILE *f) {
+  char self[PATH_MAX], dir[PATH_MAX], cand[PATH_MAX];
+  if (ms__prim_self_exe(self, sizeof self) < 0) {
+    fputs("memstub", f);
+    return;
+  }
+  const char *path = getenv("PATH");
+  while (path && *path) {
+    size_t n = strcspn(path, ":");
+    if (n > 0 && n < sizeof dir) {
+      memcpy(dir, path, n);
+      dir[n] = '\0';
+      char real[PATH_MAX];
+      if ((size_t)snprintf(cand, sizeof cand, "%s/memstub", dir) < sizeof cand &&
+          access(cand, X_OK) == 0) {
+        if (realpath(cand, real) && strcmp(real, self) == 0) {
+          fputs("memstub", f);
+          return;
+        }
+        break;  // the shell would run another memstub
+      }
+    }
+    path += n + (path[n] == ':');
+  }
+  shell_word(f, self);
+}
+
+/* The next step, printed after the summary: the commands that generate and
+ * build a stub from the trace at OUT (as given on the command line), replay
+ * it measuring, and compare the replay with the trace. */
+static void next_step(const char *out) {
+  size_t n = strlen(out);
+  if (n > 4 && strcmp(out + n - 4, ".csv") == 0) n -= 4;
+  char *base = ms__asprintf("%.*s", (int)n, out);
+  char *h = ms__asprintf("%s.h", base), *stub = ms__asprintf("%s_stub", base),
+       *run = ms__asprintf("%s%s_stub", strchr(base, '/') ? "" : "./", base),
+       *rep = ms__asprintf("%s.replayed.csv", base);
+  if (!base || !h || !stub || !run || !rep) {
+    free(base), free(h), free(stub), free(run), free(rep);
+    return;
+  }
+  fputs("next: build a stub from this trace, replay it and compare (docs/cli.md):\n  ", stderr);
+  memstub_word(stderr), fputs(" gen ", stderr), shell_word(stderr, out);
+  fputs(" -o ", stderr), shell_word(stderr, h), fputs(" && ", stderr);
+  memstub_word(stderr), fputs(" build ", stderr), shell_word(stderr, h);
+  fputs(" -o ", stderr), shell_word(stderr, stub), fputs("\n  ", stderr);
+  shell_word(stderr, run), fputs(" --measure ", stderr), shell_word(stderr, rep);
+  fputs("\n  ", stderr);
+  memstub_word(stderr), fputs(" compare ", stderr), shell_word(stderr, out);
+  fputc(' ', stderr), shell_word(stderr, rep), fputc('\n', stderr);
+  free(base), free(h), free(stub), free(run), free(rep);
+}
+
+// The summary on stderr (record.h).
+void ms_record_summary(const char *path, const memstub_trace *t) {
+#define M(k) meta_or(t, k)
+  char rows[32], dur[32], ph[32], ps[32];
+  ms_cli_note("%s: %s rows over %s; peak heap %s, peak stack %s (%s)", path,
+              ms__fmt_count((int64_t)t->n, rows, sizeof rows),
+              ms__fmt_ns(t->pts[t->n - 1].time_ns, dur, sizeof dur),
+              meta_bytes(t, MS__REC_META_PEAK_HEAP, ph, sizeof ph),
+              meta_bytes(t, MS__REC_META_PEAK_STACK, ps, sizeof ps), M(MS__REC_META_STACK_FROM));
+  char ce[64], cs[64], ne[32], ns[32];
+  if (memstub_trace_get_meta(t, "record.salvaged"))  // the recorder's own figures died with it
+    ms_cli_note("recorder cost: not known (salvaged from the journal); heap scope %s, thread %s",
+                M(MS__REC_META_HEAP_SCOPE), M(MS__REC_META_THREAD));
+  else
+    ms_cli_note(
+        "recorder cost per allocator call: %s (%s calls); per timer sample: %s (%s "
+        "samples); heap scope %s, thread %s",
+        cost(ce, sizeof ce, M(MS__REC_META_COST_EVENT)),
+        meta_count(t, MS__REC_META_EVENTS, ne, sizeof ne),
+        cost(cs, sizeof cs, M(MS__REC_META_COST_SAMPLE)),
+        meta_count(t, MS__REC_META_SAMPLES, ns, sizeof ns), M(MS__REC_META_HEAP_SCOPE),
+        M(MS__REC_META_THREAD));
+  fprintf(stderr,
+          "allocator churn: the calls, the bytes they asked for, and their score, the sum of\n"
+          "w(call) x log2(bytes) (Kudrjavets et al. 2022; w: malloc 1, free 1, calloc 2,\n"
+          "realloc 3; more is more allocator work):\n"
+          "  %-28s %6s %12s %12s %12s\n",
+          "region / function", "occur.", "calls", "bytes", "churn score");
+  for (size_t i = 0; i < t->nmeta; i++) {
+    const char *k = t->meta[i].key;
+    if (strncmp(k, MS__REC_CHURN_PREFIX, 6) != 0 || strcmp(k, MS__REC_CHURN_WEIGHTS_KEY) == 0)
+      continue;
+    const char *label = k + 6;
+    char buf[128];
+    if (strncmp(label, "program.", 8) == 0) {
+      snprintf(buf, sizeof buf, "  %s", label + 8);
+      label = buf;
+    } else if (strncmp(label, "region.", 7) == 0) {
+      const char *rest = label + 7;
+      // churn.region.NAME[.function]: indent the per-function lines.
+      const char *dot = strrchr(rest, '.');
+      static const char *const fns[] = {MS__REC_FN_NAMES};
+      int is_fn = 0;
+      for (size_t f = 0; dot && f < MS__ARRAY_SIZE(fns); f++)
+        if (strcmp(dot + 1, fns[f]) == 0) is_fn = 1;
+      if (is_fn)
+        snprintf(buf, sizeof buf, "  %s", dot + 1);
+      else
+        snprintf(buf, sizeof buf, "region %s", rest);
+      label = buf;
+    }
+    print_churn_line(label, t->meta[i].value);
+  }
+  if (memstub_trace_get_meta(t, "sites.file")) ms_cli_sites_summary(path, t, 5, stderr);
+  if (memstub_trace_get_meta(t, "generations.file")) ms_cli_generations_summary(path, stderr);
+  next_step(path);
+#undef M
+}
