@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "memstub/calib.h"
+#include "memstub/runtime.h"
 #include "memstub/trace.h"
 #include "ms_common.h"
 
@@ -322,6 +323,14 @@ int ms_cli_arg_choice(ms_cli_parser *p, const char *const *choices, int *out) {
                             i == 0 ? "" : i == n - 1 ? " or " : ", ", choices[i]);
   ms_cli_usage(p->spec->name, "%s: expected %s, found '%s'", p->opt, list, p->arg);
   return -1;
+}
+
+int ms_cli_arg_timing(ms_cli_parser *p, int *timing) {
+  // The default first: memstub_timing_name's words.
+  static const char *const modes[] = {"online", "deadline", "usleep", NULL};
+  int k;
+  if (ms_cli_arg_choice(p, modes, &k) < 0) return -1;
+  return memstub_timing_parse(modes[k], timing) < 0 ? -1 : 0;
 }
 
 /* ---- typo suggestions --------------------------------------------------- */

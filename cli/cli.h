@@ -195,6 +195,10 @@ int ms_cli_next(ms_cli_parser *p, int argc, char **argv);
 int ms_cli_arg_double(ms_cli_parser *p, double *out);
 int ms_cli_arg_i64(ms_cli_parser *p, int64_t *out);
 int ms_cli_arg_choice(ms_cli_parser *p, const char *const *choices, int *out);
+/* The current option's argument as a timing mode (online, deadline or usleep:
+ * memstub_timing_parse) into *timing: 0, or -1 after printing "OPT: expected
+ * online, deadline or usleep, found '...'". */
+int ms_cli_arg_timing(ms_cli_parser *p, int *timing);
 
 struct memstub_gen_options;
 struct memstub_gen;

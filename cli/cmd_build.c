@@ -43,7 +43,9 @@ static const ms_cli_spec spec = {
     "\n"
     "Compile a standalone stub program from HEADER, a header made by memstub gen.\n"
     "The program replays the stub; run it with --help for its options\n"
-    "(--measure OUT.csv, --timing deadline|usleep, --margin NS, --check).\n"
+    "(--measure OUT.csv, --timing online|deadline|usleep, --margin NS, --check).\n"
+    "Its timing is the one the header was made for (memstub gen --timing), else\n"
+    "online; its --timing overrides it.\n"
     "\n",
     options, 26,
     "\n"

@@ -15,6 +15,7 @@
 #include "memstub/calib.h"
 #include "memstub/compare.h"
 #include "memstub/gen.h"
+#include "memstub/runtime.h"
 #include "ms_common.h"
 #include "prim.h"
 
@@ -47,10 +48,10 @@ static const ms_cli_spec spec = {
     "  1. calibrate  memstub calibrate --quick -o DIR/host.profile\n"
     "                (skipped when DIR/host.profile was made on this host, by this\n"
     "                build, in the last 24 hours; or give --profile)\n"
-    "  2. gen        memstub gen TRACE --calibration PROFILE --timing online\n"
+    "  2. gen        memstub gen TRACE --calibration PROFILE --timing MODE\n"
     "                -o DIR/memuse.h\n"
     "  3. build      memstub build DIR/memuse.h -o DIR/stub\n"
-    "  4. replay     DIR/stub --measure DIR/replayed.csv\n"
+    "  4. replay     DIR/stub --timing MODE --measure DIR/replayed.csv\n"
     "  5. compare    memstub compare TRACE DIR/replayed.csv (DIR/compare.txt, .json)\n"
     "  6. plot       memstub plot TRACE DIR/replayed.csv -o DIR/figure3.png (.svg, .txt)\n"
     "\n"
@@ -250,16 +251,15 @@ static void files_free(demo_files *f) {
 /* Parse argv into d, a and f->trace: 0 to run, else 1 with *status the exit
  * status (after --help or a usage error, both printed). */
 static int parse_args(int argc, char **argv, demo *d, demo_args *a, demo_files *f, int *status) {
-  static const char *const timings[] = {"online", "deadline", "usleep", NULL};
   ms_cli_parser p = {.spec = &spec};
-  int c, k, bad = 0;
+  int c, mode, bad = 0;
   while (!bad && (c = ms_cli_next(&p, argc, argv)) > 0) {
     switch (c) {
       case 'o': d->dir = p.arg; break;
       case O_PROFILE: a->profile = p.arg; break;
       case O_RECALIBRATE: a->recalibrate = 1; break;
       case O_TIMING:
-        if (!(bad = ms_cli_arg_choice(&p, timings, &k))) a->timing = timings[k];
+        if (!(bad = ms_cli_arg_timing(&p, &mode) < 0)) a->timing = memstub_timing_name(mode);
         break;
       case O_CHECK: a->check = p.arg; break;
       case O_NO_FIGURE: a->figure = 0; break;
@@ -345,9 +345,8 @@ static int run_steps(demo *d, const demo_args *a, const demo_files *f, const cha
   char *gen[] = {self, "gen", f->trace, "--calibration", (char *)profile, "--timing",
                  timing, "-o", f->header, NULL};
   char *build[] = {self, "build", f->header, "-o", f->stub, NULL};
-  // An online stub replays with deadline timing (its cost model is on by itself).
-  char *replay[] = {f->stub, "--timing", strcmp(timing, "usleep") ? "deadline" : "usleep",
-                    "--measure", f->replayed, NULL};
+  // The mode the stub was made for, said again: what a user would type.
+  char *replay[] = {f->stub, "--timing", timing, "--measure", f->replayed, NULL};
   int rc;
   if ((rc = run(d, "gen", gen, NULL, 0)) != 0 || (rc = run(d, "build", build, NULL, 0)) != 0 ||
       (rc = run(d, "replay", replay, NULL, 0)) != 0 ||
@@ -380,7 +379,7 @@ static int show_result(const demo *d, const demo_args *a, const demo_files *f,
 
 int ms_cmd_demo(int argc, char **argv) {
   demo d = {.dir = "memstub-demo", .steps = 6};
-  demo_args a = {.timing = "online", .figure = 1};
+  demo_args a = {.timing = memstub_timing_name(MEMSTUB_TIMING_DEFAULT), .figure = 1};
   demo_files f = {0};
   int rc;
   if (parse_args(argc, argv, &d, &a, &f, &rc)) return rc;

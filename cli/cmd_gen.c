@@ -40,11 +40,15 @@ static const ms_cli_option options[] = {
      "offset and overhead per frame, the heap overhead,\n"
      "and the predicted time of each point's work"},
     {"timing", 't', "MODE",
-     "with --calibration: the timing the stub will be\n"
-     "replayed with, deadline (default; work starts early\n"
-     "by its predicted cost), usleep (delays shortened) or\n"
-     "online (sizes only: the replay learns the work's time\n"
-     "on the host and starts each row that much early)"},
+     "the timing the stub replays with by default (its\n"
+     "program's --timing and MEMSTUB_TIMING override it):\n"
+     "online (default: deadlines, each row started early\n"
+     "by the work the replay learns on the host), deadline\n"
+     "(no row ends before its deadline) or usleep (the\n"
+     "paper's relative sleeps). With --calibration, what\n"
+     "it is compensated for: online the sizes only,\n"
+     "deadline the delays too (work starts early by its\n"
+     "predicted cost), usleep the delays shortened"},
     {"format", 'f', "FORM",
      "the form of the points: listing (the paper's\n"
      "Listing 1, readable), compact (packed, compiles in\n"
@@ -187,12 +191,9 @@ static int gen_threads(const char *in, const memstub_trace *t, const memstub_gen
 }
 
 int ms_cmd_gen(int argc, char **argv) {
-  static const char *const timings[] = {"deadline", "usleep", "online", NULL};
-  static const int timing_mode[] = {MEMSTUB_TIMING_DEADLINE, MEMSTUB_TIMING_USLEEP,
-                                    MEMSTUB_TIMING_ONLINE};
   memstub_gen_options o;
   memstub_gen_options_init(&o);
-  const char *out = "-", *timing = NULL, *data = NULL, *check = NULL;
+  const char *out = "-", *data = NULL, *check = NULL;
   int out_given = 0, format_given = 0, release = 0, hold = 0, options_given = 0;
   ms_cli_parser p = {.spec = &spec};
   memstub_gen_emit_options eo = {.format = MEMSTUB_GEN_FORMAT_AUTO};
@@ -213,10 +214,7 @@ int ms_cmd_gen(int argc, char **argv) {
       case O_HOLD_API: hold = MEMSTUB_RELEASE_API; break;
       case 'n': o.name = p.arg; break;
       case 'c': o.profile_path = p.arg; break;
-      case 't':
-        timing = p.arg;
-        if (!(bad = ms_cli_arg_choice(&p, timings, &k))) o.timing = timing_mode[k];
-        break;
+      case 't': bad = ms_cli_arg_timing(&p, &o.timing) < 0; break;
       case 'f':
         format_given = 1;
         if (memstub_gen_format_parse(p.arg, &eo.format) < 0) {
@@ -249,8 +247,6 @@ int ms_cmd_gen(int argc, char **argv) {
                         "holds them after the return (an embedded one): choose one");
   if (hold && data)
     return ms_cli_usage("gen", "--hold is for a header of an embedded stub, not a data file");
-  if (timing && !o.profile_path)
-    return ms_cli_usage("gen", "--timing says what to compensate for: it needs --calibration");
 
   memstub_trace *t = NULL;
   memstub_gen *g = NULL;

@@ -23,11 +23,15 @@ static const ms_cli_option options[] = {
      "is replaced unless another process wrote it meanwhile:\n"
      "then FILE.2 before the extension (docs/runtime.md)"},
     {"timing", 't', "MODE",
-     "deadline (default): absolute deadlines on\n"
-     "CLOCK_MONOTONIC, lateness never adds up;\n"
-     "usleep: the paper's relative sleeps"},
+     "online (default): absolute deadlines on\n"
+     "CLOCK_MONOTONIC, each row started early by the\n"
+     "work the replay learns on this host; deadline:\n"
+     "absolute deadlines, no row ends before its own\n"
+     "(lateness never adds up); usleep: the paper's\n"
+     "relative sleeps. With --data, the default is the\n"
+     "mode the file was made for"},
     {"margin", O_MARGIN, "MODE",
-     "deadline timing: 'model' (default): sleep to 1 ms\n"
+     "online, deadline: 'model' (default): sleep to 1 ms\n"
      "before each deadline, then again to the margin the\n"
      "overshoot model gives that short sleep, then spin;\n"
      "'adaptive': the same, learning the overshoot as it\n"
@@ -50,7 +54,8 @@ static const ms_cli_option options[] = {
     {"calibration", 'c', "FILE",
      "compensate for the overheads measured on this host\n"
      "(a profile from 'memstub calibrate'), as\n"
-     "'memstub gen --calibration' does, for --timing"},
+     "'memstub gen --calibration' does, for --timing\n"
+     "(online: the sizes; deadline, usleep: the delays too)"},
     {0}};
 
 static const ms_cli_spec spec = {
@@ -108,9 +113,7 @@ static int take_option(ms_cli_parser *p, int c, replay_args *a) {
     case O_DATA: a->data = p->arg; break;
     case 't':
       a->timing_given = 1;
-      if (memstub_timing_parse(p->arg, &a->ro.timing) == 0) break;
-      ms_cli_usage("replay", "--timing: expected deadline or usleep, found '%s'", p->arg);
-      return -1;
+      return ms_cli_arg_timing(p, &a->ro.timing);
     case O_MARGIN:
       if (memstub_margin_parse(p->arg, &a->ro.margin_ns) == 0) break;
       ms_cli_usage("replay", "--margin: expected model, adaptive or a number of ns >= 0, found '%s'",
@@ -169,12 +172,15 @@ static void report(const replay_args *a, const struct memstub_stub *s, const mem
     char m[32];
     snprintf(late, sizeof late, ", points late by at most %s", ms__fmt_ns(max, m, sizeof m));
   }
-  char dur[32], tgt[32];
+  char dur[32], tgt[32], why[96] = "";
+  // Online timing leaves its cost model to rows whose delays carry no prediction.
+  if (a->ro.timing == MEMSTUB_TIMING_ONLINE && i->cost_model != MEMSTUB_COST_ONLINE)
+    snprintf(why, sizeof why, " without its cost model: the delays were compensated for %s timing",
+             memstub_timing_name(s->timing) ? memstub_timing_name(s->timing) : "another");
   ms_cli_note("%s: replayed %s rows (%s points) in %s, target %s (%s timing%s%s)%s%s",
               a->in, ms_cli_count(s->norig), ms_cli_count(i->points),
               ms__fmt_ns(i->duration_ns, dur, sizeof dur), ms__fmt_ns(i->target_ns, tgt, sizeof tgt),
-              memstub_timing_name(a->ro.timing),
-              i->cost_model == MEMSTUB_COST_ONLINE ? " with the online cost model" : "", late,
+              memstub_timing_name(a->ro.timing), why, late,
               mf ? "; measured trace in " : "", mf ? memstub_measure_name(mf) : "");
   char cpu[64] = "unknown", off[96] = "", c[32], w[32], pc[32];
   if (i->cpu_ns >= 0 && i->duration_ns > 0)
@@ -243,7 +249,7 @@ int ms_cmd_replay(int argc, char **argv) {
   if (go->profile_path) {
     if (ms_cli_load_profile(go->profile_path, &prof) != 0) return MS_EXIT_USAGE;
     go->profile = &prof;
-    go->timing = a.ro.timing == MEMSTUB_TIMING_USLEEP ? MEMSTUB_COMP_USLEEP : MEMSTUB_COMP_DEADLINE;
+    go->timing = a.ro.timing;  // compensated for the timing it replays with
     if (prof.spin_steps_per_ns > 0) a.ro.call_ns = prof.call_ns;  // the calls' costs (issue 14)
     go->measured = a.measure != NULL;
   }
@@ -259,9 +265,8 @@ int ms_cmd_replay(int argc, char **argv) {
     if (ms_cli_progress_enabled()) fprintf(stderr, "\r\033[Kmemstub replay: reading %s", a.in);
     rc = memstub_stub_data_open(a.data, &d, &err);
     if (rc == 0) s = &d->stub;
-    // Without --timing, the timing the file's delays were compensated for.
-    if (rc == 0 && !a.timing_given && s->timing == MEMSTUB_TIMING_USLEEP)
-      a.ro.timing = MEMSTUB_TIMING_USLEEP;
+    // Without --timing, the timing the file was made for (none: the default).
+    if (rc == 0 && !a.timing_given && memstub_timing_name(s->timing)) a.ro.timing = s->timing;
   } else {
     if (ms_cli_progress_enabled()) fprintf(stderr, "\r\033[Kmemstub replay: reading %s", a.in);
     rc = memstub_trace_read(a.in, &t, &err);

@@ -1,4 +1,5 @@
-# memstub_add_stub(NAME name TRACE trace.csv [TIME_SCALE f] [HEAP_SCALE f] [STACK_SCALE f]
+# memstub_add_stub(NAME name TRACE trace.csv [TIMING online|deadline|usleep]
+#                  [TIME_SCALE f] [HEAP_SCALE f] [STACK_SCALE f]
 #                  [RSS_SCALE f] [MAPPED_SCALE f] [CPU_SCALE f] [CHURN_SCALE f]
 #                  [GEN_ARGS args...])
 #
@@ -6,7 +7,9 @@
 # at build time `memstub gen TRACE --name NAME GEN_ARGS...` writes the header
 # (each SCALE as gen's --time-scale ... --churn-scale, the what-ifs of
 # docs/formats.md: resident and mapped memory follow HEAP_SCALE unless
-# RSS_SCALE, MAPPED_SCALE set their own)
+# RSS_SCALE, MAPPED_SCALE set their own; TIMING as gen's --timing: the mode
+# the stub replays with, online by default, and with a --calibration what it
+# is compensated for)
 # into the build tree (a --calibration FILE among GEN_ARGS is, like TRACE,
 # relative to the source directory and a dependency), and the library exposes,
 # from the generated header memstub_NAME.h (on the target's include path):
@@ -21,7 +24,8 @@
 #
 # so a program links NAME and calls memstub_NAME() in place of the real
 # component (of a trace with several threads, memstub_NAME() replays every
-# thread: memstub_threads_call). The replay follows MEMSTUB_TIMING, MEMSTUB_MARGIN_NS and
+# thread: memstub_threads_call). The replay follows MEMSTUB_TIMING (which
+# overrides TIMING), MEMSTUB_MARGIN_NS and
 # MEMSTUB_MEASURE from the environment (see docs/runtime.md); MEMSTUB_MEASURE
 # names the file as --measure does (%p pid, %n NAME, %c call number; the
 # process's first measured call writes the name itself, later ones NAME.2.EXT,
@@ -51,7 +55,7 @@ function(memstub_add_stub)
   foreach(k IN LISTS scales)
     list(APPEND scale_keys ${k}_SCALE)
   endforeach()
-  cmake_parse_arguments(S "" "NAME;TRACE;${scale_keys}" "GEN_ARGS" ${ARGN})
+  cmake_parse_arguments(S "" "NAME;TRACE;TIMING;${scale_keys}" "GEN_ARGS" ${ARGN})
   if(NOT S_NAME)
     message(FATAL_ERROR "memstub_add_stub: NAME is missing")
   endif()
@@ -89,6 +93,20 @@ function(memstub_add_stub)
     endif()
     list(APPEND gen_args "${arg}")
   endforeach()
+  # The timing, as gen's --timing, once: given twice it would be ambiguous.
+  if(DEFINED S_TIMING)
+    if(NOT S_TIMING MATCHES "^(online|deadline|usleep)$")
+      message(FATAL_ERROR "memstub_add_stub(${S_NAME}): TIMING: expected online, deadline or "
+              "usleep, found '${S_TIMING}'")
+    endif()
+    foreach(arg IN LISTS S_GEN_ARGS)
+      if(arg MATCHES "^(-t|--timing)(=.*)?$")
+        message(FATAL_ERROR "memstub_add_stub(${S_NAME}): TIMING and ${arg} in GEN_ARGS: give "
+                "one of them")
+      endif()
+    endforeach()
+    list(APPEND gen_args "--timing" "${S_TIMING}")
+  endif()
   # The what-if scales, as memstub gen's options (it checks their values).
   foreach(k IN LISTS scales)
     if(DEFINED S_${k}_SCALE)

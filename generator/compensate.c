@@ -536,11 +536,17 @@ void ms__gen_comp_summary(const memstub_gen_comp *c, int timing, char *buf, size
              (long long)-c->rss_overhead_bytes);
 }
 
+int ms__gen_comp_timing(const memstub_gen *g) {
+  return g->calibration && strcmp(g->calibration, "none") != 0 ? g->stub.timing
+                                                                : MEMSTUB_TIMING_NONE;
+}
+
 // For people (the commands' notes): as ms__gen_comp_summary, which the
 // header keeps, with bytes and times in units (common/units.c).
 void memstub_gen_comp_format(const memstub_gen *g, char *buf, size_t cap) {
   const memstub_gen_comp *c = &g->comp;
-  if (g->stub.timing == MEMSTUB_TIMING_NONE) {
+  int timing = ms__gen_comp_timing(g);
+  if (timing == MEMSTUB_TIMING_NONE) {
     snprintf(buf, cap, "none");
     return;
   }
@@ -555,7 +561,9 @@ void memstub_gen_comp_format(const memstub_gen *g, char *buf, size_t cap) {
            (long long)c->heap_points, -c->heap_overhead_bytes >= 0 ? "+" : "",
            ms__fmt_bytes(-c->heap_overhead_bytes, b[3], sizeof b[3]), (long long)c->heap_unmet,
            ms__fmt_bytes(c->heap_unmet_max, b[4], sizeof b[4]),
-           g->stub.timing == MEMSTUB_TIMING_USLEEP ? "usleep" : "deadline",
+           timing == MEMSTUB_TIMING_USLEEP   ? "usleep"
+           : timing == MEMSTUB_TIMING_ONLINE ? "online: left to the replay"
+                                             : "deadline",
            ms__fmt_ns(c->time_cost_ns, t[0], sizeof t[0]), ms__fmt_ns(c->time_shift_ns, t[1], sizeof t[1]),
            (long long)c->time_points, ms__fmt_ns(c->time_unmet_max, t[2], sizeof t[2]));
   size_t len = strlen(buf);

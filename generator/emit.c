@@ -89,7 +89,7 @@ static void write_input(FILE *f, const memstub_gen *g, const char *name, const m
   define_string(f, "MS_TRANSFORMS", g->transforms);
   define_string(f, "MS_CALIBRATION", g->calibration);
   char comp[512];
-  ms__gen_comp_summary(&g->comp, s->timing, comp, sizeof comp);
+  ms__gen_comp_summary(&g->comp, ms__gen_comp_timing(g), comp, sizeof comp);
   fprintf(f, "m4_define([[MS_COMP]], [[[[%s]]]])m4_dnl\n", comp);
   define_num(f, "MS_NUMDATA", s->numdata);
   define_num(f, "MS_NORIG", s->norig);

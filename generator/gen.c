@@ -12,7 +12,7 @@ void memstub_gen_options_init(memstub_gen_options *o) {
   memset(o, 0, sizeof *o);
   o->time_scale = o->heap_scale = o->stack_scale = o->cpu_scale = o->churn_scale = 1.0;
   o->rss_scale = o->mapped_scale = MEMSTUB_GEN_SCALE_HEAP;  // follow the heap
-  o->timing = MEMSTUB_TIMING_DEADLINE;
+  o->timing = MEMSTUB_TIMING_NONE;  // the default: MEMSTUB_TIMING_DEFAULT with a profile
 }
 
 void memstub_gen_free(memstub_gen *g) {
@@ -54,8 +54,8 @@ static int check_options(const memstub_gen_options *o, memstub_error *err) {
                                                           scales[i].v == MEMSTUB_GEN_SCALE_HEAP)))
       return memstub_error_set(err, -EINVAL, "%s: must be a finite number >= 0, not %g",
                                scales[i].opt, scales[i].v);
-  if (o->profile && o->timing != MEMSTUB_TIMING_DEADLINE && o->timing != MEMSTUB_TIMING_USLEEP &&
-      o->timing != MEMSTUB_TIMING_ONLINE)
+  if (o->timing != MEMSTUB_TIMING_NONE && o->timing != MEMSTUB_TIMING_DEADLINE &&
+      o->timing != MEMSTUB_TIMING_USLEEP && o->timing != MEMSTUB_TIMING_ONLINE)
     return memstub_error_set(err, -EINVAL, "unknown timing mode %d", o->timing);
   return 0;
 }
@@ -212,11 +212,15 @@ out:
   return rc;
 }
 
-int memstub_gen_build(const memstub_trace *t, const memstub_gen_options *o, memstub_gen **out,
+int memstub_gen_build(const memstub_trace *t, const memstub_gen_options *opt, memstub_gen **out,
                       memstub_error *err) {
   *out = NULL;
-  int rc = check_options(o, err);
+  int rc = check_options(opt, err);
   if (rc < 0) return rc;
+  // With a profile, no timing asked for compensates for the default one.
+  memstub_gen_options eff = *opt;
+  if (eff.profile && eff.timing == MEMSTUB_TIMING_NONE) eff.timing = MEMSTUB_TIMING_DEFAULT;
+  const memstub_gen_options *o = &eff;
   if ((rc = memstub_trace_validate(t, err)) < 0) return rc;
   int64_t nthreads = memstub_trace_thread_count(t);
   if (nthreads > 1)
@@ -267,7 +271,7 @@ int memstub_gen_build(const memstub_trace *t, const memstub_gen_options *o, mems
     ms__gen_finish(g, &tg);
     resident_attach(g);  // ms__gen_finish set the plain layout again
   }
-  if (o->profile) g->stub.timing = o->timing;
+  g->stub.timing = o->timing;  // made for it; compensated for it with a profile
   rc = ms__gen_work_points(g, &wk, o, err);
   ms__gen_whatif_after(g);
 out:

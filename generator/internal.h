@@ -74,6 +74,10 @@ void ms__gen_unsure(memstub_gen *g, const struct memstub_profile *p, const ms__f
 /* One line on what calibration changed (the header's "compensation" line and
  * memstub gen's note): "none" when timing is MEMSTUB_TIMING_NONE. */
 void ms__gen_comp_summary(const memstub_gen_comp *c, int timing, char *buf, size_t cap);
+/* The timing g was compensated for: its stub's timing when a profile was
+ * applied, else MEMSTUB_TIMING_NONE (memstub gen --timing without
+ * --calibration only says which mode the stub replays by default). */
+int ms__gen_comp_timing(const memstub_gen *g);
 
 /* The trace's work columns (work.c), per row: times after the recorder's
  * cost is taken out and --cpu-scale, the CPU ns of the row's interval (row 0:

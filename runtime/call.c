@@ -13,7 +13,7 @@
 
 void memstub_replay_options_for(memstub_replay_options *o, const struct memstub_stub *s) {
   memstub_replay_options_init(o);
-  if (s->timing == MEMSTUB_TIMING_USLEEP) o->timing = MEMSTUB_TIMING_USLEEP;
+  if (memstub_timing_name(s->timing)) o->timing = s->timing;  // NONE: the default
 }
 
 /* The replay options of a call from the environment (MEMSTUB_TIMING,
@@ -26,8 +26,8 @@ static int call_setup(const struct memstub_stub *s, const char *name, memstub_re
   memstub_replay_options_for(o, s);
   const char *v = getenv("MEMSTUB_TIMING");
   if (v && *v && memstub_timing_parse(v, &o->timing) < 0)
-    return memstub_error_set(err, -EINVAL, "MEMSTUB_TIMING: '%s' is neither deadline nor usleep",
-                             v);
+    return memstub_error_set(err, -EINVAL,
+                             "MEMSTUB_TIMING: '%s' is none of online, deadline or usleep", v);
   v = getenv("MEMSTUB_MARGIN_NS");
   if (v && *v && memstub_margin_parse(v, &o->margin_ns) < 0)
     return memstub_error_set(err, -EINVAL,

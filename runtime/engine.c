@@ -572,7 +572,7 @@ void ms__rt_engine_run(ms__rt_ctx *c) {
   if (c->slice > 0 && ms__prim_set_sched_slice((uint64_t)c->slice) < 0) c->slice = 0;
   // Opened here, in the replay thread: thread-self is this thread.
   c->sched_rec = c->rec && (c->measure & MEMSTUB_MEASURE_SCHED);
-  int adaptive = c->timing == MEMSTUB_TIMING_DEADLINE && c->waiter.adaptive;
+  int adaptive = c->timing != MEMSTUB_TIMING_USLEEP && c->waiter.adaptive;
   c->sched_fd = c->sched_rec || adaptive ? ms__prim_sched_open() : -1;
   if (c->rec)
     for (int64_t i = 0; i < c->n; i++) c->rec[i].run_delay_ns = -1;

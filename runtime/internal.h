@@ -295,6 +295,11 @@ typedef struct ms__rt_cost_state {
 } ms__rt_cost_state;
 
 void ms__rt_cost_init(ms__rt_cost *m, int on);
+/* Whether s's delays carry a static prediction of the work already: a stub
+ * compensated by a profile for deadline or usleep timing (memstub gen
+ * --calibration P --timing deadline). Online timing then leaves its cost
+ * model off (docs/runtime.md, "The online cost model"). */
+int ms__rt_delays_predicted(const struct memstub_stub *s);
 /* The class of the row whose points are use[x..] up to the next point with
  * a delay (at most MS__RT_COST_SCAN), from state st; mapped and rss are the
  * stub's resident arrays or NULL (pure). */

@@ -35,7 +35,7 @@ static int add_meta(memstub_trace *t, const memstub_replay *r, int64_t clamped) 
   struct tm tm;
   if (gmtime_r(&now, &tm)) strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
   char margin[64];
-  if (r->opt.timing != MEMSTUB_TIMING_DEADLINE)
+  if (r->opt.timing == MEMSTUB_TIMING_USLEEP)
     snprintf(margin, sizeof margin, "none");
   else if (r->opt.margin_ns == MEMSTUB_MARGIN_ADAPTIVE)
     snprintf(margin, sizeof margin, "adaptive, %lld ns at the end, re-aim %lld ns",

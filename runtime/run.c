@@ -31,21 +31,31 @@
 
 void memstub_replay_options_init(memstub_replay_options *o) {
   memset(o, 0, sizeof *o);
-  o->timing = MEMSTUB_TIMING_DEADLINE;
+  o->timing = MEMSTUB_TIMING_DEFAULT;
   o->margin_ns = MEMSTUB_MARGIN_MODEL;
 }
 
 const char *memstub_timing_name(int timing) {
-  return timing == MEMSTUB_TIMING_DEADLINE ? "deadline"
-         : timing == MEMSTUB_TIMING_USLEEP ? "usleep"
-                                           : NULL;
+  return timing == MEMSTUB_TIMING_ONLINE     ? "online"
+         : timing == MEMSTUB_TIMING_DEADLINE ? "deadline"
+         : timing == MEMSTUB_TIMING_USLEEP   ? "usleep"
+                                             : NULL;
 }
 
 int memstub_timing_parse(const char *name, int *timing) {
-  if (name && strcmp(name, "deadline") == 0) *timing = MEMSTUB_TIMING_DEADLINE;
-  else if (name && strcmp(name, "usleep") == 0) *timing = MEMSTUB_TIMING_USLEEP;
-  else return -EINVAL;
-  return 0;
+  for (int t = MEMSTUB_TIMING_DEADLINE; t <= MEMSTUB_TIMING_ONLINE; t++)
+    if (name && strcmp(name, memstub_timing_name(t)) == 0) {
+      *timing = t;
+      return 0;
+    }
+  return -EINVAL;
+}
+
+int ms__rt_delays_predicted(const struct memstub_stub *s) {
+  // Compensated by a profile (gen's provenance names it) for a mode that
+  // shortens the delays: online timing compensates the sizes only.
+  return (s->timing == MEMSTUB_TIMING_DEADLINE || s->timing == MEMSTUB_TIMING_USLEEP) &&
+         s->calibration && *s->calibration && strcmp(s->calibration, "none") != 0;
 }
 
 int memstub_margin_parse(const char *text, int64_t *margin_ns) {
@@ -448,10 +458,11 @@ void ms__rt_ctx_init(ms__rt_ctx *c, const struct memstub_stub *s,
   c->measure = opt->measure;
   c->rec = rec;
   ms__rt_waiter_init(&c->waiter, opt->margin_ns, opt->reaim_ns);
-  // The online cost model anticipates unless the delays already carry a prediction.
+  // The online cost model: online timing, unless the delays already carry a prediction.
   int cost = opt->cost_model == MEMSTUB_COST_ONLINE ||
-             (opt->cost_model == MEMSTUB_COST_AUTO && s->timing == MEMSTUB_TIMING_ONLINE);
-  ms__rt_cost_init(&c->cost, cost && opt->timing == MEMSTUB_TIMING_DEADLINE);
+             (opt->cost_model == MEMSTUB_COST_AUTO && opt->timing == MEMSTUB_TIMING_ONLINE &&
+              !ms__rt_delays_predicted(s));
+  ms__rt_cost_init(&c->cost, cost && opt->timing != MEMSTUB_TIMING_USLEEP);
   c->slice = opt->sched_slice_ns;
   c->sched_fd = -1;
   c->page = ms__prim_page_size();
@@ -460,7 +471,7 @@ void ms__rt_ctx_init(ms__rt_ctx *c, const struct memstub_stub *s,
   if (ms__rt_work_init(&c->work, s)) {
     c->work.rate = ms__rt_spin_rate();
     // Deadline timing: the calls' cost, so their waits end that much early.
-    if (opt->timing == MEMSTUB_TIMING_DEADLINE && !opt->no_call_costs)
+    if (opt->timing != MEMSTUB_TIMING_USLEEP && !opt->no_call_costs)
       ms__rt_work_costs(&c->work, opt->call_ns);
   }
 }
@@ -538,10 +549,10 @@ void ms__rt_fill_info(memstub_replay *r, const ms__rt_ctx *c, int64_t stack_size
   in->points = s->numdata;
   in->stack_size = stack_size;
   in->alloca_bias = c->alloca_bias;
-  in->margin_ns = opt->timing != MEMSTUB_TIMING_DEADLINE ? 0
+  in->margin_ns = opt->timing == MEMSTUB_TIMING_USLEEP ? 0
                   : c->waiter.fixed >= 0          ? c->waiter.fixed
                                                   : ms__rt_margin_for(&c->waiter, c->waiter.reaim);
-  in->reaim_ns = opt->timing == MEMSTUB_TIMING_DEADLINE ? c->waiter.reaim : 0;
+  in->reaim_ns = opt->timing != MEMSTUB_TIMING_USLEEP ? c->waiter.reaim : 0;
   in->cpu_ns = c->cpu_end >= 0 && c->cpu0 >= 0 ? c->cpu_end - c->cpu0 : -1;
   ms__rt_work_rebase(r->work, s->numdata, c->cpu0);
   in->run_delay_ns =

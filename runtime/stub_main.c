@@ -64,7 +64,7 @@ static const char *human_count(long long n, char *buf, size_t cap) {
 static const char *prog = "stub";
 
 static const char usage_text[] =
-    "usage: %s [--measure OUT.csv] [--timing deadline|usleep] [--margin MODE]\n"
+    "usage: %s [--measure OUT.csv] [--timing online|deadline|usleep] [--margin MODE]\n"
 #ifdef MEMSTUB_STUB_DATA
     "       %*s [--data FILE] [--check] [-v] [-q]\n"
 #else
@@ -83,10 +83,13 @@ static const char usage_text[] =
     "                    %%p, %%n, %%c in FILE: the pid, the stub's name, the call\n"
     "                    number; FILE is replaced, unless another process wrote it\n"
     "                    meanwhile: then FILE.2 before the extension (docs/runtime.md)\n"
-    "  --timing MODE     deadline: absolute deadlines, errors never add up;\n"
-    "                    usleep: relative sleeps as in the paper. The default is\n"
-    "                    the mode the header was calibrated for, else deadline\n"
-    "  --margin MODE     deadline timing: 'model' (default) sleeps to 1 ms before\n"
+    "  --timing MODE     online: absolute deadlines, each row started early by the\n"
+    "                    work the replay learns on this host; deadline: absolute\n"
+    "                    deadlines, no row ends before its own (errors never add\n"
+    "                    up); usleep: relative sleeps as in the paper. The default\n"
+    "                    is the mode the header was made for (memstub gen --timing),\n"
+    "                    else online\n"
+    "  --margin MODE     online, deadline: 'model' (default) sleeps to 1 ms before\n"
     "                    each deadline, then to the margin the overshoot model gives,\n"
     "                    then spins; 'adaptive' learns the overshoot; NS: one sleep\n"
     "                    to NS ns before each deadline, then spin\n"
@@ -226,7 +229,7 @@ static int parse(int argc, char **argv, const char *source, memstub_replay_optio
       a->measure = v;
     } else if ((v = opt_value(argc, argv, &i, "--timing", &missing))) {
       if (memstub_timing_parse(v, &o->timing) < 0)
-        return usage_error("--timing: expected deadline or usleep, found '%s'", v);
+        return usage_error("--timing: expected online, deadline or usleep, found '%s'", v);
     } else if ((v = opt_value(argc, argv, &i, "--margin", &missing))) {
       if (memstub_margin_parse(v, &o->margin_ns) < 0)
         return usage_error("--margin: expected model, adaptive or a number of ns >= 0, found '%s'",
@@ -250,6 +253,21 @@ static int open_measure(const stub_args *a, const char *name, memstub_replay_opt
   if (memstub_measure_open(a->measure, name, mf, &err) < 0) return fail("--measure: %s", err.msg);
   o->measure = MEMSTUB_MEASURE_TRACE;
   return 0;
+}
+
+/* The timing for the line said when done: "online timing", and why the cost
+ * model was off when online timing asked for it (the header's delays were
+ * compensated for another mode: memstub gen --calibration --timing). */
+__attribute__((unused)) static const char *timing_words(const memstub_replay_options *o,
+                                                       const memstub_replay_info *i,
+                                                       const struct memstub_stub *s, char *buf,
+                                                       size_t cap) {
+  snprintf(buf, cap, "%s timing", memstub_timing_name(o->timing));
+  if (o->timing == MEMSTUB_TIMING_ONLINE && i->cost_model != MEMSTUB_COST_ONLINE)
+    snprintf(buf + strlen(buf), cap - strlen(buf),
+             " without its cost model: the delays were compensated for %s timing",
+             memstub_timing_name(s->timing) ? memstub_timing_name(s->timing) : "another");
+  return buf;
 }
 
 // What was written, for the line said when done: "; measured trace in FILE".
@@ -285,11 +303,11 @@ static int run(int argc, char **argv, const struct memstub_stub *stub) {
     fprintf(stderr, "%s: warning: %s; heap_bytes in %s are not the stub's heap\n", prog,
             MEMSTUB_HEAP_NOT_MEASURED, memstub_measure_name(mf));
   if (!a.quiet && rc == 0) {
-    char n[32], p[32], d[32], t[32], w[4200];
-    fprintf(stderr, "%s: replayed %s rows (%s points) in %s, target %s (%s timing)%s\n", prog,
+    char n[32], p[32], d[32], t[32], w[4200], tw[128];
+    fprintf(stderr, "%s: replayed %s rows (%s points) in %s, target %s (%s)%s\n", prog,
             human_count(stub->norig, n, sizeof n), human_count(r->info.points, p, sizeof p),
             human_ns(r->info.duration_ns, d, sizeof d), human_ns(r->info.target_ns, t, sizeof t),
-            memstub_timing_name(o.timing), written(mf, w, sizeof w));
+            timing_words(&o, &r->info, stub, tw, sizeof tw), written(mf, w, sizeof w));
   }
   if (a.verbose && rc == 0) {
     char c[32], z[32];

@@ -90,7 +90,7 @@ static void core_cases(const char *bc) {
   expect(COMPLETE(bc, "import", "-o", "t.csv", "m"), "massif memusage", "import -o t.csv m");
   expect(COMPLETE(bc, "gen", "--timing", ""), "deadline online usleep", "gen --timing");
   expect(COMPLETE(bc, "gen", "-t", "u"), "usleep", "gen -t (the letter)");
-  expect(COMPLETE(bc, "replay", "-t", ""), "deadline usleep", "replay -t");
+  expect(COMPLETE(bc, "replay", "-t", ""), "deadline online usleep", "replay -t");
   expect(COMPLETE(bc, "demo", "--timing", ""), "deadline online usleep", "demo --timing");
   expect(COMPLETE(bc, "gen", "-f", ""), "auto compact listing", "gen -f");
   expect(COMPLETE(bc, "import", "memusage", "m.out", "--time-unit", ""), "auto cycles us",

@@ -403,8 +403,11 @@ START_TEST(test_comp_zero_overhead_is_plain) {
   memstub_gen *a = build(t, NULL), *b = build_comp(t, &p);
   ck_assert_int_eq(a->stub.numdata, b->stub.numdata);
   ck_assert_mem_eq(a->use, b->use, (size_t)a->stub.numdata * sizeof *a->use);
-  ck_assert_int_eq(b->stub.timing, MEMSTUB_COMP_DEADLINE);
-  ck_assert_msg(strstr(b->stub.calibration, "deadline timing") != NULL, "%s", b->stub.calibration);
+  // With a profile and no timing asked for: the default timing, online.
+  ck_assert_int_eq(b->stub.timing, MEMSTUB_TIMING_ONLINE);
+  ck_assert_msg(strstr(b->stub.calibration, "online timing") != NULL, "%s", b->stub.calibration);
+  // Without a profile: made for no mode in particular, unless one is asked for.
+  ck_assert_int_eq(a->stub.timing, MEMSTUB_TIMING_NONE);
   memstub_gen_free(a);
   memstub_gen_free(b);
   memstub_trace_free(t);
@@ -419,7 +422,11 @@ START_TEST(test_comp_time_deadline) {
   byte_profile(&p, 0, 0, 0);
   p.hot.basic.ns = 1000;
   p.wait_late.ns = 50;
-  memstub_gen *g = build_comp(t, &p);
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  o.profile = &p;
+  o.timing = MEMSTUB_TIMING_DEADLINE;
+  memstub_gen *g = build(t, &o);
   // Row deadlines 10000, 10500, 30000 start 1050 ns early: 8950, 9450, 28950;
   // row 2 starts when row 1 ends (10000) and is predicted to end 550 ns late.
   ck_assert_int_eq(g->use[0].time, 8950);

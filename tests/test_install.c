@@ -204,7 +204,7 @@ START_TEST(test_installed_tree_moved) {
          prefix, ms, ms, ms, ms, ms);
   RUN_OK(r);
   ck_assert_str_eq(r.out, "complete -F _memstub memstub\nrecord replay report\n--output\nt.csv\n"
-                          "deadline usleep\n[]\n");
+                          "online deadline usleep\n[]\n");
   tu_run_free(&r);
   // --version: the version and the build's configuration.
   r = sh(dir, "'%s' --version && '%s' version", ms, ms);

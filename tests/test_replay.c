@@ -558,6 +558,7 @@ START_TEST(test_progress_join_refused) {
   int64_t calls[2] = {0, 0};
   memstub_replay_options o;
   memstub_replay_options_init(&o);
+  o.timing = MEMSTUB_TIMING_DEADLINE;  // no row before its deadline
   o.measure = MEMSTUB_MEASURE_TIME;
   o.progress = count_progress;
   o.progress_arg = calls;

@@ -31,14 +31,19 @@ void rt_check_exact(const memstub_trace *orig, const struct memstub_stub *s,
     for (int64_t r = s->point[i]; r < (int64_t)orig->n; r++) depth[r] = d;
   }
 
-  // Rows in order, one per original row, never early, target = trace time.
+  // Rows in order, one per original row, target = trace time; never early
+  // with deadline timing, never before the previous row's deadline with the
+  // online cost model (it starts a row at most its delay early).
+  int online = memstub_trace_get_meta(rep, "cost_model") != NULL;
   for (size_t r = 0; r < rep->n; r++) {
     const int64_t *x = memstub_trace_extra_row(rep, r);
     ck_assert_msg(x[cp] == (int64_t)r, "row %zu measures point %lld", r, (long long)x[cp]);
     ck_assert_msg(x[ct] == orig->pts[r].time_ns, "row %zu: target %lld, trace time %lld", r,
                   (long long)x[ct], (long long)orig->pts[r].time_ns);
     ck_assert_msg(x[cl] == rep->pts[r].time_ns - x[ct], "row %zu: late_ns inconsistent", r);
-    ck_assert_msg(x[cl] >= 0, "row %zu: %lld ns early", r, (long long)-x[cl]);
+    int64_t floor = online && r > 0 ? orig->pts[r - 1].time_ns - x[ct] : 0;
+    ck_assert_msg(x[cl] >= floor, "row %zu: %lld ns early (%s timing)", r, (long long)-x[cl],
+                  memstub_trace_get_meta(rep, "timing"));
     if (depth[r] > fit->max_depth) fit->max_depth = depth[r];
   }
   fit->rows = (int64_t)rep->n;

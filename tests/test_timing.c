@@ -500,21 +500,58 @@ START_TEST(test_online_replay_exact) {
     // A row starts at most its learnt lead early (capped), never before the last deadline.
     ck_assert_int_ge(on->rec[i].start_ns, on->rec[i].target_ns - use[i].time);
   }
-  // Without the model no row ends before its deadline; the default for an
-  // uncompensated stub is that, too.
+  // Without the model no row ends before its deadline.
   for (int i = 0; i < N; i++) ck_assert_int_ge(off->rec[i].end_ns, off->rec[i].target_ns);
-  s.timing = MEMSTUB_TIMING_NONE;
-  o.cost_model = MEMSTUB_COST_AUTO;
   memstub_replay *none = NULL;
-  o.measure = 0;
-  ck_assert_msg(memstub_replay_run(&s, &o, &none, &err) == 0, "%s", err.msg);
-  ck_assert_int_eq(none->info.cost_model, MEMSTUB_COST_OFF);
-  memstub_replay_free(none);
   o.cost_model = 7;
   ck_assert_int_eq(memstub_replay_run(&s, &o, &none, &err), -EINVAL);
   ck_assert_ptr_nonnull(strstr(err.msg, "cost_model"));
   memstub_replay_free(on);
   memstub_replay_free(off);
+}
+END_TEST
+
+/* Which replays learn online (MEMSTUB_COST_AUTO): the default timing,
+ * online, does for any stub whose delays carry no prediction, and deadline
+ * timing never does, whatever the stub was made for. */
+START_TEST(test_cost_model_by_timing) {
+  static const struct memAlloc use[3] = {{100000, 64, 100}, {100000, 0, 200}, {100000, -64, -300}};
+  static const int64_t point[3] = {1, 2, 3};
+  struct memstub_stub s = {.abi = MEMSTUB_STUB_ABI, .numdata = 3, .use = use, .point = point,
+                           .norig = 4, .source = "modes", .calibration = "none"};
+  static const struct {
+    int stub_timing, calibrated, timing, on;
+  } cases[] = {
+      {MEMSTUB_TIMING_NONE, 0, -1, 1},  // -1: memstub_replay_options_for's default
+      {MEMSTUB_TIMING_ONLINE, 1, -1, 1},
+      {MEMSTUB_TIMING_DEADLINE, 1, -1, 0},  // its delays carry the profile's prediction
+      {MEMSTUB_TIMING_DEADLINE, 0, -1, 0},  // made for deadline timing: its default
+      {MEMSTUB_TIMING_DEADLINE, 0, MEMSTUB_TIMING_ONLINE, 1},
+      {MEMSTUB_TIMING_DEADLINE, 1, MEMSTUB_TIMING_ONLINE, 0},
+      {MEMSTUB_TIMING_USLEEP, 1, MEMSTUB_TIMING_ONLINE, 0},
+      {MEMSTUB_TIMING_ONLINE, 1, MEMSTUB_TIMING_DEADLINE, 0},
+      {MEMSTUB_TIMING_NONE, 0, MEMSTUB_TIMING_DEADLINE, 0},
+      {MEMSTUB_TIMING_NONE, 0, MEMSTUB_TIMING_USLEEP, 0},
+  };
+  memstub_replay_options o;
+  memstub_replay_options_init(&o);
+  ck_assert_int_eq(o.timing, MEMSTUB_TIMING_DEFAULT);
+  ck_assert_int_eq(MEMSTUB_TIMING_DEFAULT, MEMSTUB_TIMING_ONLINE);
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    s.timing = cases[k].stub_timing;
+    s.calibration = cases[k].calibrated ? "host.profile (some timing)" : "none";
+    memstub_replay_options_for(&o, &s);
+    int want = cases[k].stub_timing == MEMSTUB_TIMING_NONE ? MEMSTUB_TIMING_DEFAULT
+                                                            : cases[k].stub_timing;
+    ck_assert_int_eq(o.timing, want);
+    if (cases[k].timing >= 0) o.timing = cases[k].timing;
+    memstub_replay *r = NULL;
+    memstub_error err = {0};
+    ck_assert_msg(memstub_replay_run(&s, &o, &r, &err) == 0, "%zu: %s", k, err.msg);
+    ck_assert_msg(r->info.cost_model == (cases[k].on ? MEMSTUB_COST_ONLINE : MEMSTUB_COST_OFF),
+                  "case %zu: cost model %d", k, r->info.cost_model);
+    memstub_replay_free(r);
+  }
 }
 END_TEST
 
@@ -540,7 +577,8 @@ START_TEST(test_idle_cpu) {
   memstub_replay *r = NULL;
   memstub_error err = {0};
   ck_assert_msg(memstub_replay_run(&s, &o, &r, &err) == 0, "%s", err.msg);
-  ck_assert_int_ge(r->info.duration_ns, 360000000);
+  // Online timing (the default) ends a row at most its capped lead early.
+  ck_assert_int_ge(r->info.duration_ns, 360000000 - MS__RT_COST_LEAD_MAX);
   ck_assert_int_ge(r->info.cpu_ns, 0);
   ck_assert_msg(r->info.cpu_ns < r->info.duration_ns / 4, "CPU %lld ns of %lld",
                 (long long)r->info.cpu_ns, (long long)r->info.duration_ns);
@@ -577,6 +615,7 @@ static Suite *suite(void) {
   tcase_set_timeout(tr, 60);
   tcase_add_test(tr, test_idle_cpu);
   tcase_add_test(tr, test_online_replay_exact);
+  tcase_add_test(tr, test_cost_model_by_timing);
   suite_add_tcase(s, tr);
   return s;
 }

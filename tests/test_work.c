@@ -570,8 +570,10 @@ START_TEST(test_spin_accuracy) {
     ck_assert_msg(got <= want + want / 20 + 1500000, "row %zu: %lld ns of CPU, want %lld", i,
                   (long long)got, (long long)want);
   }
-  // And the replay keeps its time: the spin is inside the delays.
-  ck_assert_int_ge(rt->pts[rt->n - 1].time_ns, 200 * MS);
+  // And the replay keeps its time: the spin is inside the delays (online
+  // timing may end the last row its learnt work early, never before the
+  // previous row's deadline).
+  ck_assert_int_ge(rt->pts[rt->n - 1].time_ns, 190 * MS);
   memstub_trace_free(rt);
   memstub_replay_free(r);
   memstub_gen_free(g);

@@ -40,7 +40,11 @@ typedef struct memstub_gen_options {
   const struct memstub_profile *profile;  // calibration to compensate for; NULL for none
                                           //   (memstub/calib.h, docs/calibration.md)
   const char *profile_path;               // recorded in the header when profile is set
-  int timing;               // MEMSTUB_TIMING_DEADLINE, _USLEEP or _ONLINE (sizes only), with a profile
+  int timing;               // the replay timing the stub is made for (memstub_stub.timing, its
+                            //   default): MEMSTUB_TIMING_ONLINE, _DEADLINE or _USLEEP; with a
+                            //   profile also what it is compensated for (online: the sizes
+                            //   only). MEMSTUB_TIMING_NONE (the default): no mode in particular,
+                            //   and with a profile MEMSTUB_TIMING_DEFAULT
   int measured;             // with a profile: the replay will measure a trace
                             //   (MEMSTUB_MEASURE_TRACE), so predict that cost too
 } memstub_gen_options;
@@ -51,7 +55,8 @@ typedef struct memstub_gen_options {
 #define MEMSTUB_GEN_SCALE_HEAP (-1.0)
 
 /* Defaults: no name, scales 1.0 (rss_scale and mapped_scale
- * MEMSTUB_GEN_SCALE_HEAP), no profile, deadline timing. */
+ * MEMSTUB_GEN_SCALE_HEAP), no profile, timing MEMSTUB_TIMING_NONE (the
+ * default mode). */
 void memstub_gen_options_init(memstub_gen_options *o);
 
 /* The longest stub name: every name made from it (NAME_memStub,

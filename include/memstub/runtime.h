@@ -81,27 +81,29 @@ enum {
 #define MEMSTUB_REAIM_DEFAULT 1000000
 
 /* The online cost model (memstub_replay_options.cost_model, docs/runtime.md
- * "The online cost model"): deadline timing learns, per class of work (heap
+ * "The online cost model"): online timing learns, per class of work (heap
  * in the arena, an mmapped block changing by so many pages, a stack push
  * with or without new pages, a mapped change, ...), the median time a row's
  * work takes on this host, and starts each row's work that much before its
  * deadline, so that the work ends on time.
- *   MEMSTUB_COST_AUTO (default): on for a stub made for it (memstub_stub.timing
- *     MEMSTUB_TIMING_ONLINE: memstub gen --calibration P --timing online, sizes
- *     compensated, delays not), off otherwise: a stub compensated for deadline
- *     timing has its deadlines moved by the profile's prediction already, and
- *     an uncompensated one keeps "no row ends before its deadline";
- *   MEMSTUB_COST_ONLINE: on (a row may then end a little early: its work
- *     took less than the learnt median); MEMSTUB_COST_OFF: off (nothing
- *     learnt, no clock read added to a point's work). */
+ *   MEMSTUB_COST_AUTO (default): on with MEMSTUB_TIMING_ONLINE, unless the
+ *     stub's delays carry a prediction already (a stub compensated by a
+ *     profile for deadline or usleep timing: memstub gen --calibration P
+ *     --timing deadline; the runtime does not know that prediction, so it
+ *     cannot add its own); off with MEMSTUB_TIMING_DEADLINE, which keeps
+ *     "no row ends before its deadline", and with usleep;
+ *   MEMSTUB_COST_ONLINE: on with deadline or online timing (a row may then
+ *     end a little early: its work took less than the learnt median);
+ *   MEMSTUB_COST_OFF: off (nothing learnt, no clock read added to a point's
+ *     work). */
 #define MEMSTUB_COST_AUTO 0
 #define MEMSTUB_COST_ONLINE 1
 #define MEMSTUB_COST_OFF 2
 
 typedef struct memstub_replay_options {
-  int timing;          // MEMSTUB_TIMING_DEADLINE or _USLEEP (memstub_replay_options_init
-                       //   sets deadline; MEMSTUB_TIMING_NONE is refused)
-  int64_t margin_ns;   // deadline timing: wake this long before each deadline, then spin
+  int timing;          // MEMSTUB_TIMING_ONLINE, _DEADLINE or _USLEEP (memstub_replay_options_init
+                       //   sets MEMSTUB_TIMING_DEFAULT, online; MEMSTUB_TIMING_NONE is refused)
+  int64_t margin_ns;   // deadline and online timing: wake this long before each deadline, then spin
                        //   (MEMSTUB_MARGIN_DEFAULT); MEMSTUB_MARGIN_ADAPTIVE follows the
                        //   observed wake-up lateness
   unsigned measure;    // MEMSTUB_MEASURE_* bits; 0 records nothing (no per-point cost)
@@ -133,13 +135,13 @@ typedef struct memstub_replay_options {
   const double *call_ns;
 } memstub_replay_options;
 
-/* Defaults: deadline timing, MEMSTUB_MARGIN_MODEL with MEMSTUB_REAIM_DEFAULT,
- * no measuring, no extra stack, no progress. */
+/* Defaults: MEMSTUB_TIMING_DEFAULT (online), MEMSTUB_MARGIN_MODEL with
+ * MEMSTUB_REAIM_DEFAULT, no measuring, no extra stack, no progress. */
 void memstub_replay_options_init(memstub_replay_options *o);
 
 /* The defaults for replaying s: as memstub_replay_options_init, but with the
- * timing s was compensated for (memstub gen --calibration --timing usleep
- * makes a stub meant for usleep timing). */
+ * timing s was made for (memstub gen --timing usleep makes a stub meant for
+ * usleep timing; MEMSTUB_TIMING_NONE: the default). */
 void memstub_replay_options_for(memstub_replay_options *o, const struct memstub_stub *s);
 
 /* One point as it was replayed. Times are ns after the replay's start T0
@@ -196,10 +198,10 @@ typedef struct memstub_replay_info {
   int64_t points;          // points replayed (the stub's numdata)
   int64_t stack_size;      // bytes of stack given to the replay thread
   int64_t alloca_bias;     // bytes subtracted from alloca requests for the compiler's rounding
-  int64_t margin_ns;       // deadline timing: the fixed margin, or the margin the model
+  int64_t margin_ns;       // deadline, online: the fixed margin, or the margin the model
                            //   (adaptive: as learnt at the end) gives a re-aiming sleep
   int64_t sleeps;          // sleeps taken (a re-aimed wait sleeps twice or more)
-  int64_t late_wakeups;    // deadline timing: waits whose last sleep woke after the deadline
+  int64_t late_wakeups;    // deadline, online: waits whose last sleep woke after the deadline
   int tcache;              // MEMSTUB_TCACHE_*
   int heap_visible;        // 1 when mallinfo2 sees the block (glibc malloc, no sanitizer)
   int64_t heap_pad;        // bytes the block holds beyond the replayed heap size
@@ -215,9 +217,9 @@ typedef struct memstub_replay_info {
                            //   -1 if unknown or not measured
   int64_t run_delay_end;   // SCHED: its run-queue wait so far at the end (cumulative, as
                            //   run_delay_ns of the records), -1 if unknown
-  int64_t reaim_ns;        // deadline timing, model or adaptive: as used; 0 otherwise
+  int64_t reaim_ns;        // deadline, online; model or adaptive: as used; 0 otherwise
   int64_t sched_slice_ns;  // the slice asked for when the kernel accepted it, else 0
-  int cost_model;          // deadline timing: MEMSTUB_COST_ONLINE when rows started early by
+  int cost_model;          // MEMSTUB_COST_ONLINE when rows started early by
                            //   their learnt cost, else MEMSTUB_COST_OFF
   int64_t cost_rows;       // rows whose work the model learnt (0 when off)
   int64_t cost_lead_ns;    // the anticipation it applied, summed over the rows, ns
@@ -405,7 +407,8 @@ int64_t memstub_release_now(const struct memstub_release *r, int64_t max_bytes);
 // Bytes the calls of r's stub hold now (every block, never-freed ones too).
 int64_t memstub_release_held(const struct memstub_release *r);
 
-/* "deadline" / "usleep" (NULL for an unknown mode), and back: 0 or -EINVAL. */
+/* "online" / "deadline" / "usleep" (NULL for an unknown mode), and back: 0
+ * or -EINVAL. */
 const char *memstub_timing_name(int timing);
 int memstub_timing_parse(const char *name, int *timing);
 /* A margin: a number of ns >= 0, "model" or "adaptive". 0 or -EINVAL. */

@@ -24,17 +24,25 @@ extern "C" {
 #ifndef MEMSTUB_ENUM_TIMING
 #define MEMSTUB_ENUM_TIMING
 /* How delays are waited for: a replay's mode (memstub_replay_options.timing),
- * and the mode a stub's delays were compensated for (memstub_stub.timing,
- * memstub gen --calibration --timing). The values are the header's: a
- * generated header holds them as numbers. */
+ * and the mode a stub was made for (memstub_stub.timing, memstub gen
+ * --timing; with --calibration, what its delays and sizes were compensated
+ * for). The values are the header's: a generated header holds them as
+ * numbers. docs/runtime.md, "Timing". */
 enum memstub_timing {
-  MEMSTUB_TIMING_NONE = 0,      // a stub only: not compensated (replayed with deadline timing)
+  MEMSTUB_TIMING_NONE = 0,      // a stub only: made for no mode in particular (replayed with
+                                //   the default, MEMSTUB_TIMING_DEFAULT)
   MEMSTUB_TIMING_DEADLINE = 1,  // absolute deadlines: sleep to a margin before, then spin
   MEMSTUB_TIMING_USLEEP = 2,    // the paper's relative sleeps; errors accumulate by design
-  MEMSTUB_TIMING_ONLINE = 3,    // a stub only: sizes compensated, delays not; replayed with
-                                //   deadline timing, each row started early by the work the
-                                //   replay learns online (memstub/runtime.h, MEMSTUB_COST_*)
+  MEMSTUB_TIMING_ONLINE = 3,    // deadlines, each row started early by the work the replay
+                                //   learns on the host (memstub/runtime.h, MEMSTUB_COST_*);
+                                //   a stub made for it has its sizes compensated, not its delays
 };
+#endif
+/* The default everywhere (memstub replay, a stub program, an embedded stub,
+ * memstub gen --calibration, memstub demo): the mode the timing benchmark
+ * measured best (bench/results/replay-timing.md). */
+#ifndef MEMSTUB_TIMING_DEFAULT
+#define MEMSTUB_TIMING_DEFAULT MEMSTUB_TIMING_ONLINE
 #endif
 
 /* The names memalloc.h gave the same modes (same values). Kept until no code
