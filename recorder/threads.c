@@ -216,6 +216,8 @@ void ms__rec_thr_finish(tstate *me, int64_t raw_end) {
 struct arow;
 static uint64_t g_raised;  // rows whose heap keep_held raised (metadata)
 static int keep_held(struct arow *s, size_t k);
+static int keep_falling(struct arow *s, size_t k, const size_t *lastown, const size_t *first,
+                        int nthr);
 
 typedef struct arow {
   xrow x;
@@ -447,7 +449,9 @@ int ms__rec_thr_assemble(struct assembled *A, int64_t raw_end, double scale) {
     if (r->x.m.mapped > A->peak_mapped) A->peak_mapped = r->x.m.mapped;
     *L = *r;
   }
-  if (keep_held(s, k)) {  // rows raised: the process's peak again
+  int raised = keep_held(s, k);
+  raised |= keep_falling(s, k, lastown, first, nthr);
+  if (raised) {  // rows raised: the process's peak again
     total_heap = A->peak_heap = 0;
     memset(heapv, 0, (size_t)nthr * sizeof *heapv);
     for (size_t i = 0; i < k; i++) {
@@ -498,6 +502,30 @@ static int keep_held(arow *s, size_t k) {
       g_raised++;
     }
   munmap(need, k * sizeof *need + 1);
+  return g_raised != raised;
+}
+
+/* A thread's rows after its exit row (its last of its own) only lower or
+ * keep its heap: others free its blocks. Blocks it allocated after that row
+ * (thread-local destructors) can make a later lowered row, or keep_held's
+ * raise of it, higher than the row before; that row, back to the exit row,
+ * is raised to it (the blocks were held then). s: the k merged rows, sorted;
+ * lastown and first: each thread's last and first row of its own ((size_t)-1:
+ * none). 1 when a row was raised. */
+static int keep_falling(arow *s, size_t k, const size_t *lastown, const size_t *first, int nthr) {
+  uint64_t raised = g_raised;
+  for (int th = 0; th < nthr; th++) {
+    if (lastown[th] == (size_t)-1 || lastown[th] == first[th]) continue;  // no exit row
+    int64_t hi = -1;
+    for (size_t i = k; i-- > lastown[th];) {
+      if (s[i].r.thr != th) continue;
+      if (s[i].x.heap < hi) {
+        s[i].x.heap = hi;
+        g_raised++;
+      }
+      hi = s[i].x.heap;
+    }
+  }
   return g_raised != raised;
 }
 
