@@ -36,9 +36,14 @@ static const ms_cli_option options[] = {
      "the trace (required); the recorded process writes it\n"
      "atomically when it exits (or dies of a signal)"},
     {"thread", O_THREAD, "WHICH",
-     "main (default), N: the Nth thread PROGRAM creates, or\n"
-     "all: every thread, each its own stack, heap (the\n"
-     "blocks it allocated), CPU and calls, with a thread column"},
+     "all (default): every thread, each its own stack, heap\n"
+     "(the blocks it allocated), CPU and calls, with a thread\n"
+     "column (none when PROGRAM made one thread); main: the\n"
+     "main thread; N: the Nth thread PROGRAM creates (without\n"
+     "--thread, --function records the first thread that\n"
+     "calls it; --occurrence, --heap, --follow-children or a\n"
+     "PROGRAM using the probe API, the main thread; the\n"
+     "summary says what the others did)"},
     {"heap", O_HEAP, "SCOPE",
      "process (default): every thread's blocks; thread:\n"
      "the blocks the recorded thread allocated"},
@@ -234,11 +239,70 @@ static int apply_option(ms_cli_parser *p, int c, rec_opts *o) {
   }
 }
 
+/* 1 when the file at path (PROGRAM, looked up on PATH as exec does) names
+ * memstub_probe_begin in its symbol tables: it uses the probe API, whose
+ * regions scope one thread's trace. A stripped or interpreted program reads
+ * 0; the recorder then says that its regions did not scope the trace. */
+static int uses_probe(const char *prog) {
+  char path[PATH_MAX];
+  if (strchr(prog, '/')) {
+    snprintf(path, sizeof path, "%s", prog);
+  } else {
+    const char *p = getenv("PATH");
+    path[0] = '\0';
+    while (p && *p && !path[0]) {
+      size_t n = strcspn(p, ":");
+      if ((size_t)snprintf(path, sizeof path, "%.*s/%s", (int)n, n ? p : ".", prog) >= sizeof path ||
+          access(path, X_OK) != 0)
+        path[0] = '\0';
+      p += n + (p[n] == ':');
+    }
+  }
+  static const char sym[] = "\0memstub_probe_begin";  // a string table entry, whole
+  size_t k = sizeof sym;  // its closing '\0' too
+  int fd = path[0] ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+  if (fd < 0) return 0;
+  char buf[1 << 16];
+  size_t have = 0;
+  int found = 0;
+  ssize_t r;
+  while (!found && (r = read(fd, buf + have, sizeof buf - have)) > 0) {
+    have += (size_t)r;
+    found = memmem(buf, have, sym, k) != NULL;
+    if (have > k) {  // keep the tail: a name across two reads
+      memmove(buf, buf + have - (k - 1), k - 1);
+      have = k - 1;
+    }
+  }
+  close(fd);
+  return found;
+}
+
+/* --thread not given: every thread ("auto", the recorder's all with a plain
+ * trace for one thread), unless an option or the program scopes the
+ * recording to one thread, and o->thread_why says which: --function, the
+ * first thread that calls it ("region"); the others, the main thread. */
+static void default_thread(rec_opts *o) {
+  o->thread = "main";
+  if (o->follow)
+    o->thread_why = "--follow-children";
+  else if (o->functions[0])
+    o->thread = "region", o->thread_why = "--function";
+  else if (o->occ > 0)
+    o->thread_why = "--occurrence";
+  else if (o->heap_given)
+    o->thread_why = "--heap";
+  else if (uses_probe(o->prog[0]))
+    o->thread_why = "the probe API in PROGRAM";
+  else
+    o->thread = "auto";
+}
+
 // The command line into *o: 0, or non-zero when the command is done (--help)
 // or the line is wrong (said on stderr); *status then holds the exit status.
 static int parse_opts(int argc, char **argv, rec_opts *o, int *status) {
-  *o = (rec_opts){NULL, "main", "process", "", MS__REC_DEFAULT_RESOLUTION_NS,
-                  MS__REC_DEFAULT_SAMPLE_HZ, 0, -1, 0, 0, NULL, 0, 0, 0, 0};
+  *o = (rec_opts){.heap = "process", .res = MS__REC_DEFAULT_RESOLUTION_NS,
+                  .hz = MS__REC_DEFAULT_SAMPLE_HZ, .occ = -1};
   *status = MS_EXIT_USAGE;
   int end = options_end(argc, argv);
   if (end < argc && strcmp(argv[end], "--") == 0) end++;
@@ -259,6 +323,7 @@ static int parse_opts(int argc, char **argv, rec_opts *o, int *status) {
     return ms_cli_usage("record", "--%s with --follow-children: not supported yet (the children's "
                                   "traces of each run)",
                         o->repeat > 1 ? "repeat" : "reference");
+  if (!o->thread) default_thread(o);
   if (strcmp(o->thread, "all") == 0) {
     // Each thread's heap is the blocks it allocated; the rest is not built yet.
     if (o->heap_given)
@@ -401,8 +466,8 @@ static int no_trace(const rec_opts *o, const rec_status *st, int wst, const char
     return MS_EXIT_CHECK;
   }
   if (st->nothing == MS__REC_NOTHING_UNCALLED) {
-    ms_cli_error("%s: no trace written: --function %s: never called on the recorded thread",
-                 o->out, o->functions);
+    ms_cli_error("%s: no trace written: --function %s: never called%s", o->out, o->functions,
+                 strcmp(o->thread, "region") == 0 ? "" : " on the recorded thread");
     return MS_EXIT_CHECK;
   }
   if (st->nothing == MS__REC_NOTHING_OCCURRENCE) {
@@ -414,12 +479,6 @@ static int no_trace(const rec_opts *o, const rec_status *st, int wst, const char
       ms_cli_error("%s: no trace written: --occurrence %lld, but the probe regions ran only "
                    "%lld occurrence%s",
                    o->out, o->occ, st->occurrences, st->occurrences == 1 ? "" : "s");
-    return MS_EXIT_CHECK;
-  }
-  if (!st->finished && strcmp(o->thread, "all") == 0) {
-    ms_cli_error("%s: no trace: the recorded process ended without the recorder's exit path, and "
-                 "a --thread all journal is not salvaged (docs/recording.md, \"All threads\")",
-                 o->out);
     return MS_EXIT_CHECK;
   }
   if (!st->finished) {
@@ -471,19 +530,8 @@ static int after_run(const rec_opts *o, int st, const rec_status *rs, const char
     if (rc >= 0) return rc;
     failed = 1;  // salvaged: the trace lacks the end of the run
   }
-  memstub_error err = {0};
-  memstub_trace *t = NULL;
-  if (strcmp(o->thread, "all") == 0) {
-    // Its thread columns are not the trace library's yet (record_threads.c).
-    if (ms_record_threads_summary(o->out, abs, o->quiet) != 0) return MS_EXIT_CHECK;
-    return failed ? MS_EXIT_CHECK : MS_EXIT_OK;
-  }
-  if (memstub_trace_read(abs, &t, &err) < 0) return ms_cli_fail(&err);
-  const char *fallback = memstub_trace_get_meta(t, MS__REC_META_SAMPLING_OFF);
-  if (fallback) ms_cli_warn("%s: %s", o->out, fallback);
-  if (!o->quiet) ms_record_summary(o->out, t);
-  memstub_trace_free(t);
-  return failed ? MS_EXIT_CHECK : MS_EXIT_OK;
+  int rc = ms_record_summarise(o, abs);
+  return rc ? rc : failed ? MS_EXIT_CHECK : MS_EXIT_OK;
 }
 
 /* The recording itself, with the output locked: the files beside the trace,

@@ -7,7 +7,8 @@
 #include "../recorder/protocol.h"
 
 typedef struct rec_opts {
-  const char *out, *thread, *heap;
+  const char *out, *thread, *heap;  // thread: main, all, N or auto (the default: every thread)
+  const char *thread_why;  // the option that made the default main (NULL: none)
   char functions[MS__REC_FN_MAX_BYTES];  // --function names, comma-separated, each once ("" when none)
   long long res, hz, occ, sig;
   int quiet;
@@ -34,7 +35,8 @@ enum {
   MS_SALVAGE_WRITTEN = 0,        // the trace is at abs
   MS_SALVAGE_NONE = -1,          // no row in the journal, or the trace cannot be written
   MS_SALVAGE_NO_OCCURRENCE = 1,  // --occurrence N: fewer occurrences before the end (nothing written)
-  MS_SALVAGE_NO_REGION = 2       // --function: no call began a region before the end (nothing written)
+  MS_SALVAGE_NO_REGION = 2,      // --function: no call began a region before the end (nothing written)
+  MS_SALVAGE_THREADS = 3         // rows of several threads (every thread recorded): not salvaged
 };
 /* The trace rebuilt from the journal of a process that died past the
  * recorder's exit path, written to abs; why says how it died. *occurrences
@@ -85,10 +87,14 @@ typedef struct rec_run {
   long long wall_ns, cpu_ns;
 } rec_run;
 extern rec_run ms_record_last;
-struct memstub_trace;
-// The summary memstub record prints for the trace at path, on stderr: its
-// peaks, the recorder's cost, the allocator churn, sites, generations and
-// the next step's commands (record_summary.c).
-void ms_record_summary(const char *path, const struct memstub_trace *t);
+/* The recorded trace at abs (named o->out) read back and checked: a warning
+ * for what its metadata says may be off (sampling given up, regions that did
+ * not scope), and unless o->quiet the summary on stderr: its peaks, the
+ * recorder's cost, what the threads left out did (a warning when they did
+ * more than a tenth of the process's work), the allocator churn, sites,
+ * generations and the next step's commands; a trace of several threads
+ * thread by thread (record_threads.c). 0, or the exit status
+ * (record_summary.c). */
+int ms_record_summarise(const rec_opts *o, const char *abs);
 
 #endif

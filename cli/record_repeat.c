@@ -229,18 +229,6 @@ static int write_figures(const rec_opts *o, const char *abs, long long nrec, int
   return 0;
 }
 
-// The summary of the kept trace, as a single recording prints it.
-static int summary(const rec_opts *o, const char *abs) {
-  if (strcmp(o->thread, "all") == 0)
-    return ms_record_threads_summary(o->out, abs, 0) != 0 ? MS_EXIT_CHECK : MS_EXIT_OK;
-  memstub_trace *t = NULL;
-  memstub_error err = {0};
-  if (memstub_trace_read(abs, &t, &err) < 0) return ms_cli_fail(&err);
-  ms_record_summary(o->out, t);
-  memstub_trace_free(t);
-  return MS_EXIT_OK;
-}
-
 int ms_record_repeat(int argc, char **argv, const rec_opts *o) {
   long long nrec = o->repeat > 1 ? o->repeat : 1, nref = o->reference;
   off_t in;
@@ -320,7 +308,7 @@ int ms_record_repeat(int argc, char **argv, const rec_opts *o) {
     if (i != kept) files(abs, i, DROP);
   if (kept >= 0) {
     int rc = write_figures(o, abs, done, kept, dur, rec, refs, ref);
-    if (rc == 0 && !o->quiet) rc = summary(o, abs);
+    if (rc == 0 && !o->quiet) rc = ms_record_summarise(o, abs);
     if (rc != 0) st = rc;
   }
   if (st == MS_EXIT_OK && ref_failed) st = MS_EXIT_CHECK;

@@ -159,6 +159,13 @@ int ms_record_salvage(const rec_opts *o, const char *journal, const char *abs, c
     free(rows);
     return MS_SALVAGE_NONE;
   }
+  // Rows of several threads: every thread was recorded (the default), whose
+  // thread columns the journal does not hold yet.
+  for (long long i = 1; i < n; i++)
+    if (rows[i].thread_no != rows[0].thread_no) {
+      free(rows);
+      return MS_SALVAGE_THREADS;
+    }
   // Occurrences begun by the recorded thread: the largest region tag (every
   // row carries the recorded thread's current one, and a begin is a row).
   for (long long i = 0; i < n; i++)
@@ -203,7 +210,10 @@ int ms_record_salvage(const rec_opts *o, const char *journal, const char *abs, c
   if (rc == 0) rc = memstub_trace_set_meta(t, "record.salvaged", "1");
   snprintf(num, sizeof num, "%lld", (long long)head.res_ns);
   if (rc == 0) rc = memstub_trace_set_meta(t, "record.resolution_ns", num);
-  if (rc == 0) rc = memstub_trace_set_meta(t, MS__REC_META_THREAD, o->thread);
+  const char *thread = strcmp(o->thread, "auto") == 0     ? "all"  // one thread
+                       : strcmp(o->thread, "region") == 0 ? "the first thread that opened a region"
+                                                          : o->thread;
+  if (rc == 0) rc = memstub_trace_set_meta(t, MS__REC_META_THREAD, thread);
   if (rc == 0) rc = memstub_trace_set_meta(t, MS__REC_META_HEAP_SCOPE, o->heap);
   // The peaks of the rows salvaged (the recorder's own figures died with it).
   snprintf(num, sizeof num, "%lld", (long long)peak_heap);
@@ -249,6 +259,11 @@ int ms_record_salvage_said(const rec_opts *o, const rec_status *st, const char *
     ms_cli_error("%s: no trace written: --occurrence %lld never came: the probe regions ran only "
                  "%lld occurrence%s before the recorded process %s",
                  o->out, o->occ, occ, occ == 1 ? "" : "s", why);
+  else if (sv == MS_SALVAGE_THREADS)
+    ms_cli_error("%s: no trace: the recorded process %s, and the journal of several recorded "
+                 "threads is not salvaged yet (docs/recording.md, \"All threads\"); record with "
+                 "--thread main to keep the main thread's rows when the process may be killed",
+                 o->out, why);
   else if (sv == MS_SALVAGE_NO_REGION)
     ms_cli_error("%s: no trace written: --function %s: never called on the recorded thread "
                  "before the recorded process %s",

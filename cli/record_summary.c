@@ -1,5 +1,6 @@
 // memstub record's summary: the trace's peaks, the recorder's cost, the
 // allocator churn, the sites and generations sections, and the next step.
+#include <ctype.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -135,8 +136,51 @@ static void next_step(const char *out) {
   free(base), free(h), free(stub), free(run), free(rep);
 }
 
-// The summary on stderr (record.h).
-void ms_record_summary(const char *path, const memstub_trace *t) {
+/* "X of Y" from the metadata at key into *x and *y: 1, or 0 when absent or
+ * not that form. */
+static int meta_share(const memstub_trace *t, const char *key, double *x, double *y) {
+  const char *v = memstub_trace_get_meta(t, key);
+  unsigned long long a, b;
+  if (!v || sscanf(v, "%llu of %llu", &a, &b) != 2) return 0;
+  *x = (double)a, *y = (double)b;
+  return 1;
+}
+
+/* A narrowed scope (--thread main or N, or the default narrowed by why):
+ * what the threads it left out did, from the recorder's metadata, as shares
+ * of the process's CPU time, allocator calls and bytes; a warning when one
+ * is more than a tenth (the stub will not do that work). */
+static void left_out(const char *path, const memstub_trace *t, const char *why) {
+  const char *n = memstub_trace_get_meta(t, MS__REC_META_OTHER_THREADS);
+  const char *pc = memstub_trace_get_meta(t, "record.process_cpu_ns");
+  const char *oc = memstub_trace_get_meta(t, "record.other_threads_cpu_ns");
+  int64_t others, proc, cpu;
+  if (!n || ms__parse_i64(n, strlen(n), &others) < 0 || others <= 0) return;
+  double share[3] = {0, 0, 0}, x, y;
+  if (pc && oc && ms__parse_i64(pc, strlen(pc), &proc) == 0 &&
+      ms__parse_i64(oc, strlen(oc), &cpu) == 0 && proc > 0)
+    share[0] = (double)cpu / (double)proc;
+  if (meta_share(t, "record.other_threads_calls", &x, &y) && y > 0) share[1] = x / y;
+  if (meta_share(t, "record.other_threads_bytes", &x, &y) && y > 0) share[2] = x / y;
+  const char *th = meta_or(t, MS__REC_META_THREAD);
+  int regions = memstub_trace_column(t, "region") >= 0;
+  ms_cli_note("left out of the recording (recorded: %s%s%s%s): %lld other thread%s, with %.0f%% "
+              "of the process's CPU time, %.0f%% of its allocator calls and %.0f%% of the bytes "
+              "allocated%s",
+              isdigit((unsigned char)th[0]) || strcmp(th, "main") == 0 ? "thread " : "", th,
+              why ? ", the default with " : "", why ? why : "", (long long)others,
+              others == 1 ? "" : "s", 100 * share[0], 100 * share[1], 100 * share[2],
+              regions ? " (the regions are the component: the rest is left out by design)" : "");
+  // A component's regions leave the rest out by design; a thread choice may not mean to.
+  if (!regions && (share[0] > 0.1 || share[1] > 0.1 || share[2] > 0.1))
+    ms_cli_warn("%s: the threads left out did more than a tenth of the process's work: a stub "
+                "of this trace will not do it; record every thread (drop --thread%s) to "
+                "replay the whole process",
+                path, why ? ", or give --thread all" : "");
+}
+
+// The summary on stderr.
+static void summary(const char *path, const memstub_trace *t, const char *why) {
 #define M(k) meta_or(t, k)
   char rows[32], dur[32], ph[32], ps[32];
   ms_cli_note("%s: %s rows over %s; peak heap %s, peak stack %s (%s)", path,
@@ -157,6 +201,7 @@ void ms_record_summary(const char *path, const memstub_trace *t) {
         cost(cs, sizeof cs, M(MS__REC_META_COST_SAMPLE)),
         meta_count(t, MS__REC_META_SAMPLES, ns, sizeof ns), M(MS__REC_META_HEAP_SCOPE),
         M(MS__REC_META_THREAD));
+  left_out(path, t, why);
   fprintf(stderr,
           "allocator churn: the calls, the bytes they asked for, and their score, the sum of\n"
           "w(call) x log2(bytes) (Kudrjavets et al. 2022; w: malloc 1, free 1, calloc 2,\n"
@@ -192,4 +237,21 @@ void ms_record_summary(const char *path, const memstub_trace *t) {
   if (memstub_trace_get_meta(t, "generations.file")) ms_cli_generations_summary(path, stderr);
   next_step(path);
 #undef M
+}
+
+int ms_record_summarise(const rec_opts *o, const char *abs) {
+  memstub_error err = {0};
+  memstub_trace *t = NULL;
+  if (memstub_trace_read(abs, &t, &err) < 0)
+    return ms_cli_error("%s: the recorder's trace does not read back: %s", o->out, err.msg);
+  int threads = memstub_trace_column(t, "thread") >= 0;
+  const char *fallback = memstub_trace_get_meta(t, MS__REC_META_SAMPLING_OFF);
+  if (fallback) ms_cli_warn("%s: %s", o->out, fallback);
+  const char *loose = memstub_trace_get_meta(t, MS__REC_META_REGIONS_NOT_SCOPING);
+  if (loose) ms_cli_warn("%s: %s", o->out, loose);
+  if (!threads && !o->quiet) summary(o->out, t, o->thread_why);
+  memstub_trace_free(t);
+  // Several threads: checked and summarised thread by thread.
+  if (threads && ms_record_threads_summary(o->out, abs, o->quiet) != 0) return MS_EXIT_CHECK;
+  return 0;
 }

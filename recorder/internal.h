@@ -178,12 +178,18 @@ extern TLS int ms__rec_busy;    // inside registration or initialisation
 
 /* ---- global state (state.c) ---- */
 
+// rec_ordinal of --function without --thread: the first thread whose call
+// opens a region becomes the recorded one (regions.c), whichever it is.
+#define MS__REC_REGION_THREAD (-1)
+
 enum { ST_UNINIT, ST_INITING, ST_READY, ST_PASSIVE };
 
 typedef struct ms__rec_global {
   int state;
   pid_t pid;
-  long rec_ordinal;  // 0: main thread, N: the Nth thread the program creates
+  long rec_ordinal;  // 0: main thread, N: the Nth thread the program creates,
+                     // MS__REC_REGION_THREAD: the first thread that opens a region
+  int region_claimed;  // MS__REC_REGION_THREAD: a thread has become the recorded one
   int scope_thread;  // heap of the recorded thread only
   int64_t res_ns, res_raw;
   int64_t grow_gap_raw;  // growth samples at most this often (res_raw / 4)
@@ -223,6 +229,8 @@ typedef struct ms__rec_global {
   int is_child;  // a process below the recorded one (--follow-children, follow.c)
   pid_t ppid;    // its parent when it started recording
   int all;       // --thread all (threads.c)
+  int thread_default;  // all by memstub record's default, not asked for (--thread all)
+  int regions_seen;    // all: a thread opened a probe region or --function (they do not scope)
   int next_thr;  // the next thread number to give out
   uint64_t xfrees, joins;  // cross-thread frees and joins seen (metadata)
   clockid_t rec_clock;     // the recorded thread's CPU clock (rec_clock_ok)

@@ -194,6 +194,8 @@ static inline const char *ms__rec_ordinal(long n) {
 #define MS__REC_META_SAMPLES "record.samples"
 #define MS__REC_META_HEAP_SCOPE "record.heap_scope"
 #define MS__REC_META_THREAD "record.thread"
+#define MS__REC_META_REGIONS_NOT_SCOPING "record.regions_not_scoping"  // every thread recorded: regions only mark
+#define MS__REC_META_OTHER_THREADS "record.other_threads"  // a narrowed scope: what the others did
 // Set when stack sampling by timer was given up or never started: why, in words.
 #define MS__REC_META_SAMPLING_OFF "record.sampling_fallback"
 

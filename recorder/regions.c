@@ -18,6 +18,19 @@ static int same_name(const char *a, const char *b) {
   return a == b || strcmp(a ? a : "region", b ? b : "region") == 0;
 }
 
+/* MS__REC_REGION_THREAD: ts, opening its outermost region at sp, becomes
+ * the recorded thread when no thread has yet (its stack top: sp). pre:
+ * ts->in_hook set; it stays set. */
+static void claim(tstate *ts, uintptr_t sp) {
+  int expect = 0;
+  if (!__atomic_compare_exchange_n(&ms__rec.region_claimed, &expect, 1, 0, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE))
+    return;
+  ms__rec_become_recorded(ts, sp, 0);
+  ts->in_hook = 1;
+  CBARRIER();
+}
+
 EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
   if (op == MS__PROBE_HELLO)
     return ms__rec_ensure_ready() && ms__rec.state == ST_READY &&
@@ -27,6 +40,9 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
   ts->in_hook = 1;
   CBARRIER();
   int rc;
+  if (UNLIKELY(ms__rec.rec_ordinal == MS__REC_REGION_THREAD) && op == MS__PROBE_BEGIN &&
+      ts->depth == 0 && !__atomic_load_n(&ms__rec.region_claimed, __ATOMIC_ACQUIRE))
+    claim(ts, sp);
   int64_t h = ts->all ? theap(ts) : __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED);
   // A region's begin and end measure memory afresh (rss and faults are
   // relative to the first region's begin), at most once per resolution (a
@@ -48,6 +64,7 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
       }
       rc = ++ts->depth;
       if (ts->is_rec && ts->depth == 1) {
+        if (ts->all && !ms__rec.regions_seen) ms__rec.regions_seen = 1;  // summary.c says so
         ms__rec_flush_bucket(ts);
         ts->tag = ++ts->occ;
         ts->base = sp;

@@ -194,9 +194,12 @@ static int read_env(void) {
   if (!root && !(follow && *follow)) return -1;
   memcpy(ms__rec.out, out, strlen(out) + 1);
   const char *th = getenv(MS__REC_ENV_THREAD);
-  ms__rec.all = th && strcmp(th, "all") == 0;
-  ms__rec.rec_ordinal =
-      th && strcmp(th, "main") != 0 && !ms__rec.all ? env_long(MS__REC_ENV_THREAD, 0) : 0;
+  // "auto": memstub record's default, every thread (the command chose it)
+  ms__rec.thread_default = th && strcmp(th, "auto") == 0;
+  ms__rec.all = th && (strcmp(th, "all") == 0 || ms__rec.thread_default);
+  ms__rec.rec_ordinal = !th || strcmp(th, "main") == 0 || ms__rec.all ? 0
+                        : strcmp(th, "region") == 0 ? MS__REC_REGION_THREAD
+                                                    : env_long(MS__REC_ENV_THREAD, 0);
   const char *scope = getenv(MS__REC_ENV_HEAP);
   // --thread all: each thread's heap is the blocks it allocated (threads.c).
   ms__rec.scope_thread = scope && strcmp(scope, "thread") == 0 && !ms__rec.all;

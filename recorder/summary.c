@@ -65,7 +65,7 @@ static void left_out_meta(void) {
     mine = ms__prim_clock_cpu_ns(ms__rec.rec_clock);
   int64_t cpu = proc >= 0 && mine >= 0 && proc > mine ? proc - mine : 0;
   ms__rec_meta("record.process_cpu_ns", "%lld", (long long)proc);
-  ms__rec_meta("record.other_threads", "%d", others);
+  ms__rec_meta(MS__REC_META_OTHER_THREADS, "%d", others);
   ms__rec_meta("record.other_threads_cpu_ns", "%lld", (long long)cpu);
   ms__rec_meta("record.other_threads_calls", "%llu of %llu", (unsigned long long)calls,
                (unsigned long long)all_calls);
@@ -75,6 +75,7 @@ static void left_out_meta(void) {
 
 void ms__rec_build_meta(const assembled *A) {
   ms__rec_nmeta = 0;
+  int threads = A->tr != NULL;  // several threads recorded (one: a plain trace)
   char cmd[1024], b1[40], b2[40];
   ms__prim_cmdline(cmd, sizeof cmd);
   ms__rec_meta("source", "memstub-record");
@@ -84,22 +85,35 @@ void ms__rec_build_meta(const assembled *A) {
     ms__rec_meta("record.parent_pid", "%ld", (long)ms__rec.ppid);
   if (ms__rec.all)
     ms__rec_meta(MS__REC_META_THREAD, "all");
-  else if (ms__rec.rec_ordinal == 0)
+  else if (ms__rec.rec_ordinal == 0 ||
+           (ms__rec.rec_ordinal == MS__REC_REGION_THREAD && ms__rec.rec &&
+            ms__rec.rec->tid == ms__rec.pid))
     ms__rec_meta(MS__REC_META_THREAD, "main");
+  else if (ms__rec.rec_ordinal == MS__REC_REGION_THREAD)
+    ms__rec_meta(MS__REC_META_THREAD, "the first thread that opened a region (thread id %ld)",
+                 ms__rec.rec ? (long)ms__rec.rec->tid : -1L);
   else
     ms__rec_meta(MS__REC_META_THREAD, "%ld (the %ld%s thread the program created)",
                  ms__rec.rec_ordinal, ms__rec.rec_ordinal, ms__rec_ordinal(ms__rec.rec_ordinal));
   ms__rec_meta(MS__REC_META_HEAP_SCOPE, "%s",
-               ms__rec.all ? "each thread's (the blocks it allocated, whoever frees them)"
+               threads ? "each thread's (the blocks it allocated, whoever frees them)"
                : ms__rec.scope_thread ? "thread"
                                       : "process");
   if (ms__rec.all) ms__rec_thr_meta();
+  if (ms__rec.all && ms__rec.thread_default)
+    ms__rec_meta("record.thread_default", "every thread: memstub record's default (--thread main "
+                                          "or N narrows it)");
+  if (ms__rec.all && ms__rec.regions_seen)
+    ms__rec_meta(MS__REC_META_REGIONS_NOT_SCOPING,
+                 "probe regions were opened: with every thread recorded they mark their rows "
+                 "(the region column) and do not scope the trace; record with --thread main "
+                 "(or N) to keep only the regions");
   ms__rec_fn_meta();
   ms__rec_meta("record.heap_measure",
                "bytes requested from the malloc family (like massif mem_heap_B)");
   ms__rec_meta(
       MS__REC_META_STACK_FROM, "%s",
-      ms__rec.all                ? "each thread's own stack top (a region's frame inside regions)"
+      threads                    ? "each thread's own stack top (a region's frame inside regions)"
       : !A->regions              ? "the recorded thread's stack top"
       : ms__rec_fn_patched() > 0 ? "the frame that called the --function (or memstub_probe_begin)"
                                  : "the frame that called memstub_probe_begin");
@@ -116,7 +130,7 @@ void ms__rec_build_meta(const assembled *A) {
   ms__rec_sampler_meta();
   ms__rec_mem_meta();
   ms__rec_meta("record.cpu_clock", "%s",
-               ms__rec.all ? "CLOCK_THREAD_CPUTIME_ID of each row's thread, from its start, read "
+               threads ? "CLOCK_THREAD_CPUTIME_ID of each row's thread, from its start, read "
                              "when a coalescing bucket opens (at most every 10 us; extrapolated "
                              "in between)"
                            : "CLOCK_THREAD_CPUTIME_ID of the recorded thread, read when a "

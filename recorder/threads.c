@@ -470,7 +470,8 @@ int ms__rec_thr_assemble(struct assembled *A, int64_t raw_end, double scale) {
     tr[i] = s[i].r;
   }
   A->rows = rows;
-  A->tr = tr;
+  // One thread recorded: a trace without thread columns, as --thread main's.
+  A->tr = __atomic_load_n(&ms__rec.next_thr, __ATOMIC_RELAXED) > 1 ? tr : NULL;
   A->n = k;
   A->origin_raw = origin;
   A->scale = scale;

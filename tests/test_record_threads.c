@@ -400,7 +400,7 @@ END_TEST
 // call is a row: thread 1's 40000 and thread 2's 5000 come and go in it).
 START_TEST(test_single_thread_unchanged) {
   char *dir = tu_mkdtemp();
-  tu_run r = record(dir, "-q", "-r0", NULL);
+  tu_run r = record(dir, "-q", "-r0", "--thread=main");
   ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
   char path[4096];
   snprintf(path, sizeof path, "%s/t.csv", dir);
@@ -419,6 +419,132 @@ START_TEST(test_single_thread_unchanged) {
   }
   for (int i = 0; i < 3; i++) ck_assert_int_ge(steps[i], 1);
   memstub_trace_free(t);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+// memstub record -o t.csv ARGS... -- threads MODE N in dir; its run.
+static tu_run record_mode(const char *dir, const char *const *args, const char *mode, const char *n) {
+  char *argv[16];
+  int k = 0;
+  argv[k++] = getenv("MEMSTUB_EXE");
+  argv[k++] = "record";
+  argv[k++] = "-o";
+  argv[k++] = "t.csv";
+  for (; *args; args++) argv[k++] = (char *)*args;
+  argv[k++] = "--";
+  argv[k++] = (char *)prog();
+  argv[k++] = (char *)mode;
+  argv[k++] = (char *)n;
+  argv[k] = NULL;
+  return tu_exec(dir, argv);
+}
+
+// The trace dir/t.csv, read.
+static memstub_trace *read_t(const char *dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/t.csv", dir);
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_read(path, &t, &err) == 0, "%s", err.msg);
+  return t;
+}
+
+/* Every thread is recorded by default (issue 29): the four threads of the
+ * program, with the thread columns, and the metadata says it was the
+ * default; a program that made one thread gets a trace without them. */
+START_TEST(test_default_every_thread) {
+  char *dir = tu_mkdtemp();
+  tu_run r = record(dir, NULL, NULL, NULL);
+  ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "4 threads"), "%s", r.err);
+  tu_run_free(&r);
+  memstub_trace *t = read_t(dir);
+  ck_assert_int_ge(memstub_trace_column(t, "thread"), 0);
+  ck_assert_str_eq(memstub_trace_get_meta(t, "record.thread"), "all");
+  ck_assert_ptr_nonnull(memstub_trace_get_meta(t, "record.thread_default"));
+  ck_assert_int_eq(memstub_trace_thread_count(t), 4);
+  memstub_trace_free(t);
+  // One thread: the plain columns, every pair in the heap.
+  const char *none[] = {"-r0", NULL};
+  r = record_mode(dir, none, "alone", "300");
+  ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+  ck_assert_msg(!strstr(r.err, "left out"), "%s", r.err);
+  tu_run_free(&r);
+  t = read_t(dir);
+  ck_assert_int_lt(memstub_trace_column(t, "thread"), 0);
+  ck_assert_int_lt(memstub_trace_column(t, "xfree_from"), 0);
+  ck_assert_str_eq(memstub_trace_get_meta(t, "record.threads_recorded"), "1");
+  ck_assert_str_eq(memstub_trace_get_meta(t, "record.heap_scope"), "process");
+  int up = 0;
+  for (size_t i = 1; i < t->n; i++) up += t->pts[i].heap_bytes - t->pts[i - 1].heap_bytes == 1024;
+  ck_assert_int_ge(up, 300);
+  memstub_trace_free(t);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* A narrowed scope says what the threads it left out did, and warns when
+ * they did more than a tenth of the work (issue 29: a zstd stub slept where
+ * its workers compressed, and the summary said "thread main" and nothing
+ * else). The main thread's own work is not warned about. */
+START_TEST(test_narrowed_scope_warns) {
+  char *dir = tu_mkdtemp();
+  const char *main_only[] = {"--thread", "main", NULL};
+  tu_run r = record_mode(dir, main_only, "worker", "20000");
+  ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "left out of the recording (recorded: thread main): 1 other thread, "
+                             "with"),
+                "%s", r.err);
+  ck_assert_msg(strstr(r.err, "warning: t.csv: the threads left out did more than a tenth"), "%s",
+                r.err);
+  tu_run_free(&r);
+  memstub_trace *t = read_t(dir);
+  ck_assert_str_eq(memstub_trace_get_meta(t, "record.other_threads"), "1");
+  const char *calls = memstub_trace_get_meta(t, "record.other_threads_calls");
+  ck_assert_ptr_nonnull(calls);
+  unsigned long long x = 0, y = 0;
+  ck_assert_int_eq(sscanf(calls, "%llu of %llu", &x, &y), 2);
+  ck_assert_uint_ge(x, 40000);  // the worker's 20000 pairs
+  memstub_trace_free(t);
+  // The main thread's own work: nothing left out, no warning.
+  r = record_mode(dir, main_only, "alone", "2000");
+  ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+  ck_assert_msg(!strstr(r.err, "left out") && !strstr(r.err, "warning"), "%s", r.err);
+  tu_run_free(&r);
+  // Without --thread, --function records the first thread that calls it,
+  // its calls scoping the trace: the main thread here,
+  const char *fn[] = {"--function", "main", NULL};
+  r = record_mode(dir, fn, "alone", "2000");
+  ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  t = read_t(dir);
+  ck_assert_str_eq(memstub_trace_get_meta(t, "record.thread"), "main");
+  ck_assert_int_ge(memstub_trace_column(t, "region"), 0);
+  memstub_trace_free(t);
+  // a worker there (it used to say "never called on the recorded thread");
+  // the other threads are left out by design: said, not warned.
+  const char *fnw[] = {"-r0", "--function", "region_work", NULL};
+  r = record_mode(dir, fnw, "fnworker", "300");
+  ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "the default with --function") && !strstr(r.err, "warning"), "%s",
+                r.err);
+  tu_run_free(&r);
+  t = read_t(dir);
+  ck_assert_ptr_nonnull(strstr(memstub_trace_get_meta(t, "record.thread"), "the first thread"));
+  int up = 0;
+  for (size_t i = 1; i < t->n; i++) up += t->pts[i].heap_bytes - t->pts[i - 1].heap_bytes == 1024;
+  ck_assert_int_eq(up, 300);  // every pair, each a row at -r0
+  memstub_trace_free(t);
+  // The default, every thread: nothing is left out.
+  const char *none[] = {NULL};
+  r = record_mode(dir, none, "worker", "2000");
+  ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+  ck_assert_msg(!strstr(r.err, "left out") && !strstr(r.err, "warning"), "%s", r.err);
+  ck_assert_msg(strstr(r.err, "2 threads"), "%s", r.err);
   tu_run_free(&r);
   tu_rmtree(dir);
   free(dir);
@@ -472,6 +598,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_stacks_and_cpu);
   tcase_add_test(tc, test_cross_thread_realloc);
   tcase_add_test(tc, test_single_thread_unchanged);
+  tcase_add_test(tc, test_default_every_thread);
+  tcase_add_test(tc, test_narrowed_scope_warns);
   tcase_add_test(tc, test_racing_cross_thread_frees_generate);
   tcase_add_test(tc, test_usage);
   suite_add_tcase(s, tc);

@@ -28,6 +28,13 @@
 //                     frees it at once while thread 1 goes on allocating:
 //                     cross-thread frees racing the owner's allocations
 //                     (both also allocate and free blocks of their own).
+//   threads worker N  one worker thread makes N malloc/free pairs of 1 KiB,
+//                     writing each block, while the main thread waits for it:
+//                     the work is the worker's (the narrowed-scope warning).
+//   threads alone N   the main thread makes N malloc/free pairs and no thread
+//                     (a one-thread program recorded with every thread).
+//   threads fnworker N  as worker, the pairs made by region_work (a function
+//                     to record with --function, called on the worker only).
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -173,9 +180,38 @@ static int race(long n) {
   return ra || rb;
 }
 
+// n malloc/free pairs of 1 KiB, each block written; NULL when one failed.
+static void *pairs(void *arg) {
+  long n = (long)(intptr_t)arg;
+  for (long i = 0; i < n; i++) {
+    char *p = malloc(1024);
+    if (!p) return NULL;
+    memset(p, (int)i, 1024);
+    free(p);
+  }
+  return (void *)1;
+}
+
+// n pairs as pairs() makes them, with a frame of its own: --function patches it.
+__attribute__((noinline)) static void *region_work(void *arg) {
+  volatile char frame[256];
+  frame[0] = 1;
+  void *r = pairs(arg);
+  return frame[0] ? r : NULL;
+}
+
 static int bench(const char *mode, long n) {
   if (n <= 0) return 1;
   if (strcmp(mode, "race") == 0) return race(n);
+  if (strcmp(mode, "alone") == 0) return pairs((void *)(intptr_t)n) ? 0 : 1;
+  if (strcmp(mode, "worker") == 0 || strcmp(mode, "fnworker") == 0) {
+    pthread_t t;
+    void *r;
+    if (pthread_create(&t, NULL, mode[0] == 'f' ? region_work : pairs, (void *)(intptr_t)n) != 0 ||
+        pthread_join(t, &r) != 0)
+      return 1;
+    return r ? 0 : 1;
+  }
   if (strcmp(mode, "spawn") == 0) {
     for (long i = 0; i < n; i++) {
       pthread_t t;
