@@ -378,10 +378,9 @@ static void *replay_thread(void *arg) {
    * component never made, and an observer counting the stub's calls
    * (heaptrack: 223 allocations for sort, 752 for its stub) saw them. */
   int fill = (j->c.measure & MEMSTUB_MEASURE_HEAP) != 0;
-  j->prep = ms__rt_heap_prepare(&j->c.heap, fill ? j->scratch : NULL, fill ? SCRATCH_POINTERS : 0);
+  j->prep = j->c.ops->prepare(&j->c, fill ? j->scratch : NULL, fill ? SCRATCH_POINTERS : 0);
   if (j->prep == 0) ms__rt_engine_run(&j->c);
-  ms__rt_res_release(&j->c.res);
-  ms__rt_heap_release(&j->c.heap);
+  j->c.ops->release(&j->c);
   return NULL;
 }
 
@@ -467,7 +466,8 @@ void ms__rt_ctx_init(ms__rt_ctx *c, const struct memstub_stub *s,
   c->sched_fd = -1;
   c->page = ms__prim_page_size();
   c->alloca_bias = ms__rt_alloca_bias();
-  c->thr_next = -1;
+  c->hook_next = -1;
+  c->ops = ms__rt_replay_ops_for(s);
   if (ms__rt_work_init(&c->work, s)) {
     c->work.rate = ms__rt_spin_rate();
     // Deadline timing: the calls' cost, so their waits end that much early.

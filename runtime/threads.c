@@ -155,13 +155,14 @@ static void do_action(tstate *ts, const action *a) {
   }
 }
 
-// The actions after point x (or all left, x = INT64_MAX).
-static void actions_upto(tstate *ts, int64_t x) {
+// The actions after point x (or all left, x = INT64_MAX); the point of the next one, -1 none.
+static int64_t actions_upto(tstate *ts, int64_t x) {
   while (ts->next < ts->nact && ts->act[ts->next].point <= x) do_action(ts, &ts->act[ts->next++]);
-  ts->c.thr_next = ts->next < ts->nact ? ts->act[ts->next].point : -1;
+  return ts->next < ts->nact ? ts->act[ts->next].point : -1;
 }
 
-void ms__rt_threads_point(ms__rt_ctx *c, int64_t x) { actions_upto(c->thr, x); }
+// The engine's per-point hook of a replay thread (ms__rt_ctx.hook).
+static int64_t point_hook(void *arg, int64_t x) { return actions_upto(arg, x); }
 
 static void *thread_main(void *arg) {
   tstate *ts = arg;
@@ -172,13 +173,12 @@ static void *thread_main(void *arg) {
    * for a single replay, but a thread's heap is measured here from usable
    * sizes, and the fill's many mallinfo2 calls lock every arena: threads
    * preparing at once took up to 5 ms each, and started late. */
-  ts->prep = ms__rt_heap_prepare(&ts->c.heap, NULL, 0);
-  actions_upto(ts, -1);
+  ts->prep = ts->c.ops->prepare(&ts->c, NULL, 0);
+  ts->c.hook_next = actions_upto(ts, -1);
   if (ts->prep == 0) ms__rt_engine_run(&ts->c);
   actions_upto(ts, INT64_MAX);  // a replay that stopped early still keeps its promises
   log_event(rn, MEMSTUB_TEV_EXIT, ts->id, -1);
-  ms__rt_res_release(&ts->c.res);
-  ms__rt_heap_release(&ts->c.heap);
+  ts->c.ops->release(&ts->c);
   __atomic_store_n(&ts->finished, 1, __ATOMIC_RELEASE);
   return NULL;
 }
@@ -333,7 +333,9 @@ int memstub_threads_run(const memstub_threads_stub *s, const memstub_replay_opti
     }
     ms__rt_ctx_init(&ts->c, st, &opt, r->rec);
     ts->c.wrec = r->work;
-    ts->c.thr = ts;
+    ts->c.hook = point_hook;
+    ts->c.hook_arg = ts;
+    ts->c.crowd = 1;
   }
   for (int64_t k = 0; k < n; k++) {
     const memstub_thread_spec *sp = &s->threads[k];
@@ -351,7 +353,7 @@ int memstub_threads_run(const memstub_threads_stub *s, const memstub_replay_opti
   for (int64_t k = 0; k < n; k++) {
     tstate *ts = &rn.t[k];
     if (ts->nact) qsort(ts->act, (size_t)ts->nact, sizeof *ts->act, cmp_action);
-    ts->c.thr_next = ts->nact ? ts->act[0].point : -1;
+    ts->c.hook_next = ts->nact ? ts->act[0].point : -1;
   }
   // The common clock: every thread's deadlines count from T0.
   rn.t0 = ms__prim_now_ns() + LEAD_NS;
