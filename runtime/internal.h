@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "memstub/runtime.h"
+#include "memstub/threads.h"
 #include "memstub/work.h"
 #include "ms_common.h"
 #include "ms_runtime.h"
@@ -423,6 +424,22 @@ void ms__rt_ctx_init(ms__rt_ctx *c, const struct memstub_stub *s,
 void ms__rt_fill_info(memstub_replay *r, const ms__rt_ctx *c, int64_t stack_size);
 // Heap preparation's scratch pointers: at most this many chunks per bin.
 #define MS__RT_SCRATCH_POINTERS 4096
+
+/* Run fn(arg) on the calling thread but on a stack of its own of
+ * stack_size bytes (mmapped, a guard page below; on_stack.c), switched to and
+ * back with swapcontext. 0 once fn returned; a negative errno when the
+ * stack cannot be had (fn did not run). */
+int ms__rt_run_on_stack(void (*fn)(void *), void *arg, int64_t stack_size, long page);
+/* memstub_replay_run and memstub_threads_run, with here = 1: the replay
+ * (threads: thread 0's) runs on the calling thread, on a stack of its own
+ * (ms__rt_run_on_stack), so its allocations come from the caller's arena and
+ * tcache; opt->progress is never called and the caller's timer slack is
+ * restored after (run.c, threads.c; for call.c). here = 0: as the public
+ * functions, on a replay thread. */
+int ms__rt_replay_run(const struct memstub_stub *s, const memstub_replay_options *o,
+                      memstub_replay **out, int here, memstub_error *err);
+int ms__rt_threads_run(const memstub_threads_stub *s, const memstub_replay_options *o,
+                       memstub_threads_replay **out, int here, memstub_error *err);
 
 /* Run the replay in the calling thread (which must have the stack): sets the
  * timer slack, takes the baseline, replays every point. c->failed says

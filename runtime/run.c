@@ -371,7 +371,8 @@ typedef struct job {
   int prep;  // heap preparation: 0 or -ENOMEM
 } job;
 
-static void *replay_thread(void *arg) {
+// The replay of j, in the thread and on the stack it runs on.
+static void replay_job(void *arg) {
   job *j = arg;
   /* The tcache is filled only for a replay that measures its heap
    * (mallinfo2 steady, heap.c): the fill is 512 mallocs and 512 frees the
@@ -381,7 +382,23 @@ static void *replay_thread(void *arg) {
   j->prep = j->c.ops->prepare(&j->c, fill ? j->scratch : NULL, fill ? SCRATCH_POINTERS : 0);
   if (j->prep == 0) ms__rt_engine_run(&j->c);
   j->c.ops->release(&j->c);
+}
+
+static void *replay_thread(void *arg) {
+  replay_job(arg);
   return NULL;
+}
+
+/* The replay of j on the calling thread, on a stack of stack_size bytes of
+ * its own: its timer slack, which the engine sets, is the caller's again
+ * after; no scheduler slice is asked for (it would stay the caller's). 0, or
+ * a positive errno when the stack cannot be had (nothing ran). */
+static int run_here(job *j, int64_t stack_size) {
+  long slack = ms__prim_get_timer_slack();
+  j->c.slice = 0;
+  int rc = ms__rt_run_on_stack(replay_job, j, stack_size, j->c.page);
+  if (slack > 0) (void)ms__prim_set_timer_slack((unsigned long)slack);
+  return -rc;
 }
 
 /* Wait until the replay thread th has ended; with a progress callback, report
@@ -581,6 +598,11 @@ void ms__rt_fill_info(memstub_replay *r, const ms__rt_ctx *c, int64_t stack_size
 
 int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_options *o,
                        memstub_replay **out, memstub_error *err) {
+  return ms__rt_replay_run(s, o, out, 0, err);
+}
+
+int ms__rt_replay_run(const struct memstub_stub *s, const memstub_replay_options *o,
+                      memstub_replay **out, int here, memstub_error *err) {
   *out = NULL;
   memstub_replay_options opt;
   if (o) opt = *o;
@@ -600,7 +622,7 @@ int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_option
   if ((rc = reserve(r, j, s, err)) < 0) goto fail;
   ms__rt_ctx_init(&j->c, s, &opt, r->rec);
   j->c.wrec = r->work;
-  rc = run_thread(j, stack_size, &opt);
+  rc = here ? run_here(j, stack_size) : run_thread(j, stack_size, &opt);
   if (rc < 0)  // the thread may still write to j and r: both are left to it
     return memstub_error_set(err, rc, "cannot wait for the replay thread: %s", strerror(-rc));
   if (rc > 0) {
@@ -608,8 +630,9 @@ int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_option
     char hint[256];
     limit_hint(hint, sizeof hint);
     rc = memstub_error_set(err, rc == EAGAIN ? -EAGAIN : -ENOMEM,
-                           "cannot start the replay thread with a stack of %lld bytes: %s%s",
-                           (long long)stack_size, strerror(rc), hint);
+                           "cannot start the replay %s with a stack of %lld bytes: %s%s",
+                           here ? "on the calling thread" : "thread", (long long)stack_size,
+                           strerror(rc), hint);
     goto fail;
   }
   if ((rc = stopped(j, s, err)) < 0) goto fail;

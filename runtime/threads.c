@@ -164,7 +164,8 @@ static int64_t actions_upto(tstate *ts, int64_t x) {
 // The engine's per-point hook of a replay thread (ms__rt_ctx.hook).
 static int64_t point_hook(void *arg, int64_t x) { return actions_upto(arg, x); }
 
-static void *thread_main(void *arg) {
+// A replay thread's life, on the thread (and stack) it runs on.
+static void thread_body(void *arg) {
   tstate *ts = arg;
   run *rn = ts->run;
   rn->tid[ts->id] = (long)gettid();
@@ -180,7 +181,31 @@ static void *thread_main(void *arg) {
   log_event(rn, MEMSTUB_TEV_EXIT, ts->id, -1);
   ts->c.ops->release(&ts->c);
   __atomic_store_n(&ts->finished, 1, __ATOMIC_RELEASE);
+}
+
+static void *thread_main(void *arg) {
+  thread_body(arg);
   return NULL;
+}
+
+/* Thread k (a root: no creator) on the calling thread, on a stack of its
+ * own (ms__rt_run_on_stack), its timer slack the caller's again after; then
+ * counted as joined. A stack that cannot be had is the error a failed
+ * creation is (set_err), and the thread ends without running. */
+static void run_here(run *rn, int64_t k) {
+  tstate *ts = &rn->t[k];
+  long slack = ms__prim_get_timer_slack();
+  ts->c.slice = 0;  // no scheduler slice: it would stay the caller's
+  __atomic_store_n(&ts->created, 1, __ATOMIC_RELEASE);
+  int rc = ms__rt_run_on_stack(thread_body, ts, ts->stack_size, ts->c.page);
+  if (slack > 0) (void)ms__prim_set_timer_slack((unsigned long)slack);
+  if (rc < 0) {
+    set_err(rn, -rc, k);
+    __atomic_store_n(&ts->created, -1, __ATOMIC_RELEASE);
+    __atomic_store_n(&ts->finished, 1, __ATOMIC_RELEASE);
+    return;
+  }
+  __atomic_store_n(&ts->created, 2, __ATOMIC_RELEASE);  // joined
 }
 
 static int cmp_action(const void *a, const void *b) {
@@ -293,6 +318,11 @@ static int64_t *held_points(const run *rn, int64_t k) {
 
 int memstub_threads_run(const memstub_threads_stub *s, const memstub_replay_options *o,
                         memstub_threads_replay **out, memstub_error *err) {
+  return ms__rt_threads_run(s, o, out, 0, err);
+}
+
+int ms__rt_threads_run(const memstub_threads_stub *s, const memstub_replay_options *o,
+                       memstub_threads_replay **out, int here, memstub_error *err) {
   *out = NULL;
   memstub_replay_options opt;
   if (o) opt = *o;
@@ -364,8 +394,12 @@ int memstub_threads_run(const memstub_threads_stub *s, const memstub_replay_opti
   int64_t rss0 = fd >= 0 ? ms__prim_statm_anon(fd) : -1;
   if (fd >= 0) close(fd);
   for (int64_t k = 0; k < n; k++) rn.t[k].c.res.rss0_common = rss0;
+  /* Here: thread 0 is the caller's own (when no other thread joins it),
+   * started after the other roots, which replay beside it. */
+  int64_t inline0 = here && s->threads[0].joiner < 0 ? 0 : -1;
   for (int64_t k = 0; k < n; k++)
-    if (s->threads[k].creator < 0) create(&rn, k, -1);
+    if (s->threads[k].creator < 0 && k != inline0) create(&rn, k, -1);
+  if (inline0 == 0) run_here(&rn, 0);
   // Threads no thread joins are joined here, once created.
   for (int left = 1; left;) {
     left = 0;
@@ -567,9 +601,10 @@ int memstub_threads_trace(const memstub_threads_replay *r, memstub_trace **out,
     const memstub_replay_info *in = &r->thread[k]->info;
     snprintf(key, sizeof key, "thread.%lld", (long long)k);
     snprintf(v, sizeof v, "start %lld ns, %lld points, duration_ns %lld (target %lld), cpu_ns "
-             "%lld, off_cpu_ns %lld, stack_size %lld", (long long)r->stub->threads[k].start_ns,
-             (long long)in->points, (long long)in->duration_ns, (long long)in->target_ns,
-             (long long)in->cpu_ns, (long long)in->run_delay_ns, (long long)in->stack_size);
+             "%lld, off_cpu_ns %lld, stack_size %lld, tid %ld",
+             (long long)r->stub->threads[k].start_ns, (long long)in->points,
+             (long long)in->duration_ns, (long long)in->target_ns, (long long)in->cpu_ns,
+             (long long)in->run_delay_ns, (long long)in->stack_size, r->tid ? r->tid[k] : 0L);
     rc = memstub_trace_set_meta(t, key, v);
   }
   for (int64_t h = 0; h < r->stub->nhandoffs && rc >= 0; h++) {
