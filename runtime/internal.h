@@ -427,8 +427,9 @@ void ms__rt_fill_info(memstub_replay *r, const ms__rt_ctx *c, int64_t stack_size
 
 /* Run fn(arg) on the calling thread but on a stack of its own of
  * stack_size bytes (mmapped, a guard page below; on_stack.c), switched to and
- * back with swapcontext. 0 once fn returned; a negative errno when the
- * stack cannot be had (fn did not run). */
+ * back with swapcontext; the thread's timer slack is as it was after. 0 once
+ * fn returned; a negative errno when the stack cannot be had (fn did not
+ * run). */
 int ms__rt_run_on_stack(void (*fn)(void *), void *arg, int64_t stack_size, long page);
 /* memstub_replay_run and memstub_threads_run, with here = 1: the replay
  * (threads: thread 0's) runs on the calling thread, on a stack of its own

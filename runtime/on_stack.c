@@ -13,6 +13,7 @@
 #include <ucontext.h>
 
 #include "internal.h"
+#include "prim.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define MS__ASAN 1
@@ -72,6 +73,7 @@ int ms__rt_run_on_stack(void (*fn)(void *), void *arg, int64_t stack_size, long 
   }
   h->fn = fn;
   h->arg = arg;
+  long slack = ms__prim_get_timer_slack();  // the engine sets its own: the caller's comes back
   int rc = getcontext(&h->fiber);
   if (rc == 0) {
     h->fiber.uc_stack.ss_sp = map + page;
@@ -95,6 +97,7 @@ int ms__rt_run_on_stack(void (*fn)(void *), void *arg, int64_t stack_size, long 
 #endif
   }
   rc = rc == 0 ? 0 : -errno;
+  if (slack > 0) (void)ms__prim_set_timer_slack((unsigned long)slack);
   ms__rt_own_free(h);
   munmap(map, len);
   return rc;

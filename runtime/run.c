@@ -390,15 +390,11 @@ static void *replay_thread(void *arg) {
 }
 
 /* The replay of j on the calling thread, on a stack of stack_size bytes of
- * its own: its timer slack, which the engine sets, is the caller's again
- * after; no scheduler slice is asked for (it would stay the caller's). 0, or
- * a positive errno when the stack cannot be had (nothing ran). */
+ * its own; no scheduler slice is asked for (it would stay the caller's). 0,
+ * or a positive errno when the stack cannot be had (nothing ran). */
 static int run_here(job *j, int64_t stack_size) {
-  long slack = ms__prim_get_timer_slack();
   j->c.slice = 0;
-  int rc = ms__rt_run_on_stack(replay_job, j, stack_size, j->c.page);
-  if (slack > 0) (void)ms__prim_set_timer_slack((unsigned long)slack);
-  return -rc;
+  return -ms__rt_run_on_stack(replay_job, j, stack_size, j->c.page);
 }
 
 /* Wait until the replay thread th has ended; with a progress callback, report

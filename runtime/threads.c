@@ -189,16 +189,14 @@ static void *thread_main(void *arg) {
 }
 
 /* Thread k (a root: no creator) on the calling thread, on a stack of its
- * own (ms__rt_run_on_stack), its timer slack the caller's again after; then
- * counted as joined. A stack that cannot be had is the error a failed
- * creation is (set_err), and the thread ends without running. */
+ * own (ms__rt_run_on_stack); then counted as joined. A stack that cannot be
+ * had is the error a failed creation is (set_err), and the thread ends
+ * without running. */
 static void run_here(run *rn, int64_t k) {
   tstate *ts = &rn->t[k];
-  long slack = ms__prim_get_timer_slack();
   ts->c.slice = 0;  // no scheduler slice: it would stay the caller's
   __atomic_store_n(&ts->created, 1, __ATOMIC_RELEASE);
   int rc = ms__rt_run_on_stack(thread_body, ts, ts->stack_size, ts->c.page);
-  if (slack > 0) (void)ms__prim_set_timer_slack((unsigned long)slack);
   if (rc < 0) {
     set_err(rn, -rc, k);
     __atomic_store_n(&ts->created, -1, __ATOMIC_RELEASE);
