@@ -24,7 +24,9 @@
 #
 # so a program links NAME and calls memstub_NAME() in place of the real
 # component (of a trace with several threads, memstub_NAME() replays every
-# thread: memstub_threads_call). The replay follows MEMSTUB_TIMING (which
+# thread: memstub_threads_call). It replays on the calling thread, on a stack
+# of its own, so its allocations come from the caller's arena (docs/runtime.md,
+# "On the caller's thread"). The replay follows MEMSTUB_TIMING (which
 # overrides TIMING), MEMSTUB_MARGIN_NS and
 # MEMSTUB_MEASURE from the environment (see docs/runtime.md); MEMSTUB_MEASURE
 # names the file as --measure does (%p pid, %n NAME, %c call number; the

@@ -76,6 +76,8 @@ void ms__prim_sleep_until(int64_t deadline_ns);
 
 // Set this thread's timer slack (how late the kernel may wake it). 0 or -errno.
 int ms__prim_set_timer_slack(unsigned long ns);
+// This thread's timer slack in ns, or -errno.
+long ms__prim_get_timer_slack(void);
 
 /* Ask the scheduler for a time slice of ns for this thread (SCHED_OTHER;
  * Linux's EEVDF scheduler, 6.12 and later, honours it between 100 us and

@@ -78,6 +78,11 @@ int ms__prim_set_timer_slack(unsigned long ns) {
   return prctl(PR_SET_TIMERSLACK, ns, 0, 0, 0) == 0 ? 0 : -errno;
 }
 
+long ms__prim_get_timer_slack(void) {
+  int r = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+  return r >= 0 ? r : -errno;
+}
+
 int ms__prim_set_sched_slice(uint64_t ns) {
 #if defined(SYS_sched_setattr)
   // struct sched_attr (include/uapi/linux/sched/types.h), version 1 layout.

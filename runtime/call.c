@@ -55,7 +55,8 @@ static int call(const struct memstub_stub *s, const memstub_threads_stub *ts, me
   if (rc < 0) return rc;
   memstub_replay *r = NULL;
   memstub_threads_replay *tr = NULL;
-  rc = ts ? memstub_threads_run(ts, &o, &tr, err) : memstub_replay_run(s, &o, &r, err);
+  // On the caller's thread: its arena and tcache, as the component's calls had.
+  rc = ts ? ms__rt_threads_run(ts, &o, &tr, 1, err) : ms__rt_replay_run(s, &o, &r, 1, err);
   if (rc == 0 && mf)
     rc = r ? memstub_measure_commit_replay(mf, r, err) : memstub_measure_commit_threads(mf, tr, err);
   if (rc < 0 && mf) memstub_error_prefix(err, "MEMSTUB_MEASURE");

@@ -10,6 +10,12 @@
 // the file is compiled with -fno-optimize-sibling-calls and
 // -fno-omit-frame-pointer (runtime/CMakeLists.txt). test_replay checks that
 // the stack overhead per frame is the same at every depth.
+//
+// The layers run one way (docs/runtime.md, "Layers"): run.c, threads.c and
+// call.c drive the engine; the engine calls the replay's memory operations
+// (c->ops: the class replay, class_replay.c), heap.c, resident.c and
+// work.c, and knows nothing of threads: whoever drives it may give it a
+// per-point hook (c->hook).
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,7 +265,7 @@ static void cost_stack(ms__rt_cost *m, int64_t sa) {
 // adaptive margin, right after a wake-up, inside the margin: it learns the
 // overshoot without the time the thread waited for a CPU, which no margin
 // cures (a busy host would otherwise drive it to its cap, and the spin with it).
-static int64_t wait_deadline(ms__rt_ctx *c, int64_t x, int64_t lead) {
+int64_t ms__rt_wait_deadline(ms__rt_ctx *c, int64_t x, int64_t lead) {
   int64_t deadline = c->t0 + c->deadline - lead;
   int64_t now = ms__prim_now_ns();
   int64_t s, rd = -1;
@@ -298,35 +304,6 @@ static int64_t wait_relative(ms__rt_ctx *c, int64_t x, int64_t dt) {
 
 /* ---- one point's phases ---------------------------------------------------- */
 
-/* Point x, the first of a row of slot k that starts lead ns early: wait
- * until the resize's learnt time is left as well, resize the heap block for
- * the row's first point that changes it and
- * fault its new pages in (the heap part then only writes the new bytes
- * again, without faults), learn what that took. A failed resize is left for
- * the heap part, which reports it. */
-static void resize_ahead(ms__rt_ctx *c, int64_t x, int k, int64_t lead) {
-  int64_t ahead = lead + ms__rt_cost_pre(&c->cost, k);
-  if (ahead > c->use[x].time) ahead = c->use[x].time;
-  // The row's first point that changes the heap (the others in between,
-  // inserted by stack normalisation, keep it): rows are measured at their
-  // last point, so the order within a row does not show.
-  int64_t j = x;
-  while (j + 1 < c->n && j < x + MS__RT_COST_SCAN && !c->use[j].heapAlloc && !c->use[j + 1].time)
-    j++;
-  int64_t old = c->heap.size, size = old + c->use[j].heapAlloc;
-  if (size < 0) size = 0;
-  if (size == old) return;
-  int64_t t = wait_deadline(c, x, ahead);
-  if (ms__rt_heap_resize(&c->heap, size) < 0) return;
-  // Its new pages faulted in too (the heap part writes them again, without
-  // faults); with resident data the target decides what is touched, later.
-  if (!c->res.rss && size > old) ms__rt_heap_touch(&c->heap, old, size);
-  ms__rt_cost_learn_pre(&c->cost, k, ms__prim_now_ns() - t);
-  c->cost.pre_x = j;
-  c->cost.pre_old = old;
-  c->cost.pre_rows++;
-}
-
 // The wait of point x, then the start of its work.
 static MS__NOINLINE void begin(ms__rt_ctx *c, int64_t x) {
   int64_t dt = c->use[x].time;
@@ -348,7 +325,7 @@ static MS__NOINLINE void begin(ms__rt_ctx *c, int64_t x) {
   if (dt > 0 && c->timing == MEMSTUB_TIMING_USLEEP) {
     now = wait_relative(c, x, dt);
   } else if (dt > 0 && !c->cost.on) {
-    now = wait_deadline(c, x, calls);
+    now = ms__rt_wait_deadline(c, x, calls);
   } else if (dt > 0) {
     // A new row: learn the last one's work, read this one's class, start it
     // that much early, and time its work.
@@ -358,8 +335,8 @@ static MS__NOINLINE void begin(ms__rt_ctx *c, int64_t x) {
     int k = cost_class_at(c, x), slot = ms__rt_cost_slot(k, dt, pts);
     int64_t lead = ms__rt_cost_lead(&c->cost, slot);
     if (lead > dt - calls) lead = dt - calls;  // never before the previous point's deadline
-    if (ms__rt_cost_resize_ahead(k)) resize_ahead(c, x, slot, lead + calls);
-    now = wait_deadline(c, x, lead + calls);
+    if (c->ops->ahead && ms__rt_cost_resize_ahead(k)) c->ops->ahead(c, x, slot, lead + calls);
+    now = ms__rt_wait_deadline(c, x, lead + calls);
     c->cost.cls = slot;
     c->cost.start = now;
     c->cost.lead_sum += lead;
@@ -396,49 +373,6 @@ static MS__NOINLINE void stack_used(ms__rt_ctx *c, int64_t x) {
     r->faults_stack = ms__prim_minor_faults() - c->faults_base;
 }
 
-// Point x could not have what (MS__RT_FAIL_*) of bytes: error rc, the replay stops.
-static void stop(ms__rt_ctx *c, int64_t x, int rc, int what, int64_t bytes) {
-  c->failed = rc;
-  c->failed_at = x;
-  c->failed_what = what;
-  c->failed_bytes = bytes;
-}
-
-// The heap part of point x: resize the block, then write its new bytes.
-static MS__NOINLINE void heap_part(ms__rt_ctx *c, int64_t x) {
-  int64_t old = c->heap.size;
-  int64_t size = old + c->use[x].heapAlloc;  // no overflow: memstub_replay_check
-  if (size < 0) size = 0;
-  if (c->cost.pre_x == x) {  // resized ahead of the deadline (resize_ahead)
-    old = c->cost.pre_old;
-    size = c->heap.size;
-    c->cost.pre_x = -1;
-  } else if (size != old) {
-    int rc = ms__rt_heap_resize(&c->heap, size);
-    if (rc < 0) {
-      stop(c, x, rc, MS__RT_FAIL_HEAP, size);
-      return;
-    }
-  }
-  if (c->work.cpu) ms__rt_work_block(&c->work, c->wrec ? c->wrec + x * MS__RT_WORK_REC : NULL, old, size);
-  if (c->rec && c->measure & MEMSTUB_MEASURE_CYCLES)
-    c->rec[x].cyc_heap_alloc = ms__prim_cycles_begin();
-  if (!c->res.rss) {
-    if (size > old) ms__rt_heap_touch(&c->heap, old, size);
-    return;
-  }
-  // Resident data: the mapped change, then touch or drop pages to the target.
-  int rc = ms__rt_res_mapped(&c->res, c->res.mapped[x], c->page);
-  if (rc < 0) {
-    int64_t len = c->res.map_len + c->res.mapped[x];  // no overflow: memstub_replay_check
-    stop(c, x, rc, MS__RT_FAIL_MAPPED, len > 0 ? len : 0);
-    return;
-  }
-  int64_t keep = 0;
-  if ((rc = ms__rt_res_target(&c->res, &c->heap, c->res.rss[x], c->page, &keep)) < 0)
-    stop(c, x, rc, MS__RT_FAIL_RESIDENT, keep);
-}
-
 // The end of point x's work (before its measuring): the row's work so far.
 static MS__NOINLINE void work_done(ms__rt_ctx *c) {
   if (c->cost.start >= 0) c->cost.end = ms__prim_now_ns();
@@ -460,14 +394,21 @@ static MS__NOINLINE void finish(ms__rt_ctx *c, int64_t x, uintptr_t sp) {
   if (c->measure & MEMSTUB_MEASURE_RESIDENT) ms__rt_res_measure_point(c, x, r);
 }
 
+/* Point x after its stack part: the replay's memory part (c->ops), the
+ * driver's hook when it asked for this point, then the measuring at the
+ * level whose stack pointer is sp. */
+static MS__NOINLINE void memory_part(ms__rt_ctx *c, int64_t x, uintptr_t sp) {
+  c->ops->heap(c, x);
+  if (x == c->hook_next) c->hook_next = c->hook(c->hook_arg, x);
+  work_done(c);
+  if (c->rec && !c->failed) finish(c, x, sp);
+}
+
 // A point that leaves the stack as it is (or whose pop already happened).
 static void rest_of_point(ms__rt_ctx *c, int64_t x, int64_t moved, uintptr_t sp) {
   stack_alloced(c, x, moved);
   stack_used(c, x);
-  heap_part(c, x);
-  if (x == c->thr_next) ms__rt_threads_point(c, x);
-  work_done(c);
-  if (c->rec && !c->failed) finish(c, x, sp);
+  memory_part(c, x, sp);
 }
 
 /* ---- the recursion --------------------------------------------------------- */
@@ -509,10 +450,7 @@ static MS__NOINLINE int64_t allocate(ms__rt_ctx *c, int64_t x, int64_t excess) {
     q[0] = 'a';
   }
   stack_used(c, x);
-  heap_part(c, x);
-  if (x == c->thr_next) ms__rt_threads_point(c, x);
-  work_done(c);
-  if (c->rec && !c->failed) finish(c, x, sp);
+  memory_part(c, x, sp);
   x = constant_stack(c, x, sp);  // rising edge, then constant
   while (!c->failed && x + 1 < c->n && c->use[x + 1].stackAlloc > 0) {
     x = allocate(c, x + 1, excess);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "memstub/runtime.h"
+#include "memstub/threads.h"
 #include "memstub/work.h"
 #include "ms_common.h"
 #include "ms_runtime.h"
@@ -327,7 +328,11 @@ void ms__rt_cost_learn_pre(ms__rt_cost *m, int k, int64_t a);
 
 /* ---- the engine (engine.c) --------------------------------------------- */
 
-typedef struct ms__rt_ctx {
+typedef struct ms__rt_ctx ms__rt_ctx;
+// A driver's per-point hook (ms__rt_ctx.hook): the next point it wants, -1 none.
+typedef int64_t (*ms__rt_point_hook)(void *arg, int64_t x);
+
+struct ms__rt_ctx {
   // input
   const struct memAlloc *use;
   int64_t n;
@@ -359,12 +364,50 @@ typedef struct ms__rt_ctx {
   int failed_what;          // ... for this (MS__RT_FAIL_*)
   int64_t failed_bytes;     // ... of this size (the heap block, the mapping, the keep mapping)
   memstub_replay_record entry;
-  // Threads (threads.c): T0 given (the common clock), else 0; the next point
-  // after whose work ms__rt_threads_point runs (-1 none); the thread's state.
+  // Set by the driver: T0 given (threads.c: the common clock), else 0.
   int64_t t0_at;
-  int64_t thr_next;
-  void *thr;
-} ms__rt_ctx;
+  /* The driver's per-point hook (threads.c: a thread's creations, joins and
+   * handoff blocks; none for a single stub): after the memory part of point
+   * hook_next the engine calls hook(hook_arg, hook_next), which returns the
+   * next point it wants (-1 none). The engine knows nothing else of it. */
+  ms__rt_point_hook hook;
+  void *hook_arg;
+  int64_t hook_next;
+  int crowd;  // other replays run beside this one: the process's readings move between points
+  const struct ms__rt_replay_ops *ops;  // the replay's memory operations (ms__rt_replay_ops_for)
+};
+
+/* ---- the replays: the seam between the engine and a stub's memory -------- */
+
+/* What the engine asks of a replay, chosen once per stub
+ * (ms__rt_replay_ops_for; docs/runtime.md, "Layers"). The engine owns the
+ * recursion (stack), the waits, the cost model, the work's spin and the
+ * measuring; the replay owns how a point's heap, mapped and resident changes
+ * are made. Today: the class replay (class_replay.c), one block resized by
+ * realloc. The call-for-call replay (issue 31 item 2) goes beside it as a
+ * second table and file, not as branches through engine.c. */
+typedef struct ms__rt_replay_ops {
+  const char *name;
+  // In the replaying thread, before the baseline (scratch: the tcache fill's
+  // pointers, NULL for none). 0 or -ENOMEM.
+  int (*prepare)(ms__rt_ctx *c, void **scratch, size_t nscratch);
+  /* NULL, or: the row starting at point x, of cost slot k, starts lead ns
+   * early and its heap change is a system call of varying time: make it
+   * ahead of the deadline (docs/runtime.md, "The online cost model"). */
+  void (*ahead)(ms__rt_ctx *c, int64_t x, int k, int64_t lead);
+  // Point x's memory part after its stack part; a failure sets c->failed.
+  void (*heap)(ms__rt_ctx *c, int64_t x);
+  // In the replaying thread after the replay: what prepare and heap made goes.
+  void (*release)(ms__rt_ctx *c);
+} ms__rt_replay_ops;
+
+extern const ms__rt_replay_ops ms__rt_class_replay;
+// The replay for s (class_replay.c): the class replay, the only one so far.
+const ms__rt_replay_ops *ms__rt_replay_ops_for(const struct memstub_stub *s);
+/* Wait until T0 + c->deadline - lead for point x (deadline and online
+ * timing: sleep as the waiter plans, then spin); returns the clock then
+ * (engine.c). */
+int64_t ms__rt_wait_deadline(ms__rt_ctx *c, int64_t x, int64_t lead);
 
 // What a replay that stopped could not have (ms__rt_ctx.failed_what).
 enum { MS__RT_FAIL_HEAP, MS__RT_FAIL_MAPPED, MS__RT_FAIL_RESIDENT };
@@ -374,16 +417,30 @@ enum { MS__RT_FAIL_HEAP, MS__RT_FAIL_MAPPED, MS__RT_FAIL_RESIDENT };
 void ms__rt_stop_reason(const ms__rt_ctx *c, const struct memstub_stub *s, char *buf, size_t cap);
 
 /* The engine's context for a replay of s with opt, measuring into rec
- * (run.c). thr_next is -1. */
+ * (run.c): its replay's operations chosen, no hook (hook_next -1). */
 void ms__rt_ctx_init(ms__rt_ctx *c, const struct memstub_stub *s,
                      const memstub_replay_options *opt, memstub_replay_record *rec);
 // What the replay r did, from the engine's context c, into r->info (run.c).
 void ms__rt_fill_info(memstub_replay *r, const ms__rt_ctx *c, int64_t stack_size);
-/* Threads (threads.c): the actions after point x's work (create, join,
- * malloc or free a handoff block); sets c->thr_next to the next such point. */
-void ms__rt_threads_point(ms__rt_ctx *c, int64_t x);
 // Heap preparation's scratch pointers: at most this many chunks per bin.
 #define MS__RT_SCRATCH_POINTERS 4096
+
+/* Run fn(arg) on the calling thread but on a stack of its own of
+ * stack_size bytes (mmapped, a guard page below; on_stack.c), switched to and
+ * back with swapcontext; the thread's timer slack is as it was after. 0 once
+ * fn returned; a negative errno when the stack cannot be had (fn did not
+ * run). */
+int ms__rt_run_on_stack(void (*fn)(void *), void *arg, int64_t stack_size, long page);
+/* memstub_replay_run and memstub_threads_run, with here = 1: the replay
+ * (threads: thread 0's) runs on the calling thread, on a stack of its own
+ * (ms__rt_run_on_stack), so its allocations come from the caller's arena and
+ * tcache; opt->progress is never called and the caller's timer slack is
+ * restored after (run.c, threads.c; for call.c). here = 0: as the public
+ * functions, on a replay thread. */
+int ms__rt_replay_run(const struct memstub_stub *s, const memstub_replay_options *o,
+                      memstub_replay **out, int here, memstub_error *err);
+int ms__rt_threads_run(const memstub_threads_stub *s, const memstub_replay_options *o,
+                       memstub_threads_replay **out, int here, memstub_error *err);
 
 /* Run the replay in the calling thread (which must have the stack): sets the
  * timer slack, takes the baseline, replays every point. c->failed says

@@ -218,7 +218,7 @@ void ms__rt_res_measure_point(const ms__rt_ctx *c, int64_t x, memstub_replay_rec
   const struct memAlloc *u = &c->use[x];
   const ms__rt_res *r = &c->res;
   // Threads: the process's figures move with the other threads' points too.
-  int same = !c->thr && x > 0 && u->stackAlloc <= 0 && u->heapAlloc == 0 &&
+  int same = !c->crowd && x > 0 && u->stackAlloc <= 0 && u->heapAlloc == 0 &&
              (!r->rss || (r->mapped[x] == 0 && r->rss[x] == r->rss[x - 1]));
   if (!same) {
     ms__rt_res_measure(r, rec);

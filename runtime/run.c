@@ -371,18 +371,30 @@ typedef struct job {
   int prep;  // heap preparation: 0 or -ENOMEM
 } job;
 
-static void *replay_thread(void *arg) {
+// The replay of j, in the thread and on the stack it runs on.
+static void replay_job(void *arg) {
   job *j = arg;
   /* The tcache is filled only for a replay that measures its heap
    * (mallinfo2 steady, heap.c): the fill is 512 mallocs and 512 frees the
    * component never made, and an observer counting the stub's calls
    * (heaptrack: 223 allocations for sort, 752 for its stub) saw them. */
   int fill = (j->c.measure & MEMSTUB_MEASURE_HEAP) != 0;
-  j->prep = ms__rt_heap_prepare(&j->c.heap, fill ? j->scratch : NULL, fill ? SCRATCH_POINTERS : 0);
+  j->prep = j->c.ops->prepare(&j->c, fill ? j->scratch : NULL, fill ? SCRATCH_POINTERS : 0);
   if (j->prep == 0) ms__rt_engine_run(&j->c);
-  ms__rt_res_release(&j->c.res);
-  ms__rt_heap_release(&j->c.heap);
+  j->c.ops->release(&j->c);
+}
+
+static void *replay_thread(void *arg) {
+  replay_job(arg);
   return NULL;
+}
+
+/* The replay of j on the calling thread, on a stack of stack_size bytes of
+ * its own; no scheduler slice is asked for (it would stay the caller's). 0,
+ * or a positive errno when the stack cannot be had (nothing ran). */
+static int run_here(job *j, int64_t stack_size) {
+  j->c.slice = 0;
+  return -ms__rt_run_on_stack(replay_job, j, stack_size, j->c.page);
 }
 
 /* Wait until the replay thread th has ended; with a progress callback, report
@@ -467,7 +479,8 @@ void ms__rt_ctx_init(ms__rt_ctx *c, const struct memstub_stub *s,
   c->sched_fd = -1;
   c->page = ms__prim_page_size();
   c->alloca_bias = ms__rt_alloca_bias();
-  c->thr_next = -1;
+  c->hook_next = -1;
+  c->ops = ms__rt_replay_ops_for(s);
   if (ms__rt_work_init(&c->work, s)) {
     c->work.rate = ms__rt_spin_rate();
     // Deadline timing: the calls' cost, so their waits end that much early.
@@ -581,6 +594,11 @@ void ms__rt_fill_info(memstub_replay *r, const ms__rt_ctx *c, int64_t stack_size
 
 int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_options *o,
                        memstub_replay **out, memstub_error *err) {
+  return ms__rt_replay_run(s, o, out, 0, err);
+}
+
+int ms__rt_replay_run(const struct memstub_stub *s, const memstub_replay_options *o,
+                      memstub_replay **out, int here, memstub_error *err) {
   *out = NULL;
   memstub_replay_options opt;
   if (o) opt = *o;
@@ -600,7 +618,7 @@ int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_option
   if ((rc = reserve(r, j, s, err)) < 0) goto fail;
   ms__rt_ctx_init(&j->c, s, &opt, r->rec);
   j->c.wrec = r->work;
-  rc = run_thread(j, stack_size, &opt);
+  rc = here ? run_here(j, stack_size) : run_thread(j, stack_size, &opt);
   if (rc < 0)  // the thread may still write to j and r: both are left to it
     return memstub_error_set(err, rc, "cannot wait for the replay thread: %s", strerror(-rc));
   if (rc > 0) {
@@ -608,8 +626,9 @@ int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_option
     char hint[256];
     limit_hint(hint, sizeof hint);
     rc = memstub_error_set(err, rc == EAGAIN ? -EAGAIN : -ENOMEM,
-                           "cannot start the replay thread with a stack of %lld bytes: %s%s",
-                           (long long)stack_size, strerror(rc), hint);
+                           "cannot start the replay %s with a stack of %lld bytes: %s%s",
+                           here ? "on the calling thread" : "thread", (long long)stack_size,
+                           strerror(rc), hint);
     goto fail;
   }
   if ((rc = stopped(j, s, err)) < 0) goto fail;

@@ -155,15 +155,17 @@ static void do_action(tstate *ts, const action *a) {
   }
 }
 
-// The actions after point x (or all left, x = INT64_MAX).
-static void actions_upto(tstate *ts, int64_t x) {
+// The actions after point x (or all left, x = INT64_MAX); the point of the next one, -1 none.
+static int64_t actions_upto(tstate *ts, int64_t x) {
   while (ts->next < ts->nact && ts->act[ts->next].point <= x) do_action(ts, &ts->act[ts->next++]);
-  ts->c.thr_next = ts->next < ts->nact ? ts->act[ts->next].point : -1;
+  return ts->next < ts->nact ? ts->act[ts->next].point : -1;
 }
 
-void ms__rt_threads_point(ms__rt_ctx *c, int64_t x) { actions_upto(c->thr, x); }
+// The engine's per-point hook of a replay thread (ms__rt_ctx.hook).
+static int64_t point_hook(void *arg, int64_t x) { return actions_upto(arg, x); }
 
-static void *thread_main(void *arg) {
+// A replay thread's life, on the thread (and stack) it runs on.
+static void thread_body(void *arg) {
   tstate *ts = arg;
   run *rn = ts->run;
   rn->tid[ts->id] = (long)gettid();
@@ -172,15 +174,36 @@ static void *thread_main(void *arg) {
    * for a single replay, but a thread's heap is measured here from usable
    * sizes, and the fill's many mallinfo2 calls lock every arena: threads
    * preparing at once took up to 5 ms each, and started late. */
-  ts->prep = ms__rt_heap_prepare(&ts->c.heap, NULL, 0);
-  actions_upto(ts, -1);
+  ts->prep = ts->c.ops->prepare(&ts->c, NULL, 0);
+  ts->c.hook_next = actions_upto(ts, -1);
   if (ts->prep == 0) ms__rt_engine_run(&ts->c);
   actions_upto(ts, INT64_MAX);  // a replay that stopped early still keeps its promises
   log_event(rn, MEMSTUB_TEV_EXIT, ts->id, -1);
-  ms__rt_res_release(&ts->c.res);
-  ms__rt_heap_release(&ts->c.heap);
+  ts->c.ops->release(&ts->c);
   __atomic_store_n(&ts->finished, 1, __ATOMIC_RELEASE);
+}
+
+static void *thread_main(void *arg) {
+  thread_body(arg);
   return NULL;
+}
+
+/* Thread k (a root: no creator) on the calling thread, on a stack of its
+ * own (ms__rt_run_on_stack); then counted as joined. A stack that cannot be
+ * had is the error a failed creation is (set_err), and the thread ends
+ * without running. */
+static void run_here(run *rn, int64_t k) {
+  tstate *ts = &rn->t[k];
+  ts->c.slice = 0;  // no scheduler slice: it would stay the caller's
+  __atomic_store_n(&ts->created, 1, __ATOMIC_RELEASE);
+  int rc = ms__rt_run_on_stack(thread_body, ts, ts->stack_size, ts->c.page);
+  if (rc < 0) {
+    set_err(rn, -rc, k);
+    __atomic_store_n(&ts->created, -1, __ATOMIC_RELEASE);
+    __atomic_store_n(&ts->finished, 1, __ATOMIC_RELEASE);
+    return;
+  }
+  __atomic_store_n(&ts->created, 2, __ATOMIC_RELEASE);  // joined
 }
 
 static int cmp_action(const void *a, const void *b) {
@@ -293,6 +316,11 @@ static int64_t *held_points(const run *rn, int64_t k) {
 
 int memstub_threads_run(const memstub_threads_stub *s, const memstub_replay_options *o,
                         memstub_threads_replay **out, memstub_error *err) {
+  return ms__rt_threads_run(s, o, out, 0, err);
+}
+
+int ms__rt_threads_run(const memstub_threads_stub *s, const memstub_replay_options *o,
+                       memstub_threads_replay **out, int here, memstub_error *err) {
   *out = NULL;
   memstub_replay_options opt;
   if (o) opt = *o;
@@ -333,7 +361,9 @@ int memstub_threads_run(const memstub_threads_stub *s, const memstub_replay_opti
     }
     ms__rt_ctx_init(&ts->c, st, &opt, r->rec);
     ts->c.wrec = r->work;
-    ts->c.thr = ts;
+    ts->c.hook = point_hook;
+    ts->c.hook_arg = ts;
+    ts->c.crowd = 1;
   }
   for (int64_t k = 0; k < n; k++) {
     const memstub_thread_spec *sp = &s->threads[k];
@@ -351,7 +381,7 @@ int memstub_threads_run(const memstub_threads_stub *s, const memstub_replay_opti
   for (int64_t k = 0; k < n; k++) {
     tstate *ts = &rn.t[k];
     if (ts->nact) qsort(ts->act, (size_t)ts->nact, sizeof *ts->act, cmp_action);
-    ts->c.thr_next = ts->nact ? ts->act[0].point : -1;
+    ts->c.hook_next = ts->nact ? ts->act[0].point : -1;
   }
   // The common clock: every thread's deadlines count from T0.
   rn.t0 = ms__prim_now_ns() + LEAD_NS;
@@ -362,8 +392,12 @@ int memstub_threads_run(const memstub_threads_stub *s, const memstub_replay_opti
   int64_t rss0 = fd >= 0 ? ms__prim_statm_anon(fd) : -1;
   if (fd >= 0) close(fd);
   for (int64_t k = 0; k < n; k++) rn.t[k].c.res.rss0_common = rss0;
+  /* Here: thread 0 is the caller's own (when no other thread joins it),
+   * started after the other roots, which replay beside it. */
+  int64_t inline0 = here && s->threads[0].joiner < 0 ? 0 : -1;
   for (int64_t k = 0; k < n; k++)
-    if (s->threads[k].creator < 0) create(&rn, k, -1);
+    if (s->threads[k].creator < 0 && k != inline0) create(&rn, k, -1);
+  if (inline0 == 0) run_here(&rn, 0);
   // Threads no thread joins are joined here, once created.
   for (int left = 1; left;) {
     left = 0;
@@ -565,9 +599,10 @@ int memstub_threads_trace(const memstub_threads_replay *r, memstub_trace **out,
     const memstub_replay_info *in = &r->thread[k]->info;
     snprintf(key, sizeof key, "thread.%lld", (long long)k);
     snprintf(v, sizeof v, "start %lld ns, %lld points, duration_ns %lld (target %lld), cpu_ns "
-             "%lld, off_cpu_ns %lld, stack_size %lld", (long long)r->stub->threads[k].start_ns,
-             (long long)in->points, (long long)in->duration_ns, (long long)in->target_ns,
-             (long long)in->cpu_ns, (long long)in->run_delay_ns, (long long)in->stack_size);
+             "%lld, off_cpu_ns %lld, stack_size %lld, tid %ld",
+             (long long)r->stub->threads[k].start_ns, (long long)in->points,
+             (long long)in->duration_ns, (long long)in->target_ns, (long long)in->cpu_ns,
+             (long long)in->run_delay_ns, (long long)in->stack_size, r->tid ? r->tid[k] : 0L);
     rc = memstub_trace_set_meta(t, key, v);
   }
   for (int64_t h = 0; h < r->stub->nhandoffs && rc >= 0; h++) {

@@ -311,6 +311,22 @@ START_TEST(test_deep_stack) {
   ck_assert_int_eq(fit.max_depth, frames);
   ck_assert_int_ge(rep->pts[frames].stack_bytes, 12 << 20);
   memstub_trace_free(rep);
+  // Called as a function it replays on this thread, deeper than this thread's
+  // 8 MiB stack: on a stack of its own, measured as exactly (issue 31 item 3).
+  char *dir = tu_mkdtemp(), path[4096];
+  snprintf(path, sizeof path, "%s/m.csv", dir);
+  setenv("MEMSTUB_MEASURE", path, 1);
+  setenv("MEMSTUB_TIMING", "deadline", 1);
+  ck_assert_msg(memstub_stub_call(&g->stub, &err) == 0, "%s", err.msg);
+  unsetenv("MEMSTUB_TIMING");
+  unsetenv("MEMSTUB_MEASURE");
+  ck_assert_msg(memstub_trace_read(path, &rep, &err) == 0, "%s", err.msg);
+  rt_check_exact(t, &g->stub, rep, heap_checkable(r), &fit);
+  ck_assert_int_eq(fit.max_depth, frames);
+  ck_assert_int_ge(rep->pts[frames].stack_bytes, 12 << 20);
+  memstub_trace_free(rep);
+  tu_rmtree(dir);
+  free(dir);
   memstub_replay_free(r);
   memstub_gen_free(g);
   memstub_trace_free(t);

@@ -3,9 +3,11 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +25,36 @@ START_TEST(test_entry_point) {
   ck_assert_int_eq(s->numdata, 4);
   ck_assert_str_eq(s->name, "listing1_stub");
   ck_assert_int_eq(s->use[1].heapAlloc, 200);
+}
+END_TEST
+
+// The glibc malloc arenas of the process (malloc_info's heaps); -1 unknown.
+static int arenas(void) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return -1;
+  int rc = malloc_info(0, f);
+  fclose(f);
+  int n = 0;
+  for (const char *p = buf; rc == 0 && (p = strstr(p, "<heap nr=")); p++) n++;
+  free(buf);
+  return rc == 0 ? n : -1;
+}
+
+/* A stub called from a host allocates from the caller's arena and tcache,
+ * as its component did (issue 31 item 3): no second arena appears, as one
+ * did when it replayed on a thread of its own. Here, in a process whose only
+ * thread is this one, with malloc_info's list of arenas. The caller's
+ * thread is left as it was: its timer slack, which the replay sets to 1 ns. */
+START_TEST(test_entry_point_caller_arena) {
+  ck_assert_int_eq(arenas(), 1);
+  int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+  ck_assert_int_eq(memstub_listing1_stub(), 0);
+  ck_assert_int_eq(memstub_nonlifo_stub(), 0);
+  ck_assert_msg(arenas() == 1, "%d malloc arenas after the calls, the caller's only expected",
+                arenas());
+  ck_assert_int_eq(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), slack);
 }
 END_TEST
 
@@ -264,6 +296,7 @@ int main(void) {
   TCase *tc = tcase_create("memstub_add_stub");
   tcase_add_test(tc, test_entry_point);
   tcase_add_test(tc, test_entry_point_whatif);
+  tcase_add_test(tc, test_entry_point_caller_arena);
   tcase_add_test(tc, test_entry_point_measured);
   tcase_add_test(tc, test_entry_point_bad_env);
   tcase_add_test(tc, test_two_stubs_one_program);

@@ -720,7 +720,9 @@ END_TEST
 
 /* memstub_add_stub of a trace with several threads: memstub_NAME() replays
  * every thread (memstub_threads_call), MEMSTUB_MEASURE gets every thread's
- * rows, memstub_NAME_threads() is the header's thread table. */
+ * rows, memstub_NAME_threads() is the header's thread table. Thread 0 is
+ * replayed by the calling thread (its tid in the measurement's thread.0),
+ * the others by threads of their own (issue 31 item 3). */
 START_TEST(test_add_stub_threads) {
   char *dir = tu_mkdtemp();
   char *src = in_dir(dir, "src"), *bld = in_dir(dir, "b"), *cml = in_dir(src, "CMakeLists.txt");
@@ -741,14 +743,15 @@ START_TEST(test_add_stub_threads) {
   tu_write_file(cml, text);
   free(text), free(inc), free(fn);
   tu_write_file(app,
-                "#include <stdio.h>\n#include \"memstub/threads.h\"\n#include \"memstub_four.h\"\n"
+                "#define _GNU_SOURCE\n#include <stdio.h>\n#include <unistd.h>\n"
+                "#include \"memstub/threads.h\"\n#include \"memstub_four.h\"\n"
                 "int main(void) {\n"
                 "  memstub_error err = {0};\n"
                 "  int rc = memstub_four_err(&err);\n"
                 "  const struct memstub_threads_stub *s = memstub_four_threads();\n"
-                "  printf(\"rc=%d threads=%lld handoffs=%lld t0=%s %s\\n\", rc,\n"
+                "  printf(\"rc=%d threads=%lld handoffs=%lld t0=%s tid=%ld %s\\n\", rc,\n"
                 "         (long long)s->nthreads, (long long)s->nhandoffs, memstub_four_stub()->name,\n"
-                "         err.msg);\n"
+                "         (long)gettid(), err.msg);\n"
                 "  return rc != 0;\n}\n");
   char *cc = getenv("MEMSTUB_CC"), ccdef[4200];
   snprintf(ccdef, sizeof ccdef, "-DCMAKE_C_COMPILER=%s", cc ? cc : "cc");
@@ -774,7 +777,8 @@ START_TEST(test_add_stub_threads) {
   r = tu_exec(dir, argv);
   unsetenv("MEMSTUB_MEASURE");
   ck_assert_msg(r.status == 0, "app: %s%s", r.out, r.err);
-  ck_assert_msg(strstr(r.out, "rc=0 threads=4 handoffs=1 t0=four_t0 "), "%s", r.out);
+  ck_assert_msg(strstr(r.out, "rc=0 threads=4 handoffs=1 t0=four_t0 tid="), "%s", r.out);
+  long tid = strtol(strstr(r.out, "tid=") + 4, NULL, 10);
   tu_run_free(&r);
   memstub_trace *m = NULL;
   // MEMSTUB_MEASURE without a field: the process's one measured call writes m.csv.
@@ -782,6 +786,17 @@ START_TEST(test_add_stub_threads) {
   ck_assert_msg(memstub_trace_read(mp, &m, &err) == 0, "%s", err.msg);
   ck_assert_uint_eq(m->n, t->n);
   ck_assert_int_eq(memstub_trace_thread_count(m), 4);
+  // Thread 0 on the caller's thread; the others on threads of their own.
+  char want[64];
+  snprintf(want, sizeof want, ", tid %ld", tid);
+  for (int k = 0; k < 4; k++) {
+    char key[16];
+    snprintf(key, sizeof key, "thread.%d", k);
+    const char *v = memstub_trace_get_meta(m, key);
+    ck_assert_msg(v && strstr(v, ", tid "), "%s: %s", key, v ? v : "(none)");
+    ck_assert_msg(!strcmp(strstr(v, ", tid "), want) == (k == 0), "%s: %s, caller's tid %ld", key,
+                  v, tid);
+  }
   memstub_trace_free(m);
   free(mp), free(exe), free(meas);
 #endif

@@ -144,7 +144,9 @@ int memstub_stub_decode_work(const char *data, int64_t len, int64_t numdata, str
                              int64_t *calls, int64_t *churn, int64_t ncalltab, int64_t *calltab);
 
 /* The body of a stub's function entry point (memstub_add_stub): replay s with
- * the defaults and return 0 or a negative errno (err may be NULL). The
+ * the defaults on the calling thread, on a stack of its own (so its
+ * allocations come from the caller's arena and tcache; docs/runtime.md, "On
+ * the caller's thread"), and return 0 or a negative errno (err may be NULL). The
  * environment can change the defaults: MEMSTUB_TIMING=deadline|usleep,
  * MEMSTUB_MARGIN_NS=N|adaptive, and MEMSTUB_MEASURE=template writes the
  * replayed trace to the file the measurement naming rule gives

@@ -122,7 +122,8 @@ int memstub_measure_commit_threads(memstub_measure_file *m, const memstub_thread
 
 /* A threads stub called as a function (memstub_add_stub of a trace with
  * several threads: memstub_NAME()): replays every thread of s as
- * memstub_threads_run does, with the options memstub_stub_call takes from
+ * memstub_threads_run does, but thread 0 on the calling thread (as
+ * memstub_stub_call; unless another thread joins it), with the options memstub_stub_call takes from
  * the environment (MEMSTUB_TIMING, MEMSTUB_MARGIN_NS) and, with
  * MEMSTUB_MEASURE, every thread's rows (memstub_threads_trace) written to
  * one new file named after thread 0's stub (NAME_t0 for %n). 0, or a
