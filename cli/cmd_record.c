@@ -28,7 +28,8 @@ enum {
   O_SITES,
   O_SITES_EVERY,
   O_REPEAT,
-  O_REFERENCE
+  O_REFERENCE,
+  O_CALLS
 };
 
 static const ms_cli_option options[] = {
@@ -77,6 +78,10 @@ static const ms_cli_option options[] = {
     {"sites-every", O_SITES_EVERY, "BYTES",
      "with --sites: sample one allocation per BYTES bytes\n"
      "allocated, on average (default 65536; 16 to 2^30)"},
+    {"calls", O_CALLS, NULL,
+     "write every allocator call in scope, in order (function,\n"
+     "size, alignment, address, thread, time), to TRACE.calls,\n"
+     "a few bytes a call: the allocation sequence"},
     {"repeat", O_REPEAT, "N",
      "record N times and keep the recording of median\n"
      "duration (its trace and side files; the others are\n"
@@ -235,6 +240,7 @@ static int apply_option(ms_cli_parser *p, int c, rec_opts *o) {
     case O_SITES_EVERY: return parse_range(p, 16, 1LL << 30, &o->sites);
     case O_REPEAT: return parse_range(p, 1, 99, &o->repeat);
     case O_REFERENCE: return parse_range(p, 1, 99, &o->reference);
+    case O_CALLS: o->calls = 1; return 0;
     default: o->quiet = 1; return 0;  // 'q'
   }
 }
@@ -413,6 +419,10 @@ static void set_env(const rec_opts *o, const char *abs, const char *lib) {
   } else {
     unsetenv(MS__REC_ENV_SITES);
   }
+  if (o->calls)
+    setenv(MS__REC_ENV_CALLS, "1", 1);
+  else
+    unsetenv(MS__REC_ENV_CALLS);
 }
 
 /* Run prog and wait for it, as system() does (the child gets the terminal's

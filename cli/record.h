@@ -17,6 +17,7 @@ typedef struct rec_opts {
   long long sites;  // --sites: bytes between sampled allocations; 0: off
   int heap_given;   // --heap was given
   long long repeat, reference;  // --repeat N (0: once), --reference N (0: none)
+  int calls;                    // --calls: TRACE.calls, the allocation sequence
 } rec_opts;
 
 typedef struct rec_status {

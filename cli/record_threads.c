@@ -41,6 +41,26 @@ static void summarise(const memstub_trace *t, const memstub_trace_threadcols *c,
   }
 }
 
+/* The rows keep each thread's own peaks of a bucket: when their sum is more
+ * than a tenth above the process's exact peak, a stub of the trace (which
+ * replays each thread's rows) would peak that much higher: said, with the
+ * remedy. */
+static void rows_peak_warning(const char *out, const memstub_trace *t) {
+  const char *pk = memstub_trace_get_meta(t, MS__REC_META_PEAK_HEAP);
+  const char *rk = memstub_trace_get_meta(t, MS__REC_META_ROWS_PEAK_HEAP);
+  int64_t peak, rows;
+  if (!pk || !rk || ms__parse_i64(pk, strlen(pk), &peak) < 0 || peak <= 0) return;
+  rows = strtoll(rk, NULL, 10);
+  if ((double)rows <= 1.1 * (double)peak) return;
+  char a[32], b[32];
+  ms_cli_warn("%s: the threads' rows peak at %s together, %.0f%% above the process's exact peak "
+              "heap of %s (each thread's rows keep its own peak of a coalescing bucket): a stub "
+              "replaying them peaks higher; record with a finer --resolution (or -r0) to bring "
+              "them together",
+              out, ms__fmt_bytes(rows, a, sizeof a), 100.0 * ((double)rows / (double)peak - 1),
+              ms__fmt_bytes(peak, b, sizeof b));
+}
+
 int ms_record_threads_summary(const char *out, const char *abs, int quiet) {
   memstub_trace *t = NULL;
   memstub_error err;
@@ -61,13 +81,18 @@ int ms_record_threads_summary(const char *out, const char *abs, int quiet) {
   }
   uint64_t xfrees = 0, joins = 0;
   summarise(t, &c, s, nthr, &xfrees, &joins);
+  rows_peak_warning(out, t);
   if (!quiet) {
     char d[32], r[32];
+    const char *pk = memstub_trace_get_meta(t, MS__REC_META_PEAK_HEAP);
+    char pb[32] = "?";
+    int64_t peak = -1;
+    if (pk && ms__parse_i64(pk, strlen(pk), &peak) == 0) ms__fmt_bytes(peak, pb, sizeof pb);
     ms_cli_note("%s: %s rows over %s, %" PRId64 " threads, %" PRIu64
-                " cross-thread free row%s, %" PRIu64 " join%s",
+                " cross-thread free row%s, %" PRIu64 " join%s; the process's peak heap %s",
                 out, ms__fmt_count((int64_t)t->n, r, sizeof r),
                 ms__fmt_ns(t->pts[t->n - 1].time_ns, d, sizeof d), nthr, xfrees,
-                xfrees == 1 ? "" : "s", joins, joins == 1 ? "" : "s");
+                xfrees == 1 ? "" : "s", joins, joins == 1 ? "" : "s", pb);
     fprintf(stderr, "  %-7s %6s %10s %10s %10s %12s %12s %9s %s\n", "thread", "peer", "rows",
             "start", "end", "peak heap", "peak stack", "xfrees", "joined by");
     for (int64_t i = 0; i < nthr; i++) {

@@ -159,9 +159,10 @@ HOT int forget(uintptr_t p, uint64_t *entry, uint32_t *ep) {
 
 /* ---- --thread all (threads.c): each thread's own heap; a block's owner is its epoch's thread ---- */
 
-// The process's total, which only --sites reads on --thread all (a shared atomic otherwise).
+// The process's total and its exact peak (--sites reads the total too).
 static inline void gheap_add(int64_t d) {
-  if (UNLIKELY(__atomic_load_n(&ms__rec_sites_on, __ATOMIC_RELAXED))) heap_add(d);
+  int64_t h = heap_add(d);
+  if (d > 0) proc_peak_note(h);
 }
 
 // ts (the calling thread) allocated (d > 0) or freed its own bytes: its heap after.
@@ -227,6 +228,7 @@ static __attribute__((noinline)) void book_alloc_all(tstate *ts, void *p, uint64
     site(ts, NULL, p, n);
     wcount(ts, fn, n);
   }
+  calls(ts, fn, NULL, p, n, !p);
   MEASURE_END(ts);
 }
 
@@ -250,6 +252,7 @@ HOT void book_alloc(tstate *ts, void *p, uint64_t n, int fn, uintptr_t sp) {
       put(ts, (uintptr_t)p, n | NOT_MINE, 0, sp);
     }
   }
+  if (mine(ts)) calls(ts, fn, NULL, p, n, !p);
   MEASURE_END(ts);
 }
 
@@ -265,6 +268,7 @@ HOT void book_free(tstate *ts, void *p, uintptr_t sp) {
   count(ts, F_FREE, bytes);
   if (counted(entry)) release(ts, ep, entry, sp);
   if (ts->all || mine(ts)) wcount(ts, F_FREE, bytes);  // after the event, as in book_alloc
+  if (ts->all || mine(ts) || counted(entry)) calls(ts, F_FREE, p, NULL, 0, 0);
   MEASURE_END(ts);
 }
 
@@ -323,6 +327,7 @@ static void *realloc_common(tstate *ts, void *p, size_t n, int fn, uintptr_t sp,
   }
   if ((q || n == 0) && (ts->all || mine(ts))) wcount(ts, fn, n);  // after the event
   site(ts, old && freed ? p : NULL, q && keep ? q : NULL, n);
+  if (keep || old) calls(ts, fn, p, q, n, !q);
   MEASURE_END(ts);
   return q;
 }
@@ -402,6 +407,13 @@ EXPORT void free(void *p) {
   if (!p) {
     ts->c.calls[F_FREE]++;
     ts->nevents++;  // an allocator call like any other (record.events)
+    if (UNLIKELY(__atomic_load_n(&ms__rec_calls_on, __ATOMIC_RELAXED)) && (ts->all || mine(ts))) {
+      ts->in_hook = 1;
+      CBARRIER();
+      calls(ts, F_FREE, NULL, NULL, 0, 0);
+      CBARRIER();
+      ts->in_hook = 0;
+    }
     return;
   }
   book_free(ts, p, MS__CALLER_SP());
@@ -420,24 +432,26 @@ EXPORT int posix_memalign(void **out, size_t al, size_t n) {
   ts->in_alloc = 1;
   int rc = real_posix_memalign(out, al, n);
   ts->in_alloc = 0;
+  ts->align = al;
   book_alloc(ts, rc == 0 ? *out : NULL, n, F_POSIX_MEMALIGN, MS__CALLER_SP());
   return rc;
 }
 
-#define ALIGNED_HOOK(name, FN, params, args, n)                      \
+#define ALIGNED_HOOK(name, FN, params, args, n, al)                  \
   EXPORT void *name params {                                         \
     tstate *ts = state();                                            \
     if (UNLIKELY(!ts)) return real_##name ? real_##name args : NULL; \
     ts->in_alloc = 1;                                                \
     void *p = real_##name args;                                      \
     ts->in_alloc = 0;                                                \
+    ts->align = al;                                                  \
     book_alloc(ts, p, n, FN, MS__CALLER_SP());                       \
     return p;                                                        \
   }
-ALIGNED_HOOK(aligned_alloc, F_ALIGNED_ALLOC, (size_t al, size_t n), (al, n), n)
-ALIGNED_HOOK(memalign, F_MEMALIGN, (size_t al, size_t n), (al, n), n)
-ALIGNED_HOOK(valloc, F_VALLOC, (size_t n), (n), n)
-ALIGNED_HOOK(pvalloc, F_PVALLOC, (size_t n), (n), n)
+ALIGNED_HOOK(aligned_alloc, F_ALIGNED_ALLOC, (size_t al, size_t n), (al, n), n, al)
+ALIGNED_HOOK(memalign, F_MEMALIGN, (size_t al, size_t n), (al, n), n, al)
+ALIGNED_HOOK(valloc, F_VALLOC, (size_t n), (n), n, 4096)
+ALIGNED_HOOK(pvalloc, F_PVALLOC, (size_t n), (n), n, 4096)
 #undef ALIGNED_HOOK
 
 /* ---- threads ----------------------------------------------------------------------------- */

@@ -171,6 +171,8 @@ typedef struct tstate {
   } xf[8];
   timer_t timer;  // its own sampling timer
   int timer_ok, tblocked;
+  struct ms__rec_calls_buf *calls;  // record --calls: its buffer of encoded calls (calls.c)
+  uint64_t align;                   // the alignment of the memalign-family call under way
 } tstate;
 
 extern TLS tstate *ms__rec_ts;  // this thread's state, once registered
@@ -309,6 +311,17 @@ HOT int64_t heap_add(int64_t d) {
     return v;
   }
   return __atomic_add_fetch(&ms__rec_heap, d, __ATOMIC_RELAXED);
+}
+
+/* --thread all: the process's heap at its exact peak, whatever the rows
+ * (each thread's rows keep its own bucket peaks, whose sum overstates the
+ * process's when threads peak at different moments of a bucket). */
+extern int64_t ms__rec_proc_peak;
+HOT void proc_peak_note(int64_t h) {
+  int64_t p = __atomic_load_n(&ms__rec_proc_peak, __ATOMIC_RELAXED);
+  while (UNLIKELY(h > p) && !__atomic_compare_exchange_n(&ms__rec_proc_peak, &p, h, 1,
+                                                         __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
 }
 
 // --thread all: ts's heap, the bytes of the blocks it allocated still alive.
@@ -656,6 +669,7 @@ typedef struct assembled {
   xrow *rows;
   size_t n;
   int64_t peak_stack, peak_heap, duration;
+  int64_t rows_peak_heap;  // --thread all: the peak of the rows' sum over threads
   int64_t peak_rss, peak_mapped;
   size_t raw_rows;
   int regions;
@@ -729,6 +743,38 @@ HOT void gen_born(tstate *ts, uint32_t ep, uint64_t n) {
     ts->gocc->blocks++;
     ts->gocc->bytes += n;
   }
+}
+
+/* ---- calls.c: the allocation sequence (record --calls) ---- */
+
+#include "../traces/calls_format.h"
+
+// A thread's calls encoded since its last block was written (one block).
+typedef struct ms__rec_calls_buf {
+  ms__calls_block head;
+  uint8_t data[65536 - sizeof(ms__calls_block) - 16];  // right after head: written as one
+  int64_t t;       // the last call's time
+  uintptr_t addr;  // the last address written
+} ms__rec_calls_buf;
+
+extern int ms__rec_calls_on;  // set once at start when MEMSTUB_RECORD_CALLS asks
+// At start: the temporary calls file, when asked for.
+void ms__rec_calls_init(void);
+/* ts's call of fn (F_*): old, the block freed or reallocated (0: none or
+ * NULL); p, the block returned (0: none); n bytes asked for; align for the
+ * memalign family; failed when no block came back. */
+void ms__rec_calls_note(tstate *ts, int fn, uintptr_t old, uintptr_t p, uint64_t n,
+                        uint64_t align, int failed) __attribute__((noinline));
+// At exit, with the metadata being built: every buffer written, the head,
+// the file renamed to ms__rec.out + ".calls" and its metadata lines.
+void ms__rec_calls_write(void);
+// The trace is not written: the temporary file removed.
+void ms__rec_calls_abort(void);
+
+// The hooks' one call: nothing but a load and a branch when --calls is off.
+HOT void calls(tstate *ts, int fn, void *old, void *p, uint64_t n, int failed) {
+  if (UNLIKELY(__atomic_load_n(&ms__rec_calls_on, __ATOMIC_RELAXED)))
+    ms__rec_calls_note(ts, fn, (uintptr_t)old, (uintptr_t)p, n, ts->align, failed);
 }
 
 /* ---- sites.c: allocation sites at the heap's peak (record --sites) ---- */

@@ -34,6 +34,7 @@
 #define MS__REC_FN_MAX_NAMES 16
 #define MS__REC_FN_MAX_BYTES 16384
 #define MS__REC_ENV_SITES "MEMSTUB_RECORD_SITES"  // bytes between sampled allocations (--sites)
+#define MS__REC_ENV_CALLS "MEMSTUB_RECORD_CALLS"  // "1": the allocation sequence (--calls)
 
 /* ---- rows, chunks and the journal: recorder -> command ----
  * Each thread appends rows to chunks of MS__REC_CHUNK_ROWS. With
@@ -194,6 +195,7 @@ static inline const char *ms__rec_ordinal(long n) {
 #define MS__REC_META_SAMPLES "record.samples"
 #define MS__REC_META_HEAP_SCOPE "record.heap_scope"
 #define MS__REC_META_THREAD "record.thread"
+#define MS__REC_META_ROWS_PEAK_HEAP "record.peak_heap_of_rows"  // several threads: the rows' sum
 #define MS__REC_META_REGIONS_NOT_SCOPING "record.regions_not_scoping"  // every thread recorded: regions only mark
 #define MS__REC_META_OTHER_THREADS "record.other_threads"  // a narrowed scope: what the others did
 // Set when stack sampling by timer was given up or never started: why, in words.

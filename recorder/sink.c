@@ -418,6 +418,7 @@ void ms__rec_finish(int how, int sig) {
   assembled A;
   int rc = why ? 0 : assemble(&A);
   if (why || rc != 0) {
+    ms__rec_calls_abort();
     ms__rec_status(how, sig, 0, rc == -ENODATA ? 0 : -rc, why ? why : MS__REC_NOTHING_ROWS);
     return;
   }

@@ -17,6 +17,7 @@
 ms__rec_global ms__rec;
 int ms__rec_on;
 int64_t ms__rec_heap;
+int64_t ms__rec_proc_peak;
 uint32_t ms__rec_tick;
 int64_t ms__rec_tag;
 int ms__rec_multi;
@@ -286,6 +287,7 @@ static void init_recording(void) {
   install_fatal();
   ms__rec_mem_init();
   ms__rec_journal_init();
+  if (!ms__rec.is_child) ms__rec_calls_init();
   ms__rec.state = ST_READY;
   __atomic_store_n(&ms__rec_on, 1, __ATOMIC_RELEASE);
   ms__rec_status(-1, 0, 0, 0, 0);

@@ -172,6 +172,12 @@ void ms__rec_build_meta(const assembled *A) {
   if (!ms__rec.all) left_out_meta();
   ms__rec_meta("record.rows_merged", "%llu", (unsigned long long)A->raw_rows);
   ms__rec_meta(MS__REC_META_PEAK_HEAP, "%lld", (long long)A->peak_heap);
+  if (A->tr && A->rows_peak_heap > A->peak_heap)
+    ms__rec_meta(MS__REC_META_ROWS_PEAK_HEAP,
+                 "%lld (each thread's rows keep its own peak of a bucket; their sum is above the "
+                 "process's exact peak, record.peak_heap_bytes, when threads peak at different "
+                 "moments of a bucket: a finer --resolution brings it down)",
+                 (long long)A->rows_peak_heap);
   ms__rec_meta("record.peak_rss_bytes", "%lld", (long long)A->peak_rss);
   ms__rec_meta("record.peak_mapped_bytes", "%lld", (long long)A->peak_mapped);
   ms__rec_meta(MS__REC_META_PEAK_STACK, "%lld", (long long)A->peak_stack);

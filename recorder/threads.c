@@ -461,6 +461,9 @@ int ms__rec_thr_assemble(struct assembled *A, int64_t raw_end, double scale) {
       if (total_heap > A->peak_heap) A->peak_heap = total_heap;
     }
   }
+  // The rows' sum keeps each thread's bucket peaks; the process's own is exact.
+  A->rows_peak_heap = A->peak_heap;
+  A->peak_heap = __atomic_load_n(&ms__rec_proc_peak, __ATOMIC_RELAXED);
   // Each thread's last row of its own is its exit (a row of its start stays that).
   for (int th = 0; th < nthr; th++)
     if (lastown[th] != (size_t)-1 && lastown[th] != first[th] && s[lastown[th]].r.ev == TEV_NONE)

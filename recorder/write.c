@@ -236,8 +236,9 @@ static int write_raw(const assembled *A, const char *out) {
 
 /* ---- the trace and its side files, committed together ---- */
 
-static const char *const side_ext[2] = {".sites", ".generations"};
-static const char *const side_key[2] = {"sites", "generations"};
+#define NSIDE 3
+static const char *const side_ext[NSIDE] = {".sites", ".generations", ".calls"};
+static const char *const side_key[NSIDE] = {"sites", "generations", "calls"};
 
 // The metadata line key, or NULL.
 static kv *meta_kv(const char *key) {
@@ -279,10 +280,11 @@ static int stage_sides(const assembled *A, const char *out, char *stage, size_t 
   memcpy(ms__rec.out, stage, (size_t)n + 1);
   ms__rec_sites_write();
   ms__rec_gen_write(A);
+  ms__rec_calls_write();
   memcpy(ms__rec.out, out, strlen(out) + 1);
   int rc = 0;
   char key[64], path[PATH_MAX + 32];
-  for (int k = 0; k < 2; k++) {
+  for (int k = 0; k < NSIDE; k++) {
     snprintf(key, sizeof key, "%s.error", side_key[k]);
     kv *e = meta_kv(key);
     if (e && !rc) rc = -msg_errno(e->val);
@@ -294,8 +296,8 @@ static int stage_sides(const assembled *A, const char *out, char *stage, size_t 
       f->val[len] = '\0';
     }
   }
-  if (rc && with_ext(path, sizeof path, stage, side_ext[0]) == 0) unlink(path);
-  if (rc && with_ext(path, sizeof path, stage, side_ext[1]) == 0) unlink(path);
+  for (int k = 0; rc && k < NSIDE; k++)
+    if (with_ext(path, sizeof path, stage, side_ext[k]) == 0) unlink(path);
   return rc;
 }
 
@@ -305,7 +307,7 @@ static int stage_sides(const assembled *A, const char *out, char *stage, size_t 
  * stage NULL: none was staged (the signal path: only unlink, async-signal-safe). */
 static void commit_sides(const char *out, const char *stage) {
   static char from[PATH_MAX + 64], to[PATH_MAX + 64];
-  for (int k = 0; k < 2; k++) {
+  for (int k = 0; k < NSIDE; k++) {
     if (with_ext(to, sizeof to, out, side_ext[k]) != 0) continue;
     if (!stage || with_ext(from, sizeof from, stage, side_ext[k]) != 0 ||
         rename(from, to) != 0)
@@ -317,6 +319,7 @@ int ms__rec_commit(const assembled *A, int how) {
   static char out[PATH_MAX], stage[PATH_MAX];  // static: it may run in a signal handler
   memcpy(out, ms__rec.out, strlen(ms__rec.out) + 1);
   if (how == 2) {  // a fatal signal: no side files (not signal-safe)
+    ms__rec_calls_abort();
     int rc = write_raw(A, out);
     if (rc == 0) commit_sides(out, NULL);
     return rc;
@@ -328,7 +331,7 @@ int ms__rec_commit(const assembled *A, int how) {
     commit_sides(out, stage);
   } else {
     char path[PATH_MAX + 32];
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < NSIDE; k++)
       if (with_ext(path, sizeof path, stage, side_ext[k]) == 0) unlink(path);
   }
   return rc;

@@ -1,0 +1,40 @@
+/* traces/calls.h: reading TRACE.calls, the allocation sequence that
+ * `memstub record --calls` writes (docs/formats.md, "The calls file"; its
+ * layout in calls_format.h). The file is read whole and checked as it is
+ * decoded: every error names the file, the byte offset and what is wrong. */
+#ifndef MEMSTUB_TRACES_CALLS_H
+#define MEMSTUB_TRACES_CALLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memstub/error.h"
+#include "calls_format.h"
+
+// One call, decoded.
+typedef struct ms__call {
+  int64_t t_ns;      // since the trace's time 0 (rounded from the clock units)
+  uint32_t thread;   // the block's thread
+  uint8_t fn;        // MS__CALLS_*
+  uint8_t failed;    // no block came back (realloc of size 0: the old one freed)
+  uint64_t size;     // bytes asked for (0 for free)
+  uint64_t align;    // posix_memalign, aligned_alloc, memalign (else 0)
+  uint64_t old;      // free, realloc: the block given (0: NULL)
+  uint64_t addr;     // the block returned (0: none)
+} ms__call;
+
+typedef struct ms__calls ms__calls;
+
+// The calls file at path, read and its head checked, into *out. 0, or a
+// negative errno with err set ("PATH: what is wrong").
+int ms__calls_open(const char *path, ms__calls **out, memstub_error *err);
+/* The next call in the file's order (blocks as written: one thread's calls
+ * in order, threads' blocks interleaved) into *call. 1, 0 at the end (the
+ * count checked against the head's), or a negative errno with err set
+ * ("PATH: byte N: what is wrong"). */
+int ms__calls_next(ms__calls *c, ms__call *call, memstub_error *err);
+// The file's head (its calls, clock, origin).
+const ms__calls_head *ms__calls_head_of(const ms__calls *c);
+void ms__calls_close(ms__calls *c);
+
+#endif
