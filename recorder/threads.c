@@ -318,8 +318,12 @@ int ms__rec_thr_assemble(struct assembled *A, int64_t raw_end, double scale) {
         b = b->next;
         si = 0;
       }
-      // A special row goes before the row pushed after it.
-      int take_sp = b && (!c || b->s[si].seq <= i);
+      // A special row goes before the row pushed after it, and before rows of
+      // a later time: a bucket's cross-thread frees are pushed when it closes,
+      // after its rows, but belong at their first free's time (clamped to
+      // the row before, they took the bucket's last time: the owner's heap
+      // was then held up to 2.5x too high by the frees' need, keep_held).
+      int take_sp = b && (!c || b->s[si].seq <= i || b->s[si].t < c->rows[ci].t);
       if (!take_sp && !c) break;
       if (k >= total) break;
       arow r = blank(ts->thr);
