@@ -66,6 +66,23 @@ static int64_t live_take(live *l, uint64_t a) {
   return n;
 }
 
+/* Call k made on the live blocks l and the heap *heap: the block it frees
+ * (free, a realloc that moved or freed it) out, the block it returns in.
+ * 1 when the block it frees was not live, else 0. */
+static int apply(live *l, const ms__call *k, int64_t *heap) {
+  int unknown = 0;
+  if (k->old && (k->fn == MS__CALLS_FREE || !k->failed || k->size == 0)) {
+    int64_t n = live_take(l, k->old);
+    if (n < 0) unknown = 1;
+    else *heap -= n;
+  }
+  if (k->addr) {
+    live_put(l, k->addr, k->size);
+    *heap += (int64_t)k->size;
+  }
+  return unknown;
+}
+
 typedef struct replay {
   uint64_t per_fn[MS__CALLS_NFN];
   int64_t heap, peak;
@@ -87,15 +104,7 @@ static replay replay_file(const char *path) {
     r.calls++;
     r.per_fn[k.fn]++;
     r.last_t = k.t_ns;
-    if (k.old && (k.fn == MS__CALLS_FREE || !k.failed || k.size == 0)) {
-      int64_t n = live_take(&l, k.old);
-      if (n < 0) r.unknown++;
-      else r.heap -= n;
-    }
-    if (k.addr) {
-      live_put(&l, k.addr, k.size);
-      r.heap += (int64_t)k.size;
-    }
+    r.unknown += apply(&l, &k, &r.heap);
     if (r.heap > r.peak) r.peak = r.heap;
     if (k.fn == MS__CALLS_POSIX_MEMALIGN) r.align_seen[0] = k.align;
     if (k.fn == MS__CALLS_ALIGNED_ALLOC) r.align_seen[1] = k.align;
@@ -233,13 +242,7 @@ START_TEST(test_calls_threads_in_order) {
   uint64_t unknown = 0;
   int64_t heap = 0, peak = 0;
   for (i = 0; i < n; i++) {
-    const ms__call *k = &all[order[i]];
-    if (k->old && (k->fn == MS__CALLS_FREE || !k->failed || k->size == 0)) {
-      int64_t s = live_take(&l, k->old);
-      if (s < 0) unknown++;
-      else heap -= s;
-    }
-    if (k->addr) live_put(&l, k->addr, k->size), heap += (int64_t)k->size;
+    unknown += apply(&l, &all[order[i]], &heap);
     if (heap > peak) peak = heap;
   }
   ck_assert_uint_eq(unknown, (uint64_t)meta_i64(t, "record.unknown_frees"));
