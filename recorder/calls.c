@@ -188,3 +188,11 @@ void ms__rec_calls_abort(void) {
   g_fd = -1;
   if (g_tmp[0]) unlink(g_tmp);
 }
+
+void ms__rec_calls_forked(void) {
+  __atomic_store_n(&ms__rec_calls_on, 0, __ATOMIC_RELAXED);
+  if (g_fd >= 0) close(g_fd);  // the child's copy: the parent's stays open
+  g_fd = -1;
+  g_tmp[0] = '\0';
+  g_err = 0;
+}

@@ -770,6 +770,8 @@ void ms__rec_calls_note(tstate *ts, int fn, uintptr_t old, uintptr_t p, uint64_t
 void ms__rec_calls_write(void);
 // The trace is not written: the temporary file removed.
 void ms__rec_calls_abort(void);
+// In a forked child: --calls off, the parent's file neither written nor removed.
+void ms__rec_calls_forked(void);
 
 // The hooks' one call: nothing but a load and a branch when --calls is off.
 HOT void calls(tstate *ts, int fn, void *old, void *p, uint64_t n, int failed) {

@@ -368,6 +368,7 @@ tstate *ms__rec_slow_state(void) {
 }
 
 static void child_after_fork(void) {
+  ms__rec_calls_forked();  // the parent's calls file is the parent's alone
   const char *follow = getenv(MS__REC_ENV_FOLLOW);
   int was_on = __atomic_load_n(&ms__rec_on, __ATOMIC_RELAXED);
   __atomic_store_n(&ms__rec_on, 0, __ATOMIC_RELAXED);

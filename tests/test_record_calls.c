@@ -131,10 +131,12 @@ static uint64_t churn_calls(const memstub_trace *t, const char *fn) {
   return p ? strtoull(p + 6, NULL, 10) : 0;
 }
 
-// memstub record --calls -o t.csv -- PROG ARGS... in dir; the trace read.
+// memstub record --calls -o t.csv [OPTIONS -- | --] PROG ARGS... in dir (prog: options
+// and their "--" first, or the program); the trace read.
 static memstub_trace *record(const char *dir, char *const *prog) {
-  char *argv[16] = {(char *)env("MEMSTUB_EXE"), "record", "-q", "--calls", "-o", "t.csv", "--"};
-  int k = 7;
+  char *argv[16] = {(char *)env("MEMSTUB_EXE"), "record", "-q", "--calls", "-o", "t.csv"};
+  int k = 6;
+  if (strcmp(prog[0], "--") != 0 && strncmp(prog[0], "--", 2) != 0) argv[k++] = "--";
   for (; *prog; prog++) argv[k++] = *prog;
   argv[k] = NULL;
   tu_run r = tu_exec(dir, argv);
@@ -259,6 +261,20 @@ START_TEST(test_calls_threads_in_order) {
 }
 END_TEST
 
+/* A forked child recorded with --follow-children writes into the parent's
+ * calls file neither its calls nor its end: the parent's file still
+ * replays to the parent's trace. */
+START_TEST(test_calls_fork_leaves_parent_alone) {
+  char *dir = tu_mkdtemp();
+  char *prog[] = {"--follow-children", "--", (char *)env("MEMSTUB_REC_HELPER"), "fork", NULL};
+  memstub_trace *t = record(dir, prog);
+  check_against(dir, t);
+  memstub_trace_free(t);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 // A damaged file is refused naming the byte: every truncation, and flips
 // of the head byte of each call of a short file.
 START_TEST(test_calls_reader_refuses_damage) {
@@ -314,6 +330,7 @@ int main(void) {
   tcase_add_test(tc, test_calls_layouts);
   tcase_add_test(tc, test_calls_threads_in_order);
   tcase_add_test(tc, test_calls_reader_refuses_damage);
+  tcase_add_test(tc, test_calls_fork_leaves_parent_alone);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
