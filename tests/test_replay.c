@@ -321,7 +321,15 @@ START_TEST(test_deep_stack) {
   unsetenv("MEMSTUB_TIMING");
   unsetenv("MEMSTUB_MEASURE");
   ck_assert_msg(memstub_trace_read(path, &rep, &err) == 0, "%s", err.msg);
-  rt_check_exact(t, &g->stub, rep, heap_checkable(r), &fit);
+  // The stack exactly; the heap within 256 bytes: on the caller's thread an
+  // allocation of the process's own may land among the replay's rows, and
+  // mallinfo2 counts it (once in CI, 48 bytes from row 4 on).
+  rt_check_exact(t, &g->stub, rep, 0, &fit);
+  for (size_t i = 0; heap_checkable(r) && i < rep->n && i < t->n; i++) {
+    int64_t dh = rep->pts[i].heap_bytes - rep->pts[0].heap_bytes -
+                 (t->pts[i].heap_bytes - t->pts[0].heap_bytes);
+    ck_assert_msg(dh >= -256 && dh <= 256, "row %zu: heap off by %lld", i, (long long)dh);
+  }
   ck_assert_int_eq(fit.max_depth, frames);
   ck_assert_int_ge(rep->pts[frames].stack_bytes, 12 << 20);
   memstub_trace_free(rep);
