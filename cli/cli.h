@@ -231,7 +231,8 @@ size_t ms_cli_distance(const char *a, const char *b);
   X(plot, "plot original against replayed curves with gnuplot")                        \
   X(report, "the answer on one HTML page: compare, curves with zoom, sites")             \
   X(sites, "list the allocation sites holding the heap's peak (record --sites)")       \
-  X(generations, "what each probe region left alive, and when it was freed")
+  X(generations, "what each probe region left alive, and when it was freed")             \
+  X(sweep, "run a host at every point of a what-if sweep and measure it from outside")
 
 #define MS_CLI_DECLARE(name, help) int ms_cmd_##name(int argc, char **argv);
 MS_CLI_COMMANDS(MS_CLI_DECLARE)
