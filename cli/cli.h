@@ -7,6 +7,7 @@
 #define MEMSTUB_CLI_H
 
 #include <getopt.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -209,6 +210,20 @@ int ms_cli_whatif_take(ms_cli_parser *p, int c, struct memstub_gen_options *o);
 /* What the what-if scales did to g (memstub_gen_whatif_format) on stderr,
  * after "memstub: " (label: "" or "thread N: "); nothing without a what-if. */
 void ms_cli_whatif_note(const struct memstub_gen *g, const char *label);
+
+/* ---- stop signals ----------------------------------------------------------
+ * SIGINT, SIGTERM and SIGHUP caught while a command has something to clean up
+ * (build's temporary program, sweep's staging directory): the first one
+ * caught is in ms_cli_stop_caught (pass it on to a child: ms__spawn_opts's
+ * forward). */
+enum { MS_CLI_STOP_SIGNALS = 3 };
+extern volatile sig_atomic_t ms_cli_stop_caught;
+/* Catch the stop signals that are not ignored; the actions replaced go to old. */
+void ms_cli_stop_catch(struct sigaction old[MS_CLI_STOP_SIGNALS]);
+/* Put the old actions back; then, when a stop signal was caught, raise it
+ * again, to die of it as if never caught. Returns status (or 128 + the
+ * signal, should its old action return). */
+int ms_cli_stop_release(const struct sigaction old[MS_CLI_STOP_SIGNALS], int status);
 
 /* ---- typo suggestions ----------------------------------------------------- */
 

@@ -320,6 +320,9 @@ int ms_cmd_sweep(int argc, char **argv) {
     }
   int made = 0;
   char *stage = NULL;
+  // An interrupt from here on removes what the sweep wrote, then ends it.
+  struct sigaction old_actions[MS_CLI_STOP_SIGNALS];
+  ms_cli_stop_catch(old_actions);
   if (rc == 0) rc = open_dir(s.dir, &made, &stage, &err);
   if (rc == 0) rc = make_data(&s, stage, s.profile_path ? &prof : NULL, timing, &err);
   if (rc == 0) {
@@ -340,6 +343,8 @@ int ms_cmd_sweep(int argc, char **argv) {
   }
   if (rc == 0) rc = ms_sweep_write_results(&s, stage, &err);
   if (rc == 0 && plots) rc = ms_sweep_write_plots(&s, stage, &err);
+  if (rc == 0 && ms_cli_stop_caught)
+    rc = memstub_error_set(&err, -EINTR, "stopped by signal %d", (int)ms_cli_stop_caught);
   if (rc == 0) rc = commit_dir(stage, s.dir, &err);
   if (stage) ms__dir_remove(stage);
   if (rc < 0 && made) ms__dir_remove(s.dir);
@@ -350,5 +355,7 @@ int ms_cmd_sweep(int argc, char **argv) {
   }
   free(stage);
   sweep_free(&s);
-  return rc < 0 ? ms_cli_fail(&err) : MS_EXIT_OK;
+  if (rc < 0 && !ms_cli_stop_caught) ms_cli_fail(&err);
+  // Last: a stop signal caught ends memstub here, with nothing left behind.
+  return ms_cli_stop_release(old_actions, rc < 0 ? MS_EXIT_USAGE : MS_EXIT_OK);
 }

@@ -194,10 +194,10 @@ static const char *human(size_t f, double v, char *buf, size_t cap) {
   return buf;
 }
 
-// "+12.5 %" of part against whole, or "-" when whole is 0.
-static const char *pct(double part, double whole, char *buf, size_t cap) {
+// "+12.5 %" (signed) or "12.5 %" of part against whole, or "-" when whole is 0.
+static const char *pct(double part, double whole, int sign, char *buf, size_t cap) {
   if (whole == 0) return "-";
-  snprintf(buf, cap, "%+.1f %%", 100 * part / fabs(whole));
+  snprintf(buf, cap, sign ? "%+.1f %%" : "%.1f %%", 100 * part / fabs(whole));
   return buf;
 }
 
@@ -237,10 +237,10 @@ void ms_sweep_summary(const ms_sweep *s, int markdown, FILE *f) {
         continue;
       }
       human(j, st.median, m, sizeof m), human(j, st.lo, lo, sizeof lo), human(j, st.hi, hi, sizeof hi);
-      const char *spread = pct(st.hi - st.lo, st.median, sp, sizeof sp);
-      const char *change = base.n ? pct(st.median - base.median, base.median, ch, sizeof ch) : "-";
+      const char *spread = pct(st.hi - st.lo, st.median, 0, sp, sizeof sp);
+      const char *change = base.n ? pct(st.median - base.median, base.median, 1, ch, sizeof ch) : "-";
       fprintf(f, markdown ? " %zu | %s | %s | %s | %s | %s |\n" : "  %2zu %12s %12s %12s %9s %9s\n",
-              st.n, m, lo, hi, spread + (*spread == '+' && !markdown), change);
+              st.n, m, lo, hi, spread, change);
     }
   }
   free(v);

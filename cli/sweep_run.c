@@ -152,6 +152,7 @@ static int run_one(const ms_sweep *s, ms_sweep_run *r, memstub_error *e) {
   o.env = env;
   o.what = "the host";
   o.tick = poll_anon, o.tick_arg = &w, o.tick_ns = s->poll_ns;
+  o.forward = &ms_cli_stop_caught;  // an interrupt stops the host, then the sweep
   ms__child c;
   ms__spawn_result res = {0};
   int rc = ms__spawn_start(&c, s->argv, &o, e);
@@ -193,6 +194,8 @@ static void *worker(void *arg) {
   pool *p = arg;
   for (;;) {
     pthread_mutex_lock(&p->lock);
+    if (p->rc == 0 && ms_cli_stop_caught)
+      p->rc = memstub_error_set(&p->err, -EINTR, "stopped by signal %d", (int)ms_cli_stop_caught);
     size_t i = p->rc == 0 ? p->next++ : p->s->nruns;
     pthread_mutex_unlock(&p->lock);
     if (i >= p->s->nruns) return NULL;
