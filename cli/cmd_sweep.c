@@ -78,6 +78,8 @@ static const ms_cli_spec spec = {
     "The host's stdin is /dev/null and its stdout is discarded; a host that fails\n"
     "stops the sweep (exit 2) and nothing is written. docs/sweep.md has the rest.\n"};
 
+enum { MAX_POINTS = 10000, MAX_SHOWN = 32 };
+
 // One scale's values: a list of at most 64.
 typedef struct values {
   double v[64];
@@ -110,6 +112,9 @@ static int parse_list(const char *opt, const char *arg, values *out) {
 static int make_points(ms_sweep *s, values *lists, memstub_error *err) {
   size_t total = 1;
   for (int k = 0; k < MS_SWEEP_SCALES; k++) total *= lists[k].n;
+  if (total > MAX_POINTS)
+    return memstub_error_set(err, -E2BIG, "the scale lists make %zu points: a sweep has at most %d",
+                             total, MAX_POINTS);
   s->pts = calloc(total + 1, sizeof *s->pts);
   if (!s->pts) return memstub_error_set(err, -ENOMEM, "out of memory");
   for (int k = 0; k < MS_SWEEP_SCALES; k++)
@@ -136,6 +141,11 @@ static int make_data(ms_sweep *s, const char *stage, const memstub_profile *prof
                      memstub_error *err) {
   memstub_trace *t = NULL;
   int rc = memstub_trace_read(s->trace, &t, err);
+  int64_t threads = rc == 0 ? memstub_trace_thread_count(t) : 1;
+  if (threads > 1)
+    rc = memstub_error_set(err, -EINVAL, "%s: the trace has %lld threads: a data file (and so a "
+                           "stub embedded with DATA) carries one thread's stub",
+                           s->trace, (long long)threads);
   for (size_t i = 0; rc == 0 && i < s->npts; i++) {
     ms_sweep_point *p = &s->pts[i];
     memstub_gen_options o;
@@ -349,7 +359,8 @@ int ms_cmd_sweep(int argc, char **argv) {
   if (stage) ms__dir_remove(stage);
   if (rc < 0 && made) ms__dir_remove(s.dir);
   if (rc == 0) {
-    ms_sweep_summary(&s, 0, stdout);
+    // The summary on stdout too, unless it runs to thousands of lines.
+    if (s.npts <= MAX_SHOWN) ms_sweep_summary(&s, 0, stdout);
     ms_cli_note("sweep: results in %s (results.csv, results.json, summary.txt, summary.md%s, "
                 "data/)", s.dir, plots ? ", plot-*.png" : "");
   }
