@@ -112,17 +112,16 @@ static void json_scales(const ms_sweep *s, const ms_sweep_point *p, FILE *f) {
 static void json_write(const ms_sweep *s, FILE *f) {
   char nb[96];
   size_t nf = MS_SWEEP_BUILTIN + s->nmetrics;
-  fputs("{\n  \"memstub_sweep\": 1,\n  \"trace\": ", f);
-  ms_cli_json_str(f, s->trace);
-  fputs(",\n  \"stub\": ", f);
-  ms_cli_json_str(f, s->stub);
-  fputs(",\n  \"variable\": ", f);
-  ms_cli_json_str(f, s->var);
+  fputs("{\n  \"memstub_sweep\": 1", f);
+  const char *const keys[] = {"trace", "stub", "variable", "host"};
+  const char *const vals[] = {s->trace, s->stub, s->var, s->host};
+  for (size_t i = 0; i < 4; i++) {
+    fprintf(f, ",\n  \"%s\": ", keys[i]);
+    ms_cli_json_str(f, vals[i]);
+  }
   fputs(",\n  \"command\": [", f);
   for (size_t i = 0; s->argv[i]; i++) fputs(i ? ", " : "", f), ms_cli_json_str(f, s->argv[i]);
-  fputs("],\n  \"host\": ", f);
-  ms_cli_json_str(f, s->host);
-  fputs(",\n  \"profile\": ", f);
+  fputs("],\n  \"profile\": ", f);
   if (s->profile_path) {
     fputs("{\"path\": ", f);
     ms_cli_json_str(f, s->profile_path);
