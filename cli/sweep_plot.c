@@ -96,48 +96,70 @@ static int write_blocks(const ms_sweep *s, size_t f, int k, const char *path,
   return 0;
 }
 
-// One plot: figure f against scale k, into out.
-static int plot_one(const ms_sweep *s, size_t f, int k, const char *out,
-                    memstub_error *err) {
-  ms__gnuplot g;
-  int rc = ms__gnuplot_begin(&g, out, "sweep.gp", NULL, NULL, NULL, 0, err);
-  if (rc < 0) return rc;
-  char *dat = ms__gnuplot_path(&g, "sweep.dat"), *vars = ms__gnuplot_path(&g, "vars.gp");
-  int nblocks = 0;
-  if (!dat || !vars) rc = memstub_error_set(err, -ENOMEM, "out of memory");
+// s as a gnuplot string in single quotes (a quote doubled) into f.
+static void gp_str(FILE *f, const char *s) {
+  fputc('\'', f);
+  for (; *s; s++) *s == '\'' ? fputs("''", f) : fputc(*s, f);
+  fputc('\'', f);
+}
+
+/* Plot n (from 1) of the run g: figure f against scale k, into out: its
+ * pN.dat and vN.gp. 0, or -errno with err. */
+static int plot_files(const ms_sweep *s, const ms__gnuplot *g, int n, size_t f, int k,
+                      const char *out, memstub_error *err) {
+  char name[32];
+  snprintf(name, sizeof name, "p%d.dat", n);
+  char *dat = ms__gnuplot_path(g, name);
+  snprintf(name, sizeof name, "v%d.gp", n);
+  char *vars = ms__gnuplot_path(g, name);
+  int nblocks = 0, rc = dat && vars ? 0 : memstub_error_set(err, -ENOMEM, "out of memory");
   if (rc == 0) rc = write_blocks(s, f, k, dat, &nblocks, err);
   FILE *vf = rc == 0 ? fopen(vars, "w") : NULL;
   if (rc == 0 && !vf) rc = memstub_error_set(err, -errno, "%s: cannot write", vars);
   if (vf) {
     char nb[96];
-    const char *unit, *name = ms_sweep_figure_name(s, f, nb, sizeof nb);
+    const char *unit, *fig = ms_sweep_figure_name(s, f, nb, sizeof nb);
     unit_of(f, &unit);
-    // Names are letters, digits and _ . -: nothing to escape in a gnuplot string.
+    // Names are letters, digits and _ . -: nothing to escape but the path.
     fprintf(vf, "title = '%s against the %s scale (median of %zu runs; bars: least to largest)'\n"
-            "xlabel = '%s scale'\nylabel = '%s%s%s%s'\nnblocks = %d\n",
-            name, ms_sweep_scale_names[k], s->repeat, ms_sweep_scale_names[k], name,
+            "xlabel = '%s scale'\nylabel = '%s%s%s%s'\nnblocks = %d\nout = ",
+            fig, ms_sweep_scale_names[k], s->repeat, ms_sweep_scale_names[k], fig,
             *unit ? " (" : "", unit, *unit ? ")" : "", nblocks);
+    gp_str(vf, out);
+    fputc('\n', vf);
     if (fclose(vf) != 0) rc = memstub_error_set(err, -EIO, "%s: cannot write", vars);
   }
-  if (rc == 0) rc = ms__gnuplot_render(&g, out, NULL, err);
   free(dat);
   free(vars);
-  ms__gnuplot_end(&g);
   return rc;
 }
 
 int ms_sweep_write_plots(const ms_sweep *s, const char *dir, memstub_error *err) {
+  ms__gnuplot g;
+  char *last = NULL;
+  int rc = ms__gnuplot_begin(&g, "plot.png", "sweep.gp", NULL, NULL, NULL, 0, err), n = 0;
+  if (rc < 0) return rc;
   size_t nf = MS_SWEEP_BUILTIN + s->nmetrics;
-  for (size_t f = 0; f < nf; f++) {
-    for (int k = 0; f < nf && ms_sweep_figure_drawn(f) && k < MS_SWEEP_SCALES; k++) {
+  for (size_t f = 0; rc == 0 && f < nf; f++) {
+    for (int k = 0; rc == 0 && ms_sweep_figure_drawn(f) && k < MS_SWEEP_SCALES; k++) {
       if (!s->swept[k]) continue;
-      char nb[96], *out = ms__asprintf("%s/plot-%s-%s.png", dir, ms_sweep_figure_name(s, f, nb, sizeof nb),
-                                       ms_sweep_scale_names[k]);
-      if (!out) return memstub_error_set(err, -ENOMEM, "out of memory");
-      int rc = plot_one(s, f, k, out, err);
-      free(out);
-      if (rc < 0) return rc;
+      char nb[96];
+      free(last);
+      last = ms__asprintf("%s/plot-%s-%s.png", dir, ms_sweep_figure_name(s, f, nb, sizeof nb),
+                          ms_sweep_scale_names[k]);
+      rc = last ? plot_files(s, &g, ++n, f, k, last, err)
+                : memstub_error_set(err, -ENOMEM, "out of memory");
     }
   }
-  return 0;
+  char *vars = rc == 0 && n ? ms__gnuplot_path(&g, "vars.gp") : NULL;
+  FILE *vf = vars ? fopen(vars, "w") : NULL;
+  if (rc == 0 && n && !vf) rc = memstub_error_set(err, -EIO, "%s: cannot write", vars ? vars : "vars.gp");
+  if (vf && (fprintf(vf, "nplots = %d\n", n) < 0) + (fclose(vf) != 0))
+    rc = memstub_error_set(err, -EIO, "%s: cannot write", vars);
+  // The last plot goes to OUTPUT, put in place by the runner; the others to their own.
+  if (rc == 0 && n) rc = ms__gnuplot_render(&g, last, NULL, err);
+  free(vars);
+  free(last);
+  ms__gnuplot_end(&g);
+  return rc;
 }

@@ -1,16 +1,19 @@
-# plots/sweep.gp: one figure of a what-if sweep (memstub sweep, docs/sweep.md)
-# against one of its scales: the median of every point's runs, with bars from
-# the least to the largest run, one line per combination of the other scales
-# the sweep varied. Needs gnuplot 5.
+# plots/sweep.gp: a what-if sweep's figures (memstub sweep, docs/sweep.md),
+# each against one of its scales: the median of every point's runs, with
+# bars from the least to the largest run, one line per combination of the
+# other scales the sweep varied. One gnuplot draws them all (its start-up
+# is most of a plot's cost). Needs gnuplot 5.
 #
 # memstub sweep runs it as
 #   gnuplot -c sweep.gp DIR OUTPUT FORMAT
 # DIR     a directory holding
-#           vars.gp   title, xlabel, ylabel, nblocks
-#           sweep.dat one block per line drawn (two blank lines between
-#                     blocks), each a header line "LABEL median min max",
+#           vars.gp   nplots
+#           vN.gp     plot N (from 1): title, xlabel, ylabel, nblocks, and
+#                     out, the file it goes to (the last one goes to OUTPUT)
+#           pN.dat    plot N's lines: one block each (two blank lines
+#                     between blocks), a header line "LABEL median min max",
 #                     then "scale median min max" rows by scale
-# OUTPUT  the file to write
+# OUTPUT  the file the last plot is written to
 # FORMAT  png or svg
 
 if (ARGC < 3) {
@@ -18,6 +21,7 @@ if (ARGC < 3) {
   exit status 2
 }
 dir = ARG1
+last = ARG2
 load dir.'/vars.gp'
 fmt = ARG3
 set encoding utf8
@@ -35,12 +39,17 @@ if (fmt ne 'png' && fmt ne 'svg') {
   print 'sweep.gp: unknown format ', fmt, ' (png or svg)'
   exit status 2
 }
-set output ARG2
-set title title noenhanced
-set xlabel xlabel noenhanced
-set ylabel ylabel noenhanced
 set key outside right top noenhanced
 set grid
 set offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05
 set yrange [0:*]
-plot for [i=0:nblocks-1] dir.'/sweep.dat' index i using 1:2:3:4 with yerrorlines lw 2 pt 7 title columnheader(1)
+do for [i=1:nplots] {
+  load sprintf('%s/v%d.gp', dir, i)
+  if (i == nplots) { set output last } else { set output out }
+  set title title noenhanced
+  set xlabel xlabel noenhanced
+  set ylabel ylabel noenhanced
+  data = sprintf('%s/p%d.dat', dir, i)
+  plot for [b=0:nblocks-1] data index b using 1:2:3:4 with yerrorlines lw 2 pt 7 title columnheader(1)
+}
+set output
