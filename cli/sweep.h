@@ -82,7 +82,8 @@ void ms_sweep_summary(const ms_sweep *s, int markdown, FILE *f);
 int ms_sweep_plot_check(memstub_error *err);
 /* One PNG per figure and varied scale, plot-FIGURE-SCALE.png, into dir:
  * the medians against the scale, one line per combination of the other
- * scales, bars from the least to the largest run. 0, or -errno with err. */
+ * scales, bars from the least to the largest run; one gnuplot draws them
+ * all. 0, or -errno with err. */
 int ms_sweep_write_plots(const ms_sweep *s, const char *dir, memstub_error *err);
 
 /* Whether figure f is drawn (user_ns, sys_ns and major_faults are in the

@@ -209,6 +209,34 @@ START_TEST(test_jobs_said) {
 }
 END_TEST
 
+// --calibration: the data files compensated, and the profile's identity in every row.
+START_TEST(test_profile_identity) {
+  char *dir = tu_mkdtemp(), *out = path_in(dir, "sweep"), *prof = path_in(dir, "host.profile");
+  tu_run r = tu_memstub(NULL, "calibrate", "--quick", "-o", prof, NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  tu_run_free(&r);
+  const char *extra[] = {"--heap-scale", "0.5", "--time-scale", "0.25", "--repeat", "1",
+                         "--calibration", prof, "--no-plots", NULL};
+  r = sweep(out, NULL, extra);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  char *csv_path = path_in(out, "results.csv"), *csv = tu_read_file(csv_path), b[64], id[64] = "";
+  const char *line = strchr(csv, '\n') + 1;
+  for (int i = 0; i < 2; i++, line = strchr(line, '\n') + 1) {
+    field(line, 11, b, sizeof b);
+    ck_assert_uint_eq(strlen(b), 16);
+    ck_assert_uint_eq(strspn(b, "0123456789abcdef"), 16);
+    if (i) ck_assert_str_eq(b, id);
+    snprintf(id, sizeof id, "%s", b);
+  }
+  char *json_path = path_in(out, "results.json"), *json = tu_read_file(json_path), *want = NULL;
+  ck_assert(asprintf(&want, "\"profile\": {\"path\": \"%s\", \"id\": \"%s\"}", prof, id) > 0);
+  ck_assert_msg(strstr(json, want), "%s", json);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir), free(out), free(prof), free(csv_path), free(csv), free(json_path), free(json), free(want);
+}
+END_TEST
+
 // SIGTERM midway: passed on to the host, nothing left, memstub dies of it.
 START_TEST(test_stopped) {
   char *dir = tu_mkdtemp(), *out = path_in(dir, "sweep");
@@ -241,6 +269,7 @@ int main(void) {
   tcase_add_test(tc, test_bad_input);
   tcase_add_test(tc, test_jobs_said);
   tcase_add_test(tc, test_stopped);
+  tcase_add_test(tc, test_profile_identity);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
