@@ -207,20 +207,24 @@ static int open_dir(const char *dir, int *made, char **stage, memstub_error *err
       return memstub_error_set(err, -EEXIST, "%s: not empty: a sweep writes into a new or empty "
                                "directory (its results are never mixed with another's)", dir);
   }
-  *stage = ms__asprintf("%s/.sweep-XXXXXX", dir);
+  // The staging directory, and its data/ for the points' files.
+  int e = 0;
   char *data = NULL;
-  if (!*stage || !mkdtemp(*stage) || !(data = ms__asprintf("%s/data", *stage)) ||
-      mkdir(data, 0777) != 0) {
-    int e = *stage && (!data || errno) ? errno : ENOMEM;
-    free(data);
-    if (*stage && data) ms__dir_remove(*stage);
-    free(*stage);
-    *stage = NULL;
-    if (*made) rmdir(dir);
-    return memstub_error_set(err, -e, "%s: cannot write: %s", dir, strerror(e));
-  }
+  if (!(*stage = ms__asprintf("%s/.sweep-XXXXXX", dir)))
+    e = ENOMEM;
+  else if (!mkdtemp(*stage))
+    e = errno, free(*stage), *stage = NULL;
+  else if (!(data = ms__asprintf("%s/data", *stage)))
+    e = ENOMEM;
+  else if (mkdir(data, 0777) != 0)
+    e = errno;
   free(data);
-  return 0;
+  if (!e) return 0;
+  if (*stage) ms__dir_remove(*stage);
+  free(*stage);
+  *stage = NULL;
+  if (*made) rmdir(dir);
+  return memstub_error_set(err, -e, "%s: cannot write: %s", dir, strerror(e));
 }
 
 /* Everything staged moved into dir, a rename each (dir held nothing else).
