@@ -1,6 +1,7 @@
 // Messages, option numbers and progress for the memstub subcommands.
 #include <errno.h>
 #include <stdarg.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -368,4 +369,32 @@ const char *ms_cli_closest(const char *word, const char *const *candidates) {
     if (d < best) best = d, pick = candidates[i];
   }
   return pick;
+}
+
+/* ---- stop signals ---------------------------------------------------------- */
+
+// The signals that stop a command midway, and the first of them caught (0: none).
+static const int stop_signals[MS_CLI_STOP_SIGNALS] = {SIGINT, SIGTERM, SIGHUP};
+volatile sig_atomic_t ms_cli_stop_caught;
+
+static void on_stop_signal(int sig) {
+  if (!ms_cli_stop_caught) ms_cli_stop_caught = sig;
+}
+
+void ms_cli_stop_catch(struct sigaction old[MS_CLI_STOP_SIGNALS]) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop_signal;  // no SA_RESTART: a wait for a child returns EINTR
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < MS_CLI_STOP_SIGNALS; i++) {
+    sigaction(stop_signals[i], NULL, &old[i]);
+    if (old[i].sa_handler != SIG_IGN) sigaction(stop_signals[i], &sa, NULL);
+  }
+}
+
+int ms_cli_stop_release(const struct sigaction old[MS_CLI_STOP_SIGNALS], int status) {
+  for (size_t i = 0; i < MS_CLI_STOP_SIGNALS; i++) sigaction(stop_signals[i], &old[i], NULL);
+  if (!ms_cli_stop_caught) return status;
+  raise(ms_cli_stop_caught);
+  return 128 + ms_cli_stop_caught;
 }

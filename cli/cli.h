@@ -7,6 +7,7 @@
 #define MEMSTUB_CLI_H
 
 #include <getopt.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -210,6 +211,20 @@ int ms_cli_whatif_take(ms_cli_parser *p, int c, struct memstub_gen_options *o);
  * after "memstub: " (label: "" or "thread N: "); nothing without a what-if. */
 void ms_cli_whatif_note(const struct memstub_gen *g, const char *label);
 
+/* ---- stop signals ----------------------------------------------------------
+ * SIGINT, SIGTERM and SIGHUP caught while a command has something to clean up
+ * (build's temporary program, sweep's staging directory): the first one
+ * caught is in ms_cli_stop_caught (pass it on to a child: ms__spawn_opts's
+ * forward). */
+enum { MS_CLI_STOP_SIGNALS = 3 };
+extern volatile sig_atomic_t ms_cli_stop_caught;
+/* Catch the stop signals that are not ignored; the actions replaced go to old. */
+void ms_cli_stop_catch(struct sigaction old[MS_CLI_STOP_SIGNALS]);
+/* Put the old actions back; then, when a stop signal was caught, raise it
+ * again, to die of it as if never caught. Returns status (or 128 + the
+ * signal, should its old action return). */
+int ms_cli_stop_release(const struct sigaction old[MS_CLI_STOP_SIGNALS], int status);
+
 /* ---- typo suggestions ----------------------------------------------------- */
 
 /* The candidate closest to word (edit distance, a swap of two neighbours
@@ -231,7 +246,8 @@ size_t ms_cli_distance(const char *a, const char *b);
   X(plot, "plot original against replayed curves with gnuplot")                        \
   X(report, "the answer on one HTML page: compare, curves with zoom, sites")             \
   X(sites, "list the allocation sites holding the heap's peak (record --sites)")       \
-  X(generations, "what each probe region left alive, and when it was freed")
+  X(generations, "what each probe region left alive, and when it was freed")             \
+  X(sweep, "run a host at every point of a what-if sweep and measure it from outside")
 
 #define MS_CLI_DECLARE(name, help) int ms_cmd_##name(int argc, char **argv);
 MS_CLI_COMMANDS(MS_CLI_DECLARE)

@@ -97,39 +97,7 @@ static int split(char *s, char **argv, int max) {
   return n;
 }
 
-/* ---- interruption: while the temporary program exists -------------------- */
-
-// The signals that stop a build, and the first of them caught (0: none).
-static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
-static volatile sig_atomic_t caught;
-
-static void on_stop_signal(int sig) {
-  if (!caught) caught = sig;
-}
-
-/* Catch the stop signals that are not ignored, so that a build stopped midway
- * can remove its temporary program; the actions replaced go to old. */
-static void catch_stop_signals(struct sigaction old[]) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_stop_signal;  // no SA_RESTART: a wait for a child returns EINTR
-  sigemptyset(&sa.sa_mask);
-  for (size_t i = 0; i < MS__ARRAY_SIZE(stop_signals); i++) {
-    sigaction(stop_signals[i], NULL, &old[i]);
-    if (old[i].sa_handler != SIG_IGN) sigaction(stop_signals[i], &sa, NULL);
-  }
-}
-
-/* Put the old actions back; then, when a stop signal was caught, raise it
- * again, to die of it as if never caught. Returns status (or 128 + the
- * signal, should its old action return). */
-static int release_stop_signals(const struct sigaction old[], int status) {
-  for (size_t i = 0; i < MS__ARRAY_SIZE(stop_signals); i++)
-    sigaction(stop_signals[i], &old[i], NULL);
-  if (!caught) return status;
-  raise(caught);
-  return 128 + caught;
-}
+/* ---- interruption: while the temporary program exists: ms_cli_stop_* ------ */
 
 /* While a large header builds, a terminal shows what runs and for how long;
  * NULL: nothing shown. */
@@ -145,7 +113,7 @@ static void show_progress(void *arg, int64_t elapsed_ns) {
 /* Run argv (what names it in messages), its stderr captured into r when
  * capture is set, within base_s seconds and per_mib_s more per MiB of bytes
  * (ms__spawn_limit), as the leader of a process group of its own (a
- * compiler driver and what it runs) when group is set. A stop signal caught
+ * compiler driver and what it runs) when group is set. A stop signal ms_cli_stop_caught
  * meanwhile is passed on to it, and it is waited for all the same, so that
  * it writes nothing after. 0 with r filled (free it), or -errno with err set
  * when it cannot be run or waited for, or was killed for its time limit. */
@@ -154,7 +122,7 @@ static int run(char *const argv[], const char *what, int capture, int group, dou
   ms__spawn_opts so;
   ms__spawn_opts_init(&so);
   so.err = capture ? MS__SPAWN_CAPTURE : MS__SPAWN_INHERIT;
-  so.forward = &caught;
+  so.forward = &ms_cli_stop_caught;
   so.what = what;
   so.own_group = group;
   *r = (ms__spawn_result){0};
@@ -426,9 +394,9 @@ static int compiler_argv(build_job *j) {
   return 0;
 }
 
-// Compile into j->tmp. 0 or exit status 2 after printing why (or a stop signal caught).
+// Compile into j->tmp. 0 or exit status 2 after printing why (or a stop signal ms_cli_stop_caught).
 static int compile(build_job *j) {
-  if (caught) return MS_EXIT_USAGE;  // stopped before the compiler started
+  if (ms_cli_stop_caught) return MS_EXIT_USAGE;  // stopped before the compiler started
   // Large headers (compact ones of a million points and more) take seconds.
   char label[64];
   if (j->len >= ((size_t)1 << 20) && ms_cli_progress_enabled()) {
@@ -445,7 +413,7 @@ static int compile(build_job *j) {
   progress_label = progress_label ? "checking the stub data" : NULL;
   int st = rc < 0 ? 0 : ms__spawn_status(&res);
   ms__spawn_result_free(&res);
-  if (caught) return MS_EXIT_USAGE;  // stopped: the compiler, passed the signal, has ended
+  if (ms_cli_stop_caught) return MS_EXIT_USAGE;  // stopped: the compiler, passed the signal, has ended
   if (rc < 0) return ms_cli_fail(&err);
   if (st != 0)
     return ms_cli_error("%s: the compiler failed (exit %d); is it a header made by memstub gen?",
@@ -468,7 +436,7 @@ static int check_program(build_job *j) {
   int rc = chargv[0] ? run(chargv, "the stub's check", 1, 0, 60, 1, (int64_t)j->len, &res, &err)
                      : memstub_error_set(&err, -ENOMEM, "out of memory");
   progress_label = NULL;
-  if (caught) {
+  if (ms_cli_stop_caught) {
     ms__spawn_result_free(&res);
     return MS_EXIT_USAGE;
   }
@@ -520,10 +488,10 @@ int ms_cmd_build(int argc, char **argv) {
     job_free(&j);
     return status;
   }
-  struct sigaction old_actions[MS__ARRAY_SIZE(stop_signals)];
-  catch_stop_signals(old_actions);  // before the temporary program exists
+  struct sigaction old_actions[MS_CLI_STOP_SIGNALS];
+  ms_cli_stop_catch(old_actions);  // before the temporary program exists
   status = build(&j);
   job_free(&j);
-  // Last: a stop signal caught kills memstub here, nothing left behind.
-  return release_stop_signals(old_actions, status);
+  // Last: a stop signal ms_cli_stop_caught kills memstub here, nothing left behind.
+  return ms_cli_stop_release(old_actions, status);
 }

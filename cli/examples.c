@@ -52,6 +52,9 @@ static const examples table[] = {
     {"generations", "memstub record --function strcoll -o strcoll.csv -- sort /etc/passwd\n"
                     "memstub generations strcoll.csv\n"
                     "memstub generations strcoll.csv --top 3 --json\n"},
+    {"sweep", "memstub sweep listing1.csv --stub listing1 --heap-scale 1,0.5 --time-scale 1,0.5 "
+              "--repeat 2 -o sweep -- sh -c 'exec memstub replay --data \"$MEMSTUB_DATA_listing1\"'\n"
+              "cat sweep/summary.md\n"},
     {"sites", "memstub record --sites -o sort.csv -- sort /etc/passwd\n"
               "memstub sites sort.csv\n"
               "memstub sites sort.csv --top 5 --json\n"},

@@ -1,4 +1,5 @@
 // Atomic output files: write a temporary file beside the target, then rename.
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -214,4 +215,21 @@ int ms__afile_commit_new(ms__afile *af, memstub_error *err) {
     afile_release(af);
   }
   return rc;
+}
+
+void ms__dir_remove(const char *dir) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    char *p = ms__asprintf("%s/%s", dir, e->d_name);
+    struct stat st;
+    if (p && lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+      ms__dir_remove(p);
+    else if (p)
+      unlink(p);
+    free(p);
+  }
+  if (d) closedir(d);
+  rmdir(dir);
 }

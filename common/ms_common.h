@@ -61,6 +61,10 @@ int ms__afile_close_tmp(ms__afile *af, memstub_error *err);
  * other outcome releases af: 0, or -errno with err naming path (the
  * temporary file removed). */
 int ms__afile_place(ms__afile *af, const char *path, int replace, memstub_error *err);
+/* Remove dir and everything in it (subdirectories too; symbolic links
+ * themselves, never what they point to): for a temporary directory of
+ * memstub's own. Best effort: what cannot be removed stays. */
+void ms__dir_remove(const char *dir);
 
 /* Read a whole file ("-" for stdin) into a NUL-terminated malloc'd buffer.
  * 0 or -errno with err naming path. */

@@ -51,6 +51,8 @@ typedef struct ms__spawn_opts {
   void (*tick)(void *arg, int64_t elapsed_ns);  // non-NULL: called about every
   void *tick_arg;                   // MS__SPAWN_TICK_NS while waiting, first as the
                                     // wait begins (progress)
+  int64_t tick_ns;                  // > 0: the tick's period instead (at least 1 ms:
+                                    // memstub sweep polls the child's memory)
 } ms__spawn_opts;
 
 enum { MS__SPAWN_TICK_MS = 200 };
@@ -68,7 +70,7 @@ typedef struct ms__child {
   int group;  // it leads a process group of its own (own_group)
   void (*tick)(void *arg, int64_t elapsed_ns);
   void *tick_arg;
-  int64_t start_ns, next_tick_ns;
+  int64_t start_ns, next_tick_ns, tick_ns;
   struct sigaction old_int, old_quit;  // while ignoring: the actions to restore
 } ms__child;
 
@@ -81,6 +83,7 @@ typedef struct ms__spawn_result {
   // Once it ended: wall time from just before the start to the reap, and its
   // CPU time (wait4's rusage: the child and the children it waited for).
   int64_t wall_ns, user_ns, sys_ns;
+  int64_t minflt, majflt;  // its page faults, from the same rusage
 } ms__spawn_result;
 
 // Defaults: every stream inherited, no timeout, nothing forwarded.

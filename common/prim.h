@@ -6,6 +6,7 @@
 #define MEMSTUB_COMMON_PRIM_H
 
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 // The current stack pointer. Inline so it reads the caller's frame.
@@ -114,6 +115,8 @@ int ms__prim_thread_faults(int64_t *minflt, int64_t *majflt);
  * ms__prim_statm_open (a descriptor or -errno), read by ms__prim_statm_anon
  * (bytes, or -errno; async-signal-safe). */
 int ms__prim_statm_open(void);
+// The same for another process (memstub sweep's host): its /proc/PID/statm.
+int ms__prim_statm_open_pid(pid_t pid);
 int64_t ms__prim_statm_anon(int fd);
 // Close what ms__prim_statm_open opened (accepts a negative descriptor).
 void ms__prim_statm_close(int fd);

@@ -198,6 +198,13 @@ int ms__prim_statm_open(void) {
   return fd < 0 ? -errno : fd;
 }
 
+int ms__prim_statm_open_pid(pid_t pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%lld/statm", (long long)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  return fd < 0 ? -errno : fd;
+}
+
 void ms__prim_statm_close(int fd) {
   if (fd >= 0) close(fd);
 }

@@ -141,6 +141,7 @@ int ms__spawn_start(ms__child *c, char *const argv[], const ms__spawn_opts *o,
   c->pid = pid;
   c->tick = o->tick;
   c->tick_arg = o->tick_arg;
+  c->tick_ns = o->tick_ns > 1000000 ? o->tick_ns : o->tick_ns > 0 ? 1000000 : MS__SPAWN_TICK_NS;
   c->start_ns = t0;
   c->next_tick_ns = c->start_ns;  // the first tick as the wait begins
   if (o->timeout_ns > 0) {
@@ -196,14 +197,14 @@ static void tick(ms__child *c) {
   if (!c->tick) return;
   int64_t now = ms__prim_now_ns();
   if (now < c->next_tick_ns) return;
-  c->next_tick_ns = now + MS__SPAWN_TICK_NS;
+  c->next_tick_ns = now + c->tick_ns;
   c->tick(c->tick_arg, now - c->start_ns);
 }
 
 // Milliseconds to the deadline for poll (-1: none), rounded up; at most a
 // tick's period when the caller has a tick.
 static int poll_ms(const ms__child *c, const ms__spawn_result *r) {
-  int cap = c->tick ? MS__SPAWN_TICK_MS : -1;
+  int cap = c->tick ? (int)((c->tick_ns + 999999) / 1000000) : -1;
   if (!c->deadline_ns || r->timed_out) return cap;
   int64_t left = c->deadline_ns - ms__prim_now_ns();
   if (left <= 0) return 0;
@@ -265,6 +266,7 @@ static int wait_child(ms__child *c, ms__spawn_result *r, memstub_error *err) {
       // Still running under a deadline or a tick: sleep a little, or kill it.
       tick(c);
       int64_t now = ms__prim_now_ns(), until = now + (timed ? 2000000 : 20000000);
+      if (c->tick && c->next_tick_ns < until) until = c->next_tick_ns;
       if (timed && now >= c->deadline_ns)
         time_out(c, r);
       else
@@ -284,6 +286,8 @@ static int wait_child(ms__child *c, ms__spawn_result *r, memstub_error *err) {
   r->wall_ns = ms__prim_now_ns() - c->start_ns;
   r->user_ns = (int64_t)ru.ru_utime.tv_sec * 1000000000 + (int64_t)ru.ru_utime.tv_usec * 1000;
   r->sys_ns = (int64_t)ru.ru_stime.tv_sec * 1000000000 + (int64_t)ru.ru_stime.tv_usec * 1000;
+  r->minflt = ru.ru_minflt;
+  r->majflt = ru.ru_majflt;
   r->exited = WIFEXITED(st);
   r->code = r->exited ? WEXITSTATUS(st) : 0;
   r->sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;

@@ -57,7 +57,7 @@ _memstub_choices() {
     record:--thread) echo "main all" ;;  # or N, the Nth thread
     record:--heap) echo "process thread" ;;
     record:--occurrence) echo "all" ;;   # or N
-    demo:--timing|gen:--timing|replay:--timing) echo "online deadline usleep" ;;
+    demo:--timing|gen:--timing|replay:--timing|sweep:--timing) echo "online deadline usleep" ;;
     gen:--format) echo "listing compact auto" ;;
     replay:--margin) echo "model adaptive" ;;  # or NS
     import:--stack-curve) echo "auto normal inverted none" ;;

@@ -1,7 +1,6 @@
 // Running gnuplot on memstub's scripts, with atomic output (see gnuplot.h).
 #include "gnuplot.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -163,18 +162,7 @@ int ms__gnuplot_render(ms__gnuplot *g, const char *out, const char *const *extra
 }
 
 void ms__gnuplot_end(ms__gnuplot *g) {
-  if (g->dir) {
-    DIR *d = opendir(g->dir);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-      char *p = ms__gnuplot_path(g, e->d_name);
-      if (p) unlink(p);
-      free(p);
-    }
-    if (d) closedir(d);
-    rmdir(g->dir);
-  }
+  if (g->dir) ms__dir_remove(g->dir);
   free(g->dir);
   free(g->script);
   *g = (ms__gnuplot){0};

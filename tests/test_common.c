@@ -341,6 +341,28 @@ START_TEST(test_spawn_tick) {
 }
 END_TEST
 
+/* A tick of the caller's period (memstub sweep polls the host's memory every
+ * millisecond; issue 33), and the child's page faults from its rusage. */
+START_TEST(test_spawn_tick_period) {
+  for (int capture = 0; capture < 2; capture++) {
+    ms__spawn_opts o;
+    ms__spawn_opts_init(&o);
+    int64_t seen[2] = {0, 0};
+    o.tick = count_tick, o.tick_arg = seen, o.tick_ns = 5000000;
+    if (capture) o.err = MS__SPAWN_CAPTURE;
+    ms__spawn_result r;
+    memstub_error err = {0};
+    char *argv[] = {"sleep", "0.3", NULL};
+    ck_assert_int_eq(ms__spawn_run(argv, &o, &r, &err), 0);
+    // 0.3 s at one tick per 5 ms: far more than the 2 of the default period.
+    ck_assert_msg(seen[0] >= 5, "capture %d: %lld ticks", capture, (long long)seen[0]);
+    ck_assert_int_gt(r.minflt, 0);  // exec alone faults pages in
+    ck_assert_int_ge(r.majflt, 0);
+    ms__spawn_result_free(&r);
+  }
+}
+END_TEST
+
 /* ms__spawn_limit: a minute and more per MiB by default, or
  * $MEMSTUB_CHILD_TIMEOUT seconds; a bad value is refused, never ignored. */
 START_TEST(test_spawn_limit) {
@@ -592,6 +614,7 @@ int main(void) {
   tcase_add_test(sp, test_spawn_limit);
   tcase_add_test(sp, test_spawn_own_group);
   tcase_add_test(sp, test_spawn_tick);
+  tcase_add_test(sp, test_spawn_tick_period);
   tcase_add_test(sp, test_spawn_sigchld_ignored);
   tcase_add_test(sp, test_spawn_forward);
   tcase_add_test(sp, test_spawn_env);

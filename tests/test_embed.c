@@ -1,7 +1,8 @@
 // Embedding memstub in another CMake project from an installed tree:
 // `cmake --install` into a fresh prefix, then a project that does
 // find_package(memstub), memstub_add_stub() and links memstub::runtime and
-// memstub::probe; and the same project against this build tree, before any
+// memstub::probe (and a stub with DATA, its data file from MEMSTUB_DATA_d:
+// issue 33); and the same project against this build tree, before any
 // install (find_package through the build tree's memstubConfig.cmake). (An
 // include() of cmake/MemstubStub.cmake is test_add_stub_profile_dependency in
 // test_replay_cli.c.)
@@ -30,6 +31,20 @@ static const char app_c[] =
     "  const struct memstub_stub *st = memstub_s_stub();\n"
     "  printf(\"rc=%d numdata=%lld name=%s probe=%d %s\\n\", rc, (long long)st->numdata,\n"
     "         st->name, memstub_probe_recording(), err.msg);\n"
+    "  return rc != 0;\n"
+    "}\n";
+
+// A host of a DATA stub (memstub_add_stub(NAME d ... DATA), issue 33): its
+// data file from MEMSTUB_DATA_d or the built one.
+static const char appd_c[] =
+    "#include <stdio.h>\n"
+    "#include \"memstub/runtime.h\"\n"
+    "#include \"memstub_d.h\"\n"
+    "int main(void) {\n"
+    "  memstub_error err = {0};\n"
+    "  int rc = memstub_d_err(&err);\n"
+    "  const struct memstub_stub *st = memstub_d_stub();\n"
+    "  printf(\"rc=%d peak_heap=%lld %s\\n\", rc, st ? (long long)st->peak_heap : -1LL, err.msg);\n"
     "  return rc != 0;\n"
     "}\n";
 
@@ -118,11 +133,17 @@ START_TEST(test_find_package_installed) {
                      "memstub_add_stub(NAME s TRACE \"%s\")\n"
                      "add_executable(app app.c)\n"
                      "target_link_libraries(app PRIVATE s memstub::probe)\n"
+                     "memstub_add_stub(NAME d TRACE \"%s\" DATA)\n"
+                     "add_executable(appd appd.c)\n"
+                     "target_link_libraries(appd PRIVATE d)\n"
                      "file(GENERATE OUTPUT ${CMAKE_BINARY_DIR}/memstub_exe.txt\n"
                      "     CONTENT \"$<TARGET_FILE:memstub::memstub>\")\n",
-                     trace) > 0);
+                     trace, trace) > 0);
   tu_write_file(cml, text);
   tu_write_file(app, app_c);
+  char *appd = path_in(src, "appd.c");
+  tu_write_file(appd, appd_c);
+  free(appd);
   free(text);
   tu_run r = configure(src, bld, prefix);
   ck_assert_msg(r.status == 0, "configure: %s%s", r.out, r.err);
@@ -146,6 +167,32 @@ START_TEST(test_find_package_installed) {
   ck_assert_msg(r.status == 0, "app: %s%s", r.out, r.err);
   ck_assert_str_eq(r.out, "rc=0 numdata=4 name=s probe=0 \n");
   tu_run_free(&r);
+  // The DATA stub through the installed runtime: the built file, another
+  // point's (made by the installed command), a missing one named.
+  char *progd = path_in(bld, "appd"), *half = path_in(dir, "half.msd");
+  char *rund[] = {progd, NULL};
+  r = tu_exec(NULL, rund);
+  ck_assert_msg(r.status == 0, "appd: %s%s", r.out, r.err);
+  ck_assert_str_eq(r.out, "rc=0 peak_heap=200 \n");
+  tu_run_free(&r);
+  char *mexe0 = path_in(prefix, "bin/memstub");
+  char *gend[] = {mexe0, "gen", trace, "--name", "d", "--heap-scale", "0.5", "--data", half, NULL};
+  r = tu_exec(NULL, gend);
+  ck_assert_msg(r.status == 0, "gen --data: %s", r.err);
+  tu_run_free(&r);
+  setenv("MEMSTUB_DATA_d", half, 1);
+  r = tu_exec(NULL, rund);
+  ck_assert_msg(r.status == 0, "appd: %s%s", r.out, r.err);
+  ck_assert_str_eq(r.out, "rc=0 peak_heap=100 \n");
+  tu_run_free(&r);
+  setenv("MEMSTUB_DATA_d", "/nonexistent/d.msd", 1);
+  r = tu_exec(NULL, rund);
+  unsetenv("MEMSTUB_DATA_d");
+  ck_assert_int_eq(r.status, 1);
+  ck_assert_str_eq(r.out, "rc=-2 peak_heap=-1 MEMSTUB_DATA_d=/nonexistent/d.msd: "
+                          "/nonexistent/d.msd: cannot open: No such file or directory\n");
+  tu_run_free(&r);
+  free(progd), free(half), free(mexe0);
 
   // The installed command finds its data, archives and headers in the
   // prefix, not where the build was configured to install: it builds and

@@ -241,7 +241,8 @@ START_TEST(test_help_examples_run) {
       char first[64] = "";
       sscanf(line, "%63s", first);
       count++;
-      int plot_without_gnuplot = strstr(line, "memstub plot") && !have(dir, "gnuplot");
+      int plot_without_gnuplot =
+          (strstr(line, "memstub plot") || strstr(line, "memstub sweep")) && !have(dir, "gnuplot");
       if ((!strchr(first, '/') && !have(dir, first)) || plot_without_gnuplot) {
         fprintf(stderr, "skipped (%s not installed): %s\n", plot_without_gnuplot ? "gnuplot" : first,
                 line);

@@ -37,7 +37,7 @@ void tu_write_file(const char *path, const char *text) {
   ck_assert(fclose(f) == 0);
 }
 
-char *tu_read_file(const char *path) {
+char *tu_read_file_len(const char *path, size_t *lenp) {
   FILE *f = fopen(path, "r");
   if (!f) return NULL;
   size_t cap = 4096, len = 0;
@@ -49,8 +49,11 @@ char *tu_read_file(const char *path) {
   }
   fclose(f);
   buf[len] = '\0';
+  if (lenp) *lenp = len;
   return buf;
 }
+
+char *tu_read_file(const char *path) { return tu_read_file_len(path, NULL); }
 
 int tu_exists(const char *path) { return access(path, F_OK) == 0; }
 

@@ -13,6 +13,8 @@ void tu_rmtree(const char *dir);
 void tu_write_file(const char *path, const char *text);
 // A file's contents (malloc'd, NUL-terminated), or NULL if it cannot be read.
 char *tu_read_file(const char *path);
+// The same, its length (binary files too) into *len when len is not NULL.
+char *tu_read_file_len(const char *path, size_t *len);
 int tu_exists(const char *path);
 // Number of entries in dir (excluding . and ..).
 int tu_count_entries(const char *dir);

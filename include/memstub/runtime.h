@@ -359,6 +359,36 @@ int memstub_stub_data_write(const struct memstub_stub *s, const char *path, mems
 int memstub_stub_data_open(const char *path, memstub_stub_data **out, memstub_error *err);
 void memstub_stub_data_free(memstub_stub_data *d);
 
+/* A stub embedded with memstub_add_stub(... DATA) (docs/runtime.md, "One
+ * host binary for every point"): its data file is read at its first call,
+ * from the file named by the environment variable MEMSTUB_DATA_<name> (the
+ * stub's name as it is spelt, e.g. MEMSTUB_DATA_parse) when that is set, else
+ * from the file it was built with; then kept for the process's life. The
+ * generated entry points hold one of these (MEMSTUB_STUB_DATA_ENV_INIT). */
+#define MEMSTUB_DATA_ENV_PREFIX "MEMSTUB_DATA_"
+typedef struct memstub_stub_data_env {
+  const char *name;   // the stub's name: the variable is MEMSTUB_DATA_<name>
+  const char *built;  // the data file it was built with (an absolute path)
+  // private: the outcome of the first call (0 not yet, 1 loaded, < 0 failed)
+  int state;
+  memstub_stub_data *data;
+  memstub_error err;
+} memstub_stub_data_env;
+#define MEMSTUB_STUB_DATA_ENV_INIT(name, built) {(name), (built), 0, 0, {0, {0}}}
+/* The stub e names, read and validated once (thread-safe): its descriptor,
+ * or NULL with err (if not NULL) saying why, the same at every call: for a
+ * file named by the variable "MEMSTUB_DATA_<name>=PATH: PATH: what is wrong"
+ * (missing, damaged, a stub that cannot replay, the variable set but empty:
+ * never the built file instead), else "PATH: what is wrong". */
+const struct memstub_stub *memstub_stub_data_env_get(memstub_stub_data_env *e, memstub_error *err);
+/* memstub_stub_call of memstub_stub_data_env_get(e): 0, or a negative errno
+ * with err set (the data file's failure: -ENOENT, -EINVAL, ...). */
+int memstub_stub_data_env_call(memstub_stub_data_env *e, memstub_error *err);
+/* For a stub built from a header (memstub_add_stub without DATA): 0 when
+ * MEMSTUB_DATA_<name> is unset; else -EINVAL with err saying that this stub
+ * cannot read a data file (a sweep's data would be ignored otherwise). */
+int memstub_stub_data_env_none(const char *name, memstub_error *err);
+
 /* memstub_stub_call(), a stub's function entry point, is in memstub/stub.h. */
 
 /* Survivors after the return (memstub gen --hold; docs/runtime.md,
