@@ -1,4 +1,5 @@
 // memstub replay: run a trace directly on the replay engine, no compile step.
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,7 +10,7 @@
 #include "memstub/runtime.h"
 #include "ms_common.h"
 
-enum { O_MARGIN = MS_CLI_LONG, O_REAIM, O_SLICE, O_DATA };
+enum { O_MARGIN = MS_CLI_LONG, O_REAIM, O_SLICE, O_DATA, O_MEMSHARE };
 
 static const ms_cli_option options[] = {
     {"measure", 'm', "FILE",
@@ -44,6 +45,12 @@ static const ms_cli_option options[] = {
      "ask the scheduler (Linux 6.12+) for a time slice of NS\n"
      "ns (100000 to 100000000) for the replay thread: it\n"
      "then waits less for a busy CPU when it wakes"},
+    {"work-mem-share", O_MEMSHARE, "S",
+     "a stub with cpu_ns: the share S (0 to 1) of its\n"
+     "CPU work that reads and writes its heap block, so\n"
+     "that a neighbour's memory traffic slows it (default:\n"
+     "the trace's work_mem_share metadata, else 0.25;\n"
+     "0: none; docs/runtime.md, \"Work as work\")"},
     MS_CLI_WHATIF_OPTIONS,
     {"data", O_DATA, "FILE",
      "replay the data file FILE (memstub gen --data)\n"
@@ -122,6 +129,10 @@ static int take_option(ms_cli_parser *p, int c, replay_args *a) {
     case O_REAIM: return arg_ns(p, &a->ro.reaim_ns, 1, INT64_MAX, "a number of ns > 0 or -1");
     case O_SLICE:
       return arg_ns(p, &a->ro.sched_slice_ns, 100000, 100000000, "100000 to 100000000 ns");
+    case O_MEMSHARE:
+      if (memstub_work_share_parse(p->arg, &a->ro.mem_share) == 0) break;
+      ms_cli_usage("replay", "--work-mem-share: expected a share from 0 to 1, found '%s'", p->arg);
+      return -1;
   }
   return 0;
 }
@@ -229,6 +240,16 @@ static int replay_threads(const replay_args *a, const memstub_trace *t, memstub_
   return rc;
 }
 
+/* The memory share of the work from the trace's work_mem_share metadata
+ * (docs/formats.md), when it has one: 0, or -EINVAL naming the key. */
+static int trace_mem_share(const memstub_trace *t, const char *in, double *share,
+                           memstub_error *err) {
+  const char *v = memstub_trace_get_meta(t, MEMSTUB_WORK_MEM_SHARE_KEY);
+  if (!v || memstub_work_share_parse(v, share) == 0) return 0;
+  return memstub_error_set(err, -EINVAL, "%s: metadata %s: expected a share from 0 to 1, found '%s'",
+                           in, MEMSTUB_WORK_MEM_SHARE_KEY, v);
+}
+
 int ms_cmd_replay(int argc, char **argv) {
   replay_args a = {0};
   memstub_gen_options_init(&a.go);
@@ -251,6 +272,8 @@ int ms_cmd_replay(int argc, char **argv) {
     go->profile = &prof;
     go->timing = a.ro.timing;  // compensated for the timing it replays with
     if (prof.spin_steps_per_ns > 0) a.ro.call_ns = prof.call_ns;  // the calls' costs (issue 14)
+    a.ro.work_rate = prof.spin_steps_per_ns;  // the work counted at the calibration's rates
+    a.ro.touch_ns = prof.touch_ns;
     go->measured = a.measure != NULL;
   }
   // Opened before anything is read or replayed: a path that cannot be written fails now.
@@ -270,6 +293,7 @@ int ms_cmd_replay(int argc, char **argv) {
   } else {
     if (ms_cli_progress_enabled()) fprintf(stderr, "\r\033[Kmemstub replay: reading %s", a.in);
     rc = memstub_trace_read(a.in, &t, &err);
+    if (rc == 0 && a.ro.mem_share == 0) rc = trace_mem_share(t, a.in, &a.ro.mem_share, &err);
     if (rc == 0 && memstub_trace_thread_count(t) > 1) {
       if (ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
       rc = replay_threads(&a, t, mf, &err);
