@@ -61,6 +61,17 @@ static NOINLINE uint64_t touch_lines(char *b, uint64_t lines, uint64_t n, uint64
   return pos;
 }
 
+// The median of v[0, n), n > 0 (sorts v).
+static double median(double *v, int n) {
+  for (int i = 1; i < n; i++)  // insertion sort
+    for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+      double t = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = t;
+    }
+  return v[n / 2];
+}
+
 double ms__rt_spin_rate(void) {
   /* The median of five runs of 100k steps: steps per ns of CPU. The median,
    * not the fastest, since the work is counted at this rate: the fastest
@@ -73,13 +84,7 @@ double ms__rt_spin_rate(void) {
     int64_t b = ms__prim_thread_cpu_ns();
     if (a >= 0 && b > a) r[n++] = 100000.0 / (double)(b - a);
   }
-  for (int i = 1; i < n; i++)  // insertion sort
-    for (int j = i; j > 0 && r[j - 1] > r[j]; j--) {
-      double t = r[j];
-      r[j] = r[j - 1];
-      r[j - 1] = t;
-    }
-  return n ? r[n / 2] : 0.5;
+  return n ? median(r, n) : 0.5;
 }
 
 // Between two reads of the CPU clock the time spin runs at most this long.
@@ -174,15 +179,16 @@ int memstub_work_touch_measure(double *ns) {
   memset(b, 1, cap);
   for (int k = 0; k < MEMSTUB_WORK_TOUCH_SIZES; k++) {
     uint64_t lines = (uint64_t)touch_bytes[k] / LINE, n = lines < 200000 ? 200000 : lines, pos = 0;
-    double best = 0;
-    for (int r = 0; r < 3; r++) {
+    // The median of five passes, as the ALU loop's rate (ms__rt_spin_rate).
+    double v[5];
+    int m = 0;
+    for (int r = 0; r < 5; r++) {
       int64_t t0 = ms__prim_thread_cpu_ns();
       pos = touch_lines(b, lines, n, pos);
       int64_t t1 = ms__prim_thread_cpu_ns();
-      double v = (double)(t1 - t0) / (double)n;
-      if (t0 >= 0 && t1 > t0 && (best == 0 || v < best)) best = v;
+      if (t0 >= 0 && t1 > t0) v[m++] = (double)(t1 - t0) / (double)n;
     }
-    ns[k] = best > 0 ? best : default_touch_ns[k];
+    ns[k] = m ? median(v, m) : default_touch_ns[k];
   }
   munmap(b, cap);
   return 0;

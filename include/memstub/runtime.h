@@ -457,7 +457,7 @@ int memstub_work_measure(const int64_t *want, int rounds, double *ns, double *sp
  * loop a replay's memory share runs: a read and a write of one cache line,
  * lines visited at a stride of 4099): ns[MEMSTUB_WORK_TOUCH_SIZES], ns of
  * CPU per touch of a buffer of each size of MEMSTUB_WORK_TOUCH_BYTES,
- * written whole first, the fastest of three passes. Maps and unmaps its own
+ * written whole first, the median of five passes. Maps and unmaps its own
  * buffer (64 MiB). 0 or -ENOMEM. */
 int memstub_work_touch_measure(double *ns);
 
