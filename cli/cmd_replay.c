@@ -49,7 +49,8 @@ static const ms_cli_option options[] = {
      "a stub with cpu_ns: the share S (0 to 1) of its\n"
      "CPU work that reads and writes its heap block, so\n"
      "that a neighbour's memory traffic slows it (default:\n"
-     "the trace's work_mem_share metadata, else 0.25;\n"
+     "the trace's work_mem_share metadata, else 0.25 with\n"
+     "--calibration, whose touch costs it needs, else 0;\n"
      "0: none; docs/runtime.md, \"Work as work\")"},
     MS_CLI_WHATIF_OPTIONS,
     {"data", O_DATA, "FILE",

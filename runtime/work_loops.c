@@ -129,7 +129,10 @@ void ms__rt_work_rates(ms__rt_work *w, const memstub_replay_options *o) {
   for (int k = 0; o->touch_ns && k < MEMSTUB_WORK_TOUCH_SIZES; k++) given |= o->touch_ns[k] > 0;
   for (int k = 0; k < MEMSTUB_WORK_TOUCH_SIZES; k++)
     w->touch_ns[k] = given && o->touch_ns[k] > 0 ? o->touch_ns[k] : default_touch_ns[k];
-  w->mem_share = o->mem_share == 0 ? MEMSTUB_WORK_MEM_SHARE_DEFAULT
+  /* The default share needs the host's touch costs: the built-in ones can
+   * be far off (a stub of bench/timeline_hash spent 20 % more CPU time with
+   * them than without touches, 4-9 % with a quick calibration's). */
+  w->mem_share = o->mem_share == 0 ? (given ? MEMSTUB_WORK_MEM_SHARE_DEFAULT : 0)
                  : o->mem_share > 0 && o->mem_share <= 1 ? o->mem_share
                                                          : 0;
 }

@@ -113,10 +113,15 @@ START_TEST(test_memory_share_touches_the_block) {
   ms__rt_work_memory(&w, b, 4095);
   (void)ms__rt_work_do(&w, 1e5);
   ck_assert_int_eq(lines_written(b, len), 0);
-  // The default share, and none.
+  // The default share: with the host's touch costs only; and none.
   o.mem_share = 0;
   ms__rt_work_rates(&w, &o);
+  ck_assert(w.mem_share == 0);
+  double costs[MEMSTUB_WORK_TOUCH_SIZES] = {1, 2, 3, 4, 5};
+  o.touch_ns = costs;
+  ms__rt_work_rates(&w, &o);
   ck_assert(w.mem_share == MEMSTUB_WORK_MEM_SHARE_DEFAULT);
+  ck_assert(w.touch_ns[4] == 5);
   o.mem_share = MEMSTUB_WORK_MEM_NONE;
   ms__rt_work_rates(&w, &o);
   ms__rt_work_memory(&w, b, len);

@@ -143,8 +143,9 @@ typedef struct memstub_replay_options {
    *   of a heap block of each size of MEMSTUB_WORK_TOUCH_BYTES (a profile's
    *   touch_*_ns); NULL or all 0: built-in (the development VM's).
    * mem_share: the share of the work's time, at those rates, that reads and
-   *   writes the stub's heap block: 0 (default) MEMSTUB_WORK_MEM_SHARE_DEFAULT,
-   *   a share in (0, 1], or MEMSTUB_WORK_MEM_NONE (register-only work). */
+   *   writes the stub's heap block: 0 (default) MEMSTUB_WORK_MEM_SHARE_DEFAULT
+   *   when touch_ns is given, none without it (the built-in costs may be far
+   *   from this host's); a share in (0, 1]; or MEMSTUB_WORK_MEM_NONE. */
   double work_rate;
   const double *touch_ns;
   double mem_share;
