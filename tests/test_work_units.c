@@ -234,6 +234,7 @@ START_TEST(test_cli_share) {
   ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
   tu_run_free(&r);
   tu_rmtree(dir);
+  free(dir);
 }
 END_TEST
 

@@ -84,11 +84,12 @@ static inline double memstub_work_bytes(const int64_t *v, const int64_t *sz) {
   double b = 0;
   int last = -1;
   for (int c = 0; c < MEMSTUB_WORK_CLASSES; c++) {
-    int64_t allocs = v[MEMSTUB_CALL_MALLOC * MEMSTUB_WORK_CLASSES + c] +
-                     v[MEMSTUB_CALL_CALLOC * MEMSTUB_WORK_CLASSES + c] +
-                     v[MEMSTUB_CALL_MEMALIGN * MEMSTUB_WORK_CLASSES + c];
+    // In double: counts near 2^62 (a --churn-scale the generator then refuses) overflow int64.
+    double allocs = (double)v[MEMSTUB_CALL_MALLOC * MEMSTUB_WORK_CLASSES + c] +
+                    (double)v[MEMSTUB_CALL_CALLOC * MEMSTUB_WORK_CLASSES + c] +
+                    (double)v[MEMSTUB_CALL_MEMALIGN * MEMSTUB_WORK_CLASSES + c];
     int64_t re = v[MEMSTUB_CALL_REALLOC * MEMSTUB_WORK_CLASSES + c];
-    b += (double)(2 * allocs + re) * (double)sz[c];
+    b += (2 * allocs + (double)re) * (double)sz[c];
     if (re > 0) last = c;
   }
   return last >= 0 ? b + (double)sz[last] : b;
