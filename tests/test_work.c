@@ -680,6 +680,19 @@ START_TEST(test_record_to_replay) {
   r = tu_exec(dir, argv);
   ck_assert_msg(r.status == 0, "stub: exit %d: %s", r.status, r.err);
   tu_run_free(&r);
+  // The work's memory share from the environment (issue 32): read strictly.
+  char *plain[] = {exe, NULL};
+  setenv("MEMSTUB_WORK_MEM_SHARE", "lots", 1);
+  r = tu_exec(dir, plain);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "MEMSTUB_WORK_MEM_SHARE: expected a share from 0 to 1, found 'lots'"),
+                "%s", r.err);
+  tu_run_free(&r);
+  setenv("MEMSTUB_WORK_MEM_SHARE", "0.5", 1);
+  r = tu_exec(dir, plain);
+  unsetenv("MEMSTUB_WORK_MEM_SHARE");
+  ck_assert_msg(r.status == 0, "stub, share 0.5: exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
   memstub_trace *o = NULL, *p = NULL;
   memstub_error err = {0};
   ck_assert_msg(memstub_trace_read(orig, &o, &err) == 0, "%s", err.msg);

@@ -201,6 +201,22 @@ START_TEST(test_shared_cpu_runs_late) {
 }
 END_TEST
 
+/* A stub called as a function (memstub_add_stub's entry point) takes its
+ * share from MEMSTUB_WORK_MEM_SHARE, strictly. */
+START_TEST(test_env_share) {
+  memstub_gen *g = work_stub(2, 2 * MS, 1 * MS, 64 << 10);
+  memstub_error err = {0};
+  setenv("MEMSTUB_WORK_MEM_SHARE", "-1", 1);
+  ck_assert_int_eq(memstub_stub_call(&g->stub, &err), -EINVAL);
+  ck_assert_msg(strstr(err.msg, "MEMSTUB_WORK_MEM_SHARE: '-1' is not a share from 0 to 1"), "%s",
+                err.msg);
+  setenv("MEMSTUB_WORK_MEM_SHARE", "1", 1);
+  ck_assert_msg(memstub_stub_call(&g->stub, &err) == 0, "%s", err.msg);
+  unsetenv("MEMSTUB_WORK_MEM_SHARE");
+  memstub_gen_free(g);
+}
+END_TEST
+
 /* memstub replay: --work-mem-share and the trace's work_mem_share metadata,
  * read strictly (a bad one names itself, exit 2). */
 START_TEST(test_cli_share) {
@@ -246,6 +262,7 @@ int main(void) {
   tcase_add_test(tc, test_memory_share_touches_the_block);
   tcase_add_test(tc, test_share_parse);
   tcase_add_test(tc, test_shared_cpu_runs_late);
+  tcase_add_test(tc, test_env_share);
   tcase_add_test(tc, test_cli_share);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
