@@ -202,6 +202,14 @@ static void report(const replay_args *a, const struct memstub_stub *s, const mem
     snprintf(off, sizeof off, "; it waited %s for a CPU", ms__fmt_ns(i->run_delay_ns, w, sizeof w));
   ms_cli_note("%s: replay thread CPU %s; %s sleeps, %s waits woke after their deadline%s",
               a->in, cpu, ms_cli_count(i->sleeps), ms_cli_count(i->late_wakeups), off);
+  if (i->work_ns > 0) {  // the work as work: how fast this core ran it
+    char wn[32], wc[32], fl[32];
+    ms_cli_note("%s: work %s counted (memory share %.2g), run in %s of CPU (x%.2f the "
+                "calibrated speed), %s spun up to the recorded CPU time",
+                a->in, ms__fmt_ns((int64_t)i->work_ns, wn, sizeof wn), i->work_mem_share,
+                ms__fmt_ns(i->work_cpu_ns, wc, sizeof wc), (double)i->work_cpu_ns / i->work_ns,
+                ms__fmt_ns(i->work_floor_ns, fl, sizeof fl));
+  }
 }
 
 /* A trace with several threads (docs/runtime.md, "Threads"): one stub and one

@@ -566,6 +566,10 @@ void ms__rt_fill_info(memstub_replay *r, const ms__rt_ctx *c, int64_t stack_size
   in->cost_model = c->cost.on ? MEMSTUB_COST_ONLINE : MEMSTUB_COST_OFF;
   for (int k = 0; k < MS__RT_COST_SLOTS; k++) in->cost_rows += c->cost.n[k];
   in->cost_lead_ns = c->cost.lead_sum;
+  in->work_ns = c->work.wdone;
+  in->work_cpu_ns = c->work.wdone_ns;
+  in->work_floor_ns = c->work.floor_ns;
+  in->work_mem_share = c->work.cpu ? c->work.mem_share : 0;
   in->sleeps = c->sleeps;
   in->late_wakeups = c->late_wakeups;
   in->tcache = c->heap.tcache;

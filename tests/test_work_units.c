@@ -66,6 +66,11 @@ START_TEST(test_counted_at_the_rate) {
   int64_t got = cpu_at(rt, rt->n - 1), want = 5 * 4 * MS;
   ck_assert_msg(got > want * 3 / 2, "%lld ns of CPU for %lld ns of work at twice the rate",
                 (long long)got, (long long)want);
+  // What the replay says of it: the work counted, and its CPU time about twice that.
+  ck_assert(r->info.work_ns > 0 && r->info.work_ns <= (double)want);
+  ck_assert_msg((double)r->info.work_cpu_ns > 1.5 * r->info.work_ns, "%lld ns for %g ns of work",
+                (long long)r->info.work_cpu_ns, r->info.work_ns);
+  ck_assert(r->info.work_mem_share == 0);
   memstub_trace_free(rt);
   memstub_replay_free(r);
   // A rate or a share out of range is refused.

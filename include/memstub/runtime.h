@@ -257,6 +257,12 @@ typedef struct memstub_replay_info {
                            //   unknown or not measured
   int64_t rss_unmet;       // always 0: a resident target the stub cannot hold stops the
                            //   replay with an error naming it (before: points counted here)
+  /* The work as work (layout 3; docs/runtime.md, "Work as work"), 0 without: */
+  double work_ns;          // work counted, ns at the calibrated rates
+  int64_t work_cpu_ns;     // CPU time the counted work took (work_cpu_ns / work_ns: how much
+                           //   slower than calibrated this core ran it)
+  int64_t work_floor_ns;   // CPU time spun on the CPU clock to the recorded CPU time (the floor)
+  double work_mem_share;   // the memory share the work ran with (0: none)
 } memstub_replay_info;
 
 typedef struct memstub_replay {
