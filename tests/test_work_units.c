@@ -206,6 +206,57 @@ START_TEST(test_shared_cpu_runs_late) {
 }
 END_TEST
 
+// The replayed trace's last value of column name.
+static int64_t last_of(const memstub_trace *t, const char *name) {
+  int c = memstub_trace_column(t, name);
+  ck_assert_int_ge(c, 0);
+  return memstub_trace_extra_row(t, t->n - 1)[c];
+}
+
+/* The memory share touches only the pages already written: a heap block of
+ * 8 MiB of which the resident target keeps 1 MiB written, replayed with
+ * the whole work touching memory and with none, faults and stays resident
+ * alike (touching the block's unwritten 7 MiB would add about 1800 faults
+ * and 7 MiB). */
+START_TEST(test_memory_share_adds_no_page) {
+  char text[2048];
+  int k = sprintf(text, "time_ns,stack_bytes,heap_bytes,rss_bytes,cpu_ns\n0,0,0,0,0\n");
+  for (int i = 1; i <= 8; i++)
+    k += sprintf(text + k, "%d,0,%d,%d,%d\n", i * 5000000, 8 << 20, (1 << 20) + (i % 2) * 65536,
+                 i * 2000000);  // a target that moves: every row's readings are fresh
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_parse("t.csv", text, strlen(text), &t, &err) == 0, "%s", err.msg);
+  memstub_gen_options go;
+  memstub_gen_options_init(&go);
+  memstub_gen *g = NULL;
+  ck_assert_msg(memstub_gen_build(t, &go, &g, &err) == 0, "%s", err.msg);
+  int64_t faults[2], rss[2];
+  double shares[2] = {1, MEMSTUB_WORK_MEM_NONE};
+  for (int i = 0; i < 2; i++) {
+    memstub_replay_options o;
+    memstub_replay_options_init(&o);
+    o.mem_share = shares[i];
+    memstub_trace *rt = NULL;
+    memstub_replay *r = replay(g, &o, &rt);
+    faults[i] = last_of(rt, "minor_faults");
+    rss[i] = last_of(rt, "rss_bytes");
+    if (i == 0) ck_assert(r->info.work_mem_share == 1);
+    memstub_trace_free(rt);
+    memstub_replay_free(r);
+  }
+  if (getenv("MEMSTUB_TEST_VERBOSE"))
+    fprintf(stderr, "faults %lld / %lld, rss %lld / %lld\n", (long long)faults[0],
+            (long long)faults[1], (long long)rss[0], (long long)rss[1]);
+  ck_assert_msg(llabs(faults[0] - faults[1]) < 200, "faults %lld with the share, %lld without",
+                (long long)faults[0], (long long)faults[1]);
+  ck_assert_msg(llabs(rss[0] - rss[1]) < (1 << 20), "rss %lld with the share, %lld without",
+                (long long)rss[0], (long long)rss[1]);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
 /* A stub called as a function (memstub_add_stub's entry point) takes its
  * share from MEMSTUB_WORK_MEM_SHARE, strictly. */
 START_TEST(test_env_share) {
@@ -267,6 +318,7 @@ int main(void) {
   tcase_add_test(tc, test_memory_share_touches_the_block);
   tcase_add_test(tc, test_share_parse);
   tcase_add_test(tc, test_shared_cpu_runs_late);
+  tcase_add_test(tc, test_memory_share_adds_no_page);
   tcase_add_test(tc, test_env_share);
   tcase_add_test(tc, test_cli_share);
   suite_add_tcase(s, tc);
