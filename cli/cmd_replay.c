@@ -1,5 +1,4 @@
 // memstub replay: run a trace directly on the replay engine, no compile step.
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -249,16 +248,6 @@ static int replay_threads(const replay_args *a, const memstub_trace *t, memstub_
   return rc;
 }
 
-/* The memory share of the work from the trace's work_mem_share metadata
- * (docs/formats.md), when it has one: 0, or -EINVAL naming the key. */
-static int trace_mem_share(const memstub_trace *t, const char *in, double *share,
-                           memstub_error *err) {
-  const char *v = memstub_trace_get_meta(t, MEMSTUB_WORK_MEM_SHARE_KEY);
-  if (!v || memstub_work_share_parse(v, share) == 0) return 0;
-  return memstub_error_set(err, -EINVAL, "%s: metadata %s: expected a share from 0 to 1, found '%s'",
-                           in, MEMSTUB_WORK_MEM_SHARE_KEY, v);
-}
-
 int ms_cmd_replay(int argc, char **argv) {
   replay_args a = {0};
   memstub_gen_options_init(&a.go);
@@ -302,7 +291,10 @@ int ms_cmd_replay(int argc, char **argv) {
   } else {
     if (ms_cli_progress_enabled()) fprintf(stderr, "\r\033[Kmemstub replay: reading %s", a.in);
     rc = memstub_trace_read(a.in, &t, &err);
-    if (rc == 0 && a.ro.mem_share == 0) rc = trace_mem_share(t, a.in, &a.ro.mem_share, &err);
+    // The work's memory share: --work-mem-share, else the trace's metadata.
+    if (rc == 0 && a.ro.mem_share == 0 && (rc = memstub_work_share_meta(t, &a.ro.mem_share, &err)) < 0)
+      memstub_error_prefix(&err, a.in);
+    if (rc > 0) rc = 0;
     if (rc == 0 && memstub_trace_thread_count(t) > 1) {
       if (ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
       rc = replay_threads(&a, t, mf, &err);

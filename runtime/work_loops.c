@@ -123,6 +123,14 @@ int memstub_work_share_parse(const char *text, double *share) {
   return 0;
 }
 
+int memstub_work_share_meta(const memstub_trace *t, double *share, memstub_error *err) {
+  const char *v = memstub_trace_get_meta(t, MEMSTUB_WORK_MEM_SHARE_KEY);
+  if (!v) return 0;
+  if (memstub_work_share_parse(v, share) == 0) return 1;
+  return memstub_error_set(err, -EINVAL, "metadata %s: expected a share from 0 to 1, found '%s'",
+                           MEMSTUB_WORK_MEM_SHARE_KEY, v);
+}
+
 void ms__rt_work_rates(ms__rt_work *w, const memstub_replay_options *o) {
   w->rate = o->work_rate > 0 ? o->work_rate : ms__rt_spin_rate();
   int given = 0;

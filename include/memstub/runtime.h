@@ -163,6 +163,10 @@ typedef struct memstub_replay_options {
  * --work-mem-share, a trace's work_mem_share): a number in [0, 1] (0:
  * MEMSTUB_WORK_MEM_NONE) into *share. 0 or -EINVAL. */
 int memstub_work_share_parse(const char *text, double *share);
+/* The memory share t's metadata gives (MEMSTUB_WORK_MEM_SHARE_KEY): 1 with
+ * *share set (MEMSTUB_WORK_MEM_NONE for 0), 0 when t has none (*share
+ * untouched), or -EINVAL with err naming the key and the value. */
+int memstub_work_share_meta(const memstub_trace *t, double *share, memstub_error *err);
 
 /* Defaults: MEMSTUB_TIMING_DEFAULT (online), MEMSTUB_MARGIN_MODEL with
  * MEMSTUB_REAIM_DEFAULT, no measuring, no extra stack, no progress. */
