@@ -17,6 +17,19 @@
 
 #define MS (INT64_C(1000000))
 
+// The stub of the trace text, with the defaults.
+static memstub_gen *stub_of(const char *text) {
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_parse("t.csv", text, strlen(text), &t, &err) == 0, "%s", err.msg);
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  memstub_gen *g = NULL;
+  ck_assert_msg(memstub_gen_build(t, &o, &g, &err) == 0, "%s", err.msg);
+  memstub_trace_free(t);
+  return g;
+}
+
 /* A trace of n rows, each computing cpu ns within delay ns, heap bytes. */
 static memstub_gen *work_stub(int n, int64_t delay, int64_t cpu, int64_t heap) {
   char *text = malloc((size_t)n * 80 + 128);
@@ -24,15 +37,8 @@ static memstub_gen *work_stub(int n, int64_t delay, int64_t cpu, int64_t heap) {
   for (int i = 1; i <= n; i++)
     k += sprintf(text + k, "%lld,0,%lld,%lld\n", (long long)(i * delay), (long long)heap,
                  (long long)(i * cpu));
-  memstub_trace *t = NULL;
-  memstub_error err = {0};
-  ck_assert_msg(memstub_trace_parse("t.csv", text, strlen(text), &t, &err) == 0, "%s", err.msg);
+  memstub_gen *g = stub_of(text);
   free(text);
-  memstub_gen_options o;
-  memstub_gen_options_init(&o);
-  memstub_gen *g = NULL;
-  ck_assert_msg(memstub_gen_build(t, &o, &g, &err) == 0, "%s", err.msg);
-  memstub_trace_free(t);
   return g;
 }
 
@@ -224,13 +230,7 @@ START_TEST(test_memory_share_adds_no_page) {
   for (int i = 1; i <= 8; i++)
     k += sprintf(text + k, "%d,0,%d,%d,%d\n", i * 5000000, 8 << 20, (1 << 20) + (i % 2) * 65536,
                  i * 2000000);  // a target that moves: every row's readings are fresh
-  memstub_trace *t = NULL;
-  memstub_error err = {0};
-  ck_assert_msg(memstub_trace_parse("t.csv", text, strlen(text), &t, &err) == 0, "%s", err.msg);
-  memstub_gen_options go;
-  memstub_gen_options_init(&go);
-  memstub_gen *g = NULL;
-  ck_assert_msg(memstub_gen_build(t, &go, &g, &err) == 0, "%s", err.msg);
+  memstub_gen *g = stub_of(text);
   int64_t faults[2], rss[2];
   double shares[2] = {1, MEMSTUB_WORK_MEM_NONE};
   for (int i = 0; i < 2; i++) {
@@ -253,7 +253,6 @@ START_TEST(test_memory_share_adds_no_page) {
   ck_assert_msg(llabs(rss[0] - rss[1]) < (1 << 20), "rss %lld with the share, %lld without",
                 (long long)rss[0], (long long)rss[1]);
   memstub_gen_free(g);
-  memstub_trace_free(t);
 }
 END_TEST
 
