@@ -384,6 +384,7 @@ static int fit_calls(ms__cal_ctx *c) {
     p->call_ci_ns[k] = t.ci_ns;
   }
   p->spin_steps_per_ns = c->spin_rate;
+  memcpy(p->touch_ns, c->touch_ns, sizeof p->touch_ns);
   return 0;
 }
 

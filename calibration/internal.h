@@ -266,6 +266,7 @@ typedef struct ms__cal_ctx {
   int64_t cold_ns;      // wall time spent in cold runs
   ms__cal_ser calls[MEMSTUB_WORK_CALLS];  // y: ns per call, a round per repetition
   double spin_rate;     // the work spin's steps per ns
+  double touch_ns[MEMSTUB_WORK_TOUCH_SIZES];  // the work's memory touches, ns each by block size
   memstub_calib *out;
 } ms__cal_ctx;
 

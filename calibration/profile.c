@@ -187,6 +187,13 @@ static void keys_bytes(table *t, memstub_profile *p) {
   }
   k = add(t, "spin_steps_per_ns", MS__CAL_DOUBLE, &p->spin_steps_per_ns, 0);
   if (k >= 0) t->k[k].optional = 1;
+  // Optional: profiles written before issue 32 item 2 lack them.
+  t->comment = "the work's memory touches (runtime/work_loops.c): ns per touch by block size";
+  static const char *const touch[MEMSTUB_WORK_TOUCH_SIZES] = {MEMSTUB_WORK_TOUCH_KEYS};
+  for (int c = 0; c < MEMSTUB_WORK_TOUCH_SIZES; c++) {
+    k = add(t, touch[c], MS__CAL_DOUBLE, &p->touch_ns[c], 0);
+    if (k >= 0) t->k[k].optional = 1;
+  }
 }
 
 size_t ms__cal_keys(memstub_profile *p, ms__cal_key *keys, size_t cap) {
@@ -328,7 +335,8 @@ static const char *out_of_range(const char *key, const ms__cal_key *k, const mem
   if (k->unknown) return dv < 0 && dv != -1 ? "0 or more, or -1 (unknown)" : NULL;
   if (strstr(key, "_scv") && dv < 0) return "0 or more";
   if (strstr(key, "agreement") && (dv < 0 || dv > 1)) return "between 0 and 1";
-  if ((strncmp(key, "call_", 5) == 0 || strcmp(key, "spin_steps_per_ns") == 0) && dv < 0)
+  if ((strncmp(key, "call_", 5) == 0 || strncmp(key, "touch_", 6) == 0 ||
+       strcmp(key, "spin_steps_per_ns") == 0) && dv < 0)
     return "0 or more";
   if (strncmp(key, "time_", 5) == 0 && (strstr(key, "_cycles") || strstr(key, "_ns")) &&
       !strstr(key, "_base_") && dv < 0)
@@ -436,6 +444,7 @@ static const struct {
 } plausible[] = {
     {"time_", "_ns", SECOND_NS, "at most 1 s"},
     {"call_", "_ns", SECOND_NS, "at most 1 s a call"},
+    {"touch_", "_ns", 1e6, "at most 1 ms a touch"},
     {"timer_overhead_cycles", "", SECOND_NS, "at most 1 s of cycles"},
     {"cold_", "delay_ns", 60 * SECOND_NS, "at most a minute"},
     {"cycles_per_ns", "", 1e3, "at most 1000 (a 1 THz counter)"},

@@ -295,6 +295,10 @@ int ms_cmd_gen(int argc, char **argv) {
     free(held_bytes);
     return rc < 0 ? ms_cli_fail(&err) : MS_EXIT_OK;
   }
+  // The work's memory share (docs/runtime.md, "Work as work"): checked, and said where it goes.
+  double share = 0;
+  int shared = rc == 0 ? memstub_work_share_meta(t, &share, &err) : 0;
+  if (shared < 0) rc = shared, memstub_error_prefix(&err, in);
   if (rc == 0 && (rc = memstub_gen_build(t, &o, &g, &err)) < 0) memstub_error_prefix(&err, in);
   if (ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
   if (rc == 0 && data) out = data;
@@ -318,6 +322,10 @@ int ms_cmd_gen(int argc, char **argv) {
                   ms__fmt_ns(g->work_late_ns, late, sizeof late));
     }
   }
+  if (rc == 0 && shared > 0 && g->stub.cpu)
+    ms_cli_note("%s: work_mem_share %g is not carried into %s: replay it with "
+                "MEMSTUB_WORK_MEM_SHARE=%g (memstub replay reads it from the trace)",
+                in, share < 0 ? 0 : share, data ? "a data file" : "a header", share < 0 ? 0 : share);
   if (rc == 0 && strcmp(out, "-") != 0) {
     char dur[32];
     ms_cli_note("%s: %s points (%s inserted) for %s rows of %s, %s", out,

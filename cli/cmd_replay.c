@@ -9,7 +9,7 @@
 #include "memstub/runtime.h"
 #include "ms_common.h"
 
-enum { O_MARGIN = MS_CLI_LONG, O_REAIM, O_SLICE, O_DATA };
+enum { O_MARGIN = MS_CLI_LONG, O_REAIM, O_SLICE, O_DATA, O_MEMSHARE };
 
 static const ms_cli_option options[] = {
     {"measure", 'm', "FILE",
@@ -44,6 +44,13 @@ static const ms_cli_option options[] = {
      "ask the scheduler (Linux 6.12+) for a time slice of NS\n"
      "ns (100000 to 100000000) for the replay thread: it\n"
      "then waits less for a busy CPU when it wakes"},
+    {"work-mem-share", O_MEMSHARE, "S",
+     "a stub with cpu_ns: the share S (0 to 1) of its\n"
+     "CPU work that reads and writes its heap block, so\n"
+     "that a neighbour's memory traffic slows it (default:\n"
+     "the trace's work_mem_share metadata, else 0.25 with\n"
+     "--calibration, whose touch costs it needs, else 0;\n"
+     "0: none; docs/runtime.md, \"Work as work\")"},
     MS_CLI_WHATIF_OPTIONS,
     {"data", O_DATA, "FILE",
      "replay the data file FILE (memstub gen --data)\n"
@@ -122,6 +129,10 @@ static int take_option(ms_cli_parser *p, int c, replay_args *a) {
     case O_REAIM: return arg_ns(p, &a->ro.reaim_ns, 1, INT64_MAX, "a number of ns > 0 or -1");
     case O_SLICE:
       return arg_ns(p, &a->ro.sched_slice_ns, 100000, 100000000, "100000 to 100000000 ns");
+    case O_MEMSHARE:
+      if (memstub_work_share_parse(p->arg, &a->ro.mem_share) == 0) break;
+      ms_cli_usage("replay", "--work-mem-share: expected a share from 0 to 1, found '%s'", p->arg);
+      return -1;
   }
   return 0;
 }
@@ -190,6 +201,14 @@ static void report(const replay_args *a, const struct memstub_stub *s, const mem
     snprintf(off, sizeof off, "; it waited %s for a CPU", ms__fmt_ns(i->run_delay_ns, w, sizeof w));
   ms_cli_note("%s: replay thread CPU %s; %s sleeps, %s waits woke after their deadline%s",
               a->in, cpu, ms_cli_count(i->sleeps), ms_cli_count(i->late_wakeups), off);
+  if (i->work_ns > 0) {  // the work as work: how fast this core ran it
+    char wn[32], wc[32], fl[32];
+    ms_cli_note("%s: work %s counted (memory share %.2g), run in %s of CPU (x%.2f the "
+                "calibrated speed), %s spun up to the recorded CPU time",
+                a->in, ms__fmt_ns((int64_t)i->work_ns, wn, sizeof wn), i->work_mem_share,
+                ms__fmt_ns(i->work_cpu_ns, wc, sizeof wc), (double)i->work_cpu_ns / i->work_ns,
+                ms__fmt_ns(i->work_floor_ns, fl, sizeof fl));
+  }
 }
 
 /* A trace with several threads (docs/runtime.md, "Threads"): one stub and one
@@ -251,6 +270,8 @@ int ms_cmd_replay(int argc, char **argv) {
     go->profile = &prof;
     go->timing = a.ro.timing;  // compensated for the timing it replays with
     if (prof.spin_steps_per_ns > 0) a.ro.call_ns = prof.call_ns;  // the calls' costs (issue 14)
+    a.ro.work_rate = prof.spin_steps_per_ns;  // the work counted at the calibration's rates
+    a.ro.touch_ns = prof.touch_ns;
     go->measured = a.measure != NULL;
   }
   // Opened before anything is read or replayed: a path that cannot be written fails now.
@@ -270,6 +291,10 @@ int ms_cmd_replay(int argc, char **argv) {
   } else {
     if (ms_cli_progress_enabled()) fprintf(stderr, "\r\033[Kmemstub replay: reading %s", a.in);
     rc = memstub_trace_read(a.in, &t, &err);
+    // The work's memory share: --work-mem-share, else the trace's metadata.
+    if (rc == 0 && a.ro.mem_share == 0 && (rc = memstub_work_share_meta(t, &a.ro.mem_share, &err)) < 0)
+      memstub_error_prefix(&err, a.in);
+    if (rc > 0) rc = 0;
     if (rc == 0 && memstub_trace_thread_count(t) > 1) {
       if (ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
       rc = replay_threads(&a, t, mf, &err);

@@ -17,7 +17,7 @@ void memstub_replay_options_for(memstub_replay_options *o, const struct memstub_
 }
 
 /* The replay options of a call from the environment (MEMSTUB_TIMING,
- * MEMSTUB_MARGIN_NS, MEMSTUB_MEASURE) into o, and the measurement file
+ * MEMSTUB_MARGIN_NS, MEMSTUB_WORK_MEM_SHARE, MEMSTUB_MEASURE) into o, and the measurement file
  * opened for the stub named name into *mf (NULL: none; close it), before
  * the replay. 0 or a negative errno with err set. */
 static int call_setup(const struct memstub_stub *s, const char *name, memstub_replay_options *o,
@@ -34,6 +34,10 @@ static int call_setup(const struct memstub_stub *s, const char *name, memstub_re
                              "MEMSTUB_MARGIN_NS: '%s' is none of model, adaptive or a number "
                              "of ns >= 0",
                              v);
+  v = getenv(MEMSTUB_WORK_MEM_SHARE_ENV);
+  if (v && *v && memstub_work_share_parse(v, &o->mem_share) < 0)
+    return memstub_error_set(err, -EINVAL,
+                             MEMSTUB_WORK_MEM_SHARE_ENV ": '%s' is not a share from 0 to 1", v);
   const char *measure = getenv("MEMSTUB_MEASURE");
   if (!measure || !*measure) return 0;
   // The file is named, and opened, before the replay (the naming rule: runtime/measure_file.c).

@@ -315,6 +315,11 @@ static MS__NOINLINE void begin(ms__rt_ctx *c, int64_t x) {
    * its row (docs/runtime.md, "Work"); usleep timing: all of it before. */
   int64_t *wm = c->wrec ? c->wrec + x * MS__RT_WORK_REC : NULL;
   int64_t calls = 0;
+  // The memory share touches the heap block's written bytes (work_loops.c).
+  if (c->work.cpu && c->work.mem_share > 0)
+    ms__rt_work_memory(&c->work, c->heap.block + MS__RT_HEAP_PAD,
+                       c->res.rss && c->res.heap_touched < c->heap.size ? c->res.heap_touched
+                                                                        : c->heap.size);
   if (c->work.cpu && c->timing == MEMSTUB_TIMING_USLEEP) ms__rt_work_point(&c->work, x, wm);
   else if (c->work.cpu) {
     calls = ms__rt_work_predict(&c->work, x);

@@ -124,8 +124,20 @@ typedef struct ms__rt_work {
   const struct memAlloc *use;
   const int64_t *cpu, *calls, *churn, *calltab;  // NULL: no work (layouts 1 and 2)
   int64_t ncalltab;
-  double rate;    // spin steps per ns of CPU
+  double rate;    // the ALU loop's steps per ns of CPU (calibrated, or measured at the start)
   int64_t spun;   // CPU ns spun in all
+  /* Work as work (docs/runtime.md, "Work as work"): the points' CPU times are
+   * amounts of work, ns at the calibration's rates, a share of them memory
+   * touches of the heap block's written bytes [mem, mem + mem_len). */
+  double touch_ns[MEMSTUB_WORK_TOUCH_SIZES];  // ns per touch by block size
+  double mem_share;     // 0 none
+  char *mem;            // the written part of the heap block (set before each spin)
+  int64_t mem_len;
+  uint64_t touch_pos;   // the line the touches reached
+  double wtarget;       // the points' work so far (ns at the calibrated rates)
+  double wdone;         // the work done by the counted loops
+  int64_t wdone_ns;     // their CPU ns
+  int64_t floor_ns;     // CPU ns spun to the CPU-time floor
   int started;    // the first point was begun: base is set
   int64_t base;   // the thread's CPU clock then (-1 unknown)
   int64_t target; // the points' CPU times so far
@@ -183,6 +195,17 @@ void ms__rt_work_block(ms__rt_work *w, int64_t *m, int64_t old, int64_t size);
 void ms__rt_work_rebase(int64_t *wrec, int64_t n, int64_t cpu0);
 // The spin loop's steps per ns of CPU, measured now.
 double ms__rt_spin_rate(void);
+/* The work's rates and memory share from o (docs/runtime.md, "Work as
+ * work"): o's work_rate or one measured now, its touch_ns or the built-in
+ * figures, its mem_share or the default. */
+void ms__rt_work_rates(ms__rt_work *w, const memstub_replay_options *o);
+/* The written bytes of the heap block the memory share touches before the
+ * next spin: [mem, mem + len), len 0 for none. */
+void ms__rt_work_memory(ms__rt_work *w, char *mem, int64_t len);
+/* Work of ns at the calibrated rates: (1 - mem_share) of it in the ALU
+ * loop, the rest in touches of the heap block (ALU when it has under
+ * 4 KiB). Returns the CPU ns it took (0 without a CPU clock). */
+int64_t ms__rt_work_do(ms__rt_work *w, double ns);
 // Spin ns of the thread's CPU time at rate steps per ns; returns the CPU ns spun.
 int64_t ms__rt_spin(int64_t ns, double rate);
 

@@ -87,6 +87,10 @@ static int check_options(const memstub_replay_options *o, memstub_error *err) {
   if (o->measure & ~(unsigned)MEMSTUB_MEASURE_ALL)
     return memstub_error_set(err, -EINVAL, "measure: unknown bits 0x%x",
                              o->measure & ~(unsigned)MEMSTUB_MEASURE_ALL);
+  if (!(o->work_rate >= 0) || !(o->mem_share == MEMSTUB_WORK_MEM_NONE ||
+                                (o->mem_share >= 0 && o->mem_share <= 1)))
+    return memstub_error_set(err, -EINVAL, "work: rate %g or memory share %g out of range",
+                             o->work_rate, o->mem_share);
   if (o->stack_extra < 0)
     return memstub_error_set(err, -EINVAL, "stack_extra: %lld bytes is negative",
                              (long long)o->stack_extra);
@@ -482,7 +486,7 @@ void ms__rt_ctx_init(ms__rt_ctx *c, const struct memstub_stub *s,
   c->hook_next = -1;
   c->ops = ms__rt_replay_ops_for(s);
   if (ms__rt_work_init(&c->work, s)) {
-    c->work.rate = ms__rt_spin_rate();
+    ms__rt_work_rates(&c->work, opt);  // the work's calibrated rates and memory share
     // Deadline timing: the calls' cost, so their waits end that much early.
     if (opt->timing != MEMSTUB_TIMING_USLEEP && !opt->no_call_costs)
       ms__rt_work_costs(&c->work, opt->call_ns);
@@ -575,6 +579,10 @@ void ms__rt_fill_info(memstub_replay *r, const ms__rt_ctx *c, int64_t stack_size
   in->cost_model = c->cost.on ? MEMSTUB_COST_ONLINE : MEMSTUB_COST_OFF;
   for (int k = 0; k < MS__RT_COST_SLOTS; k++) in->cost_rows += c->cost.n[k];
   in->cost_lead_ns = c->cost.lead_sum;
+  in->work_ns = c->work.wdone;
+  in->work_cpu_ns = c->work.wdone_ns;
+  in->work_floor_ns = c->work.floor_ns;
+  in->work_mem_share = c->work.cpu ? c->work.mem_share : 0;
   in->sleeps = c->sleeps;
   in->late_wakeups = c->late_wakeups;
   in->tcache = c->heap.tcache;

@@ -208,6 +208,9 @@ typedef struct stub_args {
  * printed, or a usage error). */
 static int parse(int argc, char **argv, const char *source, memstub_replay_options *o,
                  stub_args *a) {
+  const char *e = getenv(MEMSTUB_WORK_MEM_SHARE_ENV);  // the work's memory share
+  if (e && *e && memstub_work_share_parse(e, &o->mem_share) < 0)
+    return usage_error(MEMSTUB_WORK_MEM_SHARE_ENV ": expected a share from 0 to 1, found '%s'", e);
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i], *v;
     int missing = 0;

@@ -1,17 +1,14 @@
 // The work between a stub's memory changes (layout 3, docs/runtime.md,
-// "Work"): before each point's deadline the replay spins on the CPU for the
-// point's recorded CPU time and makes its recorded allocator calls, as
-// short-lived blocks that are all freed again before the point's memory
-// change, so heap_bytes stays exact at every original point.
+// "Work"): before each point's deadline the replay runs the point's
+// recorded CPU time as an amount of work (work_loops.c, "Work as work") and
+// makes its recorded allocator calls, as short-lived blocks that are all
+// freed again before the point's memory change, so heap_bytes stays exact
+// at every original point.
 //
-// The spin is a loop of register-only arithmetic (a linear congruential
-// step the compiler may not remove), which touches no memory: the
-// component's memory traffic is what the heap, stack and resident replay
-// reproduce, and a spin that also walked memory would add page faults and
-// cache misses the trace never had. It runs until the replay thread's CPU
-// clock (CLOCK_THREAD_CPUTIME_ID) has advanced by the point's CPU time,
-// counted from before its calls, so the calls' own cost is part of it and a
-// preemption does not shorten the computation.
+// The work is counted at the calibration's rates, so a slower or shared
+// core makes it take longer; the replay thread's CPU clock
+// (CLOCK_THREAD_CPUTIME_ID) is its floor: it never spends less CPU time
+// than the points' CPU times so far, and a preemption does not shorten it.
 #include <errno.h>
 #include <malloc.h>
 #include <stdint.h>
@@ -24,63 +21,11 @@
 
 #define NC MEMSTUB_WORK_CALLS
 #define CL MEMSTUB_WORK_CLASSES
-// Between two reads of the CPU clock the spin runs at most this long.
-#define SPIN_CHUNK_NS 50000
-// A spin shorter than this runs by the measured rate alone, without reading the clock.
-#define SPIN_BLIND_NS 3000
 
 // Sizes of the classes (memstub/work.h): a representative, and the bounds.
 static const int64_t rep[CL] = MEMSTUB_WORK_REP;
 static const int64_t lo[CL] = MEMSTUB_WORK_LO;
 static const int64_t hi[CL] = MEMSTUB_WORK_HI;
-
-#if defined(__clang__)
-#define NOINLINE __attribute__((noinline))
-#else
-#define NOINLINE __attribute__((noinline, noclone))
-#endif
-
-// n steps of register-only arithmetic.
-static NOINLINE uint64_t spin_steps(uint64_t n, uint64_t x) {
-  for (uint64_t i = 0; i < n; i++) {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    __asm__ volatile("" : "+r"(x));
-  }
-  return x;
-}
-
-double ms__rt_spin_rate(void) {
-  // The fastest of three runs of 100k steps: steps per ns of CPU.
-  double best = 0;
-  for (int k = 0; k < 3; k++) {
-    int64_t a = ms__prim_thread_cpu_ns();
-    (void)spin_steps(100000, (uint64_t)a);
-    int64_t b = ms__prim_thread_cpu_ns();
-    if (a >= 0 && b > a && 100000.0 / (double)(b - a) > best) best = 100000.0 / (double)(b - a);
-  }
-  return best > 0 ? best : 0.5;
-}
-
-int64_t ms__rt_spin(int64_t ns, double rate) {
-  if (ns <= 0) return 0;
-  if (ns < SPIN_BLIND_NS) {
-    (void)spin_steps((uint64_t)((double)ns * rate), (uint64_t)ns);
-    return ns;
-  }
-  int64_t start = ms__prim_thread_cpu_ns();
-  if (start < 0) {  // no CPU clock: by the rate alone
-    (void)spin_steps((uint64_t)((double)ns * rate), (uint64_t)ns);
-    return ns;
-  }
-  int64_t now = start, target = start + ns;
-  while (now < target) {
-    int64_t rem = target - now;
-    (void)spin_steps((uint64_t)((double)(rem < SPIN_CHUNK_NS ? rem : SPIN_CHUNK_NS) * rate) + 1,
-                     (uint64_t)now);
-    now = ms__prim_thread_cpu_ns();
-  }
-  return now - start;
-}
 
 int ms__rt_work_init(ms__rt_work *w, const struct memstub_stub *s) {
   memset(w, 0, sizeof *w);
@@ -386,12 +331,17 @@ void ms__rt_work_costs(ms__rt_work *w, const double *call_ns) {
   w->learnt = 0;
 }
 
-/* The spin aims at the recorded CPU time from the start, cumulative: what
- * the replay spent beyond it (its deadline spins, its memory work, its
- * measuring, its calls) comes out of the next spin, at most all of it. So
- * the replay thread's CPU time follows the original's cpu_ns wherever there
- * is CPU time to spin, rather than exceeding it by a wait's spin at every
- * point. */
+/* The point's work aims at the recorded work from the start, cumulative,
+ * counted in work (ns at the calibrated rates): what the replay spent beyond
+ * its counted work (its deadline spins, its memory work, its measuring, its
+ * calls) comes out of the next point's, converted at the speed the counted
+ * work ran at so far, so that a slower core slows the work and not its
+ * deduction; a point never does more than its own. Then the floor: the
+ * thread's CPU time since the first point reaches the points' CPU times so
+ * far (spun on the CPU clock, as before the counted work), so a host faster
+ * than the calibration (or a memory share whose touches hit the cache) does
+ * not end the work early. Late work is never cut: the counted work does not
+ * look at the clock on the wall. */
 void ms__rt_work_spin(ms__rt_work *w, int64_t x, int64_t reserve) {
   int64_t cpu = w->cpu[x];
   if (!w->started) {  // the first point: the replay's start
@@ -399,14 +349,36 @@ void ms__rt_work_spin(ms__rt_work *w, int64_t x, int64_t reserve) {
     w->base = ms__prim_thread_cpu_ns();
   }
   w->target += cpu;
+  w->wtarget += (double)cpu;
   if (cpu <= reserve) return;
   int64_t now = w->base >= 0 ? ms__prim_thread_cpu_ns() : -1;
-  // What is owed: the target so far minus what was spent, at most this point's
-  // time, less what its calls are expected to take (they come after the wait).
-  int64_t owe = now >= 0 ? w->base + w->target - now : cpu;
-  if (owe > cpu) owe = cpu;
-  owe -= reserve;
-  if (owe > 0) w->spun += ms__rt_spin(owe, w->rate);
+  if (now < 0) {  // no CPU clock: the work alone
+    w->wdone += (double)(cpu - reserve);
+    (void)ms__rt_work_do(w, (double)(cpu - reserve));
+    return;
+  }
+  // CPU ns per ns of work so far (1 as calibrated), and what the rest cost in work.
+  double slow = w->wdone > 1e5 && w->wdone_ns > 0 ? (double)w->wdone_ns / w->wdone : 1.0;
+  double other = (double)(now - w->base - w->wdone_ns - w->floor_ns) / slow;
+  double owe = w->wtarget - w->wdone - (other > 0 ? other : 0);
+  if (owe > (double)cpu) owe = (double)cpu;
+  owe -= (double)reserve / slow;  // the calls come after the wait, at this core's speed
+  int64_t took = 0;
+  if (owe > 0) {
+    took = ms__rt_work_do(w, owe);
+    w->wdone += owe;
+    w->wdone_ns += took;
+  }
+  // The floor, as the CPU-time spin was: at most this point's time, less the reserve.
+  int64_t due = w->base + w->target - now;
+  if (due > cpu) due = cpu;
+  due -= reserve + took;
+  if (due > 0) {
+    int64_t f = ms__rt_spin(due, w->rate);
+    w->floor_ns += f;
+    took += f;
+  }
+  w->spun += took;
 }
 
 void ms__rt_work_calls(ms__rt_work *w, int64_t x, int64_t predicted, int64_t *m) {

@@ -319,6 +319,9 @@ START_TEST(test_calibrate_quick) {
     ck_assert_msg(p->call_ns[k] > 0 && p->call_ns[k] < 1e7, "call %d: %g ns", k, p->call_ns[k]);
   ck_assert(p->call_ns[MEMSTUB_CALL_MALLOC * 4 + 3] > p->call_ns[MEMSTUB_CALL_MALLOC * 4 + 0]);
   ck_assert(p->spin_steps_per_ns > 0.01 && p->spin_steps_per_ns < 100);
+  // The work's memory touches (issue 32): every block size measured.
+  for (int k = 0; k < MEMSTUB_WORK_TOUCH_SIZES; k++)
+    ck_assert_msg(p->touch_ns[k] > 0 && p->touch_ns[k] < 1e4, "touch %d: %g ns", k, p->touch_ns[k]);
 #if !defined(MEMSTUB_SANITIZED)
   // docs/runtime.md: offset 0 and 80 bytes per frame with gcc 12 and clang 14 at -O2.
   ck_assert_int_ge(p->stack_per_frame, 16);
@@ -388,6 +391,9 @@ START_TEST(test_profile_round_trip) {
   ck_assert_ptr_nonnull(strstr(text, "\ncall_malloc_tiny_ns = "));
   ck_assert_ptr_nonnull(strstr(text, "\ncall_memalign_large_ns = "));
   ck_assert_ptr_nonnull(strstr(text, "\nspin_steps_per_ns = "));
+  ck_assert_ptr_nonnull(strstr(text, "\ntouch_64m_ns = "));
+  for (int k = 0; k < MEMSTUB_WORK_TOUCH_SIZES; k++)
+    ck_assert(fabs(q.touch_ns[k] - p->touch_ns[k]) <= 1e-9 * p->touch_ns[k]);
   free(text);
   tu_rmtree(dir);
   free(dir);
@@ -512,9 +518,20 @@ START_TEST(test_profile_refused) {
   }
   t2 = edit(t, "spin_steps_per_ns", NULL, &line);
   free(t);
+  // And before the work's memory touches (issue 32 item 2).
+  static const char *const touch[] = {MEMSTUB_WORK_TOUCH_KEYS};
+  for (int k = 0; k < MEMSTUB_WORK_TOUCH_SIZES; k++) {
+    t = edit(t2, touch[k], NULL, &line);
+    free(t2);
+    t2 = t;
+  }
   ck_assert_msg(memstub_profile_parse("old", t2, strlen(t2), &p, &err) == 0, "%s", err.msg);
   ck_assert(p.call_ns[0] == 0 && p.call_ns[MEMSTUB_WORK_CALLS - 1] == 0 && p.spin_steps_per_ns == 0);
+  ck_assert(p.touch_ns[0] == 0 && p.touch_ns[MEMSTUB_WORK_TOUCH_SIZES - 1] == 0);
   free(t2);
+  t = edit(good, "touch_1m_ns", "touch_1m_ns = -1", &line);
+  refused(t, "touch_1m_ns: must be 0 or more", line);
+  free(t);
   t = edit(good, "call_free_small_ns", "call_free_small_ns = -3", &line);
   refused(t, "call_free_small_ns: must be 0 or more", line);
   free(t);

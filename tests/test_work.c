@@ -559,8 +559,23 @@ START_TEST(test_spin_accuracy) {
                   i * 3000000 + (i % 2) * 20000);
   memstub_trace *t = parse(text);
   memstub_gen *g = build(t, 1, 1);
-  memstub_replay *r;
-  memstub_trace *rt = replay(g, &r);
+  /* The CPU-time floor and its accounting: the work counted at a quarter
+   * of the loop's rate takes a quarter of the time it stands for (at most:
+   * a loaded host slows it, as it would the component), and the floor
+   * spins on the CPU clock to the cumulative target (tests/test_work_units.c
+   * tests the counted work itself). */
+  memstub_replay_options o;
+  memstub_replay_options_init(&o);
+  o.measure = MEMSTUB_MEASURE_TRACE;
+  int64_t none[MEMSTUB_WORK_CALLS] = {0};
+  double ns[MEMSTUB_WORK_CALLS], rate = 0;
+  ck_assert_int_eq(memstub_work_measure(none, 1, ns, &rate), 0);  // the loop's rate alone
+  o.work_rate = rate / 4;
+  memstub_error err = {0};
+  memstub_replay *r = NULL;
+  ck_assert_msg(memstub_replay_run(&g->stub, &o, &r, &err) == 0, "%s", err.msg);
+  memstub_trace *rt = NULL;
+  ck_assert_msg(memstub_replay_trace(r, &rt, &err) == 0, "%s", err.msg);
   for (size_t i = 1; i < rt->n; i++) {
     int64_t want = col(t, i, "cpu_ns"), got = col(rt, i, "cpu_ns");
     if (getenv("MEMSTUB_TEST_VERBOSE"))
@@ -664,6 +679,19 @@ START_TEST(test_record_to_replay) {
   char *argv[] = {exe, "--measure", out, NULL};
   r = tu_exec(dir, argv);
   ck_assert_msg(r.status == 0, "stub: exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  // The work's memory share from the environment (issue 32): read strictly.
+  char *plain[] = {exe, NULL};
+  setenv("MEMSTUB_WORK_MEM_SHARE", "lots", 1);
+  r = tu_exec(dir, plain);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "MEMSTUB_WORK_MEM_SHARE: expected a share from 0 to 1, found 'lots'"),
+                "%s", r.err);
+  tu_run_free(&r);
+  setenv("MEMSTUB_WORK_MEM_SHARE", "0.5", 1);
+  r = tu_exec(dir, plain);
+  unsetenv("MEMSTUB_WORK_MEM_SHARE");
+  ck_assert_msg(r.status == 0, "stub, share 0.5: exit %d: %s", r.status, r.err);
   tu_run_free(&r);
   memstub_trace *o = NULL, *p = NULL;
   memstub_error err = {0};

@@ -187,6 +187,11 @@ typedef struct memstub_profile {
   double call_ns[MEMSTUB_WORK_CALLS];
   double call_ci_ns[MEMSTUB_WORK_CALLS];  // call_KIND_CLASS_ci95_ns: 95 % half-width, -1 unknown
   double spin_steps_per_ns;
+  /* Work as work (issue 32, docs/runtime.md "Work as work"), optional keys
+   * touch_256k_ns ... touch_64m_ns (MEMSTUB_WORK_TOUCH_KEYS), 0 when not
+   * measured: ns of CPU per memory touch of the work's memory share in a
+   * block of each size of MEMSTUB_WORK_TOUCH_BYTES (memstub_work_touch_measure). */
+  double touch_ns[MEMSTUB_WORK_TOUCH_SIZES];
 } memstub_profile;
 
 /* Write p as a profile file, atomically (a temporary file renamed into

@@ -133,7 +133,40 @@ typedef struct memstub_replay_options {
    * point is late by their cost; for comparison). docs/runtime.md, "Work". */
   int no_call_costs;
   const double *call_ns;
+  /* The work as an amount of work (layout 3; docs/runtime.md, "Work as
+   * work"): a point's cpu_ns is counted in steps of the work's loops at the
+   * calibration's rates, not spun to on the CPU clock, so on a slower or
+   * shared core it takes longer, as the component's would.
+   * work_rate: the ALU loop's steps per ns of CPU (a profile's
+   *   spin_steps_per_ns); 0 (default): measured when the replay starts.
+   * touch_ns: MEMSTUB_WORK_TOUCH_SIZES figures, ns of CPU per memory touch
+   *   of a heap block of each size of MEMSTUB_WORK_TOUCH_BYTES (a profile's
+   *   touch_*_ns); NULL or all 0: built-in (the development VM's).
+   * mem_share: the share of the work's time, at those rates, that reads and
+   *   writes the stub's heap block: 0 (default) MEMSTUB_WORK_MEM_SHARE_DEFAULT
+   *   when touch_ns is given, none without it (the built-in costs may be far
+   *   from this host's); a share in (0, 1]; or MEMSTUB_WORK_MEM_NONE. */
+  double work_rate;
+  const double *touch_ns;
+  double mem_share;
 } memstub_replay_options;
+
+/* The memory share of the work (memstub_replay_options.mem_share, a trace's
+ * work_mem_share metadata, MEMSTUB_WORK_MEM_SHARE): the default, and none. */
+#define MEMSTUB_WORK_MEM_SHARE_DEFAULT 0.25
+#define MEMSTUB_WORK_MEM_NONE (-1.0)
+// The trace metadata key of the memory share (docs/formats.md, "Work as work").
+#define MEMSTUB_WORK_MEM_SHARE_KEY "work_mem_share"
+// The environment variable of a stub program's or stub function's memory share.
+#define MEMSTUB_WORK_MEM_SHARE_ENV "MEMSTUB_WORK_MEM_SHARE"
+/* Parse a memory share (MEMSTUB_WORK_MEM_SHARE, memstub replay
+ * --work-mem-share, a trace's work_mem_share): a number in [0, 1] (0:
+ * MEMSTUB_WORK_MEM_NONE) into *share. 0 or -EINVAL. */
+int memstub_work_share_parse(const char *text, double *share);
+/* The memory share t's metadata gives (MEMSTUB_WORK_MEM_SHARE_KEY): 1 with
+ * *share set (MEMSTUB_WORK_MEM_NONE for 0), 0 when t has none (*share
+ * untouched), or -EINVAL with err naming the key and the value. */
+int memstub_work_share_meta(const memstub_trace *t, double *share, memstub_error *err);
 
 /* Defaults: MEMSTUB_TIMING_DEFAULT (online), MEMSTUB_MARGIN_MODEL with
  * MEMSTUB_REAIM_DEFAULT, no measuring, no extra stack, no progress. */
@@ -228,6 +261,12 @@ typedef struct memstub_replay_info {
                            //   unknown or not measured
   int64_t rss_unmet;       // always 0: a resident target the stub cannot hold stops the
                            //   replay with an error naming it (before: points counted here)
+  /* The work as work (layout 3; docs/runtime.md, "Work as work"), 0 without: */
+  double work_ns;          // work counted, ns at the calibrated rates
+  int64_t work_cpu_ns;     // CPU time the counted work took (work_cpu_ns / work_ns: how much
+                           //   slower than calibrated this core ran it)
+  int64_t work_floor_ns;   // CPU time spun on the CPU clock to the recorded CPU time (the floor)
+  double work_mem_share;   // the memory share the work ran with (0: none)
 } memstub_replay_info;
 
 typedef struct memstub_replay {
@@ -454,6 +493,14 @@ int memstub_margin_parse(const char *text, int64_t *margin_ns);
  * work spin's steps per ns of CPU. Allocates and frees only its own blocks.
  * 0 or -ENOMEM. */
 int memstub_work_measure(const int64_t *want, int rounds, double *ns, double *spin_rate);
+
+/* What one memory touch of the work costs on this host (runtime/work.c, the
+ * loop a replay's memory share runs: a read and a write of one cache line,
+ * lines visited at a stride of 4099): ns[MEMSTUB_WORK_TOUCH_SIZES], ns of
+ * CPU per touch of a buffer of each size of MEMSTUB_WORK_TOUCH_BYTES,
+ * written whole first, the median of five passes. Maps and unmaps its own
+ * buffer (64 MiB). 0 or -ENOMEM. */
+int memstub_work_touch_measure(double *ns);
 
 #ifdef __cplusplus
 }

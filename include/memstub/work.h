@@ -45,6 +45,14 @@ enum { MEMSTUB_CALL_MALLOC, MEMSTUB_CALL_CALLOC, MEMSTUB_CALL_REALLOC, MEMSTUB_C
 #define MEMSTUB_WORK_CPU_COLUMN "cpu_ns"
 #define MEMSTUB_WORK_BYTES_COLUMN "churn_bytes"
 
+/* The heap block sizes the cost of a memory touch is known at (bytes): a
+ * touch of a block between two of them costs the log-interpolation of theirs. */
+#define MEMSTUB_WORK_TOUCH_SIZES 5
+#define MEMSTUB_WORK_TOUCH_BYTES \
+  {(int64_t)256 << 10, (int64_t)1 << 20, (int64_t)4 << 20, (int64_t)16 << 20, (int64_t)64 << 20}
+#define MEMSTUB_WORK_TOUCH_KEYS "touch_256k_ns", "touch_1m_ns", "touch_4m_ns", "touch_16m_ns", \
+                                "touch_64m_ns"
+
 /* The size class of a call that asks for bytes (0 counts as tiny, and so
  * does anything beyond 2^63, which no allocation can be). */
 static inline int memstub_work_class(uint64_t bytes) {
@@ -76,7 +84,7 @@ static inline double memstub_work_bytes(const int64_t *v, const int64_t *sz) {
   double b = 0;
   int last = -1;
   for (int c = 0; c < MEMSTUB_WORK_CLASSES; c++) {
-    // in double: counts a what-if scaled near INT64_MAX must not overflow
+    // In double: counts near 2^62 (a --churn-scale the generator then refuses) overflow int64.
     double allocs = (double)v[MEMSTUB_CALL_MALLOC * MEMSTUB_WORK_CLASSES + c] +
                     (double)v[MEMSTUB_CALL_CALLOC * MEMSTUB_WORK_CLASSES + c] +
                     (double)v[MEMSTUB_CALL_MEMALIGN * MEMSTUB_WORK_CLASSES + c];
