@@ -570,7 +570,11 @@ START_TEST(test_lazy_heap_resident) {
   ck_assert_int_eq(peak(t, 1), 100 * MIB);
   ck_assert_int_eq(col_peak(t, "mapped_bytes", NULL), 0);
   int64_t prss = col_peak(t, "rss_bytes", NULL);
-  ck_assert_msg(prss >= 9 * MIB && prss <= 16 * MIB, "peak rss %lld", (long long)prss);
+  ck_assert_msg(prss >= 9 * MIB && prss <= 16 * MIB, "peak rss %lld (samples %s, sampling %s)",
+                (long long)prss, memstub_trace_get_meta(t, "record.samples"),
+                memstub_trace_get_meta(t, "record.sampling_fallback")
+                    ? memstub_trace_get_meta(t, "record.sampling_fallback")
+                    : "on");
   // The heap at 100 MiB while about 10 MiB are resident.
   int found = 0, crss = memstub_trace_column(t, "rss_bytes");
   for (size_t i = 0; i < t->n; i++)
