@@ -171,6 +171,8 @@ typedef struct tstate {
   } xf[8];
   timer_t timer;  // its own sampling timer
   int timer_ok, tblocked;
+  clockid_t cpu_clock;  // its CPU clock (pthread_getcpuclockid), for other threads to read
+  int cpu_clock_ok;
   struct ms__rec_calls_buf *calls;  // record --calls: its buffer of encoded calls (calls.c)
   uint64_t align;                   // the alignment of the memalign-family call under way
 } tstate;
