@@ -35,7 +35,11 @@
 //                     (a one-thread program recorded with every thread).
 //   threads fnworker N  as worker, the pairs made by region_work (a function
 //                     to record with --function, called on the worker only).
+//   threads blocked N a worker that blocks every signal spins N ms of its CPU
+//                     time without an allocator call, then waits; the main
+//                     thread exits while it still runs (as xz's workers).
 #include <errno.h>
+#include <signal.h>
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
@@ -43,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static sem_t handed, freed;
 static void *volatile handoff;
@@ -192,6 +197,23 @@ static void *pairs(void *arg) {
   return (void *)1;
 }
 
+static sem_t spun;
+
+// Every signal blocked, arg ms of this thread's CPU time spun, then wait forever.
+static void *blocked_spin(void *arg) {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  long ms = (long)(intptr_t)arg;
+  struct timespec a, b;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+  do clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+  while ((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < ms);
+  sem_post(&spun);
+  for (;;) pause();
+  return NULL;
+}
+
 // n pairs as pairs() makes them, with a frame of its own: --function patches it.
 __attribute__((noinline)) static void *region_work(void *arg) {
   volatile char frame[256];
@@ -204,6 +226,14 @@ static int bench(const char *mode, long n) {
   if (n <= 0) return 1;
   if (strcmp(mode, "race") == 0) return race(n);
   if (strcmp(mode, "alone") == 0) return pairs((void *)(intptr_t)n) ? 0 : 1;
+  if (strcmp(mode, "blocked") == 0) {
+    pthread_t t;
+    if (sem_init(&spun, 0, 0) != 0 || pthread_create(&t, NULL, blocked_spin, (void *)(intptr_t)n))
+      return 1;
+    while (sem_wait(&spun) != 0) {
+    }
+    return 0;  // exit with the worker still running
+  }
   if (strcmp(mode, "worker") == 0 || strcmp(mode, "fnworker") == 0) {
     pthread_t t;
     void *r;
