@@ -179,6 +179,14 @@ static void left_out(const char *path, const memstub_trace *t, const char *why) 
                 path, why ? ", or give --thread all" : "");
 }
 
+// --calls: where the allocation sequence is (its absence is ms_record_summarise's).
+static void calls_line(const char *path, const memstub_trace *t) {
+  if (!memstub_trace_get_meta(t, "calls.file")) return;
+  char n[32];
+  ms_cli_note("allocation sequence: %s calls in %s.calls, %s bytes a call",
+              meta_count(t, "calls.count", n, sizeof n), path, meta_or(t, "calls.bytes_per_call"));
+}
+
 // The summary on stderr.
 static void summary(const char *path, const memstub_trace *t, const char *why) {
 #define M(k) meta_or(t, k)
@@ -235,6 +243,7 @@ static void summary(const char *path, const memstub_trace *t, const char *why) {
   }
   if (memstub_trace_get_meta(t, "sites.file")) ms_cli_sites_summary(path, t, 5, stderr);
   if (memstub_trace_get_meta(t, "generations.file")) ms_cli_generations_summary(path, stderr);
+  calls_line(path, t);
   next_step(path);
 #undef M
 }
@@ -249,9 +258,17 @@ int ms_record_summarise(const rec_opts *o, const char *abs) {
   if (fallback) ms_cli_warn("%s: %s", o->out, fallback);
   const char *loose = memstub_trace_get_meta(t, MS__REC_META_REGIONS_NOT_SCOPING);
   if (loose) ms_cli_warn("%s: %s", o->out, loose);
+  int rc = 0;
   if (!threads && !o->quiet) summary(o->out, t, o->thread_why);
-  memstub_trace_free(t);
   // Several threads: checked and summarised thread by thread.
-  if (threads && ms_record_threads_summary(o->out, abs, o->quiet) != 0) return MS_EXIT_CHECK;
-  return 0;
+  if (threads && ms_record_threads_summary(o->out, abs, o->quiet) != 0) rc = MS_EXIT_CHECK;
+  if (threads && !o->quiet) calls_line(o->out, t);
+  // --calls asked for and not written: the trace is, but not what was asked.
+  const char *cerr = memstub_trace_get_meta(t, "calls.error");
+  if (cerr) {
+    ms_cli_error("%s: no allocation sequence (--calls): %s", o->out, cerr);
+    rc = MS_EXIT_CHECK;
+  }
+  memstub_trace_free(t);
+  return rc;
 }
