@@ -126,9 +126,16 @@ static void do_action(tstate *ts, const action *a) {
       // As the heap block: the pad centres glibc's rounding (heap.c).
       char *p = malloc((size_t)h->bytes + MS__RT_HEAP_PAD);
       if (p) {
-        volatile char *q = p;
-        for (int64_t off = 0; off < h->bytes; off += ts->c.page) q[off] = 'a';
-        q[h->bytes - 1] = 'a';
+        /* With resident data the process's rss_bytes, shared among the
+         * threads' targets, holds the block's written pages already (written
+         * by whichever thread saw them grow): writing it here too counted
+         * them twice (docs/memory-model.md, "Threads"). Without, a block is
+         * written whole, as the heap block is. */
+        if (!ts->c.res.rss) {
+          volatile char *q = p;
+          for (int64_t off = 0; off < h->bytes; off += ts->c.page) q[off] = 'a';
+          q[h->bytes - 1] = 'a';
+        }
         rn->done[a->arg].usable = (int64_t)malloc_usable_size(p);
         rn->done[a->arg].malloc_tid = rn->tid[ts->id];
       }
