@@ -503,6 +503,37 @@ START_TEST(test_rss_shared) {
 }
 END_TEST
 
+/* No thread's point ends before its thread's start on the common clock
+ * (issue 29): thread 0 is started 20 ms before T0 to prepare its heap, and
+ * its first point, at 0 ns, used to run at once, so the replayed trace's
+ * first row was at -20 ms (`node`'s stub: "row 1: time_ns is negative"). */
+START_TEST(test_no_point_before_start) {
+  memstub_trace *t = rt_trace(
+      "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer,xfree_from,xfree_bytes,"
+      "xfree_alloc_ns\n"
+      "0,480,0,0,start,-1,,,\n"
+      "1000000,144,72704,0,,,,,\n"
+      "2000000,0,0,1,start,0,,,\n"
+      "3000000,4096,8192,1,exit,,,,\n"
+      "4000000,512,0,0,join,1,,,\n"
+      "5000000,256,0,0,exit,,,,\n");
+  memstub_gen_threads *g = gen_threads(t);
+  memstub_threads_replay *r = replay(g, MEMSTUB_MEASURE_TRACE);
+  for (int64_t k = 0; k < r->nthreads; k++)
+    for (int64_t x = 0; x < g->stubs[k]->numdata; x++)
+      ck_assert_msg(r->thread[k]->rec[x].end_ns >= 0, "thread %lld point %lld ends at %lld ns",
+                    (long long)k, (long long)x, (long long)r->thread[k]->rec[x].end_ns);
+  memstub_error err = {0};
+  memstub_trace *rep = NULL;
+  ck_assert_msg(memstub_threads_trace(r, &rep, &err) == 0, "%s", err.msg);
+  ck_assert_int_ge(rep->pts[0].time_ns, 0);
+  memstub_trace_free(rep);
+  memstub_threads_replay_free(r);
+  memstub_gen_threads_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
 // The command line: replay --measure writes every thread's rows, compare
 // judges them per thread and in total, gen writes a header (--data refuses).
 START_TEST(test_cli) {
@@ -808,6 +839,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_free_after_exit);
   tcase_add_test(tc, test_free_before_its_row);
   tcase_add_test(tc, test_rss_shared);
+  tcase_add_test(tc, test_no_point_before_start);
   tcase_add_test(tc, test_free_after_exit_kept);
   tcase_add_test(tc, test_gen_build_header);
   tcase_add_test(tc, test_add_stub_threads);
