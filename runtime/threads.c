@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "malloc_model.h"
 #include "memstub/threads.h"
 #include "prim.h"
 
@@ -360,6 +361,14 @@ int memstub_threads_run(const memstub_threads_stub *s, const memstub_replay_opti
     if (ts->nact) qsort(ts->act, (size_t)ts->nact, sizeof *ts->act, cmp_action);
     ts->c.thr_next = ts->nact ? ts->act[0].point : -1;
   }
+  /* glibc raises its mmap threshold to the size of an mmapped chunk freed
+   * (a handed-off block, a heap block that shrinks into an arena), and a
+   * heap block below it then grows inside its thread's arena, where realloc
+   * copies it: every copy writes the block whole, whatever the resident
+   * target, and the chunks left behind stay resident. node's stub held
+   * 14 MiB so with its resident targets at 0 (62 MiB against node's 50).
+   * Fixed at its default, a block past it stays mmapped and grows by mremap. */
+  ms__prim_heap_mmap_threshold(MS__MALLOC_MMAP_THRESHOLD);
   // The common clock: every thread's deadlines count from T0.
   rn.t0 = ms__prim_now_ns() + LEAD_NS;
   for (int64_t k = 0; k < n; k++) rn.t[k].c.t0_at = rn.t0 + s->threads[k].start_ns;
