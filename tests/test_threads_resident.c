@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "prim.h"
 #include "testutil.h"
 
 #define MiB (1024.0 * 1024.0)
@@ -25,17 +26,6 @@ static const char *prog(void) {
   const char *p = getenv("MEMSTUB_REC_HANDOFF");
   ck_assert_msg(p != NULL, "MEMSTUB_REC_HANDOFF is not set (run the tests with ctest)");
   return p;
-}
-
-// RssAnon (resident - shared pages) of the statm file fd in bytes, or -1.
-static int64_t anon(int fd) {
-  char buf[128];
-  ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-  if (n <= 0) return -1;
-  buf[n] = '\0';
-  unsigned long size, res, shared;
-  if (sscanf(buf, "%lu %lu %lu", &size, &res, &shared) != 3) return -1;
-  return res >= shared ? (int64_t)(res - shared) * sysconf(_SC_PAGESIZE) : 0;
 }
 
 /* Run argv (output to /dev/null) in dir and return its peak RssAnon, polled
@@ -58,7 +48,7 @@ static int64_t peak_anon(const char *dir, char *const argv[]) {
     pid_t w = waitpid(pid, &st, WNOHANG);
     if (w == pid) break;
     ck_assert_int_ge(w, 0);
-    int64_t v = fd >= 0 ? anon(fd) : -1;
+    int64_t v = fd >= 0 ? ms__prim_statm_anon(fd) : -1;  // a zombie's reads 0
     if (v > peak) peak = v;
     struct timespec ts = {0, 1000000};
     nanosleep(&ts, NULL);
