@@ -60,6 +60,7 @@ typedef struct run {
   int64_t nev, cap;
   long *tid;
   int64_t t0;
+  int64_t mapped_all; // every thread's mapped bytes (atomic): the process's
   int err;            // the first error (atomic): a creation failed
   int64_t err_thread;
 } run;
@@ -377,7 +378,10 @@ int memstub_threads_run(const memstub_threads_stub *s, const memstub_replay_opti
   int fd = (opt.measure & MEMSTUB_MEASURE_RESIDENT) ? ms__prim_statm_open() : -1;
   int64_t rss0 = fd >= 0 ? ms__prim_statm_anon(fd) : -1;
   if (fd >= 0) close(fd);
-  for (int64_t k = 0; k < n; k++) rn.t[k].c.res.rss0_common = rss0;
+  for (int64_t k = 0; k < n; k++) {
+    rn.t[k].c.res.rss0_common = rss0;
+    rn.t[k].c.res.mapped_all = &rn.mapped_all;  // mapped_bytes is the process's too
+  }
   for (int64_t k = 0; k < n; k++)
     if (s->threads[k].creator < 0) create(&rn, k, -1);
   // Threads no thread joins are joined here, once created.

@@ -504,6 +504,44 @@ START_TEST(test_rss_shared) {
 }
 END_TEST
 
+/* The process's mapped_bytes shared among the threads as rss_bytes is
+ * (issue 29): thread 0 maps 4 MiB, thread 1 8 MiB more; each thread's stub
+ * maps its part, and each measures the process's, 12 MiB while both hold
+ * theirs. Before, mapped_bytes was not replayed per thread: no mapping. */
+START_TEST(test_mapped_shared) {
+  const char *text =
+      "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer,xfree_from,xfree_bytes,"
+      "xfree_alloc_ns,rss_bytes,mapped_bytes\n"
+      "0,256,0,0,start,-1,,,,0,0\n"
+      "1000000,512,0,0,,,,,,0,4194304\n"
+      "2000000,0,0,1,start,0,,,,0,4194304\n"
+      "20000000,4096,0,1,,,,,,65536,12582912\n"
+      "40000000,512,0,0,,,,,,65536,12582912\n"
+      "50000000,4096,0,1,exit,,,,,65536,12582912\n"
+      "60000000,512,0,0,join,1,,,,65536,12582912\n"
+      "70000000,256,0,0,exit,,,,,65536,12582912\n";
+  memstub_trace *t = rt_trace(text);
+  memstub_gen_threads *g = gen_threads(t);
+  int64_t want[2] = {4194304, 8388608}, most = 0;
+  memstub_threads_replay *r = replay(g, MEMSTUB_MEASURE_TIME | MEMSTUB_MEASURE_RESIDENT);
+  for (int th = 0; th < 2; th++) {
+    const struct memstub_stub *st = g->stubs[th];
+    ck_assert_ptr_nonnull(st->mapped);
+    int64_t sum = st->mapped_base;
+    for (int64_t p = 0; p < st->numdata; p++) sum += st->mapped[p];
+    ck_assert_msg(sum == want[th], "thread %d maps %lld bytes, want %lld", th, (long long)sum,
+                  (long long)want[th]);
+    for (int64_t p = 0; p < st->numdata; p++)
+      if (st->mapped_base + r->thread[th]->rec[p].mapped_bytes > most)
+        most = st->mapped_base + r->thread[th]->rec[p].mapped_bytes;
+  }
+  ck_assert_int_eq(most, 12582912);
+  memstub_threads_replay_free(r);
+  memstub_gen_threads_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
 /* After a multi-thread replay glibc's mmap threshold stays at its default
  * (issue 29): a freed mmapped chunk no longer raises it, so a heap block
  * past 128 KiB stays mmapped, where before it grew inside its thread's
@@ -870,6 +908,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_rss_shared);
   tcase_add_test(tc, test_no_point_before_start);
   tcase_add_test(tc, test_mmap_threshold_fixed);
+  tcase_add_test(tc, test_mapped_shared);
   tcase_add_test(tc, test_free_after_exit_kept);
   tcase_add_test(tc, test_gen_build_header);
   tcase_add_test(tc, test_add_stub_threads);
