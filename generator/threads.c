@@ -37,8 +37,7 @@ static int left_out(const char *name) {
 
 /* The process's resident (or mapped) memory, column col, shared among its
  * threads, so that their stubs together hold what the process held: each
- * change goes
- * to the thread whose row saw it (its share grows or falls by it); a fall
+ * change goes to the thread whose row saw it (its share grows or falls by it); a fall
  * larger than that thread's share takes the rest from the others' shares
  * (lowest thread first), which their stubs follow at their next rows. Rows
  * are where a thread's replay can act, so a growth a thread without rows
