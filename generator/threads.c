@@ -42,8 +42,12 @@ static int left_out(const char *name) {
  * (lowest thread first), which their stubs follow at their next rows. Rows
  * are where a thread's replay can act, so a growth a thread without rows
  * made (one that blocks the recorder's timer) is held by the thread that
- * saw it. A new array of t->n shares (row r: its thread's share after it),
- * or NULL (out of memory, or t has no column col: *none set). */
+ * saw it. A thread's start row is the exception: a thread's stub takes its
+ * first row's level as its zero, so what that row saw goes to the creator
+ * (xz's stub held 3 MiB less than its trace's peak, a worker's first row
+ * having seen what the main thread wrote before). A new array of t->n
+ * shares (row r: its thread's share after it), or NULL (out of memory, or t
+ * has no column col: *none set). */
 static int64_t *shares(const memstub_trace *t, const memstub_trace_threadcols *c, int64_t nt,
                        const char *col, int *none) {
   int crss = memstub_trace_column(t, col);
@@ -60,14 +64,18 @@ static int64_t *shares(const memstub_trace *t, const memstub_trace_threadcols *c
     const int64_t *x = memstub_trace_extra_row(t, r);
     int64_t th = x[c->thread], rss = x[crss] > 0 ? x[crss] : 0, d = rss - prev;
     prev = rss;
-    cur[th] += d;
-    for (int64_t o = 0; cur[th] < 0 && o < nt; o++) {  // a fall beyond its share
-      if (o == th || cur[o] <= 0) continue;
-      int64_t take = cur[o] < -cur[th] ? cur[o] : -cur[th];
+    int64_t who = th;  // whose share the change is
+    if (c->event >= 0 && c->peer >= 0 && x[c->event] == MEMSTUB_THREAD_EVENT_START &&
+        x[c->peer] >= 0 && x[c->peer] < nt && x[c->peer] != th)
+      who = x[c->peer];
+    cur[who] += d;
+    for (int64_t o = 0; cur[who] < 0 && o < nt; o++) {  // a fall beyond its share
+      if (o == who || cur[o] <= 0) continue;
+      int64_t take = cur[o] < -cur[who] ? cur[o] : -cur[who];
       cur[o] -= take;
-      cur[th] += take;
+      cur[who] += take;
     }
-    if (cur[th] < 0) cur[th] = 0;
+    if (cur[who] < 0) cur[who] = 0;
     share[r] = cur[th];
   }
   free(cur);

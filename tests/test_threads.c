@@ -504,6 +504,39 @@ START_TEST(test_rss_shared) {
 }
 END_TEST
 
+/* A change of rss_bytes a thread's start row sees is its creator's (issue
+ * 29): the new thread's stub takes its first row's level as its zero, so the
+ * 2 MiB thread 0 wrote before thread 1's first row were held by no stub
+ * (xz's stub: 3 MiB short of its trace's peak). Thread 0's stub holds them
+ * from its next row; thread 1's zero is nothing. */
+START_TEST(test_rss_at_start_row) {
+  const char *text =
+      "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer,xfree_from,xfree_bytes,"
+      "xfree_alloc_ns,rss_bytes\n"
+      "0,256,0,0,start,-1,,,,0\n"
+      "1000000,512,1048576,0,,,,,,1048576\n"
+      "2000000,0,0,1,start,0,,,,3145728\n"
+      "3000000,4096,1048576,1,,,,,,4194304\n"
+      "4000000,512,1048576,0,,,,,,4194304\n"
+      "5000000,4096,1048576,1,exit,,,,,4194304\n"
+      "6000000,512,1048576,0,join,1,,,,4194304\n"
+      "7000000,256,1048576,0,exit,,,,,4194304\n";
+  memstub_trace *t = rt_trace(text);
+  memstub_gen_threads *g = gen_threads(t);
+  const struct memstub_stub *s0 = g->stubs[0], *s1 = g->stubs[1];
+  ck_assert_int_eq(s1->rss_base, 0);
+  int64_t most0 = 0, most1 = 0;
+  for (int64_t p = 0; p < s0->numdata; p++)
+    if (s0->rss_base + s0->rss[p] > most0) most0 = s0->rss_base + s0->rss[p];
+  for (int64_t p = 0; p < s1->numdata; p++)
+    if (s1->rss_base + s1->rss[p] > most1) most1 = s1->rss_base + s1->rss[p];
+  ck_assert_int_eq(most0, 3145728);  // its 1 MiB and the 2 MiB before thread 1's start
+  ck_assert_int_eq(most1, 1048576);  // what its own row saw
+  memstub_gen_threads_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
 /* The process's mapped_bytes shared among the threads as rss_bytes is
  * (issue 29): thread 0 maps 4 MiB, thread 1 8 MiB more; each thread's stub
  * maps its part, and each measures the process's, 12 MiB while both hold
@@ -909,6 +942,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_no_point_before_start);
   tcase_add_test(tc, test_mmap_threshold_fixed);
   tcase_add_test(tc, test_mapped_shared);
+  tcase_add_test(tc, test_rss_at_start_row);
   tcase_add_test(tc, test_free_after_exit_kept);
   tcase_add_test(tc, test_gen_build_header);
   tcase_add_test(tc, test_add_stub_threads);
