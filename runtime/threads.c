@@ -367,7 +367,7 @@ int memstub_threads_run(const memstub_threads_stub *s, const memstub_replay_opti
    * heap block below it then grows inside its thread's arena, where realloc
    * copies it: every copy writes the block whole, whatever the resident
    * target, and the chunks left behind stay resident. node's stub held
-   * 14 MiB so with its resident targets at 0 (62 MiB against node's 50).
+   * 14 MiB so with its resident targets at 0 (62 MB against node's 50).
    * Fixed at its default, a block past it stays mmapped and grows by mremap. */
   ms__prim_heap_mmap_threshold(MS__MALLOC_MMAP_THRESHOLD);
   // The common clock: every thread's deadlines count from T0.
