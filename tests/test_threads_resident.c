@@ -8,7 +8,6 @@
 // of 300 ms, so a poll that comes late under load still sees it.
 #include <check.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +34,8 @@ static int64_t peak_anon(const char *dir, char *const argv[]) {
   ck_assert_int_ge(pid, 0);
   if (pid == 0) {
     int nul = open("/dev/null", O_RDWR);
-    if (nul < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 || dup2(nul, 2) < 0 || chdir(dir) < 0) _exit(126);
+    if (nul < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 || dup2(nul, 2) < 0 || chdir(dir) < 0)
+      _exit(126);
     execv(argv[0], argv);
     _exit(127);
   }
