@@ -23,9 +23,9 @@ void memstub_gen_threads_free(memstub_gen_threads *g) {
   free(g);
 }
 
-// Columns a thread's own trace leaves out: the thread columns, the
-// process-wide mapped memory (not replayed per thread) and the process-wide
-// resident memory (its share is added back, rss_shares).
+// Columns a thread's own trace leaves out: the thread columns and the
+// process-wide resident and mapped memory (their shares are added back,
+// shares()).
 static int left_out(const char *name) {
   static const char *const cols[] = {"thread",      "thread_event",   "thread_peer",
                                      "xfree_from",  "xfree_bytes",    "xfree_alloc_ns",
@@ -35,18 +35,22 @@ static int left_out(const char *name) {
   return 0;
 }
 
-/* The process's resident memory shared among its threads, so that their
- * stubs together hold what the process held: each change of rss_bytes goes
- * to the thread whose row saw it (its share grows or falls by it); a fall
+/* The process's resident (or mapped) memory, column col, shared among its
+ * threads, so that their stubs together hold what the process held: each
+ * change goes to the thread whose row saw it (its share grows or falls by it); a fall
  * larger than that thread's share takes the rest from the others' shares
  * (lowest thread first), which their stubs follow at their next rows. Rows
  * are where a thread's replay can act, so a growth a thread without rows
  * made (one that blocks the recorder's timer) is held by the thread that
- * saw it. A new array of t->n shares (row r: its thread's share after it),
- * or NULL (out of memory, or t has no rss_bytes: *none set). */
-static int64_t *rss_shares(const memstub_trace *t, const memstub_trace_threadcols *c, int64_t nt,
-                           int *none) {
-  int crss = memstub_trace_column(t, "rss_bytes");
+ * saw it. A thread's start row is the exception: a thread's stub takes its
+ * first row's level as its zero, so what that row saw goes to the creator
+ * (xz's stub held 3 MiB less than its trace's peak, a worker's first row
+ * having seen what the main thread wrote before). A new array of t->n
+ * shares (row r: its thread's share after it), or NULL (out of memory, or t
+ * has no column col: *none set). */
+static int64_t *shares(const memstub_trace *t, const memstub_trace_threadcols *c, int64_t nt,
+                       const char *col, int *none) {
+  int crss = memstub_trace_column(t, col);
   *none = crss < 0;
   if (crss < 0) return NULL;
   int64_t *share = malloc(t->n * sizeof *share), *cur = calloc((size_t)nt, sizeof *cur);
@@ -60,14 +64,18 @@ static int64_t *rss_shares(const memstub_trace *t, const memstub_trace_threadcol
     const int64_t *x = memstub_trace_extra_row(t, r);
     int64_t th = x[c->thread], rss = x[crss] > 0 ? x[crss] : 0, d = rss - prev;
     prev = rss;
-    cur[th] += d;
-    for (int64_t o = 0; cur[th] < 0 && o < nt; o++) {  // a fall beyond its share
-      if (o == th || cur[o] <= 0) continue;
-      int64_t take = cur[o] < -cur[th] ? cur[o] : -cur[th];
+    int64_t who = th;  // whose share the change is
+    if (c->event >= 0 && c->peer >= 0 && x[c->event] == MEMSTUB_THREAD_EVENT_START &&
+        x[c->peer] >= 0 && x[c->peer] < nt && x[c->peer] != th)
+      who = x[c->peer];
+    cur[who] += d;
+    for (int64_t o = 0; cur[who] < 0 && o < nt; o++) {  // a fall beyond its share
+      if (o == who || cur[o] <= 0) continue;
+      int64_t take = cur[o] < -cur[who] ? cur[o] : -cur[who];
       cur[o] -= take;
-      cur[th] += take;
+      cur[who] += take;
     }
-    if (cur[th] < 0) cur[th] = 0;
+    if (cur[who] < 0) cur[who] = 0;
     share[r] = cur[th];
   }
   free(cur);
@@ -76,9 +84,9 @@ static int64_t *rss_shares(const memstub_trace *t, const memstub_trace_threadcol
 
 /* Thread th's rows of t as a trace of its own, heap_bytes less held[k] (the
  * handed-off blocks its row k still counts), with rss_bytes from share[]
- * (NULL: none). */
+ * and mapped_bytes from mshare[] (NULL: none). */
 static int sub_trace(const memstub_trace *t, const size_t *rows, size_t n, const int64_t *held,
-                     const int64_t *share, memstub_trace **out) {
+                     const int64_t *share, const int64_t *mshare, memstub_trace **out) {
   memstub_trace *s = memstub_trace_create();
   if (!s) return -ENOMEM;
   int map[MEMSTUB_TRACE_MAX_EXTRA_COLUMNS];
@@ -91,6 +99,8 @@ static int sub_trace(const memstub_trace *t, const size_t *rows, size_t n, const
     }
   int cshare = share && rc >= 0 ? memstub_trace_add_column(s, "rss_bytes") : -1;
   if (cshare < -1) rc = cshare;
+  int cmap = mshare && rc >= 0 ? memstub_trace_add_column(s, "mapped_bytes") : -1;
+  if (cmap < -1) rc = cmap;
   for (size_t i = 0; i < t->nmeta && rc >= 0; i++)
     rc = memstub_trace_set_meta(s, t->meta[i].key, t->meta[i].value);
   for (size_t k = 0; k < n && rc >= 0; k++) {
@@ -100,6 +110,7 @@ static int sub_trace(const memstub_trace *t, const size_t *rows, size_t n, const
     int64_t *dst = memstub_trace_extra_row(s, s->n - 1);
     for (size_t m = 0; rc >= 0 && m < nmap; m++) dst[m] = src[map[m]];
     if (rc >= 0 && cshare >= 0) dst[cshare] = share[rows[k]];
+    if (rc >= 0 && cmap >= 0) dst[cmap] = mshare[rows[k]];
   }
   return MS__HAND_OUT(rc, s, out, memstub_trace_free);
 }
@@ -193,8 +204,8 @@ int memstub_gen_threads_build(const memstub_trace *t, const memstub_gen_options 
   memstub_trace_threadcols_find(t, &c);
   int64_t nt = memstub_trace_thread_count(t);
   memstub_gen_threads *g = calloc(1, sizeof *g);
-  int64_t **held = NULL, **lp = NULL, *share = NULL;
-  int no_rss = 1;
+  int64_t **held = NULL, **lp = NULL, *share = NULL, *mshare = NULL;
+  int no_rss = 1, no_mapped = 1;
   if (!g) return memstub_error_set(err, -ENOMEM, "out of memory");
   g->nthreads = nt;
   g->gen = calloc((size_t)nt, sizeof *g->gen);
@@ -208,8 +219,12 @@ int memstub_gen_threads_build(const memstub_trace *t, const memstub_gen_options 
   if (!g->gen || !g->stubs || !g->threads || !g->rows || !g->nrows || !g->nstub || !held ||
       !lp)
     goto nomem;
-  share = rss_shares(t, &c, nt, &no_rss);  // each thread's part of the process's rss
+  share = shares(t, &c, nt, "rss_bytes", &no_rss);  // each thread's part of the process's rss
   if (!share && !no_rss) goto nomem;
+  /* And of its own mappings, with resident data only: a stub with mapped
+   * but no resident data writes all it maps. */
+  if (share && !(mshare = shares(t, &c, nt, "mapped_bytes", &no_mapped)) && !no_mapped)
+    goto nomem;
   for (int64_t th = 0; th < nt; th++) {
     if (memstub_trace_thread_rows(t, th, &g->rows[th], &g->nrows[th]) < 0) goto nomem;
     if (!(held[th] = calloc(g->nrows[th] + 1, sizeof **held))) goto nomem;
@@ -268,7 +283,7 @@ int memstub_gen_threads_build(const memstub_trace *t, const memstub_gen_options 
         goto fail;
       }
     memstub_trace *sub;
-    if (sub_trace(t, g->rows[th], g->nstub[th], held[th], share, &sub) < 0) goto nomem;
+    if (sub_trace(t, g->rows[th], g->nstub[th], held[th], share, mshare, &sub) < 0) goto nomem;
     rc = memstub_gen_build(sub, o, &g->gen[th], err);
     memstub_trace_free(sub);
     if (rc < 0) {
@@ -322,6 +337,7 @@ fail:
 done:
   free_tmp(held, lp, nt);
   free(share);
+  free(mshare);
   *out = g;
   return rc;
 }

@@ -473,6 +473,9 @@ static MS__NOINLINE int64_t allocate(ms__rt_ctx *c, int64_t x, int64_t excess) {
 
 // The replay's entry level: its stack pointer is the zero of the stack measurements.
 static MS__NOINLINE void replay_body(ms__rt_ctx *c) {
+  // Threads: no point before the thread's start on the common clock (thread
+  // 0 begins 20 ms early to prepare its heap; a point at 0 ns waits for none).
+  if (c->t0_at && ms__prim_now_ns() < c->t0_at) ms__prim_sleep_until(c->t0_at);
   uintptr_t sp = ms__prim_sp();
   c->entry_sp = sp;
   c->heap_base = ms__rt_heap_inuse();

@@ -80,6 +80,8 @@ typedef struct ms__rt_res {
   int statm_fd;
   int64_t rss0, minflt0, majflt0;
   int64_t rss0_common;  // >= 0: rss0 given (threads: one baseline for every thread)
+  // Threads: every thread's mapped bytes (atomic, shared), measured as the process's; or NULL.
+  int64_t *mapped_all;
 } ms__rt_res;
 
 /* Change the mapped bytes by delta (mmap, mremap or munmap to the new length

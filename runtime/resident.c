@@ -77,6 +77,7 @@ int ms__rt_res_mapped(ms__rt_res *r, int64_t delta, long page) {
     r->map_cap = cap;
     r->maps++;
   }
+  if (r->mapped_all) __atomic_add_fetch(r->mapped_all, len - r->map_len, __ATOMIC_RELAXED);
   r->map_len = len;
   if (r->map_touched > len) r->map_touched = len;
   return 0;
@@ -184,6 +185,7 @@ int ms__rt_res_target(ms__rt_res *r, ms__rt_heap *h, int64_t target, long page,
 }
 
 void ms__rt_res_release(ms__rt_res *r) {
+  if (r->mapped_all) __atomic_sub_fetch(r->mapped_all, r->map_len, __ATOMIC_RELAXED);
   if (r->map) munmap(r->map, r->map_cap);
   if (r->keep) munmap(r->keep, r->keep_cap);
   r->keep = NULL;
@@ -234,7 +236,7 @@ void ms__rt_res_measure_point(const ms__rt_ctx *c, int64_t x, memstub_replay_rec
 void ms__rt_res_measure(const ms__rt_res *r, memstub_replay_record *rec) {
   int64_t rss = r->statm_fd >= 0 && r->rss0 >= 0 ? ms__prim_statm_anon(r->statm_fd) : -1;
   rec->rss_bytes = rss < 0 ? -1 : rss > r->rss0 ? rss - r->rss0 : 0;
-  rec->mapped_bytes = r->map_len;
+  rec->mapped_bytes = r->mapped_all ? __atomic_load_n(r->mapped_all, __ATOMIC_RELAXED) : r->map_len;
   int64_t mi, ma;
   if (r->minflt0 >= 0 && ms__prim_thread_faults(&mi, &ma) == 0) {
     rec->minor_faults = mi - r->minflt0;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "malloc_model.h"
 #include "memstub/threads.h"
 #include "prim.h"
 
@@ -59,6 +60,7 @@ typedef struct run {
   int64_t nev, cap;
   long *tid;
   int64_t t0;
+  int64_t mapped_all; // every thread's mapped bytes (atomic): the process's
   int err;            // the first error (atomic): a creation failed
   int64_t err_thread;
 } run;
@@ -126,9 +128,16 @@ static void do_action(tstate *ts, const action *a) {
       // As the heap block: the pad centres glibc's rounding (heap.c).
       char *p = malloc((size_t)h->bytes + MS__RT_HEAP_PAD);
       if (p) {
-        volatile char *q = p;
-        for (int64_t off = 0; off < h->bytes; off += ts->c.page) q[off] = 'a';
-        q[h->bytes - 1] = 'a';
+        /* With resident data the process's rss_bytes, shared among the
+         * threads' targets, holds the block's written pages already (written
+         * by whichever thread saw them grow): writing it here too counted
+         * them twice (docs/memory-model.md, "Threads"). Without, a block is
+         * written whole, as the heap block is. */
+        if (!ts->c.res.rss) {
+          volatile char *q = p;
+          for (int64_t off = 0; off < h->bytes; off += ts->c.page) q[off] = 'a';
+          q[h->bytes - 1] = 'a';
+        }
         rn->done[a->arg].usable = (int64_t)malloc_usable_size(p);
         rn->done[a->arg].malloc_tid = rn->tid[ts->id];
       }
@@ -383,6 +392,14 @@ int ms__rt_threads_run(const memstub_threads_stub *s, const memstub_replay_optio
     if (ts->nact) qsort(ts->act, (size_t)ts->nact, sizeof *ts->act, cmp_action);
     ts->c.hook_next = ts->nact ? ts->act[0].point : -1;
   }
+  /* glibc raises its mmap threshold to the size of an mmapped chunk freed
+   * (a handed-off block, a heap block that shrinks into an arena), and a
+   * heap block below it then grows inside its thread's arena, where realloc
+   * copies it: every copy writes the block whole, whatever the resident
+   * target, and the chunks left behind stay resident. node's stub held
+   * 14 MiB so with its resident targets at 0 (62 MB against node's 50).
+   * Fixed at its default, a block past it stays mmapped and grows by mremap. */
+  ms__prim_heap_mmap_threshold(MS__MALLOC_MMAP_THRESHOLD);
   // The common clock: every thread's deadlines count from T0.
   rn.t0 = ms__prim_now_ns() + LEAD_NS;
   for (int64_t k = 0; k < n; k++) rn.t[k].c.t0_at = rn.t0 + s->threads[k].start_ns;
@@ -391,7 +408,10 @@ int ms__rt_threads_run(const memstub_threads_stub *s, const memstub_replay_optio
   int fd = (opt.measure & MEMSTUB_MEASURE_RESIDENT) ? ms__prim_statm_open() : -1;
   int64_t rss0 = fd >= 0 ? ms__prim_statm_anon(fd) : -1;
   if (fd >= 0) close(fd);
-  for (int64_t k = 0; k < n; k++) rn.t[k].c.res.rss0_common = rss0;
+  for (int64_t k = 0; k < n; k++) {
+    rn.t[k].c.res.rss0_common = rss0;
+    rn.t[k].c.res.mapped_all = &rn.mapped_all;  // mapped_bytes is the process's too
+  }
   /* Here: thread 0 is the caller's own (when no other thread joins it),
    * started after the other roots, which replay beside it. */
   int64_t inline0 = here && s->threads[0].joiner < 0 ? 0 : -1;
