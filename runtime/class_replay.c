@@ -93,9 +93,8 @@ static void class_release(ms__rt_ctx *c) {
 }
 
 const ms__rt_replay_ops ms__rt_class_replay = {"class", class_prepare, resize_ahead, heap_part,
-                                               class_release};
+                                               class_release, NULL};
 
 const ms__rt_replay_ops *ms__rt_replay_ops_for(const struct memstub_stub *s) {
-  (void)s;  // the call-for-call replay (issue 31 item 2) will be chosen here
-  return &ms__rt_class_replay;
+  return s->abi >= MEMSTUB_STUB_ABI_CALLS ? &ms__rt_call_replay : &ms__rt_class_replay;
 }

@@ -141,6 +141,7 @@ typedef struct ms__rt_work {
   double call_ns[MEMSTUB_WORK_CALLS];
   double corr;
   int64_t learnt;
+  int exact;  // the call replay makes the calls: the work spins and makes none of its own
 } ms__rt_work;
 
 /* Set w up for s: 1 when s has work data (then glibc's mmap threshold is
@@ -172,6 +173,8 @@ void ms__rt_work_costs(ms__rt_work *w, const double *call_ns);
 /* The sizes class by class (sz[MEMSTUB_WORK_CLASSES]) of the calls of vector
  * v that move bytes (memstub_work_bytes) as near bytes as the classes allow. */
 void ms__rt_work_sizes(const int64_t *v, int64_t bytes, int64_t *sz);
+// Count a call of kind k asking for (free: freeing) bytes into the measurement m (or NULL).
+void ms__rt_work_note(int64_t *m, int k, int64_t bytes);
 /* Count the heap block's resize from old to size into the measurement m
  * (MS__RT_WORK_REC values, or NULL): a realloc (the recorded call the
  * generator took out of the row's vector for it) in the class of the bytes
@@ -375,6 +378,8 @@ struct ms__rt_ctx {
   int64_t hook_next;
   int crowd;  // other replays run beside this one: the process's readings move between points
   const struct ms__rt_replay_ops *ops;  // the replay's memory operations (ms__rt_replay_ops_for)
+  const struct memstub_stub *stub;      // the stub replayed
+  struct ms__rt_calls *calls;           // the call replay's blocks (call_replay.c), else NULL
 };
 
 /* ---- the replays: the seam between the engine and a stub's memory -------- */
@@ -399,10 +404,20 @@ typedef struct ms__rt_replay_ops {
   void (*heap)(ms__rt_ctx *c, int64_t x);
   // In the replaying thread after the replay: what prepare and heap made goes.
   void (*release)(ms__rt_ctx *c);
+  // NULL (mallinfo2 and the heap block), or: heap_bytes and heap_usable measured into r.
+  void (*measure)(const ms__rt_ctx *c, memstub_replay_record *r);
 } ms__rt_replay_ops;
 
 extern const ms__rt_replay_ops ms__rt_class_replay;
-// The replay for s (class_replay.c): the class replay, the only one so far.
+// The call replay (call_replay.c): a stub of layout 4, its calls made one by one.
+extern const ms__rt_replay_ops ms__rt_call_replay;
+typedef struct ms__rt_calls ms__rt_calls;
+/* Check a layout-4 stub's calls (call_replay.c): the points' ends in order
+ * and within the calls, every call decodable, every block it frees or
+ * reallocates live, within ncallblocks, ncallcount calls. 0 (also for
+ * other layouts) or -EINVAL with err naming the point or byte, or -ENOMEM. */
+int ms__rt_calls_check(const struct memstub_stub *s, memstub_error *err);
+// The replay for s (class_replay.c): the call replay for a stub with calls, else the class replay.
 const ms__rt_replay_ops *ms__rt_replay_ops_for(const struct memstub_stub *s);
 /* Wait until T0 + c->deadline - lead for point x (deadline and online
  * timing: sleep as the waiter plans, then spin); returns the clock then

@@ -1,0 +1,223 @@
+// memstub_gen_calls: a trace's calls file (memstub record --calls) into the
+// stub, for the call replay (runtime/call_replay.c; docs/formats.md, "Calls
+// in a stub"). Addresses become block ids: a new block takes the id freed
+// last, else the next unused one, as the replay's table does; a realloc
+// keeps its block's id. Each call is a head byte (the function, 0x40 no
+// block came back, 0x80 of NULL) and LEB128 varints: the old block's id
+// (free, realloc of a block), the size (all but free), the alignment
+// (posix_memalign, aligned_alloc, memalign).
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calls.h"
+#include "internal.h"
+
+/* ---- the live blocks: address -> id and size, open addressing ---------- */
+
+typedef struct live {
+  uint64_t *key;   // address, 0 empty
+  int64_t *id, *size;
+  size_t cap, n;
+} live;
+
+static size_t slot(const live *l, uint64_t a) {
+  size_t i = (size_t)((a >> 4) * UINT64_C(0x9E3779B97F4A7C15)) & (l->cap - 1);
+  while (l->key[i] && l->key[i] != a) i = (i + 1) & (l->cap - 1);
+  return i;
+}
+
+static int live_put(live *l, uint64_t a, int64_t id, int64_t size) {
+  if (2 * (l->n + 1) > l->cap) {
+    live o = *l;
+    l->cap = o.cap ? 2 * o.cap : 1024;
+    l->key = calloc(l->cap, sizeof *l->key);
+    l->id = calloc(l->cap, sizeof *l->id);
+    l->size = calloc(l->cap, sizeof *l->size);
+    l->n = 0;
+    int bad = !l->key || !l->id || !l->size;
+    for (size_t i = 0; !bad && i < o.cap; i++)
+      if (o.key[i]) (void)live_put(l, o.key[i], o.id[i], o.size[i]);
+    free(o.key), free(o.id), free(o.size);
+    if (bad) return -ENOMEM;
+  }
+  size_t i = slot(l, a);
+  if (!l->key[i]) l->n++;
+  l->key[i] = a, l->id[i] = id, l->size[i] = size;
+  return 0;
+}
+
+// Take live block a out into *id and *size; 0 when it is not live.
+static int live_take(live *l, uint64_t a, int64_t *id, int64_t *size) {
+  if (!l->cap || !a) return 0;
+  size_t i = slot(l, a);
+  if (!l->key[i]) return 0;
+  *id = l->id[i], *size = l->size[i];
+  l->key[i] = 0, l->n--;
+  // Re-place the cluster after it (linear probing's deletion); no growth here.
+  for (size_t j = (i + 1) & (l->cap - 1); l->key[j]; j = (j + 1) & (l->cap - 1)) {
+    uint64_t k = l->key[j];
+    l->key[j] = 0;
+    size_t s = slot(l, k);
+    l->key[s] = k, l->id[s] = l->id[j], l->size[s] = l->size[j];
+  }
+  return 1;
+}
+
+/* ---- the encoded calls ------------------------------------------------- */
+
+typedef struct enc {
+  uint8_t *b;
+  size_t len, cap;
+  int64_t *ids;     // freed ids, the last on top
+  size_t nids, capids;
+  int64_t next_id;  // ids 0..next_id-1 were given
+} enc;
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap) return 0;
+  size_t c = *cap ? *cap : 4096;
+  while (c < need) c *= 2;
+  void *q = realloc(*p, c * elem);
+  if (!q) return -ENOMEM;
+  *p = q, *cap = c;
+  return 0;
+}
+
+static int put_byte(enc *e, uint8_t v) {
+  if (grow((void **)&e->b, &e->cap, e->len + 1, 1) < 0) return -ENOMEM;
+  e->b[e->len++] = v;
+  return 0;
+}
+
+static int put_varint(enc *e, uint64_t v) {
+  int rc = 0;
+  while (rc == 0 && v >= 0x80) rc = put_byte(e, (uint8_t)(v | 0x80)), v >>= 7;
+  return rc < 0 ? rc : put_byte(e, (uint8_t)v);
+}
+
+// A new block's id: the one freed last, else the next.
+static int64_t take_id(enc *e) { return e->nids ? e->ids[--e->nids] : e->next_id++; }
+
+static int give_id(enc *e, int64_t id) {
+  if (grow((void **)&e->ids, &e->capids, e->nids + 1, sizeof *e->ids) < 0) return -ENOMEM;
+  e->ids[e->nids++] = id;
+  return 0;
+}
+
+static int aligned_fn(int fn) {
+  return fn == MS__CALLS_POSIX_MEMALIGN || fn == MS__CALLS_ALIGNED_ALLOC || fn == MS__CALLS_MEMALIGN;
+}
+
+/* Encode call k, changing the live blocks and *heap (requested bytes) as it
+ * does; *unknown counts a free or realloc of a block never allocated. */
+static int encode(enc *e, live *l, const ms__call *k, int64_t *heap, int64_t *unknown) {
+  int fn = k->fn, rc = 0;
+  int realloc_fn = fn == MS__CALLS_REALLOC || fn == MS__CALLS_REALLOCARRAY;
+  int64_t id = -1, size = 0;
+  int has_old = k->old && (fn == MS__CALLS_FREE || realloc_fn);
+  if (has_old && !live_take(l, k->old, &id, &size)) {
+    (*unknown)++;
+    if (fn == MS__CALLS_FREE) return 0;  // nothing the replay holds
+    has_old = 0;                         // a realloc of it: made from NULL
+  }
+  uint8_t head = (uint8_t)fn | (k->failed ? 0x40 : 0) |
+                 ((fn == MS__CALLS_FREE || realloc_fn) && !has_old ? 0x80 : 0);
+  if ((rc = put_byte(e, head)) < 0) return rc;
+  if (has_old && (rc = put_varint(e, (uint64_t)id)) < 0) return rc;
+  if (fn != MS__CALLS_FREE && (rc = put_varint(e, k->size)) < 0) return rc;
+  if (aligned_fn(fn) && (rc = put_varint(e, k->align)) < 0) return rc;
+  // The old block: freed unless a realloc failed with a size (it kept it).
+  int kept = has_old && realloc_fn && k->failed && k->size > 0;
+  if (has_old && !kept) *heap -= size;
+  if (has_old && kept) return live_put(l, k->old, id, size);
+  if (k->failed || !k->addr) return has_old ? give_id(e, id) : 0;
+  if (!has_old) id = take_id(e);
+  *heap += (int64_t)k->size;
+  return live_put(l, k->addr, id, (int64_t)k->size);
+}
+
+/* A call's time and a row's are rounded from the clock each its own way:
+ * a call up to this much after the next row's time may still complete a
+ * row's heap. */
+#define SLACK_NS 1000
+
+/* ---- rows ----------------------------------------------------------------- */
+
+int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path,
+                      memstub_error *err) {
+  if (g->callseq) return memstub_error_set(err, -EINVAL, "%s: the stub has calls already", path);
+  ms__calls *c = NULL;
+  int rc = ms__calls_open(path, &c, err);
+  if (rc < 0) return rc;
+  size_t n = t->n;
+  int64_t *row_end = calloc(n, sizeof *row_end);
+  int64_t *callend = calloc((size_t)g->stub.numdata, sizeof *callend);
+  enc e = {0};
+  live l = {0};
+  if (!row_end || !callend) rc = memstub_error_set(err, -ENOMEM, "out of memory");
+  int64_t heap = 0, base = g->stub.heap_base, count = 0;
+  g->calls_unknown = g->calls_rows_off = 0;
+  g->calls_rows_off_first = -1;
+  ms__call k;
+  int have = 0, first = 1, ended = 0;
+  uint32_t thread = 0;
+  size_t r = 0;
+  while (rc == 0) {
+    if (!have && !ended && (rc = ms__calls_next(c, &k, err)) < 0) break;
+    if (!have && !ended) have = rc == 1, ended = rc == 0;
+    rc = 0;
+    if (ended && r + 1 >= n) break;  // the last row takes the rest
+    if (have && !first && k.thread != thread) {
+      rc = memstub_error_set(err, -EINVAL, "%s: calls of threads %u and %u: the call replay "
+                             "carries one thread (gen --no-calls for the class replay)",
+                             path, thread, k.thread);
+      break;
+    }
+    if (have) thread = k.thread, first = 0;
+    /* Row r takes the calls made by its time, and while its heap is not yet
+     * reached those made before the next row's time (a bucket's peak row). */
+    int take = have && (r + 1 >= n || k.t_ns <= t->pts[r].time_ns ||
+                        (heap + base != t->pts[r].heap_bytes &&
+                         k.t_ns <= t->pts[r + 1].time_ns + SLACK_NS));
+    if (take) {
+      rc = encode(&e, &l, &k, &heap, &g->calls_unknown);
+      count++;
+      have = 0;
+      continue;
+    }
+    if (heap + base != t->pts[r].heap_bytes && g->calls_rows_off++ == 0)
+      g->calls_rows_off_first = (int64_t)r;
+    row_end[r++] = (int64_t)e.len;
+  }
+  if (rc == 0 && heap + base != t->pts[n - 1].heap_bytes && g->calls_rows_off++ == 0)
+    g->calls_rows_off_first = (int64_t)n - 1;
+  for (; rc == 0 && r < n; r++) row_end[r] = (int64_t)e.len;
+  size_t used = e.len;  // the calls; then zeros to a whole word
+  while (rc == 0 && e.len % 8) rc = put_byte(&e, 0);  // the data file sums 8-byte words
+  if (rc == 0 && !e.b && !(e.b = calloc(1, 8))) rc = -ENOMEM;  // no calls: an empty array
+  if (rc == -ENOMEM) rc = memstub_error_set(err, -ENOMEM, "out of memory");
+  ms__calls_close(c);
+  if (rc == 0) {
+    // A point takes the calls of its row when it is the row's last point,
+    // and of the rows without a point before it.
+    int64_t np = g->stub.numdata;
+    for (int64_t i = 0; i < np; i++) {
+      int last = i + 1 == np || g->point[i + 1] != g->point[i];
+      callend[i] = last ? row_end[g->point[i]] : i ? callend[i - 1] : 0;
+    }
+    if (np > 0) callend[np - 1] = (int64_t)used;
+    g->callseq = e.b, e.b = NULL;
+    g->callend = callend, callend = NULL;
+    g->stub.callseq = g->callseq;
+    g->stub.callend = g->callend;
+    g->stub.ncallseq = (int64_t)e.len;
+    g->stub.ncallblocks = e.next_id;
+    g->stub.ncallcount = count;
+    g->stub.abi = MEMSTUB_STUB_ABI_CALLS;
+  }
+  free(e.b), free(e.ids);
+  free(l.key), free(l.id), free(l.size);
+  free(row_end), free(callend);
+  return rc;
+}
