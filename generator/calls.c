@@ -144,6 +144,56 @@ static int encode(enc *e, live *l, const ms__call *k, int64_t *heap, int64_t *un
 
 /* ---- rows ----------------------------------------------------------------- */
 
+// The calls read but not yet given to a row: per call its time, the heap
+// (requested bytes) after it and its end in the encoded calls.
+typedef struct window {
+  int64_t *t, *heap, *off;
+  size_t head, n, cap;  // entries [head, n)
+} window;
+
+static int window_add(window *w, int64_t t, int64_t heap, int64_t off) {
+  if (w->n == w->cap && w->head > 0) {  // move the rest to the front
+    size_t k = w->n - w->head;
+    memmove(w->t, w->t + w->head, k * sizeof *w->t);
+    memmove(w->heap, w->heap + w->head, k * sizeof *w->heap);
+    memmove(w->off, w->off + w->head, k * sizeof *w->off);
+    w->n = k, w->head = 0;
+  }
+  if (w->n == w->cap) {
+    size_t c = w->cap ? 2 * w->cap : 4096, c0 = w->cap;
+    if (grow((void **)&w->t, &c0, c, sizeof *w->t) < 0) return -ENOMEM;
+    c0 = w->cap;
+    if (grow((void **)&w->heap, &c0, c, sizeof *w->heap) < 0) return -ENOMEM;
+    c0 = w->cap;
+    if (grow((void **)&w->off, &c0, c, sizeof *w->off) < 0) return -ENOMEM;
+    w->cap = c;
+  }
+  w->t[w->n] = t, w->heap[w->n] = heap, w->off[w->n] = off;
+  w->n++;
+  return 0;
+}
+
+/* Where row r (time tr, heap hr, the next row at tn) ends among the window's
+ * calls: after the last call made by tr that leaves the heap at hr (the
+ * calls a coalesced bucket made after its peak, all of one time, belong to
+ * its next row), else after the first call before tn that does (the
+ * bucket's peak row carries the bucket's first time), else after the last
+ * call by tr (the row's heap is not met). heap0: the heap before the
+ * window's first call. Returns how many of the window's calls it takes. */
+static size_t row_end_at(const window *w, int64_t heap0, int64_t tr, int64_t hr, int64_t tn) {
+  size_t by = 0, match = heap0 == hr ? 0 : SIZE_MAX, later = SIZE_MAX;
+  for (size_t j = w->head; j < w->n && w->t[j] <= tn + SLACK_NS; j++) {
+    size_t k = j - w->head + 1;
+    if (w->t[j] <= tr) {
+      by = k;
+      if (w->heap[j] == hr) match = k;
+    } else if (w->heap[j] == hr && later == SIZE_MAX) {
+      later = k;
+    }
+  }
+  return match != SIZE_MAX ? match : later != SIZE_MAX ? later : by;
+}
+
 int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path,
                       memstub_error *err) {
   if (g->callseq) return memstub_error_set(err, -EINVAL, "%s: the stub has calls already", path);
@@ -155,44 +205,41 @@ int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path,
   int64_t *callend = calloc((size_t)g->stub.numdata, sizeof *callend);
   enc e = {0};
   live l = {0};
+  window w = {0};
   if (!row_end || !callend) rc = memstub_error_set(err, -ENOMEM, "out of memory");
-  int64_t heap = 0, base = g->stub.heap_base, count = 0;
+  int64_t heap = 0, base = g->stub.heap_base, count = 0, heap0 = base;
   g->calls_unknown = g->calls_rows_off = 0;
   g->calls_rows_off_first = -1;
   ms__call k;
-  int have = 0, first = 1, ended = 0;
+  int ended = 0, first = 1;
   uint32_t thread = 0;
-  size_t r = 0;
-  while (rc == 0) {
-    if (!have && !ended && (rc = ms__calls_next(c, &k, err)) < 0) break;
-    if (!have && !ended) have = rc == 1, ended = rc == 0;
-    rc = 0;
-    if (ended && r + 1 >= n) break;  // the last row takes the rest
-    if (have && !first && k.thread != thread) {
-      rc = memstub_error_set(err, -EINVAL, "%s: calls of threads %u and %u: the call replay "
-                             "carries one thread (gen --no-calls for the class replay)",
-                             path, thread, k.thread);
-      break;
-    }
-    if (have) thread = k.thread, first = 0;
-    /* Row r takes the calls made by its time, and while its heap is not yet
-     * reached those made before the next row's time (a bucket's peak row). */
-    int take = have && (r + 1 >= n || k.t_ns <= t->pts[r].time_ns ||
-                        (heap + base != t->pts[r].heap_bytes &&
-                         k.t_ns <= t->pts[r + 1].time_ns + SLACK_NS));
-    if (take) {
-      rc = encode(&e, &l, &k, &heap, &g->calls_unknown);
+  for (size_t r = 0; rc == 0 && r < n; r++) {
+    // Read the calls up to the next row's time (all of them for the last row).
+    int64_t tn = r + 1 < n ? t->pts[r + 1].time_ns : INT64_MAX - SLACK_NS;
+    while (rc == 0 && !ended && (w.n == w.head || w.t[w.n - 1] <= tn + SLACK_NS)) {
+      if ((rc = ms__calls_next(c, &k, err)) <= 0) {
+        ended = rc == 0;
+        break;
+      }
+      if (!first && k.thread != thread) {
+        rc = memstub_error_set(err, -EINVAL, "%s: calls of threads %u and %u: the call "
+                               "replay carries one thread", path, thread, k.thread);
+        break;
+      }
+      thread = k.thread, first = 0;
+      if ((rc = encode(&e, &l, &k, &heap, &g->calls_unknown)) == 0)
+        rc = window_add(&w, k.t_ns, heap + base, (int64_t)e.len);
       count++;
-      have = 0;
-      continue;
     }
-    if (heap + base != t->pts[r].heap_bytes && g->calls_rows_off++ == 0)
-      g->calls_rows_off_first = (int64_t)r;
-    row_end[r++] = (int64_t)e.len;
+    if (rc < 0) break;
+    size_t take = r + 1 < n ? row_end_at(&w, heap0, t->pts[r].time_ns, t->pts[r].heap_bytes, tn)
+                            : w.n - w.head;
+    if (take) heap0 = w.heap[w.head + take - 1];
+    if (heap0 != t->pts[r].heap_bytes && g->calls_rows_off++ == 0) g->calls_rows_off_first = (int64_t)r;
+    row_end[r] = take ? w.off[w.head + take - 1] : r ? row_end[r - 1] : 0;
+    w.head += take;
   }
-  if (rc == 0 && heap + base != t->pts[n - 1].heap_bytes && g->calls_rows_off++ == 0)
-    g->calls_rows_off_first = (int64_t)n - 1;
-  for (; rc == 0 && r < n; r++) row_end[r] = (int64_t)e.len;
+  free(w.t), free(w.heap), free(w.off);
   size_t used = e.len;  // the calls; then zeros to a whole word
   while (rc == 0 && e.len % 8) rc = put_byte(&e, 0);  // the data file sums 8-byte words
   if (rc == 0 && !e.b && !(e.b = calloc(1, 8))) rc = -ENOMEM;  // no calls: an empty array
