@@ -257,7 +257,8 @@ static void call_release(ms__rt_ctx *c) {
   ms__rt_res_release(&c->res);
   ms__rt_calls *st = c->calls;
   if (!st) return;
-  for (int64_t i = 0; st->block && i < st->next_id; i++) free(st->block[i]);
+  for (int64_t i = 0; st->block && i < st->next_id; i++)
+    if (st->block[i]) free(st->block[i]);  // never free(NULL): a call the component never made
   ms__rt_own_free(st->block);
   ms__rt_own_free(st->size);
   ms__rt_own_free(st->ids);
