@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calls.h"
 #include "memstub/trace.h"
 #include "testutil.h"
 
@@ -116,6 +117,74 @@ START_TEST(test_call_replay_damaged) {
 }
 END_TEST
 
+// The calls of thread th (UINT32_MAX: all) in dir/name.calls, free(NULL) left out and counted in *nulls.
+static ms__call *calls_of(const char *dir, const char *name, uint32_t th, size_t *n,
+                          int64_t *nulls) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s.calls", dir, name);
+  ms__calls *c = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(ms__calls_open(path, &c, &err) == 0, "%s", err.msg);
+  size_t cap = (size_t)ms__calls_head_of(c)->calls + 1;
+  ms__call *v = calloc(cap, sizeof *v), k;
+  *n = 0, *nulls = 0;
+  int rc;
+  while ((rc = ms__calls_next(c, &k, &err)) == 1) {
+    if (th != UINT32_MAX && k.thread != th) continue;
+    if (k.fn == MS__CALLS_FREE && !k.old) (*nulls)++;
+    else v[(*n)++] = k;
+  }
+  ck_assert_msg(rc == 0, "%s", err.msg);
+  ms__calls_close(c);
+  return v;
+}
+
+// The stub program of dir/t.csv (gen ARG --data, memstub build) recorded, every thread, into dir/OUT.
+static void record_stub(const char *dir, const char *arg, const char *out) {
+  tu_run r = tu_memstub(dir, "gen", "t.csv", arg, "--data", "s.dat", NULL);
+  ck_assert_msg(r.status == 0, "gen %s: status %d: %s", arg, r.status, r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "build", "--data", "s.dat", "-o", "s.stub", NULL);
+  ck_assert_msg(r.status == 0, "build: status %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  char prog[4096];
+  snprintf(prog, sizeof prog, "%s/s.stub", dir);
+  r = tu_memstub(dir, "record", "-q", "--thread", "all", "--calls", "-o", out, "--", prog, NULL);
+  ck_assert_msg(r.status == 0, "record the stub: status %d: %s", r.status, r.err);
+  tu_run_free(&r);
+}
+
+/* Counted from outside (memstub record --thread all of the stub program):
+ * the replay thread (thread 1) makes the component's calls one by one, the
+ * same function, size and alignment, and beyond them only the free(NULL)s
+ * the class replay's thread makes too (glibc's). */
+START_TEST(test_call_replay_counted_outside) {
+  char *dir = tu_mkdtemp();
+  record(dir, "pattern");
+  record_stub(dir, "--timing=online", "calls.csv");
+  record_stub(dir, "--no-calls", "class.csv");
+  size_t n, ns, nk;
+  int64_t nulls, nulls_s, nulls_k;
+  ms__call *want = calls_of(dir, "t.csv", UINT32_MAX, &n, &nulls);  // one thread
+  ms__call *got = calls_of(dir, "calls.csv", 1, &ns, &nulls_s);
+  free(calls_of(dir, "class.csv", 1, &nk, &nulls_k));
+  ck_assert_uint_eq(ns, n);
+  for (size_t i = 0; i < n; i++) {
+    ck_assert_msg(got[i].fn == want[i].fn && got[i].size == want[i].size &&
+                      got[i].align == want[i].align && !got[i].old == !want[i].old,
+                  "call %zu: function %d of %llu bytes (alignment %llu), recorded %d of %llu (%llu)",
+                  i, got[i].fn, (unsigned long long)got[i].size, (unsigned long long)got[i].align,
+                  want[i].fn, (unsigned long long)want[i].size, (unsigned long long)want[i].align);
+  }
+  ck_assert_int_eq(nulls, 1);
+  ck_assert_int_eq(nulls_s, nulls + nulls_k);
+  free(want);
+  free(got);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("call_replay");
   TCase *tc = tcase_create("core");
@@ -123,6 +192,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_call_replay_pattern);
   tcase_add_test(tc, test_call_replay_many);
   tcase_add_test(tc, test_call_replay_damaged);
+  tcase_add_test(tc, test_call_replay_counted_outside);
   suite_add_tcase(s, tc);
   return s;
 }
