@@ -134,12 +134,6 @@ int ms__rt_calls_check(const struct memstub_stub *s, memstub_error *err) {
 
 /* ---- the replay ------------------------------------------------------------ */
 
-static void stop(ms__rt_ctx *c, int64_t x, int rc, int64_t bytes) {
-  c->failed = rc;
-  c->failed_at = x;
-  c->failed_what = MS__RT_FAIL_HEAP;
-  c->failed_bytes = bytes;
-}
 
 static int call_prepare(ms__rt_ctx *c, void **scratch, size_t nscratch) {
   (void)scratch, (void)nscratch;  // no tcache fill: the calls are the component's alone
@@ -217,7 +211,7 @@ static void call_heap(ms__rt_ctx *c, int64_t x) {
         p = NULL;
       }
     } else if (!p && k.fn != F_FREE) {  // the old block, if any, stays in the table
-      stop(c, x, -ENOMEM, (int64_t)k.size);
+      ms__rt_replay_stop(c, x, -ENOMEM, MS__RT_FAIL_CALL, (int64_t)k.size);
       return;
     }
     if (frees_old(&k)) {
@@ -238,10 +232,7 @@ static void call_heap(ms__rt_ctx *c, int64_t x) {
   if (!c->res.mapped) return;
   // Resident data: the mapped change only (the rss target is the class replay's; not yet).
   int rc = ms__rt_res_mapped(&c->res, c->res.mapped[x], c->page);
-  if (rc < 0) {
-    c->failed = rc, c->failed_at = x, c->failed_what = MS__RT_FAIL_MAPPED;
-    c->failed_bytes = c->res.map_len + c->res.mapped[x];
-  }
+  if (rc < 0) ms__rt_replay_stop(c, x, rc, MS__RT_FAIL_MAPPED, c->res.map_len + c->res.mapped[x]);
 }
 
 /* heap_bytes: the requested bytes of the live blocks; heap_usable: their

@@ -425,10 +425,14 @@ const ms__rt_replay_ops *ms__rt_replay_ops_for(const struct memstub_stub *s);
 int64_t ms__rt_wait_deadline(ms__rt_ctx *c, int64_t x, int64_t lead);
 
 // What a replay that stopped could not have (ms__rt_ctx.failed_what).
-enum { MS__RT_FAIL_HEAP, MS__RT_FAIL_MAPPED, MS__RT_FAIL_RESIDENT };
+enum { MS__RT_FAIL_HEAP, MS__RT_FAIL_MAPPED, MS__RT_FAIL_RESIDENT, MS__RT_FAIL_CALL };
+// A replay's point x could not have what (MS__RT_FAIL_*) of bytes: error rc, the replay stops
+// (class_replay.c).
+void ms__rt_replay_stop(ms__rt_ctx *c, int64_t x, int rc, int what, int64_t bytes);
 /* Why c's replay of s stopped, into buf: "point X (row R of the trace, T ns
  * after its start): stopped: cannot ..." naming the heap block, the mapping
- * (mapped_bytes) or the resident target (rss_bytes) and its size (run.c). */
+ * (mapped_bytes), the resident target (rss_bytes) or the call replay's call
+ * and its size (run.c). */
 void ms__rt_stop_reason(const ms__rt_ctx *c, const struct memstub_stub *s, char *buf, size_t cap);
 
 /* The engine's context for a replay of s with opt, measuring into rec

@@ -526,6 +526,9 @@ void ms__rt_stop_reason(const ms__rt_ctx *c, const struct memstub_stub *s, char 
              (long long)s->rss[x],
              ms__add_i64(s->rss_base, s->rss[x], &orig) < 0 ? (long long)s->rss[x] : (long long)orig,
              (long long)n);
+  else if (c->failed_what == MS__RT_FAIL_CALL)
+    snprintf(what, sizeof what, "a recorded call of %lld bytes that succeeded got no block",
+             (long long)n);
   else
     snprintf(what, sizeof what, "cannot resize the heap block to %lld bytes", (long long)n);
   char hint[256];
