@@ -59,6 +59,8 @@ static void replay_exact(const char *mode) {
   tu_run_free(&r);
   memstub_trace *t = read_trace(dir, "t.csv"), *o = read_trace(dir, "out.csv");
   ck_assert_uint_eq(o->n, t->n);
+  const char *how = memstub_trace_get_meta(o, "replay");
+  ck_assert_msg(how && strncmp(how, "call for call", 13) == 0, "replay: %s", how ? how : "(none)");
   for (size_t i = 0; i < t->n; i++)
     ck_assert_msg(o->pts[i].heap_bytes == t->pts[i].heap_bytes,
                   "%s: row %zu: replayed heap %lld, recorded %lld", mode, i,
