@@ -12,57 +12,7 @@
 
 #include "calls.h"
 #include "internal.h"
-
-/* ---- the live blocks: address -> id and size, open addressing ---------- */
-
-typedef struct live {
-  uint64_t *key;   // address, 0 empty
-  int64_t *id, *size;
-  size_t cap, n;
-} live;
-
-static size_t slot(const live *l, uint64_t a) {
-  size_t i = (size_t)((a >> 4) * UINT64_C(0x9E3779B97F4A7C15)) & (l->cap - 1);
-  while (l->key[i] && l->key[i] != a) i = (i + 1) & (l->cap - 1);
-  return i;
-}
-
-static int live_put(live *l, uint64_t a, int64_t id, int64_t size) {
-  if (2 * (l->n + 1) > l->cap) {
-    live o = *l;
-    l->cap = o.cap ? 2 * o.cap : 1024;
-    l->key = calloc(l->cap, sizeof *l->key);
-    l->id = calloc(l->cap, sizeof *l->id);
-    l->size = calloc(l->cap, sizeof *l->size);
-    l->n = 0;
-    int bad = !l->key || !l->id || !l->size;
-    for (size_t i = 0; !bad && i < o.cap; i++)
-      if (o.key[i]) (void)live_put(l, o.key[i], o.id[i], o.size[i]);
-    free(o.key), free(o.id), free(o.size);
-    if (bad) return -ENOMEM;
-  }
-  size_t i = slot(l, a);
-  if (!l->key[i]) l->n++;
-  l->key[i] = a, l->id[i] = id, l->size[i] = size;
-  return 0;
-}
-
-// Take live block a out into *id and *size; 0 when it is not live.
-static int live_take(live *l, uint64_t a, int64_t *id, int64_t *size) {
-  if (!l->cap || !a) return 0;
-  size_t i = slot(l, a);
-  if (!l->key[i]) return 0;
-  *id = l->id[i], *size = l->size[i];
-  l->key[i] = 0, l->n--;
-  // Re-place the cluster after it (linear probing's deletion); no growth here.
-  for (size_t j = (i + 1) & (l->cap - 1); l->key[j]; j = (j + 1) & (l->cap - 1)) {
-    uint64_t k = l->key[j];
-    l->key[j] = 0;
-    size_t s = slot(l, k);
-    l->key[s] = k, l->id[s] = l->id[j], l->size[s] = l->size[j];
-  }
-  return 1;
-}
+#include "ms_common.h"
 
 /* ---- the encoded calls ------------------------------------------------- */
 
@@ -111,12 +61,12 @@ static int aligned_fn(int fn) {
 
 /* Encode call k, changing the live blocks and *heap (requested bytes) as it
  * does; *unknown counts a free or realloc of a block never allocated. */
-static int encode(enc *e, live *l, const ms__call *k, int64_t *heap, int64_t *unknown) {
+static int encode(enc *e, ms__addrmap *l, const ms__call *k, int64_t *heap, int64_t *unknown) {
   int fn = k->fn, rc = 0;
   int realloc_fn = fn == MS__CALLS_REALLOC || fn == MS__CALLS_REALLOCARRAY;
   int64_t id = -1, size = 0;
   int has_old = k->old && (fn == MS__CALLS_FREE || realloc_fn);
-  if (has_old && !live_take(l, k->old, &id, &size)) {
+  if (has_old && !ms__addrmap_take(l, k->old, &id, &size)) {
     (*unknown)++;
     if (fn == MS__CALLS_FREE) return 0;  // nothing the replay holds
     has_old = 0;                         // a realloc of it: made from NULL
@@ -130,11 +80,11 @@ static int encode(enc *e, live *l, const ms__call *k, int64_t *heap, int64_t *un
   // The old block: freed unless a realloc failed with a size (it kept it).
   int kept = has_old && realloc_fn && k->failed && k->size > 0;
   if (has_old && !kept) *heap -= size;
-  if (has_old && kept) return live_put(l, k->old, id, size);
+  if (has_old && kept) return ms__addrmap_put(l, k->old, id, size) < 0 ? -ENOMEM : 0;
   if (k->failed || !k->addr) return has_old ? give_id(e, id) : 0;
   if (!has_old) id = take_id(e);
   *heap += (int64_t)k->size;
-  return live_put(l, k->addr, id, (int64_t)k->size);
+  return ms__addrmap_put(l, k->addr, id, (int64_t)k->size) < 0 ? -ENOMEM : 0;
 }
 
 /* A call's time and a row's are rounded from the clock each its own way:
@@ -204,7 +154,7 @@ int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path,
   int64_t *row_end = calloc(n, sizeof *row_end);
   int64_t *callend = calloc((size_t)g->stub.numdata, sizeof *callend);
   enc e = {0};
-  live l = {0};
+  ms__addrmap l = {0};  // the live blocks: address -> id, size
   window w = {0};
   if (!row_end || !callend) rc = memstub_error_set(err, -ENOMEM, "out of memory");
   int64_t heap = 0, base = g->stub.heap_base, count = 0, heap0 = base;
@@ -264,7 +214,7 @@ int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path,
     g->stub.abi = MEMSTUB_STUB_ABI_CALLS;
   }
   free(e.b), free(e.ids);
-  free(l.key), free(l.id), free(l.size);
+  ms__addrmap_free(&l);
   free(row_end), free(callend);
   return rc;
 }
