@@ -11,7 +11,7 @@
 #include "memstub/runtime.h"
 #include "ms_common.h"
 
-enum { O_DATA = MS_CLI_LONG, O_RELEASE, O_HOLD, O_HOLD_API, O_CHECK_NAME };
+enum { O_DATA = MS_CLI_LONG, O_RELEASE, O_HOLD, O_HOLD_API, O_CHECK_NAME, O_NO_CALLS };
 
 static const ms_cli_option options[] = {
     {"output", 'o', "FILE", "write the header to FILE (atomically)"},
@@ -57,7 +57,12 @@ static const ms_cli_option options[] = {
     {"data", O_DATA, "FILE",
      "write the stub's points to the binary data file FILE\n"
      "instead of a header (for traces too large to compile;\n"
-     "memstub replay --data, memstub build --data)"},
+     "memstub replay --data, memstub build --data). With a\n"
+     "trace recorded with --calls (TRACE.calls beside it)\n"
+     "the file carries the calls: replayed call for call"},
+    {"no-calls", O_NO_CALLS, NULL,
+     "leave TRACE.calls out of the data file: the class\n"
+     "replay (one block resized, calls by size class)"},
     {"check-name", O_CHECK_NAME, "NAME",
      "only check that NAME can name a stub, and that it\n"
      "overlaps none of the OTHER names given (the other\n"
@@ -190,11 +195,53 @@ static int gen_threads(const char *in, const memstub_trace *t, const memstub_gen
   return rc;
 }
 
+/* The calls of a trace that names a calls file (calls.file), from
+ * TRACE.calls beside it, into g for a data file: the call replay. A header,
+ * or what-ifs the calls do not take yet, keep the class replay (a note says
+ * so). 0 or a negative errno with err set. */
+static int with_calls(const char *in, const memstub_trace *t, const memstub_gen_options *o,
+                      memstub_gen *g, const char *data, memstub_error *err) {
+  if (!memstub_trace_get_meta(t, "calls.file")) return 0;
+  if (!data) {
+    ms_cli_note("%s.calls: a header carries no calls (a data file does, --data): the class "
+                "replay", in);
+    return 0;
+  }
+  if (o->heap_scale != 1.0 || o->churn_scale != 1.0) {
+    ms_cli_note("%s.calls: left out: --heap-scale and --churn-scale do not apply to the calls "
+                "yet: the class replay", in);
+    return 0;
+  }
+  size_t len = strlen(in) + sizeof ".calls";
+  char *path = malloc(len);
+  if (!path) return memstub_error_set(err, -ENOMEM, "out of memory");
+  snprintf(path, len, "%s.calls", in);
+  int rc = memstub_gen_calls(g, t, path, err);
+  if (rc < 0) {
+    if (!strstr(err->msg, path)) memstub_error_prefix(err, path);
+    size_t n = strlen(err->msg);
+    snprintf(err->msg + n, sizeof err->msg - n, " (gen --no-calls for the class replay)");
+  }
+  if (rc == 0)
+    ms_cli_note("%s: %s calls of %s blocks in %s bytes: replayed call for call", path,
+                ms_cli_count(g->stub.ncallcount), ms_cli_count(g->stub.ncallblocks),
+                ms_cli_count(g->stub.ncallseq));
+  if (rc == 0 && g->calls_unknown)
+    ms_cli_warn("%s: %s frees or reallocs of blocks allocated before the trace's scope: "
+                "left out (a realloc made from NULL)", path, ms_cli_count(g->calls_unknown));
+  if (rc == 0 && g->calls_rows_off)
+    ms_cli_warn("%s: %s rows whose heap_bytes the calls do not give (the first: row %lld): "
+                "the replay's heap differs from the trace's there", path,
+                ms_cli_count(g->calls_rows_off), (long long)g->calls_rows_off_first);
+  free(path);
+  return rc;
+}
+
 int ms_cmd_gen(int argc, char **argv) {
   memstub_gen_options o;
   memstub_gen_options_init(&o);
   const char *out = "-", *data = NULL, *check = NULL;
-  int out_given = 0, format_given = 0, release = 0, hold = 0, options_given = 0;
+  int out_given = 0, format_given = 0, release = 0, hold = 0, options_given = 0, no_calls = 0;
   ms_cli_parser p = {.spec = &spec};
   memstub_gen_emit_options eo = {.format = MEMSTUB_GEN_FORMAT_AUTO};
   if (ms_cli_progress_enabled()) eo.progress = gen_progress;
@@ -209,6 +256,7 @@ int ms_cmd_gen(int argc, char **argv) {
       case O_CHECK_NAME: check = p.arg; break;
       case 'o': out = p.arg, out_given = 1; break;
       case O_DATA: data = p.arg; break;
+      case O_NO_CALLS: no_calls = 1; break;
       case O_RELEASE: release = 1; break;
       case O_HOLD: if (!hold) hold = MEMSTUB_RELEASE_TIMER; break;
       case O_HOLD_API: hold = MEMSTUB_RELEASE_API; break;
@@ -300,6 +348,7 @@ int ms_cmd_gen(int argc, char **argv) {
   int shared = rc == 0 ? memstub_work_share_meta(t, &share, &err) : 0;
   if (shared < 0) rc = shared, memstub_error_prefix(&err, in);
   if (rc == 0 && (rc = memstub_gen_build(t, &o, &g, &err)) < 0) memstub_error_prefix(&err, in);
+  if (rc == 0 && !no_calls) rc = with_calls(in, t, &o, g, data, &err);
   if (ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
   if (rc == 0 && data) out = data;
   if (rc == 0 && data && ms_cli_progress_enabled())

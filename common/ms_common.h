@@ -182,6 +182,21 @@ const char *ms__fmt_count(int64_t n, char *buf, size_t cap);
  * below 1000 without decimals, others "1.52", "0.25". */
 const char *ms__fmt_si(double v, char *buf, size_t cap);
 
+/* ---- block addresses to numbers (addrmap.c) --------------------------------- */
+
+// Address (never 0) -> two numbers; zero-initialised is empty.
+typedef struct ms__addrmap {
+  uint64_t *key;  // 0: an empty slot
+  int64_t *a, *b;
+  size_t cap, n;  // slots (a power of two), keys held
+} ms__addrmap;
+
+// Set key's numbers. 0 (a new key), 1 (it was there: replaced) or -ENOMEM (m as it was).
+int ms__addrmap_put(ms__addrmap *m, uint64_t key, int64_t a, int64_t b);
+// Take key out, its numbers into *a and *b (either may be NULL). 1, or 0 when it is not there.
+int ms__addrmap_take(ms__addrmap *m, uint64_t key, int64_t *a, int64_t *b);
+void ms__addrmap_free(ms__addrmap *m);
+
 /* ---- progress on a terminal (progress.c) -----------------------------------
  * One line on stderr for a long step, redrawn at most every 100 ms and first
  * drawn 250 ms after ms__progress_begin (short steps print nothing), erased

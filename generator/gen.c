@@ -30,6 +30,8 @@ void memstub_gen_free(memstub_gen *g) {
   free(g->churn);
   free(g->calltab);
   free(g->timeline);
+  free(g->callseq);
+  free(g->callend);
   free(g);
 }
 

@@ -8,8 +8,7 @@
 #include "internal.h"
 #include "prim.h"
 
-// Point x could not have what (MS__RT_FAIL_*) of bytes: error rc, the replay stops.
-static void stop(ms__rt_ctx *c, int64_t x, int rc, int what, int64_t bytes) {
+void ms__rt_replay_stop(ms__rt_ctx *c, int64_t x, int rc, int what, int64_t bytes) {
   c->failed = rc;
   c->failed_at = x;
   c->failed_what = what;
@@ -63,7 +62,7 @@ static void heap_part(ms__rt_ctx *c, int64_t x) {
   } else if (size != old) {
     int rc = ms__rt_heap_resize(&c->heap, size);
     if (rc < 0) {
-      stop(c, x, rc, MS__RT_FAIL_HEAP, size);
+      ms__rt_replay_stop(c, x, rc, MS__RT_FAIL_HEAP, size);
       return;
     }
   }
@@ -78,12 +77,12 @@ static void heap_part(ms__rt_ctx *c, int64_t x) {
   int rc = ms__rt_res_mapped(&c->res, c->res.mapped[x], c->page);
   if (rc < 0) {
     int64_t len = c->res.map_len + c->res.mapped[x];  // no overflow: memstub_replay_check
-    stop(c, x, rc, MS__RT_FAIL_MAPPED, len > 0 ? len : 0);
+    ms__rt_replay_stop(c, x, rc, MS__RT_FAIL_MAPPED, len > 0 ? len : 0);
     return;
   }
   int64_t keep = 0;
   if ((rc = ms__rt_res_target(&c->res, &c->heap, c->res.rss[x], c->page, &keep)) < 0)
-    stop(c, x, rc, MS__RT_FAIL_RESIDENT, keep);
+    ms__rt_replay_stop(c, x, rc, MS__RT_FAIL_RESIDENT, keep);
 }
 
 // After the replay, in the replaying thread: the mapping and the block go.
@@ -93,9 +92,8 @@ static void class_release(ms__rt_ctx *c) {
 }
 
 const ms__rt_replay_ops ms__rt_class_replay = {"class", class_prepare, resize_ahead, heap_part,
-                                               class_release};
+                                               class_release, NULL};
 
 const ms__rt_replay_ops *ms__rt_replay_ops_for(const struct memstub_stub *s) {
-  (void)s;  // the call-for-call replay (issue 31 item 2) will be chosen here
-  return &ms__rt_class_replay;
+  return s->abi >= MEMSTUB_STUB_ABI_CALLS ? &ms__rt_call_replay : &ms__rt_class_replay;
 }

@@ -22,6 +22,9 @@
 #define DF_ALIGN 64                            // every array starts at a multiple of this
 #define DF_NSTRINGS 4                          // name, source, transforms, calibration
 
+// What an array's count is: numdata, ncalltab * MEMSTUB_WORK_CALLS, ncallseq.
+enum { COUNT_POINTS, COUNT_CALLTAB, COUNT_CALLSEQ };
+
 /* The arrays a data file can carry: one entry each. The writer stores every
  * entry whose descriptor pointer is set (and the layout has it); the reader
  * points the descriptor's field into the mapping. A new array of the
@@ -32,7 +35,7 @@ static const struct df_kind {
   size_t field;      // offsetof the descriptor's pointer to it
   int32_t min_abi;   // the first layout that has it
   int required;      // a file of that layout must carry it
-  int per_call;      // count: ncalltab * MEMSTUB_WORK_CALLS, not numdata
+  int count;         // elements: COUNT_POINTS, _CALLTAB or _CALLSEQ
 } kinds[] = {
     {"use", sizeof(struct memAlloc), offsetof(struct memstub_stub, use), MEMSTUB_STUB_ABI, 1, 0},
     {"point", sizeof(int64_t), offsetof(struct memstub_stub, point), MEMSTUB_STUB_ABI, 1, 0},
@@ -41,7 +44,9 @@ static const struct df_kind {
     {"cpu", sizeof(int64_t), offsetof(struct memstub_stub, cpu), MEMSTUB_STUB_ABI_WORK, 0, 0},
     {"calls", sizeof(int64_t), offsetof(struct memstub_stub, calls), MEMSTUB_STUB_ABI_WORK, 0, 0},
     {"churn", sizeof(int64_t), offsetof(struct memstub_stub, churn), MEMSTUB_STUB_ABI_WORK, 0, 0},
-    {"calltab", sizeof(int64_t), offsetof(struct memstub_stub, calltab), MEMSTUB_STUB_ABI_WORK, 0, 1},
+    {"calltab", sizeof(int64_t), offsetof(struct memstub_stub, calltab), MEMSTUB_STUB_ABI_WORK, 0, COUNT_CALLTAB},
+    {"callseq", 1, offsetof(struct memstub_stub, callseq), MEMSTUB_STUB_ABI_CALLS, 1, COUNT_CALLSEQ},
+    {"callend", sizeof(int64_t), offsetof(struct memstub_stub, callend), MEMSTUB_STUB_ABI_CALLS, 1, 0},
 };
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 
@@ -61,7 +66,8 @@ typedef struct df_head {
   uint64_t table_off;                 // narrays df_array entries
   uint64_t head_sum;                  // sum of this head (head_sum 0), the strings, the table
   int64_t ncalltab;                   // layout 3: rows of calltab (memstub/work.h); else 0
-  uint8_t reserved[256 - 184];  // zero
+  int64_t ncallseq, ncallblocks, ncallcount;  // layout 4: the calls (memstub/stub.h); else 0
+  uint8_t reserved[256 - 208];  // zero
 } df_head;
 
 typedef struct df_array {
@@ -110,6 +116,13 @@ static void set_field(struct memstub_stub *s, const struct df_kind *k, const voi
   memcpy((char *)s + k->field, &p, sizeof p);
 }
 
+// The elements of array k for s.
+static uint64_t count_of(const struct memstub_stub *s, const struct df_kind *k) {
+  return k->count == COUNT_CALLTAB   ? (uint64_t)s->ncalltab * MEMSTUB_WORK_CALLS
+         : k->count == COUNT_CALLSEQ ? (uint64_t)s->ncallseq
+                                     : (uint64_t)s->numdata;
+}
+
 // Whether the file of a stub of layout abi carries array k.
 static int carried(const struct memstub_stub *s, const struct df_kind *k) {
   return s->abi >= k->min_abi && field_ptr(s, k) != NULL;
@@ -134,8 +147,7 @@ static int put_zeros(ms__afile *af, uint64_t n) {
 int memstub_stub_data_write(const struct memstub_stub *s, const char *path, memstub_error *err) {
   if (!s || s->numdata < 1)
     return memstub_error_set(err, -EINVAL, "%s: no points to write", path);
-  if (s->abi != MEMSTUB_STUB_ABI && s->abi != MEMSTUB_STUB_ABI_RESIDENT &&
-      s->abi != MEMSTUB_STUB_ABI_WORK)
+  if (s->abi < MEMSTUB_STUB_ABI || s->abi > MEMSTUB_STUB_ABI_CALLS)
     return memstub_error_set(err, -EINVAL, "%s: a stub of layout %d cannot be written", path,
                              (int)s->abi);
   const char *str[DF_NSTRINGS] = {s->name, s->source, s->transforms, s->calibration};
@@ -154,6 +166,8 @@ int memstub_stub_data_write(const struct memstub_stub *s, const char *path, mems
   h.inserted = s->inserted;
   if (s->abi >= MEMSTUB_STUB_ABI_RESIDENT) h.rss_base = s->rss_base, h.mapped_base = s->mapped_base;
   if (s->abi >= MEMSTUB_STUB_ABI_WORK) h.ncalltab = s->ncalltab;
+  if (s->abi >= MEMSTUB_STUB_ABI_CALLS)
+    h.ncallseq = s->ncallseq, h.ncallblocks = s->ncallblocks, h.ncallcount = s->ncallcount;
   uint64_t slen = 0;
   for (int i = 0; i < DF_NSTRINGS; i++) slen += strlen(str[i] ? str[i] : "") + 1;
   h.strings_off = sizeof h;
@@ -167,7 +181,7 @@ int memstub_stub_data_write(const struct memstub_stub *s, const char *path, mems
     df_array *a = &tab[h.narrays++];
     snprintf(a->name, sizeof a->name, "%s", kinds[k].name);
     a->elem = kinds[k].elem;
-    a->count = kinds[k].per_call ? (uint64_t)s->ncalltab * MEMSTUB_WORK_CALLS : (uint64_t)s->numdata;
+    a->count = count_of(s, &kinds[k]);
     if (a->count > UINT64_MAX / 2 / a->elem)
       return memstub_error_set(err, -EINVAL, "%s: %lld points do not fit in a file", path,
                                (long long)s->numdata);
@@ -274,15 +288,21 @@ static int read_head(const char *path, const char *m, uint64_t size, struct mems
   s->stack_base = h.stack_base, s->heap_base = h.heap_base, s->peak_stack = h.peak_stack;
   s->max_depth = h.max_depth, s->peak_heap = h.peak_heap, s->duration_ns = h.duration_ns;
   s->inserted = h.inserted;
-  if (h.abi != MEMSTUB_STUB_ABI && h.abi != MEMSTUB_STUB_ABI_RESIDENT &&
-      h.abi != MEMSTUB_STUB_ABI_WORK)
+  if (h.abi < MEMSTUB_STUB_ABI || h.abi > MEMSTUB_STUB_ABI_CALLS)
     return REFUSE("%s: abi: the stub has data layout %d, this runtime reads %d to %d", path,
-                  (int)h.abi, MEMSTUB_STUB_ABI, MEMSTUB_STUB_ABI_WORK);
+                  (int)h.abi, MEMSTUB_STUB_ABI, MEMSTUB_STUB_ABI_CALLS);
   if (h.abi >= MEMSTUB_STUB_ABI_RESIDENT) s->rss_base = h.rss_base, s->mapped_base = h.mapped_base;
   if (h.abi >= MEMSTUB_STUB_ABI_WORK) {
     if (h.ncalltab < 0 || h.ncalltab > (int64_t)(UINT32_MAX / MEMSTUB_WORK_CALLS))
       return REFUSE("%s: ncalltab: %lld rows", path, (long long)h.ncalltab);
     s->ncalltab = h.ncalltab;
+  }
+  if (h.abi >= MEMSTUB_STUB_ABI_CALLS) {
+    if (h.ncallseq < 0 || h.ncallseq % 8 || h.ncallblocks < 0 || h.ncallcount < 0 ||
+        h.ncallcount > h.ncallseq || h.ncallblocks > h.ncallcount)
+      return REFUSE("%s: ncallseq: %lld bytes for %lld calls of %lld blocks", path,
+                    (long long)h.ncallseq, (long long)h.ncallcount, (long long)h.ncallblocks);
+    s->ncallseq = h.ncallseq, s->ncallblocks = h.ncallblocks, s->ncallcount = h.ncallcount;
   }
   if (h.numdata < 1) return REFUSE("%s: numdata: %lld points", path, (long long)h.numdata);
   *table = (const df_array *)(const void *)(m + h.table_off);
@@ -310,11 +330,11 @@ static int read_arrays(const char *path, const char *m, uint64_t size, const df_
     if (a.elem != kinds[k].elem)
       return REFUSE("%s: array %s: %u bytes an element, expected %u", path, a.name, a.elem,
                     kinds[k].elem);
-    uint64_t want = kinds[k].per_call ? (uint64_t)s->ncalltab * MEMSTUB_WORK_CALLS
-                                      : (uint64_t)s->numdata;
+    uint64_t want = count_of(s, &kinds[k]);
+    static const char *const what[] = {"numdata", "ncalltab * 20", "ncallseq"};
     if (a.count != want)
       return REFUSE("%s: array %s: %llu elements, %s is %llu", path, a.name,
-                    (unsigned long long)a.count, kinds[k].per_call ? "ncalltab * 20" : "numdata",
+                    (unsigned long long)a.count, what[kinds[k].count],
                     (unsigned long long)want);
     if (a.count > size / a.elem)  // also keeps count * elem within 64 bits
       return REFUSE("%s: array %s: %llu elements of %u bytes do not fit in the file's %llu", path,

@@ -383,6 +383,16 @@ static MS__NOINLINE void work_done(ms__rt_ctx *c) {
   if (c->cost.start >= 0) c->cost.end = ms__prim_now_ns();
 }
 
+// heap_bytes and heap_usable: the replay's own measure, else mallinfo2's and the block's.
+static void measure_heap(const ms__rt_ctx *c, memstub_replay_record *r) {
+  if (c->ops->measure) {
+    c->ops->measure(c, r);
+    return;
+  }
+  r->heap_bytes = ms__rt_heap_inuse() - c->heap_base;
+  r->heap_usable = ms__rt_heap_usable(&c->heap);
+}
+
 // The measuring after point x's work; sp is the stack pointer of the level
 // the point ended in.
 static MS__NOINLINE void finish(ms__rt_ctx *c, int64_t x, uintptr_t sp) {
@@ -390,10 +400,7 @@ static MS__NOINLINE void finish(ms__rt_ctx *c, int64_t x, uintptr_t sp) {
   if (c->measure & MEMSTUB_MEASURE_CYCLES) r->cyc_end = ms__prim_cycles_end();
   if (c->measure & MEMSTUB_MEASURE_TIME) r->end_ns = ms__prim_now_ns() - c->t0;
   if (c->measure & MEMSTUB_MEASURE_STACK) r->stack_bytes = (int64_t)(c->entry_sp - sp);
-  if (c->measure & MEMSTUB_MEASURE_HEAP) {
-    r->heap_bytes = ms__rt_heap_inuse() - c->heap_base;
-    r->heap_usable = ms__rt_heap_usable(&c->heap);
-  }
+  if (c->measure & MEMSTUB_MEASURE_HEAP) measure_heap(c, r);
   if (c->measure & MEMSTUB_MEASURE_FAULTS)
     r->faults_end = ms__prim_minor_faults() - c->faults_base;
   if (c->measure & MEMSTUB_MEASURE_RESIDENT) ms__rt_res_measure_point(c, x, r);
@@ -488,10 +495,7 @@ static MS__NOINLINE void replay_body(ms__rt_ctx *c) {
   if (c->rec) {
     memstub_replay_record *e = &c->entry;
     if (c->measure & MEMSTUB_MEASURE_CYCLES) e->cyc_start = e->cyc_end = ms__prim_cycles_begin();
-    if (c->measure & MEMSTUB_MEASURE_HEAP) {
-      e->heap_bytes = ms__rt_heap_inuse() - c->heap_base;
-      e->heap_usable = ms__rt_heap_usable(&c->heap);
-    }
+    if (c->measure & MEMSTUB_MEASURE_HEAP) measure_heap(c, e);
     e->stack_bytes = (int64_t)(c->entry_sp - sp);
     if (c->measure & MEMSTUB_MEASURE_RESIDENT) ms__rt_res_measure(&c->res, e);
   }

@@ -155,6 +155,7 @@ typedef struct ms__rt_work {
   double call_ns[MEMSTUB_WORK_CALLS];
   double corr;
   int64_t learnt;
+  int exact;  // the call replay makes the calls: the work spins and makes none of its own
 } ms__rt_work;
 
 /* Set w up for s: 1 when s has work data (then glibc's mmap threshold is
@@ -186,6 +187,8 @@ void ms__rt_work_costs(ms__rt_work *w, const double *call_ns);
 /* The sizes class by class (sz[MEMSTUB_WORK_CLASSES]) of the calls of vector
  * v that move bytes (memstub_work_bytes) as near bytes as the classes allow. */
 void ms__rt_work_sizes(const int64_t *v, int64_t bytes, int64_t *sz);
+// Count a call of kind k asking for (free: freeing) bytes into the measurement m (or NULL).
+void ms__rt_work_note(int64_t *m, int k, int64_t bytes);
 /* Count the heap block's resize from old to size into the measurement m
  * (MS__RT_WORK_REC values, or NULL): a realloc (the recorded call the
  * generator took out of the row's vector for it) in the class of the bytes
@@ -400,6 +403,8 @@ struct ms__rt_ctx {
   int64_t hook_next;
   int crowd;  // other replays run beside this one: the process's readings move between points
   const struct ms__rt_replay_ops *ops;  // the replay's memory operations (ms__rt_replay_ops_for)
+  const struct memstub_stub *stub;      // the stub replayed
+  struct ms__rt_calls *calls;           // the call replay's blocks (call_replay.c), else NULL
 };
 
 /* ---- the replays: the seam between the engine and a stub's memory -------- */
@@ -424,10 +429,20 @@ typedef struct ms__rt_replay_ops {
   void (*heap)(ms__rt_ctx *c, int64_t x);
   // In the replaying thread after the replay: what prepare and heap made goes.
   void (*release)(ms__rt_ctx *c);
+  // NULL (mallinfo2 and the heap block), or: heap_bytes and heap_usable measured into r.
+  void (*measure)(const ms__rt_ctx *c, memstub_replay_record *r);
 } ms__rt_replay_ops;
 
 extern const ms__rt_replay_ops ms__rt_class_replay;
-// The replay for s (class_replay.c): the class replay, the only one so far.
+// The call replay (call_replay.c): a stub of layout 4, its calls made one by one.
+extern const ms__rt_replay_ops ms__rt_call_replay;
+typedef struct ms__rt_calls ms__rt_calls;
+/* Check a layout-4 stub's calls (call_replay.c): the points' ends in order
+ * and within the calls, every call decodable, every block it frees or
+ * reallocates live, within ncallblocks, ncallcount calls. 0 (also for
+ * other layouts) or -EINVAL with err naming the point or byte, or -ENOMEM. */
+int ms__rt_calls_check(const struct memstub_stub *s, memstub_error *err);
+// The replay for s (class_replay.c): the call replay for a stub with calls, else the class replay.
 const ms__rt_replay_ops *ms__rt_replay_ops_for(const struct memstub_stub *s);
 /* Wait until T0 + c->deadline - lead for point x (deadline and online
  * timing: sleep as the waiter plans, then spin); returns the clock then
@@ -435,10 +450,14 @@ const ms__rt_replay_ops *ms__rt_replay_ops_for(const struct memstub_stub *s);
 int64_t ms__rt_wait_deadline(ms__rt_ctx *c, int64_t x, int64_t lead);
 
 // What a replay that stopped could not have (ms__rt_ctx.failed_what).
-enum { MS__RT_FAIL_HEAP, MS__RT_FAIL_MAPPED, MS__RT_FAIL_RESIDENT };
+enum { MS__RT_FAIL_HEAP, MS__RT_FAIL_MAPPED, MS__RT_FAIL_RESIDENT, MS__RT_FAIL_CALL };
+// A replay's point x could not have what (MS__RT_FAIL_*) of bytes: error rc, the replay stops
+// (class_replay.c).
+void ms__rt_replay_stop(ms__rt_ctx *c, int64_t x, int rc, int what, int64_t bytes);
 /* Why c's replay of s stopped, into buf: "point X (row R of the trace, T ns
  * after its start): stopped: cannot ..." naming the heap block, the mapping
- * (mapped_bytes) or the resident target (rss_bytes) and its size (run.c). */
+ * (mapped_bytes), the resident target (rss_bytes) or the call replay's call
+ * and its size (run.c). */
 void ms__rt_stop_reason(const ms__rt_ctx *c, const struct memstub_stub *s, char *buf, size_t cap);
 
 /* The engine's context for a replay of s with opt, measuring into rec

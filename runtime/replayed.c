@@ -67,12 +67,19 @@ static int add_meta(memstub_trace *t, const memstub_replay *r, int64_t clamped) 
                   (long long)in->run_delay_ns);
   if (!rc) rc = set_meta(t, "points", "%lld", (long long)in->points);
   if (!rc) rc = set_meta(t, "stack_size", "%lld", (long long)in->stack_size);
-  if (!rc) rc = set_meta(t, "tcache", "%s", tc[in->tcache + 2]);
+  int calls = s->abi >= MEMSTUB_STUB_ABI_CALLS;  // the call replay (call_replay.c)
+  if (!rc && calls)
+    rc = set_meta(t, "replay", "call for call: %lld calls of at most %lld blocks live; heap_bytes "
+                  "the requested bytes of the live blocks, heap_usable their usable size",
+                  (long long)s->ncallcount, (long long)s->ncallblocks);
+  if (!rc)
+    rc = set_meta(t, "tcache", "%s", calls ? "left as it is (the call replay fills none)"
+                                           : tc[in->tcache + 2]);
   // memstub compare reads "unknown" here and leaves the heap out.
   if (!rc && !memstub_replay_heap_measured(r))
     rc = set_meta(t, "heap", "unknown (%s); heap_bytes are the stub's heap_base",
                   MEMSTUB_HEAP_NOT_MEASURED);
-  if (!rc) rc = set_meta(t, "heap_pad", "%lld", (long long)in->heap_pad);
+  if (!rc && !calls) rc = set_meta(t, "heap_pad", "%lld", (long long)in->heap_pad);
   if (!rc && clamped) rc = set_meta(t, "heap_clamped_rows", "%lld", (long long)clamped);
   // The process's own resident memory under the curve: rss_bytes are above it.
   if (!rc && in->rss_entry_bytes >= 0)

@@ -307,12 +307,11 @@ int memstub_replay_check(const struct memstub_stub *s, const memstub_replay_opti
   int rc = check_options(o, err);
   if (rc < 0) return rc;
   if (!s) return memstub_error_set(err, -EINVAL, "no stub to replay");
-  if (s->abi != MEMSTUB_STUB_ABI && s->abi != MEMSTUB_STUB_ABI_RESIDENT &&
-      s->abi != MEMSTUB_STUB_ABI_WORK)
+  if (s->abi < MEMSTUB_STUB_ABI || s->abi > MEMSTUB_STUB_ABI_CALLS)
     return memstub_error_set(err, -EINVAL,
                              "the stub has data layout %d, this runtime replays layout %d "
                              "(regenerate the header with this memstub)",
-                             (int)s->abi, MEMSTUB_STUB_ABI_WORK);
+                             (int)s->abi, MEMSTUB_STUB_ABI_CALLS);
   if (s->numdata < 0 || (s->numdata > 0 && (!s->use || !s->point)))
     return memstub_error_set(err, -EINVAL, "the stub has no points array (numdata %lld)",
                              (long long)s->numdata);
@@ -324,6 +323,7 @@ int memstub_replay_check(const struct memstub_stub *s, const memstub_replay_opti
     return memstub_error_set(err, -EINVAL, "the stub's descriptor has negative sizes");
   if ((rc = memstub_stub_check(s, err)) < 0) return rc;
   if ((rc = ms__rt_work_check(s, err)) < 0) return rc;
+  if ((rc = ms__rt_calls_check(s, err)) < 0) return rc;
   figures f;
   if ((rc = recompute(s, &f, err)) < 0) return rc;
 
@@ -445,7 +445,7 @@ static int reserve(memstub_replay *r, job *j, const struct memstub_stub *s, mems
                                (long long)s->numdata, sizeof *r->rec, hint);
     }
   }
-  if (r->opt.measure && s->numdata > 0 && s->abi == MEMSTUB_STUB_ABI_WORK && s->cpu) {  // work.c
+  if (r->opt.measure && s->numdata > 0 && s->abi >= MEMSTUB_STUB_ABI_WORK && s->cpu) {  // work.c
     if ((uint64_t)s->numdata > SIZE_MAX / (MS__RT_WORK_REC * sizeof *r->work) ||
         !(r->work = ms__rt_own_calloc((size_t)s->numdata * MS__RT_WORK_REC, sizeof *r->work)))
       return memstub_error_set(err, -ENOMEM, "cannot reserve the work records of %lld points",
@@ -485,6 +485,7 @@ void ms__rt_ctx_init(ms__rt_ctx *c, const struct memstub_stub *s,
   c->alloca_bias = ms__rt_alloca_bias();
   c->hook_next = -1;
   c->ops = ms__rt_replay_ops_for(s);
+  c->stub = s;
   if (ms__rt_work_init(&c->work, s)) {
     ms__rt_work_rates(&c->work, opt);  // the work's calibrated rates and memory share
     // Deadline timing: the calls' cost, so their waits end that much early.
@@ -528,6 +529,9 @@ void ms__rt_stop_reason(const ms__rt_ctx *c, const struct memstub_stub *s, char 
              "bytes",
              (long long)s->rss[x],
              ms__add_i64(s->rss_base, s->rss[x], &orig) < 0 ? (long long)s->rss[x] : (long long)orig,
+             (long long)n);
+  else if (c->failed_what == MS__RT_FAIL_CALL)
+    snprintf(what, sizeof what, "a recorded call of %lld bytes that succeeded got no block",
              (long long)n);
   else
     snprintf(what, sizeof what, "cannot resize the heap block to %lld bytes", (long long)n);

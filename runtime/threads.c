@@ -364,7 +364,7 @@ int ms__rt_threads_run(const memstub_threads_stub *s, const memstub_replay_optio
       size_t bytes = (size_t)memstub_replay_measure_bytes(st, &opt);
       if (!(r->rec = ms__rt_own_calloc((size_t)st->numdata, sizeof *r->rec))) goto nomem;
       ms__prim_prefault(r->rec, bytes, bytes >= ((size_t)2 << 20));
-      if (st->abi == MEMSTUB_STUB_ABI_WORK && st->cpu &&
+      if (st->abi >= MEMSTUB_STUB_ABI_WORK && st->cpu &&
           !(r->work = ms__rt_own_calloc((size_t)st->numdata * MS__RT_WORK_REC, sizeof *r->work)))
         goto nomem;
     }

@@ -29,7 +29,7 @@ static const int64_t hi[CL] = MEMSTUB_WORK_HI;
 
 int ms__rt_work_init(ms__rt_work *w, const struct memstub_stub *s) {
   memset(w, 0, sizeof *w);
-  if (s->abi != MEMSTUB_STUB_ABI_WORK || !s->cpu || !s->calls || !s->churn || !s->calltab) return 0;
+  if (s->abi < MEMSTUB_STUB_ABI_WORK || !s->cpu || !s->calls || !s->churn || !s->calltab) return 0;
   w->use = s->use;
   w->cpu = s->cpu;
   w->calls = s->calls;
@@ -48,7 +48,8 @@ int ms__rt_work_init(ms__rt_work *w, const struct memstub_stub *s) {
 }
 
 int ms__rt_work_check(const struct memstub_stub *s, memstub_error *err) {
-  if (s->abi != MEMSTUB_STUB_ABI_WORK) return 0;
+  // Layout 4 (the calls) may come without work data.
+  if (s->abi < MEMSTUB_STUB_ABI_WORK || (s->abi > MEMSTUB_STUB_ABI_WORK && !s->cpu)) return 0;
   if (!s->cpu || !s->calls || !s->churn || (s->ncalltab > 0 && !s->calltab) || s->ncalltab < 1)
     return memstub_error_set(err, -EINVAL, "the stub has work data (layout 3) without its arrays");
   for (int64_t i = 0; i < s->ncalltab * NC; i++)
@@ -74,8 +75,7 @@ typedef struct pool {
   int n;
 } pool;
 
-// Count a call of kind k asking for bytes into the measurement m (or none).
-static void note(int64_t *m, int k, int64_t bytes) {
+void ms__rt_work_note(int64_t *m, int k, int64_t bytes) {
   if (!m) return;
   m[2 + k * CL + memstub_work_class((uint64_t)bytes)]++;
   m[1] += bytes;
@@ -83,7 +83,7 @@ static void note(int64_t *m, int k, int64_t bytes) {
 
 static void free_all(pool *pl, int64_t *m) {
   for (int i = 0; i < pl->n; i++) {
-    note(m, MEMSTUB_CALL_FREE, pl->size[i]);
+    ms__rt_work_note(m, MEMSTUB_CALL_FREE, pl->size[i]);
     free(pl->p[i]);
   }
   pl->n = 0;
@@ -142,16 +142,16 @@ static double calls(const int64_t *v, int64_t bytes, int64_t *m) {
   for (int c = 0; c < CL; c++) {
     size_t s = (size_t)sz[c];
     for (int64_t i = 0; i < v[MEMSTUB_CALL_MALLOC * CL + c]; i++) {
-      note(m, MEMSTUB_CALL_MALLOC, sz[c]);
+      ms__rt_work_note(m, MEMSTUB_CALL_MALLOC, sz[c]);
       keep(&pl, malloc(s), sz[c], m);
     }
     for (int64_t i = 0; i < v[MEMSTUB_CALL_CALLOC * CL + c]; i++) {
-      note(m, MEMSTUB_CALL_CALLOC, sz[c]);
+      ms__rt_work_note(m, MEMSTUB_CALL_CALLOC, sz[c]);
       keep(&pl, calloc(1, s), sz[c], m);
     }
     for (int64_t i = 0; i < v[MEMSTUB_CALL_MEMALIGN * CL + c]; i++) {
       void *p = NULL;
-      note(m, MEMSTUB_CALL_MEMALIGN, sz[c]);
+      ms__rt_work_note(m, MEMSTUB_CALL_MEMALIGN, sz[c]);
       if (posix_memalign(&p, 64, s) != 0) p = NULL;
       keep(&pl, p, sz[c], m);
     }
@@ -160,7 +160,7 @@ static double calls(const int64_t *v, int64_t bytes, int64_t *m) {
   int64_t rsize = 0;
   for (int c = 0; c < CL; c++)
     for (int64_t i = 0; i < v[MEMSTUB_CALL_REALLOC * CL + c]; i++) {
-      note(m, MEMSTUB_CALL_REALLOC, sz[c]);
+      ms__rt_work_note(m, MEMSTUB_CALL_REALLOC, sz[c]);
       void *q = realloc(rb, (size_t)sz[c]);
       if (q) {
         rb = q;
@@ -169,7 +169,7 @@ static double calls(const int64_t *v, int64_t bytes, int64_t *m) {
       }
     }
   if (rb) {
-    note(m, MEMSTUB_CALL_FREE, rsize);
+    ms__rt_work_note(m, MEMSTUB_CALL_FREE, rsize);
     free(rb);
   }
   free_all(&pl, m);
@@ -301,7 +301,7 @@ int memstub_work_measure(const int64_t *want, int rounds, double *ns, double *sp
 }
 
 int64_t ms__rt_work_predict(const ms__rt_work *w, int64_t x) {
-  int64_t idx = w->calls[x];
+  int64_t idx = w->exact ? 0 : w->calls[x];
   if (idx <= 0 || !w->costed) return 0;
   const int64_t *v = w->calltab + idx * NC;
   double t = 0;
@@ -382,11 +382,11 @@ void ms__rt_work_spin(ms__rt_work *w, int64_t x, int64_t reserve) {
 }
 
 void ms__rt_work_calls(ms__rt_work *w, int64_t x, int64_t predicted, int64_t *m) {
-  int64_t idx = w->calls[x];
+  int64_t idx = w->exact ? 0 : w->calls[x];
   if (m) m[0] = -1;
   if (idx > 0 || w->use[x].time > 0) new_row(w);  // a new row's work
   // Bytes without calls to move them: the block's resize stands for the call that did.
-  if (idx == 0 && w->churn[x] > 0) w->short_bytes = w->churn[x];
+  if (idx == 0 && !w->exact && w->churn[x] > 0) w->short_bytes = w->churn[x];
   if (idx > 0) {
     int64_t t0 = predicted > 0 ? ms__prim_now_ns() : 0;
     double got = calls(w->calltab + idx * NC, w->churn[x], m);

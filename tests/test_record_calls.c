@@ -11,6 +11,7 @@
 
 #include "calls.h"
 #include "memstub/trace.h"
+#include "ms_common.h"
 #include "testutil.h"
 
 static const char *env(const char *name) {
@@ -21,49 +22,19 @@ static const char *env(const char *name) {
 
 static const char *const fn_names[MS__CALLS_NFN] = {MS__CALLS_FN_NAMES};
 
-/* ---- the live blocks of a replay: address -> size, open addressing ---- */
+/* ---- the live blocks of a replay: address -> size (ms__addrmap) ---- */
 
-typedef struct live {
-  uint64_t *key, *size;
-  size_t cap, n;
-} live;
-
-static size_t slot(const live *l, uint64_t a) {
-  size_t i = (size_t)((a >> 4) * UINT64_C(0x9E3779B97F4A7C15)) & (l->cap - 1);
-  while (l->key[i] && l->key[i] != a) i = (i + 1) & (l->cap - 1);
-  return i;
-}
+typedef ms__addrmap live;
 
 static void live_put(live *l, uint64_t a, uint64_t n) {
-  if (2 * (l->n + 1) > l->cap) {
-    live o = *l;
-    l->cap = o.cap ? 2 * o.cap : 1024;
-    l->key = calloc(l->cap, sizeof *l->key);
-    l->size = calloc(l->cap, sizeof *l->size);
-    l->n = 0;
-    for (size_t i = 0; i < o.cap; i++)
-      if (o.key[i]) live_put(l, o.key[i], o.size[i]);
-    free(o.key), free(o.size);
-  }
-  size_t i = slot(l, a);
-  ck_assert_msg(l->key[i] == 0, "a block at 0x%llx is already live", (unsigned long long)a);
-  l->key[i] = a, l->size[i] = n, l->n++;
+  ck_assert_msg(ms__addrmap_put(l, a, (int64_t)n, 0) == 0, "a block at 0x%llx is already live",
+                (unsigned long long)a);
 }
 
 // The size of live block a, taken out; -1 when it is not live.
 static int64_t live_take(live *l, uint64_t a) {
-  if (!l->cap) return -1;
-  size_t i = slot(l, a);
-  if (!l->key[i]) return -1;
-  int64_t n = (int64_t)l->size[i];
-  l->key[i] = 0, l->n--;
-  // Re-place the cluster after it (linear probing's deletion).
-  for (size_t j = (i + 1) & (l->cap - 1); l->key[j]; j = (j + 1) & (l->cap - 1)) {
-    uint64_t k = l->key[j], s = l->size[j];
-    l->key[j] = 0, l->n--;
-    live_put(l, k, s);
-  }
-  return n;
+  int64_t n;
+  return ms__addrmap_take(l, a, &n, NULL) ? n : -1;
 }
 
 /* Call k made on the live blocks l and the heap *heap: the block it frees
@@ -112,7 +83,7 @@ static replay replay_file(const char *path) {
   }
   ck_assert_msg(rc == 0, "%s", err.msg);
   ms__calls_close(c);
-  free(l.key), free(l.size);
+  ms__addrmap_free(&l);
   return r;
 }
 
@@ -254,7 +225,8 @@ START_TEST(test_calls_threads_in_order) {
   int64_t want = meta_i64(t, "record.peak_heap_bytes");
   ck_assert_msg(llabs(peak - want) <= 2 * 4096, "peak %lld, the recorder's %lld", (long long)peak,
                 (long long)want);
-  free(l.key), free(l.size), free(order), free(all);
+  ms__addrmap_free(&l);
+  free(order), free(all);
   memstub_trace_free(t);
   tu_rmtree(dir);
   free(dir);

@@ -159,6 +159,14 @@ typedef struct memstub_gen {
    * replay against the same timeline. */
   char *timeline;
   memstub_gen_whatif whatif;  // what the scales did
+  /* With the calls attached (memstub_gen_calls; else NULL): the encoded
+   * calls and per point their end; stub.callseq and stub.callend point here. */
+  uint8_t *callseq;
+  int64_t *callend;
+  int64_t calls_unknown;     // frees and reallocs of a block the calls never allocated: dropped
+                             //   (a realloc made from NULL)
+  int64_t calls_rows_off;    // rows whose heap_bytes the calls do not give (exact: 0)
+  int64_t calls_rows_off_first;  // the first of them, -1 none
 } memstub_gen;
 
 /* Build stub data from a valid trace. On success *out owns the result.
@@ -263,6 +271,18 @@ void memstub_gen_comp_format(const memstub_gen *g, char *buf, size_t cap);
  * the figure, and cost_ns may be partly written) or -ENOMEM. */
 int memstub_gen_predict(const struct memstub_stub *s, const struct memstub_profile *p,
                         int measured, double *cost_ns, memstub_error *err);
+
+/* Attach the calls file at path (memstub record --calls, docs/formats.md
+ * "The calls file") to g, built from trace t: the stub becomes layout
+ * MEMSTUB_STUB_ABI_CALLS and is replayed call for call (docs/runtime.md,
+ * "The call replay"). Each call goes to the row it falls in by time; a call
+ * of a bucket's rows that the row's heap_bytes already counts (the peak row
+ * of a coalesced bucket carries the bucket's first time) goes to the
+ * earliest row whose heap it completes. Block addresses become block ids.
+ * 0, or -EINVAL (a damaged file, named with its byte; calls of several
+ * threads; a stub already with calls) or -ENOMEM, with err set. */
+int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path,
+                      memstub_error *err);
 
 /* memstub_stub_check (memstub/stub.h), the runtime's check of the LIFO
  * invariants, under the generator's name. */

@@ -100,6 +100,15 @@ struct memstub_stub {
   const int64_t *calltab;       /* [ncalltab * 20] calls by kind and size class (memstub/work.h);
                                    entry 0 is no call */
   int64_t ncalltab;
+  /* Appended (docs/formats.md, "Calls"): read only when abi is
+   * MEMSTUB_STUB_ABI_CALLS; layouts 1 to 3 end before them. The component's
+   * allocator calls, in order, replayed call for call (runtime/call_replay.c). */
+  const uint8_t *callseq;       /* [ncallseq] the calls, encoded */
+  const int64_t *callend;       /* [numdata] the end in callseq of the calls made at point i
+                                   (non-decreasing; point i's begin at callend[i - 1], 0) */
+  int64_t ncallseq;             /* bytes of callseq, a multiple of 8 */
+  int64_t ncallblocks;          /* blocks live at once at most: the replay's table of blocks */
+  int64_t ncallcount;           /* calls in callseq */
 };
 #endif
 /* A stub whose descriptor has the resident fields above (a header generated
@@ -110,6 +119,10 @@ struct memstub_stub {
  * trace with cpu_ns or call columns); its resident fields may be NULL. */
 #define MEMSTUB_STUB_ABI_WORK 3
 #define MEMSTUB_STUB_WORK 1
+/* A stub whose descriptor has the calls too (memstub gen --data of a trace
+ * with a calls file): replayed call for call; its resident and work fields
+ * may be NULL. */
+#define MEMSTUB_STUB_ABI_CALLS 4
 
 /* Check the LIFO invariants of stub data (runtime/check.c): no negative
  * delay, pushes > 0, every pop closes the open frame and equals minus its

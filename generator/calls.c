@@ -1,0 +1,220 @@
+// memstub_gen_calls: a trace's calls file (memstub record --calls) into the
+// stub, for the call replay (runtime/call_replay.c; docs/formats.md, "Calls
+// in a stub"). Addresses become block ids: a new block takes the id freed
+// last, else the next unused one, as the replay's table does; a realloc
+// keeps its block's id. Each call is a head byte (the function, 0x40 no
+// block came back, 0x80 of NULL) and LEB128 varints: the old block's id
+// (free, realloc of a block), the size (all but free), the alignment
+// (posix_memalign, aligned_alloc, memalign).
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calls.h"
+#include "internal.h"
+#include "ms_common.h"
+
+/* ---- the encoded calls ------------------------------------------------- */
+
+typedef struct enc {
+  uint8_t *b;
+  size_t len, cap;
+  int64_t *ids;     // freed ids, the last on top
+  size_t nids, capids;
+  int64_t next_id;  // ids 0..next_id-1 were given
+} enc;
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap) return 0;
+  size_t c = *cap ? *cap : 4096;
+  while (c < need) c *= 2;
+  void *q = realloc(*p, c * elem);
+  if (!q) return -ENOMEM;
+  *p = q, *cap = c;
+  return 0;
+}
+
+static int put_byte(enc *e, uint8_t v) {
+  if (grow((void **)&e->b, &e->cap, e->len + 1, 1) < 0) return -ENOMEM;
+  e->b[e->len++] = v;
+  return 0;
+}
+
+static int put_varint(enc *e, uint64_t v) {
+  int rc = 0;
+  while (rc == 0 && v >= 0x80) rc = put_byte(e, (uint8_t)(v | 0x80)), v >>= 7;
+  return rc < 0 ? rc : put_byte(e, (uint8_t)v);
+}
+
+// A new block's id: the one freed last, else the next.
+static int64_t take_id(enc *e) { return e->nids ? e->ids[--e->nids] : e->next_id++; }
+
+static int give_id(enc *e, int64_t id) {
+  if (grow((void **)&e->ids, &e->capids, e->nids + 1, sizeof *e->ids) < 0) return -ENOMEM;
+  e->ids[e->nids++] = id;
+  return 0;
+}
+
+static int aligned_fn(int fn) {
+  return fn == MS__CALLS_POSIX_MEMALIGN || fn == MS__CALLS_ALIGNED_ALLOC || fn == MS__CALLS_MEMALIGN;
+}
+
+/* Encode call k, changing the live blocks and *heap (requested bytes) as it
+ * does; *unknown counts a free or realloc of a block never allocated. */
+static int encode(enc *e, ms__addrmap *l, const ms__call *k, int64_t *heap, int64_t *unknown) {
+  int fn = k->fn, rc = 0;
+  int realloc_fn = fn == MS__CALLS_REALLOC || fn == MS__CALLS_REALLOCARRAY;
+  int64_t id = -1, size = 0;
+  int has_old = k->old && (fn == MS__CALLS_FREE || realloc_fn);
+  if (has_old && !ms__addrmap_take(l, k->old, &id, &size)) {
+    (*unknown)++;
+    if (fn == MS__CALLS_FREE) return 0;  // nothing the replay holds
+    has_old = 0;                         // a realloc of it: made from NULL
+  }
+  uint8_t head = (uint8_t)fn | (k->failed ? 0x40 : 0) |
+                 ((fn == MS__CALLS_FREE || realloc_fn) && !has_old ? 0x80 : 0);
+  if ((rc = put_byte(e, head)) < 0) return rc;
+  if (has_old && (rc = put_varint(e, (uint64_t)id)) < 0) return rc;
+  if (fn != MS__CALLS_FREE && (rc = put_varint(e, k->size)) < 0) return rc;
+  if (aligned_fn(fn) && (rc = put_varint(e, k->align)) < 0) return rc;
+  // The old block: freed unless a realloc failed with a size (it kept it).
+  int kept = has_old && realloc_fn && k->failed && k->size > 0;
+  if (has_old && !kept) *heap -= size;
+  if (has_old && kept) return ms__addrmap_put(l, k->old, id, size) < 0 ? -ENOMEM : 0;
+  if (k->failed || !k->addr) return has_old ? give_id(e, id) : 0;
+  if (!has_old) id = take_id(e);
+  *heap += (int64_t)k->size;
+  return ms__addrmap_put(l, k->addr, id, (int64_t)k->size) < 0 ? -ENOMEM : 0;
+}
+
+/* A call's time and a row's are rounded from the clock each its own way:
+ * a call up to this much after the next row's time may still complete a
+ * row's heap. */
+#define SLACK_NS 1000
+
+/* ---- rows ----------------------------------------------------------------- */
+
+// The calls read but not yet given to a row: per call its time, the heap
+// (requested bytes) after it and its end in the encoded calls.
+typedef struct window {
+  int64_t *t, *heap, *off;
+  size_t head, n, cap;  // entries [head, n)
+} window;
+
+static int window_add(window *w, int64_t t, int64_t heap, int64_t off) {
+  if (w->n == w->cap && w->head > 0) {  // move the rest to the front
+    size_t k = w->n - w->head;
+    memmove(w->t, w->t + w->head, k * sizeof *w->t);
+    memmove(w->heap, w->heap + w->head, k * sizeof *w->heap);
+    memmove(w->off, w->off + w->head, k * sizeof *w->off);
+    w->n = k, w->head = 0;
+  }
+  if (w->n == w->cap) {
+    size_t c = w->cap ? 2 * w->cap : 4096, c0 = w->cap;
+    if (grow((void **)&w->t, &c0, c, sizeof *w->t) < 0) return -ENOMEM;
+    c0 = w->cap;
+    if (grow((void **)&w->heap, &c0, c, sizeof *w->heap) < 0) return -ENOMEM;
+    c0 = w->cap;
+    if (grow((void **)&w->off, &c0, c, sizeof *w->off) < 0) return -ENOMEM;
+    w->cap = c;
+  }
+  w->t[w->n] = t, w->heap[w->n] = heap, w->off[w->n] = off;
+  w->n++;
+  return 0;
+}
+
+/* Where row r (time tr, heap hr, the next row at tn) ends among the window's
+ * calls: after the last call made by tr that leaves the heap at hr (the
+ * calls a coalesced bucket made after its peak, all of one time, belong to
+ * its next row), else after the first call before tn that does (the
+ * bucket's peak row carries the bucket's first time), else after the last
+ * call by tr (the row's heap is not met). heap0: the heap before the
+ * window's first call. Returns how many of the window's calls it takes. */
+static size_t row_end_at(const window *w, int64_t heap0, int64_t tr, int64_t hr, int64_t tn) {
+  size_t by = 0, match = heap0 == hr ? 0 : SIZE_MAX, later = SIZE_MAX;
+  for (size_t j = w->head; j < w->n && w->t[j] <= tn + SLACK_NS; j++) {
+    size_t k = j - w->head + 1;
+    if (w->t[j] <= tr) {
+      by = k;
+      if (w->heap[j] == hr) match = k;
+    } else if (w->heap[j] == hr && later == SIZE_MAX) {
+      later = k;
+    }
+  }
+  return match != SIZE_MAX ? match : later != SIZE_MAX ? later : by;
+}
+
+int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path,
+                      memstub_error *err) {
+  if (g->callseq) return memstub_error_set(err, -EINVAL, "%s: the stub has calls already", path);
+  ms__calls *c = NULL;
+  int rc = ms__calls_open(path, &c, err);
+  if (rc < 0) return rc;
+  size_t n = t->n;
+  int64_t *row_end = calloc(n, sizeof *row_end);
+  int64_t *callend = calloc((size_t)g->stub.numdata, sizeof *callend);
+  enc e = {0};
+  ms__addrmap l = {0};  // the live blocks: address -> id, size
+  window w = {0};
+  if (!row_end || !callend) rc = memstub_error_set(err, -ENOMEM, "out of memory");
+  int64_t heap = 0, base = g->stub.heap_base, count = 0, heap0 = base;
+  g->calls_unknown = g->calls_rows_off = 0;
+  g->calls_rows_off_first = -1;
+  ms__call k;
+  int ended = 0, first = 1;
+  uint32_t thread = 0;
+  for (size_t r = 0; rc == 0 && r < n; r++) {
+    // Read the calls up to the next row's time (all of them for the last row).
+    int64_t tn = r + 1 < n ? t->pts[r + 1].time_ns : INT64_MAX - SLACK_NS;
+    while (rc == 0 && !ended && (w.n == w.head || w.t[w.n - 1] <= tn + SLACK_NS)) {
+      if ((rc = ms__calls_next(c, &k, err)) <= 0) {
+        ended = rc == 0;
+        break;
+      }
+      if (!first && k.thread != thread) {
+        rc = memstub_error_set(err, -EINVAL, "%s: calls of threads %u and %u: the call "
+                               "replay carries one thread", path, thread, k.thread);
+        break;
+      }
+      thread = k.thread, first = 0;
+      if ((rc = encode(&e, &l, &k, &heap, &g->calls_unknown)) == 0)
+        rc = window_add(&w, k.t_ns, heap + base, (int64_t)e.len);
+      count++;
+    }
+    if (rc < 0) break;
+    size_t take = r + 1 < n ? row_end_at(&w, heap0, t->pts[r].time_ns, t->pts[r].heap_bytes, tn)
+                            : w.n - w.head;
+    if (take) heap0 = w.heap[w.head + take - 1];
+    if (heap0 != t->pts[r].heap_bytes && g->calls_rows_off++ == 0) g->calls_rows_off_first = (int64_t)r;
+    row_end[r] = take ? w.off[w.head + take - 1] : r ? row_end[r - 1] : 0;
+    w.head += take;
+  }
+  free(w.t), free(w.heap), free(w.off);
+  size_t used = e.len;  // the calls; then zeros to a whole word
+  while (rc == 0 && e.len % 8) rc = put_byte(&e, 0);  // the data file sums 8-byte words
+  if (rc == 0 && !e.b && !(e.b = calloc(1, 8))) rc = -ENOMEM;  // no calls: an empty array
+  if (rc == -ENOMEM) rc = memstub_error_set(err, -ENOMEM, "out of memory");
+  ms__calls_close(c);
+  if (rc == 0) {
+    // A point takes the calls of its row when it is the row's last point,
+    // and of the rows without a point before it.
+    int64_t np = g->stub.numdata;
+    for (int64_t i = 0; i < np; i++) {
+      int last = i + 1 == np || g->point[i + 1] != g->point[i];
+      callend[i] = last ? row_end[g->point[i]] : i ? callend[i - 1] : 0;
+    }
+    if (np > 0) callend[np - 1] = (int64_t)used;
+    g->callseq = e.b, e.b = NULL;
+    g->callend = callend, callend = NULL;
+    g->stub.callseq = g->callseq;
+    g->stub.callend = g->callend;
+    g->stub.ncallseq = (int64_t)e.len;
+    g->stub.ncallblocks = e.next_id;
+    g->stub.ncallcount = count;
+    g->stub.abi = MEMSTUB_STUB_ABI_CALLS;
+  }
+  free(e.b), free(e.ids);
+  ms__addrmap_free(&l);
+  free(row_end), free(callend);
+  return rc;
+}

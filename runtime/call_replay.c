@@ -1,0 +1,261 @@
+// The call replay (docs/runtime.md, "The call replay"): a stub of layout 4
+// carries the component's allocator calls (memstub gen --data of a trace
+// with a calls file; docs/formats.md, "Calls in a stub"), and at each point
+// the replay makes that point's calls in order, with their functions, sizes
+// and alignments, on the blocks their ids name, instead of the class
+// replay's one resized block and calls by size class. The engine reaches it
+// through ms__rt_call_replay, chosen once per stub by ms__rt_replay_ops_for.
+#include <errno.h>
+#include <malloc.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "internal.h"
+#include "memstub/work.h"
+#include "prim.h"
+
+// The functions of a call's head byte (traces/calls_format.h's numbering).
+enum { F_MALLOC, F_CALLOC, F_REALLOC, F_FREE, F_POSIX_MEMALIGN, F_ALIGNED_ALLOC, F_MEMALIGN,
+       F_VALLOC, F_PVALLOC, F_REALLOCARRAY, F_NFN };
+#define H_FAILED 0x40  // no block came back when recorded
+#define H_NULL 0x80    // free(NULL), realloc of NULL
+#define H_FN 0x0f
+#define SIZE_MAX_CALL ((uint64_t)1 << 62)
+
+struct ms__rt_calls {
+  void **block;      // [ncallblocks] the live blocks by id
+  int64_t *size;     // [ncallblocks] their requested sizes
+  int64_t *ids;      // [ncallblocks] ids freed, the last on top
+  int64_t nids, next_id;
+  int64_t live;      // requested bytes of the live blocks
+  int64_t usable;    // their malloc_usable_size
+  int64_t at;        // the next call's byte in callseq
+};
+
+typedef struct call {
+  int fn, failed, null;
+  int64_t old;       // the block given (free, realloc), -1 none
+  uint64_t size, align;
+} call;
+
+static int read_varint(const uint8_t *p, int64_t end, int64_t *at, uint64_t *v) {
+  uint64_t x = 0;
+  for (int shift = 0; shift < 64 && *at < end; shift += 7) {
+    uint8_t b = p[(*at)++];
+    x |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) {
+      *v = x;
+      return 0;
+    }
+  }
+  return -1;
+}
+
+static int aligned_fn(int fn) {
+  return fn == F_POSIX_MEMALIGN || fn == F_ALIGNED_ALLOC || fn == F_MEMALIGN;
+}
+static int realloc_fn(int fn) { return fn == F_REALLOC || fn == F_REALLOCARRAY; }
+
+/* The call at *at (before end) into *k, *at moved past it. 0, or -1 with
+ * *why set when the bytes are no call. */
+static int decode(const uint8_t *p, int64_t end, int64_t *at, call *k, const char **why) {
+  uint8_t h = p[(*at)++];
+  k->fn = h & H_FN, k->failed = (h & H_FAILED) != 0, k->null = (h & H_NULL) != 0;
+  k->old = -1, k->size = k->align = 0;
+  uint64_t v;
+  *why = "a function beyond the malloc family";
+  if (k->fn >= F_NFN || (h & 0x30)) return -1;
+  *why = "a varint runs past the calls' end";
+  if ((k->fn == F_FREE || realloc_fn(k->fn)) && !k->null) {
+    if (read_varint(p, end, at, &v) < 0) return -1;
+    k->old = v > INT64_MAX ? INT64_MAX : (int64_t)v;
+  }
+  if (k->fn != F_FREE && read_varint(p, end, at, &k->size) < 0) return -1;
+  if (aligned_fn(k->fn) && read_varint(p, end, at, &k->align) < 0) return -1;
+  *why = "a size beyond 2^62 bytes";
+  return k->size > SIZE_MAX_CALL || k->align > SIZE_MAX_CALL ? -1 : 0;
+}
+
+// Whether call k leaves a new block (and so takes an id), and whether it frees its old one.
+static int makes_block(const call *k) { return k->fn != F_FREE && !k->failed && k->old < 0; }
+static int frees_old(const call *k) {
+  return k->old >= 0 && (k->fn == F_FREE || !k->failed || k->size == 0);
+}
+
+int ms__rt_calls_check(const struct memstub_stub *s, memstub_error *err) {
+  if (s->abi < MEMSTUB_STUB_ABI_CALLS) return 0;
+  if (!s->callseq || !s->callend || s->ncallseq < 0 || s->ncallblocks < 0 ||
+      s->ncallblocks > s->ncallseq)
+    return memstub_error_set(err, -EINVAL, "the stub has calls (layout 4) without their arrays");
+  int64_t prev = 0;
+  for (int64_t i = 0; i < s->numdata; i++) {
+    if (s->callend[i] < prev || s->callend[i] > s->ncallseq)
+      return memstub_error_set(err, -EINVAL, "point %lld: its calls end at byte %lld, out of "
+                               "order or beyond the calls' %lld bytes", (long long)i,
+                               (long long)s->callend[i], (long long)s->ncallseq);
+    prev = s->callend[i];
+  }
+  // Every call decoded, its ids followed as the replay takes them.
+  char *live = ms__rt_own_calloc((size_t)s->ncallblocks + 1, 1);
+  int64_t *ids = ms__rt_own_calloc((size_t)s->ncallblocks + 1, sizeof *ids);
+  int rc = live && ids ? 0 : memstub_error_set(err, -ENOMEM, "out of memory");
+  int64_t at = 0, nids = 0, next = 0, count = 0;
+  while (rc == 0 && at < prev) {
+    int64_t here = at;
+    call k;
+    const char *why;
+    if (decode(s->callseq, prev, &at, &k, &why) < 0) {
+      rc = memstub_error_set(err, -EINVAL, "calls: byte %lld: %s", (long long)here, why);
+      break;
+    }
+    count++;
+    if (k.old >= 0 && (k.old >= s->ncallblocks || !live[k.old])) {
+      rc = memstub_error_set(err, -EINVAL, "calls: byte %lld: block %lld is not live",
+                             (long long)here, (long long)k.old);
+      break;
+    }
+    // A realloc that moved its block keeps the block's id.
+    if (frees_old(&k) && (k.fn == F_FREE || k.failed)) live[k.old] = 0, ids[nids++] = k.old;
+    if (!makes_block(&k)) continue;
+    int64_t id = nids ? ids[--nids] : next++;
+    if (id >= s->ncallblocks)
+      rc = memstub_error_set(err, -EINVAL, "calls: byte %lld: block %lld, the stub holds %lld",
+                             (long long)here, (long long)id, (long long)s->ncallblocks);
+    else
+      live[id] = 1;
+  }
+  if (rc == 0 && count != s->ncallcount)
+    rc = memstub_error_set(err, -EINVAL, "calls: %lld calls, the stub says %lld", (long long)count,
+                           (long long)s->ncallcount);
+  ms__rt_own_free(live);
+  ms__rt_own_free(ids);
+  return rc;
+}
+
+/* ---- the replay ------------------------------------------------------------ */
+
+
+static int call_prepare(ms__rt_ctx *c, void **scratch, size_t nscratch) {
+  (void)scratch, (void)nscratch;  // no tcache fill: the calls are the component's alone
+  const struct memstub_stub *s = c->stub;
+  size_t n = (size_t)s->ncallblocks + 1;
+  ms__rt_calls *k = ms__rt_own_calloc(1, sizeof *k);
+  if (!k) return -ENOMEM;
+  c->calls = k;
+  k->block = ms__rt_own_calloc(n, sizeof *k->block);
+  k->size = ms__rt_own_calloc(n, sizeof *k->size);
+  k->ids = ms__rt_own_calloc(n, sizeof *k->ids);
+  if (!k->block || !k->size || !k->ids) return -ENOMEM;
+  c->work.exact = 1;  // the work's spin stays, its calls by size class are these calls
+  c->heap.visible = 1;  // heap_bytes is the replay's own count (call_measure), whatever the allocator
+  c->heap.tcache = MEMSTUB_TCACHE_UNKNOWN;  // left as it is: no fill
+  return 0;
+}
+
+// Write every page of [p + from, p + to) and its last byte, as the component wrote its blocks.
+static void touch(char *p, int64_t from, int64_t to, long page) {
+  if (!p || to <= from) return;
+  volatile char *q = p;
+  for (int64_t i = from; i < to; i += page) q[i] = 1;
+  q[to - 1] = 1;
+}
+
+// The kind (memstub/work.h) of function fn, -1 for one not counted.
+static int kind_of(const call *k) {
+  return k->fn == F_MALLOC ? MEMSTUB_CALL_MALLOC
+         : k->fn == F_CALLOC ? MEMSTUB_CALL_CALLOC
+         : realloc_fn(k->fn) ? MEMSTUB_CALL_REALLOC
+         : k->fn == F_FREE   ? (k->null ? -1 : MEMSTUB_CALL_FREE)
+                             : MEMSTUB_CALL_MEMALIGN;
+}
+
+// Make call k: the block it returns (NULL none); *old the block it was given.
+static void *make(const call *k, void *old) {
+  size_t n = (size_t)k->size, a = (size_t)k->align;
+  void *p = NULL;
+  switch (k->fn) {
+    case F_MALLOC: return malloc(n);
+    case F_CALLOC: return calloc(1, n);
+    case F_REALLOC: return realloc(old, n);
+    case F_REALLOCARRAY: return reallocarray(old, 1, n);
+    case F_FREE: free(old); return NULL;
+    case F_POSIX_MEMALIGN: return posix_memalign(&p, a, n) == 0 ? p : NULL;
+    case F_ALIGNED_ALLOC: return aligned_alloc(a, n);
+    case F_MEMALIGN: return memalign(a, n);
+    case F_VALLOC: return valloc(n);
+    default: return pvalloc(n);
+  }
+}
+
+// Point x's memory part: its calls in order, then the mapped change.
+static void call_heap(ms__rt_ctx *c, int64_t x) {
+  const struct memstub_stub *s = c->stub;
+  ms__rt_calls *st = c->calls;
+  int64_t end = s->callend[x];
+  int64_t *m = c->wrec ? c->wrec + x * MS__RT_WORK_REC : NULL;
+  while (st->at < end) {
+    call k;
+    const char *why;
+    (void)decode(s->callseq, end, &st->at, &k, &why);  // checked: ms__rt_calls_check
+    void *old = k.old >= 0 ? st->block[k.old] : NULL;
+    int64_t old_size = k.old >= 0 ? st->size[k.old] : 0;
+    int64_t old_usable = old ? (int64_t)malloc_usable_size(old) : 0;
+    void *p = make(&k, old);
+    int kind = kind_of(&k);
+    if (kind >= 0) ms__rt_work_note(m, kind, kind == MEMSTUB_CALL_FREE ? old_size : (int64_t)k.size);
+    if (k.failed) {  // failed when recorded: a block it gets now goes at once
+      if (p && p != old) free(p);
+      if (!frees_old(&k)) continue;
+      if (p == old) {  // realloc(p, 0) kept it this time
+        free(p);
+        p = NULL;
+      }
+    } else if (!p && k.fn != F_FREE) {  // the old block, if any, stays in the table
+      ms__rt_replay_stop(c, x, -ENOMEM, MS__RT_FAIL_CALL, (int64_t)k.size);
+      return;
+    }
+    if (frees_old(&k)) {
+      st->live -= old_size;
+      st->usable -= old_usable;
+      st->block[k.old] = NULL;
+      if (!p) st->ids[st->nids++] = k.old;
+    }
+    if (!p) continue;
+    int64_t id = k.old >= 0 ? k.old : st->nids ? st->ids[--st->nids] : st->next_id++;
+    st->block[id] = p;
+    st->size[id] = (int64_t)k.size;
+    st->live += (int64_t)k.size;
+    st->usable += (int64_t)malloc_usable_size(p);
+    if (k.fn != F_CALLOC) touch(p, realloc_fn(k.fn) ? old_size : 0, (int64_t)k.size, c->page);
+  }
+  if (c->rec && c->measure & MEMSTUB_MEASURE_CYCLES) c->rec[x].cyc_heap_alloc = ms__prim_cycles_begin();
+  if (!c->res.mapped) return;
+  // Resident data: the mapped change only (the rss target is the class replay's; not yet).
+  int rc = ms__rt_res_mapped(&c->res, c->res.mapped[x], c->page);
+  if (rc < 0) ms__rt_replay_stop(c, x, rc, MS__RT_FAIL_MAPPED, c->res.map_len + c->res.mapped[x]);
+}
+
+/* heap_bytes: the requested bytes of the live blocks; heap_usable: their
+ * malloc_usable_size. Both counted as the calls are made: mallinfo2 walks
+ * every free chunk, and with the component's blocks that is thousands. */
+static void call_measure(const ms__rt_ctx *c, memstub_replay_record *r) {
+  r->heap_bytes = c->calls ? c->calls->live : 0;
+  r->heap_usable = c->calls ? c->calls->usable : 0;
+}
+
+// After the replay: the blocks still live go, with the table and the mapping.
+static void call_release(ms__rt_ctx *c) {
+  ms__rt_res_release(&c->res);
+  ms__rt_calls *st = c->calls;
+  if (!st) return;
+  for (int64_t i = 0; st->block && i < st->next_id; i++)
+    if (st->block[i]) free(st->block[i]);  // never free(NULL): a call the component never made
+  ms__rt_own_free(st->block);
+  ms__rt_own_free(st->size);
+  ms__rt_own_free(st->ids);
+  ms__rt_own_free(st);
+  c->calls = NULL;
+}
+
+const ms__rt_replay_ops ms__rt_call_replay = {"calls", call_prepare, NULL, call_heap,
+                                              call_release, call_measure};
