@@ -321,14 +321,17 @@ START_TEST(test_deep_stack) {
   unsetenv("MEMSTUB_TIMING");
   unsetenv("MEMSTUB_MEASURE");
   ck_assert_msg(memstub_trace_read(path, &rep, &err) == 0, "%s", err.msg);
-  // The stack exactly; the heap within 256 bytes: on the caller's thread an
-  // allocation of the process's own may land among the replay's rows, and
-  // mallinfo2 counts it (once in CI, 48 bytes from row 4 on).
+  /* The stack exactly; the heap within 7 chunks of 48 bytes and a little:
+   * on the caller's thread, in a RelWithDebInfo build, each fall of the
+   * block from 48 bytes to 0 left its 48-byte chunk counted by mallinfo2
+   * until 7 had gathered (336 bytes, then steady): a tcache bin of the
+   * caller's that the fill left with room (docs/runtime.md, "On the
+   * caller's thread"). Not in a Release build, nor on a replay thread. */
   rt_check_exact(t, &g->stub, rep, 0, &fit);
   for (size_t i = 0; heap_checkable(r) && i < rep->n && i < t->n; i++) {
     int64_t dh = rep->pts[i].heap_bytes - rep->pts[0].heap_bytes -
                  (t->pts[i].heap_bytes - t->pts[0].heap_bytes);
-    ck_assert_msg(dh >= -256 && dh <= 256, "row %zu: heap off by %lld", i, (long long)dh);
+    ck_assert_msg(dh >= -16 && dh <= 7 * 48 + 16, "row %zu: heap off by %lld", i, (long long)dh);
   }
   ck_assert_int_eq(fit.max_depth, frames);
   ck_assert_int_ge(rep->pts[frames].stack_bytes, 12 << 20);
