@@ -88,6 +88,10 @@ static int map_line(reader *r, char **f, int n) {
                           "(0x%" PRIx64 ")", m.hi, m.lo);
   if (f[4][0] != '/')
     return ms__lines_fail(&r->L, 5, r->err, "expected the mapping's file, an absolute path");
+  for (const unsigned char *c = (const unsigned char *)f[4]; *c; c++)
+    if (*c < 0x20 || *c == 0x7f)  // the recorder leaves such files out: the line could not hold them
+      return ms__lines_fail(&r->L, 5, r->err, "a control character (0x%02x) in the mapping's file",
+                            *c);
   ms_cli_sites_file *s = r->s;
   if (ms__grow((void **)&s->maps, &r->cap_m, s->nmaps, sizeof *s->maps) < 0 ||
       !(m.path = ms__strdup(f[4])))

@@ -277,6 +277,13 @@ static int by_peak(const void *a, const void *b) {
   return x->alloc < y->alloc ? 1 : x->alloc > y->alloc ? -1 : 0;
 }
 
+// Whether s holds a control character (a '\r' would not survive the line).
+static int has_control(const char *s) {
+  for (; *s; s++)
+    if ((unsigned char)*s < 0x20 || *s == 0x7f) return 1;
+  return 0;
+}
+
 // The executable file mappings of this process ("map" lines) into f.
 static void write_maps(FILE *f) {
   FILE *m = fopen("/proc/self/maps", "r");
@@ -290,6 +297,7 @@ static void write_maps(FILE *f) {
       continue;
     if (perm[2] != 'x' || line[path] != '/') continue;
     line[strcspn(line, "\n")] = '\0';
+    if (has_control(line + path)) continue;  // a line could not hold it; its frames stay unnamed
     fprintf(f, "map 0x%lx 0x%lx 0x%lx %s\n", lo, hi, off, line + path);
   }
   fclose(m);

@@ -83,6 +83,8 @@ START_TEST(test_refuse) {
       {KEYS "sites 1 1 1 1\n", ":8: field 1: 'sites' is not interval_bytes, peak_heap_bytes"},
       {KEYS "map 0x10 0x5 0x0 /bin/x\n", ":8: field 3: the mapping ends (0x5) before it begins (0x10)"},
       {KEYS "map 0x10 0x20 0x0 bin/x\n", ":8: field 5: expected the mapping's file, an absolute path"},
+      // A fuzzer's find (CI, stop 35): trailing '\r's, one of them taken as CRLF's.
+      {KEYS "map 0x10 0x20 0x0 /usr/lib/l05\r\r\n", ":8: field 5: a control character (0x0d)"},
       {KEYS "map 0x10 0x20 0x0\n", ":8: field 5: expected 'map LOW HIGH OFFSET PATH'"},
       {KEYS "map 16 0x20 0x0 /x\n", ":8: field 2: '16' is not an address in hex"},
       {KEYS "map 0x 0x20 0x0 /x\n", ":8: field 2: '0x' is not an address in hex"},
