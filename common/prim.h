@@ -75,6 +75,12 @@ double ms__prim_cycles_per_ns(void);
 // Sleep until CLOCK_MONOTONIC reaches deadline_ns (absolute); retries EINTR.
 void ms__prim_sleep_until(int64_t deadline_ns);
 
+/* Block while *word == expect, at most timeout_ns (a futex wait): returns on
+ * a wake, a change, the timeout or a signal alike; the caller checks again. */
+void ms__prim_wait_word(uint32_t *word, uint32_t expect, int64_t timeout_ns);
+// Wake every thread blocked in ms__prim_wait_word on word.
+void ms__prim_wake_word(uint32_t *word);
+
 // Set this thread's timer slack (how late the kernel may wake it). 0 or -errno.
 int ms__prim_set_timer_slack(unsigned long ns);
 // This thread's timer slack in ns, or -errno.

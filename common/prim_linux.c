@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -72,6 +73,15 @@ void ms__prim_sleep_until(int64_t deadline_ns) {
   struct timespec ts = {.tv_sec = deadline_ns / 1000000000, .tv_nsec = deadline_ns % 1000000000};
   while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
   }
+}
+
+void ms__prim_wait_word(uint32_t *word, uint32_t expect, int64_t timeout_ns) {
+  struct timespec ts = {.tv_sec = timeout_ns / 1000000000, .tv_nsec = timeout_ns % 1000000000};
+  syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expect, &ts, NULL, 0);
+}
+
+void ms__prim_wake_word(uint32_t *word) {
+  syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 }
 
 int ms__prim_set_timer_slack(unsigned long ns) {

@@ -186,6 +186,24 @@ static void settle_early_frees(const memstub_trace *t, memstub_gen_threads *g, i
   }
 }
 
+/* A created thread's start on its creator's timeline, not on the recorded
+ * one: the creator's start, plus its stub's time up to point p (the end of
+ * its row kc, the last before the creation at tm), plus what the recording
+ * had from that row to the creation. The stubs' times are the recorded ones
+ * with the recorder's cost taken out (traces/timeline.c), so a thread started
+ * at its recorded offset began late on a creator whose timeline shrank (node:
+ * main 246 -> 142 ms, its workers still at 148 ms; the main thread then
+ * waited for their blocks). Equal to the recorded offset when nothing was
+ * taken out. pre: peer < the created thread (its start is set), p >= 0. */
+static int64_t start_on_creator(const memstub_gen_threads *g, const memstub_trace *t,
+                                int64_t peer, int64_t kc, int64_t p, int64_t tm) {
+  const struct memstub_stub *s = g->stubs[peer];
+  int64_t at = g->threads[peer].start_ns;
+  for (int64_t k = 0; k <= p && k < s->numdata; k++) at += s->use[k].time;
+  int64_t gap = tm - t->pts[g->rows[peer][kc]].time_ns;
+  return at + (gap > 0 ? gap : 0);
+}
+
 static void free_tmp(int64_t **held, int64_t **lp, int64_t nt) {
   for (int64_t th = 0; th < nt; th++) {
     if (held) free(held[th]);
@@ -300,7 +318,6 @@ int memstub_gen_threads_build(const memstub_trace *t, const memstub_gen_options 
     memstub_thread_spec *sp = &g->threads[th];
     size_t r0 = g->rows[th][0];
     sp->start_ns = g->stubs[th]->time0_ns - g->stubs[0]->time0_ns;
-    if (sp->start_ns < 0) sp->start_ns = 0;
     sp->creator = -1;
     sp->create_point = -1;
     sp->joiner = -1;
@@ -310,7 +327,10 @@ int memstub_gen_threads_build(const memstub_trace *t, const memstub_gen_options 
       int64_t kc = last_upto(t, g->rows[peer], g->nstub[peer], t->pts[r0].time_ns);
       sp->creator = peer;
       sp->create_point = kc >= 0 ? lp[peer][kc] : -1;
+      if (kc >= 0 && peer < th)
+        sp->start_ns = start_on_creator(g, t, peer, kc, sp->create_point, t->pts[r0].time_ns);
     }
+    if (sp->start_ns < 0) sp->start_ns = 0;
   }
   for (size_t r = 0; c.event >= 0 && r < t->n; r++) {
     const int64_t *ex = memstub_trace_extra_row(t, r);

@@ -47,7 +47,8 @@ typedef struct tstate {
 } tstate;
 
 typedef struct hslot {
-  void *p;  // published block (atomic), NULL before
+  void *p;         // published block (atomic), NULL before
+  uint32_t state;  // 0, 1 published, 2 a thread waits for it (atomic; the futex word)
 } hslot;
 
 typedef struct run {
@@ -110,6 +111,31 @@ static int await_created(run *rn, int64_t k) {
   return c;
 }
 
+/* The block of handoff i, once its allocating thread published it (NULL when
+ * the replay failed first). A wait, not a spin: the original thread that
+ * freed it had it already, so waiting here is the replay's lateness, and a
+ * replay thread that spun (sched_yield) burnt CPU time its original did not
+ * (node's stub: 6,000 yields, its system time 3x the original's). A few
+ * yields first, for the common short wait; then a futex wait, woken by the
+ * allocation, with a timeout to see a failed replay. */
+static void *await_block(run *rn, int64_t i) {
+  hslot *sl = &rn->slot[i];
+  void *p = __atomic_load_n(&sl->p, __ATOMIC_ACQUIRE);
+  if (p) return p;
+  int64_t t = ms__prim_now_ns();
+  for (int k = 0; !(p = __atomic_load_n(&sl->p, __ATOMIC_ACQUIRE)); k++) {
+    if (__atomic_load_n(&rn->err, __ATOMIC_ACQUIRE)) break;
+    uint32_t st = 0;
+    if (k < 8)
+      sched_yield();
+    else if (__atomic_compare_exchange_n(&sl->state, &st, 2, 0, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE) || st == 2)
+      ms__prim_wait_word(&sl->state, 2, 10 * 1000 * 1000);  // 10 ms: then err is seen
+  }
+  rn->done[i].wait_ns = ms__prim_now_ns() - t;
+  return p;
+}
+
 static void do_action(tstate *ts, const action *a) {
   run *rn = ts->run;
   switch (a->kind) {
@@ -142,19 +168,13 @@ static void do_action(tstate *ts, const action *a) {
         rn->done[a->arg].malloc_tid = rn->tid[ts->id];
       }
       // A failed malloc publishes a marker, so the freeing thread does not wait forever.
-      __atomic_store_n(&rn->slot[a->arg].p, p ? (void *)p : (void *)&rn->slot[a->arg],
-                       __ATOMIC_RELEASE);
+      hslot *sl = &rn->slot[a->arg];
+      __atomic_store_n(&sl->p, p ? (void *)p : (void *)sl, __ATOMIC_RELEASE);
+      if (__atomic_exchange_n(&sl->state, 1, __ATOMIC_ACQ_REL) == 2) ms__prim_wake_word(&sl->state);
       break;
     }
     case ACT_FREE: {
-      int64_t t = ms__prim_now_ns(), w = 0;
-      void *p;
-      while (!(p = __atomic_load_n(&rn->slot[a->arg].p, __ATOMIC_ACQUIRE))) {
-        if (__atomic_load_n(&rn->err, __ATOMIC_ACQUIRE)) break;
-        sched_yield();
-        w = 1;
-      }
-      if (w) rn->done[a->arg].wait_ns = ms__prim_now_ns() - t;
+      void *p = await_block(rn, a->arg);
       if (p && p != (void *)&rn->slot[a->arg]) {
         free(p);
         rn->done[a->arg].free_tid = rn->tid[ts->id];

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "memstub/compare.h"
@@ -229,6 +230,47 @@ START_TEST(test_gen_threads) {
 }
 END_TEST
 
+/* A created thread starts on its creator's timeline. Thread 0's first rows
+ * made allocator calls, whose recorder's cost gen takes out (traces/timeline.c):
+ * 1 ms of each of its rows up to 10 ms, so its row at 10 ms, after which it
+ * creates thread 1, comes at 5 ms in its stub. Thread 1 started at its
+ * recorded 10 ms before: 5 ms late on its creator. */
+START_TEST(test_start_on_creator_timeline) {
+  memstub_trace *f = fixture(), *t = memstub_trace_create();
+  ck_assert_ptr_nonnull(t);
+  for (size_t k = 0; k < f->nextra; k++)
+    ck_assert_int_eq(memstub_trace_add_column(t, f->extra_names[k]), (int)k);
+  int cc = memstub_trace_add_column(t, "calls_malloc_tiny");
+  ck_assert_int_eq(cc, (int)f->nextra);
+  for (size_t r = 0; r < f->n; r++) {
+    const memstub_point *pt = &f->pts[r];
+    ck_assert_int_eq(memstub_trace_append(t, pt->time_ns, pt->stack_bytes, pt->heap_bytes), 0);
+    int64_t *x = memstub_trace_extra_row(t, r);
+    memcpy(x, memstub_trace_extra_row(f, r), f->nextra * sizeof *x);
+    x[cc] = x[0] == 0 && pt->time_ns > 0 && pt->time_ns <= 10 * MS ? 2000 : 0;
+  }
+  memstub_trace_free(f);
+  ck_assert_int_eq(memstub_trace_set_meta(t, "record.cost_ns_per_event", "500"), 0);
+  ck_assert_int_eq(memstub_trace_set_meta(t, "record.events", "10000"), 0);
+  memstub_gen_options o;
+  memstub_gen_options_init(&o);
+  memstub_gen_threads *g = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_gen_threads_build(t, &o, &g, &err) == 0, "%s", err.msg);
+  // Thread 0's stub time up to the creation, and thread 1's start.
+  int64_t at = 0;
+  for (int64_t x = 0; x <= g->threads[1].create_point; x++) at += g->stubs[0]->use[x].time;
+  ck_assert_int_eq(g->stubs[0]->point[g->threads[1].create_point], 5);
+  ck_assert_msg(at >= 4 * MS && at <= 6 * MS, "thread 0 reaches its 10 ms row at %lld ns", (long long)at);
+  ck_assert_int_eq(g->threads[1].start_ns, at);
+  ck_assert_int_eq(g->threads[2].start_ns, at + 2 * MS);  // created 2 ms after that row
+  // Thread 3, created by thread 1 (no calls) 10 ms into its life, follows thread 1's start.
+  ck_assert_int_eq(g->threads[3].start_ns, at + 10 * MS);
+  memstub_gen_threads_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
 START_TEST(test_replay_threads) {
   memstub_trace *t = fixture();
   memstub_gen_threads *g = gen_threads(t);
@@ -425,6 +467,45 @@ START_TEST(test_free_before_its_row) {
   ck_assert_int_eq(g->handoffs[0].free_point, p1);
   memstub_threads_replay *r = replay(g, 0);
   handoff_tids(r);
+  memstub_threads_replay_free(r);
+  memstub_gen_threads_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
+/* A thread that frees a block not yet allocated by its replay waits for it
+ * blocked, not spinning (issue 29 item 3): test_free_before_its_row's trace at
+ * 100 times its times, so that thread 0 waits from 50 ms to thread 1's
+ * allocation at 200 ms. The wait used to be a sched_yield loop, as much CPU
+ * time as the wait on an idle core; the replay does no work of its own here
+ * (no cpu_ns), so its CPU time stays well below the wait. */
+START_TEST(test_wait_not_spin) {
+  const char *text =
+      "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer,xfree_from,xfree_bytes,"
+      "xfree_alloc_ns\n"
+      "0,256,1000,0,start,-1,,,\n"
+      "50000000,512,1000,0,,,,,\n"
+      "100000000,0,0,1,start,0,,,\n"
+      "200000000,4096,5000,1,,,,,\n"
+      "300000000,4096,400,1,,,,,\n"
+      "400000000,512,1000,0,,,1,5000,200000000\n"
+      "400000000,4096,400,1,,,,,\n"
+      "500000000,4096,0,1,exit,,,,\n"
+      "600000000,512,1000,0,join,1,,,\n"
+      "700000000,256,1000,0,exit,,,,\n";
+  memstub_trace *t = rt_trace(text);
+  memstub_gen_threads *g = gen_threads(t);
+  ck_assert_int_eq(g->nhandoffs, 1);
+  struct timespec c0, c1;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+  memstub_threads_replay *r = replay(g, 0);
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+  handoff_tids(r);
+  int64_t cpu = (c1.tv_sec - c0.tv_sec) * 1000000000LL + (c1.tv_nsec - c0.tv_nsec);
+  int64_t wait = r->handoff[0].wait_ns;
+  ck_assert_msg(wait >= 100 * MS, "thread 0 waited %lld ns for the block", (long long)wait);
+  ck_assert_msg(cpu < wait / 2, "the replay used %lld ns of CPU time over a wait of %lld ns",
+                (long long)cpu, (long long)wait);
   memstub_threads_replay_free(r);
   memstub_gen_threads_free(g);
   memstub_trace_free(t);
@@ -946,6 +1027,7 @@ static Suite *suite(void) {
   suite_add_tcase(s, tc);
   tc = tcase_create("gen");
   tcase_add_test(tc, test_gen_threads);
+  tcase_add_test(tc, test_start_on_creator_timeline);
   suite_add_tcase(s, tc);
   tc = tcase_create("replay");
   tcase_set_timeout(tc, 60);
@@ -953,6 +1035,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_cli);
   tcase_add_test(tc, test_free_after_exit);
   tcase_add_test(tc, test_free_before_its_row);
+  tcase_add_test(tc, test_wait_not_spin);
   tcase_add_test(tc, test_rss_shared);
   tcase_add_test(tc, test_no_point_before_start);
   tcase_add_test(tc, test_mmap_threshold_fixed);
