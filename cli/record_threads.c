@@ -3,6 +3,7 @@
 // per thread.
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 typedef struct thr_sum {
   int64_t peer, joined_by;
   int64_t t0, t1, peak_heap, peak_stack;
+  int64_t gap;  // its longest time between two rows of its own
   uint64_t rows, xfrees;
 } thr_sum;
 
@@ -34,6 +36,7 @@ static void summarise(const memstub_trace *t, const memstub_trace_threadcols *c,
       s[x[c->peer]].joined_by = x[c->thread];
     }
     if (x[c->xfree_from] != MEMSTUB_TRACE_EMPTY) (*xfrees)++, y->xfrees++;
+    if (y->rows && p->time_ns - y->t1 > y->gap) y->gap = p->time_ns - y->t1;
     y->rows++;
     y->t1 = p->time_ns;
     if (p->heap_bytes > y->peak_heap) y->peak_heap = p->heap_bytes;
@@ -61,6 +64,52 @@ static void rows_peak_warning(const char *out, const memstub_trace *t) {
               ms__fmt_bytes(peak, b, sizeof b));
 }
 
+/* Threads that blocked the recorder's sampling signal (record.sample_blocked_ns,
+ * "THR:NS ...") for more than a tenth of their lives, and 10 ms at least:
+ * their rows came only at their allocator calls, so a stub spreads their CPU
+ * time evenly over the gaps and shows the memory they wrote late. Said, with
+ * what holds (xz blocks every signal in its workers: one row of 1 s each). */
+static void blocked_warning(const char *out, const memstub_trace *t, const thr_sum *s,
+                            int64_t nthr) {
+  const char *v = memstub_trace_get_meta(t, MS__REC_META_SAMPLE_BLOCKED);
+  int64_t *blk = v ? calloc((size_t)nthr, sizeof *blk) : NULL;
+  while (blk && *v) {  // "THR:NS THR:NS ..."
+    char *e;
+    long long th = strtoll(v, &e, 10), ns;
+    if (e == v || *e != ':') break;
+    v = e + 1;
+    ns = strtoll(v, &e, 10);
+    if (e == v) break;
+    v = e + strspn(e, " ");
+    if (th >= 0 && th < nthr) blk[th] = ns;
+  }
+  char list[256] = "", gaps[256] = "";
+  size_t nl = 0, ng = 0;
+  int n = 0;
+  for (int64_t th = 0; blk && th < nthr; th++) {
+    int64_t ns = blk[th], life = s[th].t1 - s[th].t0;
+    if (s[th].t0 < 0 || ns < 10 * 1000 * 1000 || (double)ns <= 0.1 * (double)life) continue;
+    char g[32];
+    if (nl < sizeof list - 40)
+      nl += (size_t)snprintf(list + nl, sizeof list - nl, "%s%" PRId64 " (%.0f%%)", n ? ", " : "",
+                             th, life > 0 ? fmin(100.0, 100.0 * (double)ns / (double)life) : 100.0);
+    if (ng < sizeof gaps - 40)
+      ng += (size_t)snprintf(gaps + ng, sizeof gaps - ng, "%s%s", n ? ", " : "",
+                             ms__fmt_ns(s[th].gap, g, sizeof g));
+    n++;
+  }
+  free(blk);
+  if (!n) return;
+  ms_cli_warn("%s: thread%s %s blocked the recorder's sampling signal for that share of %s "
+              "(a program may block every signal in its workers): %s rows came only at %s "
+              "allocator calls (longest gap%s %s), so a stub spreads %s CPU time evenly over "
+              "those gaps and shows the resident memory %s wrote at other threads' rows, late; "
+              "the totals hold, the curves between those rows are coarse",
+              out, n == 1 ? "" : "s", list, n == 1 ? "its life" : "their lives",
+              n == 1 ? "its" : "their", n == 1 ? "its" : "their", n == 1 ? "" : "s", gaps,
+              n == 1 ? "its" : "their", n == 1 ? "it" : "they");
+}
+
 int ms_record_threads_summary(const char *out, const char *abs, int quiet) {
   memstub_trace *t = NULL;
   memstub_error err;
@@ -82,6 +131,7 @@ int ms_record_threads_summary(const char *out, const char *abs, int quiet) {
   uint64_t xfrees = 0, joins = 0;
   summarise(t, &c, s, nthr, &xfrees, &joins);
   rows_peak_warning(out, t);
+  blocked_warning(out, t, s, nthr);
   if (!quiet) {
     char d[32], r[32];
     const char *pk = memstub_trace_get_meta(t, MS__REC_META_PEAK_HEAP);

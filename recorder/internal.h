@@ -171,6 +171,7 @@ typedef struct tstate {
   } xf[8];
   timer_t timer;  // its own sampling timer
   int timer_ok, tblocked;
+  int64_t blk_since, blk_ns;  // since when it blocks the sampling signal (0: not now); before
   clockid_t cpu_clock;  // its CPU clock (pthread_getcpuclockid), for other threads to read
   int cpu_clock_ok;
   struct ms__rec_calls_buf *calls;  // record --calls: its buffer of encoded calls (calls.c)

@@ -196,6 +196,8 @@ static inline const char *ms__rec_ordinal(long n) {
 #define MS__REC_META_HEAP_SCOPE "record.heap_scope"
 #define MS__REC_META_THREAD "record.thread"
 #define MS__REC_META_ROWS_PEAK_HEAP "record.peak_heap_of_rows"  // several threads: the rows' sum
+// Several threads: each that blocked the sampling signal, "THR:NS ..." (its wall time blocked).
+#define MS__REC_META_SAMPLE_BLOCKED "record.sample_blocked_ns"
 #define MS__REC_META_REGIONS_NOT_SCOPING "record.regions_not_scoping"  // every thread recorded: regions only mark
 #define MS__REC_META_OTHER_THREADS "record.other_threads"  // a narrowed scope: what the others did
 // Set when stack sampling by timer was given up or never started: why, in words.

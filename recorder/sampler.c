@@ -229,6 +229,17 @@ void ms__rec_sampler_arm(pid_t tid) {
   unlock(got);
 }
 
+/* ts's wall time with the sampling signal blocked (its rows then come only at
+ * its allocator calls: record.sample_blocked_ns). Written by ts itself;
+ * read at the end (ms__rec_sampler_meta). */
+static void blocked_begin(tstate *ts) {
+  __atomic_store_n(&ts->blk_since, ms__prim_now_ns(), __ATOMIC_RELEASE);
+}
+static void blocked_end(tstate *ts) {
+  int64_t since = __atomic_exchange_n(&ts->blk_since, 0, __ATOMIC_ACQ_REL);
+  if (since) __atomic_add_fetch(&ts->blk_ns, ms__prim_now_ns() - since, __ATOMIC_RELEASE);
+}
+
 /* --thread all: ts's own timer on its own CPU clock, its signal sent to it
  * (ts is the calling thread). A thread that starts with the signal blocked
  * has no timer (sampled at its allocator calls). */
@@ -237,10 +248,12 @@ void ms__rec_sampler_arm_thread(tstate *ts) {
   int got = lock();
   if (make_timer(ts->tid, &ts->timer, &ts->tblocked))
     __atomic_store_n(&ts->timer_ok, 1, __ATOMIC_RELEASE);
+  if (ts->tblocked) blocked_begin(ts);
   unlock(got);
 }
 
 void ms__rec_sampler_disarm_thread(tstate *ts) {
+  blocked_end(ts);
   int got = trylock();
   if (got < 0) return;  // the timer goes with the thread's end
   if (__atomic_exchange_n(&ts->timer_ok, 0, __ATOMIC_ACQ_REL)) timer_delete(ts->timer);
@@ -374,6 +387,7 @@ static int mask_thread(tstate *ts, int (*real)(int, const sigset_t *, sigset_t *
       ts->timer_ok) {
     timer_settime(ts->timer, 0, &off, NULL);
     ts->tblocked = 1;
+    blocked_begin(ts);
     S.pauses++;
   }
   unlock(got);
@@ -384,6 +398,7 @@ static int mask_thread(tstate *ts, int (*real)(int, const sigset_t *, sigset_t *
     if (ts->tblocked && ts->timer_ok && !thread_blocks_sig()) {
       timer_settime(ts->timer, 0, &S.period, NULL);
       ts->tblocked = 0;
+      blocked_end(ts);
     }
     unlock(got);
   }
@@ -433,6 +448,22 @@ EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
   return mask_common(real_pthread_sigmask, how, set, old);
 }
 
+/* --thread all: each thread that blocked the sampling signal, as THR:NS
+ * (its trace number, its wall time blocked), for the summary's warning
+ * (cli/record_threads.c). */
+static void blocked_meta(void) {
+  char buf[1024];
+  size_t n = 0;
+  int64_t now = ms__prim_now_ns();
+  for (tstate *ts = __atomic_load_n(&ms__rec.list, __ATOMIC_ACQUIRE); ts; ts = ts->next) {
+    int64_t since = __atomic_load_n(&ts->blk_since, __ATOMIC_ACQUIRE);
+    int64_t ns = __atomic_load_n(&ts->blk_ns, __ATOMIC_ACQUIRE) + (since ? now - since : 0);
+    if (!ts->all || ns <= 0 || n >= sizeof buf - 48) continue;
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%d:%lld", n ? " " : "", ts->thr, (long long)ns);
+  }
+  if (n) ms__rec_meta(MS__REC_META_SAMPLE_BLOCKED, "%s", buf);
+}
+
 void ms__rec_sampler_meta(void) {
   if (ms__rec.sample_hz <= 0) return;  // no timer asked for
   ms__rec_meta("record.sample_clock", "%s",
@@ -443,6 +474,7 @@ void ms__rec_sampler_meta(void) {
   if (ms__rec.sig > 0) ms__rec_meta("record.sample_signal", "%d", ms__rec.sig);
   if (S.pauses)
     ms__rec_meta("record.sample_pauses", "%u (the recorded thread blocked the signal)", S.pauses);
+  if (ms__rec.all) blocked_meta();
   if (S.blocked && S.own)
     set_why("the recorded thread blocked signal %d (sampling paused until the end)", ms__rec.sig);
   if (S.why[0])

@@ -560,8 +560,17 @@ START_TEST(test_blocked_worker_cpu) {
   const char *none[] = {NULL};
   tu_run r = record_mode(dir, none, "blocked", "200");
   ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+  // Said: the worker's rows came only at its calls (issue 29), the main thread not named.
+  ck_assert_msg(strstr(r.err, "warning: ") && strstr(r.err, "thread 1 (") &&
+                    strstr(r.err, "blocked the recorder's sampling signal") &&
+                    !strstr(r.err, "thread 0 ("),
+                "%s", r.err);
   tu_run_free(&r);
   memstub_trace *t = read_t(dir);
+  const char *blk = memstub_trace_get_meta(t, "record.sample_blocked_ns");
+  const char *w = blk ? (strncmp(blk, "1:", 2) == 0 ? blk : strstr(blk, " 1:")) : NULL;
+  ck_assert_msg(w && strtoll(strchr(w, ':') + 1, NULL, 10) >= 150000000,
+                "record.sample_blocked_ns: %s", blk ? blk : "(none)");
   int c = memstub_trace_column(t, "thread"), cpu = memstub_trace_column(t, "cpu_ns");
   ck_assert_int_ge(c, 0);
   ck_assert_int_ge(cpu, 0);
