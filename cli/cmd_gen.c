@@ -207,16 +207,17 @@ static int with_calls(const char *in, const memstub_trace *t, const memstub_gen_
                 "replay", in);
     return 0;
   }
-  if (o->heap_scale != 1.0 || o->churn_scale != 1.0) {
-    ms_cli_note("%s.calls: left out: --heap-scale and --churn-scale do not apply to the calls "
-                "yet: the class replay", in);
+  if (o->churn_scale != 1.0 || o->heap_scale <= 0) {
+    ms_cli_note("%s.calls: left out: %s: the class replay", in,
+                o->churn_scale != 1.0 ? "--churn-scale does not apply to the calls yet"
+                                      : "--heap-scale 0 leaves no call to make");
     return 0;
   }
   size_t len = strlen(in) + sizeof ".calls";
   char *path = malloc(len);
   if (!path) return memstub_error_set(err, -ENOMEM, "out of memory");
   snprintf(path, len, "%s.calls", in);
-  int rc = memstub_gen_calls(g, t, path, err);
+  int rc = memstub_gen_calls(g, t, path, o->heap_scale, err);
   if (rc < 0) {
     if (!strstr(err->msg, path)) memstub_error_prefix(err, path);
     size_t n = strlen(err->msg);

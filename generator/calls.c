@@ -7,6 +7,7 @@
 // (free, realloc of a block), the size (all but free), the alignment
 // (posix_memalign, aligned_alloc, memalign).
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,9 +60,21 @@ static int aligned_fn(int fn) {
   return fn == MS__CALLS_POSIX_MEMALIGN || fn == MS__CALLS_ALIGNED_ALLOC || fn == MS__CALLS_MEMALIGN;
 }
 
-/* Encode call k, changing the live blocks and *heap (requested bytes) as it
- * does; *unknown counts a free or realloc of a block never allocated. */
-static int encode(enc *e, ms__addrmap *l, const ms__call *k, int64_t *heap, int64_t *unknown) {
+/* A size under --heap-scale f: rounded to the nearest byte, at least 1 when
+ * the recorded one was (realloc(p, 0) frees, malloc(0) is a block of its
+ * own: a what-if keeps each call's kind). */
+static uint64_t scaled(uint64_t size, double f) {
+  if (f == 1.0 || size == 0) return size;
+  double v = (double)size * f + 0.5;
+  if (v >= 0x1p62) return (uint64_t)1 << 62;  // the runtime refuses it, naming the point
+  return v < 1 ? 1 : (uint64_t)v;
+}
+
+/* Encode call k, changing the live blocks and *heap (requested bytes, as
+ * recorded: rows are matched on them) as it does; its size scaled by f in
+ * the stub; *unknown counts a free or realloc of a block never allocated. */
+static int encode(enc *e, ms__addrmap *l, const ms__call *k, double f, int64_t *heap,
+                  int64_t *unknown) {
   int fn = k->fn, rc = 0;
   int realloc_fn = fn == MS__CALLS_REALLOC || fn == MS__CALLS_REALLOCARRAY;
   int64_t id = -1, size = 0;
@@ -75,7 +88,7 @@ static int encode(enc *e, ms__addrmap *l, const ms__call *k, int64_t *heap, int6
                  ((fn == MS__CALLS_FREE || realloc_fn) && !has_old ? 0x80 : 0);
   if ((rc = put_byte(e, head)) < 0) return rc;
   if (has_old && (rc = put_varint(e, (uint64_t)id)) < 0) return rc;
-  if (fn != MS__CALLS_FREE && (rc = put_varint(e, k->size)) < 0) return rc;
+  if (fn != MS__CALLS_FREE && (rc = put_varint(e, scaled(k->size, f))) < 0) return rc;
   if (aligned_fn(fn) && (rc = put_varint(e, k->align)) < 0) return rc;
   // The old block: freed unless a realloc failed with a size (it kept it).
   int kept = has_old && realloc_fn && k->failed && k->size > 0;
@@ -144,9 +157,12 @@ static size_t row_end_at(const window *w, int64_t heap0, int64_t tr, int64_t hr,
   return match != SIZE_MAX ? match : later != SIZE_MAX ? later : by;
 }
 
-int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path,
+int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path, double heap_scale,
                       memstub_error *err) {
   if (g->callseq) return memstub_error_set(err, -EINVAL, "%s: the stub has calls already", path);
+  if (!(heap_scale > 0) || !isfinite(heap_scale))
+    return memstub_error_set(err, -EINVAL, "%s: --heap-scale %g: the calls take a scale above 0",
+                             path, heap_scale);
   ms__calls *c = NULL;
   int rc = ms__calls_open(path, &c, err);
   if (rc < 0) return rc;
@@ -157,7 +173,12 @@ int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path,
   ms__addrmap l = {0};  // the live blocks: address -> id, size
   window w = {0};
   if (!row_end || !callend) rc = memstub_error_set(err, -ENOMEM, "out of memory");
-  int64_t heap = 0, base = g->stub.heap_base, count = 0, heap0 = base;
+  // Rows are matched on t's heap as recorded: the base too (the stub's is scaled).
+  int64_t heap = 0, base = g->stub.heap_base, count = 0;
+  if (heap_scale != 1.0)
+    for (size_t r = 0; r < n; r++)
+      if (r == 0 || t->pts[r].heap_bytes < base) base = t->pts[r].heap_bytes;
+  int64_t heap0 = base;
   g->calls_unknown = g->calls_rows_off = 0;
   g->calls_rows_off_first = -1;
   ms__call k;
@@ -177,7 +198,7 @@ int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path,
         break;
       }
       thread = k.thread, first = 0;
-      if ((rc = encode(&e, &l, &k, &heap, &g->calls_unknown)) == 0)
+      if ((rc = encode(&e, &l, &k, heap_scale, &heap, &g->calls_unknown)) == 0)
         rc = window_add(&w, k.t_ns, heap + base, (int64_t)e.len);
       count++;
     }

@@ -45,6 +45,17 @@ static int64_t column_sum(const memstub_trace *t, const char *name) {
   return s;
 }
 
+// The calls of one kind over t's rows, every size class.
+static int64_t kind_sum(const memstub_trace *t, const char *kind) {
+  int64_t s = 0;
+  for (size_t c = 0; c < t->nextra; c++)
+    if (strncmp(t->extra_names[c], "calls_", 6) == 0 &&
+        strncmp(t->extra_names[c] + 6, kind, strlen(kind)) == 0 &&
+        t->extra_names[c][6 + strlen(kind)] == '_')
+      s += column_sum(t, t->extra_names[c]);
+  return s;
+}
+
 // gen --data, replay --measure, and the replayed trace against the recorded one.
 static void replay_exact(const char *mode) {
   char *dir = tu_mkdtemp();
@@ -87,6 +98,49 @@ END_TEST
 
 // 200,000 malloc/free pairs of 64 sizes in 200 bursts, coalesced into rows.
 START_TEST(test_call_replay_many) { replay_exact("many"); }
+END_TEST
+
+/* A what-if on an exact stub (issue 31): --heap-scale 0.5 halves each call's
+ * size (rounded): the replay makes the same calls, kind by kind, and its
+ * heap is half the trace's at every row, within a byte a block. --churn-scale
+ * does not apply to the calls yet: the class replay, said. */
+START_TEST(test_call_replay_heap_scale) {
+  char *dir = tu_mkdtemp();
+  record(dir, "pattern");
+  tu_run g = tu_memstub(dir, "gen", "t.csv", "--data", "t.dat", "--heap-scale", "0.5", NULL);
+  ck_assert_msg(g.status == 0, "gen: status %d: %s", g.status, g.err);
+  ck_assert_msg(strstr(g.err, "replayed call for call") && !strstr(g.err, "left out"), "gen said: %s",
+                g.err);
+  tu_run_free(&g);
+  tu_run r = tu_memstub(dir, "replay", "--data", "t.dat", "--measure", "out.csv", NULL);
+  ck_assert_msg(r.status == 0, "replay: status %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  memstub_trace *t = read_trace(dir, "t.csv"), *o = read_trace(dir, "out.csv");
+  ck_assert_uint_eq(o->n, t->n);
+  int64_t peak = 0;
+  for (size_t i = 0; i < t->n; i++) {
+    int64_t want = (t->pts[i].heap_bytes + 1) / 2, got = o->pts[i].heap_bytes;
+    ck_assert_msg(llabs(got - want) <= 16, "row %zu: replayed heap %lld, half the trace's %lld", i,
+                  (long long)got, (long long)want);
+    if (t->pts[i].heap_bytes > peak) peak = t->pts[i].heap_bytes;
+  }
+  ck_assert_int_gt(peak, 10000);  // pattern's peak is 13656: halving it shows
+  static const char *const kinds[] = {"malloc", "calloc", "realloc", "free", "memalign"};
+  for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+    int64_t want = kind_sum(t, kinds[k]), got = kind_sum(o, kinds[k]);  // its classes move
+    ck_assert_msg(got == want, "%s: %lld calls replayed, %lld recorded", kinds[k], (long long)got,
+                  (long long)want);
+  }
+  memstub_trace_free(t);
+  memstub_trace_free(o);
+  g = tu_memstub(dir, "gen", "t.csv", "--data", "c.dat", "--churn-scale", "0.5", NULL);
+  ck_assert_msg(g.status == 0 && strstr(g.err, "--churn-scale does not apply to the calls yet: "
+                                                   "the class replay"),
+                "gen: status %d: %s", g.status, g.err);
+  tu_run_free(&g);
+  tu_rmtree(dir);
+  free(dir);
+}
 END_TEST
 
 // A damaged calls file: gen --data refuses it, naming the file; --no-calls
@@ -197,6 +251,7 @@ static Suite *suite(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_call_replay_pattern);
   tcase_add_test(tc, test_call_replay_many);
+  tcase_add_test(tc, test_call_replay_heap_scale);
   tcase_add_test(tc, test_call_replay_damaged);
   tcase_add_test(tc, test_call_replay_counted_outside);
   suite_add_tcase(s, tc);

@@ -279,9 +279,13 @@ int memstub_gen_predict(const struct memstub_stub *s, const struct memstub_profi
  * of a bucket's rows that the row's heap_bytes already counts (the peak row
  * of a coalesced bucket carries the bucket's first time) goes to the
  * earliest row whose heap it completes. Block addresses become block ids.
+ * heap_scale (memstub_gen_options.heap_scale, > 0; 1: none) scales each
+ * call's size, rounded, at least 1 byte where it was: the rows are matched
+ * on the calls as recorded, t being the trace before the what-ifs.
  * 0, or -EINVAL (a damaged file, named with its byte; calls of several
- * threads; a stub already with calls) or -ENOMEM, with err set. */
-int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path,
+ * threads; a stub already with calls; a scale of 0 or less) or -ENOMEM,
+ * with err set. */
+int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path, double heap_scale,
                       memstub_error *err);
 
 /* memstub_stub_check (memstub/stub.h), the runtime's check of the LIFO
