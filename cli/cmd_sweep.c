@@ -94,7 +94,8 @@ static const ms_cli_spec spec = {
     options, 24,
     "\n"
     "The host's stdin is /dev/null and its stdout is discarded; a host that fails\n"
-    "stops the sweep (exit 2) and nothing is written. docs/sweep.md has the rest.\n"};
+    "stops the sweep (exit 2) and nothing is written (a job list's line: exit 2,\n"
+    "no result). docs/sweep.md has the rest.\n"};
 
 enum { MAX_POINTS = 10000, MAX_SHOWN = 32 };
 

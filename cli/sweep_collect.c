@@ -56,11 +56,12 @@ static int result_name(const char *name, size_t *n) {
 static int read_results(ms_sweep *s, const char *dir, char **from, memstub_error *err) {
   char *rdir = ms__asprintf("%s/results", dir);
   if (!rdir) return memstub_error_set(err, -ENOMEM, "out of memory");
-  DIR *d = opendir(rdir);
-  int rc = 0;
-  if (!d) rc = memstub_error_set(err, -errno, "%s: cannot read: %s", rdir, strerror(errno));
-  struct dirent *e;
-  while (rc == 0 && (e = readdir(d))) {
+  // By name, in numeric order (r2 before r10): the same first error every time.
+  struct dirent **list = NULL;
+  int count = scandir(rdir, &list, NULL, versionsort), rc = 0;
+  if (count < 0) rc = memstub_error_set(err, -errno, "%s: cannot read: %s", rdir, strerror(errno));
+  for (int i = 0; rc == 0 && i < count; i++) {
+    const struct dirent *e = list[i];
     size_t n;
     if (e->d_name[0] == '.') continue;  // ., .., a temporary file being written
     char *path = ms__asprintf("%s/%s", rdir, e->d_name);
@@ -87,7 +88,8 @@ static int read_results(ms_sweep *s, const char *dir, char **from, memstub_error
     }
     free(path);
   }
-  if (d) closedir(d);
+  for (int i = 0; i < count; i++) free(list[i]);
+  free(list);
   free(rdir);
   return rc;
 }
