@@ -400,9 +400,10 @@ int ms_cmd_sweep(int argc, char **argv) {
     // The list in place first; should DIR then fail, the list goes again.
     if (rc == 0 && (rc = ms_sweep_commit_dir(stage, s.dir, &err)) < 0) unlink(job_list);
     if (rc == 0)
-      ms_cli_note("sweep: %zu runs (%zu points x %zu repeats) in %s, for GNU parallel (docs/sweep.md): "
-                  "parallel -j 1 < %s; then memstub sweep --collect %s -o OUT", s.nruns, s.npts,
-                  s.repeat, job_list, job_list, s.dir);
+      ms_cli_note("sweep: %zu run%s (%zu point%s x %zu repeat%s) in %s, for GNU parallel: parallel "
+                  "< %s (on several machines: docs/sweep.md); then memstub sweep --collect %s -o OUT",
+                  s.nruns, s.nruns == 1 ? "" : "s", s.npts, s.npts == 1 ? "" : "s", s.repeat,
+                  s.repeat == 1 ? "" : "s", job_list, job_list, s.dir);
   } else if (rc == 0) {
     ms_cli_note("sweep: %zu point%s x %zu repeat%s = %zu run%s of %s, %s", s.npts,
                 s.npts == 1 ? "" : "s", s.repeat, s.repeat == 1 ? "" : "s", s.nruns,

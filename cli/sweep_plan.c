@@ -37,12 +37,9 @@ static int write_file(const ms_sweep *s, const ms_sweep_run *r, const char *path
 
 static void plan_put(const ms_sweep *s, const ms_sweep_run *r, FILE *f) {
   (void)r;
-  fprintf(f, "%s\ntrace", plan_magic);
-  put_field(f, s->trace);
-  fputs("\nstub", f);
-  put_field(f, s->stub);
-  fputs("\nvariable", f);
-  put_field(f, s->var);
+  const char *const keys[] = {"trace", "stub", "variable"}, *const vals[] = {s->trace, s->stub, s->var};
+  fputs(plan_magic, f);
+  for (size_t i = 0; i < 3; i++) fprintf(f, "\n%s", keys[i]), put_field(f, vals[i]);
   fputs("\nprofile", f);
   if (s->profile_path) put_field(f, s->profile_path), put_field(f, s->profile_id);
   fprintf(f, "\njobs\t%zu\nrepeat\t%zu\npoll_ns\t%lld\nswept", s->jobs, s->repeat, (long long)s->poll_ns);
