@@ -1,7 +1,9 @@
 // memstub sweep: a what-if sweep (docs/sweep.md): one data file per point
 // of the scales given, the host run once per point and repeat with the
 // point's file in MEMSTUB_DATA_<stub>, measured from outside, and the
-// results, summary and plots in DIR, all of them or none.
+// results, summary and plots in DIR, all of them or none; or, with
+// --job-list, the runs written as a job list for GNU parallel, and
+// --collect to merge their results.
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -22,7 +24,7 @@
 const char *const ms_sweep_scale_names[MS_SWEEP_SCALES] = {"time", "heap",   "stack", "rss",
                                                            "mapped", "cpu", "churn"};
 
-enum { O_STUB = MS_CLI_LONG, O_REPEAT, O_POLL, O_NO_PLOTS };
+enum { O_STUB = MS_CLI_LONG, O_REPEAT, O_POLL, O_NO_PLOTS, O_JOB_LIST, O_COLLECT };
 
 static const ms_cli_option options[] = {
     {"output", 'o', "DIR",
@@ -55,12 +57,23 @@ static const ms_cli_option options[] = {
      "sample the host's RssAnon every MS milliseconds\n"
      "(default 1, at least 1)"},
     {"no-plots", O_NO_PLOTS, NULL, "write no plots (no gnuplot needed)"},
+    {"job-list", O_JOB_LIST, "FILE",
+     "run nothing: write DIR's data files and plan, and\n"
+     "FILE, one line per run for GNU parallel (on several\n"
+     "machines: docs/sweep.md); each writes its result\n"
+     "into DIR/results/"},
+    {"collect", O_COLLECT, NULL,
+     "memstub sweep --collect DIR... -o OUT: merge the\n"
+     "results of job lists' runs (any machines) into OUT:\n"
+     "the table, summary and plots a sweep writes"},
     {0}};
 
 static const ms_cli_spec spec = {
     "sweep",
     "usage: memstub sweep TRACE --stub NAME -o DIR [--heap-scale LIST] [--time-scale LIST]\n"
     "                     [--cpu-scale LIST] [--repeat N] [-j N] [options] -- HOST [ARGS...]\n"
+    "       memstub sweep TRACE --stub NAME -o DIR --job-list FILE [options] -- HOST [ARGS...]\n"
+    "       memstub sweep --collect DIR... -o OUT [--no-plots]\n"
     "\n"
     "Sweep what-ifs of a component across a host that embeds its stub with\n"
     "memstub_add_stub(NAME ... DATA): one stub data file per point (every\n"
@@ -72,11 +85,17 @@ static const ms_cli_spec spec = {
     "own figures, from its stderr lines 'metric NAME VALUE'. DIR gets\n"
     "results.csv and results.json (every run), summary.txt and summary.md\n"
     "(median and spread per point) and plot-FIGURE-SCALE.png (gnuplot).\n"
+    "\n"
+    "On many machines: --job-list FILE writes the runs as a job list for GNU\n"
+    "parallel (parallel --sshlogin 1/h1,1/h2 --basefile DIR --return\n"
+    "DIR/results < FILE), and --collect DIR... -o OUT merges their results\n"
+    "(refusing runs of different calibration profiles in one summary).\n"
     "\n",
     options, 24,
     "\n"
     "The host's stdin is /dev/null and its stdout is discarded; a host that fails\n"
-    "stops the sweep (exit 2) and nothing is written. docs/sweep.md has the rest.\n"};
+    "stops the sweep (exit 2) and nothing is written (a job list's line: exit 2,\n"
+    "no result). docs/sweep.md has the rest.\n"};
 
 enum { MAX_POINTS = 10000, MAX_SHOWN = 32 };
 
@@ -182,9 +201,7 @@ static int profile_id(ms_sweep *s, memstub_error *err) {
   return 0;
 }
 
-/* DIR made (when absent: *made) or found empty, and a staging directory
- * inside it into *stage. 0, or -errno with err naming DIR. */
-static int open_dir(const char *dir, int *made, char **stage, memstub_error *err) {
+int ms_sweep_open_dir(const char *dir, int *made, char **stage, memstub_error *err) {
   *made = 0;
   *stage = NULL;
   if (mkdir(dir, 0777) == 0) {
@@ -227,9 +244,7 @@ static int open_dir(const char *dir, int *made, char **stage, memstub_error *err
   return memstub_error_set(err, -e, "%s: cannot write: %s", dir, strerror(e));
 }
 
-/* Everything staged moved into dir, a rename each (dir held nothing else).
- * 0, or -errno with err. */
-static int commit_dir(const char *stage, const char *dir, memstub_error *err) {
+int ms_sweep_commit_dir(const char *stage, const char *dir, memstub_error *err) {
   DIR *d = opendir(stage);
   if (!d) return memstub_error_set(err, -errno, "%s: cannot read: %s", stage, strerror(errno));
   struct dirent *e;
@@ -246,21 +261,46 @@ static int commit_dir(const char *stage, const char *dir, memstub_error *err) {
   return rc;
 }
 
-static void sweep_free(ms_sweep *s) {
-  for (size_t i = 0; i < s->npts; i++) free(s->pts[i].data), free(s->pts[i].data_name);
-  for (size_t i = 0; i < s->nruns; i++) {
+void ms_sweep_free(ms_sweep *s) {
+  // A plan read: the points' names are in its text.
+  for (size_t i = 0; i < s->npts; i++) free(s->pts[i].data), free(s->plan_text ? NULL : s->pts[i].data_name);
+  for (size_t i = 0; s->runs && i < s->nruns; i++) {
     for (size_t k = 0; k < s->runs[i].nm; k++) free(s->runs[i].m[k].name);
     free(s->runs[i].m);
+    free(s->runs[i].host);
   }
   free(s->pts);
   free(s->runs);
   free(s->metrics);
+  free(s->plan_text);
+  free(s->plan_argv);
+}
+
+/* The options of --collect DIR... -o OUT [--no-plots] (ms_sweep_collect_parse). */
+static int parse_collect(int argc, char **argv, const char **out, int *plots, int *first,
+                         int *status) {
+  ms_cli_parser p = {.spec = &spec};
+  int c;
+  *status = MS_EXIT_USAGE;
+  while ((c = ms_cli_next(&p, argc, argv)) > 0) {
+    if (c == 'o') *out = p.arg;
+    else if (c == O_NO_PLOTS) *plots = 0;
+    else if (c != O_COLLECT)
+      return ms_cli_usage("sweep", "--collect takes DIR... -o OUT [--no-plots], not %s (the "
+                          "sweep's options went into its job list)", p.opt), -1;
+  }
+  if (c < 0) return *status = p.status, -1;
+  if (p.optind == argc) return ms_cli_usage("sweep", "--collect: no DIR given (the -o DIR of "
+                                            "sweep --job-list, on each machine)"), -1;
+  if (!*out || !**out) return ms_cli_usage("sweep", "--collect: missing -o OUT"), -1;
+  *first = p.optind;
+  return 0;
 }
 
 /* The options into s, lists and the rest: 0, or the exit status (-1 with
  * *status). */
 static int parse(int argc, char **argv, ms_sweep *s, values *lists, int *timing, int *plots,
-                 int *status) {
+                 const char **job_list, int *status) {
   int end = 1;
   while (end < argc && strcmp(argv[end], "--") != 0) end++;
   ms_cli_parser p = {.spec = &spec};
@@ -278,6 +318,10 @@ static int parse(int argc, char **argv, ms_sweep *s, values *lists, int *timing,
       case 'c': s->profile_path = p.arg; break;
       case 't': if (ms_cli_arg_timing(&p, timing) < 0) return -1; break;
       case O_NO_PLOTS: *plots = 0; break;
+      case O_JOB_LIST: *job_list = p.arg; break;
+      case O_COLLECT:
+        return ms_cli_usage("sweep", "--collect takes DIR... -o OUT [--no-plots], without a "
+                            "TRACE or -- HOST"), -1;
       case O_REPEAT:
       case 'j':
       case O_POLL:
@@ -306,12 +350,18 @@ static int parse(int argc, char **argv, ms_sweep *s, values *lists, int *timing,
 }
 
 int ms_cmd_sweep(int argc, char **argv) {
+  // The other forms: a run of a job list (not in --help), and --collect.
+  if (argc > 1 && strcmp(argv[1], "--run-one") == 0) return ms_sweep_run_one_cmd(argc, argv);
+  for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+    if (strcmp(argv[i], "--collect") == 0) return ms_sweep_collect_cmd(argc, argv, parse_collect);
   ms_sweep s = {.repeat = 3, .jobs = 1, .poll_ns = 1000000};
+  const char *job_list = NULL;
   values lists[MS_SWEEP_SCALES];
   for (int k = 0; k < MS_SWEEP_SCALES; k++)
     lists[k] = (values){{k == 3 || k == 4 ? MEMSTUB_GEN_SCALE_HEAP : 1}, 1};
   int timing = MEMSTUB_TIMING_NONE, plots = 1, status;
-  if (parse(argc, argv, &s, lists, &timing, &plots, &status) < 0) return status;
+  if (parse(argc, argv, &s, lists, &timing, &plots, &job_list, &status) < 0) return status;
+  if (job_list && *job_list == '\0') return ms_cli_usage("sweep", "--job-list: an empty FILE");
   if (ms_cli_refuse_stub_file("sweep", s.trace)) return MS_EXIT_USAGE;
   snprintf(s.var, sizeof s.var, "%s%s", MEMSTUB_DATA_ENV_PREFIX, s.stub);
   struct utsname u;
@@ -320,7 +370,7 @@ int ms_cmd_sweep(int argc, char **argv) {
   memstub_profile prof;
   if (s.profile_path && ms_cli_load_profile(s.profile_path, &prof) != 0) return MS_EXIT_USAGE;
   int rc = s.profile_path ? profile_id(&s, &err) : 0;
-  if (rc == 0 && plots) rc = ms_sweep_plot_check(&err);
+  if (rc == 0 && plots && !job_list) rc = ms_sweep_plot_check(&err);
   if (rc == 0) rc = make_points(&s, lists, &err);
   for (int k = 0; k < MS_SWEEP_SCALES; k++) s.swept[k] = lists[k].n > 1;
   // The runs: every repeat runs every point, in an order rotated by the repeat.
@@ -337,39 +387,44 @@ int ms_cmd_sweep(int argc, char **argv) {
   // An interrupt from here on removes what the sweep wrote, then ends it.
   struct sigaction old_actions[MS_CLI_STOP_SIGNALS];
   ms_cli_stop_catch(old_actions);
-  if (rc == 0) rc = open_dir(s.dir, &made, &stage, &err);
+  if (rc == 0) rc = ms_sweep_open_dir(s.dir, &made, &stage, &err);
   if (rc == 0) rc = make_data(&s, stage, s.profile_path ? &prof : NULL, timing, &err);
-  if (rc == 0) {
+  if (rc == 0 && job_list) {
+    // Nothing run here: the plan and the job list, for GNU parallel.
+    ms__afile af;
+    int open = (rc = ms_sweep_jobs_write(&s, stage, job_list, &af, &err)) == 0;
+    if (rc == 0 && ms_cli_stop_caught)
+      rc = memstub_error_set(&err, -EINTR, "stopped by signal %d", (int)ms_cli_stop_caught);
+    if (open && rc < 0) ms__afile_abort(&af);
+    if (open && rc == 0) rc = ms__afile_commit(&af, &err);
+    // The list in place first; should DIR then fail, the list goes again.
+    if (rc == 0 && (rc = ms_sweep_commit_dir(stage, s.dir, &err)) < 0) unlink(job_list);
+    if (rc == 0)
+      ms_cli_note("sweep: %zu run%s (%zu point%s x %zu repeat%s) in %s, for GNU parallel: parallel "
+                  "< %s (on several machines: docs/sweep.md); then memstub sweep --collect %s -o OUT",
+                  s.nruns, s.nruns == 1 ? "" : "s", s.npts, s.npts == 1 ? "" : "s", s.repeat,
+                  s.repeat == 1 ? "" : "s", job_list, job_list, s.dir);
+  } else if (rc == 0) {
     ms_cli_note("sweep: %zu point%s x %zu repeat%s = %zu run%s of %s, %s", s.npts,
                 s.npts == 1 ? "" : "s", s.repeat, s.repeat == 1 ? "" : "s", s.nruns,
                 s.nruns == 1 ? "" : "s", s.argv[0],
                 s.jobs == 1 ? "one at a time" : "several at a time (-j): times not comparable");
     rc = ms_sweep_run_all(&s, ms_cli_progress_enabled(), &err);
+    if (rc == 0) rc = ms_sweep_write_all(&s, stage, plots, &err);
+    if (rc == 0 && ms_cli_stop_caught)
+      rc = memstub_error_set(&err, -EINTR, "stopped by signal %d", (int)ms_cli_stop_caught);
+    if (rc == 0) rc = ms_sweep_commit_dir(stage, s.dir, &err);
   }
-  if (rc == 0) rc = ms_sweep_gather_metrics(&s, &err);
-  for (size_t j = 0; rc == 0 && j < s.nmetrics; j++) {
-    size_t lacking = 0;
-    double v;
-    for (size_t i = 0; i < s.nruns; i++) lacking += !ms_sweep_figure(&s, &s.runs[i], MS_SWEEP_BUILTIN + j, &v);
-    if (lacking)
-      ms_cli_warn("sweep: metric %s: missing from %zu of %zu runs (its medians are of the runs "
-                  "that printed it; the table's cells are empty)", s.metrics[j], lacking, s.nruns);
-  }
-  if (rc == 0) rc = ms_sweep_write_results(&s, stage, &err);
-  if (rc == 0 && plots) rc = ms_sweep_write_plots(&s, stage, &err);
-  if (rc == 0 && ms_cli_stop_caught)
-    rc = memstub_error_set(&err, -EINTR, "stopped by signal %d", (int)ms_cli_stop_caught);
-  if (rc == 0) rc = commit_dir(stage, s.dir, &err);
   if (stage) ms__dir_remove(stage);
   if (rc < 0 && made) ms__dir_remove(s.dir);
-  if (rc == 0) {
+  if (rc == 0 && !job_list) {
     // The summary on stdout too, unless it runs to thousands of lines.
     if (s.npts <= MAX_SHOWN) ms_sweep_summary(&s, 0, stdout);
     ms_cli_note("sweep: results in %s (results.csv, results.json, summary.txt, summary.md%s, "
                 "data/)", s.dir, plots ? ", plot-*.png" : "");
   }
   free(stage);
-  sweep_free(&s);
+  ms_sweep_free(&s);
   if (rc < 0 && !ms_cli_stop_caught) ms_cli_fail(&err);
   // Last: a stop signal caught ends memstub here, with nothing left behind.
   return ms_cli_stop_release(old_actions, rc < 0 ? MS_EXIT_USAGE : MS_EXIT_OK);

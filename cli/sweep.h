@@ -1,7 +1,9 @@
 /* cli/sweep.h: memstub sweep (docs/sweep.md), between its files: the
  * points and runs (cmd_sweep.c), running and measuring a host
  * (sweep_run.c), the results, summary (sweep_out.c) and plots
- * (sweep_plot.c). */
+ * (sweep_plot.c); on many machines, the plan and result files
+ * (sweep_plan.c), the job list and one run of it (sweep_jobs.c) and the
+ * merge of results (sweep_collect.c). */
 #ifndef MEMSTUB_CLI_SWEEP_H
 #define MEMSTUB_CLI_SWEEP_H
 
@@ -10,6 +12,7 @@
 #include <stdio.h>
 
 #include "memstub/error.h"
+#include "ms_common.h"
 
 // The what-if scales a sweep varies, in the order of MS_CLI_WHATIF's keys.
 enum { MS_SWEEP_SCALES = 7 };
@@ -38,6 +41,7 @@ typedef struct ms_sweep_run {
   int64_t polls;                // RssAnon samples taken
   ms_sweep_metric *m;           // the host's own figures, in its order
   size_t nm;
+  char *host;                   // the machine it ran on (collected runs; NULL: the sweep's)
 } ms_sweep_run;
 
 typedef struct ms_sweep {
@@ -55,7 +59,69 @@ typedef struct ms_sweep {
   size_t nruns;
   char **metrics;  // every metric name the runs printed, by first appearance
   size_t nmetrics;
+  char *plan_text;   // a plan read (ms_sweep_plan_read): the strings above point into it
+  char **plan_argv;  // its host command
 } ms_sweep;
+
+// What ms_sweep holds (its points' paths, runs, metrics, a plan read).
+void ms_sweep_free(ms_sweep *s);
+
+/* DIR made (when absent: *made) or found empty, and a staging directory
+ * inside it (with its data/) into *stage (malloc'd). 0, or -errno with err
+ * naming DIR. */
+int ms_sweep_open_dir(const char *dir, int *made, char **stage, memstub_error *err);
+/* Everything staged moved into dir, a rename each (dir held nothing else).
+ * 0, or -errno with err. */
+int ms_sweep_commit_dir(const char *stage, const char *dir, memstub_error *err);
+
+/* Run r of s once (s->nruns and s->pts set; r's point, repeat and order),
+ * measured into r. 0, or -errno with err naming the run and why it failed. */
+int ms_sweep_run_one(const ms_sweep *s, ms_sweep_run *r, memstub_error *err);
+
+/* ---- on many machines (docs/sweep.md, "On many machines") ---- */
+
+/* The plan, DIR/sweep.plan: what a run of the job list and the collect
+ * need (trace, stub, variable, profile, jobs, repeat, poll, the swept scales,
+ * the host command, the points and their data files), written into path
+ * (atomically). 0, or -errno with err. */
+int ms_sweep_plan_write(const ms_sweep *s, const char *path, memstub_error *err);
+/* DIR/sweep.plan read into s (zeroed before; free with ms_sweep_free), its
+ * points' data files DIR/data/pN.msd. 0, or -errno with err "FILE:LINE:
+ * field N (KEY): ..." for a damaged one. */
+int ms_sweep_plan_read(const char *dir, ms_sweep *s, memstub_error *err);
+/* Run r's result file (a run of the job list: its order, point, repeat,
+ * the machine, the profile's identity, the figures, the metrics) written
+ * into path (atomically). 0, or -errno with err. */
+int ms_sweep_result_write(const ms_sweep *s, const ms_sweep_run *r, const char *path,
+                          memstub_error *err);
+/* The result file at path read into r (zeroed before) and checked against
+ * s's plan (its order in 1..runs, with that order's point and repeat; the
+ * plan's profile). 0, or -errno with err "FILE:LINE: field N (KEY): ...". */
+int ms_sweep_result_read(const ms_sweep *s, const char *path, ms_sweep_run *r, memstub_error *err);
+
+/* The plan into stage/sweep.plan, an empty stage/results/, and the job list
+ * of s written into af opened for file (not committed: the caller commits
+ * or aborts it): one line per run, in the sweep's order, `MEMSTUB sweep
+ * --run-one DIR ORDER` (s->dir as given). 0 (af open), or -errno with err
+ * (af released). */
+int ms_sweep_jobs_write(const ms_sweep *s, const char *stage, const char *file, ms__afile *af,
+                        memstub_error *err);
+/* memstub sweep --run-one DIR ORDER (argv[0] "sweep"): one run of a job
+ * list, its result into DIR/results/rORDER.run. The exit status. */
+int ms_sweep_run_one_cmd(int argc, char **argv);
+/* memstub sweep --collect DIR... -o OUT [--no-plots]: the results of the
+ * DIRs' runs merged into OUT as a local sweep writes them. parse: the
+ * options (argv as `memstub sweep` got them) into *out and *plots, and the
+ * first DIR's index into *first (the DIRs run to argc): 0, or -1 with the
+ * exit status in *status. The exit status. */
+typedef int ms_sweep_collect_parse(int argc, char **argv, const char **out, int *plots,
+                                   int *first, int *status);
+int ms_sweep_collect_cmd(int argc, char **argv, ms_sweep_collect_parse *parse);
+
+/* The outputs of s's runs (measured, or collected) into stage: the metrics
+ * gathered (a warning for each missing from some runs), results.csv,
+ * results.json, the summaries and (plots) the plots. 0, or -errno with err. */
+int ms_sweep_write_all(ms_sweep *s, const char *stage, int plots, memstub_error *err);
 
 /* Run every run of s (s->runs filled with point, repeat, order), s->jobs at
  * a time, each with its point's data file in s->var, measuring it into its

@@ -87,7 +87,8 @@ static void csv_write(const ms_sweep *s, FILE *f) {
     const ms_sweep_run *r = &s->runs[i];
     fprintf(f, "%zu", r->point);
     for (int k = 0; k < MS_SWEEP_SCALES; k++) fprintf(f, ",%.15g", s->pts[r->point].scale[k]);
-    fprintf(f, ",%zu,%zu,%s,%s,%zu", r->repeat + 1, r->order + 1, s->host, s->profile_id, s->jobs);
+    fprintf(f, ",%zu,%zu,%s,%s,%zu", r->repeat + 1, r->order + 1, r->host ? r->host : s->host,
+            s->profile_id, s->jobs);
     for (size_t j = 0; j < nf; j++) {
       double v;
       if (!ms_sweep_figure(s, r, j, &v))
@@ -147,7 +148,7 @@ static void json_write(const ms_sweep *s, FILE *f) {
     const ms_sweep_run *r = &s->runs[i];
     fprintf(f, "    {\"point\": %zu, \"repeat\": %zu, \"order\": %zu, \"host\": ", r->point,
             r->repeat + 1, r->order + 1);
-    ms_cli_json_str(f, s->host);
+    ms_cli_json_str(f, r->host ? r->host : s->host);
     fprintf(f, ", \"profile\": \"%s\", \"jobs\": %zu, \"scales\": ", s->profile_id, s->jobs);
     json_scales(s, &s->pts[r->point], f);
     fputs(", \"figures\": {", f);
@@ -203,17 +204,21 @@ static const char *pct(double part, double whole, int sign, char *buf, size_t ca
 void ms_sweep_summary(const ms_sweep *s, int markdown, FILE *f) {
   char nb[96];
   size_t nf = MS_SWEEP_BUILTIN + s->nmetrics;
+  size_t planned = s->npts * s->repeat;
   fprintf(f, "%smemstub sweep of %s: stub %s (%s), %zu point%s x %zu repeat%s = %zu runs, ",
           markdown ? "# " : "", s->trace, s->stub, s->var, s->npts, s->npts == 1 ? "" : "s",
-          s->repeat, s->repeat == 1 ? "" : "s", s->nruns);
+          s->repeat, s->repeat == 1 ? "" : "s", planned);
+  // Collected from a job list: some runs may be missing.
+  if (s->nruns < planned) fprintf(f, "%zu collected (%zu missing), ", s->nruns, planned - s->nruns);
   if (s->jobs == 1)
     fputs("one at a time (times comparable)\n", f);
   else
     fprintf(f, "%zu at a time (-j %zu: a memory-only study, times not comparable)\n", s->jobs,
             s->jobs);
-  fprintf(f, "%shost %s, profile %s; median and spread = (max - min) / median per point; change "
+  fprintf(f, "%s%s %s, profile %s; median and spread = (max - min) / median per point; change "
           "= the median against the baseline's (point 0)\n",
-          markdown ? "\n" : "", s->host, s->profile_path ? s->profile_id : "none");
+          markdown ? "\n" : "", strchr(s->host, ',') ? "hosts" : "host", s->host,
+          s->profile_path ? s->profile_id : "none");
   double *v = malloc((s->nruns + 1) * sizeof *v);
   if (!v) return;
   for (size_t j = 0; j < nf; j++) {
@@ -271,4 +276,19 @@ int ms_sweep_write_results(const ms_sweep *s, const char *dir, memstub_error *er
     if (rc < 0) return rc;
   }
   return 0;
+}
+
+int ms_sweep_write_all(ms_sweep *s, const char *stage, int plots, memstub_error *err) {
+  int rc = ms_sweep_gather_metrics(s, err);
+  for (size_t j = 0; rc == 0 && j < s->nmetrics; j++) {
+    size_t lacking = 0;
+    double v;
+    for (size_t i = 0; i < s->nruns; i++) lacking += !ms_sweep_figure(s, &s->runs[i], MS_SWEEP_BUILTIN + j, &v);
+    if (lacking)
+      ms_cli_warn("sweep: metric %s: missing from %zu of %zu runs (its medians are of the runs "
+                  "that printed it; the table's cells are empty)", s->metrics[j], lacking, s->nruns);
+  }
+  if (rc == 0) rc = ms_sweep_write_results(s, stage, err);
+  if (rc == 0 && plots) rc = ms_sweep_write_plots(s, stage, err);
+  return rc;
 }

@@ -138,9 +138,7 @@ static void free_env(char **env) {
   free(env);
 }
 
-/* Run the host once for run r and measure it. 0, or -errno with e saying
- * which run failed and why. */
-static int run_one(const ms_sweep *s, ms_sweep_run *r, memstub_error *e) {
+int ms_sweep_run_one(const ms_sweep *s, ms_sweep_run *r, memstub_error *e) {
   char label[300];
   run_label(s, r, label, sizeof label);
   char **env = env_with(s->var, s->pts[r->point].data);
@@ -200,7 +198,7 @@ static void *worker(void *arg) {
     pthread_mutex_unlock(&p->lock);
     if (i >= p->s->nruns) return NULL;
     memstub_error e = {0};
-    int rc = run_one(p->s, &p->s->runs[i], &e);
+    int rc = ms_sweep_run_one(p->s, &p->s->runs[i], &e);
     pthread_mutex_lock(&p->lock);
     if (rc < 0 && p->rc == 0) p->rc = rc, p->err = e;
     p->done++;

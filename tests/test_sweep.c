@@ -3,7 +3,9 @@
 // DATA)): the table's rows, the host's metric lines, the summary's medians;
 // and bad input (a scale list with a bad number, an unknown option, a host
 // that fails, a bad metric line, a DIR that cannot be written or is not
-// empty), each a clear error with nothing written.
+// empty), each a clear error with nothing written; on many machines
+// (item 3), the job list run by GNU parallel on this host and --collect
+// (two directories' results equal to one's, and bad input refused).
 #include <check.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -262,6 +264,211 @@ START_TEST(test_stopped) {
 }
 END_TEST
 
+
+/* ---- on many machines: the job list, and --collect (issue 33 item 3) ---- */
+
+// `sh -c CMD` in cwd, which must succeed.
+static void shell_ok(const char *cwd, const char *cmd) {
+  char *argv[] = {"sh", "-c", (char *)cmd, NULL};
+  tu_run r = tu_exec(cwd, argv);
+  ck_assert_msg(r.status == 0, "%s: status %d: %s", cmd, r.status, r.err);
+  tu_run_free(&r);
+}
+
+/* In cwd: memstub sweep --job-list jobs -o d, 3 points (time 0.25; heap 1,
+ * 0.5, the baseline) x 2 repeats = 6 runs, the host given as it is. */
+static void make_job_list(const char *cwd) {
+  tu_run r = tu_memstub(cwd, "sweep", tu_src("tests/fixtures/whatif/resident.csv"), "--stub",
+                        "data_stub", "--heap-scale", "1,0.5", "--time-scale", "0.25", "--repeat",
+                        "2", "--job-list", "jobs", "-o", "d", "--", getenv("MEMSTUB_SWEEP_HOST"),
+                        NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_msg(strstr(r.err, "6 runs (3 points x 2 repeats) in jobs, for GNU parallel"), "%s", r.err);
+  ck_assert_str_eq(r.out, "");
+  tu_run_free(&r);
+}
+
+// memstub sweep --collect DIRS... -o OUT --no-plots in cwd (dirs: at most 4, NULL-ended).
+static tu_run collect(const char *cwd, const char *const *dirs, const char *out) {
+  const char *argv[16];
+  size_t n = 0;
+  argv[n++] = getenv("MEMSTUB_EXE");
+  argv[n++] = "sweep";
+  argv[n++] = "--collect";
+  for (size_t i = 0; dirs[i]; i++) argv[n++] = dirs[i];
+  argv[n++] = "-o";
+  argv[n++] = out;
+  argv[n++] = "--no-plots";
+  argv[n] = NULL;
+  return tu_exec(cwd, (char *const *)argv);
+}
+
+static int have_parallel(void) {
+  char *argv[] = {"parallel", "--version", NULL};
+  tu_run r = tu_exec(NULL, argv);
+  int ok = r.status == 0 && strstr(r.out, "GNU parallel") != NULL;
+  tu_run_free(&r);
+  return ok;
+}
+
+// The job list, one line per run in the sweep's order, run by GNU parallel on this host.
+START_TEST(test_job_list_parallel) {
+  if (!have_parallel()) {
+    printf("test_sweep: test_job_list_parallel skipped: GNU parallel is not installed "
+           "(Debian: apt-get install parallel)\n");
+    return;
+  }
+  char *dir = tu_mkdtemp();
+  make_job_list(dir);
+  char *jobs_path = path_in(dir, "jobs"), *jobs = tu_read_file(jobs_path);
+  ck_assert_ptr_nonnull(jobs);
+  const char *line = jobs;
+  for (int i = 1; i <= 6; i++) {
+    char want[64];
+    snprintf(want, sizeof want, "' sweep --run-one 'd' %d\n", i);
+    const char *nl = strchr(line, '\n');
+    ck_assert_msg(nl && strncmp(nl + 1 - strlen(want), want, strlen(want)) == 0, "line %d: %s", i, jobs);
+    line = nl + 1;
+  }
+  ck_assert_str_eq(line, "");
+  // The local host through the same path as remote ones (--sshlogin :), two at a time:
+  // runs of a -j 1 list wait for each other on a machine.
+  shell_ok(dir, "parallel --sshlogin 2/: --halt now,fail=1 < jobs");
+  char *results = path_in(dir, "d/results");
+  ck_assert_int_eq(tu_count_entries(results), 6);
+  struct utsname u;
+  ck_assert_int_eq(uname(&u), 0);
+  char *r3_path = path_in(results, "r3.run"), *r3 = tu_read_file(r3_path), host[300];
+  snprintf(host, sizeof host, "\nhost\t%s\nprofile\t\n", u.nodename);
+  ck_assert_msg(r3 && strncmp(r3, "memstub sweep run 1\norder\t3\npoint\t2\nrepeat\t1\n", 43) == 0 &&
+                strstr(r3, host) && strstr(r3, "\nmetric\tstub_peak_heap\t4194304\n"), "%s", r3);
+  // Collected: the table a sweep writes, the runs in the sweep's order.
+  const char *dirs[] = {"d", NULL};
+  tu_run r = collect(dir, dirs, "out");
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_msg(strstr(r.out, "3 points x 2 repeats = 6 runs, one at a time (times comparable)"), "%s", r.out);
+  char *csv_path = path_in(dir, "out/results.csv"), *csv = tu_read_file(csv_path), b[300];
+  ck_assert_ptr_nonnull(csv);
+  static const char *const want_point[] = {"0", "1", "2", "1", "2", "0"};
+  line = strchr(csv, '\n') + 1;
+  for (int i = 0; i < 6; i++, line = strchr(line, '\n') + 1) {
+    ck_assert_msg(*line, "row %d missing:\n%s", i, csv);
+    ck_assert_str_eq(field(line, 0, b, sizeof b), want_point[i]);
+    ck_assert_str_eq(field(line, 10, b, sizeof b), u.nodename);
+    ck_assert_str_eq(field(line, 20, b, sizeof b), strcmp(want_point[i], "2") ? "8388608" : "4194304");
+  }
+  ck_assert_str_eq(line, "");
+  char *txt_path = path_in(dir, "out/summary.txt"), *txt = tu_read_file(txt_path);
+  ck_assert_msg(txt && strstr(txt, "\n    2     0.5   2    4,194,304    4,194,304    4,194,304     0.0 %   -50.0 %\n"),
+                "%s", txt);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir), free(jobs_path), free(jobs), free(results), free(r3_path), free(r3), free(csv_path);
+  free(csv), free(txt_path), free(txt);
+}
+END_TEST
+
+// The files a collect wrote into a and b are the same.
+static void assert_same_outputs(const char *cwd, const char *a, const char *b) {
+  static const char *const files[] = {"results.csv", "results.json", "summary.txt", "summary.md",
+                                      "data/p2.msd"};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    char *pa = NULL, *pb = NULL;
+    ck_assert(asprintf(&pa, "%s/%s/%s", cwd, a, files[i]) > 0 && asprintf(&pb, "%s/%s/%s", cwd, b, files[i]) > 0);
+    size_t la = 0, lb = 0;
+    char *ta = tu_read_file_len(pa, &la), *tb = tu_read_file_len(pb, &lb);
+    ck_assert_msg(ta && tb && la == lb && memcmp(ta, tb, la) == 0, "%s and %s differ", pa, pb);
+    free(pa), free(pb), free(ta), free(tb);
+  }
+}
+
+// A collect refused: status 2, its message holding want, no OUT.
+static void assert_collect_refused(const char *cwd, const char *const *dirs, const char *want) {
+  tu_run r = collect(cwd, dirs, "bad");
+  ck_assert_msg(r.status == 2, "status %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, want), "expected '%s' in: %s", want, r.err);
+  char *bad = path_in(cwd, "bad");
+  ck_assert(!tu_exists(bad));
+  free(bad);
+  tu_run_free(&r);
+}
+
+/* The line of path starting with key replaced by line (key and all), or the
+ * file cut after its first keep lines (line NULL). */
+static void edit(const char *cwd, const char *rel, const char *key, const char *line, int keep) {
+  char *path = path_in(cwd, rel), *text = tu_read_file(path);
+  ck_assert_ptr_nonnull(text);
+  char *out = calloc(1, strlen(text) + 256), *at = text;
+  ck_assert_ptr_nonnull(out);
+  for (int n = 0; *at; n++) {
+    char *nl = strchr(at, '\n');
+    size_t len = (size_t)(nl - at) + 1;
+    if (!line && n == keep) break;
+    if (line && strncmp(at, key, strlen(key)) == 0 && strchr("\t\n", at[strlen(key)]))
+      strcat(strcat(out, line), "\n");
+    else
+      strncat(out, at, len);
+    at += len;
+  }
+  tu_write_file(path, out);
+  free(path), free(text), free(out);
+}
+
+// Results of two directories (machines) collected = those of one over both; and bad input.
+START_TEST(test_collect) {
+  char *dir = tu_mkdtemp();
+  make_job_list(dir);
+  // The job list is a shell script too: run here one line after another.
+  shell_ok(dir, "sh jobs && cp -r d a && cp -r d b && rm a/results/r2.run a/results/r4.run "
+                "a/results/r6.run b/results/r1.run b/results/r3.run b/results/r5.run");
+  const char *one[] = {"d", NULL}, *two[] = {"a", "b", NULL}, *back[] = {"b", "a", NULL};
+  tu_run r = collect(dir, one, "all");
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  tu_run r2 = collect(dir, two, "two");
+  ck_assert_msg(r2.status == 0, "%s", r2.err);
+  ck_assert_str_eq(r2.out, r.out);
+  tu_run_free(&r2);
+  assert_same_outputs(dir, "all", "two");
+  r2 = collect(dir, back, "back");
+  ck_assert_msg(r2.status == 0, "%s", r2.err);
+  assert_same_outputs(dir, "all", "back");
+  tu_run_free(&r2);
+  // Half the runs: said on stderr and in the summary.
+  const char *half[] = {"a", NULL};
+  r2 = collect(dir, half, "half");
+  ck_assert_msg(r2.status == 0, "%s", r2.err);
+  ck_assert_msg(strstr(r2.err, "3 of the 6 runs missing, the first run 2"), "%s", r2.err);
+  ck_assert_msg(strstr(r2.out, "= 6 runs, 3 collected (3 missing), one at a time"), "%s", r2.out);
+  tu_run_free(&r2);
+  // Bad input: nothing written, the file, line and field named.
+  shell_ok(dir, "cp -r a c && cp -r b p && cp -r b s");
+  edit(dir, "c/results/r3.run", "wall_ns", "wall_ns\t12x", 0);
+  const char *damaged[] = {"c", NULL};
+  assert_collect_refused(dir, damaged, "c/results/r3.run:7: field 2: '12x' is not wall_ns, a whole number");
+  edit(dir, "c/results/r3.run", NULL, NULL, 5);
+  assert_collect_refused(dir, damaged, "c/results/r3.run:6: cut short: expected a line 'profile'");
+  shell_ok(dir, "cp a/results/r3.run c/results/r3.run");
+  edit(dir, "c/results/r3.run", "point", "point\t1", 0);
+  assert_collect_refused(dir, damaged, "c/results/r3.run:3: field 2: '1' is not point");
+  const char *twice[] = {"d", "a", NULL};
+  assert_collect_refused(dir, twice, "a/results/r1.run: run 1 again (it is d/results/r1.run too)");
+  edit(dir, "p/sweep.plan", "profile", "profile\tother.profile\t0123456789abcdef", 0);
+  const char *profiles[] = {"a", "p", NULL};
+  assert_collect_refused(dir, profiles, "p/sweep.plan:5: the runs of p are of another calibration "
+                         "profile than those of a: a summary never mixes hosts of different profiles");
+  edit(dir, "s/sweep.plan", "repeat", "repeat\t3", 0);
+  const char *other[] = {"a", "s", NULL};
+  assert_collect_refused(dir, other, "s/sweep.plan:7: not the plan of a/sweep.plan");
+  char *argv[] = {getenv("MEMSTUB_EXE"), "sweep", "--collect", "a", "-o", "bad", "--heap-scale", "1", NULL};
+  tu_run u = tu_exec(dir, argv);
+  ck_assert_msg(u.status == 2 && strstr(u.err, "--collect takes DIR... -o OUT [--no-plots], not --heap-scale"), "%s", u.err);
+  tu_run_free(&u);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("sweep");
   TCase *tc = tcase_create("sweep");
@@ -271,6 +478,8 @@ int main(void) {
   tcase_add_test(tc, test_jobs_said);
   tcase_add_test(tc, test_stopped);
   tcase_add_test(tc, test_profile_identity);
+  tcase_add_test(tc, test_job_list_parallel);
+  tcase_add_test(tc, test_collect);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
