@@ -186,11 +186,6 @@ static void view_free(site_view *v) {
   memset(v, 0, sizeof *v);
 }
 
-static int by_i64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
 static int part_by_name(const void *a, const void *b) {
   const part *x = a, *y = b;
   int c = strcmp(x->name, y->name);
@@ -240,7 +235,7 @@ static int view_read(const gens *g, const char *path, site_view *v, memstub_erro
   size_t nk = 0;
   for (size_t i = 0; i < f->nsurv; i++)
     if (f->surv[i].site >= 0) keep[nk++] = f->surv[i].site;
-  qsort(keep, nk, sizeof *keep, by_i64);
+  qsort(keep, nk, sizeof *keep, ms__cmp_i64);
   size_t u = 0;
   for (size_t i = 0; i < nk; i++)
     if (!u || keep[u - 1] != keep[i]) keep[u++] = keep[i];
@@ -264,7 +259,7 @@ static int view_read(const gens *g, const char *path, site_view *v, memstub_erro
     const memstub_occurrence *o = memstub_generations_find(f, x->occurrence);
     int64_t pl = -1;
     if (x->site >= 0) {
-      const int64_t *at = bsearch(&x->site, keep, u, sizeof *keep, by_i64);
+      const int64_t *at = bsearch(&x->site, keep, u, sizeof *keep, ms__cmp_i64);
       pl = place[at - keep];
     }
     part p = {o->name, o->id, pl, x->blocks, x->bytes, x->free_ns == -1 ? x->bytes : 0};
