@@ -18,6 +18,11 @@
  *   return MS__HAND_OUT(rc, t, out, memstub_trace_free); */
 #define MS__HAND_OUT(rc, obj, out, free_fn) ((rc) < 0 ? (free_fn(obj), (rc)) : (*(out) = (obj), 0))
 
+/* The options a public function taking NULL for the defaults works with: o,
+ * or def set by init (memstub_*_options_init) when o is NULL.
+ *   o = MS__OPTIONS_OR(o, def, memstub_plot_options_init); */
+#define MS__OPTIONS_OR(o, def, init) ((o) ? (o) : (init(&(def)), &(def)))
+
 /* ---- atomic output files (afile.c) ------------------------------------- */
 
 /* An output file that appears complete or not at all: data goes to a hidden

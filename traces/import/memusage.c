@@ -420,10 +420,7 @@ int memstub_import_memusage_parse(const char *name, const unsigned char *buf, si
                                   const memstub_import_options *o, memstub_trace **out,
                                   memstub_error *err) {
   memstub_import_options dflt;
-  if (!o) {
-    memstub_import_options_init(&dflt);
-    o = &dflt;
-  }
+  o = MS__OPTIONS_OR(o, dflt, memstub_import_options_init);
   *out = NULL;
   muparse p = {.name = name, .buf = buf, .len = len, .o = o, .err = err};
   int rc = mu_header(&p);
