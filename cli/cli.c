@@ -87,6 +87,19 @@ char *ms_cli_sidecar_path(const char *trace, const char *ext) {
   return ms__asprintf("%s%s", trace, ext);
 }
 
+int ms_cli_path_find(const char *name, char *out, size_t cap) {
+  const char *d = getenv("PATH");
+  if (!d || !*d) return 0;
+  for (;;) {
+    size_t n = strcspn(d, ":");
+    if ((size_t)snprintf(out, cap, "%.*s/%s", n ? (int)n : 1, n ? d : ".", name) < cap &&
+        access(out, X_OK) == 0)
+      return 1;
+    if (!d[n]) return 0;
+    d += n + 1;
+  }
+}
+
 int ms_cli_sidecar_operand(const char *cmd, ms_cli_parser *p, int argc, char **argv,
                            const char *ext, char **path, memstub_trace **t) {
   *path = NULL;

@@ -57,6 +57,10 @@ int ms_cli_progress_enabled(void);
  * ".generations"): trace itself when it already ends in ext, else trace with
  * ext appended. Malloc'd; NULL when out of memory. */
 char *ms_cli_sidecar_path(const char *trace, const char *ext);
+/* The file exec would run for name (without a '/') as $PATH's search finds
+ * it: the first executable dir/name of $PATH's directories, an empty one
+ * the current directory. 1 with its path in out[cap], else 0. */
+int ms_cli_path_find(const char *name, char *out, size_t cap);
 struct memstub_trace;
 typedef struct ms_cli_parser ms_cli_parser;
 /* The one TRACE operand of memstub sites and generations (argv[p->optind],
