@@ -22,7 +22,7 @@ static const ms_cli_option options[] = {
     {"sites", O_SITES, NULL,
      "the allocation sites of the survivors, per region\n"
      "(a trace recorded with --sites too: TRACE.sites)"},
-    {"json", O_JSON, NULL, "print JSON (keys: docs/formats.md#generations)"},
+    MS_CLI_JSON_OPTION(O_JSON, "docs/formats.md#generations"),
     {0}};
 
 static const ms_cli_spec spec = {
@@ -441,21 +441,19 @@ int ms_cmd_generations(int argc, char **argv) {
     }
   }
   if (c < 0) return p.status;
+  // A trace without regions has no generations; one without --sites no sites.
+  static const char *const keys[] = {"generations.file", "sites.file", NULL};
+  int has[2];
   char *path;
-  memstub_trace *t;
-  int rc = ms_cli_sidecar_operand("generations", &p, argc, argv, ".generations", &path, &t);
+  int rc = ms_cli_sidecar_operand("generations", &p, argc, argv, ".generations", keys, has, &path);
   if (rc != 0) return rc;
   const char *trace = argv[p.optind];
-  // A trace without regions has no generations.
-  int has = !t || memstub_trace_get_meta(t, "generations.file") != NULL;
-  int has_sites = !t || memstub_trace_get_meta(t, "sites.file") != NULL;
-  memstub_trace_free(t);
-  if (!has || (sites && !has_sites)) free(path);
-  if (!has)
+  if (!has[0] || (sites && !has[1])) free(path);
+  if (!has[0])
     return ms_cli_error("%s has no generations: it has no probe regions (memstub_probe_begin/end, "
                         "or memstub record --function NAME), or the program died of a signal",
                         trace);
-  if (sites && !has_sites)
+  if (sites && !has[1])
     return ms_cli_error("%s has no allocation sites: record it with --sites too (memstub record "
                         "--sites --function NAME -o %s -- PROGRAM)",
                         trace, trace);
