@@ -174,10 +174,7 @@ static int calibrate(ms__cal_ctx *c, const ms__cal_programs *st, memstub_error *
 int memstub_calibrate(const memstub_calib_options *o, memstub_calib **out, memstub_error *err) {
   *out = NULL;
   memstub_calib_options def;
-  if (!o) {
-    memstub_calib_options_init(&def);
-    o = &def;
-  }
+  o = MS__OPTIONS_OR(o, def, memstub_calib_options_init);
   int rc = check_options(o, err);
   if (rc < 0) return rc;
   int64_t t_start = ms__prim_now_ns();

@@ -87,22 +87,37 @@ char *ms_cli_sidecar_path(const char *trace, const char *ext) {
   return ms__asprintf("%s%s", trace, ext);
 }
 
+int ms_cli_path_find(const char *name, char *out, size_t cap) {
+  const char *d = getenv("PATH");
+  if (!d || !*d) return 0;
+  for (;;) {
+    size_t n = strcspn(d, ":");
+    if ((size_t)snprintf(out, cap, "%.*s/%s", n ? (int)n : 1, n ? d : ".", name) < cap &&
+        access(out, X_OK) == 0)
+      return 1;
+    if (!d[n]) return 0;
+    d += n + 1;
+  }
+}
+
 int ms_cli_sidecar_operand(const char *cmd, ms_cli_parser *p, int argc, char **argv,
-                           const char *ext, char **path, memstub_trace **t) {
+                           const char *ext, const char *const *keys, int *has, char **path) {
   *path = NULL;
-  *t = NULL;
   if (p->optind >= argc) return ms_cli_usage(cmd, "missing TRACE");
   if (p->optind + 1 < argc)
     return ms_cli_usage(cmd, "one TRACE at a time (found '%s')", argv[p->optind + 1]);
   const char *trace = argv[p->optind];
   if (!(*path = ms_cli_sidecar_path(trace, ext))) return ms_cli_error("out of memory");
-  if (strcmp(*path, trace) == 0) return 0;  // the side file itself
+  memstub_trace *t = NULL;
   memstub_error err = {0};
-  if (memstub_trace_read(trace, t, &err) < 0) {
+  // The side file itself, else the trace whose metadata say.
+  if (strcmp(*path, trace) != 0 && memstub_trace_read(trace, &t, &err) < 0) {
     free(*path);
     *path = NULL;
     return ms_cli_fail(&err);
   }
+  for (size_t i = 0; keys[i]; i++) has[i] = !t || memstub_trace_get_meta(t, keys[i]) != NULL;
+  memstub_trace_free(t);
   return 0;
 }
 

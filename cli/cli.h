@@ -57,17 +57,22 @@ int ms_cli_progress_enabled(void);
  * ".generations"): trace itself when it already ends in ext, else trace with
  * ext appended. Malloc'd; NULL when out of memory. */
 char *ms_cli_sidecar_path(const char *trace, const char *ext);
+/* The file exec would run for name (without a '/') as $PATH's search finds
+ * it: the first executable dir/name of $PATH's directories, an empty one
+ * the current directory. 1 with its path in out[cap], else 0. */
+int ms_cli_path_find(const char *name, char *out, size_t cap);
 struct memstub_trace;
 typedef struct ms_cli_parser ms_cli_parser;
 /* The one TRACE operand of memstub sites and generations (argv[p->optind],
  * after the options) and the side file they read (ext: ".sites",
- * ".generations"): its path into *path (ms_cli_sidecar_path, malloc'd)
- * and, when the operand is the trace rather than the side file, the trace
- * read into *t (else NULL), whose metadata say whether the recording wrote
- * that file (an older one beside it would be another run's). 0 (free both),
- * or the exit status after saying why not (both NULL). */
+ * ".generations"): its path into *path (ms_cli_sidecar_path, malloc'd), and
+ * has[i] for each of the metadata keys (NULL-terminated): whether the
+ * recording wrote that side file (an older one beside the trace would be
+ * another run's), as the trace's metadata say; 1 when the operand is the
+ * side file itself. 0 (free *path), or the exit status after saying why not
+ * (*path NULL). */
 int ms_cli_sidecar_operand(const char *cmd, ms_cli_parser *p, int argc, char **argv,
-                           const char *ext, char **path, struct memstub_trace **t);
+                           const char *ext, const char *const *keys, int *has, char **path);
 /* s as a JSON string (quotes, backslashes and control bytes escaped). */
 void ms_cli_json_str(FILE *f, const char *s);
 // Redraw a one-line progress indicator "label  done/total" on stderr; a
@@ -140,27 +145,34 @@ enum { MS_CLI_LONG = 256, MS_CLI_MAX_OPTIONS = 40 };
 enum { MS_CLI_WHATIF = MS_CLI_LONG + 200, MS_CLI_TIME_SCALE = MS_CLI_WHATIF, MS_CLI_HEAP_SCALE,
        MS_CLI_STACK_SCALE, MS_CLI_RSS_SCALE, MS_CLI_MAPPED_SCALE, MS_CLI_CPU_SCALE,
        MS_CLI_CHURN_SCALE, MS_CLI_WHATIF_END };
-#define MS_CLI_WHATIF_OPTIONS                                                                 \
-  {"time-scale", MS_CLI_TIME_SCALE, "F", "what-if: multiply every time by F (0.7 = 30% faster)"}, \
-      {"heap-scale", MS_CLI_HEAP_SCALE, "F",                                                  \
-       "what-if: multiply the heap totals by F; resident and\n"                                 \
-       "mapped memory follow it (half the heap has half the\n"                                  \
-       "pages to write) unless --rss-scale, --mapped-scale\n"                                   \
-       "set their own"},                                                                        \
-      {"stack-scale", MS_CLI_STACK_SCALE, "F", "what-if: multiply the stack totals by F"},   \
-      {"rss-scale", MS_CLI_RSS_SCALE, "F",                                                    \
-       "what-if: multiply the resident totals (rss_bytes) by F\n"                              \
-       "(default: the --heap-scale)"},                                                          \
-      {"mapped-scale", MS_CLI_MAPPED_SCALE, "F",                                              \
-       "what-if: multiply the mapped totals (mapped_bytes) by\n"                               \
-       "F (default: the --heap-scale)"},                                                        \
-      {"cpu-scale", MS_CLI_CPU_SCALE, "F",                                                    \
-       "what-if: the CPU time between memory changes\n"                                        \
-       "(cpu_ns) times F, the delays shorter or longer by\n"                                   \
-       "the difference (0.5: the computation twice as fast)"},                                  \
-      {"churn-scale", MS_CLI_CHURN_SCALE, "F",                                                \
-       "what-if: F times the allocator calls and their bytes\n"                                \
-       "(calls_*, churn_bytes; 0: every temporary pooled)"}
+/* One of them, --WHAT-scale with its key MS_CLI_<KEY>_SCALE: gen and replay
+ * take a factor (ARG "F"), sweep a LIST of them. */
+#define MS_CLI_SCALE_OPTION(what, KEY, arg, help) {what "-scale", MS_CLI_##KEY##_SCALE, arg, help}
+#define MS_CLI_WHATIF_OPTIONS                                                                  \
+  MS_CLI_SCALE_OPTION("time", TIME, "F", "what-if: multiply every time by F (0.7 = 30% faster)"), \
+      MS_CLI_SCALE_OPTION("heap", HEAP, "F",                                                   \
+                          "what-if: multiply the heap totals by F; resident and\n"             \
+                          "mapped memory follow it (half the heap has half the\n"              \
+                          "pages to write) unless --rss-scale, --mapped-scale\n"               \
+                          "set their own"),                                                     \
+      MS_CLI_SCALE_OPTION("stack", STACK, "F", "what-if: multiply the stack totals by F"),      \
+      MS_CLI_SCALE_OPTION("rss", RSS, "F",                                                     \
+                          "what-if: multiply the resident totals (rss_bytes) by F\n"           \
+                          "(default: the --heap-scale)"),                                       \
+      MS_CLI_SCALE_OPTION("mapped", MAPPED, "F",                                               \
+                          "what-if: multiply the mapped totals (mapped_bytes) by\n"            \
+                          "F (default: the --heap-scale)"),                                     \
+      MS_CLI_SCALE_OPTION("cpu", CPU, "F",                                                     \
+                          "what-if: the CPU time between memory changes\n"                     \
+                          "(cpu_ns) times F, the delays shorter or longer by\n"                \
+                          "the difference (0.5: the computation twice as fast)"),               \
+      MS_CLI_SCALE_OPTION("churn", CHURN, "F",                                                 \
+                          "what-if: F times the allocator calls and their bytes\n"             \
+                          "(calls_*, churn_bytes; 0: every temporary pooled)")
+
+/* --json, the same in the commands that print JSON: KEYS names where the
+ * JSON's keys are described (a docs page and anchor). */
+#define MS_CLI_JSON_OPTION(key, KEYS) {"json", key, NULL, "print JSON (keys: " KEYS ")"}
 
 typedef struct ms_cli_spec {
   const char *name;           // the subcommand, for messages ("see 'memstub gen --help'")

@@ -1,5 +1,6 @@
 // memstub build: compile a standalone stub program from a generated header.
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -332,21 +333,6 @@ static int plan_output(build_job *j) {
   return 0;
 }
 
-// Whether an executable file NAME is in one of $PATH's directories.
-static int on_path(const char *name) {
-  const char *path = getenv("PATH");
-  if (!path || !*path) return 0;
-  for (const char *d = path;;) {
-    size_t len = strcspn(d, ":");
-    char *f = ms__asprintf("%.*s/%s", (int)len, len ? d : ".", name);
-    int ok = f && access(f, X_OK) == 0;
-    free(f);
-    if (ok) return 1;
-    if (!d[len]) return 0;
-    d += len + 1;
-  }
-}
-
 /* The compiler, found when memstub runs: --cc, $MEMSTUB_CC, $CC, then cc on
  * $PATH, then the one memstub was configured with. A sanitized memstub's
  * archives need its own compiler's sanitizer runtime, so there the configured
@@ -356,7 +342,8 @@ static const char *find_cc(const char *opt) {
   if (!use || !*use) use = getenv("CC");
   if (use && *use) return use;
   int sanitized = *ms__rt_build_cflags() != '\0';
-  if (!sanitized && on_path("cc")) return "cc";
+  char cc[PATH_MAX];
+  if (!sanitized && ms_cli_path_find("cc", cc, sizeof cc)) return "cc";
   return ms__rt_build_cc();
 }
 

@@ -22,7 +22,7 @@ static const ms_cli_option options[] = {
     {"sites", O_SITES, NULL,
      "the allocation sites of the survivors, per region\n"
      "(a trace recorded with --sites too: TRACE.sites)"},
-    {"json", O_JSON, NULL, "print JSON (keys: docs/formats.md#generations)"},
+    MS_CLI_JSON_OPTION(O_JSON, "docs/formats.md#generations"),
     {0}};
 
 static const ms_cli_spec spec = {
@@ -186,11 +186,6 @@ static void view_free(site_view *v) {
   memset(v, 0, sizeof *v);
 }
 
-static int by_i64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
 static int part_by_name(const void *a, const void *b) {
   const part *x = a, *y = b;
   int c = strcmp(x->name, y->name);
@@ -240,7 +235,7 @@ static int view_read(const gens *g, const char *path, site_view *v, memstub_erro
   size_t nk = 0;
   for (size_t i = 0; i < f->nsurv; i++)
     if (f->surv[i].site >= 0) keep[nk++] = f->surv[i].site;
-  qsort(keep, nk, sizeof *keep, by_i64);
+  qsort(keep, nk, sizeof *keep, ms__cmp_i64);
   size_t u = 0;
   for (size_t i = 0; i < nk; i++)
     if (!u || keep[u - 1] != keep[i]) keep[u++] = keep[i];
@@ -264,7 +259,7 @@ static int view_read(const gens *g, const char *path, site_view *v, memstub_erro
     const memstub_occurrence *o = memstub_generations_find(f, x->occurrence);
     int64_t pl = -1;
     if (x->site >= 0) {
-      const int64_t *at = bsearch(&x->site, keep, u, sizeof *keep, by_i64);
+      const int64_t *at = bsearch(&x->site, keep, u, sizeof *keep, ms__cmp_i64);
       pl = place[at - keep];
     }
     part p = {o->name, o->id, pl, x->blocks, x->bytes, x->free_ns == -1 ? x->bytes : 0};
@@ -446,21 +441,19 @@ int ms_cmd_generations(int argc, char **argv) {
     }
   }
   if (c < 0) return p.status;
+  // A trace without regions has no generations; one without --sites no sites.
+  static const char *const keys[] = {"generations.file", "sites.file", NULL};
+  int has[2];
   char *path;
-  memstub_trace *t;
-  int rc = ms_cli_sidecar_operand("generations", &p, argc, argv, ".generations", &path, &t);
+  int rc = ms_cli_sidecar_operand("generations", &p, argc, argv, ".generations", keys, has, &path);
   if (rc != 0) return rc;
   const char *trace = argv[p.optind];
-  // A trace without regions has no generations.
-  int has = !t || memstub_trace_get_meta(t, "generations.file") != NULL;
-  int has_sites = !t || memstub_trace_get_meta(t, "sites.file") != NULL;
-  memstub_trace_free(t);
-  if (!has || (sites && !has_sites)) free(path);
-  if (!has)
+  if (!has[0] || (sites && !has[1])) free(path);
+  if (!has[0])
     return ms_cli_error("%s has no generations: it has no probe regions (memstub_probe_begin/end, "
                         "or memstub record --function NAME), or the program died of a signal",
                         trace);
-  if (sites && !has_sites)
+  if (sites && !has[1])
     return ms_cli_error("%s has no allocation sites: record it with --sites too (memstub record "
                         "--sites --function NAME -o %s -- PROGRAM)",
                         trace, trace);

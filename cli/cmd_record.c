@@ -251,19 +251,10 @@ static int apply_option(ms_cli_parser *p, int c, rec_opts *o) {
  * 0; the recorder then says that its regions did not scope the trace. */
 static int uses_probe(const char *prog) {
   char path[PATH_MAX];
-  if (strchr(prog, '/')) {
+  if (strchr(prog, '/'))
     snprintf(path, sizeof path, "%s", prog);
-  } else {
-    const char *p = getenv("PATH");
+  else if (!ms_cli_path_find(prog, path, sizeof path))
     path[0] = '\0';
-    while (p && *p && !path[0]) {
-      size_t n = strcspn(p, ":");
-      if ((size_t)snprintf(path, sizeof path, "%.*s/%s", (int)n, n ? p : ".", prog) >= sizeof path ||
-          access(path, X_OK) != 0)
-        path[0] = '\0';
-      p += n + (p[n] == ':');
-    }
-  }
   static const char sym[] = "\0memstub_probe_begin";  // a string table entry, whole
   size_t k = sizeof sym;  // its closing '\0' too
   int fd = path[0] ? open(path, O_RDONLY | O_CLOEXEC) : -1;

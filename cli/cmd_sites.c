@@ -30,7 +30,7 @@ static const ms_cli_option options[] = {
      "a function that only passes allocations on, like\n"
      "operator new or xmalloc (built in): sites are placed\n"
      "past it (a prefix of the name; repeatable)"},
-    {"json", O_JSON, NULL, "print JSON (keys: docs/formats.md#allocation-sites)"},
+    MS_CLI_JSON_OPTION(O_JSON, "docs/formats.md#allocation-sites"),
     {0}};
 
 static const ms_cli_spec spec = {
@@ -509,14 +509,13 @@ int ms_cmd_sites(int argc, char **argv) {
     }
   }
   if (c < 0) return p.status;
+  // A trace recorded without --sites says so in its metadata.
+  static const char *const keys[] = {"sites.file", NULL};
+  int has;
   char *path;
-  memstub_trace *t;
-  int rc = ms_cli_sidecar_operand("sites", &p, argc, argv, ".sites", &path, &t);
+  int rc = ms_cli_sidecar_operand("sites", &p, argc, argv, ".sites", keys, &has, &path);
   if (rc != 0) return rc;
   const char *trace = argv[p.optind];
-  // A trace recorded without --sites says so in its metadata.
-  int has = !t || memstub_trace_get_meta(t, "sites.file") != NULL;
-  memstub_trace_free(t);
   if (!has) {
     free(path);
     return ms_cli_error("%s has no allocation sites: it was not recorded with --sites (memstub "

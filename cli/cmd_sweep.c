@@ -34,15 +34,15 @@ static const ms_cli_option options[] = {
      "the stub's name in the host (memstub_add_stub(NAME\n"
      "... DATA)): each point's data file goes in the\n"
      "environment variable MEMSTUB_DATA_NAME (required)"},
-    {"time-scale", MS_CLI_TIME_SCALE, "LIST", "what-if: the time scales to sweep (1,0.5)"},
-    {"heap-scale", MS_CLI_HEAP_SCALE, "LIST",
-     "what-if: the heap scales to sweep (1,0.75,0.5); the\n"
-     "resident and mapped memory follow each"},
-    {"stack-scale", MS_CLI_STACK_SCALE, "LIST", "what-if: the stack scales to sweep"},
-    {"rss-scale", MS_CLI_RSS_SCALE, "LIST", "what-if: the resident scales to sweep"},
-    {"mapped-scale", MS_CLI_MAPPED_SCALE, "LIST", "what-if: the mapped scales to sweep"},
-    {"cpu-scale", MS_CLI_CPU_SCALE, "LIST", "what-if: the CPU-time scales to sweep"},
-    {"churn-scale", MS_CLI_CHURN_SCALE, "LIST", "what-if: the allocator-call scales to sweep"},
+    MS_CLI_SCALE_OPTION("time", TIME, "LIST", "what-if: the time scales to sweep (1,0.5)"),
+    MS_CLI_SCALE_OPTION("heap", HEAP, "LIST",
+                        "what-if: the heap scales to sweep (1,0.75,0.5); the\n"
+                        "resident and mapped memory follow each"),
+    MS_CLI_SCALE_OPTION("stack", STACK, "LIST", "what-if: the stack scales to sweep"),
+    MS_CLI_SCALE_OPTION("rss", RSS, "LIST", "what-if: the resident scales to sweep"),
+    MS_CLI_SCALE_OPTION("mapped", MAPPED, "LIST", "what-if: the mapped scales to sweep"),
+    MS_CLI_SCALE_OPTION("cpu", CPU, "LIST", "what-if: the CPU-time scales to sweep"),
+    MS_CLI_SCALE_OPTION("churn", CHURN, "LIST", "what-if: the allocator-call scales to sweep"),
     {"repeat", O_REPEAT, "N", "run the host N times at every point (default 3)"},
     {"jobs", 'j', "N",
      "run N hosts at a time (default 1): for a memory-only\n"

@@ -84,30 +84,14 @@ static void shell_word(FILE *f, const char *s) {
 // How to run this memstub from a shell: "memstub" when that name on PATH is
 // this executable, else this executable's absolute path.
 static void memstub_word(FILE *f) {
-  char self[PATH_MAX], dir[PATH_MAX], cand[PATH_MAX];
-  if (ms__prim_self_exe(self, sizeof self) < 0) {
+  char self[PATH_MAX], cand[PATH_MAX], real[PATH_MAX];
+  if (ms__prim_self_exe(self, sizeof self) < 0 ||
+      (ms_cli_path_find("memstub", cand, sizeof cand) && realpath(cand, real) &&
+       strcmp(real, self) == 0)) {
     fputs("memstub", f);
     return;
   }
-  const char *path = getenv("PATH");
-  while (path && *path) {
-    size_t n = strcspn(path, ":");
-    if (n > 0 && n < sizeof dir) {
-      memcpy(dir, path, n);
-      dir[n] = '\0';
-      char real[PATH_MAX];
-      if ((size_t)snprintf(cand, sizeof cand, "%s/memstub", dir) < sizeof cand &&
-          access(cand, X_OK) == 0) {
-        if (realpath(cand, real) && strcmp(real, self) == 0) {
-          fputs("memstub", f);
-          return;
-        }
-        break;  // the shell would run another memstub
-      }
-    }
-    path += n + (path[n] == ':');
-  }
-  shell_word(f, self);
+  shell_word(f, self);  // none on PATH, or the shell would run another memstub
 }
 
 /* The next step, printed after the summary: the commands that generate and

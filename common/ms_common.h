@@ -18,6 +18,11 @@
  *   return MS__HAND_OUT(rc, t, out, memstub_trace_free); */
 #define MS__HAND_OUT(rc, obj, out, free_fn) ((rc) < 0 ? (free_fn(obj), (rc)) : (*(out) = (obj), 0))
 
+/* The options a public function taking NULL for the defaults works with: o,
+ * or def set by init (memstub_*_options_init) when o is NULL.
+ *   o = MS__OPTIONS_OR(o, def, memstub_plot_options_init); */
+#define MS__OPTIONS_OR(o, def, init) ((o) ? (o) : (init(&(def)), &(def)))
+
 /* ---- atomic output files (afile.c) ------------------------------------- */
 
 /* An output file that appears complete or not at all: data goes to a hidden
@@ -87,6 +92,11 @@ int ms__parse_double(const char *s, double *out);
 int ms__add_i64(int64_t a, int64_t b, int64_t *out);
 /* Round v to the nearest int64: 0 or -ERANGE when out of range or not finite. */
 int ms__round_i64(double v, int64_t *out);
+/* qsort's order of int64_t values: ascending. */
+int ms__cmp_i64(const void *a, const void *b);
+/* Nearest rank: the smallest of the n (> 0) sorted values that at least
+ * pct % of them do not exceed (pct 0: the smallest). */
+int64_t ms__rank_i64(const int64_t *sorted, size_t n, unsigned pct);
 
 /* ---- errors (error.c) ---------------------------------------------------- */
 

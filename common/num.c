@@ -59,6 +59,16 @@ int ms__round_i64(double v, int64_t *out) {
   return 0;
 }
 
+int ms__cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+int64_t ms__rank_i64(const int64_t *sorted, size_t n, unsigned pct) {
+  size_t k = (pct * n + 99) / 100;
+  return sorted[k ? k - 1 : 0];
+}
+
 int ms__is_ident(const char *s, size_t n) {
   if (n == 0 || !((s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z') || s[0] == '_'))
     return 0;

@@ -50,17 +50,6 @@ __attribute__((format(printf, 4, 5))) static int fail_at(where *w, memstub_error
   return memstub_error_set(err, -EINVAL, "%s", msg);
 }
 
-static int cmp_i64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return (x > y) - (x < y);
-}
-
-// Nearest rank: the k-th smallest (1-based) with k = ceil(pct * n / 100).
-static size_t rank_index(unsigned pct, size_t n) {
-  size_t k = (pct * n + 99) / 100;
-  return k ? k - 1 : 0;
-}
-
 // Statistics of e[0..n) - offset; scratch holds n values. pre: n > 0.
 static void time_stats(const int64_t *e, size_t n, int64_t offset, int64_t late_ns,
                        int64_t *scratch, memstub_compare_time *t) {
@@ -77,9 +66,9 @@ static void time_stats(const int64_t *e, size_t n, int64_t offset, int64_t late_
     scratch[i] = ms__sat_abs(v);
   }
   t->mean = sum / (double)n;
-  qsort(scratch, n, sizeof *scratch, cmp_i64);
-  t->p50_abs = scratch[rank_index(50, n)];
-  t->p99_abs = scratch[rank_index(99, n)];
+  qsort(scratch, n, sizeof *scratch, ms__cmp_i64);
+  t->p50_abs = ms__rank_i64(scratch, n, 50);
+  t->p99_abs = ms__rank_i64(scratch, n, 99);
   t->max_abs = scratch[n - 1];
 }
 
@@ -234,9 +223,9 @@ static void mem_dist(const int64_t *a, const int64_t *b, size_t n, int64_t slack
     sum += (double)ad;
   }
   if (with_exact) mem_finish(m, sum, n);
-  qsort(scratch, n, sizeof *scratch, cmp_i64);
-  m->p50_abs = scratch[rank_index(50, n)];
-  m->p90_abs = scratch[rank_index(90, n)];
+  qsort(scratch, n, sizeof *scratch, ms__cmp_i64);
+  m->p50_abs = ms__rank_i64(scratch, n, 50);
+  m->p90_abs = ms__rank_i64(scratch, n, 90);
 }
 
 /* The four memory columns' distributions: stack and heap add percentiles and
@@ -381,8 +370,8 @@ static int compare_core(const memstub_trace *orig, const memstub_trace *repl,
   mem_errors(orig, repl, o, r);
   time_stats(e, m, 0, o->late_ns, scratch, &r->time);
   memcpy(scratch, e, m * sizeof *e);
-  qsort(scratch, m, sizeof *scratch, cmp_i64);
-  r->offset_ns = scratch[rank_index(50, m)];
+  qsort(scratch, m, sizeof *scratch, ms__cmp_i64);
+  r->offset_ns = ms__rank_i64(scratch, m, 50);
   time_stats(e, m, r->offset_ns, o->late_ns, scratch, &r->adjusted);
   if (nown) time_stats(own, nown, 0, o->late_ns, scratch, &r->stub_time);
   free(e);

@@ -31,17 +31,6 @@ memstub_row_kind memstub_compare_row_kind(const memstub_trace *orig, size_t i) {
   return MEMSTUB_ROW_IDLE;
 }
 
-static int cmp_i64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-// Nearest rank: the smallest of the sorted v[n] that at least q % do not exceed.
-static int64_t rank(const int64_t *v, size_t n, int q) {
-  size_t k = (n * (size_t)q + 99) / 100;
-  return v[k ? k - 1 : 0];
-}
-
 int ms__compare_kinds(const memstub_trace *orig, const memstub_trace *repl,
                       memstub_compare_report *r) {
   memset(r->by_kind, 0, sizeof r->by_kind);
@@ -93,9 +82,9 @@ int ms__compare_kinds(const memstub_trace *orig, const memstub_trace *repl,
     size_t c = 0;
     for (size_t j = 0; j < n; j++)
       if (kind[j] == (memstub_row_kind)k) v[c++] = abs_err[j];
-    qsort(v, c, sizeof *v, cmp_i64);
-    s->time.p50_abs = rank(v, c, 50);
-    s->time.p99_abs = rank(v, c, 99);
+    qsort(v, c, sizeof *v, ms__cmp_i64);
+    s->time.p50_abs = ms__rank_i64(v, c, 50);
+    s->time.p99_abs = ms__rank_i64(v, c, 99);
     s->time.max_abs = v[c - 1];
     s->time.mean /= (double)s->rows;
   }

@@ -21,17 +21,6 @@ const char *memstub_compare_call_kind_name(int k) {
   return k >= 0 && k < MEMSTUB_WORK_KINDS ? kind_name[k] : "?";
 }
 
-static int cmp_i64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-// Nearest rank: the smallest value at least pct % of the n sorted values do not exceed.
-static int64_t rank(const int64_t *sorted, size_t n, unsigned pct) {
-  size_t k = (pct * n + 99) / 100;
-  return sorted[k ? k - 1 : 0];
-}
-
 // The series from the per-interval values a (original) and b (replayed), n of them.
 static void series(const int64_t *a, const int64_t *b, size_t n, int64_t *scratch,
                    memstub_compare_series *s) {
@@ -47,9 +36,9 @@ static void series(const int64_t *a, const int64_t *b, size_t n, int64_t *scratc
                  : d == 0             ? 0.0
                                       : INFINITY;
   if (!n) return;
-  qsort(scratch, n, sizeof *scratch, cmp_i64);
-  s->p50_abs = rank(scratch, n, 50);
-  s->p90_abs = rank(scratch, n, 90);
+  qsort(scratch, n, sizeof *scratch, ms__cmp_i64);
+  s->p50_abs = ms__rank_i64(scratch, n, 50);
+  s->p90_abs = ms__rank_i64(scratch, n, 90);
 }
 
 static char *why(const char *text, int *oom) {

@@ -349,10 +349,7 @@ int memstub_plot_figure(const char *out, const memstub_trace *orig, const char *
                         const char *const *repl_labels, const memstub_plot_options *o,
                         memstub_error *err) {
   memstub_plot_options def;
-  if (!o) {
-    memstub_plot_options_init(&def);
-    o = &def;
-  }
+  o = MS__OPTIONS_OR(o, def, memstub_plot_options_init);
   if (!orig_label) orig_label = "original";
   if (o->width < 100 || o->height < 100 || o->width > 20000 || o->height > 20000)
     return memstub_error_set(err, -EINVAL, "plot size %dx%d: width and height must be 100-20000",

@@ -58,10 +58,7 @@ int memstub_plot_threads(const char *out, const memstub_trace *orig, const char 
     return memstub_error_set(err, -EINVAL, "%s has no 'thread' column",
                              orig_label ? orig_label : "original");
   memstub_plot_options def;
-  if (!o) {
-    memstub_plot_options_init(&def);
-    o = &def;
-  }
+  o = MS__OPTIONS_OR(o, def, memstub_plot_options_init);
   int64_t nt = memstub_trace_thread_count(orig);
   size_t **map = calloc((size_t)nt, sizeof *map), *nmap = calloc((size_t)nt, sizeof *nmap);
   memstub_trace **sub = calloc(nrepl + 1, sizeof *sub), *so = NULL;

@@ -526,29 +526,29 @@ EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
   return real_pthread_create(th, attr, trampoline, NULL);
 }
 
-/* The joins: on --thread all a row of the joining thread when one returned 0. */
+/* The joins: on --thread all a row of the joining thread when one returned 0
+ * (rc, which it returns). */
+static int joined(pthread_t th, int rc) {
+  if (rc == 0 && ms__rec.all) ms__rec_thr_joined(th);
+  return rc;
+}
+
 EXPORT int pthread_join(pthread_t th, void **ret) {
   ms__rec_ensure_ready();
   if (!real_pthread_join) return ENOSYS;
-  int rc = real_pthread_join(th, ret);
-  if (rc == 0 && ms__rec.all) ms__rec_thr_joined(th);
-  return rc;
+  return joined(th, real_pthread_join(th, ret));
 }
 
 EXPORT int pthread_tryjoin_np(pthread_t th, void **ret) {
   ms__rec_ensure_ready();
   if (!real_pthread_tryjoin_np) return ENOSYS;
-  int rc = real_pthread_tryjoin_np(th, ret);
-  if (rc == 0 && ms__rec.all) ms__rec_thr_joined(th);
-  return rc;
+  return joined(th, real_pthread_tryjoin_np(th, ret));
 }
 
 EXPORT int pthread_timedjoin_np(pthread_t th, void **ret, const struct timespec *abstime) {
   ms__rec_ensure_ready();
   if (!real_pthread_timedjoin_np) return ENOSYS;
-  int rc = real_pthread_timedjoin_np(th, ret, abstime);
-  if (rc == 0 && ms__rec.all) ms__rec_thr_joined(th);
-  return rc;
+  return joined(th, real_pthread_timedjoin_np(th, ret, abstime));
 }
 
 EXPORT void _exit(int status) {

@@ -139,11 +139,6 @@ static int64_t learnt(const int64_t *a, int k) {
   return -1;
 }
 
-static int cmp64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
 int ms__rt_cost_resize_ahead(int k) {  // k: a class
   int h = k >= 0 && k < MS__RT_COST_MAPPED ? k / MS__RT_STACK_PARTS : MS__RT_HEAP_NONE;
   return h >= MS__RT_HEAP_INPAGE;
@@ -224,7 +219,7 @@ void ms__rt_cost_learn(ms__rt_cost *m, int k, int64_t w) {
     int64_t s[MS__RT_COST_FIRST];
     m->first[k][n] = w;
     memcpy(s, m->first[k], (size_t)(n + 1) * sizeof *s);
-    qsort(s, (size_t)(n + 1), sizeof *s, cmp64);
+    qsort(s, (size_t)(n + 1), sizeof *s, ms__cmp_i64);
     m->est[k] = s[n / 2];
     return;
   }

@@ -300,10 +300,7 @@ static int check_resident(const struct memstub_stub *s, const figures *f, uint64
 int memstub_replay_check(const struct memstub_stub *s, const memstub_replay_options *o,
                          int64_t *stack_size, memstub_error *err) {
   memstub_replay_options def;
-  if (!o) {
-    memstub_replay_options_init(&def);
-    o = &def;
-  }
+  o = MS__OPTIONS_OR(o, def, memstub_replay_options_init);
   int rc = check_options(o, err);
   if (rc < 0) return rc;
   if (!s) return memstub_error_set(err, -EINVAL, "no stub to replay");

@@ -950,6 +950,40 @@ START_TEST(test_summary_next_step_runs) {
 }
 END_TEST
 
+// The next step names memstub by its path when the shell would run another
+// one first: an empty entry of PATH (here the first) is the current directory.
+START_TEST(test_summary_next_step_with_another_memstub_first_on_path) {
+  char *dir = tu_mkdtemp();
+  char fake[4096];
+  snprintf(fake, sizeof fake, "%s/memstub", dir);
+  tu_write_file(fake, "#!/bin/sh\necho 'not this memstub' >&2\nexit 3\n");
+  ck_assert_int_eq(chmod(fake, 0755), 0);
+  char *exe_dir = strdup(getenv("MEMSTUB_EXE")), *path;
+  *strrchr(exe_dir, '/') = '\0';
+  ck_assert(asprintf(&path, ":%s:%s", exe_dir, getenv("PATH")) > 0);
+  setenv("PATH", path, 1);
+  tu_run r;
+  memstub_trace *t = record(dir, "p.csv", &r, NULL, "pattern", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  memstub_trace_free(t);
+  const char *next = strstr(r.err, "\nnext: ");
+  ck_assert_msg(next != NULL, "no next step in: %s", r.err);
+  const char *line = strstr(next + 1, "\n  ");
+  ck_assert_ptr_nonnull(line);
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd, "%.*s", (int)strcspn(line + 3, "\n"), line + 3);
+  char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+  tu_run c = tu_exec(dir, argv);
+  ck_assert_msg(c.status == 0, "'%s' exited %d: %s", cmd, c.status, c.err);
+  tu_run_free(&c);
+  tu_run_free(&r);
+  free(path);
+  free(exe_dir);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 static Suite *record_suite(void) {
   Suite *s = suite_create("record");
   TCase *tc = tcase_create("core");
@@ -981,6 +1015,7 @@ static Suite *record_suite(void) {
   tcase_add_test(rel, test_thread_exit_and_closed_fds);
   tcase_add_test(rel, test_summary_counts_agree);
   tcase_add_test(rel, test_summary_next_step_runs);
+  tcase_add_test(rel, test_summary_next_step_with_another_memstub_first_on_path);
   suite_add_tcase(s, rel);
   return s;
 }

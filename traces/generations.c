@@ -19,11 +19,6 @@ static int by_time(const void *a, const void *b) {
   return x->t < y->t ? -1 : x->t > y->t;
 }
 
-static int by_id(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
 // Whether column name is one of the per-interval ones (reset in added rows).
 static int per_interval(const char *name) {
   return strcmp(name, "churn_bytes") == 0 || strncmp(name, "calls_", 6) == 0;
@@ -54,11 +49,11 @@ static int release_rows(const memstub_trace *t, const memstub_generations *g, in
     return memstub_error_set(err, -ENOMEM, "out of memory");
   }
   for (size_t k = 0; k < t->n; k++) ids[k] = memstub_trace_extra_row(t, k)[rcol];
-  qsort(ids, t->n, sizeof *ids, by_id);
+  qsort(ids, t->n, sizeof *ids, ms__cmp_i64);
   for (size_t i = 0; i < g->nsurv; i++) {
     const memstub_survivor *s = &g->surv[i];
     const memstub_occurrence *o = memstub_generations_find(g, s->occurrence);
-    if (!o || !bsearch(&s->occurrence, ids, t->n, sizeof *ids, by_id)) continue;
+    if (!o || !bsearch(&s->occurrence, ids, t->n, sizeof *ids, ms__cmp_i64)) continue;
     // A free within the recording's resolution of the region's end is at its end.
     if (s->free_ns != -1)
       r[nr++] = (rel){s->free_ns > o->end_ns ? s->free_ns : o->end_ns, s->bytes};

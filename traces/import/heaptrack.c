@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "memstub/import.h"
 #include "ms_common.h"
 #include "ms_spawn.h"
@@ -508,12 +509,5 @@ static int ht_load(const char *path, char **buf, size_t *len, memstub_error *err
 
 int memstub_import_heaptrack(const char *path, const memstub_import_options *o,
                              memstub_trace **out, memstub_error *err) {
-  char *buf = NULL;
-  size_t len = 0;
-  *out = NULL;
-  int rc = ht_load(path, &buf, &len, err);
-  if (rc < 0) return rc;
-  rc = memstub_import_heaptrack_parse(path, buf, len, o, out, err);
-  free(buf);
-  return rc;
+  return ms__import_file(path, ht_load, memstub_import_heaptrack_parse, o, out, err);
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "memstub/import.h"
 #include "ms_common.h"
 
@@ -388,12 +389,5 @@ int memstub_import_massif_parse(const char *name, const char *buf, size_t len,
 
 int memstub_import_massif(const char *path, const memstub_import_options *o,
                           memstub_trace **out, memstub_error *err) {
-  char *buf;
-  size_t len;
-  *out = NULL;
-  int rc = ms__read_file(path, &buf, &len, err);
-  if (rc < 0) return rc;
-  rc = memstub_import_massif_parse(path, buf, len, o, out, err);
-  free(buf);
-  return rc;
+  return ms__import_file(path, ms__read_file, memstub_import_massif_parse, o, out, err);
 }

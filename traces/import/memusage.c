@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "memstub/import.h"
 #include "ms_common.h"
 #include "prim.h"
@@ -419,10 +420,7 @@ int memstub_import_memusage_parse(const char *name, const unsigned char *buf, si
                                   const memstub_import_options *o, memstub_trace **out,
                                   memstub_error *err) {
   memstub_import_options dflt;
-  if (!o) {
-    memstub_import_options_init(&dflt);
-    o = &dflt;
-  }
+  o = MS__OPTIONS_OR(o, dflt, memstub_import_options_init);
   *out = NULL;
   muparse p = {.name = name, .buf = buf, .len = len, .o = o, .err = err};
   int rc = mu_header(&p);
@@ -442,14 +440,13 @@ int memstub_import_memusage_parse(const char *name, const unsigned char *buf, si
   return MS__HAND_OUT(rc, p.t, out, memstub_trace_free);
 }
 
+// memstub_import_memusage_parse of the bytes ms__read_file gives (ms__import_parse).
+static int parse_chars(const char *name, const char *buf, size_t len,
+                       const memstub_import_options *o, memstub_trace **out, memstub_error *err) {
+  return memstub_import_memusage_parse(name, (const unsigned char *)buf, len, o, out, err);
+}
+
 int memstub_import_memusage(const char *path, const memstub_import_options *o,
                             memstub_trace **out, memstub_error *err) {
-  char *buf;
-  size_t len;
-  *out = NULL;
-  int rc = ms__read_file(path, &buf, &len, err);
-  if (rc < 0) return rc;
-  rc = memstub_import_memusage_parse(path, (const unsigned char *)buf, len, o, out, err);
-  free(buf);
-  return rc;
+  return ms__import_file(path, ms__read_file, parse_chars, o, out, err);
 }
