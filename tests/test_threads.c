@@ -440,21 +440,21 @@ END_TEST
  * leaves them out. The generator settles the free at that row: thread 1's
  * stub keeps the block until its row 2 (3 ms), and thread 0 frees it after
  * its last row up to then (its row 1, 0.5 ms; it waits for the block). */
+// test_free_before_its_row's trace with u ns for each of its milliseconds.
+static memstub_trace *free_before_row_trace(long long u) {
+  char text[1024];
+  snprintf(text, sizeof text,
+           "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer,xfree_from,"
+           "xfree_bytes,xfree_alloc_ns\n0,256,1000,0,start,-1,,,\n%lld,512,1000,0,,,,,\n"
+           "%lld,0,0,1,start,0,,,\n%lld,4096,5000,1,,,,,\n%lld,4096,400,1,,,,,\n"
+           "%lld,512,1000,0,,,1,5000,%lld\n%lld,4096,400,1,,,,,\n%lld,4096,0,1,exit,,,,\n"
+           "%lld,512,1000,0,join,1,,,\n%lld,256,1000,0,exit,,,,\n",
+           u / 2, u, 2 * u, 3 * u, 4 * u, 2 * u, 4 * u, 5 * u, 6 * u, 7 * u);
+  return rt_trace(text);
+}
+
 START_TEST(test_free_before_its_row) {
-  const char *text =
-      "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer,xfree_from,xfree_bytes,"
-      "xfree_alloc_ns\n"
-      "0,256,1000,0,start,-1,,,\n"
-      "500000,512,1000,0,,,,,\n"
-      "1000000,0,0,1,start,0,,,\n"
-      "2000000,4096,5000,1,,,,,\n"
-      "3000000,4096,400,1,,,,,\n"
-      "4000000,512,1000,0,,,1,5000,2000000\n"
-      "4000000,4096,400,1,,,,,\n"
-      "5000000,4096,0,1,exit,,,,\n"
-      "6000000,512,1000,0,join,1,,,\n"
-      "7000000,256,1000,0,exit,,,,\n";
-  memstub_trace *t = rt_trace(text);
+  memstub_trace *t = free_before_row_trace(MS);
   memstub_gen_threads *g = gen_threads(t);
   ck_assert_int_eq(g->nhandoffs, 1);
   ck_assert_int_eq(g->handoffs[0].from, 1);
@@ -480,20 +480,7 @@ END_TEST
  * time as the wait on an idle core; the replay does no work of its own here
  * (no cpu_ns), so its CPU time stays well below the wait. */
 START_TEST(test_wait_not_spin) {
-  const char *text =
-      "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer,xfree_from,xfree_bytes,"
-      "xfree_alloc_ns\n"
-      "0,256,1000,0,start,-1,,,\n"
-      "50000000,512,1000,0,,,,,\n"
-      "100000000,0,0,1,start,0,,,\n"
-      "200000000,4096,5000,1,,,,,\n"
-      "300000000,4096,400,1,,,,,\n"
-      "400000000,512,1000,0,,,1,5000,200000000\n"
-      "400000000,4096,400,1,,,,,\n"
-      "500000000,4096,0,1,exit,,,,\n"
-      "600000000,512,1000,0,join,1,,,\n"
-      "700000000,256,1000,0,exit,,,,\n";
-  memstub_trace *t = rt_trace(text);
+  memstub_trace *t = free_before_row_trace(100 * MS);
   memstub_gen_threads *g = gen_threads(t);
   ck_assert_int_eq(g->nhandoffs, 1);
   struct timespec c0, c1;
