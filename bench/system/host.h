@@ -15,6 +15,9 @@
  *   flt_before, flt_component, flt_after  the process's minor faults
  *                 (getrusage) in each phase (the component's include the
  *                 beside thread's while it runs)
+ * The same figures follow as `metric NAME VALUE` lines (docs/sweep.md), which
+ * `memstub sweep` reads into its table (host_print_metrics; times in ms,
+ * RssAnon in MiB).
  * The beside thread does a fixed amount of work (not a fixed time), so its
  * time is the interference the component (or its stub) causes it. */
 #ifndef BENCH_SYSTEM_HOST_H
@@ -50,6 +53,23 @@ static inline long host_anon_kib(void) {
 static inline long host_minflt(void) {
   struct rusage ru;
   return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_minflt : -1;
+}
+
+/* The host's figures as `metric NAME VALUE` lines on stderr, the form
+ * `memstub sweep` reads (docs/sweep.md): the phases' times (ns in, ms out),
+ * the minor faults per phase and the RssAnon at the component's start and
+ * return (KiB in, MiB out). */
+static inline void host_print_metrics(int64_t before_ns, int64_t component_ns, int64_t beside_ns,
+                                      int64_t after_ns, int64_t total_ns, long anon0_kib,
+                                      long anon1_kib, long flt_before, long flt_component,
+                                      long flt_after) {
+  fprintf(stderr,
+          "metric before_ms %.3f\nmetric component_ms %.3f\nmetric beside_ms %.3f\n"
+          "metric after_ms %.3f\nmetric total_ms %.3f\n"
+          "metric anon_start_mib %.3f\nmetric anon_return_mib %.3f\n"
+          "metric faults_before %ld\nmetric faults_component %ld\nmetric faults_after %ld\n",
+          before_ns / 1e6, component_ns / 1e6, beside_ns / 1e6, after_ns / 1e6, total_ns / 1e6,
+          anon0_kib / 1024.0, anon1_kib / 1024.0, flt_before, flt_component, flt_after);
 }
 
 // A 64-bit generator (splitmix64): the same data in every run.

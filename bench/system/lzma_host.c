@@ -11,8 +11,8 @@
  *         under study (9 -> 6: 64 MiB -> 8 MiB dictionary)
  * after   the host counts its words in a hash table of its own, frees
  * Built with -DHOST_STUB_CALL=memstub_NAME, the call is the stub's instead
- * (-DHOST_STUB_HEADER names its header). Prints its phases on stderr
- * (bench/system/host.h). */
+ * (-DHOST_STUB_HEADER names its header). Prints its phases on stderr, as
+ * one "host:" line and as `metric NAME VALUE` lines (bench/system/host.h). */
 #define _GNU_SOURCE
 #include <lzma.h>
 
@@ -137,5 +137,7 @@ int main(int argc, char **argv) {
           (long long)(t1 - t0), (long long)(t3 - t2), (long long)side.work_ns,
           (long long)(t5 - t4), (long long)(t5 - t0), (long long)(t2 - t0), (long long)(t3 - t0), a0, a1, f1, f2 - f1, f4 - f3, outpos,
           (unsigned long long)(crc ^ (uint64_t)nw ^ side.sum));
+  host_print_metrics(t1 - t0, t3 - t2, side.work_ns, t5 - t4, t5 - t0, a0, a1, f1, f2 - f1,
+                     f4 - f3);
   return 0;
 }

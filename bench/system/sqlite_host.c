@@ -15,7 +15,8 @@
  *         then the host sorts N integers of its own
  * Built with -DHOST_STUB_CALL=memstub_NAME, build_index() calls the stub
  * instead (-DHOST_STUB_HEADER names its header); the rest is the same.
- * Prints its phases on stderr (bench/system/host.h). */
+ * Prints its phases on stderr, as one "host:" line and as `metric NAME VALUE`
+ * lines (bench/system/host.h). */
 #define _GNU_SOURCE
 #include <sqlite3.h>
 #include <unistd.h>
@@ -162,5 +163,7 @@ int main(int argc, char **argv) {
           (long long)(t1 - t0), (long long)(t3 - t2), (long long)side.work_ns,
           (long long)(t5 - t4), (long long)(t5 - t0), (long long)(t2 - t0), (long long)(t3 - t0), a0, a1, f1, f2 - f1, f4 - f3,
           (unsigned long long)(cnt ^ len ^ (long long)(mid >> 20) ^ (long long)side.sum));
+  host_print_metrics(t1 - t0, t3 - t2, side.work_ns, t5 - t4, t5 - t0, a0, a1, f1, f2 - f1,
+                     f4 - f3);
   return 0;
 }
