@@ -32,6 +32,7 @@ typedef struct ms__rt_heap {
   int visible;         // mallinfo2 sees this allocator
   int tcache;          // MEMSTUB_TCACHE_*
   int64_t fixups, stuck;  // 16-byte fix-ups, and those that failed
+  int64_t regrown;        // shrinks grown first so that no tcache-sized remainder was left
   int64_t unmaps;         // moves of a shrunken mmapped block back to the arena
   int64_t trims;          // mmapped blocks made a page smaller (see heap.c)
   // Resident data: a shrinking mmapped block hands its written pages to the
