@@ -75,6 +75,17 @@ static stat point_stat(const ms_sweep *s, size_t point, size_t f, double *scratc
 
 /* ---- results.csv, results.json -------------------------------------------------- */
 
+// v in the fewest significant digits that read back to it ("895.238", not
+// "895.23800000000006"), into f.
+static void put_double(FILE *f, const char *pre, double v) {
+  char b[40];
+  for (int digits = 15; digits <= 17; digits++) {
+    snprintf(b, sizeof b, "%.*g", digits, v);
+    if (strtod(b, NULL) == v) break;
+  }
+  fprintf(f, "%s%s", pre, b);
+}
+
 static void csv_write(const ms_sweep *s, FILE *f) {
   char nb[96];
   fputs("point", f);
@@ -96,7 +107,7 @@ static void csv_write(const ms_sweep *s, FILE *f) {
       else if (j < MS_SWEEP_BUILTIN)
         fprintf(f, ",%lld", (long long)r->fig[j]);
       else
-        fprintf(f, ",%.17g", v);
+        put_double(f, ",", v);
     }
     fprintf(f, ",%lld\n", (long long)r->polls);
   }
@@ -160,7 +171,7 @@ static void json_write(const ms_sweep *s, FILE *f) {
       if (j < MS_SWEEP_BUILTIN)
         fprintf(f, ": %lld", (long long)r->fig[j]);
       else
-        fprintf(f, ": %.17g", v);
+        put_double(f, ": ", v);
     }
     fprintf(f, "}, \"rss_polls\": %lld}%s\n", (long long)r->polls, i + 1 < s->nruns ? "," : "");
   }
@@ -173,8 +184,11 @@ static void json_write(const ms_sweep *s, FILE *f) {
       fputs(first ? "" : ",\n", f), first = 0;
       fprintf(f, "    {\"point\": %zu, \"figure\": ", p);
       ms_cli_json_str(f, ms_sweep_figure_name(s, j, nb, sizeof nb));
-      fprintf(f, ", \"n\": %zu, \"median\": %.17g, \"min\": %.17g, \"max\": %.17g}", st.n,
-              st.median, st.lo, st.hi);
+      fprintf(f, ", \"n\": %zu", st.n);
+      put_double(f, ", \"median\": ", st.median);
+      put_double(f, ", \"min\": ", st.lo);
+      put_double(f, ", \"max\": ", st.hi);
+      fputs("}", f);
     }
   }
   free(scratch);

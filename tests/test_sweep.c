@@ -212,6 +212,26 @@ START_TEST(test_jobs_said) {
 }
 END_TEST
 
+/* A metric is written as the host printed it (h3's find): 895.238 in the
+ * table and the JSON, not %.17g's 895.23800000000006. */
+START_TEST(test_metric_digits) {
+  char *dir = tu_mkdtemp(), *out = path_in(dir, "sweep");
+  const char *extra[] = {"--repeat", "1", "--no-plots", NULL};
+  tu_run r = sweep(out, "--frac", extra);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  const char *names[] = {"results.csv", "results.json"};
+  for (int k = 0; k < 2; k++) {
+    char *p = path_in(out, names[k]), *text = tu_read_file(p);
+    ck_assert_msg(text && strstr(text, "895.238") && !strstr(text, "895.2380"), "%s: %s", names[k],
+                  text ? text : "(none)");
+    free(p), free(text);
+  }
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir), free(out);
+}
+END_TEST
+
 // --calibration: the data files compensated, and the profile's identity in every row.
 START_TEST(test_profile_identity) {
   char *dir = tu_mkdtemp(), *out = path_in(dir, "sweep"), *prof = path_in(dir, "host.profile");
@@ -476,6 +496,7 @@ int main(void) {
   tcase_add_test(tc, test_two_points);
   tcase_add_test(tc, test_bad_input);
   tcase_add_test(tc, test_jobs_said);
+  tcase_add_test(tc, test_metric_digits);
   tcase_add_test(tc, test_stopped);
   tcase_add_test(tc, test_profile_identity);
   tcase_add_test(tc, test_job_list_parallel);
