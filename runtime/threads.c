@@ -17,8 +17,11 @@
 #include "memstub/threads.h"
 #include "prim.h"
 
-// How long before T0 the replay starts thread 0, so that its heap is prepared.
-#define LEAD_NS 20000000
+/* How long before T0 the replay starts thread 0, so that its heap is
+ * prepared (a malloc and a probe: well under a ms). It was 20 ms, which every
+ * threads stub added to its wall time (node's: 176-180 -> 161-163 ms); a
+ * thread that prepares late catches up on its first deadlines. */
+#define LEAD_NS 2000000
 // A thread waiting for a handoff block or a thread to be created polls this often.
 #define POLL_NS 20000
 

@@ -499,6 +499,25 @@ START_TEST(test_wait_not_spin) {
 }
 END_TEST
 
+/* The common clock's zero comes a few ms after the replay is asked for, not
+ * 20: the lead thread 0 had to prepare its heap was 20 ms, which every
+ * threads stub added to its wall time (node's stub: 176-180 ms, 161-163 ms
+ * with 2 ms, node itself 160-250 ms). */
+START_TEST(test_short_lead) {
+  memstub_trace *t = free_before_row_trace(MS);
+  memstub_gen_threads *g = gen_threads(t);
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  int64_t asked = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+  memstub_threads_replay *r = replay(g, 0);
+  ck_assert_msg(r->t0_ns - asked <= 10 * MS, "T0 %lld ns after the call", (long long)(r->t0_ns - asked));
+  ck_assert_int_ge(r->t0_ns - asked, 0);
+  memstub_threads_replay_free(r);
+  memstub_gen_threads_free(g);
+  memstub_trace_free(t);
+}
+END_TEST
+
 /* A coarse recording can end a thread with its heap already without a block
  * another thread frees after the exit (the free row is that thread's bucket
  * end): the lowered row after the exit keeps the heap. Read, generated (the
@@ -1023,6 +1042,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_free_after_exit);
   tcase_add_test(tc, test_free_before_its_row);
   tcase_add_test(tc, test_wait_not_spin);
+  tcase_add_test(tc, test_short_lead);
   tcase_add_test(tc, test_rss_shared);
   tcase_add_test(tc, test_no_point_before_start);
   tcase_add_test(tc, test_mmap_threshold_fixed);
