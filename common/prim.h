@@ -115,6 +115,10 @@ long ms__prim_minor_faults(void);
 // Minor and major page faults of the calling thread so far (getrusage
 // RUSAGE_THREAD, one system call); 0, or -errno. Async-signal-safe.
 int ms__prim_thread_faults(int64_t *minflt, int64_t *majflt);
+/* Thread tid's (of this process) minor and major page faults so far, from
+ * /proc/self/task/TID/stat (open and read only: no stdio, no malloc). 0, or
+ * -errno (the thread is gone, no /proc) or -EINVAL (not the format). */
+int ms__prim_task_faults(pid_t tid, int64_t *minflt, int64_t *majflt);
 
 /* The process's anonymous resident memory (RssAnon) in bytes, from an open
  * /proc/self/statm (resident minus shared pages, one pread): opened by

@@ -203,6 +203,32 @@ int ms__prim_thread_faults(int64_t *minflt, int64_t *majflt) {
   return 0;
 }
 
+int ms__prim_task_faults(pid_t tid, int64_t *minflt, int64_t *majflt) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/self/task/%lld/stat", (long long)tid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  int e = errno;
+  close(fd);
+  if (n <= 0) return n < 0 ? -e : -EINVAL;
+  buf[n] = '\0';
+  // After the name's ')': state ppid pgrp session tty tpgid flags minflt cminflt majflt.
+  char *p = strrchr(buf, ')');
+  long long v[10];
+  int k = 0;
+  for (p = p ? p + 1 : NULL; p && k < 10; k++) {
+    while (*p == ' ') p++;
+    if (!*p) break;
+    v[k] = k == 0 ? 0 : strtoll(p, NULL, 10);
+    p += strcspn(p, " ");
+  }
+  if (k < 10) return -EINVAL;
+  *minflt = v[7];
+  *majflt = v[9];
+  return 0;
+}
+
 int ms__prim_statm_open(void) {
   int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
   return fd < 0 ? -errno : fd;

@@ -211,7 +211,16 @@ void ms__rec_thr_finish(tstate *me, int64_t raw_end) {
                   : ts->cpu_clock_ok   ? ms__prim_clock_cpu_ns(ts->cpu_clock)
                                        : -1;
     memv m = cur_mem(ts);
-    if (ts != me) m.minflt = m.majflt = -1;  // its last sample's counts (the merge fills them)
+    // Another thread's faults from /proc (xz's workers wrote their tables after
+    // their last call: their rows said 17 faults); else its last sample's (-1:
+    // the merge fills them).
+    if (ts != me) {
+      int64_t mi, ma;
+      if (ms__prim_task_faults(ts->tid, &mi, &ma) == 0)
+        m.minflt = mi, m.majflt = ma;
+      else
+        m.minflt = m.majflt = -1;
+    }
     ms__rec_push_row(ts, raw_end, -1, theap(ts),
                      ts->tag | ROW_EXACT, m, cpu, 1);
     ts->gone = 1;

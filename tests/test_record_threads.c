@@ -574,11 +574,17 @@ START_TEST(test_blocked_worker_cpu) {
   int c = memstub_trace_column(t, "thread"), cpu = memstub_trace_column(t, "cpu_ns");
   ck_assert_int_ge(c, 0);
   ck_assert_int_ge(cpu, 0);
-  int64_t last = -1;
+  int flt = memstub_trace_column(t, "minor_faults");
+  ck_assert_int_ge(flt, 0);
+  int64_t last = -1, faults = -1;
   for (size_t i = 0; i < t->n; i++)
-    if (memstub_trace_extra_row(t, i)[c] == 1) last = memstub_trace_extra_row(t, i)[cpu];
+    if (memstub_trace_extra_row(t, i)[c] == 1)
+      last = memstub_trace_extra_row(t, i)[cpu], faults = memstub_trace_extra_row(t, i)[flt];
   ck_assert_msg(last >= 180000000, "the worker's last cpu_ns %lld for 200 ms spun",
                 (long long)last);
+  // Its faults too, read at the end (/proc/self/task): it wrote 4 MiB after its last call.
+  ck_assert_msg(faults >= 900, "the worker's last minor_faults %lld for 4 MiB written",
+                (long long)faults);
   memstub_trace_free(t);
   tu_rmtree(dir);
   free(dir);
