@@ -165,6 +165,10 @@ static int make_data(ms_sweep *s, const char *stage, const memstub_profile *prof
     rc = memstub_error_set(err, -EINVAL, "%s: the trace has %lld threads: a data file (and so a "
                            "stub embedded with DATA) carries one thread's stub",
                            s->trace, (long long)threads);
+  if (rc == 0 && memstub_trace_get_meta(t, "calls.file"))
+    ms_cli_note("%s.calls: left out: the points' data files replay by size class (one block "
+                "resized), not call for call (memstub gen --data makes one point's exact stub)",
+                s->trace);
   for (size_t i = 0; rc == 0 && i < s->npts; i++) {
     ms_sweep_point *p = &s->pts[i];
     memstub_gen_options o;

@@ -232,6 +232,29 @@ START_TEST(test_metric_digits) {
 }
 END_TEST
 
+/* A trace recorded with --calls: the points replay by size class, and the
+ * sweep says the calls were left out rather than passing them over. */
+START_TEST(test_calls_said) {
+  char *dir = tu_mkdtemp(), *trace = path_in(dir, "c.csv"), *out = path_in(dir, "sweep");
+  char *text = tu_read_file(tu_src("tests/fixtures/whatif/resident.csv"));
+  ck_assert_ptr_nonnull(text);
+  const char *rest = strchr(text, '\n') + 1, *head = "# memstub-trace 1\n# calls.file: c.csv.calls\n";
+  char *with = malloc(strlen(head) + strlen(rest) + 1);
+  ck_assert_ptr_nonnull(with);
+  strcat(strcpy(with, head), rest);
+  tu_write_file(trace, with);
+  char *argv[] = {getenv("MEMSTUB_EXE"), "sweep", trace, "--stub", "data_stub", "-o", out,
+                  "--repeat", "1", "--no-plots", "--", getenv("MEMSTUB_SWEEP_HOST"), NULL};
+  tu_run r = tu_exec(NULL, argv);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_msg(strstr(r.err, "c.csv.calls: left out: the points' data files replay by size "
+                              "class"), "%s", r.err);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir), free(trace), free(out), free(text), free(with);
+}
+END_TEST
+
 // --calibration: the data files compensated, and the profile's identity in every row.
 START_TEST(test_profile_identity) {
   char *dir = tu_mkdtemp(), *out = path_in(dir, "sweep"), *prof = path_in(dir, "host.profile");
@@ -497,6 +520,7 @@ int main(void) {
   tcase_add_test(tc, test_bad_input);
   tcase_add_test(tc, test_jobs_said);
   tcase_add_test(tc, test_metric_digits);
+  tcase_add_test(tc, test_calls_said);
   tcase_add_test(tc, test_stopped);
   tcase_add_test(tc, test_profile_identity);
   tcase_add_test(tc, test_job_list_parallel);
