@@ -177,6 +177,49 @@ START_TEST(test_gen_unfit) {
 }
 END_TEST
 
+/* One thread of a process of several, every thread recorded (as the
+ * generator splits a --thread all trace): the process's figures are the sum
+ * of its threads', so the difference is a slowing of the whole process, not
+ * a cost per allocator call of whichever thread called. The recorder's own
+ * 10 ns per call out (250 a row), then the CPU time times 2 ms / (3 ms less
+ * the 10 us the recorder counted itself) and the waiting times 4 ms / 5 ms.
+ * Before, the per-call fit put 1 us a call on these rows and scaled their
+ * waiting by the process's (xz's stub: 2.02 s recorded, 3.20 s after). */
+START_TEST(test_gen_process_threads) {
+  memstub_gen *g = fitted("# record.thread: all\n"
+                          "# record.threads: 2\n"
+                          "# outside.wall_ns: 5000000\n"
+                          "# outside.cpu_ns: 3000000\n"
+                          "# reference.runs: 3\n"
+                          "# reference.wall_ns: 4000000\n"
+                          "# reference.cpu_ns: 2000000\n");
+  static const int64_t cpu[4] = {399666, 198997, 667224, 65217}, dt[4] = {719666, 758997, 667224, 785217};
+  for (int i = 0; i < 4; i++) {
+    ck_assert_int_eq(g->use[i].time, dt[i]);
+    ck_assert_int_eq(g->cpu[i], cpu[i]);
+  }
+  ck_assert_msg(strstr(g->timeline, "(a process of 2 threads: each thread slowed as the process "
+                                    "was)") &&
+                    strstr(g->timeline, "10.0 ns per allocator call, and its samples") &&
+                    strstr(g->timeline, "CPU time times 0.669") &&
+                    strstr(g->timeline, "times 0.800"),
+                "%s", g->timeline);
+  memstub_gen_free(g);
+  // A recording no slower than its reference: the threads' CPU time kept, the waiting too.
+  g = fitted("# record.thread: all\n"
+             "# record.threads: 2\n"
+             "# outside.wall_ns: 3000000\n"
+             "# outside.cpu_ns: 2000000\n"
+             "# reference.runs: 1\n"
+             "# reference.wall_ns: 3500000\n"
+             "# reference.cpu_ns: 2500000\n");
+  ck_assert_int_eq(g->cpu[0], 600000 - 2500);
+  ck_assert_int_eq(g->use[0].time, 1000000 - 2500);
+  ck_assert_ptr_nonnull(strstr(g->timeline, "its threads' CPU time kept"));
+  memstub_gen_free(g);
+}
+END_TEST
+
 // Reference figures that cannot be used are refused, naming the key.
 START_TEST(test_bad_metadata) {
   static const struct {
@@ -303,6 +346,7 @@ static Suite *timeline_suite(void) {
   tcase_add_test(tc, test_gen_fitted);
   tcase_add_test(tc, test_gen_whole_run);
   tcase_add_test(tc, test_gen_unfit);
+  tcase_add_test(tc, test_gen_process_threads);
   tcase_add_test(tc, test_bad_metadata);
   tcase_add_test(tc, test_compare_on_target);
   tcase_add_test(tc, test_cli);

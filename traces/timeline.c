@@ -58,6 +58,44 @@ static int whole_run(const memstub_trace *t) {
          meta_num(t, "record.threads") <= 1 && memstub_trace_column(t, "thread") < 0;
 }
 
+/* A trace of the whole run of a process with several threads, every one
+ * recorded (or one of them, split out by the generator with the process's
+ * metadata): the figures from outside are the process's, the sum of its
+ * threads'. The number of threads, 0 when not such a trace. */
+static int64_t process_threads(const memstub_trace *t) {
+  const char *th = memstub_trace_get_meta(t, "record.thread"),
+             *r = memstub_trace_get_meta(t, "record.regions");
+  double n = meta_num(t, "record.threads");
+  int whole = !r || strncmp(r, "none", 4) == 0;  // a region is a part: per call
+  return whole && th && strcmp(th, "all") == 0 && n > 1 ? (int64_t)n : 0;
+}
+
+/* Fit a process of several threads (tl->threads set; the reference's and
+ * the recording's CPU figures known): the recorder's own figures first
+ * (samples: the process's samples over its CPU time), then the rest of the
+ * difference as a slowing of the whole process, every thread's CPU time by
+ * one factor and its waiting by the process's wall-time ratio. The
+ * per-call fit of the other models would put the process's difference on
+ * whichever thread calls the allocator: xz's workers compute with a few
+ * dozen calls, and its stub became 1.6x longer than its recording. */
+static void fit_process(ms__timeline *tl, double samples) {
+  double rec = (double)tl->rec_cpu_ns, own = (double)tl->events * tl->own_per_call + samples;
+  tl->per_cpu_ns = rec > 0 ? samples / rec : 0;
+  if (tl->per_cpu_ns > 0.5) tl->per_cpu_ns = 0.5;
+  tl->cpu_per_call = tl->wall_per_call = tl->own_per_call;
+  double left = rec - own;
+  if (left > 0 && (double)tl->ref_cpu_ns < left) {
+    tl->cpu_scale = (double)tl->ref_cpu_ns / left;
+  } else {
+    tl->cpu_scale = 1.0;
+    tl->unfit = "the recording used no more CPU time than the reference runs beyond the "
+                "recorder's own figures: its threads' CPU time kept";
+  }
+  tl->wait_scale = tl->ref_wall_ns < tl->rec_wall_ns && tl->rec_wall_ns > 0
+                       ? (double)tl->ref_wall_ns / (double)tl->rec_wall_ns
+                       : 1.0;
+}
+
 // The trace's allocator calls over its rows (negative counts, refused later, as 0).
 static double trace_calls(const memstub_trace *t) {
   static const char *const cols[NC] = {MEMSTUB_WORK_CALL_COLUMNS};
@@ -115,6 +153,13 @@ int ms__timeline_model(const memstub_trace *t, ms__timeline *tl, memstub_error *
                              "wall time, measured the same way (memstub record --reference)",
                              MS__TL_REF_WALL, MS__TL_OUT_WALL);
   if (tl->ref_runs < 1) tl->ref_runs = 1;
+  if ((tl->threads = process_threads(t)) > 0 && tl->ref_cpu_ns >= 0 && tl->rec_cpu_ns >= 0 &&
+      ccol >= 0) {
+    tl->kind = MS__TL_FITTED;
+    fit_process(tl, samples);
+    return 0;
+  }
+  tl->threads = 0;
   if (tl->events <= 0) {
     tl->unfit = "the run made no allocator call to take a cost out at: the recorder's own "
                 "figures";
@@ -188,7 +233,9 @@ int ms__timeline_rows(const memstub_trace *t, ms__timeline *tl, int64_t *dt, int
     if (tl->wait_scale >= 0) {
       // The CPU time less the recorder's, and the waiting scaled to the reference's.
       if (c > d) c = d;  // CPU beyond the wall time: a rounding of the clocks
-      int64_t c2 = c > oc ? c - oc : 0, d2 = c2 + llround((double)(d - c) * tl->wait_scale);
+      int64_t c2 = c > oc ? c - oc : 0, d2;
+      if (tl->cpu_scale > 0) c2 = llround((double)c2 * tl->cpu_scale);
+      d2 = c2 + llround((double)(d - c) * tl->wait_scale);
       tl->removed_ns += d - d2;
       d = d2;
       c = c2;
@@ -230,12 +277,23 @@ void ms__timeline_describe(const ms__timeline *tl, char *buf, size_t cap) {
     else snprintf(rc, sizeof rc, "unknown");
     if (tl->rec_cpu_ns >= 0) ms__fmt_ns(tl->rec_cpu_ns, oc, sizeof oc);
     else snprintf(oc, sizeof oc, "unknown");
-    n = snprintf(buf, cap, "recorder's cost out, fitted to %lld reference run%s%s: %s wall, %s CPU (the "
+    char proc[96] = "";
+    if (tl->threads > 0)
+      snprintf(proc, sizeof proc, " (a process of %lld threads: each thread slowed as the process was)",
+               (long long)tl->threads);
+    n = snprintf(buf, cap, "recorder's cost out, fitted to %lld reference run%s%s%s: %s wall, %s CPU (the "
                  "recording: %s, %s); ",
                  (long long)tl->ref_runs, tl->ref_runs == 1 ? "" : "s",
                  tl->whole ? " (the whole run: the trace's CPU time and waiting set to theirs)" : "",
-                 rw, rc, ow, oc);
-    if (n >= 0 && (size_t)n < cap && tl->wait_scale >= 0)
+                 proc, rw, rc, ow, oc);
+    if (n >= 0 && (size_t)n < cap && tl->threads > 0)
+      n += snprintf(buf + n, cap - (size_t)n,
+                    "the recorder's own figures out (%s%s), then each row's CPU time times %.3f "
+                    "and its waiting (wall less CPU) times %.3f; %s recorded, %s after",
+                    tl->own_per_call > 0 ? own : "its samples",
+                    tl->own_per_call > 0 ? " per allocator call, and its samples" : "",
+                    tl->cpu_scale, tl->wait_scale, rec, tgt);
+    else if (n >= 0 && (size_t)n < cap && tl->wait_scale >= 0)
       n += snprintf(buf + n, cap - (size_t)n,
                     "%.1f ns of CPU time per allocator call out (the recorder's own figure: %s), "
                     "the waiting (wall less CPU) times %.3f; %s recorded, %s after",

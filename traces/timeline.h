@@ -41,6 +41,13 @@ typedef struct ms__timeline {
    * per call instead (wall_per_call). */
   double wait_scale;
   int whole;  // fitted as a whole run: the trace's totals set to the reference's
+  /* A process of several threads (every thread recorded), fitted: a row's
+   * CPU time, the recorder's own cost out, times this (the reference's CPU
+   * time over the recording's less the recorder's own), and its waiting
+   * times wait_scale (the reference's wall time over the recording's);
+   * 0: not this model. */
+  double cpu_scale;
+  int64_t threads;  // record.threads of such a process
   double own_per_call;                 // record.cost_ns_per_event (0: not measured)
   int64_t events;                      // record.events: the whole run's allocator calls
   int64_t ref_runs;                    // reference runs (0: none)
