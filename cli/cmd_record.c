@@ -531,7 +531,9 @@ static int after_run(const rec_opts *o, int st, const rec_status *rs, const char
     if (rc >= 0) return rc;
     failed = 1;  // salvaged: the trace lacks the end of the run
   }
-  int rc = ms_record_summarise(o, abs);
+  // A run of --repeat: only the kept recording is summarised (record_repeat.c),
+  // so that what it warns of is said once, of the trace that stays.
+  int rc = ms_record_inner ? 0 : ms_record_summarise(o, abs);
   return rc ? rc : failed ? MS_EXIT_CHECK : MS_EXIT_OK;
 }
 

@@ -308,7 +308,9 @@ int ms_record_repeat(int argc, char **argv, const rec_opts *o) {
     if (i != kept) files(abs, i, DROP);
   if (kept >= 0) {
     int rc = write_figures(o, abs, done, kept, dur, rec, refs, ref);
-    if (rc == 0 && !o->quiet) rc = ms_record_summarise(o, abs);
+    // Its warnings and checks even with -q, as a single recording's (the
+    // recordings themselves were not summarised: cmd_record.c after_run).
+    if (rc == 0) rc = ms_record_summarise(o, abs);
     if (rc != 0) st = rc;
   }
   if (st == MS_EXIT_OK && ref_failed) st = MS_EXIT_CHECK;

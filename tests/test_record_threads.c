@@ -591,6 +591,23 @@ START_TEST(test_blocked_worker_cpu) {
 }
 END_TEST
 
+/* With --repeat, a warning about the trace is said once, of the recording
+ * kept (each recording's summary said it before: xz's blocked-signal
+ * warning three times for --repeat 3), and with -q too. */
+START_TEST(test_repeat_warns_once) {
+  char *dir = tu_mkdtemp();
+  const char *rep[] = {"-q", "--repeat", "2", NULL};
+  tu_run r = record_mode(dir, rep, "blocked", "60");
+  ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+  const char *w = "blocked the recorder's sampling signal";
+  const char *first = strstr(r.err, w);
+  ck_assert_msg(first && !strstr(first + 1, w), "said %s", r.err);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 // What --thread all does not combine with is a usage error.
 /* Cross-thread frees racing the owner's allocations (issue 29): ten
  * recordings in a row of threads race, each one a trace memstub gen
@@ -641,6 +658,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_default_every_thread);
   tcase_add_test(tc, test_narrowed_scope_warns);
   tcase_add_test(tc, test_blocked_worker_cpu);
+  tcase_add_test(tc, test_repeat_warns_once);
   tcase_add_test(tc, test_racing_cross_thread_frees_generate);
   tcase_add_test(tc, test_usage);
   suite_add_tcase(s, tc);
