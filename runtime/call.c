@@ -16,8 +16,25 @@ void memstub_replay_options_for(memstub_replay_options *o, const struct memstub_
   if (memstub_timing_name(s->timing)) o->timing = s->timing;  // NONE: the default
 }
 
+/* Environment variable name, when set, as a whole number of ns from lo to
+ * hi (or -1 when minus_one) into *out: 0, or -EINVAL with err naming it. */
+static int env_ns(const char *name, long long lo, long long hi, int minus_one, int64_t *out,
+                  memstub_error *err) {
+  const char *v = getenv(name);
+  if (!v || !*v) return 0;
+  char *end;
+  errno = 0;
+  long long n = strtoll(v, &end, 10);
+  if (errno || end == v || *end || !((n >= lo && n <= hi) || (minus_one && n == -1)))
+    return memstub_error_set(err, -EINVAL, "%s: '%s' is not a number of ns from %lld to %lld%s",
+                             name, v, lo, hi, minus_one ? " or -1" : "");
+  *out = n;
+  return 0;
+}
+
 /* The replay options of a call from the environment (MEMSTUB_TIMING,
- * MEMSTUB_MARGIN_NS, MEMSTUB_WORK_MEM_SHARE, MEMSTUB_MEASURE) into o, and the measurement file
+ * MEMSTUB_MARGIN_NS, MEMSTUB_REAIM_NS, MEMSTUB_WORK_MEM_SHARE,
+ * MEMSTUB_MEASURE) into o, and the measurement file
  * opened for the stub named name into *mf (NULL: none; close it), before
  * the replay. 0 or a negative errno with err set. */
 static int call_setup(const struct memstub_stub *s, const char *name, memstub_replay_options *o,
@@ -34,6 +51,9 @@ static int call_setup(const struct memstub_stub *s, const char *name, memstub_re
                              "MEMSTUB_MARGIN_NS: '%s' is none of model, adaptive or a number "
                              "of ns >= 0",
                              v);
+  // No scheduler slice: the replay runs on the caller's thread, whose slice it would stay.
+  int rc = env_ns("MEMSTUB_REAIM_NS", 1, INT64_MAX, 1, &o->reaim_ns, err);
+  if (rc < 0) return rc;
   v = getenv(MEMSTUB_WORK_MEM_SHARE_ENV);
   if (v && *v && memstub_work_share_parse(v, &o->mem_share) < 0)
     return memstub_error_set(err, -EINVAL,
@@ -41,7 +61,7 @@ static int call_setup(const struct memstub_stub *s, const char *name, memstub_re
   const char *measure = getenv("MEMSTUB_MEASURE");
   if (!measure || !*measure) return 0;
   // The file is named, and opened, before the replay (the naming rule: runtime/measure_file.c).
-  int rc = memstub_measure_open(measure, name, mf, err);
+  rc = memstub_measure_open(measure, name, mf, err);
   if (rc < 0) return memstub_error_prefix(err, "MEMSTUB_MEASURE"), rc;
   o->measure = MEMSTUB_MEASURE_TRACE;
   return 0;

@@ -54,6 +54,11 @@ static int add_meta(memstub_trace *t, const memstub_replay *r, int64_t clamped) 
   if (!rc) rc = set_meta(t, "calibration", "%s", s->calibration ? s->calibration : "none");
   if (!rc) rc = set_meta(t, "timing", "%s", memstub_timing_name(r->opt.timing));
   if (!rc) rc = set_meta(t, "margin", "%s", margin);
+  if (!rc && r->opt.sched_slice_ns > 0)  // --slice: what was asked, and whether the kernel took it
+    rc = set_meta(t, "sched_slice", "%lld ns asked, %s", (long long)r->opt.sched_slice_ns,
+                  in->sched_slice_ns > 0 ? "granted"
+                                           : "not granted (a kernel before 6.12, or a replay on "
+                                             "a caller's thread)");
   if (!rc && in->cost_model == MEMSTUB_COST_ONLINE)  // docs/runtime.md, "The online cost model"
     rc = set_meta(t, "cost_model", "online, %lld rows learnt, %lld ns of lead in all",
                   (long long)in->cost_rows, (long long)in->cost_lead_ns);

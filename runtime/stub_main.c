@@ -12,6 +12,7 @@
  * (more memory or stack than the process's limits leave: refused before the
  * replay, docs/runtime.md), or a failure while replaying (the point named) or
  * writing the measurements. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,7 @@ static const char *prog = "stub";
 
 static const char usage_text[] =
     "usage: %s [--measure OUT.csv] [--timing online|deadline|usleep] [--margin MODE]\n"
+    "       %*s [--reaim NS] [--slice NS] [--work-mem-share S]\n"
 #ifdef MEMSTUB_STUB_DATA
     "       %*s [--data FILE] [--check] [-v] [-q]\n"
 #else
@@ -92,7 +94,14 @@ static const char usage_text[] =
     "  --margin MODE     online, deadline: 'model' (default) sleeps to 1 ms before\n"
     "                    each deadline, then to the margin the overshoot model gives,\n"
     "                    then spins; 'adaptive' learns the overshoot; NS: one sleep\n"
-    "                    to NS ns before each deadline, then spin\n"
+    "                    to NS ns before each deadline, then spin\n"    "  --reaim NS        model and adaptive: where long sleeps end before the\n"
+    "                    deadline (default 1000000; -1: never re-aim)\n"
+    "  --slice NS        ask the scheduler (Linux 6.12+) for a time slice of NS ns\n"
+    "                    (100000 to 100000000) for the replay thread: it then waits\n"
+    "                    less for a busy CPU when it wakes\n"
+    "  --work-mem-share S  the share S (0 to 1) of the stub's CPU work that reads\n"
+    "                    and writes its heap block (default: " MEMSTUB_WORK_MEM_SHARE_ENV ",\n"
+    "                    else none)\n"
 #ifdef MEMSTUB_STUB_DATA
     "  --data FILE       replay the data file FILE (made by memstub gen --data)\n"
     "                    instead of " MEMSTUB_STUB_DATA "\n"
@@ -107,6 +116,17 @@ static const char usage_text[] =
     "-v or -d leaves), or a replay stopped by an error. A replay that cannot\n"
     "measure its heap (an allocator mallinfo2 does not see) says 'heap not\n"
     "measured' and marks its trace so.\n";
+
+/* A whole number of ns from lo to hi, or -1 when minus_one (-1 "never")
+ * into *out: 0, or -1 when v is not one. */
+static int parse_ns(const char *v, long long lo, long long hi, int minus_one, int64_t *out) {
+  char *end;
+  errno = 0;
+  long long n = strtoll(v, &end, 10);
+  if (errno || end == v || *end || !((n >= lo && n <= hi) || (minus_one && n == -1))) return -1;
+  *out = n;
+  return 0;
+}
 
 static int fail(const char *fmt, const char *a) {
   fprintf(stderr, "%s: error: ", prog);
@@ -183,7 +203,8 @@ int main(int argc, char **argv) {
 #ifdef MEMSTUB_STUB_DATA
   for (int i = 1; i < argc; i++)  // help needs no data file
     if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      printf(usage_text, prog, (int)strlen(prog), "", "the data file " MEMSTUB_STUB_DATA);
+      printf(usage_text, prog, (int)strlen(prog), "", (int)strlen(prog), "",
+             "the data file " MEMSTUB_STUB_DATA);
       return 0;
     }
   memstub_stub_data *d = open_data(argc, argv);
@@ -215,7 +236,8 @@ static int parse(int argc, char **argv, const char *source, memstub_replay_optio
     const char *arg = argv[i], *v;
     int missing = 0;
     if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-      printf(usage_text, prog, (int)strlen(prog), "", source ? source : "unknown");
+      printf(usage_text, prog, (int)strlen(prog), "", (int)strlen(prog), "",
+             source ? source : "unknown");
       return 0;
 #ifdef MEMSTUB_STUB_DATA
     } else if ((v = opt_value(argc, argv, &i, "--data", &missing))) {
@@ -237,6 +259,15 @@ static int parse(int argc, char **argv, const char *source, memstub_replay_optio
       if (memstub_margin_parse(v, &o->margin_ns) < 0)
         return usage_error("--margin: expected model, adaptive or a number of ns >= 0, found '%s'",
                            v);
+    } else if ((v = opt_value(argc, argv, &i, "--reaim", &missing))) {
+      if (parse_ns(v, 1, INT64_MAX, 1, &o->reaim_ns) < 0)
+        return usage_error("--reaim: expected a number of ns > 0 or -1, found '%s'", v);
+    } else if ((v = opt_value(argc, argv, &i, "--slice", &missing))) {
+      if (parse_ns(v, 100000, 100000000, 0, &o->sched_slice_ns) < 0)
+        return usage_error("--slice: expected 100000 to 100000000 ns, found '%s'", v);
+    } else if ((v = opt_value(argc, argv, &i, "--work-mem-share", &missing))) {
+      if (memstub_work_share_parse(v, &o->mem_share) < 0)
+        return usage_error("--work-mem-share: expected a share from 0 to 1, found '%s'", v);
     } else if (missing) {
       return usage_error("%s needs a value", arg);
     } else {

@@ -243,6 +243,63 @@ START_TEST(test_add_stub_every_mode) {
 }
 END_TEST
 
+// The measured trace at path was replayed with re-aim reaim and slice slice asked ("" none).
+static void expect_reaim_slice(const char *path, const char *reaim, const char *slice,
+                               const char *what) {
+  char *m = meta_of(path, "margin"), *sl = meta_of(path, "sched_slice"), want[64];
+  snprintf(want, sizeof want, "re-aim of %s ns", reaim);
+  ck_assert_msg(strstr(m, want), "%s: margin '%s', want %s", what, m, want);
+  ck_assert_msg(*slice ? strncmp(sl, slice, strlen(slice)) == 0 : !*sl, "%s: sched_slice '%s'", what,
+                sl);
+  free(m), free(sl);
+}
+
+/* The replay's other options are on every path too (issue 32 item 1): the
+ * re-aim distance and the scheduler's slice, memstub replay's --reaim and
+ * --slice, in a stub program (--reaim, --slice) and the re-aim in a stub
+ * function (MEMSTUB_REAIM_NS); a stub program had neither. */
+START_TEST(test_reaim_slice_every_path) {
+  char *dir = tu_mkdtemp(), *out = path_in(dir, "out.csv"), *h = path_in(dir, "s.h");
+  char *prog = path_in(dir, "s"), *in = strdup(tu_src("traces/samples/listing1.csv"));
+  tu_run r = tu_memstub(NULL, "replay", in, "--reaim", "400000", "--slice", "200000", "-m", out,
+                        NULL);
+  run_ok(&r, "replay --reaim --slice");
+  expect_reaim_slice(out, "400000", "200000 ns asked", "replay");
+  r = tu_memstub(NULL, "gen", in, "-o", h, NULL);
+  run_ok(&r, "gen");
+  r = tu_memstub(NULL, "build", h, "-o", prog, NULL);
+  run_ok(&r, "build");
+  char *argv[] = {prog, "--reaim", "400000", "--slice", "200000", "--measure", out, NULL};
+  r = tu_exec(dir, argv);
+  run_ok(&r, "stub --reaim --slice");
+  expect_reaim_slice(out, "400000", "200000 ns asked", "stub program");
+  char *plain[] = {prog, "--measure", out, NULL};
+  r = tu_exec(dir, plain);
+  run_ok(&r, "stub");
+  expect_reaim_slice(out, "1000000", "", "stub program, defaults");
+  char *bad[] = {prog, "--slice", "99999", NULL};
+  r = tu_exec(dir, bad);
+  ck_assert_msg(r.status == 2 && strstr(r.err, "--slice: expected 100000 to 100000000 ns"), "%d %s",
+                r.status, r.err);
+  tu_run_free(&r);
+  // A stub function, from the environment (no slice: it would stay the caller's thread's).
+  char *tmpl = path_in(dir, "f%c.csv");
+  setenv("MEMSTUB_MEASURE", tmpl, 1);
+  setenv("MEMSTUB_REAIM_NS", "400000", 1);
+  memstub_error err = {0};
+  ck_assert_msg(memstub_listing1_stub_err(&err) == 0, "%s", err.msg);
+  setenv("MEMSTUB_REAIM_NS", "0", 1);
+  int rc = memstub_listing1_stub_err(&err);
+  unsetenv("MEMSTUB_MEASURE"), unsetenv("MEMSTUB_REAIM_NS");
+  ck_assert_int_lt(rc, 0);
+  ck_assert_msg(strstr(err.msg, "MEMSTUB_REAIM_NS: '0' is not a number of ns"), "%s", err.msg);
+  char *f1 = path_in(dir, "f1.csv");
+  expect_reaim_slice(f1, "400000", "", "memstub_add_stub");
+  tu_rmtree(dir);
+  free(dir), free(out), free(h), free(prog), free(in), free(tmpl), free(f1);
+}
+END_TEST
+
 /* memstub_add_stub's TIMING is checked at configure time: a word that is no
  * mode, or TIMING beside a --timing in GEN_ARGS (which would win?), fails. */
 START_TEST(test_add_stub_timing_refused) {
@@ -325,6 +382,7 @@ int main(void) {
   tcase_add_test(tc, test_gen_build_and_data_every_mode);
   tcase_add_test(tc, test_gen_calibrated_modes);
   tcase_add_test(tc, test_add_stub_every_mode);
+  tcase_add_test(tc, test_reaim_slice_every_path);
   tcase_add_test(tc, test_add_stub_timing_refused);
   tcase_add_test(tc, test_demo_every_mode);
   suite_add_tcase(s, tc);

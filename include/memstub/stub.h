@@ -161,7 +161,9 @@ int memstub_stub_decode_work(const char *data, int64_t len, int64_t numdata, str
  * allocations come from the caller's arena and tcache; docs/runtime.md, "On
  * the caller's thread"), and return 0 or a negative errno (err may be NULL). The
  * environment can change the defaults: MEMSTUB_TIMING=deadline|usleep,
- * MEMSTUB_MARGIN_NS=N|adaptive, and MEMSTUB_MEASURE=template writes the
+ * MEMSTUB_MARGIN_NS=N|adaptive, MEMSTUB_REAIM_NS=N|-1 (memstub replay's
+ * --reaim; no --slice: it would stay the caller's), MEMSTUB_WORK_MEM_SHARE=S, and
+ * MEMSTUB_MEASURE=template writes the
  * replayed trace to the file the measurement naming rule gives
  * (memstub_measure_open in memstub/runtime.h: the template's name for the
  * first measured replay of the process, NAME.2.EXT, NAME.3.EXT for later
