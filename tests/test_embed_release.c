@@ -23,8 +23,9 @@
 // Bytes the heap in use may differ from what is held: chunk headers and
 // the runtime's own records of the blocks.
 #define SLACK 16384
-// How late a release may be on a loaded 2-core machine.
-#define LATE (80 * MS)
+// How late a release may be on a loaded 2-core machine (load 5: the timer
+// thread waits for a CPU); a release before its time is what the tests catch.
+#define LATE (150 * MS)
 
 static int64_t (*held_fn)(void);
 
@@ -124,7 +125,9 @@ START_TEST(test_timer_calls_accumulate) {
   ck_assert_int_eq(memstub_hold_stub(), 0);
   int64_t t2 = ms__prim_now_ns() - t1;  // the second return, after the first
   ck_assert_int_le(memstub_hold_stub_held(), 1200000);
-  ck_assert_int_ge(memstub_hold_stub_held(), 1100000);  // unless the first 100 kB went already
+  // Unless the first 100 kB went already: due 100 ms after the first call,
+  // which a loaded machine may take to make the second.
+  if (ms__prim_now_ns() - t1 < 95 * MS) ck_assert_int_ge(memstub_hold_stub_held(), 1100000);
   // 1.2 MB -> 1.1 (first call's 100 kB) -> 1.0 (second's) -> 0.8 -> 0.6.
   static const int64_t levels[] = {1150000, 1050000, 900000, 700000};
   int64_t at[4];
