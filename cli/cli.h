@@ -223,6 +223,18 @@ int ms_cli_whatif_take(ms_cli_parser *p, int c, struct memstub_gen_options *o);
  * after "memstub: " (label: "" or "thread N: "); nothing without a what-if. */
 void ms_cli_whatif_note(const struct memstub_gen *g, const char *label);
 
+struct memstub_trace;
+/* The calls of trace t (read from in) into g when its metadata name a calls
+ * file (calls.file; IN.calls beside it): the call replay (memstub_gen_calls),
+ * with notes on what was made and warnings on what the calls do not give.
+ * The class replay, with a note saying why, for a trace from standard input
+ * (in "-"), a header (header 1) or what-ifs the calls do not take. 0, or a
+ * negative errno with err naming the calls file and "CMD --no-calls".
+ * cli/gen_calls.c. */
+int ms_cli_gen_calls(const char *cmd, const char *in, const struct memstub_trace *t,
+                     const struct memstub_gen_options *o, struct memstub_gen *g, int header,
+                     memstub_error *err);
+
 /* ---- stop signals ----------------------------------------------------------
  * SIGINT, SIGTERM and SIGHUP caught while a command has something to clean up
  * (build's temporary program, sweep's staging directory): the first one

@@ -76,11 +76,9 @@ static void gen_replay(const char *dir, const char *heap_scale, memstub_trace **
   ck_assert_uint_eq((*o)->n, (*t)->n);
 }
 
-static void replay_exact(const char *mode) {
-  char *dir = tu_mkdtemp();
-  record(dir, mode);
-  memstub_trace *t, *o;
-  gen_replay(dir, NULL, &t, &o);
+/* The replayed trace o against the recorded t (mode names it): call for
+ * call, heap_bytes equal at every row and every calls_* column's sum equal. */
+static void check_exact(const char *mode, const memstub_trace *t, const memstub_trace *o) {
   const char *how = memstub_trace_get_meta(o, "replay");
   ck_assert_msg(how && strncmp(how, "call for call", 13) == 0, "replay: %s", how ? how : "(none)");
   for (size_t i = 0; i < t->n; i++)
@@ -97,6 +95,23 @@ static void replay_exact(const char *mode) {
     calls += got;
   }
   ck_assert_int_gt(calls, 0);
+}
+
+static void replay_exact(const char *mode) {
+  char *dir = tu_mkdtemp();
+  record(dir, mode);
+  memstub_trace *t, *o;
+  gen_replay(dir, NULL, &t, &o);
+  check_exact(mode, t, o);
+  memstub_trace_free(o);
+  // memstub replay TRACE makes the same stub in memory: the same calls.
+  tu_run r = tu_memstub(dir, "replay", "t.csv", "--measure", "direct.csv", NULL);
+  ck_assert_msg(r.status == 0, "replay t.csv: status %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "replayed call for call"), "replay said: %s", r.err);
+  tu_run_free(&r);
+  o = read_trace(dir, "direct.csv");
+  ck_assert_uint_eq(o->n, t->n);
+  check_exact(mode, t, o);
   memstub_trace_free(t);
   memstub_trace_free(o);
   tu_rmtree(dir);
@@ -171,6 +186,44 @@ START_TEST(test_call_replay_damaged) {
   ck_assert_msg(g.status == 0, "gen --no-calls: status %d: %s", g.status, g.err);
   ck_assert_msg(!strstr(g.err, "call for call"), "gen said: %s", g.err);
   tu_run_free(&g);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* memstub replay TRACE of a trace with calls: --no-calls keeps the class
+ * replay; from standard input the calls file cannot be found: a note, the
+ * class replay; a missing calls file: an error naming it, nothing replayed. */
+START_TEST(test_call_replay_trace_choices) {
+  char *dir = tu_mkdtemp();
+  record(dir, "pattern");
+  tu_run r = tu_memstub(dir, "replay", "t.csv", "--no-calls", "--measure", "class.csv", NULL);
+  ck_assert_msg(r.status == 0, "replay --no-calls: status %d: %s", r.status, r.err);
+  ck_assert_msg(!strstr(r.err, "call for call"), "replay --no-calls said: %s", r.err);
+  tu_run_free(&r);
+  memstub_trace *o = read_trace(dir, "class.csv");
+  const char *how = memstub_trace_get_meta(o, "replay");
+  ck_assert_msg(!how || strncmp(how, "call for call", 13) != 0, "replay: %s", how);
+  memstub_trace_free(o);
+  char path[4096];
+  char *const sh[] = {"/bin/sh", "-c", "exec \"$MEMSTUB_EXE\" replay - < t.csv", NULL};
+  r = tu_exec(dir, sh);
+  ck_assert_msg(r.status == 0, "replay -: status %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "standard input") && strstr(r.err, "the class replay"),
+                "replay - said: %s", r.err);
+  tu_run_free(&r);
+  char moved[4096];
+  snprintf(path, sizeof path, "%s/t.csv.calls", dir);
+  snprintf(moved, sizeof moved, "%s/saved.calls", dir);
+  ck_assert_int_eq(rename(path, moved), 0);
+  r = tu_memstub(dir, "replay", "t.csv", "--measure", "none.csv", NULL);
+  ck_assert_msg(r.status == 2, "replay without t.csv.calls: status %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "t.csv.calls") && strstr(r.err, "replay --no-calls"),
+                "replay said: %s", r.err);
+  tu_run_free(&r);
+  snprintf(path, sizeof path, "%s/none.csv", dir);
+  FILE *none = fopen(path, "rb");
+  ck_assert_msg(none == NULL, "a measured trace was written");
   tu_rmtree(dir);
   free(dir);
 }
@@ -256,6 +309,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_call_replay_many);
   tcase_add_test(tc, test_call_replay_heap_scale);
   tcase_add_test(tc, test_call_replay_damaged);
+  tcase_add_test(tc, test_call_replay_trace_choices);
   tcase_add_test(tc, test_call_replay_counted_outside);
   suite_add_tcase(s, tc);
   return s;
