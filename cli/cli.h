@@ -168,7 +168,9 @@ enum { MS_CLI_WHATIF = MS_CLI_LONG + 200, MS_CLI_TIME_SCALE = MS_CLI_WHATIF, MS_
                           "the difference (0.5: the computation twice as fast)"),               \
       MS_CLI_SCALE_OPTION("churn", CHURN, "F",                                                 \
                           "what-if: F times the allocator calls and their bytes\n"             \
-                          "(calls_*, churn_bytes; 0: every temporary pooled)")
+                          "(calls_*, churn_bytes; 0: every temporary pooled);\n"              \
+                          "a stub replayed call for call (TRACE.calls) keeps F of\n"          \
+                          "the blocks made and freed within a row (F <= 1)")
 
 /* --json, the same in the commands that print JSON: KEYS names where the
  * JSON's keys are described (a docs page and anchor). */

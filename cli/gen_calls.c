@@ -22,15 +22,16 @@ int ms_cli_gen_calls(const char *cmd, const char *in, const memstub_trace *t,
                 "replay", in);
     return 0;
   }
-  if (o->churn_scale != 1.0 || o->heap_scale <= 0) {
+  if (o->churn_scale > 1.0 || o->heap_scale <= 0) {
     ms_cli_note("%s.calls: left out: %s: the class replay", in,
-                o->churn_scale != 1.0 ? "--churn-scale does not apply to the calls yet"
-                                      : "--heap-scale 0 leaves no call to make");
+                o->churn_scale > 1.0 ? "--churn-scale above 1 asks for calls the component "
+                                       "never made"
+                                     : "--heap-scale 0 leaves no call to make");
     return 0;
   }
   char *path = ms__asprintf("%s.calls", in);
   if (!path) return memstub_error_set(err, -ENOMEM, "out of memory");
-  int rc = memstub_gen_calls(g, t, path, o->heap_scale, err);
+  int rc = memstub_gen_calls(g, t, path, o->heap_scale, o->churn_scale, err);
   if (rc < 0) {
     if (!strstr(err->msg, path)) memstub_error_prefix(err, path);
     size_t n = strlen(err->msg);
@@ -40,6 +41,10 @@ int ms_cli_gen_calls(const char *cmd, const char *in, const memstub_trace *t,
     ms_cli_note("%s: %s calls of %s blocks in %s bytes: replayed call for call", path,
                 ms_cli_count(g->stub.ncallcount), ms_cli_count(g->stub.ncallblocks),
                 ms_cli_count(g->stub.ncallseq));
+  if (rc == 0 && o->churn_scale != 1.0)
+    ms_cli_note("%s: --churn-scale %g: %s calls of short-lived blocks (made and freed within a "
+                "row) left out; the heap at every row as recorded", path, o->churn_scale,
+                ms_cli_count(g->calls_churn_dropped));
   if (rc == 0 && g->calls_unknown)
     ms_cli_warn("%s: %s frees or reallocs of blocks allocated before the trace's scope: "
                 "left out (a realloc made from NULL)", path, ms_cli_count(g->calls_unknown));

@@ -56,18 +56,16 @@ static int64_t kind_sum(const memstub_trace *t, const char *kind) {
   return s;
 }
 
-// gen --data, replay --measure, and the replayed trace against the recorded one.
-/* dir/t.csv generated into a data file (with --heap-scale heap_scale when
- * not NULL), replayed call for call with --measure; the recorded trace into
- * *t, the replayed one into *o, row for row. */
-static void gen_replay(const char *dir, const char *heap_scale, memstub_trace **t,
+/* dir/t.csv generated into a data file (with the what-if option opt val
+ * when opt is not NULL), replayed call for call with --measure; the
+ * recorded trace into *t, the replayed one into *o, row for row. */
+static void gen_replay(const char *dir, const char *opt, const char *val, memstub_trace **t,
                        memstub_trace **o) {
-  tu_run g = heap_scale ? tu_memstub(dir, "gen", "t.csv", "--data", "t.dat", "--heap-scale",
-                                     heap_scale, NULL)
-                        : tu_memstub(dir, "gen", "t.csv", "--data", "t.dat", NULL);
+  tu_run g = opt ? tu_memstub(dir, "gen", "t.csv", "--data", "t.dat", opt, val, NULL)
+                 : tu_memstub(dir, "gen", "t.csv", "--data", "t.dat", NULL);
   ck_assert_msg(g.status == 0, "gen: status %d: %s", g.status, g.err);
   ck_assert_msg(strstr(g.err, "replayed call for call"), "gen said: %s", g.err);
-  ck_assert_msg(!strstr(g.err, "warning") && !strstr(g.err, "left out"), "gen said: %s", g.err);
+  ck_assert_msg(!strstr(g.err, "warning") && !strstr(g.err, "left out:"), "gen said: %s", g.err);
   tu_run_free(&g);
   tu_run r = tu_memstub(dir, "replay", "--data", "t.dat", "--measure", "out.csv", NULL);
   ck_assert_msg(r.status == 0, "replay: status %d: %s", r.status, r.err);
@@ -101,7 +99,7 @@ static void replay_exact(const char *mode) {
   char *dir = tu_mkdtemp();
   record(dir, mode);
   memstub_trace *t, *o;
-  gen_replay(dir, NULL, &t, &o);
+  gen_replay(dir, NULL, NULL, &t, &o);
   check_exact(mode, t, o);
   memstub_trace_free(o);
   // memstub replay TRACE makes the same stub in memory: the same calls.
@@ -129,12 +127,12 @@ END_TEST
 /* A what-if on an exact stub (issue 31): --heap-scale 0.5 halves each call's
  * size (rounded): the replay makes the same calls, kind by kind, and its
  * heap is half the trace's at every row, within a byte a block. --churn-scale
- * does not apply to the calls yet: the class replay, said. */
+ * above 1 would add calls: the class replay, said. */
 START_TEST(test_call_replay_heap_scale) {
   char *dir = tu_mkdtemp();
   record(dir, "pattern");
   memstub_trace *t, *o;
-  gen_replay(dir, "0.5", &t, &o);
+  gen_replay(dir, "--heap-scale", "0.5", &t, &o);
   int64_t peak = 0;
   for (size_t i = 0; i < t->n; i++) {
     int64_t want = (t->pts[i].heap_bytes + 1) / 2, got = o->pts[i].heap_bytes;
@@ -151,11 +149,62 @@ START_TEST(test_call_replay_heap_scale) {
   }
   memstub_trace_free(t);
   memstub_trace_free(o);
-  tu_run g = tu_memstub(dir, "gen", "t.csv", "--data", "c.dat", "--churn-scale", "0.5", NULL);
-  ck_assert_msg(g.status == 0 && strstr(g.err, "--churn-scale does not apply to the calls yet: "
-                                                   "the class replay"),
+  tu_run g = tu_memstub(dir, "gen", "t.csv", "--data", "c.dat", "--churn-scale", "2", NULL);
+  ck_assert_msg(g.status == 0 && strstr(g.err, "--churn-scale above 1 asks for calls the "
+                                                   "component never made: the class replay"),
                 "gen: status %d: %s", g.status, g.err);
   tu_run_free(&g);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+// Replayed trace o's heap_bytes equal to t's at every row.
+static void heap_equal(const memstub_trace *t, const memstub_trace *o, const char *what) {
+  ck_assert_uint_eq(o->n, t->n);
+  for (size_t i = 0; i < t->n; i++)
+    ck_assert_msg(o->pts[i].heap_bytes == t->pts[i].heap_bytes,
+                  "%s: row %zu: replayed heap %lld, recorded %lld", what, i,
+                  (long long)o->pts[i].heap_bytes, (long long)t->pts[i].heap_bytes);
+}
+
+/* --churn-scale on an exact stub (issue 31): the calls of the short-lived
+ * blocks (made and freed within a row) are left out but a share F, per kind
+ * and size class; the heap at every row stays the trace's. many's 200,000
+ * malloc/free pairs, most freed in the burst's row: with F = 0 only the
+ * blocks live across a row are left (C0 calls a column), with 0.5 every
+ * calls_* column is C0 + 0.5 (C1 - C0) within one call, C1 the trace's.
+ * Through gen --data (0) and memstub replay TRACE (0.5). */
+START_TEST(test_call_replay_churn_scale) {
+  char *dir = tu_mkdtemp();
+  record(dir, "many");
+  memstub_trace *t, *o0, *o5;
+  gen_replay(dir, "--churn-scale", "0", &t, &o0);
+  heap_equal(t, o0, "--churn-scale 0");
+  tu_run r = tu_memstub(dir, "replay", "t.csv", "--churn-scale", "0.5", "--measure", "half.csv",
+                        NULL);
+  ck_assert_msg(r.status == 0, "replay: status %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "replayed call for call") && strstr(r.err, "short-lived"),
+                "replay said: %s", r.err);
+  tu_run_free(&r);
+  o5 = read_trace(dir, "half.csv");
+  heap_equal(t, o5, "--churn-scale 0.5");
+  int64_t all = 0, left = 0;
+  for (size_t c = 0; c < t->nextra; c++) {
+    const char *name = t->extra_names[c];
+    if (strncmp(name, "calls_", 6) != 0) continue;
+    int64_t c1 = column_sum(t, name), c0 = column_sum(o0, name), got = column_sum(o5, name);
+    double want = (double)c0 + 0.5 * (double)(c1 - c0);
+    ck_assert_msg(got >= want - 1 && got <= want + 1, "%s: %lld calls at 0.5, want %.1f (%lld at "
+                  "0, %lld recorded)", name, (long long)got, want, (long long)c0, (long long)c1);
+    all += c1, left += c0;
+  }
+  ck_assert_int_gt(all, 100000);
+  ck_assert_msg(left * 10 < all, "--churn-scale 0 left %lld of %lld calls", (long long)left,
+                (long long)all);
+  memstub_trace_free(t);
+  memstub_trace_free(o0);
+  memstub_trace_free(o5);
   tu_rmtree(dir);
   free(dir);
 }
@@ -308,6 +357,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_call_replay_pattern);
   tcase_add_test(tc, test_call_replay_many);
   tcase_add_test(tc, test_call_replay_heap_scale);
+  tcase_add_test(tc, test_call_replay_churn_scale);
   tcase_add_test(tc, test_call_replay_damaged);
   tcase_add_test(tc, test_call_replay_trace_choices);
   tcase_add_test(tc, test_call_replay_counted_outside);
