@@ -204,6 +204,7 @@ static void call_heap(ms__rt_ctx *c, int64_t x) {
     void *old = k.old >= 0 ? st->block[k.old] : NULL;
     int64_t old_size = k.old >= 0 ? st->size[k.old] : 0;
     int64_t old_usable = old ? (int64_t)malloc_usable_size(old) : 0;
+    int64_t old_wt = st->res_on && old ? ms__rt_cres_written(&st->res, k.old, old_size) : 0;
     void *p = make(&k, old);
     int kind = kind_of(&k);
     if (kind >= 0) ms__rt_work_note(m, kind, kind == MEMSTUB_CALL_FREE ? old_size : (int64_t)k.size);
@@ -222,6 +223,7 @@ static void call_heap(ms__rt_ctx *c, int64_t x) {
       st->live -= old_size;
       st->usable -= old_usable;
       st->block[k.old] = NULL;
+      if (st->res_on) ms__rt_cres_gone(&st->res, k.old);
       if (!p) st->ids[st->nids++] = k.old;
     }
     if (!p) continue;
@@ -234,9 +236,9 @@ static void call_heap(ms__rt_ctx *c, int64_t x) {
     if (st->res_on) {  // written: its head, what a realloc kept; the target decides the rest
       int64_t kept = 0;
       if (old && (p == old || (mmapped(old, old_usable, c->page) && mmapped(p, usable, c->page))))
-        kept = st->res.wt[id];  // in place, or mremap: its written pages came along
+        kept = old_wt;    // in place, or mremap: its written pages came along
       else if (old)
-        kept = old_size;        // copied: every byte written
+        kept = old_size;  // copied: every byte written
       ms__rt_cres_made(&st->res, id, p, (int64_t)k.size, kept, c->page);
     } else if (k.fn != F_CALLOC) {
       ms__rt_cres_touch(p, realloc_fn(k.fn) ? old_size : 0, (int64_t)k.size, c->page);
@@ -255,8 +257,8 @@ static void call_heap(ms__rt_ctx *c, int64_t x) {
                       c->res.rss[x] == c->res.rss[x - 1]))
     return;
   int64_t keep = 0;
-  if ((rc = ms__rt_cres_target(&st->res, &c->res, st->block, st->size, st->next_id,
-                                             c->res.rss[x], c->page, &keep)) < 0)
+  if ((rc = ms__rt_cres_target(&st->res, &c->res, st->block, st->size, c->res.rss[x],
+                                             c->page, &keep)) < 0)
     ms__rt_replay_stop(c, x, rc, MS__RT_FAIL_RESIDENT, keep);
 }
 

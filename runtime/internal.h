@@ -133,8 +133,11 @@ typedef struct ms__rt_cres {
   int64_t *wt;      // [ncallblocks] bytes [0, wt) of each live block written
   int fd;           // /proc/self/statm, -1: not open (the blocks written whole, as without targets)
   int64_t base;     // RssAnon when the replay began
-  int64_t cursor;   // the block to look at first
-  int64_t made;     // blocks made so far
+  int64_t *big;     // the live blocks of MIN_PAGES pages and more (ids), nbig of them
+  int64_t *pos;     // [ncallblocks] a block's place in big plus 1, 0 none
+  int64_t nbig;
+  int64_t cursor;   // the place in big to look at first
+  int64_t made;     // blocks of big made so far
   int64_t dry[2];   // made when a look for pages to write (0) or drop (1) found none, -1 none
 } ms__rt_cres;
 /* Open r for nblocks blocks (statm read for the base): 0, or -ENOMEM.
@@ -143,16 +146,20 @@ int ms__rt_cres_open(ms__rt_cres *r, int64_t nblocks);
 void ms__rt_cres_close(ms__rt_cres *r);
 // Write one byte a page of p[from, to) and its last byte, as the component wrote its blocks.
 void ms__rt_cres_touch(char *p, int64_t from, int64_t to, long page);
-/* Block id made at p (size bytes requested, usable bytes): its first
- * bytes, to the first page boundary (the chunk header's page), written;
- * kept: what it holds written already (a realloc's copy or its own pages),
- * 0 for a new block. */
+/* Block id made at p (size bytes requested): a small one written whole, a
+ * larger one its first bytes, to the first page boundary (the chunk
+ * header's page); kept: the bytes from its start it holds written already
+ * (a realloc's copy or its own pages), 0 for a new block. */
 void ms__rt_cres_made(ms__rt_cres *r, int64_t id, char *p, int64_t size, int64_t kept, long page);
+// Block id freed (or about to be made again by a realloc).
+void ms__rt_cres_gone(ms__rt_cres *r, int64_t id);
+// The bytes from its start of live block id (size bytes requested) written.
+int64_t ms__rt_cres_written(const ms__rt_cres *r, int64_t id, int64_t size);
 /* RssAnon made target bytes above the base (-1: every live block's and the
- * mapping's bytes written), nblocks blocks (block[i] NULL: not live, size[i]
- * requested bytes) the call replay's. 0, or as ms__rt_res_extra. */
+ * mapping's bytes written), block[id] and size[id] the call replay's live
+ * blocks and their requested bytes. 0, or as ms__rt_res_extra. */
 int ms__rt_cres_target(ms__rt_cres *r, ms__rt_res *res, void *const *block, const int64_t *size,
-                       int64_t nblocks, int64_t target, long page, int64_t *keep_need);
+                       int64_t target, long page, int64_t *keep_need);
 
 /* ---- work (work.c): the CPU spin and the allocator calls of layout 3 ---- */
 
