@@ -283,7 +283,9 @@ END_TEST
  * its heap. Replayed call for call, the block is the component's and the
  * rss targets say how much of it to write: at every row holding the block
  * the replayed rss_bytes is within 4 MiB of the trace's (it was the whole
- * 100 MiB, every page written at the malloc). RssAnon is read by the
+ * 100 MiB, every page written at the malloc); and with targets made to
+ * fall from 40 to 8 MiB while it lives, its pages are dropped to follow
+ * them. RssAnon is read by the
  * replay itself, so load does not move it; skipped under the sanitizers
  * (their allocator and shadow memory are resident too). */
 START_TEST(test_call_replay_resident) {
@@ -313,6 +315,31 @@ START_TEST(test_call_replay_resident) {
   }
   ck_assert_int_gt(held, 3);
   ck_assert_int_eq(low, held);  // every such row asks for less than the block
+  memstub_trace_free(o);
+  /* The targets made to fall while the block lives (40 MiB for the first
+   * half of its rows, 8 MiB after): the pages written for the first are
+   * dropped from the block for the second. */
+  int64_t seen = 0;
+  for (size_t i = 0; i < t->n; i++)
+    if (t->pts[i].heap_bytes >= 100 * mib)
+      memstub_trace_extra_row(t, i)[ct] = seen++ < held / 2 ? 40 * mib : 8 * mib;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/t.csv", dir);
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_write(t, path, &err) == 0, "%s", err.msg);
+  r = tu_memstub(dir, "replay", "t.csv", "--measure", "fall.csv", NULL);
+  ck_assert_msg(r.status == 0 && strstr(r.err, "replayed call for call"), "replay: status %d: %s",
+                r.status, r.err);
+  tu_run_free(&r);
+  o = read_trace(dir, "fall.csv");
+  heap_equal(t, o, "lazy, falling targets");
+  co = memstub_trace_column(o, "rss_bytes");
+  for (size_t i = 0; i < t->n; i++) {
+    if (t->pts[i].heap_bytes < 100 * mib) continue;
+    int64_t want = memstub_trace_extra_row(t, i)[ct], got = memstub_trace_extra_row(o, i)[co];
+    ck_assert_msg(llabs(got - want) <= 4 * mib, "falling: row %zu: replayed rss %lld, asked %lld",
+                  i, (long long)got, (long long)want);
+  }
   memstub_trace_free(t);
   memstub_trace_free(o);
   tu_rmtree(dir);
