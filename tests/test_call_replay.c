@@ -28,12 +28,14 @@ static memstub_trace *read_trace(const char *dir, const char *name) {
   return t;
 }
 
-// rec_helper MODE recorded with --calls into dir/t.csv (and t.csv.calls).
-static void record(const char *dir, const char *mode) {
+// rec_helper MODE recorded with --calls into DIR/t.csv (and t.csv.calls), DIR new and returned.
+static char *recorded(const char *mode) {
+  char *dir = tu_mkdtemp();
   tu_run r = tu_memstub(dir, "record", "-q", "--calls", "-o", "t.csv", "--",
                         env("MEMSTUB_REC_HELPER"), mode, NULL);
   ck_assert_msg(r.status == 0, "record: status %d: %s", r.status, r.err);
   tu_run_free(&r);
+  return dir;
 }
 
 // The sum of column name over t's rows (0 when t has no such column).
@@ -96,8 +98,7 @@ static void check_exact(const char *mode, const memstub_trace *t, const memstub_
 }
 
 static void replay_exact(const char *mode) {
-  char *dir = tu_mkdtemp();
-  record(dir, mode);
+  char *dir = recorded(mode);
   memstub_trace *t, *o;
   gen_replay(dir, NULL, NULL, &t, &o);
   check_exact(mode, t, o);
@@ -129,8 +130,7 @@ END_TEST
  * heap is half the trace's at every row, within a byte a block. --churn-scale
  * above 1 would add calls: the class replay, said. */
 START_TEST(test_call_replay_heap_scale) {
-  char *dir = tu_mkdtemp();
-  record(dir, "pattern");
+  char *dir = recorded("pattern");
   memstub_trace *t, *o;
   gen_replay(dir, "--heap-scale", "0.5", &t, &o);
   int64_t peak = 0;
@@ -176,8 +176,7 @@ static void heap_equal(const memstub_trace *t, const memstub_trace *o, const cha
  * calls_* column is C0 + 0.5 (C1 - C0) within one call, C1 the trace's.
  * Through gen --data (0) and memstub replay TRACE (0.5). */
 START_TEST(test_call_replay_churn_scale) {
-  char *dir = tu_mkdtemp();
-  record(dir, "many");
+  char *dir = recorded("many");
   memstub_trace *t, *o0, *o5;
   gen_replay(dir, "--churn-scale", "0", &t, &o0);
   heap_equal(t, o0, "--churn-scale 0");
@@ -213,8 +212,7 @@ END_TEST
 // A damaged calls file: gen --data refuses it, naming the file; --no-calls
 // makes the class replay's data file from the same trace.
 START_TEST(test_call_replay_damaged) {
-  char *dir = tu_mkdtemp();
-  record(dir, "pattern");
+  char *dir = recorded("pattern");
   char path[4096];
   snprintf(path, sizeof path, "%s/t.csv.calls", dir);
   FILE *f = fopen(path, "r+b");
@@ -244,8 +242,7 @@ END_TEST
  * replay; from standard input the calls file cannot be found: a note, the
  * class replay; a missing calls file: an error naming it, nothing replayed. */
 START_TEST(test_call_replay_trace_choices) {
-  char *dir = tu_mkdtemp();
-  record(dir, "pattern");
+  char *dir = recorded("pattern");
   tu_run r = tu_memstub(dir, "replay", "t.csv", "--no-calls", "--measure", "class.csv", NULL);
   ck_assert_msg(r.status == 0, "replay --no-calls: status %d: %s", r.status, r.err);
   ck_assert_msg(!strstr(r.err, "call for call"), "replay --no-calls said: %s", r.err);
@@ -292,8 +289,7 @@ START_TEST(test_call_replay_resident) {
 #ifdef MEMSTUB_SANITIZED
   return;
 #endif
-  char *dir = tu_mkdtemp();
-  record(dir, "lazy");
+  char *dir = recorded("lazy");
   tu_run r = tu_memstub(dir, "replay", "t.csv", "--measure", "out.csv", NULL);
   ck_assert_msg(r.status == 0, "replay: status %d: %s", r.status, r.err);
   ck_assert_msg(strstr(r.err, "replayed call for call"), "replay said: %s", r.err);
@@ -393,8 +389,7 @@ START_TEST(test_call_replay_counted_outside) {
   // A sanitized stub program cannot be recorded: the recorder is preloaded before ASan.
   return;
 #endif
-  char *dir = tu_mkdtemp();
-  record(dir, "pattern");
+  char *dir = recorded("pattern");
   record_stub(dir, "--timing=online", "calls.csv");
   record_stub(dir, "--no-calls", "class.csv");
   size_t n, ns, nk;
