@@ -168,7 +168,9 @@ enum { MS_CLI_WHATIF = MS_CLI_LONG + 200, MS_CLI_TIME_SCALE = MS_CLI_WHATIF, MS_
                           "the difference (0.5: the computation twice as fast)"),               \
       MS_CLI_SCALE_OPTION("churn", CHURN, "F",                                                 \
                           "what-if: F times the allocator calls and their bytes\n"             \
-                          "(calls_*, churn_bytes; 0: every temporary pooled)")
+                          "(calls_*, churn_bytes; 0: every temporary pooled);\n"              \
+                          "a stub replayed call for call (TRACE.calls) keeps F of\n"          \
+                          "the blocks made and freed within a row (F <= 1)")
 
 /* --json, the same in the commands that print JSON: KEYS names where the
  * JSON's keys are described (a docs page and anchor). */
@@ -222,6 +224,18 @@ int ms_cli_whatif_take(ms_cli_parser *p, int c, struct memstub_gen_options *o);
 /* What the what-if scales did to g (memstub_gen_whatif_format) on stderr,
  * after "memstub: " (label: "" or "thread N: "); nothing without a what-if. */
 void ms_cli_whatif_note(const struct memstub_gen *g, const char *label);
+
+struct memstub_trace;
+/* The calls of trace t (read from in) into g when its metadata name a calls
+ * file (calls.file; IN.calls beside it): the call replay (memstub_gen_calls),
+ * with notes on what was made and warnings on what the calls do not give.
+ * The class replay, with a note saying why, for a trace from standard input
+ * (in "-"), a header (header 1) or what-ifs the calls do not take. 0, or a
+ * negative errno with err naming the calls file and "CMD --no-calls".
+ * cli/gen_calls.c. */
+int ms_cli_gen_calls(const char *cmd, const char *in, const struct memstub_trace *t,
+                     const struct memstub_gen_options *o, struct memstub_gen *g, int header,
+                     memstub_error *err);
 
 /* ---- stop signals ----------------------------------------------------------
  * SIGINT, SIGTERM and SIGHUP caught while a command has something to clean up

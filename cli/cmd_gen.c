@@ -195,49 +195,6 @@ static int gen_threads(const char *in, const memstub_trace *t, const memstub_gen
   return rc;
 }
 
-/* The calls of a trace that names a calls file (calls.file), from
- * TRACE.calls beside it, into g for a data file: the call replay. A header,
- * or what-ifs the calls do not take yet, keep the class replay (a note says
- * so). 0 or a negative errno with err set. */
-static int with_calls(const char *in, const memstub_trace *t, const memstub_gen_options *o,
-                      memstub_gen *g, const char *data, memstub_error *err) {
-  if (!memstub_trace_get_meta(t, "calls.file")) return 0;
-  if (!data) {
-    ms_cli_note("%s.calls: a header carries no calls (a data file does, --data): the class "
-                "replay", in);
-    return 0;
-  }
-  if (o->churn_scale != 1.0 || o->heap_scale <= 0) {
-    ms_cli_note("%s.calls: left out: %s: the class replay", in,
-                o->churn_scale != 1.0 ? "--churn-scale does not apply to the calls yet"
-                                      : "--heap-scale 0 leaves no call to make");
-    return 0;
-  }
-  size_t len = strlen(in) + sizeof ".calls";
-  char *path = malloc(len);
-  if (!path) return memstub_error_set(err, -ENOMEM, "out of memory");
-  snprintf(path, len, "%s.calls", in);
-  int rc = memstub_gen_calls(g, t, path, o->heap_scale, err);
-  if (rc < 0) {
-    if (!strstr(err->msg, path)) memstub_error_prefix(err, path);
-    size_t n = strlen(err->msg);
-    snprintf(err->msg + n, sizeof err->msg - n, " (gen --no-calls for the class replay)");
-  }
-  if (rc == 0)
-    ms_cli_note("%s: %s calls of %s blocks in %s bytes: replayed call for call", path,
-                ms_cli_count(g->stub.ncallcount), ms_cli_count(g->stub.ncallblocks),
-                ms_cli_count(g->stub.ncallseq));
-  if (rc == 0 && g->calls_unknown)
-    ms_cli_warn("%s: %s frees or reallocs of blocks allocated before the trace's scope: "
-                "left out (a realloc made from NULL)", path, ms_cli_count(g->calls_unknown));
-  if (rc == 0 && g->calls_rows_off)
-    ms_cli_warn("%s: %s rows whose heap_bytes the calls do not give (the first: row %lld): "
-                "the replay's heap differs from the trace's there", path,
-                ms_cli_count(g->calls_rows_off), (long long)g->calls_rows_off_first);
-  free(path);
-  return rc;
-}
-
 int ms_cmd_gen(int argc, char **argv) {
   memstub_gen_options o;
   memstub_gen_options_init(&o);
@@ -349,7 +306,7 @@ int ms_cmd_gen(int argc, char **argv) {
   int shared = rc == 0 ? memstub_work_share_meta(t, &share, &err) : 0;
   if (shared < 0) rc = shared, memstub_error_prefix(&err, in);
   if (rc == 0 && (rc = memstub_gen_build(t, &o, &g, &err)) < 0) memstub_error_prefix(&err, in);
-  if (rc == 0 && !no_calls) rc = with_calls(in, t, &o, g, data, &err);
+  if (rc == 0 && !no_calls) rc = ms_cli_gen_calls("gen", in, t, &o, g, !data, &err);
   if (ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
   if (rc == 0 && data) out = data;
   if (rc == 0 && data && ms_cli_progress_enabled())

@@ -9,7 +9,7 @@
 #include "memstub/runtime.h"
 #include "ms_common.h"
 
-enum { O_MARGIN = MS_CLI_LONG, O_REAIM, O_SLICE, O_DATA, O_MEMSHARE };
+enum { O_MARGIN = MS_CLI_LONG, O_REAIM, O_SLICE, O_DATA, O_MEMSHARE, O_NO_CALLS };
 
 static const ms_cli_option options[] = {
     {"measure", 'm', "FILE",
@@ -58,6 +58,10 @@ static const ms_cli_option options[] = {
      "or compiled; the what-ifs and calibration were\n"
      "applied when it was made. A regular file, read whole\n"
      "into memory first: changing it later changes nothing"},
+    {"no-calls", O_NO_CALLS, NULL,
+     "a trace recorded with --calls (TRACE.calls beside it,\n"
+     "replayed call for call by default): the class replay\n"
+     "instead (one block resized, calls by size class)"},
     {"calibration", 'c', "FILE",
      "compensate for the overheads measured on this host\n"
      "(a profile from 'memstub calibrate'), as\n"
@@ -73,7 +77,9 @@ static const ms_cli_spec spec = {
     "Replay TRACE (a trace CSV, '-' for stdin) as a memory stub: the same engine\n"
     "a compiled stub runs, fed from the trace in memory (memstub gen's data,\n"
     "without the header and the compile step). The replay takes as long as the\n"
-    "trace.\n"
+    "trace. A trace recorded with --calls (TRACE.calls beside it) is replayed\n"
+    "call for call, as memstub gen --data makes it; --no-calls for the class\n"
+    "replay.\n"
     "\n",
     options, 26,
     "\n"
@@ -97,6 +103,7 @@ typedef struct replay_args {
   const char *data;     // --data FILE, else NULL
   int transformed;      // a what-if option was given
   int timing_given;     // --timing was given
+  int no_calls;         // --no-calls: the class replay of a trace with calls
 } replay_args;
 
 // The current option's argument as an integer in [lo, hi] (-1: also allowed): 0 or -1.
@@ -118,6 +125,7 @@ static int take_option(ms_cli_parser *p, int c, replay_args *a) {
     case 'm': a->measure = p->arg; break;
     case 'c': a->go.profile_path = p->arg; break;
     case O_DATA: a->data = p->arg; break;
+    case O_NO_CALLS: a->no_calls = 1; break;
     case 't':
       a->timing_given = 1;
       return ms_cli_arg_timing(p, &a->ro.timing);
@@ -152,6 +160,8 @@ static int parse_args(int argc, char **argv, replay_args *a, int *status) {
                                                    "made (memstub gen --data --calibration)"
                       : a->transformed           ? "the what-ifs apply when the data file is made "
                                                    "(memstub gen --data --time-scale ...)"
+                      : a->no_calls              ? "--no-calls applies when the data file is made "
+                                                   "(memstub gen --data --no-calls)"
                                                  : NULL;
     if (why) {
       *status = ms_cli_usage("replay", "%s", why);
@@ -305,6 +315,8 @@ int ms_cmd_replay(int argc, char **argv) {
     if (rc == 0 && ms_cli_progress_enabled())
       fprintf(stderr, "\r\033[Kmemstub replay: normalising %zu rows", t->n);
     if (rc == 0 && (rc = memstub_gen_build(t, go, &g, &err)) < 0) memstub_error_prefix(&err, a.in);
+    // A trace with its calls (record --calls) is replayed call for call, as gen --data makes it.
+    if (rc == 0 && !a.no_calls) rc = ms_cli_gen_calls("replay", a.in, t, go, g, 0, &err);
     if (rc == 0) s = &g->stub;
   }
   if (ms_cli_progress_enabled()) fputs("\r\033[K", stderr);

@@ -13,6 +13,7 @@
 
 #include "calls.h"
 #include "internal.h"
+#include "memstub/work.h"
 #include "ms_common.h"
 
 /* ---- the encoded calls ------------------------------------------------- */
@@ -72,12 +73,15 @@ static uint64_t scaled(uint64_t size, double f) {
 
 /* Encode call k, changing the live blocks and *heap (requested bytes, as
  * recorded: rows are matched on them) as it does; its size scaled by f in
- * the stub; *unknown counts a free or realloc of a block never allocated. */
+ * the stub; *unknown counts a free or realloc of a block never allocated.
+ * *old: the id of the block it was given (-1 none); *made: the id of the
+ * block it leaves (a realloc's own, kept; -1 none). */
 static int encode(enc *e, ms__addrmap *l, const ms__call *k, double f, int64_t *heap,
-                  int64_t *unknown) {
+                  int64_t *unknown, int64_t *old, int64_t *made) {
   int fn = k->fn, rc = 0;
   int realloc_fn = fn == MS__CALLS_REALLOC || fn == MS__CALLS_REALLOCARRAY;
   int64_t id = -1, size = 0;
+  *old = *made = -1;
   int has_old = k->old && (fn == MS__CALLS_FREE || realloc_fn);
   if (has_old && !ms__addrmap_take(l, k->old, &id, &size)) {
     (*unknown)++;
@@ -90,14 +94,97 @@ static int encode(enc *e, ms__addrmap *l, const ms__call *k, double f, int64_t *
   if (has_old && (rc = put_varint(e, (uint64_t)id)) < 0) return rc;
   if (fn != MS__CALLS_FREE && (rc = put_varint(e, scaled(k->size, f))) < 0) return rc;
   if (aligned_fn(fn) && (rc = put_varint(e, k->align)) < 0) return rc;
+  if (has_old) *old = id;
   // The old block: freed unless a realloc failed with a size (it kept it).
   int kept = has_old && realloc_fn && k->failed && k->size > 0;
   if (has_old && !kept) *heap -= size;
-  if (has_old && kept) return ms__addrmap_put(l, k->old, id, size) < 0 ? -ENOMEM : 0;
+  if (has_old && kept) {
+    *made = id;
+    return ms__addrmap_put(l, k->old, id, size) < 0 ? -ENOMEM : 0;
+  }
   if (k->failed || !k->addr) return has_old ? give_id(e, id) : 0;
   if (!has_old) id = take_id(e);
+  *made = id;
   *heap += (int64_t)k->size;
   return ms__addrmap_put(l, k->addr, id, (int64_t)k->size) < 0 ? -ENOMEM : 0;
+}
+
+/* ---- --churn-scale: the short-lived blocks ------------------------------ */
+
+/* Each call's block followed from the call that made it (its chain: the
+ * allocation, its reallocs, its free), for --churn-scale: a block made and
+ * freed within one row is short-lived, and a share of those is left out,
+ * every call of its chain. */
+typedef struct link {
+  int64_t start;  // the call that made the block this call is given or makes, -1 none
+  int64_t end;    // for a chain's first call: the call that freed its block, -1 none
+  uint8_t kind;   // for a chain's first call: its kind and size class (calls_* index)
+  uint8_t drop;   // for a chain's first call: left out
+} link;
+
+typedef struct chains {
+  link *call;      // [calls]
+  size_t cap;
+  int64_t *byid;   // [ids] the chain of the live block with that id
+  size_t capid;
+} chains;
+
+static uint8_t kind_class(const ms__call *k);
+
+// Call i, c (old, made: the ids encode gave), into ch: 0 or -ENOMEM.
+static int chain_note(chains *ch, int64_t i, const ms__call *c, int64_t old, int64_t made) {
+  if (grow((void **)&ch->call, &ch->cap, (size_t)i + 1, sizeof *ch->call) < 0) return -ENOMEM;
+  link *k = &ch->call[i];
+  k->start = k->end = -1;
+  k->kind = kind_class(c), k->drop = 0;
+  if (old >= 0) {  // a realloc keeps its block's chain; a free ends it
+    k->start = ch->byid[old];
+    if (made < 0) ch->call[k->start].end = i;
+    return 0;
+  }
+  if (made < 0) return 0;
+  if (grow((void **)&ch->byid, &ch->capid, (size_t)made + 1, sizeof *ch->byid) < 0) return -ENOMEM;
+  k->start = ch->byid[made] = i;
+  return 0;
+}
+
+// The row call i went to: rowcall[r] is the calls of rows 0..r.
+static size_t row_of(const int64_t *rowcall, size_t n, int64_t i) {
+  size_t lo = 0, hi = n - 1;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (rowcall[mid] > i) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+/* Which chains --churn-scale f (0 to 1) leaves out: of the short-lived
+ * blocks (made and freed in one row: rowcall[r] is the calls of rows
+ * 0..r), per kind and size class of the call that made them, in order,
+ * each kept when an accumulator of f per block (from 0.5) reaches 1: the
+ * kept share is f to within half a block per kind and class. Sets drop on
+ * the first call of each chain left out. */
+static void churn_drop(chains *ch, int64_t ncalls, const int64_t *rowcall, size_t n, double f) {
+  double acc[MEMSTUB_WORK_CALLS];
+  for (int c = 0; c < MEMSTUB_WORK_CALLS; c++) acc[c] = 0.5;
+  for (int64_t i = 0; i < ncalls; i++) {
+    link *k = &ch->call[i];
+    if (k->start != i || k->end < 0 || row_of(rowcall, n, i) != row_of(rowcall, n, k->end)) continue;
+    double *a = &acc[k->kind];
+    *a += f;
+    if (*a >= 1.0) *a -= 1.0;
+    else k->drop = 1;
+  }
+}
+
+// The kind and size class of call k (memstub/work.h's calls_* index), for one that makes a block.
+static uint8_t kind_class(const ms__call *k) {
+  int kind = k->fn == MS__CALLS_MALLOC                                         ? MEMSTUB_CALL_MALLOC
+             : k->fn == MS__CALLS_CALLOC                                       ? MEMSTUB_CALL_CALLOC
+             : k->fn == MS__CALLS_REALLOC || k->fn == MS__CALLS_REALLOCARRAY ? MEMSTUB_CALL_REALLOC
+                                                                               : MEMSTUB_CALL_MEMALIGN;
+  return (uint8_t)(kind * MEMSTUB_WORK_CLASSES + memstub_work_class(k->size));
 }
 
 /* A call's time and a row's are rounded from the clock each its own way:
@@ -157,29 +244,68 @@ static size_t row_end_at(const window *w, int64_t heap0, int64_t tr, int64_t hr,
   return match != SIZE_MAX ? match : later != SIZE_MAX ? later : by;
 }
 
+/* --churn-scale: the calls file at path encoded again into *e (empty), the
+ * chains ch marks left out skipped, heap_scale f on the sizes; row_end[r]
+ * the end in it of row r's calls (rowcall[r]: the calls of rows 0..r, as
+ * placed from the first reading, ncalls in all); *kept the calls kept. 0
+ * or a negative errno with err set. */
+static int reencode(const char *path, const chains *ch, int64_t ncalls, const int64_t *rowcall,
+                    size_t n, double f, enc *e, int64_t *row_end, int64_t *kept,
+                    memstub_error *err) {
+  ms__calls *c = NULL;
+  int rc = ms__calls_open(path, &c, err);
+  if (rc < 0) return rc;
+  ms__addrmap l = {0};
+  ms__call k;
+  int64_t heap = 0, unknown = 0, old, made, i = 0;
+  size_t r = 0;
+  for (; (rc = ms__calls_next(c, &k, err)) == 1; i++) {
+    if (i >= ncalls) break;
+    while (r < n && rowcall[r] <= i) row_end[r++] = (int64_t)e->len;
+    const link *q = &ch->call[i];
+    if (q->start >= 0 && ch->call[q->start].drop) continue;  // a short-lived block left out
+    if ((rc = encode(e, &l, &k, f, &heap, &unknown, &old, &made)) < 0) break;
+    (*kept)++;
+  }
+  if (rc >= 0 && i != ncalls)
+    rc = memstub_error_set(err, -EINVAL, "%s: changed while read (%lld calls, then %lld)", path,
+                           (long long)ncalls, (long long)i);
+  while (r < n) row_end[r++] = (int64_t)e->len;
+  ms__addrmap_free(&l);
+  ms__calls_close(c);
+  return rc;
+}
+
 int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path, double heap_scale,
-                      memstub_error *err) {
+                      double churn_scale, memstub_error *err) {
   if (g->callseq) return memstub_error_set(err, -EINVAL, "%s: the stub has calls already", path);
   if (!(heap_scale > 0) || !isfinite(heap_scale))
     return memstub_error_set(err, -EINVAL, "%s: --heap-scale %g: the calls take a scale above 0",
                              path, heap_scale);
+  if (!(churn_scale >= 0 && churn_scale <= 1))
+    return memstub_error_set(err, -EINVAL, "%s: --churn-scale %g: the calls take a scale from 0 "
+                             "to 1 (they leave out short-lived blocks, never add any)",
+                             path, churn_scale);
   ms__calls *c = NULL;
   int rc = ms__calls_open(path, &c, err);
   if (rc < 0) return rc;
   size_t n = t->n;
+  int churn = churn_scale != 1.0 && n > 0;
   int64_t *row_end = calloc(n, sizeof *row_end);
+  int64_t *rowcall = calloc(n, sizeof *rowcall);  // the calls of rows 0..r
   int64_t *callend = calloc((size_t)g->stub.numdata, sizeof *callend);
   enc e = {0};
   ms__addrmap l = {0};  // the live blocks: address -> id, size
   window w = {0};
-  if (!row_end || !callend) rc = memstub_error_set(err, -ENOMEM, "out of memory");
+  chains ch = {0};
+  if (!row_end || !rowcall || !callend) rc = memstub_error_set(err, -ENOMEM, "out of memory");
   // Rows are matched on t's heap as recorded: the base too (the stub's is scaled).
   int64_t heap = 0, base = g->stub.heap_base, count = 0;
   if (heap_scale != 1.0)
     for (size_t r = 0; r < n; r++)
       if (r == 0 || t->pts[r].heap_bytes < base) base = t->pts[r].heap_bytes;
   int64_t heap0 = base;
-  g->calls_unknown = g->calls_rows_off = 0;
+  g->calls_unknown = g->calls_rows_off = g->calls_churn_dropped = 0;
   g->calls_rows_off_first = -1;
   ms__call k;
   int ended = 0, first = 1;
@@ -198,8 +324,10 @@ int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path, 
         break;
       }
       thread = k.thread, first = 0;
-      if ((rc = encode(&e, &l, &k, heap_scale, &heap, &g->calls_unknown)) == 0)
+      int64_t old, made;
+      if ((rc = encode(&e, &l, &k, heap_scale, &heap, &g->calls_unknown, &old, &made)) == 0)
         rc = window_add(&w, k.t_ns, heap + base, (int64_t)e.len);
+      if (rc == 0 && churn) rc = chain_note(&ch, count, &k, old, made);
       count++;
     }
     if (rc < 0) break;
@@ -208,14 +336,26 @@ int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path, 
     if (take) heap0 = w.heap[w.head + take - 1];
     if (heap0 != t->pts[r].heap_bytes && g->calls_rows_off++ == 0) g->calls_rows_off_first = (int64_t)r;
     row_end[r] = take ? w.off[w.head + take - 1] : r ? row_end[r - 1] : 0;
+    rowcall[r] = (r ? rowcall[r - 1] : 0) + (int64_t)take;
     w.head += take;
   }
   free(w.t), free(w.heap), free(w.off);
+  ms__calls_close(c);
+  ms__addrmap_free(&l);
+  if (rc == 0 && churn) {  // again, the short-lived blocks left out: the rows stay where they were
+    churn_drop(&ch, count, rowcall, n, churn_scale);
+    free(e.b), free(e.ids);
+    memset(&e, 0, sizeof e);
+    int64_t kept = 0;
+    rc = reencode(path, &ch, count, rowcall, n, heap_scale, &e, row_end, &kept, err);
+    g->calls_churn_dropped = count - kept;
+    count = kept;
+  }
+  free(ch.call), free(ch.byid);
   size_t used = e.len;  // the calls; then zeros to a whole word
   while (rc == 0 && e.len % 8) rc = put_byte(&e, 0);  // the data file sums 8-byte words
   if (rc == 0 && !e.b && !(e.b = calloc(1, 8))) rc = -ENOMEM;  // no calls: an empty array
   if (rc == -ENOMEM) rc = memstub_error_set(err, -ENOMEM, "out of memory");
-  ms__calls_close(c);
   if (rc == 0) {
     // A point takes the calls of its row when it is the row's last point,
     // and of the rows without a point before it.
@@ -235,7 +375,6 @@ int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path, 
     g->stub.abi = MEMSTUB_STUB_ABI_CALLS;
   }
   free(e.b), free(e.ids);
-  ms__addrmap_free(&l);
-  free(row_end), free(callend);
+  free(row_end), free(rowcall), free(callend);
   return rc;
 }

@@ -30,6 +30,8 @@ struct ms__rt_calls {
   int64_t live;      // requested bytes of the live blocks
   int64_t usable;    // their malloc_usable_size
   int64_t at;        // the next call's byte in callseq
+  ms__rt_cres res;   // rss targets on the blocks (call_resident.c)
+  int res_on;        // the stub has rss_bytes and RssAnon can be read
 };
 
 typedef struct call {
@@ -141,23 +143,25 @@ static int call_prepare(ms__rt_ctx *c, void **scratch, size_t nscratch) {
   size_t n = (size_t)s->ncallblocks + 1;
   ms__rt_calls *k = ms__rt_own_calloc(1, sizeof *k);
   if (!k) return -ENOMEM;
+  k->res.fd = -1;  // nothing to close until opened
   c->calls = k;
   k->block = ms__rt_own_calloc(n, sizeof *k->block);
   k->size = ms__rt_own_calloc(n, sizeof *k->size);
   k->ids = ms__rt_own_calloc(n, sizeof *k->ids);
   if (!k->block || !k->size || !k->ids) return -ENOMEM;
+  if (c->res.rss && ms__rt_cres_open(&k->res, (int64_t)n) < 0) return -ENOMEM;
+  k->res_on = c->res.rss && k->res.fd >= 0;
   c->work.exact = 1;  // the work's spin stays, its calls by size class are these calls
   c->heap.visible = 1;  // heap_bytes is the replay's own count (call_measure), whatever the allocator
   c->heap.tcache = MEMSTUB_TCACHE_UNKNOWN;  // left as it is: no fill
   return 0;
 }
 
-// Write every page of [p + from, p + to) and its last byte, as the component wrote its blocks.
-static void touch(char *p, int64_t from, int64_t to, long page) {
-  if (!p || to <= from) return;
-  volatile char *q = p;
-  for (int64_t i = from; i < to; i += page) q[i] = 1;
-  q[to - 1] = 1;
+/* Whether p (usable bytes) is a chunk of its own mapping: glibc's are a
+ * page-aligned chunk with its 16-byte header, whole pages; an arena chunk's
+ * usable bytes are 8 more than a multiple of 16, never so. */
+static int mmapped(const void *p, int64_t usable, long page) {
+  return ((uintptr_t)p & ((uintptr_t)page - 1)) == 16 && (usable + 16) % page == 0;
 }
 
 // The kind (memstub/work.h) of function fn, -1 for one not counted.
@@ -191,7 +195,7 @@ static void *make(const call *k, void *old) {
 static void call_heap(ms__rt_ctx *c, int64_t x) {
   const struct memstub_stub *s = c->stub;
   ms__rt_calls *st = c->calls;
-  int64_t end = s->callend[x];
+  int64_t end = s->callend[x], begin = st->at;
   int64_t *m = c->wrec ? c->wrec + x * MS__RT_WORK_REC : NULL;
   while (st->at < end) {
     call k;
@@ -200,6 +204,7 @@ static void call_heap(ms__rt_ctx *c, int64_t x) {
     void *old = k.old >= 0 ? st->block[k.old] : NULL;
     int64_t old_size = k.old >= 0 ? st->size[k.old] : 0;
     int64_t old_usable = old ? (int64_t)malloc_usable_size(old) : 0;
+    int64_t old_wt = st->res_on && old ? ms__rt_cres_written(&st->res, k.old, old_size) : 0;
     void *p = make(&k, old);
     int kind = kind_of(&k);
     if (kind >= 0) ms__rt_work_note(m, kind, kind == MEMSTUB_CALL_FREE ? old_size : (int64_t)k.size);
@@ -218,6 +223,7 @@ static void call_heap(ms__rt_ctx *c, int64_t x) {
       st->live -= old_size;
       st->usable -= old_usable;
       st->block[k.old] = NULL;
+      if (st->res_on) ms__rt_cres_gone(&st->res, k.old);
       if (!p) st->ids[st->nids++] = k.old;
     }
     if (!p) continue;
@@ -225,14 +231,35 @@ static void call_heap(ms__rt_ctx *c, int64_t x) {
     st->block[id] = p;
     st->size[id] = (int64_t)k.size;
     st->live += (int64_t)k.size;
-    st->usable += (int64_t)malloc_usable_size(p);
-    if (k.fn != F_CALLOC) touch(p, realloc_fn(k.fn) ? old_size : 0, (int64_t)k.size, c->page);
+    int64_t usable = (int64_t)malloc_usable_size(p);
+    st->usable += usable;
+    if (st->res_on) {  // written: its head, what a realloc kept; the target decides the rest
+      int64_t kept = 0;
+      if (old && (p == old || (mmapped(old, old_usable, c->page) && mmapped(p, usable, c->page))))
+        kept = old_wt;    // in place, or mremap: its written pages came along
+      else if (old)
+        kept = old_size;  // copied: every byte written
+      ms__rt_cres_made(&st->res, id, p, (int64_t)k.size, kept, c->page);
+    } else if (k.fn != F_CALLOC) {
+      ms__rt_cres_touch(p, realloc_fn(k.fn) ? old_size : 0, (int64_t)k.size, c->page);
+    }
   }
   if (c->rec && c->measure & MEMSTUB_MEASURE_CYCLES) c->rec[x].cyc_heap_alloc = ms__prim_cycles_begin();
   if (!c->res.mapped) return;
-  // Resident data: the mapped change only (the rss target is the class replay's; not yet).
+  // Resident data: the mapped change, then the blocks' pages written or dropped to the target.
   int rc = ms__rt_res_mapped(&c->res, c->res.mapped[x], c->page);
-  if (rc < 0) ms__rt_replay_stop(c, x, rc, MS__RT_FAIL_MAPPED, c->res.map_len + c->res.mapped[x]);
+  if (rc < 0) {
+    ms__rt_replay_stop(c, x, rc, MS__RT_FAIL_MAPPED, c->res.map_len + c->res.mapped[x]);
+    return;
+  }
+  // No call, no mapped change and the same target: RssAnon is where the last point left it.
+  if (!st->res_on || (begin == end && x > 0 && c->res.mapped[x] == 0 &&
+                      c->res.rss[x] == c->res.rss[x - 1]))
+    return;
+  int64_t keep = 0;
+  if ((rc = ms__rt_cres_target(&st->res, &c->res, st->block, st->size, c->res.rss[x],
+                                             c->page, &keep)) < 0)
+    ms__rt_replay_stop(c, x, rc, MS__RT_FAIL_RESIDENT, keep);
 }
 
 /* heap_bytes: the requested bytes of the live blocks; heap_usable: their
@@ -253,6 +280,7 @@ static void call_release(ms__rt_ctx *c) {
   ms__rt_own_free(st->block);
   ms__rt_own_free(st->size);
   ms__rt_own_free(st->ids);
+  ms__rt_cres_close(&st->res);
   ms__rt_own_free(st);
   c->calls = NULL;
 }

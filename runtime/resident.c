@@ -184,6 +184,18 @@ int ms__rt_res_target(ms__rt_res *r, ms__rt_heap *h, int64_t target, long page,
   return 0;
 }
 
+int ms__rt_res_extra(ms__rt_res *r, int64_t map_want, int64_t keep_want, long page,
+                     int64_t *keep_need) {
+  int rc;
+  if (keep_want > r->keep_touched && (rc = keep_room(r, keep_want, page)) < 0) {
+    *keep_need = keep_want;
+    return rc;
+  }
+  settle(r, r->keep, &r->keep_touched, keep_want, (int64_t)r->keep_cap, page);
+  settle(r, r->map, &r->map_touched, map_want, (int64_t)r->map_cap, page);
+  return 0;
+}
+
 void ms__rt_res_release(ms__rt_res *r) {
   if (r->mapped_all) __atomic_sub_fetch(r->mapped_all, r->map_len, __ATOMIC_RELAXED);
   if (r->map) munmap(r->map, r->map_cap);

@@ -167,6 +167,7 @@ typedef struct memstub_gen {
                              //   (a realloc made from NULL)
   int64_t calls_rows_off;    // rows whose heap_bytes the calls do not give (exact: 0)
   int64_t calls_rows_off_first;  // the first of them, -1 none
+  int64_t calls_churn_dropped;   // calls of short-lived blocks --churn-scale left out
 } memstub_gen;
 
 /* Build stub data from a valid trace. On success *out owns the result.
@@ -282,11 +283,16 @@ int memstub_gen_predict(const struct memstub_stub *s, const struct memstub_profi
  * heap_scale (memstub_gen_options.heap_scale, > 0; 1: none) scales each
  * call's size, rounded, at least 1 byte where it was: the rows are matched
  * on the calls as recorded, t being the trace before the what-ifs.
+ * churn_scale (memstub_gen_options.churn_scale, 0 to 1; 1: none) keeps
+ * that share of the short-lived blocks (made and freed within one row:
+ * their allocation, reallocs and free), per kind and size class of the
+ * allocation, deterministically; the others' calls are left out
+ * (g->calls_churn_dropped), so the heap at every row is unchanged.
  * 0, or -EINVAL (a damaged file, named with its byte; calls of several
- * threads; a stub already with calls; a scale of 0 or less) or -ENOMEM,
- * with err set. */
+ * threads; a stub already with calls; a heap scale of 0 or less, a churn
+ * scale outside 0 to 1) or -ENOMEM, with err set. */
 int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path, double heap_scale,
-                      memstub_error *err);
+                      double churn_scale, memstub_error *err);
 
 /* memstub_stub_check (memstub/stub.h), the runtime's check of the LIFO
  * invariants, under the generator's name. */

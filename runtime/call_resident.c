@@ -1,0 +1,171 @@
+// The call replay's resident memory (docs/runtime.md, "The call replay"): a
+// stub with the component's calls and rss_bytes keeps as much resident as
+// the trace says, in its own live blocks. A block under MIN_PAGES pages is
+// written whole at its call, as without rss_bytes; a larger one gets its
+// first bytes written (to the first page boundary: the chunk header's
+// page, resident anyway) and what a realloc kept; after each point's calls the process's
+// RssAnon is read and the difference to the target written into the live
+// blocks' unwritten requested bytes (then the mapping's, then the keep
+// mapping's), or dropped (the keep mapping's, the mapping's, then
+// madvise(MADV_DONTNEED) of whole pages wholly inside a live block's
+// requested bytes, never beyond the block). What glibc keeps of freed
+// blocks stays: it is the component's allocator state. Read, not counted:
+// the blocks share pages with each other and with glibc's headers, which
+// no bookkeeping of bytes can follow.
+#include <errno.h>
+#include <stdint.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+#include "prim.h"
+
+/* Within this many pages of the target nothing is done: the kernel counts
+ * RssAnon per CPU (or per thread) and a reading can lag by 64 pages. */
+#define SLACK_PAGES 64
+/* Blocks of fewer pages are written whole at their call: their pages are
+ * shared with their neighbours and glibc's headers, and few whole pages
+ * lie inside them; the larger ones alone are looked through for pages. */
+#define MIN_PAGES 4
+
+static uintptr_t up(uintptr_t a, long page) {
+  return (a + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+}
+
+void ms__rt_cres_touch(char *p, int64_t from, int64_t to, long page) {
+  if (!p || to <= from) return;
+  volatile char *q = p;
+  for (int64_t i = from; i < to; i += page) q[i] = 1;
+  q[to - 1] = 1;
+}
+
+int ms__rt_cres_open(ms__rt_cres *r, int64_t nblocks) {
+  r->fd = -1;
+  r->wt = ms__rt_own_calloc((size_t)nblocks + 1, sizeof *r->wt);
+  r->big = ms__rt_own_calloc((size_t)nblocks + 1, sizeof *r->big);
+  r->pos = ms__rt_own_calloc((size_t)nblocks + 1, sizeof *r->pos);
+  if (!r->wt || !r->big || !r->pos) return -ENOMEM;
+  r->nbig = r->cursor = r->made = 0;
+  r->dry[0] = r->dry[1] = -1;
+  int fd = ms__prim_statm_open();
+  r->base = fd >= 0 ? ms__prim_statm_anon(fd) : -1;
+  if (r->base >= 0) r->fd = fd;
+  else ms__prim_statm_close(fd);
+  return 0;
+}
+
+void ms__rt_cres_close(ms__rt_cres *r) {
+  ms__prim_statm_close(r->fd);
+  r->fd = -1;
+  ms__rt_own_free(r->wt);
+  ms__rt_own_free(r->big);
+  ms__rt_own_free(r->pos);
+  r->wt = r->big = r->pos = NULL;
+}
+
+void ms__rt_cres_gone(ms__rt_cres *r, int64_t id) {
+  int64_t at = r->pos[id] - 1;
+  if (at < 0) return;
+  int64_t last = r->big[--r->nbig];  // the last one takes its place
+  r->big[at] = last;
+  r->pos[last] = at + 1;
+  r->pos[id] = 0;
+}
+
+int64_t ms__rt_cres_written(const ms__rt_cres *r, int64_t id, int64_t size) {
+  return r->pos[id] ? r->wt[id] : size;
+}
+
+void ms__rt_cres_made(ms__rt_cres *r, int64_t id, char *p, int64_t size, int64_t kept, long page) {
+  if (kept > size) kept = size;
+  ms__rt_cres_gone(r, id);  // a realloc's block: placed again
+  if (size < MIN_PAGES * (int64_t)page) {  // written whole; its table entries left untouched
+    ms__rt_cres_touch(p, kept, size, page);
+    return;
+  }
+  int64_t head = (int64_t)(up((uintptr_t)p, page) - (uintptr_t)p);
+  ms__rt_cres_touch(p, 0, head, page);
+  r->wt[id] = kept > head ? kept : head;
+  r->big[r->nbig++] = id;
+  r->pos[id] = r->nbig;
+  r->made++;
+}
+
+/* Write up to need bytes' worth of new pages into the live blocks' unwritten
+ * requested bytes, from the cursor on; the bytes of new pages returned. */
+static int64_t write_blocks(ms__rt_cres *r, void *const *block, const int64_t *size, int64_t need,
+                            long page) {
+  int64_t n = r->nbig, got = 0;
+  if (r->dry[0] == r->made || n == 0) return 0;  // nothing to write since the last look
+  for (int64_t k = 0; k < n && got < need; k++) {
+    int64_t i = r->big[(r->cursor + k) % n];
+    char *p = block[i];
+    if (!p || r->wt[i] >= size[i]) continue;
+    uintptr_t from = up((uintptr_t)p + (uintptr_t)r->wt[i], page);  // the first page not written
+    int64_t to = (int64_t)(from - (uintptr_t)p) + (int64_t)up((uintptr_t)(need - got), page);
+    if (to > size[i]) to = size[i];
+    ms__rt_cres_touch(p, r->wt[i], to, page);
+    uintptr_t end = up((uintptr_t)p + (uintptr_t)to, page);
+    if (end > from) got += (int64_t)(end - from);
+    r->wt[i] = to;
+    r->cursor = r->pos[i] - 1;
+  }
+  if (got == 0) r->dry[0] = r->made;
+  else r->dry[1] = -1;  // pages to drop again
+  return got;
+}
+
+/* Drop up to cut bytes of the live blocks' written pages: whole pages wholly
+ * inside a block's requested bytes, its last written ones first. */
+static void drop_blocks(ms__rt_cres *r, void *const *block, const int64_t *size, int64_t cut,
+                        long page) {
+  int64_t n = r->nbig, done = 0;
+  if (r->dry[1] == r->made || n == 0) return;  // nothing to drop since the last look
+  uintptr_t mask = ~((uintptr_t)page - 1);
+  for (int64_t k = 0; k < n && done < cut; k++) {
+    int64_t i = r->big[(r->cursor + k) % n];
+    char *p = block[i];
+    if (!p) continue;
+    uintptr_t a = up((uintptr_t)p, page), h = up((uintptr_t)p + (uintptr_t)r->wt[i], page);
+    uintptr_t lim = ((uintptr_t)p + (uintptr_t)size[i]) & mask;  // never beyond the block
+    if (h > lim) h = lim;
+    if (h <= a) continue;
+    uintptr_t want = up((uintptr_t)(cut - done), page), lo = h - a > want ? h - want : a;
+    if (madvise((void *)lo, h - lo, MADV_DONTNEED) < 0) continue;
+    done += (int64_t)(h - lo);
+    r->wt[i] = (int64_t)(lo - (uintptr_t)p);
+    r->cursor = r->pos[i] - 1;
+  }
+  if (done == 0) r->dry[1] = r->made;
+  else r->dry[0] = -1;  // pages to write again
+}
+
+int ms__rt_cres_target(ms__rt_cres *r, ms__rt_res *res, void *const *block, const int64_t *size,
+                       int64_t target, long page, int64_t *keep_need) {
+  if (target < 0) {  // mapped_bytes without rss_bytes: everything written
+    for (int64_t k = 0; k < r->nbig; k++) {
+      int64_t i = r->big[k];
+      ms__rt_cres_touch(block[i], r->wt[i], size[i], page);
+      r->wt[i] = size[i];
+    }
+    return ms__rt_res_extra(res, res->map_len, 0, page, keep_need);
+  }
+  int64_t now = ms__prim_statm_anon(r->fd);
+  if (now < 0) return 0;
+  int64_t err = target - (now - r->base), slack = SLACK_PAGES * (int64_t)page;
+  if (err > slack) {  // the blocks first, then the mapping, then the keep mapping
+    int64_t need = err - write_blocks(r, block, size, err, page);
+    int64_t m = res->map_touched;
+    if (need > 0) m += res->map_len - m < need ? res->map_len - m : need;
+    need -= m - res->map_touched;
+    return ms__rt_res_extra(res, m, res->keep_touched + (need > 0 ? need : 0), page, keep_need);
+  }
+  if (err >= -slack) return 0;
+  int64_t cut = -err;  // the keep mapping first, then the mapping, then the blocks
+  int64_t k = res->keep_touched > cut ? res->keep_touched - cut : 0;
+  cut -= res->keep_touched - k;
+  int64_t m = res->map_touched > cut ? res->map_touched - cut : 0;
+  cut -= res->map_touched - m;
+  int rc = ms__rt_res_extra(res, m, k, page, keep_need);
+  if (cut > 0) drop_blocks(r, block, size, cut, page);
+  return rc;
+}
