@@ -236,6 +236,10 @@ struct memstub_trace;
 int ms_cli_gen_calls(const char *cmd, const char *in, const struct memstub_trace *t,
                      const struct memstub_gen_options *o, struct memstub_gen *g, int header,
                      memstub_error *err);
+/* A trace of several threads read from in: when it names a calls file, a
+ * note that its stub replays by size class (the call replay carries one
+ * thread), so that the calls are not passed over silently. cli/gen_calls.c. */
+void ms_cli_gen_calls_threads(const char *in, const struct memstub_trace *t);
 
 /* ---- stop signals ----------------------------------------------------------
  * SIGINT, SIGTERM and SIGHUP caught while a command has something to clean up

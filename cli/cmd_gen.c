@@ -295,6 +295,7 @@ int ms_cmd_gen(int argc, char **argv) {
   int64_t nthreads = rc == 0 ? memstub_trace_thread_count(t) : 1;
   if (rc == 0 && nthreads > 1) {
     rc = gen_threads(in, t, &o, &eo, data, out, &err);
+    if (rc == 0 && !no_calls) ms_cli_gen_calls_threads(in, t);
     if (ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
     memstub_trace_free(t);
     memstub_held_free(&held);

@@ -307,6 +307,7 @@ int ms_cmd_replay(int argc, char **argv) {
     if (rc > 0) rc = 0;
     if (rc == 0 && memstub_trace_thread_count(t) > 1) {
       if (ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
+      if (!a.no_calls) ms_cli_gen_calls_threads(a.in, t);
       rc = replay_threads(&a, t, mf, &err);
       memstub_measure_close(mf);
       memstub_trace_free(t);

@@ -55,3 +55,10 @@ int ms_cli_gen_calls(const char *cmd, const char *in, const memstub_trace *t,
   free(path);
   return rc;
 }
+
+void ms_cli_gen_calls_threads(const char *in, const memstub_trace *t) {
+  if (!memstub_trace_get_meta(t, "calls.file")) return;
+  ms_cli_note("%s.calls: left out: a trace of several threads replays by size class, each "
+              "thread's heap one block resized (the call replay carries one thread)",
+              strcmp(in, "-") == 0 ? "standard input" : in);
+}

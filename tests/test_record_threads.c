@@ -608,6 +608,31 @@ START_TEST(test_repeat_warns_once) {
 }
 END_TEST
 
+/* A trace of several threads recorded with --calls: its stub replays by
+ * size class (the call replay carries one thread), and gen and replay say
+ * so rather than pass the calls file over; --no-calls says nothing. */
+START_TEST(test_threads_calls_said) {
+  char *dir = tu_mkdtemp();
+  const char *calls[] = {"-q", "--calls", NULL};
+  tu_run r = record_mode(dir, calls, "worker", "2000");
+  ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  const char *said = "t.csv.calls: left out: a trace of several threads replays by size class";
+  r = tu_memstub(dir, "gen", "t.csv", "-o", "t.h", NULL);
+  ck_assert_msg(r.status == 0 && strstr(r.err, said), "gen: %d %s", r.status, r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "replay", "t.csv", NULL);
+  ck_assert_msg(r.status == 0 && strstr(r.err, said), "replay: %d %s", r.status, r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "gen", "t.csv", "--no-calls", "-o", "t.h", NULL);
+  ck_assert_msg(r.status == 0 && !strstr(r.err, "left out"), "gen --no-calls: %d %s", r.status,
+                r.err);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 // What --thread all does not combine with is a usage error.
 /* Cross-thread frees racing the owner's allocations (issue 29): ten
  * recordings in a row of threads race, each one a trace memstub gen
@@ -659,6 +684,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_narrowed_scope_warns);
   tcase_add_test(tc, test_blocked_worker_cpu);
   tcase_add_test(tc, test_repeat_warns_once);
+  tcase_add_test(tc, test_threads_calls_said);
   tcase_add_test(tc, test_racing_cross_thread_frees_generate);
   tcase_add_test(tc, test_usage);
   suite_add_tcase(s, tc);
