@@ -184,6 +184,9 @@ int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path, 
   ms__call k;
   int ended = 0, first = 1;
   uint32_t thread = 0;
+  // The trace's span: a --function or probe recording's calls file holds every
+  // call of the run (docs/recording.md); the ones before or after are the host's.
+  int64_t from = n ? t->pts[0].time_ns : 0, to = n ? t->pts[n - 1].time_ns : 0;
   for (size_t r = 0; rc == 0 && r < n; r++) {
     // Read the calls up to the next row's time (all of them for the last row).
     int64_t tn = r + 1 < n ? t->pts[r + 1].time_ns : INT64_MAX - SLACK_NS;
@@ -191,6 +194,10 @@ int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path, 
       if ((rc = ms__calls_next(c, &k, err)) <= 0) {
         ended = rc == 0;
         break;
+      }
+      if (k.t_ns < from || k.t_ns > to) {  // not the trace's: the host's
+        rc = 0;
+        continue;
       }
       if (!first && k.thread != thread) {
         rc = memstub_error_set(err, -EINVAL, "%s: calls of threads %u and %u: the call "

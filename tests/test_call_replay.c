@@ -146,6 +146,37 @@ START_TEST(test_call_replay_heap_scale) {
 }
 END_TEST
 
+/* A --function recording's calls file holds every call of the run: the
+ * stub makes only those of the function's span. fnprog's produce() makes 4
+ * mallocs and a free; main frees two of its blocks after it returns (and
+ * the C library allocates before and after): the replay makes the
+ * function's calls, kind by kind, with the trace's heap at every row. */
+START_TEST(test_call_replay_function) {
+  char *dir = tu_mkdtemp();
+  tu_run r = tu_memstub(dir, "record", "-q", "--calls", "--function", "produce", "-o", "t.csv",
+                        "--", env("MEMSTUB_REC_FNPROG"), "generation", NULL);
+  ck_assert_msg(r.status == 0, "record: status %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  memstub_trace *t, *o;
+  gen_replay(dir, NULL, &t, &o);
+  for (size_t i = 0; i < t->n; i++)
+    ck_assert_msg(o->pts[i].heap_bytes == t->pts[i].heap_bytes,
+                  "row %zu: replayed heap %lld, recorded %lld", i,
+                  (long long)o->pts[i].heap_bytes, (long long)t->pts[i].heap_bytes);
+  static const char *const kinds[] = {"malloc", "free"};
+  for (size_t k = 0; k < 2; k++)
+    ck_assert_msg(kind_sum(o, kinds[k]) == kind_sum(t, kinds[k]),
+                  "%s: %lld calls replayed, %lld recorded", kinds[k],
+                  (long long)kind_sum(o, kinds[k]), (long long)kind_sum(t, kinds[k]));
+  ck_assert_int_eq(kind_sum(t, "malloc"), 4);
+  ck_assert_int_eq(kind_sum(t, "free"), 1);
+  memstub_trace_free(t);
+  memstub_trace_free(o);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 // A damaged calls file: gen --data refuses it, naming the file; --no-calls
 // makes the class replay's data file from the same trace.
 START_TEST(test_call_replay_damaged) {
@@ -256,6 +287,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_call_replay_many);
   tcase_add_test(tc, test_call_replay_heap_scale);
   tcase_add_test(tc, test_call_replay_damaged);
+  tcase_add_test(tc, test_call_replay_function);
   tcase_add_test(tc, test_call_replay_counted_outside);
   suite_add_tcase(s, tc);
   return s;
