@@ -205,9 +205,10 @@ int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path, 
         break;
       }
       thread = k.thread, first = 0;
+      size_t len0 = e.len;
       if ((rc = encode(&e, &l, &k, heap_scale, &heap, &g->calls_unknown)) == 0)
         rc = window_add(&w, k.t_ns, heap + base, (int64_t)e.len);
-      count++;
+      count += e.len > len0;  // a free of a block from before the scope is not made
     }
     if (rc < 0) break;
     size_t take = r + 1 < n ? row_end_at(&w, heap0, t->pts[r].time_ns, t->pts[r].heap_bytes, tn)

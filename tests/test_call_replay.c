@@ -177,6 +177,34 @@ START_TEST(test_call_replay_function) {
 }
 END_TEST
 
+/* A function that frees a block allocated before it (fnprog's consume()):
+ * the free is not the stub's (gen warns), and the stub's count of calls is
+ * the calls it makes, so the replay runs (it was refused: "2 calls, the
+ * stub says 3") and makes consume()'s own malloc and free. */
+START_TEST(test_call_replay_free_from_before) {
+  char *dir = tu_mkdtemp();
+  tu_run r = tu_memstub(dir, "record", "-q", "--calls", "--function", "consume", "-o", "t.csv",
+                        "--", env("MEMSTUB_REC_FNPROG"), "consume", NULL);
+  ck_assert_msg(r.status == 0, "record: status %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "gen", "t.csv", "--data", "t.dat", NULL);
+  ck_assert_msg(r.status == 0, "gen: status %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "2 calls of 1 blocks") &&
+                    strstr(r.err, "1 frees or reallocs of blocks allocated before"),
+                "gen said: %s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "replay", "--data", "t.dat", "--measure", "out.csv", NULL);
+  ck_assert_msg(r.status == 0, "replay: status %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  memstub_trace *o = read_trace(dir, "out.csv");
+  ck_assert_int_eq(kind_sum(o, "malloc"), 1);
+  ck_assert_int_eq(kind_sum(o, "free"), 1);
+  memstub_trace_free(o);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 // A damaged calls file: gen --data refuses it, naming the file; --no-calls
 // makes the class replay's data file from the same trace.
 START_TEST(test_call_replay_damaged) {
@@ -288,6 +316,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_call_replay_heap_scale);
   tcase_add_test(tc, test_call_replay_damaged);
   tcase_add_test(tc, test_call_replay_function);
+  tcase_add_test(tc, test_call_replay_free_from_before);
   tcase_add_test(tc, test_call_replay_counted_outside);
   suite_add_tcase(s, tc);
   return s;
