@@ -96,13 +96,16 @@ static inline void *host_xmalloc(size_t n) {
  * runs are the component's own: the recorder's rss_bytes is the process's
  * RssAnon, and a working set freed in the middle of the component would be
  * recorded as the component's fall and replayed on top of the host's own
- * free (docs/case-study.md measures it). */
+ * free (docs/case-study.md measures it). For the same reason the thread
+ * stays until host_beside_join: a thread's end frees its tcache (glibc), an
+ * allocator call of another thread in the middle of the component, which a
+ * recording with --calls would hold and the call replay refuses. */
 typedef struct {
   size_t bytes;
   int passes;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  int ready;
+  int ready, done;  // done: host_beside_join lets the thread end
   int64_t work_ns;
   uint64_t sum;
   uint64_t *v;
@@ -133,6 +136,9 @@ static void *host_beside_main(void *arg) {
   b->work_ns = host_now_ns() - t0;
   b->sum = h;
   b->v = v;  // freed by host_beside_join, after the component has returned
+  pthread_mutex_lock(&b->mu);  // and the thread ends then too
+  while (!b->done) pthread_cond_wait(&b->cv, &b->mu);
+  pthread_mutex_unlock(&b->mu);
   return NULL;
 }
 
@@ -153,6 +159,10 @@ static inline void host_beside_start(host_beside *b, size_t bytes, int passes) {
 }
 
 static inline void host_beside_join(host_beside *b) {
+  pthread_mutex_lock(&b->mu);
+  b->done = 1;
+  pthread_cond_broadcast(&b->cv);
+  pthread_mutex_unlock(&b->mu);
   pthread_join(b->tid, NULL);
   free(b->v);
   pthread_mutex_destroy(&b->mu);
