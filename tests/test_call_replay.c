@@ -36,6 +36,14 @@ static void record(const char *dir, const char *mode) {
   tu_run_free(&r);
 }
 
+// fnprog MODE recorded with --calls --function fn into dir/t.csv (and t.csv.calls).
+static void record_fn(const char *dir, const char *fn, const char *mode) {
+  tu_run r = tu_memstub(dir, "record", "-q", "--calls", "--function", fn, "-o", "t.csv", "--",
+                        env("MEMSTUB_REC_FNPROG"), mode, NULL);
+  ck_assert_msg(r.status == 0, "record: status %d: %s", r.status, r.err);
+  tu_run_free(&r);
+}
+
 // The sum of column name over t's rows (0 when t has no such column).
 static int64_t column_sum(const memstub_trace *t, const char *name) {
   size_t c = 0;
@@ -153,10 +161,7 @@ END_TEST
  * function's calls, kind by kind, with the trace's heap at every row. */
 START_TEST(test_call_replay_function) {
   char *dir = tu_mkdtemp();
-  tu_run r = tu_memstub(dir, "record", "-q", "--calls", "--function", "produce", "-o", "t.csv",
-                        "--", env("MEMSTUB_REC_FNPROG"), "generation", NULL);
-  ck_assert_msg(r.status == 0, "record: status %d: %s", r.status, r.err);
-  tu_run_free(&r);
+  record_fn(dir, "produce", "generation");
   memstub_trace *t, *o;
   gen_replay(dir, NULL, &t, &o);
   for (size_t i = 0; i < t->n; i++)
@@ -183,11 +188,8 @@ END_TEST
  * stub says 3") and makes consume()'s own malloc and free. */
 START_TEST(test_call_replay_free_from_before) {
   char *dir = tu_mkdtemp();
-  tu_run r = tu_memstub(dir, "record", "-q", "--calls", "--function", "consume", "-o", "t.csv",
-                        "--", env("MEMSTUB_REC_FNPROG"), "consume", NULL);
-  ck_assert_msg(r.status == 0, "record: status %d: %s", r.status, r.err);
-  tu_run_free(&r);
-  r = tu_memstub(dir, "gen", "t.csv", "--data", "t.dat", NULL);
+  record_fn(dir, "consume", "consume");
+  tu_run r = tu_memstub(dir, "gen", "t.csv", "--data", "t.dat", NULL);
   ck_assert_msg(r.status == 0, "gen: status %d: %s", r.status, r.err);
   ck_assert_msg(strstr(r.err, "2 calls of 1 blocks") &&
                     strstr(r.err, "1 frees or reallocs of blocks allocated before"),
