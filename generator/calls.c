@@ -310,6 +310,9 @@ int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path, 
   ms__call k;
   int ended = 0, first = 1;
   uint32_t thread = 0;
+  // The trace's span: a --function or probe recording's calls file holds every
+  // call of the run (docs/recording.md); the ones before or after are the host's.
+  int64_t from = n ? t->pts[0].time_ns : 0, to = n ? t->pts[n - 1].time_ns : 0;
   for (size_t r = 0; rc == 0 && r < n; r++) {
     // Read the calls up to the next row's time (all of them for the last row).
     int64_t tn = r + 1 < n ? t->pts[r + 1].time_ns : INT64_MAX - SLACK_NS;
@@ -318,17 +321,23 @@ int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path, 
         ended = rc == 0;
         break;
       }
+      if (k.t_ns < from || k.t_ns > to) {  // not the trace's: the host's
+        rc = 0;
+        continue;
+      }
       if (!first && k.thread != thread) {
         rc = memstub_error_set(err, -EINVAL, "%s: calls of threads %u and %u: the call "
                                "replay carries one thread", path, thread, k.thread);
         break;
       }
       thread = k.thread, first = 0;
+      size_t len0 = e.len;
       int64_t old, made;
       if ((rc = encode(&e, &l, &k, heap_scale, &heap, &g->calls_unknown, &old, &made)) == 0)
         rc = window_add(&w, k.t_ns, heap + base, (int64_t)e.len);
-      if (rc == 0 && churn) rc = chain_note(&ch, count, &k, old, made);
-      count++;
+      // A free of a block from before the scope is not made: no call, no index.
+      if (rc == 0 && churn && e.len > len0) rc = chain_note(&ch, count, &k, old, made);
+      count += e.len > len0;
     }
     if (rc < 0) break;
     size_t take = r + 1 < n ? row_end_at(&w, heap0, t->pts[r].time_ns, t->pts[r].heap_bytes, tn)

@@ -151,7 +151,7 @@ void ms__rec_calls_note(tstate *ts, int fn, uintptr_t old, uintptr_t p, uint64_t
   b->head.calls++;
 }
 
-void ms__rec_calls_write(void) {
+void ms__rec_calls_write(const assembled *A) {
   if (!ms__rec_calls_on && !g_err) return;
   __atomic_store_n(&ms__rec_calls_on, 0, __ATOMIC_RELEASE);
   for (tstate *ts = ms__rec.list; ts; ts = ts->next) flush(ts);
@@ -162,7 +162,8 @@ void ms__rec_calls_write(void) {
     h.head_bytes = sizeof h;
     h.calls = g_calls;
     h.bytes = g_off;
-    h.origin_raw = ms__rec.origin_raw;
+    // The trace's time 0: with regions the first one's begin, not the thread's start.
+    h.origin_raw = A && A->origin_raw >= 0 ? A->origin_raw : ms__rec.origin_raw;
     h.ns_per_raw = ms__rec.use_tsc && ms__rec.raw_per_ns > 0 ? 1.0 / ms__rec.raw_per_ns : 1.0;
     put_at(&h, sizeof h, 0);
     if (fsync(g_fd) != 0 && !g_err) g_err = errno;

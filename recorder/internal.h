@@ -768,9 +768,10 @@ void ms__rec_calls_init(void);
  * memalign family; failed when no block came back. */
 void ms__rec_calls_note(tstate *ts, int fn, uintptr_t old, uintptr_t p, uint64_t n,
                         uint64_t align, int failed) __attribute__((noinline));
-// At exit, with the metadata being built: every buffer written, the head,
+// At exit, with the metadata being built: every buffer written, the head
+// (its time 0 the trace's, A's origin: a region's begin with regions),
 // the file renamed to ms__rec.out + ".calls" and its metadata lines.
-void ms__rec_calls_write(void);
+void ms__rec_calls_write(const assembled *A);
 // The trace is not written: the temporary file removed.
 void ms__rec_calls_abort(void);
 // In a forked child: --calls off, the parent's file neither written nor removed.

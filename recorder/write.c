@@ -280,7 +280,7 @@ static int stage_sides(const assembled *A, const char *out, char *stage, size_t 
   memcpy(ms__rec.out, stage, (size_t)n + 1);
   ms__rec_sites_write();
   ms__rec_gen_write(A);
-  ms__rec_calls_write();
+  ms__rec_calls_write(A);
   memcpy(ms__rec.out, out, strlen(out) + 1);
   int rc = 0;
   char key[64], path[PATH_MAX + 32];

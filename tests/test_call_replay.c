@@ -38,6 +38,14 @@ static char *recorded(const char *mode) {
   return dir;
 }
 
+// fnprog MODE recorded with --calls --function fn into dir/t.csv (and t.csv.calls).
+static void record_fn(const char *dir, const char *fn, const char *mode) {
+  tu_run r = tu_memstub(dir, "record", "-q", "--calls", "--function", fn, "-o", "t.csv", "--",
+                        env("MEMSTUB_REC_FNPROG"), mode, NULL);
+  ck_assert_msg(r.status == 0, "record: status %d: %s", r.status, r.err);
+  tu_run_free(&r);
+}
+
 // The sum of column name over t's rows (0 when t has no such column).
 static int64_t column_sum(const memstub_trace *t, const char *name) {
   size_t c = 0;
@@ -204,6 +212,59 @@ START_TEST(test_call_replay_churn_scale) {
   memstub_trace_free(t);
   memstub_trace_free(o0);
   memstub_trace_free(o5);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* A --function recording's calls file holds every call of the run: the
+ * stub makes only those of the function's span. fnprog's produce() makes 4
+ * mallocs and a free; main frees two of its blocks after it returns (and
+ * the C library allocates before and after): the replay makes the
+ * function's calls, kind by kind, with the trace's heap at every row. */
+START_TEST(test_call_replay_function) {
+  char *dir = tu_mkdtemp();
+  record_fn(dir, "produce", "generation");
+  memstub_trace *t, *o;
+  gen_replay(dir, NULL, NULL, &t, &o);
+  for (size_t i = 0; i < t->n; i++)
+    ck_assert_msg(o->pts[i].heap_bytes == t->pts[i].heap_bytes,
+                  "row %zu: replayed heap %lld, recorded %lld", i,
+                  (long long)o->pts[i].heap_bytes, (long long)t->pts[i].heap_bytes);
+  static const char *const kinds[] = {"malloc", "free"};
+  for (size_t k = 0; k < 2; k++)
+    ck_assert_msg(kind_sum(o, kinds[k]) == kind_sum(t, kinds[k]),
+                  "%s: %lld calls replayed, %lld recorded", kinds[k],
+                  (long long)kind_sum(o, kinds[k]), (long long)kind_sum(t, kinds[k]));
+  ck_assert_int_eq(kind_sum(t, "malloc"), 4);
+  ck_assert_int_eq(kind_sum(t, "free"), 1);
+  memstub_trace_free(t);
+  memstub_trace_free(o);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* A function that frees a block allocated before it (fnprog's consume()):
+ * the free is not the stub's (gen warns), and the stub's count of calls is
+ * the calls it makes, so the replay runs (it was refused: "2 calls, the
+ * stub says 3") and makes consume()'s own malloc and free. */
+START_TEST(test_call_replay_free_from_before) {
+  char *dir = tu_mkdtemp();
+  record_fn(dir, "consume", "consume");
+  tu_run r = tu_memstub(dir, "gen", "t.csv", "--data", "t.dat", NULL);
+  ck_assert_msg(r.status == 0, "gen: status %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "2 calls of 1 blocks") &&
+                    strstr(r.err, "1 frees or reallocs of blocks allocated before"),
+                "gen said: %s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "replay", "--data", "t.dat", "--measure", "out.csv", NULL);
+  ck_assert_msg(r.status == 0, "replay: status %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  memstub_trace *o = read_trace(dir, "out.csv");
+  ck_assert_int_eq(kind_sum(o, "malloc"), 1);
+  ck_assert_int_eq(kind_sum(o, "free"), 1);
+  memstub_trace_free(o);
   tu_rmtree(dir);
   free(dir);
 }
@@ -425,6 +486,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_call_replay_resident);
   tcase_add_test(tc, test_call_replay_damaged);
   tcase_add_test(tc, test_call_replay_trace_choices);
+  tcase_add_test(tc, test_call_replay_function);
+  tcase_add_test(tc, test_call_replay_free_from_before);
   tcase_add_test(tc, test_call_replay_counted_outside);
   suite_add_tcase(s, tc);
   return s;

@@ -16,7 +16,7 @@
  *                 (getrusage) in each phase (the component's include the
  *                 beside thread's while it runs)
  * The same figures follow as `metric NAME VALUE` lines (docs/sweep.md), which
- * `memstub sweep` reads into its table (host_print_metrics; times in ms,
+ * `memstub sweep` reads into its table (host_report; times in ms,
  * RssAnon in MiB).
  * The beside thread does a fixed amount of work (not a fixed time), so its
  * time is the interference the component (or its stub) causes it. */
@@ -55,21 +55,31 @@ static inline long host_minflt(void) {
   return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_minflt : -1;
 }
 
-/* The host's figures as `metric NAME VALUE` lines on stderr, the form
- * `memstub sweep` reads (docs/sweep.md): the phases' times (ns in, ms out),
- * the minor faults per phase and the RssAnon at the component's start and
- * return (KiB in, MiB out). */
-static inline void host_print_metrics(int64_t before_ns, int64_t component_ns, int64_t beside_ns,
-                                      int64_t after_ns, int64_t total_ns, long anon0_kib,
-                                      long anon1_kib, long flt_before, long flt_component,
-                                      long flt_after) {
+/* The host's figures on stderr (ns, KiB and faults in; every host prints
+ * them so): the "host:" line bench/system/run reads, extra ("check=X", ...)
+ * at its end, then the same as `metric NAME VALUE` lines, the form
+ * `memstub sweep` reads (docs/sweep.md; times in ms, RssAnon in MiB).
+ * t: main's start, the end of the before phase, the component's start and
+ * return, the beside thread joined, the end of the after phase; anon: RssAnon
+ * at the component's start and return; flt: the minor faults at t[2..5]. */
+static inline void host_report(const int64_t t[6], const long anon[2], const long flt[4],
+                               int64_t beside_ns, const char *extra) {
+  int64_t before = t[1] - t[0], comp = t[3] - t[2], after = t[5] - t[4], total = t[5] - t[0];
+  long fc = flt[1] - flt[0], fa = flt[3] - flt[2];
+  fprintf(stderr,
+          "host: before_ns=%lld component_ns=%lld beside_ns=%lld after_ns=%lld total_ns=%lld "
+          "comp0_ns=%lld comp1_ns=%lld anon0_kib=%ld anon1_kib=%ld flt_before=%ld "
+          "flt_component=%ld flt_after=%ld %s\n",
+          (long long)before, (long long)comp, (long long)beside_ns, (long long)after,
+          (long long)total, (long long)(t[2] - t[0]), (long long)(t[3] - t[0]), anon[0], anon[1],
+          flt[0], fc, fa, extra);
   fprintf(stderr,
           "metric before_ms %.3f\nmetric component_ms %.3f\nmetric beside_ms %.3f\n"
           "metric after_ms %.3f\nmetric total_ms %.3f\n"
           "metric anon_start_mib %.3f\nmetric anon_return_mib %.3f\n"
           "metric faults_before %ld\nmetric faults_component %ld\nmetric faults_after %ld\n",
-          before_ns / 1e6, component_ns / 1e6, beside_ns / 1e6, after_ns / 1e6, total_ns / 1e6,
-          anon0_kib / 1024.0, anon1_kib / 1024.0, flt_before, flt_component, flt_after);
+          before / 1e6, comp / 1e6, beside_ns / 1e6, after / 1e6, total / 1e6, anon[0] / 1024.0,
+          anon[1] / 1024.0, flt[0], fc, fa);
 }
 
 // A 64-bit generator (splitmix64): the same data in every run.
@@ -96,13 +106,16 @@ static inline void *host_xmalloc(size_t n) {
  * runs are the component's own: the recorder's rss_bytes is the process's
  * RssAnon, and a working set freed in the middle of the component would be
  * recorded as the component's fall and replayed on top of the host's own
- * free (docs/case-study.md measures it). */
+ * free (docs/case-study.md measures it). For the same reason the thread
+ * stays until host_beside_join: a thread's end frees its tcache (glibc), an
+ * allocator call of another thread in the middle of the component, which a
+ * recording with --calls would hold and the call replay refuses. */
 typedef struct {
   size_t bytes;
   int passes;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  int ready;
+  int ready, done;  // done: host_beside_join lets the thread end
   int64_t work_ns;
   uint64_t sum;
   uint64_t *v;
@@ -133,6 +146,9 @@ static void *host_beside_main(void *arg) {
   b->work_ns = host_now_ns() - t0;
   b->sum = h;
   b->v = v;  // freed by host_beside_join, after the component has returned
+  pthread_mutex_lock(&b->mu);  // and the thread ends then too
+  while (!b->done) pthread_cond_wait(&b->cv, &b->mu);
+  pthread_mutex_unlock(&b->mu);
   return NULL;
 }
 
@@ -153,6 +169,10 @@ static inline void host_beside_start(host_beside *b, size_t bytes, int passes) {
 }
 
 static inline void host_beside_join(host_beside *b) {
+  pthread_mutex_lock(&b->mu);
+  b->done = 1;
+  pthread_cond_broadcast(&b->cv);
+  pthread_mutex_unlock(&b->mu);
   pthread_join(b->tid, NULL);
   free(b->v);
   pthread_mutex_destroy(&b->mu);

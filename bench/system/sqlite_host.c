@@ -156,14 +156,9 @@ int main(int argc, char **argv) {
   int64_t t5 = host_now_ns();
   long f4 = host_minflt();
 
-  fprintf(stderr,
-          "host: before_ns=%lld component_ns=%lld beside_ns=%lld after_ns=%lld total_ns=%lld "
-          "comp0_ns=%lld comp1_ns=%lld anon0_kib=%ld anon1_kib=%ld flt_before=%ld flt_component=%ld flt_after=%ld "
-          "check=%llx\n",
-          (long long)(t1 - t0), (long long)(t3 - t2), (long long)side.work_ns,
-          (long long)(t5 - t4), (long long)(t5 - t0), (long long)(t2 - t0), (long long)(t3 - t0), a0, a1, f1, f2 - f1, f4 - f3,
-          (unsigned long long)(cnt ^ len ^ (long long)(mid >> 20) ^ (long long)side.sum));
-  host_print_metrics(t1 - t0, t3 - t2, side.work_ns, t5 - t4, t5 - t0, a0, a1, f1, f2 - f1,
-                     f4 - f3);
+  char extra[96];
+  snprintf(extra, sizeof extra, "check=%llx", (unsigned long long)(cnt ^ len ^ (long long)(mid >> 20) ^ (long long)side.sum));
+  host_report((int64_t[]){t0, t1, t2, t3, t4, t5}, (long[]){a0, a1}, (long[]){f1, f2, f3, f4},
+              side.work_ns, extra);
   return 0;
 }

@@ -18,7 +18,9 @@
  *   long         two functions whose names are 314 bytes long, alike but
  *                for their last byte (FNPROG_LONG_NAME "a" and "b"): a(1)
  *                twice, b(2) once
- *   memset N     memset() of a 1 MiB block N times (an IFUNC in libc) */
+ *   memset N     memset() of a 1 MiB block N times (an IFUNC in libc)
+ *   consume      consume() frees a block main allocated before calling it,
+ *                with a block of its own allocated and freed around that */
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -67,6 +69,15 @@ __attribute__((noinline)) void jumper(int n) {
     longjmp(g_env, 1);
   }
   free(p);
+}
+
+/* consume(): a block of its own (30,000 bytes), and main's p (70,000) freed. */
+__attribute__((noinline)) void consume(char *p) {
+  char *volatile q = malloc(30000);
+  if (!q) exit(3);
+  memset(q, 1, 30000);
+  free(p);
+  free(q);
 }
 
 static char *volatile g_kept[3];
@@ -155,6 +166,11 @@ int main(int argc, char **argv) {
       produce_many(k);
       for (int i = 0; i < MANY; i += 2) free(g_many[k][i]);
     }
+  } else if (!strcmp(m, "consume")) {
+    char *p = malloc(70000);
+    if (!p) return 3;
+    memset(p, 2, 70000);
+    consume(p);
   } else if (!strcmp(m, "fib")) {
     s = fib(n);
   } else if (!strcmp(m, "long")) {
