@@ -39,6 +39,24 @@ static char *write_trace(const char *dir, const char *share) {
   return p;
 }
 
+// Run memstub gen IN FLAG OUT in dir (FLAG -o or --data), which must succeed and, unless
+// says is NULL, say it.
+static void gen_ok(const char *dir, const char *in, const char *flag, const char *out,
+                   const char *says) {
+  tu_run r = tu_memstub(dir, "gen", in, flag, out, NULL);
+  ck_assert_msg(r.status == 0, "gen: exit %d: %s", r.status, r.err);
+  ck_assert_msg(!says || strstr(r.err, says), "%s", r.err);
+  tu_run_free(&r);
+}
+
+// The data file path, opened and checked.
+static memstub_stub_data *open_data(const char *path) {
+  memstub_stub_data *d = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_stub_data_open(path, &d, &err) == 0, "%s", err.msg);
+  return d;
+}
+
 /* The memory share a measured trace says its work ran with (its "work"
  * metadata: "N ns counted, memory share S, ..."); -2 when it has none. */
 static double measured_share(const char *path) {
@@ -68,16 +86,12 @@ static double run_stub(const char *dir, const char *exe, const char *out, const 
 START_TEST(test_header_carries_share) {
   char *dir = tu_mkdtemp();
   char *in = write_trace(dir, "0.3");
-  tu_run r = tu_memstub(dir, "gen", in, "-o", "t.h", NULL);
-  ck_assert_msg(r.status == 0, "gen: exit %d: %s", r.status, r.err);
-  ck_assert_msg(!strstr(r.err, "not carried"), "%s", r.err);
-  ck_assert_msg(strstr(r.err, "work_mem_share 0.3 carried into the header"), "%s", r.err);
-  tu_run_free(&r);
+  gen_ok(dir, in, "-o", "t.h", "work_mem_share 0.3 carried into the header");
   char *h = path_in(dir, "t.h"), *text = tu_read_file(h);
   ck_assert_msg(strstr(text, "#define WORK_MEM_SHARE 0.3\n"), "%s", text);
   ck_assert_msg(strstr(text, ".abi = MEMSTUB_STUB_ABI_MODEL,"), "%s", text);
   free(text);
-  r = tu_memstub(dir, "build", "t.h", "-o", "t_stub", NULL);
+  tu_run r = tu_memstub(dir, "build", "t.h", "-o", "t_stub", NULL);
   ck_assert_msg(r.status == 0, "build: exit %d: %s", r.status, r.err);
   tu_run_free(&r);
   char *exe = path_in(dir, "t_stub"), *out = path_in(dir, "m.csv");
@@ -86,9 +100,7 @@ START_TEST(test_header_carries_share) {
   // A trace without the metadata: no model, the layout and default as before.
   free(in);
   in = write_trace(dir, NULL);
-  r = tu_memstub(dir, "gen", in, "-o", "t.h", NULL);
-  ck_assert_msg(r.status == 0, "gen: exit %d: %s", r.status, r.err);
-  tu_run_free(&r);
+  gen_ok(dir, in, "-o", "t.h", NULL);
   text = tu_read_file(h);
   ck_assert_msg(!strstr(text, "memWorkModel") && strstr(text, ".abi = MEMSTUB_STUB_ABI_WORK,"),
                 "%s", text);
@@ -109,13 +121,9 @@ END_TEST
 START_TEST(test_data_file_carries_share) {
   char *dir = tu_mkdtemp();
   char *in = write_trace(dir, "0.3"), *msd = path_in(dir, "t.msd");
-  tu_run r = tu_memstub(dir, "gen", in, "--data", msd, NULL);
-  ck_assert_msg(r.status == 0, "gen: exit %d: %s", r.status, r.err);
-  ck_assert_msg(strstr(r.err, "work_mem_share 0.3 carried into the data file"), "%s", r.err);
-  tu_run_free(&r);
-  memstub_stub_data *d = NULL;
+  gen_ok(dir, in, "--data", msd, "work_mem_share 0.3 carried into the data file");
+  memstub_stub_data *d = open_data(msd);
   memstub_error err = {0};
-  ck_assert_msg(memstub_stub_data_open(msd, &d, &err) == 0, "%s", err.msg);
   ck_assert_int_eq(d->stub.abi, MEMSTUB_STUB_ABI_MODEL);
   ck_assert_ptr_nonnull(d->stub.work_model);
   ck_assert_ptr_null(d->stub.callseq);  // a model without calls: replayed by size class
@@ -139,7 +147,7 @@ START_TEST(test_data_file_carries_share) {
   ck_assert_double_eq_tol(measured_share(out2), 0.5, 1e-12);
   memstub_stub_data_free(d);
   // memstub replay --data says so; --work-mem-share wins.
-  r = tu_memstub(dir, "replay", "--data", msd, NULL);
+  tu_run r = tu_memstub(dir, "replay", "--data", msd, NULL);
   ck_assert_msg(r.status == 0, "replay: exit %d: %s", r.status, r.err);
   ck_assert_msg(strstr(r.err, "(memory share 0.3)"), "%s", r.err);
   tu_run_free(&r);
@@ -157,10 +165,8 @@ START_TEST(test_data_file_carries_share) {
   // Without the metadata the file is layout 3, as before: no model.
   free(in);
   in = write_trace(dir, NULL);
-  r = tu_memstub(dir, "gen", in, "--data", msd, NULL);
-  ck_assert_msg(r.status == 0, "gen: exit %d: %s", r.status, r.err);
-  tu_run_free(&r);
-  ck_assert_msg(memstub_stub_data_open(msd, &d, &err) == 0, "%s", err.msg);
+  gen_ok(dir, in, "--data", msd, NULL);
+  d = open_data(msd);
   ck_assert_int_eq(d->stub.abi, MEMSTUB_STUB_ABI_WORK);
   memstub_replay_options_for(&o, &d->stub);
   ck_assert(o.mem_share == 0 && o.work_rate == 0 && !o.touch_ns);
@@ -191,8 +197,7 @@ START_TEST(test_profile_rates_carried) {
   memstub_profile p;
   memstub_error err = {0};
   ck_assert_msg(memstub_profile_read(prof, &p, &err) == 0, "%s", err.msg);
-  memstub_stub_data *d = NULL;
-  ck_assert_msg(memstub_stub_data_open(msd, &d, &err) == 0, "%s", err.msg);
+  memstub_stub_data *d = open_data(msd);
   ck_assert_int_eq(d->stub.abi, MEMSTUB_STUB_ABI_MODEL);
   const double *m = d->stub.work_model;
   ck_assert(m[MEMSTUB_STUB_MODEL_SHARE] == 0);  // not given: the default
@@ -228,12 +233,9 @@ END_TEST
 START_TEST(test_model_checked) {
   char *dir = tu_mkdtemp();
   char *in = write_trace(dir, "0.3"), *msd = path_in(dir, "t.msd");
-  tu_run r = tu_memstub(dir, "gen", in, "--data", msd, NULL);
-  ck_assert_msg(r.status == 0, "gen: exit %d: %s", r.status, r.err);
-  tu_run_free(&r);
-  memstub_stub_data *d = NULL;
+  gen_ok(dir, in, "--data", msd, NULL);
+  memstub_stub_data *d = open_data(msd);
   memstub_error err = {0};
-  ck_assert_msg(memstub_stub_data_open(msd, &d, &err) == 0, "%s", err.msg);
   struct memstub_stub s = d->stub;
   double bad[MEMSTUB_STUB_MODEL_N] = {1.5, 0, 0, 0, 0, 0, 0};
   s.work_model = bad;
