@@ -38,7 +38,9 @@ static const ms_cli_option options[] = {
      "compensate for the overheads measured on the target\n"
      "host (a profile from 'memstub calibrate'): the stack\n"
      "offset and overhead per frame, the heap overhead,\n"
-     "and the predicted time of each point's work"},
+     "and the predicted time of each point's work; the\n"
+     "profile's loop rate and touch costs (and the trace's\n"
+     "work_mem_share) go into the stub's work model"},
     {"timing", 't', "MODE",
      "the timing the stub replays with by default (its\n"
      "program's --timing and MEMSTUB_TIMING override it):\n"
@@ -330,10 +332,9 @@ int ms_cmd_gen(int argc, char **argv) {
                   ms__fmt_ns(g->work_late_ns, late, sizeof late));
     }
   }
-  if (rc == 0 && shared > 0 && g->stub.cpu)
-    ms_cli_note("%s: work_mem_share %g is not carried into %s: replay it with "
-                "MEMSTUB_WORK_MEM_SHARE=%g (memstub replay reads it from the trace)",
-                in, share < 0 ? 0 : share, data ? "a data file" : "a header", share < 0 ? 0 : share);
+  if (rc == 0 && shared > 0 && g->has_model)  // carried (layout 5): say how to change it
+    ms_cli_note("%s: work_mem_share %g carried into %s (MEMSTUB_WORK_MEM_SHARE overrides it)", in,
+                share < 0 ? 0 : share, data ? "the data file" : "the header");
   if (rc == 0 && strcmp(out, "-") != 0) {
     char dur[32];
     ms_cli_note("%s: %s points (%s inserted) for %s rows of %s, %s", out,

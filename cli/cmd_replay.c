@@ -298,6 +298,12 @@ int ms_cmd_replay(int argc, char **argv) {
     if (rc == 0) s = &d->stub;
     // Without --timing, the timing the file was made for (none: the default).
     if (rc == 0 && !a.timing_given && memstub_timing_name(s->timing)) a.ro.timing = s->timing;
+    if (rc == 0) {  // the work model it was made with; --work-mem-share wins
+      memstub_replay_options m;
+      memstub_replay_options_for(&m, s);
+      if (a.ro.mem_share == 0) a.ro.mem_share = m.mem_share;
+      a.ro.work_rate = m.work_rate, a.ro.touch_ns = m.touch_ns;
+    }
   } else {
     if (ms_cli_progress_enabled()) fprintf(stderr, "\r\033[Kmemstub replay: reading %s", a.in);
     rc = memstub_trace_read(a.in, &t, &err);
@@ -305,6 +311,7 @@ int ms_cmd_replay(int argc, char **argv) {
     if (rc == 0 && a.ro.mem_share == 0 && (rc = memstub_work_share_meta(t, &a.ro.mem_share, &err)) < 0)
       memstub_error_prefix(&err, a.in);
     if (rc > 0) rc = 0;
+    go->mem_share = a.ro.mem_share;  // what its stub would carry (memstub_gen.work_model)
     if (rc == 0 && memstub_trace_thread_count(t) > 1) {
       if (ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
       if (!a.no_calls) ms_cli_gen_calls_threads(a.in, t);

@@ -59,6 +59,14 @@ static void define_num(FILE *f, const char *m, long long v) {
   fprintf(f, "m4_define([[%s]], [[%lld]])m4_dnl\n", m, v);
 }
 
+// v as a C double literal that reads back as v: the shortest of %.15g and %.17g.
+static void put_double(FILE *f, double v) {
+  char b[32];
+  snprintf(b, sizeof b, "%.15g", v);
+  if (strtod(b, NULL) != v) snprintf(b, sizeof b, "%.17g", v);
+  fputs(b, f);
+}
+
 /* gen --hold: MS_RELEASE(mode, n, after_ns, bytes), the schedule's arrays
  * as quoted arguments (numbers and commas only). */
 static void write_release(FILE *f, const struct memstub_release *r) {
@@ -126,6 +134,17 @@ static void write_input(FILE *f, const memstub_gen *g, const char *name, const m
     define_num(f, "MS_WORK_CLAMPED", g->work_clamped);
     define_num(f, "MS_WORK_LATE", g->work_late);
     define_num(f, "MS_WORK_LATE_NS", g->work_late_ns);
+  }
+  define_num(f, "MS_MODEL", g->has_model);
+  if (g->has_model) {  // the work model, as C double literals
+    fputs("m4_define([[MS_WORK_MODEL]], [[", f);
+    for (int k = 0; k < MEMSTUB_STUB_MODEL_N; k++) {
+      if (k) fputs(", ", f);
+      put_double(f, g->work_model[k]);
+    }
+    fputs("]])m4_dnl\nm4_define([[MS_WORK_MEM_SHARE]], [[", f);
+    put_double(f, g->work_model[MEMSTUB_STUB_MODEL_SHARE]);
+    fputs("]])m4_dnl\n", f);
   }
   fputs("MS_BEGIN[[]]m4_dnl\n", f);
   if (d->format == MEMSTUB_GEN_FORMAT_COMPACT)
@@ -327,5 +346,7 @@ int memstub_gen_emit_ex(const memstub_gen *g, const char *path, const memstub_ge
 int memstub_gen_emit_data(const memstub_gen *g, const char *path, memstub_error *err) {
   if (g->stub.numdata < 1) return memstub_error_set(err, -EINVAL, "no points to emit");
   // The runtime's writer: the same table of arrays as its reader.
-  return memstub_stub_data_write(&g->stub, path, err);
+  struct memstub_stub s;
+  ms__gen_stub_out(g, &s);  // with the work model (layout 5) when g has one
+  return memstub_stub_data_write(&s, path, err);
 }

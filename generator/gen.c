@@ -59,6 +59,9 @@ static int check_options(const memstub_gen_options *o, memstub_error *err) {
   if (o->timing != MEMSTUB_TIMING_NONE && o->timing != MEMSTUB_TIMING_DEADLINE &&
       o->timing != MEMSTUB_TIMING_USLEEP && o->timing != MEMSTUB_TIMING_ONLINE)
     return memstub_error_set(err, -EINVAL, "unknown timing mode %d", o->timing);
+  if (!(o->mem_share == MEMSTUB_WORK_MEM_NONE || (o->mem_share >= 0 && o->mem_share <= 1)))
+    return memstub_error_set(err, -EINVAL, "memory share: %g is no share from 0 to 1",
+                             o->mem_share);
   return 0;
 }
 
@@ -275,6 +278,7 @@ int memstub_gen_build(const memstub_trace *t, const memstub_gen_options *opt, me
   }
   g->stub.timing = o->timing;  // made for it; compensated for it with a profile
   rc = ms__gen_work_points(g, &wk, o, err);
+  if (rc == 0) rc = ms__gen_work_model(g, t, o, err);
   ms__gen_whatif_after(g);
 out:
   ms__gen_work_free(&wk);

@@ -101,6 +101,14 @@ int ms__gen_work_read(const memstub_trace *t, const memstub_gen_options *o, ms__
 int ms__gen_work_points(memstub_gen *g, const ms__work *w, const memstub_gen_options *o,
                         memstub_error *err);
 void ms__gen_work_free(ms__work *w);
+/* g's work model (g->work_model, g->has_model) for a stub with work: t's
+ * work_mem_share metadata, o's profile's loop rate and touch costs. 0, or
+ * -EINVAL with err naming the metadata key when the share is no share. */
+int ms__gen_work_model(memstub_gen *g, const memstub_trace *t, const memstub_gen_options *o,
+                       memstub_error *err);
+/* The descriptor written for g (a header's or a data file's): g->stub, of
+ * layout 5 with the work model when g has one. */
+void ms__gen_stub_out(const memstub_gen *g, struct memstub_stub *s);
 
 /* ---- the what-if scales (whatif.c) --------------------------------------- */
 

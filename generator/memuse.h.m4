@@ -19,6 +19,9 @@ m4_divert(-1)
 #   MS_NCALLTAB MS_WORK_CPU MS_WORK_CALLS MS_WORK_BYTES MS_WORK_OVERHEAD MS_WORK_CLAMPED
 #   MS_WORK_LATE MS_WORK_LATE_NS
 #                                                       (MS_WORK 1 only)
+#   MS_MODEL                                            1 with a work model (layout 5), else 0
+#   MS_WORK_MODEL MS_WORK_MEM_SHARE                     (MS_MODEL 1 only) the model's 7
+#                                                       numbers, comma-separated; its share
 # and then calls, in order:
 #   MS_BEGIN                     the file up to the NUMDATA define
 #   MS_LISTING(use, map)         the paper's form: memUse and memPoint as
@@ -66,6 +69,9 @@ m4_ifelse(MS_WORK, 1, [[ * work:          MS_WORK_CPU ns of CPU to spin (memCpu;
  *                MS_WORK_OVERHEAD ns of the recorder's own cost taken out of the times;
  *                MS_WORK_LATE points whose calls the profile expects to outlast their delay (by MS_WORK_LATE_NS ns in all)
 ]])m4_dnl
+m4_ifelse(MS_MODEL, 1, [[ * work model:    memWorkModel: memory share, loop steps per ns, ns per touch of 256 KiB to 64 MiB
+ *                (0: the runtime's default; MEMSTUB_WORK_MEM_SHARE overrides the share)
+]])m4_dnl
  *
  * memUse[i]: wait .time ns after the previous point, then push a frame of
  * .stackAlloc bytes (> 0), pop one frame (< 0) or keep the stack (0), then
@@ -103,6 +109,8 @@ m4_ifelse(MS_RESIDENT[[]]MS_WORK, 00, [[]], [[#define MEMSTUB_STUB_RESIDENT 1
 ]])m4_dnl
 m4_ifelse(MS_WORK, 1, [[#define MEMSTUB_STUB_WORK 1
 ]])m4_dnl
+m4_ifelse(MS_MODEL, 1, [[#define MEMSTUB_STUB_MODEL 1
+]])m4_dnl
 struct memstub_stub {
   int32_t abi;
   int32_t timing;
@@ -133,6 +141,13 @@ m4_ifelse(MS_WORK, 1, [[  const int64_t *cpu;
   const int64_t *calltab;
   int64_t ncalltab;
 ]])m4_dnl
+m4_ifelse(MS_MODEL, 1, [[  const uint8_t *callseq;
+  const int64_t *callend;
+  int64_t ncallseq;
+  int64_t ncallblocks;
+  int64_t ncallcount;
+  const double *work_model;
+]])m4_dnl
 };
 #endif
 m4_ifelse(MS_RESIDENT, 1, [[#ifndef MEMSTUB_STUB_RESIDENT
@@ -149,9 +164,18 @@ m4_ifelse(MS_WORK, 1, [[#ifndef MEMSTUB_STUB_WORK
 #define MEMSTUB_STUB_ABI_WORK 3
 #endif
 ]])m4_dnl
+m4_ifelse(MS_MODEL, 1, [[#ifndef MEMSTUB_STUB_MODEL
+#error "a header without a work model (or an old memstub/stub.h) came first: include memstub/stub.h first"
+#endif
+#ifndef MEMSTUB_STUB_ABI_MODEL
+#define MEMSTUB_STUB_ABI_MODEL 5
+#endif
+]])m4_dnl
 
 #define MS_PREFIX[[]]NUMDATA MS_NUMDATA
 m4_ifelse(MS_WORK, 1, [[#define MS_PREFIX[[]]NCALLTAB MS_NCALLTAB
+]])m4_dnl
+m4_ifelse(MS_MODEL, 1, [[#define MS_PREFIX[[]]WORK_MEM_SHARE MS_WORK_MEM_SHARE
 ]])m4_dnl
 ]])
 
@@ -274,8 +298,14 @@ __attribute__((unused)) static const struct memstub_release MS_PREFIX[[]]memRele
 
 ]])
 
-m4_define([[MS_END]], [[static const struct memstub_stub MS_PREFIX[[]]memStub = {
-  .abi = m4_ifelse(MS_WORK, 1, [[MEMSTUB_STUB_ABI_WORK]], MS_RESIDENT, 1, [[MEMSTUB_STUB_ABI_RESIDENT]], [[MEMSTUB_STUB_ABI]]),
+m4_define([[MS_END]], [[m4_ifelse(MS_MODEL, 1, [[/* The work model (docs/formats.md, "Metadata of the work model"): the memory
+ * share, the ALU loop's steps per ns, ns per touch of a block of 256 KiB,
+ * 1, 4, 16 and 64 MiB; 0: the runtime's default. */
+static const double MS_PREFIX[[]]memWorkModel[7] = {MS_WORK_MODEL};
+
+]])m4_dnl
+static const struct memstub_stub MS_PREFIX[[]]memStub = {
+  .abi = m4_ifelse(MS_MODEL, 1, [[MEMSTUB_STUB_ABI_MODEL]], MS_WORK, 1, [[MEMSTUB_STUB_ABI_WORK]], MS_RESIDENT, 1, [[MEMSTUB_STUB_ABI_RESIDENT]], [[MEMSTUB_STUB_ABI]]),
   .timing = MS_TIMING,
   .name = "MS_NAME",
   .numdata = MS_PREFIX[[]]NUMDATA,
@@ -303,6 +333,8 @@ m4_ifelse(MS_WORK, 1, [[  .cpu = MS_PREFIX[[]]memCpu,
   .churn = MS_PREFIX[[]]memChurn,
   .calltab = MS_PREFIX[[]]memCallTab,
   .ncalltab = MS_PREFIX[[]]NCALLTAB,
+]])m4_dnl
+m4_ifelse(MS_MODEL, 1, [[  .work_model = MS_PREFIX[[]]memWorkModel,
 ]])m4_dnl
 };
 

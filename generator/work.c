@@ -326,3 +326,27 @@ out:
   free(d.slot);
   return rc;
 }
+
+int ms__gen_work_model(memstub_gen *g, const memstub_trace *t, const memstub_gen_options *o,
+                       memstub_error *err) {
+  memset(g->work_model, 0, sizeof g->work_model);
+  g->has_model = 0;
+  if (!g->cpu) return 0;  // no work: nothing for a model to count
+  double share = o->mem_share;  // given, else the trace's
+  int rc = share != 0 ? 1 : memstub_work_share_meta(t, &share, err);
+  if (rc < 0) return rc;
+  double *m = g->work_model;
+  if (rc > 0) m[MEMSTUB_STUB_MODEL_SHARE] = share, g->has_model = 1;
+  const struct memstub_profile *p = o->profile;
+  if (p && p->spin_steps_per_ns > 0) m[MEMSTUB_STUB_MODEL_RATE] = p->spin_steps_per_ns, g->has_model = 1;
+  for (int k = 0; p && k < MEMSTUB_WORK_TOUCH_SIZES; k++)
+    if (p->touch_ns[k] > 0) m[MEMSTUB_STUB_MODEL_TOUCH + k] = p->touch_ns[k], g->has_model = 1;
+  return 0;
+}
+
+void ms__gen_stub_out(const memstub_gen *g, struct memstub_stub *s) {
+  *s = g->stub;
+  if (!g->has_model) return;
+  s->abi = MEMSTUB_STUB_ABI_MODEL;  // every earlier field as it is, NULL where absent
+  s->work_model = g->work_model;
+}

@@ -14,6 +14,7 @@
 void memstub_replay_options_for(memstub_replay_options *o, const struct memstub_stub *s) {
   memstub_replay_options_init(o);
   if (memstub_timing_name(s->timing)) o->timing = s->timing;  // NONE: the default
+  ms__rt_work_model_options(o, s);  // the work model it was made with (layout 5)
 }
 
 /* Environment variable name, when set, as a whole number of ns from lo to

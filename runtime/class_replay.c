@@ -95,5 +95,5 @@ const ms__rt_replay_ops ms__rt_class_replay = {"class", class_prepare, resize_ah
                                                class_release, NULL};
 
 const ms__rt_replay_ops *ms__rt_replay_ops_for(const struct memstub_stub *s) {
-  return s->abi >= MEMSTUB_STUB_ABI_CALLS ? &ms__rt_call_replay : &ms__rt_class_replay;
+  return ms__rt_stub_calls(s) ? &ms__rt_call_replay : &ms__rt_class_replay;
 }

@@ -22,8 +22,9 @@
 #define DF_ALIGN 64                            // every array starts at a multiple of this
 #define DF_NSTRINGS 4                          // name, source, transforms, calibration
 
-// What an array's count is: numdata, ncalltab * MEMSTUB_WORK_CALLS, ncallseq.
-enum { COUNT_POINTS, COUNT_CALLTAB, COUNT_CALLSEQ };
+// What an array's count is: numdata, ncalltab * MEMSTUB_WORK_CALLS, ncallseq, MEMSTUB_STUB_MODEL_N.
+enum { COUNT_POINTS, COUNT_CALLTAB, COUNT_CALLSEQ, COUNT_MODEL };
+#define ALWAYS INT32_MAX  // required in every layout from its first
 
 /* The arrays a data file can carry: one entry each. The writer stores every
  * entry whose descriptor pointer is set (and the layout has it); the reader
@@ -34,19 +35,21 @@ static const struct df_kind {
   uint32_t elem;     // bytes per point
   size_t field;      // offsetof the descriptor's pointer to it
   int32_t min_abi;   // the first layout that has it
-  int required;      // a file of that layout must carry it
-  int count;         // elements: COUNT_POINTS, _CALLTAB or _CALLSEQ
+  int32_t required;  // a file of layout min_abi up to this one must carry it (0: none)
+  int count;         // elements: COUNT_POINTS, _CALLTAB, _CALLSEQ or _MODEL
 } kinds[] = {
-    {"use", sizeof(struct memAlloc), offsetof(struct memstub_stub, use), MEMSTUB_STUB_ABI, 1, 0},
-    {"point", sizeof(int64_t), offsetof(struct memstub_stub, point), MEMSTUB_STUB_ABI, 1, 0},
+    {"use", sizeof(struct memAlloc), offsetof(struct memstub_stub, use), MEMSTUB_STUB_ABI, ALWAYS, 0},
+    {"point", sizeof(int64_t), offsetof(struct memstub_stub, point), MEMSTUB_STUB_ABI, ALWAYS, 0},
     {"mapped", sizeof(int64_t), offsetof(struct memstub_stub, mapped), MEMSTUB_STUB_ABI_RESIDENT, 0, 0},
     {"rss", sizeof(int64_t), offsetof(struct memstub_stub, rss), MEMSTUB_STUB_ABI_RESIDENT, 0, 0},
     {"cpu", sizeof(int64_t), offsetof(struct memstub_stub, cpu), MEMSTUB_STUB_ABI_WORK, 0, 0},
     {"calls", sizeof(int64_t), offsetof(struct memstub_stub, calls), MEMSTUB_STUB_ABI_WORK, 0, 0},
     {"churn", sizeof(int64_t), offsetof(struct memstub_stub, churn), MEMSTUB_STUB_ABI_WORK, 0, 0},
     {"calltab", sizeof(int64_t), offsetof(struct memstub_stub, calltab), MEMSTUB_STUB_ABI_WORK, 0, COUNT_CALLTAB},
-    {"callseq", 1, offsetof(struct memstub_stub, callseq), MEMSTUB_STUB_ABI_CALLS, 1, COUNT_CALLSEQ},
-    {"callend", sizeof(int64_t), offsetof(struct memstub_stub, callend), MEMSTUB_STUB_ABI_CALLS, 1, 0},
+    // Layout 5 may come without calls (memstub/stub.h, MEMSTUB_STUB_ABI_MODEL).
+    {"callseq", 1, offsetof(struct memstub_stub, callseq), MEMSTUB_STUB_ABI_CALLS, MEMSTUB_STUB_ABI_CALLS, COUNT_CALLSEQ},
+    {"callend", sizeof(int64_t), offsetof(struct memstub_stub, callend), MEMSTUB_STUB_ABI_CALLS, MEMSTUB_STUB_ABI_CALLS, 0},
+    {"model", sizeof(double), offsetof(struct memstub_stub, work_model), MEMSTUB_STUB_ABI_MODEL, ALWAYS, COUNT_MODEL},
 };
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 
@@ -120,6 +123,7 @@ static void set_field(struct memstub_stub *s, const struct df_kind *k, const voi
 static uint64_t count_of(const struct memstub_stub *s, const struct df_kind *k) {
   return k->count == COUNT_CALLTAB   ? (uint64_t)s->ncalltab * MEMSTUB_WORK_CALLS
          : k->count == COUNT_CALLSEQ ? (uint64_t)s->ncallseq
+         : k->count == COUNT_MODEL   ? (uint64_t)MEMSTUB_STUB_MODEL_N
                                      : (uint64_t)s->numdata;
 }
 
@@ -147,7 +151,7 @@ static int put_zeros(ms__afile *af, uint64_t n) {
 int memstub_stub_data_write(const struct memstub_stub *s, const char *path, memstub_error *err) {
   if (!s || s->numdata < 1)
     return memstub_error_set(err, -EINVAL, "%s: no points to write", path);
-  if (s->abi < MEMSTUB_STUB_ABI || s->abi > MEMSTUB_STUB_ABI_CALLS)
+  if (s->abi < MEMSTUB_STUB_ABI || s->abi > MEMSTUB_STUB_ABI_MODEL)
     return memstub_error_set(err, -EINVAL, "%s: a stub of layout %d cannot be written", path,
                              (int)s->abi);
   const char *str[DF_NSTRINGS] = {s->name, s->source, s->transforms, s->calibration};
@@ -288,9 +292,9 @@ static int read_head(const char *path, const char *m, uint64_t size, struct mems
   s->stack_base = h.stack_base, s->heap_base = h.heap_base, s->peak_stack = h.peak_stack;
   s->max_depth = h.max_depth, s->peak_heap = h.peak_heap, s->duration_ns = h.duration_ns;
   s->inserted = h.inserted;
-  if (h.abi < MEMSTUB_STUB_ABI || h.abi > MEMSTUB_STUB_ABI_CALLS)
+  if (h.abi < MEMSTUB_STUB_ABI || h.abi > MEMSTUB_STUB_ABI_MODEL)
     return REFUSE("%s: abi: the stub has data layout %d, this runtime reads %d to %d", path,
-                  (int)h.abi, MEMSTUB_STUB_ABI, MEMSTUB_STUB_ABI_CALLS);
+                  (int)h.abi, MEMSTUB_STUB_ABI, MEMSTUB_STUB_ABI_MODEL);
   if (h.abi >= MEMSTUB_STUB_ABI_RESIDENT) s->rss_base = h.rss_base, s->mapped_base = h.mapped_base;
   if (h.abi >= MEMSTUB_STUB_ABI_WORK) {
     if (h.ncalltab < 0 || h.ncalltab > (int64_t)(UINT32_MAX / MEMSTUB_WORK_CALLS))
@@ -331,7 +335,7 @@ static int read_arrays(const char *path, const char *m, uint64_t size, const df_
       return REFUSE("%s: array %s: %u bytes an element, expected %u", path, a.name, a.elem,
                     kinds[k].elem);
     uint64_t want = count_of(s, &kinds[k]);
-    static const char *const what[] = {"numdata", "ncalltab * 20", "ncallseq"};
+    static const char *const what[] = {"numdata", "ncalltab * 20", "ncallseq", "the model's"};
     if (a.count != want)
       return REFUSE("%s: array %s: %llu elements, %s is %llu", path, a.name,
                     (unsigned long long)a.count, what[kinds[k].count],
@@ -349,8 +353,11 @@ static int read_arrays(const char *path, const char *m, uint64_t size, const df_
     set_field(s, &kinds[k], m + a.off);
   }
   for (size_t k = 0; k < NKINDS; k++)
-    if (s->abi >= kinds[k].min_abi && kinds[k].required && !field_ptr(s, &kinds[k]))
+    if (s->abi >= kinds[k].min_abi && s->abi <= kinds[k].required && !field_ptr(s, &kinds[k]))
       return REFUSE("%s: array %s: missing", path, kinds[k].name);
+  if (s->abi >= MEMSTUB_STUB_ABI_MODEL && (!s->callseq) != (!s->callend))
+    return REFUSE("%s: array %s: missing (layout %d carries callseq and callend together)", path,
+                  s->callseq ? "callend" : "callseq", (int)s->abi);
   if (s->abi >= MEMSTUB_STUB_ABI_WORK && !((!s->cpu) == (!s->calls) && (!s->cpu) == (!s->churn) &&
                                             (!s->calls || !s->ncalltab || s->calltab)))
     return REFUSE("%s: arrays cpu, calls, churn, calltab: layout 3 carries them together", path);

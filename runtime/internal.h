@@ -251,6 +251,15 @@ double ms__rt_spin_rate(void);
  * work"): o's work_rate or one measured now, its touch_ns or the built-in
  * figures, its mem_share or the default. */
 void ms__rt_work_rates(ms__rt_work *w, const memstub_replay_options *o);
+/* Check a layout-5 stub's work model (memstub/stub.h, MEMSTUB_STUB_MODEL_*):
+ * a share in [0, 1] or -1, a rate and touch costs >= 0 and finite, and its
+ * calls' two arrays both there or both absent. 0 (also for other layouts)
+ * or -EINVAL with err naming the entry. */
+int ms__rt_work_model_check(const struct memstub_stub *s, memstub_error *err);
+/* The work model of a layout-5 stub s into o's mem_share, work_rate and
+ * touch_ns (pointing into s), each where the model gives it (not 0); o as it
+ * was for other layouts. */
+void ms__rt_work_model_options(memstub_replay_options *o, const struct memstub_stub *s);
 /* The written bytes of the heap block the memory share touches before the
  * next spin: [mem, mem + len), len 0 for none. */
 void ms__rt_work_memory(ms__rt_work *w, char *mem, int64_t len);
@@ -489,6 +498,11 @@ typedef struct ms__rt_calls ms__rt_calls;
  * reallocates live, within ncallblocks, ncallcount calls. 0 (also for
  * other layouts) or -EINVAL with err naming the point or byte, or -ENOMEM. */
 int ms__rt_calls_check(const struct memstub_stub *s, memstub_error *err);
+/* Whether s is replayed call for call: layout 4, or layout 5 with its calls
+ * (callseq set; memstub/stub.h, MEMSTUB_STUB_ABI_MODEL). */
+static inline int ms__rt_stub_calls(const struct memstub_stub *s) {
+  return s->abi == MEMSTUB_STUB_ABI_CALLS || (s->abi >= MEMSTUB_STUB_ABI_MODEL && s->callseq);
+}
 // The replay for s (class_replay.c): the call replay for a stub with calls, else the class replay.
 const ms__rt_replay_ops *ms__rt_replay_ops_for(const struct memstub_stub *s);
 /* Wait until T0 + c->deadline - lead for point x (deadline and online

@@ -304,11 +304,11 @@ int memstub_replay_check(const struct memstub_stub *s, const memstub_replay_opti
   int rc = check_options(o, err);
   if (rc < 0) return rc;
   if (!s) return memstub_error_set(err, -EINVAL, "no stub to replay");
-  if (s->abi < MEMSTUB_STUB_ABI || s->abi > MEMSTUB_STUB_ABI_CALLS)
+  if (s->abi < MEMSTUB_STUB_ABI || s->abi > MEMSTUB_STUB_ABI_MODEL)
     return memstub_error_set(err, -EINVAL,
                              "the stub has data layout %d, this runtime replays layout %d "
                              "(regenerate the header with this memstub)",
-                             (int)s->abi, MEMSTUB_STUB_ABI_CALLS);
+                             (int)s->abi, MEMSTUB_STUB_ABI_MODEL);
   if (s->numdata < 0 || (s->numdata > 0 && (!s->use || !s->point)))
     return memstub_error_set(err, -EINVAL, "the stub has no points array (numdata %lld)",
                              (long long)s->numdata);
@@ -320,7 +320,8 @@ int memstub_replay_check(const struct memstub_stub *s, const memstub_replay_opti
     return memstub_error_set(err, -EINVAL, "the stub's descriptor has negative sizes");
   if ((rc = memstub_stub_check(s, err)) < 0) return rc;
   if ((rc = ms__rt_work_check(s, err)) < 0) return rc;
-  if ((rc = ms__rt_calls_check(s, err)) < 0) return rc;
+  if ((rc = ms__rt_work_model_check(s, err)) < 0) return rc;
+  if (ms__rt_stub_calls(s) && (rc = ms__rt_calls_check(s, err)) < 0) return rc;
   figures f;
   if ((rc = recompute(s, &f, err)) < 0) return rc;
 

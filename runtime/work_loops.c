@@ -19,6 +19,9 @@
 #include "internal.h"
 #include "prim.h"
 
+_Static_assert(MEMSTUB_STUB_MODEL_N == MEMSTUB_STUB_MODEL_TOUCH + MEMSTUB_WORK_TOUCH_SIZES,
+               "the work model holds the touch costs last");
+
 // Lines between two touches: a prime, more than a page, so no prefetcher follows.
 #define TOUCH_STRIDE 4099
 #define LINE 64
@@ -143,6 +146,35 @@ void ms__rt_work_rates(ms__rt_work *w, const memstub_replay_options *o) {
   w->mem_share = o->mem_share == 0 ? (given ? MEMSTUB_WORK_MEM_SHARE_DEFAULT : 0)
                  : o->mem_share > 0 && o->mem_share <= 1 ? o->mem_share
                                                          : 0;
+}
+
+int ms__rt_work_model_check(const struct memstub_stub *s, memstub_error *err) {
+  if (s->abi < MEMSTUB_STUB_ABI_MODEL) return 0;
+  if ((!s->callseq) != (!s->callend))
+    return memstub_error_set(err, -EINVAL, "the stub has %s without %s (layout 5)",
+                             s->callseq ? "callseq" : "callend", s->callseq ? "callend" : "callseq");
+  const double *m = s->work_model;
+  if (!m) return 0;
+  static const char *const what[MEMSTUB_STUB_MODEL_N] = {
+      "memory share", "loop rate", "touch cost 256 KiB", "touch cost 1 MiB",
+      "touch cost 4 MiB", "touch cost 16 MiB", "touch cost 64 MiB"};
+  for (int k = 0; k < MEMSTUB_STUB_MODEL_N; k++) {
+    double v = m[k];
+    int ok = k == MEMSTUB_STUB_MODEL_SHARE ? v == MEMSTUB_WORK_MEM_NONE || (v >= 0 && v <= 1)
+                                           : v >= 0 && v < 1e12;
+    if (!ok)
+      return memstub_error_set(err, -EINVAL, "work model: %s %g out of range", what[k], v);
+  }
+  return 0;
+}
+
+void ms__rt_work_model_options(memstub_replay_options *o, const struct memstub_stub *s) {
+  if (s->abi < MEMSTUB_STUB_ABI_MODEL || !s->work_model) return;
+  const double *m = s->work_model;
+  if (m[MEMSTUB_STUB_MODEL_SHARE] != 0) o->mem_share = m[MEMSTUB_STUB_MODEL_SHARE];
+  if (m[MEMSTUB_STUB_MODEL_RATE] > 0) o->work_rate = m[MEMSTUB_STUB_MODEL_RATE];
+  for (int k = 0; k < MEMSTUB_WORK_TOUCH_SIZES; k++)
+    if (m[MEMSTUB_STUB_MODEL_TOUCH + k] > 0) o->touch_ns = m + MEMSTUB_STUB_MODEL_TOUCH;
 }
 
 void ms__rt_work_memory(ms__rt_work *w, char *mem, int64_t len) {

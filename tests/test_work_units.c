@@ -285,11 +285,11 @@ START_TEST(test_cli_share) {
   tu_run r = tu_memstub(dir, "replay", path, NULL);
   ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
   tu_run_free(&r);
-  // memstub gen says the header does not carry it, and how to give it to the stub.
+  // memstub gen carries it into the header (test_work_model.c), and says how to override it.
   r = tu_memstub(dir, "gen", path, "-o", "t.h", NULL);
   ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
-  ck_assert_msg(strstr(r.err, "work_mem_share 0.4 is not carried into a header: replay it with "
-                              "MEMSTUB_WORK_MEM_SHARE=0.4"), "%s", r.err);
+  ck_assert_msg(strstr(r.err, "work_mem_share 0.4 carried into the header "
+                              "(MEMSTUB_WORK_MEM_SHARE overrides it)"), "%s", r.err);
   tu_run_free(&r);
   r = tu_memstub(dir, "replay", path, "--work-mem-share", "0", NULL);
   ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);

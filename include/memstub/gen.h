@@ -47,6 +47,9 @@ typedef struct memstub_gen_options {
                             //   and with a profile MEMSTUB_TIMING_DEFAULT
   int measured;             // with a profile: the replay will measure a trace
                             //   (MEMSTUB_MEASURE_TRACE), so predict that cost too
+  double mem_share;         // the work's memory share to carry in the work model: a share in
+                            //   (0, 1] or MEMSTUB_WORK_MEM_NONE; 0 (the default): the trace's
+                            //   work_mem_share metadata, if any
 } memstub_gen_options;
 
 /* The default of rss_scale and mapped_scale: the heap's scale. Resident and
@@ -168,6 +171,14 @@ typedef struct memstub_gen {
   int64_t calls_rows_off;    // rows whose heap_bytes the calls do not give (exact: 0)
   int64_t calls_rows_off_first;  // the first of them, -1 none
   int64_t calls_churn_dropped;   // calls of short-lived blocks --churn-scale left out
+  /* The work model the stub is made with (memstub/stub.h,
+   * MEMSTUB_STUB_MODEL_*; has_model 0 and all 0 without one): with work
+   * columns, the trace's work_mem_share metadata and the profile's
+   * spin_steps_per_ns and touch_*_ns. The header and the data file carry it
+   * (layout 5); stub.work_model stays NULL, as memstub replay of the trace
+   * takes them from the trace and its -c. */
+  double work_model[MEMSTUB_STUB_MODEL_N];
+  int has_model;
 } memstub_gen;
 
 /* Build stub data from a valid trace. On success *out owns the result.

@@ -174,7 +174,9 @@ void memstub_replay_options_init(memstub_replay_options *o);
 
 /* The defaults for replaying s: as memstub_replay_options_init, but with the
  * timing s was made for (memstub gen --timing usleep makes a stub meant for
- * usleep timing; MEMSTUB_TIMING_NONE: the default). */
+ * usleep timing; MEMSTUB_TIMING_NONE: the default) and, for a stub of
+ * layout 5 (MEMSTUB_STUB_ABI_MODEL), the work model it was made with:
+ * mem_share, work_rate and touch_ns (pointing into s) where it gives them. */
 void memstub_replay_options_for(memstub_replay_options *o, const struct memstub_stub *s);
 
 /* One point as it was replayed. Times are ns after the replay's start T0
@@ -382,7 +384,7 @@ typedef struct memstub_stub_data {
   size_t map_len;
 } memstub_stub_data;
 
-/* Write s (layout 1 or 2, numdata >= 1) to path as a data file, atomically.
+/* Write s (layout 1 to 5, numdata >= 1) to path as a data file, atomically.
  * 0, or a negative errno with err naming path (-EINVAL for a stub that
  * cannot be written, -EIO/-ENOSPC... when writing fails; nothing is left). */
 int memstub_stub_data_write(const struct memstub_stub *s, const char *path, memstub_error *err);

@@ -109,6 +109,11 @@ struct memstub_stub {
   int64_t ncallseq;             /* bytes of callseq, a multiple of 8 */
   int64_t ncallblocks;          /* blocks live at once at most: the replay's table of blocks */
   int64_t ncallcount;           /* calls in callseq */
+  /* Appended (docs/formats.md, "Metadata of the work model"): read only
+   * when abi is MEMSTUB_STUB_ABI_MODEL; layouts 1 to 4 end before it. */
+  const double *work_model;     /* [MEMSTUB_STUB_MODEL_N] the work model the stub was made
+                                   with (memstub gen, the trace's work_mem_share and the
+                                   profile's rates), MEMSTUB_STUB_MODEL_* below; or NULL */
 };
 #endif
 /* A stub whose descriptor has the resident fields above (a header generated
@@ -123,6 +128,18 @@ struct memstub_stub {
  * with a calls file): replayed call for call; its resident and work fields
  * may be NULL. */
 #define MEMSTUB_STUB_ABI_CALLS 4
+/* A stub whose descriptor has the work model too (memstub gen of a trace
+ * with work_mem_share metadata, or with --calibration, and work columns):
+ * every field of layout 4, its calls replayed call for call only when
+ * callseq is not NULL (any of its resident, work and call fields may be
+ * NULL), and work_model, whose entries (0: not given, the runtime's
+ * default) are the replay options' (memstub_replay_options_for). */
+#define MEMSTUB_STUB_ABI_MODEL 5
+#define MEMSTUB_STUB_MODEL 1
+#define MEMSTUB_STUB_MODEL_SHARE 0  /* the memory share: (0, 1], -1 none (mem_share) */
+#define MEMSTUB_STUB_MODEL_RATE 1   /* the ALU loop's steps per ns (work_rate) */
+#define MEMSTUB_STUB_MODEL_TOUCH 2  /* then ns per touch by block size (touch_ns), 5 of them */
+#define MEMSTUB_STUB_MODEL_N 7
 
 /* Check the LIFO invariants of stub data (runtime/check.c): no negative
  * delay, pushes > 0, every pop closes the open frame and equals minus its
