@@ -26,7 +26,7 @@ int ms_record_inner;
 rec_run ms_record_last;
 
 // The files of one recording: the trace and its side files.
-static const char *const side[] = {"", ".sites", ".generations"};
+static const char *const side[] = {"", ".sites", ".generations", ".calls"};
 enum { ASIDE, BACK, DROP };
 
 /* Recording i's files moved aside (beside the trace, as TRACE.repeatI and

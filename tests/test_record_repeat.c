@@ -88,6 +88,31 @@ START_TEST(test_repeat_keeps_median) {
 }
 END_TEST
 
+/* With --calls, the calls file beside the kept trace is the kept
+ * recording's, not the last one's: recording 2 of 150, 100 and 50 ms is
+ * kept (its 2000-byte block), and memstub gen finds its calls give every
+ * row's heap (the last recording's 3000-byte block did not: "rows whose
+ * heap_bytes the calls do not give"). */
+START_TEST(test_repeat_keeps_its_calls) {
+  char *dir = tu_mkdtemp();
+  tu_run r;
+  memstub_trace *t = recorded(dir, "--repeat 3 --calls", "150 100 50", 0, "RRR", &r);
+  tu_run_free(&r);
+  ck_assert_int_eq(meta(t, "repeat.kept"), 2);
+  ck_assert_int_eq(meta(t, "record.peak_heap_bytes"), 2000);
+  memstub_trace_free(t);
+  // t.csv, t.csv.calls, cnt and log: nothing of the other recordings.
+  ck_assert_int_eq(tu_count_entries(dir), 4);
+  r = tu_memstub(dir, "gen", "t.csv", "--data", "t.dat", NULL);
+  ck_assert_msg(r.status == 0 && strstr(r.err, "replayed call for call") &&
+                    !strstr(r.err, "do not give") && !strstr(r.err, "warning"),
+                "gen: %d %s", r.status, r.err);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 /* Two recordings and two runs without the recorder, alternating (a run
  * without it first); their figures in the metadata, and memstub gen fits the
  * stub's timeline to them. */
@@ -176,6 +201,7 @@ static Suite *record_repeat_suite(void) {
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_repeat_keeps_median);
+  tcase_add_test(tc, test_repeat_keeps_its_calls);
   tcase_add_test(tc, test_reference);
   tcase_add_test(tc, test_failures);
   tcase_add_test(tc, test_usage);
