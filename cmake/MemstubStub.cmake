@@ -192,11 +192,14 @@ function(memstub_add_stub)
   # Generated files live in the build tree only.
   set(dir "${CMAKE_CURRENT_BINARY_DIR}/memstub_${S_NAME}")
   set(header "${dir}/${S_NAME}_memuse.h")
-  # --hold and --release read TRACE.generations beside the trace.
+  # --hold and --release read TRACE.generations beside the trace, and a
+  # data file (DATA) TRACE.calls: a new one alone makes a new stub.
   set(sidecars "")
-  if(EXISTS "${trace}.generations")
-    set(sidecars "${trace}.generations")
-  endif()
+  foreach(side generations calls)
+    if(EXISTS "${trace}.${side}")
+      list(APPEND sidecars "${trace}.${side}")
+    endif()
+  endforeach()
   # DATA: the points in a data file the stub reads when first called.
   set(gen_out -o "${header}")
   if(S_DATA)
