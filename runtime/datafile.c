@@ -435,7 +435,9 @@ int memstub_stub_data_open(const char *path, memstub_stub_data **out, memstub_er
                 "whole before the replay",
                 path, file_kind(st.st_mode));
   }
-  memstub_stub_data *d = rc == 0 ? calloc(1, sizeof *d) : NULL;
+  // The runtime's own memory (own.c): a stub embedded with DATA reads its file
+  // at its first call, on the caller's heap, which has only the component's calls.
+  memstub_stub_data *d = rc == 0 ? ms__rt_own_calloc(1, sizeof *d) : NULL;
   if (rc == 0 && !d) rc = memstub_error_set(err, -ENOMEM, "out of memory");
   uint64_t size = (uint64_t)st.st_size;
   if (rc == 0 && size == 0) rc = REFUSE("%s: magic: the file is empty", path);
@@ -451,5 +453,5 @@ int memstub_stub_data_open(const char *path, memstub_stub_data **out, memstub_er
 void memstub_stub_data_free(memstub_stub_data *d) {
   if (!d) return;
   if (d->map) munmap(d->map, d->map_len);
-  free(d);
+  ms__rt_own_free(d);
 }

@@ -216,10 +216,15 @@ void ms__rt_cost_learn(ms__rt_cost *m, int k, int64_t w) {
   if (k < 0 || k >= MS__RT_COST_SLOTS || w < 0) return;
   int64_t n = m->n[k]++;
   if (n < MS__RT_COST_FIRST) {  // the start: the median of the samples so far
+    // Sorted by insertion, not qsort: glibc's qsort calls the allocator
+    // (a free(NULL) a sort), and a stub's calls are the component's.
     int64_t s[MS__RT_COST_FIRST];
     m->first[k][n] = w;
-    memcpy(s, m->first[k], (size_t)(n + 1) * sizeof *s);
-    qsort(s, (size_t)(n + 1), sizeof *s, ms__cmp_i64);
+    for (int64_t i = 0; i <= n; i++) {
+      int64_t v = m->first[k][i], j = i;
+      for (; j > 0 && s[j - 1] > v; j--) s[j] = s[j - 1];
+      s[j] = v;
+    }
     m->est[k] = s[n / 2];
     return;
   }
