@@ -50,11 +50,13 @@ static double fit(ms__timeline *tl, double rec, double ref, double samples, doub
 
 /* A trace of the whole run of a program that had one thread: its rows hold
  * all of the run the recorder saw, so their totals can be set to the
- * reference's. */
+ * reference's. Recorded with --thread main, or with every thread (the
+ * default) when there was only the one. */
 static int whole_run(const memstub_trace *t) {
   const char *r = memstub_trace_get_meta(t, "record.regions"),
              *th = memstub_trace_get_meta(t, "record.thread");
-  return r && strncmp(r, "none", 4) == 0 && th && strcmp(th, "main") == 0 &&
+  return r && strncmp(r, "none", 4) == 0 && th &&
+         (strcmp(th, "main") == 0 || strcmp(th, "all") == 0) &&
          meta_num(t, "record.threads") <= 1 && memstub_trace_column(t, "thread") < 0;
 }
 
