@@ -137,8 +137,9 @@ END_TEST
 
 /* A whole run of one thread: the trace's own CPU time (2 ms) and waiting
  * (2 ms) set to the reference's, 1.5 ms each: (2 - 1.5) ms / 1000 = 500 ns
- * of CPU time per call, 125 us a row (the last row's 100 us go to 0), and
- * the waiting times 0.75. */
+ * of CPU time per call, 125 us a row (the last row's 100 us go to 0, and
+ * the other rows give up the 25 us it could not, in proportion), and the
+ * waiting times 0.75. */
 START_TEST(test_gen_whole_run) {
   // Recorded with --thread main, or with every thread (the default) of a
   // program that had one: the default's traces were fitted as a part (a
@@ -157,8 +158,10 @@ START_TEST(test_gen_whole_run) {
              "# reference.cpu_ns: 1500000\n",
              how[k]);
     memstub_gen *g = fitted(meta);
-    static const int64_t cpu[4] = {475000, 175000, 875000, 0},
-                         dt[4] = {775000, 700000, 875000, 675000};
+    // The last row's 100 us of CPU time cannot lose 125 us: it keeps 0, and
+    // the others give up the 25 us left, in proportion (1,525 -> 1,500 us).
+    static const int64_t cpu[4] = {467213, 172131, 860656, 0},
+                         dt[4] = {767213, 697131, 860656, 675000};
     for (int i = 0; i < 4; i++) {
       ck_assert_int_eq(g->use[i].time, dt[i]);
       ck_assert_int_eq(g->cpu[i], cpu[i]);

@@ -254,6 +254,22 @@ int ms__timeline_rows(const memstub_trace *t, ms__timeline *tl, int64_t *dt, int
     tl->target_ns += d;
     tl->target_cpu_ns += c;
   }
+  /* A whole run's CPU time is the reference's: the rows that had less CPU
+   * time than their calls' share kept 0, not less, so the others give up the
+   * rest in proportion (bench/timeline.sh's hash table: 239 ms after, for a
+   * reference of 204 ms). */
+  if (tl->whole && tl->ref_cpu_ns >= 0 && tl->target_cpu_ns > tl->ref_cpu_ns) {
+    double f = (double)tl->ref_cpu_ns / (double)tl->target_cpu_ns;
+    tl->target_ns = tl->target_cpu_ns = 0;
+    for (size_t i = 1; i < t->n; i++) {
+      int64_t c = llround((double)cpu[i] * f);
+      dt[i] -= cpu[i] - c;
+      tl->removed_ns += cpu[i] - c;
+      cpu[i] = c;
+      tl->target_ns += dt[i];
+      tl->target_cpu_ns += c;
+    }
+  }
   return 0;
 }
 
