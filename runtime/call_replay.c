@@ -7,8 +7,10 @@
 // through ms__rt_call_replay, chosen once per stub by ms__rt_replay_ops_for.
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 #include "memstub/work.h"
@@ -22,23 +24,40 @@ enum { F_MALLOC, F_CALLOC, F_REALLOC, F_FREE, F_POSIX_MEMALIGN, F_ALIGNED_ALLOC,
 #define H_FN 0x0f
 #define SIZE_MAX_CALL ((uint64_t)1 << 62)
 
+typedef struct call {
+  int fn, failed, null;
+  int64_t old;       // the block given (free, realloc), -1 none
+  uint64_t size, align;
+} call;
+
+/* Calls decoded ahead of the one made: the slot of a block a call frees
+ * is prefetched AHEAD calls before, the block itself AHEAD / 2 before, so
+ * that the replay takes neither miss where the component freed its blocks
+ * in an order of its own (a chained hash table torn down bucket by bucket). */
+#define AHEAD 16
+
+typedef struct pending {
+  call k;
+  int64_t next;  // the byte after it
+} pending;
+
+/* The live blocks by id, one word each: a live block's pointer (its
+ * requested size in its header, MS__RT_CALL_HDR), or a free id's link to
+ * the id freed before it, (next + 1) << 1 | 1, so that the ids freed come
+ * back last first, as the generator numbered them. */
 struct ms__rt_calls {
-  void **block;      // [ncallblocks] the live blocks by id
-  int64_t *size;     // [ncallblocks] their requested sizes
-  int64_t *ids;      // [ncallblocks] ids freed, the last on top
-  int64_t nids, next_id;
+  uintptr_t *slot;   // [ncallblocks]
+  int64_t freed;     // the id freed last, -1 none
+  int64_t next_id;
+  pending q[AHEAD];  // decoded, not made: q[qh] the next one
+  int qh, qn;
+  int64_t dec;       // the byte the decoding is at
   int64_t live;      // requested bytes of the live blocks
   int64_t usable;    // their malloc_usable_size
   int64_t at;        // the next call's byte in callseq
   ms__rt_cres res;   // rss targets on the blocks (call_resident.c)
   int res_on;        // the stub has rss_bytes and RssAnon can be read
 };
-
-typedef struct call {
-  int fn, failed, null;
-  int64_t old;       // the block given (free, realloc), -1 none
-  uint64_t size, align;
-} call;
 
 static int read_varint(const uint8_t *p, int64_t end, int64_t *at, uint64_t *v) {
   uint64_t x = 0;
@@ -84,6 +103,97 @@ static int frees_old(const call *k) {
   return k->old >= 0 && (k->fn == F_FREE || !k->failed || k->size == 0);
 }
 
+/* The calls checked already (the last few): a stub called again and again
+ * (and a data file checked when it is read, then at its replay) is not
+ * decoded again at every call. Known by their arrays, their sizes and a hash
+ * of their bytes, so memory freed and filled again at the same address is
+ * checked again. */
+#define CHECKED 4
+typedef struct checked {
+  const uint8_t *seq;
+  const int64_t *end;
+  int64_t nseq, ncalls, nblocks, numdata;
+  uint64_t hash;
+} checked;
+static checked g_checked[CHECKED];
+static unsigned g_checked_next;
+static pthread_mutex_t g_checked_lock = PTHREAD_MUTEX_INITIALIZER;
+
+// A hash of n bytes at p, eight at a time (about 0.1 ms a MB).
+static uint64_t bytes_hash(const void *p, size_t n, uint64_t h) {
+  const unsigned char *b = p;
+  for (; n >= 8; n -= 8, b += 8) {
+    uint64_t w;
+    memcpy(&w, b, 8);
+    h = (h ^ w) * UINT64_C(0x9E3779B97F4A7C15);
+    h ^= h >> 29;
+  }
+  for (; n; n--, b++) h = (h ^ *b) * UINT64_C(0x100000001B3);
+  return h;
+}
+
+// pre: the arrays' sizes checked (ms__rt_calls_check).
+static checked checked_of(const struct memstub_stub *s) {
+  uint64_t h = bytes_hash(s->callseq, (size_t)s->ncallseq, UINT64_C(1469598103934665603));
+  h = bytes_hash(s->callend, (size_t)s->numdata * sizeof *s->callend, h);
+  return (checked){s->callseq, s->callend, s->ncallseq, s->ncallcount, s->ncallblocks, s->numdata, h};
+}
+
+static int checked_find(const checked *k) {
+  pthread_mutex_lock(&g_checked_lock);
+  int found = 0;
+  for (int i = 0; i < CHECKED && !found; i++) found = memcmp(&g_checked[i], k, sizeof *k) == 0;
+  pthread_mutex_unlock(&g_checked_lock);
+  return found;
+}
+
+static void checked_add(const checked *k) {
+  pthread_mutex_lock(&g_checked_lock);
+  g_checked[g_checked_next++ % CHECKED] = *k;
+  pthread_mutex_unlock(&g_checked_lock);
+}
+
+/* Every call decoded and its ids followed as the replay takes them, in one
+ * word an id: -1 live, else the id freed before it plus 1 (0: none). 0, or
+ * -EINVAL / -ENOMEM with err set. */
+static int calls_walk(const struct memstub_stub *s, int64_t end, memstub_error *err) {
+  int64_t *link = ms__rt_own_calloc((size_t)s->ncallblocks + 1, sizeof *link);
+  if (!link) return memstub_error_set(err, -ENOMEM, "out of memory");
+  int rc = 0;
+  int64_t at = 0, freed = -1, next = 0, count = 0;
+  while (rc == 0 && at < end) {
+    int64_t here = at;
+    call k;
+    const char *why;
+    if (decode(s->callseq, end, &at, &k, &why) < 0) {
+      rc = memstub_error_set(err, -EINVAL, "calls: byte %lld: %s", (long long)here, why);
+      break;
+    }
+    count++;
+    if (k.old >= 0 && (k.old >= next || link[k.old] != -1)) {
+      rc = memstub_error_set(err, -EINVAL, "calls: byte %lld: block %lld is not live",
+                             (long long)here, (long long)k.old);
+      break;
+    }
+    // A realloc that moved its block keeps the block's id.
+    if (frees_old(&k) && (k.fn == F_FREE || k.failed)) link[k.old] = freed + 1, freed = k.old;
+    if (!makes_block(&k)) continue;
+    int64_t id = freed;
+    if (id >= 0) freed = link[id] - 1;
+    else id = next++;
+    if (id >= s->ncallblocks)
+      rc = memstub_error_set(err, -EINVAL, "calls: byte %lld: block %lld, the stub holds %lld",
+                             (long long)here, (long long)id, (long long)s->ncallblocks);
+    else
+      link[id] = -1;
+  }
+  if (rc == 0 && count != s->ncallcount)
+    rc = memstub_error_set(err, -EINVAL, "calls: %lld calls, the stub says %lld", (long long)count,
+                           (long long)s->ncallcount);
+  ms__rt_own_free(link);
+  return rc;
+}
+
 int ms__rt_calls_check(const struct memstub_stub *s, memstub_error *err) {
   if (s->abi < MEMSTUB_STUB_ABI_CALLS) return 0;
   if (!s->callseq || !s->callend || s->ncallseq < 0 || s->ncallblocks < 0 ||
@@ -97,40 +207,10 @@ int ms__rt_calls_check(const struct memstub_stub *s, memstub_error *err) {
                                (long long)s->callend[i], (long long)s->ncallseq);
     prev = s->callend[i];
   }
-  // Every call decoded, its ids followed as the replay takes them.
-  char *live = ms__rt_own_calloc((size_t)s->ncallblocks + 1, 1);
-  int64_t *ids = ms__rt_own_calloc((size_t)s->ncallblocks + 1, sizeof *ids);
-  int rc = live && ids ? 0 : memstub_error_set(err, -ENOMEM, "out of memory");
-  int64_t at = 0, nids = 0, next = 0, count = 0;
-  while (rc == 0 && at < prev) {
-    int64_t here = at;
-    call k;
-    const char *why;
-    if (decode(s->callseq, prev, &at, &k, &why) < 0) {
-      rc = memstub_error_set(err, -EINVAL, "calls: byte %lld: %s", (long long)here, why);
-      break;
-    }
-    count++;
-    if (k.old >= 0 && (k.old >= s->ncallblocks || !live[k.old])) {
-      rc = memstub_error_set(err, -EINVAL, "calls: byte %lld: block %lld is not live",
-                             (long long)here, (long long)k.old);
-      break;
-    }
-    // A realloc that moved its block keeps the block's id.
-    if (frees_old(&k) && (k.fn == F_FREE || k.failed)) live[k.old] = 0, ids[nids++] = k.old;
-    if (!makes_block(&k)) continue;
-    int64_t id = nids ? ids[--nids] : next++;
-    if (id >= s->ncallblocks)
-      rc = memstub_error_set(err, -EINVAL, "calls: byte %lld: block %lld, the stub holds %lld",
-                             (long long)here, (long long)id, (long long)s->ncallblocks);
-    else
-      live[id] = 1;
-  }
-  if (rc == 0 && count != s->ncallcount)
-    rc = memstub_error_set(err, -EINVAL, "calls: %lld calls, the stub says %lld", (long long)count,
-                           (long long)s->ncallcount);
-  ms__rt_own_free(live);
-  ms__rt_own_free(ids);
+  checked k = checked_of(s);
+  if (checked_find(&k)) return 0;
+  int rc = calls_walk(s, prev, err);
+  if (rc == 0) checked_add(&k);
   return rc;
 }
 
@@ -145,10 +225,9 @@ static int call_prepare(ms__rt_ctx *c, void **scratch, size_t nscratch) {
   if (!k) return -ENOMEM;
   k->res.fd = -1;  // nothing to close until opened
   c->calls = k;
-  k->block = ms__rt_own_calloc(n, sizeof *k->block);
-  k->size = ms__rt_own_calloc(n, sizeof *k->size);
-  k->ids = ms__rt_own_calloc(n, sizeof *k->ids);
-  if (!k->block || !k->size || !k->ids) return -ENOMEM;
+  k->slot = ms__rt_own_calloc(n, sizeof *k->slot);
+  k->freed = -1;
+  if (!k->slot) return -ENOMEM;
   if (c->res.rss && ms__rt_cres_open(&k->res, (int64_t)n) < 0) return -ENOMEM;
   k->res_on = c->res.rss && k->res.fd >= 0;
   c->work.exact = 1;  // the work's spin stays, its calls by size class are these calls
@@ -191,6 +270,50 @@ static void *make(const call *k, void *old) {
   }
 }
 
+// A live block's requested size, from its header.
+static int64_t hdr_size(const void *p) {
+  int64_t n;
+  memcpy(&n, p, sizeof n);
+  return n;
+}
+
+// Id freed: its slot links to the one freed before it.
+static void id_push(ms__rt_calls *st, int64_t id) {
+  st->slot[id] = (uintptr_t)(st->freed + 1) << 1 | 1;
+  st->freed = id;
+}
+
+// The id a new block takes: the one freed last, else the next never used.
+static int64_t id_pop(ms__rt_calls *st) {
+  int64_t id = st->freed;
+  if (id < 0) return st->next_id++;
+  st->freed = (int64_t)(st->slot[id] >> 1) - 1;
+  return id;
+}
+
+/* The next call (pre: st->at before the calls' end) into *k, st->at moved
+ * past it; the queue kept AHEAD calls deep, its prefetches issued. */
+static void next_call(const struct memstub_stub *s, ms__rt_calls *st, call *k) {
+  int64_t total = s->numdata > 0 ? s->callend[s->numdata - 1] : 0;
+  while (st->qn < AHEAD && st->dec < total) {
+    pending *e = &st->q[(st->qh + st->qn++) % AHEAD];
+    const char *why;
+    (void)decode(s->callseq, total, &st->dec, &e->k, &why);  // checked: ms__rt_calls_check
+    e->next = st->dec;
+    if (e->k.old >= 0) __builtin_prefetch(&st->slot[e->k.old]);
+  }
+  const pending *e = &st->q[st->qh];
+  *k = e->k;
+  st->at = e->next;
+  st->qh = (st->qh + 1) % AHEAD;
+  st->qn--;
+  // Halfway: the slot has come in; its block (or a stale word: prefetches never fault).
+  if (st->qn > AHEAD / 2) {
+    const call *h = &st->q[(st->qh + AHEAD / 2) % AHEAD].k;
+    if (h->old >= 0) __builtin_prefetch((const void *)st->slot[h->old]);
+  }
+}
+
 // Point x's memory part: its calls in order, then the mapped change.
 static void call_heap(ms__rt_ctx *c, int64_t x) {
   const struct memstub_stub *s = c->stub;
@@ -199,12 +322,13 @@ static void call_heap(ms__rt_ctx *c, int64_t x) {
   int64_t *m = c->wrec ? c->wrec + x * MS__RT_WORK_REC : NULL;
   while (st->at < end) {
     call k;
-    const char *why;
-    (void)decode(s->callseq, end, &st->at, &k, &why);  // checked: ms__rt_calls_check
-    void *old = k.old >= 0 ? st->block[k.old] : NULL;
-    int64_t old_size = k.old >= 0 ? st->size[k.old] : 0;
+    next_call(s, st, &k);
+    // What the old block was, read before the call frees or moves it.
+    void *old = k.old >= 0 ? (void *)st->slot[k.old] : NULL;
+    int64_t old_size = old ? hdr_size(old) : 0;
     int64_t old_usable = old ? (int64_t)malloc_usable_size(old) : 0;
-    int64_t old_wt = st->res_on && old ? ms__rt_cres_written(&st->res, k.old, old_size) : 0;
+    int64_t old_place = st->res_on && old ? ms__rt_cres_place(old, old_size, c->page) : -1;
+    int64_t old_wt = st->res_on && old ? ms__rt_cres_written(&st->res, old_place, old_size) : 0;
     void *p = make(&k, old);
     int kind = kind_of(&k);
     if (kind >= 0) ms__rt_work_note(m, kind, kind == MEMSTUB_CALL_FREE ? old_size : (int64_t)k.size);
@@ -222,16 +346,20 @@ static void call_heap(ms__rt_ctx *c, int64_t x) {
     if (frees_old(&k)) {
       st->live -= old_size;
       st->usable -= old_usable;
-      st->block[k.old] = NULL;
-      if (st->res_on) ms__rt_cres_gone(&st->res, k.old);
-      if (!p) st->ids[st->nids++] = k.old;
+      st->slot[k.old] = 0;
+      if (old_place >= 0) ms__rt_cres_gone(&st->res, old_place);
+      if (!p) id_push(st, k.old);
     }
     if (!p) continue;
-    int64_t id = k.old >= 0 ? k.old : st->nids ? st->ids[--st->nids] : st->next_id++;
-    st->block[id] = p;
-    st->size[id] = (int64_t)k.size;
-    st->live += (int64_t)k.size;
     int64_t usable = (int64_t)malloc_usable_size(p);
+    if (usable < MS__RT_CALL_HDR / 2) {  // no allocator we know: glibc gives 24 at least
+      free(p);
+      ms__rt_replay_stop(c, x, -ENOTSUP, MS__RT_FAIL_CALL, (int64_t)k.size);
+      return;
+    }
+    int64_t id = k.old >= 0 ? k.old : id_pop(st);
+    st->slot[id] = (uintptr_t)p;
+    st->live += (int64_t)k.size;
     st->usable += usable;
     if (st->res_on) {  // written: its head, what a realloc kept; the target decides the rest
       int64_t kept = 0;
@@ -239,10 +367,11 @@ static void call_heap(ms__rt_ctx *c, int64_t x) {
         kept = old_wt;    // in place, or mremap: its written pages came along
       else if (old)
         kept = old_size;  // copied: every byte written
-      ms__rt_cres_made(&st->res, id, p, (int64_t)k.size, kept, c->page);
+      ms__rt_cres_made(&st->res, p, (int64_t)k.size, kept, c->page);
     } else if (k.fn != F_CALLOC) {
       ms__rt_cres_touch(p, realloc_fn(k.fn) ? old_size : 0, (int64_t)k.size, c->page);
     }
+    memcpy(p, &(int64_t){(int64_t)k.size}, sizeof(int64_t));  // the header, last
   }
   if (c->rec && c->measure & MEMSTUB_MEASURE_CYCLES) c->rec[x].cyc_heap_alloc = ms__prim_cycles_begin();
   if (!c->res.mapped) return;
@@ -257,8 +386,7 @@ static void call_heap(ms__rt_ctx *c, int64_t x) {
                       c->res.rss[x] == c->res.rss[x - 1]))
     return;
   int64_t keep = 0;
-  if ((rc = ms__rt_cres_target(&st->res, &c->res, st->block, st->size, c->res.rss[x],
-                                             c->page, &keep)) < 0)
+  if ((rc = ms__rt_cres_target(&st->res, &c->res, c->res.rss[x], c->page, &keep)) < 0)
     ms__rt_replay_stop(c, x, rc, MS__RT_FAIL_RESIDENT, keep);
 }
 
@@ -275,11 +403,9 @@ static void call_release(ms__rt_ctx *c) {
   ms__rt_res_release(&c->res);
   ms__rt_calls *st = c->calls;
   if (!st) return;
-  for (int64_t i = 0; st->block && i < st->next_id; i++)
-    if (st->block[i]) free(st->block[i]);  // never free(NULL): a call the component never made
-  ms__rt_own_free(st->block);
-  ms__rt_own_free(st->size);
-  ms__rt_own_free(st->ids);
+  for (int64_t i = 0; st->slot && i < st->next_id; i++)
+    if (st->slot[i] && !(st->slot[i] & 1)) free((void *)st->slot[i]);  // never free(NULL)
+  ms__rt_own_free(st->slot);
   ms__rt_cres_close(&st->res);
   ms__rt_own_free(st);
   c->calls = NULL;

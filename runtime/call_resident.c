@@ -14,6 +14,7 @@
 // no bookkeeping of bytes can follow.
 #include <errno.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include "internal.h"
@@ -40,10 +41,9 @@ void ms__rt_cres_touch(char *p, int64_t from, int64_t to, long page) {
 
 int ms__rt_cres_open(ms__rt_cres *r, int64_t nblocks) {
   r->fd = -1;
-  r->wt = ms__rt_own_calloc((size_t)nblocks + 1, sizeof *r->wt);
+  // Room for every block at once, mapped and not touched: pages come in as the list grows.
   r->big = ms__rt_own_calloc((size_t)nblocks + 1, sizeof *r->big);
-  r->pos = ms__rt_own_calloc((size_t)nblocks + 1, sizeof *r->pos);
-  if (!r->wt || !r->big || !r->pos) return -ENOMEM;
+  if (!r->big) return -ENOMEM;
   r->nbig = r->cursor = r->made = 0;
   r->dry[0] = r->dry[1] = -1;
   int fd = ms__prim_statm_open();
@@ -56,58 +56,65 @@ int ms__rt_cres_open(ms__rt_cres *r, int64_t nblocks) {
 void ms__rt_cres_close(ms__rt_cres *r) {
   ms__prim_statm_close(r->fd);
   r->fd = -1;
-  ms__rt_own_free(r->wt);
   ms__rt_own_free(r->big);
-  ms__rt_own_free(r->pos);
-  r->wt = r->big = r->pos = NULL;
+  r->big = NULL;
 }
 
-void ms__rt_cres_gone(ms__rt_cres *r, int64_t id) {
-  int64_t at = r->pos[id] - 1;
-  if (at < 0) return;
-  int64_t last = r->big[--r->nbig];  // the last one takes its place
-  r->big[at] = last;
-  r->pos[last] = at + 1;
-  r->pos[id] = 0;
+int ms__rt_cres_is_big(int64_t size, long page) { return size >= MIN_PAGES * (int64_t)page; }
+
+// The place header of a block of big (its second 8 bytes): k + 1.
+static void set_place(char *p, int64_t k) { memcpy(p + MS__RT_CALL_HDR / 2, &(int64_t){k + 1}, 8); }
+
+int64_t ms__rt_cres_place(const char *p, int64_t size, long page) {
+  if (!ms__rt_cres_is_big(size, page)) return -1;
+  int64_t k;
+  memcpy(&k, p + MS__RT_CALL_HDR / 2, 8);
+  return k - 1;
 }
 
-int64_t ms__rt_cres_written(const ms__rt_cres *r, int64_t id, int64_t size) {
-  return r->pos[id] ? r->wt[id] : size;
+void ms__rt_cres_gone(ms__rt_cres *r, int64_t k) {
+  if (k < 0 || k >= r->nbig) return;
+  ms__rt_cbig last = r->big[--r->nbig];  // the last one takes its place
+  if (k == r->nbig) return;
+  r->big[k] = last;
+  set_place(last.p, k);
 }
 
-void ms__rt_cres_made(ms__rt_cres *r, int64_t id, char *p, int64_t size, int64_t kept, long page) {
+int64_t ms__rt_cres_written(const ms__rt_cres *r, int64_t k, int64_t size) {
+  return k >= 0 && k < r->nbig ? r->big[k].wt : size;
+}
+
+void ms__rt_cres_made(ms__rt_cres *r, char *p, int64_t size, int64_t kept, long page) {
   if (kept > size) kept = size;
-  ms__rt_cres_gone(r, id);  // a realloc's block: placed again
-  if (size < MIN_PAGES * (int64_t)page) {  // written whole; its table entries left untouched
+  if (!ms__rt_cres_is_big(size, page)) {  // written whole; not in the list
     ms__rt_cres_touch(p, kept, size, page);
     return;
   }
   int64_t head = (int64_t)(up((uintptr_t)p, page) - (uintptr_t)p);
+  if (head < MS__RT_CALL_HDR) head = MS__RT_CALL_HDR;  // the header, written below
   ms__rt_cres_touch(p, 0, head, page);
-  r->wt[id] = kept > head ? kept : head;
-  r->big[r->nbig++] = id;
-  r->pos[id] = r->nbig;
+  r->big[r->nbig] = (ms__rt_cbig){p, size, kept > head ? kept : head};
+  set_place(p, r->nbig++);
   r->made++;
 }
 
 /* Write up to need bytes' worth of new pages into the live blocks' unwritten
  * requested bytes, from the cursor on; the bytes of new pages returned. */
-static int64_t write_blocks(ms__rt_cres *r, void *const *block, const int64_t *size, int64_t need,
-                            long page) {
+static int64_t write_blocks(ms__rt_cres *r, int64_t need, long page) {
   int64_t n = r->nbig, got = 0;
   if (r->dry[0] == r->made || n == 0) return 0;  // nothing to write since the last look
   for (int64_t k = 0; k < n && got < need; k++) {
-    int64_t i = r->big[(r->cursor + k) % n];
-    char *p = block[i];
-    if (!p || r->wt[i] >= size[i]) continue;
-    uintptr_t from = up((uintptr_t)p + (uintptr_t)r->wt[i], page);  // the first page not written
-    int64_t to = (int64_t)(from - (uintptr_t)p) + (int64_t)up((uintptr_t)(need - got), page);
-    if (to > size[i]) to = size[i];
-    ms__rt_cres_touch(p, r->wt[i], to, page);
-    uintptr_t end = up((uintptr_t)p + (uintptr_t)to, page);
+    int64_t i = (r->cursor + k) % n;
+    ms__rt_cbig *b = &r->big[i];
+    if (b->wt >= b->size) continue;
+    uintptr_t from = up((uintptr_t)b->p + (uintptr_t)b->wt, page);  // the first page not written
+    int64_t to = (int64_t)(from - (uintptr_t)b->p) + (int64_t)up((uintptr_t)(need - got), page);
+    if (to > b->size) to = b->size;
+    ms__rt_cres_touch(b->p, b->wt, to, page);  // wt >= the header: it stays
+    uintptr_t end = up((uintptr_t)b->p + (uintptr_t)to, page);
     if (end > from) got += (int64_t)(end - from);
-    r->wt[i] = to;
-    r->cursor = r->pos[i] - 1;
+    b->wt = to;
+    r->cursor = i;
   }
   if (got == 0) r->dry[0] = r->made;
   else r->dry[1] = -1;  // pages to drop again
@@ -115,37 +122,36 @@ static int64_t write_blocks(ms__rt_cres *r, void *const *block, const int64_t *s
 }
 
 /* Drop up to cut bytes of the live blocks' written pages: whole pages wholly
- * inside a block's requested bytes, its last written ones first. */
-static void drop_blocks(ms__rt_cres *r, void *const *block, const int64_t *size, int64_t cut,
-                        long page) {
+ * inside a block's requested bytes, past its header, its last written ones first. */
+static void drop_blocks(ms__rt_cres *r, int64_t cut, long page) {
   int64_t n = r->nbig, done = 0;
   if (r->dry[1] == r->made || n == 0) return;  // nothing to drop since the last look
   uintptr_t mask = ~((uintptr_t)page - 1);
   for (int64_t k = 0; k < n && done < cut; k++) {
-    int64_t i = r->big[(r->cursor + k) % n];
-    char *p = block[i];
-    if (!p) continue;
-    uintptr_t a = up((uintptr_t)p, page), h = up((uintptr_t)p + (uintptr_t)r->wt[i], page);
-    uintptr_t lim = ((uintptr_t)p + (uintptr_t)size[i]) & mask;  // never beyond the block
+    int64_t i = (r->cursor + k) % n;
+    ms__rt_cbig *b = &r->big[i];
+    uintptr_t p = (uintptr_t)b->p;
+    uintptr_t a = up(p + MS__RT_CALL_HDR, page), h = up(p + (uintptr_t)b->wt, page);
+    uintptr_t lim = (p + (uintptr_t)b->size) & mask;  // never beyond the block
     if (h > lim) h = lim;
     if (h <= a) continue;
     uintptr_t want = up((uintptr_t)(cut - done), page), lo = h - a > want ? h - want : a;
     if (madvise((void *)lo, h - lo, MADV_DONTNEED) < 0) continue;
     done += (int64_t)(h - lo);
-    r->wt[i] = (int64_t)(lo - (uintptr_t)p);
-    r->cursor = r->pos[i] - 1;
+    b->wt = (int64_t)(lo - p);
+    r->cursor = i;
   }
   if (done == 0) r->dry[1] = r->made;
   else r->dry[0] = -1;  // pages to write again
 }
 
-int ms__rt_cres_target(ms__rt_cres *r, ms__rt_res *res, void *const *block, const int64_t *size,
-                       int64_t target, long page, int64_t *keep_need) {
+int ms__rt_cres_target(ms__rt_cres *r, ms__rt_res *res, int64_t target, long page,
+                       int64_t *keep_need) {
   if (target < 0) {  // mapped_bytes without rss_bytes: everything written
     for (int64_t k = 0; k < r->nbig; k++) {
-      int64_t i = r->big[k];
-      ms__rt_cres_touch(block[i], r->wt[i], size[i], page);
-      r->wt[i] = size[i];
+      ms__rt_cbig *b = &r->big[k];
+      ms__rt_cres_touch(b->p, b->wt, b->size, page);
+      b->wt = b->size;
     }
     return ms__rt_res_extra(res, res->map_len, 0, page, keep_need);
   }
@@ -153,7 +159,7 @@ int ms__rt_cres_target(ms__rt_cres *r, ms__rt_res *res, void *const *block, cons
   if (now < 0) return 0;
   int64_t err = target - (now - r->base), slack = SLACK_PAGES * (int64_t)page;
   if (err > slack) {  // the blocks first, then the mapping, then the keep mapping
-    int64_t need = err - write_blocks(r, block, size, err, page);
+    int64_t need = err - write_blocks(r, err, page);
     int64_t m = res->map_touched;
     if (need > 0) m += res->map_len - m < need ? res->map_len - m : need;
     need -= m - res->map_touched;
@@ -166,6 +172,6 @@ int ms__rt_cres_target(ms__rt_cres *r, ms__rt_res *res, void *const *block, cons
   int64_t m = res->map_touched > cut ? res->map_touched - cut : 0;
   cut -= res->map_touched - m;
   int rc = ms__rt_res_extra(res, m, k, page, keep_need);
-  if (cut > 0) drop_blocks(r, block, size, cut, page);
+  if (cut > 0) drop_blocks(r, cut, page);
   return rc;
 }

@@ -129,37 +129,49 @@ int ms__rt_res_extra(ms__rt_res *r, int64_t map_want, int64_t keep_want, long pa
  * written into the live blocks' unwritten requested bytes (then the
  * mapping, then the keep mapping) or dropped (the keep mapping, the
  * mapping, then whole pages wholly inside a live block's usable bytes). */
+typedef struct ms__rt_cbig {
+  char *p;       // the block
+  int64_t size;  // its requested bytes
+  int64_t wt;    // bytes [0, wt) of it written, at least its header's
+} ms__rt_cbig;
 typedef struct ms__rt_cres {
-  int64_t *wt;      // [ncallblocks] bytes [0, wt) of each live block written
-  int fd;           // /proc/self/statm, -1: not open (the blocks written whole, as without targets)
-  int64_t base;     // RssAnon when the replay began
-  int64_t *big;     // the live blocks of MIN_PAGES pages and more (ids), nbig of them
-  int64_t *pos;     // [ncallblocks] a block's place in big plus 1, 0 none
+  int fd;            // /proc/self/statm, -1: not open (the blocks written whole, as without targets)
+  int64_t base;      // RssAnon when the replay began
+  ms__rt_cbig *big;  // the live blocks of MIN_PAGES pages and more, nbig of them
   int64_t nbig;
-  int64_t cursor;   // the place in big to look at first
-  int64_t made;     // blocks of big made so far
-  int64_t dry[2];   // made when a look for pages to write (0) or drop (1) found none, -1 none
+  int64_t cursor;    // the place in big to look at first
+  int64_t made;      // blocks of big made so far
+  int64_t dry[2];    // made when a look for pages to write (0) or drop (1) found none, -1 none
 } ms__rt_cres;
-/* Open r for nblocks blocks (statm read for the base): 0, or -ENOMEM.
- * r->fd < 0 when /proc/self/statm cannot be read. */
+/* A live block's header (call_replay.c): its requested size in its first 8
+ * bytes and, for a block of big, its place there plus 1 in the next 8; the
+ * replay writes it after the block's own bytes and never drops its page. */
+#define MS__RT_CALL_HDR 16
+/* Open r for at most nblocks live blocks (statm read for the base): 0, or
+ * -ENOMEM. r->fd < 0 when /proc/self/statm cannot be read. */
 int ms__rt_cres_open(ms__rt_cres *r, int64_t nblocks);
 void ms__rt_cres_close(ms__rt_cres *r);
 // Write one byte a page of p[from, to) and its last byte, as the component wrote its blocks.
 void ms__rt_cres_touch(char *p, int64_t from, int64_t to, long page);
-/* Block id made at p (size bytes requested): a small one written whole, a
- * larger one its first bytes, to the first page boundary (the chunk
- * header's page); kept: the bytes from its start it holds written already
- * (a realloc's copy or its own pages), 0 for a new block. */
-void ms__rt_cres_made(ms__rt_cres *r, int64_t id, char *p, int64_t size, int64_t kept, long page);
-// Block id freed (or about to be made again by a realloc).
-void ms__rt_cres_gone(ms__rt_cres *r, int64_t id);
-// The bytes from its start of live block id (size bytes requested) written.
-int64_t ms__rt_cres_written(const ms__rt_cres *r, int64_t id, int64_t size);
+// Whether a block of size bytes is one of big (looked through for pages).
+int ms__rt_cres_is_big(int64_t size, long page);
+/* Block p made (size bytes requested): a small one written whole, a larger
+ * one its first bytes, to the first page boundary (the chunk header's
+ * page), and put in big; kept: the bytes from its start it holds written
+ * already (a realloc's copy or its own pages), 0 for a new block. Then its
+ * header (MS__RT_CALL_HDR). pre: usable size of p >= MS__RT_CALL_HDR / 2. */
+void ms__rt_cres_made(ms__rt_cres *r, char *p, int64_t size, int64_t kept, long page);
+/* The place in big of live block p (size bytes requested), -1 when it is
+ * not one of big; read before the block is freed or moved. */
+int64_t ms__rt_cres_place(const char *p, int64_t size, long page);
+// The block at place k of big (ms__rt_cres_place) is gone: freed, or moved by a realloc.
+void ms__rt_cres_gone(ms__rt_cres *r, int64_t k);
+// The bytes from its start of the block at place k (-1: not one of big, size bytes all written).
+int64_t ms__rt_cres_written(const ms__rt_cres *r, int64_t k, int64_t size);
 /* RssAnon made target bytes above the base (-1: every live block's and the
- * mapping's bytes written), block[id] and size[id] the call replay's live
- * blocks and their requested bytes. 0, or as ms__rt_res_extra. */
-int ms__rt_cres_target(ms__rt_cres *r, ms__rt_res *res, void *const *block, const int64_t *size,
-                       int64_t target, long page, int64_t *keep_need);
+ * mapping's bytes written). 0, or as ms__rt_res_extra. */
+int ms__rt_cres_target(ms__rt_cres *r, ms__rt_res *res, int64_t target, long page,
+                       int64_t *keep_need);
 
 /* ---- work (work.c): the CPU spin and the allocator calls of layout 3 ---- */
 

@@ -5,11 +5,14 @@
 // trace's, kind by kind and class by class. gen refuses a damaged calls
 // file naming it; --no-calls keeps the class replay. tests/record/rec_helper.c.
 #include <check.h>
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "calls.h"
+#include "memstub/runtime.h"
 #include "memstub/trace.h"
 #include "testutil.h"
 
@@ -487,6 +490,39 @@ START_TEST(test_call_replay_counted_outside) {
 }
 END_TEST
 
+/* The runtime checks a stub's calls once and remembers them (a stub called
+ * again and again is not decoded at every call): the same arrays with other
+ * bytes in them, as memory freed and filled again, are checked again. */
+START_TEST(test_call_replay_checked_again) {
+  char *dir = recorded("pattern");
+  tu_run g = tu_memstub(dir, "gen", "t.csv", "--data", "t.dat", NULL);
+  ck_assert_msg(g.status == 0, "gen: status %d: %s", g.status, g.err);
+  tu_run_free(&g);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/t.dat", dir);
+  memstub_stub_data *d = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_stub_data_open(path, &d, &err) == 0, "%s", err.msg);
+  struct memstub_stub s = d->stub;
+  ck_assert_int_gt(s.ncallseq, 0);
+  uint8_t *seq = malloc((size_t)s.ncallseq);
+  ck_assert_ptr_nonnull(seq);
+  memcpy(seq, d->stub.callseq, (size_t)s.ncallseq);
+  s.callseq = seq;
+  ck_assert_msg(memstub_replay_check(&s, NULL, NULL, &err) == 0, "%s", err.msg);
+  ck_assert_msg(memstub_replay_check(&s, NULL, NULL, &err) == 0, "%s", err.msg);
+  seq[0] = 0x0e;  // a function beyond the malloc family, in the same array
+  ck_assert_int_eq(memstub_replay_check(&s, NULL, NULL, &err), -EINVAL);
+  ck_assert_msg(strstr(err.msg, "calls: byte 0"), "check said: %s", err.msg);
+  memcpy(seq, d->stub.callseq, (size_t)s.ncallseq);  // the good bytes again
+  ck_assert_msg(memstub_replay_check(&s, NULL, NULL, &err) == 0, "%s", err.msg);
+  free(seq);
+  memstub_stub_data_free(d);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("call_replay");
   TCase *tc = tcase_create("core");
@@ -501,6 +537,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_call_replay_function);
   tcase_add_test(tc, test_call_replay_free_from_before);
   tcase_add_test(tc, test_call_replay_counted_outside);
+  tcase_add_test(tc, test_call_replay_checked_again);
   suite_add_tcase(s, tc);
   return s;
 }
