@@ -200,6 +200,9 @@ static inline const char *ms__rec_ordinal(long n) {
 #define MS__REC_META_SAMPLE_BLOCKED "record.sample_blocked_ns"
 #define MS__REC_META_REGIONS_NOT_SCOPING "record.regions_not_scoping"  // every thread recorded: regions only mark
 #define MS__REC_META_OTHER_THREADS "record.other_threads"  // a narrowed scope: what the others did
+// Readings of the stack pointer off the recorded thread's own stack (a
+// stack of the code's own: coroutines, sigaltstack, a stub's): how many, in words.
+#define MS__REC_META_STACK_OFF "record.stack_off_thread"
 // Set when stack sampling by timer was given up or never started: why, in words.
 #define MS__REC_META_SAMPLING_OFF "record.sampling_fallback"
 

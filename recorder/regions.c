@@ -68,6 +68,7 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
         ms__rec_flush_bucket(ts);
         ts->tag = ++ts->occ;
         ts->base = sp;
+        ts->last_s = 0;
         __atomic_store_n(&ms__rec_tag, ts->tag, __ATOMIC_RELAXED);
         ts->now = raw_now();
         if (ts == ms__rec.rec) ts->gocc = ms__rec_gen_region(ts->tag, name, ts->now, 1);
@@ -79,10 +80,10 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
       rc = ts->depth;
       if (ts->is_rec) {
         ms__rec_flush_bucket(ts);
-        int64_t s = (int64_t)(ts->base - sp);
+        int64_t s = stack_at(ts, sp);
         // A point coalesces like an event (only begin and end are boundaries).
         ts->now = raw_now();
-        ms__rec_push_row(ts, ts->now, s < 0 ? 0 : s, h, ts->tag, cur_mem(ts),
+        ms__rec_push_row(ts, ts->now, s, h, ts->tag, cur_mem(ts),
                          ms__rec_cpu_at(ts, ts->now, 0), 1);
       }
       break;
@@ -108,14 +109,15 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
       }
       if (ts->is_rec && ts->depth == 0) {
         ms__rec_flush_bucket(ts);
-        int64_t s = (int64_t)(ts->base - sp);
+        int64_t s = stack_at(ts, sp);
         ts->now = raw_now();
-        ms__rec_push_row(ts, ts->now, s < 0 ? 0 : s, h, ts->tag | ROW_EXACT, cur_mem(ts),
+        ms__rec_push_row(ts, ts->now, s, h, ts->tag | ROW_EXACT, cur_mem(ts),
                          ms__rec_cpu_at(ts, ts->now, 1), 1);
         if (ts == ms__rec.rec) ms__rec_gen_region(ts->tag, NULL, ts->now, 0);
         ts->gocc = NULL;
         ts->tag = 0;
         ts->base = ts->top;
+        ts->last_s = sp - ts->low <= ts->top - ts->low ? (int64_t)(ts->top - sp) : 0;
         __atomic_store_n(&ms__rec_tag, 0, __ATOMIC_RELAXED);
       }
       break;

@@ -120,8 +120,7 @@ static void on_sample(int sig, siginfo_t *si, void *ucv) {
   ts->in_hook = 1;
   CBARRIER();
   int64_t t0 = raw_now();
-  int64_t s = (int64_t)(ts->base - context_sp(ucv));
-  if (s < 0) s = 0;
+  int64_t s = stack_at(ts, context_sp(ucv));
   ts->now = t0;
   ms__rec_mem_sample(ts);
   coalesce(ts, t0, s,

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -133,8 +134,34 @@ tstate *ms__rec_ts_register(void) {
   return ts;
 }
 
+/* The lowest address of the calling thread's own stack, whose top is top
+ * (0: not known): the main thread's from its stack limit (none when
+ * unlimited), another's from pthread_getattr_np (which allocates: through
+ * to the real allocator). pre: ts is the calling thread's, not in a hook. */
+static uintptr_t stack_low(tstate *ts, uintptr_t top) {
+  if (ts->tid == ms__rec.pid) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_STACK, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= top)
+      return 0;
+    return top - (uintptr_t)rl.rlim_cur;
+  }
+  uintptr_t low = 0;
+  pthread_attr_t at;
+  ts->guard = 1;
+  if (pthread_getattr_np(pthread_self(), &at) == 0) {
+    void *addr;
+    size_t size;
+    if (pthread_attr_getstack(&at, &addr, &size) == 0 && (uintptr_t)addr < top) low = (uintptr_t)addr;
+    pthread_attr_destroy(&at);
+  }
+  ts->guard = 0;
+  return low;
+}
+
 // This thread becomes the recorded one; its stack top is top.
 void ms__rec_become_recorded(tstate *ts, uintptr_t top, int64_t stack0) {
+  ts->low = stack_low(ts, top);
+  ts->last_s = stack0 > 0 ? stack0 : 0;
   ts->in_hook = 1;
   CBARRIER();
   ms__rec_flush_bucket(ts);

@@ -103,6 +103,16 @@ void ms__rec_build_meta(const assembled *A) {
   if (ms__rec.all && ms__rec.thread_default)
     ms__rec_meta("record.thread_default", "every thread: memstub record's default (--thread main "
                                           "or N narrows it)");
+  uint64_t off = 0, reads = 0;
+  for (const tstate *ts = ms__rec.list; ts; ts = ts->next)
+    if (ts->is_rec) off += ts->stack_off, reads += ts->nevents + ts->samples;
+  if (off)
+    ms__rec_meta(MS__REC_META_STACK_OFF,
+                 "%llu of about %llu readings of the stack pointer were off the recorded "
+                 "thread's own stack (the code ran on a stack of its own: coroutines, "
+                 "sigaltstack, a stub's stack): the stack column keeps the last depth read on "
+                 "the thread's stack there, so the peak stack leaves those stretches out",
+                 (unsigned long long)off, (unsigned long long)(reads > off ? reads : off));
   if (ms__rec.all && ms__rec.regions_seen)
     ms__rec_meta(MS__REC_META_REGIONS_NOT_SCOPING,
                  "probe regions were opened: with every thread recorded they mark their rows "

@@ -232,6 +232,35 @@ START_TEST(test_stack_at_calls_and_from_timer) {
 }
 END_TEST
 
+/* Code that runs on a stack of its own (swapcontext onto an mmapped
+ * stack, as coroutines and a stub's stack switch do): its readings measure
+ * nothing against the thread's stack top, and read 42.7 GiB before. The
+ * peak is the thread's own stack's, and the trace and the summary say why
+ * the rest is left out. */
+START_TEST(test_stack_off_thread) {
+  char *dir = tu_mkdtemp();
+  tu_run r;
+  memstub_trace *t = record(dir, "other.csv", &r, NULL, "otherstack", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(t);
+  int64_t s = peak(t, 0);
+  ck_assert_msg(s >= 20 * 1024 && s < 20 * 1024 + 64 * 1024, "peak stack %lld", (long long)s);
+  const char *off = memstub_trace_get_meta(t, "record.stack_off_thread");
+  ck_assert_msg(off && atol(off) >= 1, "record.stack_off_thread: %s", off ? off : "(none)");
+  ck_assert_msg(strstr(r.err, "off the recorded thread's own stack"), "record said: %s", r.err);
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  // On its own stack alone: nothing said.
+  t = record(dir, "deep.csv", &r, NULL, "deep", "20");
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_null(memstub_trace_get_meta(t, "record.stack_off_thread"));
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 START_TEST(test_threads) {
   char *dir = tu_mkdtemp();
   tu_run r;
@@ -993,6 +1022,7 @@ static Suite *record_suite(void) {
   tcase_add_test(tc, test_table_out_of_memory_fails_the_recording);
   tcase_add_test(tc, test_work_columns);
   tcase_add_test(tc, test_stack_at_calls_and_from_timer);
+  tcase_add_test(tc, test_stack_off_thread);
   tcase_add_test(tc, test_threads);
   tcase_add_test(tc, test_fork_and_exec);
   tcase_add_test(tc, test_fatal_signal_and__exit);

@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "memstub/probe.h"
@@ -503,6 +504,25 @@ static int runs(int argc, char **argv) {
   return 0;
 }
 
+/* otherstack: 20 frames of 1 KiB on the main stack, allocating at the
+ * bottom; then 50 on a stack of the program's own (mmap, swapcontext), as
+ * coroutines and a stub's stack switch run, allocating there too. */
+static ucontext_t main_ctx, other_ctx;
+static void on_other(void) { deep(50, 1, 0); }
+static int other_stack(void) {
+  deep(20, 1, 0);
+  size_t len = (size_t)1 << 20;
+  void *st = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (st == MAP_FAILED || getcontext(&other_ctx) != 0) return 1;
+  other_ctx.uc_stack.ss_sp = st;
+  other_ctx.uc_stack.ss_size = len;
+  other_ctx.uc_link = &main_ctx;
+  makecontext(&other_ctx, on_other, 0);
+  if (swapcontext(&main_ctx, &other_ctx) != 0) return 1;
+  munmap(st, len);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "pattern";
   int rc = 0;
@@ -606,6 +626,8 @@ int main(int argc, char **argv) {
     return 1;
   } else if (strcmp(mode, "runs") == 0) {
     rc = runs(argc, argv);
+  } else if (strcmp(mode, "otherstack") == 0) {
+    rc = other_stack();
   } else {
     fprintf(stderr, "rec_helper: unknown mode '%s'\n", mode);
     return 2;
