@@ -5,6 +5,7 @@
 #define MEMSTUB_CLI_RECORD_H
 
 #include "../recorder/protocol.h"
+#include "memstub/trace.h"
 
 typedef struct rec_opts {
   const char *out, *thread, *heap;  // thread: main, all, N or auto (the default: every thread)
@@ -97,5 +98,9 @@ extern rec_run ms_record_last;
  * thread by thread (record_threads.c). 0, or the exit status
  * (record_summary.c). */
 int ms_record_summarise(const rec_opts *o, const char *abs);
+/* ", peak resident R (mapped outside the heap M)" of trace t into buf of n
+ * bytes (its metadata's peaks; what `time` and top show of a program that
+ * maps memory itself, as python's allocator does), or "" without them. */
+const char *ms_record_resident_part(const memstub_trace *t, char *buf, size_t n);
 
 #endif

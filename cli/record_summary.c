@@ -172,13 +172,30 @@ static void calls_line(const char *path, const memstub_trace *t) {
 }
 
 // The summary on stderr.
+const char *ms_record_resident_part(const memstub_trace *t, char *buf, size_t n) {
+  char r[32], m[32];
+  int64_t rv = -1, mv = -1;
+  const char *rs = memstub_trace_get_meta(t, MS__REC_META_PEAK_RSS);
+  const char *ms = memstub_trace_get_meta(t, MS__REC_META_PEAK_MAPPED);
+  if (rs) (void)ms__parse_i64(rs, strlen(rs), &rv);
+  if (ms) (void)ms__parse_i64(ms, strlen(ms), &mv);
+  buf[0] = '\0';
+  if (rv > 0 && mv > 0)
+    snprintf(buf, n, ", peak resident %s (mapped outside the heap %s)",
+             ms__fmt_bytes(rv, r, sizeof r), ms__fmt_bytes(mv, m, sizeof m));
+  else if (rv > 0)
+    snprintf(buf, n, ", peak resident %s", ms__fmt_bytes(rv, r, sizeof r));
+  return buf;
+}
+
 static void summary(const char *path, const memstub_trace *t, const char *why) {
 #define M(k) meta_or(t, k)
-  char rows[32], dur[32], ph[32], ps[32];
-  ms_cli_note("%s: %s rows over %s; peak heap %s, peak stack %s (%s)", path,
+  char rows[32], dur[32], ph[32], ps[32], res[128];
+  ms_cli_note("%s: %s rows over %s; peak heap %s%s, peak stack %s (%s)", path,
               ms__fmt_count((int64_t)t->n, rows, sizeof rows),
               ms__fmt_ns(t->pts[t->n - 1].time_ns, dur, sizeof dur),
               meta_bytes(t, MS__REC_META_PEAK_HEAP, ph, sizeof ph),
+              ms_record_resident_part(t, res, sizeof res),
               meta_bytes(t, MS__REC_META_PEAK_STACK, ps, sizeof ps), M(MS__REC_META_STACK_FROM));
   char ce[64], cs[64], ne[32], ns[32];
   if (memstub_trace_get_meta(t, "record.salvaged"))  // the recorder's own figures died with it

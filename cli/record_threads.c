@@ -138,11 +138,13 @@ int ms_record_threads_summary(const char *out, const char *abs, int quiet) {
     char pb[32] = "?";
     int64_t peak = -1;
     if (pk && ms__parse_i64(pk, strlen(pk), &peak) == 0) ms__fmt_bytes(peak, pb, sizeof pb);
+    char res[128];
     ms_cli_note("%s: %s rows over %s, %" PRId64 " threads, %" PRIu64
-                " cross-thread free row%s, %" PRIu64 " join%s; the process's peak heap %s",
+                " cross-thread free row%s, %" PRIu64 " join%s; the process's peak heap %s%s",
                 out, ms__fmt_count((int64_t)t->n, r, sizeof r),
                 ms__fmt_ns(t->pts[t->n - 1].time_ns, d, sizeof d), nthr, xfrees,
-                xfrees == 1 ? "" : "s", joins, joins == 1 ? "" : "s", pb);
+                xfrees == 1 ? "" : "s", joins, joins == 1 ? "" : "s", pb,
+                ms_record_resident_part(t, res, sizeof res));
     fprintf(stderr, "  %-7s %6s %10s %10s %10s %12s %12s %9s %s\n", "thread", "peer", "rows",
             "start", "end", "peak heap", "peak stack", "xfrees", "joined by");
     for (int64_t i = 0; i < nthr; i++) {

@@ -184,6 +184,8 @@ static inline const char *ms__rec_ordinal(long n) {
 #define MS__REC_CHURN_OCC_FMT "occurrences=%llu " MS__REC_CHURN_FMT
 
 #define MS__REC_META_PEAK_HEAP "record.peak_heap_bytes"
+#define MS__REC_META_PEAK_RSS "record.peak_rss_bytes"        // RssAnon less the recorder's tables
+#define MS__REC_META_PEAK_MAPPED "record.peak_mapped_bytes"
 #define MS__REC_META_PEAK_STACK "record.peak_stack_bytes"
 #define MS__REC_META_STACK_FROM "record.stack_from"
 #define MS__REC_META_COST_EVENT "record.cost_ns_per_event"

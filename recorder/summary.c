@@ -188,8 +188,8 @@ void ms__rec_build_meta(const assembled *A) {
                  "process's exact peak, record.peak_heap_bytes, when threads peak at different "
                  "moments of a bucket: a finer --resolution brings it down)",
                  (long long)A->rows_peak_heap);
-  ms__rec_meta("record.peak_rss_bytes", "%lld", (long long)A->peak_rss);
-  ms__rec_meta("record.peak_mapped_bytes", "%lld", (long long)A->peak_mapped);
+  ms__rec_meta(MS__REC_META_PEAK_RSS, "%lld", (long long)A->peak_rss);
+  ms__rec_meta(MS__REC_META_PEAK_MAPPED, "%lld", (long long)A->peak_mapped);
   ms__rec_meta(MS__REC_META_PEAK_STACK, "%lld", (long long)A->peak_stack);
   ms__rec_meta("record.table_bytes_max", "%llu", (unsigned long long)ms__rec_table_bytes_max());
   ms__rec_meta("record.live_blocks_at_exit", "%llu", (unsigned long long)ms__rec_table_blocks());
