@@ -217,6 +217,90 @@ int ms__rt_calls_check(const struct memstub_stub *s, memstub_error *err) {
 /* ---- the replay ------------------------------------------------------------ */
 
 
+/* The hold of each block of big the calls make (runtime/call_resident.c),
+ * in the order they are made: what the component held resident in it when
+ * it freed it, the fall of the rss target at that point, shared by size
+ * between the blocks of big freed there and never above a block's size; a
+ * block never freed, or moved by a realloc (its pages go along), holds its
+ * size. Written and dropped pages go to the blocks below their hold first,
+ * so that a free takes about the pages the component lost there: liblzma's
+ * stub wrote 8,143 pages back into other blocks after two frees of blocks
+ * the component had left unwritten. The ids are followed in st->slot as the
+ * replay takes them, zeroed after. 0, or -ENOMEM. */
+static int hold_hints(ms__rt_ctx *c, ms__rt_calls *st) {
+  const struct memstub_stub *s = c->stub;
+  int64_t big = MS__RT_CALL_BIG_PAGES * (int64_t)c->page;
+  int64_t total = s->numdata ? s->callend[s->numdata - 1] : 0, nev = 0, at = 0;
+  call k;
+  const char *why;
+  while (at < total) {  // the blocks of big made: the calls that leave one
+    (void)decode(s->callseq, total, &at, &k, &why);  // checked: ms__rt_calls_check
+    nev += !k.failed && k.fn != F_FREE && (int64_t)k.size >= big;
+  }
+  if (nev == 0) return 0;
+  int64_t *hold = ms__rt_own_calloc((size_t)nev, sizeof *hold);
+  int64_t *size = ms__rt_own_calloc((size_t)nev, sizeof *size);
+  int64_t *here = ms__rt_own_calloc((size_t)nev, sizeof *here);  // freed at this point
+  if (!hold || !size || !here) {
+    ms__rt_own_free(hold);
+    ms__rt_own_free(size);
+    ms__rt_own_free(here);
+    return -ENOMEM;
+  }
+  // slot[id]: a live block's event + 2 (1: not of big); a free id's link, as the replay's.
+  uintptr_t *slot = st->slot;
+  int64_t freed = -1, next = 0, e = 0;
+  at = 0;
+  int64_t nhere = 0, bytes = 0, before = 0, first = 0;  // a row's frees; rss before it, its first point
+  for (int64_t x = 0; x < s->numdata; x++) {
+    while (at < s->callend[x]) {
+      (void)decode(s->callseq, total, &at, &k, &why);
+      uintptr_t w = k.old >= 0 ? slot[k.old] : 0;
+      if (frees_old(&k) && w >= 2 && k.fn == F_FREE) {  // its hold: this row's fall
+        here[nhere++] = (int64_t)w - 2;
+        bytes += size[w - 2];
+      }  // moved or resized by a realloc: it holds its size
+      if (frees_old(&k) && (k.fn == F_FREE || k.failed)) {
+        slot[k.old] = (uintptr_t)(freed + 1) << 1 | 1;
+        freed = k.old;
+      }
+      if (k.failed || k.fn == F_FREE) continue;
+      int64_t id = k.old;
+      if (id < 0 && (id = freed) >= 0) freed = (int64_t)(slot[id] >> 1) - 1;
+      else if (id < 0) id = next++;
+      slot[id] = 1;
+      if ((int64_t)k.size >= big) {
+        size[e] = hold[e] = (int64_t)k.size;
+        slot[id] = (uintptr_t)e++ + 2;
+      }
+    }
+    if (x + 1 < s->numdata && s->point[x + 1] == s->point[x]) continue;  // the row goes on
+    /* The row's end: the fall of the target from before the row to the
+     * lowest of this row's points and the next row's (the recorder reads
+     * rss_bytes at its samples, and gen places a row's reading and its calls
+     * on different points of it: liblzma's fall came five points before its
+     * free), shared by size between the blocks of big the row freed. */
+    int64_t low = before, y = first;
+    for (; y < s->numdata && s->point[y] <= s->point[x] + 1; y++)
+      if (c->res.rss[y] >= 0 && c->res.rss[y] < low) low = c->res.rss[y];
+    int64_t fall = before > low ? before - low : 0;
+    for (int64_t i = 0; i < nhere; i++) {
+      int64_t j = here[i];
+      double share = (double)fall * (double)size[j] / (double)bytes;
+      hold[j] = share < (double)size[j] ? (int64_t)share : size[j];
+    }
+    nhere = bytes = 0;
+    if (c->res.rss[x] >= 0) before = c->res.rss[x];
+    first = x + 1;
+  }
+  memset(st->slot, 0, (size_t)next * sizeof *st->slot);
+  ms__rt_own_free(size);
+  ms__rt_own_free(here);
+  st->res.hint = hold;
+  st->res.nhint = nev;
+  return 0;
+}
+
 static int call_prepare(ms__rt_ctx *c, void **scratch, size_t nscratch) {
   (void)scratch, (void)nscratch;  // no tcache fill: the calls are the component's alone
   const struct memstub_stub *s = c->stub;
@@ -230,6 +314,7 @@ static int call_prepare(ms__rt_ctx *c, void **scratch, size_t nscratch) {
   if (!k->slot) return -ENOMEM;
   if (c->res.rss && ms__rt_cres_open(&k->res, (int64_t)n) < 0) return -ENOMEM;
   k->res_on = c->res.rss && k->res.fd >= 0;
+  if (k->res_on && hold_hints(c, k) < 0) return -ENOMEM;
   c->work.exact = 1;  // the work's spin stays, its calls by size class are these calls
   c->heap.visible = 1;  // heap_bytes is the replay's own count (call_measure), whatever the allocator
   c->heap.tcache = MEMSTUB_TCACHE_UNKNOWN;  // left as it is: no fill

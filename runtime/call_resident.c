@@ -5,8 +5,10 @@
 // first bytes written (to the first page boundary: the chunk header's
 // page, resident anyway) and what a realloc kept; after each point's calls the process's
 // RssAnon is read and the difference to the target written into the live
-// blocks' unwritten requested bytes (then the mapping's, then the keep
-// mapping's), or dropped (the keep mapping's, the mapping's, then
+// blocks' unwritten requested bytes up to their holds (what the component
+// held in each when it freed it: call_replay.c, hold_hints), then the
+// mapping's, then the keep mapping's; or dropped (the keep mapping's, the
+// mapping's, then
 // madvise(MADV_DONTNEED) of whole pages wholly inside a live block's
 // requested bytes, never beyond the block). What glibc keeps of freed
 // blocks stays: it is the component's allocator state. Read, not counted:
@@ -26,7 +28,7 @@
 /* Blocks of fewer pages are written whole at their call: their pages are
  * shared with their neighbours and glibc's headers, and few whole pages
  * lie inside them; the larger ones alone are looked through for pages. */
-#define MIN_PAGES 4
+#define MIN_PAGES MS__RT_CALL_BIG_PAGES
 
 static uintptr_t up(uintptr_t a, long page) {
   return (a + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
@@ -57,7 +59,9 @@ void ms__rt_cres_close(ms__rt_cres *r) {
   ms__prim_statm_close(r->fd);
   r->fd = -1;
   ms__rt_own_free(r->big);
+  ms__rt_own_free(r->hint);
   r->big = NULL;
+  r->hint = NULL;
 }
 
 int ms__rt_cres_is_big(int64_t size, long page) { return size >= MIN_PAGES * (int64_t)page; }
@@ -93,23 +97,28 @@ void ms__rt_cres_made(ms__rt_cres *r, char *p, int64_t size, int64_t kept, long 
   int64_t head = (int64_t)(up((uintptr_t)p, page) - (uintptr_t)p);
   if (head < MS__RT_CALL_HDR) head = MS__RT_CALL_HDR;  // the header, written below
   ms__rt_cres_touch(p, 0, head, page);
-  r->big[r->nbig] = (ms__rt_cbig){p, size, kept > head ? kept : head};
+  int64_t hold = r->hint && r->made < r->nhint ? r->hint[r->made] : size;
+  r->big[r->nbig] = (ms__rt_cbig){p, size, kept > head ? kept : head, hold};
   set_place(p, r->nbig++);
   r->made++;
 }
 
 /* Write up to need bytes' worth of new pages into the live blocks' unwritten
- * requested bytes, from the cursor on; the bytes of new pages returned. */
+ * requested bytes, up to each one's hold, from the cursor on; the bytes of
+ * new pages returned. What the holds leave goes to the mappings
+ * (ms__rt_cres_target), which no free takes. */
 static int64_t write_blocks(ms__rt_cres *r, int64_t need, long page) {
   int64_t n = r->nbig, got = 0;
   if (r->dry[0] == r->made || n == 0) return 0;  // nothing to write since the last look
   for (int64_t k = 0; k < n && got < need; k++) {
     int64_t i = (r->cursor + k) % n;
     ms__rt_cbig *b = &r->big[i];
-    if (b->wt >= b->size) continue;
+    int64_t lim = b->hold < b->size ? b->hold : b->size;
+    if (b->wt >= lim) continue;
     uintptr_t from = up((uintptr_t)b->p + (uintptr_t)b->wt, page);  // the first page not written
     int64_t to = (int64_t)(from - (uintptr_t)b->p) + (int64_t)up((uintptr_t)(need - got), page);
-    if (to > b->size) to = b->size;
+    if (to > lim) to = lim;
+    if (to <= b->wt) continue;
     ms__rt_cres_touch(b->p, b->wt, to, page);  // wt >= the header: it stays
     uintptr_t end = up((uintptr_t)b->p + (uintptr_t)to, page);
     if (end > from) got += (int64_t)(end - from);
@@ -122,25 +131,31 @@ static int64_t write_blocks(ms__rt_cres *r, int64_t need, long page) {
 }
 
 /* Drop up to cut bytes of the live blocks' written pages: whole pages wholly
- * inside a block's requested bytes, past its header, its last written ones first. */
+ * inside a block's requested bytes, past its header, its last written ones
+ * first; first from the blocks above their hold, down to it, then from any. */
 static void drop_blocks(ms__rt_cres *r, int64_t cut, long page) {
   int64_t n = r->nbig, done = 0;
   if (r->dry[1] == r->made || n == 0) return;  // nothing to drop since the last look
   uintptr_t mask = ~((uintptr_t)page - 1);
-  for (int64_t k = 0; k < n && done < cut; k++) {
-    int64_t i = (r->cursor + k) % n;
-    ms__rt_cbig *b = &r->big[i];
-    uintptr_t p = (uintptr_t)b->p;
-    uintptr_t a = up(p + MS__RT_CALL_HDR, page), h = up(p + (uintptr_t)b->wt, page);
-    uintptr_t lim = (p + (uintptr_t)b->size) & mask;  // never beyond the block
-    if (h > lim) h = lim;
-    if (h <= a) continue;
-    uintptr_t want = up((uintptr_t)(cut - done), page), lo = h - a > want ? h - want : a;
-    if (madvise((void *)lo, h - lo, MADV_DONTNEED) < 0) continue;
-    done += (int64_t)(h - lo);
-    b->wt = (int64_t)(lo - p);
-    r->cursor = i;
-  }
+  for (int pass = 0; pass < 2; pass++)
+    for (int64_t k = 0; k < n && done < cut; k++) {
+      int64_t i = (r->cursor + k) % n;
+      ms__rt_cbig *b = &r->big[i];
+      uintptr_t p = (uintptr_t)b->p;
+      uintptr_t a = up(p + MS__RT_CALL_HDR, page), h = up(p + (uintptr_t)b->wt, page);
+      if (pass == 0 && b->hold > 0) {
+        uintptr_t keep = up(p + (uintptr_t)b->hold, page);
+        if (keep > a) a = keep;
+      }
+      uintptr_t lim = (p + (uintptr_t)b->size) & mask;  // never beyond the block
+      if (h > lim) h = lim;
+      if (h <= a) continue;
+      uintptr_t want = up((uintptr_t)(cut - done), page), lo = h - a > want ? h - want : a;
+      if (madvise((void *)lo, h - lo, MADV_DONTNEED) < 0) continue;
+      done += (int64_t)(h - lo);
+      b->wt = (int64_t)(lo - p);
+      r->cursor = i;
+    }
   if (done == 0) r->dry[1] = r->made;
   else r->dry[0] = -1;  // pages to write again
 }

@@ -133,6 +133,7 @@ typedef struct ms__rt_cbig {
   char *p;       // the block
   int64_t size;  // its requested bytes
   int64_t wt;    // bytes [0, wt) of it written, at least its header's
+  int64_t hold;  // what the component held resident in it when it freed it (its hint)
 } ms__rt_cbig;
 typedef struct ms__rt_cres {
   int fd;            // /proc/self/statm, -1: not open (the blocks written whole, as without targets)
@@ -142,7 +143,14 @@ typedef struct ms__rt_cres {
   int64_t cursor;    // the place in big to look at first
   int64_t made;      // blocks of big made so far
   int64_t dry[2];    // made when a look for pages to write (0) or drop (1) found none, -1 none
+  /* [nhint] the hold of each block of big, in the order they are made
+   * (call_replay.c, hold_hints), NULL none: what the component held
+   * resident in it when it freed it. */
+  int64_t *hint;
+  int64_t nhint;
 } ms__rt_cres;
+// Blocks of this many pages and more are the ones looked through for pages (call_resident.c).
+#define MS__RT_CALL_BIG_PAGES 4
 /* A live block's header (call_replay.c): its requested size in its first 8
  * bytes and, for a block of big, its place there plus 1 in the next 8; the
  * replay writes it after the block's own bytes and never drops its page. */

@@ -327,6 +327,22 @@ static int lazy(void) {
   return 0;
 }
 
+/* holds: two blocks of 32 MiB, the first never written, the second written
+ * whole; the first freed (the rss stays), then the second (it falls). A
+ * stub that put its pages in the first writes them again after its free. */
+static int holds(void) {
+  char *idle = malloc(32 * MIB), *used = malloc(32 * MIB);
+  if (!idle || !used) return 1;
+  spin_ms(10);
+  touch(used, 32 * MIB);
+  spin_ms(30);
+  free(idle);
+  spin_ms(20);
+  free(used);
+  spin_ms(10);
+  return 0;
+}
+
 /* 400,000 blocks of 48 bytes, written (about 24 MiB of chunks): the pointer
  * table's slots for them take about 6 MiB, which rss_bytes must leave out. */
 static int small_blocks(void) {
@@ -626,6 +642,8 @@ int main(int argc, char **argv) {
     return 1;
   } else if (strcmp(mode, "runs") == 0) {
     rc = runs(argc, argv);
+  } else if (strcmp(mode, "holds") == 0) {
+    rc = holds();
   } else if (strcmp(mode, "otherstack") == 0) {
     rc = other_stack();
   } else {
