@@ -79,13 +79,23 @@ static void mem_finish(memstub_compare_mem *m, double sum_abs, size_t n) {
 
 memstub_late_cause memstub_compare_late_cause(int64_t error_ns, int64_t wake_late_ns,
                                               int64_t work_excess_ns, int64_t off_cpu_ns) {
+  return memstub_compare_late_why(error_ns, wake_late_ns, work_excess_ns, off_cpu_ns, 0);
+}
+
+memstub_late_cause memstub_compare_late_why(int64_t error_ns, int64_t wake_late_ns,
+                                            int64_t work_excess_ns, int64_t off_cpu_ns,
+                                            int64_t behind_ns) {
   if (off_cpu_ns >= 0 && off_cpu_ns >= error_ns - error_ns / 2) return MEMSTUB_LATE_OFF_CPU;
-  return wake_late_ns >= work_excess_ns ? MEMSTUB_LATE_WAKE : MEMSTUB_LATE_WORK;
+  if (behind_ns < 0) behind_ns = 0;
+  if (behind_ns > wake_late_ns) behind_ns = wake_late_ns > 0 ? wake_late_ns : 0;
+  int64_t over = wake_late_ns - behind_ns;  // what the wait itself overshot
+  if (over >= work_excess_ns && over >= behind_ns) return MEMSTUB_LATE_WAKE;
+  return work_excess_ns >= behind_ns ? MEMSTUB_LATE_WORK : MEMSTUB_LATE_BEHIND;
 }
 
 const char *memstub_late_cause_name(memstub_late_cause c, int json) {
-  static const char *text[] = {"woke late", "work", "not running", "unknown"};
-  static const char *keys[] = {"wake", "work", "off_cpu", "unknown"};
+  static const char *text[] = {"woke late", "work", "not running", "unknown", "behind"};
+  static const char *keys[] = {"wake", "work", "off_cpu", "unknown", "behind"};
   if ((unsigned)c >= MEMSTUB_LATE_CAUSES) return json ? "unknown" : "unknown";
   return json ? keys[c] : text[c];
 }
@@ -314,8 +324,8 @@ static void time_errors(const memstub_trace *orig, const memstub_trace *repl,
         const int64_t *x = memstub_trace_extra_row(repl, (size_t)r->match[i]);
         // Predicted work: the schedule moved the row's deadline this much early.
         int64_t predicted = ms__sat_sub(a->time_ns, x[ct]);
-        cause = memstub_compare_late_cause(err_ns, x[cw], ms__sat_sub(x[ck], predicted),
-                                           co >= 0 ? x[co] : -1);
+        cause = memstub_compare_late_why(err_ns, x[cw], ms__sat_sub(x[ck], predicted),
+                                         co >= 0 ? x[co] : -1, ms__late_behind(repl, r->match[i], ct));
       }
       r->late_by_cause.rows[cause]++;
       if (err_ns > r->late_by_cause.max_ns[cause]) r->late_by_cause.max_ns[cause] = err_ns;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "memstub/compare.h"
+#include "memstub/trace.h"
 
 // a - b, saturated to the int64 range (traces hold non-negative totals, so
 // this only matters for hostile extra columns and huge values).
@@ -16,6 +17,15 @@ static inline int64_t ms__sat_sub(int64_t a, int64_t b) {
 }
 
 static inline int64_t ms__sat_abs(int64_t v) { return v < 0 ? (v == INT64_MIN ? INT64_MAX : -v) : v; }
+
+/* How long after replayed row j's deadline (its target_time_ns, column ct)
+ * the row before it ended: the lateness row j began with and did not
+ * oversleep (0 when it could wait). pre: ct is a column of repl. */
+static inline int64_t ms__late_behind(const memstub_trace *repl, int64_t j, int ct) {
+  if (j <= 0 || (size_t)j >= repl->n) return 0;
+  int64_t d = ms__sat_sub(repl->pts[j - 1].time_ns, memstub_trace_extra_row(repl, (size_t)j)[ct]);
+  return d > 0 ? d : 0;
+}
 
 /* lateness.c: r->by_kind from the aligned report r (match, compared and
  * options set). 0, or -1 when out of memory. */

@@ -65,7 +65,8 @@ int ms__compare_kinds(const memstub_trace *orig, const memstub_trace *repl,
     if (known) {
       const int64_t *x = memstub_trace_extra_row(repl, (size_t)r->match[i]);
       int64_t predicted = ms__sat_sub(orig->pts[i].time_ns, x[ct]);
-      c = memstub_compare_late_cause(e, x[cw], ms__sat_sub(x[ck], predicted), co >= 0 ? x[co] : -1);
+      c = memstub_compare_late_why(e, x[cw], ms__sat_sub(x[ck], predicted), co >= 0 ? x[co] : -1,
+                                   ms__late_behind(repl, r->match[i], ct));
     }
     s->late_by_cause[c]++;
   }
@@ -109,8 +110,9 @@ void ms__compare_kinds_text(FILE *f, const memstub_compare_report *r) {
     fprintf(f, "  %-7s %5zu rows  p50 %s, p99 %s, max %s; late %zu (%.2f%%)", memstub_row_kind_name(k),
             s->rows, a, b, c, s->time.late, 100.0 * (double)s->time.late / (double)s->rows);
     if (s->time.late && r->late_by_cause.causes_known)
-      fprintf(f, ": %zu woke late, %zu work, %zu not running", s->late_by_cause[MEMSTUB_LATE_WAKE],
-              s->late_by_cause[MEMSTUB_LATE_WORK], s->late_by_cause[MEMSTUB_LATE_OFF_CPU]);
+      fprintf(f, ": %zu woke late, %zu work, %zu not running, %zu behind",
+              s->late_by_cause[MEMSTUB_LATE_WAKE], s->late_by_cause[MEMSTUB_LATE_WORK],
+              s->late_by_cause[MEMSTUB_LATE_OFF_CPU], s->late_by_cause[MEMSTUB_LATE_BEHIND]);
     fputc('\n', f);
   }
 }

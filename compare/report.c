@@ -132,7 +132,8 @@ int memstub_compare_write_text(const memstub_compare_report *r, const memstub_co
   text_time(f, &r->adjusted, r->compared, o->late_ns);
   const char *why[MEMSTUB_LATE_CAUSES] = {
       "woke late (the sleep overshot)", "work longer than predicted (cost model)",
-      "thread not running (waited for a CPU)", "unknown (no wake_late_ns, work_ns columns)"};
+      "thread not running (waited for a CPU)", "unknown (no wake_late_ns, work_ns columns)",
+      "behind (the rows before it ran over)"};
   if (r->time.late) {
     fprintf(f, "late points by cause:\n");
     for (int k = 0; k < MEMSTUB_LATE_CAUSES; k++)

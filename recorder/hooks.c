@@ -269,6 +269,7 @@ HOT void book_free(tstate *ts, void *p, uintptr_t sp) {
   if (counted(entry)) release(ts, ep, entry, sp);
   if (ts->all || mine(ts)) wcount(ts, F_FREE, bytes);  // after the event, as in book_alloc
   if (ts->all || mine(ts) || counted(entry)) calls(ts, F_FREE, p, NULL, 0, 0);
+  if (UNLIKELY(bytes >= MS__REC_SHRINK_SAMPLE)) ts->shrink_pending = 1;  // sampled after the real free
   MEASURE_END(ts);
 }
 
@@ -328,6 +329,9 @@ static void *realloc_common(tstate *ts, void *p, size_t n, int fn, uintptr_t sp,
   if ((q || n == 0) && (ts->all || mine(ts))) wcount(ts, fn, n);  // after the event
   site(ts, old && freed ? p : NULL, q && keep ? q : NULL, n);
   if (keep || old) calls(ts, fn, p, q, n, !q);
+  // A large block moved, shrunk or freed: its pages went in the real call, just made.
+  if (UNLIKELY((entry & ~NOT_MINE) >= MS__REC_SHRINK_SAMPLE && freed && (q != p || n < (entry & ~NOT_MINE))))
+    ts->shrink_pending = 1;
   MEASURE_END(ts);
   return q;
 }

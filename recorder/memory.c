@@ -17,7 +17,8 @@
  * (RUSAGE_THREAD) of the recorded thread. Both are sampled at the sampler's
  * tick, at allocator calls that grow the heap by a page or more (at most one
  * per quarter of the resolution, ms__rec_grow_sample), when a bucket opens
- * after a page or more of net heap growth since the last sample, at counted
+ * after a page or more of net heap growth since the last sample or after a
+ * free of 128 KiB or more (glibc unmaps it in the real call), at counted
  * mmap/munmap/mremap/brk, at region boundaries and at the thread's start
  * and end. */
 #include <dlfcn.h>
@@ -73,7 +74,7 @@ void ms__rec_mem_sample(tstate *ts) {
   __atomic_store_n(&g_last_raw, t0, __ATOMIC_RELAXED);
   __atomic_store_n(&ms__rec_heap_at_sample, __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED),
                    __ATOMIC_RELAXED);
-  if (ts) ts->grow_pending = 0;
+  if (ts) ts->grow_pending = 0, ts->shrink_pending = 0;
   int e = errno;
   int64_t v = g_statm >= 0 ? ms__prim_statm_anon(g_statm) : -EBADF;
   if (v == -EBADF && g_statm >= 0) {

@@ -785,6 +785,54 @@ static const char repl_c[] =
     "4900000,0,0,4,3995000,905000,890000,10000,800000\n"
     "5020000,0,0,5,4999995,20005,12000,13000,10000\n";
 
+/* A replay that fell behind: row 1's work ran 3 ms over its deadline, rows
+ * 2 and 3 began late because of it (no wait ended late): one row of work,
+ * two behind; "woke late" said three sleeps overshot before. */
+static const char orig_b[] =
+    "time_ns,stack_bytes,heap_bytes\n"
+    "0,0,0\n"
+    "1000000,0,0\n"
+    "2000000,0,0\n"
+    "3000000,0,0\n";
+static const char repl_b[] =
+    "time_ns,stack_bytes,heap_bytes,point,target_time_ns,late_ns,wake_late_ns,work_ns,"
+    "off_cpu_ns\n"
+    "0,0,0,0,0,0,0,0,0\n"
+    "4000000,0,0,1,1000000,3000000,0,3000000,0\n"
+    "4010000,0,0,2,2000000,2010000,2005000,5000,0\n"
+    "4020000,0,0,3,3000000,1020000,1015000,5000,0\n";
+
+START_TEST(test_late_behind) {
+  memstub_compare_options o = opts();
+  memstub_compare_report *r = compare(orig_b, repl_b, &o);
+  ck_assert_uint_eq(r->time.late, 3);
+  ck_assert_uint_eq(r->late_by_cause.rows[MEMSTUB_LATE_WORK], 1);
+  ck_assert_uint_eq(r->late_by_cause.rows[MEMSTUB_LATE_BEHIND], 2);
+  ck_assert_uint_eq(r->late_by_cause.rows[MEMSTUB_LATE_WAKE], 0);
+  ck_assert_int_eq(r->late_by_cause.max_ns[MEMSTUB_LATE_BEHIND], 2010000);
+  memstub_compare_free(r);
+  char *dir = tu_mkdtemp(), *po = path_in(dir, "o.csv"), *pr = path_in(dir, "r.csv");
+  tu_write_file(po, orig_b);
+  tu_write_file(pr, repl_b);
+  tu_run t = tu_memstub(dir, "compare", "o.csv", "r.csv", NULL);
+  ck_assert_msg(t.status == 0, "exit %d: %s", t.status, t.err);
+  ck_assert_msg(strstr(t.out, "behind (the rows before it ran over)       2, largest 2.01 ms"), "%s",
+                t.out);
+  tu_run_free(&t);
+  t = tu_memstub(dir, "compare", "o.csv", "r.csv", "--json", NULL);
+  const char *p = t.out;
+  jv root;
+  ck_assert_msg(jparse(&p, &root) == 0, "not JSON: %s", t.out);
+  ck_assert(jnum(&root, "late_by_cause.behind.points") == 2);
+  jfree(&root);
+  tu_run_free(&t);
+  tu_rmtree(dir);
+  free(dir);
+  free(po);
+  free(pr);
+}
+END_TEST
+
 START_TEST(test_late_causes) {
   memstub_compare_options o = opts();
   const char *orig = orig_c, *repl = repl_c;
@@ -1440,6 +1488,7 @@ static Suite *compare_suite(void) {
   tcase_add_test(tc, test_cli_text_figures_for_people);
   tcase_add_test(tc, test_cli_json);
   tcase_add_test(tc, test_late_causes);
+  tcase_add_test(tc, test_late_behind);
   tcase_add_test(tc, test_stack_unknown);
   tcase_add_test(tc, test_heap_unknown);
   tcase_add_test(tc, test_work_columns);

@@ -199,6 +199,25 @@ START_TEST(test_adaptive_learns) {
 }
 END_TEST
 
+START_TEST(test_cause_rule_behind) {
+  // 2 ms late: it began 2 ms late because the row before ended 2 ms after its deadline.
+  ck_assert_int_eq(memstub_compare_late_why(2000000, 2000000, 0, 0, 2000000), MEMSTUB_LATE_BEHIND);
+  // The same with its own work 3 ms over: the work.
+  ck_assert_int_eq(memstub_compare_late_why(5000000, 2000000, 3000000, 0, 2000000),
+                   MEMSTUB_LATE_WORK);
+  // Began 10 us behind, then overslept 50 us more: woke late.
+  ck_assert_int_eq(memstub_compare_late_why(60000, 60000, 0, 0, 10000), MEMSTUB_LATE_WAKE);
+  // Behind no more than it woke late (the clocks' rounding): no more than that.
+  ck_assert_int_eq(memstub_compare_late_why(60000, 50000, 0, 0, 90000), MEMSTUB_LATE_BEHIND);
+  // Not behind: the old rule.
+  ck_assert_int_eq(memstub_compare_late_why(100000, 90000, 10000, 0, 0),
+                   memstub_compare_late_cause(100000, 90000, 10000, 0));
+  // The host first, as before.
+  ck_assert_int_eq(memstub_compare_late_why(100000, 100000, 0, 60000, 100000), MEMSTUB_LATE_OFF_CPU);
+  ck_assert_str_eq(memstub_late_cause_name(MEMSTUB_LATE_BEHIND, 1), "behind");
+}
+END_TEST
+
 START_TEST(test_cause_rule) {
   // 100 us late: woke 90 us late, the work 10 us over the prediction.
   ck_assert_int_eq(memstub_compare_late_cause(100000, 90000, 10000, 0), MEMSTUB_LATE_WAKE);
@@ -606,6 +625,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_fake_clock_waits);
   tcase_add_test(tc, test_adaptive_learns);
   tcase_add_test(tc, test_cause_rule);
+  tcase_add_test(tc, test_cause_rule_behind);
   tcase_add_test(tc, test_cost_classes);
   tcase_add_test(tc, test_cost_learns);
   tcase_add_test(tc, test_cost_fake_clock_rows);

@@ -85,7 +85,9 @@ typedef enum memstub_late_cause {
   MEMSTUB_LATE_OFF_CPU = 2,  /* the thread was runnable but not running (run-queue wait)
                                 for at least half of the lateness: the host was busy */
   MEMSTUB_LATE_UNKNOWN = 3,  /* the replayed trace has no wake_late_ns / work_ns columns */
-  MEMSTUB_LATE_CAUSES = 4,
+  MEMSTUB_LATE_BEHIND = 4,   /* it began late: the rows before it ran over their deadlines
+                                and the replay had not caught up (no wait to end late) */
+  MEMSTUB_LATE_CAUSES = 5,
 } memstub_late_cause;
 
 /* The cause of a row late by error_ns (> 0), from the replayed trace's
@@ -97,9 +99,20 @@ typedef enum memstub_late_cause {
  * Pure. */
 memstub_late_cause memstub_compare_late_cause(int64_t error_ns, int64_t wake_late_ns,
                                               int64_t work_excess_ns, int64_t off_cpu_ns);
+/* As memstub_compare_late_cause, with behind_ns: how long after the row's
+ * deadline the row before it ended (0 when before: the row could wait). Of
+ * its start's lateness (wake_late_ns) that much it inherited and did not
+ * oversleep: OFF_CPU as above, else WAKE (wake_late_ns - behind_ns), WORK
+ * (work_excess_ns) or BEHIND (behind_ns), whichever is largest (in that
+ * order on a tie). A replay that fell behind shows its late rows as
+ * BEHIND after the few whose work put it there, not as a sleep that
+ * overshot. Pure. */
+memstub_late_cause memstub_compare_late_why(int64_t error_ns, int64_t wake_late_ns,
+                                            int64_t work_excess_ns, int64_t off_cpu_ns,
+                                            int64_t behind_ns);
 
-/* "woke late", "work", "not running", "unknown": the short names (JSON keys:
- * "wake", "work", "off_cpu", "unknown" with json set). */
+/* "woke late", "work", "not running", "unknown", "behind": the short names
+ * (JSON keys: "wake", "work", "off_cpu", "unknown", "behind" with json set). */
 const char *memstub_late_cause_name(memstub_late_cause c, int json);
 
 /* What a row of the original changes (from the row before it; row 0 from

@@ -327,6 +327,27 @@ static int lazy(void) {
   return 0;
 }
 
+/* bigfree: a block of 8 MiB written whole, a second one made (its growth
+ * samples the first's pages), the first freed (glibc unmaps it in the call,
+ * in less than a timer tick), then 1000 small blocks made and freed at once:
+ * rows with no growth and no tick between them. */
+static int big_free(void) {
+  char *a = malloc(8 * MIB);
+  if (!a) return 1;
+  touch(a, 8 * MIB);
+  char *b = malloc(8 * MIB);
+  if (!b) return 1;
+  free(a);
+  for (int i = 0; i < 1000; i++) {
+    void *q = malloc(64);
+    if (!q) return 1;
+    keep(q);
+    free(q);
+  }
+  free(b);
+  return 0;
+}
+
 /* holds: two blocks of 32 MiB, the first never written, the second written
  * whole; the first freed (the rss stays), then the second (it falls). A
  * stub that put its pages in the first writes them again after its free. */
@@ -642,6 +663,8 @@ int main(int argc, char **argv) {
     return 1;
   } else if (strcmp(mode, "runs") == 0) {
     rc = runs(argc, argv);
+  } else if (strcmp(mode, "bigfree") == 0) {
+    rc = big_free();
   } else if (strcmp(mode, "holds") == 0) {
     rc = holds();
   } else if (strcmp(mode, "otherstack") == 0) {
