@@ -475,6 +475,7 @@ static void call_heap(ms__rt_ctx *c, int64_t x) {
    * dropped pages from the blocks the row's free then took too, to be
    * written again (liblzma: 4,067 faults at one free). */
   if (x + 1 < s->numdata && s->point[x + 1] == s->point[x]) return;
+  if (c->res.rss[x] >= 0 && !ms__rt_cres_due(&st->res, c->res.rss[x], st->live, c->page)) return;
   int64_t keep = 0;
   if ((rc = ms__rt_cres_target(&st->res, &c->res, c->res.rss[x], c->page, &keep)) < 0)
     ms__rt_replay_stop(c, x, rc, MS__RT_FAIL_RESIDENT, keep);

@@ -16,6 +16,7 @@
 // no bookkeeping of bytes can follow.
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -78,6 +79,7 @@ int64_t ms__rt_cres_place(const char *p, int64_t size, long page) {
 
 void ms__rt_cres_gone(ms__rt_cres *r, int64_t k) {
   if (k < 0 || k >= r->nbig) return;
+  r->gone++;
   ms__rt_cbig last = r->big[--r->nbig];  // the last one takes its place
   if (k == r->nbig) return;
   r->big[k] = last;
@@ -158,6 +160,16 @@ static void drop_blocks(ms__rt_cres *r, int64_t cut, long page) {
     }
   if (done == 0) r->dry[1] = r->made;
   else r->dry[0] = -1;  // pages to write again
+}
+
+int ms__rt_cres_due(ms__rt_cres *r, int64_t target, int64_t live, long page) {
+  int64_t near = SLACK_PAGES * (int64_t)page / 4;
+  if (r->unread++ < 16 && r->made == r->read_made && r->gone == r->read_gone &&
+      llabs(target - r->read_target) < near && llabs(live - r->read_live) < near)
+    return 0;
+  r->read_target = target, r->read_live = live, r->read_made = r->made, r->read_gone = r->gone;
+  r->unread = 0;
+  return 1;
 }
 
 int ms__rt_cres_target(ms__rt_cres *r, ms__rt_res *res, int64_t target, long page,
