@@ -172,10 +172,15 @@ static void show_summary(const memstub_compare_report *r, const char *trace) {
   printf("  time per row    p50 %s, p99 %s, max %s; %s of %s rows late by > %s\n", p50, p99, mx,
          cnt(r->time.late), cnt(r->compared), late);
   const size_t *c = r->late_by_cause.rows;
-  if (r->time.late && r->late_by_cause.causes_known)
+  if (r->time.late && r->late_by_cause.causes_known) {
     printf("  late rows       %s woke late (sleep overshot), %s worked longer than predicted, "
-           "%s waited for a CPU (the host)\n",
+           "%s waited for a CPU (the host)",
            cnt(c[MEMSTUB_LATE_WAKE]), cnt(c[MEMSTUB_LATE_WORK]), cnt(c[MEMSTUB_LATE_OFF_CPU]));
+    // Rows that began late because the ones before them ran over: the causes sum to the late.
+    if (c[MEMSTUB_LATE_BEHIND])
+      printf(", %s behind (the rows before them ran over)", cnt(c[MEMSTUB_LATE_BEHIND]));
+    printf("\n");
+  }
   if (r->host_rows && r->compared > r->host_rows) {
     fmt_ns(p50, sizeof p50, (double)r->stub_time.p50_abs);
     fmt_ns(p99, sizeof p99, (double)r->stub_time.p99_abs);
