@@ -41,6 +41,24 @@ int ms_cli_gen_calls(const char *cmd, const char *in, const memstub_trace *t,
     ms_cli_note("%s: %s calls of %s blocks in %s bytes: replayed call for call", path,
                 ms_cli_count(g->stub.ncallcount), ms_cli_count(g->stub.ncallblocks),
                 ms_cli_count(g->stub.ncallseq));
+  if (rc == 0) {
+    /* What the replay holds of its own beside the component's blocks (its
+     * table of blocks, runtime/call_replay.c, and the calls read into
+     * memory): a host's RssAnon counts it, the component had none of it. */
+    int64_t own = g->stub.ncallblocks * 8 + g->stub.ncallseq;
+    char tb[32], cb[32], pb[32];
+    ms__fmt_bytes(g->stub.ncallblocks * 8, tb, sizeof tb);
+    ms__fmt_bytes(g->stub.ncallseq, cb, sizeof cb);
+    if (g->peak_rss > 0)
+      ms_cli_note("%s: the replay's own memory: its table of blocks (8 bytes a block, %s) and "
+                  "the calls read into memory (%s), %.1f %% of the trace's peak rss (%s): a "
+                  "host's RssAnon holds it beside the component's", path, tb, cb,
+                  100.0 * (double)own / (double)g->peak_rss,
+                  ms__fmt_bytes(g->peak_rss, pb, sizeof pb));
+    else
+      ms_cli_note("%s: the replay's own memory: its table of blocks (8 bytes a block, %s) and "
+                  "the calls read into memory (%s)", path, tb, cb);
+  }
   if (rc == 0 && o->churn_scale != 1.0)
     ms_cli_note("%s: --churn-scale %g: %s calls of short-lived blocks (made and freed within a "
                 "row) left out; the heap at every row as recorded", path, o->churn_scale,

@@ -497,6 +497,9 @@ START_TEST(test_call_replay_checked_again) {
   char *dir = recorded("pattern");
   tu_run g = tu_memstub(dir, "gen", "t.csv", "--data", "t.dat", NULL);
   ck_assert_msg(g.status == 0, "gen: status %d: %s", g.status, g.err);
+  // gen says what the replay holds of its own beside the component's blocks.
+  ck_assert_msg(strstr(g.err, "the replay's own memory: its table of blocks (8 bytes a block, "),
+                "gen said: %s", g.err);
   tu_run_free(&g);
   char path[4096];
   snprintf(path, sizeof path, "%s/t.dat", dir);
