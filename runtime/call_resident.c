@@ -134,10 +134,11 @@ static int64_t write_blocks(ms__rt_cres *r, int64_t need, long page) {
 
 /* Drop up to cut bytes of the live blocks' written pages: whole pages wholly
  * inside a block's requested bytes, past its header, its last written ones
- * first; first from the blocks above their hold, down to it, then from any. */
-static void drop_blocks(ms__rt_cres *r, int64_t cut, long page) {
+ * first; first from the blocks above their hold, down to it, then from any.
+ * The bytes dropped. */
+static int64_t drop_blocks(ms__rt_cres *r, int64_t cut, long page) {
   int64_t n = r->nbig, done = 0;
-  if (r->dry[1] == r->made || n == 0) return;  // nothing to drop since the last look
+  if (r->dry[1] == r->made || n == 0) return 0;  // nothing to drop since the last look
   uintptr_t mask = ~((uintptr_t)page - 1);
   for (int pass = 0; pass < 2; pass++)
     for (int64_t k = 0; k < n && done < cut; k++) {
@@ -160,11 +161,12 @@ static void drop_blocks(ms__rt_cres *r, int64_t cut, long page) {
     }
   if (done == 0) r->dry[1] = r->made;
   else r->dry[0] = -1;  // pages to write again
+  return done;
 }
 
 int ms__rt_cres_due(ms__rt_cres *r, int64_t target, int64_t live, long page) {
   int64_t near = SLACK_PAGES * (int64_t)page / 4;
-  if (r->unread++ < 16 && r->made == r->read_made && r->gone == r->read_gone &&
+  if (r->settled && r->unread++ < 16 && r->made == r->read_made && r->gone == r->read_gone &&
       llabs(target - r->read_target) < near && llabs(live - r->read_live) < near)
     return 0;
   r->read_target = target, r->read_live = live, r->read_made = r->made, r->read_gone = r->gone;
@@ -185,12 +187,17 @@ int ms__rt_cres_target(ms__rt_cres *r, ms__rt_res *res, int64_t target, long pag
   int64_t now = ms__prim_statm_anon(r->fd);
   if (now < 0) return 0;
   int64_t err = target - (now - r->base), slack = SLACK_PAGES * (int64_t)page;
+  // Settled unless a correction changes something: the next reading confirms it.
+  int64_t k0 = res->keep_touched, m0 = res->map_touched;
+  r->settled = 1;
   if (err > slack) {  // the blocks first, then the mapping, then the keep mapping
-    int64_t need = err - write_blocks(r, err, page);
+    int64_t got = write_blocks(r, err, page), need = err - got;
     int64_t m = res->map_touched;
     if (need > 0) m += res->map_len - m < need ? res->map_len - m : need;
     need -= m - res->map_touched;
-    return ms__rt_res_extra(res, m, res->keep_touched + (need > 0 ? need : 0), page, keep_need);
+    int rc = ms__rt_res_extra(res, m, res->keep_touched + (need > 0 ? need : 0), page, keep_need);
+    r->settled = got == 0 && res->keep_touched == k0 && res->map_touched == m0;
+    return rc;
   }
   if (err >= -slack) return 0;
   int64_t cut = -err;  // the keep mapping first, then the mapping, then the blocks
@@ -199,6 +206,7 @@ int ms__rt_cres_target(ms__rt_cres *r, ms__rt_res *res, int64_t target, long pag
   int64_t m = res->map_touched > cut ? res->map_touched - cut : 0;
   cut -= res->map_touched - m;
   int rc = ms__rt_res_extra(res, m, k, page, keep_need);
-  if (cut > 0) drop_blocks(r, cut, page);
+  int64_t done = cut > 0 ? drop_blocks(r, cut, page) : 0;
+  r->settled = done == 0 && res->keep_touched == k0 && res->map_touched == m0;
   return rc;
 }

@@ -146,6 +146,7 @@ typedef struct ms__rt_cres {
   int64_t dry[2];    // made when a look for pages to write (0) or drop (1) found none, -1 none
   // At the last reading of RssAnon: the target, the live bytes, made and gone; points since.
   int64_t read_target, read_live, read_made, read_gone, unread;
+  int settled;  // the last reading needed no correction, or none could be made
   /* [nhint] the hold of each block of big, in the order they are made
    * (call_replay.c, hold_hints), NULL none: what the component held
    * resident in it when it freed it. */
@@ -180,7 +181,8 @@ void ms__rt_cres_gone(ms__rt_cres *r, int64_t k);
 // The bytes from its start of the block at place k (-1: not one of big, size bytes all written).
 int64_t ms__rt_cres_written(const ms__rt_cres *r, int64_t k, int64_t size);
 /* Whether RssAnon is worth reading for target with live requested bytes in
- * the live blocks: the target or the live bytes moved by a quarter of the
+ * the live blocks: the last reading led to a correction (the next one
+ * confirms it), the target or the live bytes moved by a quarter of the
  * slack since the last reading, a block of big was made or freed, or
  * 16 points went by; else nothing the replay did can have moved RssAnon
  * out of the slack (a small block is written whole at its call, a freed
