@@ -217,6 +217,20 @@ int ms__rt_calls_check(const struct memstub_stub *s, memstub_error *err) {
 /* ---- the replay ------------------------------------------------------------ */
 
 
+// Id freed: its slot links to the one freed before it.
+static void id_push(ms__rt_calls *st, int64_t id) {
+  st->slot[id] = (uintptr_t)(st->freed + 1) << 1 | 1;
+  st->freed = id;
+}
+
+// The id a new block takes: the one freed last, else the next never used.
+static int64_t id_pop(ms__rt_calls *st) {
+  int64_t id = st->freed;
+  if (id < 0) return st->next_id++;
+  st->freed = (int64_t)(st->slot[id] >> 1) - 1;
+  return id;
+}
+
 /* The hold of each block of big the calls make (runtime/call_resident.c),
  * in the order they are made: what the component held resident in it when
  * it freed it, the fall of the rss target at that point, shared by size
@@ -249,7 +263,7 @@ static int hold_hints(ms__rt_ctx *c, ms__rt_calls *st) {
   }
   // slot[id]: a live block's event + 2 (1: not of big); a free id's link, as the replay's.
   uintptr_t *slot = st->slot;
-  int64_t freed = -1, next = 0, e = 0;
+  int64_t e = 0;
   at = 0;
   int64_t nhere = 0, bytes = 0, before = 0, first = 0;  // a row's frees; rss before it, its first point
   for (int64_t x = 0; x < s->numdata; x++) {
@@ -260,14 +274,9 @@ static int hold_hints(ms__rt_ctx *c, ms__rt_calls *st) {
         here[nhere++] = (int64_t)w - 2;
         bytes += size[w - 2];
       }  // moved or resized by a realloc: it holds its size
-      if (frees_old(&k) && (k.fn == F_FREE || k.failed)) {
-        slot[k.old] = (uintptr_t)(freed + 1) << 1 | 1;
-        freed = k.old;
-      }
+      if (frees_old(&k) && (k.fn == F_FREE || k.failed)) id_push(st, k.old);
       if (k.failed || k.fn == F_FREE) continue;
-      int64_t id = k.old;
-      if (id < 0 && (id = freed) >= 0) freed = (int64_t)(slot[id] >> 1) - 1;
-      else if (id < 0) id = next++;
+      int64_t id = k.old >= 0 ? k.old : id_pop(st);
       slot[id] = 1;
       if ((int64_t)k.size >= big) {
         size[e] = hold[e] = (int64_t)k.size;
@@ -293,7 +302,8 @@ static int hold_hints(ms__rt_ctx *c, ms__rt_calls *st) {
     if (c->res.rss[x] >= 0) before = c->res.rss[x];
     first = x + 1;
   }
-  memset(st->slot, 0, (size_t)next * sizeof *st->slot);
+  memset(st->slot, 0, (size_t)st->next_id * sizeof *st->slot);
+  st->freed = -1, st->next_id = 0;  // the replay's ids start afresh
   ms__rt_own_free(size);
   ms__rt_own_free(here);
   st->res.hint = hold;
@@ -362,19 +372,6 @@ static int64_t hdr_size(const void *p) {
   return n;
 }
 
-// Id freed: its slot links to the one freed before it.
-static void id_push(ms__rt_calls *st, int64_t id) {
-  st->slot[id] = (uintptr_t)(st->freed + 1) << 1 | 1;
-  st->freed = id;
-}
-
-// The id a new block takes: the one freed last, else the next never used.
-static int64_t id_pop(ms__rt_calls *st) {
-  int64_t id = st->freed;
-  if (id < 0) return st->next_id++;
-  st->freed = (int64_t)(st->slot[id] >> 1) - 1;
-  return id;
-}
 
 /* The next call (pre: st->at before the calls' end) into *k, st->at moved
  * past it; the queue kept AHEAD calls deep, its prefetches issued. */
