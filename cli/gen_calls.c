@@ -43,21 +43,27 @@ int ms_cli_gen_calls(const char *cmd, const char *in, const memstub_trace *t,
                 ms_cli_count(g->stub.ncallseq));
   if (rc == 0) {
     /* What the replay holds of its own beside the component's blocks (its
-     * table of blocks, runtime/call_replay.c, and the calls read into
-     * memory): a host's RssAnon counts it, the component had none of it. */
-    int64_t own = g->stub.ncallblocks * 8 + g->stub.ncallseq;
-    char tb[32], cb[32], pb[32];
+     * table of blocks, runtime/call_replay.c, and the calls: a data file's
+     * read from it two windows at a time, runtime/call_source.c; memstub
+     * replay TRACE's in memory): a host's RssAnon counts it, the component
+     * had none of it. */
+    int from_file = strcmp(cmd, "gen") == 0;
+    int64_t calls = from_file ? 2 * ((int64_t)32 << 10) : g->stub.ncallseq;
+    if (calls > g->stub.ncallseq) calls = g->stub.ncallseq;
+    int64_t own = g->stub.ncallblocks * 8 + calls;
+    char tb[32], cb[32], pb[32], what[128];
     ms__fmt_bytes(g->stub.ncallblocks * 8, tb, sizeof tb);
-    ms__fmt_bytes(g->stub.ncallseq, cb, sizeof cb);
+    ms__fmt_bytes(calls, cb, sizeof cb);
+    snprintf(what, sizeof what, from_file ? "%s of the calls read from the file at a time"
+                                          : "the calls in memory (%s)", cb);
     if (g->peak_rss > 0)
       ms_cli_note("%s: the replay's own memory: its table of blocks (8 bytes a block, %s) and "
-                  "the calls read into memory (%s), %.1f %% of the trace's peak rss (%s): a "
-                  "host's RssAnon holds it beside the component's", path, tb, cb,
-                  100.0 * (double)own / (double)g->peak_rss,
+                  "%s, %.1f %% of the trace's peak rss (%s): a host's RssAnon holds it beside "
+                  "the component's", path, tb, what, 100.0 * (double)own / (double)g->peak_rss,
                   ms__fmt_bytes(g->peak_rss, pb, sizeof pb));
     else
-      ms_cli_note("%s: the replay's own memory: its table of blocks (8 bytes a block, %s) and "
-                  "the calls read into memory (%s)", path, tb, cb);
+      ms_cli_note("%s: the replay's own memory: its table of blocks (8 bytes a block, %s) and %s",
+                  path, tb, what);
   }
   if (rc == 0 && o->churn_scale != 1.0)
     ms_cli_note("%s: --churn-scale %g: %s calls of short-lived blocks (made and freed within a "

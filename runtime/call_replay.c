@@ -9,6 +9,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +56,7 @@ struct ms__rt_calls {
   int64_t live;      // requested bytes of the live blocks
   int64_t usable;    // their malloc_usable_size
   int64_t at;        // the next call's byte in callseq
+  ms__rt_callrd rd;  // callseq's bytes, from memory or the data file
   ms__rt_cres res;   // rss targets on the blocks (call_resident.c)
   int res_on;        // the stub has rss_bytes and RssAnon can be read
 };
@@ -97,8 +99,22 @@ static int decode(const uint8_t *p, int64_t end, int64_t *at, call *k, const cha
   return k->size > SIZE_MAX_CALL || k->align > SIZE_MAX_CALL ? -1 : 0;
 }
 
-// Whether call k leaves a new block (and so takes an id), and whether it frees its old one.
-static int makes_block(const call *k) { return k->fn != F_FREE && !k->failed && k->old < 0; }
+/* The call at *at (before end) of r's bytes into *k, *at moved past it. 0;
+ * -1 with *why for bytes that are no call; -2 with *why r->why when the
+ * data file could not be read or has changed since it was opened. */
+static int decode_at(ms__rt_callrd *r, int64_t end, int64_t *at, call *k, const char **why) {
+  int64_t avail, i = 0;
+  const uint8_t *p = ms__rt_callrd_get(r, *at, &avail);
+  if (!p) {
+    *why = r->why;
+    return -2;
+  }
+  int rc = decode(p, end - *at < avail ? end - *at : avail, &i, k, why);
+  *at += i;
+  return rc;
+}
+
+// Whether call k frees the block it was given.
 static int frees_old(const call *k) {
   return k->old >= 0 && (k->fn == F_FREE || !k->failed || k->size == 0);
 }
@@ -115,7 +131,16 @@ typedef struct checked {
   int64_t nseq, ncalls, nblocks, numdata;
   uint64_t hash;
 } checked;
+/* The blocks of big (MS__RT_CALL_BIG_PAGES) the calls make, in the order they
+ * are made, found by the check's walk: each one's size and the point whose
+ * calls free it (-1: never freed, or moved by a realloc). The replay's holds
+ * come from them (hold_hints) without decoding the calls again. */
+typedef struct big_blocks {
+  int64_t n, cap;
+  int64_t *size, *freed_at;
+} big_blocks;
 static checked g_checked[CHECKED];
+static big_blocks g_big[CHECKED];  // g_checked[i]'s
 static unsigned g_checked_next;
 static pthread_mutex_t g_checked_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -132,60 +157,132 @@ static uint64_t bytes_hash(const void *p, size_t n, uint64_t h) {
   return h;
 }
 
-// pre: the arrays' sizes checked (ms__rt_calls_check).
-static checked checked_of(const struct memstub_stub *s) {
-  uint64_t h = bytes_hash(s->callseq, (size_t)s->ncallseq, UINT64_C(1469598103934665603));
+// pre: the arrays' sizes checked (ms__rt_calls_check); r reads s's calls.
+static checked checked_of(const struct memstub_stub *s, const ms__rt_callrd *r) {
+  uint64_t h = r->mem ? bytes_hash(s->callseq, (size_t)s->ncallseq, UINT64_C(1469598103934665603))
+                      : ms__rt_callrd_digest(r);
   h = bytes_hash(s->callend, (size_t)s->numdata * sizeof *s->callend, h);
   return (checked){s->callseq, s->callend, s->ncallseq, s->ncallcount, s->ncallblocks, s->numdata, h};
 }
 
-static int checked_find(const checked *k) {
-  pthread_mutex_lock(&g_checked_lock);
-  int found = 0;
-  for (int i = 0; i < CHECKED && !found; i++) found = memcmp(&g_checked[i], k, sizeof *k) == 0;
-  pthread_mutex_unlock(&g_checked_lock);
-  return found;
+static void big_free(big_blocks *b) {
+  ms__rt_own_free(b->size);
+  ms__rt_own_free(b->freed_at);
+  memset(b, 0, sizeof *b);
 }
 
-static void checked_add(const checked *k) {
+/* Whether k was checked; with copy set, its blocks of big copied into
+ * *copy (the caller's to free: an entry may go while a replay runs).
+ * 1 found, 0 not, -ENOMEM. */
+static int checked_find(const checked *k, big_blocks *copy) {
   pthread_mutex_lock(&g_checked_lock);
-  g_checked[g_checked_next++ % CHECKED] = *k;
+  int i = 0, rc = 0;
+  while (i < CHECKED && memcmp(&g_checked[i], k, sizeof *k) != 0) i++;
+  if (i < CHECKED && copy) {
+    const big_blocks *b = &g_big[i];
+    *copy = (big_blocks){b->n, b->n, NULL, NULL};
+    copy->size = ms__rt_own_calloc((size_t)b->n + 1, sizeof *copy->size);
+    copy->freed_at = ms__rt_own_calloc((size_t)b->n + 1, sizeof *copy->freed_at);
+    if (copy->size && copy->freed_at) {
+      memcpy(copy->size, b->size, (size_t)b->n * sizeof *b->size);
+      memcpy(copy->freed_at, b->freed_at, (size_t)b->n * sizeof *b->freed_at);
+    } else {
+      big_free(copy);
+      rc = -ENOMEM;
+    }
+  }
   pthread_mutex_unlock(&g_checked_lock);
+  return rc < 0 ? rc : i < CHECKED;
+}
+
+// Remember k, checked, with its blocks of big (taken over: *big is emptied).
+static void checked_add(const checked *k, big_blocks *big) {
+  pthread_mutex_lock(&g_checked_lock);
+  unsigned i = g_checked_next++ % CHECKED;
+  g_checked[i] = *k;
+  big_free(&g_big[i]);
+  g_big[i] = *big;
+  memset(big, 0, sizeof *big);
+  pthread_mutex_unlock(&g_checked_lock);
+}
+
+// One more block of big, made by the calls of a point not yet known. 0 or -ENOMEM.
+static int big_add(big_blocks *b, int64_t size) {
+  if (b->n == b->cap) {
+    int64_t cap = b->cap ? 2 * b->cap : 64;
+    int64_t *ns = ms__rt_own_calloc((size_t)cap, sizeof *ns);
+    int64_t *nf = ms__rt_own_calloc((size_t)cap, sizeof *nf);
+    if (!ns || !nf) {
+      ms__rt_own_free(ns);
+      ms__rt_own_free(nf);
+      return -ENOMEM;
+    }
+    if (b->n) {
+      memcpy(ns, b->size, (size_t)b->n * sizeof *ns);
+      memcpy(nf, b->freed_at, (size_t)b->n * sizeof *nf);
+    }
+    ms__rt_own_free(b->size);
+    ms__rt_own_free(b->freed_at);
+    b->size = ns, b->freed_at = nf, b->cap = cap;
+  }
+  b->size[b->n] = size;
+  b->freed_at[b->n++] = -1;
+  return 0;
 }
 
 /* Every call decoded and its ids followed as the replay takes them, in one
- * word an id: -1 live, else the id freed before it plus 1 (0: none). 0, or
- * -EINVAL / -ENOMEM with err set. */
-static int calls_walk(const struct memstub_stub *s, int64_t end, memstub_error *err) {
+ * word an id: a free id's link, the id freed before it plus 1 (0: none); a
+ * live one's -1, or -2 - e when it is block e of big; and the blocks of big
+ * into *big. 0, or -EINVAL / -EIO / -ENOMEM with err set. pre: s's callend
+ * in order (ms__rt_calls_check). */
+static int calls_walk(const struct memstub_stub *s, ms__rt_callrd *r, big_blocks *big,
+                      memstub_error *err) {
   int64_t *link = ms__rt_own_calloc((size_t)s->ncallblocks + 1, sizeof *link);
   if (!link) return memstub_error_set(err, -ENOMEM, "out of memory");
+  int64_t bigb = MS__RT_CALL_BIG_PAGES * (int64_t)ms__prim_page_size();
   int rc = 0;
   int64_t at = 0, freed = -1, next = 0, count = 0;
-  while (rc == 0 && at < end) {
-    int64_t here = at;
-    call k;
-    const char *why;
-    if (decode(s->callseq, end, &at, &k, &why) < 0) {
-      rc = memstub_error_set(err, -EINVAL, "calls: byte %lld: %s", (long long)here, why);
-      break;
-    }
-    count++;
-    if (k.old >= 0 && (k.old >= next || link[k.old] != -1)) {
-      rc = memstub_error_set(err, -EINVAL, "calls: byte %lld: block %lld is not live",
-                             (long long)here, (long long)k.old);
-      break;
-    }
-    // A realloc that moved its block keeps the block's id.
-    if (frees_old(&k) && (k.fn == F_FREE || k.failed)) link[k.old] = freed + 1, freed = k.old;
-    if (!makes_block(&k)) continue;
-    int64_t id = freed;
-    if (id >= 0) freed = link[id] - 1;
-    else id = next++;
-    if (id >= s->ncallblocks)
-      rc = memstub_error_set(err, -EINVAL, "calls: byte %lld: block %lld, the stub holds %lld",
-                             (long long)here, (long long)id, (long long)s->ncallblocks);
-    else
+  for (int64_t x = 0; rc == 0 && x < s->numdata; x++) {
+    int64_t end = s->callend[x];
+    while (rc == 0 && at < end) {
+      int64_t here = at;
+      call k;
+      const char *why;
+      int bad = decode_at(r, end, &at, &k, &why);
+      if (bad == -2) {
+        rc = memstub_error_set(err, -EIO, "%s", why);
+        break;
+      }
+      if (bad < 0) {
+        rc = memstub_error_set(err, -EINVAL, "calls: byte %lld: %s", (long long)here, why);
+        break;
+      }
+      count++;
+      if (k.old >= 0 && (k.old >= next || link[k.old] >= 0)) {
+        rc = memstub_error_set(err, -EINVAL, "calls: byte %lld: block %lld is not live",
+                               (long long)here, (long long)k.old);
+        break;
+      }
+      // A block of big freed here: its hold comes from this point's row. Moved or resized, none.
+      if (frees_old(&k) && link[k.old] < -1 && k.fn == F_FREE) big->freed_at[-2 - link[k.old]] = x;
+      // A realloc that moved its block keeps the block's id.
+      if (frees_old(&k) && (k.fn == F_FREE || k.failed)) link[k.old] = freed + 1, freed = k.old;
+      if (k.failed || k.fn == F_FREE) continue;
+      int64_t id = k.old;
+      if (id < 0 && (id = freed) >= 0) freed = link[id] - 1;
+      else if (id < 0) id = next++;
+      if (id >= s->ncallblocks) {
+        rc = memstub_error_set(err, -EINVAL, "calls: byte %lld: block %lld, the stub holds %lld",
+                               (long long)here, (long long)id, (long long)s->ncallblocks);
+        break;
+      }
       link[id] = -1;
+      if ((int64_t)k.size >= bigb) {
+        if (big_add(big, (int64_t)k.size) < 0)
+          rc = memstub_error_set(err, -ENOMEM, "out of memory");
+        link[id] = -1 - big->n;  // -2 - e for block e
+      }
+    }
   }
   if (rc == 0 && count != s->ncallcount)
     rc = memstub_error_set(err, -EINVAL, "calls: %lld calls, the stub says %lld", (long long)count,
@@ -207,11 +304,18 @@ int ms__rt_calls_check(const struct memstub_stub *s, memstub_error *err) {
                                (long long)s->callend[i], (long long)s->ncallseq);
     prev = s->callend[i];
   }
-  checked k = checked_of(s);
-  if (checked_find(&k)) return 0;
-  int rc = calls_walk(s, prev, err);
-  if (rc == 0) checked_add(&k);
-  return rc;
+  ms__rt_callrd r;
+  int rc = ms__rt_callrd_open(&r, s);
+  if (rc < 0)
+    return memstub_error_set(err, rc, "calls: %s", rc == -ENOMEM ? "out of memory" :
+                             "a data file's calls of another length than ncallseq");
+  checked k = checked_of(s, &r);
+  big_blocks big = {0};
+  if ((rc = checked_find(&k, NULL)) == 0 && (rc = calls_walk(s, &r, &big, err)) == 0)
+    checked_add(&k, &big);
+  big_free(&big);
+  ms__rt_callrd_close(&r);
+  return rc < 0 ? rc : 0;
 }
 
 /* ---- the replay ------------------------------------------------------------ */
@@ -239,75 +343,71 @@ static int64_t id_pop(ms__rt_calls *st) {
  * size. Written and dropped pages go to the blocks below their hold first,
  * so that a free takes about the pages the component lost there: liblzma's
  * stub wrote 8,143 pages back into other blocks after two frees of blocks
- * the component had left unwritten. The ids are followed in st->slot as the
- * replay takes them, zeroed after. 0, or -ENOMEM. */
+ * the component had left unwritten. The blocks and the points that free
+ * them come from the check's walk (calls_walk), remembered with it: the
+ * calls are not decoded again. 0, -ENOMEM, or -EIO / -EINVAL with
+ * c->failed_why set. */
 static int hold_hints(ms__rt_ctx *c, ms__rt_calls *st) {
   const struct memstub_stub *s = c->stub;
-  int64_t big = MS__RT_CALL_BIG_PAGES * (int64_t)c->page;
-  int64_t total = s->numdata ? s->callend[s->numdata - 1] : 0, nev = 0, at = 0;
-  call k;
-  const char *why;
-  while (at < total) {  // the blocks of big made: the calls that leave one
-    (void)decode(s->callseq, total, &at, &k, &why);  // checked: ms__rt_calls_check
-    nev += !k.failed && k.fn != F_FREE && (int64_t)k.size >= big;
+  checked key = checked_of(s, &st->rd);
+  big_blocks b = {0};
+  int rc = checked_find(&key, &b);  // the check's walk found them
+  if (rc == 0) {  // checked, then forgotten (four other stubs checked since): again
+    memstub_error err = {0};
+    if ((rc = ms__rt_calls_check(s, &err)) < 0) {
+      snprintf(c->failed_why, sizeof c->failed_why, "%s", err.msg);
+      return rc;
+    }
+    rc = checked_find(&key, &b);
   }
-  if (nev == 0) return 0;
-  int64_t *hold = ms__rt_own_calloc((size_t)nev, sizeof *hold);
-  int64_t *size = ms__rt_own_calloc((size_t)nev, sizeof *size);
-  int64_t *here = ms__rt_own_calloc((size_t)nev, sizeof *here);  // freed at this point
-  if (!hold || !size || !here) {
-    ms__rt_own_free(hold);
-    ms__rt_own_free(size);
-    ms__rt_own_free(here);
+  if (rc <= 0) return rc < 0 ? rc : -ENOMEM;
+  if (b.n == 0) {
+    big_free(&b);
+    return 0;
+  }
+  // The blocks by the point that frees them (a counting sort), the others last.
+  int64_t *by = ms__rt_own_calloc((size_t)b.n, sizeof *by);
+  int64_t *from = ms__rt_own_calloc((size_t)s->numdata + 2, sizeof *from);
+  if (!by || !from) {
+    ms__rt_own_free(by);
+    ms__rt_own_free(from);
+    big_free(&b);
     return -ENOMEM;
   }
-  // slot[id]: a live block's event + 2 (1: not of big); a free id's link, as the replay's.
-  uintptr_t *slot = st->slot;
-  int64_t e = 0;
-  at = 0;
-  int64_t nhere = 0, bytes = 0, before = 0, first = 0;  // a row's frees; rss before it, its first point
+  for (int64_t e = 0; e < b.n; e++) from[b.freed_at[e] + 2]++;  // -1 (never) counts at 1
+  for (int64_t x = 1; x <= s->numdata + 1; x++) from[x] += from[x - 1];
+  for (int64_t e = 0; e < b.n; e++) by[from[b.freed_at[e] + 1]++] = e;
+  // Now from[x + 1] is the end of point x's frees in by, from[0] of the never freed.
+  int64_t *hold = b.size;  // a block never freed, or moved by a realloc, holds its size
+  int64_t next = from[0], bytes = 0, before = 0, first = 0;  // rss before the row, its first point
   for (int64_t x = 0; x < s->numdata; x++) {
-    while (at < s->callend[x]) {
-      (void)decode(s->callseq, total, &at, &k, &why);
-      uintptr_t w = k.old >= 0 ? slot[k.old] : 0;
-      if (frees_old(&k) && w >= 2 && k.fn == F_FREE) {  // its hold: this row's fall
-        here[nhere++] = (int64_t)w - 2;
-        bytes += size[w - 2];
-      }  // moved or resized by a realloc: it holds its size
-      if (frees_old(&k) && (k.fn == F_FREE || k.failed)) id_push(st, k.old);
-      if (k.failed || k.fn == F_FREE) continue;
-      int64_t id = k.old >= 0 ? k.old : id_pop(st);
-      slot[id] = 1;
-      if ((int64_t)k.size >= big) {
-        size[e] = hold[e] = (int64_t)k.size;
-        slot[id] = (uintptr_t)e++ + 2;
-      }
-    }
     if (x + 1 < s->numdata && s->point[x + 1] == s->point[x]) continue;  // the row goes on
     /* The row's end: the fall of the target from before the row to the
      * lowest of this row's points and the next row's (the recorder reads
      * rss_bytes at its samples, and gen places a row's reading and its calls
      * on different points of it: liblzma's fall came five points before its
      * free), shared by size between the blocks of big the row freed. */
+    int64_t end = from[x + 1];
+    bytes = 0;
+    for (int64_t i = next; i < end; i++) bytes += b.size[by[i]];
     int64_t low = before, y = first;
     for (; y < s->numdata && s->point[y] <= s->point[x] + 1; y++)
       if (c->res.rss[y] >= 0 && c->res.rss[y] < low) low = c->res.rss[y];
     int64_t fall = before > low ? before - low : 0;
-    for (int64_t i = 0; i < nhere; i++) {
-      int64_t j = here[i];
-      double share = (double)fall * (double)size[j] / (double)bytes;
-      hold[j] = share < (double)size[j] ? (int64_t)share : size[j];
+    for (int64_t i = next; i < end; i++) {
+      int64_t j = by[i];
+      double share = (double)fall * (double)b.size[j] / (double)bytes;
+      hold[j] = share < (double)b.size[j] ? (int64_t)share : b.size[j];
     }
-    nhere = bytes = 0;
+    next = end;
     if (c->res.rss[x] >= 0) before = c->res.rss[x];
     first = x + 1;
   }
-  memset(st->slot, 0, (size_t)st->next_id * sizeof *st->slot);
-  st->freed = -1, st->next_id = 0;  // the replay's ids start afresh
-  ms__rt_own_free(size);
-  ms__rt_own_free(here);
+  ms__rt_own_free(by);
+  ms__rt_own_free(from);
+  ms__rt_own_free(b.freed_at);
   st->res.hint = hold;
-  st->res.nhint = nev;
+  st->res.nhint = b.n;
   return 0;
 }
 
@@ -322,9 +422,11 @@ static int call_prepare(ms__rt_ctx *c, void **scratch, size_t nscratch) {
   k->slot = ms__rt_own_calloc(n, sizeof *k->slot);
   k->freed = -1;
   if (!k->slot) return -ENOMEM;
+  int rc = ms__rt_callrd_open(&k->rd, s);  // checked: ms__rt_calls_check
+  if (rc < 0) return rc;
   if (c->res.rss && ms__rt_cres_open(&k->res, (int64_t)n) < 0) return -ENOMEM;
   k->res_on = c->res.rss && k->res.fd >= 0;
-  if (k->res_on && hold_hints(c, k) < 0) return -ENOMEM;
+  if (k->res_on && (rc = hold_hints(c, k)) < 0) return rc;
   c->work.exact = 1;  // the work's spin stays, its calls by size class are these calls
   c->heap.visible = 1;  // heap_bytes is the replay's own count (call_measure), whatever the allocator
   c->heap.tcache = MEMSTUB_TCACHE_UNKNOWN;  // left as it is: no fill
@@ -374,13 +476,19 @@ static int64_t hdr_size(const void *p) {
 
 
 /* The next call (pre: st->at before the calls' end) into *k, st->at moved
- * past it; the queue kept AHEAD calls deep, its prefetches issued. */
-static void next_call(const struct memstub_stub *s, ms__rt_calls *st, call *k) {
+ * past it; the queue kept AHEAD calls deep, its prefetches issued. 0, or
+ * -EIO when the data file could not be read (st->rd.why). */
+static int next_call(const struct memstub_stub *s, ms__rt_calls *st, call *k) {
   int64_t total = s->numdata > 0 ? s->callend[s->numdata - 1] : 0;
   while (st->qn < AHEAD && st->dec < total) {
-    pending *e = &st->q[(st->qh + st->qn++) % AHEAD];
+    pending *e = &st->q[(st->qh + st->qn) % AHEAD];
     const char *why;
-    (void)decode(s->callseq, total, &st->dec, &e->k, &why);  // checked: ms__rt_calls_check
+    // Checked (ms__rt_calls_check): only the file's reading can fail.
+    if (decode_at(&st->rd, total, &st->dec, &e->k, &why) == -2) {
+      if (st->qn) break;  // the calls decoded already are made first
+      return -EIO;
+    }
+    st->qn++;
     e->next = st->dec;
     if (e->k.old >= 0) __builtin_prefetch(&st->slot[e->k.old]);
   }
@@ -394,6 +502,7 @@ static void next_call(const struct memstub_stub *s, ms__rt_calls *st, call *k) {
     const call *h = &st->q[(st->qh + AHEAD / 2) % AHEAD].k;
     if (h->old >= 0) __builtin_prefetch((const void *)st->slot[h->old]);
   }
+  return 0;
 }
 
 // Point x's memory part: its calls in order, then the mapped change.
@@ -404,7 +513,11 @@ static void call_heap(ms__rt_ctx *c, int64_t x) {
   int64_t *m = c->wrec ? c->wrec + x * MS__RT_WORK_REC : NULL;
   while (st->at < end) {
     call k;
-    next_call(s, st, &k);
+    if (next_call(s, st, &k) < 0) {
+      snprintf(c->failed_why, sizeof c->failed_why, "%s", st->rd.why);
+      ms__rt_replay_stop(c, x, -EIO, MS__RT_FAIL_DATA, st->at);
+      return;
+    }
     // What the old block was, read before the call frees or moves it.
     void *old = k.old >= 0 ? (void *)st->slot[k.old] : NULL;
     int64_t old_size = old ? hdr_size(old) : 0;
@@ -494,6 +607,7 @@ static void call_release(ms__rt_ctx *c) {
   for (int64_t i = 0; st->slot && i < st->next_id; i++)
     if (st->slot[i] && !(st->slot[i] & 1)) free((void *)st->slot[i]);  // never free(NULL)
   ms__rt_own_free(st->slot);
+  ms__rt_callrd_close(&st->rd);
   ms__rt_cres_close(&st->res);
   ms__rt_own_free(st);
   c->calls = NULL;

@@ -87,24 +87,40 @@ _Static_assert(sizeof(df_array) == 48, "a table entry is 48 bytes");
 
 /* A 64-bit sum of n bytes (a multiple of 8, 8-aligned): four lanes of
  * xor-multiply, so that any changed word changes it; not a defence against
- * forgery, a check against damage and truncation. */
-static uint64_t sum64(const void *p, uint64_t n, uint64_t seed) {
-  const uint64_t P = UINT64_C(0x9e3779b97f4a7c15);
+ * forgery, a check against damage and truncation. Taken in chunks when the
+ * bytes are read a window at a time (call_source.c). */
+#define SUM_P UINT64_C(0x9e3779b97f4a7c15)
+void ms__rt_sum64_start(ms__rt_sum64_state *st, uint64_t n, uint64_t seed) {
+  st->a = seed ^ n, st->b = st->a + 1, st->c = st->a + 2, st->d = st->a + 3;
+}
+
+void ms__rt_sum64_more(ms__rt_sum64_state *st, const void *p, uint64_t n) {
   const uint64_t *w = p;
-  uint64_t k = n / 8, i = 0;
-  uint64_t a = seed ^ n, b = a + 1, c = a + 2, d = a + 3;
+  uint64_t k = n / 8, i = 0, a = st->a, b = st->b, c = st->c, d = st->d;
   for (; i + 4 <= k; i += 4) {
-    a = (a ^ w[i]) * P;
-    b = (b ^ w[i + 1]) * P;
-    c = (c ^ w[i + 2]) * P;
-    d = (d ^ w[i + 3]) * P;
+    a = (a ^ w[i]) * SUM_P;
+    b = (b ^ w[i + 1]) * SUM_P;
+    c = (c ^ w[i + 2]) * SUM_P;
+    d = (d ^ w[i + 3]) * SUM_P;
   }
-  // The last k % 4 words (i is k - k % 4 here), at most three.
-  for (uint64_t r = k % 4; r > 0; r--) a = (a ^ w[k - r]) * P;
-  uint64_t h = a ^ (b << 17 | b >> 47) ^ (c << 31 | c >> 33) ^ (d << 47 | d >> 17);
+  // The last k % 4 words (i is k - k % 4 here), at most three: the last chunk only.
+  for (uint64_t r = k % 4; r > 0; r--) a = (a ^ w[k - r]) * SUM_P;
+  st->a = a, st->b = b, st->c = c, st->d = d;
+}
+
+uint64_t ms__rt_sum64_end(const ms__rt_sum64_state *st) {
+  uint64_t b = st->b, c = st->c, d = st->d;
+  uint64_t h = st->a ^ (b << 17 | b >> 47) ^ (c << 31 | c >> 33) ^ (d << 47 | d >> 17);
   h ^= h >> 29;
   h *= UINT64_C(0xbf58476d1ce4e5b9);
   return h ^ (h >> 32);
+}
+
+uint64_t ms__rt_sum64(const void *p, uint64_t n, uint64_t seed) {
+  ms__rt_sum64_state st;
+  ms__rt_sum64_start(&st, n, seed);
+  ms__rt_sum64_more(&st, p, n);
+  return ms__rt_sum64_end(&st);
 }
 
 static uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
@@ -189,7 +205,7 @@ int memstub_stub_data_write(const struct memstub_stub *s, const char *path, mems
     if (a->count > UINT64_MAX / 2 / a->elem)
       return memstub_error_set(err, -EINVAL, "%s: %lld points do not fit in a file", path,
                                (long long)s->numdata);
-    a->sum = sum64(field_ptr(s, &kinds[k]), a->count * a->elem, 0);
+    a->sum = ms__rt_sum64(field_ptr(s, &kinds[k]), a->count * a->elem, 0);
   }
   off = round_up(h.table_off + h.narrays * sizeof(df_array), DF_ALIGN);
   for (uint32_t i = 0; i < h.narrays; i++) {
@@ -207,7 +223,8 @@ int memstub_stub_data_write(const struct memstub_stub *s, const char *path, mems
     q += n;
   }
   memcpy(meta + h.strings_len, tab, h.narrays * sizeof(df_array));
-  h.head_sum = sum64(&h, sizeof h, sum64(meta, h.strings_len + h.narrays * sizeof(df_array), 0));
+  uint64_t meta_sum = ms__rt_sum64(meta, h.strings_len + h.narrays * sizeof(df_array), 0);
+  h.head_sum = ms__rt_sum64(&h, sizeof h, meta_sum);
 
   ms__afile af;
   int rc = ms__afile_open(&af, path, err);
@@ -273,7 +290,7 @@ static int read_head(const char *path, const char *m, uint64_t size, struct mems
   uint64_t want = h.head_sum;
   h.head_sum = 0;
   uint64_t meta = h.strings_len + (uint64_t)h.narrays * sizeof(df_array);
-  if (sum64(&h, sizeof h, sum64(m + h.strings_off, meta, 0)) != want)
+  if (ms__rt_sum64(&h, sizeof h, ms__rt_sum64(m + h.strings_off, meta, 0)) != want)
     return REFUSE("%s: head_sum: the head, strings or table are damaged (checksum mismatch)",
                   path);
   const char *str[DF_NSTRINGS];
@@ -313,10 +330,22 @@ static int read_head(const char *path, const char *m, uint64_t size, struct mems
   return (int)h.narrays;
 }
 
+static int calls_open(int fd, const char *path, uint64_t off, uint64_t len, ms__rt_callsrc **src,
+                      uint64_t *sum, memstub_error *err);
+
+// The file being opened: its calls, left out of the copy, are read from it (call_source.c).
+typedef struct df_file {
+  const char *path;
+  int fd;
+  uint64_t hole_off, hole_len;  // the calls' bytes, not copied (0, 0: none)
+  ms__rt_callsrc *calls;        // made by read_arrays, NULL for calls copied or none
+} df_file;
+
 /* Check the table's entries (n of them) and point s's arrays into the
  * mapping m; verify each array's sum. 0 or -EINVAL naming the array. */
-static int read_arrays(const char *path, const char *m, uint64_t size, const df_array *tab,
+static int read_arrays(df_file *f, const char *m, uint64_t size, const df_array *tab,
                        uint32_t n, struct memstub_stub *s, memstub_error *err) {
+  const char *path = f->path;
   for (uint32_t i = 0; i < n; i++) {
     df_array a;
     memcpy(&a, &tab[i], sizeof a);
@@ -348,9 +377,17 @@ static int read_arrays(const char *path, const char *m, uint64_t size, const df_
       return REFUSE("%s: array %s: %llu bytes at offset %llu lie beyond the file's %llu", path,
                     a.name, (unsigned long long)bytes, (unsigned long long)a.off,
                     (unsigned long long)size);
-    if (sum64(m + a.off, bytes, 0) != a.sum)
-      return REFUSE("%s: array %s: damaged (checksum mismatch)", path, a.name);
-    set_field(s, &kinds[k], m + a.off);
+    const void *at = m + a.off;
+    uint64_t sum = 0;
+    int rc = 0;
+    if (kinds[k].count == COUNT_CALLSEQ && a.off == f->hole_off && bytes == f->hole_len && bytes) {
+      if ((rc = calls_open(f->fd, path, a.off, bytes, &f->calls, &sum, err)) < 0) return rc;
+      at = ms__rt_callsrc_key(f->calls);  // read from the file: call_source.c
+    } else {
+      sum = ms__rt_sum64(at, bytes, 0);
+    }
+    if (sum != a.sum) return REFUSE("%s: array %s: damaged (checksum mismatch)", path, a.name);
+    set_field(s, &kinds[k], at);
   }
   for (size_t k = 0; k < NKINDS; k++)
     if (s->abi >= kinds[k].min_abi && s->abi <= kinds[k].required && !field_ptr(s, &kinds[k]))
@@ -377,32 +414,75 @@ static const char *file_kind(mode_t m) {
                        : "not a file";
 }
 
-/* The file's size bytes, read from fd into memory of the process's own
- * (anonymous, read-only once filled): what is checked is what is replayed,
- * and a file truncated or overwritten in place later changes nothing (a
- * mapping of the file lost its pages to SIGBUS, or replayed the new bytes;
- * docs/runtime.md, "Data files"). 0 with *out, or a negative errno. */
-static int copy_in(int fd, const char *path, uint64_t size, void **out, memstub_error *err) {
-  *out = NULL;
-  uint64_t avail = ms__prim_mem_available();
-  if (avail && size > avail)
-    return memstub_error_set(err, -ENOMEM,
-                             "%s: %llu bytes, more than this host has available (MemAvailable "
-                             "%llu) to read it into",
-                             path, (unsigned long long)size, (unsigned long long)avail);
-  void *m = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  int e = m == MAP_FAILED ? errno : 0;
-  // Huge pages for a large file: half the time of 4 KiB pages (0.16 s for 387 MB here).
-  if (!e && ms__prim_prefault(m, (size_t)size, size >= ((uint64_t)2 << 20)) < 0) e = ENOMEM;
+// n bytes at off of fd into p. 0, or a positive errno (EIO: the file ended first).
+static int pread_all(int fd, void *p, uint64_t n, uint64_t off, uint64_t *got) {
   uint64_t at = 0;
-  while (!e && at < size) {
-    ssize_t k = pread(fd, (char *)m + at, (size_t)(size - at), (off_t)at);
+  int e = 0;
+  while (at < n) {
+    ssize_t k = pread(fd, (char *)p + at, (size_t)(n - at), (off_t)(off + at));
     if (k < 0 && errno == EINTR) continue;
     if (k <= 0) {
       e = k < 0 ? errno : EIO;
       break;
     }
     at += (uint64_t)k;
+  }
+  if (got) *got = at;
+  return e;
+}
+
+/* Where the file's calls (callseq) lie, from its head and table read before
+ * the copy, so that the copy leaves them out: 1 with *off and *len, or 0 for
+ * none or a head that does not say (the checks of the copy then refuse the
+ * file, or find the calls copied). */
+static int calls_place(int fd, uint64_t size, uint64_t *off, uint64_t *len) {
+  df_head h;
+  df_array tab[NKINDS + 4];
+  if (size < sizeof h || pread_all(fd, &h, sizeof h, 0, NULL) != 0) return 0;
+  if (memcmp(h.magic, DF_MAGIC, sizeof h.magic) != 0 || h.order != DF_ORDER ||
+      h.abi < MEMSTUB_STUB_ABI_CALLS || h.narrays > NKINDS + 4 || h.table_off > size ||
+      h.narrays * sizeof(df_array) > size - h.table_off ||
+      pread_all(fd, tab, h.narrays * sizeof(df_array), h.table_off, NULL) != 0)
+    return 0;
+  for (uint32_t i = 0; i < h.narrays; i++)
+    if (memchr(tab[i].name, '\0', sizeof tab[i].name) && strcmp(tab[i].name, "callseq") == 0 &&
+        tab[i].elem == 1 && tab[i].off % DF_ALIGN == 0 && tab[i].off >= sizeof h &&
+        tab[i].off <= size && tab[i].count > 0 && tab[i].count <= size - tab[i].off) {
+      *off = tab[i].off, *len = tab[i].count;
+      return 1;
+    }
+  return 0;
+}
+
+/* The file's size bytes but the hole's (hole_len bytes at hole_off, which
+ * stay unwritten zeros, never faulted in), read from fd into memory of the
+ * process's own (anonymous, read-only once filled): what is checked is what
+ * is replayed, and a file truncated or overwritten in place later changes
+ * nothing (a mapping of the file lost its pages to SIGBUS, or replayed the
+ * new bytes; docs/runtime.md, "Data files"). 0 with *out, or a negative errno. */
+static int copy_in(int fd, const char *path, uint64_t size, uint64_t hole_off, uint64_t hole_len,
+                   void **out, memstub_error *err) {
+  *out = NULL;
+  uint64_t avail = ms__prim_mem_available();
+  if (avail && size - hole_len > avail)
+    return memstub_error_set(err, -ENOMEM,
+                             "%s: %llu bytes, more than this host has available (MemAvailable "
+                             "%llu) to read it into",
+                             path, (unsigned long long)(size - hole_len),
+                             (unsigned long long)avail);
+  char *m = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  int e = m == MAP_FAILED ? errno : 0;
+  uint64_t part[2][2] = {{0, hole_off}, {hole_off + hole_len, size - hole_off - hole_len}};
+  uint64_t at = 0, got = 0;
+  for (int i = 0; i < 2 && !e; i++) {
+    if (!part[i][1]) continue;
+    // Huge pages for a large file: half the time of 4 KiB pages (0.16 s for 387 MB here).
+    int huge = part[i][1] >= ((uint64_t)2 << 20);
+    if (ms__prim_prefault(m + part[i][0], (size_t)part[i][1], huge) < 0)
+      e = ENOMEM;
+    else
+      e = pread_all(fd, m + part[i][0], part[i][1], part[i][0], &got);
+    at = part[i][0] + got;
   }
   if (!e && mprotect(m, (size_t)size, PROT_READ) != 0) e = errno;
   if (!e) {
@@ -415,6 +495,45 @@ static int copy_in(int fd, const char *path, uint64_t size, void **out, memstub_
                              path, (unsigned long long)at, (unsigned long long)size);
   return memstub_error_set(err, -e, "%s: cannot read %llu bytes into memory: %s", path,
                            (unsigned long long)size, strerror(e));
+}
+
+/* The calls (len bytes at off of fd), read once a window at a time: their
+ * sum into *sum and each window's into the source made for the replay. 0,
+ * or a negative errno with err set. */
+static int calls_open(int fd, const char *path, uint64_t off, uint64_t len, ms__rt_callsrc **src,
+                      uint64_t *sum, memstub_error *err) {
+  int rc = ms__rt_callsrc_create(path, fd, (int64_t)off, (int64_t)len, src);
+  char *buf = rc == 0 ? ms__rt_own_calloc(1, MS__RT_CALLS_WINDOW) : NULL;
+  if (rc == 0 && !buf) rc = -ENOMEM;
+  if (rc < 0) {
+    ms__rt_callsrc_free(*src);
+    *src = NULL;
+    return memstub_error_set(err, rc, "%s: calls: %s", path, strerror(-rc));
+  }
+  ms__rt_sum64_state st;
+  ms__rt_sum64_start(&st, len, 0);
+  for (uint64_t at = 0; rc == 0 && at < len; at += MS__RT_CALLS_WINDOW) {
+    uint64_t w = (uint64_t)MS__RT_CALLS_WINDOW, n = len - at < w ? len - at : w;
+    uint64_t got = 0;
+    int e = pread_all(fd, buf, n, off + at, &got);
+    if (e == EIO)
+      rc = memstub_error_set(err, -EIO, "%s: truncated while it was read (%llu of %llu bytes)",
+                             path, (unsigned long long)(off + at + got),
+                             (unsigned long long)(off + len));
+    else if (e)
+      rc = memstub_error_set(err, -e, "%s: calls: cannot read: %s", path, strerror(e));
+    else {
+      ms__rt_sum64_more(&st, buf, n);
+      (void)ms__rt_callsrc_fill(*src, buf, (int64_t)n);  // in order, whole windows
+    }
+  }
+  ms__rt_own_free(buf);
+  *sum = ms__rt_sum64_end(&st);
+  if (rc < 0) {
+    ms__rt_callsrc_free(*src);
+    *src = NULL;
+  }
+  return rc;
 }
 
 int memstub_stub_data_open(const char *path, memstub_stub_data **out, memstub_error *err) {
@@ -442,16 +561,48 @@ int memstub_stub_data_open(const char *path, memstub_stub_data **out, memstub_er
   uint64_t size = (uint64_t)st.st_size;
   if (rc == 0 && size == 0) rc = REFUSE("%s: magic: the file is empty", path);
   if (rc == 0 && size > SIZE_MAX / 2) rc = REFUSE("%s: the file is too large to read", path);
-  if (rc == 0 && (rc = copy_in(fd, path, size, &d->map, err)) == 0) d->map_len = (size_t)size;
-  close(fd);
+  // An exact stub's calls are left in the file: the replay reads them as it goes.
+  uint64_t hole_off = 0, hole_len = 0;
+  if (rc == 0 && !calls_place(fd, size, &hole_off, &hole_len)) hole_off = hole_len = 0;
+  if (rc == 0 && (rc = copy_in(fd, path, size, hole_off, hole_len, &d->map, err)) == 0)
+    d->map_len = (size_t)size;
   const df_array *tab = NULL;
   if (rc == 0) rc = read_head(path, d->map, size, &d->stub, &tab, err);
-  if (rc >= 0) rc = read_arrays(path, d->map, size, tab, (uint32_t)rc, &d->stub, err);
+  df_file f = {path, fd, hole_off, hole_len, NULL};
+  if (rc >= 0) rc = read_arrays(&f, d->map, size, tab, (uint32_t)rc, &d->stub, err);
+  if (d) d->calls = f.calls;
+  close(fd);
   return MS__HAND_OUT(rc, d, out, memstub_stub_data_free);
 }
 
 void memstub_stub_data_free(memstub_stub_data *d) {
   if (!d) return;
   if (d->map) munmap(d->map, d->map_len);
+  ms__rt_callsrc_free(d->calls);
   ms__rt_own_free(d);
+}
+
+int memstub_stub_data_calls(const memstub_stub_data *d, int64_t at, int64_t n, void *buf,
+                            memstub_error *err) {
+  const struct memstub_stub *s = &d->stub;
+  if (s->abi < MEMSTUB_STUB_ABI_CALLS || !s->callseq || at < 0 || n < 0 || at > s->ncallseq ||
+      n > s->ncallseq - at)
+    return memstub_error_set(err, -EINVAL, "calls: bytes %lld to %lld: beyond the stub's %lld",
+                             (long long)at, (long long)(at + n), (long long)s->ncallseq);
+  ms__rt_callrd r;
+  int rc = ms__rt_callrd_open(&r, s);
+  if (rc < 0) return memstub_error_set(err, rc, "calls: %s", strerror(-rc));
+  for (int64_t done = 0; done < n;) {
+    int64_t avail;
+    const uint8_t *p = ms__rt_callrd_get(&r, at + done, &avail);
+    if (!p) {
+      rc = memstub_error_set(err, r.err, "%s", r.why);
+      break;
+    }
+    int64_t k = avail < n - done ? avail : n - done;
+    memcpy((char *)buf + done, p, (size_t)k);
+    done += k;
+  }
+  ms__rt_callrd_close(&r);
+  return rc;
 }

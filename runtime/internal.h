@@ -481,6 +481,7 @@ struct ms__rt_ctx {
   int64_t failed_at;        // ... at this point
   int failed_what;          // ... for this (MS__RT_FAIL_*)
   int64_t failed_bytes;     // ... of this size (the heap block, the mapping, the keep mapping)
+  char failed_why[MEMSTUB_ERRMSG_MAX];  // MS__RT_FAIL_DATA: why the data could not be read
   memstub_replay_record entry;
   // Set by the driver: T0 given (threads.c: the common clock), else 0.
   int64_t t0_at;
@@ -532,6 +533,50 @@ typedef struct ms__rt_calls ms__rt_calls;
  * reallocates live, within ncallblocks, ncallcount calls. 0 (also for
  * other layouts) or -EINVAL with err naming the point or byte, or -ENOMEM. */
 int ms__rt_calls_check(const struct memstub_stub *s, memstub_error *err);
+/* The bytes of a stub's calls (call_source.c): in memory, or a data file's
+ * read a window at a time and checked against the sums taken at its open. */
+#define MS__RT_CALLS_WINDOW ((int64_t)32 << 10)  // bytes read at once, a multiple of 32
+#define MS__RT_CALL_MAX 32                        // an encoded call's bytes at most
+typedef struct ms__rt_callsrc ms__rt_callsrc;
+/* A data file's calls, len bytes at off of fd (duplicated, path named in
+ * errors): complete once ms__rt_callsrc_fill has summed each window in turn;
+ * then a descriptor whose callseq is ms__rt_callsrc_key(s) reads them from
+ * the file. 0 or a negative errno. */
+int ms__rt_callsrc_create(const char *path, int fd, int64_t off, int64_t len,
+                          ms__rt_callsrc **out);
+// The next window's n bytes (MS__RT_CALLS_WINDOW, the last one shorter): 0 or -EINVAL.
+int ms__rt_callsrc_fill(ms__rt_callsrc *s, const void *p, int64_t n);
+// What callseq is for s: a page of its own that faults when read.
+const uint8_t *ms__rt_callsrc_key(const ms__rt_callsrc *s);
+void ms__rt_callsrc_free(ms__rt_callsrc *s);
+typedef struct ms__rt_callrd {
+  const uint8_t *mem;        // the calls in memory, else NULL: read from src
+  ms__rt_callsrc *src;
+  uint8_t *buf;              // two windows: the calls' bytes [buf_at, buf_at + buf_len)
+  int64_t buf_at, buf_len;
+  int64_t n;                 // the calls' bytes
+  int err;                   // -EIO once a window could not be read or had changed
+  char why[MEMSTUB_ERRMSG_MAX / 2];  // ... and why, naming the file
+} ms__rt_callrd;
+// A reader of s's calls. 0, -ENOMEM, or -EINVAL for a source of another length.
+int ms__rt_callrd_open(ms__rt_callrd *r, const struct memstub_stub *s);
+void ms__rt_callrd_close(ms__rt_callrd *r);
+/* The calls' bytes from at (pre: at < r->n): p[0] is byte at, *avail bytes
+ * follow it (at least MS__RT_CALL_MAX, or up to the end); NULL with r->err
+ * and r->why set when the file could not be read or has changed. */
+const uint8_t *ms__rt_callrd_get(ms__rt_callrd *r, int64_t at, int64_t *avail);
+// The file's calls' identity (a digest of the windows' sums), 0 for calls in memory.
+uint64_t ms__rt_callrd_digest(const ms__rt_callrd *r);
+/* A 64-bit sum of n bytes (a multiple of 8, 8-aligned), the data file's
+ * checksum (datafile.c); ms__rt_sum64_more carries it over chunks. */
+typedef struct ms__rt_sum64_state {
+  uint64_t a, b, c, d;
+} ms__rt_sum64_state;
+uint64_t ms__rt_sum64(const void *p, uint64_t n, uint64_t seed);
+void ms__rt_sum64_start(ms__rt_sum64_state *st, uint64_t n, uint64_t seed);
+// pre: n a multiple of 32 except in the last chunk (a multiple of 8)
+void ms__rt_sum64_more(ms__rt_sum64_state *st, const void *p, uint64_t n);
+uint64_t ms__rt_sum64_end(const ms__rt_sum64_state *st);
 /* Whether s is replayed call for call: layout 4, or layout 5 with its calls
  * (callseq set; memstub/stub.h, MEMSTUB_STUB_ABI_MODEL). */
 static inline int ms__rt_stub_calls(const struct memstub_stub *s) {
@@ -545,7 +590,13 @@ const ms__rt_replay_ops *ms__rt_replay_ops_for(const struct memstub_stub *s);
 int64_t ms__rt_wait_deadline(ms__rt_ctx *c, int64_t x, int64_t lead);
 
 // What a replay that stopped could not have (ms__rt_ctx.failed_what).
-enum { MS__RT_FAIL_HEAP, MS__RT_FAIL_MAPPED, MS__RT_FAIL_RESIDENT, MS__RT_FAIL_CALL };
+enum {
+  MS__RT_FAIL_HEAP,
+  MS__RT_FAIL_MAPPED,
+  MS__RT_FAIL_RESIDENT,
+  MS__RT_FAIL_CALL,
+  MS__RT_FAIL_DATA  // an exact stub's calls could not be read from its data file
+};
 // A replay's point x could not have what (MS__RT_FAIL_*) of bytes: error rc, the replay stops
 // (class_replay.c).
 void ms__rt_replay_stop(ms__rt_ctx *c, int64_t x, int rc, int what, int64_t bytes);
@@ -575,9 +626,16 @@ int ms__rt_run_on_stack(void (*fn)(void *), void *arg, int64_t stack_size, long 
  * (ms__rt_run_on_stack), so its allocations come from the caller's arena and
  * tcache; opt->progress is never called and the caller's timer slack is
  * restored after (run.c, threads.c; for call.c). here = 0: as the public
- * functions, on a replay thread. */
+ * functions, on a replay thread. t0_at: the replay's T0 (CLOCK_MONOTONIC
+ * ns), a moment before it starts (a stub called as a function counts from
+ * its call, so that reading its data and preparing its calls take the
+ * component's time, not more; its first points are late until the online
+ * timing has caught up), or 0: when its first point begins. */
 int ms__rt_replay_run(const struct memstub_stub *s, const memstub_replay_options *o,
-                      memstub_replay **out, int here, memstub_error *err);
+                      memstub_replay **out, int here, int64_t t0_at, memstub_error *err);
+/* memstub_stub_call of s with T0 at t0 (CLOCK_MONOTONIC ns; call.c): a stub
+ * embedded with DATA counts from its call, before its data is read. */
+int ms__rt_stub_call_from(const struct memstub_stub *s, int64_t t0, memstub_error *err);
 int ms__rt_threads_run(const memstub_threads_stub *s, const memstub_replay_options *o,
                        memstub_threads_replay **out, int here, memstub_error *err);
 

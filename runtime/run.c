@@ -513,7 +513,7 @@ static int run_thread(job *j, int64_t stack_size, const memstub_replay_options *
 void ms__rt_stop_reason(const ms__rt_ctx *c, const struct memstub_stub *s, char *buf, size_t cap) {
   int64_t x = c->failed_at, t = 0, n = c->failed_bytes;
   for (int64_t i = 0; i <= x; i++) t += s->use[i].time;
-  char what[256];
+  char what[MEMSTUB_ERRMSG_MAX];
   int64_t orig;  // the original's figure at the row (the base plus the stub's)
   if (c->failed_what == MS__RT_FAIL_MAPPED)
     snprintf(what, sizeof what,
@@ -528,6 +528,8 @@ void ms__rt_stop_reason(const ms__rt_ctx *c, const struct memstub_stub *s, char 
              (long long)s->rss[x],
              ms__add_i64(s->rss_base, s->rss[x], &orig) < 0 ? (long long)s->rss[x] : (long long)orig,
              (long long)n);
+  else if (c->failed_what == MS__RT_FAIL_DATA)  // the reason names the file and its bytes
+    snprintf(what, sizeof what, "%s", c->failed_why);
   else if (c->failed_what == MS__RT_FAIL_CALL && c->failed == -ENOTSUP)
     snprintf(what, sizeof what, "the allocator gave a call of %lld bytes a block of fewer than "
              "8 usable bytes, where the call replay keeps the block's size", (long long)n);
@@ -548,6 +550,8 @@ void ms__rt_stop_reason(const ms__rt_ctx *c, const struct memstub_stub *s, char 
 static int stopped(const job *j, const struct memstub_stub *s, memstub_error *err) {
   const ms__rt_ctx *c = &j->c;
   char msg[MEMSTUB_ERRMSG_MAX];
+  if (j->prep < 0 && j->c.failed_why[0])  // the data file's calls, named there
+    return memstub_error_set(err, j->prep, "while preparing the replay: %s", j->c.failed_why);
   if (j->prep < 0) {
     limit_hint(msg, sizeof msg);
     return memstub_error_set(err, j->prep, "out of memory while preparing the replay's heap%s",
@@ -607,11 +611,11 @@ void ms__rt_fill_info(memstub_replay *r, const ms__rt_ctx *c, int64_t stack_size
 
 int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_options *o,
                        memstub_replay **out, memstub_error *err) {
-  return ms__rt_replay_run(s, o, out, 0, err);
+  return ms__rt_replay_run(s, o, out, 0, 0, err);
 }
 
 int ms__rt_replay_run(const struct memstub_stub *s, const memstub_replay_options *o,
-                      memstub_replay **out, int here, memstub_error *err) {
+                      memstub_replay **out, int here, int64_t t0_at, memstub_error *err) {
   *out = NULL;
   memstub_replay_options opt;
   if (o) opt = *o;
@@ -631,6 +635,7 @@ int ms__rt_replay_run(const struct memstub_stub *s, const memstub_replay_options
   if ((rc = reserve(r, j, s, err)) < 0) goto fail;
   ms__rt_ctx_init(&j->c, s, &opt, r->rec);
   j->c.wrec = r->work;
+  j->c.t0_at = t0_at;
   rc = here ? run_here(j, stack_size) : run_thread(j, stack_size, &opt);
   if (rc < 0)  // the thread may still write to j and r: both are left to it
     return memstub_error_set(err, rc, "cannot wait for the replay thread: %s", strerror(-rc));

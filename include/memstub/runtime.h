@@ -375,14 +375,27 @@ int memstub_measure_commit_replay(memstub_measure_file *m, const memstub_replay 
 /* A stub's data file (docs/formats.md, "Data files"): the descriptor and
  * every array of a stub in one binary file, versioned and checksummed, for
  * traces too large to compile (memstub gen --data, memstub replay --data,
- * memstub build --data). Opened, it is read whole into memory of its own
+ * memstub build --data). Opened, it is read into memory of its own
  * (read-only once filled; the file may change or go meanwhile) and its arrays
- * are used there; stub is ready for memstub_replay_run while d is open. */
+ * are used there, all but the calls of an exact stub (layout 4, 5 with
+ * calls): those the replay reads from the file as it goes, checked against
+ * the sums taken at the open, and a file changed since stops the replay with
+ * an error naming it. Their stub.callseq is no array (a page that faults when
+ * read): memstub_stub_data_calls copies them. stub is ready for
+ * memstub_replay_run while d is open. */
 typedef struct memstub_stub_data {
   struct memstub_stub stub;  // points into the copy
   void *map;                 // private: the copy (an anonymous mapping) and its length
   size_t map_len;
+  void *calls;               // private: the calls in the file (runtime/call_source.c), or NULL
 } memstub_stub_data;
+
+/* The n bytes of d's calls from byte at into buf, read from the file and
+ * checked as the replay reads them (or copied, when they are in memory).
+ * 0, -EINVAL for a range beyond stub.ncallseq, or -EIO with err naming the
+ * file when it was changed since d was opened. */
+int memstub_stub_data_calls(const memstub_stub_data *d, int64_t at, int64_t n, void *buf,
+                            memstub_error *err);
 
 /* Write s (layout 1 to 5, numdata >= 1) to path as a data file, atomically.
  * 0, or a negative errno with err naming path (-EINVAL for a stub that
