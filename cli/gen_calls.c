@@ -50,19 +50,19 @@ int ms_cli_gen_calls(const char *cmd, const char *in, const memstub_trace *t,
     int from_file = strcmp(cmd, "gen") == 0;
     int64_t calls = from_file ? 2 * ((int64_t)32 << 10) : g->stub.ncallseq;
     if (calls > g->stub.ncallseq) calls = g->stub.ncallseq;
-    int64_t own = g->stub.ncallblocks * 8 + calls;
+    int64_t own = g->stub.ncallblocks * 4 + calls;
     char tb[32], cb[32], pb[32], what[128];
-    ms__fmt_bytes(g->stub.ncallblocks * 8, tb, sizeof tb);
+    ms__fmt_bytes(g->stub.ncallblocks * 4, tb, sizeof tb);
     ms__fmt_bytes(calls, cb, sizeof cb);
     snprintf(what, sizeof what, from_file ? "%s of the calls read from the file at a time"
                                           : "the calls in memory (%s)", cb);
     if (g->peak_rss > 0)
-      ms_cli_note("%s: the replay's own memory: its table of blocks (8 bytes a block, %s) and "
+      ms_cli_note("%s: the replay's own memory: its table of blocks (4 bytes a block, %s) and "
                   "%s, %.1f %% of the trace's peak rss (%s): a host's RssAnon holds it beside "
                   "the component's", path, tb, what, 100.0 * (double)own / (double)g->peak_rss,
                   ms__fmt_bytes(g->peak_rss, pb, sizeof pb));
     else
-      ms_cli_note("%s: the replay's own memory: its table of blocks (8 bytes a block, %s) and %s",
+      ms_cli_note("%s: the replay's own memory: its table of blocks (4 bytes a block, %s) and %s",
                   path, tb, what);
   }
   if (rc == 0 && o->churn_scale != 1.0)

@@ -16,7 +16,11 @@
 // n * size zeroed bytes from mmap, never malloc (a stub makes only its
 // component's allocator calls); NULL on overflow or out of memory.
 void *ms__rt_own_calloc(size_t n, size_t size);
-// Give back a block of ms__rt_own_calloc; NULL: nothing.
+/* The same for a scratch array of a megabyte or more that lives briefly:
+ * huge pages where the kernel gives them (one fault for 2 MiB, not 512;
+ * its resident size rounds up to 2 MiB). */
+void *ms__rt_own_calloc_huge(size_t n, size_t size);
+// Give back a block of ms__rt_own_calloc or ms__rt_own_calloc_huge; NULL: nothing.
 void ms__rt_own_free(void *p);
 
 /* ---- the heap block (heap.c) ------------------------------------------- */

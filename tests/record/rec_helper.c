@@ -348,6 +348,31 @@ static int big_free(void) {
   return 0;
 }
 
+/* farblocks: 40 mmapped blocks (256 KiB, past glibc's 128 KiB threshold:
+ * far from the arena's, where the call replay keeps their pointers in a
+ * table of their own that grows at 16 and 32) beside small ones, every
+ * other one freed, 20 made again in their places, one grown by realloc,
+ * then all freed in another order. */
+static int farblocks(void) {
+  enum { N = 40 };
+  char *big[N], *small[N];
+  for (int i = 0; i < N; i++) {
+    if (!(big[i] = malloc(256 << 10)) || !(small[i] = malloc(32 + i))) return 1;
+    big[i][0] = small[i][0] = 1;
+  }
+  spin_ms(5);
+  for (int i = 0; i < N; i += 2) free(big[i]);
+  spin_ms(5);
+  for (int i = 0; i < N; i += 2)
+    if (!(big[i] = malloc((192 + i) << 10))) return 1;
+  char *g = realloc(big[1], 1 << 20);
+  if (!g) return 1;
+  big[1] = g;
+  spin_ms(5);
+  for (int i = N - 1; i >= 0; i--) free(big[(i * 7) % N]), free(small[i]);
+  return 0;
+}
+
 /* holds: two blocks of 32 MiB, the first never written, the second written
  * whole; the first freed (the rss stays), then the second (it falls). A
  * stub that put its pages in the first writes them again after its free. */
@@ -665,6 +690,8 @@ int main(int argc, char **argv) {
     rc = runs(argc, argv);
   } else if (strcmp(mode, "bigfree") == 0) {
     rc = big_free();
+  } else if (strcmp(mode, "farblocks") == 0) {
+    rc = farblocks();
   } else if (strcmp(mode, "holds") == 0) {
     rc = holds();
   } else if (strcmp(mode, "otherstack") == 0) {
