@@ -629,7 +629,8 @@ static void call_heap(ms__rt_ctx *c, int64_t x) {
     if (st->usable_on) st->usable += usable;
     if (st->res_on) {  // written: its head, what a realloc kept; the target decides the rest
       int64_t kept = 0;
-      if (old && (p == old || (mm && mmapped(old, old_usable, c->page) && mmapped(p, usable, c->page))))
+      int remapped = mm && mmapped(old, old_usable, c->page) && mmapped(p, usable, c->page);
+      if (old && (p == old || remapped))
         kept = old_wt;    // in place, or mremap: its written pages came along
       else if (old)
         kept = old_size;  // copied: every byte written
