@@ -569,6 +569,14 @@ void ms__rt_callrd_close(ms__rt_callrd *r);
  * follow it (at least MS__RT_CALL_MAX, or up to the end); NULL with r->err
  * and r->why set when the file could not be read or has changed. */
 const uint8_t *ms__rt_callrd_get(ms__rt_callrd *r, int64_t at, int64_t *avail);
+// The same, inline where the bytes are in memory or in the window already.
+static inline const uint8_t *ms__rt_callrd_at(ms__rt_callrd *r, int64_t at, int64_t *avail) {
+  if (r->mem) return *avail = r->n - at, r->mem + at;
+  int64_t have = r->buf_at + r->buf_len;
+  if (at >= r->buf_at && have - at >= MS__RT_CALL_MAX)
+    return *avail = have - at, r->buf + (at - r->buf_at);
+  return ms__rt_callrd_get(r, at, avail);
+}
 // The file's calls' identity (a digest of the windows' sums), 0 for calls in memory.
 uint64_t ms__rt_callrd_digest(const ms__rt_callrd *r);
 /* A 64-bit sum of n bytes (a multiple of 8, 8-aligned), the data file's

@@ -31,7 +31,7 @@ void *ms__rt_own_calloc(size_t n, size_t size) {
 void *ms__rt_own_calloc_huge(size_t n, size_t size) {
   size_t bytes;
   if (__builtin_mul_overflow(n, size, &bytes) || bytes > SIZE_MAX / 2) return NULL;
-  if (bytes < OWN_HUGE) return ms__rt_own_calloc(n, size);
+  if (bytes < OWN_HUGE / 2) return ms__rt_own_calloc(n, size);  // a megabyte or more
   // Room to start the block on a huge page's boundary, its head in the page before.
   size_t len = bytes + 2 * OWN_HUGE;
   char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
