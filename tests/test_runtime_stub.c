@@ -12,7 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "internal.h"  // runtime/internal.h: ms__rt_replay_run
 #include "memstub/runtime.h"
+#include "prim.h"
 #include "memstub_listing1_stub.h"
 #include "memstub_nonlifo_stub.h"
 #include "memstub_whatif_stub.h"
@@ -120,6 +122,38 @@ static memstub_trace *measured(const char *dir, const char *name, const char *st
 /* Two stubbed components in one program, MEMSTUB_MEASURE naming a plain file
  * (issue 30: it wrote m.csv.NAME.PID.CALL): the first measured call writes
  * exactly m.csv, the later ones m.2.csv, m.3.csv, each its own stub's replay. */
+/* A stub called as a function counts its T0 from the call (runtime/call.c):
+ * the setup before its first point (a DATA stub's file read and checked at
+ * its first call, the checks, the records) takes the component's time, and
+ * the online timing catches up on the waits after. Here T0 is put 50 ms
+ * before the replay starts, as a slow setup would: the replay reports it
+ * as its T0, its first point late by those 50 ms, and it still ends about
+ * when its 200 ms of waits say, counted from T0. */
+START_TEST(test_call_counts_from_its_start) {
+  struct memAlloc use[10];
+  int64_t point[10];
+  for (int i = 0; i < 10; i++) use[i] = (struct memAlloc){20000000, 0, 0}, point[i] = i;
+  struct memstub_stub s = {.abi = MEMSTUB_STUB_ABI, .timing = MEMSTUB_TIMING_NONE, .name = "",
+                           .numdata = 10, .use = use, .point = point, .norig = 10,
+                           .duration_ns = 200000000, .source = "", .transforms = "",
+                           .calibration = ""};
+  memstub_replay_options o;
+  memstub_replay_options_init(&o);
+  o.measure = MEMSTUB_MEASURE_TIME;
+  memstub_replay *r = NULL;
+  memstub_error err = {0};
+  int64_t t0 = ms__prim_now_ns() - 50000000;
+  ck_assert_msg(ms__rt_replay_run(&s, &o, &r, 1, t0, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(r->info.t0_ns, t0);
+  ck_assert_msg(r->rec[0].end_ns >= 45000000, "the first point ended %lld ns after T0",
+                (long long)r->rec[0].end_ns);
+  ck_assert_msg(r->info.duration_ns < 200000000 + 45000000,
+                "%lld ns from T0: the 50 ms before the replay were not caught up",
+                (long long)r->info.duration_ns);
+  memstub_replay_free(r);
+}
+END_TEST
+
 START_TEST(test_two_stubs_one_program) {
   char *dir = tu_mkdtemp();
   char path[4096];
@@ -300,6 +334,7 @@ int main(void) {
   tcase_add_test(tc, test_entry_point_measured);
   tcase_add_test(tc, test_entry_point_bad_env);
   tcase_add_test(tc, test_two_stubs_one_program);
+  tcase_add_test(tc, test_call_counts_from_its_start);
   tcase_add_test(tc, test_measure_replaces_earlier_run);
   tcase_add_test(tc, test_two_processes);
   suite_add_tcase(s, tc);
