@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "memstub/import.h"
@@ -38,7 +39,7 @@ static int import_with_progress(const char *fmt, const char *in, const memstub_i
   return rc;
 }
 
-enum { O_NS_PER_UNIT = MS_CLI_LONG, O_STACK_CURVE, O_TIME_UNIT, O_CYCLES_PER_NS };
+enum { O_NS_PER_UNIT = MS_CLI_LONG, O_STACK_CURVE, O_TIME_UNIT, O_CYCLES_PER_NS, O_CALLS };
 
 static const ms_cli_option options[] = {
     {"output", 'o', "FILE", "write the trace to FILE (atomically)"},
@@ -48,6 +49,9 @@ static const ms_cli_option options[] = {
      "inverted, none (not imported: 0, marked unknown)"},
     {"time-unit", O_TIME_UNIT, "U", "memusage: auto, cycles or us"},
     {"cycles-per-ns", O_CYCLES_PER_NS, "F", "memusage: counter ticks per ns of the recording host"},
+    {"calls", O_CALLS, NULL,
+     "heaptrack: the allocation sequence too, into TRACE.calls\n"
+     "(for memstub gen --data: the call replay); needs -o"},
     {0}};
 
 static const ms_cli_spec spec = {
@@ -56,7 +60,7 @@ static const ms_cli_spec spec = {
     "       memstub import memusage FILE [-o TRACE]\n"
     "                               [--stack-curve auto|normal|inverted|none]\n"
     "                               [--time-unit auto|cycles|us] [--cycles-per-ns F]\n"
-    "       memstub import heaptrack FILE [-o TRACE]\n"
+    "       memstub import heaptrack FILE [-o TRACE [--calls]]\n"
     "\n"
     "Convert another tool's recording into a trace (docs/recording.md). Without -o\n"
     "the trace goes to standard output.\n"
@@ -82,7 +86,10 @@ static const ms_cli_spec spec = {
     "heap_peak_bytes (the highest since the previous row), rss_bytes (the\n"
     "process's RSS, file pages included, from the first sample on) and the\n"
     "allocator calls since the previous row (calls_malloc_*, calls_free_*).\n"
-    "The stack is unknown.\n"
+    "The stack is unknown. With --calls the allocations and deallocations go, in\n"
+    "order, into TRACE.calls beside the trace, for the call replay (memstub gen\n"
+    "--data): each a malloc, or a free of the last live allocation of its size and\n"
+    "stack (heaptrack does not say which block a deallocation ends).\n"
     "\n",
     options, 27, NULL};
 
@@ -103,11 +110,13 @@ int ms_cmd_import(int argc, char **argv) {
   memstub_import_options o;
   memstub_import_options_init(&o);
   const char *out = "-";
+  int calls = 0;
   ms_cli_parser p = {.spec = &spec};
   int c, k, bad = 0;
   while (!bad && (c = ms_cli_next(&p, argc, argv)) > 0) {
     switch (c) {
       case 'o': out = p.arg; break;
+      case O_CALLS: calls = 1; break;
       case O_NS_PER_UNIT: bad = positive(&p, &o.ns_per_unit); break;
       case O_CYCLES_PER_NS: bad = positive(&p, &o.cycles_per_ns); break;
       case O_STACK_CURVE:
@@ -136,6 +145,13 @@ int ms_cmd_import(int argc, char **argv) {
   if (first + 2 != argc)
     return ms_cli_usage("import", first + 1 == argc ? "missing FILE" : "more than one FILE given");
   const char *in = argv[first + 1];
+  if (calls && f != 2)
+    return ms_cli_usage("import", "--calls: only heaptrack's files have the calls in order");
+  if (calls && strcmp(out, "-") == 0)
+    return ms_cli_usage("import", "--calls: needs -o TRACE (the calls go into TRACE.calls)");
+  char *calls_path = calls ? ms__asprintf("%s.calls", out) : NULL;
+  if (calls && !calls_path) return ms_cli_error("out of memory");
+  o.calls_path = calls_path;
 
   memstub_error err = {0};
   memstub_trace *t = NULL;
@@ -161,12 +177,18 @@ int ms_cmd_import(int argc, char **argv) {
                   "--cycles-per-ns when the file comes from another machine)",
                   in);
     rc = memstub_trace_write(t, out, &err);
+    if (rc < 0 && calls_path) unlink(calls_path);  // no calls file without its trace
   }
+  if (rc == 0 && calls_path)
+    ms_cli_note("%s: the allocation sequence (%s), for the call replay (memstub gen --data)",
+                calls_path,
+                memstub_trace_get_meta(t, "heaptrack.calls"));
   if (rc == 0 && strcmp(out, "-") != 0) {
     char d[32];
     ms_cli_note("%s: %s rows from %s file %s, %s", out, ms_cli_count((int64_t)t->n), fmt, in,
                 ms__fmt_ns(t->pts[t->n - 1].time_ns, d, sizeof d));
   }
   memstub_trace_free(t);
+  free(calls_path);
   return rc < 0 ? ms_cli_fail(&err) : MS_EXIT_OK;
 }

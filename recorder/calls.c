@@ -100,16 +100,11 @@ static ms__rec_calls_buf *buffer(tstate *ts) {
   return b;
 }
 
-static inline uint8_t *varint(uint8_t *p, uint64_t v) {
-  while (v >= 0x80) {
-    *p++ = (uint8_t)(v | 0x80);
-    v >>= 7;
-  }
-  *p++ = (uint8_t)v;
-  return p;
-}
-
-static inline uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+// The file numbers the functions as the recorder does (calls_format.h).
+_Static_assert((int)F_FREE == (int)MS__CALLS_FREE && (int)F_MEMALIGN == (int)MS__CALLS_MEMALIGN &&
+                   (int)F_REALLOCARRAY == (int)MS__CALLS_REALLOCARRAY &&
+                   (int)NFN == (int)MS__CALLS_NFN,
+               "recorder/internal.h's F_* are calls_format.h's MS__CALLS_*");
 
 void ms__rec_calls_note(tstate *ts, int fn, uintptr_t old, uintptr_t p, uint64_t n,
                         uint64_t align, int failed) {
@@ -123,30 +118,8 @@ void ms__rec_calls_note(tstate *ts, int fn, uintptr_t old, uintptr_t p, uint64_t
     b->t = t;
     b->addr = 0;
   }
-  // The addresses written, each as a delta from the one before it.
-  int is_realloc = fn == F_REALLOC || fn == F_REALLOCARRAY;
-  int64_t d[2];
-  int nd = 0;
-  uintptr_t last = b->addr;
-  if ((fn == F_FREE || is_realloc) && old) d[nd++] = (int64_t)(old - last), last = old;
-  if (fn != F_FREE && !failed) d[nd++] = (int64_t)(p - last), last = p;
-  int odd = ((nd > 0 ? d[0] : 0) | (nd > 1 ? d[1] : 0)) & 15;
-  uint8_t *q = b->data + b->head.bytes, *q0 = q;
-  uint8_t h = (uint8_t)fn;
-  if (t != b->t) h |= MS__CALLS_TIME;
-  if (odd) h |= MS__CALLS_ODD;
-  if (failed) h |= MS__CALLS_FAILED;
-  if ((fn == F_FREE || is_realloc) && !old) h |= MS__CALLS_NULL;
-  *q++ = h;
-  if (t != b->t) q = varint(q, (uint64_t)(t - b->t));
-  b->t = t;
-  int sh = odd ? 0 : 4;
-  int k = 0;
-  if ((fn == F_FREE || is_realloc) && old) q = varint(q, zigzag(d[k++] >> sh));
-  if (fn != F_FREE) q = varint(q, n);
-  if (fn == F_POSIX_MEMALIGN || fn == F_ALIGNED_ALLOC || fn == F_MEMALIGN) q = varint(q, align);
-  if (k < nd) q = varint(q, zigzag(d[k] >> sh));
-  b->addr = last;
+  uint8_t *q0 = b->data + b->head.bytes;
+  uint8_t *q = ms__calls_encode(q0, &b->t, &b->addr, t, fn, old, p, n, align, failed);
   b->head.bytes += (uint32_t)(q - q0);
   b->head.calls++;
 }

@@ -316,6 +316,59 @@ START_TEST(test_heaptrack_cli) {
 }
 END_TEST
 
+/* --calls (issue 31 item 1): heaptrack's allocations and deallocations in
+ * order as a calls file beside the trace, for the call replay. The data
+ * file of py_dicts.heaptrack.zst (a Python run) replays them one by one: the heap at every row as imported, and as
+ * many allocations and frees. No calls file without -o, for another format,
+ * or when the import fails. */
+START_TEST(test_heaptrack_calls) {
+  char *dir = tu_mkdtemp();
+  tu_run r = tu_memstub(dir, "import", "heaptrack", fx("py_dicts.heaptrack.zst"), "-o", "t.csv",
+                        "--calls", NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_msg(strstr(r.err, "t.csv.calls: the allocation sequence"), "%s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "gen", "t.csv", "--data", "t.dat", NULL);
+  ck_assert_msg(r.status == 0, "gen: %s", r.err);
+  ck_assert_msg(strstr(r.err, "replayed call for call"), "gen said: %s", r.err);
+  ck_assert_msg(!strstr(r.err, "warning"), "gen said: %s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "replay", "--data", "t.dat", "--measure", "o.csv", NULL);
+  ck_assert_msg(r.status == 0, "replay: %s", r.err);
+  tu_run_free(&r);
+  char path[4096];
+  memstub_trace *t, *o;
+  memstub_error err;
+  snprintf(path, sizeof path, "%s/t.csv", dir);
+  ck_assert_msg(memstub_trace_read(path, &t, &err) == 0, "%s", err.msg);
+  snprintf(path, sizeof path, "%s/o.csv", dir);
+  ck_assert_msg(memstub_trace_read(path, &o, &err) == 0, "%s", err.msg);
+  ck_assert_uint_eq(o->n, t->n);
+  for (size_t i = 0; i < t->n; i++)
+    ck_assert_msg(o->pts[i].heap_bytes == t->pts[i].heap_bytes, "row %zu: replayed %lld, imported %lld",
+                  i, (long long)o->pts[i].heap_bytes, (long long)t->pts[i].heap_bytes);
+  ck_assert_int_gt(calls(t, "malloc"), 500);
+  ck_assert_int_eq(calls(o, "malloc"), calls(t, "malloc"));
+  ck_assert_int_eq(calls(o, "free"), calls(t, "free"));
+  memstub_trace_free(t);
+  memstub_trace_free(o);
+  r = tu_memstub(dir, "import", "heaptrack", fx("py_dicts.heaptrack.zst"), "--calls", NULL);
+  ck_assert_msg(r.status == 2 && strstr(r.err, "needs -o"), "%s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "import", "massif", fx("sort.pages.massif"), "-o", "m.csv", "--calls", NULL);
+  ck_assert_msg(r.status == 2 && strstr(r.err, "only heaptrack"), "%s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "import", "heaptrack", fx("sort.pages.massif"), "-o", "bad.csv", "--calls",
+                 NULL);
+  ck_assert_int_eq(r.status, 2);
+  tu_run_free(&r);
+  snprintf(path, sizeof path, "%s/bad.csv.calls", dir);
+  ck_assert_msg(access(path, F_OK) != 0, "a calls file of a failed import");
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 /* massif --pages-as-heap=yes (sort.pages.massif): every page the process
  * mapped becomes mapped_bytes; the heap is unknown. The run's last detailed
  * snapshot and its peak come from the file (mem_heap_B=22192128). */
@@ -384,6 +437,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_heaptrack_multiline_cmd);
   tcase_add_test(tc, test_heaptrack_bad_compressed);
   tcase_add_test(tc, test_heaptrack_cli);
+  tcase_add_test(tc, test_heaptrack_calls);
   tcase_add_test(tc, test_massif_pages);
   tcase_add_test(tc, test_heaptrack_live);
   suite_add_tcase(s, tc);

@@ -37,4 +37,19 @@ int ms__calls_next(ms__calls *c, ms__call *call, memstub_error *err);
 const ms__calls_head *ms__calls_head_of(const ms__calls *c);
 void ms__calls_close(ms__calls *c);
 
+/* A calls file written by an importer (calls_write.c): one thread, times in
+ * ns from the trace's time 0, written to a temporary file and put in place
+ * by ms__calls_writer_commit, or left out by ms__calls_writer_abort. */
+typedef struct ms__calls_writer ms__calls_writer;
+// 0 or a negative errno with err naming path (a device or "-" is refused).
+int ms__calls_writer_open(const char *path, ms__calls_writer **out, memstub_error *err);
+/* One call at t_ns (not before the one before it): fn MS__CALLS_*, old the
+ * block given (free, realloc; 0 NULL), p the block returned (0 none), as in
+ * calls_format.h. 0 or -EIO with err set. */
+int ms__calls_writer_add(ms__calls_writer *w, int64_t t_ns, int fn, uint64_t old, uint64_t p,
+                         uint64_t size, uint64_t align, int failed, memstub_error *err);
+// Write the head and put the file in place; w is gone either way. 0 or -errno.
+int ms__calls_writer_commit(ms__calls_writer *w, memstub_error *err);
+void ms__calls_writer_abort(ms__calls_writer *w);
+
 #endif

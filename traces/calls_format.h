@@ -74,4 +74,53 @@ typedef struct ms__calls_block {
   int64_t t0;       // the first call's time, in clock units
 } ms__calls_block;
 
+/* One call encoded at q (room for MS__CALLS_MAX_RECORD bytes) after the
+ * block's call before it, whose time and last address are *bt and *baddr
+ * (a block's first call: *bt its t0, *baddr 0); both moved on. fn: MS__CALLS_*;
+ * old: the block given (free, realloc; 0 NULL); p: the block returned (0
+ * failed); n, align as called. Returns the end. Shared by the recorder and
+ * the importers' writer (calls_write.c). */
+static inline uint8_t *ms__calls_varint(uint8_t *q, uint64_t v) {
+  while (v >= 0x80) {
+    *q++ = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  *q++ = (uint8_t)v;
+  return q;
+}
+
+static inline uint64_t ms__calls_zigzag(int64_t v) {
+  return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline uint8_t *ms__calls_encode(uint8_t *q, int64_t *bt, uintptr_t *baddr, int64_t t,
+                                        int fn, uintptr_t old, uintptr_t p, uint64_t n,
+                                        uint64_t align, int failed) {
+  // The addresses written, each as a delta from the one before it.
+  int is_realloc = fn == MS__CALLS_REALLOC || fn == MS__CALLS_REALLOCARRAY;
+  int gives = fn == MS__CALLS_FREE || is_realloc;
+  int64_t d[2];
+  int nd = 0;
+  uintptr_t last = *baddr;
+  if (gives && old) d[nd++] = (int64_t)(old - last), last = old;
+  if (fn != MS__CALLS_FREE && !failed) d[nd++] = (int64_t)(p - last), last = p;
+  int odd = ((nd > 0 ? d[0] : 0) | (nd > 1 ? d[1] : 0)) & 15;
+  uint8_t h = (uint8_t)fn;
+  if (t != *bt) h |= MS__CALLS_TIME;
+  if (odd) h |= MS__CALLS_ODD;
+  if (failed) h |= MS__CALLS_FAILED;
+  if (gives && !old) h |= MS__CALLS_NULL;
+  *q++ = h;
+  if (t != *bt) q = ms__calls_varint(q, (uint64_t)(t - *bt));
+  *bt = t;
+  int sh = odd ? 0 : 4, k = 0;
+  if (gives && old) q = ms__calls_varint(q, ms__calls_zigzag(d[k++] >> sh));
+  if (fn != MS__CALLS_FREE) q = ms__calls_varint(q, n);
+  if (fn == MS__CALLS_POSIX_MEMALIGN || fn == MS__CALLS_ALIGNED_ALLOC || fn == MS__CALLS_MEMALIGN)
+    q = ms__calls_varint(q, align);
+  if (k < nd) q = ms__calls_varint(q, ms__calls_zigzag(d[k] >> sh));
+  *baddr = last;
+  return q;
+}
+
 #endif

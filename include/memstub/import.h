@@ -22,7 +22,11 @@
  *   (heap_peak_bytes), the process's RSS from its statm samples as rss_bytes
  *   (relative to the first sample), and the allocator calls since the
  *   previous row as calls_malloc_CLASS / calls_free_CLASS (docs/formats.md).
- *   The stack is unknown. Compressed files are decompressed by running zstd
+ *   The stack is unknown. With calls_path, the allocations and deallocations
+ *   in order as a calls file, for the call replay (memstub gen --data):
+ *   each a malloc or a free of the last live allocation of its allocation
+ *   info (heaptrack names the size and stack a deallocation ends, not the
+ *   block), so the heap at every row is the trace's. Compressed files are decompressed by running zstd
  *   or gzip.
  *
  *   Both importers mark a stack they could not measure with "stack:
@@ -62,6 +66,9 @@ typedef struct memstub_import_options {
   int stack_curve;        /* memusage: enum memstub_stack_curve */
   int time_unit;          /* memusage: enum memstub_time_unit */
   double cycles_per_ns;   /* memusage cycles: counter ticks per ns; 0 = this host's rate */
+  const char *calls_path; /* heaptrack: also the allocation sequence into this calls file
+                             (docs/formats.md, "The calls file"; the trace names it,
+                             calls.file), written whole or not at all; NULL none */
 } memstub_import_options;
 
 void memstub_import_options_init(memstub_import_options *o);

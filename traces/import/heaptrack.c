@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calls.h"
 #include "internal.h"
 #include "memstub/import.h"
 #include "ms_common.h"
@@ -48,7 +49,20 @@ typedef struct ht_row {
 typedef struct ht_info {
   uint64_t size;
   uint64_t live;  // allocations of this info not yet deallocated
+  int64_t top;    // with calls: the last of them made (an allocation's number), -1 none
 } ht_info;
+
+/* With calls (memstub_import_options.calls_path): each allocation and
+ * deallocation in order. An allocation's block is numbered in order (its
+ * address in the calls file 16 times its number plus one); a deallocation
+ * ends the last live allocation of its info (heaptrack names the info, not
+ * the block), whose number it gives. */
+typedef struct ht_call {
+  uint64_t block;  // the allocation's number
+  uint64_t size;
+  uint32_t row;    // the row it is counted in
+  uint8_t plus;    // an allocation
+} ht_call;
 
 typedef struct ht {
   const char *name, *buf;
@@ -69,6 +83,11 @@ typedef struct ht {
   int dirty;   // events since the last row
   int64_t rss0;  // the first R sample, pages (-1: none)
   uint64_t allocs, frees;
+  int with_calls;
+  ht_call *calls;
+  size_t ncalls, capcalls;
+  int64_t *below;  // [allocs] with calls: the allocation of the same info live before it, -1 none
+  size_t capbelow;
 } ht;
 
 // -EINVAL, with h->err "NAME:LINE:COL: fmt[ 'what']" (fmt is no format).
@@ -191,7 +210,26 @@ static int ht_line_v(ht *h, const uint64_t *v, int n) {
 static int ht_line_a(ht *h, const uint64_t *v, int n) {
   if (v[0] > (uint64_t)INT64_MAX) return ht_fail(h, 3, "'a' line: SIZE above 2^63", NULL);
   if (ms__grow((void **)&h->infos, &h->capinfo, h->ninfo, sizeof *h->infos) < 0) return ht_nomem(h);
-  h->infos[h->ninfo++] = (ht_info){v[0], 0};
+  h->infos[h->ninfo++] = (ht_info){v[0], 0, -1};
+  return 0;
+}
+
+// The allocation or deallocation just counted (of info in), with calls. 0 or -ENOMEM.
+static int ht_call_note(ht *h, ht_info *in, int plus) {
+  if (ms__grow((void **)&h->calls, &h->capcalls, h->ncalls, sizeof *h->calls) < 0)
+    return ht_nomem(h);
+  uint64_t block;
+  if (plus) {  // allocation number allocs - 1, on top of its info's
+    block = h->allocs - 1;
+    if (ms__grow((void **)&h->below, &h->capbelow, (size_t)block, sizeof *h->below) < 0)
+      return ht_nomem(h);
+    h->below[block] = in->top;
+    in->top = (int64_t)block;
+  } else {  // live > 0 was checked: top is one
+    block = (uint64_t)in->top;
+    in->top = h->below[block];
+  }
+  h->calls[h->ncalls++] = (ht_call){block, in->size, (uint32_t)h->nrows, (uint8_t)plus};
   return 0;
 }
 
@@ -223,7 +261,7 @@ static int ht_line_alloc(ht *h, const uint64_t *v, int plus) {
   }
   h->cur.calls[!plus][ht_class(in->size)]++;
   h->dirty = 1;
-  return 0;
+  return h->with_calls ? ht_call_note(h, in, plus) : 0;
 }
 
 static int ht_line_plus(ht *h, const uint64_t *v, int n) { return ht_line_alloc(h, v, 1); }
@@ -441,12 +479,42 @@ static int ht_build(ht *h, memstub_trace **out) {
   return 0;
 }
 
+/* The calls into path, each of row r at the time just after row r - 1's
+ * (memstub gen counts a call in the first row at or after its time), and
+ * the metadata of t that names the file. 0 or a negative errno with h->err. */
+static int ht_write_calls(ht *h, const char *path, memstub_trace *t) {
+  ms__calls_writer *w = NULL;
+  int rc = ms__calls_writer_open(path, &w, h->err);
+  for (size_t i = 0; rc == 0 && i < h->ncalls; i++) {
+    const ht_call *c = &h->calls[i];
+    size_t r = c->row < h->nrows ? c->row : h->nrows - 1;
+    int64_t at = r == 0 ? 0 : h->rows[r - 1].time_ns + 1;
+    if (at > h->rows[r].time_ns) at = h->rows[r].time_ns;
+    uint64_t addr = 16 * (c->block + 1);
+    rc = c->plus ? ms__calls_writer_add(w, at, MS__CALLS_MALLOC, 0, addr, c->size, 0, 0, h->err)
+                 : ms__calls_writer_add(w, at, MS__CALLS_FREE, addr, 0, 0, 0, 0, h->err);
+  }
+  if (rc == 0 && (memstub_trace_set_meta(t, "calls.file", path) < 0 ||
+                  memstub_trace_set_meta(
+                      t, "heaptrack.calls_file",
+                      "each allocation a malloc and each deallocation a free of the last live "
+                      "allocation of its info (heaptrack names the size and stack a "
+                      "deallocation ends, not the block): the sizes, and the heap at every "
+                      "row, as recorded; lifetimes within one allocation info may differ") < 0))
+    rc = ht_nomem(h);
+  if (rc < 0) {
+    ms__calls_writer_abort(w);
+    return rc;
+  }
+  return ms__calls_writer_commit(w, h->err);
+}
+
 int memstub_import_heaptrack_parse(const char *name, const char *buf, size_t len,
                                    const memstub_import_options *o, memstub_trace **out,
                                    memstub_error *err) {
-  (void)o;
   *out = NULL;
-  ht h = {.name = name, .buf = buf, .len = len, .err = err, .rss0 = -1};
+  const char *calls_path = o ? o->calls_path : NULL;
+  ht h = {.name = name, .buf = buf, .len = len, .err = err, .rss0 = -1, .with_calls = !!calls_path};
   h.cur.rss_pages = -1;
   int rc = ht_row_at(&h, 0);  // row 0: the state at heaptrack's start
   if (rc == 0) h.rows[0].rss_pages = -1;
@@ -458,9 +526,15 @@ int memstub_import_heaptrack_parse(const char *name, const char *buf, size_t len
   // Events after the last tick: a row at the last tick's time.
   if (rc == 0 && h.dirty) rc = ht_row_at(&h, h.rows[h.nrows - 1].time_ns);
   if (rc == 0) rc = ht_build(&h, out);
+  if (rc == 0 && calls_path && (rc = ht_write_calls(&h, calls_path, *out)) < 0) {
+    memstub_trace_free(*out);
+    *out = NULL;
+  }
   free(h.cmd);
   free(h.infos);
   free(h.rows);
+  free(h.calls);
+  free(h.below);
   return rc;
 }
 
