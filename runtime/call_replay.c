@@ -198,8 +198,8 @@ static int checked_find(const checked *k, big_blocks *copy) {
     copy->size = ms__rt_own_calloc((size_t)b->n + 1, sizeof *copy->size);
     copy->freed_at = ms__rt_own_calloc((size_t)b->n + 1, sizeof *copy->freed_at);
     if (copy->size && copy->freed_at) {
-      memcpy(copy->size, b->size, (size_t)b->n * sizeof *b->size);
-      memcpy(copy->freed_at, b->freed_at, (size_t)b->n * sizeof *b->freed_at);
+      if (b->n) memcpy(copy->size, b->size, (size_t)b->n * sizeof *b->size);
+      if (b->n) memcpy(copy->freed_at, b->freed_at, (size_t)b->n * sizeof *b->freed_at);
     } else {
       big_free(copy);
       rc = -ENOMEM;

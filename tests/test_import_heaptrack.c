@@ -333,12 +333,13 @@ START_TEST(test_heaptrack_calls) {
   ck_assert_msg(strstr(r.err, "replayed call for call"), "gen said: %s", r.err);
   ck_assert_msg(!strstr(r.err, "warning"), "gen said: %s", r.err);
   tu_run_free(&r);
+  char path[4096];
+#ifndef MEMSTUB_SANITIZED  // ASan's malloc_usable_size of a 2-byte block is 2: no room for the size
+  memstub_trace *t, *o;
+  memstub_error err;
   r = tu_memstub(dir, "replay", "--data", "t.dat", "--measure", "o.csv", NULL);
   ck_assert_msg(r.status == 0, "replay: %s", r.err);
   tu_run_free(&r);
-  char path[4096];
-  memstub_trace *t, *o;
-  memstub_error err;
   snprintf(path, sizeof path, "%s/t.csv", dir);
   ck_assert_msg(memstub_trace_read(path, &t, &err) == 0, "%s", err.msg);
   snprintf(path, sizeof path, "%s/o.csv", dir);
@@ -352,6 +353,7 @@ START_TEST(test_heaptrack_calls) {
   ck_assert_int_eq(calls(o, "free"), calls(t, "free"));
   memstub_trace_free(t);
   memstub_trace_free(o);
+#endif
   r = tu_memstub(dir, "import", "heaptrack", fx("py_dicts.heaptrack.zst"), "--calls", NULL);
   ck_assert_msg(r.status == 2 && strstr(r.err, "needs -o"), "%s", r.err);
   tu_run_free(&r);
