@@ -7,8 +7,8 @@
  * time_ns) p50/p99/max of its absolute value and the share of rows late by
  * more than 10 us, overall and by the row's wait (under 1 ms, 1-10 ms,
  * 10-100 ms, over 100 ms); the total duration error; the late rows by cause
- * (memstub_compare_late_cause: woke late, work longer than predicted, thread
- * not running); and the replay thread's CPU time as a share of the replay's
+ * (memstub_compare_late_why, as memstub compare gives them: woke late, work
+ * longer than predicted, thread not running, behind the rows before it); and the replay thread's CPU time as a share of the replay's
  * duration; and the error by kind of row (what the original's row changed:
  * stack, heap, mapped, touch, idle; memstub_compare_row_kind). Writes
  * Markdown to bench/results/replay-timing.md (or -o FILE).
@@ -311,8 +311,11 @@ int main(int argc, char **argv) {
           int host = 0;
           memstub_late_cause cause = MEMSTUB_LATE_UNKNOWN;
           if (e > LATE_NS) {
-            cause = memstub_compare_late_cause(e, x[cw], x[ck] - (orig->pts[p].time_ns - x[ct]),
-                                               co >= 0 ? x[co] : -1);
+            // As memstub compare classifies them: a row that began late because
+            // the row before it ended past this one's deadline is behind.
+            int64_t behind = j > 0 ? rt->pts[j - 1].time_ns - x[ct] : 0;
+            cause = memstub_compare_late_why(e, x[cw], x[ck] - (orig->pts[p].time_ns - x[ct]),
+                                             co >= 0 ? x[co] : -1, behind > 0 ? behind : 0);
             host = cause == MEMSTUB_LATE_OFF_CPU;
           }
           for (int z = 0; z < 2; z++) {
@@ -391,9 +394,10 @@ int main(int argc, char **argv) {
           "absolute value, in us. Late: rows late by more\nthan 10 us. Total: replay "
           "duration minus the trace's, median (largest) over the runs, us. CPU: the\n"
           "replay thread's CPU time over the replay's duration, median (largest) over the "
-          "runs. Causes of\nthe late rows (`memstub_compare_late_cause`): woke late / work "
-          "longer than predicted / thread\nnot running (waited for a CPU at least half of "
-          "its lateness). \"p99 without host\": the p99 of\nthe rows the host did not "
+          "runs. Causes of\nthe late rows (`memstub_compare_late_why`, as `memstub compare` "
+          "gives them): woke late / work\nlonger than predicted / thread not running (waited "
+          "for a CPU at least half of its lateness) /\nbehind (the rows before it ran over "
+          "its deadline). \"p99 without host\": the p99 of the rows\nthe host did not "
           "delay.\n\n");
   for (int k = 0; k <= nin; k++) {
     fprintf(f, "## %s\n\n", k < nin ? in[k].name : "All traces pooled, by wait length");
@@ -421,7 +425,7 @@ int main(int argc, char **argv) {
       }
       fputc('\n', f);
       fprintf(f, "By kind of row (what the original's row changed; late: rows late by > 10 us, "
-                 "and their causes woke late / work / not running):\n\n| scheme |");
+                 "and their causes woke late / work / not running / behind):\n\n| scheme |");
       for (int q = 0; q < MEMSTUB_ROW_KINDS; q++)
         fprintf(f, " %s: rows | p50 | p99 | max | late |", memstub_row_kind_name(q));
       fprintf(f, "\n|---|");
@@ -436,11 +440,11 @@ int main(int argc, char **argv) {
             fprintf(f, " 0 | | | | |");
             continue;
           }
-          fprintf(f, " %zu | %s | %s | %s | %.2f%% (%zu/%zu/%zu) |", v->n, us(b1, quantile(v, 0.5)),
-                  us(b2, quantile(v, 0.99)), us(b3, quantile(v, 1.0)),
+          fprintf(f, " %zu | %s | %s | %s | %.2f%% (%zu/%zu/%zu/%zu) |", v->n,
+                  us(b1, quantile(v, 0.5)), us(b2, quantile(v, 0.99)), us(b3, quantile(v, 1.0)),
                   100.0 * (double)c->kind_late[q] / (double)v->n,
                   c->kind_cause[q][MEMSTUB_LATE_WAKE], c->kind_cause[q][MEMSTUB_LATE_WORK],
-                  c->kind_cause[q][MEMSTUB_LATE_OFF_CPU]);
+                  c->kind_cause[q][MEMSTUB_LATE_OFF_CPU], c->kind_cause[q][MEMSTUB_LATE_BEHIND]);
         }
         fputc('\n', f);
       }
@@ -449,7 +453,7 @@ int main(int argc, char **argv) {
     fprintf(
         f,
         "| scheme | rows | p50 | p99 | max | late > 10 us | total | CPU | sleeps/run | late: woke "
-        "late / work / not running | p99 without host | run-queue wait/run (ms) |\n");
+        "late / work / not running / behind | p99 without host | run-queue wait/run (ms) |\n");
     fprintf(f, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n");
     for (int s = 0; s < nsc; s++) {
       cell *c = &cells[s][k];
@@ -459,7 +463,7 @@ int main(int argc, char **argv) {
           tmax = c->total.v[i];
       fprintf(f,
               "| %s | %zu | %s | %s | %s | %zu (%.2f%%) | %s (%s) | %.2f%% (%.2f%%) | %lld | %zu / "
-              "%zu / %zu | %s | %.1f |\n",
+              "%zu / %zu / %zu | %s | %.1f |\n",
               sc[s].label, c->abs.n, us(b1, quantile(&c->abs, 0.5)),
               us(b2, quantile(&c->abs, 0.99)), us(b3, quantile(&c->abs, 1.0)), c->late,
               c->abs.n ? 100.0 * (double)c->late / (double)c->abs.n : 0.0,
@@ -467,7 +471,7 @@ int main(int argc, char **argv) {
               (double)quantile(&c->cpu_ppm, 0.5) / 1e4, (double)quantile(&c->cpu_ppm, 1.0) / 1e4,
               c->runs ? (long long)(c->sleeps / c->runs) : 0LL, c->cause[MEMSTUB_LATE_WAKE],
               c->cause[MEMSTUB_LATE_WORK], c->cause[MEMSTUB_LATE_OFF_CPU],
-              us(b6, quantile(&c->host_abs, 0.99)), (double)quantile(&c->off_cpu, 0.5) / 1e6);
+              c->cause[MEMSTUB_LATE_BEHIND], us(b6, quantile(&c->host_abs, 0.99)), (double)quantile(&c->off_cpu, 0.5) / 1e6);
     }
     fputc('\n', f);
   }
