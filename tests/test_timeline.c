@@ -121,6 +121,31 @@ START_TEST(test_gen_fitted) {
                     strstr(g->timeline, "; the fit may be mostly the recorder's fixed costs"),
                 "%s", g->timeline);  // 200 times the recorder's own 10 ns
   memstub_gen_free(g);
+  /* Few calls (100) and no figure of the recorder's own per call: the run's
+   * difference is no cost of those calls but its slowing as a whole. Each
+   * row's CPU time times 2/3 (the reference's 2 ms over the recording's 3),
+   * its waiting times 3/5 (the wall times' ratio): 400, 200, 666.7, 66.7 us
+   * of CPU and 240, 420, 0, 540 us of waiting. */
+  {
+    const char *few = "# memstub-trace 1\n"
+                      "# source: memstub-record\n"
+                      "# record.cost_ns_per_event: not measured\n"
+                      "# record.events: 100\n"
+                      "# record.samples: 0\n" META_REFERENCE ROWS;
+    ck_assert_msg(build(few, &g, &err) == 0, "%s", err.msg);
+    static const int64_t fcpu[4] = {400000, 200000, 666667, 66667},
+                         fdt[4] = {640000, 620000, 666667, 606667};
+    for (int i = 0; i < 4; i++) {
+      ck_assert_int_eq(g->cpu[i], fcpu[i]);
+      ck_assert_int_eq(g->use[i].time, fdt[i]);
+    }
+    ck_assert_msg(strstr(g->timeline, "(100 allocator calls and no figure of the recorder's own "
+                                      "per call: the run slowed as a whole)") &&
+                      strstr(g->timeline, "each row's CPU time times 0.667 and its waiting (wall "
+                                          "less CPU) times 0.600"),
+                  "%s", g->timeline);
+    memstub_gen_free(g);
+  }
   // Without reference runs, the recorder's own 10 ns per call: 2.5 us a row.
   ck_assert_msg(build(OWN, &g, &err) == 0, "%s", err.msg);
   for (int i = 0; i < 4; i++) ck_assert_int_eq(g->use[i].time, 1000000 - 2500);

@@ -171,6 +171,18 @@ int ms__timeline_model(const memstub_trace *t, ms__timeline *tl, memstub_error *
   double e = (double)tl->events;
   int cpu = tl->ref_cpu_ns >= 0 && tl->rec_cpu_ns >= 0 && ccol >= 0;
   int64_t rec_wait = tl->rec_wall_ns - tl->rec_cpu_ns, ref_wait = tl->ref_wall_ns - tl->ref_cpu_ns;
+  /* A part of a run (or a whole run without its waiting) of few calls, and
+   * no figure of the recorder's own to weigh them: the difference from the
+   * reference (its samples' disturbance, the machine) is the run's slowing,
+   * not a cost of those few calls, which left the rows between them as slow
+   * as recorded (liblzma's encoder: 39 calls, 5 ms each, 20 ms of 5.9 s taken
+   * out). Fitted as a process of several threads is. */
+  if (cpu && tl->own_per_call <= 0 && tl->events < MS__TL_FEW_CALLS &&
+      !(whole_run(t) && ref_wait >= 0)) {
+    tl->few = 1;
+    fit_process(tl, samples);
+    return 0;
+  }
   int64_t span = t->n ? t->pts[t->n - 1].time_ns - t->pts[0].time_ns : 0;
   /* The recorder's work is CPU time: per call, out of a row's CPU time and
    * so out of its interval; the waiting (wall less CPU) the recording did
@@ -295,16 +307,19 @@ void ms__timeline_describe(const ms__timeline *tl, char *buf, size_t cap) {
     else snprintf(rc, sizeof rc, "unknown");
     if (tl->rec_cpu_ns >= 0) ms__fmt_ns(tl->rec_cpu_ns, oc, sizeof oc);
     else snprintf(oc, sizeof oc, "unknown");
-    char proc[96] = "";
+    char proc[128] = "";
     if (tl->threads > 0)
       snprintf(proc, sizeof proc, " (a process of %lld threads: each thread slowed as the process was)",
                (long long)tl->threads);
+    else if (tl->few)
+      snprintf(proc, sizeof proc, " (%lld allocator calls and no figure of the recorder's own per "
+               "call: the run slowed as a whole)", (long long)tl->events);
     n = snprintf(buf, cap, "recorder's cost out, fitted to %lld reference run%s%s%s: %s wall, %s CPU (the "
                  "recording: %s, %s); ",
                  (long long)tl->ref_runs, tl->ref_runs == 1 ? "" : "s",
                  tl->whole ? " (the whole run: the trace's CPU time and waiting set to theirs)" : "",
                  proc, rw, rc, ow, oc);
-    if (n >= 0 && (size_t)n < cap && tl->threads > 0)
+    if (n >= 0 && (size_t)n < cap && (tl->threads > 0 || tl->few))
       n += snprintf(buf + n, cap - (size_t)n,
                     "the recorder's own figures out (%s%s), then each row's CPU time times %.3f "
                     "and its waiting (wall less CPU) times %.3f; %s recorded, %s after",

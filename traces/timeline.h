@@ -32,6 +32,8 @@ typedef enum ms__tl_kind {
   MS__TL_FITTED = 2,    // the recorder's cost out as measured from outside (reference runs)
 } ms__tl_kind;
 
+#define MS__TL_FEW_CALLS 1024
+
 typedef struct ms__timeline {
   ms__tl_kind kind;
   double wall_per_call, cpu_per_call;  // ns taken out per allocator call of a row
@@ -48,6 +50,11 @@ typedef struct ms__timeline {
    * 0: not this model. */
   double cpu_scale;
   int64_t threads;  // record.threads of such a process
+  /* Fitted by cpu_scale too, as the process's slowing: few allocator calls
+   * (record.events below MS__TL_FEW_CALLS) and no figure of the recorder's
+   * own per call, where a fit per call would be the run's difference over
+   * a few calls (liblzma's encoder: 39 calls, 5 ms each). */
+  int few;
   double own_per_call;                 // record.cost_ns_per_event (0: not measured)
   int64_t events;                      // record.events: the whole run's allocator calls
   int64_t ref_runs;                    // reference runs (0: none)
