@@ -125,6 +125,8 @@ typedef struct link {
 typedef struct chains {
   link *call;      // [calls]
   size_t cap;
+  int64_t *at;     // [calls] each one's place among the file's calls (the first reading's
+  size_t capat;    //   filters left the others out: the host's, frees of unknown blocks)
   int64_t *byid;   // [ids] the chain of the live block with that id
   size_t capid;
 } chains;
@@ -245,7 +247,8 @@ static size_t row_end_at(const window *w, int64_t heap0, int64_t tr, int64_t hr,
 }
 
 /* --churn-scale: the calls file at path encoded again into *e (empty), the
- * chains ch marks left out skipped, heap_scale f on the sizes; row_end[r]
+ * calls the first reading took (ch->at) and of them the chains ch marks left
+ * out skipped, heap_scale f on the sizes; row_end[r]
  * the end in it of row r's calls (rowcall[r]: the calls of rows 0..r, as
  * placed from the first reading, ncalls in all); *kept the calls kept. 0
  * or a negative errno with err set. */
@@ -257,16 +260,18 @@ static int reencode(const char *path, const chains *ch, int64_t ncalls, const in
   if (rc < 0) return rc;
   ms__addrmap l = {0};
   ms__call k;
-  int64_t heap = 0, unknown = 0, old, made, i = 0;
+  int64_t heap = 0, unknown = 0, old, made, i = 0, j = 0;
   size_t r = 0;
-  for (; (rc = ms__calls_next(c, &k, err)) == 1; i++) {
+  for (; (rc = ms__calls_next(c, &k, err)) == 1; j++) {
     if (i >= ncalls) break;
+    if (j != ch->at[i]) continue;  // not one of the calls the stub makes
     while (r < n && rowcall[r] <= i) row_end[r++] = (int64_t)e->len;
-    const link *q = &ch->call[i];
+    const link *q = &ch->call[i++];
     if (q->start >= 0 && ch->call[q->start].drop) continue;  // a short-lived block left out
     if ((rc = encode(e, &l, &k, f, &heap, &unknown, &old, &made)) < 0) break;
     (*kept)++;
   }
+  if (rc == 1) rc = 0;  // calls after the stub's last (the host's): not read
   if (rc >= 0 && i != ncalls)
     rc = memstub_error_set(err, -EINVAL, "%s: changed while read (%lld calls, then %lld)", path,
                            (long long)ncalls, (long long)i);
@@ -310,6 +315,7 @@ int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path, 
   ms__call k;
   int ended = 0, first = 1;
   uint32_t thread = 0;
+  int64_t nread = 0;  // the file's calls read
   // The trace's span: a --function or probe recording's calls file holds every
   // call of the run (docs/recording.md); the ones before or after are the host's.
   int64_t from = n ? t->pts[0].time_ns : 0, to = n ? t->pts[n - 1].time_ns : 0;
@@ -321,6 +327,7 @@ int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path, 
         ended = rc == 0;
         break;
       }
+      nread++;
       if (k.t_ns < from || k.t_ns > to) {  // not the trace's: the host's
         rc = 0;
         continue;
@@ -337,6 +344,12 @@ int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path, 
         rc = window_add(&w, k.t_ns, heap + base, (int64_t)e.len);
       // A free of a block from before the scope is not made: no call, no index.
       if (rc == 0 && churn && e.len > len0) rc = chain_note(&ch, count, &k, old, made);
+      if (rc == 0 && churn && e.len > len0) {  // where it is in the file, for the second reading
+        if (ms__grow((void **)&ch.at, &ch.capat, (size_t)count, sizeof *ch.at) < 0)
+          rc = memstub_error_set(err, -ENOMEM, "out of memory");
+        else
+          ch.at[count] = nread - 1;
+      }
       count += e.len > len0;
     }
     if (rc < 0) break;
@@ -360,7 +373,7 @@ int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path, 
     g->calls_churn_dropped = count - kept;
     count = kept;
   }
-  free(ch.call), free(ch.byid);
+  free(ch.call), free(ch.byid), free(ch.at);
   size_t used = e.len;  // the calls; then zeros to a whole word
   while (rc == 0 && e.len % 8) rc = put_byte(&e, 0);  // the data file sums 8-byte words
   if (rc == 0 && !e.b && !(e.b = calloc(1, 8))) rc = -ENOMEM;  // no calls: an empty array

@@ -253,6 +253,17 @@ START_TEST(test_call_replay_function) {
   ck_assert_int_eq(kind_sum(t, "free"), 1);
   memstub_trace_free(t);
   memstub_trace_free(o);
+  /* --churn-scale reads the calls again: the host's before and after the
+   * function are left out as the first reading left them (the second reading
+   * stopped at the stub's last call, and gen ended with status 0, no message
+   * and no data file). */
+  gen_replay(dir, "--churn-scale", "0.5", &t, &o);
+  for (size_t i = 0; i < t->n; i++)
+    ck_assert_msg(o->pts[i].heap_bytes == t->pts[i].heap_bytes,
+                  "--churn-scale 0.5: row %zu: replayed heap %lld, recorded %lld", i,
+                  (long long)o->pts[i].heap_bytes, (long long)t->pts[i].heap_bytes);
+  memstub_trace_free(t);
+  memstub_trace_free(o);
   tu_rmtree(dir);
   free(dir);
 }
