@@ -252,11 +252,11 @@ static size_t row_end_at(const window *w, int64_t heap0, int64_t tr, int64_t hr,
  * the end in it of row r's calls (rowcall[r]: the calls of rows 0..r, as
  * placed from the first reading, ncalls in all); *kept the calls kept. 0
  * or a negative errno with err set. */
-static int reencode(const char *path, const chains *ch, int64_t ncalls, const int64_t *rowcall,
-                    size_t n, double f, enc *e, int64_t *row_end, int64_t *kept,
-                    memstub_error *err) {
+static int reencode(const char *path, int merged, const chains *ch, int64_t ncalls,
+                    const int64_t *rowcall, size_t n, double f, enc *e, int64_t *row_end,
+                    int64_t *kept, memstub_error *err) {
   ms__calls *c = NULL;
-  int rc = ms__calls_open(path, &c, err);
+  int rc = merged ? ms__calls_open_merged(path, &c, err) : ms__calls_open(path, &c, err);
   if (rc < 0) return rc;
   ms__addrmap l = {0};
   ms__call k;
@@ -291,8 +291,13 @@ int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path, 
     return memstub_error_set(err, -EINVAL, "%s: --churn-scale %g: the calls take a scale from 0 "
                              "to 1 (they leave out short-lived blocks, never add any)",
                              path, churn_scale);
+  /* A trace of one thread with the process's heap (memstub record's default
+   * when it narrows to one thread): every thread's calls, in time order, are
+   * the stub's, made on its one thread. */
+  const char *scope = memstub_trace_get_meta(t, "record.heap_scope");
+  int merged = scope && strcmp(scope, "process") == 0 && memstub_trace_column(t, "thread") < 0;
   ms__calls *c = NULL;
-  int rc = ms__calls_open(path, &c, err);
+  int rc = merged ? ms__calls_open_merged(path, &c, err) : ms__calls_open(path, &c, err);
   if (rc < 0) return rc;
   size_t n = t->n;
   int churn = churn_scale != 1.0 && n > 0;
@@ -332,7 +337,7 @@ int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path, 
         rc = 0;
         continue;
       }
-      if (!first && k.thread != thread) {
+      if (!first && k.thread != thread && !merged) {
         rc = memstub_error_set(err, -EINVAL, "%s: calls of threads %u and %u: the call "
                                "replay carries one thread", path, thread, k.thread);
         break;
@@ -369,7 +374,7 @@ int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path, 
     free(e.b), free(e.ids);
     memset(&e, 0, sizeof e);
     int64_t kept = 0;
-    rc = reencode(path, &ch, count, rowcall, n, heap_scale, &e, row_end, &kept, err);
+    rc = reencode(path, merged, &ch, count, rowcall, n, heap_scale, &e, row_end, &kept, err);
     g->calls_churn_dropped = count - kept;
     count = kept;
   }

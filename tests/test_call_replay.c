@@ -139,6 +139,15 @@ END_TEST
 START_TEST(test_call_replay_many) { replay_exact("many"); }
 END_TEST
 
+/* A recording of one thread with the process's heap (rec_helper two_threads
+ * uses the probe API: the main thread, record.heap_scope process) whose
+ * workers allocate: the stub makes every thread's calls in time order on
+ * its one thread (the calls file's threads merged), the heap exact at every
+ * row. gen refused it before ("calls of threads 3 and 2"), as it did a
+ * recording of `xz -T2` with --thread main. */
+START_TEST(test_call_replay_threads_merged) { replay_exact("two_threads"); }
+END_TEST
+
 /* 40 mmapped blocks live at once beside small ones, freed and made again
  * (rec_helper farblocks): the table's words of the blocks far from the
  * arena's name places in a table of pointers of their own, which grows and
@@ -676,6 +685,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_call_replay_holds);
   tcase_add_test(tc, test_call_replay_file_changed);
   tcase_add_test(tc, test_call_replay_far_blocks);
+  tcase_add_test(tc, test_call_replay_threads_merged);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -33,6 +33,10 @@ int ms__calls_open(const char *path, ms__calls **out, memstub_error *err);
  * count checked against the head's), or a negative errno with err set
  * ("PATH: byte N: what is wrong"). */
 int ms__calls_next(ms__calls *c, ms__call *call, memstub_error *err);
+/* The same file, its calls read in time order across threads (the file's
+ * order on a tie) by ms__calls_next: one stream of the process's calls, as
+ * a recording of one thread with the process's heap counts them. */
+int ms__calls_open_merged(const char *path, ms__calls **out, memstub_error *err);
 // The file's head (its calls, clock, origin).
 const ms__calls_head *ms__calls_head_of(const ms__calls *c);
 void ms__calls_close(ms__calls *c);
