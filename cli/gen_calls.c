@@ -32,6 +32,8 @@ int ms_cli_gen_calls(const char *cmd, const char *in, const memstub_trace *t,
   char *path = ms__asprintf("%s.calls", in);
   if (!path) return memstub_error_set(err, -ENOMEM, "out of memory");
   int rc = memstub_gen_calls(g, t, path, o->heap_scale, o->churn_scale, err);
+  if (rc > 0)  // never a silent success: a reading that stopped early once ended gen so
+    rc = memstub_error_set(err, -EIO, "%s: internal error: the calls stopped at %d", path, rc);
   if (rc < 0) {
     if (!strstr(err->msg, path)) memstub_error_prefix(err, path);
     size_t n = strlen(err->msg);
