@@ -50,7 +50,9 @@ typedef struct pending {
  * block at base + 16 * off (within 8 GiB either side of the first block
  * made: the arena's), or i << 2 | 2 for one far from it (mmapped chunks),
  * its pointer far[i]; 0 for none. A live block keeps its requested size in
- * its header (MS__RT_CALL_HDR). */
+ * its header (MS__RT_CALL_HDR), or, when it has fewer than 8 usable bytes
+ * (an ASan build's block of under 8 bytes: glibc gives 24), in far_size
+ * beside its pointer in far. */
 #define NEAR_SPAN ((uintptr_t)1 << 33)  // 8 GiB either side of base + NEAR_SPAN
 #define SLOT_IDS (((int64_t)1 << 31) - 2)  // ids a table can link: (next + 1) << 1 | 1 in 32 bits
 struct ms__rt_calls {
@@ -58,6 +60,7 @@ struct ms__rt_calls {
   uintptr_t base;    // 16 GiB below and above which blocks are near (set at the first block)
   int based;
   uintptr_t *far;    // [nfar] pointers of the blocks far from base; a free one: next << 1 | 1
+  int64_t *far_size;  // [nfar] a block too small for its header: its size; else -1
   int64_t nfar, far_freed;  // entries, the one freed last (-1 none)
   int64_t freed;     // the id freed last, -1 none
   int64_t next_id;
@@ -353,11 +356,12 @@ static inline void *slot_ptr(const ms__rt_calls *st, uint32_t w) {
 }
 
 /* The slot word for live block p (16-byte aligned): near base, or a place
- * in far. 0 when far cannot grow (out of memory). */
-static uint32_t slot_of(ms__rt_calls *st, void *p) {
+ * in far (always for a block too small for its header, tiny its size; else
+ * tiny -1). 0 when far cannot grow (out of memory). */
+static uint32_t slot_of(ms__rt_calls *st, void *p, int64_t tiny) {
   uintptr_t a = (uintptr_t)p;
   if (!st->based) st->base = a > NEAR_SPAN ? a - NEAR_SPAN : 0, st->based = 1;
-  if (a >= st->base && a - st->base < 2 * NEAR_SPAN && !(a & 15))
+  if (tiny < 0 && a >= st->base && a - st->base < 2 * NEAR_SPAN && !(a & 15))
     return (uint32_t)(((a - st->base) / 16 + 1) << 2);
   int64_t i = st->far_freed;
   if (i >= 0) {
@@ -366,14 +370,22 @@ static uint32_t slot_of(ms__rt_calls *st, void *p) {
     if ((st->nfar & (st->nfar - 1)) == 0 && st->nfar >= 16) {  // full at 16, 32, 64...: double
       if (st->nfar >= ((int64_t)1 << 29)) return 0;
       uintptr_t *f = ms__rt_own_calloc((size_t)st->nfar * 2, sizeof *f);
-      if (!f) return 0;
+      int64_t *z = ms__rt_own_calloc((size_t)st->nfar * 2, sizeof *z);
+      if (!f || !z) {
+        ms__rt_own_free(f);
+        ms__rt_own_free(z);
+        return 0;
+      }
       memcpy(f, st->far, (size_t)st->nfar * sizeof *f);
+      memcpy(z, st->far_size, (size_t)st->nfar * sizeof *z);
       ms__rt_own_free(st->far);
-      st->far = f;
+      ms__rt_own_free(st->far_size);
+      st->far = f, st->far_size = z;
     }
     i = st->nfar++;
   }
   st->far[i] = a;
+  st->far_size[i] = tiny;
   return (uint32_t)(i << 2 | 2);
 }
 
@@ -483,8 +495,9 @@ static int call_prepare(ms__rt_ctx *c, void **scratch, size_t nscratch) {
   }
   k->slot = ms__rt_own_calloc(n, sizeof *k->slot);
   k->far = ms__rt_own_calloc(16, sizeof *k->far);
+  k->far_size = ms__rt_own_calloc(16, sizeof *k->far_size);
   k->freed = -1, k->far_freed = -1, k->rss_met = -2;
-  if (!k->slot || !k->far) return -ENOMEM;
+  if (!k->slot || !k->far || !k->far_size) return -ENOMEM;
   int rc = ms__rt_callrd_open(&k->rd, s);  // checked: ms__rt_calls_check
   if (rc < 0) return rc;
   if (c->res.rss && ms__rt_cres_open(&k->res, (int64_t)n) < 0) return -ENOMEM;
@@ -531,8 +544,9 @@ static void *make(const call *k, void *old) {
   }
 }
 
-// A live block's requested size, from its header.
-static int64_t hdr_size(const void *p) {
+// Live block p's requested size (w its slot word): from its header, or far_size.
+static int64_t block_size(const ms__rt_calls *st, uint32_t w, const void *p) {
+  if ((w & 3) == 2 && st->far_size[w >> 2] >= 0) return st->far_size[w >> 2];
   int64_t n;
   memcpy(&n, p, sizeof n);
   return n;
@@ -585,7 +599,7 @@ static void call_heap(ms__rt_ctx *c, int64_t x) {
     // What the old block was, read before the call frees or moves it.
     uint32_t old_w = k.old >= 0 ? st->slot[k.old] : 0;
     void *old = slot_ptr(st, old_w);
-    int64_t old_size = old ? hdr_size(old) : 0;
+    int64_t old_size = old ? block_size(st, old_w, old) : 0;
     // malloc_usable_size only where it is used: 6 % of the hash host's stubbed call.
     int mm = st->res_on && old && realloc_fn(k.fn);  // a realloc that may mremap the old block
     int64_t old_usable = old && (st->usable_on || mm) ? (int64_t)malloc_usable_size(old) : 0;
@@ -617,12 +631,8 @@ static void call_heap(ms__rt_ctx *c, int64_t x) {
     // A block of 8 bytes or more asked for has them: its header fits.
     int64_t usable = st->usable_on || mm || (int64_t)k.size < MS__RT_CALL_HDR / 2
                          ? (int64_t)malloc_usable_size(p) : MS__RT_CALL_HDR / 2;
-    if (usable < MS__RT_CALL_HDR / 2) {  // no allocator we know: glibc gives 24 at least
-      free(p);
-      ms__rt_replay_stop(c, x, -ENOTSUP, MS__RT_FAIL_CALL, (int64_t)k.size);
-      return;
-    }
-    uint32_t w = slot_of(st, p);
+    int tiny = usable < MS__RT_CALL_HDR / 2;  // its size beside its pointer: ASan's, not glibc's
+    uint32_t w = slot_of(st, p, tiny ? (int64_t)k.size : -1);
     if (!w) {  // far from the arena, and no memory to note it: the block cannot be followed
       free(p);
       ms__rt_replay_stop(c, x, -ENOMEM, MS__RT_FAIL_CALL, (int64_t)k.size);
@@ -643,7 +653,7 @@ static void call_heap(ms__rt_ctx *c, int64_t x) {
     } else if (k.fn != F_CALLOC) {
       ms__rt_cres_touch(p, realloc_fn(k.fn) ? old_size : 0, (int64_t)k.size, c->page);
     }
-    memcpy(p, &(int64_t){(int64_t)k.size}, sizeof(int64_t));  // the header, last
+    if (!tiny) memcpy(p, &(int64_t){(int64_t)k.size}, sizeof(int64_t));  // the header, last
   }
   if (c->rec && c->measure & MEMSTUB_MEASURE_CYCLES) c->rec[x].cyc_heap_alloc = ms__prim_cycles_begin();
   if (!c->res.mapped) return;
@@ -689,6 +699,7 @@ static void call_release(ms__rt_ctx *c) {
     if (st->slot[i] && !(st->slot[i] & 1)) free(slot_ptr(st, st->slot[i]));  // never free(NULL)
   ms__rt_own_free(st->slot);
   ms__rt_own_free(st->far);
+  ms__rt_own_free(st->far_size);
   ms__rt_callrd_close(&st->rd);
   ms__rt_cres_close(&st->res);
   ms__rt_own_free(st);

@@ -530,9 +530,6 @@ void ms__rt_stop_reason(const ms__rt_ctx *c, const struct memstub_stub *s, char 
              (long long)n);
   else if (c->failed_what == MS__RT_FAIL_DATA)  // the reason names the file and its bytes
     snprintf(what, sizeof what, "%s", c->failed_why);
-  else if (c->failed_what == MS__RT_FAIL_CALL && c->failed == -ENOTSUP)
-    snprintf(what, sizeof what, "the allocator gave a call of %lld bytes a block of fewer than "
-             "8 usable bytes, where the call replay keeps the block's size", (long long)n);
   else if (c->failed_what == MS__RT_FAIL_CALL)
     snprintf(what, sizeof what, "a recorded call of %lld bytes that succeeded got no block",
              (long long)n);
