@@ -232,8 +232,14 @@ void ms__rt_res_measure_point(const ms__rt_ctx *c, int64_t x, memstub_replay_rec
   const struct memAlloc *u = &c->use[x];
   const ms__rt_res *r = &c->res;
   // Threads: the process's figures move with the other threads' points too.
-  int same = !c->crowd && x > 0 && u->stackAlloc <= 0 && u->heapAlloc == 0 &&
-             (!r->rss || (r->mapped[x] == 0 && r->rss[x] == r->rss[x - 1]));
+  /* The point before a row's last one meets no target of its own (the call
+   * replay meets a row's target at its last point): a point after it is read
+   * again, as is one that makes calls. */
+  const struct memstub_stub *s = c->stub;
+  int met_before = !s || !s->point || x == 0 || s->point[x - 1] != s->point[x];
+  int calls = c->calls && s && s->callend && x > 0 && s->callend[x] != s->callend[x - 1];
+  int same = !c->crowd && x > 0 && u->stackAlloc <= 0 && u->heapAlloc == 0 && met_before &&
+             !calls && (!r->rss || (r->mapped[x] == 0 && r->rss[x] == r->rss[x - 1]));
   if (!same) {
     ms__rt_res_measure(r, rec);
     return;

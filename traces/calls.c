@@ -137,8 +137,9 @@ static int decode(ms__calls *c, cursor *u, ms__call *call, memstub_error *err) {
   if (is_free && call->failed) return fail(c, at, err, "a failed free");
   uint64_t v;
   if (h & MS__CALLS_TIME) {
-    if (varint(c, u, &v) < 0 || v > INT64_MAX / 2) return fail(c, at, err, "bad time advance");
-    u->t += (int64_t)v;
+    if (varint(c, u, &v) < 0 || v > INT64_MAX / 2 ||
+        __builtin_add_overflow(u->t, (int64_t)v, &u->t))
+      return fail(c, at, err, "bad time advance");
   }
   if ((is_free || is_realloc) && !null && address(c, u, odd, &call->old) < 0)
     return fail(c, at, err, "bad address");
@@ -150,7 +151,11 @@ static int decode(ms__calls *c, cursor *u, ms__call *call, memstub_error *err) {
     return fail(c, at, err, "bad address");
   if (!is_free && !call->failed && call->addr == 0)
     return fail(c, at, err, "a block returned at address 0");
-  call->t_ns = llround((double)(u->t - c->head.origin_raw) * c->head.ns_per_raw);
+  // In double: the clock units and the origin may be anything a damaged file holds.
+  double ns = ((double)u->t - (double)c->head.origin_raw) * c->head.ns_per_raw;
+  if (!(ns > -4.6e18 && ns < 4.6e18))
+    return fail(c, at, err, "a time beyond 2^62 ns of the origin");
+  call->t_ns = llround(ns);
   u->left--;
   c->seen++;
   return 0;
