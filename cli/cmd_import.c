@@ -180,7 +180,9 @@ int ms_cmd_import(int argc, char **argv) {
     if (rc < 0 && calls_path) unlink(calls_path);  // no calls file without its trace
   }
   if (rc == 0 && calls_path)
-    ms_cli_note("%s: the allocation sequence (%s), for the call replay (memstub gen --data)",
+    ms_cli_note("%s: the allocation sequence (%s), for the call replay (memstub gen --data); a "
+                "free ends the last live block of its size and stack, which heaptrack does not "
+                "tell apart: lifetimes within one site may differ",
                 calls_path,
                 memstub_trace_get_meta(t, "heaptrack.calls"));
   if (rc == 0 && strcmp(out, "-") != 0) {

@@ -71,6 +71,11 @@ int ms_cli_gen_calls(const char *cmd, const char *in, const memstub_trace *t,
     ms_cli_note("%s: --churn-scale %g: %s calls of short-lived blocks (made and freed within a "
                 "row) left out; the heap at every row as recorded", path, o->churn_scale,
                 ms_cli_count(g->calls_churn_dropped));
+  if (rc == 0 && g->calls_threads > 1)  // exact heap, not the threads' arenas
+    ms_cli_note("%s: the calls of %s%lld threads merged in time order, made on the stub's one "
+                "thread: the heap at every row is the process's, but from one arena, not "
+                "theirs", path, g->calls_threads >= 64 ? "at least " : "",
+                (long long)g->calls_threads);
   if (rc == 0 && g->calls_unknown)
     ms_cli_warn("%s: %s frees or reallocs of blocks allocated before the trace's scope: "
                 "left out (a realloc made from NULL)", path, ms_cli_count(g->calls_unknown));

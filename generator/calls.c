@@ -315,12 +315,14 @@ int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path, 
     for (size_t r = 0; r < n; r++)
       if (r == 0 || t->pts[r].heap_bytes < base) base = t->pts[r].heap_bytes;
   int64_t heap0 = base;
-  g->calls_unknown = g->calls_rows_off = g->calls_churn_dropped = 0;
+  g->calls_unknown = g->calls_rows_off = g->calls_churn_dropped = g->calls_threads = 0;
   g->calls_rows_off_first = -1;
   ms__call k;
   int ended = 0, first = 1;
   uint32_t thread = 0;
   int64_t nread = 0;  // the file's calls read
+  uint32_t seen[64];  // the threads whose calls were taken (the first 64)
+  size_t nseen = 0;
   // The trace's span: a --function or probe recording's calls file holds every
   // call of the run (docs/recording.md); the ones before or after are the host's.
   int64_t from = n ? t->pts[0].time_ns : 0, to = n ? t->pts[n - 1].time_ns : 0;
@@ -341,6 +343,11 @@ int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path, 
         rc = memstub_error_set(err, -EINVAL, "%s: calls of threads %u and %u: the call "
                                "replay carries one thread", path, thread, k.thread);
         break;
+      }
+      if (first || k.thread != thread) {  // the threads whose calls the stub makes, counted once
+        size_t i = 0;
+        while (i < nseen && seen[i] != k.thread) i++;
+        if (i == nseen && nseen < MS__ARRAY_SIZE(seen)) seen[nseen++] = k.thread;
       }
       thread = k.thread, first = 0;
       size_t len0 = e.len;
@@ -379,6 +386,7 @@ int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path, 
     count = kept;
   }
   free(ch.call), free(ch.byid), free(ch.at);
+  g->calls_threads = (int64_t)nseen;
   size_t used = e.len;  // the calls; then zeros to a whole word
   while (rc == 0 && e.len % 8) rc = put_byte(&e, 0);  // the data file sums 8-byte words
   if (rc == 0 && !e.b && !(e.b = calloc(1, 8))) rc = -ENOMEM;  // no calls: an empty array

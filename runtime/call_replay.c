@@ -635,6 +635,8 @@ static void call_heap(ms__rt_ctx *c, int64_t x) {
     uint32_t w = slot_of(st, p, tiny ? (int64_t)k.size : -1);
     if (!w) {  // far from the arena, and no memory to note it: the block cannot be followed
       free(p);
+      snprintf(c->failed_why, sizeof c->failed_why, "the call replay's table of blocks far "
+               "from the arena cannot grow to note a block of %lld bytes", (long long)k.size);
       ms__rt_replay_stop(c, x, -ENOMEM, MS__RT_FAIL_CALL, (int64_t)k.size);
       return;
     }

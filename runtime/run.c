@@ -528,7 +528,7 @@ void ms__rt_stop_reason(const ms__rt_ctx *c, const struct memstub_stub *s, char 
              (long long)s->rss[x],
              ms__add_i64(s->rss_base, s->rss[x], &orig) < 0 ? (long long)s->rss[x] : (long long)orig,
              (long long)n);
-  else if (c->failed_what == MS__RT_FAIL_DATA)  // the reason names the file and its bytes
+  else if (c->failed_what == MS__RT_FAIL_DATA || c->failed_why[0])  // said where it stopped
     snprintf(what, sizeof what, "%s", c->failed_why);
   else if (c->failed_what == MS__RT_FAIL_CALL)
     snprintf(what, sizeof what, "a recorded call of %lld bytes that succeeded got no block",

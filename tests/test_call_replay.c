@@ -145,7 +145,18 @@ END_TEST
  * its one thread (the calls file's threads merged), the heap exact at every
  * row. gen refused it before ("calls of threads 3 and 2"), as it did a
  * recording of `xz -T2` with --thread main. */
-START_TEST(test_call_replay_threads_merged) { replay_exact("two_threads"); }
+START_TEST(test_call_replay_threads_merged) {
+  replay_exact("two_threads");
+  // gen says so: the heap exact, the arenas not the threads'.
+  char *dir = recorded("two_threads");
+  tu_run g = tu_memstub(dir, "gen", "t.csv", "--data", "t.dat", NULL);
+  ck_assert_msg(g.status == 0 && strstr(g.err, "threads merged in time order, made on the "
+                                                "stub's one thread"),
+                "gen: status %d: %s", g.status, g.err);
+  tu_run_free(&g);
+  tu_rmtree(dir);
+  free(dir);
+}
 END_TEST
 
 /* 40 mmapped blocks live at once beside small ones, freed and made again

@@ -171,6 +171,7 @@ typedef struct memstub_gen {
   int64_t calls_rows_off;    // rows whose heap_bytes the calls do not give (exact: 0)
   int64_t calls_rows_off_first;  // the first of them, -1 none
   int64_t calls_churn_dropped;   // calls of short-lived blocks --churn-scale left out
+  int64_t calls_threads;         // threads whose calls the stub makes (merged: above 1; at most 64)
   /* The work model the stub is made with (memstub/stub.h,
    * MEMSTUB_STUB_MODEL_*; has_model 0 and all 0 without one): with work
    * columns, the trace's work_mem_share metadata and the profile's
