@@ -365,8 +365,12 @@ static int output_path(const char *out, char *abs) {
   return 0;
 }
 
+int ms_record_regions(const rec_opts *o) {
+  return o->functions[0] || o->occ > 0 || uses_probe(o->prog[0]);
+}
+
 // The recorder library into lib[PATH_MAX]. 0, or the exit status.
-static int find_lib(char *lib) {
+int ms_record_lib(char *lib) {
   const char *envlib = getenv(MS__REC_ENV_LIB);
   if (envlib && *envlib)
     snprintf(lib, PATH_MAX, "%s", envlib);
@@ -430,7 +434,7 @@ static int run_program(char **prog, int *st) {
   ms__spawn_result r;
   memstub_error err = {0};
   int rc = ms__spawn_run(prog, &so, &r, &err);
-  ms_record_last = (rec_run){r.wall_ns, r.user_ns + r.sys_ns};  // for --repeat, --reference
+  ms_record_last = (rec_run){r.wall_ns, r.user_ns + r.sys_ns, -1, -1, -1};  // for --repeat, --reference
   // As a wait status, for the callers' WIFEXITED/WTERMSIG.
   *st = r.exited ? (r.code & 0xff) << 8 : r.sig & 0x7f;
   ms__spawn_result_free(&r);
@@ -582,7 +586,7 @@ int ms_cmd_record(int argc, char **argv) {
   if (parse_opts(argc, argv, o, &rc) != 0) return rc;
   char abs[PATH_MAX], lib[PATH_MAX], lock[PATH_MAX];
   if ((rc = output_path(o->out, abs)) != 0) return rc;
-  if ((rc = find_lib(lib)) != 0) return rc;
+  if ((rc = ms_record_lib(lib)) != 0) return rc;
   if (ms_record_inner) {  // the outer command holds the lock
     o->quiet = 1;
     return record_locked(o, abs, lib);

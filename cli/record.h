@@ -87,8 +87,16 @@ extern int ms_record_inner;
 // The last run of PROGRAM, from outside: wall time and CPU time (user + sys), ns.
 typedef struct rec_run {
   long long wall_ns, cpu_ns;
+  // A reference run of a recording of regions: their occurrences, and the
+  // span from the first one's begin to the last one's end (wall, and the
+  // followed thread's CPU time); -1 when not timed (recorder/times.c).
+  long long region_occ, region_wall_ns, region_cpu_ns;
 } rec_run;
 extern rec_run ms_record_last;
+// Whether o's recording may cover regions only (--function, --occurrence, the probe API in PROGRAM).
+int ms_record_regions(const rec_opts *o);
+// The recorder library into lib[PATH_MAX]. 0, or the exit status after saying why not.
+int ms_record_lib(char *lib);
 /* The recorded trace at abs (named o->out) read back and checked: a warning
  * for what its metadata says may be off (sampling given up, regions that did
  * not scope), and unless o->quiet the summary on stderr: its peaks, the

@@ -77,10 +77,72 @@ static void env_free(char **e) {
   free(e);
 }
 
+/* The environment env with name set to value (replaced, or added): a new
+ * array of copies, NULL when out of memory. */
+static char **env_with(char **env, const char *name, const char *value) {
+  size_t n = 0, len = strlen(name);
+  while (env[n]) n++;
+  char **e = calloc(n + 2, sizeof *e);
+  if (!e) return NULL;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!(strncmp(env[i], name, len) == 0 && env[i][len] == '=') && !(e[k++] = ms__strdup(env[i])))
+      goto fail;
+  if ((e[k] = ms__asprintf("%s=%s", name, value))) return e;
+fail:
+  env_free(e);
+  return NULL;
+}
+
+/* A reference run's environment when the recording covers regions only
+ * (ms_record_regions): env with the recorder loaded to time them
+ * (recorder/times.c: the allocator calls pass through, nothing is
+ * recorded), into the file times. NULL when out of memory. */
+static char **times_env(const rec_opts *o, char **env, const char *lib, const char *times) {
+  char num[32], *pre = NULL;
+  const char *old = NULL;
+  for (size_t i = 0; env[i]; i++)
+    if (strncmp(env[i], "LD_PRELOAD=", 11) == 0) old = env[i] + 11;
+  pre = ms__asprintf("%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
+  struct {
+    const char *name, *value;
+  } set[] = {{"LD_PRELOAD", pre},
+             {MS__REC_ENV_TIMES, times},
+             {MS__REC_ENV_THREAD, o->thread},
+             {MS__REC_ENV_OCCURRENCE, num},
+             {MS__REC_ENV_FUNCTIONS, o->functions},
+             {MS__REC_ENV_PARENT, NULL}};
+  char pid[32];
+  snprintf(num, sizeof num, "%lld", o->occ);
+  snprintf(pid, sizeof pid, "%ld", (long)getpid());
+  set[MS__ARRAY_SIZE(set) - 1].value = pid;
+  char **e = pre ? env_with(env, set[0].name, set[0].value) : NULL;
+  for (size_t i = 1; e && i < MS__ARRAY_SIZE(set); i++) {
+    char **next = env_with(e, set[i].name, set[i].value ? set[i].value : "");
+    env_free(e);
+    e = next;
+  }
+  free(pre);
+  return e;
+}
+
+/* The region times a reference run wrote into path (recorder/times.c), and
+ * the file removed: 0 with *occ, *wall and *cpu; -1 when there are none. */
+static int times_read(const char *path, long long *occ, long long *wall, long long *cpu) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  int n = fscanf(f, "occurrences %lld span_wall_ns %lld span_cpu_ns %lld", occ, wall, cpu);
+  fclose(f);
+  unlink(path);
+  return n == 3 && *occ > 0 && *wall > 0 && *cpu >= 0 ? 0 : -1;
+}
+
 /* One run of PROGRAM without the recorder, in environment env, measured into
  * *out. 0; 1 when it failed, 3 when it was interrupted (SIGINT, SIGQUIT:
- * said); or the exit status when it cannot run. */
-static int reference_run(const rec_opts *o, char **env, int k, rec_run *out) {
+ * said); or the exit status when it cannot run. With times set (env loads
+ * the recorder to time the regions: times_env), their times into
+ * out->region_*, else those -1. */
+static int reference_run(const rec_opts *o, char **env, int k, const char *times, rec_run *out) {
   ms__spawn_opts so;
   ms__spawn_opts_init(&so);
   so.like_system = 1;
@@ -88,8 +150,11 @@ static int reference_run(const rec_opts *o, char **env, int k, rec_run *out) {
   ms__spawn_result r;
   memstub_error err = {0};
   fflush(NULL);
+  if (times) unlink(times);
   int rc = ms__spawn_run(o->prog, &so, &r, &err);
-  *out = (rec_run){r.wall_ns, r.user_ns + r.sys_ns};
+  *out = (rec_run){r.wall_ns, r.user_ns + r.sys_ns, -1, -1, -1};
+  if (times && times_read(times, &out->region_occ, &out->region_wall_ns, &out->region_cpu_ns) < 0)
+    out->region_occ = out->region_wall_ns = out->region_cpu_ns = -1;
   char how[96];
   ms__spawn_describe(&r, how, sizeof how);
   int failed = !r.exited || r.code != 0, stop = !r.exited && (r.sig == SIGINT || r.sig == SIGQUIT);
@@ -170,13 +235,42 @@ static int add_meta(const char *abs, const char *out, const char *lines) {
   return 0;
 }
 
+// Whether a reference run timed a region (and so the recording has them).
+static int regions_timed(long long nref, const rec_run *ref) {
+  for (long long i = 0; i < nref; i++)
+    if (ref[i].region_occ > 0) return 1;
+  return 0;
+}
+
+/* The regions' span in the nref reference runs, when every run timed the
+ * same number of occurrences, into the metadata at m + *n (of cap bytes);
+ * *rw its median wall time, -1 when there is none. */
+static void region_figures(char *m, size_t cap, size_t *n, long long nref, const rec_run *ref,
+                           long long *rw) {
+  *rw = -1;
+  for (long long i = 0; i < nref; i++)
+    if (ref[i].region_occ <= 0 || ref[i].region_occ != ref[0].region_occ) return;
+  long long *w = malloc((size_t)nref * sizeof *w), *c = malloc((size_t)nref * sizeof *c);
+  if (w && c) {
+    for (long long i = 0; i < nref; i++) w[i] = ref[i].region_wall_ns, c[i] = ref[i].region_cpu_ns;
+    long long wlo, whi, clo, chi, wm = median(w, nref, &wlo, &whi), cm = median(c, nref, &clo, &chi);
+    *n += (size_t)snprintf(m + *n, cap - *n,
+                           "# %s: %lld\n# %s: %lld\n# %s: %lld %lld\n# %s: %lld\n# %s: %lld %lld\n",
+                           MS__TL_REF_REGION_OCC, ref[0].region_occ, MS__TL_REF_REGION_WALL, wm,
+                           MS__TL_REF_REGION_WALL_RANGE, wlo, whi, MS__TL_REF_REGION_CPU, cm,
+                           MS__TL_REF_REGION_CPU_RANGE, clo, chi);
+    *rw = wm;
+  }
+  free(w), free(c);
+}
+
 /* The figures for the kept recording k of nrec (durations dur) and the nref
  * reference runs into its metadata; notes on them unless quiet. 0 or the
  * exit status. */
 static int write_figures(const rec_opts *o, const char *abs, long long nrec, int k,
                          const long long *dur, const rec_run *rec, long long nref,
                          const rec_run *ref) {
-  size_t cap = 1024 + (size_t)nrec * 24;
+  size_t cap = 2048 + (size_t)nrec * 24;
   char *m = malloc(cap), d[32], e[32], f[32], g[32];
   if (!m) return ms_cli_error("out of memory");
   size_t n = 0;
@@ -188,7 +282,7 @@ static int write_figures(const rec_opts *o, const char *abs, long long nrec, int
   }
   n += (size_t)snprintf(m + n, cap - n, "# %s: %lld\n# %s: %lld\n", MS__TL_OUT_WALL,
                         rec[k].wall_ns, MS__TL_OUT_CPU, rec[k].cpu_ns);
-  long long wlo = 0, whi = 0, clo = 0, chi = 0, wm = 0, cm = 0;
+  long long wlo = 0, whi = 0, clo = 0, chi = 0, wm = 0, cm = 0, rw = -1;
   if (nref > 0) {
     long long *w = malloc((size_t)nref * sizeof *w), *c = malloc((size_t)nref * sizeof *c);
     if (!w || !c) {
@@ -199,9 +293,11 @@ static int write_figures(const rec_opts *o, const char *abs, long long nrec, int
     wm = median(w, nref, &wlo, &whi);
     cm = median(c, nref, &clo, &chi);
     free(w), free(c);
-    snprintf(m + n, cap - n, "# %s: %lld\n# %s: %lld\n# %s: %lld %lld\n# %s: %lld\n# %s: %lld %lld\n",
-             MS__TL_REF_RUNS, nref, MS__TL_REF_WALL, wm, MS__TL_REF_WALL_RANGE, wlo, whi,
-             MS__TL_REF_CPU, cm, MS__TL_REF_CPU_RANGE, clo, chi);
+    n += (size_t)snprintf(m + n, cap - n,
+                          "# %s: %lld\n# %s: %lld\n# %s: %lld %lld\n# %s: %lld\n# %s: %lld %lld\n",
+                          MS__TL_REF_RUNS, nref, MS__TL_REF_WALL, wm, MS__TL_REF_WALL_RANGE, wlo,
+                          whi, MS__TL_REF_CPU, cm, MS__TL_REF_CPU_RANGE, clo, chi);
+    region_figures(m, cap, &n, nref, ref, &rw);
   }
   int rc = add_meta(abs, o->out, m);
   free(m);
@@ -225,6 +321,16 @@ static int write_figures(const rec_opts *o, const char *abs, long long nrec, int
                 ms__fmt_ns(whi, w2, sizeof w2), ms__fmt_ns(cm, e, sizeof e),
                 ms__fmt_ns(clo, c1, sizeof c1), ms__fmt_ns(chi, c2, sizeof c2),
                 ms__fmt_ns(rec[k].wall_ns, f, sizeof f), ms__fmt_ns(rec[k].cpu_ns, g, sizeof g));
+    if (rw >= 0)
+      ms_cli_note("--reference %lld: the regions the trace covers, timed in those runs (the "
+                  "recorder loaded, not recording): %s from the first one's begin to the last "
+                  "one's end (memstub gen sets the trace's totals to theirs)",
+                  nref, ms__fmt_ns(rw, d, sizeof d));
+    else if (regions_timed(nref, ref))
+      ms_cli_note("--reference %lld: the regions the trace covers were not timed the same in "
+                  "every run (none, or another number of occurrences): memstub gen fits the "
+                  "whole runs' difference per allocator call",
+                  nref);
   }
   return 0;
 }
@@ -257,11 +363,26 @@ int ms_record_repeat(int argc, char **argv, const rec_opts *o) {
   long long refs = 0;
   int ref_failed = 0;  // a run without the recorder failed (no reference) or was interrupted
                        // (the runs so far): the exit status 1
+  // A recording of regions: the reference runs time them too (recorder/times.c).
+  char lib[PATH_MAX], *times = NULL;
+  char **tenv = NULL;
+  if (nref > 0 && ms_record_regions(o)) {
+    if ((st = ms_record_lib(lib)) != 0) {
+      env_free(env), free(preload), free(dur), free(rec), free(ref);
+      return st;
+    }
+    times = ms__asprintf("%s.times", abs);
+    tenv = times ? times_env(o, env, lib, times) : NULL;
+    if (!tenv) {
+      env_free(env), free(preload), free(dur), free(rec), free(ref), free(times);
+      return ms_cli_error("out of memory");
+    }
+  }
   for (long long i = 0; i < (nrec > nref ? nrec : nref) && st == MS_EXIT_OK; i++) {
     // A reference run first: the first run of all pays for cold caches.
     if (i < nref && !ref_failed) {
       if (in >= 0) lseek(0, in, SEEK_SET);
-      st = reference_run(o, env, (int)i + 1, &ref[i]);
+      st = reference_run(o, tenv ? tenv : env, (int)i + 1, times, &ref[i]);
       if (st == 1) ref_failed = 1, refs = 0, st = MS_EXIT_OK;  // said: no reference written
       else if (st == 0) refs++;
       if (st == 3) {  // interrupted: the runs so far
@@ -315,6 +436,6 @@ int ms_record_repeat(int argc, char **argv, const rec_opts *o) {
   }
   if (st == MS_EXIT_OK && ref_failed) st = MS_EXIT_CHECK;
   if (preload) setenv("LD_PRELOAD", preload, 1);
-  env_free(env), free(preload), free(dur), free(rec), free(ref);
+  env_free(env), env_free(tenv), free(times), free(preload), free(dur), free(rec), free(ref);
   return st;
 }

@@ -93,12 +93,14 @@ static inline int mine(const tstate *ts) { return !ms__rec.scope_thread || ts->i
   if (UNLIKELY(meas_)) m0_ = raw_now();      \
   (ts)->in_hook = 1;                         \
   CBARRIER()
-#define MEASURE_END(ts)                            \
-  CBARRIER();                                      \
-  (ts)->in_hook = 0;                               \
-  if (UNLIKELY(meas_)) {                           \
-    (ts)->cost_raw += (uint64_t)(raw_now() - m0_); \
-    (ts)->cost_n++;                                \
+#define MEASURE_END(ts)                                     \
+  CBARRIER();                                               \
+  (ts)->in_hook = 0;                                        \
+  if (UNLIKELY(meas_)) {                                    \
+    uint64_t c_ = (uint64_t)(raw_now() - m0_);              \
+    (ts)->cost_raw += c_;                                   \
+    (ts)->cost_n++;                                         \
+    if ((ts)->depth) (ts)->rcost_raw += c_, (ts)->rcost_n++; \
   }
 
 // The real realloc, or reallocarray's real (nm, sz) when given, inside the
@@ -520,7 +522,7 @@ EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
   __atomic_store_n(&ms__rec_multi, 1, __ATOMIC_SEQ_CST);  // before the thread can run
   if (ms__rec.all && ms__rec.state == ST_READY && __atomic_load_n(&ms__rec_on, __ATOMIC_RELAXED))
     return create_all(th, attr, fn, arg);
-  if (ms__rec.state != ST_READY || ms__rec.rec_ordinal <= 0)
+  if (ms__rec.state != ST_READY || ms__rec.rec_ordinal <= 0 || ms__rec.times_only)
     return real_pthread_create(th, attr, fn, arg);
   long ord = __atomic_add_fetch(&g_ordinal, 1, __ATOMIC_RELAXED);
   __atomic_store_n(&ms__rec.threads_created, ord, __ATOMIC_RELAXED);

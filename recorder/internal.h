@@ -144,6 +144,7 @@ typedef struct tstate {
   uint32_t mem_ver;      // ms__rec_mem_ver when the bucket's memory was last taken
   // cost measurement
   uint64_t cost_raw, cost_n;
+  uint64_t rcost_raw, rcost_n;  // those of them inside a probe region (depth > 0)
   uint64_t samples, sample_raw;
   // probe regions
   int depth;
@@ -244,6 +245,8 @@ typedef struct ms__rec_global {
   uint64_t xfrees, joins;  // cross-thread frees and joins seen (metadata)
   clockid_t rec_clock;     // the recorded thread's CPU clock (rec_clock_ok)
   int rec_clock_ok;
+  int times_only;          // a reference run: regions timed into times, nothing recorded (times.c)
+  char times[PATH_MAX];
 } ms__rec_global;
 
 extern ms__rec_global ms__rec;
@@ -362,6 +365,12 @@ HOT tstate *state(void) {
     return ts;
   return ms__rec_slow_state();
 }
+
+/* ---- times.c: a reference run's region times ---- */
+// pre: ms__rec.times_only. A probe op (bridge.h) timed, answered as the recorder answers it.
+int ms__rec_times_probe(int op);
+// The times into the file ms__rec.times, at exit.
+void ms__rec_times_write(void);
 
 /* ---- follow.c: --follow-children ---- */
 // This process (pid in ms__rec.pid) is below the recorded one: its trace and

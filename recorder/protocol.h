@@ -35,6 +35,11 @@
 #define MS__REC_FN_MAX_BYTES 16384
 #define MS__REC_ENV_SITES "MEMSTUB_RECORD_SITES"  // bytes between sampled allocations (--sites)
 #define MS__REC_ENV_CALLS "MEMSTUB_RECORD_CALLS"  // "1": the allocation sequence (--calls)
+/* Absolute path: a reference run (--reference with regions), not a recording:
+ * the allocator calls pass through and the regions the recording covers are
+ * timed into this file (recorder/times.c): "occurrences N", "span_wall_ns N",
+ * "span_cpu_ns N", a line each. */
+#define MS__REC_ENV_TIMES "MEMSTUB_RECORD_TIMES"
 
 /* ---- rows, chunks and the journal: recorder -> command ----
  * Each thread appends rows to chunks of MS__REC_CHUNK_ROWS. With
@@ -189,6 +194,7 @@ static inline const char *ms__rec_ordinal(long n) {
 #define MS__REC_META_PEAK_STACK "record.peak_stack_bytes"
 #define MS__REC_META_STACK_FROM "record.stack_from"
 #define MS__REC_META_COST_EVENT "record.cost_ns_per_event"
+#define MS__REC_META_COST_EVENT_REGIONS "record.cost_ns_per_event_in_regions"  // its events in probe regions
 #define MS__REC_META_EVENTS "record.events"
 #define MS__REC_META_COST_SAMPLE "record.cost_ns_per_sample"
 // The value of a cost that was not measured (fewer calls than one measured

@@ -32,6 +32,9 @@ static void claim(tstate *ts, uintptr_t sp) {
 }
 
 EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
+  if (UNLIKELY(ms__rec.times_only) || (op == MS__PROBE_HELLO && ms__rec_ensure_ready() &&
+                                       ms__rec.times_only))
+    return ms__rec_times_probe(op);  // a reference run
   if (op == MS__PROBE_HELLO)
     return ms__rec_ensure_ready() && ms__rec.state == ST_READY &&
            __atomic_load_n(&ms__rec_on, __ATOMIC_RELAXED);

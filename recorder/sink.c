@@ -383,6 +383,10 @@ static int assemble(assembled *A) {
 void ms__rec_finish(int how, int sig) {
   if (ms__rec.state != ST_READY || getpid() != ms__rec.pid) return;
   if (__atomic_exchange_n(&ms__rec.finished, 1, __ATOMIC_ACQ_REL)) return;
+  if (ms__rec.times_only) {  // a reference run: its region times, no trace
+    ms__rec_times_write();
+    return;
+  }
   tstate *me = ms__rec_ts;
   if (me) me->guard = 1;
   __atomic_store_n(&ms__rec_on, 0, __ATOMIC_SEQ_CST);

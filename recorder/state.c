@@ -217,8 +217,22 @@ static int read_env(void) {
   // recording across exec, which keeps the pid and the parent). Its own
   // children have another parent: they run untouched, or with
   // --follow-children record a trace of their own (follow.c).
-  if (!out || !*out || strlen(out) >= sizeof ms__rec.out) return -1;
   int root = parent == (long)getppid();
+  const char *times = getenv(MS__REC_ENV_TIMES);
+  if (root && times && *times && strlen(times) < sizeof ms__rec.times) {
+    // A reference run: the regions of the thread a recording follows, timed.
+    memcpy(ms__rec.times, times, strlen(times) + 1);
+    ms__rec.times_only = 1;
+    const char *tt = getenv(MS__REC_ENV_THREAD);
+    ms__rec.rec_ordinal = tt && strcmp(tt, "region") == 0 ? MS__REC_REGION_THREAD
+                          : tt && strcmp(tt, "main") != 0 && strcmp(tt, "all") != 0 &&
+                                    strcmp(tt, "auto") != 0
+                              ? env_long(MS__REC_ENV_THREAD, 0)
+                              : 0;
+    ms__rec.occurrence = env_long(MS__REC_ENV_OCCURRENCE, 0);
+    return 0;
+  }
+  if (!out || !*out || strlen(out) >= sizeof ms__rec.out) return -1;
   if (!root && !(follow && *follow)) return -1;
   memcpy(ms__rec.out, out, strlen(out) + 1);
   const char *th = getenv(MS__REC_ENV_THREAD);
@@ -296,6 +310,10 @@ static void install_fatal(void) {
 static void init_recording(void) {
   if (read_env() != 0) {
     ms__rec.state = ST_PASSIVE;
+    return;
+  }
+  if (ms__rec.times_only) {  // ready for --function's patches; every allocator call passes through
+    ms__rec.state = ST_READY;
     return;
   }
   ms__rec_churn_init();

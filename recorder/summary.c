@@ -128,9 +128,9 @@ void ms__rec_build_meta(const assembled *A) {
       : ms__rec_fn_patched() > 0 ? "the frame that called the --function (or memstub_probe_begin)"
                                  : "the frame that called memstub_probe_begin");
   ms__rec_meta("record.regions", "%s",
-               A->regions ? (ms__rec.occurrence ? "one occurrence" : "all occurrences")
+               A->regions ? (ms__rec.occurrence > 0 ? "one occurrence" : "all occurrences")
                           : "none (whole run)");
-  if (A->regions && ms__rec.occurrence)
+  if (A->regions && ms__rec.occurrence > 0)
     ms__rec_meta("record.occurrence", "%ld", ms__rec.occurrence);
   if (!A->regions && ms__rec.origin_ns)
     ms__rec_meta("record.origin_monotonic_ns", "%lld", (long long)ms__rec.origin_ns);
@@ -153,12 +153,15 @@ void ms__rec_build_meta(const assembled *A) {
       "record.clock", "%s",
       ms__rec.use_tsc ? "invariant cycle counter, rate measured over the run" : "CLOCK_MONOTONIC");
   uint64_t events = 0, cost_raw = 0, cost_n = 0, samples = 0, sample_raw = 0, dropped = 0;
+  uint64_t rcost_raw = 0, rcost_n = 0;
   churn all;
   memset(&all, 0, sizeof all);
   for (tstate *ts = ms__rec.list; ts; ts = ts->next) {
     events += ts->nevents;
     cost_raw += ts->cost_raw;
     cost_n += ts->cost_n;
+    rcost_raw += ts->rcost_raw;
+    rcost_n += ts->rcost_n;
     samples += ts->samples;
     sample_raw += ts->sample_raw;
     dropped += ts->rows_dropped;
@@ -174,6 +177,15 @@ void ms__rec_build_meta(const assembled *A) {
   ms__rec_meta(MS__REC_META_EVENTS, "%llu", (unsigned long long)events);
   ms__rec_meta(MS__REC_META_COST_EVENT, "%s", cost_n ? b1 : MS__REC_NOT_MEASURED);
   ms__rec_meta("record.cost_measured_events", "%llu", (unsigned long long)cost_n);
+  /* The same of the events inside probe regions (--function, the probe
+   * API): the timeline's fit weighs a region's calls by it (a hash table's
+   * calls at 400k live blocks cost the recorder more than its host's). */
+  if (rcost_n) {
+    double rc = ((double)rcost_raw / (double)rcost_n - ms__rec.now_cost_raw) / rpn;
+    ms__rec_fmt_x10(b1, sizeof b1, rc < 0 ? 0 : rc);
+    ms__rec_meta(MS__REC_META_COST_EVENT_REGIONS, "%s", b1);
+    ms__rec_meta("record.cost_measured_events_in_regions", "%llu", (unsigned long long)rcost_n);
+  }
   ms__rec_meta(MS__REC_META_SAMPLES, "%llu", (unsigned long long)samples);
   ms__rec_meta(MS__REC_META_COST_SAMPLE, "%s", samples ? b2 : MS__REC_NOT_MEASURED);
   ms__rec_meta("record.overhead_ns", "%lld",

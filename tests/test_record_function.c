@@ -597,6 +597,82 @@ START_TEST(test_names_once_ifunc_and_limits) {
 }
 END_TEST
 
+/* --reference with --function: the reference runs load the recorder to
+ * time the regions the trace covers, not to record (recorder/times.c), and
+ * gen sets the trace's totals to theirs. fnprog spans sleeps 40 ms, then
+ * holds a block in span() for each duration: the regions' span is the
+ * spans', not the run's, and the stub lasts it. With --occurrence 2 the
+ * second span alone. */
+static long long meta_ll(const memstub_trace *t, const char *key) {
+  const char *v = memstub_trace_get_meta(t, key);
+  ck_assert_msg(v != NULL, "no %s", key);
+  return strtoll(v, NULL, 10);
+}
+
+static memstub_trace *recorded_spans(const char *dir, const char *occ, const char *const *spans) {
+  char *argv[32];
+  int n = 0;
+  argv[n++] = (char *)env("MEMSTUB_EXE");
+  argv[n++] = "record";
+  argv[n++] = "--reference";
+  argv[n++] = "2";
+  argv[n++] = "--function";
+  argv[n++] = "span";
+  if (occ) argv[n++] = "--occurrence", argv[n++] = (char *)occ;
+  argv[n++] = "-o";
+  argv[n++] = "t.csv";
+  argv[n++] = "--";
+  argv[n++] = (char *)env("MEMSTUB_REC_FNPROG");
+  argv[n++] = "spans";
+  for (; *spans; spans++) argv[n++] = (char *)*spans;
+  argv[n] = NULL;
+  tu_run r = tu_exec(dir, argv);
+  ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "the regions the trace covers, timed in those runs"), "%s", r.err);
+  tu_run_free(&r);
+  return load(dir);
+}
+
+START_TEST(test_reference_regions) {
+  char *dir = tu_mkdtemp();
+  static const char *const one[] = {"60", NULL}, *const three[] = {"20", "60", "20", NULL};
+  memstub_trace *t = recorded_spans(dir, NULL, one);
+  long long w = meta_ll(t, "reference.region_wall_ns"), c = meta_ll(t, "reference.region_cpu_ns");
+  ck_assert_int_eq(meta_ll(t, "reference.region_occurrences"), 1);
+  ck_assert_msg(w >= 60000000 && w + 40000000 <= meta_ll(t, "reference.wall_ns"),
+                "the span %lld ns, the run %lld", w, meta_ll(t, "reference.wall_ns"));
+  ck_assert(c >= 0 && c <= w);
+  long long lo, hi;
+  ck_assert_int_eq(sscanf(memstub_trace_get_meta(t, "reference.region_wall_ns_range"), "%lld %lld",
+                          &lo, &hi), 2);
+  ck_assert(lo <= w && w <= hi);
+  memstub_trace_free(t);
+  tu_run r = tu_memstub(dir, "gen", "t.csv", "-o", "t.h", NULL);
+  ck_assert_msg(r.status == 0 && strstr(r.err, "(the regions' span timed in them"), "%s", r.err);
+  tu_run_free(&r);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/t.h", dir);
+  char *h = tu_read_file(path), *d = h ? strstr(h, " * duration:") : NULL;
+  ck_assert_ptr_nonnull(d);
+  long long dur = strtoll(d + strlen(" * duration:"), NULL, 10);
+  ck_assert_msg(llabs(dur - w) <= 1000000 + w / 100, "the stub lasts %lld ns, the span %lld", dur,
+                w);
+  free(h);
+  t = recorded_spans(dir, NULL, three);
+  ck_assert_int_eq(meta_ll(t, "reference.region_occurrences"), 3);
+  long long all = meta_ll(t, "reference.region_wall_ns");
+  ck_assert_msg(all >= 100000000, "%lld", all);
+  memstub_trace_free(t);
+  t = recorded_spans(dir, "2", three);
+  ck_assert_int_eq(meta_ll(t, "reference.region_occurrences"), 1);
+  w = meta_ll(t, "reference.region_wall_ns");
+  ck_assert_msg(w >= 60000000 && w + 30000000 <= all, "the second %lld, all three %lld", w, all);
+  memstub_trace_free(t);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("record_function");
   TCase *tc = tcase_create("function");
@@ -615,6 +691,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_generations_refusals);
   tcase_add_test(tc, test_generations_replayed);
   tcase_add_test(tc, test_generations_many_blocks);
+  tcase_add_test(tc, test_reference_regions);
   suite_add_tcase(s, tc);
   return s;
 }

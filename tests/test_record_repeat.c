@@ -21,7 +21,7 @@ static char *helper(void) {
 
 /* memstub record OPTS... -o t.csv -- rec_helper runs cnt log DURATIONS... in
  * dir, into *r: its exit status must be status and the runs' log (R
- * recorded, N not) log; the trace it left. */
+ * recorded, T timing regions, N neither) log; the trace it left. */
 static memstub_trace *recorded(const char *dir, const char *opts, const char *durations,
                                int status, const char *log, tu_run *r) {
   char *argv[32], buf[512], dbuf[256], path[4096];
@@ -119,8 +119,10 @@ END_TEST
 START_TEST(test_reference) {
   char *dir = tu_mkdtemp();
   tu_run r;
-  memstub_trace *t = recorded(dir, "--repeat 2 --reference 2", "30", 0, "NRNR", &r);
+  // rec_helper uses the probe API: its reference runs time the regions (none here).
+  memstub_trace *t = recorded(dir, "--repeat 2 --reference 2", "30", 0, "TRTR", &r);
   ck_assert_msg(strstr(r.err, "--reference 2: "), "%s", r.err);
+  ck_assert_ptr_null(memstub_trace_get_meta(t, "reference.region_wall_ns"));
   ck_assert_int_eq(meta(t, "reference.runs"), 2);
   long long w = meta(t, "reference.wall_ns"), lo, hi;
   ck_assert(w >= 30000000);
@@ -152,7 +154,7 @@ START_TEST(test_failures) {
     const char *opts, *durations, *log, *said;
     int entries;  // t.csv, cnt, log
   } c[] = {
-      {"--reference 1", "x 20", "NR", "reference run 1 of 1: ", 3},
+      {"--reference 1", "x 20", "TR", "reference run 1 of 1: ", 3},
       {"--repeat 3", "10 x 10", "RR", "recording 2 of 3 failed", 3},
   };
   for (size_t i = 0; i < sizeof c / sizeof *c; i++) {

@@ -201,6 +201,50 @@ START_TEST(test_gen_whole_run) {
 }
 END_TEST
 
+/* A region of a run (--function) whose span the reference runs timed
+ * (recorder/times.c): its totals set to theirs, as a whole run's are, with
+ * the figures of test_gen_whole_run (the region's 1.5 ms of CPU time and
+ * 1.5 ms of waiting), whatever the whole runs' difference (here 2 ms of CPU
+ * time over 1000 calls: the per-call fit would take 2000 ns a call). */
+START_TEST(test_gen_regions) {
+  const char *region = "# record.regions: all occurrences\n"
+                       "# record.thread: region\n"
+                       "# record.threads: 2\n"
+                       "# outside.wall_ns: 9000000\n"
+                       "# outside.cpu_ns: 7000000\n"
+                       "# reference.runs: 3\n"
+                       "# reference.wall_ns: 7000000\n"
+                       "# reference.cpu_ns: 5000000\n";
+  char meta[1024];
+  snprintf(meta, sizeof meta, "%s# reference.region_occurrences: 1\n"
+           "# reference.region_wall_ns: 3000000\n# reference.region_cpu_ns: 1500000\n", region);
+  memstub_gen *g = fitted(meta);
+  static const int64_t cpu[4] = {467213, 172131, 860656, 0},
+                       dt[4] = {767213, 697131, 860656, 675000};
+  for (int i = 0; i < 4; i++) {
+    ck_assert_int_eq(g->use[i].time, dt[i]);
+    ck_assert_int_eq(g->cpu[i], cpu[i]);
+  }
+  ck_assert_int_eq(g->stub.duration_ns, 3000000);
+  ck_assert_msg(strstr(g->timeline, "fitted to 3 reference runs (the regions' span timed in them: "
+                                    "the trace's CPU time and waiting set to theirs): 3.00 ms "
+                                    "wall, 1.50 ms CPU (the recording: 4.00 ms, 2.00 ms)"),
+                "%s", g->timeline);
+  memstub_gen_free(g);
+  // Without the regions' figures: the whole runs' difference per call.
+  g = fitted(region);
+  ck_assert_msg(strstr(g->timeline, "2000.0 ns of CPU time per allocator call out"), "%s",
+                g->timeline);
+  memstub_gen_free(g);
+  snprintf(meta, sizeof meta, "%s# reference.region_wall_ns: 3 ms\n", region);
+  char text[4096];
+  snprintf(text, sizeof text, "%s%s%s", META_RECORD, meta, ROWS);
+  memstub_error err = {0};
+  ck_assert_int_eq(build(text, &g, &err), -EINVAL);
+  ck_assert_msg(strstr(err.msg, "metadata reference.region_wall_ns: '3 ms'"), "%s", err.msg);
+}
+END_TEST
+
 /* A recording that used no more CPU time than its reference: nothing per
  * call, and it says so; its waiting (3 ms against 0.5 ms) still scaled. */
 START_TEST(test_gen_unfit) {
@@ -384,6 +428,7 @@ static Suite *timeline_suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_gen_fitted);
   tcase_add_test(tc, test_gen_whole_run);
+  tcase_add_test(tc, test_gen_regions);
   tcase_add_test(tc, test_gen_unfit);
   tcase_add_test(tc, test_gen_process_threads);
   tcase_add_test(tc, test_bad_metadata);

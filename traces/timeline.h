@@ -20,6 +20,14 @@
 #define MS__TL_REF_WALL_RANGE "reference.wall_ns_range"  // "MIN MAX"
 #define MS__TL_REF_CPU "reference.cpu_ns"          // user + sys, median
 #define MS__TL_REF_CPU_RANGE "reference.cpu_ns_range"
+/* The reference runs of a recording of regions (recorder/times.c): the
+ * occurrences timed, and their span, from the first one's begin to the last
+ * one's end, wall and the followed thread's CPU time, medians and ranges. */
+#define MS__TL_REF_REGION_OCC "reference.region_occurrences"
+#define MS__TL_REF_REGION_WALL "reference.region_wall_ns"
+#define MS__TL_REF_REGION_WALL_RANGE "reference.region_wall_ns_range"
+#define MS__TL_REF_REGION_CPU "reference.region_cpu_ns"
+#define MS__TL_REF_REGION_CPU_RANGE "reference.region_cpu_ns_range"
 #define MS__TL_OUT_WALL "outside.wall_ns"  // the kept recording, from outside
 #define MS__TL_OUT_CPU "outside.cpu_ns"
 #define MS__TL_REP_RECORDINGS "repeat.recordings"
@@ -43,6 +51,10 @@ typedef struct ms__timeline {
    * per call instead (wall_per_call). */
   double wait_scale;
   int whole;  // fitted as a whole run: the trace's totals set to the reference's
+  /* ... and those totals the regions' span in the reference runs (timed by
+   * the recorder loaded but not recording: MS__TL_REF_REGION_*), not the
+   * runs' own; ref_* are the regions', rec_* the trace's own. */
+  int region;
   /* A process of several threads (every thread recorded), fitted: a row's
    * CPU time, the recorder's own cost out, times this (the reference's CPU
    * time over the recording's less the recorder's own), and its waiting

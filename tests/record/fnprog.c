@@ -20,7 +20,10 @@
  *                twice, b(2) once
  *   memset N     memset() of a 1 MiB block N times (an IFUNC in libc)
  *   consume      consume() frees a block main allocated before calling it,
- *                with a block of its own allocated and freed around that */
+ *                with a block of its own allocated and freed around that
+ *   spans MS...  sleep 40 ms, then span(ms) for each MS: a block of 1000
+ *                bytes held while it sleeps ms (--reference times the
+ *                regions: test_reference_regions) */
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -124,6 +127,13 @@ long long_b(int n) __asm__(FNPROG_LONG_NAME "b");
 __attribute__((noinline)) long long_a(int n) { return work(n) + 1; }
 __attribute__((noinline)) long long_b(int n) { return work(n) + 2; }
 
+__attribute__((noinline)) void span(int ms) {
+  char *volatile p = malloc(1000);
+  if (!p) exit(3);
+  usleep((useconds_t)ms * 1000);
+  free(p);
+}
+
 static volatile long g_sink;
 __attribute__((noinline)) void tiny(void) { g_sink++; }
 
@@ -179,6 +189,9 @@ int main(int argc, char **argv) {
     char *p = malloc(1 << 20);
     for (int k = 0; p && k < n; k++) memset(p, k, 1 << 20);
     free(p);
+  } else if (!strcmp(m, "spans")) {
+    usleep(40000);
+    for (int k = 2; k < argc; k++) span(atoi(argv[k]));
   } else if (!strcmp(m, "tiny")) {
     double t0 = now();
     for (int k = 0; k < n; k++) tiny();

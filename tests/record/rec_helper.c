@@ -549,7 +549,8 @@ static int runs(int argc, char **argv) {
   if (fd < 0 || write(fd, b, (size_t)n) != n) return 2;
   close(fd);
   const char *pre = getenv("LD_PRELOAD");
-  char c = pre && strstr(pre, "memstub_record") ? 'R' : 'N';
+  // R recorded, T the recorder loaded to time regions (a reference run), N neither.
+  char c = !pre || !strstr(pre, "memstub_record") ? 'N' : getenv("MEMSTUB_RECORD_TIMES") ? 'T' : 'R';
   fd = open(argv[3], O_WRONLY | O_CREAT | O_APPEND, 0644);
   if (fd < 0 || write(fd, &c, 1) != 1) return 2;
   close(fd);
