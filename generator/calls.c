@@ -230,20 +230,33 @@ static int window_add(window *w, int64_t t, int64_t heap, int64_t off) {
  * calls a coalesced bucket made after its peak, all of one time, belong to
  * its next row), else after the first call before tn that does (the
  * bucket's peak row carries the bucket's first time), else after the last
- * call by tr (the row's heap is not met). heap0: the heap before the
- * window's first call. Returns how many of the window's calls it takes. */
-static size_t row_end_at(const window *w, int64_t heap0, int64_t tr, int64_t hr, int64_t tn) {
-  size_t by = 0, match = heap0 == hr ? 0 : SIZE_MAX, later = SIZE_MAX;
+ * call by tr (the row's heap is not met: the trace's heap and the calls'
+ * differ by blocks from before the trace's scope). When the next row has
+ * the same time, that last call by tr may be the next row's: then after the
+ * call whose change of the heap is nearest the row's, dh (the last of
+ * equals). Two rows of one time, the second after a free of 64 MiB, gave
+ * the first row the free, and SQLite's stub wrote 44 MB back into other
+ * blocks to meet the first row's resident target (6,500 faults, in one
+ * recording of three). heap0: the heap before the window's first call.
+ * Returns how many of the window's calls it takes. */
+static size_t row_end_at(const window *w, int64_t heap0, int64_t tr, int64_t hr, int64_t dh,
+                         int64_t tn) {
+  size_t by = 0, match = heap0 == hr ? 0 : SIZE_MAX, later = SIZE_MAX, near = 0;
+  int64_t want = heap0 + dh;
+  uint64_t dnear = heap0 > want ? (uint64_t)(heap0 - want) : (uint64_t)(want - heap0);
   for (size_t j = w->head; j < w->n && w->t[j] <= tn + SLACK_NS; j++) {
     size_t k = j - w->head + 1;
     if (w->t[j] <= tr) {
+      int64_t h = w->heap[j];
+      uint64_t d = h > want ? (uint64_t)(h - want) : (uint64_t)(want - h);
+      if (d <= dnear) near = k, dnear = d;
       by = k;
-      if (w->heap[j] == hr) match = k;
+      if (h == hr) match = k;
     } else if (w->heap[j] == hr && later == SIZE_MAX) {
       later = k;
     }
   }
-  return match != SIZE_MAX ? match : later != SIZE_MAX ? later : by;
+  return match != SIZE_MAX ? match : later != SIZE_MAX ? later : tn <= tr ? near : by;
 }
 
 /* --churn-scale: the calls file at path encoded again into *e (empty), the
@@ -365,7 +378,8 @@ int memstub_gen_calls(memstub_gen *g, const memstub_trace *t, const char *path, 
       count += e.len > len0;
     }
     if (rc < 0) break;
-    size_t take = r + 1 < n ? row_end_at(&w, heap0, t->pts[r].time_ns, t->pts[r].heap_bytes, tn)
+    int64_t dh = t->pts[r].heap_bytes - (r ? t->pts[r - 1].heap_bytes : heap0);
+    size_t take = r + 1 < n ? row_end_at(&w, heap0, t->pts[r].time_ns, t->pts[r].heap_bytes, dh, tn)
                             : w.n - w.head;
     if (take) heap0 = w.heap[w.head + take - 1];
     if (heap0 != t->pts[r].heap_bytes && g->calls_rows_off++ == 0) g->calls_rows_off_first = (int64_t)r;

@@ -678,6 +678,54 @@ START_TEST(test_call_replay_holds) {
 }
 END_TEST
 
+/* Two rows of one time, the second after a free (a coalesced bucket's
+ * maxima row and its last state), in a trace whose heap there is not the
+ * calls' (100 bytes more, as a block from before its scope makes it): the
+ * free is the second
+ * row's. The first row took every call of its time, the free too, and met
+ * its resident target after it: SQLite's stub wrote 44 MB back into other
+ * blocks there (6,500 faults, one recording of three). Trace and calls
+ * written by hand (ms__calls_writer, as the importers do). */
+START_TEST(test_call_replay_rows_of_one_time) {
+  char *dir = tu_mkdtemp();
+  char path[4096];
+  snprintf(path, sizeof path, "%s/t.csv", dir);
+  tu_write_file(path, "# memstub-trace 1\n"
+                      "# calls.file: t.csv.calls\n"
+                      "time_ns,stack_bytes,heap_bytes\n"
+                      "0,0,100\n"
+                      "1000000,0,1100\n"
+                      "2000000,64,1700\n"
+                      "2000000,0,700\n"
+                      "3000000,0,100\n");
+  snprintf(path, sizeof path, "%s/t.csv.calls", dir);
+  ms__calls_writer *w = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(ms__calls_writer_open(path, &w, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(ms__calls_writer_add(w, 500000, MS__CALLS_MALLOC, 0, 0x1000, 1000, 0, 0, &err), 0);
+  ck_assert_int_eq(ms__calls_writer_add(w, 1500000, MS__CALLS_MALLOC, 0, 0x2000, 500, 0, 0, &err), 0);
+  ck_assert_int_eq(ms__calls_writer_add(w, 2000000, MS__CALLS_FREE, 0x1000, 0, 0, 0, 0, &err), 0);
+  ck_assert_int_eq(ms__calls_writer_add(w, 2500000, MS__CALLS_FREE, 0x2000, 0, 0, 0, 0, &err), 0);
+  ck_assert_msg(ms__calls_writer_commit(w, &err) == 0, "%s", err.msg);
+  tu_run g = tu_memstub(dir, "gen", "t.csv", "--data", "t.dat", NULL);
+  ck_assert_msg(g.status == 0 && strstr(g.err, "replayed call for call"), "gen: %d %s", g.status,
+                g.err);
+  tu_run_free(&g);
+  tu_run r = tu_memstub(dir, "replay", "--data", "t.dat", "--measure", "out.csv", NULL);
+  ck_assert_msg(r.status == 0, "replay: status %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  memstub_trace *o = read_trace(dir, "out.csv");
+  ck_assert_uint_eq(o->n, 5);
+  static const int64_t heap[5] = {100, 1100, 1600, 600, 100};  // the trace's 100 bytes below
+  for (size_t i = 0; i < 5; i++)
+    ck_assert_msg(o->pts[i].heap_bytes == heap[i], "row %zu: replayed heap %lld, not %lld", i,
+                  (long long)o->pts[i].heap_bytes, (long long)heap[i]);
+  memstub_trace_free(o);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("call_replay");
   TCase *tc = tcase_create("core");
@@ -697,6 +745,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_call_replay_file_changed);
   tcase_add_test(tc, test_call_replay_far_blocks);
   tcase_add_test(tc, test_call_replay_threads_merged);
+  tcase_add_test(tc, test_call_replay_rows_of_one_time);
   suite_add_tcase(s, tc);
   return s;
 }
