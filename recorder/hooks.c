@@ -85,6 +85,15 @@ static size_t boot_size(const void *p) {
 
 /* ---- bookkeeping ---- */
 
+/* Whether p, a live block of the C library's malloc, is a chunk of its own
+ * mapping (glibc's IS_MMAPPED bit in the size word before it): its free
+ * unmaps it, and the resident memory falls at once. */
+static inline int mmapped_chunk(const void *p) {
+  size_t h;
+  memcpy(&h, (const char *)p - sizeof h, sizeof h);
+  return (h & 2) != 0;
+}
+
 static inline int mine(const tstate *ts) { return !ms__rec.scope_thread || ts->is_rec; }
 
 #define MEASURE_BEGIN(ts)                    \
@@ -271,7 +280,8 @@ HOT void book_free(tstate *ts, void *p, uintptr_t sp) {
   if (counted(entry)) release(ts, ep, entry, sp);
   if (ts->all || mine(ts)) wcount(ts, F_FREE, bytes);  // after the event, as in book_alloc
   if (ts->all || mine(ts) || counted(entry)) calls(ts, F_FREE, p, NULL, 0, 0);
-  if (UNLIKELY(bytes >= MS__REC_SHRINK_SAMPLE)) ts->shrink_pending = 1;  // sampled after the real free
+  if (UNLIKELY(bytes >= MS__REC_SHRINK_SAMPLE))  // sampled after the real free
+    ts->shrink_pending = 1 + mmapped_chunk(p);
   MEASURE_END(ts);
 }
 
@@ -285,10 +295,12 @@ static void *realloc_common(tstate *ts, void *p, size_t n, int fn, uintptr_t sp,
   uint64_t entry = 0;
   uint32_t ep = 0;
   int found = 0;
+  int was_mmapped = 0;
   if (p) {
     ts->in_hook = 1;
     CBARRIER();
     found = forget((uintptr_t)p, &entry, &ep);
+    if (found && (entry & ~NOT_MINE) >= MS__REC_SHRINK_SAMPLE) was_mmapped = mmapped_chunk(p);
     CBARRIER();
     ts->in_hook = 0;
   }
@@ -332,8 +344,10 @@ static void *realloc_common(tstate *ts, void *p, size_t n, int fn, uintptr_t sp,
   site(ts, old && freed ? p : NULL, q && keep ? q : NULL, n);
   if (keep || old) calls(ts, fn, p, q, n, !q);
   // A large block moved, shrunk or freed: its pages went in the real call, just made.
-  if (UNLIKELY((entry & ~NOT_MINE) >= MS__REC_SHRINK_SAMPLE && freed && (q != p || n < (entry & ~NOT_MINE))))
-    ts->shrink_pending = 1;
+  if (UNLIKELY((entry & ~NOT_MINE) >= MS__REC_SHRINK_SAMPLE && freed && (q != p || n < (entry & ~NOT_MINE)))) {
+    ts->shrink_pending = 1 + was_mmapped;
+    ms__rec_shrink_sample(ts);
+  }
   MEASURE_END(ts);
   return q;
 }
@@ -426,6 +440,13 @@ EXPORT void free(void *p) {
   ts->in_alloc = 1;
   ms__rec_real_free(p);
   ts->in_alloc = 0;
+  if (UNLIKELY(ts->shrink_pending)) {  // a large block: its pages went in the real free
+    ts->in_hook = 1;
+    CBARRIER();
+    ms__rec_shrink_sample(ts);
+    CBARRIER();
+    ts->in_hook = 0;
+  }
 }
 
 EXPORT int posix_memalign(void **out, size_t al, size_t n) {

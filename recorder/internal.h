@@ -130,6 +130,7 @@ typedef struct tstate {
   int64_t mem_raw;         // when a region boundary last sampled memory
   uint64_t grow_pending;   // heap growth whose sample was skipped (ms__rec_grow_sample)
   int shrink_pending;      // a block of MS__REC_SHRINK_SAMPLE or more freed since the last sample
+                           // (2: a chunk the allocator had mapped for it, unmapped at its free)
   // its open epoch (epochs.c): number, bucket and occurrence it is for
   uint32_t ep;
   int64_t ep_t0, ep_tag;
@@ -483,6 +484,17 @@ void ms__rec_mem_sample(tstate *ts);
 void ms__rec_grow_sample(tstate *ts, int64_t d) __attribute__((noinline));
 // The pending growth's sample, at the close of ts's bucket.
 void ms__rec_grow_flush(tstate *ts) __attribute__((noinline));
+/* pre: ts->shrink_pending, set by a free (or a realloc that moved or shrank)
+ * of MS__REC_SHRINK_SAMPLE bytes or more after the real call, in_hook set.
+ * The resident memory that went with the block, read now into the open
+ * bucket's last state, so that the row where the heap fell has it: it had
+ * the rss before the free (SQLite's 64 MiB sorter buffer: "heap 102 MiB,
+ * rss 111 MiB" where 68 were left). Always for a mapped chunk (2: its
+ * unmapping cost more than the sample); for another, not sooner than a
+ * quarter of the resolution after the last sample (the growth samples'
+ * spacing: a program freeing such blocks in the arena by the thousand pays
+ * no sample each), and then it stays pending for the next bucket. */
+void ms__rec_shrink_sample(tstate *ts) __attribute__((noinline));
 // The memory metadata lines (sampling cost, what was not counted).
 void ms__rec_mem_meta(void);
 // The memory columns' names, in the trace's order: rss_bytes, mapped_bytes,

@@ -125,6 +125,19 @@ void ms__rec_grow_sample(tstate *ts, int64_t d) {
 
 void ms__rec_grow_flush(tstate *ts) { ms__rec_mem_sample(ts); }
 
+void ms__rec_shrink_sample(tstate *ts) {
+  if (ts->shrink_pending < 2 &&
+      raw_now() - __atomic_load_n(&g_last_raw, __ATOMIC_RELAXED) < ms__rec.grow_gap_raw)
+    return;
+  ms__rec_mem_sample(ts);
+  if (!ts->h.b.active) return;
+  memv m = cur_mem(ts);
+  ts->h.b.maxm.minflt = m.minflt;  // faults only grow: the maxima row has the last count
+  ts->h.b.maxm.majflt = m.majflt;
+  ts->h.b.lm = m;
+  ts->mem_ver = __atomic_load_n(&ms__rec_mem_ver, __ATOMIC_RELAXED);
+}
+
 void ms__rec_mem_meta(void) {
   uint64_t n = __atomic_load_n(&g_samples, __ATOMIC_RELAXED);
   if (n && ms__rec.raw_per_ns > 0) {
