@@ -146,16 +146,40 @@ END_TEST
  * row. gen refused it before ("calls of threads 3 and 2"), as it did a
  * recording of `xz -T2` with --thread main. */
 START_TEST(test_call_replay_threads_merged) {
-  replay_exact("two_threads");
-  // gen says so: the heap exact, the arenas not the threads'.
-  char *dir = recorded("two_threads");
-  tu_run g = tu_memstub(dir, "gen", "t.csv", "--data", "t.dat", NULL);
-  ck_assert_msg(g.status == 0 && strstr(g.err, "threads merged in time order, made on the "
-                                                "stub's one thread"),
-                "gen: status %d: %s", g.status, g.err);
-  tu_run_free(&g);
-  tu_rmtree(dir);
-  free(dir);
+  /* Threads racing within microseconds: a call's time is read in its hook,
+   * apart from the heap's atomic update, so the time order may differ from
+   * the order the heap saw (the trace had both workers' blocks of 16 bytes
+   * live at once, their calls' times put one's free before the other's
+   * malloc: in one recording of about seven). gen then says how many rows
+   * its calls do not give; every other row is exact, and the calls kind by
+   * kind always. */
+  for (int round = 0; round < 3; round++) {
+    char *dir = recorded("two_threads");
+    tu_run g = tu_memstub(dir, "gen", "t.csv", "--data", "t.dat", NULL);
+    ck_assert_msg(g.status == 0 && strstr(g.err, "threads merged in time order, made on the "
+                                                  "stub's one thread"),
+                  "gen: status %d: %s", g.status, g.err);
+    const char *w = strstr(g.err, "warning: t.csv.calls: ");
+    long off = w ? strtol(w + strlen("warning: t.csv.calls: "), NULL, 10) : 0;
+    ck_assert_msg(!w || (off > 0 && strstr(w, "rows whose heap_bytes the calls do not give")),
+                  "gen said: %s", g.err);
+    tu_run_free(&g);
+    tu_run r = tu_memstub(dir, "replay", "--data", "t.dat", "--measure", "out.csv", NULL);
+    ck_assert_msg(r.status == 0, "replay: status %d: %s", r.status, r.err);
+    tu_run_free(&r);
+    memstub_trace *t = read_trace(dir, "t.csv"), *o = read_trace(dir, "out.csv");
+    ck_assert_uint_eq(o->n, t->n);
+    long differ = 0;
+    for (size_t i = 0; i < t->n; i++) differ += o->pts[i].heap_bytes != t->pts[i].heap_bytes;
+    ck_assert_msg(differ <= off, "%ld rows differ, gen said %ld", differ, off);
+    for (size_t c = 0; c < t->nextra; c++)
+      if (strncmp(t->extra_names[c], "calls_", 6) == 0)
+        ck_assert_int_eq(column_sum(o, t->extra_names[c]), column_sum(t, t->extra_names[c]));
+    memstub_trace_free(t);
+    memstub_trace_free(o);
+    tu_rmtree(dir);
+    free(dir);
+  }
 }
 END_TEST
 
