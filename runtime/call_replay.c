@@ -493,7 +493,7 @@ static int call_prepare(ms__rt_ctx *c, void **scratch, size_t nscratch) {
              "live at once, the stub has %lld", (long long)SLOT_IDS, (long long)s->ncallblocks);
     return -ENOTSUP;
   }
-  k->slot = ms__rt_own_calloc_huge(n, sizeof *k->slot);
+  k->slot = ms__rt_own_calloc(n, sizeof *k->slot);
   k->far = ms__rt_own_calloc(16, sizeof *k->far);
   k->far_size = ms__rt_own_calloc(16, sizeof *k->far_size);
   k->freed = -1, k->far_freed = -1, k->rss_met = -2;

@@ -138,6 +138,7 @@ typedef struct ms__rt_cbig {
   int64_t size;  // its requested bytes
   int64_t wt;    // bytes [0, wt) of it written, at least its header's
   int64_t hold;  // what the component held resident in it when it freed it (its hint)
+  int64_t resident;  // bytes [0, resident) resident when it was made (the arena's): never dropped
 } ms__rt_cbig;
 typedef struct ms__rt_cres {
   int fd;            // /proc/self/statm, -1: not open (the blocks written whole, as without targets)
