@@ -705,11 +705,10 @@ END_TEST
 /* Two rows of one time, the second after a free (a coalesced bucket's
  * maxima row and its last state), in a trace whose heap there is not the
  * calls' (100 bytes more, as a block from before its scope makes it): the
- * free is the second
- * row's. The first row took every call of its time, the free too, and met
- * its resident target after it: SQLite's stub wrote 44 MB back into other
- * blocks there (6,500 faults, one recording of three). Trace and calls
- * written by hand (ms__calls_writer, as the importers do). */
+ * free is the second row's. The first row took every call of its time, the
+ * free too, and met its resident target after it: SQLite's stub wrote 44 MB
+ * back into other blocks there (6,500 faults, one recording of three).
+ * Trace and calls written by hand (ms__calls_writer, as the importers do). */
 START_TEST(test_call_replay_rows_of_one_time) {
   char *dir = tu_mkdtemp();
   char path[4096];

@@ -160,6 +160,18 @@ START_TEST(test_gen_fitted) {
 }
 END_TEST
 
+/* The rows of ROWS fitted to 1.5 ms of CPU time and 1.5 ms of waiting:
+ * the last row's 100 us of CPU time cannot lose 125 us, it keeps 0, and
+ * the others give up the 25 us left, in proportion (1,525 -> 1,500 us). */
+static void check_whole_fit(const memstub_gen *g) {
+  static const int64_t cpu[4] = {467213, 172131, 860656, 0},
+                       dt[4] = {767213, 697131, 860656, 675000};
+  for (int i = 0; i < 4; i++) {
+    ck_assert_int_eq(g->use[i].time, dt[i]);
+    ck_assert_int_eq(g->cpu[i], cpu[i]);
+  }
+}
+
 /* A whole run of one thread: the trace's own CPU time (2 ms) and waiting
  * (2 ms) set to the reference's, 1.5 ms each: (2 - 1.5) ms / 1000 = 500 ns
  * of CPU time per call, 125 us a row (the last row's 100 us go to 0, and
@@ -183,14 +195,7 @@ START_TEST(test_gen_whole_run) {
              "# reference.cpu_ns: 1500000\n",
              how[k]);
     memstub_gen *g = fitted(meta);
-    // The last row's 100 us of CPU time cannot lose 125 us: it keeps 0, and
-    // the others give up the 25 us left, in proportion (1,525 -> 1,500 us).
-    static const int64_t cpu[4] = {467213, 172131, 860656, 0},
-                         dt[4] = {767213, 697131, 860656, 675000};
-    for (int i = 0; i < 4; i++) {
-      ck_assert_int_eq(g->use[i].time, dt[i]);
-      ck_assert_int_eq(g->cpu[i], cpu[i]);
-    }
+    check_whole_fit(g);
     ck_assert_msg(strstr(g->timeline, "(the whole run: the trace's CPU time and waiting set to "
                                       "theirs)") &&
                       strstr(g->timeline, "500.0 ns of CPU time per allocator call out") &&
@@ -219,12 +224,7 @@ START_TEST(test_gen_regions) {
   snprintf(meta, sizeof meta, "%s# reference.region_occurrences: 1\n"
            "# reference.region_wall_ns: 3000000\n# reference.region_cpu_ns: 1500000\n", region);
   memstub_gen *g = fitted(meta);
-  static const int64_t cpu[4] = {467213, 172131, 860656, 0},
-                       dt[4] = {767213, 697131, 860656, 675000};
-  for (int i = 0; i < 4; i++) {
-    ck_assert_int_eq(g->use[i].time, dt[i]);
-    ck_assert_int_eq(g->cpu[i], cpu[i]);
-  }
+  check_whole_fit(g);
   ck_assert_int_eq(g->stub.duration_ns, 3000000);
   ck_assert_msg(strstr(g->timeline, "fitted to 3 reference runs (the regions' span timed in them: "
                                     "the trace's CPU time and waiting set to theirs): 3.00 ms "
