@@ -32,6 +32,7 @@ struct ms__calls {
   cursor cur;         // the file's order
   cursor *th;         // merged: one a thread
   size_t nth;
+  ms__addrmap live;   // merged: the blocks live in the order given so far
   uint64_t seen;      // calls decoded
   ms__calls_head head;
 };
@@ -229,18 +230,64 @@ int ms__calls_open_merged(const char *path, ms__calls **out, memstub_error *err)
   return rc;
 }
 
+// Whether call k gives back the block at a (a free, a realloc that moved or freed it).
+static int frees(const ms__call *k, uint64_t a) {
+  return k->old == a && (k->fn == MS__CALLS_FREE || !k->failed || k->size == 0);
+}
+
+// Whether a is live in m (m as it was). -ENOMEM when it cannot be put back.
+static int live_has(ms__addrmap *m, uint64_t a) {
+  int64_t x, y;
+  if (!a || !ms__addrmap_take(m, a, &x, &y)) return 0;
+  return ms__addrmap_put(m, a, x, y) < 0 ? -ENOMEM : 1;
+}
+
+/* The merged order's next call among the threads' next ones: the earliest
+ * (the file's order on a tie), unless another thread's next call must come
+ * before it. A call's time is its thread's last clock reading, up to 15
+ * calls old, so two threads' calls a microsecond apart can be out of order:
+ * a malloc of an address another thread's free gave back, timed before
+ * that free (test_calls_threads_in_order failed under ASan in CI: "a block
+ * is already live"), or a free of a block another thread's malloc had just
+ * returned, timed before it. Then that other call is taken first. */
+static cursor *merged_next(ms__calls *c, int *rc) {
+  cursor *best = NULL;
+  for (size_t k = 0; k < c->nth; k++) {
+    cursor *u = &c->th[k];
+    if (u->peeked == 1 && (!best || u->call.t_ns < best->call.t_ns ||
+                           (u->call.t_ns == best->call.t_ns && u->at < best->at)))
+      best = u;
+  }
+  *rc = 0;
+  if (!best) return NULL;
+  const ms__call *b = &best->call;
+  int has_new = 0, has_old = 0;
+  if (b->addr && b->addr != b->old && (has_new = live_has(&c->live, b->addr)) < 0)
+    return *rc = has_new, NULL;
+  if (b->old && (has_old = live_has(&c->live, b->old)) < 0) return *rc = has_old, NULL;
+  int frees_old = b->old && frees(b, b->old);
+  for (size_t k = 0; k < c->nth && (has_new || (frees_old && !has_old)); k++) {
+    cursor *u = &c->th[k];
+    if (u == best || u->peeked != 1) continue;
+    if ((has_new && frees(&u->call, b->addr)) ||
+        (frees_old && !has_old && u->call.addr == b->old))
+      return u;
+  }
+  return best;
+}
+
 int ms__calls_next(ms__calls *c, ms__call *call, memstub_error *err) {
-  if (c->th) {  // merged: the earliest of the threads' next calls (the file's order on a tie)
-    cursor *best = NULL;
-    for (size_t k = 0; k < c->nth; k++) {
-      cursor *u = &c->th[k];
-      if (u->peeked == 1 && (!best || u->call.t_ns < best->call.t_ns ||
-                             (u->call.t_ns == best->call.t_ns && u->at < best->at)))
-        best = u;
-    }
+  if (c->th) {  // merged: in time order, as the heap saw them (merged_next)
+    int rc;
+    cursor *best = merged_next(c, &rc);
+    if (rc < 0) return memstub_error_set(err, rc, "%s: out of memory", c->path);
     if (!best) return at_end(c, err);
     *call = best->call;
-    int rc = peek(c, best, err);
+    int64_t x;
+    if (call->old && frees(call, call->old)) ms__addrmap_take(&c->live, call->old, &x, NULL);
+    if (call->addr && ms__addrmap_put(&c->live, call->addr, 0, 0) < 0)
+      return memstub_error_set(err, -ENOMEM, "%s: out of memory", c->path);
+    rc = peek(c, best, err);
     return rc < 0 ? rc : 1;
   }
   cursor *u = &c->cur;
@@ -261,6 +308,7 @@ void ms__calls_close(ms__calls *c) {
   if (!c) return;
   for (size_t k = 0; k < c->nth; k++) free(c->th[k].blocks);
   free(c->th);
+  ms__addrmap_free(&c->live);
   free(c->buf);
   free(c->path);
   free(c);
