@@ -115,6 +115,39 @@ static int decode(const uint8_t *p, int64_t end, int64_t *at, call *k, const cha
   return k->size > SIZE_MAX_CALL || k->align > SIZE_MAX_CALL ? -1 : 0;
 }
 
+/* The varint at p + n (pre: 10 bytes readable there) into *v: the byte
+ * after it, or 0 when it runs on beyond 10 bytes (read_varint's bound). */
+static inline __attribute__((always_inline)) int varint_fast(const uint8_t *p, int n,
+                                                             uint64_t *v) {
+  uint64_t b = p[n], x = b & 0x7f;
+  if (b < 0x80) return *v = b, n + 1;
+  for (int i = 1, shift = 7; i < 10; i++, shift += 7) {
+    b = p[n + i];
+    x |= (b & 0x7f) << shift;
+    if (b < 0x80) return *v = x, n + i + 1;
+  }
+  return 0;
+}
+
+/* decode() where MS__RT_CALL_MAX bytes are readable at p (1 + 3 varints of
+ * 10 bytes at most: 31): no bound per byte, no reason set. The call's
+ * length, or 0 for bytes decode() refuses (it then says why). */
+static inline __attribute__((always_inline)) int decode_fast(const uint8_t *p, call *k) {
+  uint8_t h = p[0];
+  int fn = h & H_FN, n = 1;
+  if (fn >= F_NFN || (h & 0x30)) return 0;
+  k->fn = fn, k->failed = (h & H_FAILED) != 0, k->null = (h & H_NULL) != 0;
+  k->old = -1, k->size = k->align = 0;
+  uint64_t v;
+  if ((fn == F_FREE || realloc_fn(fn)) && !k->null) {
+    if (!(n = varint_fast(p, n, &v))) return 0;
+    k->old = v > INT64_MAX ? INT64_MAX : (int64_t)v;
+  }
+  if (fn != F_FREE && !(n = varint_fast(p, n, &k->size))) return 0;
+  if (aligned_fn(fn) && !(n = varint_fast(p, n, &k->align))) return 0;
+  return k->size > SIZE_MAX_CALL || k->align > SIZE_MAX_CALL ? 0 : n;
+}
+
 /* The call at *at (before end) of r's bytes into *k, *at moved past it. 0;
  * -1 with *why for bytes that are no call; -2 with *why r->why when the
  * data file could not be read or has changed since it was opened. */
@@ -247,66 +280,86 @@ static int big_add(big_blocks *b, int64_t size) {
   return 0;
 }
 
-/* Every call decoded and its ids followed as the replay takes them, in one
- * word an id: a free id's link, the id freed before it plus 1 (0: none); a
- * live one's -1, or -2 - e when it is block e of big; and the blocks of big
- * into *big. 0, or -EINVAL / -EIO / -ENOMEM with err set. pre: s's callend
- * in order (ms__rt_calls_check). */
+/* The walk's state: a word an id (a free id's link, the id freed before it
+ * plus 1, 0: none; a live one's -1, or -2 - e when it is block e of big),
+ * the id freed last, the next never used, the calls seen. */
+typedef struct walk {
+  int32_t *link;
+  int64_t freed, next, count, bigb;
+  big_blocks *big;
+} walk;
+
+/* Call k, at byte here of point x's calls, followed as the replay takes it.
+ * 0, or -EINVAL / -ENOMEM with err set. */
+static inline __attribute__((always_inline)) int walk_one(walk *w, const struct memstub_stub *s,
+                                                          const call *k, int64_t here, int64_t x,
+                                                          memstub_error *err) {
+  int32_t *link = w->link;
+  w->count++;
+  if (k->old >= 0 && (k->old >= w->next || link[k->old] >= 0))
+    return memstub_error_set(err, -EINVAL, "calls: byte %lld: block %lld is not live",
+                             (long long)here, (long long)k->old);
+  // A block of big freed here: its hold comes from this point's row. Moved or resized, none.
+  if (frees_old(k) && link[k->old] < -1 && k->fn == F_FREE) w->big->freed_at[-2 - link[k->old]] = x;
+  // A realloc that moved its block keeps the block's id.
+  if (frees_old(k) && (k->fn == F_FREE || k->failed))
+    link[k->old] = (int32_t)(w->freed + 1), w->freed = k->old;
+  if (k->failed || k->fn == F_FREE) return 0;
+  int64_t id = k->old;
+  if (id < 0 && (id = w->freed) >= 0) w->freed = link[id] - 1;
+  else if (id < 0) id = w->next++;
+  if (id >= s->ncallblocks)
+    return memstub_error_set(err, -EINVAL, "calls: byte %lld: block %lld, the stub holds %lld",
+                             (long long)here, (long long)id, (long long)s->ncallblocks);
+  link[id] = -1;
+  if ((int64_t)k->size >= w->bigb && w->big->n < INT32_MAX - 2) {  // later ones hold their size
+    if (big_add(w->big, (int64_t)k->size) < 0) return memstub_error_set(err, -ENOMEM, "out of memory");
+    link[id] = (int32_t)(-1 - w->big->n);  // -2 - e for block e
+  }
+  return 0;
+}
+
+/* Every call decoded and its ids followed as the replay takes them (walk),
+ * and the blocks of big into *big. Calls whose longest encoding lies
+ * before the window's and the point's end are decoded without a bound per
+ * byte (decode_fast); the others, and any the fast decoder refuses, the
+ * bounded way, which says why. 0, or -EINVAL / -EIO / -ENOMEM with err
+ * set. pre: s's callend in order (ms__rt_calls_check). */
 static int calls_walk(const struct memstub_stub *s, ms__rt_callrd *r, big_blocks *big,
                       memstub_error *err) {
   // Huge pages: 1 fault, not 391, for the hash host's 400,001 blocks (gone before the replay).
-  int32_t *link = ms__rt_own_calloc_huge((size_t)s->ncallblocks + 1, sizeof *link);
-  if (!link) return memstub_error_set(err, -ENOMEM, "out of memory");
-  int64_t bigb = MS__RT_CALL_BIG_PAGES * (int64_t)ms__prim_page_size();
+  walk w = {ms__rt_own_calloc_huge((size_t)s->ncallblocks + 1, sizeof *w.link), -1, 0, 0,
+            MS__RT_CALL_BIG_PAGES * (int64_t)ms__prim_page_size(), big};
+  if (!w.link) return memstub_error_set(err, -ENOMEM, "out of memory");
   int rc = 0;
-  int64_t at = 0, freed = -1, next = 0, count = 0;
+  int64_t at = 0;
   for (int64_t x = 0; rc == 0 && x < s->numdata; x++) {
     int64_t end = s->callend[x];
     while (rc == 0 && at < end) {
+      int64_t avail, i = 0;
+      const uint8_t *p = ms__rt_callrd_at(r, at, &avail);
+      if (p) {
+        int64_t lim = end - at < avail ? end - at : avail;
+        call k;
+        for (int n; rc == 0 && lim - i >= MS__RT_CALL_MAX && (n = decode_fast(p + i, &k)) > 0;
+             i += n)
+          rc = walk_one(&w, s, &k, at + i, x, err);
+        at += i;
+      }
+      if (rc < 0 || at >= end || i > 0) continue;
       int64_t here = at;
       call k;
       const char *why;
       int bad = decode_at(r, end, &at, &k, &why);
-      if (bad == -2) {
-        rc = memstub_error_set(err, -EIO, "%s", why);
-        break;
-      }
-      if (bad < 0) {
-        rc = memstub_error_set(err, -EINVAL, "calls: byte %lld: %s", (long long)here, why);
-        break;
-      }
-      count++;
-      if (k.old >= 0 && (k.old >= next || link[k.old] >= 0)) {
-        rc = memstub_error_set(err, -EINVAL, "calls: byte %lld: block %lld is not live",
-                               (long long)here, (long long)k.old);
-        break;
-      }
-      // A block of big freed here: its hold comes from this point's row. Moved or resized, none.
-      if (frees_old(&k) && link[k.old] < -1 && k.fn == F_FREE) big->freed_at[-2 - link[k.old]] = x;
-      // A realloc that moved its block keeps the block's id.
-      if (frees_old(&k) && (k.fn == F_FREE || k.failed))
-        link[k.old] = (int32_t)(freed + 1), freed = k.old;
-      if (k.failed || k.fn == F_FREE) continue;
-      int64_t id = k.old;
-      if (id < 0 && (id = freed) >= 0) freed = link[id] - 1;
-      else if (id < 0) id = next++;
-      if (id >= s->ncallblocks) {
-        rc = memstub_error_set(err, -EINVAL, "calls: byte %lld: block %lld, the stub holds %lld",
-                               (long long)here, (long long)id, (long long)s->ncallblocks);
-        break;
-      }
-      link[id] = -1;
-      if ((int64_t)k.size >= bigb && big->n < INT32_MAX - 2) {  // later ones hold their size
-        if (big_add(big, (int64_t)k.size) < 0)
-          rc = memstub_error_set(err, -ENOMEM, "out of memory");
-        link[id] = (int32_t)(-1 - big->n);  // -2 - e for block e
-      }
+      if (bad == -2) rc = memstub_error_set(err, -EIO, "%s", why);
+      else if (bad < 0) rc = memstub_error_set(err, -EINVAL, "calls: byte %lld: %s", (long long)here, why);
+      else rc = walk_one(&w, s, &k, here, x, err);
     }
   }
-  if (rc == 0 && count != s->ncallcount)
-    rc = memstub_error_set(err, -EINVAL, "calls: %lld calls, the stub says %lld", (long long)count,
-                           (long long)s->ncallcount);
-  ms__rt_own_free(link);
+  if (rc == 0 && w.count != s->ncallcount)
+    rc = memstub_error_set(err, -EINVAL, "calls: %lld calls, the stub says %lld",
+                           (long long)w.count, (long long)s->ncallcount);
+  ms__rt_own_free(w.link);
   return rc;
 }
 
