@@ -99,27 +99,19 @@ fail:
  * (recorder/times.c: the allocator calls pass through, nothing is
  * recorded), into the file times. NULL when out of memory. */
 static char **times_env(const rec_opts *o, char **env, const char *lib, const char *times) {
-  char num[32], *pre = NULL;
   const char *old = NULL;
   for (size_t i = 0; env[i]; i++)
     if (strncmp(env[i], "LD_PRELOAD=", 11) == 0) old = env[i] + 11;
-  pre = ms__asprintf("%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
-  struct {
-    const char *name, *value;
-  } set[] = {{"LD_PRELOAD", pre},
-             {MS__REC_ENV_TIMES, times},
-             {MS__REC_ENV_THREAD, o->thread},
-             {MS__REC_ENV_OCCURRENCE, num},
-             {MS__REC_ENV_FUNCTIONS, o->functions},
-             {MS__REC_ENV_PARENT, NULL}};
-  char pid[32];
-  snprintf(num, sizeof num, "%lld", o->occ);
+  char occ[32], pid[32], *pre = ms__asprintf("%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
+  snprintf(occ, sizeof occ, "%lld", o->occ);
   snprintf(pid, sizeof pid, "%ld", (long)getpid());
-  set[MS__ARRAY_SIZE(set) - 1].value = pid;
-  char **e = pre ? env_with(env, set[0].name, set[0].value) : NULL;
-  for (size_t i = 1; e && i < MS__ARRAY_SIZE(set); i++) {
-    char **next = env_with(e, set[i].name, set[i].value ? set[i].value : "");
-    env_free(e);
+  const char *const set[][2] = {{"LD_PRELOAD", pre},           {MS__REC_ENV_TIMES, times},
+                                {MS__REC_ENV_THREAD, o->thread}, {MS__REC_ENV_OCCURRENCE, occ},
+                                {MS__REC_ENV_FUNCTIONS, o->functions}, {MS__REC_ENV_PARENT, pid}};
+  char **e = pre ? env : NULL;
+  for (size_t i = 0; e && i < MS__ARRAY_SIZE(set); i++) {
+    char **next = env_with(e, set[i][0], set[i][1]);
+    if (e != env) env_free(e);
     e = next;
   }
   free(pre);

@@ -132,6 +132,9 @@ void ms__rec_build_meta(const assembled *A) {
                           : "none (whole run)");
   if (A->regions && ms__rec.occurrence > 0)
     ms__rec_meta("record.occurrence", "%ld", ms__rec.occurrence);
+  // The recorded thread's outermost occurrences: what --reference's region times must match.
+  if (A->regions && ms__rec.rec)
+    ms__rec_meta("record.region_occurrences", "%lld", (long long)ms__rec.rec->occ);
   if (!A->regions && ms__rec.origin_ns)
     ms__rec_meta("record.origin_monotonic_ns", "%lld", (long long)ms__rec.origin_ns);
   ms__rec_meta("record.resolution_ns", "%lld", (long long)ms__rec.res_ns);
@@ -178,8 +181,9 @@ void ms__rec_build_meta(const assembled *A) {
   ms__rec_meta(MS__REC_META_COST_EVENT, "%s", cost_n ? b1 : MS__REC_NOT_MEASURED);
   ms__rec_meta("record.cost_measured_events", "%llu", (unsigned long long)cost_n);
   /* The same of the events inside probe regions (--function, the probe
-   * API): the timeline's fit weighs a region's calls by it (a hash table's
-   * calls at 400k live blocks cost the recorder more than its host's). */
+   * API), for the reader: a hash table's calls at 400k live blocks cost the
+   * recorder more than its host's. The timeline is fitted to the regions'
+   * span in the reference runs instead (traces/timeline.c). */
   if (rcost_n) {
     double rc = ((double)rcost_raw / (double)rcost_n - ms__rec.now_cost_raw) / rpn;
     ms__rec_fmt_x10(b1, sizeof b1, rc < 0 ? 0 : rc);

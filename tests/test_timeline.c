@@ -231,6 +231,15 @@ START_TEST(test_gen_regions) {
                                     "wall, 1.50 ms CPU (the recording: 4.00 ms, 2.00 ms)"),
                 "%s", g->timeline);
   memstub_gen_free(g);
+  // Another number of occurrences than the recording's: not its span, and it says so.
+  snprintf(meta, sizeof meta, "%s# record.region_occurrences: 2\n# reference.region_occurrences: 3\n"
+           "# reference.region_wall_ns: 3000000\n# reference.region_cpu_ns: 1500000\n", region);
+  g = fitted(meta);
+  ck_assert_msg(strstr(g->timeline, "2000.0 ns of CPU time per allocator call out") &&
+                    strstr(g->timeline, "the reference runs timed another number of region "
+                                        "occurrences than the recording had"),
+                "%s", g->timeline);
+  memstub_gen_free(g);
   // Without the regions' figures: the whole runs' difference per call.
   g = fitted(region);
   ck_assert_msg(strstr(g->timeline, "2000.0 ns of CPU time per allocator call out"), "%s",

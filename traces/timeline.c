@@ -166,6 +166,18 @@ int ms__timeline_model(const memstub_trace *t, ms__timeline *tl, memstub_error *
       (rc = meta_ns(t, MS__TL_REF_REGION_CPU, &rcpu, err)) < 0)
     return rc;
   const char *reg = memstub_trace_get_meta(t, "record.regions");
+  /* Every occurrence recorded: the reference runs' span is of as many, or
+   * of something else (a program whose runs differ). */
+  int64_t rocc, tocc;
+  if ((rc = meta_ns(t, MS__TL_REF_REGION_OCC, &rocc, err)) < 0 ||
+      (rc = meta_ns(t, "record.region_occurrences", &tocc, err)) < 0)
+    return rc;
+  if (rwall > 0 && rocc >= 0 && tocc >= 0 && rocc != tocc &&
+      !memstub_trace_get_meta(t, "record.occurrence")) {
+    tl->region_unused = "the reference runs timed another number of region occurrences than "
+                        "the recording had: their span is not the trace's, fitted per call";
+    rwall = -1;
+  }
   if (rwall > 0 && rcpu >= 0 && ccol >= 0 && reg && strncmp(reg, "none", 4) != 0 &&
       memstub_trace_column(t, "thread") < 0 && t->n > 1) {
     int64_t span = t->pts[t->n - 1].time_ns - t->pts[0].time_ns;
@@ -366,6 +378,8 @@ void ms__timeline_describe(const ms__timeline *tl, char *buf, size_t cap) {
   }
   if (n >= 0 && (size_t)n < cap && tl->unfit)
     n += snprintf(buf + n, cap - (size_t)n, "; %s", tl->unfit);
+  if (n >= 0 && (size_t)n < cap && tl->region_unused)
+    n += snprintf(buf + n, cap - (size_t)n, "; %s", tl->region_unused);
   if (n >= 0 && (size_t)n < cap && tl->caveat && tl->wall_per_call > 0)
     snprintf(buf + n, cap - (size_t)n, "; the fit %s", tl->caveat);
 }

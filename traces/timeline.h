@@ -55,6 +55,10 @@ typedef struct ms__timeline {
    * the recorder loaded but not recording: MS__TL_REF_REGION_*), not the
    * runs' own; ref_* are the regions', rec_* the trace's own. */
   int region;
+  /* Why the regions' span in the reference runs was not used (NULL: it was,
+   * or there was none): they timed another number of occurrences than the
+   * recording had. */
+  const char *region_unused;
   /* A process of several threads (every thread recorded), fitted: a row's
    * CPU time, the recorder's own cost out, times this (the reference's CPU
    * time over the recording's less the recorder's own), and its waiting
