@@ -72,8 +72,8 @@ static int call_setup(const struct memstub_stub *s, const char *name, memstub_re
  * under thread 0's name, NAME_t0, one file for every thread), replayed with
  * the environment's options and its measurement committed when asked
  * (call_setup). 0 or a negative errno with err set. */
-static int call(const struct memstub_stub *s, const memstub_threads_stub *ts, int64_t t0,
-                memstub_error *err) {
+static int call(const struct memstub_stub *s, const memstub_threads_stub *ts,
+                const ms__rt_start *at, memstub_error *err) {
   const struct memstub_stub *s0 = ts ? ts->stubs[0] : s;
   memstub_replay_options o;
   memstub_measure_file *mf = NULL;
@@ -82,7 +82,7 @@ static int call(const struct memstub_stub *s, const memstub_threads_stub *ts, in
   memstub_replay *r = NULL;
   memstub_threads_replay *tr = NULL;
   // On the caller's thread: its arena and tcache, as the component's calls had.
-  rc = ts ? ms__rt_threads_run(ts, &o, &tr, 1, err) : ms__rt_replay_run(s, &o, &r, 1, t0, err);
+  rc = ts ? ms__rt_threads_run(ts, &o, &tr, 1, err) : ms__rt_replay_run(s, &o, &r, 1, at, err);
   if (rc == 0 && mf)
     rc = r ? memstub_measure_commit_replay(mf, r, err) : memstub_measure_commit_threads(mf, tr, err);
   if (rc < 0 && mf) memstub_error_prefix(err, "MEMSTUB_MEASURE");
@@ -98,17 +98,19 @@ static int call(const struct memstub_stub *s, const memstub_threads_stub *ts, in
 }
 
 // T0 is the call's start: the stub's own setup (options, measurement file,
-// checks) takes the component's time.
+// checks) takes the component's time and CPU (ms__rt_start).
 int memstub_stub_call(const struct memstub_stub *s, memstub_error *err) {
-  return call(s, NULL, ms__prim_now_ns(), err);
+  ms__rt_start at = ms__rt_start_now();
+  return call(s, NULL, &at, err);
 }
 
-int ms__rt_stub_call_from(const struct memstub_stub *s, int64_t t0, memstub_error *err) {
-  return call(s, NULL, t0, err);
+int ms__rt_stub_call_from(const struct memstub_stub *s, const ms__rt_start *at,
+                          memstub_error *err) {
+  return call(s, NULL, at, err);
 }
 
 int memstub_threads_call(const memstub_threads_stub *s, memstub_error *err) {
   if (!s || s->nthreads < 1 || !s->stubs || !s->stubs[0])
     return memstub_error_set(err, -EINVAL, "a threads stub without threads");
-  return call(NULL, s, 0, err);
+  return call(NULL, s, NULL, err);
 }

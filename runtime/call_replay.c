@@ -75,6 +75,7 @@ struct ms__rt_calls {
   int res_on;        // the stub has rss_bytes and RssAnon can be read
   int usable_on;     // heap_usable is measured: every block's malloc_usable_size counted
   int64_t rss_met;   // the rss target of the last point that met one (a row's last), or -2
+  char why[128];     // why the next call's bytes are no call (next_call)
 };
 
 static int read_varint(const uint8_t *p, int64_t end, int64_t *at, uint64_t *v) {
@@ -280,6 +281,9 @@ static int big_add(big_blocks *b, int64_t size) {
   return 0;
 }
 
+// The size from which a block is one of big on this machine (MS__RT_CALL_BIG_PAGES pages).
+static int64_t big_bytes(void) { return MS__RT_CALL_BIG_PAGES * (int64_t)ms__prim_page_size(); }
+
 /* The walk's state: a word an id (a free id's link, the id freed before it
  * plus 1, 0: none; a live one's -1, or -2 - e when it is block e of big),
  * the id freed last, the next never used, the calls seen. */
@@ -320,16 +324,16 @@ static inline __attribute__((always_inline)) int walk_one(walk *w, const struct 
 }
 
 /* Every call decoded and its ids followed as the replay takes them (walk),
- * and the blocks of big into *big. Calls whose longest encoding lies
+ * and the blocks of bigb bytes or more into *big. Calls whose longest encoding lies
  * before the window's and the point's end are decoded without a bound per
  * byte (decode_fast); the others, and any the fast decoder refuses, the
  * bounded way, which says why. 0, or -EINVAL / -EIO / -ENOMEM with err
  * set. pre: s's callend in order (ms__rt_calls_check). */
-static int calls_walk(const struct memstub_stub *s, ms__rt_callrd *r, big_blocks *big,
-                      memstub_error *err) {
+static int calls_walk(const struct memstub_stub *s, ms__rt_callrd *r, int64_t bigb,
+                      big_blocks *big, memstub_error *err) {
   // Huge pages: 1 fault, not 391, for the hash host's 400,001 blocks (gone before the replay).
-  walk w = {ms__rt_own_calloc_huge((size_t)s->ncallblocks + 1, sizeof *w.link), -1, 0, 0,
-            MS__RT_CALL_BIG_PAGES * (int64_t)ms__prim_page_size(), big};
+  walk w = {ms__rt_own_calloc_huge((size_t)s->ncallblocks + 1, sizeof *w.link), -1, 0, 0, bigb,
+            big};
   if (!w.link) return memstub_error_set(err, -ENOMEM, "out of memory");
   int rc = 0;
   int64_t at = 0;
@@ -363,8 +367,9 @@ static int calls_walk(const struct memstub_stub *s, ms__rt_callrd *r, big_blocks
   return rc;
 }
 
-int ms__rt_calls_check(const struct memstub_stub *s, memstub_error *err) {
-  if (s->abi < MEMSTUB_STUB_ABI_CALLS) return 0;
+/* The calls' arrays: there, sized, their points' ends in order and within
+ * callseq. 0 or -EINVAL / -ENOTSUP with err set. */
+static int arrays_check(const struct memstub_stub *s, memstub_error *err) {
   if (!s->callseq || !s->callend || s->ncallseq < 0 || s->ncallblocks < 0 ||
       s->ncallblocks > s->ncallseq)
     return memstub_error_set(err, -EINVAL, "the stub has calls (layout 4) without their arrays");
@@ -379,18 +384,64 @@ int ms__rt_calls_check(const struct memstub_stub *s, memstub_error *err) {
                                (long long)s->callend[i], (long long)s->ncallseq);
     prev = s->callend[i];
   }
+  return 0;
+}
+
+int ms__rt_calls_check(const struct memstub_stub *s, memstub_error *err) {
+  if (s->abi < MEMSTUB_STUB_ABI_CALLS) return 0;
+  int rc = arrays_check(s, err);
+  if (rc < 0) return rc;
   ms__rt_callrd r;
-  int rc = ms__rt_callrd_open(&r, s);
+  rc = ms__rt_callrd_open(&r, s);
   if (rc < 0)
     return memstub_error_set(err, rc, "calls: %s", rc == -ENOMEM ? "out of memory" :
                              "a data file's calls of another length than ncallseq");
   checked k = checked_of(s, &r);
   big_blocks big = {0};
-  if ((rc = checked_find(&k, NULL)) == 0 && (rc = calls_walk(s, &r, &big, err)) == 0)
+  if ((rc = checked_find(&k, NULL)) == 0 && (rc = calls_walk(s, &r, big_bytes(), &big, err)) == 0)
     checked_add(&k, &big);
   big_free(&big);
   ms__rt_callrd_close(&r);
   return rc < 0 ? rc : 0;
+}
+
+int ms__rt_calls_big(const struct memstub_stub *s, int64_t **out, int64_t *n, memstub_error *err) {
+  *out = NULL, *n = 0;
+  int rc = arrays_check(s, err);
+  if (rc < 0) return rc;
+  ms__rt_callrd r;
+  if ((rc = ms__rt_callrd_open(&r, s)) < 0)
+    return memstub_error_set(err, rc, "calls: %s", rc == -ENOMEM ? "out of memory" :
+                             "a data file's calls of another length than ncallseq");
+  big_blocks big = {0};
+  if ((rc = calls_walk(s, &r, MS__RT_CALL_BIG_MIN, &big, err)) == 0) {
+    *out = malloc(((size_t)big.n + 1) * 2 * sizeof **out);
+    if (!*out) rc = memstub_error_set(err, -ENOMEM, "out of memory");
+    for (int64_t e = 0; rc == 0 && e < big.n; e++)
+      (*out)[2 * e] = big.size[e], (*out)[2 * e + 1] = big.freed_at[e];
+    if (rc == 0) *n = big.n;
+  }
+  big_free(&big);
+  ms__rt_callrd_close(&r);
+  return rc;
+}
+
+int ms__rt_calls_known(const struct memstub_stub *s, const int64_t *pairs, int64_t n) {
+  ms__rt_callrd r;
+  int rc = ms__rt_callrd_open(&r, s);
+  if (rc < 0) return rc;
+  checked k = checked_of(s, &r);
+  ms__rt_callrd_close(&r);
+  big_blocks big = {0};
+  int64_t bigb = big_bytes();
+  for (int64_t e = 0; e < n; e++)  // this machine's blocks of big: pages may be larger
+    if (pairs[2 * e] >= bigb && big_add(&big, pairs[2 * e]) == 0)
+      big.freed_at[big.n - 1] = pairs[2 * e + 1];
+    else if (pairs[2 * e] >= bigb)
+      return big_free(&big), -ENOMEM;
+  checked_add(&k, &big);
+  big_free(&big);
+  return 0;
 }
 
 /* ---- the replay ------------------------------------------------------------ */
@@ -607,21 +658,28 @@ static int64_t block_size(const ms__rt_calls *st, uint32_t w, const void *p) {
 
 
 /* The next call (pre: st->at before the calls' end) into *k, st->at moved
- * past it; the queue kept AHEAD calls deep, its prefetches issued. 0, or
- * -EIO when the data file could not be read (st->rd.why). */
+ * past it; the queue kept AHEAD calls deep, its prefetches issued. 0; -EIO
+ * when the data file could not be read (st->rd.why); -EINVAL for bytes that
+ * are no call, why into st->why (a data file's calls are checked as they
+ * are made: ms__rt_calls_known). */
 static int next_call(const struct memstub_stub *s, ms__rt_calls *st, call *k) {
   int64_t total = s->numdata > 0 ? s->callend[s->numdata - 1] : 0;
   while (st->qn < AHEAD && st->dec < total) {
     pending *e = &st->q[(st->qh + st->qn) % AHEAD];
     const char *why;
-    // Checked (ms__rt_calls_check): only the file's reading can fail.
-    if (decode_at(&st->rd, total, &st->dec, &e->k, &why) == -2) {
+    int64_t here = st->dec;
+    int bad = decode_at(&st->rd, total, &st->dec, &e->k, &why);
+    if (bad < 0) {
+      st->dec = here;
       if (st->qn) break;  // the calls decoded already are made first
-      return -EIO;
+      if (bad == -2) return -EIO;
+      snprintf(st->why, sizeof st->why, "calls: byte %lld: %s", (long long)here, why);
+      return -EINVAL;
     }
     st->qn++;
     e->next = st->dec;
-    if (e->k.old >= 0) __builtin_prefetch(&st->slot[e->k.old]);
+    // Within the table: a bad id is refused when its call comes (call_heap).
+    if (e->k.old >= 0 && e->k.old < s->ncallblocks) __builtin_prefetch(&st->slot[e->k.old]);
   }
   const pending *e = &st->q[st->qh];
   *k = e->k;
@@ -631,7 +689,7 @@ static int next_call(const struct memstub_stub *s, ms__rt_calls *st, call *k) {
   // Halfway: the slot has come in; its block (or a stale word: prefetches never fault).
   if (st->qn > AHEAD / 2) {
     const call *h = &st->q[(st->qh + AHEAD / 2) % AHEAD].k;
-    if (h->old >= 0) __builtin_prefetch(slot_ptr(st, st->slot[h->old]));
+    if (h->old >= 0 && h->old < s->ncallblocks) __builtin_prefetch(slot_ptr(st, st->slot[h->old]));
   }
   /* A quarter: the block has come in; the header of the chunk after it,
    * which glibc's free reads (its "invalid next size" check): 71 % of
@@ -642,7 +700,7 @@ static int next_call(const struct memstub_stub *s, ms__rt_calls *st, call *k) {
    * address, and a prefetch never faults. */
   if (st->qn > AHEAD / 4) {
     const call *h = &st->q[(st->qh + AHEAD / 4) % AHEAD].k;
-    uint32_t w = h->old >= 0 ? st->slot[h->old] : 0;
+    uint32_t w = h->old >= 0 && h->old < s->ncallblocks ? st->slot[h->old] : 0;
     if ((w & 3) == 0 && w) {
       const char *p = slot_ptr(st, w);
       uint64_t n;
@@ -662,9 +720,27 @@ static void call_heap(ms__rt_ctx *c, int64_t x) {
   int64_t *m = c->wrec ? c->wrec + x * MS__RT_WORK_REC : NULL;
   while (st->at < end) {
     call k;
-    if (next_call(s, st, &k) < 0) {
-      snprintf(c->failed_why, sizeof c->failed_why, "%s", st->rd.why);
-      ms__rt_replay_stop(c, x, -EIO, MS__RT_FAIL_DATA, st->at);
+    int64_t here = st->at;
+    int rc = next_call(s, st, &k);
+    if (rc < 0) {
+      snprintf(c->failed_why, sizeof c->failed_why, "%s", rc == -EIO ? st->rd.why : st->why);
+      ms__rt_replay_stop(c, x, rc, MS__RT_FAIL_DATA, st->at);
+      return;
+    }
+    /* A block given that is not live, or a new one beyond the table: bytes
+     * the check's walk would have refused (a data file's calls are not
+     * walked first: ms__rt_calls_known). Nothing of this call is made. */
+    int64_t id_new = k.old >= 0 || k.failed || k.fn == F_FREE ? -1
+                     : st->freed >= 0                             ? st->freed
+                                                                  : st->next_id;
+    if ((k.old >= 0 && (k.old >= st->next_id || !st->slot[k.old] || (st->slot[k.old] & 1))) ||
+        id_new >= s->ncallblocks) {
+      snprintf(c->failed_why, sizeof c->failed_why,
+               k.old >= 0 ? "calls: byte %lld: block %lld is not live"
+                          : "calls: byte %lld: block %lld, the stub holds %lld",
+               (long long)here, (long long)(k.old >= 0 ? k.old : id_new),
+               (long long)s->ncallblocks);
+      ms__rt_replay_stop(c, x, -EINVAL, MS__RT_FAIL_DATA, here);
       return;
     }
     // What the old block was, read before the call frees or moves it.

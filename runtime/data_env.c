@@ -65,9 +65,10 @@ const struct memstub_stub *memstub_stub_data_env_get(memstub_stub_data_env *e, m
 }
 
 int memstub_stub_data_env_call(memstub_stub_data_env *e, memstub_error *err) {
-  int64_t t0 = ms__prim_now_ns();  // reading the data at the first call takes the component's time
+  // Reading the data at the first call takes the component's time and CPU.
+  ms__rt_start at = ms__rt_start_now();
   const struct memstub_stub *s = memstub_stub_data_env_get(e, err);
-  return s ? ms__rt_stub_call_from(s, t0, err) : e->state;
+  return s ? ms__rt_stub_call_from(s, &at, err) : e->state;
 }
 
 int memstub_stub_data_env_none(const char *name, memstub_error *err) {

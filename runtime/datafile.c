@@ -22,8 +22,10 @@
 #define DF_ALIGN 64                            // every array starts at a multiple of this
 #define DF_NSTRINGS 4                          // name, source, transforms, calibration
 
-// What an array's count is: numdata, ncalltab * MEMSTUB_WORK_CALLS, ncallseq, MEMSTUB_STUB_MODEL_N.
-enum { COUNT_POINTS, COUNT_CALLTAB, COUNT_CALLSEQ, COUNT_MODEL };
+/* What an array's count is: numdata, ncalltab * MEMSTUB_WORK_CALLS, ncallseq,
+ * MEMSTUB_STUB_MODEL_N, or any (callbig's: the blocks of big the calls make). */
+enum { COUNT_POINTS, COUNT_CALLTAB, COUNT_CALLSEQ, COUNT_MODEL, COUNT_ANY };
+#define NO_FIELD SIZE_MAX  // an array of the file, not of the descriptor
 #define ALWAYS INT32_MAX  // required in every layout from its first
 
 /* The arrays a data file can carry: one entry each. The writer stores every
@@ -50,6 +52,12 @@ static const struct df_kind {
     {"callseq", 1, offsetof(struct memstub_stub, callseq), MEMSTUB_STUB_ABI_CALLS, MEMSTUB_STUB_ABI_CALLS, COUNT_CALLSEQ},
     {"callend", sizeof(int64_t), offsetof(struct memstub_stub, callend), MEMSTUB_STUB_ABI_CALLS, MEMSTUB_STUB_ABI_CALLS, 0},
     {"model", sizeof(double), offsetof(struct memstub_stub, work_model), MEMSTUB_STUB_ABI_MODEL, ALWAYS, COUNT_MODEL},
+    /* The blocks of MS__RT_CALL_BIG_MIN bytes or more the calls make, in
+     * order: (size, the point whose calls free it or -1), int64 each. The
+     * walk of the calls made when the file is written (ms__rt_calls_big), so
+     * that the replay need not walk them first (ms__rt_calls_known). A file
+     * without it (an older memstub's) is walked as before. */
+    {"callbig", 2 * sizeof(int64_t), NO_FIELD, MEMSTUB_STUB_ABI_CALLS, 0, COUNT_ANY},
 };
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 
@@ -126,6 +134,7 @@ uint64_t ms__rt_sum64(const void *p, uint64_t n, uint64_t seed) {
 static uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 static const void *field_ptr(const struct memstub_stub *s, const struct df_kind *k) {
+  if (k->field == NO_FIELD) return NULL;
   const void *p;
   memcpy(&p, (const char *)s + k->field, sizeof p);
   return p;
@@ -143,12 +152,44 @@ static uint64_t count_of(const struct memstub_stub *s, const struct df_kind *k) 
                                      : (uint64_t)s->numdata;
 }
 
-// Whether the file of a stub of layout abi carries array k.
+// Whether the file of a stub of layout abi carries descriptor array k.
 static int carried(const struct memstub_stub *s, const struct df_kind *k) {
   return s->abi >= k->min_abi && field_ptr(s, k) != NULL;
 }
 
 /* ---- writing --------------------------------------------------------------- */
+
+/* s's calls in memory: s->callseq itself, or, when s reads them from a data
+ * file (memstub_stub_data_open), a copy into *copy (the caller's to free).
+ * NULL with err set when the file cannot be read. */
+static const uint8_t *calls_in_memory(const struct memstub_stub *s, uint8_t **copy,
+                                      memstub_error *err) {
+  *copy = NULL;
+  ms__rt_callrd r;
+  int rc = ms__rt_callrd_open(&r, s);
+  if (rc == 0 && !r.src) {
+    ms__rt_callrd_close(&r);
+    return s->callseq;
+  }
+  uint8_t *b = rc == 0 ? malloc((size_t)s->ncallseq + 1) : NULL;
+  if (!b) rc = rc < 0 ? rc : -ENOMEM;
+  for (int64_t at = 0, avail; rc == 0 && at < s->ncallseq; at += avail) {
+    const uint8_t *p = ms__rt_callrd_get(&r, at, &avail);
+    if (!p) {
+      rc = memstub_error_set(err, r.err, "%s", r.why);
+      break;
+    }
+    if (avail > s->ncallseq - at) avail = s->ncallseq - at;
+    memcpy(b + at, p, (size_t)avail);
+  }
+  ms__rt_callrd_close(&r);
+  if (rc < 0) {
+    free(b);
+    if (!err || !err->msg[0]) memstub_error_set(err, rc, "calls: %s", strerror(-rc));
+    return NULL;
+  }
+  return *copy = b;
+}
 
 static int put(ms__afile *af, const void *p, uint64_t n) {
   return n == 0 || fwrite(p, 1, (size_t)n, af->f) == (size_t)n ? 0 : -1;
@@ -194,18 +235,35 @@ int memstub_stub_data_write(const struct memstub_stub *s, const char *path, mems
   h.strings_len = round_up(slen, 8);
   h.table_off = h.strings_off + h.strings_len;
   df_array tab[NKINDS];
+  const void *data[NKINDS];  // each entry's bytes
   memset(tab, 0, sizeof tab);
   uint64_t off = 0;
+  // The calls walked (and checked) here, their blocks of big into callbig.
+  int64_t *big = NULL, nbig = 0;
+  uint8_t *seq = NULL;  // the calls copied from a data file, NULL: in memory
+  int rc = ms__rt_stub_calls(s) ? ms__rt_calls_big(s, &big, &nbig, err) : 0;
+  const uint8_t *calls = rc == 0 && ms__rt_stub_calls(s) ? calls_in_memory(s, &seq, err) : NULL;
+  if (rc == 0 && ms__rt_stub_calls(s) && !calls) rc = -EIO;
+  if (rc < 0) {
+    free(big), free(seq);
+    return memstub_error_prefix(err, path), rc;
+  }
   for (size_t k = 0; k < NKINDS; k++) {
-    if (!carried(s, &kinds[k])) continue;
+    int bigs = kinds[k].field == NO_FIELD;  // callbig, the only array not of the descriptor
+    if (bigs ? !big : !carried(s, &kinds[k])) continue;
+    data[h.narrays] = bigs ? (const void *)big
+                      : kinds[k].count == COUNT_CALLSEQ ? (const void *)calls
+                                                        : field_ptr(s, &kinds[k]);
     df_array *a = &tab[h.narrays++];
     snprintf(a->name, sizeof a->name, "%s", kinds[k].name);
     a->elem = kinds[k].elem;
-    a->count = count_of(s, &kinds[k]);
-    if (a->count > UINT64_MAX / 2 / a->elem)
+    a->count = bigs ? (uint64_t)nbig : count_of(s, &kinds[k]);
+    if (a->count > UINT64_MAX / 2 / a->elem) {
+      free(big), free(seq);
       return memstub_error_set(err, -EINVAL, "%s: %lld points do not fit in a file", path,
                                (long long)s->numdata);
-    a->sum = ms__rt_sum64(field_ptr(s, &kinds[k]), a->count * a->elem, 0);
+    }
+    a->sum = ms__rt_sum64(data[h.narrays - 1], a->count * a->elem, 0);
   }
   off = round_up(h.table_off + h.narrays * sizeof(df_array), DF_ALIGN);
   for (uint32_t i = 0; i < h.narrays; i++) {
@@ -215,7 +273,10 @@ int memstub_stub_data_write(const struct memstub_stub *s, const char *path, mems
   h.file_size = off;
   // The head's sum covers the head, the strings and the table, as written.
   char *meta = calloc(1, (size_t)(h.strings_len + h.narrays * sizeof(df_array)));
-  if (!meta) return memstub_error_set(err, -ENOMEM, "out of memory");
+  if (!meta) {
+    free(big), free(seq);
+    return memstub_error_set(err, -ENOMEM, "out of memory");
+  }
   char *q = meta;
   for (int i = 0; i < DF_NSTRINGS; i++) {
     size_t n = strlen(str[i] ? str[i] : "") + 1;
@@ -227,9 +288,10 @@ int memstub_stub_data_write(const struct memstub_stub *s, const char *path, mems
   h.head_sum = ms__rt_sum64(&h, sizeof h, meta_sum);
 
   ms__afile af;
-  int rc = ms__afile_open(&af, path, err);
+  rc = ms__afile_open(&af, path, err);
   if (rc < 0) {
     free(meta);
+    free(big), free(seq);
     return rc;
   }
   uint64_t at = 0;
@@ -237,12 +299,11 @@ int memstub_stub_data_write(const struct memstub_stub *s, const char *path, mems
             put(&af, meta, h.strings_len + h.narrays * sizeof(df_array)) < 0;
   at = h.table_off + h.narrays * sizeof(df_array);
   free(meta);
-  for (uint32_t i = 0, k = 0; !bad && i < h.narrays; i++, k++) {
-    while (!carried(s, &kinds[k])) k++;
-    bad = put_zeros(&af, tab[i].off - at) < 0 ||
-          put(&af, field_ptr(s, &kinds[k]), tab[i].count * tab[i].elem) < 0;
+  for (uint32_t i = 0; !bad && i < h.narrays; i++) {
+    bad = put_zeros(&af, tab[i].off - at) < 0 || put(&af, data[i], tab[i].count * tab[i].elem) < 0;
     at = tab[i].off + tab[i].count * tab[i].elem;
   }
+  free(big), free(seq);
   if (!bad) bad = put_zeros(&af, h.file_size - at) < 0;
   if (bad) {
     int e = errno ? errno : EIO;
@@ -339,6 +400,8 @@ typedef struct df_file {
   int fd;
   uint64_t hole_off, hole_len;  // the calls' bytes, not copied (0, 0: none)
   ms__rt_callsrc *calls;        // made by read_arrays, NULL for calls copied or none
+  const int64_t *big;           // callbig's pairs in the copy, NULL none
+  uint64_t nbig;
 } df_file;
 
 /* Check the table's entries (n of them) and point s's arrays into the
@@ -358,14 +421,15 @@ static int read_arrays(df_file *f, const char *m, uint64_t size, const df_array 
                     a.name);
     if (s->abi < kinds[k].min_abi)
       return REFUSE("%s: array %s: not part of data layout %d", path, a.name, (int)s->abi);
-    if (field_ptr(s, &kinds[k]))
+    int bigs = kinds[k].field == NO_FIELD;
+    if (bigs ? f->big != NULL : field_ptr(s, &kinds[k]) != NULL)
       return REFUSE("%s: array %s: given twice", path, a.name);
     if (a.elem != kinds[k].elem)
       return REFUSE("%s: array %s: %u bytes an element, expected %u", path, a.name, a.elem,
                     kinds[k].elem);
     uint64_t want = count_of(s, &kinds[k]);
     static const char *const what[] = {"numdata", "ncalltab * 20", "ncallseq", "the model's"};
-    if (a.count != want)
+    if (kinds[k].count != COUNT_ANY && a.count != want)
       return REFUSE("%s: array %s: %llu elements, %s is %llu", path, a.name,
                     (unsigned long long)a.count, what[kinds[k].count],
                     (unsigned long long)want);
@@ -387,8 +451,20 @@ static int read_arrays(df_file *f, const char *m, uint64_t size, const df_array 
       sum = ms__rt_sum64(at, bytes, 0);
     }
     if (sum != a.sum) return REFUSE("%s: array %s: damaged (checksum mismatch)", path, a.name);
-    set_field(s, &kinds[k], at);
+    if (bigs)
+      f->big = at, f->nbig = a.count;
+    else
+      set_field(s, &kinds[k], at);
   }
+  if (f->big && !ms__rt_stub_calls(s))
+    return REFUSE("%s: array callbig: the blocks of calls the file does not carry", path);
+  for (uint64_t e = 0; f->big && e < f->nbig; e++)
+    if (f->big[2 * e] < MS__RT_CALL_BIG_MIN || f->big[2 * e + 1] < -1 ||
+        f->big[2 * e + 1] >= s->numdata)
+      return REFUSE("%s: array callbig: entry %llu: a block of %lld bytes freed at point %lld "
+                    "(blocks of %lld bytes or more, points -1 to %lld)", path,
+                    (unsigned long long)e, (long long)f->big[2 * e], (long long)f->big[2 * e + 1],
+                    (long long)MS__RT_CALL_BIG_MIN, (long long)s->numdata - 1);
   for (size_t k = 0; k < NKINDS; k++)
     if (s->abi >= kinds[k].min_abi && s->abi <= kinds[k].required && !field_ptr(s, &kinds[k]))
       return REFUSE("%s: array %s: missing", path, kinds[k].name);
@@ -568,8 +644,11 @@ int memstub_stub_data_open(const char *path, memstub_stub_data **out, memstub_er
     d->map_len = (size_t)size;
   const df_array *tab = NULL;
   if (rc == 0) rc = read_head(path, d->map, size, &d->stub, &tab, err);
-  df_file f = {path, fd, hole_off, hole_len, NULL};
+  df_file f = {path, fd, hole_off, hole_len, NULL, NULL, 0};
   if (rc >= 0) rc = read_arrays(&f, d->map, size, tab, (uint32_t)rc, &d->stub, err);
+  // Its calls' blocks of big known: the replay checks each call as it makes it, no walk first.
+  if (rc >= 0 && f.big && ms__rt_calls_known(&d->stub, f.big, (int64_t)f.nbig) < 0)
+    rc = memstub_error_set(err, -ENOMEM, "out of memory");
   if (d) d->calls = f.calls;
   close(fd);
   return MS__HAND_OUT(rc, d, out, memstub_stub_data_free);

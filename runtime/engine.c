@@ -491,6 +491,7 @@ static MS__NOINLINE void replay_body(ms__rt_ctx *c) {
   c->run_delay0 = ms__prim_sched_run_delay(c->sched_fd);
   c->cpu0 = ms__prim_thread_cpu_ns();
   c->t0 = c->t0_at ? c->t0_at : ms__prim_now_ns();  // threads: one common clock
+  if (c->cpu0_at >= 0) ms__rt_work_start(&c->work, c->cpu0_at);  // a call: its CPU since
   c->deadline = 0;
   if (c->rec) {
     memstub_replay_record *e = &c->entry;

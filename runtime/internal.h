@@ -254,10 +254,12 @@ int ms__rt_work_check(const struct memstub_stub *s, memstub_error *err);
  * MS__RT_WORK_REC values to measure into, or NULL. */
 void ms__rt_work_point(ms__rt_work *w, int64_t x, int64_t *m);
 /* Point x's spin, before its wait: until the thread's CPU time since the
- * first point reaches the points' CPU times so far, never more than point
- * x's own, less reserve ns (what its calls after the wait are expected to
- * take). */
+ * first point (or the start given, ms__rt_work_start) reaches the points'
+ * CPU times so far, never more than point x's own, less reserve ns (what
+ * its calls after the wait are expected to take). */
 void ms__rt_work_spin(ms__rt_work *w, int64_t x, int64_t reserve);
+// The work counts the thread's CPU from cpu_ns (a stub's call: ms__rt_start), not its first point.
+void ms__rt_work_start(ms__rt_work *w, int64_t cpu_ns);
 /* Point x's calls, after its wait (predicted: the ns its wait ended early
  * for them, 0 none; the ratio of measured to predicted cost is learnt).
  * Measures into m as ms__rt_work_point. */
@@ -284,7 +286,9 @@ void ms__rt_work_note(int64_t *m, int k, int64_t bytes);
 void ms__rt_work_block(ms__rt_work *w, int64_t *m, int64_t old, int64_t size);
 // After the replay: the measured CPU clocks of wrec[0..n) made relative to cpu0 (T0).
 void ms__rt_work_rebase(int64_t *wrec, int64_t n, int64_t cpu0);
-// The spin loop's steps per ns of CPU, measured now.
+// The spin loop's steps per ns of CPU, measured now (the calibration's).
+double ms__rt_spin_rate_measure(void);
+// The same, measured at the process's first ask (a replay's, when no profile gives it).
 double ms__rt_spin_rate(void);
 /* The work's rates and memory share from o (docs/runtime.md, "Work as
  * work"): o's work_rate or one measured now, its touch_ns or the built-in
@@ -490,6 +494,7 @@ struct ms__rt_ctx {
   memstub_replay_record entry;
   // Set by the driver: T0 given (threads.c: the common clock), else 0.
   int64_t t0_at;
+  int64_t cpu0_at;  // the calling thread's CPU clock at t0_at (on the caller's thread), else -1
   /* The driver's per-point hook (threads.c: a thread's creations, joins and
    * handoff blocks; none for a single stub): after the memory part of point
    * hook_next the engine calls hook(hook_arg, hook_next), which returns the
@@ -538,6 +543,20 @@ typedef struct ms__rt_calls ms__rt_calls;
  * reallocates live, within ncallblocks, ncallcount calls. 0 (also for
  * other layouts) or -EINVAL with err naming the point or byte, or -ENOMEM. */
 int ms__rt_calls_check(const struct memstub_stub *s, memstub_error *err);
+/* The blocks of MS__RT_CALL_BIG_MIN bytes or more that s's calls make, in
+ * the order they are made: pairs (size, the point whose calls free it, -1
+ * none: never freed, or moved by a realloc) into *out (n pairs, the
+ * caller's to free()), for a data file (datafile.c). The calls are checked
+ * as ms__rt_calls_check does: 0, or -EINVAL / -EIO / -ENOMEM with err set.
+ * pre: ms__rt_stub_calls(s). */
+#define MS__RT_CALL_BIG_MIN ((int64_t)MS__RT_CALL_BIG_PAGES * 4096)  // the smallest page's
+int ms__rt_calls_big(const struct memstub_stub *s, int64_t **out, int64_t *n, memstub_error *err);
+/* Remember s's calls as checked, their blocks of big those of the n pairs
+ * (ms__rt_calls_big's) of MS__RT_CALL_BIG_PAGES pages of this machine or
+ * more: a data file carries them, so that its replay does not walk the
+ * calls first; the replay checks each call as it makes it. 0 or -ENOMEM.
+ * pre: every pair's point within -1 and s->numdata - 1. */
+int ms__rt_calls_known(const struct memstub_stub *s, const int64_t *pairs, int64_t n);
 /* The bytes of a stub's calls (call_source.c): in memory, or a data file's
  * read a window at a time and checked against the sums taken at its open. */
 #define MS__RT_CALLS_WINDOW ((int64_t)32 << 10)  // bytes read at once, a multiple of 32
@@ -634,6 +653,16 @@ void ms__rt_fill_info(memstub_replay *r, const ms__rt_ctx *c, int64_t stack_size
  * fn returned; a negative errno when the stack cannot be had (fn did not
  * run). */
 int ms__rt_run_on_stack(void (*fn)(void *), void *arg, int64_t stack_size, long page);
+/* A stub's call as its caller made it: CLOCK_MONOTONIC ns and the calling
+ * thread's CPU clock (-1 unknown). What the stub does of its own before its
+ * first point (reading its data, its checks, measuring its spin's rate) is
+ * the component's time and CPU: its points' deadlines count from wall_ns,
+ * and its work (runtime/work.c) from cpu_ns, so that the CPU spent before
+ * comes out of the work, as the replay's other costs do. */
+typedef struct ms__rt_start {
+  int64_t wall_ns, cpu_ns;
+} ms__rt_start;
+ms__rt_start ms__rt_start_now(void);
 /* memstub_replay_run and memstub_threads_run, with here = 1: the replay
  * (threads: thread 0's) runs on the calling thread, on a stack of its own
  * (ms__rt_run_on_stack), so its allocations come from the caller's arena and
@@ -645,10 +674,11 @@ int ms__rt_run_on_stack(void (*fn)(void *), void *arg, int64_t stack_size, long 
  * component's time, not more; its first points are late until the online
  * timing has caught up), or 0: when its first point begins. */
 int ms__rt_replay_run(const struct memstub_stub *s, const memstub_replay_options *o,
-                      memstub_replay **out, int here, int64_t t0_at, memstub_error *err);
-/* memstub_stub_call of s with T0 at t0 (CLOCK_MONOTONIC ns; call.c): a stub
- * embedded with DATA counts from its call, before its data is read. */
-int ms__rt_stub_call_from(const struct memstub_stub *s, int64_t t0, memstub_error *err);
+                      memstub_replay **out, int here, const ms__rt_start *at, memstub_error *err);
+/* memstub_stub_call of s from at (call.c): a stub embedded with DATA counts
+ * from its call, before its data is read. */
+int ms__rt_stub_call_from(const struct memstub_stub *s, const ms__rt_start *at,
+                          memstub_error *err);
 int ms__rt_threads_run(const memstub_threads_stub *s, const memstub_replay_options *o,
                        memstub_threads_replay **out, int here, memstub_error *err);
 

@@ -71,7 +71,8 @@ static int add_meta(memstub_trace *t, const memstub_replay *r, int64_t clamped) 
     rc = set_meta(t, "off_cpu_ns", "%lld (the replay thread waited this long for a CPU)",
                   (long long)in->run_delay_ns);
   if (!rc) rc = set_meta(t, "points", "%lld", (long long)in->points);
-  if (!rc && in->work_ns > 0)  // the work as work (work_loops.c)
+  // The work as work (work_loops.c); none counted when the stub's start took its CPU (call.c).
+  if (!rc && s->abi >= MEMSTUB_STUB_ABI_WORK && s->cpu)
     rc = set_meta(t, "work", "%.0f ns counted, memory share %g, run in %lld ns of CPU",
                   in->work_ns, in->work_mem_share, (long long)in->work_cpu_ns);
   if (!rc) rc = set_meta(t, "stack_size", "%lld", (long long)in->stack_size);

@@ -484,6 +484,7 @@ void ms__rt_ctx_init(ms__rt_ctx *c, const struct memstub_stub *s,
   c->hook_next = -1;
   c->ops = ms__rt_replay_ops_for(s);
   c->stub = s;
+  c->cpu0_at = -1;
   if (ms__rt_work_init(&c->work, s)) {
     ms__rt_work_rates(&c->work, opt);  // the work's calibrated rates and memory share
     // Deadline timing: the calls' cost, so their waits end that much early.
@@ -608,11 +609,15 @@ void ms__rt_fill_info(memstub_replay *r, const ms__rt_ctx *c, int64_t stack_size
 
 int memstub_replay_run(const struct memstub_stub *s, const memstub_replay_options *o,
                        memstub_replay **out, memstub_error *err) {
-  return ms__rt_replay_run(s, o, out, 0, 0, err);
+  return ms__rt_replay_run(s, o, out, 0, NULL, err);
+}
+
+ms__rt_start ms__rt_start_now(void) {
+  return (ms__rt_start){ms__prim_now_ns(), ms__prim_thread_cpu_ns()};
 }
 
 int ms__rt_replay_run(const struct memstub_stub *s, const memstub_replay_options *o,
-                      memstub_replay **out, int here, int64_t t0_at, memstub_error *err) {
+                      memstub_replay **out, int here, const ms__rt_start *at, memstub_error *err) {
   *out = NULL;
   memstub_replay_options opt;
   if (o) opt = *o;
@@ -632,7 +637,8 @@ int ms__rt_replay_run(const struct memstub_stub *s, const memstub_replay_options
   if ((rc = reserve(r, j, s, err)) < 0) goto fail;
   ms__rt_ctx_init(&j->c, s, &opt, r->rec);
   j->c.wrec = r->work;
-  j->c.t0_at = t0_at;
+  j->c.t0_at = at ? at->wall_ns : 0;
+  j->c.cpu0_at = at && here ? at->cpu_ns : -1;  // the thread's clock: only on the caller's thread
   rc = here ? run_here(j, stack_size) : run_thread(j, stack_size, &opt);
   if (rc < 0)  // the thread may still write to j and r: both are left to it
     return memstub_error_set(err, rc, "cannot wait for the replay thread: %s", strerror(-rc));

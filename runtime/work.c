@@ -296,7 +296,7 @@ int memstub_work_measure(const int64_t *want, int rounds, double *ns, double *sp
   }
   free(col);
   free(r);
-  if (spin_rate) *spin_rate = ms__rt_spin_rate();
+  if (spin_rate) *spin_rate = ms__rt_spin_rate_measure();
   return 0;
 }
 
@@ -342,6 +342,11 @@ void ms__rt_work_costs(ms__rt_work *w, const double *call_ns) {
  * than the calibration (or a memory share whose touches hit the cache) does
  * not end the work early. Late work is never cut: the counted work does not
  * look at the clock on the wall. */
+void ms__rt_work_start(ms__rt_work *w, int64_t cpu_ns) {
+  w->started = 1;
+  w->base = cpu_ns;
+}
+
 void ms__rt_work_spin(ms__rt_work *w, int64_t x, int64_t reserve) {
   int64_t cpu = w->cpu[x];
   if (!w->started) {  // the first point: the replay's start

@@ -593,6 +593,85 @@ START_TEST(test_call_replay_checked_again) {
 }
 END_TEST
 
+// The offset of data file b's array name in its table (docs/formats.md), or 0 for none.
+static size_t data_entry(const char *b, const char *name) {
+  uint32_t n;
+  uint64_t table;
+  memcpy(&n, b + 32, 4);
+  memcpy(&table, b + 160, 8);
+  for (uint32_t i = 0; i < n; i++)
+    if (strcmp(b + table + (size_t)i * 48, name) == 0) return (size_t)table + (size_t)i * 48;
+  return 0;
+}
+
+static void write_bytes(const char *path, const char *b, size_t len) {
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(b, 1, len, f), len);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+/* A data file carries its big blocks (callbig), so its replay does not
+ * walk the calls first; it checks each call as it makes it instead. A file
+ * forged to pass every checksum with a free of a block that is not live at
+ * its first call opens, passes the check, and its replay stops at that
+ * call naming its byte; a callbig entry whose point is beyond the stub is
+ * refused at the open, naming the array and the entry. */
+START_TEST(test_call_replay_checked_as_made) {
+  char *dir = recorded("farblocks");
+  tu_run g = tu_memstub(dir, "gen", "t.csv", "--data", "t.dat", NULL);
+  ck_assert_msg(g.status == 0, "gen: status %d: %s", g.status, g.err);
+  tu_run_free(&g);
+  char path[4096], bad[4096];
+  snprintf(path, sizeof path, "%s/t.dat", dir);
+  snprintf(bad, sizeof bad, "%s/bad.dat", dir);
+  size_t len = 0;
+  char *b = tu_read_file_len(path, &len);
+  ck_assert_ptr_nonnull(b);
+  size_t seq = data_entry(b, "callseq"), big = data_entry(b, "callbig");
+  ck_assert_msg(seq && big, "the file has no callseq or no callbig");
+  uint64_t nbig, big_off, seq_off;
+  memcpy(&nbig, b + big + 24, 8);
+  memcpy(&big_off, b + big + 32, 8);
+  memcpy(&seq_off, b + seq + 32, 8);
+  ck_assert_uint_ge(nbig, 40);  // the 256 KiB blocks and the ones made again
+
+  memstub_stub_data *d = NULL;
+  memstub_error err = {0};
+  memstub_replay *r = NULL;
+  ck_assert_msg(memstub_stub_data_open(path, &d, &err) == 0, "%s", err.msg);
+  ck_assert_msg(memstub_replay_run(&d->stub, NULL, &r, &err) == 0, "%s", err.msg);
+  memstub_replay_free(r);
+  memstub_stub_data_free(d);
+
+  char *f = malloc(len);
+  ck_assert_ptr_nonnull(f);
+  memcpy(f, b, len);
+  f[seq_off] = 0x03, f[seq_off + 1] = 0x7f;  // free(block 127) before any block is made
+  tu_data_reseal(f, len);
+  write_bytes(bad, f, len);
+  ck_assert_msg(memstub_stub_data_open(bad, &d, &err) == 0, "%s", err.msg);
+  ck_assert_msg(memstub_replay_check(&d->stub, NULL, NULL, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(memstub_replay_run(&d->stub, NULL, &r, &err), -EINVAL);
+  ck_assert_msg(strstr(err.msg, "calls: byte 0: block 127 is not live"), "replay said: %s",
+                err.msg);
+  memstub_stub_data_free(d);
+
+  int64_t numdata;
+  memcpy(&numdata, b + 48, 8);
+  memcpy(f, b, len);
+  memcpy(f + big_off + 8, &numdata, 8);  // entry 0 freed at a point past the last
+  tu_data_reseal(f, len);
+  write_bytes(bad, f, len);
+  ck_assert_int_eq(memstub_stub_data_open(bad, &d, &err), -EINVAL);
+  ck_assert_msg(strstr(err.msg, "array callbig: entry 0: "), "open said: %s", err.msg);
+  free(f);
+  free(b);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 // This process's RssAnon in KiB, from /proc/self/status.
 static long rss_anon_kib(void) {
   FILE *f = fopen("/proc/self/status", "r");
@@ -769,6 +848,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_call_replay_far_blocks);
   tcase_add_test(tc, test_call_replay_threads_merged);
   tcase_add_test(tc, test_call_replay_rows_of_one_time);
+  tcase_add_test(tc, test_call_replay_checked_as_made);
   suite_add_tcase(s, tc);
   return s;
 }

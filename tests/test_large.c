@@ -773,30 +773,6 @@ START_TEST(test_data_damage_refused) {
 }
 END_TEST
 
-/* The data file's checksum, as docs/formats.md describes it (a copy of
- * runtime/datafile.c's, so the test can forge files that pass it). */
-static uint64_t sum64(const void *p, uint64_t n, uint64_t seed) {
-  const uint64_t P = UINT64_C(0x9e3779b97f4a7c15);
-  const unsigned char *c = p;
-  uint64_t k = n / 8, i = 0, w[4];
-  uint64_t a = seed ^ n, b = a + 1, cc = a + 2, d = a + 3;
-  for (; i + 4 <= k; i += 4) {
-    memcpy(w, c + i * 8, 32);
-    a = (a ^ w[0]) * P;
-    b = (b ^ w[1]) * P;
-    cc = (cc ^ w[2]) * P;
-    d = (d ^ w[3]) * P;
-  }
-  for (uint64_t r = k % 4; r > 0; r--) {  // the last k % 4 words, at most three
-    memcpy(w, c + (k - r) * 8, 8);
-    a = (a ^ w[0]) * P;
-  }
-  uint64_t h = a ^ (b << 17 | b >> 47) ^ (cc << 31 | cc >> 33) ^ (d << 47 | d >> 17);
-  h ^= h >> 29;
-  h *= UINT64_C(0xbf58476d1ce4e5b9);
-  return h ^ (h >> 32);
-}
-
 static uint64_t get64(const char *b, size_t at) {
   uint64_t v;
   memcpy(&v, b + at, 8);
@@ -809,21 +785,6 @@ static uint32_t get32(const char *b, size_t at) {
   return v;
 }
 static void put32(char *b, size_t at, uint32_t v) { memcpy(b + at, &v, 4); }
-
-/* Recompute every sum of the file b (len bytes) after an edit: each array's
- * within the file, then the head's (head, strings, table). */
-static void reseal(char *b, size_t len) {
-  uint32_t narrays = get32(b, 32);
-  uint64_t strings_len = get64(b, 152), table = get64(b, 160);
-  for (uint32_t i = 0; i < narrays; i++) {
-    size_t e = (size_t)table + i * 48;
-    uint64_t bytes = get64(b, e + 24) * get32(b, e + 16), off = get64(b, e + 32);
-    if (off <= len && bytes <= len - off) put64(b, e + 40, sum64(b + off, bytes, 0));
-  }
-  put64(b, 168, 0);
-  uint64_t meta = sum64(b + 256, strings_len + (uint64_t)narrays * 48, 0);
-  put64(b, 168, sum64(b, 256, meta));
-}
 
 /* Files that pass every checksum but not the structure: refused naming the
  * field (forged with the documented layout and checksum). */
@@ -843,7 +804,7 @@ START_TEST(test_data_structure_refused) {
   ck_assert_uint_eq(get32(orig, 32), 4);  // use, point, mapped, rss
   // Resealed unchanged, it opens: the forging is right.
   memcpy(b, orig, len);
-  reseal(b, len);
+  tu_data_reseal(b, len);
   write_bytes(bad, b, len);
   memstub_stub_data *d = NULL;
   ck_assert_msg(memstub_stub_data_open(bad, &d, &err) == 0, "%s", err.msg);
@@ -866,7 +827,7 @@ START_TEST(test_data_structure_refused) {
       case 7: put32(b, 32, 3); want = "array rss: missing"; break;
       case 8: put32(b, 40, 7); want = "abi: the stub has data layout 7"; break;
     }
-    reseal(b, len);
+    tu_data_reseal(b, len);
     refused(bad, b, len, want);
   }
   free(b);

@@ -13,7 +13,9 @@
 #include <unistd.h>
 
 #include "internal.h"  // runtime/internal.h: ms__rt_replay_run
+#include "memstub/gen.h"
 #include "memstub/runtime.h"
+#include "memstub/trace.h"
 #include "prim.h"
 #include "memstub_listing1_stub.h"
 #include "memstub_nonlifo_stub.h"
@@ -143,7 +145,8 @@ START_TEST(test_call_counts_from_its_start) {
   memstub_replay *r = NULL;
   memstub_error err = {0};
   int64_t t0 = ms__prim_now_ns() - 50000000;
-  ck_assert_msg(ms__rt_replay_run(&s, &o, &r, 1, t0, &err) == 0, "%s", err.msg);
+  ms__rt_start at = {t0, -1};
+  ck_assert_msg(ms__rt_replay_run(&s, &o, &r, 1, &at, &err) == 0, "%s", err.msg);
   ck_assert_int_eq(r->info.t0_ns, t0);
   ck_assert_msg(r->rec[0].end_ns >= 45000000, "the first point ended %lld ns after T0",
                 (long long)r->rec[0].end_ns);
@@ -151,6 +154,52 @@ START_TEST(test_call_counts_from_its_start) {
                 "%lld ns from T0: the 50 ms before the replay were not caught up",
                 (long long)r->info.duration_ns);
   memstub_replay_free(r);
+}
+END_TEST
+
+/* A call's CPU counts from its start too: what the stub does of its own
+ * before its first point (here 30 ms of CPU, as reading a large data file
+ * and its checks would take) comes out of its work, so the call's CPU is
+ * the component's 150 ms, not 180 (issue 31: the hash stub's 2.7 ms before
+ * its first point kept it late to its end). */
+START_TEST(test_call_cpu_counts_from_its_start) {
+  static const char text[] =
+      "# memstub-trace 1\n"
+      "time_ns,stack_bytes,heap_bytes,cpu_ns\n"
+      "0,0,0,0\n20000000,0,0,15000000\n40000000,0,0,30000000\n60000000,0,0,45000000\n"
+      "80000000,0,0,60000000\n100000000,0,0,75000000\n120000000,0,0,90000000\n"
+      "140000000,0,0,105000000\n160000000,0,0,120000000\n180000000,0,0,135000000\n"
+      "200000000,0,0,150000000\n";
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_trace_parse("t.csv", text, strlen(text), &t, &err) == 0, "%s", err.msg);
+  memstub_gen_options go;
+  memstub_gen_options_init(&go);
+  memstub_gen *g = NULL;
+  ck_assert_msg(memstub_gen_build(t, &go, &g, &err) == 0, "%s", err.msg);
+  ck_assert_ptr_nonnull(g->stub.cpu);
+  memstub_replay_options o;
+  memstub_replay_options_init(&o);
+  int64_t took[2];
+  for (int given = 0; given < 2; given++) {
+    ms__rt_start at = ms__rt_start_now();
+    int64_t cpu0 = at.cpu_ns;
+    ck_assert_int_ge(cpu0, 0);
+    while (ms__prim_thread_cpu_ns() - cpu0 < 30000000) {
+    }
+    if (!given) at.cpu_ns = -1;  // the work counts from its first point: the 30 ms on top
+    memstub_replay *r = NULL;
+    ck_assert_msg(ms__rt_replay_run(&g->stub, &o, &r, 1, &at, &err) == 0, "%s", err.msg);
+    took[given] = ms__prim_thread_cpu_ns() - cpu0;
+    memstub_replay_free(r);
+  }
+  ck_assert_msg(took[0] >= 170000000, "without its start's CPU clock the call took %lld ns of "
+                "CPU, not the 30 ms more", (long long)took[0]);
+  ck_assert_msg(took[1] >= 140000000 && took[1] < 165000000, "the call took %lld ns of CPU from "
+                "its start, the component 150 ms with the 30 ms before its first point",
+                (long long)took[1]);
+  memstub_gen_free(g);
+  memstub_trace_free(t);
 }
 END_TEST
 
@@ -335,6 +384,7 @@ int main(void) {
   tcase_add_test(tc, test_entry_point_bad_env);
   tcase_add_test(tc, test_two_stubs_one_program);
   tcase_add_test(tc, test_call_counts_from_its_start);
+  tcase_add_test(tc, test_call_cpu_counts_from_its_start);
   tcase_add_test(tc, test_measure_replaces_earlier_run);
   tcase_add_test(tc, test_two_processes);
   suite_add_tcase(s, tc);

@@ -150,3 +150,48 @@ size_t tu_subcommands(char *cmds[], size_t max) {
   tu_run_free(&r);
   return n;
 }
+
+/* The data file's checksum, as docs/formats.md describes it (a copy of
+ * runtime/datafile.c's, so the test can forge files that pass it). */
+static uint64_t data_sum64(const void *p, uint64_t n, uint64_t seed) {
+  const uint64_t P = UINT64_C(0x9e3779b97f4a7c15);
+  const unsigned char *c = p;
+  uint64_t k = n / 8, i = 0, w[4];
+  uint64_t a = seed ^ n, b = a + 1, cc = a + 2, d = a + 3;
+  for (; i + 4 <= k; i += 4) {
+    memcpy(w, c + i * 8, 32);
+    a = (a ^ w[0]) * P;
+    b = (b ^ w[1]) * P;
+    cc = (cc ^ w[2]) * P;
+    d = (d ^ w[3]) * P;
+  }
+  for (uint64_t r = k % 4; r > 0; r--) {  // the last k % 4 words, at most three
+    memcpy(w, c + (k - r) * 8, 8);
+    a = (a ^ w[0]) * P;
+  }
+  uint64_t h = a ^ (b << 17 | b >> 47) ^ (cc << 31 | cc >> 33) ^ (d << 47 | d >> 17);
+  h ^= h >> 29;
+  h *= UINT64_C(0xbf58476d1ce4e5b9);
+  return h ^ (h >> 32);
+}
+
+static uint64_t data_get(const char *b, size_t at, size_t n) {
+  uint64_t v = 0;
+  memcpy(&v, b + at, n);
+  return v;
+}
+
+void tu_data_reseal(char *b, size_t len) {
+  uint32_t narrays = (uint32_t)data_get(b, 32, 4);
+  uint64_t strings_len = data_get(b, 152, 8), table = data_get(b, 160, 8);
+  for (uint32_t i = 0; i < narrays; i++) {
+    size_t e = (size_t)table + i * 48;
+    uint64_t bytes = data_get(b, e + 24, 8) * data_get(b, e + 16, 4), off = data_get(b, e + 32, 8);
+    uint64_t sum = off <= len && bytes <= len - off ? data_sum64(b + off, bytes, 0) : 0;
+    if (off <= len && bytes <= len - off) memcpy(b + e + 40, &sum, 8);
+  }
+  memset(b + 168, 0, 8);
+  uint64_t meta = data_sum64(b + 256, strings_len + (uint64_t)narrays * 48, 0);
+  uint64_t head = data_sum64(b, 256, meta);
+  memcpy(b + 168, &head, 8);
+}

@@ -36,5 +36,9 @@ void tu_run_free(tu_run *r);
 /* The subcommands `memstub help` lists (help and version aside): names into
  * cmds (each malloc'd, at most max), their number returned. */
 size_t tu_subcommands(char *cmds[], size_t max);
+/* Recompute every checksum of the data file b (len bytes, docs/formats.md,
+ * "Data files") after an edit: each array's within the file, then the
+ * head's (head, strings, table). Forges files that pass them. */
+void tu_data_reseal(char *b, size_t len);
 
 #endif

@@ -4,7 +4,9 @@
 // input is either refused with -EINVAL and one printable line "PATH: FIELD:
 // reason", or accepted: then the descriptor's arrays lie inside the mapping,
 // memstub_stub_check runs on the stub, and memstub_stub_data_write of it
-// opens again to the same descriptor and arrays.
+// opens again to the same descriptor and arrays (or, for a stub with calls,
+// is refused as a bad input is: the writer walks the calls, which the open
+// leaves to the replay when the file carries callbig).
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -69,6 +71,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_ASSERT(ofd >= 0, "mkstemp");
     close(ofd);
     rc = memstub_stub_data_write(s, out, &err);
+    if (rc < 0 && s->abi >= MEMSTUB_STUB_ABI_CALLS && s->callseq) {
+      fuzz_check_refusal(rc, &err);
+      unlink(out);
+      memstub_stub_data_free(d);
+      close(fd);
+      return 0;
+    }
     FUZZ_ASSERT(rc == 0, "write back: %s", err.msg);
     memstub_stub_data *back = NULL;
     rc = memstub_stub_data_open(out, &back, &err);
