@@ -254,6 +254,44 @@ START_TEST(test_gen_regions) {
 }
 END_TEST
 
+/* Rows whose CPU time runs ahead of their wall time (the recorder
+ * extrapolates a thread's CPU clock between readings): the region's span
+ * still comes to the reference runs' 3 ms and 2.5 ms of CPU time. The
+ * waiting was scaled by the net waiting (1 ms) where the rows hold 1.3 ms
+ * (rows 1 and 3 count 0, not -0.2 and -0.1), and the CPU time cut to the
+ * rows' wall time was never given back: the hash host's stub came to 220
+ * ms for a span of 210, SQLite's to 802 ms for 861. */
+START_TEST(test_gen_regions_cpu_ahead) {
+  static const char text[] =
+      META_RECORD
+      "# record.regions: all occurrences\n"
+      "# record.thread: region\n"
+      "# outside.wall_ns: 9000000\n"
+      "# outside.cpu_ns: 7000000\n"
+      "# reference.runs: 3\n"
+      "# reference.wall_ns: 7000000\n"
+      "# reference.cpu_ns: 5000000\n"
+      "# reference.region_occurrences: 1\n"
+      "# reference.region_wall_ns: 3000000\n"
+      "# reference.region_cpu_ns: 2500000\n"
+      "time_ns,stack_bytes,heap_bytes,cpu_ns,calls_malloc_tiny,calls_free_tiny\n"
+      "0,0,0,0,0,0\n"
+      "1000000,0,100,1200000,250,0\n"
+      "2000000,0,0,1500000,0,250\n"
+      "3000000,0,200,2600000,250,0\n"
+      "4000000,0,0,3000000,0,250\n";
+  memstub_gen *g = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(build(text, &g, &err) == 0, "%s", err.msg);
+  int64_t cpu = 0;
+  for (int i = 0; i < 4; i++) cpu += g->cpu[i];
+  ck_assert_msg(llabs(g->stub.duration_ns - 3000000) <= 4 && llabs(cpu - 2500000) <= 4,
+                "%lld ns wall, %lld ns CPU for the reference's 3 ms and 2.5 ms: %s",
+                (long long)g->stub.duration_ns, (long long)cpu, g->timeline);
+  memstub_gen_free(g);
+}
+END_TEST
+
 /* A recording that used no more CPU time than its reference: nothing per
  * call, and it says so; its waiting (3 ms against 0.5 ms) still scaled. */
 START_TEST(test_gen_unfit) {
@@ -438,6 +476,7 @@ static Suite *timeline_suite(void) {
   tcase_add_test(tc, test_gen_fitted);
   tcase_add_test(tc, test_gen_whole_run);
   tcase_add_test(tc, test_gen_regions);
+  tcase_add_test(tc, test_gen_regions_cpu_ahead);
   tcase_add_test(tc, test_gen_unfit);
   tcase_add_test(tc, test_gen_process_threads);
   tcase_add_test(tc, test_bad_metadata);
