@@ -26,8 +26,8 @@ typedef enum qty {
   Q_CALLS_P90,  // p90 of |calls error| per interval, calls
 } qty;
 
-// The work series a Q_WORK_PCT key judges (its col): cpu, calls, churn, allocs, then the kinds.
-enum { W_CPU, W_CALLS, W_CHURN, W_ALLOCS, W_KIND };
+// The work series a Q_WORK_PCT key judges (its col): cpu, calls, churn, allocs, faults, the kinds.
+enum { W_CPU, W_CALLS, W_CHURN, W_ALLOCS, W_FAULTS, W_KIND };
 
 typedef struct keyinfo {
   qty q;
@@ -45,7 +45,8 @@ static const char key_list[] =
     "mapped-max, rss-mean, mapped-mean, rss-p90, mapped-p90, rss-peak, mapped-peak, "
     "cpu-total-pct, calls-total-pct, calls-alloc-pct, "
     "calls-malloc|calloc|realloc|free|memalign-pct, "
-    "churn-total-pct, cpu-p90-ns|us|ms|s, calls-p90, missing, repeated, total-heap-max "
+    "churn-total-pct, faults-total-pct, cpu-p90-ns|us|ms|s, calls-p90, missing, repeated, "
+    "total-heap-max "
     "(tN.KEY: thread N only)";
 
 static int time_unit(const char *u, keyinfo *k) {
@@ -82,6 +83,11 @@ static int parse_key(const char *key, keyinfo *k) {
     static const char *const what[] = {"|CPU time error| / original", "|calls error| / original",
                                        "|churn bytes error| / original"};
     *k = (keyinfo){Q_WORK_PCT, 0, col, 1, "%", what[col], MEMSTUB_COMPARE_AT_MOST};
+    return 0;
+  }
+  if (strcmp(key, "faults-total-pct") == 0) {
+    *k = (keyinfo){Q_WORK_PCT, 0, W_FAULTS, 1, "%", "|minor faults error| / original",
+                   MEMSTUB_COMPARE_AT_MOST};
     return 0;
   }
   if (strcmp(key, "calls-alloc-pct") == 0) {
@@ -326,6 +332,7 @@ static double check_value(const memstub_compare_check *c, const memstub_compare_
                                         : k.col == W_CALLS ? &r->work.calls
                                         : k.col == W_CHURN  ? &r->work.churn
                                         : k.col == W_ALLOCS ? &r->work.allocs
+                                        : k.col == W_FAULTS ? &r->work.faults
                                                             : &r->work.kind[k.col - W_KIND];
       return fabs(s->total_pct);
     }
@@ -342,7 +349,9 @@ static int on_unknown_column(const memstub_compare_check *c, const memstub_compa
   keyinfo k;
   if (parse_key(c->key, &k) < 0) return 0;
   if (k.q == Q_WORK_PCT || k.q == Q_CPU_P90 || k.q == Q_CALLS_P90)
-    return (k.col == W_CPU ? r->work.cpu_unknown : r->work.calls_unknown) != NULL;
+    return (k.col == W_CPU      ? r->work.cpu_unknown
+            : k.col == W_FAULTS ? r->work.faults_unknown
+                                : r->work.calls_unknown) != NULL;
   if (k.q != Q_EXACT && k.q != Q_MEM_MAX && k.q != Q_MEM_MEAN && k.q != Q_MEM_P90 &&
       k.q != Q_MEM_PEAK)
     return 0;

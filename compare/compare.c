@@ -26,7 +26,8 @@ void memstub_compare_free(memstub_compare_report *r) {
   if (!r) return;
   void *owned[] = {r->original_name, r->replayed_name, r->match, r->stack_unknown,
                    r->heap_unknown, r->rss_unknown, r->mapped_unknown,
-                   r->work.cpu_unknown, r->work.calls_unknown, r->timeline.summary, r};
+                   r->work.cpu_unknown, r->work.calls_unknown, r->work.faults_unknown,
+                   r->timeline.summary, r};
   for (size_t i = 0; i < sizeof owned / sizeof *owned; i++) free(owned[i]);
 }
 

@@ -136,6 +136,18 @@ size_t memstub_compare_threads_checks_run(memstub_compare_checks *cs,
   return failed;
 }
 
+/* The process's minor faults, every thread's summed into *o and *p: 1, or 0
+ * when a thread's are unknown. */
+static int process_faults(const memstub_compare_threads_report *r, int64_t *o, int64_t *p) {
+  *o = *p = 0;
+  for (int64_t k = 0; k < r->nthreads; k++) {
+    const memstub_compare_work *w = &r->thread[k]->work;
+    if (w->faults_unknown) return 0;
+    *o += w->faults.original_total, *p += w->faults.replayed_total;
+  }
+  return 1;
+}
+
 static double exact_pct(const memstub_compare_threads_report *r) {
   return r->total_rows ? 100.0 * (double)r->total_heap_exact / (double)r->total_rows : 100.0;
 }
@@ -150,6 +162,10 @@ int memstub_compare_threads_write_text(const memstub_compare_threads_report *r,
   fprintf(f, "== process total ==\nheap (sum of each thread's latest) at %zu rows: largest "
              "|error| %lld bytes, %.2f %% exact\n",
           r->total_rows, (long long)r->total_heap_max, exact_pct(r));
+  int64_t fo, fp;
+  if (process_faults(r, &fo, &fp))  // which thread faulted is in the threads' lines above
+    fprintf(f, "faults minor (every thread's): original %lld, replayed %lld (%+.2f%%)\n",
+            (long long)fo, (long long)fp, fo ? 100.0 * (double)(fp - fo) / (double)fo : 0.0);
   for (size_t i = 0; cs && i < cs->n; i++) {
     const memstub_compare_check *c = &cs->c[i];
     fprintf(f, "check %s: %s (%.6g %s)\n", c->spec,
@@ -165,8 +181,13 @@ int memstub_compare_threads_write_json(const memstub_compare_threads_report *r,
     if (k) fputs(", ", f);
     if (memstub_compare_write_json(r->thread[k], NULL, f) < 0) return -EIO;
   }
-  fprintf(f, "], \"total\": {\"rows\": %zu, \"heap_max_bytes\": %lld, \"heap_exact_pct\": %.4f}",
+  fprintf(f, "], \"total\": {\"rows\": %zu, \"heap_max_bytes\": %lld, \"heap_exact_pct\": %.4f",
           r->total_rows, (long long)r->total_heap_max, exact_pct(r));
+  int64_t fo, fp;
+  if (process_faults(r, &fo, &fp))
+    fprintf(f, ", \"original_faults\": %lld, \"replayed_faults\": %lld", (long long)fo,
+            (long long)fp);
+  fputc('}', f);
   if (cs) {
     fputs(", \"checks\": [", f);
     for (size_t i = 0; i < cs->n; i++) {

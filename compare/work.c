@@ -58,6 +58,21 @@ static int64_t row_sum(const memstub_trace *t, const int *cols, int nc, int64_t 
   return s;
 }
 
+/* A cumulative column's growth over rows (p, i] of orig (column oc) and
+ * (rp, q] of repl (rc) into *a and *b: 1, or 0 when either side was not
+ * measured there (-1) or fell. */
+static size_t delta(const memstub_trace *orig, int oc, int64_t p, int64_t i,
+                    const memstub_trace *repl, int rc, int64_t rp, int64_t q, int64_t *a,
+                    int64_t *b) {
+  int64_t o1 = memstub_trace_extra_row(orig, (size_t)i)[oc],
+          o0 = memstub_trace_extra_row(orig, (size_t)p)[oc],
+          r1 = memstub_trace_extra_row(repl, (size_t)q)[rc],
+          r0 = memstub_trace_extra_row(repl, (size_t)rp)[rc];
+  if (o0 < 0 || o1 < o0 || r0 < 0 || r1 < r0) return 0;
+  *a = o1 - o0, *b = r1 - r0;
+  return 1;
+}
+
 int ms__compare_work(const memstub_trace *orig, const memstub_trace *repl,
                      memstub_compare_report *r) {
   memstub_compare_work *w = &r->work;
@@ -85,10 +100,17 @@ int ms__compare_work(const memstub_trace *orig, const memstub_trace *repl,
     w->calls_unknown = why("unknown (REPLAYED has no churn_bytes column: a stub without work, or "
                            "not replayed with --measure)",
                            &oom);
+  int ofl = memstub_trace_column(orig, "minor_faults"), rfl = memstub_trace_column(repl, "minor_faults");
+  if (ofl < 0)
+    w->faults_unknown = why("unknown (ORIGINAL has no minor_faults column)", &oom);
+  else if (rfl < 0)
+    w->faults_unknown = why("unknown (REPLAYED has no minor_faults column: not replayed with "
+                            "--measure, or a replay without resident data)",
+                            &oom);
   if (oom) return -1;
-  if (w->cpu_unknown && w->calls_unknown) return 0;
-  // Per interval between consecutive compared rows: 3 + kinds series, original and replayed.
-  enum { S_CPU, S_CALLS, S_CHURN, S_ALLOCS, S_KIND, S_N = S_KIND + MEMSTUB_WORK_KINDS };
+  if (w->cpu_unknown && w->calls_unknown && w->faults_unknown) return 0;
+  // Per interval between consecutive compared rows: 4 + kinds series, original and replayed.
+  enum { S_CPU, S_CALLS, S_CHURN, S_ALLOCS, S_FAULTS, S_KIND, S_N = S_KIND + MEMSTUB_WORK_KINDS };
   size_t m = r->compared ? r->compared : 1;
   int64_t *buf = malloc(m * (2 * S_N + 1) * sizeof *buf);
   if (!buf) return -1;
@@ -97,23 +119,19 @@ int ms__compare_work(const memstub_trace *orig, const memstub_trace *repl,
     a[s] = buf + (size_t)s * m;
     b[s] = buf + (size_t)(S_N + s) * m;
   }
-  size_t ncpu = 0, ncalls = 0;
+  size_t ncpu = 0, ncalls = 0, nfaults = 0;
   int64_t p = -1;
   for (size_t i = 0; i < orig->n; i++) {
     if (r->match[i] < 0) continue;
     int64_t q = r->match[i];
     if (p >= 0 && q >= r->match[p]) {
       int64_t rp = r->match[p];
-      if (!w->cpu_unknown) {
-        int64_t o1 = memstub_trace_extra_row(orig, i)[ocpu],
-                o0 = memstub_trace_extra_row(orig, (size_t)p)[ocpu],
-                r1 = memstub_trace_extra_row(repl, (size_t)q)[rcpu],
-                r0 = memstub_trace_extra_row(repl, (size_t)rp)[rcpu];
-        if (o0 >= 0 && o1 >= o0 && r0 >= 0 && r1 >= r0) {  // -1: not measured
-          a[S_CPU][ncpu] = o1 - o0;
-          b[S_CPU][ncpu++] = r1 - r0;
-        }
-      }
+      if (!w->cpu_unknown)
+        ncpu += delta(orig, ocpu, p, (int64_t)i, repl, rcpu, rp, q, a[S_CPU] + ncpu,
+                      b[S_CPU] + ncpu);
+      if (!w->faults_unknown)
+        nfaults += delta(orig, ofl, p, (int64_t)i, repl, rfl, rp, q, a[S_FAULTS] + nfaults,
+                         b[S_FAULTS] + nfaults);
       if (!w->calls_unknown) {
         int64_t ta = 0, tb = 0;
         for (int k = 0; k < MEMSTUB_WORK_KINDS; k++) {
@@ -134,6 +152,7 @@ int ms__compare_work(const memstub_trace *orig, const memstub_trace *repl,
     p = (int64_t)i;
   }
   if (!w->cpu_unknown) series(a[S_CPU], b[S_CPU], ncpu, scratch, &w->cpu);
+  if (!w->faults_unknown) series(a[S_FAULTS], b[S_FAULTS], nfaults, scratch, &w->faults);
   if (!w->calls_unknown) {
     series(a[S_CALLS], b[S_CALLS], ncalls, scratch, &w->calls);
     series(a[S_CHURN], b[S_CHURN], ncalls, scratch, &w->churn);
@@ -165,6 +184,15 @@ void ms__compare_work_text(FILE *f, const memstub_compare_report *r) {
     ms__fmt_ns(s->p90_abs, e, sizeof e);
     fprintf(f, "cpu    original %s, replayed %s (%s) over %zu intervals; |error| per interval p50 %s, p90 %s\n",
             a, b, pct_text(c, s->total_pct), s->intervals, d, e);
+  }
+  if (w->faults_unknown) {
+    fprintf(f, "faults %s: not compared\n", w->faults_unknown);
+  } else {
+    const memstub_compare_series *s = &w->faults;
+    fprintf(f, "faults minor: original %" PRId64 ", replayed %" PRId64 " (%s) over %zu intervals; "
+               "|error| per interval p50 %" PRId64 ", p90 %" PRId64 "\n",
+            s->original_total, s->replayed_total, pct_text(c, s->total_pct), s->intervals,
+            s->p50_abs, s->p90_abs);
   }
   if (w->calls_unknown) {
     fprintf(f, "calls  %s: not compared\n", w->calls_unknown);
@@ -216,6 +244,13 @@ void ms__compare_work_json(FILE *f, const memstub_compare_report *r) {
   else {
     fputs("{\"known\": true, ", f);
     json_series(f, &w->cpu, "ns");
+    fputc('}', f);
+  }
+  fputs(",\n    \"faults\": ", f);
+  if (w->faults_unknown) json_unknown(f, w->faults_unknown);
+  else {
+    fputs("{\"known\": true, ", f);
+    json_series(f, &w->faults, "faults");
     fputc('}', f);
   }
   fputs(",\n    \"calls\": ", f);

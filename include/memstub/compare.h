@@ -156,8 +156,9 @@ typedef struct memstub_compare_series {
 
 /* The work: CPU time (cpu_ns), allocator calls (calls_*: all, and per kind
  * of memstub/work.h: malloc, calloc, realloc, free, memalign) and the bytes
- * they moved (churn_bytes). cpu_unknown, calls_unknown: why not compared
- * (owned), NULL when compared; their checks are skipped. */
+ * they moved (churn_bytes); and the minor page faults (minor_faults, each
+ * side's thread's). cpu_unknown, calls_unknown, faults_unknown: why not
+ * compared (owned), NULL when compared; their checks are skipped. */
 #define MEMSTUB_COMPARE_CALL_KINDS 5
 typedef struct memstub_compare_work {
   char *cpu_unknown, *calls_unknown;
@@ -167,6 +168,13 @@ typedef struct memstub_compare_work {
    * call, and its frees are its own (docs/compare-and-plot.md, "Differences
    * by design"). */
   memstub_compare_series allocs;
+  /* Minor faults per interval (the cumulative minor_faults column of
+   * memstub record and of a measured replay): what the kernel did for the
+   * pages, which the resident curve alone does not say (xz -T2's threads
+   * fault 7.5k pages twice, read before written; a stub that only writes
+   * them faults once). */
+  char *faults_unknown;
+  memstub_compare_series faults;
 } memstub_compare_work;
 
 /* The what-if scales a replay was made with (memstub gen and replay
