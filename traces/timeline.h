@@ -81,6 +81,10 @@ typedef struct ms__timeline {
   // Filled by ms__timeline_rows: the trace's duration and CPU time before and after.
   int64_t recorded_ns, target_ns, recorded_cpu_ns, target_cpu_ns;
   int64_t removed_ns;  // wall time taken out, over every row
+  /* Rows with calls that kept less than a tenth of their CPU time after
+   * their calls' share of the cost, and the CPU time they had recorded: a
+   * cost that was not even per call, when they are much of the trace. */
+  int64_t thin_rows, thin_cpu_ns;
 } ms__timeline;
 
 /* The model of t's timeline from its metadata and columns into *tl. 0, or
