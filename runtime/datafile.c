@@ -159,21 +159,18 @@ static int carried(const struct memstub_stub *s, const struct df_kind *k) {
 
 /* ---- writing --------------------------------------------------------------- */
 
-/* s's calls in memory: s->callseq itself, or, when s reads them from a data
- * file (memstub_stub_data_open), a copy into *copy (the caller's to free).
- * NULL with err set when the file cannot be read. */
-static const uint8_t *calls_in_memory(const struct memstub_stub *s, uint8_t **copy,
-                                      memstub_error *err) {
-  *copy = NULL;
+/* s's calls in memory into *out: s->callseq itself, or, when s reads them
+ * from a data file (memstub_stub_data_open), a copy, also into *copy (the
+ * caller's to free). 0, or a negative errno with err set. */
+static int calls_in_memory(const struct memstub_stub *s, const uint8_t **out, uint8_t **copy,
+                           memstub_error *err) {
+  *out = NULL, *copy = NULL;
   ms__rt_callrd r;
   int rc = ms__rt_callrd_open(&r, s);
-  if (rc == 0 && !r.src) {
-    ms__rt_callrd_close(&r);
-    return s->callseq;
-  }
-  uint8_t *b = rc == 0 ? malloc((size_t)s->ncallseq + 1) : NULL;
-  if (!b) rc = rc < 0 ? rc : -ENOMEM;
-  for (int64_t at = 0, avail; rc == 0 && at < s->ncallseq; at += avail) {
+  if (rc < 0) return memstub_error_set(err, rc, "calls: %s", strerror(-rc));
+  uint8_t *b = r.src ? malloc((size_t)s->ncallseq + 1) : NULL;
+  if (r.src && !b) rc = memstub_error_set(err, -ENOMEM, "out of memory");
+  for (int64_t at = 0, avail; rc == 0 && b && at < s->ncallseq; at += avail) {
     const uint8_t *p = ms__rt_callrd_get(&r, at, &avail);
     if (!p) {
       rc = memstub_error_set(err, r.err, "%s", r.why);
@@ -185,10 +182,11 @@ static const uint8_t *calls_in_memory(const struct memstub_stub *s, uint8_t **co
   ms__rt_callrd_close(&r);
   if (rc < 0) {
     free(b);
-    if (!err || !err->msg[0]) memstub_error_set(err, rc, "calls: %s", strerror(-rc));
-    return NULL;
+    return rc;
   }
-  return *copy = b;
+  *out = b ? b : s->callseq;
+  *copy = b;
+  return 0;
 }
 
 static int put(ms__afile *af, const void *p, uint64_t n) {
@@ -241,9 +239,9 @@ int memstub_stub_data_write(const struct memstub_stub *s, const char *path, mems
   // The calls walked (and checked) here, their blocks of big into callbig.
   int64_t *big = NULL, nbig = 0;
   uint8_t *seq = NULL;  // the calls copied from a data file, NULL: in memory
+  const uint8_t *calls = NULL;
   int rc = ms__rt_stub_calls(s) ? ms__rt_calls_big(s, &big, &nbig, err) : 0;
-  const uint8_t *calls = rc == 0 && ms__rt_stub_calls(s) ? calls_in_memory(s, &seq, err) : NULL;
-  if (rc == 0 && ms__rt_stub_calls(s) && !calls) rc = -EIO;
+  if (rc == 0 && ms__rt_stub_calls(s)) rc = calls_in_memory(s, &calls, &seq, err);
   if (rc < 0) {
     free(big), free(seq);
     return memstub_error_prefix(err, path), rc;
