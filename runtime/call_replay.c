@@ -387,15 +387,22 @@ static int arrays_check(const struct memstub_stub *s, memstub_error *err) {
   return 0;
 }
 
-int ms__rt_calls_check(const struct memstub_stub *s, memstub_error *err) {
-  if (s->abi < MEMSTUB_STUB_ABI_CALLS) return 0;
+/* The arrays checked (arrays_check), then r opened on s's calls. 0, or a
+ * negative errno with err set. */
+static int checked_open(const struct memstub_stub *s, ms__rt_callrd *r, memstub_error *err) {
   int rc = arrays_check(s, err);
   if (rc < 0) return rc;
-  ms__rt_callrd r;
-  rc = ms__rt_callrd_open(&r, s);
-  if (rc < 0)
+  if ((rc = ms__rt_callrd_open(r, s)) < 0)
     return memstub_error_set(err, rc, "calls: %s", rc == -ENOMEM ? "out of memory" :
                              "a data file's calls of another length than ncallseq");
+  return 0;
+}
+
+int ms__rt_calls_check(const struct memstub_stub *s, memstub_error *err) {
+  if (s->abi < MEMSTUB_STUB_ABI_CALLS) return 0;
+  ms__rt_callrd r;
+  int rc = checked_open(s, &r, err);
+  if (rc < 0) return rc;
   checked k = checked_of(s, &r);
   big_blocks big = {0};
   if ((rc = checked_find(&k, NULL)) == 0 && (rc = calls_walk(s, &r, big_bytes(), &big, err)) == 0)
@@ -407,12 +414,9 @@ int ms__rt_calls_check(const struct memstub_stub *s, memstub_error *err) {
 
 int ms__rt_calls_big(const struct memstub_stub *s, int64_t **out, int64_t *n, memstub_error *err) {
   *out = NULL, *n = 0;
-  int rc = arrays_check(s, err);
-  if (rc < 0) return rc;
   ms__rt_callrd r;
-  if ((rc = ms__rt_callrd_open(&r, s)) < 0)
-    return memstub_error_set(err, rc, "calls: %s", rc == -ENOMEM ? "out of memory" :
-                             "a data file's calls of another length than ncallseq");
+  int rc = checked_open(s, &r, err);
+  if (rc < 0) return rc;
   big_blocks big = {0};
   if ((rc = calls_walk(s, &r, MS__RT_CALL_BIG_MIN, &big, err)) == 0) {
     *out = malloc(((size_t)big.n + 1) * 2 * sizeof **out);

@@ -98,7 +98,6 @@ static void fit_process(ms__timeline *tl, double samples) {
                        : 1.0;
 }
 
-// The trace's allocator calls over its rows (negative counts, refused later, as 0).
 /* The waiting the rows hold as ms__timeline_rows takes it: each row's wall
  * time less its CPU time, a row with more CPU than wall time (the clocks'
  * rounding, a CPU time extrapolated ahead) counting 0, not less. The hash
@@ -115,6 +114,7 @@ static int64_t rows_waiting(const memstub_trace *t, int ccol) {
   return w;
 }
 
+// The trace's allocator calls over its rows (negative counts, refused later, as 0).
 static double trace_calls(const memstub_trace *t) {
   static const char *const cols[NC] = {MEMSTUB_WORK_CALL_COLUMNS};
   double n = 0;
@@ -402,7 +402,7 @@ void ms__timeline_describe(const ms__timeline *tl, char *buf, size_t cap) {
     n += snprintf(buf + n, cap - (size_t)n, "; the fit %s", tl->caveat);
   /* Loud when rows that held a tenth of the recording's CPU time kept less
    * than a tenth of theirs: the cost per call is even, the recorder's was
-   * not. bench/system's hash component: its 400k mallocs' rows, 62 of its
+   * not. bench/system's hash component: its 400k mallocs' rows, 66 of its
    * 313 ms recorded, came to 9.4 ms for the 22-26 ms its build takes
    * unrecorded (its frees cost the recorder more): the stub ran 24-50 ms
    * late at the build's end and caught up in the lookups. */
