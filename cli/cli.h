@@ -224,6 +224,9 @@ int ms_cli_whatif_take(ms_cli_parser *p, int c, struct memstub_gen_options *o);
 /* What the what-if scales did to g (memstub_gen_whatif_format) on stderr,
  * after "memstub: " (label: "" or "thread N: "); nothing without a what-if. */
 void ms_cli_whatif_note(const struct memstub_gen *g, const char *label);
+/* "memstub: warning: TRACE: the stub's timeline ..." when g->timeline_uneven:
+ * its total is the reference's, its shape may not be (cli/whatif.c). */
+void ms_cli_timeline_uneven(const char *trace);
 
 struct memstub_trace;
 /* The calls of trace t (read from in) into g when its metadata name a calls

@@ -25,3 +25,11 @@ void ms_cli_whatif_note(const memstub_gen *g, const char *label) {
   memstub_gen_whatif_format(g, buf, sizeof buf);
   if (buf[0]) fprintf(stderr, "memstub: %s%s", label, buf);
 }
+
+void ms_cli_timeline_uneven(const char *trace) {
+  ms_cli_warn("%s: the stub's timeline has the reference's total but maybe not its shape (the "
+              "timeline line says which rows): where the recorder's calls were cheaper than its "
+              "average the stub runs short and late, elsewhere long; 'memstub compare' of a "
+              "measured replay shows where (docs/recording.md, \"The stub's timeline\")",
+              trace);
+}

@@ -249,6 +249,7 @@ int memstub_gen_build(const memstub_trace *t, const memstub_gen_options *opt, me
   if (wk.present && wk.timeline.kind != MS__TL_RECORDED) {
     char line[1024];
     ms__timeline_describe(&wk.timeline, line, sizeof line);
+    g->timeline_uneven = ms__timeline_uneven(&wk.timeline);
     if (!(g->timeline = ms__strdup(line))) {
       rc = memstub_error_set(err, -ENOMEM, "out of memory");
       goto out;

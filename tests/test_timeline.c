@@ -322,12 +322,25 @@ START_TEST(test_gen_uneven_cost_said) {
   ck_assert_msg(strstr(g->timeline, "; 2 rows with calls (2.00 ms of the recording's CPU time) "
                                     "kept less than a tenth of theirs"),
                 "%s", g->timeline);
+  ck_assert_int_eq(g->timeline_uneven, 1);  // memstub gen and replay warn
   memstub_gen_free(g);
+  // From the command line: the warning, and the stub still written (exit 0).
+  char *dir = tu_mkdtemp(), *in = write_in(dir, "u.csv", text);
+  tu_run r = tu_memstub(dir, "gen", in, "-o", "u.h", NULL);
+  ck_assert_msg(r.status == 0 && strstr(r.err, "warning: ") &&
+                    strstr(r.err, "the stub's timeline has the reference's total but maybe not "
+                                  "its shape"),
+                "gen: exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  free(in);
+  tu_rmtree(dir);
+  free(dir);
   // ROWS fitted as a whole run: its one row that keeps 0 held 0.1 of 2 ms: not said.
   g = fitted("# record.regions: none (whole run)\n# record.thread: main\n# record.threads: 1\n"
              "# outside.wall_ns: 5000000\n# outside.cpu_ns: 3000000\n# reference.runs: 3\n"
              "# reference.wall_ns: 3000000\n# reference.cpu_ns: 1500000\n");
   ck_assert_msg(!strstr(g->timeline, "rows with calls"), "%s", g->timeline);
+  ck_assert_int_eq(g->timeline_uneven, 0);
   memstub_gen_free(g);
 }
 END_TEST

@@ -339,6 +339,11 @@ int ms__timeline_rows(const memstub_trace *t, ms__timeline *tl, int64_t *dt, int
   return 0;
 }
 
+int ms__timeline_uneven(const ms__timeline *tl) {
+  return tl->cpu_per_call > 0 && tl->recorded_cpu_ns > 0 &&
+         10 * tl->thin_cpu_ns > tl->recorded_cpu_ns;
+}
+
 void ms__timeline_describe(const ms__timeline *tl, char *buf, size_t cap) {
   char rec[32], tgt[32], rw[32], rc[32], ow[32], oc[32], own[32] = "not measured";
   if (tl->own_per_call > 0) snprintf(own, sizeof own, "%.1f ns", tl->own_per_call);
@@ -406,8 +411,7 @@ void ms__timeline_describe(const ms__timeline *tl, char *buf, size_t cap) {
    * 313 ms recorded, came to 9.4 ms for the 22-26 ms its build takes
    * unrecorded (its frees cost the recorder more): the stub ran 24-50 ms
    * late at the build's end and caught up in the lookups. */
-  if (n >= 0 && (size_t)n < cap && tl->cpu_per_call > 0 && tl->recorded_cpu_ns > 0 &&
-      10 * tl->thin_cpu_ns > tl->recorded_cpu_ns) {
+  if (n >= 0 && (size_t)n < cap && ms__timeline_uneven(tl)) {
     char th[32];
     ms__fmt_ns(tl->thin_cpu_ns, th, sizeof th);
     snprintf(buf + n, cap - (size_t)n,

@@ -103,6 +103,10 @@ int ms__timeline_rows(const memstub_trace *t, ms__timeline *tl, int64_t *dt, int
 /* What the model does to the times, in one line: "recorder's cost out,
  * fitted to 3 reference runs: ...". After ms__timeline_rows. */
 void ms__timeline_describe(const ms__timeline *tl, char *buf, size_t cap);
+/* Whether rows with calls that held a tenth of the recording's CPU time
+ * kept less than a tenth of theirs: the total may be right and the shape
+ * not. After ms__timeline_rows. */
+int ms__timeline_uneven(const ms__timeline *tl);
 
 /* A copy of t on its target timeline (time_ns and cpu_ns from
  * ms__timeline_rows, everything else as it is), into *out; *out NULL when

@@ -161,6 +161,11 @@ typedef struct memstub_gen {
    * "Work"), NULL when the times are as recorded. memstub compare judges a
    * replay against the same timeline. */
   char *timeline;
+  /* 1 when that timeline may be right in total and wrong in shape: rows with
+   * calls that held a tenth of the recording's CPU time kept less than a
+   * tenth of theirs (the recorder's cost is taken out evenly per call; the
+   * line says so too). memstub gen and replay warn. */
+  int timeline_uneven;
   memstub_gen_whatif whatif;  // what the scales did
   /* With the calls attached (memstub_gen_calls; else NULL): the encoded
    * calls and per point their end; stub.callseq and stub.callend point here. */
