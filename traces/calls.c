@@ -33,6 +33,7 @@ struct ms__calls {
   cursor *th;         // merged: one a thread
   size_t nth;
   ms__addrmap live;   // merged: the blocks live in the order given so far
+  uint64_t repaired;  // merged: calls given before an earlier-timed one (merged_next)
   uint64_t seen;      // calls decoded
   ms__calls_head head;
 };
@@ -271,7 +272,7 @@ static cursor *merged_next(ms__calls *c, int *rc) {
     if (u == best || u->peeked != 1) continue;
     if ((has_new && frees(&u->call, b->addr)) ||
         (frees_old && !has_old && u->call.addr == b->old))
-      return u;
+      return c->repaired++, u;
   }
   return best;
 }
@@ -303,6 +304,8 @@ int ms__calls_next(ms__calls *c, ms__call *call, memstub_error *err) {
 }
 
 const ms__calls_head *ms__calls_head_of(const ms__calls *c) { return &c->head; }
+
+uint64_t ms__calls_repaired(const ms__calls *c) { return c->repaired; }
 
 void ms__calls_close(ms__calls *c) {
   if (!c) return;

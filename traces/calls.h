@@ -37,6 +37,10 @@ int ms__calls_next(ms__calls *c, ms__call *call, memstub_error *err);
  * order on a tie) by ms__calls_next: one stream of the process's calls, as
  * a recording of one thread with the process's heap counts them. */
 int ms__calls_open_merged(const char *path, ms__calls **out, memstub_error *err);
+/* Merged: the calls given so far out of time order, each another thread's
+ * free (or malloc) taken before the call that needs it (a call's time is its
+ * thread's last clock reading, up to 15 calls old). 0 for a file's order. */
+uint64_t ms__calls_repaired(const ms__calls *c);
 // The file's head (its calls, clock, origin).
 const ms__calls_head *ms__calls_head_of(const ms__calls *c);
 void ms__calls_close(ms__calls *c);
