@@ -119,14 +119,30 @@ static char **times_env(const rec_opts *o, char **env, const char *lib, const ch
 }
 
 /* The region times a reference run wrote into path (recorder/times.c), and
- * the file removed: 0 with *occ, *wall and *cpu; -1 when there are none. */
-static int times_read(const char *path, long long *occ, long long *wall, long long *cpu) {
+ * the file removed: 0 with out->region_* (and out->curve when the run timed
+ * its calls); -1 when there are none. */
+static int times_read(const char *path, rec_run *out) {
   FILE *f = fopen(path, "r");
   if (!f) return -1;
-  int n = fscanf(f, "occurrences %lld span_wall_ns %lld span_cpu_ns %lld", occ, wall, cpu);
+  long long occ, wall, cpu, calls;
+  int n = fscanf(f, "occurrences %lld span_wall_ns %lld span_cpu_ns %lld", &occ, &wall, &cpu);
+  char *line = NULL;
+  size_t cap = 0;
+  if (n == 3 && occ == 1 && fscanf(f, " calls %lld ", &calls) == 1 &&
+      getline(&line, &cap, f) > 6 && strncmp(line, "curve ", 6) == 0) {
+    line[strcspn(line, "\n")] = '\0';
+    out->curve = ms__asprintf("%lld %lld %s", calls, wall, line + 6);
+  }
+  free(line);
   fclose(f);
   unlink(path);
-  return n == 3 && *occ > 0 && *wall > 0 && *cpu >= 0 ? 0 : -1;
+  if (n != 3 || occ <= 0 || wall <= 0 || cpu < 0) {
+    free(out->curve);
+    out->curve = NULL;
+    return -1;
+  }
+  out->region_occ = occ, out->region_wall_ns = wall, out->region_cpu_ns = cpu;
+  return 0;
 }
 
 /* One run of PROGRAM without the recorder, in environment env, measured into
@@ -144,9 +160,8 @@ static int reference_run(const rec_opts *o, char **env, int k, const char *times
   fflush(NULL);
   if (times) unlink(times);
   int rc = ms__spawn_run(o->prog, &so, &r, &err);
-  *out = (rec_run){r.wall_ns, r.user_ns + r.sys_ns, -1, -1, -1};
-  if (times && times_read(times, &out->region_occ, &out->region_wall_ns, &out->region_cpu_ns) < 0)
-    out->region_occ = out->region_wall_ns = out->region_cpu_ns = -1;
+  *out = (rec_run){r.wall_ns, r.user_ns + r.sys_ns, -1, -1, -1, NULL};
+  if (times) times_read(times, out);
   char how[96];
   ms__spawn_describe(&r, how, sizeof how);
   int failed = !r.exited || r.code != 0, stop = !r.exited && (r.sig == SIGINT || r.sig == SIGQUIT);
@@ -235,8 +250,10 @@ static int regions_timed(long long nref, const rec_run *ref) {
 }
 
 /* The regions' span in the nref reference runs, when every run timed the
- * same number of occurrences, into the metadata at m + *n (of cap bytes);
- * *rw its median wall time, -1 when there is none. */
+ * same number of occurrences, into the metadata at m + *n (of cap bytes,
+ * room for any run's curve); *rw its median wall time, -1 when there is
+ * none. With one occurrence, the clock at the calls of the run whose span
+ * is nearest the median. */
 static void region_figures(char *m, size_t cap, size_t *n, long long nref, const rec_run *ref,
                            long long *rw) {
   *rw = -1;
@@ -252,6 +269,12 @@ static void region_figures(char *m, size_t cap, size_t *n, long long nref, const
                            MS__TL_REF_REGION_WALL_RANGE, wlo, whi, MS__TL_REF_REGION_CPU, cm,
                            MS__TL_REF_REGION_CPU_RANGE, clo, chi);
     *rw = wm;
+    long long best = -1;
+    for (long long i = 0; ref[0].region_occ == 1 && i < nref; i++)
+      if (ref[i].curve && (best < 0 || llabs(w[i] - wm) < llabs(w[best] - wm))) best = i;
+    if (best >= 0)
+      *n += (size_t)snprintf(m + *n, cap - *n, "# %s: %s\n", MS__TL_REF_REGION_CURVE,
+                             ref[best].curve);
   }
   free(w), free(c);
 }
@@ -263,6 +286,9 @@ static int write_figures(const rec_opts *o, const char *abs, long long nrec, int
                          const long long *dur, const rec_run *rec, long long nref,
                          const rec_run *ref) {
   size_t cap = 2048 + (size_t)nrec * 24;
+  for (long long i = 0; i < nref; i++)
+    if (ref[i].curve && strlen(ref[i].curve) + 2048 + (size_t)nrec * 24 > cap)
+      cap = strlen(ref[i].curve) + 2048 + (size_t)nrec * 24;
   char *m = malloc(cap), d[32], e[32], f[32], g[32];
   if (!m) return ms_cli_error("out of memory");
   size_t n = 0;
@@ -428,6 +454,7 @@ int ms_record_repeat(int argc, char **argv, const rec_opts *o) {
   }
   if (st == MS_EXIT_OK && ref_failed) st = MS_EXIT_CHECK;
   if (preload) setenv("LD_PRELOAD", preload, 1);
+  for (long long i = 0; i < nref; i++) free(ref[i].curve);
   env_free(env), env_free(tenv), free(times), free(preload), free(dur), free(rec), free(ref);
   return st;
 }

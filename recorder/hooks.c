@@ -356,7 +356,10 @@ static void *realloc_common(tstate *ts, void *p, size_t n, int fn, uintptr_t sp,
 
 EXPORT void *malloc(size_t n) {
   tstate *ts = state();
-  if (UNLIKELY(!ts)) return ms__rec_real_malloc ? ms__rec_real_malloc(n) : boot_alloc(n);
+  if (UNLIKELY(!ts)) {
+    TIMES_TICK();
+    return ms__rec_real_malloc ? ms__rec_real_malloc(n) : boot_alloc(n);
+  }
   ts->in_alloc = 1;
   void *p = ms__rec_real_malloc(n);
   ts->in_alloc = 0;
@@ -368,6 +371,7 @@ EXPORT void *malloc(size_t n) {
 EXPORT void *calloc(size_t nm, size_t sz) {
   tstate *ts = state();
   if (UNLIKELY(!ts)) {
+    TIMES_TICK();
     if (ms__rec_real_calloc) return ms__rec_real_calloc(nm, sz);
     size_t n;
     if (__builtin_mul_overflow(nm, sz, &n)) return NULL;
@@ -390,7 +394,10 @@ EXPORT void *realloc(void *p, size_t n) {
     return q;
   }
   tstate *ts = state();
-  if (UNLIKELY(!ts)) return ms__rec_real_realloc ? ms__rec_real_realloc(p, n) : boot_alloc(n);
+  if (UNLIKELY(!ts)) {
+    TIMES_TICK();
+    return ms__rec_real_realloc ? ms__rec_real_realloc(p, n) : boot_alloc(n);
+  }
   return realloc_common(ts, p, n, F_REALLOC, MS__CALLER_SP(), NULL, 0, 0);
 }
 
@@ -413,7 +420,10 @@ EXPORT void *reallocarray(void *p, size_t nm, size_t sz) {
   tstate *ts = state();
   // Not glibc's reallocarray: it calls realloc through the PLT, which would
   // count the call twice.
-  if (UNLIKELY(!ts)) return ms__rec_real_realloc ? reallocarray_fallback(p, nm, sz) : boot_alloc(n);
+  if (UNLIKELY(!ts)) {
+    TIMES_TICK();
+    return ms__rec_real_realloc ? reallocarray_fallback(p, nm, sz) : boot_alloc(n);
+  }
   return realloc_common(ts, p, n, F_REALLOCARRAY, MS__CALLER_SP(), reallocarray_fallback, nm, sz);
 }
 
@@ -421,6 +431,7 @@ EXPORT void free(void *p) {
   if (UNLIKELY(p && is_boot(p))) return;
   tstate *ts = state();
   if (UNLIKELY(!ts)) {
+    TIMES_TICK();
     if (ms__rec_real_free) ms__rec_real_free(p);
     return;
   }
@@ -452,6 +463,7 @@ EXPORT void free(void *p) {
 EXPORT int posix_memalign(void **out, size_t al, size_t n) {
   tstate *ts = state();
   if (UNLIKELY(!ts)) {
+    TIMES_TICK();
     if (real_posix_memalign) return real_posix_memalign(out, al, n);
     if (al > 16) return ENOMEM;
     return (*out = boot_alloc(n)) ? 0 : ENOMEM;
@@ -467,7 +479,10 @@ EXPORT int posix_memalign(void **out, size_t al, size_t n) {
 #define ALIGNED_HOOK(name, FN, params, args, n, al)                  \
   EXPORT void *name params {                                         \
     tstate *ts = state();                                            \
-    if (UNLIKELY(!ts)) return real_##name ? real_##name args : NULL; \
+    if (UNLIKELY(!ts)) {                                             \
+      TIMES_TICK();                                                  \
+      return real_##name ? real_##name args : NULL;                  \
+    }                                                                \
     ts->in_alloc = 1;                                                \
     void *p = real_##name args;                                      \
     ts->in_alloc = 0;                                                \

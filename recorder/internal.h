@@ -372,6 +372,15 @@ HOT tstate *state(void) {
 int ms__rec_times_probe(int op);
 // The times into the file ms__rec.times, at exit.
 void ms__rec_times_write(void);
+// This thread counts its allocator calls into the curve (a timed occurrence's thread).
+extern TLS int ms__rec_times_on;
+// pre: ms__rec_times_on. One allocator call into the curve.
+void ms__rec_times_tick(void) __attribute__((noinline));
+// At an allocator call that passes through: counted when this thread's calls are timed.
+#define TIMES_TICK()                              \
+  do {                                            \
+    if (UNLIKELY(ms__rec_times_on)) ms__rec_times_tick(); \
+  } while (0)
 
 /* ---- follow.c: --follow-children ---- */
 // This process (pid in ms__rec.pid) is below the recorded one: its trace and

@@ -646,9 +646,19 @@ START_TEST(test_reference_regions) {
   ck_assert_int_eq(sscanf(memstub_trace_get_meta(t, "reference.region_wall_ns_range"), "%lld %lld",
                           &lo, &hi), 2);
   ck_assert(lo <= w && w <= hi);
+  // The clock at its two calls, the malloc's at once, by the run of median span.
+  const char *curve = memstub_trace_get_meta(t, "reference.region_curve");
+  long long calls, span, stride, w0;
+  ck_assert_msg(curve && sscanf(curve, "%lld %lld %lld %lld", &calls, &span, &stride, &w0) == 4,
+                "%s", curve ? curve : "no curve");
+  ck_assert_msg(calls == 2 && span >= lo && span <= hi && stride >= 1 && w0 >= 0 &&
+                    w0 < 30000000,
+                "%s (the span %lld [%lld-%lld])", curve, w, lo, hi);
   memstub_trace_free(t);
   tu_run r = tu_memstub(dir, "gen", "t.csv", "-o", "t.h", NULL);
-  ck_assert_msg(r.status == 0 && strstr(r.err, "(the regions' span timed in them"), "%s", r.err);
+  ck_assert_msg(r.status == 0 && strstr(r.err, "(the regions' span timed in them") &&
+                    strstr(r.err, "each row placed at the reference's time of its calls"),
+                "%s", r.err);
   tu_run_free(&r);
   char path[4096];
   snprintf(path, sizeof path, "%s/t.h", dir);
@@ -662,11 +672,13 @@ START_TEST(test_reference_regions) {
   ck_assert_int_eq(meta_ll(t, "reference.region_occurrences"), 3);
   long long all = meta_ll(t, "reference.region_wall_ns");
   ck_assert_msg(all >= 100000000, "%lld", all);
+  ck_assert_ptr_null(memstub_trace_get_meta(t, "reference.region_curve"));  // one occurrence's only
   memstub_trace_free(t);
   t = recorded_spans(dir, "2", three);
   ck_assert_int_eq(meta_ll(t, "reference.region_occurrences"), 1);
   w = meta_ll(t, "reference.region_wall_ns");
   ck_assert_msg(w >= 60000000 && w + 30000000 <= all, "the second %lld, all three %lld", w, all);
+  ck_assert_ptr_nonnull(memstub_trace_get_meta(t, "reference.region_curve"));
   memstub_trace_free(t);
   tu_rmtree(dir);
   free(dir);

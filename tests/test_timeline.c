@@ -292,6 +292,80 @@ START_TEST(test_gen_regions_cpu_ahead) {
 }
 END_TEST
 
+/* The reference run's clock at the calls places each row: a build of 250
+ * mallocs that took 0.2 ms unrecorded (the curve's first five points), 1
+ * ms without calls, 250 frees over 0.8 ms; recorded 1 ms each. The even
+ * cut gives the build 0.5 ms; the curve about 0.25 (the anchors are 50
+ * calls apart: the build's last 49 calls share the stretch up to the
+ * first free's). A curve whose calls are not the trace's is left out and
+ * said; one that is not a curve is refused, naming its field. */
+#define CURVE_TRACE(curve)                          \
+  META_RECORD                                       \
+  "# record.regions: all occurrences\n"             \
+  "# record.thread: region\n"                       \
+  "# record.region_occurrences: 1\n"                \
+  "# outside.wall_ns: 9000000\n"                    \
+  "# outside.cpu_ns: 7000000\n"                     \
+  "# reference.runs: 3\n"                           \
+  "# reference.wall_ns: 7000000\n"                  \
+  "# reference.cpu_ns: 5000000\n"                   \
+  "# reference.region_occurrences: 1\n"             \
+  "# reference.region_wall_ns: 2000000\n"           \
+  "# reference.region_cpu_ns: 2000000\n"            \
+  "# reference.region_curve: " curve "\n"           \
+  "time_ns,stack_bytes,heap_bytes,cpu_ns,calls_malloc_tiny,calls_free_tiny\n" \
+  "0,0,0,0,0,0\n"                                   \
+  "1000000,0,100,1000000,250,0\n"                   \
+  "2000000,0,120,2000000,0,0\n"                     \
+  "3000000,0,0,3000000,0,250\n"
+START_TEST(test_gen_regions_curve) {
+  static const char text[] = CURVE_TRACE(
+      "500 2000000 50 0 40000 80000 120000 160000 1200000 1360000 1520000 1680000 1840000");
+  memstub_gen *g = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(build(text, &g, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(g->stub.numdata, 3);  // row 0 is the start
+  int64_t d1 = g->stub.use[0].time, d2 = g->stub.use[1].time, d3 = g->stub.use[2].time;
+  ck_assert_msg(d1 >= 200000 && d1 <= 300000 && d2 >= 900000 && d2 <= 1000000 &&
+                    d3 >= 750000 && d3 <= 850000 && llabs(g->stub.duration_ns - 2000000) <= 4,
+                "rows of %lld, %lld, %lld ns (%lld in all) for about 0.25, 0.95, 0.8 ms: %s",
+                (long long)d1, (long long)d2, (long long)d3, (long long)g->stub.duration_ns,
+                g->timeline);
+  int64_t cpu = g->cpu[0] + g->cpu[1] + g->cpu[2];
+  ck_assert_msg(llabs(cpu - 2000000) <= 4 && g->cpu[0] <= d1, "CPU %lld ns: %s", (long long)cpu,
+                g->timeline);
+  ck_assert_msg(strstr(g->timeline, "each row placed at the reference's time of its calls (the "
+                                    "clock of the run nearest the median at 10 points of its "
+                                    "500 calls)"),
+                "%s", g->timeline);
+  memstub_gen_free(g);
+  // Another count of calls: the even cut, and why.
+  static const char other[] = CURVE_TRACE("900 2000000 100 0 40000");
+  ck_assert_msg(build(other, &g, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(g->stub.use[0].time, 500000);
+  ck_assert_msg(strstr(g->timeline, "the clock at the calls not used: the reference run counted "
+                                    "another number of calls than the trace has"),
+                "%s", g->timeline);
+  memstub_gen_free(g);
+  static const char *const bad[][2] = {
+      {CURVE_TRACE("500 2000000 50 0 40000 30000"), "field 6: 30000 is before the time before it"},
+      {CURVE_TRACE("500 2000000 50 0 2500000"), "field 5: 2500000 is beyond the span"},
+      {CURVE_TRACE("500 2000000 50 0 x"), "field 5: 'x' is not a count"},
+      {CURVE_TRACE("100 2000000 50 0 1 2 3"), "field 7: 3 is a point beyond the calls counted"},
+      {CURVE_TRACE("500 2000000"), "is not CALLS SPAN STRIDE and at least one time"},
+      {CURVE_TRACE("0 2000000 50 0"), "is not CALLS SPAN STRIDE and at least one time"},
+      {CURVE_TRACE("9223372036854775807 2000000 4611686018427387904 0 1 2"), "field 6: 2 is a point beyond"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    g = NULL;
+    ck_assert_int_eq(build(bad[i][0], &g, &err), -EINVAL);
+    ck_assert_msg(strstr(err.msg, "metadata reference.region_curve: ") &&
+                      strstr(err.msg, bad[i][1]),
+                  "%zu: %s", i, err.msg);
+  }
+}
+END_TEST
+
 /* Rows with calls that keep less than a tenth of their CPU time after
  * their calls' share, holding half the recording's CPU time: gen says the
  * even cost per call may have put the stub's time in the wrong place (the
@@ -530,6 +604,7 @@ static Suite *timeline_suite(void) {
   tcase_add_test(tc, test_gen_whole_run);
   tcase_add_test(tc, test_gen_regions);
   tcase_add_test(tc, test_gen_regions_cpu_ahead);
+  tcase_add_test(tc, test_gen_regions_curve);
   tcase_add_test(tc, test_gen_uneven_cost_said);
   tcase_add_test(tc, test_gen_unfit);
   tcase_add_test(tc, test_gen_process_threads);

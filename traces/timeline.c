@@ -114,6 +114,64 @@ static int64_t rows_waiting(const memstub_trace *t, int ccol) {
   return w;
 }
 
+/* The reference run's clock at the calls (MS__TL_REF_REGION_CURVE: "CALLS
+ * SPAN STRIDE W0 W1 ..."), checked, into *calls, *span, *stride and, when w
+ * is not NULL, a new array *w of *nw times (the caller frees it). 1 when
+ * given, 0 when absent, -EINVAL naming the field, or -ENOMEM. */
+static int curve_read(const memstub_trace *t, int64_t *calls, int64_t *span, int64_t *stride,
+                      int64_t **w, int64_t *nw, memstub_error *err) {
+  const char *v = memstub_trace_get_meta(t, MS__TL_REF_REGION_CURVE), *p = v;
+  if (w) *w = NULL;
+  *nw = 0;
+  if (!v) return 0;
+  int64_t head[3] = {0, 0, 0}, *out = NULL, n = 0, cap = 0, prev = 0;
+  for (int k = 0;; k++) {
+    while (*p == ' ') p++;
+    if (!*p) break;
+    size_t len = strcspn(p, " ");
+    int64_t x;
+    if (ms__parse_i64(p, len, &x) < 0 || x < 0) {
+      free(out);
+      return memstub_error_set(err, -EINVAL, "metadata %s: field %d: '%.*s' is not a count (>= 0)",
+                               MS__TL_REF_REGION_CURVE, k + 1, (int)(len > 24 ? 24 : len), p);
+    }
+    p += len;
+    if (k < 3) {
+      head[k] = x;
+      continue;
+    }
+    if (k == 3 && (head[0] < 1 || head[1] < 1 || head[2] < 1)) break;  // said below
+    const char *why = x < prev ? "is before the time before it" : x > head[1] ? "is beyond the span" : NULL;
+    if (!why && n > head[0] / head[2]) why = "is a point beyond the calls counted";
+    if (why) {
+      free(out);
+      return memstub_error_set(err, -EINVAL, "metadata %s: field %d: %lld %s",
+                               MS__TL_REF_REGION_CURVE, k + 1, (long long)x, why);
+    }
+    prev = x;
+    if (w && n == cap) {
+      int64_t *o = realloc(out, (size_t)(cap = cap ? 2 * cap : 256) * sizeof *o);
+      if (!o) {
+        free(out);
+        return memstub_error_set(err, -ENOMEM, "out of memory");
+      }
+      out = o;
+    }
+    if (w) out[n] = x;
+    n++;
+  }
+  if (n == 0 || head[0] < 1 || head[1] < 1 || head[2] < 1) {  // (head set when n > 0)
+    free(out);
+    return memstub_error_set(err, -EINVAL,
+                             "metadata %s: '%.40s' is not CALLS SPAN STRIDE and at least one time, "
+                             "each >= 1",
+                             MS__TL_REF_REGION_CURVE, v);
+  }
+  *calls = head[0], *span = head[1], *stride = head[2], *nw = n;
+  if (w) *w = out;
+  return 1;
+}
+
 // The trace's allocator calls over its rows (negative counts, refused later, as 0).
 static double trace_calls(const memstub_trace *t) {
   static const char *const cols[NC] = {MEMSTUB_WORK_CALL_COLUMNS};
@@ -204,6 +262,19 @@ int ms__timeline_model(const memstub_trace *t, ms__timeline *tl, memstub_error *
     tl->cpu_per_call = tl->wall_per_call =
         fit(tl, (double)total, (double)tl->ref_cpu_ns, samples, trace_calls(t));
     tl->wait_scale = waits > 0 ? (double)(rwall - tl->ref_cpu_ns) / (double)waits : 1.0;
+    /* The clock at the calls, of one occurrence recorded and timed: the
+     * rows are placed by it when the reference counted the calls the
+     * trace has (within 1 %: a run may differ a little). */
+    int64_t kc, ks, kst, kn;
+    if ((rc = curve_read(t, &kc, &ks, &kst, NULL, &kn, err)) < 0) return rc;
+    double have = trace_calls(t);
+    if (rc == 1 && rocc != 1)
+      tl->curve_unused = "the clock at the calls is of one occurrence, the span of several";
+    else if (rc == 1 && fabs(have - (double)kc) > 0.01 * (double)kc)
+      tl->curve_unused = "the reference run counted another number of calls than the trace has: "
+                         "the cost taken out evenly per call";
+    else if (rc == 1)
+      tl->curve_points = kn, tl->curve_calls = kc;
     return 0;
   }
   if ((tl->threads = process_threads(t)) > 0 && tl->ref_cpu_ns >= 0 && tl->rec_cpu_ns >= 0 &&
@@ -266,6 +337,98 @@ int ms__timeline_model(const memstub_trace *t, ms__timeline *tl, memstub_error *
   return 0;
 }
 
+/* Each row placed at the reference's time of its calls (tl->curve_points
+ * set; pre: the rows checked by ms__timeline_rows). The call the curve's
+ * point j was read at (j STRIDE + 1, scaled from the reference's calls to
+ * the trace's) is found in the rows, at a time within its row in
+ * proportion to the row's calls before it: an anchor. Between two anchors
+ * the recorded time maps linearly onto the reference's, a row counting its
+ * time less the fitted cost of its calls (tl->cpu_per_call; at least a
+ * twentieth of it): between the last call read before a stretch without
+ * calls and the first after it, the calls' rows keep what they took
+ * without the recorder, not the stretch's average. The times are scaled
+ * from the run's span to the reference's median; a row's CPU time keeps its
+ * share of the row, then all of it is scaled to the reference's (at most
+ * the row's time). */
+static int curve_rows(const memstub_trace *t, ms__timeline *tl, const int64_t *ncalls, int64_t *dt,
+                      int64_t *cpu, memstub_error *err) {
+  int64_t kc, ks, kst, kn, *w;
+  int rc = curve_read(t, &kc, &ks, &kst, &w, &kn, err);
+  if (rc <= 0) return rc;
+  size_t n = t->n;
+  double *cum = malloc(n * sizeof *cum), *ax = malloc(((size_t)kn + 2) * sizeof *ax),
+         *ay = malloc(((size_t)kn + 2) * sizeof *ay);
+  if (!cum || !ax || !ay) {
+    free(w), free(cum), free(ax), free(ay);
+    return memstub_error_set(err, -ENOMEM, "out of memory");
+  }
+  double *at = malloc(n * sizeof *at);  // each row's end on the recorded axis, its calls' cost out
+  if (!at) {
+    free(w), free(cum), free(ax), free(ay);
+    return memstub_error_set(err, -ENOMEM, "out of memory");
+  }
+  cum[0] = (double)ncalls[0], at[0] = 0;
+  for (size_t i = 1; i < n; i++) {
+    double d = (double)(t->pts[i].time_ns - t->pts[i - 1].time_ns),
+           a = d - (double)ncalls[i] * tl->cpu_per_call;
+    cum[i] = cum[i - 1] + (double)ncalls[i];
+    at[i] = at[i - 1] + (a > d / 20 ? a : d / 20);
+  }
+  double total = cum[n - 1], r_end = at[n - 1];
+  double f = (double)tl->ref_wall_ns / (double)ks, per = total / (double)kc;
+  // Anchors (recorded time, reference time): the start, each point's call, the end.
+  int64_t na = 0;
+  ax[na] = 0, ay[na++] = 0;
+  size_t i = 0;
+  for (int64_t j = 0; j < kn; j++) {
+    double x = ((double)(j * kst) + 1) * per;  // the call, 1-based, in the trace's count
+    if (x > total) break;
+    while (i < n && cum[i] < x) i++;
+    if (i >= n) break;
+    double r0 = i ? at[i - 1] : 0, r1 = at[i], c0 = i ? cum[i - 1] : 0;
+    double r = cum[i] > c0 ? r0 + (r1 - r0) * (x - c0) / (cum[i] - c0) : r1;
+    double y = (double)w[j] * f;
+    if (r < ax[na - 1]) r = ax[na - 1];
+    if (y < ay[na - 1]) y = ay[na - 1];
+    ax[na] = r, ay[na++] = y;
+  }
+  ax[na] = r_end, ay[na++] = (double)tl->ref_wall_ns;
+  if (ay[na - 1] < ay[na - 2]) ay[na - 1] = ay[na - 2];
+  // Row ends through the anchors, then the CPU time by each row's share.
+  int64_t prev = 0;
+  size_t a = 0;
+  tl->target_ns = tl->target_cpu_ns = 0;
+  for (size_t k = 1; k < n; k++) {
+    double r = at[k];
+    while (a + 2 < (size_t)na && ax[a + 1] <= r) a++;
+    double y = ax[a + 1] > ax[a] ? ay[a] + (ay[a + 1] - ay[a]) * (r - ax[a]) / (ax[a + 1] - ax[a])
+                                 : ay[a + 1];
+    if (y > ay[a + 1]) y = ay[a + 1];
+    int64_t end = llround(y);
+    if (end < prev) end = prev;
+    double d = (double)(t->pts[k].time_ns - t->pts[k - 1].time_ns);
+    int64_t nd = end - prev;
+      cpu[k] = d > 0 ? llround((double)cpu[k] * (double)nd / d) : 0;
+    if (cpu[k] > nd) cpu[k] = nd;
+    dt[k] = nd;
+    prev = end;
+    tl->target_ns += nd;
+    tl->target_cpu_ns += cpu[k];
+  }
+  if (tl->ref_cpu_ns >= 0 && tl->target_cpu_ns > 0) {
+    double g = (double)tl->ref_cpu_ns / (double)tl->target_cpu_ns;
+    tl->target_cpu_ns = 0;
+    for (size_t k = 1; k < n; k++) {
+      int64_t c = llround((double)cpu[k] * g);
+      cpu[k] = c > dt[k] ? dt[k] : c;
+      tl->target_cpu_ns += cpu[k];
+    }
+  }
+  tl->removed_ns = tl->recorded_ns - tl->target_ns;
+  free(w), free(cum), free(at), free(ax), free(ay);
+  return 0;
+}
+
 int ms__timeline_rows(const memstub_trace *t, ms__timeline *tl, int64_t *dt, int64_t *cpu,
                       memstub_error *err) {
   static const char *const cols[NC] = {MEMSTUB_WORK_CALL_COLUMNS};
@@ -275,23 +438,38 @@ int ms__timeline_rows(const memstub_trace *t, ms__timeline *tl, int64_t *dt, int
   tl->recorded_ns = tl->target_ns = tl->thin_rows = tl->thin_cpu_ns = 0;
   if (t->n == 0) return 0;
   dt[0] = cpu[0] = 0;
+  int64_t *ncalls = NULL;  // with the clock at the calls: each row's calls
+  if (tl->curve_points > 0 && !(ncalls = calloc(t->n, sizeof *ncalls)))
+    return memstub_error_set(err, -ENOMEM, "out of memory");
+  for (int k = 0; ncalls && k < NC; k++)
+    if (kcol[k] >= 0 && memstub_trace_extra_row(t, 0)[kcol[k]] > 0)
+      ncalls[0] += memstub_trace_extra_row(t, 0)[kcol[k]];
   for (size_t i = 1; i < t->n; i++) {
     const int64_t *e = memstub_trace_extra_row(t, i), *e0 = memstub_trace_extra_row(t, i - 1);
     int64_t d = t->pts[i].time_ns - t->pts[i - 1].time_ns;
     int64_t c = ccol >= 0 ? e[ccol] - e0[ccol] : 0;
-    if (c < 0)
+    if (c < 0) {
+      free(ncalls);
       return memstub_error_set(err, -EINVAL, "row %zu: cpu_ns decreases from %lld to %lld", i + 1,
                                (long long)e0[ccol], (long long)e[ccol]);
+    }
     int64_t calls = 0;
     for (int k = 0; k < NC; k++) {
       int64_t v = kcol[k] >= 0 ? e[kcol[k]] : 0;
-      if (v < 0)
+      if (v < 0) {
+        free(ncalls);
         return memstub_error_set(err, -EINVAL, "row %zu: %s: negative count %lld", i + 1,
                                  cols[k], (long long)v);
+      }
       calls += v;
     }
     tl->recorded_ns += d;
     tl->recorded_cpu_ns += c;
+    if (ncalls) {  // placed below, by the clock at the calls
+      ncalls[i] = calls;
+      cpu[i] = c > d ? d : c;
+      continue;
+    }
     // The recorder's cost out of the interval and out of its CPU time.
     double s = (double)c * tl->per_cpu_ns;
     int64_t oc = (int64_t)llround((double)calls * tl->cpu_per_call + s);
@@ -317,6 +495,11 @@ int ms__timeline_rows(const memstub_trace *t, ms__timeline *tl, int64_t *dt, int
     cpu[i] = c;
     tl->target_ns += d;
     tl->target_cpu_ns += c;
+  }
+  if (ncalls) {
+    int rc = curve_rows(t, tl, ncalls, dt, cpu, err);
+    free(ncalls);
+    return rc;
   }
   /* A whole run's CPU time is the reference's: the rows that had less CPU
    * time than their calls' share kept 0, not less, so the others give up the
@@ -388,6 +571,11 @@ void ms__timeline_describe(const ms__timeline *tl, char *buf, size_t cap) {
                     tl->own_per_call > 0 ? own : "its samples",
                     tl->own_per_call > 0 ? " per allocator call, and its samples" : "",
                     tl->cpu_scale, tl->wait_scale, rec, tgt);
+    else if (n >= 0 && (size_t)n < cap && tl->curve_points > 0)
+      n += snprintf(buf + n, cap - (size_t)n,
+                    "each row placed at the reference's time of its calls (the clock of the run "
+                    "nearest the median at %lld points of its %lld calls); %s recorded, %s after",
+                    (long long)tl->curve_points, (long long)tl->curve_calls, rec, tgt);
     else if (n >= 0 && (size_t)n < cap && tl->wait_scale >= 0)
       n += snprintf(buf + n, cap - (size_t)n,
                     "%.1f ns of CPU time per allocator call out (the recorder's own figure: %s), "
@@ -403,6 +591,9 @@ void ms__timeline_describe(const ms__timeline *tl, char *buf, size_t cap) {
     n += snprintf(buf + n, cap - (size_t)n, "; %s", tl->unfit);
   if (n >= 0 && (size_t)n < cap && tl->region_unused)
     n += snprintf(buf + n, cap - (size_t)n, "; %s", tl->region_unused);
+  if (n >= 0 && (size_t)n < cap && tl->curve_unused)
+    n += snprintf(buf + n, cap - (size_t)n, "; the clock at the calls not used: %s",
+                  tl->curve_unused);
   if (n >= 0 && (size_t)n < cap && tl->caveat && tl->wall_per_call > 0)
     n += snprintf(buf + n, cap - (size_t)n, "; the fit %s", tl->caveat);
   /* Loud when rows that held a tenth of the recording's CPU time kept less

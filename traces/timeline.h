@@ -28,6 +28,11 @@
 #define MS__TL_REF_REGION_WALL_RANGE "reference.region_wall_ns_range"
 #define MS__TL_REF_REGION_CPU "reference.region_cpu_ns"
 #define MS__TL_REF_REGION_CPU_RANGE "reference.region_cpu_ns_range"
+/* One occurrence timed: the reference run of median span's clock at its
+ * calls, "CALLS SPAN STRIDE W0 W1 ...": the calls the followed thread made
+ * in the occurrence, its span (ns), and the wall time since its begin at
+ * call 0, STRIDE, 2 STRIDE, ... (recorder/times.c). */
+#define MS__TL_REF_REGION_CURVE "reference.region_curve"
 #define MS__TL_OUT_WALL "outside.wall_ns"  // the kept recording, from outside
 #define MS__TL_OUT_CPU "outside.cpu_ns"
 #define MS__TL_REP_RECORDINGS "repeat.recordings"
@@ -59,6 +64,11 @@ typedef struct ms__timeline {
    * or there was none): they timed another number of occurrences than the
    * recording had. */
   const char *region_unused;
+  /* The reference run's clock at the calls (MS__TL_REF_REGION_CURVE) places
+   * each row: its points, and the calls it counted; curve_unused says why a
+   * curve given was not used (NULL: it was, or there was none). */
+  int64_t curve_points, curve_calls;
+  const char *curve_unused;
   /* A process of several threads (every thread recorded), fitted: a row's
    * CPU time, the recorder's own cost out, times this (the reference's CPU
    * time over the recording's less the recorder's own), and its waiting
