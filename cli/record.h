@@ -91,7 +91,7 @@ typedef struct rec_run {
   // span from the first one's begin to the last one's end (wall, and the
   // followed thread's CPU time); -1 when not timed (recorder/times.c).
   long long region_occ, region_wall_ns, region_cpu_ns;
-  // Its clock at the calls of one occurrence (MS__TL_REF_REGION_CURVE's
+  // Its clock at the calls of one occurrence (MS__TL_REF_CURVE's
   // value, owned), NULL when not timed so.
   char *curve;
 } rec_run;

@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -97,8 +98,11 @@ fail:
 /* A reference run's environment when the recording covers regions only
  * (ms_record_regions): env with the recorder loaded to time them
  * (recorder/times.c: the allocator calls pass through, nothing is
- * recorded), into the file times. NULL when out of memory. */
-static char **times_env(const rec_opts *o, char **env, const char *lib, const char *times) {
+ * recorded), into the file times; whole: the whole run is the region (the
+ * run that reads the clock at a whole run's calls). NULL when out of
+ * memory. */
+static char **times_env(const rec_opts *o, char **env, const char *lib, const char *times,
+                        int whole) {
   const char *old = NULL;
   for (size_t i = 0; env[i]; i++)
     if (strncmp(env[i], "LD_PRELOAD=", 11) == 0) old = env[i] + 11;
@@ -107,7 +111,8 @@ static char **times_env(const rec_opts *o, char **env, const char *lib, const ch
   snprintf(pid, sizeof pid, "%ld", (long)getpid());
   const char *const set[][2] = {{"LD_PRELOAD", pre},           {MS__REC_ENV_TIMES, times},
                                 {MS__REC_ENV_THREAD, o->thread}, {MS__REC_ENV_OCCURRENCE, occ},
-                                {MS__REC_ENV_FUNCTIONS, o->functions}, {MS__REC_ENV_PARENT, pid}};
+                                {MS__REC_ENV_FUNCTIONS, o->functions}, {MS__REC_ENV_PARENT, pid},
+                                {MS__REC_ENV_TIMES_WHOLE, whole ? "1" : "0"}};
   char **e = pre ? env : NULL;
   for (size_t i = 0; e && i < MS__ARRAY_SIZE(set); i++) {
     char **next = env_with(e, set[i][0], set[i][1]);
@@ -167,15 +172,21 @@ static int reference_run(const rec_opts *o, char **env, int k, const char *times
   int failed = !r.exited || r.code != 0, stop = !r.exited && (r.sig == SIGINT || r.sig == SIGQUIT);
   ms__spawn_result_free(&r);
   if (rc < 0) return ms_cli_fail(&err);
+  char what[96];  // run k of the reference's, or the one more of a whole run's clock
+  if (k <= o->reference) snprintf(what, sizeof what, "reference run %d of %lld", k, o->reference);
+  else snprintf(what, sizeof what, "the run that reads the clock at the calls");
   if (stop) {
-    ms_cli_warn("reference run %d of %lld: %s ended with %s: stopped here", k, o->reference,
-                o->prog[0], how);
+    ms_cli_warn("%s: %s ended with %s: stopped here", what, o->prog[0], how);
     return 3;
   }
-  if (failed)
-    ms_cli_warn("reference run %d of %lld: %s ended with %s: no reference is written (a run "
-                "without the recorder must end as the recordings did)",
-                k, o->reference, o->prog[0], how);
+  if (failed && k <= o->reference)
+    ms_cli_warn("%s: %s ended with %s: no reference is written (a run without the recorder must "
+                "end as the recordings did)",
+                what, o->prog[0], how);
+  else if (failed)
+    ms_cli_warn("%s: %s ended with %s: the reference is written without it (memstub gen takes "
+                "the recorder's cost out evenly per call)",
+                what, o->prog[0], how);
   return failed;
 }
 
@@ -249,6 +260,60 @@ static int regions_timed(long long nref, const rec_run *ref) {
   return 0;
 }
 
+/* A curve "CALLS SPAN STRIDE W0 W1 ..." into its head (h[3]) and a new
+ * array of its times (*nw of them); 0, or -1 when it is none (or no memory). */
+static int curve_parse(const char *c, long long *h, long long **w, long long *nw) {
+  char *end;
+  *w = NULL, *nw = 0;
+  for (int k = 0; k < 3; k++, c = end)
+    if ((h[k] = strtoll(c, &end, 10)) < 1 || end == c) return -1;
+  long long cap = 0;
+  for (long long x; (x = strtoll(c, &end, 10)), end != c; c = end) {
+    if (*nw == cap) {
+      long long *g = realloc(*w, (size_t)(cap = cap ? 2 * cap : 256) * sizeof *g);
+      if (!g) return free(*w), *w = NULL, -1;
+      *w = g;
+    }
+    (*w)[(*nw)++] = x;
+  }
+  return *nw > 0 ? 0 : -1;
+}
+
+/* The clock at the calls of the nref reference runs (one occurrence each)
+ * into the metadata at m + *n: each run's times as shares of its span,
+ * averaged over the runs that counted the same calls at the same stride as
+ * the run nearest the median span wm, times wm (one run's shape is that
+ * run's disturbance too). Nothing when no run read it. */
+static void curve_figures(char *m, size_t cap, size_t *n, long long nref, const rec_run *ref,
+                          long long wm) {
+  long long best = -1;
+  for (long long i = 0; i < nref; i++)
+    if (ref[i].curve &&
+        (best < 0 || llabs(ref[i].region_wall_ns - wm) < llabs(ref[best].region_wall_ns - wm)))
+      best = i;
+  if (best < 0) return;
+  long long h[3], *w, nw;
+  if (curve_parse(ref[best].curve, h, &w, &nw) < 0) return;
+  double *sum = calloc((size_t)nw, sizeof *sum);
+  long long used = 0;
+  for (long long i = 0; sum && i < nref; i++) {
+    long long hi[3], *wi, ni;
+    if (!ref[i].curve || curve_parse(ref[i].curve, hi, &wi, &ni) < 0) continue;
+    if (hi[0] == h[0] && hi[2] == h[2] && ni == nw) {
+      for (long long j = 0; j < nw; j++) sum[j] += (double)wi[j] / (double)hi[1];
+      used++;
+    }
+    free(wi);
+  }
+  *n += (size_t)snprintf(m + *n, cap - *n, "# %s: %lld %lld %lld", MS__TL_REF_CURVE, h[0], wm, h[2]);
+  for (long long j = 0; j < nw; j++) {
+    long long v = sum && used ? llround(sum[j] / (double)used * (double)wm) : w[j];
+    *n += (size_t)snprintf(m + *n, cap - *n, " %lld", v < wm ? v : wm);
+  }
+  *n += (size_t)snprintf(m + *n, cap - *n, "\n");
+  free(sum), free(w);
+}
+
 /* The regions' span in the nref reference runs, when every run timed the
  * same number of occurrences, into the metadata at m + *n (of cap bytes,
  * room for any run's curve); *rw its median wall time, -1 when there is
@@ -269,12 +334,7 @@ static void region_figures(char *m, size_t cap, size_t *n, long long nref, const
                            MS__TL_REF_REGION_WALL_RANGE, wlo, whi, MS__TL_REF_REGION_CPU, cm,
                            MS__TL_REF_REGION_CPU_RANGE, clo, chi);
     *rw = wm;
-    long long best = -1;
-    for (long long i = 0; ref[0].region_occ == 1 && i < nref; i++)
-      if (ref[i].curve && (best < 0 || llabs(w[i] - wm) < llabs(w[best] - wm))) best = i;
-    if (best >= 0)
-      *n += (size_t)snprintf(m + *n, cap - *n, "# %s: %s\n", MS__TL_REF_REGION_CURVE,
-                             ref[best].curve);
+    if (ref[0].region_occ == 1) curve_figures(m, cap, n, nref, ref, wm);
   }
   free(w), free(c);
 }
@@ -284,11 +344,12 @@ static void region_figures(char *m, size_t cap, size_t *n, long long nref, const
  * exit status. */
 static int write_figures(const rec_opts *o, const char *abs, long long nrec, int k,
                          const long long *dur, const rec_run *rec, long long nref,
-                         const rec_run *ref) {
+                         const rec_run *ref, const char *whole_curve) {
   size_t cap = 2048 + (size_t)nrec * 24;
+  // Room for a curve of as many points as the longest, each up to 20 digits.
   for (long long i = 0; i < nref; i++)
-    if (ref[i].curve && strlen(ref[i].curve) + 2048 + (size_t)nrec * 24 > cap)
-      cap = strlen(ref[i].curve) + 2048 + (size_t)nrec * 24;
+    if (ref[i].curve) cap += 21 * strlen(ref[i].curve) / 2 + 64;
+  if (whole_curve) cap += strlen(whole_curve) + 64;
   char *m = malloc(cap), d[32], e[32], f[32], g[32];
   if (!m) return ms_cli_error("out of memory");
   size_t n = 0;
@@ -316,6 +377,8 @@ static int write_figures(const rec_opts *o, const char *abs, long long nrec, int
                           MS__TL_REF_RUNS, nref, MS__TL_REF_WALL, wm, MS__TL_REF_WALL_RANGE, wlo,
                           whi, MS__TL_REF_CPU, cm, MS__TL_REF_CPU_RANGE, clo, chi);
     region_figures(m, cap, &n, nref, ref, &rw);
+    if (whole_curve)
+      n += (size_t)snprintf(m + n, cap - n, "# %s: %s\n", MS__TL_REF_CURVE, whole_curve);
   }
   int rc = add_meta(abs, o->out, m);
   free(m);
@@ -344,6 +407,11 @@ static int write_figures(const rec_opts *o, const char *abs, long long nrec, int
                   "recorder loaded, not recording): %s from the first one's begin to the last "
                   "one's end (memstub gen sets the trace's totals to theirs)",
                   nref, ms__fmt_ns(rw, d, sizeof d));
+    else if (whole_curve)
+      ms_cli_note("--reference %lld: and one run more with the recorder loaded, not recording, "
+                  "to read its clock at the main thread's allocator calls (memstub gen places "
+                  "the rows by it)",
+                  nref);
     else if (regions_timed(nref, ref))
       ms_cli_note("--reference %lld: the regions the trace covers were not timed the same in "
                   "every run (none, or another number of occurrences): memstub gen fits the "
@@ -382,16 +450,19 @@ int ms_record_repeat(int argc, char **argv, const rec_opts *o) {
   int ref_failed = 0;  // a run without the recorder failed (no reference) or was interrupted
                        // (the runs so far): the exit status 1
   // A recording of regions: the reference runs time them too (recorder/times.c).
+  // A whole run: one run more times its calls (the clock at them), the others stay pure.
   char lib[PATH_MAX], *times = NULL;
-  char **tenv = NULL;
-  if (nref > 0 && ms_record_regions(o)) {
+  char **tenv = NULL, **wenv = NULL;
+  int regions = nref > 0 && ms_record_regions(o);
+  if (nref > 0) {
     if ((st = ms_record_lib(lib)) != 0) {
       env_free(env), free(preload), free(dur), free(rec), free(ref);
       return st;
     }
     times = ms__asprintf("%s.times", abs);
-    tenv = times ? times_env(o, env, lib, times) : NULL;
-    if (!tenv) {
+    if (regions) tenv = times ? times_env(o, env, lib, times, 0) : NULL;
+    else wenv = times ? times_env(o, env, lib, times, 1) : NULL;
+    if (!tenv && !wenv) {
       env_free(env), free(preload), free(dur), free(rec), free(ref), free(times);
       return ms_cli_error("out of memory");
     }
@@ -400,7 +471,7 @@ int ms_record_repeat(int argc, char **argv, const rec_opts *o) {
     // A reference run first: the first run of all pays for cold caches.
     if (i < nref && !ref_failed) {
       if (in >= 0) lseek(0, in, SEEK_SET);
-      st = reference_run(o, tenv ? tenv : env, (int)i + 1, times, &ref[i]);
+      st = reference_run(o, tenv ? tenv : env, (int)i + 1, tenv ? times : NULL, &ref[i]);
       if (st == 1) ref_failed = 1, refs = 0, st = MS_EXIT_OK;  // said: no reference written
       else if (st == 0) refs++;
       if (st == 3) {  // interrupted: the runs so far
@@ -426,6 +497,12 @@ int ms_record_repeat(int argc, char **argv, const rec_opts *o) {
     files(abs, (int)i, ASIDE);
     done++;
   }
+  if (wenv && st == MS_EXIT_OK && failed < 0 && !ref_failed && refs == nref) {
+    if (in >= 0) lseek(0, in, SEEK_SET);
+    int w = reference_run(o, wenv, (int)nref + 1, times, &ref[nref]);
+    if (w == 3) st = MS_EXIT_OK, ref_failed = 1;  // interrupted: said
+    else if (w != 0) st = w == 1 ? MS_EXIT_OK : w;  // failed: said, and no clock at the calls
+  }
   int kept = -1;
   if (failed >= 0) {
     ms_cli_warn("%s: recording %d of %lld failed: its trace is left as a single recording leaves "
@@ -446,7 +523,8 @@ int ms_record_repeat(int argc, char **argv, const rec_opts *o) {
   for (int i = 0; i < done; i++)
     if (i != kept) files(abs, i, DROP);
   if (kept >= 0) {
-    int rc = write_figures(o, abs, done, kept, dur, rec, refs, ref);
+    int rc = write_figures(o, abs, done, kept, dur, rec, refs, ref,
+                           wenv && refs == nref && ref[nref].region_occ == 1 ? ref[nref].curve : NULL);
     // Its warnings and checks even with -q, as a single recording's (the
     // recordings themselves were not summarised: cmd_record.c after_run).
     if (rc == 0) rc = ms_record_summarise(o, abs);
@@ -454,7 +532,7 @@ int ms_record_repeat(int argc, char **argv, const rec_opts *o) {
   }
   if (st == MS_EXIT_OK && ref_failed) st = MS_EXIT_CHECK;
   if (preload) setenv("LD_PRELOAD", preload, 1);
-  for (long long i = 0; i < nref; i++) free(ref[i].curve);
-  env_free(env), env_free(tenv), free(times), free(preload), free(dur), free(rec), free(ref);
+  for (long long i = 0; i <= nref; i++) free(ref[i].curve);
+  env_free(env), env_free(tenv), env_free(wenv), free(times), free(preload), free(dur), free(rec), free(ref);
   return st;
 }

@@ -247,6 +247,7 @@ typedef struct ms__rec_global {
   clockid_t rec_clock;     // the recorded thread's CPU clock (rec_clock_ok)
   int rec_clock_ok;
   int times_only;          // a reference run: regions timed into times, nothing recorded (times.c)
+  int times_whole;         // ... the whole run timed as one region (MS__REC_ENV_TIMES_WHOLE)
   char times[PATH_MAX];
 } ms__rec_global;
 
@@ -372,6 +373,8 @@ HOT tstate *state(void) {
 int ms__rec_times_probe(int op);
 // The times into the file ms__rec.times, at exit.
 void ms__rec_times_write(void);
+// pre: ms__rec.times_whole. The whole run's occurrence begins (at the recorder's start).
+void ms__rec_times_whole_begin(void);
 // This thread counts its allocator calls into the curve (a timed occurrence's thread).
 extern TLS int ms__rec_times_on;
 // pre: ms__rec_times_on. One allocator call into the curve.

@@ -38,8 +38,13 @@
 /* Absolute path: a reference run (--reference with regions), not a recording:
  * the allocator calls pass through and the regions the recording covers are
  * timed into this file (recorder/times.c): "occurrences N", "span_wall_ns N",
- * "span_cpu_ns N", a line each. */
+ * "span_cpu_ns N", a line each; with one occurrence timed, "calls N" and
+ * "curve STRIDE W0 W1 ...", the clock at its calls. */
 #define MS__REC_ENV_TIMES "MEMSTUB_RECORD_TIMES"
+/* "1" with MS__REC_ENV_TIMES: the whole run is the one occurrence, from the
+ * recorder's start to its end on the main thread (a reference run of a
+ * whole-run recording, for the clock at its calls). */
+#define MS__REC_ENV_TIMES_WHOLE "MEMSTUB_RECORD_TIMES_WHOLE"
 
 /* ---- rows, chunks and the journal: recorder -> command ----
  * Each thread appends rows to chunks of MS__REC_CHUNK_ROWS. With

@@ -230,6 +230,7 @@ static int read_env(void) {
                               ? env_long(MS__REC_ENV_THREAD, 0)
                               : 0;
     ms__rec.occurrence = env_long(MS__REC_ENV_OCCURRENCE, 0);
+    ms__rec.times_whole = env_long(MS__REC_ENV_TIMES_WHOLE, 0) == 1;
     return 0;
   }
   if (!out || !*out || strlen(out) >= sizeof ms__rec.out) return -1;
@@ -314,6 +315,7 @@ static void init_recording(void) {
   }
   if (ms__rec.times_only) {  // ready for --function's patches; every allocator call passes through
     ms__rec.state = ST_READY;
+    if (ms__rec.times_whole) ms__rec_times_whole_begin();
     return;
   }
   ms__rec_churn_init();

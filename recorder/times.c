@@ -61,6 +61,7 @@ int ms__rec_times_probe(int op) {
   if (op == MS__PROBE_HELLO) return 1;
   if (op == MS__PROBE_POINT) return t_depth;
   if (op == MS__PROBE_END && t_depth == 0) return -EINVAL;
+  if (ms__rec.times_whole) return op == MS__PROBE_BEGIN ? ++t_depth : --t_depth;  // the run is timed
   int outer = op == MS__PROBE_BEGIN ? t_depth++ == 0 : --t_depth == 0;
   if (!outer) return t_depth;
   pid_t tid = (pid_t)syscall(SYS_gettid);
@@ -82,8 +83,23 @@ int ms__rec_times_probe(int op) {
   return t_depth;
 }
 
+void ms__rec_times_whole_begin(void) {
+  pid_t tid = (pid_t)syscall(SYS_gettid);
+  if (tid != ms__rec.pid) return;  // started on another thread: no occurrence, said by its absence
+  g_tid = tid;
+  g_occ = 1;
+  g_wall0 = ms__prim_now_ns(), g_cpu0 = ms__prim_thread_cpu_ns();
+  ms__rec_times_on = 1;
+}
+
 // The times into ms__rec.times, replaced whole (a file of the command's to read).
 void ms__rec_times_write(void) {
+  if (ms__rec.times_whole && g_wall0 >= 0 && g_n == 0) {  // the whole run's end, on any thread
+    g_wall1 = ms__prim_now_ns(), g_n = 1;
+    // The main thread's CPU time when it ends the run, else not known here (0).
+    g_cpu1 = (pid_t)syscall(SYS_gettid) == g_tid ? ms__prim_thread_cpu_ns() : g_cpu0;
+    ms__rec_times_on = 0;
+  }
   char tmp[PATH_MAX + 8];
   if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", ms__rec.times) >= sizeof tmp) return;
   FILE *f = fopen(tmp, "w");

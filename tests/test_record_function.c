@@ -647,7 +647,7 @@ START_TEST(test_reference_regions) {
                           &lo, &hi), 2);
   ck_assert(lo <= w && w <= hi);
   // The clock at its two calls, the malloc's at once, by the run of median span.
-  const char *curve = memstub_trace_get_meta(t, "reference.region_curve");
+  const char *curve = memstub_trace_get_meta(t, "reference.curve");
   long long calls, span, stride, w0;
   ck_assert_msg(curve && sscanf(curve, "%lld %lld %lld %lld", &calls, &span, &stride, &w0) == 4,
                 "%s", curve ? curve : "no curve");
@@ -672,14 +672,44 @@ START_TEST(test_reference_regions) {
   ck_assert_int_eq(meta_ll(t, "reference.region_occurrences"), 3);
   long long all = meta_ll(t, "reference.region_wall_ns");
   ck_assert_msg(all >= 100000000, "%lld", all);
-  ck_assert_ptr_null(memstub_trace_get_meta(t, "reference.region_curve"));  // one occurrence's only
+  ck_assert_ptr_null(memstub_trace_get_meta(t, "reference.curve"));  // one occurrence's only
   memstub_trace_free(t);
   t = recorded_spans(dir, "2", three);
   ck_assert_int_eq(meta_ll(t, "reference.region_occurrences"), 1);
   w = meta_ll(t, "reference.region_wall_ns");
   ck_assert_msg(w >= 60000000 && w + 30000000 <= all, "the second %lld, all three %lld", w, all);
-  ck_assert_ptr_nonnull(memstub_trace_get_meta(t, "reference.region_curve"));
+  ck_assert_ptr_nonnull(memstub_trace_get_meta(t, "reference.curve"));
   memstub_trace_free(t);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* A whole run's reference: one run more, with the recorder loaded and not
+ * recording, reads the clock at the main thread's calls (the reference's
+ * totals stay those of the runs without it); its calls are the trace's. */
+START_TEST(test_reference_whole_run_clock) {
+  char *dir = tu_mkdtemp();
+  char *argv[] = {(char *)env("MEMSTUB_EXE"), "record", "--reference", "2", "-o", "t.csv", "--",
+                  (char *)env("MEMSTUB_REC_FNPROG"), "spans", "30", "30", NULL};
+  tu_run r = tu_exec(dir, argv);
+  ck_assert_msg(r.status == 0 && strstr(r.err, "one run more with the recorder loaded"), "%d: %s",
+                r.status, r.err);
+  tu_run_free(&r);
+  memstub_trace *t = load(dir);
+  const char *curve = memstub_trace_get_meta(t, "reference.curve");
+  long long calls, span, stride, w0, events = meta_ll(t, "record.events");
+  ck_assert_msg(curve && sscanf(curve, "%lld %lld %lld %lld", &calls, &span, &stride, &w0) == 4,
+                "%s", curve ? curve : "no curve");
+  ck_assert_msg(llabs(calls - events) <= 1 + events / 100 && span >= 60000000 && w0 < span,
+                "%s: the trace's %lld calls", curve, events);
+  ck_assert_ptr_null(memstub_trace_get_meta(t, "reference.region_wall_ns"));
+  memstub_trace_free(t);
+  r = tu_memstub(dir, "gen", "t.csv", "-o", "t.h", NULL);
+  ck_assert_msg(r.status == 0 && strstr(r.err, "(the whole run: ") &&
+                    strstr(r.err, "each row placed at the reference's time of its calls"),
+                "%s", r.err);
+  tu_run_free(&r);
   tu_rmtree(dir);
   free(dir);
 }
@@ -704,6 +734,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_generations_replayed);
   tcase_add_test(tc, test_generations_many_blocks);
   tcase_add_test(tc, test_reference_regions);
+  tcase_add_test(tc, test_reference_whole_run_clock);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -114,13 +114,13 @@ static int64_t rows_waiting(const memstub_trace *t, int ccol) {
   return w;
 }
 
-/* The reference run's clock at the calls (MS__TL_REF_REGION_CURVE: "CALLS
+/* The reference run's clock at the calls (MS__TL_REF_CURVE: "CALLS
  * SPAN STRIDE W0 W1 ..."), checked, into *calls, *span, *stride and, when w
  * is not NULL, a new array *w of *nw times (the caller frees it). 1 when
  * given, 0 when absent, -EINVAL naming the field, or -ENOMEM. */
 static int curve_read(const memstub_trace *t, int64_t *calls, int64_t *span, int64_t *stride,
                       int64_t **w, int64_t *nw, memstub_error *err) {
-  const char *v = memstub_trace_get_meta(t, MS__TL_REF_REGION_CURVE), *p = v;
+  const char *v = memstub_trace_get_meta(t, MS__TL_REF_CURVE), *p = v;
   if (w) *w = NULL;
   *nw = 0;
   if (!v) return 0;
@@ -133,7 +133,7 @@ static int curve_read(const memstub_trace *t, int64_t *calls, int64_t *span, int
     if (ms__parse_i64(p, len, &x) < 0 || x < 0) {
       free(out);
       return memstub_error_set(err, -EINVAL, "metadata %s: field %d: '%.*s' is not a count (>= 0)",
-                               MS__TL_REF_REGION_CURVE, k + 1, (int)(len > 24 ? 24 : len), p);
+                               MS__TL_REF_CURVE, k + 1, (int)(len > 24 ? 24 : len), p);
     }
     p += len;
     if (k < 3) {
@@ -146,7 +146,7 @@ static int curve_read(const memstub_trace *t, int64_t *calls, int64_t *span, int
     if (why) {
       free(out);
       return memstub_error_set(err, -EINVAL, "metadata %s: field %d: %lld %s",
-                               MS__TL_REF_REGION_CURVE, k + 1, (long long)x, why);
+                               MS__TL_REF_CURVE, k + 1, (long long)x, why);
     }
     prev = x;
     if (w && n == cap) {
@@ -165,12 +165,13 @@ static int curve_read(const memstub_trace *t, int64_t *calls, int64_t *span, int
     return memstub_error_set(err, -EINVAL,
                              "metadata %s: '%.40s' is not CALLS SPAN STRIDE and at least one time, "
                              "each >= 1",
-                             MS__TL_REF_REGION_CURVE, v);
+                             MS__TL_REF_CURVE, v);
   }
   *calls = head[0], *span = head[1], *stride = head[2], *nw = n;
   if (w) *w = out;
   return 1;
 }
+
 
 // The trace's allocator calls over its rows (negative counts, refused later, as 0).
 static double trace_calls(const memstub_trace *t) {
@@ -182,6 +183,26 @@ static double trace_calls(const memstub_trace *t) {
       if (memstub_trace_extra_row(t, i)[c] > 0) n += (double)memstub_trace_extra_row(t, i)[c];
   }
   return n;
+}
+
+/* The clock at the calls (MS__TL_REF_CURVE) for a fit whose trace is the
+ * span the reference run timed (one: not a region of several occurrences):
+ * the rows are placed by it when the reference counted the calls the trace
+ * has (within 1 %: a run may differ a little), else tl->curve_unused says
+ * why not. 0, or -EINVAL naming the field of a curve that is none. */
+static int curve_use(const memstub_trace *t, ms__timeline *tl, int one, memstub_error *err) {
+  int64_t kc, ks, kst, kn;
+  int rc = curve_read(t, &kc, &ks, &kst, NULL, &kn, err);
+  if (rc <= 0) return rc;
+  double have = trace_calls(t);
+  if (!one)
+    tl->curve_unused = "the clock at the calls is of one occurrence, the span of several";
+  else if (fabs(have - (double)kc) > 0.01 * (double)kc)
+    tl->curve_unused = "the reference run counted another number of calls than the trace has: "
+                       "the cost taken out evenly per call";
+  else
+    tl->curve_points = kn, tl->curve_calls = kc;
+  return 0;
 }
 
 int ms__timeline_model(const memstub_trace *t, ms__timeline *tl, memstub_error *err) {
@@ -262,20 +283,7 @@ int ms__timeline_model(const memstub_trace *t, ms__timeline *tl, memstub_error *
     tl->cpu_per_call = tl->wall_per_call =
         fit(tl, (double)total, (double)tl->ref_cpu_ns, samples, trace_calls(t));
     tl->wait_scale = waits > 0 ? (double)(rwall - tl->ref_cpu_ns) / (double)waits : 1.0;
-    /* The clock at the calls, of one occurrence recorded and timed: the
-     * rows are placed by it when the reference counted the calls the
-     * trace has (within 1 %: a run may differ a little). */
-    int64_t kc, ks, kst, kn;
-    if ((rc = curve_read(t, &kc, &ks, &kst, NULL, &kn, err)) < 0) return rc;
-    double have = trace_calls(t);
-    if (rc == 1 && rocc != 1)
-      tl->curve_unused = "the clock at the calls is of one occurrence, the span of several";
-    else if (rc == 1 && fabs(have - (double)kc) > 0.01 * (double)kc)
-      tl->curve_unused = "the reference run counted another number of calls than the trace has: "
-                         "the cost taken out evenly per call";
-    else if (rc == 1)
-      tl->curve_points = kn, tl->curve_calls = kc;
-    return 0;
+    return curve_use(t, tl, rocc == 1, err);
   }
   if ((tl->threads = process_threads(t)) > 0 && tl->ref_cpu_ns >= 0 && tl->rec_cpu_ns >= 0 &&
       ccol >= 0) {
@@ -317,6 +325,7 @@ int ms__timeline_model(const memstub_trace *t, ms__timeline *tl, memstub_error *
         fit(tl, (double)total, (double)tl->ref_cpu_ns, samples, trace_calls(t));
     int64_t waits = rows_waiting(t, ccol);
     tl->wait_scale = waits > 0 ? (double)ref_wait / (double)waits : 1.0;
+    if ((rc = curve_use(t, tl, 1, err)) < 0) return rc;
   } else if (cpu && rec_wait > 0 && ref_wait >= 0) {
     tl->cpu_per_call = tl->wall_per_call =
         fit(tl, (double)tl->rec_cpu_ns, (double)tl->ref_cpu_ns, samples, e);
@@ -573,8 +582,8 @@ void ms__timeline_describe(const ms__timeline *tl, char *buf, size_t cap) {
                     tl->cpu_scale, tl->wait_scale, rec, tgt);
     else if (n >= 0 && (size_t)n < cap && tl->curve_points > 0)
       n += snprintf(buf + n, cap - (size_t)n,
-                    "each row placed at the reference's time of its calls (the clock of the run "
-                    "nearest the median at %lld points of its %lld calls); %s recorded, %s after",
+                    "each row placed at the reference's time of its calls (a reference run's "
+                    "clock at %lld points of its %lld calls); %s recorded, %s after",
                     (long long)tl->curve_points, (long long)tl->curve_calls, rec, tgt);
     else if (n >= 0 && (size_t)n < cap && tl->wait_scale >= 0)
       n += snprintf(buf + n, cap - (size_t)n,

@@ -32,7 +32,7 @@
  * calls, "CALLS SPAN STRIDE W0 W1 ...": the calls the followed thread made
  * in the occurrence, its span (ns), and the wall time since its begin at
  * call 0, STRIDE, 2 STRIDE, ... (recorder/times.c). */
-#define MS__TL_REF_REGION_CURVE "reference.region_curve"
+#define MS__TL_REF_CURVE "reference.curve"
 #define MS__TL_OUT_WALL "outside.wall_ns"  // the kept recording, from outside
 #define MS__TL_OUT_CPU "outside.cpu_ns"
 #define MS__TL_REP_RECORDINGS "repeat.recordings"
@@ -64,7 +64,7 @@ typedef struct ms__timeline {
    * or there was none): they timed another number of occurrences than the
    * recording had. */
   const char *region_unused;
-  /* The reference run's clock at the calls (MS__TL_REF_REGION_CURVE) places
+  /* The reference run's clock at the calls (MS__TL_REF_CURVE) places
    * each row: its points, and the calls it counted; curve_unused says why a
    * curve given was not used (NULL: it was, or there was none). */
   int64_t curve_points, curve_calls;

@@ -114,8 +114,8 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (nodes <= 0 || value_bytes <= 0 || beside_mib <= 0 || passes <= 0) {
-    fprintf(stderr, "host: every number must be > 0\n");
+  if (nodes <= 0 || value_bytes <= 0 || beside_mib < 0 || passes <= 0) {
+    fprintf(stderr, "host: every number must be > 0 (--beside-mib 0: no beside thread)\n");
     return 2;
   }
   int64_t t0 = host_now_ns();

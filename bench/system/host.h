@@ -152,9 +152,10 @@ static void *host_beside_main(void *arg) {
   return NULL;
 }
 
-// Start the beside thread and wait until its working set is in place.
+// Start the beside thread and wait until its working set is in place (bytes 0: no thread).
 static inline void host_beside_start(host_beside *b, size_t bytes, int passes) {
   memset(b, 0, sizeof *b);
+  if (bytes == 0) return;
   b->bytes = bytes;
   b->passes = passes;
   pthread_mutex_init(&b->mu, NULL);
@@ -169,6 +170,7 @@ static inline void host_beside_start(host_beside *b, size_t bytes, int passes) {
 }
 
 static inline void host_beside_join(host_beside *b) {
+  if (b->bytes == 0) return;
   pthread_mutex_lock(&b->mu);
   b->done = 1;
   pthread_cond_broadcast(&b->cv);
