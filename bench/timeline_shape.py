@@ -3,9 +3,9 @@
 issue 31). bench/system's hash host is recorded with `--function
 hash_component --repeat 3 --reference 3` (its reference runs time the
 component and read the clock every so many of its allocator calls:
-reference.curve), and again whole with `--repeat 3 --reference 3` (one run
-more reads the clock at the main thread's calls). Two stubs are made from
-each trace: with the curve (each row placed at the reference's time of its
+reference.curve), and again whole with `--repeat 3 --reference 3` (after
+each reference run, one run more reads the clock at the main thread's
+calls). Two stubs are made from each trace: with the curve (each row placed at the reference's time of its
 calls) and without it (the curve's line taken out: the recorder's cost taken
 out evenly per call). Then the real host and both stubs alternate REPEATS
 times. The real component's phases (its table built, looked up, torn down)
@@ -180,9 +180,9 @@ def main():
                        "teardown (400k frees, then the buckets)", "in all"), True)
     out.append("\n```\ncurve: %s\neven:  %s\n```\n" % (lines["curve"], lines["even"]))
     out.append("## The whole host, recorded with the defaults\n")
-    out.append("The same host recorded whole (`memstub record --repeat 3 --reference 3`: one run "
-               "more reads the clock at the main thread's calls): %d calls, a span of %.1f ms, read "
-               "every %d calls (%d points). The real host's phases from main's start (its before "
+    out.append("The same host recorded whole (`memstub record --repeat 3 --reference 3`: after "
+               "each reference run one run more reads the clock at the main thread's calls): %d "
+               "calls, a span of %.1f ms, read every %d calls (%d points). The real host's phases from main's start (its before "
                "phase and the build, as the host times them; `total_ms` for all); a stub's from its "
                "first point.\n" % (wc[0], wc[1] / 1e6, wc[2], wc[3]))
     out += table(wres, ("to the heap's peak (the host's before phase and the build)",

@@ -90,7 +90,10 @@ static const ms_cli_option options[] = {
      "also run PROGRAM N times without the recorder\n"
      "(alternating with the recordings) and write its wall\n"
      "and CPU time, and the recording's, to the trace's\n"
-     "metadata: memstub gen fits the stub's timeline to them"},
+     "metadata: memstub gen fits the stub's timeline to them;\n"
+     "with the recorder loaded, not recording, their clock at\n"
+     "the calls too (a region's in those runs, a whole run's\n"
+     "in N runs more), by which gen places the trace's rows"},
     {"quiet", 'q', NULL, "no summary"},
     {0}};
 

@@ -314,6 +314,17 @@ static void curve_figures(char *m, size_t cap, size_t *n, long long nref, const 
   free(sum), free(w);
 }
 
+/* A whole run's clock at the calls (the runs clk[0..nref) that read it)
+ * into the metadata at m + *n: their curves averaged, times their median
+ * span. */
+static void whole_clock(char *m, size_t cap, size_t *n, long long nref, const rec_run *clk) {
+  long long *s = malloc((size_t)nref * sizeof *s), k = 0, lo, hi;
+  for (long long i = 0; s && i < nref; i++)
+    if (clk[i].curve && clk[i].region_occ == 1) s[k++] = clk[i].region_wall_ns;
+  if (k > 0) curve_figures(m, cap, n, nref, clk, median(s, k, &lo, &hi));
+  free(s);
+}
+
 /* The regions' span in the nref reference runs, when every run timed the
  * same number of occurrences, into the metadata at m + *n (of cap bytes,
  * room for any run's curve); *rw its median wall time, -1 when there is
@@ -344,12 +355,13 @@ static void region_figures(char *m, size_t cap, size_t *n, long long nref, const
  * exit status. */
 static int write_figures(const rec_opts *o, const char *abs, long long nrec, int k,
                          const long long *dur, const rec_run *rec, long long nref,
-                         const rec_run *ref, const char *whole_curve) {
+                         const rec_run *ref, const rec_run *clk) {
   size_t cap = 2048 + (size_t)nrec * 24;
   // Room for a curve of as many points as the longest, each up to 20 digits.
   for (long long i = 0; i < nref; i++)
     if (ref[i].curve) cap += 21 * strlen(ref[i].curve) / 2 + 64;
-  if (whole_curve) cap += strlen(whole_curve) + 64;
+  for (long long i = 0; clk && i < nref; i++)
+    if (clk[i].curve) cap += 21 * strlen(clk[i].curve) / 2 + 64;
   char *m = malloc(cap), d[32], e[32], f[32], g[32];
   if (!m) return ms_cli_error("out of memory");
   size_t n = 0;
@@ -377,8 +389,7 @@ static int write_figures(const rec_opts *o, const char *abs, long long nrec, int
                           MS__TL_REF_RUNS, nref, MS__TL_REF_WALL, wm, MS__TL_REF_WALL_RANGE, wlo,
                           whi, MS__TL_REF_CPU, cm, MS__TL_REF_CPU_RANGE, clo, chi);
     region_figures(m, cap, &n, nref, ref, &rw);
-    if (whole_curve)
-      n += (size_t)snprintf(m + n, cap - n, "# %s: %s\n", MS__TL_REF_CURVE, whole_curve);
+    if (clk) whole_clock(m, cap, &n, nref, clk);
   }
   int rc = add_meta(abs, o->out, m);
   free(m);
@@ -407,10 +418,10 @@ static int write_figures(const rec_opts *o, const char *abs, long long nrec, int
                   "recorder loaded, not recording): %s from the first one's begin to the last "
                   "one's end (memstub gen sets the trace's totals to theirs)",
                   nref, ms__fmt_ns(rw, d, sizeof d));
-    else if (whole_curve)
-      ms_cli_note("--reference %lld: and one run more with the recorder loaded, not recording, "
-                  "to read its clock at the main thread's allocator calls (memstub gen places "
-                  "the rows by it)",
+    else if (clk)
+      ms_cli_note("--reference %lld: and after each, one run more with the recorder loaded, not "
+                  "recording, to read its clock at the main thread's allocator calls (memstub gen "
+                  "places the rows by their average)",
                   nref);
     else if (regions_timed(nref, ref))
       ms_cli_note("--reference %lld: the regions the trace covers were not timed the same in "
@@ -440,7 +451,7 @@ int ms_record_repeat(int argc, char **argv, const rec_opts *o) {
   const char *pre = getenv("LD_PRELOAD");
   char *preload = pre ? ms__strdup(pre) : NULL;
   long long *dur = calloc((size_t)nrec, sizeof *dur);
-  rec_run *rec = calloc((size_t)nrec, sizeof *rec), *ref = calloc((size_t)(nref + 1), sizeof *ref);
+  rec_run *rec = calloc((size_t)nrec, sizeof *rec), *ref = calloc((size_t)(2 * nref + 1), sizeof *ref);
   if (!env || (pre && !preload) || !dur || !rec || !ref) {
     env_free(env), free(preload), free(dur), free(rec), free(ref);
     return ms_cli_error("out of memory");
@@ -450,7 +461,8 @@ int ms_record_repeat(int argc, char **argv, const rec_opts *o) {
   int ref_failed = 0;  // a run without the recorder failed (no reference) or was interrupted
                        // (the runs so far): the exit status 1
   // A recording of regions: the reference runs time them too (recorder/times.c).
-  // A whole run: one run more times its calls (the clock at them), the others stay pure.
+  // A whole run: after each reference run, one run more reads its clock at the calls
+  // (into ref[nref + i]); the reference runs stay pure.
   char lib[PATH_MAX], *times = NULL;
   char **tenv = NULL, **wenv = NULL;
   int regions = nref > 0 && ms_record_regions(o);
@@ -474,6 +486,15 @@ int ms_record_repeat(int argc, char **argv, const rec_opts *o) {
       st = reference_run(o, tenv ? tenv : env, (int)i + 1, tenv ? times : NULL, &ref[i]);
       if (st == 1) ref_failed = 1, refs = 0, st = MS_EXIT_OK;  // said: no reference written
       else if (st == 0) refs++;
+      if (st == 0 && wenv && !ref_failed) {
+        if (in >= 0) lseek(0, in, SEEK_SET);
+        st = reference_run(o, wenv, (int)(nref + i + 1), times, &ref[nref + i]);
+        if (st == 1) {  // said: that run's clock is left out
+          free(ref[nref + i].curve);
+          ref[nref + i].curve = NULL;
+          st = MS_EXIT_OK;
+        }
+      }
       if (st == 3) {  // interrupted: the runs so far
         st = MS_EXIT_OK;
         ref_failed = 1;
@@ -497,12 +518,6 @@ int ms_record_repeat(int argc, char **argv, const rec_opts *o) {
     files(abs, (int)i, ASIDE);
     done++;
   }
-  if (wenv && st == MS_EXIT_OK && failed < 0 && !ref_failed && refs == nref) {
-    if (in >= 0) lseek(0, in, SEEK_SET);
-    int w = reference_run(o, wenv, (int)nref + 1, times, &ref[nref]);
-    if (w == 3) st = MS_EXIT_OK, ref_failed = 1;  // interrupted: said
-    else if (w != 0) st = w == 1 ? MS_EXIT_OK : w;  // failed: said, and no clock at the calls
-  }
   int kept = -1;
   if (failed >= 0) {
     ms_cli_warn("%s: recording %d of %lld failed: its trace is left as a single recording leaves "
@@ -524,7 +539,7 @@ int ms_record_repeat(int argc, char **argv, const rec_opts *o) {
     if (i != kept) files(abs, i, DROP);
   if (kept >= 0) {
     int rc = write_figures(o, abs, done, kept, dur, rec, refs, ref,
-                           wenv && refs == nref && ref[nref].region_occ == 1 ? ref[nref].curve : NULL);
+                           wenv && refs == nref ? ref + nref : NULL);
     // Its warnings and checks even with -q, as a single recording's (the
     // recordings themselves were not summarised: cmd_record.c after_run).
     if (rc == 0) rc = ms_record_summarise(o, abs);
@@ -532,7 +547,7 @@ int ms_record_repeat(int argc, char **argv, const rec_opts *o) {
   }
   if (st == MS_EXIT_OK && ref_failed) st = MS_EXIT_CHECK;
   if (preload) setenv("LD_PRELOAD", preload, 1);
-  for (long long i = 0; i <= nref; i++) free(ref[i].curve);
+  for (long long i = 0; i < 2 * nref; i++) free(ref[i].curve);
   env_free(env), env_free(tenv), env_free(wenv), free(times), free(preload), free(dur), free(rec), free(ref);
   return st;
 }
