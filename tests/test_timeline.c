@@ -292,11 +292,11 @@ START_TEST(test_gen_regions_cpu_ahead) {
 }
 END_TEST
 
-/* The reference run's clock at the calls places each row: a build of 250
+/* The reference run's clock at the calls places each row: a build of 1000
  * mallocs that took 0.2 ms unrecorded (the curve's first five points), 1
- * ms without calls, 250 frees over 0.8 ms; recorded 1 ms each. The even
- * cut gives the build 0.5 ms; the curve about 0.25 (the anchors are 50
- * calls apart: the build's last 49 calls share the stretch up to the
+ * ms without calls, 1000 frees over 0.8 ms; recorded 1 ms each. The even
+ * cut gives the build 0.5 ms; the curve about 0.25 (the anchors are 200
+ * calls apart: the build's last 199 calls share the stretch up to the
  * first free's). A curve whose calls are not the trace's is left out and
  * said; one that is not a curve is refused, naming its field. */
 #define CURVE_TRACE(curve)                          \
@@ -315,12 +315,12 @@ END_TEST
   "# reference.curve: " curve "\n"           \
   "time_ns,stack_bytes,heap_bytes,cpu_ns,calls_malloc_tiny,calls_free_tiny\n" \
   "0,0,0,0,0,0\n"                                   \
-  "1000000,0,100,1000000,250,0\n"                   \
+  "1000000,0,100,1000000,1000,0\n"                  \
   "2000000,0,120,2000000,0,0\n"                     \
-  "3000000,0,0,3000000,0,250\n"
+  "3000000,0,0,3000000,0,1000\n"
 START_TEST(test_gen_regions_curve) {
   static const char text[] = CURVE_TRACE(
-      "500 2000000 50 0 40000 80000 120000 160000 1200000 1360000 1520000 1680000 1840000");
+      "2000 2000000 200 0 40000 80000 120000 160000 1200000 1360000 1520000 1680000 1840000");
   memstub_gen *g = NULL;
   memstub_error err = {0};
   ck_assert_msg(build(text, &g, &err) == 0, "%s", err.msg);
@@ -335,11 +335,11 @@ START_TEST(test_gen_regions_curve) {
   ck_assert_msg(llabs(cpu - 2000000) <= 4 && g->cpu[0] <= d1, "CPU %lld ns: %s", (long long)cpu,
                 g->timeline);
   ck_assert_msg(strstr(g->timeline, "each row placed at the reference's time of its calls (a "
-                                    "reference run's clock at 10 points of its 500 calls)"),
+                                    "reference run's clock at 10 points of its 2000 calls)"),
                 "%s", g->timeline);
   memstub_gen_free(g);
   // Another count of calls: the even cut, and why.
-  static const char other[] = CURVE_TRACE("900 2000000 100 0 40000");
+  static const char other[] = CURVE_TRACE("1900 2000000 100 0 40000");
   ck_assert_msg(build(other, &g, &err) == 0, "%s", err.msg);
   ck_assert_int_eq(g->stub.use[0].time, 500000);
   ck_assert_msg(strstr(g->timeline, "the clock at the calls not used: the reference run counted "
@@ -347,9 +347,9 @@ START_TEST(test_gen_regions_curve) {
                 "%s", g->timeline);
   memstub_gen_free(g);
   static const char *const bad[][2] = {
-      {CURVE_TRACE("500 2000000 50 0 40000 30000"), "field 6: 30000 is before the time before it"},
-      {CURVE_TRACE("500 2000000 50 0 2500000"), "field 5: 2500000 is beyond the span"},
-      {CURVE_TRACE("500 2000000 50 0 x"), "field 5: 'x' is not a count"},
+      {CURVE_TRACE("2000 2000000 50 0 40000 30000"), "field 6: 30000 is before the time before it"},
+      {CURVE_TRACE("2000 2000000 50 0 2500000"), "field 5: 2500000 is beyond the span"},
+      {CURVE_TRACE("2000 2000000 50 0 x"), "field 5: 'x' is not a count"},
       {CURVE_TRACE("100 2000000 50 0 1 2 3"), "field 7: 3 is a point beyond the calls counted"},
       {CURVE_TRACE("500 2000000"), "is not CALLS SPAN STRIDE and at least one time"},
       {CURVE_TRACE("0 2000000 50 0"), "is not CALLS SPAN STRIDE and at least one time"},

@@ -376,21 +376,24 @@ static int curve_rows(const memstub_trace *t, ms__timeline *tl, const int64_t *n
     free(w), free(cum), free(ax), free(ay);
     return memstub_error_set(err, -ENOMEM, "out of memory");
   }
+  /* The fitted cost per call is the recorder's only with many calls: over
+   * liblzma's 39 it is the run's slowing (5 ms a call), not theirs. */
   cum[0] = (double)ncalls[0], at[0] = 0;
+  double per = kc >= MS__TL_FEW_CALLS ? tl->cpu_per_call : 0;
   for (size_t i = 1; i < n; i++) {
     double d = (double)(t->pts[i].time_ns - t->pts[i - 1].time_ns),
-           a = d - (double)ncalls[i] * tl->cpu_per_call;
+           a = d - (double)ncalls[i] * per;
     cum[i] = cum[i - 1] + (double)ncalls[i];
     at[i] = at[i - 1] + (a > d / 20 ? a : d / 20);
   }
   double total = cum[n - 1], r_end = at[n - 1];
-  double f = (double)tl->ref_wall_ns / (double)ks, per = total / (double)kc;
+  double f = (double)tl->ref_wall_ns / (double)ks, scale = total / (double)kc;
   // Anchors (recorded time, reference time): the start, each point's call, the end.
   int64_t na = 0;
   ax[na] = 0, ay[na++] = 0;
   size_t i = 0;
   for (int64_t j = 0; j < kn; j++) {
-    double x = ((double)(j * kst) + 1) * per;  // the call, 1-based, in the trace's count
+    double x = ((double)(j * kst) + 1) * scale;  // the call, 1-based, in the trace's count
     if (x > total) break;
     while (i < n && cum[i] < x) i++;
     if (i >= n) break;
