@@ -15,13 +15,32 @@
 
 #define NC MEMSTUB_WORK_CALLS
 
+/* Arithmetic on figures from outside (metadata, rows) that cannot
+ * overflow: sums and differences saturate at the int64 range, and a
+ * double is rounded into [0, 2^53] (a row of 104 days; a scale or a cost
+ * so absurd that it goes beyond is cut there, and the trace's timeline
+ * refused: ms__timeline_trace). */
+#define MS__TL_MAX_NS ((int64_t)1 << 53)
+static int64_t sadd(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
+}
+static int64_t ssub(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_sub_overflow(a, b, &r) ? (b < 0 ? INT64_MAX : INT64_MIN) : r;
+}
+static int64_t rnd(double v) {
+  if (!(v > 0)) return 0;  // negative, or NaN
+  return v >= (double)MS__TL_MAX_NS ? MS__TL_MAX_NS : llround(v);
+}
+
 // A recorder's metadata value as a number >= 0, or 0 when absent or not a
-// number ("not measured").
+// number ("not measured"); 2^53 at most.
 static double meta_num(const memstub_trace *t, const char *key) {
   const char *v = memstub_trace_get_meta(t, key);
   double d;
   if (!v || ms__parse_double(v, &d) < 0 || !(d >= 0)) return 0;
-  return d;
+  return d < (double)MS__TL_MAX_NS ? d : (double)MS__TL_MAX_NS;  // beyond: absurd, and cut
 }
 
 /* A count of ns memstub record wrote (reference.*, outside.*) into *out:
@@ -30,9 +49,10 @@ static int meta_ns(const memstub_trace *t, const char *key, int64_t *out, memstu
   const char *v = memstub_trace_get_meta(t, key);
   *out = -1;
   if (!v) return 0;
+  char q[MS__QUOTE_MAX + 4];
   if (ms__parse_i64(v, strlen(v), out) < 0 || *out < 0)
     return memstub_error_set(err, -EINVAL, "metadata %s: '%s' is not a count of ns (>= 0)", key,
-                             v);
+                             ms__quote(v, strlen(v), 24, q));
   return 1;
 }
 
@@ -107,9 +127,9 @@ static void fit_process(ms__timeline *tl, double samples) {
 static int64_t rows_waiting(const memstub_trace *t, int ccol) {
   int64_t w = 0;
   for (size_t i = 1; ccol >= 0 && i < t->n; i++) {
-    int64_t d = t->pts[i].time_ns - t->pts[i - 1].time_ns;
-    int64_t c = memstub_trace_extra_row(t, i)[ccol] - memstub_trace_extra_row(t, i - 1)[ccol];
-    if (d > c) w += d - c;
+    int64_t d = ssub(t->pts[i].time_ns, t->pts[i - 1].time_ns);
+    int64_t c = ssub(memstub_trace_extra_row(t, i)[ccol], memstub_trace_extra_row(t, i - 1)[ccol]);
+    if (d > c) w = sadd(w, ssub(d, c));
   }
   return w;
 }
@@ -131,9 +151,10 @@ static int curve_read(const memstub_trace *t, int64_t *calls, int64_t *span, int
     size_t len = strcspn(p, " ");
     int64_t x;
     if (ms__parse_i64(p, len, &x) < 0 || x < 0) {
+      char q[MS__QUOTE_MAX + 4];
       free(out);
-      return memstub_error_set(err, -EINVAL, "metadata %s: field %d: '%.*s' is not a count (>= 0)",
-                               MS__TL_REF_CURVE, k + 1, (int)(len > 24 ? 24 : len), p);
+      return memstub_error_set(err, -EINVAL, "metadata %s: field %d: '%s' is not a count (>= 0)",
+                               MS__TL_REF_CURVE, k + 1, ms__quote(p, len, 24, q));
     }
     p += len;
     if (k < 3) {
@@ -161,11 +182,12 @@ static int curve_read(const memstub_trace *t, int64_t *calls, int64_t *span, int
     n++;
   }
   if (n == 0 || head[0] < 1 || head[1] < 1 || head[2] < 1) {  // (head set when n > 0)
+    char q[MS__QUOTE_MAX + 4];
     free(out);
     return memstub_error_set(err, -EINVAL,
-                             "metadata %s: '%.40s' is not CALLS SPAN STRIDE and at least one time, "
+                             "metadata %s: '%s' is not CALLS SPAN STRIDE and at least one time, "
                              "each >= 1",
-                             MS__TL_REF_CURVE, v);
+                             MS__TL_REF_CURVE, ms__quote(v, strlen(v), 40, q));
   }
   *calls = head[0], *span = head[1], *stride = head[2], *nw = n;
   if (w) *w = out;
@@ -229,7 +251,7 @@ int ms__timeline_model(const memstub_trace *t, ms__timeline *tl, memstub_error *
   if (mem > 0) samples += mem * meta_num(t, "record.cost_ns_per_memory_sample");
   int64_t total = 0;  // the trace's CPU time
   if (ccol >= 0 && t->n > 1) {
-    total = memstub_trace_extra_row(t, t->n - 1)[ccol] - memstub_trace_extra_row(t, 0)[ccol];
+    total = ssub(memstub_trace_extra_row(t, t->n - 1)[ccol], memstub_trace_extra_row(t, 0)[ccol]);
     if (total > 0) tl->per_cpu_ns = samples / (double)total;
     if (tl->per_cpu_ns > 0.5) tl->per_cpu_ns = 0.5;  // a figure that absurd is not believed
   }
@@ -275,7 +297,7 @@ int ms__timeline_model(const memstub_trace *t, ms__timeline *tl, memstub_error *
   }
   if (rwall > 0 && rcpu >= 0 && ccol >= 0 && reg && strncmp(reg, "none", 4) != 0 &&
       memstub_trace_column(t, "thread") < 0 && t->n > 1) {
-    int64_t span = t->pts[t->n - 1].time_ns - t->pts[0].time_ns, waits = rows_waiting(t, ccol);
+    int64_t span = ssub(t->pts[t->n - 1].time_ns, t->pts[0].time_ns), waits = rows_waiting(t, ccol);
     tl->kind = MS__TL_FITTED;
     tl->whole = tl->region = 1;
     tl->ref_wall_ns = rwall, tl->ref_cpu_ns = rcpu < rwall ? rcpu : rwall;
@@ -381,7 +403,7 @@ static int curve_rows(const memstub_trace *t, ms__timeline *tl, const int64_t *n
   cum[0] = (double)ncalls[0], at[0] = 0;
   double per = kc >= MS__TL_FEW_CALLS ? tl->cpu_per_call : 0;
   for (size_t i = 1; i < n; i++) {
-    double d = (double)(t->pts[i].time_ns - t->pts[i - 1].time_ns),
+    double d = (double)ssub(t->pts[i].time_ns, t->pts[i - 1].time_ns),
            a = d - (double)ncalls[i] * per;
     cum[i] = cum[i - 1] + (double)ncalls[i];
     at[i] = at[i - 1] + (a > d / 20 ? a : d / 20);
@@ -416,24 +438,24 @@ static int curve_rows(const memstub_trace *t, ms__timeline *tl, const int64_t *n
     double y = ax[a + 1] > ax[a] ? ay[a] + (ay[a + 1] - ay[a]) * (r - ax[a]) / (ax[a + 1] - ax[a])
                                  : ay[a + 1];
     if (y > ay[a + 1]) y = ay[a + 1];
-    int64_t end = llround(y);
+    int64_t end = rnd(y);
     if (end < prev) end = prev;
-    double d = (double)(t->pts[k].time_ns - t->pts[k - 1].time_ns);
+    double d = (double)ssub(t->pts[k].time_ns, t->pts[k - 1].time_ns);
     int64_t nd = end - prev;
-      cpu[k] = d > 0 ? llround((double)cpu[k] * (double)nd / d) : 0;
+      cpu[k] = d > 0 ? rnd((double)cpu[k] * (double)nd / d) : 0;
     if (cpu[k] > nd) cpu[k] = nd;
     dt[k] = nd;
     prev = end;
-    tl->target_ns += nd;
-    tl->target_cpu_ns += cpu[k];
+    tl->target_ns = sadd(tl->target_ns, nd);
+    tl->target_cpu_ns = sadd(tl->target_cpu_ns, cpu[k]);
   }
   if (tl->ref_cpu_ns >= 0 && tl->target_cpu_ns > 0) {
     double g = (double)tl->ref_cpu_ns / (double)tl->target_cpu_ns;
     tl->target_cpu_ns = 0;
     for (size_t k = 1; k < n; k++) {
-      int64_t c = llround((double)cpu[k] * g);
+      int64_t c = rnd((double)cpu[k] * g);
       cpu[k] = c > dt[k] ? dt[k] : c;
-      tl->target_cpu_ns += cpu[k];
+      tl->target_cpu_ns = sadd(tl->target_cpu_ns, cpu[k]);
     }
   }
   tl->removed_ns = tl->recorded_ns - tl->target_ns;
@@ -455,11 +477,11 @@ int ms__timeline_rows(const memstub_trace *t, ms__timeline *tl, int64_t *dt, int
     return memstub_error_set(err, -ENOMEM, "out of memory");
   for (int k = 0; ncalls && k < NC; k++)
     if (kcol[k] >= 0 && memstub_trace_extra_row(t, 0)[kcol[k]] > 0)
-      ncalls[0] += memstub_trace_extra_row(t, 0)[kcol[k]];
+      ncalls[0] = sadd(ncalls[0], memstub_trace_extra_row(t, 0)[kcol[k]]);
   for (size_t i = 1; i < t->n; i++) {
     const int64_t *e = memstub_trace_extra_row(t, i), *e0 = memstub_trace_extra_row(t, i - 1);
-    int64_t d = t->pts[i].time_ns - t->pts[i - 1].time_ns;
-    int64_t c = ccol >= 0 ? e[ccol] - e0[ccol] : 0;
+    int64_t d = ssub(t->pts[i].time_ns, t->pts[i - 1].time_ns);
+    int64_t c = ccol >= 0 ? ssub(e[ccol], e0[ccol]) : 0;
     if (c < 0) {
       free(ncalls);
       return memstub_error_set(err, -EINVAL, "row %zu: cpu_ns decreases from %lld to %lld", i + 1,
@@ -473,10 +495,10 @@ int ms__timeline_rows(const memstub_trace *t, ms__timeline *tl, int64_t *dt, int
         return memstub_error_set(err, -EINVAL, "row %zu: %s: negative count %lld", i + 1,
                                  cols[k], (long long)v);
       }
-      calls += v;
+      calls = sadd(calls, v);
     }
-    tl->recorded_ns += d;
-    tl->recorded_cpu_ns += c;
+    tl->recorded_ns = sadd(tl->recorded_ns, d);
+    tl->recorded_cpu_ns = sadd(tl->recorded_cpu_ns, c);
     if (ncalls) {  // placed below, by the clock at the calls
       ncalls[i] = calls;
       cpu[i] = c > d ? d : c;
@@ -484,29 +506,29 @@ int ms__timeline_rows(const memstub_trace *t, ms__timeline *tl, int64_t *dt, int
     }
     // The recorder's cost out of the interval and out of its CPU time.
     double s = (double)c * tl->per_cpu_ns;
-    int64_t oc = (int64_t)llround((double)calls * tl->cpu_per_call + s);
+    int64_t oc = rnd((double)calls * tl->cpu_per_call + s);
     if (tl->wait_scale >= 0) {
       // The CPU time less the recorder's, and the waiting scaled to the reference's.
       if (c > d) c = d;  // CPU beyond the wall time: a rounding of the clocks
       int64_t c2 = c > oc ? c - oc : 0, d2;
-      if (calls > 0 && 10 * c2 < c) tl->thin_rows++, tl->thin_cpu_ns += c;
-      if (tl->cpu_scale > 0) c2 = llround((double)c2 * tl->cpu_scale);
-      d2 = c2 + llround((double)(d - c) * tl->wait_scale);
-      tl->removed_ns += d - d2;
+      if (calls > 0 && 10 * c2 < c) tl->thin_rows++, tl->thin_cpu_ns = sadd(tl->thin_cpu_ns, c);
+      if (tl->cpu_scale > 0) c2 = rnd((double)c2 * tl->cpu_scale);
+      d2 = sadd(c2, rnd((double)(d - c) * tl->wait_scale));
+      tl->removed_ns = sadd(tl->removed_ns, ssub(d, d2));
       d = d2;
       c = c2;
     } else {
-      int64_t ow = (int64_t)llround((double)calls * tl->wall_per_call + s);
+      int64_t ow = rnd((double)calls * tl->wall_per_call + s);
       if (ow > d) ow = d;
       d -= ow;
-      tl->removed_ns += ow;
+      tl->removed_ns = sadd(tl->removed_ns, ow);
       c = c > oc ? c - oc : 0;
       if (c > d) c = d;  // CPU beyond the wall time: a rounding of the clocks
     }
     dt[i] = d;
     cpu[i] = c;
-    tl->target_ns += d;
-    tl->target_cpu_ns += c;
+    tl->target_ns = sadd(tl->target_ns, d);
+    tl->target_cpu_ns = sadd(tl->target_cpu_ns, c);
   }
   if (ncalls) {
     int rc = curve_rows(t, tl, ncalls, dt, cpu, err);
@@ -523,12 +545,12 @@ int ms__timeline_rows(const memstub_trace *t, ms__timeline *tl, int64_t *dt, int
     double f = (double)tl->ref_cpu_ns / (double)tl->target_cpu_ns;
     tl->target_ns = tl->target_cpu_ns = 0;
     for (size_t i = 1; i < t->n; i++) {
-      int64_t c = llround((double)cpu[i] * f);
-      dt[i] -= cpu[i] - c;
-      tl->removed_ns += cpu[i] - c;
+      int64_t c = rnd((double)cpu[i] * f);
+      dt[i] = ssub(dt[i], ssub(cpu[i], c));
+      tl->removed_ns = sadd(tl->removed_ns, ssub(cpu[i], c));
       cpu[i] = c;
-      tl->target_ns += dt[i];
-      tl->target_cpu_ns += c;
+      tl->target_ns = sadd(tl->target_ns, dt[i]);
+      tl->target_cpu_ns = sadd(tl->target_cpu_ns, c);
     }
   }
   return 0;
@@ -631,7 +653,7 @@ int ms__timeline_trace(const memstub_trace *t, memstub_trace **out, ms__timeline
   int rc = ms__timeline_model(t, tl, err);
   if (rc < 0 || tl->kind == MS__TL_RECORDED) {
     if (rc == 0) {  // the durations, for the caller's line
-      tl->recorded_ns = tl->target_ns = t->n ? t->pts[t->n - 1].time_ns - t->pts[0].time_ns : 0;
+      tl->recorded_ns = tl->target_ns = t->n ? ssub(t->pts[t->n - 1].time_ns, t->pts[0].time_ns) : 0;
     }
     return rc;
   }
@@ -643,8 +665,13 @@ int ms__timeline_trace(const memstub_trace *t, memstub_trace **out, ms__timeline
   int ccol = memstub_trace_column(t, MEMSTUB_WORK_CPU_COLUMN);
   int64_t time = t->n ? t->pts[0].time_ns : 0, used = ccol >= 0 && t->n ? t->extra[ccol] : 0;
   for (size_t i = 0; rc == 0 && i < t->n; i++) {
-    time += dt[i];
-    used += cpu[i];
+    if (__builtin_add_overflow(time, dt[i], &time) || __builtin_add_overflow(used, cpu[i], &used) ||
+        (i > 0 && dt[i] >= MS__TL_MAX_NS))
+      rc = memstub_error_set(err, -EINVAL,
+                             "row %zu: the stub's timeline goes beyond 2^53 ns a row or 2^63 in "
+                             "all: the metadata's figures (record.cost_ns_per_event, "
+                             "reference.*) are not a recording's",
+                             i + 1);
     c->pts[i].time_ns = time;
     if (ccol >= 0) memstub_trace_extra_row(c, i)[ccol] = used;
   }
