@@ -413,11 +413,14 @@ static int write_figures(const rec_opts *o, const char *abs, long long nrec, int
                 ms__fmt_ns(whi, w2, sizeof w2), ms__fmt_ns(cm, e, sizeof e),
                 ms__fmt_ns(clo, c1, sizeof c1), ms__fmt_ns(chi, c2, sizeof c2),
                 ms__fmt_ns(rec[k].wall_ns, f, sizeof f), ms__fmt_ns(rec[k].cpu_ns, g, sizeof g));
+    int clocked = 0;  // a region's runs read their clock at the calls (curve_figures)
+    for (long long i = 0; i < nref; i++) clocked |= ref[i].curve != NULL && ref[0].region_occ == 1;
     if (rw >= 0)
       ms_cli_note("--reference %lld: the regions the trace covers, timed in those runs (the "
                   "recorder loaded, not recording): %s from the first one's begin to the last "
-                  "one's end (memstub gen sets the trace's totals to theirs)",
-                  nref, ms__fmt_ns(rw, d, sizeof d));
+                  "one's end (memstub gen sets the trace's totals to theirs%s)",
+                  nref, ms__fmt_ns(rw, d, sizeof d),
+                  clocked ? ", and places its rows by the runs' clock at the calls" : "");
     else if (clk)
       ms_cli_note("--reference %lld: and after each, one run more with the recorder loaded, not "
                   "recording, to read its clock at the main thread's allocator calls (memstub gen "
