@@ -276,7 +276,10 @@ START_TEST(test_rss_after_big_free) {
    * row had the rss before it until a mapped chunk's free was sampled at
    * once: there the row where the heap fell has its rss fallen too. */
   static const char *const res[] = {"0", "100000"};
-  for (int k = 0; k < 2; k++) {
+  /* At 100 us a row, a preempted recorder can take its sample after the
+   * real free in the next row: the free's own row must have it in one of
+   * three recordings (without the sample at the free, in none). */
+  for (int k = 0, tries = 0; k < 2; k++) {
     char *dir = tu_mkdtemp();
     tu_run r;
     const char *opts[] = {"-r", res[k], "--sample-hz", "0", NULL};
@@ -293,13 +296,15 @@ START_TEST(test_rss_after_big_free) {
     int64_t before = memstub_trace_extra_row(t, at - 1)[c];
     int64_t there = memstub_trace_extra_row(t, at)[c], after = memstub_trace_extra_row(t, at + 1)[c];
     ck_assert_msg(before >= 8 * mib, "-r %s: rss before the free %lld", res[k], (long long)before);
-    ck_assert_msg((k == 0 || there <= before - 6 * mib) && after <= before - 6 * mib,
+    int late = k == 1 && there > before - 6 * mib && ++tries < 3;
+    ck_assert_msg(late || ((k == 0 || there <= before - 6 * mib) && after <= before - 6 * mib),
                   "-r %s: rss at the free %lld, after it %lld, before %lld", res[k],
                   (long long)there, (long long)after, (long long)before);
     memstub_trace_free(t);
     tu_run_free(&r);
     tu_rmtree(dir);
     free(dir);
+    if (late) k--;  // again
   }
 }
 END_TEST
