@@ -55,13 +55,14 @@ static long long meta(const memstub_trace *t, const char *key) {
   return strtoll(v, NULL, 10);
 }
 
-/* Three recordings of 150, 50 and 100 ms: the third is kept (it alone held
+/* Three recordings of 450, 150 and 300 ms: the third is kept (it alone held
  * 3000 bytes), with its sites file; the others' traces and sites files are
- * gone. */
+ * gone. (150 ms apart: a loaded machine adds tens of ms to a recording's
+ * start and end; 50 apart, it once kept another.) */
 START_TEST(test_repeat_keeps_median) {
   char *dir = tu_mkdtemp();
   tu_run r;
-  memstub_trace *t = recorded(dir, "--repeat 3 --sites --sites-every 16", "150 50 100", 0, "RRR", &r);
+  memstub_trace *t = recorded(dir, "--repeat 3 --sites --sites-every 16", "450 150 300", 0, "RRR", &r);
   ck_assert_msg(strstr(r.err, "--repeat 3: kept recording 3 (median duration"), "%s", r.err);
   ck_assert_msg(strstr(r.err, "allocated 2.9 KiB over the run"), "%s", r.err);  // its sites
   ck_assert_int_eq(meta(t, "record.peak_heap_bytes"), 3000);
@@ -89,14 +90,14 @@ START_TEST(test_repeat_keeps_median) {
 END_TEST
 
 /* With --calls, the calls file beside the kept trace is the kept
- * recording's, not the last one's: recording 2 of 150, 100 and 50 ms is
+ * recording's, not the last one's: recording 2 of 450, 300 and 150 ms is
  * kept (its 2000-byte block), and memstub gen finds its calls give every
  * row's heap (the last recording's 3000-byte block did not: "rows whose
  * heap_bytes the calls do not give"). */
 START_TEST(test_repeat_keeps_its_calls) {
   char *dir = tu_mkdtemp();
   tu_run r;
-  memstub_trace *t = recorded(dir, "--repeat 3 --calls", "150 100 50", 0, "RRR", &r);
+  memstub_trace *t = recorded(dir, "--repeat 3 --calls", "450 300 150", 0, "RRR", &r);
   tu_run_free(&r);
   ck_assert_int_eq(meta(t, "repeat.kept"), 2);
   ck_assert_int_eq(meta(t, "record.peak_heap_bytes"), 2000);
