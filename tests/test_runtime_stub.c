@@ -195,9 +195,12 @@ START_TEST(test_call_cpu_counts_from_its_start) {
   }
   ck_assert_msg(took[0] >= 170000000, "without its start's CPU clock the call took %lld ns of "
                 "CPU, not the 30 ms more", (long long)took[0]);
-  ck_assert_msg(took[1] >= 140000000 && took[1] < 165000000, "the call took %lld ns of CPU from "
-                "its start, the component 150 ms with the 30 ms before its first point",
-                (long long)took[1]);
+  // The 30 ms out, within half of it: the replay's own CPU (more under ASan
+  // and load: 165.4 ms once in .ci/run) is in both calls.
+  ck_assert_msg(took[1] >= 140000000 && took[1] <= took[0] - 15000000,
+                "the call took %lld ns of CPU from its start (%lld without its start's CPU "
+                "clock), the component 150 ms with the 30 ms before its first point",
+                (long long)took[1], (long long)took[0]);
   memstub_gen_free(g);
   memstub_trace_free(t);
 }
