@@ -260,25 +260,6 @@ static int regions_timed(long long nref, const rec_run *ref) {
   return 0;
 }
 
-/* A curve "CALLS SPAN STRIDE W0 W1 ..." into its head (h[3]) and a new
- * array of its times (*nw of them); 0, or -1 when it is none (or no memory). */
-static int curve_parse(const char *c, long long *h, long long **w, long long *nw) {
-  char *end;
-  *w = NULL, *nw = 0;
-  for (int k = 0; k < 3; k++, c = end)
-    if ((h[k] = strtoll(c, &end, 10)) < 1 || end == c) return -1;
-  long long cap = 0;
-  for (long long x; (x = strtoll(c, &end, 10)), end != c; c = end) {
-    if (*nw == cap) {
-      long long *g = realloc(*w, (size_t)(cap = cap ? 2 * cap : 256) * sizeof *g);
-      if (!g) return free(*w), *w = NULL, -1;
-      *w = g;
-    }
-    (*w)[(*nw)++] = x;
-  }
-  return *nw > 0 ? 0 : -1;
-}
-
 /* The clock at the calls of the nref reference runs (one occurrence each)
  * into the metadata at m + *n: each run's times as shares of its span,
  * averaged over the runs that counted the same calls at the same stride as
@@ -292,22 +273,25 @@ static void curve_figures(char *m, size_t cap, size_t *n, long long nref, const 
         (best < 0 || llabs(ref[i].region_wall_ns - wm) < llabs(ref[best].region_wall_ns - wm)))
       best = i;
   if (best < 0) return;
-  long long h[3], *w, nw;
-  if (curve_parse(ref[best].curve, h, &w, &nw) < 0) return;
+  int64_t h[3], *w, nw;
+  if (ms__timeline_curve_parse(ref[best].curve, &h[0], &h[1], &h[2], &w, &nw, NULL) < 0) return;
   double *sum = calloc((size_t)nw, sizeof *sum);
   long long used = 0;
   for (long long i = 0; sum && i < nref; i++) {
-    long long hi[3], *wi, ni;
-    if (!ref[i].curve || curve_parse(ref[i].curve, hi, &wi, &ni) < 0) continue;
+    int64_t hi[3], *wi, ni;
+    if (!ref[i].curve ||
+        ms__timeline_curve_parse(ref[i].curve, &hi[0], &hi[1], &hi[2], &wi, &ni, NULL) < 0)
+      continue;
     if (hi[0] == h[0] && hi[2] == h[2] && ni == nw) {
-      for (long long j = 0; j < nw; j++) sum[j] += (double)wi[j] / (double)hi[1];
+      for (int64_t j = 0; j < nw; j++) sum[j] += (double)wi[j] / (double)hi[1];
       used++;
     }
     free(wi);
   }
-  *n += (size_t)snprintf(m + *n, cap - *n, "# %s: %lld %lld %lld", MS__TL_REF_CURVE, h[0], wm, h[2]);
-  for (long long j = 0; j < nw; j++) {
-    long long v = sum && used ? llround(sum[j] / (double)used * (double)wm) : w[j];
+  *n += (size_t)snprintf(m + *n, cap - *n, "# %s: %lld %lld %lld", MS__TL_REF_CURVE,
+                         (long long)h[0], wm, (long long)h[2]);
+  for (int64_t j = 0; j < nw; j++) {
+    long long v = sum && used ? llround(sum[j] / (double)used * (double)wm) : (long long)w[j];
     *n += (size_t)snprintf(m + *n, cap - *n, " %lld", v < wm ? v : wm);
   }
   *n += (size_t)snprintf(m + *n, cap - *n, "\n");

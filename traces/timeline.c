@@ -134,16 +134,11 @@ static int64_t rows_waiting(const memstub_trace *t, int ccol) {
   return w;
 }
 
-/* The reference run's clock at the calls (MS__TL_REF_CURVE: "CALLS
- * SPAN STRIDE W0 W1 ..."), checked, into *calls, *span, *stride and, when w
- * is not NULL, a new array *w of *nw times (the caller frees it). 1 when
- * given, 0 when absent, -EINVAL naming the field, or -ENOMEM. */
-static int curve_read(const memstub_trace *t, int64_t *calls, int64_t *span, int64_t *stride,
-                      int64_t **w, int64_t *nw, memstub_error *err) {
-  const char *v = memstub_trace_get_meta(t, MS__TL_REF_CURVE), *p = v;
+int ms__timeline_curve_parse(const char *v, int64_t *calls, int64_t *span, int64_t *stride,
+                             int64_t **w, int64_t *nw, memstub_error *err) {
+  const char *p = v;
   if (w) *w = NULL;
   *nw = 0;
-  if (!v) return 0;
   int64_t head[3] = {0, 0, 0}, *out = NULL, n = 0, cap = 0, prev = 0;
   for (int k = 0;; k++) {
     while (*p == ' ') p++;
@@ -191,7 +186,20 @@ static int curve_read(const memstub_trace *t, int64_t *calls, int64_t *span, int
   }
   *calls = head[0], *span = head[1], *stride = head[2], *nw = n;
   if (w) *w = out;
-  return 1;
+  return 0;
+}
+
+/* The trace's clock at the calls (MS__TL_REF_CURVE), as
+ * ms__timeline_curve_parse reads it; 1 when given, 0 when absent, or its
+ * error. */
+static int curve_read(const memstub_trace *t, int64_t *calls, int64_t *span, int64_t *stride,
+                      int64_t **w, int64_t *nw, memstub_error *err) {
+  const char *v = memstub_trace_get_meta(t, MS__TL_REF_CURVE);
+  if (w) *w = NULL;
+  *nw = 0;
+  if (!v) return 0;
+  int rc = ms__timeline_curve_parse(v, calls, span, stride, w, nw, err);
+  return rc < 0 ? rc : 1;
 }
 
 

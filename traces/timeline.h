@@ -125,4 +125,13 @@ int ms__timeline_uneven(const ms__timeline *tl);
 int ms__timeline_trace(const memstub_trace *t, memstub_trace **out, ms__timeline *tl,
                        memstub_error *err);
 
+/* A clock at the calls as MS__TL_REF_CURVE holds it (v: "CALLS SPAN
+ * STRIDE W0 W1 ...", the recorder's and the trace's form), checked (counts,
+ * times in order and within the span, no more points than the calls): into
+ * *calls, *span, *stride and, when w is not NULL, a new array *w of *nw
+ * times (the caller frees it). 0, -EINVAL naming the field (err may be
+ * NULL), or -ENOMEM. */
+int ms__timeline_curve_parse(const char *v, int64_t *calls, int64_t *span, int64_t *stride,
+                             int64_t **w, int64_t *nw, memstub_error *err);
+
 #endif
