@@ -18,13 +18,15 @@
 typedef struct thr_sum {
   int64_t peer, joined_by;
   int64_t t0, t1, peak_heap, peak_stack;
-  int64_t gap;  // its longest time between two rows of its own
+  int64_t gap;  // its longest time between two rows of its own while it ran (see gap_ran)
+  int64_t cpu1; // its last row's cpu_ns (-1: no column)
   uint64_t rows, xfrees;
 } thr_sum;
 
 // Per-thread figures of a valid threads trace t with nthr threads into s[nthr].
 static void summarise(const memstub_trace *t, const memstub_trace_threadcols *c, thr_sum *s,
                       int64_t nthr, uint64_t *xfrees, uint64_t *joins) {
+  int ccpu = memstub_trace_column(t, "cpu_ns");
   for (int64_t i = 0; i < nthr; i++) s[i] = (thr_sum){.peer = -1, .joined_by = -1, .t0 = -1};
   for (size_t r = 0; r < t->n; r++) {
     const int64_t *x = memstub_trace_extra_row(t, r);
@@ -36,9 +38,14 @@ static void summarise(const memstub_trace *t, const memstub_trace_threadcols *c,
       s[x[c->peer]].joined_by = x[c->thread];
     }
     if (x[c->xfree_from] != MEMSTUB_TRACE_EMPTY) (*xfrees)++, y->xfrees++;
-    if (y->rows && p->time_ns - y->t1 > y->gap) y->gap = p->time_ns - y->t1;
+    int64_t cpu = ccpu >= 0 ? x[ccpu] : -1;
+    // A gap counts when the thread ran through half of it at least (a
+    // thread that waits makes no rows and needs none); unknown CPU: always.
+    int ran = cpu < 0 || y->cpu1 < 0 || 2 * (cpu - y->cpu1) >= p->time_ns - y->t1;
+    if (y->rows && ran && p->time_ns - y->t1 > y->gap) y->gap = p->time_ns - y->t1;
     y->rows++;
     y->t1 = p->time_ns;
+    y->cpu1 = cpu;
     if (p->heap_bytes > y->peak_heap) y->peak_heap = p->heap_bytes;
     if (p->stack_bytes > y->peak_stack) y->peak_stack = p->stack_bytes;
   }
@@ -65,10 +72,13 @@ static void rows_peak_warning(const char *out, const memstub_trace *t) {
 }
 
 /* Threads that blocked the recorder's sampling signal (record.sample_blocked_ns,
- * "THR:NS ...") for more than a tenth of their lives, and 10 ms at least:
- * their rows came only at their allocator calls, so a stub spreads their CPU
- * time evenly over the gaps and shows the memory they wrote late. Said, with
- * what holds (xz blocks every signal in its workers: one row of 1 s each). */
+ * "THR:NS ...") for more than a tenth of their lives, and 10 ms at least,
+ * and that ran 10 ms or more, and a twentieth of their lives, between two
+ * rows of theirs: the watcher
+ * (recorder/watch.c) did not reach them, their rows came only at their
+ * allocator calls, so a stub spreads their CPU time evenly over the gaps and
+ * shows the memory they wrote late. Said, with what holds (xz blocks every
+ * signal in its workers: one row of 1 s each without the watcher). */
 static void blocked_warning(const char *out, const memstub_trace *t, const thr_sum *s,
                             int64_t nthr) {
   const char *v = memstub_trace_get_meta(t, MS__REC_META_SAMPLE_BLOCKED);
@@ -88,7 +98,9 @@ static void blocked_warning(const char *out, const memstub_trace *t, const thr_s
   int n = 0;
   for (int64_t th = 0; blk && th < nthr; th++) {
     int64_t ns = blk[th], life = s[th].t1 - s[th].t0;
-    if (s[th].t0 < 0 || ns < 10 * 1000 * 1000 || (double)ns <= 0.1 * (double)life) continue;
+    if (s[th].t0 < 0 || ns < 10 * 1000 * 1000 || (double)ns <= 0.1 * (double)life ||
+        s[th].gap < 10 * 1000 * 1000 || (double)s[th].gap < 0.05 * (double)life)
+      continue;
     char g[32];
     if (nl < sizeof list - 40)
       nl += (size_t)snprintf(list + nl, sizeof list - nl, "%s%" PRId64 " (%.0f%%)", n ? ", " : "",
@@ -102,7 +114,7 @@ static void blocked_warning(const char *out, const memstub_trace *t, const thr_s
   if (!n) return;
   ms_cli_warn("%s: thread%s %s blocked the recorder's sampling signal for that share of %s "
               "(a program may block every signal in its workers): %s rows came only at %s "
-              "allocator calls (longest gap%s %s), so a stub spreads %s CPU time evenly over "
+              "allocator calls (longest gap%s while running %s), so a stub spreads %s CPU time evenly over "
               "those gaps and shows the resident memory %s wrote at other threads' rows, late; "
               "the totals hold, the curves between those rows are coarse",
               out, n == 1 ? "" : "s", list, n == 1 ? "its life" : "their lives",

@@ -126,6 +126,7 @@ __attribute__((noinline)) void ms__rec_follow_fork(const char *registry) {
   if (!top) top = sp;
   ms__rec_ts = NULL;
   ms__rec_sampler_forget();
+  ms__rec_watch_forget();
   char root_out[PATH_MAX], root_journal[PATH_MAX];
   memcpy(root_out, ms__rec.out, sizeof root_out);
   memcpy(root_journal, ms__rec.journal, sizeof root_journal);

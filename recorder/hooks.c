@@ -548,7 +548,12 @@ static int create_all(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(voi
   }
   __atomic_add_fetch(&ms__rec.threads_created, 1, __ATOMIC_RELAXED);
   __atomic_store_n(&s->thr, ms__rec_thr_number(), __ATOMIC_RELEASE);
+  ms__rec_watch_start(me);  // the process has threads now: the watcher too
   return 0;
+}
+
+int ms__rec_real_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
+  return real_pthread_create ? real_pthread_create(th, attr, fn, arg) : EAGAIN;
 }
 
 EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *),

@@ -26,7 +26,8 @@
  * live-block table), epochs.c (who allocated a block, when, in which
  * region), state.c (global state, initialisation, thread registration),
  * sampler.c (the stack-sampling timer), churn.c, regions.c (probe regions),
- * sink.c (rows, coalescing, the trace at exit), summary.c (the metadata). */
+ * sink.c (rows, coalescing, the trace at exit), summary.c (the metadata),
+ * watch.c (the watcher: rows of threads that block the sampling signal). */
 #ifndef MEMSTUB_RECORDER_INTERNAL_H
 #define MEMSTUB_RECORDER_INTERNAL_H
 
@@ -206,6 +207,7 @@ typedef struct ms__rec_global {
   int64_t grow_gap_raw;  // growth samples at most this often (res_raw / 4)
   int64_t win_raw;  // 1 ms in clock units: the window of the allocation rate
   long sample_hz;
+  int watch;        // the watcher may run (MS__REC_ENV_WATCH not "0", sampling on)
   long occurrence;  // 0: every region occurrence
   int sig;
   int use_tsc;
@@ -464,6 +466,31 @@ void ms__rec_sampler_forget(void);
 void ms__rec_sampler_resolve(void);
 // The sampler's metadata lines (clock, signal, pauses, why it fell back).
 void ms__rec_sampler_meta(void);
+
+// pthread_sigmask and pthread_create themselves, past the hooks (the watcher's).
+int ms__rec_real_sigmask(int how, const sigset_t *set, sigset_t *old);
+int ms__rec_real_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
+
+/* ---- watch.c: the watcher, for threads that block the sampling signal ---- */
+
+// The process has a second thread (me created it): start the watcher once
+// (--thread all). It samples each thread that blocks the sampling signal
+// while it runs, every sampling period.
+void ms__rec_watch_start(tstate *me);
+// Stop it (the end of the recording); returns once no round is under way.
+void ms__rec_watch_stop(void);
+// A forked child: no watcher, no readings.
+void ms__rec_watch_forget(void);
+// Each reading, in order of time per thread: f(thr, raw time, RssAnon less
+// the recorder's (-1 unknown), minor and major faults (-1 unknown), the
+// thread's CPU time, arg).
+void ms__rec_watch_each(void (*f)(int32_t thr, int64_t t, int64_t rss, int64_t minflt,
+                                  int64_t majflt, int64_t cpu, void *arg),
+                        void *arg);
+// Readings taken.
+size_t ms__rec_watch_count(void);
+// Its metadata line (record.watcher), when it ran.
+void ms__rec_watch_meta(void);
 
 /* ---- memory.c: mapped and resident memory, page faults ---- */
 

@@ -20,6 +20,8 @@
 #define MS__REC_ENV_RESOLUTION "MEMSTUB_RECORD_RESOLUTION_NS"
 #define MS__REC_ENV_SAMPLE_HZ "MEMSTUB_RECORD_SAMPLE_HZ"  // per second of the thread's CPU time
 #define MS__REC_ENV_OCCURRENCE "MEMSTUB_RECORD_OCCURRENCE"  // 0: every occurrence
+// "0": no watcher (recorder/watch.c) for threads that block the sampling signal.
+#define MS__REC_ENV_WATCH "MEMSTUB_RECORD_WATCH"
 #define MS__REC_ENV_SIGNAL "MEMSTUB_RECORD_SIGNAL"        // unset: the first free RT signal
 #define MS__REC_ENV_LIB "MEMSTUB_RECORD_LIB"              // the library, for the command only
 #define MS__REC_ENV_STATUS "MEMSTUB_RECORD_STATUS"        // absolute path of the status file

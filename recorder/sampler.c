@@ -437,6 +437,10 @@ static int mask_common(int (*real)(int, const sigset_t *, sigset_t *), int how, 
   return rc;
 }
 
+int ms__rec_real_sigmask(int how, const sigset_t *set, sigset_t *old) {
+  return real_pthread_sigmask ? real_pthread_sigmask(how, set, old) : ENOSYS;
+}
+
 EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old) {
   need((void *)real_sigprocmask);
   return mask_common(real_sigprocmask, how, set, old);

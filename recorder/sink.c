@@ -391,6 +391,7 @@ void ms__rec_finish(int how, int sig) {
   if (me) me->guard = 1;
   __atomic_store_n(&ms__rec_on, 0, __ATOMIC_SEQ_CST);
   ms__rec_sampler_stop();
+  ms__rec_watch_stop();
   ms__rec.finish_how = how;
   ms__rec.finish_sig = sig;
   // Let other threads leave their bookkeeping, then close every bucket.

@@ -249,6 +249,7 @@ static int read_env(void) {
   ms__rec.res_ns = env_long(MS__REC_ENV_RESOLUTION, MS__REC_DEFAULT_RESOLUTION_NS);
   if (ms__rec.res_ns < 0) ms__rec.res_ns = 0;
   ms__rec.sample_hz = env_long(MS__REC_ENV_SAMPLE_HZ, MS__REC_DEFAULT_SAMPLE_HZ);
+  ms__rec.watch = ms__rec.sample_hz > 0 && env_long(MS__REC_ENV_WATCH, 1) != 0;
   ms__rec.occurrence = env_long(MS__REC_ENV_OCCURRENCE, 0);
   ms__rec.sig = (int)env_long(MS__REC_ENV_SIGNAL, 0);  // 0: the first free one
   const char *journal = getenv(MS__REC_ENV_JOURNAL);
@@ -427,5 +428,6 @@ static void child_after_fork(void) {
   // Its state is the parent's (in the journal, shared): never touched again.
   ms__rec_ts = NULL;
   ms__rec_sampler_forget();
+  ms__rec_watch_forget();
   ms__rec.state = ST_PASSIVE;
 }

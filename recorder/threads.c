@@ -241,6 +241,7 @@ typedef struct arow {
   int64_t heap_after;  // an owner's lowered row: its heap (else -1)
   int64_t alloc_raw;   // a cross-thread free: the owner's bucket
   uint64_t pos;        // order within its thread (lowered rows after the thread's own)
+  int watch;           // the watcher's reading of a thread that blocks the signal (watch.c)
 } arow;
 
 static int before(const arow *a, const arow *b) {
@@ -291,6 +292,31 @@ static arow blank(int thr) {
   return a;
 }
 
+// The watcher's readings into the merge (ms__rec_thr_assemble).
+typedef struct watch_add {
+  arow *a;
+  size_t *k, total;
+  int nthr;
+  const int64_t *tfirst;
+  uint64_t j;
+} watch_add;
+
+static void watch_row(int32_t thr, int64_t t, int64_t rss, int64_t minflt, int64_t majflt,
+                      int64_t cpu, void *arg) {
+  watch_add *w = arg;
+  if (thr < 0 || thr >= w->nthr || *w->k >= w->total || t < w->tfirst[thr]) return;
+  arow r = blank(thr);
+  r.watch = 1;
+  r.x.t = t;
+  r.x.heap = -1;
+  r.x.m.rss = rss;
+  r.x.m.minflt = minflt;
+  r.x.m.majflt = majflt;
+  r.x.w.cpu = cpu;
+  r.pos = UINT64_MAX / 4 + w->j++;  // after the thread's own rows at that time
+  w->a[(*w->k)++] = r;
+}
+
 int ms__rec_thr_assemble(struct assembled *A, int64_t raw_end, double scale) {
   (void)raw_end;
   size_t total = 0;
@@ -301,17 +327,21 @@ int ms__rec_thr_assemble(struct assembled *A, int64_t raw_end, double scale) {
     total += rows_of(ts) + 2 * sp;  // a cross-thread free also makes a row of its owner
     if (ts->thr + 1 > nthr) nthr = ts->thr + 1;
   }
-  A->raw_rows = total;
   if (total == 0) return -ENODATA;
+  size_t nwatch = ms__rec_watch_count();
+  total += nwatch;
+  A->raw_rows = total;
   arow *a = ms__rec_map(total * sizeof(arow)), *tmp = ms__rec_map(total * sizeof(arow));
   xrow *rows = ms__rec_map(total * sizeof(xrow));
   trow *tr = ms__rec_map(total * sizeof(trow));
   // Per thread: its last row, its first CPU and fault readings, its last row's index.
   arow *last = ms__rec_map((size_t)nthr * sizeof(arow));
-  int64_t *cpu0 = ms__rec_map((size_t)nthr * 4 * sizeof(int64_t));
+  int64_t *cpu0 = ms__rec_map((size_t)nthr * 5 * sizeof(int64_t));
   size_t *first = ms__rec_map((size_t)nthr * 2 * sizeof(size_t));
   if (!a || !tmp || !rows || !tr || !last || !cpu0 || !first) return -ENOMEM;
   int64_t *flt0 = cpu0 + nthr, *mjf0 = cpu0 + 2 * nthr, *heapv = cpu0 + 3 * nthr;
+  int64_t *tfirst = cpu0 + 4 * nthr;  // each thread's first row's raw time
+  for (int th = 0; th < nthr; th++) tfirst[th] = INT64_MAX;
   size_t *lastown = first + nthr;
   size_t k = 0;
   // 1. Each thread's rows with its special rows among them, in its order.
@@ -364,6 +394,7 @@ int ms__rec_thr_assemble(struct assembled *A, int64_t raw_end, double scale) {
       }
       if (r.x.t < lastt) r.x.t = lastt;
       lastt = r.x.t;
+      if (pos == 0 && ts->thr >= 0 && ts->thr < nthr) tfirst[ts->thr] = r.x.t;
       r.pos = pos++;
       a[k++] = r;
     }
@@ -379,6 +410,9 @@ int ms__rec_thr_assemble(struct assembled *A, int64_t raw_end, double scale) {
     a[j].heap_after = -1;
     a[k++] = r;
   }
+  // 2b. The watcher's readings, each a row of its thread after the thread's first.
+  watch_add wa = {a, &k, total, nthr, tfirst, 0};
+  ms__rec_watch_each(watch_row, &wa);
   // 3. Times in ns before the merge, so that rows at the same ns are in
   // thread order (the conversion keeps each thread's order).
   int64_t origin = ms__rec.origin_raw;
@@ -404,6 +438,11 @@ int ms__rec_thr_assemble(struct assembled *A, int64_t raw_end, double scale) {
     int fresh = first[th] == (size_t)-1;
     arow *L = &last[th];
     int special = r->r.ev == TEV_JOIN || r->r.xfrom >= 0 || r->heap_after >= 0;
+    if (r->watch) {  // its heap, stack and region as its previous row left them
+      r->x.heap = L->x.heap;
+      r->x.stack = L->x.stack;
+      r->x.tag = L->x.tag & ~ROW_EXACT;
+    }
     if (special) {
       // The thread's state as its previous row left it; no calls of its own.
       int64_t t = r->x.t, heap = r->heap_after >= 0 ? r->heap_after : L->x.heap;
@@ -459,7 +498,7 @@ int ms__rec_thr_assemble(struct assembled *A, int64_t raw_end, double scale) {
       tstate *ts = ms__rec_thr_state(th);
       r->r.peer = ts ? ts->peer : -1;
     }
-    if (!special) lastown[th] = i;
+    if (!special && !r->watch) lastown[th] = i;
     if (r->x.tag > 0) A->regions = 1;
     total_heap += r->x.heap - (fresh ? 0 : heapv[th]);
     heapv[th] = r->x.heap;
@@ -558,6 +597,7 @@ void ms__rec_thr_meta(void) {
     ms__rec_meta("record.cross_thread_heap_raised",
                  "%llu rows of an owner's heap, below the bytes later frees by other threads prove",
                  (unsigned long long)g_raised);
+  ms__rec_watch_meta();
   ms__rec_meta("record.threads_recorded", "%d", __atomic_load_n(&ms__rec.next_thr, __ATOMIC_RELAXED));
   ms__rec_meta("record.cross_thread_frees", "%llu",
                (unsigned long long)__atomic_load_n(&ms__rec.xfrees, __ATOMIC_RELAXED));

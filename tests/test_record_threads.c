@@ -552,13 +552,17 @@ START_TEST(test_narrowed_scope_warns) {
 END_TEST
 
 /* A worker that blocks every signal and makes no allocator call while it
- * computes (xz's do), still running when the process exits: its last row
- * has its CPU time, read on its clock at the end (it had only its first
- * rows' before: xz's trace held 0.005 s of its workers' 1.2 s). */
+ * computes (xz's do), still running when the process exits, recorded
+ * without the watcher (MEMSTUB_RECORD_WATCH=0): its last row has its CPU
+ * time, read on its clock at the end (it had only its first rows' before:
+ * xz's trace held 0.005 s of its workers' 1.2 s), and the summary says its
+ * rows are coarse. */
 START_TEST(test_blocked_worker_cpu) {
   char *dir = tu_mkdtemp();
   const char *none[] = {NULL};
+  setenv("MEMSTUB_RECORD_WATCH", "0", 1);
   tu_run r = record_mode(dir, none, "blocked", "200");
+  unsetenv("MEMSTUB_RECORD_WATCH");
   ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
   // Said: the worker's rows came only at its calls (issue 29), the main thread not named.
   ck_assert_msg(strstr(r.err, "warning: ") && strstr(r.err, "thread 1 (") &&
@@ -591,13 +595,53 @@ START_TEST(test_blocked_worker_cpu) {
 }
 END_TEST
 
+/* The same worker with the watcher (the default): rows of its own while it
+ * computes (400 ms), read by the recorder's watcher thread, with the 4 MiB it wrote
+ * before it resident and faulted from the first of them (without the
+ * watcher they showed at the process's end), and no warning. */
+START_TEST(test_blocked_worker_watched) {
+  char *dir = tu_mkdtemp();
+  const char *none[] = {NULL};
+  tu_run r = record_mode(dir, none, "blocked", "400");
+  ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+  ck_assert_msg(!strstr(r.err, "blocked the recorder's sampling signal"), "%s", r.err);
+  tu_run_free(&r);
+  memstub_trace *t = read_t(dir);
+  const char *w = memstub_trace_get_meta(t, "record.watcher");
+  ck_assert_msg(w && strtoll(w, NULL, 10) >= 20, "record.watcher: %s", w ? w : "(none)");
+  int c = memstub_trace_column(t, "thread"), cpu = memstub_trace_column(t, "cpu_ns");
+  int rss = memstub_trace_column(t, "rss_bytes"), flt = memstub_trace_column(t, "minor_faults");
+  ck_assert(c >= 0 && cpu >= 0 && rss >= 0 && flt >= 0);
+  int64_t rows = 0, early = 0, last_cpu = 0;
+  for (size_t i = 0; i < t->n; i++) {
+    const int64_t *x = memstub_trace_extra_row(t, i);
+    if (x[c] != 1) continue;
+    rows++;
+    last_cpu = x[cpu];
+    // Within the spin's first half: the block written, its pages counted.
+    if (x[cpu] >= 20000000 && x[cpu] <= 100000000 && x[rss] >= (7 << 19) && x[flt] >= 900)
+      early++;
+  }
+  ck_assert_msg(rows >= 20, "the worker has %lld rows for 400 ms of CPU", (long long)rows);
+  ck_assert_msg(early > 0, "no row of the worker in its spin's first half with 3.5 MiB resident "
+                "and 900 faults (%lld rows)", (long long)rows);
+  ck_assert_msg(last_cpu >= 360000000, "the worker's last cpu_ns %lld for 400 ms spun",
+                (long long)last_cpu);
+  memstub_trace_free(t);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 /* With --repeat, a warning about the trace is said once, of the recording
  * kept (each recording's summary said it before: xz's blocked-signal
  * warning three times for --repeat 3), and with -q too. */
 START_TEST(test_repeat_warns_once) {
   char *dir = tu_mkdtemp();
   const char *rep[] = {"-q", "--repeat", "2", NULL};
+  setenv("MEMSTUB_RECORD_WATCH", "0", 1);  // the warning of a worker the watcher leaves
   tu_run r = record_mode(dir, rep, "blocked", "60");
+  unsetenv("MEMSTUB_RECORD_WATCH");
   ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
   const char *w = "blocked the recorder's sampling signal";
   const char *first = strstr(r.err, w);
@@ -683,6 +727,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_default_every_thread);
   tcase_add_test(tc, test_narrowed_scope_warns);
   tcase_add_test(tc, test_blocked_worker_cpu);
+  tcase_add_test(tc, test_blocked_worker_watched);
   tcase_add_test(tc, test_repeat_warns_once);
   tcase_add_test(tc, test_threads_calls_said);
   tcase_add_test(tc, test_racing_cross_thread_frees_generate);
