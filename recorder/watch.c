@@ -1,6 +1,6 @@
 /* recorder/watch.c: the watcher, a thread of the recorder's own that samples
  * the threads the sampling timer cannot reach (--thread all; docs/recording.md,
- * "Threads that block the sampling signal").
+ * "What a row can see").
  *
  * A thread that blocks every signal and makes no allocator call (xz's
  * workers compress for a second that way) has no rows between its calls: its
@@ -14,7 +14,6 @@
  * of the program's and calls no allocator: it sleeps, reads clocks and
  * /proc, and writes into memory of its own (mmap). Its stack is the
  * recorder's own, not counted in the program's resident memory. */
-#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -45,7 +44,6 @@ static struct {
   wblock *head, *tail;
   uint64_t rounds, readings, dropped;
   int64_t cpu_ns;  // its own CPU time after its last round
-  void *stack;
 } W;
 
 // Reading s into the watcher's blocks (the watcher alone writes them).
@@ -150,7 +148,6 @@ void ms__rec_watch_start(tstate *me) {
     munmap(st, WATCH_STACK);
     return;
   }
-  W.stack = st;
   __atomic_add_fetch(&ms__rec_self_bytes, WATCH_STACK, __ATOMIC_RELAXED);
 }
 
