@@ -217,6 +217,7 @@ int ms_cli_arg_timing(ms_cli_parser *p, int *timing);
 
 struct memstub_gen_options;
 struct memstub_gen;
+struct memstub_gen_threads;
 /* A what-if option (key c, argument p->arg) into o: 1 when taken, 0 when c
  * is not a what-if option, -1 after printing a usage error (not a number,
  * or not finite and >= 0). cli/whatif.c. */
@@ -227,6 +228,10 @@ void ms_cli_whatif_note(const struct memstub_gen *g, const char *label);
 /* "memstub: warning: TRACE: the stub's timeline ..." when g->timeline_uneven:
  * its total is the reference's, its shape may not be (cli/whatif.c). */
 void ms_cli_timeline_uneven(const char *trace);
+/* "memstub: warning: TRACE: thread K: the stub's timeline takes the
+ * recorder's cost out by ..." for the first thread of g whose timeline is
+ * an estimate (memstub_gen.timeline_estimated), once for the process. */
+void ms_cli_timeline_estimated_threads(const char *trace, const struct memstub_gen_threads *g);
 
 struct memstub_trace;
 /* The calls of trace t (read from in) into g when its metadata name a calls

@@ -175,6 +175,7 @@ static int gen_threads(const char *in, const memstub_trace *t, const memstub_gen
     snprintf(label, sizeof label, "thread %lld: ", (long long)k);
     ms_cli_whatif_note(g->gen[k], label);
   }
+  if (rc == 0) ms_cli_timeline_estimated_threads(in, g);
   if (rc == 0 && o->profile) {
     for (int64_t k = 0; k < g->nthreads; k++) {
       char comp[512], unsure[768];
@@ -319,6 +320,7 @@ int ms_cmd_gen(int argc, char **argv) {
   if (data && ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
   if (rc == 0 && g->timeline) ms_cli_note("timeline: %s", g->timeline);
   if (rc == 0 && g->timeline_uneven) ms_cli_timeline_uneven(in);
+  if (rc == 0 && g->timeline_estimated) ms_cli_warn("%s: %s", in, g->timeline_estimated);
   if (rc == 0) ms_cli_whatif_note(g, "");
   if (rc == 0 && o.profile) {
     char comp[512], unsure[768];

@@ -235,6 +235,7 @@ static int replay_threads(const replay_args *a, const memstub_trace *t, memstub_
     snprintf(label, sizeof label, "thread %lld: ", (long long)k);
     ms_cli_whatif_note(g->gen[k], label);
   }
+  if (rc == 0) ms_cli_timeline_estimated_threads(a->in, g);
   memstub_replay_options ro = a->ro;
   ro.progress = NULL;
   if (rc == 0 && (rc = memstub_threads_run(&g->stub, &ro, &r, err)) < 0)
@@ -330,6 +331,7 @@ int ms_cmd_replay(int argc, char **argv) {
   if (ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
   if (rc == 0 && g && g->timeline) ms_cli_note("timeline: %s", g->timeline);  // as memstub gen
   if (rc == 0 && g && g->timeline_uneven) ms_cli_timeline_uneven(a.in);
+  if (rc == 0 && g && g->timeline_estimated) ms_cli_warn("%s: %s", a.in, g->timeline_estimated);
   if (rc == 0 && g) ms_cli_whatif_note(g, "");
   if (rc == 0 && go->profile) {
     char comp[512], unsure[768];

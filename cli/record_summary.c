@@ -13,6 +13,7 @@
 #include "ms_common.h"
 #include "prim.h"
 #include "../recorder/protocol.h"
+#include "../traces/timeline.h"
 #include "record.h"
 
 // One row of the churn table: label, then v's figures for people.
@@ -249,6 +250,33 @@ static void summary(const char *path, const memstub_trace *t, const char *why) {
 #undef M
 }
 
+/* Without reference runs a stub's timeline rests on the recorder's own
+ * figures: a warning when they come to MS__TL_ESTIMATED_SHARE of the
+ * recording or more, as memstub gen's (one thread: gen's test on the same
+ * trace; several: the whole run's figure, record.overhead_ns, against the
+ * trace's span). */
+static void timeline_estimated(const char *path, const memstub_trace *t, const rec_opts *o) {
+  char buf[1024] = "";
+  if (o->reference || t->n < 2) return;
+  if (memstub_trace_column(t, "thread") >= 0) {
+    const char *v = memstub_trace_get_meta(t, "record.overhead_ns");
+    int64_t own, span = t->pts[t->n - 1].time_ns - t->pts[0].time_ns;
+    if (v && ms__parse_i64(v, strlen(v), &own) == 0 && span > 0 &&
+        (double)own >= MS__TL_ESTIMATED_SHARE * (double)span)
+      ms__timeline_estimated_say(own, span, buf, sizeof buf);
+  } else {
+    ms__timeline tl;
+    memstub_error err = {0};
+    int64_t *dt = malloc(t->n * sizeof *dt), *cpu = malloc(t->n * sizeof *cpu);
+    if (dt && cpu && ms__timeline_model(t, &tl, &err) == 0 &&
+        ms__timeline_rows(t, &tl, dt, cpu, &err) == 0)
+      (void)ms__timeline_estimated(&tl, buf, sizeof buf);
+    free(dt);
+    free(cpu);
+  }
+  if (buf[0]) ms_cli_warn("%s: %s", path, buf);
+}
+
 int ms_record_summarise(const rec_opts *o, const char *abs) {
   memstub_error err = {0};
   memstub_trace *t = NULL;
@@ -262,6 +290,7 @@ int ms_record_summarise(const rec_opts *o, const char *abs) {
   const char *off = memstub_trace_get_meta(t, MS__REC_META_STACK_OFF);
   if (off) ms_cli_warn("%s: %s", o->out, off);
   int rc = 0;
+  if (!o->quiet) timeline_estimated(o->out, t, o);
   if (!threads && !o->quiet) summary(o->out, t, o->thread_why);
   // Several threads: checked and summarised thread by thread.
   if (threads && ms_record_threads_summary(o->out, abs, o->quiet) != 0) rc = MS_EXIT_CHECK;

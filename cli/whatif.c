@@ -26,6 +26,14 @@ void ms_cli_whatif_note(const memstub_gen *g, const char *label) {
   if (buf[0]) fprintf(stderr, "memstub: %s%s", label, buf);
 }
 
+void ms_cli_timeline_estimated_threads(const char *trace, const memstub_gen_threads *g) {
+  for (int64_t k = 0; k < g->nthreads; k++)
+    if (g->gen[k]->timeline_estimated) {  // one cause, one warning for the process
+      ms_cli_warn("%s: thread %lld: %s", trace, (long long)k, g->gen[k]->timeline_estimated);
+      return;
+    }
+}
+
 void ms_cli_timeline_uneven(const char *trace) {
   ms_cli_warn("%s: the stub's timeline has the reference's total but maybe not its shape (the "
               "timeline line says which rows): where the recorder's calls were cheaper than its "

@@ -30,6 +30,7 @@ void memstub_gen_free(memstub_gen *g) {
   free(g->churn);
   free(g->calltab);
   free(g->timeline);
+  free(g->timeline_estimated);
   free(g->callseq);
   free(g->callend);
   free(g);
@@ -250,6 +251,12 @@ int memstub_gen_build(const memstub_trace *t, const memstub_gen_options *opt, me
     char line[1024];
     ms__timeline_describe(&wk.timeline, line, sizeof line);
     g->timeline_uneven = ms__timeline_uneven(&wk.timeline);
+    char est[1024];
+    if (ms__timeline_estimated(&wk.timeline, est, sizeof est) &&
+        !(g->timeline_estimated = ms__strdup(est))) {
+      rc = memstub_error_set(err, -ENOMEM, "out of memory");
+      goto out;
+    }
     if (!(g->timeline = ms__strdup(line))) {
       rc = memstub_error_set(err, -ENOMEM, "out of memory");
       goto out;

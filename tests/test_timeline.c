@@ -418,6 +418,52 @@ START_TEST(test_gen_uneven_cost_said) {
 }
 END_TEST
 
+/* Without reference runs the timeline rests on the recorder's own figures:
+ * said (memstub_gen.timeline_estimated, and gen's warning) when they take
+ * 2 % of the recording out or more. 1000 calls over 4 ms: 200 ns each is
+ * 200 us (5 %), 50 ns is 50 us (1.25 %); with reference runs, never. */
+#define EST_TRACE(ns)                                                  \
+  "# memstub-trace 1\n# source: memstub-record\n"                      \
+  "# record.cost_ns_per_event: " ns "\n# record.events: 1000\n"         \
+  "# record.samples: 0\n"                                              \
+  "time_ns,stack_bytes,heap_bytes,cpu_ns,calls_malloc_tiny,calls_free_tiny\n" \
+  "0,0,0,0,0,0\n1000000,0,100,1000000,500,0\n2000000,0,0,2000000,0,500\n"  \
+  "4000000,0,0,4000000,0,0\n"
+START_TEST(test_gen_estimated_said) {
+  memstub_gen *g = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(build(EST_TRACE("200.0"), &g, &err) == 0, "%s", err.msg);
+  ck_assert_ptr_nonnull(g->timeline_estimated);
+  ck_assert_msg(strstr(g->timeline_estimated, "by the recorder's own figures, 200 µs of the "
+                                              "4.00 ms recorded (5 %)") &&
+                    strstr(g->timeline_estimated, "memstub record --reference 3"),
+                "%s", g->timeline_estimated);
+  memstub_gen_free(g);
+  g = NULL;
+  ck_assert_msg(build(EST_TRACE("50.0"), &g, &err) == 0, "%s", err.msg);
+  ck_assert_ptr_null(g->timeline_estimated);
+  memstub_gen_free(g);
+  g = fitted(META_REFERENCE);  // fitted: not the recorder's own figures
+  ck_assert_ptr_null(g->timeline_estimated);
+  memstub_gen_free(g);
+  // The command line: gen and replay warn, and still succeed.
+  char *dir = tu_mkdtemp(), *in = write_in(dir, "e.csv", EST_TRACE("200.0"));
+  tu_run r = tu_memstub(dir, "gen", in, "-o", "e.h", NULL);
+  ck_assert_msg(r.status == 0 && strstr(r.err, "warning: ") &&
+                    strstr(r.err, "the stub's timeline takes the recorder's cost out by the "
+                                  "recorder's own figures") && !tu_warned(r.err),
+                "gen: exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "replay", in, NULL);
+  ck_assert_msg(r.status == 0 && strstr(r.err, "200 µs of the 4.00 ms recorded"), "replay: exit %d: %s",
+                r.status, r.err);
+  tu_run_free(&r);
+  free(in);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 /* A recording that used no more CPU time than its reference: nothing per
  * call, and it says so; its waiting (3 ms against 0.5 ms) still scaled. */
 START_TEST(test_gen_unfit) {
@@ -605,6 +651,7 @@ static Suite *timeline_suite(void) {
   tcase_add_test(tc, test_gen_regions_cpu_ahead);
   tcase_add_test(tc, test_gen_regions_curve);
   tcase_add_test(tc, test_gen_uneven_cost_said);
+  tcase_add_test(tc, test_gen_estimated_said);
   tcase_add_test(tc, test_gen_unfit);
   tcase_add_test(tc, test_gen_process_threads);
   tcase_add_test(tc, test_bad_metadata);

@@ -33,6 +33,11 @@ tu_run tu_exec(const char *cwd, char *const argv[]);
 // Run `memstub ARGS...` ($MEMSTUB_EXE); the list ends with NULL.
 tu_run tu_memstub(const char *cwd, ...);
 void tu_run_free(tu_run *r);
+/* Whether err (a command's standard error) holds a warning other than the
+ * one that a stub's timeline rests on the recorder's own figures, which
+ * any recording without --reference may give (traces/timeline.h,
+ * MS__TL_ESTIMATED_SHARE): for tests whose subject is something else. */
+int tu_warned(const char *err);
 /* The subcommands `memstub help` lists (help and version aside): names into
  * cmds (each malloc'd, at most max), their number returned. */
 size_t tu_subcommands(char *cmds[], size_t max);

@@ -569,6 +569,29 @@ int ms__timeline_uneven(const ms__timeline *tl) {
          10 * tl->thin_cpu_ns > tl->recorded_cpu_ns;
 }
 
+void ms__timeline_estimated_say(int64_t own_ns, int64_t recorded_ns, char *buf, size_t cap) {
+  char own[32], rec[32];
+  if (cap == 0) return;
+  snprintf(buf, cap,
+           "the stub's timeline takes the recorder's cost out by the recorder's own figures, "
+           "%s of the %s recorded (%.0f %%); they time its hooks, not what the hooks do to the "
+           "program's caches, locks and waits, so the stub may run longer than the program "
+           "(python3 with three threads: +28 %%; bench/results/timeline.md: +17 to +34 %%): "
+           "'memstub record --reference 3' times the program without the recorder and gen fits "
+           "the timeline to those runs (docs/recording.md, \"The stub's timeline\")",
+           ms__fmt_ns(own_ns, own, sizeof own), ms__fmt_ns(recorded_ns, rec, sizeof rec),
+           recorded_ns > 0 ? 100.0 * (double)own_ns / (double)recorded_ns : 0.0);
+}
+
+int ms__timeline_estimated(const ms__timeline *tl, char *buf, size_t cap) {
+  if (cap) buf[0] = '\0';
+  if (tl->kind != MS__TL_OWN || tl->recorded_ns <= 0 ||
+      (double)tl->removed_ns < MS__TL_ESTIMATED_SHARE * (double)tl->recorded_ns)
+    return 0;
+  ms__timeline_estimated_say(tl->removed_ns, tl->recorded_ns, buf, cap);
+  return 1;
+}
+
 void ms__timeline_describe(const ms__timeline *tl, char *buf, size_t cap) {
   char rec[32], tgt[32], rw[32], rc[32], ow[32], oc[32], own[32] = "not measured";
   if (tl->own_per_call > 0) snprintf(own, sizeof own, "%.1f ns", tl->own_per_call);

@@ -118,6 +118,19 @@ void ms__timeline_describe(const ms__timeline *tl, char *buf, size_t cap);
  * not. After ms__timeline_rows. */
 int ms__timeline_uneven(const ms__timeline *tl);
 
+/* The share of a recording the recorder's own figures may take out before
+ * the timeline they give is only an estimate worth a warning: 2 %. */
+#define MS__TL_ESTIMATED_SHARE 0.02
+/* Whether t's timeline rests on the recorder's own figures (no reference
+ * runs) and they took MS__TL_ESTIMATED_SHARE of the recording out or more;
+ * then buf (when cap > 0) says so, how much, and what to do, in one
+ * sentence for a warning (memstub gen, replay, record). After
+ * ms__timeline_rows. */
+int ms__timeline_estimated(const ms__timeline *tl, char *buf, size_t cap);
+/* The same sentence for own_ns of the recorder's cost by its own figures
+ * in a recording of recorded_ns (memstub record's summary). */
+void ms__timeline_estimated_say(int64_t own_ns, int64_t recorded_ns, char *buf, size_t cap);
+
 /* A copy of t on its target timeline (time_ns and cpu_ns from
  * ms__timeline_rows, everything else as it is), into *out; *out NULL when
  * the timeline is t's own (MS__TL_RECORDED). tl filled. 0, -EINVAL as

@@ -166,6 +166,12 @@ typedef struct memstub_gen {
    * tenth of theirs (the recorder's cost is taken out evenly per call; the
    * line says so too). memstub gen and replay warn. */
   int timeline_uneven;
+  /* NULL, or why that timeline is an estimate: it takes the recorder's cost
+   * out by the recorder's own figures (no reference runs) and they were 2 %
+   * of the recording or more, which leaves out the hooks' effect on the
+   * program's caches and locks (the stub may run longer than the program).
+   * One sentence; memstub gen and replay warn with it. */
+  char *timeline_estimated;
   memstub_gen_whatif whatif;  // what the scales did
   /* With the calls attached (memstub_gen_calls; else NULL): the encoded
    * calls and per point their end; stub.callseq and stub.callend point here. */
