@@ -452,6 +452,36 @@ static memstub_trace *read_t(const char *dir) {
   return t;
 }
 
+/* A thread that maps memory itself (python3's arenas) gets a row for the
+ * change of the mapped bytes: with its own heap, never the process's. Those
+ * rows had the process's heap, so a thread holding none showed the main
+ * thread's 8 MiB, and python3's three workers together 46 % above the
+ * process's exact peak. */
+START_TEST(test_mapping_rows_own_heap) {
+  char *dir = tu_mkdtemp();
+  const char *none[] = {NULL};
+  tu_run r = record_mode(dir, none, "mapper", "200");
+  ck_assert_msg(r.status == 0 && !tu_warned(r.err), "status %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  memstub_trace *t = read_t(dir);
+  int tc = memstub_trace_column(t, "thread");
+  ck_assert_int_ge(tc, 0);
+  size_t worker = 0;
+  for (size_t i = 0; i < t->n; i++) {
+    if (memstub_trace_extra_row(t, i)[tc] != 1) continue;
+    worker++;
+    ck_assert_msg(t->pts[i].heap_bytes < (1 << 20), "row %zu: the worker's heap %lld", i,
+                  (long long)t->pts[i].heap_bytes);
+  }
+  ck_assert_uint_ge(worker, 2);  // at least its start and end
+  ck_assert_ptr_null(memstub_trace_get_meta(t, "record.peak_heap_of_rows"));
+  ck_assert_int_ge(atoll(memstub_trace_get_meta(t, "record.peak_heap_bytes")), 8 << 20);
+  memstub_trace_free(t);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 /* Every thread is recorded by default (issue 29): the four threads of the
  * program, with the thread columns, and the metadata says it was the
  * default; a program that made one thread gets a trace without them. */
@@ -725,6 +755,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_cross_thread_realloc);
   tcase_add_test(tc, test_single_thread_unchanged);
   tcase_add_test(tc, test_default_every_thread);
+  tcase_add_test(tc, test_mapping_rows_own_heap);
   tcase_add_test(tc, test_narrowed_scope_warns);
   tcase_add_test(tc, test_blocked_worker_cpu);
   tcase_add_test(tc, test_blocked_worker_watched);

@@ -23,6 +23,9 @@
 //                     allocated and freed by thread 0 itself.
 //   threads xrealloc  thread 0 allocates 3000 bytes, thread 1 reallocs them
 //                     to 5000 and frees them (tests/test_record_threads.c).
+//   threads mapper N  thread 0 holds 8 MiB of heap while thread 1 maps and
+//                     unmaps N anonymous regions of 64 KiB (mmap, no
+//                     allocator call): its rows' heap stays 0.
 //   threads race N    thread 1 allocates N blocks of 16 to 4096 bytes and
 //                     hands each to thread 2 through a ring of 64, which
 //                     frees it at once while thread 1 goes on allocating:
@@ -46,6 +49,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -217,6 +221,17 @@ static void *blocked_spin(void *arg) {
   return NULL;
 }
 
+// arg regions of 64 KiB mapped, written and unmapped, one after another.
+static void *mapper(void *arg) {
+  for (long i = 0; i < (long)(intptr_t)arg; i++) {
+    char *p = mmap(NULL, 64 << 10, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    p[0] = 1;
+    munmap(p, 64 << 10);
+  }
+  return (void *)1;
+}
+
 // n pairs as pairs() makes them, with a frame of its own: --function patches it.
 __attribute__((noinline)) static void *region_work(void *arg) {
   volatile char frame[256];
@@ -243,6 +258,17 @@ static int bench(const char *mode, long n) {
     if (pthread_create(&t, NULL, mode[0] == 'f' ? region_work : pairs, (void *)(intptr_t)n) != 0 ||
         pthread_join(t, &r) != 0)
       return 1;
+    return r ? 0 : 1;
+  }
+  if (strcmp(mode, "mapper") == 0) {
+    pthread_t t;
+    void *r;
+    char *volatile held = malloc(8 << 20);
+    if (!held || pthread_create(&t, NULL, mapper, (void *)(intptr_t)n) != 0 ||
+        pthread_join(t, &r) != 0)
+      return 1;
+    held[0] = 1;
+    free(held);
     return r ? 0 : 1;
   }
   if (strcmp(mode, "spawn") == 0) {
