@@ -484,8 +484,8 @@ void ms__rec_watch_forget(void);
 // Each reading, in order of time per thread: f(thr, raw time, RssAnon less
 // the recorder's (-1 unknown), minor and major faults (-1 unknown), the
 // thread's CPU time, arg).
-void ms__rec_watch_each(void (*f)(int32_t thr, int64_t t, int64_t rss, int64_t minflt,
-                                  int64_t majflt, int64_t cpu, void *arg),
+void ms__rec_watch_each(void (*f)(int32_t thr, int64_t t, int64_t rss, int64_t ver,
+                                  int64_t minflt, int64_t majflt, int64_t cpu, void *arg),
                         void *arg);
 // Readings taken.
 size_t ms__rec_watch_count(void);
@@ -545,6 +545,8 @@ void ms__rec_mem_resolve(void);
 // The memory a row made now by ts carries.
 HOT memv cur_mem(const tstate *ts) {
   memv m;
+  // The version first: the values read after it are of that sample or newer.
+  m.ver = __atomic_load_n(&ms__rec_mem_ver, __ATOMIC_ACQUIRE);
   m.rss = __atomic_load_n(&ms__rec_rss, __ATOMIC_RELAXED);
   m.mapped = __atomic_load_n(&ms__rec_mapped, __ATOMIC_RELAXED);
   m.minflt = ts->is_rec ? ts->minflt : -1;
@@ -611,7 +613,7 @@ HOT void coalesce(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag) {
       memv m = cur_mem(ts);
       // Resident and mapped memory keep their peaks like the heap; faults
       // only grow, so the maxima row carries the last count.
-      if (m.rss > ts->h.b.maxm.rss) ts->h.b.maxm.rss = m.rss;
+      if (m.rss > ts->h.b.maxm.rss) ts->h.b.maxm.rss = m.rss, ts->h.b.maxm.ver = m.ver;
       if (m.mapped > ts->h.b.maxm.mapped) ts->h.b.maxm.mapped = m.mapped;
       ts->h.b.maxm.minflt = m.minflt;
       ts->h.b.maxm.majflt = m.majflt;

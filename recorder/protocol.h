@@ -77,6 +77,10 @@ typedef struct ms__rec_mem {
   int64_t rss;     // RssAnon of the process, bytes (-1: unknown)
   int64_t mapped;  // anonymous memory mapped outside the malloc family, bytes
   int64_t minflt, majflt;  // the recorded thread's page faults so far
+  /* The memory sample rss and mapped are from (ms__rec_mem_ver when read;
+   * -1 unknown): --thread all's merge gives a row whose reading is older
+   * than one an earlier row of another thread showed the newer one. */
+  int64_t ver;
 } ms__rec_mem;
 
 /* A row's work (docs/formats.md, "Work columns"): the recorded thread's CPU

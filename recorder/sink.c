@@ -219,7 +219,7 @@ static void cover(assembled *A, const xrow *buf, size_t total, xrow *tmp, double
     if ((buf[i].tag & ~ROW_EXACT) > max_tag) max_tag = buf[i].tag & ~ROW_EXACT;
   A->regions = max_tag > 0;
   int64_t origin = -1, last_stack = 0, last_heap = 0, last_cpu = 0, cpu_base = -1, prev_cpu = 0;
-  memv last_m = {0, 0, 0, 0}, base = {0, 0, 0, 0};
+  memv last_m = {0, 0, 0, 0, -1}, base = {0, 0, 0, 0, -1};
   int have_base = 0;
   if (!A->regions) origin = ms__rec.origin_raw;
   A->origin_raw = origin;
@@ -316,7 +316,7 @@ static void cover(assembled *A, const xrow *buf, size_t total, xrow *tmp, double
   }
   if (have) out = emit_bucket(tmp, out, &mx, &cur, &acc);
   if (out == 0) {
-    tmp[out++] = (xrow){0, 0, last_heap < 0 ? 0 : last_heap, 0, {0, 0, 0, 0}, {0, 0, {0}}};
+    tmp[out++] = (xrow){0, 0, last_heap < 0 ? 0 : last_heap, 0, {0, 0, 0, 0, -1}, {0, 0, {0}}};
     tmp[0].m.mapped = last_m.mapped < 0 ? 0 : last_m.mapped;
     cur = tmp[0];
   }

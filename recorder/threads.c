@@ -287,7 +287,7 @@ static arow blank(int thr) {
   a.r.xfrom = -1;
   a.heap_after = -1;
   a.x.stack = -1;
-  a.x.m = (memv){-1, -1, -1, -1};
+  a.x.m = (memv){-1, -1, -1, -1, -1};
   a.x.w.cpu = -1;
   return a;
 }
@@ -301,8 +301,8 @@ typedef struct watch_add {
   uint64_t j;
 } watch_add;
 
-static void watch_row(int32_t thr, int64_t t, int64_t rss, int64_t minflt, int64_t majflt,
-                      int64_t cpu, void *arg) {
+static void watch_row(int32_t thr, int64_t t, int64_t rss, int64_t ver, int64_t minflt,
+                      int64_t majflt, int64_t cpu, void *arg) {
   watch_add *w = arg;
   if (thr < 0 || thr >= w->nthr || *w->k >= w->total || t < w->tfirst[thr]) return;
   arow r = blank(thr);
@@ -310,6 +310,7 @@ static void watch_row(int32_t thr, int64_t t, int64_t rss, int64_t minflt, int64
   r.x.t = t;
   r.x.heap = -1;
   r.x.m.rss = rss;
+  r.x.m.ver = ver;
   r.x.m.minflt = minflt;
   r.x.m.majflt = majflt;
   r.x.w.cpu = cpu;
@@ -427,6 +428,7 @@ int ms__rec_thr_assemble(struct assembled *A, int64_t raw_end, double scale) {
   arow *s = sort_rows(a, tmp, k);
   // 4. Columns filled from each thread's previous row.
   int64_t prev_t = 0, rss0 = -1, last_rss = 0, last_mapped = 0;
+  int64_t newest = -1, newest_rss = 0, newest_mapped = 0;  // the newest memory sample a row showed
   int64_t total_heap = 0;
   memset(first, 0xff, (size_t)nthr * 2 * sizeof(size_t));
   A->regions = 0;
@@ -456,6 +458,21 @@ int ms__rec_thr_assemble(struct assembled *A, int64_t raw_end, double scale) {
       r->x.m.rss = rss0 >= 0 && last_rss > rss0 ? last_rss - rss0 : 0;
       r->x.m.mapped = last_mapped;
     } else {
+      /* Resident and mapped memory are the process's, one sample at a time:
+       * a row whose reading is older than one a row before it showed (its
+       * thread's bucket took it earlier) shows the newer one. Else pool's
+       * workers and collector, merged, went 736 pages down, up and down
+       * within a millisecond, and its stub wrote and dropped them each time. */
+      if (r->x.m.rss >= 0 && r->x.m.ver >= 0) {
+        if (r->x.m.ver < newest) {
+          r->x.m.rss = newest_rss;
+          r->x.m.mapped = newest_mapped;
+        } else {
+          newest = r->x.m.ver;
+          newest_rss = r->x.m.rss;
+          newest_mapped = r->x.m.mapped;
+        }
+      }
       if (r->x.m.rss < 0) r->x.m.rss = last_rss;
       if (r->x.m.mapped < 0) r->x.m.mapped = last_mapped;
       if (rss0 < 0) rss0 = r->x.m.rss;

@@ -24,7 +24,7 @@
 // A reading: thread thr at raw time t; rss the process's RssAnon less the
 // recorder's (-1 unknown), faults and CPU time as the thread's own clocks read.
 typedef struct wsample {
-  int64_t t, rss, minflt, majflt, cpu;
+  int64_t t, rss, minflt, majflt, cpu, ver;  // ver: the memory sample's (ms__rec_mem.ver)
   int32_t thr;
 } wsample;
 
@@ -69,7 +69,7 @@ static void put(const wsample *s) {
 // One round: 1 when a thread blocking the signal was found (running or not).
 static int round_once(int64_t *last_cpu, int nlast) {
   int any = 0, rss_read = 0;
-  int64_t rss = -1;
+  int64_t rss = -1, ver = -1;
   for (tstate *ts = __atomic_load_n(&ms__rec.list, __ATOMIC_ACQUIRE); ts; ts = ts->next) {
     if (!ts->all || __atomic_load_n(&ts->gone, __ATOMIC_ACQUIRE) || !ts->cpu_clock_ok ||
         !__atomic_load_n(&ts->blk_since, __ATOMIC_ACQUIRE) || ts->thr < 0)
@@ -82,10 +82,11 @@ static int round_once(int64_t *last_cpu, int nlast) {
     if (seen) *seen = cpu;
     if (!rss_read) {  // one reading of the process a round, shared with the threads' rows
       ms__rec_mem_sample(NULL);
+      ver = __atomic_load_n(&ms__rec_mem_ver, __ATOMIC_ACQUIRE);
       rss = __atomic_load_n(&ms__rec_rss, __ATOMIC_RELAXED);
       rss_read = 1;
     }
-    wsample s = {raw_now(), rss, -1, -1, cpu, ts->thr};
+    wsample s = {raw_now(), rss, -1, -1, cpu, ver, ts->thr};
     if (ms__prim_task_faults(ts->tid, &s.minflt, &s.majflt) < 0) s.minflt = s.majflt = -1;
     put(&s);
   }
@@ -171,14 +172,14 @@ size_t ms__rec_watch_count(void) {
   return n;
 }
 
-void ms__rec_watch_each(void (*f)(int32_t thr, int64_t t, int64_t rss, int64_t minflt,
-                                  int64_t majflt, int64_t cpu, void *arg),
+void ms__rec_watch_each(void (*f)(int32_t thr, int64_t t, int64_t rss, int64_t ver,
+                                  int64_t minflt, int64_t majflt, int64_t cpu, void *arg),
                         void *arg) {
   for (const wblock *b = __atomic_load_n(&W.head, __ATOMIC_ACQUIRE); b; b = b->next) {
     size_t n = __atomic_load_n(&b->n, __ATOMIC_ACQUIRE);
     for (size_t i = 0; i < n; i++) {
       const wsample *s = &b->s[i];
-      f(s->thr, s->t, s->rss, s->minflt, s->majflt, s->cpu, arg);
+      f(s->thr, s->t, s->rss, s->ver, s->minflt, s->majflt, s->cpu, arg);
     }
   }
 }
