@@ -83,6 +83,20 @@ typedef struct ms__rec_mem {
   int64_t ver;
 } ms__rec_mem;
 
+/* --thread all's merge, rows in time order: newest is the newest memory
+ * sample a row showed so far (ver -1: none yet). A row whose reading is
+ * older shows newest's rss and mapped; a newer one becomes newest. A row
+ * without a reading (rss or ver -1) is left as it is. */
+static inline void ms__rec_mem_newest(ms__rec_mem *m, ms__rec_mem *newest) {
+  if (m->rss < 0 || m->ver < 0) return;
+  if (m->ver < newest->ver) {
+    m->rss = newest->rss;
+    m->mapped = newest->mapped;
+  } else {
+    *newest = *m;
+  }
+}
+
 /* A row's work (docs/formats.md, "Work columns"): the recorded thread's CPU
  * time at the row (absolute ns, -1 in rows of other threads), and the
  * allocator calls since the thread's previous row by kind and size class

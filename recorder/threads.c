@@ -428,7 +428,7 @@ int ms__rec_thr_assemble(struct assembled *A, int64_t raw_end, double scale) {
   arow *s = sort_rows(a, tmp, k);
   // 4. Columns filled from each thread's previous row.
   int64_t prev_t = 0, rss0 = -1, last_rss = 0, last_mapped = 0;
-  int64_t newest = -1, newest_rss = 0, newest_mapped = 0;  // the newest memory sample a row showed
+  memv newest = {0, 0, 0, 0, -1};  // the newest memory sample a row showed
   int64_t total_heap = 0;
   memset(first, 0xff, (size_t)nthr * 2 * sizeof(size_t));
   A->regions = 0;
@@ -463,16 +463,7 @@ int ms__rec_thr_assemble(struct assembled *A, int64_t raw_end, double scale) {
        * thread's bucket took it earlier) shows the newer one. Else pool's
        * workers and collector, merged, went 736 pages down, up and down
        * within a millisecond, and its stub wrote and dropped them each time. */
-      if (r->x.m.rss >= 0 && r->x.m.ver >= 0) {
-        if (r->x.m.ver < newest) {
-          r->x.m.rss = newest_rss;
-          r->x.m.mapped = newest_mapped;
-        } else {
-          newest = r->x.m.ver;
-          newest_rss = r->x.m.rss;
-          newest_mapped = r->x.m.mapped;
-        }
-      }
+      ms__rec_mem_newest(&r->x.m, &newest);
       if (r->x.m.rss < 0) r->x.m.rss = last_rss;
       if (r->x.m.mapped < 0) r->x.m.mapped = last_mapped;
       if (rss0 < 0) rss0 = r->x.m.rss;

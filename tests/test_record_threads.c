@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../recorder/protocol.h"
 #include "memstub/trace.h"
 #include "testutil.h"
 
@@ -743,6 +744,30 @@ START_TEST(test_usage) {
 }
 END_TEST
 
+/* The merge's rule for resident and mapped memory (ms__rec_mem_newest):
+ * rows in time order whose samples went 5 (8 MiB), 7 (2 MiB), then a row
+ * of another thread with sample 6 (8 MiB, taken before 7 and kept by its
+ * bucket): that row shows 2 MiB, not 8 again; sample 8 is taken as it is,
+ * and rows without a reading are left alone. pool's stub wrote and dropped
+ * such turns of 736 pages. */
+START_TEST(test_merge_newest_sample) {
+  ms__rec_mem newest = {0, 0, 0, 0, -1};
+  ms__rec_mem rows[] = {{8 << 20, 100, 1, 0, 5}, {2 << 20, 100, 2, 0, 7}, {8 << 20, 300, 3, 0, 6},
+                        {-1, -1, -1, -1, -1},     {3 << 20, 200, 4, 0, 8}, {4 << 20, 50, 5, 0, 8}};
+  int64_t want_rss[] = {8 << 20, 2 << 20, 2 << 20, -1, 3 << 20, 4 << 20};
+  int64_t want_mapped[] = {100, 100, 100, -1, 200, 50};
+  int64_t want_flt[] = {1, 2, 3, -1, 4, 5};
+  for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+    ms__rec_mem_newest(&rows[i], &newest);
+    ck_assert_msg(rows[i].rss == want_rss[i] && rows[i].mapped == want_mapped[i],
+                  "row %zu: rss %lld mapped %lld", i, (long long)rows[i].rss,
+                  (long long)rows[i].mapped);
+    ck_assert_int_eq(rows[i].minflt, want_flt[i]);  // a thread's own, kept
+  }
+  ck_assert_int_eq(newest.ver, 8);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("record_threads");
   TCase *tc = tcase_create("all");
@@ -763,6 +788,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_threads_calls_said);
   tcase_add_test(tc, test_racing_cross_thread_frees_generate);
   tcase_add_test(tc, test_usage);
+  tcase_add_test(tc, test_merge_newest_sample);
   suite_add_tcase(s, tc);
   return s;
 }
