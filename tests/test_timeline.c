@@ -206,6 +206,49 @@ START_TEST(test_gen_whole_run) {
 }
 END_TEST
 
+/* A whole run whose rows hold no allocator call (gzip -9 makes one, before
+ * its first row: no call columns) still slowed under the recorder: with
+ * reference runs its totals are set to theirs, 2 ms of CPU time and 1 ms of
+ * waiting to 1.5 and 0.5 (it was left as recorded: gzip's stub 108 ms for
+ * its 89 ms). Without reference runs, as recorded. */
+#define NOCALLS_ROWS                                                      \
+  "time_ns,stack_bytes,heap_bytes,cpu_ns\n0,0,0,0\n1000000,0,100,500000\n" \
+  "2000000,0,50,1500000\n3000000,0,0,2000000\n"
+START_TEST(test_gen_whole_run_no_calls) {
+  static const char text[] = "# memstub-trace 1\n# source: memstub-record\n"
+                             "# record.cost_ns_per_event: not measured\n# record.events: 1\n"
+                             "# record.samples: 0\n# record.regions: none (whole run)\n"
+                             "# record.thread: main\n# record.threads: 1\n"
+                             "# outside.wall_ns: 3100000\n# outside.cpu_ns: 2050000\n"
+                             "# reference.runs: 3\n# reference.wall_ns: 2000000\n"
+                             "# reference.cpu_ns: 1500000\n" NOCALLS_ROWS;
+  memstub_gen *g = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(build(text, &g, &err) == 0, "%s", err.msg);
+  ck_assert_ptr_nonnull(g->timeline);
+  ck_assert_msg(strstr(g->timeline, "the whole run: the trace's CPU time and waiting set to "
+                                    "theirs") &&
+                    strstr(g->timeline, "no allocator call in its rows") &&
+                    strstr(g->timeline, "3.00 ms recorded, 2.00 ms after") &&
+                    !strstr(g->timeline, "no slower") && !strstr(g->timeline, "not used"),
+                "%s", g->timeline);
+  ck_assert_int_eq(g->stub.duration_ns, 2000000);
+  int64_t cpu = 0;
+  for (int64_t i = 0; i < g->stub.numdata; i++) cpu += g->cpu[i];
+  ck_assert_int_eq(cpu, 1500000);
+  memstub_gen_free(g);
+  // No reference runs: as recorded, no line (there are no calls to take a cost from).
+  static const char plain[] = "# memstub-trace 1\n# source: memstub-record\n"
+                              "# record.cost_ns_per_event: not measured\n# record.events: 1\n"
+                              "# record.samples: 0\n" NOCALLS_ROWS;
+  g = NULL;
+  ck_assert_msg(build(plain, &g, &err) == 0, "%s", err.msg);
+  ck_assert_ptr_null(g->timeline);
+  ck_assert_int_eq(g->stub.duration_ns, 3000000);
+  memstub_gen_free(g);
+}
+END_TEST
+
 /* A region of a run (--function) whose span the reference runs timed
  * (recorder/times.c): its totals set to theirs, as a whole run's are, with
  * the figures of test_gen_whole_run (the region's 1.5 ms of CPU time and
@@ -647,6 +690,7 @@ static Suite *timeline_suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_gen_fitted);
   tcase_add_test(tc, test_gen_whole_run);
+  tcase_add_test(tc, test_gen_whole_run_no_calls);
   tcase_add_test(tc, test_gen_regions);
   tcase_add_test(tc, test_gen_regions_cpu_ahead);
   tcase_add_test(tc, test_gen_regions_curve);

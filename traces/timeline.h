@@ -81,6 +81,7 @@ typedef struct ms__timeline {
    * own per call, where a fit per call would be the run's difference over
    * a few calls (liblzma's encoder: 39 calls, 5 ms each). */
   int few;
+  int no_calls;  // the rows hold no allocator call: a whole run fitted by its totals alone
   double own_per_call;                 // record.cost_ns_per_event (0: not measured)
   int64_t events;                      // record.events: the whole run's allocator calls
   int64_t ref_runs;                    // reference runs (0: none)
