@@ -24,6 +24,7 @@ typedef struct rec_opts {
 typedef struct rec_status {
   int present;  // the recorder started in the process
   long long finished, signal, written, err, nothing, occurrences, threads;
+  long long cpu_ns;  // the process's own CPU time at its end (0: not said)
   char function[512];  // a --function problem, "" when none
 } rec_status;
 
@@ -94,8 +95,15 @@ typedef struct rec_run {
   // Its clock at the calls of one occurrence (MS__TL_REF_CURVE's
   // value, owned), NULL when not timed so.
   char *curve;
+  // A recording: the recorded process's own CPU time at its end (the
+  // recorder's status file, MS__REC_ST_CPU); -1 when not known.
+  long long own_cpu_ns;
 } rec_run;
 extern rec_run ms_record_last;
+/* A warning when the children PROGRAM started and waited for, not recorded,
+ * had a tenth of run's CPU time (wait4's, which counts them, less the
+ * process's own) and 20 ms at least. */
+void ms_record_children_warn(const rec_opts *o, const rec_run *run);
 // Whether o's recording may cover regions only (--function, --occurrence, the probe API in PROGRAM).
 int ms_record_regions(const rec_opts *o);
 // The recorder library into lib[PATH_MAX]. 0, or the exit status after saying why not.

@@ -165,7 +165,7 @@ static int reference_run(const rec_opts *o, char **env, int k, const char *times
   fflush(NULL);
   if (times) unlink(times);
   int rc = ms__spawn_run(o->prog, &so, &r, &err);
-  *out = (rec_run){r.wall_ns, r.user_ns + r.sys_ns, -1, -1, -1, NULL};
+  *out = (rec_run){r.wall_ns, r.user_ns + r.sys_ns, -1, -1, -1, NULL, -1};
   if (times) times_read(times, out);
   char how[96];
   ms__spawn_describe(&r, how, sizeof how);
@@ -530,6 +530,7 @@ int ms_record_repeat(int argc, char **argv, const rec_opts *o) {
     // Its warnings and checks even with -q, as a single recording's (the
     // recordings themselves were not summarised: cmd_record.c after_run).
     if (rc == 0) rc = ms_record_summarise(o, abs);
+    if (rc == 0) ms_record_children_warn(o, &rec[kept]);
     if (rc != 0) st = rc;
   }
   if (st == MS_EXIT_OK && ref_failed) st = MS_EXIT_CHECK;

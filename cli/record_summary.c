@@ -290,7 +290,7 @@ int ms_record_summarise(const rec_opts *o, const char *abs) {
   const char *off = memstub_trace_get_meta(t, MS__REC_META_STACK_OFF);
   if (off) ms_cli_warn("%s: %s", o->out, off);
   int rc = 0;
-  if (!o->quiet) timeline_estimated(o->out, t, o);
+  if (!o->quiet) timeline_estimated(o->out, t, o);  // advice, as the scope's: -q silences it
   if (!threads && !o->quiet) summary(o->out, t, o->thread_why);
   // Several threads: checked and summarised thread by thread.
   if (threads && ms_record_threads_summary(o->out, abs, o->quiet) != 0) rc = MS_EXIT_CHECK;

@@ -522,6 +522,33 @@ START_TEST(test_timeline_estimated_warned) {
 }
 END_TEST
 
+/* Children the program started and waited for are not recorded without
+ * --follow-children: the summary says how much of the run's CPU time they
+ * had (wait4's, less the process's own at its end) when it is a tenth or
+ * more, and --follow-children, or a program without children, says
+ * nothing. Here sh waits for a child sh that counts to 200,000 (about
+ * 0.2 s of CPU time; tar czf's gzip had 91 % of its run's). */
+START_TEST(test_children_left_out_warned) {
+  static const char said[] = "started and waited for used";
+  char *dir = tu_mkdtemp();
+  const char *kid = "sh -c 'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done'; true";
+  tu_run r = tu_memstub(dir, "record", "-o", "t.csv", "--", "/bin/sh", "-c", kid, NULL);
+  ck_assert_msg(r.status == 0 && strstr(r.err, said) && strstr(r.err, "--follow-children"),
+                "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "record", "--follow-children", "-o", "f.csv", "--", "/bin/sh", "-c", kid,
+                 NULL);
+  ck_assert_msg(r.status == 0 && !strstr(r.err, said), "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  memstub_trace *t = record(dir, "m.csv", &r, NULL, "many", NULL);
+  ck_assert_msg(r.status == 0 && t && !strstr(r.err, said), "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  memstub_trace_free(t);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 #define MIB ((int64_t)1 << 20)
 
 // Column name's values: its maximum, and its value in the last row.
@@ -1118,6 +1145,7 @@ static Suite *record_suite(void) {
   tcase_add_test(tc, test_probe_regions_and_churn);
   tcase_add_test(tc, test_coalescing_keeps_peaks);
   tcase_add_test(tc, test_timeline_estimated_warned);
+  tcase_add_test(tc, test_children_left_out_warned);
   tcase_add_test(tc, test_mapped_memory);
   tcase_add_test(tc, test_lazy_heap_resident);
   tcase_add_test(tc, test_rss_leaves_out_recorder_tables);
