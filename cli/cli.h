@@ -228,6 +228,9 @@ void ms_cli_whatif_note(const struct memstub_gen *g, const char *label);
 /* "memstub: warning: TRACE: the stub's timeline ..." when g->timeline_uneven:
  * its total is the reference's, its shape may not be (cli/whatif.c). */
 void ms_cli_timeline_uneven(const char *trace);
+/* g's timeline warnings: ms_cli_timeline_uneven when g->timeline_uneven,
+ * g->timeline_estimated when set (memstub gen and replay). */
+void ms_cli_timeline_warn(const char *trace, const struct memstub_gen *g);
 /* "memstub: warning: TRACE: thread K: the stub's timeline takes the
  * recorder's cost out by ..." for the first thread of g whose timeline is
  * an estimate (memstub_gen.timeline_estimated), once for the process. */

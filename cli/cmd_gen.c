@@ -319,8 +319,7 @@ int ms_cmd_gen(int argc, char **argv) {
   if (rc == 0) rc = data ? memstub_gen_emit_data(g, data, &err) : memstub_gen_emit_ex(g, out, &eo, NULL, &err);
   if (data && ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
   if (rc == 0 && g->timeline) ms_cli_note("timeline: %s", g->timeline);
-  if (rc == 0 && g->timeline_uneven) ms_cli_timeline_uneven(in);
-  if (rc == 0 && g->timeline_estimated) ms_cli_warn("%s: %s", in, g->timeline_estimated);
+  if (rc == 0) ms_cli_timeline_warn(in, g);
   if (rc == 0) ms_cli_whatif_note(g, "");
   if (rc == 0 && o.profile) {
     char comp[512], unsure[768];

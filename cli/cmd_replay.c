@@ -330,8 +330,7 @@ int ms_cmd_replay(int argc, char **argv) {
   }
   if (ms_cli_progress_enabled()) fputs("\r\033[K", stderr);
   if (rc == 0 && g && g->timeline) ms_cli_note("timeline: %s", g->timeline);  // as memstub gen
-  if (rc == 0 && g && g->timeline_uneven) ms_cli_timeline_uneven(a.in);
-  if (rc == 0 && g && g->timeline_estimated) ms_cli_warn("%s: %s", a.in, g->timeline_estimated);
+  if (rc == 0 && g) ms_cli_timeline_warn(a.in, g);
   if (rc == 0 && g) ms_cli_whatif_note(g, "");
   if (rc == 0 && go->profile) {
     char comp[512], unsure[768];

@@ -34,6 +34,11 @@ void ms_cli_timeline_estimated_threads(const char *trace, const memstub_gen_thre
     }
 }
 
+void ms_cli_timeline_warn(const char *trace, const memstub_gen *g) {
+  if (g->timeline_uneven) ms_cli_timeline_uneven(trace);
+  if (g->timeline_estimated) ms_cli_warn("%s: %s", trace, g->timeline_estimated);
+}
+
 void ms_cli_timeline_uneven(const char *trace) {
   ms_cli_warn("%s: the stub's timeline has the reference's total but maybe not its shape (the "
               "timeline line says which rows): where the recorder's calls were cheaper than its "

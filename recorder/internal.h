@@ -344,6 +344,12 @@ HOT int64_t theap(const tstate *ts) {
          __atomic_load_n(&ts->theap_x, __ATOMIC_RELAXED);
 }
 
+// The heap a row of ts shows when no call changed it: its own with --thread
+// all, else the total in scope.
+HOT int64_t row_heap(const tstate *ts) {
+  return ts->all ? theap(ts) : __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED);
+}
+
 HOT int64_t raw_now(void) {
   return ms__rec.use_tsc ? (int64_t)ms__prim_cycles_begin() : ms__prim_now_ns();
 }

@@ -275,7 +275,7 @@ static void mapped_event(tstate *ts, int64_t d, uintptr_t sp) {
   // Its thread's heap with --thread all (the process's was a spike in the
   // thread's rows: python3's arenas, mmapped by each thread, gave a worker
   // the three workers' heaps together, 46 % above the exact peak).
-  event(ts, ts->all ? theap(ts) : __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED), sp);
+  event(ts, row_heap(ts), sp);
   CBARRIER();
   ts->in_hook = 0;
 }

@@ -46,7 +46,7 @@ EXPORT int memstub_recorder_probe_v1(int op, const char *name, uintptr_t sp) {
   if (UNLIKELY(ms__rec.rec_ordinal == MS__REC_REGION_THREAD) && op == MS__PROBE_BEGIN &&
       ts->depth == 0 && !__atomic_load_n(&ms__rec.region_claimed, __ATOMIC_ACQUIRE))
     claim(ts, sp);
-  int64_t h = ts->all ? theap(ts) : __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED);
+  int64_t h = row_heap(ts);
   // A region's begin and end measure memory afresh (rss and faults are
   // relative to the first region's begin), at most once per resolution (a
   // sample reads /proc: microseconds; a function called in a tight loop

@@ -124,7 +124,7 @@ static void on_sample(int sig, siginfo_t *si, void *ucv) {
   ts->now = t0;
   ms__rec_mem_sample(ts);
   coalesce(ts, t0, s,
-           ts->all ? theap(ts) : __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED), ts->tag);
+           row_heap(ts), ts->tag);
   ts->samples++;
   ts->sample_raw += (uint64_t)(raw_now() - t0);
   CBARRIER();

@@ -183,7 +183,7 @@ void ms__rec_become_recorded(tstate *ts, uintptr_t top, int64_t stack0) {
   ms__rec_mem_sample(ts);  // the base of rss and faults
   ts->cpu_t = t;
   ts->cpu_v = ms__prim_thread_cpu_ns();
-  int64_t h = ts->all ? theap(ts) : __atomic_load_n(&ms__rec_heap, __ATOMIC_RELAXED);
+  int64_t h = row_heap(ts);
   ms__rec_push_row(ts, t, stack0, h, ROW_EXACT, cur_mem(ts), ts->cpu_v, 1);
   CBARRIER();
   ts->in_hook = 0;
