@@ -523,15 +523,27 @@ static int no_trace(const rec_opts *o, const rec_status *st, int wst, const char
  * through gzip, which had 0.2 s of the run's 0.24, and a stub of tar's
  * trace waits where gzip compressed. */
 void ms_record_children_warn(const rec_opts *o, const rec_run *run) {
-  int64_t all = run->cpu_ns, own = run->own_cpu_ns, kids = all - own;
-  if (o->follow || o->quiet || own <= 0 || all <= 0 || kids < 20 * 1000 * 1000 || 10 * kids < all)
+  int64_t all = run->cpu_ns, kids = run->kids_cpu_ns;
+  if (o->follow || o->quiet || kids < 0 || all <= 0 || kids < 20 * 1000 * 1000 || 10 * kids < all)
     return;
-  char k[32], a[32];
+  char k[32], a[32], path[PATH_MAX], how[PATH_MAX + 160] = "";
+  // A launcher script on the PATH (a pyenv shim, a wrapper) runs its own
+  // processes before it execs the program: say so, and where the program is.
+  const char *p = o->prog[0];
+  if (strchr(p, '/') || ms_cli_path_find(p, path, sizeof path)) {
+    const char *file = strchr(p, '/') ? p : path;
+    FILE *f = fopen(file, "r");
+    char head[2] = {0};
+    if (f && fread(head, 1, 2, f) == 2 && head[0] == '#' && head[1] == '!')
+      snprintf(how, sizeof how, " (%s is a script: a launcher's processes count too; record the "
+               "program it runs by its path to leave them out)", file);
+    if (f) fclose(f);
+  }
   ms_cli_warn("%s: the processes %s started and waited for used %s of the %s of CPU time the run "
-              "took (%.0f %%); they are not in the trace, and a stub of it will not do their work: "
-              "--follow-children records each of them into a trace of its own",
-              o->out, o->prog[0], ms__fmt_ns(kids, k, sizeof k), ms__fmt_ns(all, a, sizeof a),
-              100.0 * (double)kids / (double)all);
+              "took (%.0f %%)%s; they are not in the trace, and a stub of it will not do their "
+              "work: --follow-children records each of them into a trace of its own",
+              o->out, p, ms__fmt_ns(kids, k, sizeof k), ms__fmt_ns(all, a, sizeof a),
+              100.0 * (double)kids / (double)all, how);
 }
 
 /* After the root's run (wait status st): its trace checked, salvaged when it
@@ -557,7 +569,7 @@ static int after_run(const rec_opts *o, int st, const rec_status *rs, const char
   }
   // A run of --repeat: only the kept recording is summarised (record_repeat.c),
   // so that what it warns of is said once, of the trace that stays.
-  ms_record_last.own_cpu_ns = rs->present && rs->cpu_ns > 0 ? rs->cpu_ns : -1;
+  ms_record_last.kids_cpu_ns = rs->present && rs->finished ? rs->kids_cpu_ns : -1;
   int rc = ms_record_inner ? 0 : ms_record_summarise(o, abs);
   if (!ms_record_inner) ms_record_children_warn(o, &ms_record_last);
   return rc ? rc : failed ? MS_EXIT_CHECK : MS_EXIT_OK;

@@ -24,7 +24,7 @@ typedef struct rec_opts {
 typedef struct rec_status {
   int present;  // the recorder started in the process
   long long finished, signal, written, err, nothing, occurrences, threads;
-  long long cpu_ns;  // the process's own CPU time at its end (0: not said)
+  long long kids_cpu_ns;  // its waited-for children's CPU time at its end (0: not said)
   char function[512];  // a --function problem, "" when none
 } rec_status;
 
@@ -95,9 +95,10 @@ typedef struct rec_run {
   // Its clock at the calls of one occurrence (MS__TL_REF_CURVE's
   // value, owned), NULL when not timed so.
   char *curve;
-  // A recording: the recorded process's own CPU time at its end (the
-  // recorder's status file, MS__REC_ST_CPU); -1 when not known.
-  long long own_cpu_ns;
+  // A recording: the CPU time of the children the recorded process waited
+  // for, at its end (the recorder's status file, MS__REC_ST_KIDS_CPU); -1
+  // when not known.
+  long long kids_cpu_ns;
 } rec_run;
 extern rec_run ms_record_last;
 /* A warning when the children PROGRAM started and waited for, not recorded,

@@ -57,7 +57,7 @@ rec_status ms_record_status_take(const char *path) {
   st.nothing = status_value(text, MS__REC_ST_WHY);
   st.occurrences = status_value(text, MS__REC_ST_OCCURRENCES);
   st.threads = status_value(text, MS__REC_ST_THREADS);
-  st.cpu_ns = status_value(text, MS__REC_ST_CPU);
+  st.kids_cpu_ns = status_value(text, MS__REC_ST_KIDS_CPU);
   const char *f = strstr(text, "\n" MS__REC_ST_FUNCTION "=");
   if (f) {
     f += strlen(MS__REC_ST_FUNCTION) + 2;

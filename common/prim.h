@@ -136,6 +136,9 @@ int64_t ms__prim_thread_cpu_ns(void);
 // CPU time of every thread of the process so far, ended ones too
 // (CLOCK_PROCESS_CPUTIME_ID), ns; -1 if unknown.
 int64_t ms__prim_process_cpu_ns(void);
+// CPU time (user + system) of the children the process has waited for, and
+// theirs (getrusage RUSAGE_CHILDREN), ns; -1 if unknown.
+int64_t ms__prim_children_cpu_ns(void);
 // CPU time of the thread whose CPU clock is clk (pthread_getcpuclockid), ns; -1 if unknown.
 int64_t ms__prim_clock_cpu_ns(clockid_t clk);
 

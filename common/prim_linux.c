@@ -271,6 +271,13 @@ static int64_t clock_ns(clockid_t clk) {
 
 int64_t ms__prim_thread_cpu_ns(void) { return clock_ns(CLOCK_THREAD_CPUTIME_ID); }
 int64_t ms__prim_process_cpu_ns(void) { return clock_ns(CLOCK_PROCESS_CPUTIME_ID); }
+
+int64_t ms__prim_children_cpu_ns(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_CHILDREN, &ru) != 0) return -1;
+  return ((int64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000 +
+         ((int64_t)ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000;
+}
 int64_t ms__prim_clock_cpu_ns(clockid_t clk) { return clock_ns(clk); }
 
 int ms__prim_sched_open(void) {

@@ -104,7 +104,7 @@ void ms__rec_status(int how, int sig, int written, int err, int why) {
     status_line(b, &n, MS__REC_ST_OCCURRENCES, ms__rec.rec ? ms__rec.rec->occ : 0);
     status_line(b, &n, MS__REC_ST_THREADS,
                 __atomic_load_n(&ms__rec.threads_created, __ATOMIC_RELAXED));
-    status_line(b, &n, MS__REC_ST_CPU, ms__prim_process_cpu_ns());
+    status_line(b, &n, MS__REC_ST_KIDS_CPU, ms__prim_children_cpu_ns());
   }
   // A --function problem as soon as it is known (a SIGKILL may come before
   // the end): "function=TEXT\n", one line (no newline in it).

@@ -169,10 +169,12 @@ typedef struct ms__rec_journal_head {
 #define MS__REC_ST_WHY "nothing"           // MS__REC_NOTHING_*: why there is nothing to write
 #define MS__REC_ST_OCCURRENCES "occurrences"  // region occurrences of the recorded thread
 #define MS__REC_ST_THREADS "threads_created"  // threads created through pthread_create
-/* The process's own CPU time (CLOCK_PROCESS_CPUTIME_ID, ns) when it ends,
- * its trace written: memstub record takes it from the CPU time wait4 gives,
- * which counts the children the process waited for too (cli/cmd_record.c). */
-#define MS__REC_ST_CPU "cpu_ns"
+/* The CPU time of the children the process waited for (RUSAGE_CHILDREN,
+ * user + system, ns) when it ends, its trace written: memstub record says
+ * when they did much of the run's work (cli/cmd_record.c). Counted where it
+ * happened, not as wait4's CPU time less the process's own at its end,
+ * which also held whatever the process ran after the recorder's end. */
+#define MS__REC_ST_KIDS_CPU "children_cpu_ns"
 // Text to the end of the line: a --function problem (a name not found or not
 // patchable), written as soon as the recorder knows it, before the end too
 // (so that a salvage after SIGKILL can say it; cli/record_salvage.c).

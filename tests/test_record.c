@@ -544,6 +544,18 @@ START_TEST(test_children_left_out_warned) {
   ck_assert_msg(r.status == 0 && t && !strstr(r.err, said), "exit %d: %s", r.status, r.err);
   tu_run_free(&r);
   memstub_trace_free(t);
+  // A launcher script (a pyenv shim) whose own processes did the work: named.
+  char launcher[4096];
+  snprintf(launcher, sizeof launcher, "%s/launch", dir);
+  FILE *f = fopen(launcher, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f, "#!/bin/sh\n%s\nexec /bin/true\n", kid);
+  fclose(f);
+  chmod(launcher, 0755);
+  r = tu_memstub(dir, "record", "-o", "l.csv", "--", launcher, NULL);
+  ck_assert_msg(r.status == 0 && strstr(r.err, said) && strstr(r.err, "is a script"),
+                "exit %d: %s", r.status, r.err);
+  tu_run_free(&r);
   tu_rmtree(dir);
   free(dir);
 }
