@@ -172,6 +172,18 @@ int ms_cmd_import(int argc, char **argv) {
       if (memstub_trace_get_meta(t, doubts[i]) &&
           (i < 5 || strncmp(memstub_trace_get_meta(t, doubts[i]), "unknown", 7) == 0))
         ms_cli_warn("%s: %s: %s", in, doubts[i], memstub_trace_get_meta(t, doubts[i]));
+    // Times measured under a slow observer are its run's, not the program's.
+    const char *unit = memstub_trace_get_meta(t, "massif.time_unit");
+    if ((f == 0 && unit && strcmp(unit, "ms") == 0) || f == 2) {
+      char d[32];
+      ms_cli_warn("%s: the times are the run's under %s, which runs a program %s slower than "
+                  "natively (jq: 0.16-0.20 s natively, %s under it), and a stub of this trace "
+                  "replays its %s: time the program without it and give 'memstub gen "
+                  "--time-scale NATIVE_SECONDS/%.3f'",
+                  in, f == 0 ? "valgrind" : "heaptrack", f == 0 ? "10 to 50 times" : "2 to 25 times",
+                  f == 0 ? "2.06 s" : "0.88 s", ms__fmt_ns(t->pts[t->n - 1].time_ns, d, sizeof d),
+                  (double)t->pts[t->n - 1].time_ns / 1e9);
+    }
     if (memusage && !o.cycles_per_ns && o.time_unit != MEMSTUB_TIME_US)
       ms_cli_note("%s: times converted with this host's cycle counter rate (give "
                   "--cycles-per-ns when the file comes from another machine)",

@@ -101,8 +101,16 @@ START_TEST(test_massif_instructions) {
   r = tu_memstub(NULL, "import", "massif", src, "-o", out, "--ns-per-unit", "0.5", NULL);
   ck_assert_msg(r.status == 0, "%s", r.err);
   ck_assert_msg(strstr(r.err, "memstub: warning: ") && strstr(r.err, "stack: unknown"), "%s", r.err);
+  // Instructions converted by the user's figure: no word on valgrind's time.
+  ck_assert_msg(!strstr(r.err, "under valgrind"), "%s", r.err);
   tu_run_free(&r);
   ck_assert_int_eq(tu_count_entries(dir), 1);
+  // massif's milliseconds are valgrind's: said, with the scale to undo it.
+  r = tu_memstub(NULL, "import", "massif", fx("sort.heap.massif"), "-o", out, NULL);
+  ck_assert_msg(r.status == 0 && strstr(r.err, "the times are the run's under valgrind") &&
+                    strstr(r.err, "--time-scale NATIVE_SECONDS/"),
+                "%s", r.err);
+  tu_run_free(&r);
   tu_rmtree(dir);
   free(dir);
 }

@@ -283,6 +283,10 @@ START_TEST(test_heaptrack_cli) {
   tu_run r = tu_memstub(NULL, "import", "heaptrack", fx("sort.heaptrack.zst"), "-o", out, NULL);
   ck_assert_msg(r.status == 0, "%s", r.err);
   ck_assert_msg(strstr(r.err, "stack: unknown"), "%s", r.err);
+  // Its times are the run's under heaptrack: said, with the scale to undo it.
+  ck_assert_msg(strstr(r.err, "the times are the run's under heaptrack") &&
+                    strstr(r.err, "--time-scale NATIVE_SECONDS/"),
+                "%s", r.err);
   tu_run_free(&r);
   memstub_trace *t;
   memstub_error err;
