@@ -91,6 +91,9 @@ static void figures(const memstub_trace *t, int which, memstub_compare_report *r
   if (first >= 0) {
     v[MEMSTUB_FIGURE_DURATION] = ms__sat_sub(t->pts[last].time_ns, t->pts[first].time_ns);
     v[MEMSTUB_FIGURE_CALLS] = rows_sum(t, kc, MEMSTUB_WORK_CALLS, first, last);
+    // The stub's block reallocs that were frees, as compare's calls count them.
+    if (which && r->work.block_frees <= v[MEMSTUB_FIGURE_CALLS])
+      v[MEMSTUB_FIGURE_CALLS] -= r->work.block_frees;
     v[MEMSTUB_FIGURE_CHURN] = rows_sum(t, &bc, 1, first, last);
   }
   for (int k = 0; k < MEMSTUB_FIGURES; k++) {

@@ -157,6 +157,18 @@ int ms__compare_work(const memstub_trace *orig, const memstub_trace *repl,
     series(a[S_CALLS], b[S_CALLS], ncalls, scratch, &w->calls);
     series(a[S_CHURN], b[S_CHURN], ncalls, scratch, &w->churn);
     series(a[S_ALLOCS], b[S_ALLOCS], ncalls, scratch, &w->allocs);
+    // The block's reallocs that were frees are the frees they stand for.
+    const char *bf = memstub_trace_get_meta(repl, MEMSTUB_WORK_BLOCK_FREES_META);
+    long long nbf = bf ? strtoll(bf, NULL, 10) : 0;
+    if (nbf > 0 && nbf <= w->allocs.replayed_total) {
+      memstub_compare_series *s = &w->allocs;
+      w->block_frees = nbf;
+      s->replayed_total -= nbf;
+      double d = (double)s->replayed_total - (double)s->original_total;
+      s->total_pct = s->original_total ? 100.0 * d / (double)s->original_total
+                     : d == 0             ? 0.0
+                                          : INFINITY;
+    }
     for (int k = 0; k < MEMSTUB_WORK_KINDS; k++)
       series(a[S_KIND + k], b[S_KIND + k], ncalls, scratch, &w->kind[k]);
   }
@@ -205,6 +217,10 @@ void ms__compare_work_text(FILE *f, const memstub_compare_report *r) {
           "calls  allocating (malloc, calloc, realloc, memalign) original %" PRId64
           ", replayed %" PRId64 " (%s); |error| per interval p50 %" PRId64 ", p90 %" PRId64 "\n",
           s->original_total, s->replayed_total, pct_text(c, s->total_pct), s->p50_abs, s->p90_abs);
+  if (w->block_frees > 0)
+    fprintf(f, "       (the stub made %" PRId64 ": %" PRId64 " of its heap block's reallocs stand "
+               "for recorded frees, counted as those)\n",
+            s->replayed_total + w->block_frees, w->block_frees);
   fprintf(f, "       every kind original %" PRId64 ", replayed %" PRId64
              " (by kind and frees: by design, below)\n",
           w->calls.original_total, w->calls.replayed_total);
@@ -265,7 +281,7 @@ void ms__compare_work_json(FILE *f, const memstub_compare_report *r) {
   json_series(f, &w->calls, "calls");
   fputs(", \"allocating\": {", f);
   json_series(f, &w->allocs, "calls");
-  fputc('}', f);
+  fprintf(f, ", \"block_frees\": %" PRId64 "}", w->block_frees);
   fputs(", \"by_kind\": {", f);
   for (int k = 0; k < MEMSTUB_WORK_KINDS; k++) {
     fprintf(f, "%s\n      \"%s\": {", k ? "," : "", kind_name[k]);

@@ -134,6 +134,7 @@ static void write_input(FILE *f, const memstub_gen *g, const char *name, const m
     define_num(f, "MS_WORK_CLAMPED", g->work_clamped);
     define_num(f, "MS_WORK_LATE", g->work_late);
     define_num(f, "MS_WORK_LATE_NS", g->work_late_ns);
+    define_num(f, "MS_WORK_BLOCK_FREES", g->work_block_frees);
   }
   define_num(f, "MS_MODEL", g->has_model);
   if (g->has_model) {  // the work model, as C double literals

@@ -17,7 +17,7 @@ m4_divert(-1)
 #   MS_RSS_BASE MS_PEAK_RSS MS_MAPPED_BASE MS_PEAK_MAPPED    (MS_RESIDENT 1 only)
 #   MS_WORK                                             1 with work columns (layout 3), else 0
 #   MS_NCALLTAB MS_WORK_CPU MS_WORK_CALLS MS_WORK_BYTES MS_WORK_OVERHEAD MS_WORK_CLAMPED
-#   MS_WORK_LATE MS_WORK_LATE_NS
+#   MS_WORK_LATE MS_WORK_LATE_NS MS_WORK_BLOCK_FREES
 #                                                       (MS_WORK 1 only)
 #   MS_MODEL                                            1 with a work model (layout 5), else 0
 #   MS_WORK_MODEL MS_WORK_MEM_SHARE                     (MS_MODEL 1 only) the model's 7
@@ -67,6 +67,7 @@ m4_ifelse(MS_RESIDENT, 1, [[ * resident:      base MS_RSS_BASE B; peak MS_PEAK_R
 m4_ifelse(MS_WORK, 1, [[ * work:          MS_WORK_CPU ns of CPU to spin (memCpu; MS_WORK_CLAMPED points cut to their delay),
  *                MS_WORK_CALLS allocator calls moving MS_WORK_BYTES B (memCalls into MS_NCALLTAB vectors of memCallTab, memChurn);
  *                MS_WORK_OVERHEAD ns of the recorder's own cost taken out of the times;
+ *                MS_WORK_BLOCK_FREES resizes of the heap block (reallocs) that stand for a recorded free;
  *                MS_WORK_LATE points whose calls the profile expects to outlast their delay (by MS_WORK_LATE_NS ns in all)
 ]])m4_dnl
 m4_ifelse(MS_MODEL, 1, [[ * work model:    memWorkModel: memory share, loop steps per ns, ns per touch of 256 KiB to 64 MiB
@@ -140,6 +141,7 @@ m4_ifelse(MS_WORK, 1, [[  const int64_t *cpu;
   const int64_t *churn;
   const int64_t *calltab;
   int64_t ncalltab;
+  int64_t block_frees;
 ]])m4_dnl
 m4_ifelse(MS_MODEL, 1, [[  const uint8_t *callseq;
   const int64_t *callend;
@@ -333,6 +335,7 @@ m4_ifelse(MS_WORK, 1, [[  .cpu = MS_PREFIX[[]]memCpu,
   .churn = MS_PREFIX[[]]memChurn,
   .calltab = MS_PREFIX[[]]memCallTab,
   .ncalltab = MS_PREFIX[[]]NCALLTAB,
+  .block_frees = MS_WORK_BLOCK_FREES,
 ]])m4_dnl
 m4_ifelse(MS_MODEL, 1, [[  .work_model = MS_PREFIX[[]]memWorkModel,
 ]])m4_dnl

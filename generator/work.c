@@ -164,7 +164,8 @@ static double bytes_miss(const int64_t *v, int64_t bytes) {
  * malloc, calloc, memalign, for a shrink free (the change's class first). A
  * realloc of a large block that grew a little moved far more bytes than the
  * change: taking it would leave its bytes to calls too small for them, and
- * the replay's churn short. */
+ * the replay's churn short. The kind taken (MEMSTUB_CALL_*), -1 when the
+ * row has none that fits. */
 static int block_call(int64_t *v, int64_t change, int64_t *bytes) {
   static const int grow[] = {MEMSTUB_CALL_REALLOC, MEMSTUB_CALL_MALLOC, MEMSTUB_CALL_CALLOC,
                              MEMSTUB_CALL_MEMALIGN};
@@ -192,10 +193,10 @@ static int block_call(int64_t *v, int64_t change, int64_t *bytes) {
         if (miss == 0) goto take;
       }
 take:
-  if (best < 0) return 0;
+  if (best < 0) return -1;
   v[best]--;
   *bytes = left;
-  return 1;
+  return best / MEMSTUB_WORK_CLASSES;
 }
 
 /* Block resizes waiting for a recorded call to stand for: the recorder puts
@@ -210,11 +211,14 @@ typedef struct owed {
   int n;
 } owed;
 
-// The resizes of o that row's calls v (and bytes) can stand for, taken out; too old ones dropped.
-static void pay(owed *o, int64_t *v, int64_t *bytes, int64_t row) {
+/* The resizes of o that row's calls v (and bytes) can stand for, taken out;
+ * too old ones dropped. *frees counts those that stand for a free. */
+static void pay(owed *o, int64_t *v, int64_t *bytes, int64_t row, int64_t *frees) {
   int k = 0;
   for (int j = 0; j < o->n; j++) {
-    if (block_call(v, o->change[j], bytes) || row - o->row[j] >= OWED_ROWS) continue;
+    int kind = block_call(v, o->change[j], bytes);
+    if (kind == MEMSTUB_CALL_FREE) ++*frees;
+    if (kind >= 0 || row - o->row[j] >= OWED_ROWS) continue;
     o->change[k] = o->change[j];
     o->row[k++] = o->row[j];
   }
@@ -253,7 +257,7 @@ int ms__gen_work_points(memstub_gen *g, const ms__work *w, const memstub_gen_opt
     rc = memstub_error_set(err, -ENOMEM, "out of memory");
     goto out;
   }
-  g->work_cpu_ns = g->work_calls = g->work_bytes = g->work_clamped = 0;
+  g->work_cpu_ns = g->work_calls = g->work_bytes = g->work_clamped = g->work_block_frees = 0;
   g->work_late = g->work_late_ns = 0;
   // The calls' costs of the profile, when it has them (calibration/calls.c).
   const double *call_ns = o->profile && o->profile->spin_steps_per_ns > 0 ? o->profile->call_ns : NULL;
@@ -274,7 +278,7 @@ int ms__gen_work_points(memstub_gen *g, const ms__work *w, const memstub_gen_opt
       }
     memcpy(v, w->calls + (size_t)row * NC, sizeof v);
     int64_t bytes = w->bytes[row];
-    pay(&ow, v, &bytes, row);
+    pay(&ow, v, &bytes, row, &g->work_block_frees);
     // The calls left move at least a byte each (a block of 0 bytes is none):
     // a row whose bytes the block's resize took all of asks for the least.
     double least = memstub_work_bytes(v, min_size);
@@ -321,6 +325,7 @@ int ms__gen_work_points(memstub_gen *g, const ms__work *w, const memstub_gen_opt
   g->stub.churn = g->churn;
   g->stub.calltab = g->calltab;
   g->stub.ncalltab = g->ncalltab;
+  g->stub.block_frees = g->work_block_frees;
 out:
   free(d.tab);
   free(d.slot);

@@ -78,7 +78,8 @@ typedef struct df_head {
   uint64_t head_sum;                  // sum of this head (head_sum 0), the strings, the table
   int64_t ncalltab;                   // layout 3: rows of calltab (memstub/work.h); else 0
   int64_t ncallseq, ncallblocks, ncallcount;  // layout 4: the calls (memstub/stub.h); else 0
-  uint8_t reserved[256 - 208];  // zero
+  int64_t block_frees;  // layout 3: the block's resizes that stand for frees (0 in older files)
+  uint8_t reserved[256 - 216];  // zero
 } df_head;
 
 typedef struct df_array {
@@ -224,7 +225,7 @@ int memstub_stub_data_write(const struct memstub_stub *s, const char *path, mems
   h.max_depth = s->max_depth, h.peak_heap = s->peak_heap, h.duration_ns = s->duration_ns;
   h.inserted = s->inserted;
   if (s->abi >= MEMSTUB_STUB_ABI_RESIDENT) h.rss_base = s->rss_base, h.mapped_base = s->mapped_base;
-  if (s->abi >= MEMSTUB_STUB_ABI_WORK) h.ncalltab = s->ncalltab;
+  if (s->abi >= MEMSTUB_STUB_ABI_WORK) h.ncalltab = s->ncalltab, h.block_frees = s->block_frees;
   if (s->abi >= MEMSTUB_STUB_ABI_CALLS)
     h.ncallseq = s->ncallseq, h.ncallblocks = s->ncallblocks, h.ncallcount = s->ncallcount;
   uint64_t slen = 0;
@@ -375,7 +376,9 @@ static int read_head(const char *path, const char *m, uint64_t size, struct mems
   if (h.abi >= MEMSTUB_STUB_ABI_WORK) {
     if (h.ncalltab < 0 || h.ncalltab > (int64_t)(UINT32_MAX / MEMSTUB_WORK_CALLS))
       return REFUSE("%s: ncalltab: %lld rows", path, (long long)h.ncalltab);
-    s->ncalltab = h.ncalltab;
+    if (h.block_frees < 0)
+      return REFUSE("%s: block_frees: %lld resizes", path, (long long)h.block_frees);
+    s->ncalltab = h.ncalltab, s->block_frees = h.block_frees;
   }
   if (h.abi >= MEMSTUB_STUB_ABI_CALLS) {
     if (h.ncallseq < 0 || h.ncallseq % 8 || h.ncallblocks < 0 || h.ncallcount < 0 ||

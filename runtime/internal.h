@@ -28,6 +28,10 @@ void ms__rt_own_free(void *p);
 // Bytes the block holds beyond the replayed size, so glibc's 32-byte minimum
 // chunk never binds and its 16-byte rounding is centred (docs/runtime.md).
 #define MS__RT_HEAP_PAD 16
+// The replayed metadata MEMSTUB_WORK_BLOCK_FREES_META's text after its count.
+#define MS__RT_BLOCK_FREES_WHY                                                              \
+  " (of the heap block's resizes, counted as reallocs, those that stand for a recorded free: " \
+  "memstub compare counts them as frees)"
 
 typedef struct ms__rt_heap {
   char *block;         // never NULL once prepared: realloc(p, 0) would free it

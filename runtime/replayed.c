@@ -77,6 +77,9 @@ static int add_meta(memstub_trace *t, const memstub_replay *r, int64_t clamped) 
                   in->work_ns, in->work_mem_share, (long long)in->work_cpu_ns);
   if (!rc) rc = set_meta(t, "stack_size", "%lld", (long long)in->stack_size);
   int calls = ms__rt_stub_calls(s);  // the call replay (call_replay.c)
+  if (!rc && !calls && s->abi >= MEMSTUB_STUB_ABI_WORK && s->cpu)
+    rc = set_meta(t, MEMSTUB_WORK_BLOCK_FREES_META, "%lld%s", (long long)s->block_frees,
+                  MS__RT_BLOCK_FREES_WHY);
   if (!rc && calls)
     rc = set_meta(t, "replay", "call for call: %lld calls of at most %lld blocks live; heap_bytes "
                   "the requested bytes of the live blocks, heap_usable their usable size",

@@ -638,6 +638,14 @@ int memstub_threads_trace(const memstub_threads_replay *r, memstub_trace **out,
   snprintf(v, sizeof v, "%lld (one replay thread each; heap_bytes is the row's thread's own heap, "
            "from usable sizes)", (long long)n);
   if (rc >= 0) rc = memstub_trace_set_meta(t, "threads", v);
+  // The block resizes that were frees: every thread's (thread 0's were copied above).
+  if (rc >= 0 && memstub_trace_get_meta(t, MEMSTUB_WORK_BLOCK_FREES_META)) {
+    long long frees = 0;
+    for (int64_t k = 0; k < n; k++)
+      if (r->stub->stubs[k]->abi >= MEMSTUB_STUB_ABI_WORK) frees += r->stub->stubs[k]->block_frees;
+    snprintf(v, sizeof v, "%lld%s", frees, MS__RT_BLOCK_FREES_WHY);
+    rc = memstub_trace_set_meta(t, MEMSTUB_WORK_BLOCK_FREES_META, v);
+  }
   for (int64_t k = 0; k < n && rc >= 0; k++) {
     const memstub_replay_info *in = &r->thread[k]->info;
     snprintf(key, sizeof key, "thread.%lld", (long long)k);

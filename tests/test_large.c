@@ -622,6 +622,7 @@ static void same_stub(const struct memstub_stub *a, const struct memstub_stub *b
   }
   if (a->abi >= MEMSTUB_STUB_ABI_WORK) {
     ck_assert_int_eq(a->ncalltab, b->ncalltab);
+    ck_assert_int_eq(a->block_frees, b->block_frees);
     ck_assert_int_eq(!a->cpu, !b->cpu);
     if (a->cpu) {
       ck_assert_int_eq(memcmp(a->cpu, b->cpu, n * 8), 0);

@@ -168,6 +168,12 @@ typedef struct memstub_compare_work {
    * call, and its frees are its own (docs/compare-and-plot.md, "Differences
    * by design"). */
   memstub_compare_series allocs;
+  /* Of the replayed allocating calls, the stub's heap block resizes that
+   * stand for a recorded free (REPLAYED's metadata block_frees, memstub/
+   * work.h): allocs.replayed_total leaves them out, as the frees they stand
+   * for (a stub shrinks its one block with realloc where the component
+   * freed a block); 0 when REPLAYED does not say. */
+  int64_t block_frees;
   /* Minor faults per interval (the cumulative minor_faults column of
    * memstub record and of a measured replay): what the kernel did for the
    * pages, which the resident curve alone does not say (xz -T2's threads

@@ -151,6 +151,10 @@ typedef struct memstub_gen {
   int64_t work_cpu_ns, work_calls, work_bytes;  // their totals, after the transforms
   int64_t work_overhead_ns;  // the recorder's measured cost taken out of the times
   int64_t work_clamped;      // points whose CPU time was cut to their delay
+  /* The heap block's resizes that stand for a recorded free: a shrink whose
+   * rows had no realloc left to stand for. The replay makes them as
+   * reallocs; memstub compare counts them as the frees they stand for. */
+  int64_t work_block_frees;
   /* With a profile that has the calls' costs (call_*_ns): the points whose
    * calls are expected to take longer than their delay, and by how much in
    * all (ns). The replay starts their calls at most a delay early, so they

@@ -100,6 +100,9 @@ struct memstub_stub {
   const int64_t *calltab;       /* [ncalltab * 20] calls by kind and size class (memstub/work.h);
                                    entry 0 is no call */
   int64_t ncalltab;
+  int64_t block_frees;          /* of the heap block's resizes, those that stand for a
+                                   recorded free (a shrink with no realloc to stand for):
+                                   the replay's reallocs that were frees (memstub gen) */
   /* Appended (docs/formats.md, "Calls"): read only when abi is
    * MEMSTUB_STUB_ABI_CALLS; layouts 1 to 3 end before them. The component's
    * allocator calls, in order, replayed call for call (runtime/call_replay.c). */

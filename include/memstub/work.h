@@ -44,6 +44,12 @@ enum { MEMSTUB_CALL_MALLOC, MEMSTUB_CALL_CALLOC, MEMSTUB_CALL_REALLOC, MEMSTUB_C
       "calls_memalign_small", "calls_memalign_medium", "calls_memalign_large"
 #define MEMSTUB_WORK_CPU_COLUMN "cpu_ns"
 #define MEMSTUB_WORK_BYTES_COLUMN "churn_bytes"
+/* A replayed trace's metadata key: how many of the stub's heap block
+ * resizes, counted as reallocs in its calls_* columns, stand for a recorded
+ * free (struct memstub_stub's block_frees; the class replay, docs/runtime.md
+ * "Work"); its value starts with the count. memstub compare counts them as
+ * the frees they stand for. */
+#define MEMSTUB_WORK_BLOCK_FREES_META "block_frees"
 
 /* The heap block sizes the cost of a memory touch is known at (bytes): a
  * touch of a block between two of them costs the log-interpolation of theirs. */
