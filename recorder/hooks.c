@@ -448,12 +448,16 @@ EXPORT void free(void *p) {
     return;
   }
   book_free(ts, p, MS__CALLER_SP());
+  // Kept across the real free: a timer tick's sample in it, before the unmap,
+  // clears the flag and would leave the fall to the next sample.
+  int shrink = ts->shrink_pending;
   ts->in_alloc = 1;
   ms__rec_real_free(p);
   ts->in_alloc = 0;
-  if (UNLIKELY(ts->shrink_pending)) {  // a large block: its pages went in the real free
+  if (UNLIKELY(shrink)) {  // a large block: its pages went in the real free
     ts->in_hook = 1;
     CBARRIER();
+    ts->shrink_pending = shrink;
     ms__rec_shrink_sample(ts);
     CBARRIER();
     ts->in_hook = 0;
