@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "memstub/work.h"
 #include "ms_common.h"
 
 void memstub_compare_threads_free(memstub_compare_threads_report *r) {
@@ -45,8 +46,15 @@ int memstub_compare_threads_traces(const memstub_trace *orig, const char *orig_n
   for (int64_t k = 0; rc == 0 && k < nt; k++) {
     memstub_trace *a = NULL, *b = NULL;
     if ((rc = memstub_trace_thread_rows(orig, k, &orows[k], &no[k])) == 0 &&
-        (rc = memstub_trace_thread_split(orig, k, &a)) == 0)
-      rc = memstub_trace_thread_split(repl, k, &b);
+        (rc = memstub_trace_thread_split(orig, k, &a)) == 0 &&
+        (rc = memstub_trace_thread_split(repl, k, &b)) == 0) {
+      // The thread's own block reallocs that were frees, not every thread's.
+      char key[64];
+      snprintf(key, sizeof key, "%s.%lld", MEMSTUB_WORK_BLOCK_FREES_META, (long long)k);
+      const char *bf = memstub_trace_get_meta(repl, key);
+      if (memstub_trace_get_meta(b, MEMSTUB_WORK_BLOCK_FREES_META))
+        rc = memstub_trace_set_meta(b, MEMSTUB_WORK_BLOCK_FREES_META, bf ? bf : "0");
+    }
     if (rc < 0) {
       memstub_error_set(err, rc, "out of memory");
     } else {

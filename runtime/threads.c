@@ -638,13 +638,21 @@ int memstub_threads_trace(const memstub_threads_replay *r, memstub_trace **out,
   snprintf(v, sizeof v, "%lld (one replay thread each; heap_bytes is the row's thread's own heap, "
            "from usable sizes)", (long long)n);
   if (rc >= 0) rc = memstub_trace_set_meta(t, "threads", v);
-  // The block resizes that were frees: every thread's (thread 0's were copied above).
+  /* The block resizes that were frees: every thread's in all (thread 0's
+   * were copied above), and each thread's ("block_frees.K", which compare
+   * gives each thread's comparison). */
   if (rc >= 0 && memstub_trace_get_meta(t, MEMSTUB_WORK_BLOCK_FREES_META)) {
     long long frees = 0;
-    for (int64_t k = 0; k < n; k++)
-      if (r->stub->stubs[k]->abi >= MEMSTUB_STUB_ABI_WORK) frees += r->stub->stubs[k]->block_frees;
+    for (int64_t k = 0; k < n && rc >= 0; k++) {
+      const struct memstub_stub *st = r->stub->stubs[k];
+      long long f = st->abi >= MEMSTUB_STUB_ABI_WORK ? st->block_frees : 0;
+      frees += f;
+      snprintf(key, sizeof key, "%s.%lld", MEMSTUB_WORK_BLOCK_FREES_META, (long long)k);
+      snprintf(v, sizeof v, "%lld", f);
+      rc = memstub_trace_set_meta(t, key, v);
+    }
     snprintf(v, sizeof v, "%lld%s", frees, MS__RT_BLOCK_FREES_WHY);
-    rc = memstub_trace_set_meta(t, MEMSTUB_WORK_BLOCK_FREES_META, v);
+    if (rc >= 0) rc = memstub_trace_set_meta(t, MEMSTUB_WORK_BLOCK_FREES_META, v);
   }
   for (int64_t k = 0; k < n && rc >= 0; k++) {
     const memstub_replay_info *in = &r->thread[k]->info;

@@ -818,6 +818,47 @@ static char *thread_alone(const memstub_gen_threads *g, int64_t k, const char *n
  * handoffs as memstub_gen_threads_build makes them, in both forms; memstub
  * build makes a program that replays every thread, each thread's stack and
  * heap as exact as a single-thread replay's (rt_check_exact). */
+/* Each thread's heap block reallocs that stand for its recorded frees count
+ * as those frees in its own comparison only: thread 1's free is no free of
+ * thread 0 (with the process's count, thread 0's allocating calls were
+ * judged 1 for its 2). */
+START_TEST(test_block_frees_per_thread) {
+  static const char text[] =
+      "# memstub-trace 1\n"
+      "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer,xfree_from,xfree_bytes,"
+      "xfree_alloc_ns,cpu_ns,churn_bytes,calls_malloc_medium,calls_realloc_medium,"
+      "calls_free_medium\n"
+      "0,1024,0,0,start,-1,,,,0,0,0,0,0\n"
+      "1000000,1024,4096,0,,,,,,500000,4096,0,1,0\n"   // thread 0 grows: its realloc
+      "2000000,1024,0,1,start,0,,,,0,0,0,0,0\n"
+      "3000000,1024,4096,1,,,,,,500000,4096,1,0,0\n"   // thread 1 grows: its malloc
+      "5000000,1024,0,1,,,,,,1500000,4096,0,0,1\n"     // and shrinks by a free
+      "6000000,1024,0,1,,,,,,2000000,0,0,0,0\n"
+      "8000000,1024,2048,0,,,,,,3000000,2048,0,1,0\n"  // thread 0 shrinks: its realloc
+      "10000000,1024,2048,0,join,1,,,,4000000,0,0,0,0\n";
+  char *dir = tu_mkdtemp();
+  char in[512];
+  snprintf(in, sizeof in, "%s/t.csv", dir);
+  tu_write_file(in, text);
+  tu_run r = tu_memstub(dir, "replay", in, "--measure", "m.csv", (char *)NULL);
+  ck_assert_msg(r.status == 0, "replay: %s", r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "compare", in, "m.csv", (char *)NULL);
+  // Thread 0's comparison, then thread 1's.
+  static const char line[] = "calls  allocating (malloc, calloc, realloc, memalign) original ";
+  const char *t0 = strstr(r.out, line), *t1 = t0 ? strstr(t0 + 1, line) : NULL;
+  ck_assert_msg(t0 && t1, "%s", r.out);
+  size_t n = sizeof line - 1;
+  ck_assert_msg(!strncmp(t0 + n, "2, replayed 2 (+0.00%)", 22) &&
+                    !strncmp(t1 + n, "1, replayed 1 (+0.00%)", 22) &&
+                    strstr(t1, "the stub made 2: 1 of its heap block's reallocs"),
+                "%s", r.out);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 START_TEST(test_gen_build_header) {
   char *dir = tu_mkdtemp();
   memstub_trace *t = fixture();
@@ -1039,6 +1080,7 @@ static Suite *suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_replay_threads);
   tcase_add_test(tc, test_cli);
+  tcase_add_test(tc, test_block_frees_per_thread);
   tcase_add_test(tc, test_free_after_exit);
   tcase_add_test(tc, test_free_before_its_row);
   tcase_add_test(tc, test_wait_not_spin);
