@@ -362,6 +362,8 @@ int ms__rec_ensure_ready(void);
 tstate *ms__rec_ts_register(void);
 // This thread becomes the recorded one; its stack top is top.
 void ms__rec_become_recorded(tstate *ts, uintptr_t top, int64_t stack0);
+// The calling thread's own stack top (sp when not known or below it). pre: not in a hook.
+uintptr_t ms__rec_own_stack_top(tstate *ts, uintptr_t sp);
 // The thread's state when it records, else NULL (allocations pass through).
 tstate *ms__rec_slow_state(void) __attribute__((noinline));
 // Fresh zeroed memory from mmap (never malloc); NULL when it fails.
