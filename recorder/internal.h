@@ -744,9 +744,12 @@ HOT void wcount(tstate *ts, int fn, uint64_t bytes) {
 
 /* ---- summary.c: the trace's metadata ---- */
 
+/* A value holds the longest sentence the recorder writes (above 300
+ * bytes) and a long path: at 160 bytes they were cut in mid-word, and so
+ * were the warnings the command prints from them. */
 typedef struct kv {
   char key[96];
-  char val[160];
+  char val[1024];
 } kv;
 #define MAX_META 512
 extern kv ms__rec_meta_kv[MAX_META];

@@ -248,6 +248,11 @@ START_TEST(test_stack_off_thread) {
   const char *off = memstub_trace_get_meta(t, "record.stack_off_thread");
   ck_assert_msg(off && atol(off) >= 1, "record.stack_off_thread: %s", off ? off : "(none)");
   ck_assert_msg(strstr(r.err, "off the recorded thread's own stack"), "record said: %s", r.err);
+  // The whole sentence, in the metadata and in the warning (cut at 159 bytes before).
+  const char *end = "so the peak stack leaves those stretches out";
+  ck_assert_msg(strlen(off) > strlen(end) && strcmp(off + strlen(off) - strlen(end), end) == 0,
+                "record.stack_off_thread: %s", off);
+  ck_assert_msg(strstr(r.err, end), "record said: %s", r.err);
   memstub_trace_free(t);
   tu_run_free(&r);
   // On its own stack alone: nothing said.
