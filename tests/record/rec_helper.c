@@ -405,6 +405,21 @@ static int small_blocks(void) {
   return 0;
 }
 
+/* 4000 rounds of a 1500-byte temporary, freed at once, and a 200-byte block
+ * kept (800,000 bytes at the peak), then all freed: a regular pattern of
+ * large and small allocations, which the sites' sampling must not favour. */
+static char *mixed_keep[4000];
+static int mixed_blocks(void) {
+  for (int i = 0; i < 4000; i++) {
+    char *volatile tmp = malloc(1500);
+    if (!tmp || !(mixed_keep[i] = malloc(200))) return 1;
+    memset(mixed_keep[i], 1, 200);
+    free(tmp);
+  }
+  for (int i = 0; i < 4000; i++) free(mixed_keep[i]);
+  return 0;
+}
+
 /* 4000 blocks of 8 KiB, each written as it comes (a page cache's growth, 31.25
  * MiB), kept for 5 ms of CPU: every malloc grows the heap by a page or more,
  * so each could sample resident memory. */
@@ -616,6 +631,8 @@ int main(int argc, char **argv) {
     rc = page_blocks();
   } else if (strcmp(mode, "small") == 0) {
     rc = small_blocks();
+  } else if (strcmp(mode, "mixed") == 0) {
+    rc = mixed_blocks();
   } else if (strcmp(mode, "bigalloc") == 0) {
     rc = bigalloc();
   } else if (strcmp(mode, "exec") == 0) {
