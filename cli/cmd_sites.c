@@ -605,7 +605,7 @@ int ms_cmd_sites(int argc, char **argv) {
   static const char *const keys[] = {"sites.file", NULL};
   int has;
   char *path;
-  int rc = ms_cli_sidecar_operand("sites", &p, argc, argv, ".sites", keys, &has, &path);
+  int rc = ms_cli_sidecar_operand("sites", &p, argc, argv, ".sites", keys, &has, &path, NULL);
   if (rc != 0) return rc;
   const char *trace = argv[p.optind];
   if (!has) {
