@@ -266,6 +266,31 @@ START_TEST(test_stack_off_thread) {
 }
 END_TEST
 
+/* Failed calls are calls that moved no bytes. A reallocarray whose
+ * n x size is beyond 64 bits was not counted at all, and calloc's counted
+ * SIZE_MAX bytes, which wrapped the program's sum: a program making these
+ * calls (edge.c) had a churn table giving the program 1.0 EiB and calloc
+ * alone 8.0 EiB
+ * (churn.program.calloc bytes=18446744073709551615). */
+START_TEST(test_failed_calls_counted_without_bytes) {
+  char *dir = tu_mkdtemp();
+  tu_run r;
+  memstub_trace *t = record(dir, "f.csv", &r, NULL, "failing", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_ptr_nonnull(t);
+  ck_assert_int_eq(churn_field(t, "churn.program.reallocarray", "calls="), 2);
+  ck_assert_int_eq(churn_field(t, "churn.program.reallocarray", "bytes="), 1000);
+  ck_assert_int_eq(churn_field(t, "churn.program.calloc", "calls="), 1);
+  ck_assert_int_eq(churn_field(t, "churn.program.calloc", "bytes="), 0);
+  ck_assert_int_lt(churn_field(t, "churn.program.malloc", "bytes="), 1 << 20);
+  ck_assert_int_lt(churn_field(t, "churn.program", "bytes="), 1 << 20);
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 /* The sites' estimate at the peak is unbiased whatever the pattern of
  * sizes: rec_helper mixed keeps 4000 blocks of 200 bytes, each after a
  * temporary of 1500 freed at once. The countdown to the next sample was
@@ -1180,6 +1205,7 @@ static Suite *record_suite(void) {
   tcase_add_test(tc, test_stack_at_calls_and_from_timer);
   tcase_add_test(tc, test_stack_off_thread);
   tcase_add_test(tc, test_sites_unbiased);
+  tcase_add_test(tc, test_failed_calls_counted_without_bytes);
   tcase_add_test(tc, test_rss_after_big_free);
   tcase_add_test(tc, test_threads);
   tcase_add_test(tc, test_fork_and_exec);

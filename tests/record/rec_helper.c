@@ -62,6 +62,19 @@ static int pattern(void) {
   return 0;
 }
 
+/* Calls that fail: calloc and reallocarray of 2^62 x 16 (beyond 64 bits)
+ * and malloc(2^60), beside a reallocarray of 10 x 100 that succeeds. */
+static int failing(void) {
+  volatile size_t big = (size_t)1 << 62, huge = (size_t)1 << 60, sixteen = 16;
+  void *a = calloc(big, sixteen);
+  char *volatile p = reallocarray(NULL, 10, 100);  // volatile: still p's after the failure
+  void *b = reallocarray(p, big, sixteen);
+  void *c = malloc(huge);
+  int ok = !a && p && !b && !c;
+  free(p);
+  return ok ? 0 : 1;
+}
+
 /* Recursion with 1 KiB frames; allocates at the bottom (alloc=1) or only
  * spins there, so that only the timer sees the depth (alloc=0). */
 static __attribute__((noinline)) int deep(int n, int alloc, int spin) {
@@ -631,6 +644,8 @@ int main(int argc, char **argv) {
     rc = page_blocks();
   } else if (strcmp(mode, "small") == 0) {
     rc = small_blocks();
+  } else if (strcmp(mode, "failing") == 0) {
+    rc = failing();
   } else if (strcmp(mode, "mixed") == 0) {
     rc = mixed_blocks();
   } else if (strcmp(mode, "bigalloc") == 0) {
