@@ -101,8 +101,10 @@ int ms_cli_path_find(const char *name, char *out, size_t cap) {
 }
 
 int ms_cli_sidecar_operand(const char *cmd, ms_cli_parser *p, int argc, char **argv,
-                           const char *ext, const char *const *keys, int *has, char **path) {
+                           const char *ext, const char *const *keys, int *has, char **path,
+                           char **vals) {
   *path = NULL;
+  for (size_t i = 0; vals && keys[i]; i++) vals[i] = NULL;
   if (p->optind >= argc) return ms_cli_usage(cmd, "missing TRACE");
   if (p->optind + 1 < argc)
     return ms_cli_usage(cmd, "one TRACE at a time (found '%s')", argv[p->optind + 1]);
@@ -116,7 +118,11 @@ int ms_cli_sidecar_operand(const char *cmd, ms_cli_parser *p, int argc, char **a
     *path = NULL;
     return ms_cli_fail(&err);
   }
-  for (size_t i = 0; keys[i]; i++) has[i] = !t || memstub_trace_get_meta(t, keys[i]) != NULL;
+  for (size_t i = 0; keys[i]; i++) {
+    const char *v = t ? memstub_trace_get_meta(t, keys[i]) : NULL;
+    has[i] = !t || v != NULL;
+    if (vals && v) vals[i] = ms__strdup(v);
+  }
   memstub_trace_free(t);
   return 0;
 }

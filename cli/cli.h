@@ -69,10 +69,12 @@ typedef struct ms_cli_parser ms_cli_parser;
  * has[i] for each of the metadata keys (NULL-terminated): whether the
  * recording wrote that side file (an older one beside the trace would be
  * another run's), as the trace's metadata say; 1 when the operand is the
- * side file itself. 0 (free *path), or the exit status after saying why not
- * (*path NULL). */
+ * side file itself. vals, when not NULL: vals[i] the value of keys[i]
+ * (malloc'd; NULL when absent or the operand is the side file). 0 (free
+ * *path and vals[i]), or the exit status after saying why not (*path NULL). */
 int ms_cli_sidecar_operand(const char *cmd, ms_cli_parser *p, int argc, char **argv,
-                           const char *ext, const char *const *keys, int *has, char **path);
+                           const char *ext, const char *const *keys, int *has, char **path,
+                           char **vals);
 /* s as a JSON string (quotes, backslashes and control bytes escaped). */
 void ms_cli_json_str(FILE *f, const char *s);
 // Redraw a one-line progress indicator "label  done/total" on stderr; a

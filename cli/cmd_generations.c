@@ -442,25 +442,38 @@ int ms_cmd_generations(int argc, char **argv) {
   }
   if (c < 0) return p.status;
   // A trace without regions has no generations; one without --sites no sites.
-  static const char *const keys[] = {"generations.file", "sites.file", NULL};
-  int has[2];
-  char *path;
-  int rc = ms_cli_sidecar_operand("generations", &p, argc, argv, ".generations", keys, has, &path);
+  static const char *const keys[] = {"generations.file", "sites.file",
+                                      "record.regions_other_threads", NULL};
+  int has[3];
+  char *path, *others[3];
+  int rc = ms_cli_sidecar_operand("generations", &p, argc, argv, ".generations", keys, has, &path,
+                                  others);
   if (rc != 0) return rc;
   const char *trace = argv[p.optind];
+  free(others[0]), free(others[1]);
   if (!has[0] || (sites && !has[1])) free(path);
+  // With every thread recorded, generations are thread 0's regions': the others' are said.
+  if (!has[0] && others[2]) {
+    rc = ms_cli_error("%s has no generations: its regions ran on threads other than thread 0 "
+                      "(%s)",
+                      trace, others[2]);
+    free(others[2]);
+    return rc;
+  }
   if (!has[0])
     return ms_cli_error("%s has no generations: it has no probe regions (memstub_probe_begin/end, "
                         "or memstub record --function NAME), or the program died of a signal",
                         trace);
-  if (sites && !has[1])
+  if (sites && !has[1]) {
+    free(others[2]);
     return ms_cli_error("%s has no allocation sites: record it with --sites too (memstub record "
                         "--sites --function NAME -o %s -- PROGRAM)",
                         trace, trace);
+  }
   memstub_error err = {0};
   gens g;
   if (gens_read(path, &g, &err) < 0) {
-    free(path);
+    free(path), free(others[2]);
     return ms_cli_fail(&err);
   }
   // TRACE.sites beside TRACE.generations.
@@ -479,5 +492,15 @@ int ms_cmd_generations(int argc, char **argv) {
   view_free(&v);
   gens_free(&g);
   free(path);
-  return rc < 0 ? ms_cli_fail(&err) : MS_EXIT_OK;
+  if (rc < 0) {
+    free(others[2]);
+    return ms_cli_fail(&err);
+  }
+  // The figures are thread 0's regions' alone: said, and the exit status 1.
+  if (others[2]) {
+    ms_cli_warn("%s: the generations are thread 0's regions' alone: %s", trace, others[2]);
+    free(others[2]);
+    return MS_EXIT_CHECK;
+  }
+  return MS_EXIT_OK;
 }

@@ -218,6 +218,97 @@ static void addr2line(const char *a2l, char **env, const char *path, frame **fr,
   free(argv), free(addrs);
 }
 
+/* The function symbols (.symtab and .dynsym) of the ELF at path as [lo, hi)
+ * ranges sorted by lo, hi[i] made the highest end of ranges 0..i; *n of
+ * them (NULL, 0: none read). */
+typedef struct {
+  uint64_t lo, hi;
+} fn_range;
+
+static int by_lo(const void *a, const void *b) {
+  const fn_range *x = a, *y = b;
+  return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static fn_range *fn_ranges(const char *path, size_t *n) {
+  *n = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  fn_range *r = NULL;
+  size_t cap = 0;
+  Elf64_Ehdr eh;
+  if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+      eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_shentsize == sizeof(Elf64_Shdr)) {
+    for (int i = 0; i < eh.e_shnum; i++) {
+      Elf64_Shdr sh;
+      if (pread(fd, &sh, sizeof sh, (off_t)(eh.e_shoff + (uint64_t)i * sizeof sh)) != (ssize_t)sizeof sh)
+        break;
+      if ((sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || sh.sh_entsize != sizeof(Elf64_Sym) ||
+          sh.sh_size > ((uint64_t)1 << 30))
+        continue;
+      Elf64_Sym *sy = malloc(sh.sh_size ? sh.sh_size : 1);
+      if (!sy || pread(fd, sy, sh.sh_size, (off_t)sh.sh_offset) != (ssize_t)sh.sh_size) {
+        free(sy);
+        continue;
+      }
+      for (size_t k = 0; k < sh.sh_size / sizeof *sy; k++) {
+        int t = ELF64_ST_TYPE(sy[k].st_info);
+        if ((t != STT_FUNC && t != STT_GNU_IFUNC) || sy[k].st_shndx == SHN_UNDEF || !sy[k].st_size) continue;
+        if (*n == cap) {
+          fn_range *g = realloc(r, (cap = cap ? 2 * cap : 256) * sizeof *r);
+          if (!g) break;
+          r = g;
+        }
+        r[(*n)++] = (fn_range){sy[k].st_value, sy[k].st_value + sy[k].st_size};
+      }
+      free(sy);
+    }
+  }
+  close(fd);
+  if (!*n) {
+    free(r);
+    return NULL;
+  }
+  qsort(r, *n, sizeof *r, by_lo);
+  for (size_t i = 1; i < *n; i++)
+    if (r[i].hi < r[i - 1].hi) r[i].hi = r[i - 1].hi;
+  return r;
+}
+
+// 1 when a function symbol of r (fn_ranges) holds the address a.
+static int in_a_function(const fn_range *r, size_t n, uint64_t a) {
+  size_t lo = 0, hi = n;  // the first range starting above a
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (r[mid].lo <= a)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo > 0 && r[lo - 1].hi > a;
+}
+
+/* A name addr2line took from a symbol table (no file:line) for an address
+ * no function symbol holds is the nearest symbol below it, another
+ * function's: in a stripped library, a static function's address was named
+ * after the exported one before it (libsqlite3's allocator, 193 bytes past
+ * the end of sqlite3ApiExit, showed as sqlite3ApiExit). Such names are
+ * dropped: the frame shows as object+offset. */
+static void drop_guessed_names(const char *path, frame **fr, size_t n) {
+  size_t guessed = 0;
+  for (size_t j = 0; j < n; j++) guessed += fr[j]->function && !fr[j]->file;
+  if (!guessed) return;
+  size_t nr;
+  fn_range *r = fn_ranges(path, &nr);
+  if (!r) return;  // no symbols read: addr2line's answer stands
+  for (size_t j = 0; j < n; j++)
+    if (fr[j]->function && !fr[j]->file && !in_a_function(r, nr, fr[j]->vaddr)) {
+      free(fr[j]->function);
+      fr[j]->function = NULL;
+    }
+  free(r);
+}
+
 /* Function and file:line for the first maxf frames of the first top sites
  * not looked up yet: addr2line per object, 1000 addresses a run. Frames stay
  * unknown when addr2line is missing or fails (*why says why, once). */
@@ -265,9 +356,10 @@ static void symbolise(sites_file *s, size_t top, size_t maxf, char **why) {
         if (f->looked || f->map != (int)m) continue;
         f->looked = 1;
         fr[j++] = f;
-        if (j == 1000) addr2line(a2l, env, s->maps[m].path, fr, j, why), j = 0;
       }
-    if (j) addr2line(a2l, env, s->maps[m].path, fr, j, why);
+    for (size_t a = 0; a < j; a += 1000)
+      addr2line(a2l, env, s->maps[m].path, fr + a, j - a < 1000 ? j - a : 1000, why);
+    drop_guessed_names(s->maps[m].path, fr, j);
   }
   free(env);
   free(fr);
@@ -513,7 +605,7 @@ int ms_cmd_sites(int argc, char **argv) {
   static const char *const keys[] = {"sites.file", NULL};
   int has;
   char *path;
-  int rc = ms_cli_sidecar_operand("sites", &p, argc, argv, ".sites", keys, &has, &path);
+  int rc = ms_cli_sidecar_operand("sites", &p, argc, argv, ".sites", keys, &has, &path, NULL);
   if (rc != 0) return rc;
   const char *trace = argv[p.optind];
   if (!has) {

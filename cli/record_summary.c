@@ -287,6 +287,8 @@ int ms_record_summarise(const rec_opts *o, const char *abs) {
   if (fallback) ms_cli_warn("%s: %s", o->out, fallback);
   const char *loose = memstub_trace_get_meta(t, MS__REC_META_REGIONS_NOT_SCOPING);
   if (loose) ms_cli_warn("%s: %s", o->out, loose);
+  const char *others = memstub_trace_get_meta(t, MS__REC_META_REGIONS_OTHER_THREADS);
+  if (others) ms_cli_warn("%s: %s", o->out, others);
   const char *off = memstub_trace_get_meta(t, MS__REC_META_STACK_OFF);
   if (off) ms_cli_warn("%s: %s", o->out, off);
   int rc = 0;

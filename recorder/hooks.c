@@ -233,7 +233,7 @@ static void own_all(tstate *ts, void *p, uint64_t n, uintptr_t sp) {
 static __attribute__((noinline)) void book_alloc_all(tstate *ts, void *p, uint64_t n, int fn,
                                                      uintptr_t sp) {
   MEASURE_BEGIN(ts);
-  count(ts, fn, n);
+  count(ts, fn, p ? n : 0);  // a failed call moved no bytes (calloc's n may be SIZE_MAX)
   if (p) {
     own_all(ts, p, n, sp);
     site(ts, NULL, p, n);
@@ -249,7 +249,7 @@ HOT void book_alloc(tstate *ts, void *p, uint64_t n, int fn, uintptr_t sp) {
     return;
   }
   MEASURE_BEGIN(ts);
-  count(ts, fn, n);
+  count(ts, fn, p ? n : 0);  // a failed call moved no bytes (calloc's n may be SIZE_MAX)
   if (p) {
     if (LIKELY(mine(ts))) {
       grow_sample(ts, (int64_t)n);
@@ -306,7 +306,7 @@ static void *realloc_common(tstate *ts, void *p, size_t n, int fn, uintptr_t sp,
   }
   void *q = real_realloc(ts, p, n, real, nm, sz);
   MEASURE_BEGIN(ts);
-  count(ts, fn, n);
+  count(ts, fn, q ? n : 0);  // a failed call moved no bytes
   uint64_t old = counted(entry);
   int freed = p && (q || n == 0);  // p is gone (moved, resized or freed)
   if (freed && UNLIKELY(ep & EP_REGION)) ms__rec_gen_freed((uintptr_t)p, ep, entry & ~NOT_MINE);
@@ -412,11 +412,15 @@ static void *reallocarray_fallback(void *p, size_t nm, size_t sz) {
 
 EXPORT void *reallocarray(void *p, size_t nm, size_t sz) {
   size_t n;
-  if (__builtin_mul_overflow(nm, sz, &n)) {
-    errno = ENOMEM;
-    return NULL;
+  // Too big: a failed call, counted as calloc's is (it was left out).
+  if (__builtin_mul_overflow(nm, sz, &n)) n = SIZE_MAX;
+  if (UNLIKELY(p && is_boot(p))) {
+    if (n == SIZE_MAX) {
+      errno = ENOMEM;
+      return NULL;
+    }
+    return realloc(p, n);
   }
-  if (UNLIKELY(p && is_boot(p))) return realloc(p, n);
   tstate *ts = state();
   // Not glibc's reallocarray: it calls realloc through the PLT, which would
   // count the call twice.

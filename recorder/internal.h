@@ -362,6 +362,8 @@ int ms__rec_ensure_ready(void);
 tstate *ms__rec_ts_register(void);
 // This thread becomes the recorded one; its stack top is top.
 void ms__rec_become_recorded(tstate *ts, uintptr_t top, int64_t stack0);
+// The calling thread's own stack top (sp when not known or below it). pre: not in a hook.
+uintptr_t ms__rec_own_stack_top(tstate *ts, uintptr_t sp);
 // The thread's state when it records, else NULL (allocations pass through).
 tstate *ms__rec_slow_state(void) __attribute__((noinline));
 // Fresh zeroed memory from mmap (never malloc); NULL when it fails.
@@ -742,9 +744,12 @@ HOT void wcount(tstate *ts, int fn, uint64_t bytes) {
 
 /* ---- summary.c: the trace's metadata ---- */
 
+/* A value holds the longest sentence the recorder writes (above 300
+ * bytes) and a long path: at 160 bytes they were cut in mid-word, and so
+ * were the warnings the command prints from them. */
 typedef struct kv {
   char key[96];
-  char val[160];
+  char val[1024];
 } kv;
 #define MAX_META 512
 extern kv ms__rec_meta_kv[MAX_META];

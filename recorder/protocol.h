@@ -238,6 +238,7 @@ static inline const char *ms__rec_ordinal(long n) {
 // Several threads: each that blocked the sampling signal, "THR:NS ..." (its wall time blocked).
 #define MS__REC_META_SAMPLE_BLOCKED "record.sample_blocked_ns"
 #define MS__REC_META_REGIONS_NOT_SCOPING "record.regions_not_scoping"  // every thread recorded: regions only mark
+#define MS__REC_META_REGIONS_OTHER_THREADS "record.regions_other_threads"  // every thread recorded: regions outside TRACE.generations
 #define MS__REC_META_OTHER_THREADS "record.other_threads"  // a narrowed scope: what the others did
 // Readings of the stack pointer off the recorded thread's own stack (a
 // stack of the code's own: coroutines, sigaltstack, a stub's): how many, in words.

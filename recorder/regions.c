@@ -19,14 +19,18 @@ static int same_name(const char *a, const char *b) {
 }
 
 /* MS__REC_REGION_THREAD: ts, opening its outermost region at sp, becomes
- * the recorded thread when no thread has yet (its stack top: sp). pre:
+ * the recorded thread when no thread has yet. Its stack top is its own
+ * stack's, not sp: a later region entered from a shallower frame than the
+ * first is on the thread's stack too (with sp as the top, its readings were
+ * taken for another stack's and its stack column stayed 0). pre:
  * ts->in_hook set; it stays set. */
 static void claim(tstate *ts, uintptr_t sp) {
   int expect = 0;
   if (!__atomic_compare_exchange_n(&ms__rec.region_claimed, &expect, 1, 0, __ATOMIC_ACQ_REL,
                                    __ATOMIC_ACQUIRE))
     return;
-  ms__rec_become_recorded(ts, sp, 0);
+  uintptr_t top = ms__rec_own_stack_top(ts, sp);
+  ms__rec_become_recorded(ts, top, 0);  // its first row: the region's begin
   ts->in_hook = 1;
   CBARRIER();
 }

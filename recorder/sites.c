@@ -2,12 +2,12 @@
  * --sites; docs/recording.md#allocation-sites, the file in docs/formats.md).
  *
  * Allocations are sampled by bytes, as tcmalloc's and jemalloc's heap
- * profilers do: each thread counts down a random interval (uniform in
- * [I/2, 3I/2), I = MEMSTUB_RECORD_SITES bytes) by the bytes it allocates, and
- * the allocation that crosses zero is sampled: its backtrace (backtrace(3),
- * outside the recorder's own frames) names a site, and the block stands for
- * max(size, I) bytes until it is freed. A block of I bytes or more is always
- * sampled. Every site keeps its sampled bytes live now; when the heap total
+ * profilers do: each thread counts down random intervals (uniform in
+ * [I/2, 3I/2), I = MEMSTUB_RECORD_SITES bytes) by the bytes of its blocks
+ * smaller than I, the overshoot carried, and an allocation that crosses zero
+ * (k times) is sampled: its backtrace (backtrace(3), outside the recorder's
+ * own frames) names a site, and the block stands for k x I bytes until it is
+ * freed. A block of I bytes or more is always sampled, for its size. Every site keeps its sampled bytes live now; when the heap total
  * falls (a free) from a level at least 1/64 (and I) above the last snapshot,
  * the live figures are copied as the peak's, and once more at the end when the
  * heap ends higher. So the peak's figures are estimates, taken within 1/64 of
@@ -162,7 +162,7 @@ static void snapshot(int64_t heap) {
   nsnap++;
 }
 
-static void take(tstate *ts, uintptr_t p, uint64_t n) {
+static void take(tstate *ts, uintptr_t p, uint64_t n, int64_t points) {
   uintptr_t raw[GRAB_FRAMES];
   int guard = ts->guard;
   ts->guard = 1;  // backtrace() may load libgcc_s and allocate: pass through
@@ -172,7 +172,7 @@ static void take(tstate *ts, uintptr_t p, uint64_t n) {
   int k = 0;
   for (int i = 0; i < got && k < SITE_FRAMES; i++)
     if (raw[i] < own_lo || raw[i] >= own_hi) pc[k++] = raw[i];
-  int64_t w = (int64_t)n >= interval ? (int64_t)n : interval;
+  int64_t w = (int64_t)n >= interval ? (int64_t)n : points * interval;
   double blocks = n ? (double)w / (double)n : 0;
   lock();
   int32_t s = site_of(pc, k);
@@ -240,11 +240,22 @@ void ms__rec_site_event(tstate *ts, void *freed, void *allocated, uint64_t n) {
       drop((uintptr_t)freed);
   }
   if (allocated) {
+    // A block of I bytes or more stands for itself. The smaller ones share
+    // one stream of sampling points, I bytes apart on average: the overshoot
+    // of the point a block crosses is carried into the next countdown (drawn
+    // afresh, a 1500-byte temporary after each sample took the next one and
+    // the 200-byte blocks between them were never sampled), so a block holds
+    // n/I points on average and stands for I bytes a point.
+    if ((int64_t)n >= interval) {
+      take(ts, (uintptr_t)allocated, n, 1);
+      return;
+    }
     if (UNLIKELY(countdown == 0)) countdown = next_interval();
     countdown -= (int64_t)n;
     if (UNLIKELY(countdown <= 0)) {
-      countdown = next_interval();
-      take(ts, (uintptr_t)allocated, n);
+      int64_t points = 0;
+      while (countdown <= 0) countdown += next_interval(), points++;
+      take(ts, (uintptr_t)allocated, n, points);
     }
   }
 }

@@ -158,6 +158,30 @@ static uintptr_t stack_low(tstate *ts, uintptr_t top) {
   return low;
 }
 
+extern void *__libc_stack_end __attribute__((weak));
+
+/* The calling thread's own stack top: the main thread's __libc_stack_end,
+ * another's the end of the stack block pthread_getattr_np gives (which
+ * allocates: through to the real allocator); sp when not known or below sp.
+ * pre: ts is the calling thread's, not in a hook. */
+uintptr_t ms__rec_own_stack_top(tstate *ts, uintptr_t sp) {
+  uintptr_t top = 0;
+  if (ts->tid == ms__rec.pid) {
+    if (&__libc_stack_end && __libc_stack_end) top = (uintptr_t)__libc_stack_end;
+  } else {
+    pthread_attr_t at;
+    ts->guard = 1;
+    if (pthread_getattr_np(pthread_self(), &at) == 0) {
+      void *addr;
+      size_t size;
+      if (pthread_attr_getstack(&at, &addr, &size) == 0) top = (uintptr_t)addr + size;
+      pthread_attr_destroy(&at);
+    }
+    ts->guard = 0;
+  }
+  return top > sp ? top : sp;
+}
+
 // This thread becomes the recorded one; its stack top is top.
 void ms__rec_become_recorded(tstate *ts, uintptr_t top, int64_t stack0) {
   ts->low = stack_low(ts, top);
@@ -194,8 +218,6 @@ void ms__rec_become_recorded(tstate *ts, uintptr_t top, int64_t stack0) {
 }
 
 /* ---- initialisation ---- */
-
-extern void *__libc_stack_end __attribute__((weak));
 
 static long env_long(const char *name, long dflt) {
   const char *s = getenv(name);

@@ -118,6 +118,18 @@ void ms__rec_build_meta(const assembled *A) {
                  "probe regions were opened: with every thread recorded they mark their rows "
                  "(the region column) and do not scope the trace; record with --thread main "
                  "(or N) to keep only the regions");
+  // Generations are made for thread 0's regions: the others' are said, with their count.
+  if (ms__rec.all && ms__rec.regions_seen) {
+    long long occ = 0, nthr = 0;
+    for (const tstate *ts = ms__rec.list; ts; ts = ts->next)
+      if (ts != ms__rec.rec && ts->occ > 0) occ += ts->occ, nthr++;
+    if (occ)
+      ms__rec_meta(MS__REC_META_REGIONS_OTHER_THREADS,
+                   "%lld region occurrence%s on %lld thread%s other than thread 0: marked in the "
+                   "region column, not in TRACE.generations (made for thread 0's regions only; "
+                   "record with --thread N for another thread's)",
+                   occ, occ == 1 ? "" : "s", nthr, nthr == 1 ? "" : "s");
+  }
   ms__rec_fn_meta();
   ms__rec_meta("record.heap_measure",
                "bytes requested from the malloc family (like massif mem_heap_B)");

@@ -112,18 +112,8 @@ void ms__rec_thr_begin(tstate *ts, int thr, int peer, uintptr_t top, int64_t sta
 }
 
 void ms__rec_thr_begin_unknown(tstate *ts) {
-  uintptr_t top = 0;
-  pthread_attr_t at;
-  ts->guard = 1;  // pthread_getattr_np allocates: straight to the real allocator
-  if (pthread_getattr_np(pthread_self(), &at) == 0) {
-    void *addr;
-    size_t size;
-    if (pthread_attr_getstack(&at, &addr, &size) == 0) top = (uintptr_t)addr + size;
-    pthread_attr_destroy(&at);
-  }
-  ts->guard = 0;
   uintptr_t sp = ms__prim_sp();
-  if (top <= sp) top = sp;
+  uintptr_t top = ms__rec_own_stack_top(ts, sp);
   ms__rec_thr_begin(ts, ms__rec_thr_number(), -1, top, (int64_t)(top - sp));
 }
 

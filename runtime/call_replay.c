@@ -97,6 +97,13 @@ static int aligned_fn(int fn) {
 }
 static int realloc_fn(int fn) { return fn == F_REALLOC || fn == F_REALLOCARRAY; }
 
+/* A size or alignment no call can have: beyond 2^62, but for a call that
+ * failed when recorded (calloc's or reallocarray's n x size beyond 64 bits,
+ * recorded as SIZE_MAX: it fails again, and a trace holding one was refused). */
+static inline int too_big(const call *k) {
+  return (k->size > SIZE_MAX_CALL && !k->failed) || k->align > SIZE_MAX_CALL;
+}
+
 /* The call at *at (before end) into *k, *at moved past it. 0, or -1 with
  * *why set when the bytes are no call. */
 static int decode(const uint8_t *p, int64_t end, int64_t *at, call *k, const char **why) {
@@ -114,7 +121,7 @@ static int decode(const uint8_t *p, int64_t end, int64_t *at, call *k, const cha
   if (k->fn != F_FREE && read_varint(p, end, at, &k->size) < 0) return -1;
   if (aligned_fn(k->fn) && read_varint(p, end, at, &k->align) < 0) return -1;
   *why = "a size beyond 2^62 bytes";
-  return k->size > SIZE_MAX_CALL || k->align > SIZE_MAX_CALL ? -1 : 0;
+  return too_big(k) ? -1 : 0;
 }
 
 /* The varint at p + n (pre: 10 bytes readable there) into *v: the byte
@@ -147,7 +154,7 @@ static inline __attribute__((always_inline)) int decode_fast(const uint8_t *p, c
   }
   if (fn != F_FREE && !(n = varint_fast(p, n, &k->size))) return 0;
   if (aligned_fn(fn) && !(n = varint_fast(p, n, &k->align))) return 0;
-  return k->size > SIZE_MAX_CALL || k->align > SIZE_MAX_CALL ? 0 : n;
+  return too_big(k) ? 0 : n;
 }
 
 /* The call at *at (before end) of r's bytes into *k, *at moved past it. 0;
@@ -759,7 +766,8 @@ static void call_heap(ms__rt_ctx *c, int64_t x) {
     int64_t old_wt = st->res_on && old ? ms__rt_cres_written(&st->res, old_place, old_size) : 0;
     void *p = make(&k, old);
     int kind = kind_of(&k);
-    if (kind >= 0) ms__rt_work_note(m, kind, kind == MEMSTUB_CALL_FREE ? old_size : (int64_t)k.size);
+    if (kind >= 0)  // a failed call moved no bytes (as the recorder counts it)
+      ms__rt_work_note(m, kind, kind == MEMSTUB_CALL_FREE ? old_size : k.failed && !p ? 0 : (int64_t)k.size);
     if (k.failed) {  // failed when recorded: a block it gets now goes at once
       if (p && p != old) free(p);
       if (!frees_old(&k)) continue;

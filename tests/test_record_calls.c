@@ -157,6 +157,30 @@ START_TEST(test_calls_every_function) {
 }
 END_TEST
 
+/* Failed calls (rec_helper failing): calloc and reallocarray of 2^62 x 16
+ * written with the size SIZE_MAX (the reallocarray was left out of the
+ * file and the churn), malloc(2^60); the file agrees with the churn, and a
+ * stub's data file takes them and replays them failing (gen refused the
+ * trace: "calls: byte 22: a size beyond 2^62 bytes"). */
+START_TEST(test_calls_failed) {
+  char *dir = tu_mkdtemp();
+  char *prog[] = {(char *)env("MEMSTUB_REC_HELPER"), "failing", NULL};
+  memstub_trace *t = record(dir, prog);
+  replay r = check_against(dir, t);
+  ck_assert_uint_eq(r.per_fn[MS__CALLS_REALLOCARRAY], 2);
+  ck_assert_uint_eq(r.per_fn[MS__CALLS_CALLOC], 1);
+  memstub_trace_free(t);
+  tu_run g = tu_memstub(dir, "gen", "t.csv", "--data", "t.dat", NULL);
+  ck_assert_msg(g.status == 0, "gen: %s", g.err);
+  tu_run_free(&g);
+  g = tu_memstub(dir, "replay", "--data", "t.dat", NULL);
+  ck_assert_msg(g.status == 0, "replay: %s", g.err);
+  tu_run_free(&g);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 // Many blocks at the adversarial layouts of the table's tests (rec_helper
 // layout): the peak exact, and a few bytes a call.
 START_TEST(test_calls_layouts) {
@@ -287,6 +311,7 @@ int main(void) {
   TCase *tc = tcase_create("calls");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_calls_every_function);
+  tcase_add_test(tc, test_calls_failed);
   tcase_add_test(tc, test_calls_layouts);
   tcase_add_test(tc, test_calls_threads_in_order);
   tcase_add_test(tc, test_calls_reader_refuses_damage);

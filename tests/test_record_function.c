@@ -233,6 +233,37 @@ START_TEST(test_recursive_function_is_one_region) {
 }
 END_TEST
 
+/* The recorded thread is the first to call the function; its stack top was
+ * taken at that first call's frame, so a later call from a shallower frame
+ * (framed() from 20 KiB down, then from main) read as "off the thread's own
+ * stack": regions 2 and 3 had a stack column of 0 (sqlite3 with --function
+ * sqlite3_step: 1,218,369 of 1,236,923 readings, two of six regions at 0).
+ * Each call's malloc is below 16 KiB of framed()'s locals. */
+START_TEST(test_later_call_from_a_shallower_frame) {
+  char *dir = tu_mkdtemp();
+  const char *fns[] = {"framed", NULL}, *args[] = {"shallower", NULL};
+  tu_run r = record(dir, fns, env("MEMSTUB_REC_FNPROG"), args);
+  ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+  memstub_trace *t = load(dir);
+  int64_t peak[8], stack[3] = {0, 0, 0};
+  ck_assert_int_eq(regions(t, peak, 8), 3);
+  for (size_t i = 0; i < t->n; i++) {
+    int64_t reg = col(t, "region", i);
+    if (reg >= 1 && reg <= 3 && t->pts[i].stack_bytes > stack[reg - 1])
+      stack[reg - 1] = t->pts[i].stack_bytes;
+  }
+  for (int k = 0; k < 3; k++)
+    ck_assert_msg(stack[k] >= 16384 && stack[k] < 32768, "region %d: stack %lld", k + 1,
+                  (long long)stack[k]);
+  const char *off = memstub_trace_get_meta(t, "record.stack_off_thread");
+  ck_assert_msg(off == NULL, "%s", off);
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 // jumper() leaves by longjmp: its region ends when the next call comes,
 // and the program goes on unharmed.
 START_TEST(test_longjmp_out_of_a_function) {
@@ -738,6 +769,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_nested_functions);
   tcase_add_test(tc, test_recursive_function_is_one_region);
   tcase_add_test(tc, test_longjmp_out_of_a_function);
+  tcase_add_test(tc, test_later_call_from_a_shallower_frame);
   tcase_add_test(tc, test_refusals);
   tcase_add_test(tc, test_long_names);
   tcase_add_test(tc, test_names_once_ifunc_and_limits);

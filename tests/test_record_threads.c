@@ -582,6 +582,47 @@ START_TEST(test_narrowed_scope_warns) {
 }
 END_TEST
 
+/* With every thread recorded, TRACE.generations holds thread 0's regions
+ * alone. Before, nothing said so: region_work on a worker only gave
+ * "t.csv has no generations: it has no probe regions ..., or the program
+ * died of a signal" and record.region_occurrences 0 beside the churn's
+ * occurrences=1; called on the main thread and a worker, `memstub
+ * generations` showed one occurrence and exited 0 (a C program calling a
+ * function 10 times on main and 15,000 on three workers: 10). Now the
+ * trace counts the others, record and generations warn, and generations
+ * exits 1 (2 when it has none). */
+START_TEST(test_regions_of_other_threads_said) {
+  char *dir = tu_mkdtemp();
+  const char *fn[] = {"--thread", "all", "--function", "region_work", NULL};
+  tu_run r = record_mode(dir, fn, "fnworker", "100");
+  ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "warning: t.csv: 1 region occurrence on 1 thread other than thread 0"),
+                "%s", r.err);
+  tu_run_free(&r);
+  memstub_trace *t = read_t(dir);
+  const char *m = memstub_trace_get_meta(t, "record.regions_other_threads");
+  ck_assert_msg(m && strncmp(m, "1 region occurrence on 1 thread ", 32) == 0, "%s", m ? m : "(none)");
+  memstub_trace_free(t);
+  r = tu_memstub(dir, "generations", "t.csv", NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "t.csv has no generations: its regions ran on threads other than "
+                              "thread 0 (1 region occurrence on 1 thread"),
+                "%s", r.err);
+  tu_run_free(&r);
+  r = record_mode(dir, fn, "fnboth", "100");
+  ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  r = tu_memstub(dir, "generations", "t.csv", NULL);
+  ck_assert_int_eq(r.status, 1);
+  ck_assert_msg(strstr(r.out, "region_work") && strstr(r.err, "warning: t.csv: the generations are "
+                                                              "thread 0's regions' alone: 1 region occurrence"),
+                "%s\n%s", r.out, r.err);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 /* A worker that blocks every signal and makes no allocator call while it
  * computes (xz's do), still running when the process exits, recorded
  * without the watcher (MEMSTUB_RECORD_WATCH=0): its last row has its CPU
@@ -789,6 +830,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_racing_cross_thread_frees_generate);
   tcase_add_test(tc, test_usage);
   tcase_add_test(tc, test_merge_newest_sample);
+  tcase_add_test(tc, test_regions_of_other_threads_said);
   suite_add_tcase(s, tc);
   return s;
 }

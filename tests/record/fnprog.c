@@ -23,7 +23,10 @@
  *                with a block of its own allocated and freed around that
  *   spans MS...  sleep 40 ms, then span(ms) for each MS: a block of 1000
  *                bytes held while it sleeps ms (--reference times the
- *                regions: test_reference_regions) */
+ *                regions: test_reference_regions)
+ *   shallower    framed() (16 KiB of locals around a malloc) from 20 frames
+ *                of 1 KiB down, then twice from main: regions entered from
+ *                shallower frames than the first one's */
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -137,6 +140,25 @@ __attribute__((noinline)) void span(int ms) {
 static volatile long g_sink;
 __attribute__((noinline)) void tiny(void) { g_sink++; }
 
+// framed(): a malloc below 16 KiB of its own locals.
+__attribute__((noinline)) void framed(int n) {
+  volatile char big[16384];
+  memset((char *)big, n, sizeof big);
+  char *volatile p = malloc(1000);
+  if (!p) exit(3);
+  p[0] = big[n];
+  free(p);
+}
+
+// d frames of 1 KiB, then framed().
+__attribute__((noinline)) long deep_framed(int d) {
+  volatile char pad[1000];
+  pad[0] = (char)d;
+  if (d) return deep_framed(d - 1) + pad[0];
+  framed(1);
+  return 0;
+}
+
 static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -192,6 +214,10 @@ int main(int argc, char **argv) {
   } else if (!strcmp(m, "spans")) {
     usleep(40000);
     for (int k = 2; k < argc; k++) span(atoi(argv[k]));
+  } else if (!strcmp(m, "shallower")) {
+    s = deep_framed(20);
+    framed(2);
+    framed(3);
   } else if (!strcmp(m, "tiny")) {
     double t0 = now();
     for (int k = 0; k < n; k++) tiny();

@@ -62,6 +62,19 @@ static int pattern(void) {
   return 0;
 }
 
+/* Calls that fail: calloc and reallocarray of 2^62 x 16 (beyond 64 bits)
+ * and malloc(2^60), beside a reallocarray of 10 x 100 that succeeds. */
+static int failing(void) {
+  volatile size_t big = (size_t)1 << 62, huge = (size_t)1 << 60, sixteen = 16;
+  void *a = calloc(big, sixteen);
+  char *volatile p = reallocarray(NULL, 10, 100);  // volatile: still p's after the failure
+  void *b = reallocarray(p, big, sixteen);
+  void *c = malloc(huge);
+  int ok = !a && p && !b && !c;
+  free(p);
+  return ok ? 0 : 1;
+}
+
 /* Recursion with 1 KiB frames; allocates at the bottom (alloc=1) or only
  * spins there, so that only the timer sees the depth (alloc=0). */
 static __attribute__((noinline)) int deep(int n, int alloc, int spin) {
@@ -405,6 +418,21 @@ static int small_blocks(void) {
   return 0;
 }
 
+/* 4000 rounds of a 1500-byte temporary, freed at once, and a 200-byte block
+ * kept (800,000 bytes at the peak), then all freed: a regular pattern of
+ * large and small allocations, which the sites' sampling must not favour. */
+static char *mixed_keep[4000];
+static int mixed_blocks(void) {
+  for (int i = 0; i < 4000; i++) {
+    char *volatile tmp = malloc(1500);
+    if (!tmp || !(mixed_keep[i] = malloc(200))) return 1;
+    memset(mixed_keep[i], 1, 200);
+    free(tmp);
+  }
+  for (int i = 0; i < 4000; i++) free(mixed_keep[i]);
+  return 0;
+}
+
 /* 4000 blocks of 8 KiB, each written as it comes (a page cache's growth, 31.25
  * MiB), kept for 5 ms of CPU: every malloc grows the heap by a page or more,
  * so each could sample resident memory. */
@@ -616,6 +644,10 @@ int main(int argc, char **argv) {
     rc = page_blocks();
   } else if (strcmp(mode, "small") == 0) {
     rc = small_blocks();
+  } else if (strcmp(mode, "failing") == 0) {
+    rc = failing();
+  } else if (strcmp(mode, "mixed") == 0) {
+    rc = mixed_blocks();
   } else if (strcmp(mode, "bigalloc") == 0) {
     rc = bigalloc();
   } else if (strcmp(mode, "exec") == 0) {

@@ -38,6 +38,7 @@
 //                     (a one-thread program recorded with every thread).
 //   threads fnworker N  as worker, the pairs made by region_work (a function
 //                     to record with --function, called on the worker only).
+//   threads fnboth N  region_work(N) on the main thread, then on a worker.
 //   threads blocked N a worker that blocks every signal spins N ms of its CPU
 //                     time without an allocator call, then waits; the main
 //                     thread exits while it still runs (as xz's workers).
@@ -251,6 +252,14 @@ static int bench(const char *mode, long n) {
     while (sem_wait(&spun) != 0) {
     }
     return 0;  // exit with the worker still running
+  }
+  if (strcmp(mode, "fnboth") == 0) {
+    pthread_t t;
+    void *r;
+    if (!region_work((void *)(intptr_t)n) ||
+        pthread_create(&t, NULL, region_work, (void *)(intptr_t)n) != 0 || pthread_join(t, &r) != 0)
+      return 1;
+    return r ? 0 : 1;
   }
   if (strcmp(mode, "worker") == 0 || strcmp(mode, "fnworker") == 0) {
     pthread_t t;
