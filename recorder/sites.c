@@ -7,10 +7,11 @@
  * smaller than I, the overshoot carried, and an allocation that crosses zero
  * (k times) is sampled: its backtrace (backtrace(3), outside the recorder's
  * own frames) names a site, and the block stands for k x I bytes until it is
- * freed. A block of I bytes or more is always sampled, for its size. Every site keeps its sampled bytes live now; when the heap total
- * falls (a free) from a level at least 1/64 (and I) above the last snapshot,
- * the live figures are copied as the peak's, and once more at the end when the
- * heap ends higher. So the peak's figures are estimates, taken within 1/64 of
+ * freed. A block of I bytes or more is always sampled, for its size. Every
+ * site keeps its sampled bytes live now; when the heap total falls (a free)
+ * from a level at least 1/64 (and I) above the last snapshot, the live
+ * figures are copied as the peak's, and once more at the end when the heap
+ * ends higher. So the peak's figures are estimates, taken within 1/64 of
  * the heap's highest level.
  *
  * Cost: off, one load and branch per allocator call (the hooks' inline
