@@ -136,6 +136,12 @@ static void group_sites(sites_file *s) {
   qsort(s->sites, s->nsites, sizeof *s->sites, by_peak);
 }
 
+// 1 when fd's file starts with a 64-bit ELF header, read into *eh.
+static int elf64_head(int fd, Elf64_Ehdr *eh) {
+  return pread(fd, eh, sizeof *eh, 0) == (ssize_t)sizeof *eh &&
+         memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64;
+}
+
 /* The address an object's debug info knows for file offset off: through the
  * PT_LOAD segment holding it (p_vaddr - p_offset), off itself when the file
  * cannot be read as a 64-bit ELF. */
@@ -144,8 +150,7 @@ static uint64_t elf_vaddr(const char *path, uint64_t off) {
   if (fd < 0) return off;
   Elf64_Ehdr eh;
   uint64_t v = off;
-  if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
-      eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr)) {
+  if (elf64_head(fd, &eh) && eh.e_phentsize == sizeof(Elf64_Phdr)) {
     for (int i = 0; i < eh.e_phnum; i++) {
       Elf64_Phdr ph;
       if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (uint64_t)i * sizeof ph)) != (ssize_t)sizeof ph)
@@ -237,8 +242,7 @@ static fn_range *fn_ranges(const char *path, size_t *n) {
   fn_range *r = NULL;
   size_t cap = 0;
   Elf64_Ehdr eh;
-  if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
-      eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_shentsize == sizeof(Elf64_Shdr)) {
+  if (elf64_head(fd, &eh) && eh.e_shentsize == sizeof(Elf64_Shdr)) {
     for (int i = 0; i < eh.e_shnum; i++) {
       Elf64_Shdr sh;
       if (pread(fd, &sh, sizeof sh, (off_t)(eh.e_shoff + (uint64_t)i * sizeof sh)) != (ssize_t)sizeof sh)

@@ -21,6 +21,14 @@ const char *memstub_compare_call_kind_name(int k) {
   return k >= 0 && k < MEMSTUB_WORK_KINDS ? kind_name[k] : "?";
 }
 
+// s's total_pct from its totals: the replay's error in % of the original's.
+static void set_total_pct(memstub_compare_series *s) {
+  double d = (double)s->replayed_total - (double)s->original_total;
+  s->total_pct = s->original_total ? 100.0 * d / (double)s->original_total
+                 : d == 0             ? 0.0
+                                      : INFINITY;
+}
+
 // The series from the per-interval values a (original) and b (replayed), n of them.
 static void series(const int64_t *a, const int64_t *b, size_t n, int64_t *scratch,
                    memstub_compare_series *s) {
@@ -31,10 +39,7 @@ static void series(const int64_t *a, const int64_t *b, size_t n, int64_t *scratc
     s->replayed_total += b[i];
     scratch[i] = ms__sat_abs(ms__sat_sub(b[i], a[i]));
   }
-  double d = (double)s->replayed_total - (double)s->original_total;
-  s->total_pct = s->original_total ? 100.0 * d / (double)s->original_total
-                 : d == 0             ? 0.0
-                                      : INFINITY;
+  set_total_pct(s);
   if (!n) return;
   qsort(scratch, n, sizeof *scratch, ms__cmp_i64);
   s->p50_abs = ms__rank_i64(scratch, n, 50);
@@ -161,13 +166,9 @@ int ms__compare_work(const memstub_trace *orig, const memstub_trace *repl,
     const char *bf = memstub_trace_get_meta(repl, MEMSTUB_WORK_BLOCK_FREES_META);
     long long nbf = bf ? strtoll(bf, NULL, 10) : 0;
     if (nbf > 0 && nbf <= w->allocs.replayed_total) {
-      memstub_compare_series *s = &w->allocs;
       w->block_frees = nbf;
-      s->replayed_total -= nbf;
-      double d = (double)s->replayed_total - (double)s->original_total;
-      s->total_pct = s->original_total ? 100.0 * d / (double)s->original_total
-                     : d == 0             ? 0.0
-                                          : INFINITY;
+      w->allocs.replayed_total -= nbf;
+      set_total_pct(&w->allocs);
     }
     for (int k = 0; k < MEMSTUB_WORK_KINDS; k++)
       series(a[S_KIND + k], b[S_KIND + k], ncalls, scratch, &w->kind[k]);
