@@ -14,6 +14,7 @@
 #include "ms_spawn.h"
 #include "memstub/trace.h"
 #include "ms_common.h"
+#include "prim.h"
 #include "../recorder/protocol.h"
 #include "record.h"
 
@@ -431,6 +432,10 @@ static int run_program(char **prog, int *st) {
   snprintf(num, sizeof num, "%ld", (long)getpid());
   setenv(MS__REC_ENV_PARENT, num, 1);
   fflush(NULL);
+  // The run's start, as the wall time is measured from it: the recorder
+  // tells what ran before it started (record.start_wall_ns).
+  snprintf(num, sizeof num, "%lld", (long long)ms__prim_now_ns());
+  setenv(MS__REC_ENV_SPAWN_NS, num, 1);
   ms__spawn_opts so;
   ms__spawn_opts_init(&so);
   so.like_system = 1;

@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "memstub/trace.h"
+#include "memstub/work.h"
 #include "ms_common.h"
 #include "ms_spawn.h"
 #include "record.h"
@@ -203,6 +204,47 @@ static long long duration(const char *abs) {
   return d;
 }
 
+/* The rows of the trace at abs: their span into *wall, and the CPU time in
+ * them into *cpu, every thread's (its cpu_ns from its first row to its
+ * last) summed. 0, or -1 (said) when the trace does not read; *cpu -1 when
+ * it has no cpu_ns column. */
+static int rows_figures(const char *abs, long long *wall, long long *cpu) {
+  memstub_trace *t = NULL;
+  memstub_error err = {0};
+  if (memstub_trace_read(abs, &t, &err) < 0) {
+    ms_cli_fail(&err);
+    return -1;
+  }
+  int c = memstub_trace_column(t, MEMSTUB_WORK_CPU_COLUMN), th = memstub_trace_column(t, "thread");
+  *wall = t->n ? t->pts[t->n - 1].time_ns - t->pts[0].time_ns : 0;
+  *cpu = -1;
+  int64_t nth = 1;
+  for (size_t i = 0; th >= 0 && i < t->n; i++) {
+    int64_t k = memstub_trace_extra_row(t, i)[th];
+    if (k >= nth) nth = k + 1;
+  }
+  // A thread's first and last cpu_ns (the trace checked: numbers from 0, each thread's never decreasing).
+  int64_t *first = c >= 0 && nth <= (1 << 20) ? malloc((size_t)nth * 2 * sizeof *first) : NULL;
+  if (first) {
+    int64_t *last = first + nth;
+    for (int64_t k = 0; k < nth; k++) first[k] = -1, last[k] = 0;
+    for (size_t i = 0; i < t->n; i++) {
+      const int64_t *e = memstub_trace_extra_row(t, i);
+      int64_t k = th >= 0 ? e[th] : 0;
+      if (k < 0) continue;
+      if (first[k] < 0) first[k] = e[c];
+      last[k] = e[c];
+    }
+    long long sum = 0;
+    for (int64_t k = 0; k < nth; k++)
+      if (first[k] >= 0) sum += last[k] - first[k];
+    *cpu = sum;
+    free(first);
+  }
+  memstub_trace_free(t);
+  return 0;
+}
+
 static int cmp_ll(const void *a, const void *b) {
   long long x = *(const long long *)a, y = *(const long long *)b;
   return (x > y) - (x < y);
@@ -357,6 +399,14 @@ static int write_figures(const rec_opts *o, const char *abs, long long nrec, int
   }
   n += (size_t)snprintf(m + n, cap - n, "# %s: %lld\n# %s: %lld\n", MS__TL_OUT_WALL,
                         rec[k].wall_ns, MS__TL_OUT_CPU, rec[k].cpu_ns);
+  long long rows_wall, rows_cpu;
+  if (rows_figures(abs, &rows_wall, &rows_cpu) < 0) {
+    free(m);
+    return MS_EXIT_USAGE;
+  }
+  if (rows_cpu >= 0)
+    n += (size_t)snprintf(m + n, cap - n, "# %s: %lld\n# %s: %lld\n", MS__TL_ROWS_WALL, rows_wall,
+                          MS__TL_ROWS_CPU, rows_cpu);
   long long wlo = 0, whi = 0, clo = 0, chi = 0, wm = 0, cm = 0, rw = -1;
   if (nref > 0) {
     long long *w = malloc((size_t)nref * sizeof *w), *c = malloc((size_t)nref * sizeof *c);

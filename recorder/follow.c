@@ -156,6 +156,7 @@ __attribute__((noinline)) void ms__rec_follow_fork(const char *registry) {
   ms__rec_heap = 0;
   ms__rec_tag = 0;
   ms__rec_multi = 0;
+  ms__rec.spawn_ns = -1;  // a forked child starts mid-run: nothing before it is its own
   ms__rec_epoch_reset();
   ms__rec_gen_reset();
   if (ms__rec_follow_names(root_out, root_journal, registry) != 0 || ms__rec_table_reset() != 0) {

@@ -218,6 +218,12 @@ typedef struct ms__rec_global {
   int64_t end_cpu;      // the recorded thread's CPU time at the trace's end, -1 unknown
   int64_t origin_raw;  // when the recorded thread started
   int64_t origin_ns;   // the same on CLOCK_MONOTONIC
+  /* When `memstub record` started the program (CLOCK_MONOTONIC, -1 not
+   * known: not its child); when the recorder began to set itself up (at the
+   * process's first allocator call or its constructor) and the process's CPU
+   * time then (-1: the trace does not start with the main thread): what ran
+   * before the recorder (exec, the loader, the C library's start). */
+  int64_t spawn_ns, start_ns, start_cpu_ns;
   char out[PATH_MAX];
   char status[PATH_MAX];   // the status file (protocol.h), "" when none
   char journal[PATH_MAX];  // the row journal (protocol.h), "" when none

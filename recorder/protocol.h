@@ -12,6 +12,9 @@
 /* ---- environment: command -> recorded process ---- */
 #define MS__REC_ENV_OUTPUT "MEMSTUB_RECORD_OUTPUT"        // absolute path of the trace
 #define MS__REC_ENV_PARENT "MEMSTUB_RECORD_PARENT"        // only a child of this pid records
+// CLOCK_MONOTONIC ns when `memstub record` started the program (its child
+// only): what ran before the recorder did (record.start_wall_ns).
+#define MS__REC_ENV_SPAWN_NS "MEMSTUB_RECORD_SPAWN_NS"
 // The live-block table's bytes at most: beyond, the recording fails (as
 // out of memory) rather than lose a block. Unset: no limit.
 #define MS__REC_ENV_TABLE_MAX "MEMSTUB_RECORD_TABLE_MAX_BYTES"

@@ -198,6 +198,7 @@ void ms__rec_become_recorded(tstate *ts, uintptr_t top, int64_t stack0) {
     ms__rec.rec_clock_ok = pthread_getcpuclockid(pthread_self(), &ms__rec.rec_clock) == 0;
     ms__rec.origin_raw = t;
     ms__rec.origin_ns = ms__prim_now_ns();
+    if (ts->tid != ms__rec.pid) ms__rec.start_cpu_ns = -1;  // not the process's start
     if (ms__rec.jhead) {
       ms__rec.jhead->origin_ns = ms__rec.origin_ns;
       __atomic_store_n(&ms__rec.jhead->origin_raw, t, __ATOMIC_RELEASE);
@@ -240,6 +241,7 @@ static int read_env(void) {
   // children have another parent: they run untouched, or with
   // --follow-children record a trace of their own (follow.c).
   int root = parent == (long)getppid();
+  ms__rec.spawn_ns = root ? env_long(MS__REC_ENV_SPAWN_NS, -1) : -1;
   const char *times = getenv(MS__REC_ENV_TIMES);
   if (root && times && *times && strlen(times) < sizeof ms__rec.times) {
     // A reference run: the regions of the thread a recording follows, timed.
@@ -341,6 +343,9 @@ static void init_recording(void) {
     if (ms__rec.times_whole) ms__rec_times_whole_begin();
     return;
   }
+  // What the process did before this (exec, the loader): not the recorder's cost.
+  ms__rec.start_ns = ms__prim_now_ns();
+  ms__rec.start_cpu_ns = ms__prim_process_cpu_ns();
   ms__rec_churn_init();
   init_clock();
   long cap = env_long(MS__REC_ENV_TABLE_MAX, 0);

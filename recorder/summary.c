@@ -149,6 +149,13 @@ void ms__rec_build_meta(const assembled *A) {
     ms__rec_meta("record.region_occurrences", "%lld", (long long)ms__rec.rec->occ);
   if (!A->regions && ms__rec.origin_ns)
     ms__rec_meta("record.origin_monotonic_ns", "%lld", (long long)ms__rec.origin_ns);
+  // A whole run from the main thread's start: what the process did before
+  // (exec, the dynamic loader, the constructors that ran before the recorder's).
+  if (!A->regions && ms__rec.origin_ns && ms__rec.spawn_ns > 0 && ms__rec.start_cpu_ns >= 0 &&
+      ms__rec.start_ns >= ms__rec.spawn_ns) {
+    ms__rec_meta("record.start_wall_ns", "%lld", (long long)(ms__rec.start_ns - ms__rec.spawn_ns));
+    ms__rec_meta("record.start_cpu_ns", "%lld", (long long)ms__rec.start_cpu_ns);
+  }
   ms__rec_meta("record.resolution_ns", "%lld", (long long)ms__rec.res_ns);
   ms__rec_meta("record.sample_hz", "%ld",
                ms__rec.timer_ok || ms__rec.sample_hz > 0 ? ms__rec.sample_hz : 0L);

@@ -192,6 +192,11 @@ START_TEST(test_work_columns) {
     ck_assert_msg(end_t - prev >= 20000000, "-r %s: cpu %lld ns of %lld", res[k],
                   (long long)prev, (long long)end_t);
     ck_assert_ptr_nonnull(memstub_trace_get_meta(t, "record.cpu_clock"));
+    // What ran before the recorder (exec, the loader): one thread, so its
+    // CPU time is at most its wall time; a sane share of a 60 ms run.
+    int64_t sw = meta_i(t, "record.start_wall_ns"), sc = meta_i(t, "record.start_cpu_ns");
+    ck_assert_msg(sw > 0 && sc > 0 && sc <= sw + 1000000 && sw < 2000000000,
+                  "-r %s: start %lld ns wall, %lld ns CPU", res[k], (long long)sw, (long long)sc);
     memstub_trace_free(t);
     tu_run_free(&r);
   }
@@ -496,6 +501,8 @@ START_TEST(test_probe_regions_and_churn) {
                 (long long)peak(t, 0));
   ck_assert_str_eq(memstub_trace_get_meta(t, "record.stack_from"),
                    "the frame that called memstub_probe_begin");
+  // Its time 0 is a region's begin, not the program's start: no start figures.
+  ck_assert_ptr_null(memstub_trace_get_meta(t, "record.start_wall_ns"));
   // Churn of "work": 3 occurrences of 82 (plus "inner"'s malloc 64 + free
   // 64, 2 * 6, nested inside it).
   ck_assert_int_eq(churn_field(t, "churn.region.work", "occurrences="), 3);

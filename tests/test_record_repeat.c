@@ -76,6 +76,10 @@ START_TEST(test_repeat_keeps_median) {
   ck_assert_int_eq(d[2], t->pts[t->n - 1].time_ns - t->pts[0].time_ns);
   ck_assert(meta(t, "outside.wall_ns") >= 100000000);
   ck_assert(meta(t, "outside.cpu_ns") >= 0);
+  // The kept recording's rows: their span, the CPU time in them (at most the process's).
+  ck_assert_int_eq(meta(t, "recording.rows_wall_ns"), d[2]);
+  ck_assert(meta(t, "recording.rows_cpu_ns") >= 0 &&
+            meta(t, "recording.rows_cpu_ns") <= meta(t, "outside.cpu_ns"));
   ck_assert_ptr_null(memstub_trace_get_meta(t, "reference.wall_ns"));
   memstub_trace_free(t);
   // t.csv, t.csv.sites, cnt and log: nothing of the other recordings.

@@ -518,6 +518,41 @@ START_TEST(test_default_every_thread) {
 }
 END_TEST
 
+/* --repeat writes the kept recording's rows' figures for gen's fit of a
+ * process (traces/timeline.c): their span, and every thread's CPU time in
+ * them summed, each thread's from its first row to its last. */
+START_TEST(test_repeat_rows_figures) {
+  char *dir = tu_mkdtemp();
+  tu_run r = record(dir, "-q", "--repeat", "2");
+  ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  memstub_trace *t = read_t(dir);
+  int th = memstub_trace_column(t, "thread"), c = memstub_trace_column(t, "cpu_ns");
+  ck_assert(th >= 0 && c >= 0);
+  int64_t first[64], last[64], sum = 0, main_cpu = 0;
+  for (int k = 0; k < 64; k++) first[k] = -1, last[k] = 0;
+  for (size_t i = 0; i < t->n; i++) {
+    const int64_t *e = memstub_trace_extra_row(t, i);
+    ck_assert(e[th] >= 0 && e[th] < 64);
+    if (first[e[th]] < 0) first[e[th]] = e[c];
+    last[e[th]] = e[c];
+  }
+  for (int k = 0; k < 64; k++)
+    if (first[k] >= 0) sum += last[k] - first[k];
+  main_cpu = last[0] - first[0];
+  const char *w = memstub_trace_get_meta(t, "recording.rows_wall_ns"),
+             *v = memstub_trace_get_meta(t, "recording.rows_cpu_ns");
+  ck_assert_msg(w && v, "no rows' figures");
+  ck_assert_int_eq(strtoll(w, NULL, 10), t->pts[t->n - 1].time_ns - t->pts[0].time_ns);
+  ck_assert_int_eq(strtoll(v, NULL, 10), sum);
+  ck_assert_msg(sum > main_cpu, "the workers' CPU time: %lld of %lld", (long long)(sum - main_cpu),
+                (long long)sum);
+  memstub_trace_free(t);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 /* A narrowed scope says what the threads it left out did, and warns when
  * they did more than a tenth of the work (issue 29: a zstd stub slept where
  * its workers compressed, and the summary said "thread main" and nothing
@@ -821,6 +856,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_cross_thread_realloc);
   tcase_add_test(tc, test_single_thread_unchanged);
   tcase_add_test(tc, test_default_every_thread);
+  tcase_add_test(tc, test_repeat_rows_figures);
   tcase_add_test(tc, test_mapping_rows_own_heap);
   tcase_add_test(tc, test_narrowed_scope_warns);
   tcase_add_test(tc, test_blocked_worker_cpu);

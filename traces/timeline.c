@@ -240,6 +240,10 @@ int ms__timeline_model(const memstub_trace *t, ms__timeline *tl, memstub_error *
   memset(tl, 0, sizeof *tl);
   tl->ref_wall_ns = tl->ref_cpu_ns = tl->rec_wall_ns = tl->rec_cpu_ns = -1;
   tl->wait_scale = -1;
+  int rs;
+  if ((rs = meta_ns(t, MS__TL_START_WALL, &tl->start_wall_ns, err)) < 0 ||
+      (rs = meta_ns(t, MS__TL_START_CPU, &tl->start_cpu_ns, err)) < 0)
+    return rs;
   int any = 0;
   for (int k = 0; k < NC; k++) any |= memstub_trace_column(t, cols[k]) >= 0;
   // Only a trace of memstub record has the figures; without call columns
@@ -323,6 +327,16 @@ int ms__timeline_model(const memstub_trace *t, ms__timeline *tl, memstub_error *
   if ((tl->threads = process_threads(t)) > 0 && tl->ref_cpu_ns >= 0 && tl->rec_cpu_ns >= 0 &&
       ccol >= 0) {
     tl->kind = MS__TL_FITTED;
+    /* The rows' own figures when given: the recording from outside also
+     * holds the recorder's setup and its writing of the trace, which are
+     * not in the rows (node: 59 ms of its 495 ms of CPU time), and fitting
+     * to it took that out of the rows too (its stub 0.94 of the reference's
+     * wall time, 0.86 of its CPU time). */
+    int64_t rw, rc2;
+    if ((rc = meta_ns(t, MS__TL_ROWS_WALL, &rw, err)) < 0 ||
+        (rc = meta_ns(t, MS__TL_ROWS_CPU, &rc2, err)) < 0)
+      return rc;
+    if (rw > 0 && rc2 >= 0) tl->rec_wall_ns = rw, tl->rec_cpu_ns = rc2, tl->rows_fit = 1;
     fit_process(tl, samples);
     return 0;
   }
@@ -599,6 +613,26 @@ int ms__timeline_estimated(const ms__timeline *tl, char *buf, size_t cap) {
   return 1;
 }
 
+/* The clause of the describe line for what ran before the recorder started
+ * (MS__TL_START_WALL), when it is MS__TL_ESTIMATED_SHARE of the run or more
+ * and the model leaves it out (the rows are replayed alone; a whole run of
+ * one thread and a process fitted on its rows have it in the reference's
+ * totals); "" otherwise. */
+static void prestart_clause(const ms__timeline *tl, char *buf, size_t cap) {
+  if (cap) buf[0] = '\0';
+  int64_t wall = tl->start_wall_ns, cpu = tl->start_cpu_ns;
+  if (wall <= 0 || tl->recorded_ns <= 0) return;
+  if (tl->kind == MS__TL_FITTED && ((tl->whole && !tl->region) || tl->rows_fit)) return;
+  double share = (double)wall / (double)sadd(tl->recorded_ns, wall);
+  if (share < MS__TL_ESTIMATED_SHARE) return;
+  char w[32], c[32];
+  snprintf(buf, cap,
+           "; the program's start before the trace's (exec, the dynamic loader with its "
+           "libraries and the recorder's) not replayed: %s, %s of CPU time (%.0f %% of the run)",
+           ms__fmt_ns(wall, w, sizeof w), ms__fmt_ns(cpu < 0 ? 0 : cpu, c, sizeof c),
+           100.0 * share);
+}
+
 void ms__timeline_describe(const ms__timeline *tl, char *buf, size_t cap) {
   char rec[32], tgt[32], rw[32], rc[32], ow[32], oc[32], own[32] = "not measured";
   if (tl->own_per_call > 0) snprintf(own, sizeof own, "%.1f ns", tl->own_per_call);
@@ -629,13 +663,13 @@ void ms__timeline_describe(const ms__timeline *tl, char *buf, size_t cap) {
       snprintf(proc, sizeof proc, " (%lld allocator calls and no figure of the recorder's own per "
                "call: the run slowed as a whole)", (long long)tl->events);
     n = snprintf(buf, cap, "recorder's cost out, fitted to %lld reference run%s%s%s: %s wall, %s CPU (the "
-                 "recording: %s, %s); ",
+                 "recording%s: %s, %s); ",
                  (long long)tl->ref_runs, tl->ref_runs == 1 ? "" : "s",
                  tl->region  ? " (the regions' span timed in them: the trace's CPU time and "
                                "waiting set to theirs)"
                  : tl->whole ? " (the whole run: the trace's CPU time and waiting set to theirs)"
                              : "",
-                 proc, rw, rc, ow, oc);
+                 proc, rw, rc, tl->rows_fit ? "'s rows" : "", ow, oc);
     if (n >= 0 && (size_t)n < cap && (tl->threads > 0 || tl->few))
       n += snprintf(buf + n, cap - (size_t)n,
                     "the recorder's own figures out (%s%s), then each row's CPU time times %.3f "
@@ -673,6 +707,9 @@ void ms__timeline_describe(const ms__timeline *tl, char *buf, size_t cap) {
                   tl->curve_unused);
   if (n >= 0 && (size_t)n < cap && tl->caveat && tl->wall_per_call > 0)
     n += snprintf(buf + n, cap - (size_t)n, "; the fit %s", tl->caveat);
+  char pre[256];
+  prestart_clause(tl, pre, sizeof pre);
+  if (n >= 0 && (size_t)n < cap && pre[0]) n += snprintf(buf + n, cap - (size_t)n, "%s", pre);
   /* Loud when rows that held a tenth of the recording's CPU time kept less
    * than a tenth of theirs: the cost per call is even, the recorder's was
    * not. bench/system's hash component: its 400k mallocs' rows, 66 of its

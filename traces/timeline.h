@@ -35,9 +35,21 @@
 #define MS__TL_REF_CURVE "reference.curve"
 #define MS__TL_OUT_WALL "outside.wall_ns"  // the kept recording, from outside
 #define MS__TL_OUT_CPU "outside.cpu_ns"
+/* The kept recording's rows: their span, and the CPU time in them, every
+ * thread's summed (memstub record --repeat or --reference). Without the
+ * recorder's setup, its writing of the trace and the process's start and
+ * exit, which the figures from outside hold. */
+#define MS__TL_ROWS_WALL "recording.rows_wall_ns"
+#define MS__TL_ROWS_CPU "recording.rows_cpu_ns"
 #define MS__TL_REP_RECORDINGS "repeat.recordings"
 #define MS__TL_REP_KEPT "repeat.kept"              // 1-based, in run order
 #define MS__TL_REP_DURATIONS "repeat.durations_ns"  // each recording's, in run order
+/* A whole run from the main thread's start, recorded by memstub record:
+ * what the process did before the recorder set itself up (exec, the
+ * dynamic loader, the C library's start), wall and CPU time. Not in the
+ * trace's rows. */
+#define MS__TL_START_WALL "record.start_wall_ns"
+#define MS__TL_START_CPU "record.start_cpu_ns"
 
 typedef enum ms__tl_kind {
   MS__TL_RECORDED = 0,  // as recorded: not a trace of memstub record with call columns
@@ -76,6 +88,11 @@ typedef struct ms__timeline {
    * 0: not this model. */
   double cpu_scale;
   int64_t threads;  // record.threads of such a process
+  /* ... fitted on the recording's rows (MS__TL_ROWS_*, then in rec_*), not
+   * its figures from outside: what ran outside the rows (the process's start
+   * and exit, the recorder's setup and its writing of the trace) is in the
+   * reference, so the rows take it, as a whole run of one thread's do. */
+  int rows_fit;
   /* Fitted by cpu_scale too, as the process's slowing: few allocator calls
    * (record.events below MS__TL_FEW_CALLS) and no figure of the recorder's
    * own per call, where a fit per call would be the run's difference over
@@ -96,6 +113,7 @@ typedef struct ms__timeline {
    * their calls' share of the cost, and the CPU time they had recorded: a
    * cost that was not even per call, when they are much of the trace. */
   int64_t thin_rows, thin_cpu_ns;
+  int64_t start_wall_ns, start_cpu_ns;  // MS__TL_START_WALL, MS__TL_START_CPU; -1 not given
 } ms__timeline;
 
 /* The model of t's timeline from its metadata and columns into *tl. 0, or
