@@ -330,8 +330,8 @@ int ms__timeline_model(const memstub_trace *t, ms__timeline *tl, memstub_error *
     /* The rows' own figures when given: the recording from outside also
      * holds the recorder's setup and its writing of the trace, which are
      * not in the rows (node: 59 ms of its 495 ms of CPU time), and fitting
-     * to it took that out of the rows too (its stub 0.94 of the reference's
-     * wall time, 0.86 of its CPU time). */
+     * to it took that out of the rows too (its stubs 0.94-0.96 of the
+     * reference's wall time). */
     int64_t rw, rc2;
     if ((rc = meta_ns(t, MS__TL_ROWS_WALL, &rw, err)) < 0 ||
         (rc = meta_ns(t, MS__TL_ROWS_CPU, &rc2, err)) < 0)
@@ -616,13 +616,15 @@ int ms__timeline_estimated(const ms__timeline *tl, char *buf, size_t cap) {
 /* The clause of the describe line for what ran before the recorder started
  * (MS__TL_START_WALL), when it is MS__TL_ESTIMATED_SHARE of the run or more
  * and the model leaves it out (the rows are replayed alone; a whole run of
- * one thread and a process fitted on its rows have it in the reference's
- * totals); "" otherwise. */
+ * one thread, and a process fitted on its rows down to the reference's CPU
+ * time, have it in the reference's totals); "" otherwise. */
 static void prestart_clause(const ms__timeline *tl, char *buf, size_t cap) {
   if (cap) buf[0] = '\0';
   int64_t wall = tl->start_wall_ns, cpu = tl->start_cpu_ns;
   if (wall <= 0 || tl->recorded_ns <= 0) return;
-  if (tl->kind == MS__TL_FITTED && ((tl->whole && !tl->region) || tl->rows_fit)) return;
+  if (tl->kind == MS__TL_FITTED &&
+      ((tl->whole && !tl->region) || (tl->rows_fit && tl->cpu_scale < 1.0)))
+    return;
   double share = (double)wall / (double)sadd(tl->recorded_ns, wall);
   if (share < MS__TL_ESTIMATED_SHARE) return;
   char w[32], c[32];
