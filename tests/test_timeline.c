@@ -590,6 +590,42 @@ START_TEST(test_gen_process_threads) {
   // The process's start is in the reference's totals, so in the rows': not said.
   ck_assert_msg(!strstr(g->timeline, "not replayed"), "%s", g->timeline);
   memstub_gen_free(g);
+  /* The rows hold less than the reference (its start and exit are outside
+   * them): scaled up to it, within 1.5. CPU 2 ms / (1.8 ms less 10 us),
+   * waiting 4.4 ms / 4 ms; the start is in the totals, not said. */
+  g = fitted("# record.thread: all\n"
+             "# record.threads: 2\n"
+             "# outside.wall_ns: 5000000\n"
+             "# outside.cpu_ns: 3000000\n"
+             "# recording.rows_wall_ns: 4000000\n"
+             "# recording.rows_cpu_ns: 1800000\n"
+             "# record.start_wall_ns: 1000000\n"
+             "# record.start_cpu_ns: 900000\n"
+             "# reference.runs: 3\n"
+             "# reference.wall_ns: 4400000\n"
+             "# reference.cpu_ns: 2000000\n");
+  cs = 2000000.0 / (1800000.0 - 10000.0);
+  ck_assert_int_eq(g->cpu[0], (int64_t)(597500.0 * cs + 0.5));
+  ck_assert_int_eq(g->use[0].time, (int64_t)(597500.0 * cs + 0.5) + 440000);
+  ck_assert_msg(strstr(g->timeline, "times 1.117") && strstr(g->timeline, "times 1.100") &&
+                    !strstr(g->timeline, "not replayed") && !strstr(g->timeline, "kept"),
+                "%s", g->timeline);
+  memstub_gen_free(g);
+  // Beyond 1.5: not believed, the CPU time kept (and the start said).
+  g = fitted("# record.thread: all\n"
+             "# record.threads: 2\n"
+             "# outside.wall_ns: 5000000\n"
+             "# outside.cpu_ns: 3000000\n"
+             "# recording.rows_wall_ns: 4000000\n"
+             "# recording.rows_cpu_ns: 1000000\n"
+             "# record.start_wall_ns: 1000000\n"
+             "# record.start_cpu_ns: 900000\n"
+             "# reference.runs: 3\n"
+             "# reference.wall_ns: 4400000\n"
+             "# reference.cpu_ns: 2000000\n");
+  ck_assert_msg(strstr(g->timeline, "its threads' CPU time kept") && strstr(g->timeline, "not replayed"),
+                "%s", g->timeline);
+  memstub_gen_free(g);
 }
 END_TEST
 

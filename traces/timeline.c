@@ -105,17 +105,20 @@ static void fit_process(ms__timeline *tl, double samples) {
   tl->per_cpu_ns = rec > 0 ? samples / rec : 0;
   if (tl->per_cpu_ns > 0.5) tl->per_cpu_ns = 0.5;
   tl->cpu_per_call = tl->wall_per_call = tl->own_per_call;
-  double left = rec - own;
-  if (left > 0 && (double)tl->ref_cpu_ns < left) {
-    tl->cpu_scale = (double)tl->ref_cpu_ns / left;
+  double left = rec - own, ref = (double)tl->ref_cpu_ns;
+  /* On the rows' figures the reference also holds the process's start and
+   * exit, which the rows do not: they take it, within MS__TL_ROWS_SCALE_MAX
+   * (as a whole run of one thread's do: node's rows, 347 ms after the
+   * recorder's own figures, for a reference of 361 ms). */
+  if (left > 0 && (ref < left || (tl->rows_fit && ref <= MS__TL_ROWS_SCALE_MAX * left))) {
+    tl->cpu_scale = ref / left;
   } else {
     tl->cpu_scale = 1.0;
     tl->unfit = "the recording used no more CPU time than the reference runs beyond the "
                 "recorder's own figures: its threads' CPU time kept";
   }
-  tl->wait_scale = tl->ref_wall_ns < tl->rec_wall_ns && tl->rec_wall_ns > 0
-                       ? (double)tl->ref_wall_ns / (double)tl->rec_wall_ns
-                       : 1.0;
+  double w = (double)tl->ref_wall_ns, rw = (double)tl->rec_wall_ns;
+  tl->wait_scale = rw > 0 && (w < rw || (tl->rows_fit && w <= MS__TL_ROWS_SCALE_MAX * rw)) ? w / rw : 1.0;
 }
 
 /* The waiting the rows hold as ms__timeline_rows takes it: each row's wall
@@ -616,14 +619,13 @@ int ms__timeline_estimated(const ms__timeline *tl, char *buf, size_t cap) {
 /* The clause of the describe line for what ran before the recorder started
  * (MS__TL_START_WALL), when it is MS__TL_ESTIMATED_SHARE of the run or more
  * and the model leaves it out (the rows are replayed alone; a whole run of
- * one thread, and a process fitted on its rows down to the reference's CPU
+ * one thread, and a process fitted on its rows to the reference's CPU
  * time, have it in the reference's totals); "" otherwise. */
 static void prestart_clause(const ms__timeline *tl, char *buf, size_t cap) {
   if (cap) buf[0] = '\0';
   int64_t wall = tl->start_wall_ns, cpu = tl->start_cpu_ns;
   if (wall <= 0 || tl->recorded_ns <= 0) return;
-  if (tl->kind == MS__TL_FITTED &&
-      ((tl->whole && !tl->region) || (tl->rows_fit && tl->cpu_scale < 1.0)))
+  if (tl->kind == MS__TL_FITTED && ((tl->whole && !tl->region) || (tl->rows_fit && !tl->unfit)))
     return;
   double share = (double)wall / (double)sadd(tl->recorded_ns, wall);
   if (share < MS__TL_ESTIMATED_SHARE) return;

@@ -93,6 +93,7 @@ typedef struct ms__timeline {
    * and exit, the recorder's setup and its writing of the trace) is in the
    * reference, so the rows take it, as a whole run of one thread's do. */
   int rows_fit;
+#define MS__TL_ROWS_SCALE_MAX 1.5  // ... by which scaled up at most
   /* Fitted by cpu_scale too, as the process's slowing: few allocator calls
    * (record.events below MS__TL_FEW_CALLS) and no figure of the recorder's
    * own per call, where a fit per call would be the run's difference over
