@@ -69,7 +69,10 @@ int memstub_compare_threads_traces(const memstub_trace *orig, const char *orig_n
     for (size_t i = 0; rc == 0 && i < no[k]; i++)
       if (orig->pts[orows[k][i]].heap_bytes < base[k]) base[k] = orig->pts[orows[k][i]].heap_bytes;
   }
-  // The total, at every row of REPLAYED that measures a row of its thread.
+  // The total, at every row of REPLAYED that measures a row of its thread,
+  // with the options as each thread's comparison resolved them (page_size 0:
+  // the host's page), not as given.
+  if (rc == 0 && nt > 0) o = &r->thread[0]->options;
   int cth = memstub_trace_column(repl, "thread"), cp = memstub_trace_column(repl, "point");
   uint8_t *seen = rc == 0 ? calloc((size_t)nt, 1) : NULL;
   if (rc == 0 && !seen) rc = memstub_error_set(err, -ENOMEM, "out of memory");
