@@ -1401,6 +1401,40 @@ START_TEST(test_threads_total_default_page) {
 }
 END_TEST
 
+/* The process total of a what-if is judged against ORIGINAL with its
+ * scales, as each thread is: a replay of --heap-scale 0.5 held to the
+ * unscaled original read as half the process's heap wrong (xz -T2 -3's:
+ * "largest |error| 28881371 bytes, 0.09 % exact", each thread 100 %). */
+START_TEST(test_threads_total_whatif) {
+  static const char orig[] =
+      "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer\n"
+      "0,0,0,0,start,-1\n1000,0,200000,0,,\n2000,0,0,1,start,0\n3000,0,1001,1,,\n"
+      "4000,0,0,1,exit,\n5000,0,200000,0,exit,\n";
+  static const char repl[] =
+      "# transforms: time x1, heap x0.5, stack x1, rss x0.5, mapped x0.5, cpu x1, churn x1\n"
+      "time_ns,stack_bytes,heap_bytes,point,thread,thread_event,thread_peer\n"
+      "0,0,0,0,0,start,-1\n1000,0,100000,1,0,,\n2000,0,0,0,1,start,0\n"
+      "3000,0,501,1,1,,\n4000,0,0,2,1,exit,\n5000,0,100000,2,0,exit,\n";
+  memstub_trace *o = parse(orig), *p = parse(repl);
+  memstub_compare_options opt = opts();
+  memstub_compare_threads_report *r = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_compare_threads_traces(o, "o", p, "r", &opt, &r, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(r->thread[0]->whatif.is, 1);
+  ck_assert_uint_eq(r->thread[0]->heap.exact, 3);
+  ck_assert_uint_eq(r->thread[1]->heap.exact, 3);
+  ck_assert_int_eq(r->total_heap_max, 0);  // 1001 x 0.5 rounds to 501, as gen rounds it
+  ck_assert_uint_eq(r->total_heap_exact, 6);
+  memstub_compare_checks *cs = memstub_compare_checks_create();
+  ck_assert_int_eq(memstub_compare_checks_parse(cs, "total-heap-max=16", &err), 0);
+  ck_assert_uint_eq(memstub_compare_threads_checks_run(cs, r), 0);
+  memstub_compare_checks_free(cs);
+  memstub_compare_threads_free(r);
+  memstub_trace_free(o);
+  memstub_trace_free(p);
+}
+END_TEST
+
 START_TEST(test_whatif_before_after) {
   memstub_compare_options o = opts();
   memstub_compare_report *r = compare(orig_wi, whatif_wi, &o);
@@ -1623,6 +1657,7 @@ static Suite *compare_suite(void) {
   tcase_add_test(tc, test_faults_column);
   tcase_add_test(tc, test_faults_threads);
   tcase_add_test(tc, test_threads_total_default_page);
+  tcase_add_test(tc, test_threads_total_whatif);
   tcase_add_test(tc, test_cli_work_json);
   tcase_add_test(tc, test_whatif_before_after);
   tcase_add_test(tc, test_fidelity_by_design_verdict);
