@@ -67,7 +67,7 @@ static const ms_cli_spec spec = {
     "heap the largest and mean absolute error and the share of exact points.\n"
     "ORIGINAL's times are those its stub replays: a trace of memstub record has the\n"
     "recorder's cost taken out, as memstub gen does (the report's 'timeline' line).\n"
-    "Either file may be '-' for standard input.\n"
+    "Either file may be '-' for standard input (ORIGINAL only without threads).\n"
     "\n"
     "A REPLAYED whose metadata names what-if scales (memstub gen or replay\n"
     "--heap-scale ...) is a what-if: the report starts with a table of peak heap,\n"

@@ -1435,6 +1435,55 @@ START_TEST(test_threads_total_whatif) {
 }
 END_TEST
 
+/* A trace with threads given as standard input was compared as one thread:
+ * the rows of every thread matched by point number alone (xz -T2's: "heap
+ * exact 98.32 %, |error| max 31.1 MiB", duration error +8.83 %, exit 0),
+ * where the same file is compared thread by thread. It is refused, as by
+ * memstub_compare_files, and so is a replay with threads of a trace without. */
+START_TEST(test_threads_from_stdin) {
+  static const char orig[] =
+      "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer\n"
+      "0,0,0,0,start,-1\n1000,0,100,0,,\n2000,0,0,1,start,0\n3000,0,50,1,,\n"
+      "4000,0,0,1,exit,\n5000,0,100,0,exit,\n";
+  static const char repl[] =
+      "time_ns,stack_bytes,heap_bytes,point,thread,thread_event,thread_peer\n"
+      "0,0,0,0,0,start,-1\n1000,0,100,1,0,,\n2000,0,0,0,1,start,0\n"
+      "3000,0,50,1,1,,\n4000,0,0,2,1,exit,\n5000,0,100,2,0,exit,\n";
+  static const char plain[] = "time_ns,stack_bytes,heap_bytes\n0,0,0\n1000,0,100\n2000,0,0\n";
+  char *dir = tu_mkdtemp(), *po = path_in(dir, "o.csv"), *pr = path_in(dir, "r.csv"),
+       *pp = path_in(dir, "p.csv");
+  tu_write_file(po, orig);
+  tu_write_file(pr, repl);
+  tu_write_file(pp, plain);
+  memstub_compare_report *r = NULL;
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_compare_files(po, pr, NULL, &r, &err), -EINVAL);
+  ck_assert_ptr_null(r);
+  ck_assert_msg(strstr(err.msg, "o.csv has threads (a 'thread' column)"), "%s", err.msg);
+  ck_assert_int_eq(memstub_compare_files(pp, pr, NULL, &r, &err), -EINVAL);
+  ck_assert_msg(strstr(err.msg, "r.csv has threads (a 'thread' column) and "), "%s", err.msg);
+  ck_assert_msg(strstr(err.msg, "p.csv has none: it is not a replay of "), "%s", err.msg);
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "exec \"$MEMSTUB_EXE\" compare - r.csv < o.csv");
+  char *const argv[] = {"sh", "-c", cmd, NULL};
+  tu_run t = tu_exec(dir, argv);
+  ck_assert_msg(t.status == 2, "exit %d: %s%s", t.status, t.out, t.err);
+  ck_assert_msg(strstr(t.err, "<stdin> has threads (a 'thread' column)"), "%s", t.err);
+  ck_assert_str_eq(t.out, "");
+  tu_run_free(&t);
+  t = tu_memstub(dir, "compare", "o.csv", "r.csv", NULL);  // a file: thread by thread
+  ck_assert_msg(t.status == 0, "exit %d: %s", t.status, t.err);
+  ck_assert_msg(strstr(t.out, "== thread 1 ==") && strstr(t.out, "== process total =="), "%s",
+                t.out);
+  tu_run_free(&t);
+  tu_rmtree(dir);
+  free(dir);
+  free(po);
+  free(pr);
+  free(pp);
+}
+END_TEST
+
 START_TEST(test_whatif_before_after) {
   memstub_compare_options o = opts();
   memstub_compare_report *r = compare(orig_wi, whatif_wi, &o);
@@ -1658,6 +1707,7 @@ static Suite *compare_suite(void) {
   tcase_add_test(tc, test_faults_threads);
   tcase_add_test(tc, test_threads_total_default_page);
   tcase_add_test(tc, test_threads_total_whatif);
+  tcase_add_test(tc, test_threads_from_stdin);
   tcase_add_test(tc, test_cli_work_json);
   tcase_add_test(tc, test_whatif_before_after);
   tcase_add_test(tc, test_fidelity_by_design_verdict);

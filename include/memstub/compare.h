@@ -318,7 +318,9 @@ int memstub_compare_traces(const memstub_trace *orig, const char *orig_name,
 
 /* Read both files ("-" for standard input, at most one of them) and compare
  * them. Errors name "file:line:column" for bad input, including a point out of
- * range and a missing `point` column; -errno when a file cannot be read. */
+ * range and a missing `point` column; -EINVAL for a trace with threads (a
+ * `thread` column: memstub_compare_threads_traces compares those); -errno
+ * when a file cannot be read. */
 int memstub_compare_files(const char *orig_path, const char *repl_path,
                           const memstub_compare_options *o, memstub_compare_report **out,
                           memstub_error *err);
