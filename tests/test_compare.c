@@ -1484,6 +1484,57 @@ START_TEST(test_threads_from_stdin) {
 }
 END_TEST
 
+/* Why a check is skipped, on stderr: a CPU, calls or faults check on a
+ * trace without those columns was "the stack is unknown in o.csv" (the
+ * stack was known), and so was tN. of a trace without threads; a tN. check
+ * of a thread the trace has not was skipped with no word on stderr. */
+START_TEST(test_check_skipped_why) {
+  static const char orig[] = "time_ns,stack_bytes,heap_bytes\n0,0,0\n1000,16,100\n2000,0,0\n";
+  static const char repl[] =
+      "time_ns,stack_bytes,heap_bytes,point\n0,0,0,0\n1000,16,100,1\n2000,0,0,2\n";
+  static const char torig[] =
+      "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer\n"
+      "0,0,0,0,start,-1\n1000,0,100,0,,\n2000,0,0,1,start,0\n3000,0,50,1,,\n"
+      "4000,0,0,1,exit,\n5000,0,100,0,exit,\n";
+  static const char trepl[] =
+      "time_ns,stack_bytes,heap_bytes,point,thread,thread_event,thread_peer\n"
+      "0,0,0,0,0,start,-1\n1000,0,100,1,0,,\n2000,0,0,0,1,start,0\n"
+      "3000,0,50,1,1,,\n4000,0,0,2,1,exit,\n5000,0,100,2,0,exit,\n";
+  char *dir = tu_mkdtemp(), *po = path_in(dir, "o.csv"), *pr = path_in(dir, "r.csv"),
+       *pto = path_in(dir, "to.csv"), *ptr = path_in(dir, "tr.csv");
+  tu_write_file(po, orig);
+  tu_write_file(pr, repl);
+  tu_write_file(pto, torig);
+  tu_write_file(ptr, trepl);
+  tu_run t = tu_memstub(dir, "compare", "o.csv", "r.csv", "--check",
+                        "cpu-total-pct=5,calls-p90=1,faults-total-pct=5,t2.total-pct=1", NULL);
+  ck_assert_msg(t.status == 0, "exit %d: %s", t.status, t.err);
+  ck_assert_msg(strstr(t.err, "check skipped: cpu-total-pct=5: unknown (ORIGINAL has no cpu_ns "
+                              "column)"), "%s", t.err);
+  ck_assert_msg(strstr(t.err, "check skipped: calls-p90=1: unknown (ORIGINAL has no calls_* or "
+                              "churn_bytes columns)"), "%s", t.err);
+  ck_assert_msg(strstr(t.err, "check skipped: faults-total-pct=5: unknown (ORIGINAL has no "
+                              "minor_faults column)"), "%s", t.err);
+  ck_assert_msg(strstr(t.err, "check skipped: t2.total-pct=1: o.csv has no thread 2"), "%s", t.err);
+  ck_assert_msg(!strstr(t.err, "stack is unknown"), "%s", t.err);
+  tu_run_free(&t);
+  t = tu_memstub(dir, "compare", "to.csv", "tr.csv", "--check", "t5.total-pct=1,cpu-total-pct=5",
+                 NULL);
+  ck_assert_msg(t.status == 0, "exit %d: %s", t.status, t.err);
+  ck_assert_msg(strstr(t.err, "check skipped: t5.total-pct=1: to.csv has no thread 5 (threads 0 "
+                              "to 1)"), "%s", t.err);
+  ck_assert_msg(strstr(t.err, "check skipped: cpu-total-pct=5: thread 0: unknown (ORIGINAL has no "
+                              "cpu_ns column)"), "%s", t.err);
+  tu_run_free(&t);
+  tu_rmtree(dir);
+  free(dir);
+  free(po);
+  free(pr);
+  free(pto);
+  free(ptr);
+}
+END_TEST
+
 START_TEST(test_whatif_before_after) {
   memstub_compare_options o = opts();
   memstub_compare_report *r = compare(orig_wi, whatif_wi, &o);
@@ -1708,6 +1759,7 @@ static Suite *compare_suite(void) {
   tcase_add_test(tc, test_threads_total_default_page);
   tcase_add_test(tc, test_threads_total_whatif);
   tcase_add_test(tc, test_threads_from_stdin);
+  tcase_add_test(tc, test_check_skipped_why);
   tcase_add_test(tc, test_cli_work_json);
   tcase_add_test(tc, test_whatif_before_after);
   tcase_add_test(tc, test_fidelity_by_design_verdict);

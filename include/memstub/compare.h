@@ -355,8 +355,11 @@ typedef struct memstub_compare_check {
   double value;     /* in the key's unit (NAN when skipped) */
   int pass;
   /* Not judged: a stack, heap, rss or mapped check whose column is unknown
-   * (report's stack_unknown, heap_unknown, rss_unknown, mapped_unknown). Neither passed nor failed: pass
-   * is 0, and it is not counted as failed. */
+   * (report's stack_unknown, heap_unknown, rss_unknown, mapped_unknown), a
+   * CPU, faults or calls check whose series is (work.cpu_unknown, ...), or a
+   * check of a thread the comparison has not (memstub_compare_check_skip_why
+   * says which). Neither passed nor failed: pass is 0, and it is not counted
+   * as failed. */
   int skipped;
   /* "tN.KEY=VALUE": the check is about thread N of a comparison of traces
    * with threads (memstub_compare_threads_*); -1: every thread (or the one
@@ -402,6 +405,13 @@ int memstub_compare_checks_parse(memstub_compare_checks *cs, const char *spec, m
 /* Evaluate every check against r (filling value, pass and skipped); returns
  * how many failed (skipped checks are not). */
 size_t memstub_compare_checks_run(memstub_compare_checks *cs, const memstub_compare_report *r);
+
+/* Why memstub_compare_checks_run skipped c on r: the why of the column it
+ * judges ("unknown (ORIGINAL has no cpu_ns column)", the report's
+ * stack_unknown, ..., work.cpu_unknown, ...), or that it names a thread N > 0
+ * of this single-thread comparison; NULL when c was not skipped. */
+const char *memstub_compare_check_skip_why(const memstub_compare_check *c,
+                                           const memstub_compare_report *r);
 
 /* The goals a comparison is held to when no check is given (the verdict;
  * docs/compare-and-plot.md, "The verdict"), appended to cs: heap-exact=99%,
