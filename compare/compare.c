@@ -441,7 +441,7 @@ static int on_target(const memstub_trace *orig, const memstub_trace *repl,
   int rc = ms__compare_whatif_read(repl, r, err);
   if (rc == 0 && r->whatif.is) rc = ms__compare_whatif_target(before, r, &scaled, err);
   if (rc == 0) rc = compare_core(scaled ? scaled : before, repl, &r->options, r, err, w);
-  if (rc == 0) ms__compare_whatif_figures(before, repl, r);
+  if (rc == 0) ms__compare_whatif_figures(before, scaled ? scaled : before, repl, r);
   memstub_trace_free(scaled);
   memstub_trace_free(target);
   if (rc == 0)

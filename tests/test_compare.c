@@ -1535,6 +1535,35 @@ START_TEST(test_check_skipped_why) {
 }
 END_TEST
 
+/* --heap-scale 0: the stub never resizes its block (every change scales to
+ * nothing) and makes the recorded calls themselves; the differences by
+ * design said "resized with realloc at the 3 rows that change the heap ...
+ * so those kinds count fewer and realloc more: malloc 100 -> 100", from the
+ * original's changes (te0.csv's replay at heap x0: "at the 41 rows", with 1
+ * realloc in it, as recorded). */
+START_TEST(test_whatif_heap_zero_no_resizes) {
+  static const char repl[] =
+      "# memstub-trace 1\n"
+      "# transforms: time x1, heap x0, stack x1, rss x0, mapped x0, cpu x1, churn x1\n"
+      "# calibration: none\n"
+      "time_ns,stack_bytes,heap_bytes,point,rss_bytes,cpu_ns,churn_bytes,calls_malloc_tiny,"
+      "calls_free_tiny\n"
+      "0,0,0,0,0,0,0,0,0\n"
+      "1000000,256,0,1,0,400000,3200,100,100\n"
+      "2000000,512,0,2,0,800000,3200,100,100\n"
+      "4000000,0,0,3,0,1200000,3200,0,100\n";
+  memstub_compare_options o = opts();
+  memstub_compare_report *r = compare(orig_wi, repl, &o);
+  ck_assert_int_eq(r->whatif.is, 1);
+  ck_assert(r->whatif.scales.heap == 0.0);
+  ck_assert_uint_eq(r->heap_rows, 0);
+  char *text = report(r, NULL, 0);
+  ck_assert_msg(!strstr(text, "resized with realloc at the"), "%s", text);
+  free(text);
+  memstub_compare_free(r);
+}
+END_TEST
+
 START_TEST(test_whatif_before_after) {
   memstub_compare_options o = opts();
   memstub_compare_report *r = compare(orig_wi, whatif_wi, &o);
@@ -1760,6 +1789,7 @@ static Suite *compare_suite(void) {
   tcase_add_test(tc, test_threads_total_whatif);
   tcase_add_test(tc, test_threads_from_stdin);
   tcase_add_test(tc, test_check_skipped_why);
+  tcase_add_test(tc, test_whatif_heap_zero_no_resizes);
   tcase_add_test(tc, test_cli_work_json);
   tcase_add_test(tc, test_whatif_before_after);
   tcase_add_test(tc, test_fidelity_by_design_verdict);

@@ -300,8 +300,9 @@ typedef struct memstub_compare_report {
    * metadata names one); without one, its stack carries the replay's own
    * bytes by design and the verdict does not hold it to a goal. */
   int calibrated;
-  /* Compared rows of ORIGINAL whose heap changed from the row before: each
-   * is a resize (a realloc) of the stub's one heap block. */
+  /* Compared rows of ORIGINAL whose heap changed from the row before (with
+   * a what-if's scales: none under heap x0): each is a resize (a realloc) of
+   * the stub's one heap block. */
   size_t heap_rows;
 } memstub_compare_report;
 
