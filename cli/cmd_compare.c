@@ -152,6 +152,12 @@ static int compare_threads(const memstub_trace *a, const char *orig, const char 
     memstub_trace_free(b);
     return ms_cli_fail(&err);
   }
+  for (int64_t k = 0; k < r->nthreads; k++) {  // each thread's, as a single thread's are
+    char on[600], rn[600];
+    snprintf(on, sizeof on, "%s (thread %lld)", orig, (long long)k);
+    snprintf(rn, sizeof rn, "%s (thread %lld)", repl, (long long)k);
+    warn_rows(r->thread[k], on, rn);
+  }
   size_t failed = memstub_compare_threads_checks_run(cs, r);
   int wrc = json ? memstub_compare_threads_write_json(r, cs, stdout)
                  : memstub_compare_threads_write_text(r, cs, stdout);

@@ -1564,6 +1564,35 @@ START_TEST(test_whatif_heap_zero_no_resizes) {
 }
 END_TEST
 
+/* A replay with threads that misses points of a thread is warned about on
+ * stderr, as a single thread's is: it was said only in that thread's
+ * 'points' line on stdout (xz -T2's replay cut to 1,500 of thread 1's 2,146
+ * points: no warning, exit 0, "process total ... 100.00 % exact"). */
+START_TEST(test_threads_missing_warned) {
+  static const char orig[] =
+      "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer\n"
+      "0,0,0,0,start,-1\n1000,0,100,0,,\n2000,0,0,1,start,0\n3000,0,50,1,,\n"
+      "3500,0,60,1,,\n4000,0,0,1,exit,\n5000,0,100,0,exit,\n";
+  static const char repl[] =
+      "time_ns,stack_bytes,heap_bytes,point,thread,thread_event,thread_peer\n"
+      "0,0,0,0,0,start,-1\n1000,0,100,1,0,,\n2000,0,0,0,1,start,0\n"
+      "3000,0,50,1,1,,\n4000,0,0,3,1,exit,\n5000,0,100,2,0,exit,\n";
+  char *dir = tu_mkdtemp(), *po = path_in(dir, "o.csv"), *pr = path_in(dir, "r.csv");
+  tu_write_file(po, orig);
+  tu_write_file(pr, repl);
+  tu_run t = tu_memstub(dir, "compare", "o.csv", "r.csv", NULL);
+  ck_assert_msg(t.status == 0, "exit %d: %s", t.status, t.err);
+  ck_assert_msg(strstr(t.err, "warning: r.csv (thread 1) measures 3 of o.csv (thread 1)'s 4 "
+                              "points: 1 missing (the first is point 2)"), "%s", t.err);
+  ck_assert_msg(!strstr(t.err, "(thread 0) measures"), "%s", t.err);
+  tu_run_free(&t);
+  tu_rmtree(dir);
+  free(dir);
+  free(po);
+  free(pr);
+}
+END_TEST
+
 START_TEST(test_whatif_before_after) {
   memstub_compare_options o = opts();
   memstub_compare_report *r = compare(orig_wi, whatif_wi, &o);
@@ -1790,6 +1819,7 @@ static Suite *compare_suite(void) {
   tcase_add_test(tc, test_threads_from_stdin);
   tcase_add_test(tc, test_check_skipped_why);
   tcase_add_test(tc, test_whatif_heap_zero_no_resizes);
+  tcase_add_test(tc, test_threads_missing_warned);
   tcase_add_test(tc, test_cli_work_json);
   tcase_add_test(tc, test_whatif_before_after);
   tcase_add_test(tc, test_fidelity_by_design_verdict);
