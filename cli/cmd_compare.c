@@ -67,7 +67,7 @@ static const ms_cli_spec spec = {
     "heap the largest and mean absolute error and the share of exact points.\n"
     "ORIGINAL's times are those its stub replays: a trace of memstub record has the\n"
     "recorder's cost taken out, as memstub gen does (the report's 'timeline' line).\n"
-    "Either file may be '-' for standard input.\n"
+    "Either file may be '-' for standard input (ORIGINAL only without threads).\n"
     "\n"
     "A REPLAYED whose metadata names what-if scales (memstub gen or replay\n"
     "--heap-scale ...) is a what-if: the report starts with a table of peak heap,\n"
@@ -152,11 +152,27 @@ static int compare_threads(const memstub_trace *a, const char *orig, const char 
     memstub_trace_free(b);
     return ms_cli_fail(&err);
   }
+  for (int64_t k = 0; k < r->nthreads; k++) {  // each thread's, as a single thread's are
+    char on[600], rn[600];
+    snprintf(on, sizeof on, "%s (thread %lld)", orig, (long long)k);
+    snprintf(rn, sizeof rn, "%s (thread %lld)", repl, (long long)k);
+    warn_rows(r->thread[k], on, rn);
+  }
   size_t failed = memstub_compare_threads_checks_run(cs, r);
   int wrc = json ? memstub_compare_threads_write_json(r, cs, stdout)
                  : memstub_compare_threads_write_text(r, cs, stdout);
   for (size_t i = 0; wrc == 0 && i < cs->n; i++) {
     const memstub_compare_check *k = &cs->c[i];
+    if (k->skipped && k->thread >= r->nthreads)
+      ms_cli_note("check skipped: %s: %s has no thread %lld (threads 0 to %lld)", k->spec, orig,
+                  (long long)k->thread, (long long)r->nthreads - 1);
+    else if (k->skipped) {  // thread N's column unknown, or every thread's (thread 0's why)
+      memstub_compare_check one = *k;
+      one.thread = -1;
+      ms_cli_note("check skipped: %s: thread %lld: %s", k->spec,
+                  (long long)(k->thread >= 0 ? k->thread : 0),
+                  memstub_compare_check_skip_why(&one, r->thread[k->thread >= 0 ? k->thread : 0]));
+    }
     if (!k->skipped && !k->pass)
       ms_cli_note("check failed: %s: %s is %.6g %s, %s %.6g %s", k->spec, k->what, k->value,
                   k->unit, k->dir == MEMSTUB_COMPARE_AT_MOST ? "more than" : "less than",
@@ -199,14 +215,20 @@ static int compare(const char *orig, const char *repl, const memstub_compare_opt
   }
   for (size_t i = 0; i < cs->n; i++) {
     const memstub_compare_check *k = &cs->c[i];
-    if (k->skipped && strncmp(k->key, "rss", 3) == 0)
+    int heap = strncmp(k->key, "heap", 4) == 0;
+    if (k->skipped && k->thread > 0)
+      ms_cli_note("check skipped: %s: %s has no thread %lld (a trace without threads is thread "
+                  "0)",
+                  k->spec, orig, (long long)k->thread);
+    else if (k->skipped && strncmp(k->key, "rss", 3) == 0)
       ms_cli_note("check skipped: %s: rss_bytes %s", k->spec, r->rss_unknown);
     else if (k->skipped && strncmp(k->key, "mapped", 6) == 0)
       ms_cli_note("check skipped: %s: mapped_bytes %s", k->spec, r->mapped_unknown);
-    else if (k->skipped)
-      ms_cli_note("check skipped: %s: the %s is unknown in %s", k->spec,
-                  strncmp(k->key, "heap", 4) == 0 ? "heap" : "stack",
-                  strncmp(k->key, "heap", 4) == 0 ? heap_in : orig);
+    else if (k->skipped && (heap || strncmp(k->key, "stack", 5) == 0))
+      ms_cli_note("check skipped: %s: the %s is unknown in %s", k->spec, heap ? "heap" : "stack",
+                  heap ? heap_in : orig);
+    else if (k->skipped)  // the CPU time, the faults or the calls (work.c says which side)
+      ms_cli_note("check skipped: %s: %s", k->spec, memstub_compare_check_skip_why(k, r));
     else if (!k->pass)
       ms_cli_note("check failed: %s: %s is %.6g %s, %s %.6g %s", k->spec, k->what, k->value,
                   k->unit, k->dir == MEMSTUB_COMPARE_AT_MOST ? "more than" : "less than",

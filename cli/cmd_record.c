@@ -449,6 +449,14 @@ static int run_program(char **prog, int *st) {
   return rc < 0 ? ms_cli_fail(&err) : 0;
 }
 
+// 1 when the recorder writes the trace from a handler on sig (its default action kept).
+static int fatal_signal(int sig) {
+  static const int fatal[] = {MS__REC_FATAL_SIGNALS};
+  for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++)
+    if (fatal[i] == sig) return 1;
+  return 0;
+}
+
 // Why there is no trace, said on stderr; the exit status.
 static int no_trace(const rec_opts *o, const rec_status *st, int wst, const char *journal,
                     const char *abs) {
@@ -501,9 +509,14 @@ static int no_trace(const rec_opts *o, const rec_status *st, int wst, const char
     char why[160];
     if (sig == SIGKILL)
       snprintf(why, sizeof why, "was killed by signal 9 (SIGKILL), which cannot be caught");
-    else if (sig)
+    else if (sig && fatal_signal(sig))
       snprintf(why, sizeof why,
                "was killed by signal %d with a handler of its own (or on an overflowed stack)",
+               sig);
+    else if (sig)
+      snprintf(why, sizeof why,
+               "was killed by signal %d, which the recorder does not catch (it writes the "
+               "trace on the signals that end a process by default, real-time ones aside)",
                sig);
     else
       snprintf(why, sizeof why,

@@ -359,6 +359,22 @@ static int on_unknown_column(const memstub_compare_check *c, const memstub_compa
   return unknown[k.col] != NULL;
 }
 
+const char *memstub_compare_check_skip_why(const memstub_compare_check *c,
+                                           const memstub_compare_report *r) {
+  if (!c->skipped) return NULL;
+  if (c->thread > 0) return "a thread this comparison does not have (a trace without threads is thread 0)";
+  keyinfo k;
+  if (parse_key(c->key, &k) < 0) return "unknown";
+  if (k.q == Q_WORK_PCT || k.q == Q_CPU_P90 || k.q == Q_CALLS_P90) {
+    const char *w = k.col == W_CPU      ? r->work.cpu_unknown
+                    : k.col == W_FAULTS ? r->work.faults_unknown
+                                        : r->work.calls_unknown;
+    return w ? w : "unknown";
+  }
+  const char *unknown[4] = {r->stack_unknown, r->heap_unknown, r->rss_unknown, r->mapped_unknown};
+  return unknown[k.col] ? unknown[k.col] : "unknown";
+}
+
 size_t memstub_compare_checks_run(memstub_compare_checks *cs, const memstub_compare_report *r) {
   size_t failed = 0;
   for (size_t i = 0; i < cs->n; i++) {

@@ -441,7 +441,7 @@ static int on_target(const memstub_trace *orig, const memstub_trace *repl,
   int rc = ms__compare_whatif_read(repl, r, err);
   if (rc == 0 && r->whatif.is) rc = ms__compare_whatif_target(before, r, &scaled, err);
   if (rc == 0) rc = compare_core(scaled ? scaled : before, repl, &r->options, r, err, w);
-  if (rc == 0) ms__compare_whatif_figures(before, repl, r);
+  if (rc == 0) ms__compare_whatif_figures(before, scaled ? scaled : before, repl, r);
   memstub_trace_free(scaled);
   memstub_trace_free(target);
   if (rc == 0)
@@ -575,6 +575,19 @@ int memstub_compare_files(const char *orig_path, const char *repl_path,
     rc = ms__read_file(paths[k], &buf[k], &len[k], err);
     if (rc == 0) rc = memstub_trace_parse(names[k], buf[k], len[k], &t[k], err);
   }
+  // Threads are compared thread by thread (threads.c): compared as one
+  // thread, the rows of every thread were matched by point number alone.
+  if (rc == 0 && memstub_trace_column(t[0], "thread") >= 0)
+    rc = memstub_error_set(err, -EINVAL,
+                           "%s has threads (a 'thread' column): a trace with threads is compared "
+                           "thread by thread (memstub_compare_threads_traces; memstub compare "
+                           "does so when ORIGINAL is a file, not standard input)",
+                           names[0]);
+  else if (rc == 0 && memstub_trace_column(t[1], "thread") >= 0)
+    rc = memstub_error_set(err, -EINVAL,
+                           "%s has threads (a 'thread' column) and %s has none: it is not a "
+                           "replay of %s",
+                           names[1], names[0], names[0]);
   where w = {.which = -1};
   if (rc == 0) rc = run(t[0], names[0], t[1], names[1], o, out, err, &w);
   if (rc == -EINVAL && err) {

@@ -59,10 +59,11 @@ int ms__compare_whatif_read(const memstub_trace *repl, memstub_compare_report *r
  * target a what-if is judged against. 0, -EINVAL or -ENOMEM. */
 int ms__compare_whatif_target(const memstub_trace *t, const memstub_compare_report *r,
                               memstub_trace **out, memstub_error *err);
-/* r->whatif.fig and r->heap_rows from before (ORIGINAL on its timeline,
- * without the scales) and repl, over the compared rows. pre: r aligned. */
-void ms__compare_whatif_figures(const memstub_trace *before, const memstub_trace *repl,
-                                memstub_compare_report *r);
+/* r->whatif.fig from before (ORIGINAL on its timeline, without the scales)
+ * and repl, and r->heap_rows from target (before with the scales: the rows
+ * whose heap the stub resizes), over the compared rows. pre: r aligned. */
+void ms__compare_whatif_figures(const memstub_trace *before, const memstub_trace *target,
+                                const memstub_trace *repl, memstub_compare_report *r);
 /* A figure of kind f for people into buf: bytes, ns or calls; plus: "+"
  * before a positive one. Returns buf. */
 const char *ms__compare_fig_text(char buf[40], memstub_compare_figure f, int64_t v, int plus);

@@ -9,6 +9,18 @@
 #include "memstub/work.h"
 #include "ms_common.h"
 
+/* ORIGINAL's heap h as the what-if's target has it (h times REPLAYED's heap
+ * scale, rounded as memstub gen rounds), so the total is judged against
+ * the target each thread's comparison is judged against (compare/whatif.c):
+ * a replay of --heap-scale 0.5 against the unscaled original read as half
+ * the heap wrong. A value the scale takes out of 64 bits stays (the
+ * thread's comparison has refused it already). */
+static int64_t target_heap(int64_t h, const memstub_compare_report *t) {
+  int64_t v;
+  if (!t || !t->whatif.is || t->whatif.scales.heap == 1.0 || h < 0) return h;
+  return ms__round_i64((double)h * t->whatif.scales.heap, &v) == 0 ? v : h;
+}
+
 void memstub_compare_threads_free(memstub_compare_threads_report *r) {
   if (!r) return;
   for (int64_t k = 0; r->thread && k < r->nthreads; k++) memstub_compare_free(r->thread[k]);
@@ -66,10 +78,15 @@ int memstub_compare_threads_traces(const memstub_trace *orig, const char *orig_n
     memstub_trace_free(a);
     memstub_trace_free(b);
     base[k] = INT64_MAX;
-    for (size_t i = 0; rc == 0 && i < no[k]; i++)
-      if (orig->pts[orows[k][i]].heap_bytes < base[k]) base[k] = orig->pts[orows[k][i]].heap_bytes;
+    for (size_t i = 0; rc == 0 && i < no[k]; i++) {
+      int64_t h = target_heap(orig->pts[orows[k][i]].heap_bytes, r->thread[k]);
+      if (h < base[k]) base[k] = h;
+    }
   }
-  // The total, at every row of REPLAYED that measures a row of its thread.
+  // The total, at every row of REPLAYED that measures a row of its thread,
+  // with the options as each thread's comparison resolved them (page_size 0:
+  // the host's page), not as given.
+  if (rc == 0 && nt > 0) o = &r->thread[0]->options;
   int cth = memstub_trace_column(repl, "thread"), cp = memstub_trace_column(repl, "point");
   uint8_t *seen = rc == 0 ? calloc((size_t)nt, 1) : NULL;
   if (rc == 0 && !seen) rc = memstub_error_set(err, -ENOMEM, "out of memory");
@@ -78,7 +95,7 @@ int memstub_compare_threads_traces(const memstub_trace *orig, const char *orig_n
     int64_t k = x[cth], row = x[cp];
     if (k < 0 || k >= nt || row < 0 || (uint64_t)row >= no[k]) continue;
     seen[k] = 1;
-    lo[k] = orig->pts[orows[k][row]].heap_bytes;
+    lo[k] = target_heap(orig->pts[orows[k][row]].heap_bytes, r->thread[k]);
     lr[k] = repl->pts[i].heap_bytes;
     int64_t d = 0, paged = 0;
     for (int64_t j = 0; j < nt; j++)

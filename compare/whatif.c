@@ -102,8 +102,8 @@ static void figures(const memstub_trace *t, int which, memstub_compare_report *r
   }
 }
 
-void ms__compare_whatif_figures(const memstub_trace *before, const memstub_trace *repl,
-                                memstub_compare_report *r) {
+void ms__compare_whatif_figures(const memstub_trace *before, const memstub_trace *target,
+                                const memstub_trace *repl, memstub_compare_report *r) {
   figures(before, 0, r);
   figures(repl, 1, r);
   memstub_compare_change *f = r->whatif.fig;
@@ -113,11 +113,12 @@ void ms__compare_whatif_figures(const memstub_trace *before, const memstub_trace
   f[MEMSTUB_FIGURE_DURATION].known = 1;
   f[MEMSTUB_FIGURE_CPU].known = !r->work.cpu_unknown;
   f[MEMSTUB_FIGURE_CALLS].known = f[MEMSTUB_FIGURE_CHURN].known = !r->work.calls_unknown;
+  // A change the heap's what-if scales to nothing (x0) is no resize.
   r->heap_rows = 0;
   int64_t prev = -1;
   for (size_t i = 0; i < r->original_rows; i++) {
     if (r->match[i] < 0) continue;
-    if (prev >= 0 && before->pts[i].heap_bytes != before->pts[prev].heap_bytes) r->heap_rows++;
+    if (prev >= 0 && target->pts[i].heap_bytes != target->pts[prev].heap_bytes) r->heap_rows++;
     prev = (int64_t)i;
   }
 }

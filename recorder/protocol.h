@@ -157,6 +157,17 @@ typedef struct ms__rec_journal_head {
   int64_t origin_ns;    // CLOCK_MONOTONIC at origin_raw
 } ms__rec_journal_head;
 
+/* The signals whose default action ends the process and on which the
+ * recorder writes the trace from a handler when the program left that
+ * default (recorder/state.c); the command tells a death by one of them
+ * that left no trace (a handler of the program's own, a stack overflow)
+ * from one by a signal not caught (a real-time signal: the sampler's are
+ * among them). Used where <signal.h> is included. */
+#define MS__REC_FATAL_SIGNALS                                                          \
+  SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGXCPU, \
+      SIGXFSZ, SIGSYS, SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2, SIGVTALRM, SIGPROF, SIGIO,  \
+      SIGPWR, SIGSTKFLT
+
 /* ---- the status file: recorder -> command ----
  * Lines "key=N". The recorder writes MS__REC_ST_STARTED=1 when it starts
  * recording (so a missing file means it never loaded: a static or setuid

@@ -319,8 +319,7 @@ static void init_clock(void) {
 
 // The trace on a fatal signal whose action the program left at the default.
 static void install_fatal(void) {
-  static const int fatal[] = {SIGSEGV, SIGBUS, SIGILL,  SIGFPE,  SIGABRT, SIGTERM,
-                              SIGINT,  SIGHUP, SIGQUIT, SIGXCPU, SIGXFSZ, SIGSYS};
+  static const int fatal[] = {MS__REC_FATAL_SIGNALS};
   for (size_t i = 0; i < MS__ARRAY_SIZE(fatal); i++) {
     struct sigaction old;
     if (sigaction(fatal[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL) continue;

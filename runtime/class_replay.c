@@ -32,9 +32,15 @@ static void resize_ahead(ms__rt_ctx *c, int64_t x, int k, int64_t lead) {
   if (ahead > c->use[x].time) ahead = c->use[x].time;
   // The row's first point that changes the heap (the others in between,
   // inserted by stack normalisation, keep it): rows are measured at their
-  // last point, so the order within a row does not show.
+  // last point, so the order within a row does not show. Only this row's
+  // points: the next row may follow with no delay (rows at one time, or an
+  // interval the stub's timeline took to 0), and its change made here was
+  // measured as this row's (perl's stub: a row 21,519 bytes over, heap
+  // exact 95.4 % online, 100 % with --timing deadline).
+  const int64_t *row = c->stub ? c->stub->point : NULL;
   int64_t j = x;
-  while (j + 1 < c->n && j < x + MS__RT_COST_SCAN && !c->use[j].heapAlloc && !c->use[j + 1].time)
+  while (j + 1 < c->n && j < x + MS__RT_COST_SCAN && !c->use[j].heapAlloc && !c->use[j + 1].time &&
+         (!row || row[j + 1] == row[x]))
     j++;
   int64_t old = c->heap.size, size = old + c->use[j].heapAlloc;
   if (size < 0) size = 0;

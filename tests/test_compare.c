@@ -1370,6 +1370,229 @@ START_TEST(test_faults_threads) {
 }
 END_TEST
 
+/* The process total with the default options (page_size 0: the host's
+ * page, as memstub compare passes them): a thread's block above the mmap
+ * threshold is exact within a page in the total as in its thread's own
+ * comparison. The total read the unresolved 0 as its page: xz -T2 -3's
+ * replay, each thread 100 % exact, had its total "0.96 % exact". */
+START_TEST(test_threads_total_default_page) {
+  static const char orig[] =
+      "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer\n"
+      "0,0,0,0,start,-1\n1000,0,200000,0,,\n2000,0,0,1,start,0\n3000,0,100,1,,\n"
+      "4000,0,0,1,exit,\n5000,0,200000,0,exit,\n";
+  static const char repl[] =
+      "time_ns,stack_bytes,heap_bytes,point,thread,thread_event,thread_peer\n"
+      "0,0,0,0,0,start,-1\n1000,0,201000,1,0,,\n2000,0,0,0,1,start,0\n"
+      "3000,0,100,1,1,,\n4000,0,0,2,1,exit,\n5000,0,201000,2,0,exit,\n";
+  memstub_trace *o = parse(orig), *p = parse(repl);
+  memstub_compare_options opt;
+  memstub_compare_options_init(&opt);
+  memstub_compare_threads_report *r = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_compare_threads_traces(o, "o", p, "r", &opt, &r, &err) == 0, "%s", err.msg);
+  ck_assert_uint_eq(r->thread[0]->heap.exact, 3);
+  ck_assert_uint_eq(r->thread[1]->heap.exact, 3);
+  ck_assert_int_eq(r->total_heap_max, 1000);
+  ck_assert_uint_eq(r->total_rows, 6);
+  ck_assert_uint_eq(r->total_heap_exact, 6);
+  memstub_compare_threads_free(r);
+  memstub_trace_free(o);
+  memstub_trace_free(p);
+}
+END_TEST
+
+/* The process total of a what-if is judged against ORIGINAL with its
+ * scales, as each thread is: a replay of --heap-scale 0.5 held to the
+ * unscaled original read as half the process's heap wrong (xz -T2 -3's:
+ * "largest |error| 28881371 bytes, 0.09 % exact", each thread 100 %). */
+START_TEST(test_threads_total_whatif) {
+  static const char orig[] =
+      "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer\n"
+      "0,0,0,0,start,-1\n1000,0,200000,0,,\n2000,0,0,1,start,0\n3000,0,1001,1,,\n"
+      "4000,0,0,1,exit,\n5000,0,200000,0,exit,\n";
+  static const char repl[] =
+      "# transforms: time x1, heap x0.5, stack x1, rss x0.5, mapped x0.5, cpu x1, churn x1\n"
+      "time_ns,stack_bytes,heap_bytes,point,thread,thread_event,thread_peer\n"
+      "0,0,0,0,0,start,-1\n1000,0,100000,1,0,,\n2000,0,0,0,1,start,0\n"
+      "3000,0,501,1,1,,\n4000,0,0,2,1,exit,\n5000,0,100000,2,0,exit,\n";
+  memstub_trace *o = parse(orig), *p = parse(repl);
+  memstub_compare_options opt = opts();
+  memstub_compare_threads_report *r = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_compare_threads_traces(o, "o", p, "r", &opt, &r, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(r->thread[0]->whatif.is, 1);
+  ck_assert_uint_eq(r->thread[0]->heap.exact, 3);
+  ck_assert_uint_eq(r->thread[1]->heap.exact, 3);
+  ck_assert_int_eq(r->total_heap_max, 0);  // 1001 x 0.5 rounds to 501, as gen rounds it
+  ck_assert_uint_eq(r->total_heap_exact, 6);
+  memstub_compare_checks *cs = memstub_compare_checks_create();
+  ck_assert_int_eq(memstub_compare_checks_parse(cs, "total-heap-max=16", &err), 0);
+  ck_assert_uint_eq(memstub_compare_threads_checks_run(cs, r), 0);
+  memstub_compare_checks_free(cs);
+  memstub_compare_threads_free(r);
+  memstub_trace_free(o);
+  memstub_trace_free(p);
+}
+END_TEST
+
+/* A trace with threads given as standard input was compared as one thread:
+ * the rows of every thread matched by point number alone (xz -T2's: "heap
+ * exact 98.32 %, |error| max 31.1 MiB", duration error +8.83 %, exit 0),
+ * where the same file is compared thread by thread. It is refused, as by
+ * memstub_compare_files, and so is a replay with threads of a trace without. */
+START_TEST(test_threads_from_stdin) {
+  static const char orig[] =
+      "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer\n"
+      "0,0,0,0,start,-1\n1000,0,100,0,,\n2000,0,0,1,start,0\n3000,0,50,1,,\n"
+      "4000,0,0,1,exit,\n5000,0,100,0,exit,\n";
+  static const char repl[] =
+      "time_ns,stack_bytes,heap_bytes,point,thread,thread_event,thread_peer\n"
+      "0,0,0,0,0,start,-1\n1000,0,100,1,0,,\n2000,0,0,0,1,start,0\n"
+      "3000,0,50,1,1,,\n4000,0,0,2,1,exit,\n5000,0,100,2,0,exit,\n";
+  static const char plain[] = "time_ns,stack_bytes,heap_bytes\n0,0,0\n1000,0,100\n2000,0,0\n";
+  char *dir = tu_mkdtemp(), *po = path_in(dir, "o.csv"), *pr = path_in(dir, "r.csv"),
+       *pp = path_in(dir, "p.csv");
+  tu_write_file(po, orig);
+  tu_write_file(pr, repl);
+  tu_write_file(pp, plain);
+  memstub_compare_report *r = NULL;
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_compare_files(po, pr, NULL, &r, &err), -EINVAL);
+  ck_assert_ptr_null(r);
+  ck_assert_msg(strstr(err.msg, "o.csv has threads (a 'thread' column)"), "%s", err.msg);
+  ck_assert_int_eq(memstub_compare_files(pp, pr, NULL, &r, &err), -EINVAL);
+  ck_assert_msg(strstr(err.msg, "r.csv has threads (a 'thread' column) and "), "%s", err.msg);
+  ck_assert_msg(strstr(err.msg, "p.csv has none: it is not a replay of "), "%s", err.msg);
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "exec \"$MEMSTUB_EXE\" compare - r.csv < o.csv");
+  char *const argv[] = {"sh", "-c", cmd, NULL};
+  tu_run t = tu_exec(dir, argv);
+  ck_assert_msg(t.status == 2, "exit %d: %s%s", t.status, t.out, t.err);
+  ck_assert_msg(strstr(t.err, "<stdin> has threads (a 'thread' column)"), "%s", t.err);
+  ck_assert_str_eq(t.out, "");
+  tu_run_free(&t);
+  t = tu_memstub(dir, "compare", "o.csv", "r.csv", NULL);  // a file: thread by thread
+  ck_assert_msg(t.status == 0, "exit %d: %s", t.status, t.err);
+  ck_assert_msg(strstr(t.out, "== thread 1 ==") && strstr(t.out, "== process total =="), "%s",
+                t.out);
+  tu_run_free(&t);
+  tu_rmtree(dir);
+  free(dir);
+  free(po);
+  free(pr);
+  free(pp);
+}
+END_TEST
+
+/* Why a check is skipped, on stderr: a CPU, calls or faults check on a
+ * trace without those columns was "the stack is unknown in o.csv" (the
+ * stack was known), and so was tN. of a trace without threads; a tN. check
+ * of a thread the trace has not was skipped with no word on stderr. */
+START_TEST(test_check_skipped_why) {
+  static const char orig[] = "time_ns,stack_bytes,heap_bytes\n0,0,0\n1000,16,100\n2000,0,0\n";
+  static const char repl[] =
+      "time_ns,stack_bytes,heap_bytes,point\n0,0,0,0\n1000,16,100,1\n2000,0,0,2\n";
+  static const char torig[] =
+      "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer\n"
+      "0,0,0,0,start,-1\n1000,0,100,0,,\n2000,0,0,1,start,0\n3000,0,50,1,,\n"
+      "4000,0,0,1,exit,\n5000,0,100,0,exit,\n";
+  static const char trepl[] =
+      "time_ns,stack_bytes,heap_bytes,point,thread,thread_event,thread_peer\n"
+      "0,0,0,0,0,start,-1\n1000,0,100,1,0,,\n2000,0,0,0,1,start,0\n"
+      "3000,0,50,1,1,,\n4000,0,0,2,1,exit,\n5000,0,100,2,0,exit,\n";
+  char *dir = tu_mkdtemp(), *po = path_in(dir, "o.csv"), *pr = path_in(dir, "r.csv"),
+       *pto = path_in(dir, "to.csv"), *ptr = path_in(dir, "tr.csv");
+  tu_write_file(po, orig);
+  tu_write_file(pr, repl);
+  tu_write_file(pto, torig);
+  tu_write_file(ptr, trepl);
+  tu_run t = tu_memstub(dir, "compare", "o.csv", "r.csv", "--check",
+                        "cpu-total-pct=5,calls-p90=1,faults-total-pct=5,t2.total-pct=1", NULL);
+  ck_assert_msg(t.status == 0, "exit %d: %s", t.status, t.err);
+  ck_assert_msg(strstr(t.err, "check skipped: cpu-total-pct=5: unknown (ORIGINAL has no cpu_ns "
+                              "column)"), "%s", t.err);
+  ck_assert_msg(strstr(t.err, "check skipped: calls-p90=1: unknown (ORIGINAL has no calls_* or "
+                              "churn_bytes columns)"), "%s", t.err);
+  ck_assert_msg(strstr(t.err, "check skipped: faults-total-pct=5: unknown (ORIGINAL has no "
+                              "minor_faults column)"), "%s", t.err);
+  ck_assert_msg(strstr(t.err, "check skipped: t2.total-pct=1: o.csv has no thread 2"), "%s", t.err);
+  ck_assert_msg(!strstr(t.err, "stack is unknown"), "%s", t.err);
+  tu_run_free(&t);
+  t = tu_memstub(dir, "compare", "to.csv", "tr.csv", "--check", "t5.total-pct=1,cpu-total-pct=5",
+                 NULL);
+  ck_assert_msg(t.status == 0, "exit %d: %s", t.status, t.err);
+  ck_assert_msg(strstr(t.err, "check skipped: t5.total-pct=1: to.csv has no thread 5 (threads 0 "
+                              "to 1)"), "%s", t.err);
+  ck_assert_msg(strstr(t.err, "check skipped: cpu-total-pct=5: thread 0: unknown (ORIGINAL has no "
+                              "cpu_ns column)"), "%s", t.err);
+  tu_run_free(&t);
+  tu_rmtree(dir);
+  free(dir);
+  free(po);
+  free(pr);
+  free(pto);
+  free(ptr);
+}
+END_TEST
+
+/* --heap-scale 0: the stub never resizes its block (every change scales to
+ * nothing) and makes the recorded calls themselves; the differences by
+ * design said "resized with realloc at the 3 rows that change the heap ...
+ * so those kinds count fewer and realloc more: malloc 100 -> 100", from the
+ * original's changes (te0.csv's replay at heap x0: "at the 41 rows", with 1
+ * realloc in it, as recorded). */
+START_TEST(test_whatif_heap_zero_no_resizes) {
+  static const char repl[] =
+      "# memstub-trace 1\n"
+      "# transforms: time x1, heap x0, stack x1, rss x0, mapped x0, cpu x1, churn x1\n"
+      "# calibration: none\n"
+      "time_ns,stack_bytes,heap_bytes,point,rss_bytes,cpu_ns,churn_bytes,calls_malloc_tiny,"
+      "calls_free_tiny\n"
+      "0,0,0,0,0,0,0,0,0\n"
+      "1000000,256,0,1,0,400000,3200,100,100\n"
+      "2000000,512,0,2,0,800000,3200,100,100\n"
+      "4000000,0,0,3,0,1200000,3200,0,100\n";
+  memstub_compare_options o = opts();
+  memstub_compare_report *r = compare(orig_wi, repl, &o);
+  ck_assert_int_eq(r->whatif.is, 1);
+  ck_assert(r->whatif.scales.heap == 0.0);
+  ck_assert_uint_eq(r->heap_rows, 0);
+  char *text = report(r, NULL, 0);
+  ck_assert_msg(!strstr(text, "resized with realloc at the"), "%s", text);
+  free(text);
+  memstub_compare_free(r);
+}
+END_TEST
+
+/* A replay with threads that misses points of a thread is warned about on
+ * stderr, as a single thread's is: it was said only in that thread's
+ * 'points' line on stdout (xz -T2's replay cut to 1,500 of thread 1's 2,146
+ * points: no warning, exit 0, "process total ... 100.00 % exact"). */
+START_TEST(test_threads_missing_warned) {
+  static const char orig[] =
+      "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer\n"
+      "0,0,0,0,start,-1\n1000,0,100,0,,\n2000,0,0,1,start,0\n3000,0,50,1,,\n"
+      "3500,0,60,1,,\n4000,0,0,1,exit,\n5000,0,100,0,exit,\n";
+  static const char repl[] =
+      "time_ns,stack_bytes,heap_bytes,point,thread,thread_event,thread_peer\n"
+      "0,0,0,0,0,start,-1\n1000,0,100,1,0,,\n2000,0,0,0,1,start,0\n"
+      "3000,0,50,1,1,,\n4000,0,0,3,1,exit,\n5000,0,100,2,0,exit,\n";
+  char *dir = tu_mkdtemp(), *po = path_in(dir, "o.csv"), *pr = path_in(dir, "r.csv");
+  tu_write_file(po, orig);
+  tu_write_file(pr, repl);
+  tu_run t = tu_memstub(dir, "compare", "o.csv", "r.csv", NULL);
+  ck_assert_msg(t.status == 0, "exit %d: %s", t.status, t.err);
+  ck_assert_msg(strstr(t.err, "warning: r.csv (thread 1) measures 3 of o.csv (thread 1)'s 4 "
+                              "points: 1 missing (the first is point 2)"), "%s", t.err);
+  ck_assert_msg(!strstr(t.err, "(thread 0) measures"), "%s", t.err);
+  tu_run_free(&t);
+  tu_rmtree(dir);
+  free(dir);
+  free(po);
+  free(pr);
+}
+END_TEST
+
 START_TEST(test_whatif_before_after) {
   memstub_compare_options o = opts();
   memstub_compare_report *r = compare(orig_wi, whatif_wi, &o);
@@ -1591,6 +1814,12 @@ static Suite *compare_suite(void) {
   tcase_add_test(tc, test_work_columns);
   tcase_add_test(tc, test_faults_column);
   tcase_add_test(tc, test_faults_threads);
+  tcase_add_test(tc, test_threads_total_default_page);
+  tcase_add_test(tc, test_threads_total_whatif);
+  tcase_add_test(tc, test_threads_from_stdin);
+  tcase_add_test(tc, test_check_skipped_why);
+  tcase_add_test(tc, test_whatif_heap_zero_no_resizes);
+  tcase_add_test(tc, test_threads_missing_warned);
   tcase_add_test(tc, test_cli_work_json);
   tcase_add_test(tc, test_whatif_before_after);
   tcase_add_test(tc, test_fidelity_by_design_verdict);

@@ -1070,8 +1070,30 @@ START_TEST(test_killed) {
   ck_assert_ptr_null(memstub_trace_get_meta(t, "record.salvaged"));
   memstub_trace_free(t);
   tu_run_free(&r);
-  // The four traces, and no status file or journal left beside them.
-  ck_assert_int_eq(tu_count_entries(dir), 4);
+  // SIGPIPE (a program piped into head): written from the handler, at the
+  // signal, not salvaged from the journal as if the program had a handler
+  // of its own, and ending 200 ms after the allocation, not at it.
+  t = record(dir, "pipe.csv", &r, NULL, "sigpipe", NULL);
+  ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "killed by signal 13") != NULL, "%s", r.err);
+  ck_assert_msg(strstr(r.err, "handler of its own") == NULL, "%s", r.err);
+  ck_assert_ptr_nonnull(t);
+  ck_assert_int_eq(peak(t, 1), 2323);
+  ck_assert_ptr_null(memstub_trace_get_meta(t, "record.salvaged"));
+  ck_assert_ptr_nonnull(strstr(memstub_trace_get_meta(t, "record.exit"), "signal 13"));
+  ck_assert_int_ge(t->pts[t->n - 1].time_ns, 200000000);
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  // A real-time signal is not caught: salvaged, and said so, not blamed on a handler.
+  t = record(dir, "rt.csv", &r, NULL, "sigrt", NULL);
+  ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "which the recorder does not catch") != NULL, "%s", r.err);
+  ck_assert_ptr_nonnull(t);
+  ck_assert_int_eq(peak(t, 1), 2424);
+  memstub_trace_free(t);
+  tu_run_free(&r);
+  // The six traces, and no status file or journal left beside them.
+  ck_assert_int_eq(tu_count_entries(dir), 6);
   tu_rmtree(dir);
   free(dir);
 }

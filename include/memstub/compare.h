@@ -300,8 +300,9 @@ typedef struct memstub_compare_report {
    * metadata names one); without one, its stack carries the replay's own
    * bytes by design and the verdict does not hold it to a goal. */
   int calibrated;
-  /* Compared rows of ORIGINAL whose heap changed from the row before: each
-   * is a resize (a realloc) of the stub's one heap block. */
+  /* Compared rows of ORIGINAL whose heap changed from the row before (with
+   * a what-if's scales: none under heap x0): each is a resize (a realloc) of
+   * the stub's one heap block. */
   size_t heap_rows;
 } memstub_compare_report;
 
@@ -318,7 +319,9 @@ int memstub_compare_traces(const memstub_trace *orig, const char *orig_name,
 
 /* Read both files ("-" for standard input, at most one of them) and compare
  * them. Errors name "file:line:column" for bad input, including a point out of
- * range and a missing `point` column; -errno when a file cannot be read. */
+ * range and a missing `point` column; -EINVAL for a trace with threads (a
+ * `thread` column: memstub_compare_threads_traces compares those); -errno
+ * when a file cannot be read. */
 int memstub_compare_files(const char *orig_path, const char *repl_path,
                           const memstub_compare_options *o, memstub_compare_report **out,
                           memstub_error *err);
@@ -353,8 +356,11 @@ typedef struct memstub_compare_check {
   double value;     /* in the key's unit (NAN when skipped) */
   int pass;
   /* Not judged: a stack, heap, rss or mapped check whose column is unknown
-   * (report's stack_unknown, heap_unknown, rss_unknown, mapped_unknown). Neither passed nor failed: pass
-   * is 0, and it is not counted as failed. */
+   * (report's stack_unknown, heap_unknown, rss_unknown, mapped_unknown), a
+   * CPU, faults or calls check whose series is (work.cpu_unknown, ...), or a
+   * check of a thread the comparison has not (memstub_compare_check_skip_why
+   * says which). Neither passed nor failed: pass is 0, and it is not counted
+   * as failed. */
   int skipped;
   /* "tN.KEY=VALUE": the check is about thread N of a comparison of traces
    * with threads (memstub_compare_threads_*); -1: every thread (or the one
@@ -400,6 +406,13 @@ int memstub_compare_checks_parse(memstub_compare_checks *cs, const char *spec, m
 /* Evaluate every check against r (filling value, pass and skipped); returns
  * how many failed (skipped checks are not). */
 size_t memstub_compare_checks_run(memstub_compare_checks *cs, const memstub_compare_report *r);
+
+/* Why memstub_compare_checks_run skipped c on r: the why of the column it
+ * judges ("unknown (ORIGINAL has no cpu_ns column)", the report's
+ * stack_unknown, ..., work.cpu_unknown, ...), or that it names a thread N > 0
+ * of this single-thread comparison; NULL when c was not skipped. */
+const char *memstub_compare_check_skip_why(const memstub_compare_check *c,
+                                           const memstub_compare_report *r);
 
 /* The goals a comparison is held to when no check is given (the verdict;
  * docs/compare-and-plot.md, "The verdict"), appended to cs: heap-exact=99%,

@@ -694,6 +694,21 @@ int main(int argc, char **argv) {
     *(volatile int *)sink = 1;
     raise(SIGSEGV);  // the default action, as a null dereference would get
     return 1;
+  } else if (strcmp(mode, "sigpipe") == 0) {
+    // A write to a pipe nobody reads, 200 ms after the allocation, as
+    // 'memstub record -- PROGRAM | head' ends: SIGPIPE, its default action.
+    int fd[2];
+    sink = malloc(2323);
+    if (pipe(fd) != 0) return 1;
+    close(fd[0]);
+    struct timespec ts = {0, 200000000};
+    nanosleep(&ts, NULL);
+    (void)!write(fd[1], "x", 1);
+    return 1;
+  } else if (strcmp(mode, "sigrt") == 0) {
+    sink = malloc(2424);
+    raise(SIGRTMIN + 1);  // no handler: its default action ends the process
+    return 1;
   } else if (strcmp(mode, "rawexit") == 0) {
     sink = malloc(1212);
     syscall(SYS_exit_group, 0);  // past exit(), _exit() and every hook
