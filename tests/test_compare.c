@@ -29,6 +29,18 @@ static memstub_compare_options opts(void) {
   return o;
 }
 
+// The comparison of two CSV texts with threads under opt (its report; free with threads_done).
+static memstub_compare_threads_report *threads_compare(const char *orig, const char *repl,
+                                                       const memstub_compare_options *opt) {
+  memstub_trace *o = parse(orig), *p = parse(repl);
+  memstub_compare_threads_report *r = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_compare_threads_traces(o, "o", p, "r", opt, &r, &err) == 0, "%s", err.msg);
+  memstub_trace_free(o);
+  memstub_trace_free(p);
+  return r;
+}
+
 static memstub_compare_report *compare(const char *orig, const char *repl,
                                        const memstub_compare_options *o) {
   memstub_trace *a = parse(orig), *b = parse(repl);
@@ -1343,11 +1355,8 @@ START_TEST(test_faults_threads) {
       "time_ns,stack_bytes,heap_bytes,point,thread,thread_event,thread_peer,minor_faults\n"
       "0,0,0,0,0,start,-1,0\n1000,0,100,1,0,,,400\n2000,0,0,0,1,start,0,0\n"
       "3000,0,100,1,1,,,5\n4000,0,0,2,1,exit,,10\n5000,0,0,2,0,exit,,420\n";
-  memstub_trace *o = parse(orig), *p = parse(repl);
   memstub_compare_options opt = opts();
-  memstub_compare_threads_report *r = NULL;
-  memstub_error err = {0};
-  ck_assert_msg(memstub_compare_threads_traces(o, "o", p, "r", &opt, &r, &err) == 0, "%s", err.msg);
+  memstub_compare_threads_report *r = threads_compare(orig, repl, &opt);
   ck_assert_int_eq(r->thread[0]->work.faults.original_total, 20);
   ck_assert_int_eq(r->thread[0]->work.faults.replayed_total, 420);
   ck_assert_int_eq(r->thread[1]->work.faults.original_total, 600);
@@ -1365,8 +1374,6 @@ START_TEST(test_faults_threads) {
     free(buf);
   }
   memstub_compare_threads_free(r);
-  memstub_trace_free(o);
-  memstub_trace_free(p);
 }
 END_TEST
 
@@ -1384,20 +1391,15 @@ START_TEST(test_threads_total_default_page) {
       "time_ns,stack_bytes,heap_bytes,point,thread,thread_event,thread_peer\n"
       "0,0,0,0,0,start,-1\n1000,0,201000,1,0,,\n2000,0,0,0,1,start,0\n"
       "3000,0,100,1,1,,\n4000,0,0,2,1,exit,\n5000,0,201000,2,0,exit,\n";
-  memstub_trace *o = parse(orig), *p = parse(repl);
   memstub_compare_options opt;
   memstub_compare_options_init(&opt);
-  memstub_compare_threads_report *r = NULL;
-  memstub_error err = {0};
-  ck_assert_msg(memstub_compare_threads_traces(o, "o", p, "r", &opt, &r, &err) == 0, "%s", err.msg);
+  memstub_compare_threads_report *r = threads_compare(orig, repl, &opt);
   ck_assert_uint_eq(r->thread[0]->heap.exact, 3);
   ck_assert_uint_eq(r->thread[1]->heap.exact, 3);
   ck_assert_int_eq(r->total_heap_max, 1000);
   ck_assert_uint_eq(r->total_rows, 6);
   ck_assert_uint_eq(r->total_heap_exact, 6);
   memstub_compare_threads_free(r);
-  memstub_trace_free(o);
-  memstub_trace_free(p);
 }
 END_TEST
 
@@ -1415,23 +1417,19 @@ START_TEST(test_threads_total_whatif) {
       "time_ns,stack_bytes,heap_bytes,point,thread,thread_event,thread_peer\n"
       "0,0,0,0,0,start,-1\n1000,0,100000,1,0,,\n2000,0,0,0,1,start,0\n"
       "3000,0,501,1,1,,\n4000,0,0,2,1,exit,\n5000,0,100000,2,0,exit,\n";
-  memstub_trace *o = parse(orig), *p = parse(repl);
   memstub_compare_options opt = opts();
-  memstub_compare_threads_report *r = NULL;
-  memstub_error err = {0};
-  ck_assert_msg(memstub_compare_threads_traces(o, "o", p, "r", &opt, &r, &err) == 0, "%s", err.msg);
+  memstub_compare_threads_report *r = threads_compare(orig, repl, &opt);
   ck_assert_int_eq(r->thread[0]->whatif.is, 1);
   ck_assert_uint_eq(r->thread[0]->heap.exact, 3);
   ck_assert_uint_eq(r->thread[1]->heap.exact, 3);
   ck_assert_int_eq(r->total_heap_max, 0);  // 1001 x 0.5 rounds to 501, as gen rounds it
   ck_assert_uint_eq(r->total_heap_exact, 6);
   memstub_compare_checks *cs = memstub_compare_checks_create();
+  memstub_error err = {0};
   ck_assert_int_eq(memstub_compare_checks_parse(cs, "total-heap-max=16", &err), 0);
   ck_assert_uint_eq(memstub_compare_threads_checks_run(cs, r), 0);
   memstub_compare_checks_free(cs);
   memstub_compare_threads_free(r);
-  memstub_trace_free(o);
-  memstub_trace_free(p);
 }
 END_TEST
 

@@ -81,6 +81,21 @@ static memstub_gen *fitted(const char *meta) {
   return g;
 }
 
+/* The stub of one thread of a process of two, fitted on its recording's
+ * rows (4 ms, rows_cpu ns of CPU time; 5 ms and 3 ms from outside, a start
+ * of 1 ms before them) to reference runs of ref_wall ns and 2 ms of CPU. */
+static memstub_gen *fitted_rows(long rows_cpu, long ref_wall) {
+  char meta[1024];
+  snprintf(meta, sizeof meta,
+           "# record.thread: all\n# record.threads: 2\n"
+           "# outside.wall_ns: 5000000\n# outside.cpu_ns: 3000000\n"
+           "# recording.rows_wall_ns: 4000000\n# recording.rows_cpu_ns: %ld\n"
+           "# record.start_wall_ns: 1000000\n# record.start_cpu_ns: 900000\n"
+           "# reference.runs: 3\n# reference.wall_ns: %ld\n# reference.cpu_ns: 2000000\n",
+           rows_cpu, ref_wall);
+  return fitted(meta);
+}
+
 static char *write_in(const char *dir, const char *name, const char *text) {
   char *p = malloc(strlen(dir) + strlen(name) + 2);
   sprintf(p, "%s/%s", dir, name);
@@ -570,17 +585,7 @@ START_TEST(test_gen_process_threads) {
    * of CPU time less 2.5 us becomes about 480 us, its 400 us of waiting 360 us.
    * Before, its CPU time became 399,666 and its waiting 240,000 (x 0.600):
    * the stubs of node with its threads ran 0.94 of its reference's wall time. */
-  g = fitted("# record.thread: all\n"
-             "# record.threads: 2\n"
-             "# outside.wall_ns: 5000000\n"
-             "# outside.cpu_ns: 3000000\n"
-             "# recording.rows_wall_ns: 4000000\n"
-             "# recording.rows_cpu_ns: 2500000\n"
-             "# record.start_wall_ns: 1000000\n"
-             "# record.start_cpu_ns: 900000\n"
-             "# reference.runs: 3\n"
-             "# reference.wall_ns: 3600000\n"
-             "# reference.cpu_ns: 2000000\n");
+  g = fitted_rows(2500000, 3600000);
   double cs = 2000000.0 / (2500000.0 - 10000.0);
   ck_assert_int_eq(g->cpu[0], (int64_t)(597500.0 * cs + 0.5));
   ck_assert_int_eq(g->use[0].time, (int64_t)(597500.0 * cs + 0.5) + 360000);
@@ -593,17 +598,7 @@ START_TEST(test_gen_process_threads) {
   /* The rows hold less than the reference (its start and exit are outside
    * them): scaled up to it, within 1.5. CPU 2 ms / (1.8 ms less 10 us),
    * waiting 4.4 ms / 4 ms; the start is in the totals, not said. */
-  g = fitted("# record.thread: all\n"
-             "# record.threads: 2\n"
-             "# outside.wall_ns: 5000000\n"
-             "# outside.cpu_ns: 3000000\n"
-             "# recording.rows_wall_ns: 4000000\n"
-             "# recording.rows_cpu_ns: 1800000\n"
-             "# record.start_wall_ns: 1000000\n"
-             "# record.start_cpu_ns: 900000\n"
-             "# reference.runs: 3\n"
-             "# reference.wall_ns: 4400000\n"
-             "# reference.cpu_ns: 2000000\n");
+  g = fitted_rows(1800000, 4400000);
   cs = 2000000.0 / (1800000.0 - 10000.0);
   ck_assert_int_eq(g->cpu[0], (int64_t)(597500.0 * cs + 0.5));
   ck_assert_int_eq(g->use[0].time, (int64_t)(597500.0 * cs + 0.5) + 440000);
@@ -612,17 +607,7 @@ START_TEST(test_gen_process_threads) {
                 "%s", g->timeline);
   memstub_gen_free(g);
   // Beyond 1.5: not believed, the CPU time kept (and the start said).
-  g = fitted("# record.thread: all\n"
-             "# record.threads: 2\n"
-             "# outside.wall_ns: 5000000\n"
-             "# outside.cpu_ns: 3000000\n"
-             "# recording.rows_wall_ns: 4000000\n"
-             "# recording.rows_cpu_ns: 1000000\n"
-             "# record.start_wall_ns: 1000000\n"
-             "# record.start_cpu_ns: 900000\n"
-             "# reference.runs: 3\n"
-             "# reference.wall_ns: 4400000\n"
-             "# reference.cpu_ns: 2000000\n");
+  g = fitted_rows(1000000, 4400000);
   ck_assert_msg(strstr(g->timeline, "its threads' CPU time kept") && strstr(g->timeline, "not replayed"),
                 "%s", g->timeline);
   memstub_gen_free(g);
