@@ -442,7 +442,7 @@ static int run_program(char **prog, int *st) {
   ms__spawn_result r;
   memstub_error err = {0};
   int rc = ms__spawn_run(prog, &so, &r, &err);
-  ms_record_last = (rec_run){r.wall_ns, r.user_ns + r.sys_ns, -1, -1, -1, NULL, -1};  // for --repeat, --reference
+  ms_record_last = (rec_run){r.wall_ns, r.user_ns + r.sys_ns, -1, -1, -1, NULL, -1, -1};  // for --repeat, --reference
   // As a wait status, for the callers' WIFEXITED/WTERMSIG.
   *st = r.exited ? (r.code & 0xff) << 8 : r.sig & 0x7f;
   ms__spawn_result_free(&r);

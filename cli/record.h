@@ -99,6 +99,9 @@ typedef struct rec_run {
   // for, at its end (the recorder's status file, MS__REC_ST_KIDS_CPU); -1
   // when not known.
   long long kids_cpu_ns;
+  // A recording: its trace's rows' CPU time, every thread's summed
+  // (MS__TL_ROWS_CPU); -1 when the trace has no cpu_ns column.
+  long long rows_cpu_ns;
 } rec_run;
 extern rec_run ms_record_last;
 /* A warning when the children PROGRAM started and waited for, not recorded,

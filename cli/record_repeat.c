@@ -166,7 +166,7 @@ static int reference_run(const rec_opts *o, char **env, int k, const char *times
   fflush(NULL);
   if (times) unlink(times);
   int rc = ms__spawn_run(o->prog, &so, &r, &err);
-  *out = (rec_run){r.wall_ns, r.user_ns + r.sys_ns, -1, -1, -1, NULL, -1};
+  *out = (rec_run){r.wall_ns, r.user_ns + r.sys_ns, -1, -1, -1, NULL, -1, -1};
   if (times) times_read(times, out);
   char how[96];
   ms__spawn_describe(&r, how, sizeof how);
@@ -191,20 +191,7 @@ static int reference_run(const rec_opts *o, char **env, int k, const char *times
   return failed;
 }
 
-// The trace's duration (its last row's time less its first's), or -1 after saying why not.
-static long long duration(const char *abs) {
-  memstub_trace *t = NULL;
-  memstub_error err = {0};
-  if (memstub_trace_read(abs, &t, &err) < 0) {
-    ms_cli_fail(&err);
-    return -1;
-  }
-  long long d = t->n ? t->pts[t->n - 1].time_ns - t->pts[0].time_ns : 0;
-  memstub_trace_free(t);
-  return d;
-}
-
-/* The rows of the trace at abs: their span into *wall, and the CPU time in
+/* The rows of the trace at abs: their span (its duration) into *wall, and the CPU time in
  * them into *cpu, every thread's (its cpu_ns from its first row to its
  * last) summed. 0, or -1 (said) when the trace does not read; *cpu -1 when
  * it has no cpu_ns column. */
@@ -399,14 +386,9 @@ static int write_figures(const rec_opts *o, const char *abs, long long nrec, int
   }
   n += (size_t)snprintf(m + n, cap - n, "# %s: %lld\n# %s: %lld\n", MS__TL_OUT_WALL,
                         rec[k].wall_ns, MS__TL_OUT_CPU, rec[k].cpu_ns);
-  long long rows_wall, rows_cpu;
-  if (rows_figures(abs, &rows_wall, &rows_cpu) < 0) {
-    free(m);
-    return MS_EXIT_USAGE;
-  }
-  if (rows_cpu >= 0)
-    n += (size_t)snprintf(m + n, cap - n, "# %s: %lld\n# %s: %lld\n", MS__TL_ROWS_WALL, rows_wall,
-                          MS__TL_ROWS_CPU, rows_cpu);
+  if (rec[k].rows_cpu_ns >= 0)
+    n += (size_t)snprintf(m + n, cap - n, "# %s: %lld\n# %s: %lld\n", MS__TL_ROWS_WALL, dur[k],
+                          MS__TL_ROWS_CPU, rec[k].rows_cpu_ns);
   long long wlo = 0, whi = 0, clo = 0, chi = 0, wm = 0, cm = 0, rw = -1;
   if (nref > 0) {
     long long *w = malloc((size_t)nref * sizeof *w), *c = malloc((size_t)nref * sizeof *c);
@@ -547,7 +529,7 @@ int ms_record_repeat(int argc, char **argv, const rec_opts *o) {
     st = ms_cmd_record(argc, argv);
     ms_record_inner = 0;
     rec[i] = ms_record_last;
-    if (st == MS_EXIT_OK && (dur[i] = duration(abs)) < 0) st = MS_EXIT_USAGE;
+    if (st == MS_EXIT_OK && rows_figures(abs, &dur[i], &rec[i].rows_cpu_ns) < 0) st = MS_EXIT_USAGE;
     if (st != MS_EXIT_OK) {
       failed = (int)i;
       break;
