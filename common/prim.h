@@ -152,6 +152,11 @@ int64_t ms__prim_clock_cpu_ns(clockid_t clk);
 int ms__prim_sched_open(void);
 int64_t ms__prim_sched_run_delay(int fd);
 void ms__prim_sched_close(int fd);
+/* The same run-queue wait of the calling thread, read without a descriptor
+ * kept (open, read, close: a few us), for a library inside another program,
+ * whose descriptors it must not hold; errno is left as it was; -1 when it
+ * cannot be read. Async-signal-safe. */
+int64_t ms__prim_thread_run_delay(void);
 
 /* One line naming the CPU model ("unknown" if the OS does not say). Safe from
  * any thread: read once (the first caller reads, any other waits for it), and

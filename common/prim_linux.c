@@ -301,6 +301,25 @@ void ms__prim_sched_close(int fd) {
   if (fd >= 0) close(fd);
 }
 
+int64_t ms__prim_thread_run_delay(void) {
+  int e = errno;
+  int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+  char buf[96];
+  ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+  if (fd >= 0) close(fd);
+  errno = e;
+  if (n <= 0) return -1;
+  // The second of "<on-CPU ns> <run-queue wait ns> <timeslices>", parsed by
+  // hand: sscanf is not async-signal-safe.
+  const char *p = buf, *end = buf + n;
+  while (p < end && *p != ' ') p++;
+  if (p++ == end) return -1;
+  const char *digits = p;
+  int64_t v = 0;
+  while (p < end && *p >= '0' && *p <= '9' && v <= (INT64_MAX - 9) / 10) v = v * 10 + (*p++ - '0');
+  return p > digits && (p == end || *p == ' ' || *p == '\n') ? v : -1;
+}
+
 static char cpu_model[256];
 static pthread_once_t cpu_model_once = PTHREAD_ONCE_INIT;
 

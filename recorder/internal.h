@@ -143,6 +143,7 @@ typedef struct tstate {
   uint32_t wn[MS__REC_WORK_CALLS];
   uint64_t wbytes;
   int64_t cpu_t, cpu_v;  // the recorded thread's last CPU clock read: raw time, ns
+  int64_t rq_v;          // its run-queue wait at the last reading (ns, -1 unknown)
   uint32_t mem_ver;      // ms__rec_mem_ver when the bucket's memory was last taken
   // cost measurement
   uint64_t cost_raw, cost_n;
@@ -215,6 +216,9 @@ typedef struct ms__rec_global {
   double raw_per_ns;  // estimate, for buckets and costs
   double now_cost_raw;
   int64_t cpu_gap_raw;  // CPU clock reads at most this often (10 us in clock units)
+  // The run-queue wait is read at a CPU clock read that found at least this
+  // much off-CPU time since the last (clock units; 0: not readable here).
+  int64_t rq_gap_raw;
   int64_t end_cpu;      // the recorded thread's CPU time at the trace's end, -1 unknown
   int64_t origin_raw;  // when the recorded thread started
   int64_t origin_ns;   // the same on CLOCK_MONOTONIC

@@ -107,6 +107,7 @@ static inline void ms__rec_mem_newest(ms__rec_mem *m, ms__rec_mem *newest) {
 #define MS__REC_WORK_CALLS 20
 typedef struct ms__rec_work {
   int64_t cpu;
+  int64_t rq;  // the thread's run-queue wait so far (schedstat), ns; -1 unknown
   uint64_t bytes;
   uint32_t n[MS__REC_WORK_CALLS];
 } ms__rec_work;
@@ -139,6 +140,7 @@ typedef struct ms__rec_bucket {
   ms__rec_mem maxm;  // peaks of rss and mapped (faults: the last)
   ms__rec_mem lm;    // the last state's memory
   int64_t cpu0;      // the recorded thread's CPU time at t0 (-1: another thread)
+  int64_t rq0;       // its run-queue wait read with it (-1: another thread)
 } ms__rec_bucket;
 typedef struct ms__rec_thead {
   uint64_t magic;  // MS__REC_JOURNAL_TSTATE in a journal

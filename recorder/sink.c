@@ -17,8 +17,9 @@
 #include "table.h"
 
 
-void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag, memv m,
-                      int64_t cpu, int calls) {
+// A row with the thread's CPU time and run-queue wait as given (-1 unknown).
+static void push(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag, memv m, int64_t cpu,
+                 int64_t rq, int calls) {
   chunk *c = ts->tail;
   if (UNLIKELY(!c || c->n == CHUNK_ROWS)) {
     int e = errno;
@@ -45,6 +46,7 @@ void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag, 
   c->mem[c->n] = m;
   workv *w = &c->work[c->n];
   w->cpu = cpu;
+  w->rq = rq;
   if (calls) {
     memcpy(w->n, ts->wn, sizeof w->n);
     w->bytes = ts->wbytes;
@@ -58,11 +60,24 @@ void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag, 
   ts->nrows++;
 }
 
+void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag, memv m,
+                      int64_t cpu, int calls) {
+  push(ts, t, s, h, tag, m, cpu, cpu >= 0 ? ts->rq_v : -1, calls);
+}
+
 int64_t ms__rec_cpu_at(tstate *ts, int64_t t, int force) {
   if (!ts->is_rec) return -1;
   if (force || t - ts->cpu_t >= ms__rec.cpu_gap_raw || ts->cpu_v < 0) {
     int64_t v = ms__prim_thread_cpu_ns();
     if (v >= 0) {
+      // Off the CPU long enough since the last read: how much of it was
+      // waiting for one (docs/recording.md, "Waiting for a CPU").
+      double rpn = ms__rec.raw_per_ns > 0 ? ms__rec.raw_per_ns : 1.0;
+      if (ms__rec.rq_gap_raw > 0 && ts->cpu_v >= 0 &&
+          (double)(t - ts->cpu_t) - (double)(v - ts->cpu_v) * rpn >= (double)ms__rec.rq_gap_raw) {
+        int64_t q = ms__prim_thread_run_delay();
+        if (q > ts->rq_v) ts->rq_v = q;
+      }
       ts->cpu_t = t;
       ts->cpu_v = v;
     }
@@ -87,7 +102,9 @@ static void flush(tstate *ts, int64_t cpu_now) {
   ms__rec_bucket *b = &ts->h.b;
   int two = b->ls != b->maxs || b->lh != b->maxh || b->lm.rss != b->maxm.rss ||
             b->lm.mapped != b->maxm.mapped;
-  ms__rec_push_row(ts, b->t0, b->maxs, b->maxh, b->tag, b->maxm, b->cpu0, !two);
+  // Both rows carry the run-queue wait read when the bucket opened: the
+  // one read now, at the next bucket's open, is the next interval's.
+  push(ts, b->t0, b->maxs, b->maxh, b->tag, b->maxm, b->cpu0, b->rq0, !two);
   if (two) {
     int64_t cpu = -1;
     if (b->cpu0 >= 0) {
@@ -95,7 +112,7 @@ static void flush(tstate *ts, int64_t cpu_now) {
       cpu = b->cpu0 + (int64_t)((double)(b->lt - b->t0) / rpn);
       if (cpu_now >= b->cpu0 && cpu > cpu_now) cpu = cpu_now;
     }
-    ms__rec_push_row(ts, b->lt, b->ls, b->lh, b->tag, b->lm, cpu, 1);
+    push(ts, b->lt, b->ls, b->lh, b->tag, b->lm, cpu, b->rq0, 1);
   }
   ts->h.b.active = 0;
   if (ts->nx) ms__rec_thr_xemit(ts);  // --thread all: its cross-thread frees
@@ -114,6 +131,7 @@ void ms__rec_new_bucket(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag
   ts->h.b.maxm = ts->h.b.lm = m;
   ts->h.b.tag = tag;
   ts->h.b.cpu0 = cpu;
+  ts->h.b.rq0 = cpu >= 0 ? ts->rq_v : -1;
   // At -r 0 too the bucket stays open until the next one opens (its end is
   // its start), so the call that made it is counted into it (wcount).
 }
@@ -219,6 +237,7 @@ static void cover(assembled *A, const xrow *buf, size_t total, xrow *tmp, double
     if ((buf[i].tag & ~ROW_EXACT) > max_tag) max_tag = buf[i].tag & ~ROW_EXACT;
   A->regions = max_tag > 0;
   int64_t origin = -1, last_stack = 0, last_heap = 0, last_cpu = 0, cpu_base = -1, prev_cpu = 0;
+  int64_t last_rq = 0, rq_base = -1, prev_rq = 0;  // the run-queue wait, as the CPU time
   memv last_m = {0, 0, 0, 0, -1}, base = {0, 0, 0, 0, -1};
   int have_base = 0;
   if (!A->regions) origin = ms__rec.origin_raw;
@@ -240,6 +259,8 @@ static void cover(assembled *A, const xrow *buf, size_t total, xrow *tmp, double
     last_m = x.m;
     if (x.w.cpu < 0) x.w.cpu = last_cpu;
     last_cpu = x.w.cpu;
+    if (x.w.rq < 0) x.w.rq = last_rq;
+    last_rq = x.w.rq;
     if (A->regions) {
       if (x.tag == 0 || (ms__rec.occurrence > 0 && x.tag != ms__rec.occurrence)) {
         if (x.stack >= 0 && origin < 0) last_stack = 0;
@@ -269,6 +290,10 @@ static void cover(assembled *A, const xrow *buf, size_t total, xrow *tmp, double
     x.w.cpu -= cpu_base;
     if (x.w.cpu < prev_cpu) x.w.cpu = prev_cpu;
     prev_cpu = x.w.cpu;
+    if (rq_base < 0) rq_base = x.w.rq;
+    x.w.rq -= rq_base;
+    if (x.w.rq < prev_rq) x.w.rq = prev_rq;
+    prev_rq = x.w.rq;
     if (x.stack >= 0)
       last_stack = x.stack;
     else
@@ -316,7 +341,7 @@ static void cover(assembled *A, const xrow *buf, size_t total, xrow *tmp, double
   }
   if (have) out = emit_bucket(tmp, out, &mx, &cur, &acc);
   if (out == 0) {
-    tmp[out++] = (xrow){0, 0, last_heap < 0 ? 0 : last_heap, 0, {0, 0, 0, 0, -1}, {0, 0, {0}}};
+    tmp[out++] = (xrow){0, 0, last_heap < 0 ? 0 : last_heap, 0, {0, 0, 0, 0, -1}, {.cpu = 0}};
     tmp[0].m.mapped = last_m.mapped < 0 ? 0 : last_m.mapped;
     cur = tmp[0];
   }
@@ -341,6 +366,7 @@ static void cover(assembled *A, const xrow *buf, size_t total, xrow *tmp, double
       tmp[out] = cur;
       tmp[out].t = t_end;
       work_zero(&tmp[out].w);
+      tmp[out].w.rq = prev_rq;
       tmp[out++].w.cpu = end_cpu;
     }
   }

@@ -120,6 +120,7 @@ tstate *ms__rec_ts_register(void) {
     ts->exact = 1;
     ts->cpu_t = INT64_MIN / 2;
     ts->cpu_v = -1;
+    ts->rq_v = -1;
     ts->tick = __atomic_load_n(&ms__rec_tick, __ATOMIC_RELAXED);
     tstate *head = __atomic_load_n(&ms__rec.list, __ATOMIC_RELAXED);
     do ts->next = head;
@@ -208,6 +209,7 @@ void ms__rec_become_recorded(tstate *ts, uintptr_t top, int64_t stack0) {
   ms__rec_mem_sample(ts);  // the base of rss and faults
   ts->cpu_t = t;
   ts->cpu_v = ms__prim_thread_cpu_ns();
+  if (ms__rec.rq_gap_raw > 0) ts->rq_v = ms__prim_thread_run_delay();
   int64_t h = row_heap(ts);
   ms__rec_push_row(ts, t, stack0, h, ROW_EXACT, cur_mem(ts), ts->cpu_v, 1);
   CBARRIER();
@@ -313,6 +315,8 @@ static void init_clock(void) {
   ms__rec.grow_gap_raw = ms__rec.res_raw / 4;
   ms__rec.win_raw = (int64_t)(1e6 * ms__rec.raw_per_ns);
   ms__rec.cpu_gap_raw = (int64_t)(1e4 * ms__rec.raw_per_ns);
+  // 100 us: a read (a few us) costs at most a few % of the time it explains.
+  ms__rec.rq_gap_raw = ms__prim_thread_run_delay() >= 0 ? (int64_t)(1e5 * ms__rec.raw_per_ns) : 0;
   ms__rec.end_cpu = -1;
   ms__rec.origin_raw = ms__rec.raw0;  // until the recorded thread starts
 }

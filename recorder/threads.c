@@ -278,7 +278,7 @@ static arow blank(int thr) {
   a.heap_after = -1;
   a.x.stack = -1;
   a.x.m = (memv){-1, -1, -1, -1, -1};
-  a.x.w.cpu = -1;
+  a.x.w.cpu = a.x.w.rq = -1;
   return a;
 }
 
@@ -327,11 +327,12 @@ int ms__rec_thr_assemble(struct assembled *A, int64_t raw_end, double scale) {
   trow *tr = ms__rec_map(total * sizeof(trow));
   // Per thread: its last row, its first CPU and fault readings, its last row's index.
   arow *last = ms__rec_map((size_t)nthr * sizeof(arow));
-  int64_t *cpu0 = ms__rec_map((size_t)nthr * 5 * sizeof(int64_t));
+  int64_t *cpu0 = ms__rec_map((size_t)nthr * 6 * sizeof(int64_t));
   size_t *first = ms__rec_map((size_t)nthr * 2 * sizeof(size_t));
   if (!a || !tmp || !rows || !tr || !last || !cpu0 || !first) return -ENOMEM;
   int64_t *flt0 = cpu0 + nthr, *mjf0 = cpu0 + 2 * nthr, *heapv = cpu0 + 3 * nthr;
   int64_t *tfirst = cpu0 + 4 * nthr;  // each thread's first row's raw time
+  int64_t *rq0 = cpu0 + 5 * nthr;     // its first run-queue reading
   for (int th = 0; th < nthr; th++) tfirst[th] = INT64_MAX;
   size_t *lastown = first + nthr;
   size_t k = 0;
@@ -443,6 +444,7 @@ int ms__rec_thr_assemble(struct assembled *A, int64_t raw_end, double scale) {
       r->x.heap = fresh ? (r->heap_after >= 0 ? r->heap_after : 0) : heap;
       memset(&r->x.w, 0, sizeof r->x.w);
       r->x.w.cpu = fresh ? 0 : L->x.w.cpu;
+      r->x.w.rq = fresh ? 0 : L->x.w.rq;
       if (fresh) r->x.stack = 0;
       // Resident and mapped memory are the process's: the latest values.
       r->x.m.rss = rss0 >= 0 && last_rss > rss0 ? last_rss - rss0 : 0;
@@ -462,6 +464,7 @@ int ms__rec_thr_assemble(struct assembled *A, int64_t raw_end, double scale) {
       // Faults and CPU time from the thread's first row.
       if (fresh) {
         cpu0[th] = r->x.w.cpu;
+        rq0[th] = r->x.w.rq;
         flt0[th] = r->x.m.minflt > 0 ? r->x.m.minflt : 0;
         mjf0[th] = r->x.m.majflt > 0 ? r->x.m.majflt : 0;
       }
@@ -483,6 +486,14 @@ int ms__rec_thr_assemble(struct assembled *A, int64_t raw_end, double scale) {
         r->x.w.cpu -= cpu0[th] > 0 ? cpu0[th] : 0;
       if (!fresh && r->x.w.cpu < L->x.w.cpu) r->x.w.cpu = L->x.w.cpu;
       if (r->x.w.cpu < 0) r->x.w.cpu = 0;
+      // The run-queue wait the same way.
+      if (rq0[th] < 0 && r->x.w.rq >= 0) rq0[th] = r->x.w.rq;
+      if (r->x.w.rq < 0)
+        r->x.w.rq = fresh ? 0 : L->x.w.rq;
+      else
+        r->x.w.rq -= rq0[th] > 0 ? rq0[th] : 0;
+      if (!fresh && r->x.w.rq < L->x.w.rq) r->x.w.rq = L->x.w.rq;
+      if (r->x.w.rq < 0) r->x.w.rq = 0;
       if (r->x.heap < 0) r->x.heap = 0;
       if (r->x.m.mapped < 0) r->x.m.mapped = 0;
       last_rss = r->x.m.rss + rss0;

@@ -46,9 +46,11 @@ static int write_normal(const assembled *A, const char *out) {
     if (i == 0) mcol = rc;
   }
   // The work columns (docs/formats.md, "Work columns").
-  int used[MS__REC_WORK_CALLS], wcol[MS__REC_WORK_CALLS], ccol = -1, bcol = -1;
+  int used[MS__REC_WORK_CALLS], wcol[MS__REC_WORK_CALLS], ccol = -1, bcol = -1, qcol = -1;
   int nused = work_used(A, used);
   if (rc >= 0) rc = ccol = memstub_trace_add_column(t, MEMSTUB_WORK_CPU_COLUMN);
+  if (rc >= 0 && ms__rec.rq_gap_raw > 0)
+    rc = qcol = memstub_trace_add_column(t, MEMSTUB_WORK_RUN_DELAY_COLUMN);
   if (rc >= 0 && nused) rc = bcol = memstub_trace_add_column(t, MEMSTUB_WORK_BYTES_COLUMN);
   for (int k = 0; k < MS__REC_WORK_CALLS; k++) {
     wcol[k] = -1;
@@ -70,6 +72,7 @@ static int write_normal(const assembled *A, const char *out) {
     e[mcol + 3] = m->majflt;
     const workv *w = &A->rows[i].w;
     e[ccol] = w->cpu;
+    if (qcol >= 0) e[qcol] = w->rq;
     if (bcol >= 0) e[bcol] = (int64_t)w->bytes;
     for (int k = 0; k < MS__REC_WORK_CALLS; k++)
       if (wcol[k] >= 0) e[wcol[k]] = w->n[k];
@@ -168,6 +171,7 @@ static int write_raw(const assembled *A, const char *out) {
   int used[MS__REC_WORK_CALLS];
   int nused = work_used(A, used);
   wstr("," MEMSTUB_WORK_CPU_COLUMN);
+  if (ms__rec.rq_gap_raw > 0) wstr("," MEMSTUB_WORK_RUN_DELAY_COLUMN);
   if (nused) wstr("," MEMSTUB_WORK_BYTES_COLUMN);
   for (int k = 0; k < MS__REC_WORK_CALLS; k++)
     if (used[k]) {
@@ -214,6 +218,10 @@ static int write_raw(const assembled *A, const char *out) {
     const workv *w = &A->rows[i].w;
     wput(",", 1);
     wnum(w->cpu);
+    if (ms__rec.rq_gap_raw > 0) {
+      wput(",", 1);
+      wnum(w->rq);
+    }
     if (nused) {
       wput(",", 1);
       wnum((int64_t)w->bytes);

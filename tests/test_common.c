@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <math.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -510,6 +512,47 @@ END_TEST
 // Figures for humans: binary byte units with one decimal, times with three
 // significant digits, each moving up a unit where rounding would print 1024.0
 // or 1000.
+// arg ms of the calling thread's CPU time, spun.
+static void *spin_ms(void *arg) {
+  int64_t end = ms__prim_thread_cpu_ns() + (int64_t)(intptr_t)arg * 1000000;
+  while (ms__prim_thread_cpu_ns() < end) {
+  }
+  return NULL;
+}
+
+/* The run-queue wait without a descriptor kept (the recorder's reading)
+ * agrees with the kept descriptor's, and grows when two threads share one
+ * CPU: each spinning 40 ms waits for the other about that long. */
+START_TEST(test_prim_run_delay) {
+  int fd = ms__prim_sched_open();
+  if (fd < 0) {  // then the kernel keeps no scheduler statistics at all
+    ck_assert_int_ne(access("/proc/thread-self/schedstat", R_OK), 0);
+    ck_assert_int_eq(ms__prim_thread_run_delay(), -1);
+    return;
+  }
+  errno = 1234;
+  int64_t a = ms__prim_sched_run_delay(fd), b = ms__prim_thread_run_delay(),
+          c = ms__prim_sched_run_delay(fd);
+  ck_assert_int_eq(errno, 1234);
+  ck_assert_msg(a >= 0 && a <= b && b <= c, "%lld %lld %lld", (long long)a, (long long)b,
+                (long long)c);
+  cpu_set_t was, one;
+  ck_assert_int_eq(sched_getaffinity(0, sizeof was, &was), 0);
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu(), &one);
+  ck_assert_int_eq(sched_setaffinity(0, sizeof one, &one), 0);
+  pthread_t t;
+  ck_assert_int_eq(pthread_create(&t, NULL, spin_ms, (void *)40), 0);
+  spin_ms((void *)40);
+  pthread_join(t, NULL);
+  int64_t d = ms__prim_thread_run_delay() - c;
+  ck_assert_int_eq(sched_setaffinity(0, sizeof was, &was), 0);
+  ms__prim_sched_close(fd);
+  ck_assert_msg(d >= 10000000, "%lld ns waited for the CPU beside a thread spinning on it",
+                (long long)d);
+}
+END_TEST
+
 START_TEST(test_fmt_bytes) {
   char b[MS__FMT_MAX];
   ck_assert_str_eq(ms__fmt_bytes(0, b, sizeof b), "0 B");
@@ -602,6 +645,7 @@ int main(void) {
   tcase_add_test(tc, test_parse_i64);
   tcase_add_test(tc, test_parse_double_and_ops);
   tcase_add_test(tc, test_error_set_prefix_quote);
+  tcase_add_test(tc, test_prim_run_delay);
   suite_add_tcase(s, tc);
   TCase *sp = tcase_create("spawn");
   tcase_set_timeout(sp, 60);

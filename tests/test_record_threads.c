@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../recorder/protocol.h"
 #include "memstub/trace.h"
@@ -702,6 +703,54 @@ START_TEST(test_blocked_worker_cpu) {
 }
 END_TEST
 
+/* Two workers sharing one CPU (threads crowd): each thread's run-queue wait
+ * is in its rows (run_delay_ns, from the kernel's schedstat): about the
+ * time it was off the CPU, at least half of it, never more than its span;
+ * gen takes it out of each thread's waiting and says so. */
+START_TEST(test_run_queue_wait) {
+  char *dir = tu_mkdtemp();
+  const char *none[] = {NULL};
+  tu_run r = record_mode(dir, none, "crowd", "150");
+  ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  memstub_trace *t = read_t(dir);
+  int c = memstub_trace_column(t, "thread"), cpu = memstub_trace_column(t, "cpu_ns"),
+      q = memstub_trace_column(t, "run_delay_ns");
+  if (q < 0) {  // only where the kernel keeps no scheduler statistics
+    ck_assert_int_ne(access("/proc/thread-self/schedstat", R_OK), 0);
+    memstub_trace_free(t);
+    tu_rmtree(dir);
+    free(dir);
+    return;
+  }
+  ck_assert_int_ge(c, 0);
+  for (int th = 1; th <= 2; th++) {
+    int64_t t0 = -1, t1 = 0, used = 0, waited = 0, prev = 0;
+    for (size_t i = 0; i < t->n; i++) {
+      const int64_t *e = memstub_trace_extra_row(t, i);
+      if (e[c] != th) continue;
+      if (t0 < 0) t0 = t->pts[i].time_ns;
+      ck_assert_int_ge(e[q], prev);  // a count since the thread's start
+      t1 = t->pts[i].time_ns, used = e[cpu], waited = prev = e[q];
+    }
+    int64_t off = t1 - t0 - used;
+    ck_assert_msg(used >= 140000000 && off >= 50000000 && 2 * waited >= off &&
+                      waited <= t1 - t0 - used + 5000000,
+                  "thread %d: span %lld ns, CPU %lld ns, run-queue wait %lld ns", th,
+                  (long long)(t1 - t0), (long long)used, (long long)waited);
+  }
+  memstub_trace_free(t);
+  char *argv[] = {getenv("MEMSTUB_EXE"), "gen", "t.csv", "-o", "t.h", NULL};
+  r = tu_exec(dir, argv);
+  ck_assert_msg(r.status == 0 && strstr(r.err, "thread 1: timeline: ") &&
+                    strstr(r.err, "of waiting for a CPU out"),
+                "status %d: %s", r.status, r.err);
+  tu_run_free(&r);
+  tu_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 /* The same worker with the watcher (the default): rows of its own while it
  * computes (400 ms), read by the recorder's watcher thread, with the 4 MiB it wrote
  * before it resident and faulted from the first of them (without the
@@ -860,6 +909,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_mapping_rows_own_heap);
   tcase_add_test(tc, test_narrowed_scope_warns);
   tcase_add_test(tc, test_blocked_worker_cpu);
+  tcase_add_test(tc, test_run_queue_wait);
   tcase_add_test(tc, test_blocked_worker_watched);
   tcase_add_test(tc, test_repeat_warns_once);
   tcase_add_test(tc, test_threads_calls_said);

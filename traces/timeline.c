@@ -495,6 +495,43 @@ static int curve_rows(const memstub_trace *t, ms__timeline *tl, const int64_t *n
   return 0;
 }
 
+/* The run-queue waits out of the rows' waiting (dt less cpu): the share of
+ * each row's recorded waiting that its thread spent runnable without a CPU
+ * (MEMSTUB_WORK_RUN_DELAY_COLUMN; at most its waiting), scaled as the row's
+ * waiting was. The stub's thread waits for what the thread waited on; the
+ * machine it replays on adds its own run-queue waits, as it did to the
+ * program's. Kept in, they came twice to a process whose threads filled the
+ * CPUs: bench/threads_pool's stub ran 1.09 of pool's wall time
+ * (docs/recording.md, "Waiting for a CPU"). 0, or -EINVAL naming the row. */
+static int runq_out(const memstub_trace *t, ms__timeline *tl, int64_t *dt, const int64_t *cpu,
+                    memstub_error *err) {
+  int qcol = memstub_trace_column(t, MEMSTUB_WORK_RUN_DELAY_COLUMN),
+      ccol = memstub_trace_column(t, MEMSTUB_WORK_CPU_COLUMN);
+  tl->runq_ns = 0;
+  if (qcol < 0 || t->n == 0) return 0;
+  if (memstub_trace_extra_row(t, 0)[qcol] < 0)
+    return memstub_error_set(err, -EINVAL, "row 1: %s: negative (%lld)",
+                             MEMSTUB_WORK_RUN_DELAY_COLUMN,
+                             (long long)memstub_trace_extra_row(t, 0)[qcol]);
+  for (size_t i = 1; i < t->n; i++) {
+    const int64_t *e = memstub_trace_extra_row(t, i), *e0 = memstub_trace_extra_row(t, i - 1);
+    int64_t q = ssub(e[qcol], e0[qcol]);
+    if (q < 0)
+      return memstub_error_set(err, -EINVAL, "row %zu: %s decreases from %lld to %lld", i + 1,
+                               MEMSTUB_WORK_RUN_DELAY_COLUMN, (long long)e0[qcol],
+                               (long long)e[qcol]);
+    int64_t d = ssub(t->pts[i].time_ns, t->pts[i - 1].time_ns);
+    int64_t w = ssub(d, ccol >= 0 ? ssub(e[ccol], e0[ccol]) : 0), w2 = ssub(dt[i], cpu[i]);
+    if (q == 0 || w <= 0 || w2 <= 0) continue;
+    int64_t out = rnd((double)(q < w ? q : w) * (double)w2 / (double)w);
+    if (out > w2) out = w2;
+    dt[i] -= out;
+    tl->runq_ns = sadd(tl->runq_ns, out);
+    tl->target_ns = ssub(tl->target_ns, out);
+  }
+  return 0;
+}
+
 int ms__timeline_rows(const memstub_trace *t, ms__timeline *tl, int64_t *dt, int64_t *cpu,
                       memstub_error *err) {
   static const char *const cols[NC] = {MEMSTUB_WORK_CALL_COLUMNS};
@@ -565,7 +602,7 @@ int ms__timeline_rows(const memstub_trace *t, ms__timeline *tl, int64_t *dt, int
   if (ncalls) {
     int rc = curve_rows(t, tl, ncalls, dt, cpu, err);
     free(ncalls);
-    return rc;
+    return rc < 0 ? rc : runq_out(t, tl, dt, cpu, err);
   }
   /* A whole run's CPU time is the reference's: the rows that had less CPU
    * time than their calls' share kept 0, not less, so the others give up the
@@ -585,7 +622,7 @@ int ms__timeline_rows(const memstub_trace *t, ms__timeline *tl, int64_t *dt, int
       tl->target_cpu_ns = sadd(tl->target_cpu_ns, c);
     }
   }
-  return 0;
+  return runq_out(t, tl, dt, cpu, err);
 }
 
 int ms__timeline_uneven(const ms__timeline *tl) {
@@ -711,6 +748,13 @@ void ms__timeline_describe(const ms__timeline *tl, char *buf, size_t cap) {
                   tl->curve_unused);
   if (n >= 0 && (size_t)n < cap && tl->caveat && tl->wall_per_call > 0)
     n += snprintf(buf + n, cap - (size_t)n, "; the fit %s", tl->caveat);
+  if (n >= 0 && (size_t)n < cap && tl->runq_ns > 0) {
+    char q[32];
+    n += snprintf(buf + n, cap - (size_t)n,
+                  "; %s of waiting for a CPU out (runnable, not running: the replay's machine "
+                  "makes its own)",
+                  ms__fmt_ns(tl->runq_ns, q, sizeof q));
+  }
   char pre[256];
   prestart_clause(tl, pre, sizeof pre);
   if (n >= 0 && (size_t)n < cap && pre[0]) n += snprintf(buf + n, cap - (size_t)n, "%s", pre);

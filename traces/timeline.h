@@ -114,6 +114,10 @@ typedef struct ms__timeline {
    * their calls' share of the cost, and the CPU time they had recorded: a
    * cost that was not even per call, when they are much of the trace. */
   int64_t thin_rows, thin_cpu_ns;
+  /* The waiting taken out as time the thread was runnable without a CPU
+   * (MEMSTUB_WORK_RUN_DELAY_COLUMN), scaled as its row's waiting was;
+   * ms__timeline_rows fills it; not in removed_ns, the recorder's cost. */
+  int64_t runq_ns;
   int64_t start_wall_ns, start_cpu_ns;  // MS__TL_START_WALL, MS__TL_START_CPU; -1 not given
 } ms__timeline;
 

@@ -43,6 +43,10 @@ enum { MEMSTUB_CALL_MALLOC, MEMSTUB_CALL_CALLOC, MEMSTUB_CALL_REALLOC, MEMSTUB_C
       "calls_free_medium", "calls_free_large", "calls_memalign_tiny",                      \
       "calls_memalign_small", "calls_memalign_medium", "calls_memalign_large"
 #define MEMSTUB_WORK_CPU_COLUMN "cpu_ns"
+/* The thread's time runnable but waiting for a CPU since its start (the
+ * kernel's schedstat run_delay), ns: the part of its off-CPU time that was
+ * not its own waiting (docs/formats.md). */
+#define MEMSTUB_WORK_RUN_DELAY_COLUMN "run_delay_ns"
 #define MEMSTUB_WORK_BYTES_COLUMN "churn_bytes"
 /* A replayed trace's metadata key: how many of the stub's heap block
  * resizes, counted as reallocs in its calls_* columns, stand for a recorded

@@ -42,6 +42,10 @@
 //   threads blocked N a worker that blocks every signal spins N ms of its CPU
 //                     time without an allocator call, then waits; the main
 //                     thread exits while it still runs (as xz's workers).
+//   threads crowd N   the process on one CPU, two workers each computing N ms
+//                     of its CPU time with a malloc/free pair of 1 KiB every
+//                     50 us of it: each waits for the CPU about as long as it
+//                     computes (the run_delay_ns column, docs/recording.md).
 #include <errno.h>
 #include <signal.h>
 #include <pthread.h>
@@ -233,6 +237,26 @@ static void *mapper(void *arg) {
   return (void *)1;
 }
 
+// arg ms of this thread's CPU time, a malloc/free pair every 50 us of it.
+static void *crowd(void *arg) {
+  long ms = (long)(intptr_t)arg;
+  struct timespec a, b;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+  long long used, next = 0;
+  do {
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    used = (b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec);
+    if (used >= next) {
+      char *volatile p = malloc(1024);
+      if (!p) return NULL;
+      p[0] = 1;
+      free(p);
+      next = used + 50000;
+    }
+  } while (used < ms * 1000000LL);
+  return (void *)1;
+}
+
 // n pairs as pairs() makes them, with a frame of its own: --function patches it.
 __attribute__((noinline)) static void *region_work(void *arg) {
   volatile char frame[256];
@@ -268,6 +292,20 @@ static int bench(const char *mode, long n) {
         pthread_join(t, &r) != 0)
       return 1;
     return r ? 0 : 1;
+  }
+  if (strcmp(mode, "crowd") == 0) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    int cpu = sched_getcpu();
+    CPU_SET(cpu >= 0 ? cpu : 0, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0) return 1;
+    pthread_t t[2];
+    void *r[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++)
+      if (pthread_create(&t[i], NULL, crowd, (void *)(intptr_t)n) != 0) return 1;
+    for (int i = 0; i < 2; i++)
+      if (pthread_join(t[i], &r[i]) != 0) return 1;
+    return r[0] && r[1] ? 0 : 1;
   }
   if (strcmp(mode, "mapper") == 0) {
     pthread_t t;
