@@ -398,7 +398,11 @@ static int compare_core(const memstub_trace *orig, const memstub_trace *repl,
                       *rl = &repl->pts[r->match[r->duration.last_point]];
   r->duration.original_ns = ms__sat_sub(ol->time_ns, of->time_ns);
   r->duration.replayed_ns = ms__sat_sub(rl->time_ns, rf->time_ns);
-  r->duration.error_ns = ms__sat_sub(r->duration.replayed_ns, r->duration.original_ns);
+  // The target has no waiting for a CPU (ORIGINAL's taken out): nor the replay.
+  r->duration.off_cpu_ns =
+      r->timeline.runq_ns > 0 && r->replay_off_cpu_ns > 0 ? r->replay_off_cpu_ns : 0;
+  r->duration.error_ns = ms__sat_sub(ms__sat_sub(r->duration.replayed_ns, r->duration.off_cpu_ns),
+                                     r->duration.original_ns);
   r->duration.error_pct = r->duration.original_ns ? 100.0 * (double)r->duration.error_ns /
                                                         (double)r->duration.original_ns
                           : r->duration.error_ns == 0 ? 0.0
@@ -430,6 +434,7 @@ static int on_target(const memstub_trace *orig, const memstub_trace *repl,
     r->timeline.reference_runs = tl.ref_runs;
     r->timeline.reference_wall_ns = tl.ref_wall_ns;
     r->timeline.reference_cpu_ns = tl.ref_cpu_ns;
+    r->timeline.runq_ns = tl.runq_ns;
     if (!(r->timeline.summary = ms__strdup(line))) {
       memstub_trace_free(target);
       return memstub_error_set(err, -ENOMEM, "out of memory");

@@ -123,8 +123,12 @@ int memstub_compare_write_text(const memstub_compare_report *r, const memstub_co
               r->timeline.reference_runs == 1 ? "" : "s");
     fputc('\n', f);
   }
-  fprintf(f, "          error %s (%s)\n\n", ns_text(c, r->duration.error_ns, 1),
+  fprintf(f, "          error %s (%s)", ns_text(c, r->duration.error_ns, 1),
           ms__fmt_pct(r->duration.error_pct, 1, b, sizeof b));
+  if (r->duration.off_cpu_ns > 0)
+    fprintf(f, ", the replay's %s of waiting for a CPU left out as the original's was",
+            ns_text(a, r->duration.off_cpu_ns, 0));
+  fputs("\n\n", f);
 
   fputs("time error per point (replayed - original):\n", f);
   text_time(f, &r->time, r->compared, o->late_ns);
@@ -307,9 +311,9 @@ int memstub_compare_write_json(const memstub_compare_report *r, const memstub_co
   fprintf(f,
           "  \"duration\": {\"first_point\": %" PRId64 ", \"last_point\": %" PRId64
           ", \"original_ns\": %" PRId64 ", \"replayed_ns\": %" PRId64 ", \"error_ns\": %" PRId64
-          ", \"error_pct\": ",
+          ", \"off_cpu_ns\": %" PRId64 ", \"error_pct\": ",
           r->duration.first_point, r->duration.last_point, r->duration.original_ns,
-          r->duration.replayed_ns, r->duration.error_ns);
+          r->duration.replayed_ns, r->duration.error_ns, r->duration.off_cpu_ns);
   json_num(f, r->duration.error_pct);
   fprintf(f, "},\n  \"timeline\": {\"changed\": %s, \"fitted\": %s, \"summary\": ",
           r->timeline.changed ? "true" : "false", r->timeline.fitted ? "true" : "false");
@@ -323,6 +327,7 @@ int memstub_compare_write_json(const memstub_compare_report *r, const memstub_co
   fputs(", \"reference_cpu_ns\": ", f);
   if (r->timeline.reference_cpu_ns >= 0) fprintf(f, "%" PRId64, r->timeline.reference_cpu_ns);
   else fputs("null", f);
+  fprintf(f, ", \"runq_ns\": %" PRId64, r->timeline.runq_ns);
   fputs("},\n  \"time\": {", f);
   json_time(f, &r->time, r->compared);
   fprintf(f, "},\n  \"time_offset_removed\": {\"offset_ns\": %" PRId64 ", ", r->offset_ns);

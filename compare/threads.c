@@ -28,6 +28,29 @@ void memstub_compare_threads_free(memstub_compare_threads_report *r) {
   free(r);
 }
 
+/* The replay's figures of thread k (its `thread.K` line: "..., duration_ns
+ * N (target M), cpu_ns N, off_cpu_ns N, ...") as b's metadata, where a
+ * replay of one thread has them, so that thread's comparison sees its own
+ * CPU time and run-queue wait. 0 or -ENOMEM. */
+static int thread_figures(const memstub_trace *repl, int64_t k, memstub_trace *b) {
+  static const char *const names[] = {"duration_ns", "cpu_ns", "off_cpu_ns"};
+  char key[64];
+  snprintf(key, sizeof key, "thread.%lld", (long long)k);
+  const char *line = memstub_trace_get_meta(repl, key);
+  for (size_t i = 0; line && i < sizeof names / sizeof *names; i++) {
+    char pat[32];
+    snprintf(pat, sizeof pat, ", %s ", names[i]);
+    const char *at = strstr(line, pat);
+    char v[32];
+    size_t n = 0;
+    for (at = at ? at + strlen(pat) : NULL; at && *at >= '0' && *at <= '9' && n + 1 < sizeof v; at++)
+      v[n++] = *at;
+    v[n] = '\0';
+    if (n && memstub_trace_set_meta(b, names[i], v) < 0) return -ENOMEM;
+  }
+  return 0;
+}
+
 int memstub_compare_threads_traces(const memstub_trace *orig, const char *orig_name,
                                    const memstub_trace *repl, const char *repl_name,
                                    const memstub_compare_options *o,
@@ -66,6 +89,7 @@ int memstub_compare_threads_traces(const memstub_trace *orig, const char *orig_n
       const char *bf = memstub_trace_get_meta(repl, key);
       if (memstub_trace_get_meta(b, MEMSTUB_WORK_BLOCK_FREES_META))
         rc = memstub_trace_set_meta(b, MEMSTUB_WORK_BLOCK_FREES_META, bf ? bf : "0");
+      if (rc == 0) rc = thread_figures(repl, k, b);
     }
     if (rc < 0) {
       memstub_error_set(err, rc, "out of memory");

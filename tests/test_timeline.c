@@ -671,6 +671,81 @@ START_TEST(test_gen_run_delay_out) {
 }
 END_TEST
 
+/* compare on a target without ORIGINAL's waiting for a CPU leaves the
+ * replay's own out of the duration too (its off_cpu_ns): a replay of
+ * ROWS_RUNQ's stub 500 us longer than the target's 3.19 ms, that waited
+ * 500 us for a CPU, is on time; one without the column is judged as
+ * before. With threads, each thread's own figure (its thread.K line). */
+START_TEST(test_compare_run_delay_out) {
+  static const char repl[] =
+      "# memstub-trace 1\n"
+      "# off_cpu_ns: 500000 (the replay thread waited this long for a CPU)\n"
+      "time_ns,stack_bytes,heap_bytes,point,cpu_ns\n"
+      "0,0,0,0,0\n897500,0,100,1,597500\n1195000,0,0,2,895000\n"
+      "2192500,0,200,3,1892500\n3690000,0,0,4,1990000\n";
+  memstub_trace *a = parse(META_RECORD ROWS_RUNQ), *b = parse(repl);
+  memstub_compare_report *r = NULL;
+  memstub_error err = {0};
+  ck_assert_msg(memstub_compare_traces(a, "orig", b, "repl", NULL, &r, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(r->timeline.runq_ns, 800000);
+  ck_assert_int_eq(r->duration.original_ns, 3190000);
+  ck_assert_int_eq(r->duration.replayed_ns, 3690000);
+  ck_assert_int_eq(r->duration.off_cpu_ns, 500000);
+  ck_assert_int_eq(r->duration.error_ns, 0);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  ck_assert_int_eq(memstub_compare_write_text(r, NULL, f), 0);
+  fclose(f);
+  ck_assert_msg(strstr(buf, "error 0 ns (0 %), the replay's 500 µs of waiting for a CPU "
+                            "left out as the original's was"),
+                "%s", buf);
+  free(buf);
+  memstub_compare_free(r);
+  memstub_trace_free(a);
+  a = parse(META_RECORD ROWS);  // no run_delay_ns: the replay's waiting stays in
+  ck_assert_msg(memstub_compare_traces(a, "orig", b, "repl", NULL, &r, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(r->duration.off_cpu_ns, 0);
+  ck_assert_int_eq(r->duration.error_ns, 3690000 - 3990000);
+  memstub_compare_free(r);
+  memstub_trace_free(a);
+  memstub_trace_free(b);
+  /* Two threads: thread 0 waited 500 us for a CPU in its row 1 (of 600 us
+   * of waiting), so its target is 4.49999 ms; its replay ends 500 us later
+   * and says (thread.0) it waited that long for a CPU. */
+  static const char orig[] =
+      META_RECORD "# record.thread: all\n# record.threads: 2\n"
+      "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer,cpu_ns,"
+      "calls_malloc_tiny,run_delay_ns\n"
+      "0,0,0,0,start,-1,0,0,0\n1000000,0,100,0,,,400000,1,500000\n"
+      "2000000,0,0,1,start,0,0,0,0\n3000000,0,100,1,,,1000000,1,0\n"
+      "4000000,0,0,1,exit,,1000000,0,0\n5000000,0,100,0,exit,,400000,0,500000\n";
+  static const char trepl[] =
+      "# memstub-trace 1\n"
+      "# thread.0: start 0 ns, 3 points, duration_ns 4999990 (target 4499990), cpu_ns 399990, "
+      "off_cpu_ns 500000, stack_size 1056768, tid 1\n"
+      "# thread.1: start 2000000 ns, 3 points, duration_ns 1999990 (target 1999990), cpu_ns "
+      "999990, off_cpu_ns 0, stack_size 1056768, tid 2\n"
+      "time_ns,stack_bytes,heap_bytes,point,thread,thread_event,thread_peer,cpu_ns\n"
+      "0,0,0,0,0,start,-1,0\n999990,0,100,1,0,,,399990\n2000000,0,0,0,1,start,0,0\n"
+      "2999990,0,100,1,1,,,999990\n3999990,0,0,2,1,exit,,999990\n"
+      "4999990,0,100,2,0,exit,,399990\n";
+  a = parse(orig);
+  b = parse(trepl);
+  memstub_compare_threads_report *tr = NULL;
+  ck_assert_msg(memstub_compare_threads_traces(a, "o", b, "r", NULL, &tr, &err) == 0, "%s",
+                err.msg);
+  ck_assert_int_eq(tr->thread[0]->duration.original_ns, 4499990);
+  ck_assert_int_eq(tr->thread[0]->duration.off_cpu_ns, 500000);
+  ck_assert_int_eq(tr->thread[0]->duration.error_ns, 0);
+  ck_assert_int_eq(tr->thread[0]->replay_cpu_ns, 399990);
+  ck_assert_int_eq(tr->thread[1]->duration.off_cpu_ns, 0);
+  memstub_compare_threads_free(tr);
+  memstub_trace_free(a);
+  memstub_trace_free(b);
+}
+END_TEST
+
 /* What ran before the recorder (record.start_wall_ns: exec, the loader) is
  * not in the rows: the timeline line says the stub leaves it out when it is
  * 2 % of the run or more (here 1 ms before a trace of 4 ms: 20 %), and not
@@ -843,6 +918,7 @@ static Suite *timeline_suite(void) {
   tcase_add_test(tc, test_gen_process_threads);
   tcase_add_test(tc, test_gen_prestart_said);
   tcase_add_test(tc, test_gen_run_delay_out);
+  tcase_add_test(tc, test_compare_run_delay_out);
   tcase_add_test(tc, test_bad_metadata);
   tcase_add_test(tc, test_compare_on_target);
   tcase_add_test(tc, test_cli);

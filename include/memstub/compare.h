@@ -236,8 +236,11 @@ typedef struct memstub_compare_report {
   struct {
     int64_t first_point, last_point;  /* lowest and highest compared point */
     int64_t original_ns, replayed_ns; /* last - first, in each trace */
-    int64_t error_ns;                 /* replayed_ns - original_ns */
+    int64_t error_ns;                 /* replayed_ns - off_cpu_ns - original_ns */
     double error_pct;                 /* 100 * error_ns / original_ns (+-inf if original_ns is 0) */
+    /* The replay's run-queue wait (its off_cpu_ns) left out of the error, as
+     * the target left ORIGINAL's out (timeline.runq_ns); 0 when not. */
+    int64_t off_cpu_ns;
   } duration;
   memstub_compare_mem stack, heap;
   /* ORIGINAL's metadata says the column was not measured (`# stack: unknown
@@ -286,6 +289,9 @@ typedef struct memstub_compare_report {
     int64_t recorded_ns; /* ORIGINAL's duration over the compared points as recorded */
     int64_t reference_runs;                      /* 0: none in ORIGINAL's metadata */
     int64_t reference_wall_ns, reference_cpu_ns; /* their medians; -1 when not given */
+    /* ORIGINAL's waiting for a CPU (its run_delay_ns) the target left out:
+     * the replay's machine makes its own (docs/recording.md); 0 none. */
+    int64_t runq_ns;
   } timeline;
   /* REPLAYED is a what-if (its `transforms` name a scale other than 1): it is
    * judged against ORIGINAL with the same scales applied as memstub gen
