@@ -171,7 +171,7 @@ void ms__rec_build_meta(const assembled *A) {
   ms__rec_meta("record.run_delay", "%s",
                ms__rec.rq_gap_raw > 0
                    ? "/proc/thread-self/schedstat's run-queue wait, read with the CPU clock when "
-                     "it finds 100 us or more off the CPU since its last read (run_delay_ns)"
+                     "it finds 250 us or more off the CPU since its last read (run_delay_ns)"
                    : "not kept by this kernel (no /proc/thread-self/schedstat): no run_delay_ns");
   ms__rec_meta("record.call_classes", "tiny <= %d B, small <= %d B, medium <= %d B, large > %d B",
                MEMSTUB_WORK_TINY_MAX, MEMSTUB_WORK_SMALL_MAX, MEMSTUB_WORK_MEDIUM_MAX,
