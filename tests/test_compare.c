@@ -1562,6 +1562,50 @@ START_TEST(test_whatif_heap_zero_no_resizes) {
 }
 END_TEST
 
+/* --churn-scale 0: the target makes no allocating calls, the stub resizes
+ * its block at the 3 rows that change the heap; the verdict said
+ * "allocating calls error inf % (> 1 %)", and a check "= inf %". Now the
+ * error is undefined, with the replay's count, and the goal still fails. */
+START_TEST(test_whatif_churn_zero_no_inf) {
+  static const char repl[] =
+      "# memstub-trace 1\n"
+      "# transforms: time x1, heap x1, stack x1, rss x1, mapped x1, cpu x1, churn x0\n"
+      "# calibration: none\n"
+      "time_ns,stack_bytes,heap_bytes,point,rss_bytes,cpu_ns,churn_bytes,calls_realloc_small\n"
+      "0,0,0,0,4096,0,0,0\n"
+      "1000000,256,8192,1,16384,400000,8192,1\n"
+      "2000000,512,16384,2,32768,800000,8192,1\n"
+      "4000000,0,0,3,8192,1200000,16384,1\n";
+  memstub_compare_options o = opts();
+  memstub_compare_report *r = compare(orig_wi, repl, &o);
+  ck_assert(r->whatif.is && r->whatif.scales.churn == 0.0);
+  ck_assert_int_eq(r->work.allocs.original_total, 0);
+  ck_assert_int_eq(r->work.allocs.replayed_total, 3);
+  memstub_compare_checks *cs = memstub_compare_checks_create();
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_compare_checks_parse(cs, "calls-alloc-pct=1", &err), 0);
+  ck_assert_uint_eq(memstub_compare_checks_run(cs, r), 1);  // fails: 3 calls against none
+  char buf[160];
+  ck_assert_ptr_nonnull(memstub_compare_check_undefined(&cs->c[0], r, buf, sizeof buf));
+  ck_assert_str_eq(buf, "undefined, the target has none: REPLAYED 3 calls");
+  char *text = report(r, NULL, 0);
+  ck_assert_msg(strstr(text, "not faithful to the what-if (ORIGINAL with REPLAYED's scales): "
+                             "allocating calls error undefined, the target has none: REPLAYED 3 "
+                             "calls (> 1 %)"),
+                "%s", text);
+  ck_assert_msg(!strstr(text, "inf ") && !strstr(text, "nan "), "%s", text);
+  free(text);
+  text = report(r, cs, 0);
+  ck_assert_msg(strstr(text, "FAIL calls-alloc-pct=1        |allocating calls error| / original: "
+                             "undefined, the target has none: REPLAYED 3 calls"),
+                "%s", text);
+  ck_assert_msg(!strstr(text, "inf ") && !strstr(text, "nan "), "%s", text);
+  free(text);
+  memstub_compare_checks_free(cs);
+  memstub_compare_free(r);
+}
+END_TEST
+
 /* A replay with threads that misses points of a thread is warned about on
  * stderr, as a single thread's is: it was said only in that thread's
  * 'points' line on stdout (xz -T2's replay cut to 1,500 of thread 1's 2,146
@@ -1817,6 +1861,7 @@ static Suite *compare_suite(void) {
   tcase_add_test(tc, test_threads_from_stdin);
   tcase_add_test(tc, test_check_skipped_why);
   tcase_add_test(tc, test_whatif_heap_zero_no_resizes);
+  tcase_add_test(tc, test_whatif_churn_zero_no_inf);
   tcase_add_test(tc, test_threads_missing_warned);
   tcase_add_test(tc, test_cli_work_json);
   tcase_add_test(tc, test_whatif_before_after);
