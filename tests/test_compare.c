@@ -1341,6 +1341,35 @@ START_TEST(test_faults_column) {
 }
 END_TEST
 
+/* A what-if at rss x0.5: its target faults half the pages, as its resident
+ * memory is halved; the faults were compared with ORIGINAL's unscaled (300
+ * against the replay's 150: -50.00 %) under "with REPLAYED's scales". */
+START_TEST(test_whatif_faults_scaled) {
+  static const char repl[] =
+      "# memstub-trace 1\n"
+      "# transforms: time x1, heap x1, stack x1, rss x0.5, mapped x1, cpu x1, churn x1\n"
+      "time_ns,stack_bytes,heap_bytes,point,rss_bytes,minor_faults\n"
+      "0,0,0,0,0,0\n"
+      "100000,0,1000000,1,50000,10\n"
+      "200000,0,1000000,2,200000,40\n"
+      "300000,0,1000000,3,500000,125\n"
+      "400000,0,0,4,100000,150\n";
+  memstub_compare_options o = opts();
+  memstub_compare_report *r = compare(orig_f, repl, &o);
+  ck_assert(r->whatif.is && r->whatif.scales.rss == 0.5);
+  ck_assert_int_eq(r->rss.original_peak, 500000);
+  ck_assert_int_eq(r->work.faults.original_total, 150);
+  ck_assert_int_eq(r->work.faults.replayed_total, 150);
+  ck_assert_int_eq(r->work.faults.p90_abs, 0);
+  char *text = report(r, NULL, 0);
+  ck_assert_msg(strstr(text, "faults minor: original 150 (x0.5, as the resident memory), "
+                             "replayed 150 (+0.00%) over 4 intervals"),
+                "%s", text);
+  free(text);
+  memstub_compare_free(r);
+}
+END_TEST
+
 /* With threads: each thread's faults in its own report, and the process's
  * (every thread's summed) in the total, text and JSON: here the replay
  * faults on its main thread what the original's worker faulted (xz -T2's
@@ -1862,6 +1891,7 @@ static Suite *compare_suite(void) {
   tcase_add_test(tc, test_check_skipped_why);
   tcase_add_test(tc, test_whatif_heap_zero_no_resizes);
   tcase_add_test(tc, test_whatif_churn_zero_no_inf);
+  tcase_add_test(tc, test_whatif_faults_scaled);
   tcase_add_test(tc, test_threads_missing_warned);
   tcase_add_test(tc, test_cli_work_json);
   tcase_add_test(tc, test_whatif_before_after);

@@ -153,8 +153,9 @@ int ms__whatif_apply(const memstub_trace *t, const ms__whatif *w, memstub_trace 
     const char *name = t->extra_names[k];
     int churn = strcmp(name, MEMSTUB_WORK_BYTES_COLUMN) == 0;
     for (int j = 0; j < MEMSTUB_WORK_CALLS && !churn; j++) churn = strcmp(name, calls[j]) == 0;
-    double f = strcmp(name, "rss_bytes") == 0      ? w->rss
-               : strcmp(name, "mapped_bytes") == 0 ? w->mapped
+    // The minor faults make pages resident: they follow the resident memory's scale.
+    double f = strcmp(name, "rss_bytes") == 0 || strcmp(name, "minor_faults") == 0 ? w->rss
+               : strcmp(name, "mapped_bytes") == 0                                 ? w->mapped
                : churn                             ? w->churn
                                                    : 1.0;
     double cum = 0;

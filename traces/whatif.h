@@ -39,7 +39,8 @@ int ms__trace_dup(const memstub_trace *t, memstub_trace **out);
  * scales applied as memstub gen applies them: each row's CPU time times cpu
  * (the interval longer or shorter by the difference), then every time times
  * time, and the CPU time too; stack_bytes, heap_bytes, rss_bytes and
- * mapped_bytes times their scales (a negative value, unknown, stays);
+ * mapped_bytes times their scales, minor_faults (cumulative) times rss's,
+ * as the pages they make resident (a negative value, unknown, stays);
  * the call counts and churn_bytes times churn, the rounding carried from row
  * to row so the totals stay right. Rounded to the nearest integer, as the
  * generator rounds. 0, -EINVAL (a value leaves 64 bits: err names its row
