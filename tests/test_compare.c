@@ -1836,6 +1836,46 @@ START_TEST(test_whatif_transforms_lines) {
 }
 END_TEST
 
+/* A scale in REPLAYED's transforms is a decimal number as memstub writes it:
+ * strtod's other numbers were taken (rss x0x1p-1 read as 0.5, +0.5 too);
+ * they are refused, exit 2, naming the file, line, column and scale. */
+START_TEST(test_whatif_transforms_hex_refused) {
+  static const char *const scale[][2] = {{"0x1p-1", "rss"}, {"+0.5", "rss"}, {"0x8", "rss"},
+                                       {"inf", "rss"},    {"5e", "rss"}};
+  const char *body = strstr(whatif_wi, "# calibration:");
+  char *dir = tu_mkdtemp(), *po = path_in(dir, "o.csv"), *pr = path_in(dir, "r.csv");
+  tu_write_file(po, orig_wi);
+  for (size_t i = 0; i < sizeof scale / sizeof *scale; i++) {
+    char text[2048], want[256];
+    snprintf(text, sizeof text,
+             "# memstub-trace 1\n# transforms: time x0.5, heap x0.5, stack x1, rss x%s, mapped "
+             "x0.5, cpu x1, churn x1\n%s",
+             scale[i][0], body);
+    tu_write_file(pr, text);
+    tu_run t = tu_memstub(dir, "compare", "o.csv", "r.csv", NULL);
+    ck_assert_msg(t.status == 2, "%s: exit %d: %s", scale[i][0], t.status, t.err);
+    snprintf(want, sizeof want, "memstub: error: r.csv:2:52: metadata 'transforms', field %s: '%s' "
+             "is not a scale as memstub writes one", scale[i][1], scale[i][0]);
+    ck_assert_msg(strstr(t.err, want), "%s: %s", want, t.err);
+    tu_run_free(&t);
+  }
+  // What memstub writes reads: an exponent (%g's 1e-05) too.
+  char text[2048];
+  snprintf(text, sizeof text,
+           "# memstub-trace 1\n# transforms: time x0.5, heap x0.5, stack x1, rss x1e-05, mapped "
+           "x0.5, cpu x1, churn x1\n%s",
+           body);
+  memstub_compare_options o = opts();
+  memstub_compare_report *r = compare(orig_wi, text, &o);
+  ck_assert(r->whatif.scales.rss == 1e-05);
+  memstub_compare_free(r);
+  tu_rmtree(dir);
+  free(dir);
+  free(po);
+  free(pr);
+}
+END_TEST
+
 START_TEST(test_cli_work_json) {
   char *dir = tu_mkdtemp();
   char *a = path_in(dir, "o.csv"), *b = path_in(dir, "r.csv");
@@ -1897,6 +1937,7 @@ static Suite *compare_suite(void) {
   tcase_add_test(tc, test_whatif_before_after);
   tcase_add_test(tc, test_fidelity_by_design_verdict);
   tcase_add_test(tc, test_whatif_transforms_lines);
+  tcase_add_test(tc, test_whatif_transforms_hex_refused);
   tcase_add_loop_test(tc, test_cli_bad_input, 0, (int)(sizeof bad / sizeof bad[0]));
   suite_add_tcase(s, tc);
   return s;
