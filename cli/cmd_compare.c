@@ -213,6 +213,7 @@ static int compare(const char *orig, const char *repl, const memstub_compare_opt
     memstub_compare_free(r);
     return ms_cli_error("standard output: write failed");
   }
+  char why[160];
   for (size_t i = 0; i < cs->n; i++) {
     const memstub_compare_check *k = &cs->c[i];
     int heap = strncmp(k->key, "heap", 4) == 0;
@@ -229,6 +230,8 @@ static int compare(const char *orig, const char *repl, const memstub_compare_opt
                   heap ? heap_in : orig);
     else if (k->skipped)  // the CPU time, the faults or the calls (work.c says which side)
       ms_cli_note("check skipped: %s: %s", k->spec, memstub_compare_check_skip_why(k, r));
+    else if (!k->pass && memstub_compare_check_undefined(k, r, why, sizeof why))
+      ms_cli_note("check failed: %s: %s is %s", k->spec, k->what, why);
     else if (!k->pass)
       ms_cli_note("check failed: %s: %s is %.6g %s, %s %.6g %s", k->spec, k->what, k->value,
                   k->unit, k->dir == MEMSTUB_COMPARE_AT_MOST ? "more than" : "less than",

@@ -172,6 +172,12 @@ int ms_cmd_import(int argc, char **argv) {
       if (memstub_trace_get_meta(t, doubts[i]) &&
           (i < 5 || strncmp(memstub_trace_get_meta(t, doubts[i]), "unknown", 7) == 0))
         ms_cli_warn("%s: %s: %s", in, doubts[i], memstub_trace_get_meta(t, doubts[i]));
+    // memusage's blind spot, the memalign family: said in the metadata, and here.
+    const char *hm = memstub_trace_get_meta(t, "memusage.heap_measure");
+    if (hm)
+      ms_cli_warn("%s: memusage.heap_measure: %s: the blocks a program allocates with those are "
+                  "not in heap_bytes (memstub record sees them)",
+                  in, hm);
     // Times measured under a slow observer are its run's, not the program's.
     const char *unit = memstub_trace_get_meta(t, "massif.time_unit");
     if ((f == 0 && unit && strcmp(unit, "ms") == 0) || f == 2) {

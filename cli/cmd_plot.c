@@ -62,6 +62,14 @@ static const char *base_name(const char *p) {
   return s && s[1] ? s + 1 : p;
 }
 
+// Points repl does not measure, on stderr, as memstub compare says them.
+static void warn_missing(const memstub_compare_report *r, const char *orig, const char *repl) {
+  if (r->missing)
+    ms_cli_warn("%s measures %s of %s's %s points: %s missing (the first is point %lld)", repl,
+                ms_cli_count((int64_t)r->compared), orig, ms_cli_count((int64_t)r->original_rows),
+                ms_cli_count((int64_t)r->missing), (long long)r->first_missing);
+}
+
 // Says that ORIGINAL was drawn on its stub's timeline, and what that is.
 static void timeline_note(const char *path, const memstub_trace *orig, int recorded) {
   memstub_trace *target = NULL;
@@ -215,10 +223,20 @@ int ms_cmd_plot(int argc, char **argv) {
   int threads = memstub_trace_column(orig, "thread") >= 0;  // compared by the figure, per thread
   for (size_t i = 0; i < nrepl; i++) {
     if (threads) {
-      if (memstub_trace_read(repl_paths[i], &repl[i], &err) < 0) {
+      memstub_compare_threads_report *tr = NULL;
+      if (memstub_trace_read(repl_paths[i], &repl[i], &err) < 0 ||
+          memstub_compare_threads_traces(orig, orig_path, repl[i], repl_paths[i], &co, &tr,
+                                         &err) < 0) {
         ms_cli_fail(&err);
         goto done;
       }
+      for (int64_t k = 0; k < tr->nthreads; k++) {  // each thread's, as compare warns
+        char on[600], rn[600];
+        snprintf(on, sizeof on, "%s (thread %lld)", orig_path, (long long)k);
+        snprintf(rn, sizeof rn, "%s (thread %lld)", repl_paths[i], (long long)k);
+        warn_missing(tr->thread[k], on, rn);
+      }
+      memstub_compare_threads_free(tr);
       continue;
     }
     memstub_compare_report *r = NULL;
@@ -228,10 +246,7 @@ int ms_cmd_plot(int argc, char **argv) {
       ms_cli_fail(&err);
       goto done;
     }
-    if (r->missing)
-      ms_cli_warn("%s measures %s of %s's %s points", repl_paths[i],
-                  ms_cli_count((int64_t)r->compared), orig_path,
-                  ms_cli_count((int64_t)r->original_rows));
+    warn_missing(r, orig_path, repl_paths[i]);
     memstub_compare_free(r);
   }
   // Curves are named by file name; by path when two file names are equal.

@@ -305,6 +305,16 @@ static double share_of_peak(double v, int64_t peak) {
   return v == 0 ? 0.0 : INFINITY;
 }
 
+// The work series k.col of a Q_WORK_PCT key judges.
+static const memstub_compare_series *work_series(const keyinfo *k, const memstub_compare_report *r) {
+  return k->col == W_CPU      ? &r->work.cpu
+         : k->col == W_CALLS  ? &r->work.calls
+         : k->col == W_CHURN  ? &r->work.churn
+         : k->col == W_ALLOCS ? &r->work.allocs
+         : k->col == W_FAULTS ? &r->work.faults
+                              : &r->work.kind[k->col - W_KIND];
+}
+
 static double check_value(const memstub_compare_check *c, const memstub_compare_report *r) {
   keyinfo k;
   if (parse_key(c->key, &k) < 0) return NAN;
@@ -327,15 +337,7 @@ static double check_value(const memstub_compare_check *c, const memstub_compare_
     case Q_MEM_PEAK:
       return share_of_peak(fabs((double)m->replayed_peak - (double)m->original_peak),
                            m->original_peak);
-    case Q_WORK_PCT: {
-      const memstub_compare_series *s = k.col == W_CPU     ? &r->work.cpu
-                                        : k.col == W_CALLS ? &r->work.calls
-                                        : k.col == W_CHURN  ? &r->work.churn
-                                        : k.col == W_ALLOCS ? &r->work.allocs
-                                        : k.col == W_FAULTS ? &r->work.faults
-                                                            : &r->work.kind[k.col - W_KIND];
-      return fabs(s->total_pct);
-    }
+    case Q_WORK_PCT: return fabs(work_series(&k, r)->total_pct);
     case Q_CPU_P90: return (double)r->work.cpu.p90_abs / k.scale;
     case Q_CALLS_P90: return (double)r->work.calls.p90_abs;
     case Q_MISSING: return (double)r->missing;
@@ -373,6 +375,36 @@ const char *memstub_compare_check_skip_why(const memstub_compare_check *c,
   }
   const char *unknown[4] = {r->stack_unknown, r->heap_unknown, r->rss_unknown, r->mapped_unknown};
   return unknown[k.col] ? unknown[k.col] : "unknown";
+}
+
+const char *memstub_compare_check_undefined(const memstub_compare_check *c,
+                                            const memstub_compare_report *r, char *buf,
+                                            size_t cap) {
+  keyinfo k;
+  if (c->skipped || isfinite(c->value) || !cap || parse_key(c->key, &k) < 0) return NULL;
+  // What the relative error is of: the target in a what-if, else ORIGINAL.
+  const char *of = r->whatif.is ? "the target" : "ORIGINAL";
+  char a[32], b[32];
+  if (k.q == Q_WORK_PCT) {
+    const memstub_compare_series *s = work_series(&k, r);
+    if (k.col == W_CPU) ms__fmt_ns(s->replayed_total, a, sizeof a);
+    else if (k.col == W_CHURN) ms__fmt_bytes(s->replayed_total, a, sizeof a);
+    else snprintf(a, sizeof a, "%lld %s", (long long)s->replayed_total,
+                  k.col == W_FAULTS ? "faults" : "calls");
+    snprintf(buf, cap, "undefined, %s has none: REPLAYED %s", of, a);
+  } else if (k.q == Q_MEM_P90 || k.q == Q_MEM_PEAK) {
+    const memstub_compare_mem *m = k.col == 2 ? &r->rss : &r->mapped;
+    ms__fmt_bytes(k.q == Q_MEM_PEAK ? m->replayed_peak : m->p90_abs, a, sizeof a);
+    snprintf(buf, cap, "undefined, %s's peak is 0: REPLAYED's %s %s", of,
+             k.q == Q_MEM_PEAK ? "peak" : "p90 of |error|", a);
+  } else if (k.q == Q_TOTAL_PCT) {
+    ms__fmt_ns(r->duration.original_ns, a, sizeof a);
+    ms__fmt_ns(r->duration.replayed_ns, b, sizeof b);
+    snprintf(buf, cap, "undefined, %s lasts %s: REPLAYED %s", of, a, b);
+  } else {
+    snprintf(buf, cap, "undefined");
+  }
+  return buf;
 }
 
 size_t memstub_compare_checks_run(memstub_compare_checks *cs, const memstub_compare_report *r) {

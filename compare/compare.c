@@ -38,6 +38,7 @@ typedef struct where {
   int which;
   int64_t row;
   size_t field;
+  const char *meta;  // a metadata line's key (field: the offset in its value), or NULL: a row
 } where;
 
 __attribute__((format(printf, 4, 5))) static int fail_at(where *w, memstub_error *err, where at,
@@ -119,10 +120,10 @@ static int align(const memstub_trace *orig, const memstub_trace *repl,
   int pc = memstub_trace_column(repl, "point");
   if (pc < 0) {
     if (memstub_trace_column(orig, "point") >= 0)
-      return fail_at(w, err, (where){1, -1, 0},
+      return fail_at(w, err, (where){1, -1, 0, NULL},
                      "header row: no 'point' column, but ORIGINAL has one: are ORIGINAL and "
                      "REPLAYED given the wrong way round? (memstub compare ORIGINAL REPLAYED)");
-    return fail_at(w, err, (where){1, -1, 0},
+    return fail_at(w, err, (where){1, -1, 0, NULL},
                    "header row: no 'point' column: REPLAYED must be a replayed trace, which "
                    "names the original row each row measures (memstub replay --measure "
                    "writes one)");
@@ -140,7 +141,7 @@ static int align(const memstub_trace *orig, const memstub_trace *repl,
   for (size_t j = 0; j < repl->n; j++) {
     int64_t p = memstub_trace_extra_row(repl, j)[pc];
     if (p < 0 || (uint64_t)p >= n)
-      return fail_at(w, err, (where){1, (int64_t)j, 3 + (size_t)pc},
+      return fail_at(w, err, (where){1, (int64_t)j, 3 + (size_t)pc, NULL},
                      "point: %lld is out of range: ORIGINAL has %zu rows (points 0-%zu); is "
                      "REPLAYED a replay of ORIGINAL?",
                      (long long)p, n, n - 1);
@@ -160,7 +161,7 @@ static int align(const memstub_trace *orig, const memstub_trace *repl,
       break;
     }
   if (r->compared * 2 < n && !o->allow_partial)
-    return fail_at(w, err, (where){-1, 0, 0},
+    return fail_at(w, err, (where){-1, 0, 0, NULL},
                    "REPLAYED measures only %zu of ORIGINAL's %zu points: it does not look like "
                    "a replay of ORIGINAL (--allow-partial compares it anyway)",
                    r->compared, n);
@@ -443,7 +444,9 @@ static int on_target(const memstub_trace *orig, const memstub_trace *repl,
   // A what-if is judged against ORIGINAL with its scales (whatif.c).
   const memstub_trace *before = target ? target : orig;
   memstub_trace *scaled = NULL;
-  int rc = ms__compare_whatif_read(repl, r, err);
+  size_t at;
+  int rc = ms__compare_whatif_read(repl, r, &at, err);
+  if (rc == -EINVAL) *w = (where){1, 0, at, "transforms"};  // REPLAYED's line, placed by the callers
   if (rc == 0 && r->whatif.is) rc = ms__compare_whatif_target(before, r, &scaled, err);
   if (rc == 0) rc = compare_core(scaled ? scaled : before, repl, &r->options, r, err, w);
   if (rc == 0) ms__compare_whatif_figures(before, scaled ? scaled : before, repl, r);
@@ -483,7 +486,7 @@ static int run(const memstub_trace *orig, const char *orig_name, const memstub_t
                const char *repl_name, const memstub_compare_options *o,
                memstub_compare_report **out, memstub_error *err, where *w) {
   *out = NULL;
-  w->which = -1;
+  *w = (where){-1, 0, 0, NULL};
   memstub_compare_options def;
   memstub_compare_options_init(&def);
   int rc = check_options(o ? o : &def, err);
@@ -515,7 +518,9 @@ int memstub_compare_traces(const memstub_trace *orig, const char *orig_name,
     const char *name =
         w.which ? (repl_name ? repl_name : "REPLAYED") : (orig_name ? orig_name : "ORIGINAL");
     char pre[600];
-    if (w.row < 0)
+    if (w.meta)  // the message names the metadata line and its field
+      snprintf(pre, sizeof pre, "%s", name);
+    else if (w.row < 0)
       snprintf(pre, sizeof pre, "%s: header row", name);
     else
       snprintf(pre, sizeof pre, "%s: row %lld", name, (long long)w.row + 1);
@@ -563,6 +568,37 @@ static void locate(const char *buf, size_t len, int64_t row, size_t field, size_
   }
 }
 
+/* The 1-based line and column of offset `at` in the value of metadata line
+ * `key` (the last one: the reader keeps it), in a trace file's text. */
+static void locate_meta(const char *buf, size_t len, const char *key, size_t at, size_t *line,
+                        size_t *col) {
+  const char *p = buf, *end = buf + len;
+  size_t ln = 0, kl = strlen(key);
+  *line = 1;
+  *col = 1;
+  while (p < end) {
+    ln++;
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    const char *e = nl ? nl : end, *s = p;
+    while (s < e && is_blank(*s)) s++;
+    if (s < e && *s == '#') {
+      for (s++; s < e && is_blank(*s); s++) {
+      }
+      if ((size_t)(e - s) > kl && memcmp(s, key, kl) == 0) {
+        const char *v = s + kl;
+        while (v < e && is_blank(*v)) v++;
+        if (v < e && *v == ':') {
+          for (v++; v < e && is_blank(*v); v++) {
+          }
+          *line = ln;
+          *col = (size_t)(v - p) + at + 1;
+        }
+      }
+    }
+    p = nl ? nl + 1 : end;
+  }
+}
+
 int memstub_compare_files(const char *orig_path, const char *repl_path,
                           const memstub_compare_options *o, memstub_compare_report **out,
                           memstub_error *err) {
@@ -598,7 +634,8 @@ int memstub_compare_files(const char *orig_path, const char *repl_path,
   if (rc == -EINVAL && err) {
     if (w.which >= 0) {
       size_t line, col;
-      locate(buf[w.which], len[w.which], w.row, w.field, &line, &col);
+      if (w.meta) locate_meta(buf[w.which], len[w.which], w.meta, w.field, &line, &col);
+      else locate(buf[w.which], len[w.which], w.row, w.field, &line, &col);
       char pre[600];
       snprintf(pre, sizeof pre, "%s:%zu:%zu", names[w.which], line, col);
       memstub_error_prefix(err, pre);

@@ -52,8 +52,9 @@ void ms__compare_json_num(FILE *f, double v);
 
 /* whatif.c: REPLAYED's scales (its `transforms`) and whether its stub was
  * calibrated into r. 0, or -EINVAL for a transforms line memstub does not
- * write (err says so). */
-int ms__compare_whatif_read(const memstub_trace *repl, memstub_compare_report *r,
+ * write (err says so, naming the scale whose value is wrong; *at: where in
+ * the line's value). */
+int ms__compare_whatif_read(const memstub_trace *repl, memstub_compare_report *r, size_t *at,
                             memstub_error *err);
 /* t (ORIGINAL on its timeline) with r's scales applied, into *out: the
  * target a what-if is judged against. 0, -EINVAL or -ENOMEM. */

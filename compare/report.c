@@ -171,12 +171,15 @@ int memstub_compare_write_text(const memstub_compare_report *r, const memstub_co
   ms__compare_design_text(f, r);  // verdict.c
 
   if (cs && cs->n) {
+    char undef[160];
     fputs("\nchecks:\n", f);
     for (size_t i = 0; i < cs->n; i++) {
       const memstub_compare_check *k = &cs->c[i];
       if (k->skipped)
         fprintf(f, "  %-4s %-24s %s: not judged, the %s is unknown\n", "skip", k->spec, k->what,
                 check_column(k->key));
+      else if (memstub_compare_check_undefined(k, r, undef, sizeof undef))
+        fprintf(f, "  %-4s %-24s %s: %s\n", k->pass ? "ok" : "FAIL", k->spec, k->what, undef);
       else
         fprintf(f, "  %-4s %-24s %s = %.6g %s\n", k->pass ? "ok" : "FAIL", k->spec, k->what,
                 k->value, k->unit);

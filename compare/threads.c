@@ -217,8 +217,14 @@ int memstub_compare_threads_write_text(const memstub_compare_threads_report *r,
             (long long)fo, (long long)fp, fo ? 100.0 * (double)(fp - fo) / (double)fo : 0.0);
   for (size_t i = 0; cs && i < cs->n; i++) {
     const memstub_compare_check *c = &cs->c[i];
-    fprintf(f, "check %s: %s (%.6g %s)\n", c->spec,
-            c->skipped ? "skipped" : c->pass ? "pass" : "FAIL", c->value, c->unit);
+    // A value that is no number (a thread's relative error of nothing) says why, never "inf".
+    if (c->skipped) fprintf(f, "check %s: skipped\n", c->spec);
+    else if (!isfinite(c->value))
+      fprintf(f, "check %s: %s (undefined: a thread's ORIGINAL has none of it)\n", c->spec,
+              c->pass ? "pass" : "FAIL");
+    else
+      fprintf(f, "check %s: %s (%.6g %s)\n", c->spec, c->pass ? "pass" : "FAIL", c->value,
+              c->unit);
   }
   return ferror(f) ? -EIO : 0;
 }

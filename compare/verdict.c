@@ -119,10 +119,14 @@ static const char *goal_name(const memstub_compare_check *c) {
   return c->thread < 0 ? c->key : c->spec;
 }
 
-// "heap exact 100.00 % (>= 99 %)" for check c at buf + *n.
-static void goal_text(const memstub_compare_check *c, int pass, char *buf, size_t cap, size_t *n) {
-  char v[40], l[40];
-  if (strcmp(c->unit, "%") == 0) {
+// "heap exact 100.00 % (>= 99 %)" for check c on r at buf + *n.
+static void goal_text(const memstub_compare_check *c, const memstub_compare_report *r, int pass,
+                      char *buf, size_t cap, size_t *n) {
+  char v[160], l[40];
+  // A relative error of nothing says what it is of (never "inf %").
+  if (memstub_compare_check_undefined(c, r, v, sizeof v)) {
+    snprintf(l, sizeof l, "%g %s", c->limit, c->unit);
+  } else if (strcmp(c->unit, "%") == 0) {
     snprintf(v, sizeof v, "%.2f %%", c->value);
     snprintf(l, sizeof l, "%g %%", c->limit);
   } else {
@@ -151,8 +155,8 @@ static void verdict(const memstub_compare_report *r, const memstub_compare_check
       continue;
     }
     judged++;
-    if (c->pass) goal_text(c, 1, passed, sizeof passed, &np);
-    else goal_text(c, 0, failed, sizeof failed, &nf);
+    if (c->pass) goal_text(c, r, 1, passed, sizeof passed, &np);
+    else goal_text(c, r, 0, failed, sizeof failed, &nf);
   }
   *faithful = judged > 0 && nf == 0;
   const char *what = r->whatif.is ? " to the what-if (ORIGINAL with REPLAYED's scales)" : "";

@@ -21,15 +21,23 @@ const char *memstub_compare_figure_name(memstub_compare_figure f, int json) {
   return json ? keys[f] : text[f];
 }
 
-int ms__compare_whatif_read(const memstub_trace *repl, memstub_compare_report *r,
+int ms__compare_whatif_read(const memstub_trace *repl, memstub_compare_report *r, size_t *at,
                             memstub_error *err) {
   const char *cal = memstub_trace_get_meta(repl, "calibration");
   r->calibrated = cal && *cal && strcmp(cal, "none") != 0;
-  const char *line = memstub_trace_get_meta(repl, "transforms");
+  const char *line = memstub_trace_get_meta(repl, "transforms"), *field = NULL;
   ms__whatif w;
+  *at = 0;
   if (!line) ms__whatif_init(&w);
-  else if (ms__whatif_parse(line, &w) < 0) {
+  else if (ms__whatif_parse_at(line, &w, at, &field) < 0) {
     char q[MS__QUOTE_MAX + 4];
+    // A scale's value that is no decimal number (0x1p3, +0.5, inf): the field named.
+    if (field)
+      return memstub_error_set(err, -EINVAL,
+                               "metadata 'transforms', field %s: '%s' is not a scale as memstub "
+                               "writes one (a decimal number >= 0, such as 0.5 or 1e-05): it "
+                               "cannot be told what REPLAYED was asked to do",
+                               field, ms__quote(line + *at, strcspn(line + *at, ","), 40, q));
     return memstub_error_set(err, -EINVAL,
                              "REPLAYED's metadata 'transforms: %s' does not name the what-if "
                              "scales as memstub writes them ('none', or 'time xF, heap xF, "

@@ -202,10 +202,14 @@ void ms__compare_work_text(FILE *f, const memstub_compare_report *r) {
     fprintf(f, "faults %s: not compared\n", w->faults_unknown);
   } else {
     const memstub_compare_series *s = &w->faults;
-    fprintf(f, "faults minor: original %" PRId64 ", replayed %" PRId64 " (%s) over %zu intervals; "
+    // A what-if's target faults as its resident memory is scaled (traces/whatif.c).
+    double rs = r->whatif.is ? r->whatif.scales.rss : 1.0;
+    char sc[64] = "";
+    if (rs != 1.0) snprintf(sc, sizeof sc, " (x%g, as the resident memory)", rs);
+    fprintf(f, "faults minor: original %" PRId64 "%s, replayed %" PRId64 " (%s) over %zu intervals; "
                "|error| per interval p50 %" PRId64 ", p90 %" PRId64 "\n",
-            s->original_total, s->replayed_total, pct_text(c, s->total_pct), s->intervals,
-            s->p50_abs, s->p90_abs);
+            s->original_total, sc, s->replayed_total, pct_text(c, s->total_pct),
+            s->intervals, s->p50_abs, s->p90_abs);
   }
   if (w->calls_unknown) {
     fprintf(f, "calls  %s: not compared\n", w->calls_unknown);

@@ -398,6 +398,8 @@ static void measure_heap(const ms__rt_ctx *c, memstub_replay_record *r) {
 static MS__NOINLINE void finish(ms__rt_ctx *c, int64_t x, uintptr_t sp) {
   memstub_replay_record *r = &c->rec[x];
   if (c->measure & MEMSTUB_MEASURE_CYCLES) r->cyc_end = ms__prim_cycles_end();
+  // The CPU time over the replay's duration (T0 to the last point's end_ns), as cpu0 before t0.
+  if ((c->measure & MEMSTUB_MEASURE_TIME) && x == c->n - 1) c->cpu_last = ms__prim_thread_cpu_ns();
   if (c->measure & MEMSTUB_MEASURE_TIME) r->end_ns = ms__prim_now_ns() - c->t0;
   if (c->measure & MEMSTUB_MEASURE_STACK) r->stack_bytes = (int64_t)(c->entry_sp - sp);
   if (c->measure & MEMSTUB_MEASURE_HEAP) measure_heap(c, r);
@@ -489,6 +491,7 @@ static MS__NOINLINE void replay_body(ms__rt_ctx *c) {
   if (c->measure & MEMSTUB_MEASURE_FAULTS) c->faults_base = ms__prim_minor_faults();
   if (c->measure & MEMSTUB_MEASURE_RESIDENT) ms__rt_res_baseline(&c->res);
   c->run_delay0 = ms__prim_sched_run_delay(c->sched_fd);
+  c->cpu_last = -1;
   c->cpu0 = ms__prim_thread_cpu_ns();
   c->t0 = c->t0_at ? c->t0_at : ms__prim_now_ns();  // threads: one common clock
   if (c->cpu0_at >= 0) ms__rt_work_start(&c->work, c->cpu0_at);  // a call: its CPU since

@@ -487,6 +487,7 @@ struct ms__rt_ctx {
   int sched_rec;            // MEASURE_SCHED: record run_delay_ns per point
   int64_t slice;            // the scheduler slice to ask for, 0 for none; 0 after if refused
   int64_t cpu0, cpu_end;    // the thread's CPU time at T0 and at the end (-1 unknown)
+  int64_t cpu_last;         // ... as the last point's end_ns was read (-1: not measured)
   int64_t run_delay0, run_delay_end;  // its run-queue wait at T0 and at the end (-1 unknown)
   int64_t begun;            // points begun, for progress (written with __atomic_store_n)
   int64_t heap_base, faults_base;

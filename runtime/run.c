@@ -566,9 +566,8 @@ void ms__rt_fill_info(memstub_replay *r, const ms__rt_ctx *c, int64_t stack_size
   const memstub_replay_options *opt = &r->opt;
   memstub_replay_info *in = &r->info;
   in->t0_ns = c->t0;
-  in->duration_ns = r->rec && (opt->measure & MEMSTUB_MEASURE_TIME) && s->numdata > 0
-                        ? r->rec[s->numdata - 1].end_ns
-                        : c->end - c->t0;
+  int by_last = r->rec && (opt->measure & MEMSTUB_MEASURE_TIME) && s->numdata > 0;
+  in->duration_ns = by_last ? r->rec[s->numdata - 1].end_ns : c->end - c->t0;
   for (int64_t i = 0; i < s->numdata; i++) in->target_ns += s->use[i].time;
   in->points = s->numdata;
   in->stack_size = stack_size;
@@ -577,7 +576,9 @@ void ms__rt_fill_info(memstub_replay *r, const ms__rt_ctx *c, int64_t stack_size
                   : c->waiter.fixed >= 0          ? c->waiter.fixed
                                                   : ms__rt_margin_for(&c->waiter, c->waiter.reaim);
   in->reaim_ns = opt->timing != MEMSTUB_TIMING_USLEEP ? c->waiter.reaim : 0;
-  in->cpu_ns = c->cpu_end >= 0 && c->cpu0 >= 0 ? c->cpu_end - c->cpu0 : -1;
+  // Over the span of duration_ns: to the last point's end when that is what it measures.
+  int64_t cpu_end = by_last && c->cpu_last >= 0 ? c->cpu_last : c->cpu_end;
+  in->cpu_ns = cpu_end >= 0 && c->cpu0 >= 0 ? cpu_end - c->cpu0 : -1;
   ms__rt_work_rebase(r->work, s->numdata, c->cpu0);
   in->run_delay_ns =
       c->run_delay_end >= 0 && c->run_delay0 >= 0 ? c->run_delay_end - c->run_delay0 : -1;

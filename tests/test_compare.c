@@ -1342,6 +1342,35 @@ START_TEST(test_faults_column) {
 }
 END_TEST
 
+/* A what-if at rss x0.5: its target faults half the pages, as its resident
+ * memory is halved; the faults were compared with ORIGINAL's unscaled (300
+ * against the replay's 150: -50.00 %) under "with REPLAYED's scales". */
+START_TEST(test_whatif_faults_scaled) {
+  static const char repl[] =
+      "# memstub-trace 1\n"
+      "# transforms: time x1, heap x1, stack x1, rss x0.5, mapped x1, cpu x1, churn x1\n"
+      "time_ns,stack_bytes,heap_bytes,point,rss_bytes,minor_faults\n"
+      "0,0,0,0,0,0\n"
+      "100000,0,1000000,1,50000,10\n"
+      "200000,0,1000000,2,200000,40\n"
+      "300000,0,1000000,3,500000,125\n"
+      "400000,0,0,4,100000,150\n";
+  memstub_compare_options o = opts();
+  memstub_compare_report *r = compare(orig_f, repl, &o);
+  ck_assert(r->whatif.is && r->whatif.scales.rss == 0.5);
+  ck_assert_int_eq(r->rss.original_peak, 500000);
+  ck_assert_int_eq(r->work.faults.original_total, 150);
+  ck_assert_int_eq(r->work.faults.replayed_total, 150);
+  ck_assert_int_eq(r->work.faults.p90_abs, 0);
+  char *text = report(r, NULL, 0);
+  ck_assert_msg(strstr(text, "faults minor: original 150 (x0.5, as the resident memory), "
+                             "replayed 150 (+0.00%) over 4 intervals"),
+                "%s", text);
+  free(text);
+  memstub_compare_free(r);
+}
+END_TEST
+
 /* With threads: each thread's faults in its own report, and the process's
  * (every thread's summed) in the total, text and JSON: here the replay
  * faults on its main thread what the original's worker faulted (xz -T2's
@@ -1563,6 +1592,50 @@ START_TEST(test_whatif_heap_zero_no_resizes) {
 }
 END_TEST
 
+/* --churn-scale 0: the target makes no allocating calls, the stub resizes
+ * its block at the 3 rows that change the heap; the verdict said
+ * "allocating calls error inf % (> 1 %)", and a check "= inf %". Now the
+ * error is undefined, with the replay's count, and the goal still fails. */
+START_TEST(test_whatif_churn_zero_no_inf) {
+  static const char repl[] =
+      "# memstub-trace 1\n"
+      "# transforms: time x1, heap x1, stack x1, rss x1, mapped x1, cpu x1, churn x0\n"
+      "# calibration: none\n"
+      "time_ns,stack_bytes,heap_bytes,point,rss_bytes,cpu_ns,churn_bytes,calls_realloc_small\n"
+      "0,0,0,0,4096,0,0,0\n"
+      "1000000,256,8192,1,16384,400000,8192,1\n"
+      "2000000,512,16384,2,32768,800000,8192,1\n"
+      "4000000,0,0,3,8192,1200000,16384,1\n";
+  memstub_compare_options o = opts();
+  memstub_compare_report *r = compare(orig_wi, repl, &o);
+  ck_assert(r->whatif.is && r->whatif.scales.churn == 0.0);
+  ck_assert_int_eq(r->work.allocs.original_total, 0);
+  ck_assert_int_eq(r->work.allocs.replayed_total, 3);
+  memstub_compare_checks *cs = memstub_compare_checks_create();
+  memstub_error err = {0};
+  ck_assert_int_eq(memstub_compare_checks_parse(cs, "calls-alloc-pct=1", &err), 0);
+  ck_assert_uint_eq(memstub_compare_checks_run(cs, r), 1);  // fails: 3 calls against none
+  char buf[160];
+  ck_assert_ptr_nonnull(memstub_compare_check_undefined(&cs->c[0], r, buf, sizeof buf));
+  ck_assert_str_eq(buf, "undefined, the target has none: REPLAYED 3 calls");
+  char *text = report(r, NULL, 0);
+  ck_assert_msg(strstr(text, "not faithful to the what-if (ORIGINAL with REPLAYED's scales): "
+                             "allocating calls error undefined, the target has none: REPLAYED 3 "
+                             "calls (> 1 %)"),
+                "%s", text);
+  ck_assert_msg(!strstr(text, "inf ") && !strstr(text, "nan "), "%s", text);
+  free(text);
+  text = report(r, cs, 0);
+  ck_assert_msg(strstr(text, "FAIL calls-alloc-pct=1        |allocating calls error| / original: "
+                             "undefined, the target has none: REPLAYED 3 calls"),
+                "%s", text);
+  ck_assert_msg(!strstr(text, "inf ") && !strstr(text, "nan "), "%s", text);
+  free(text);
+  memstub_compare_checks_free(cs);
+  memstub_compare_free(r);
+}
+END_TEST
+
 /* A replay with threads that misses points of a thread is warned about on
  * stderr, as a single thread's is: it was said only in that thread's
  * 'points' line on stdout (xz -T2's replay cut to 1,500 of thread 1's 2,146
@@ -1764,6 +1837,46 @@ START_TEST(test_whatif_transforms_lines) {
 }
 END_TEST
 
+/* A scale in REPLAYED's transforms is a decimal number as memstub writes it:
+ * strtod's other numbers were taken (rss x0x1p-1 read as 0.5, +0.5 too);
+ * they are refused, exit 2, naming the file, line, column and scale. */
+START_TEST(test_whatif_transforms_hex_refused) {
+  static const char *const scale[][2] = {{"0x1p-1", "rss"}, {"+0.5", "rss"}, {"0x8", "rss"},
+                                       {"inf", "rss"},    {"5e", "rss"}};
+  const char *body = strstr(whatif_wi, "# calibration:");
+  char *dir = tu_mkdtemp(), *po = path_in(dir, "o.csv"), *pr = path_in(dir, "r.csv");
+  tu_write_file(po, orig_wi);
+  for (size_t i = 0; i < sizeof scale / sizeof *scale; i++) {
+    char text[2048], want[256];
+    snprintf(text, sizeof text,
+             "# memstub-trace 1\n# transforms: time x0.5, heap x0.5, stack x1, rss x%s, mapped "
+             "x0.5, cpu x1, churn x1\n%s",
+             scale[i][0], body);
+    tu_write_file(pr, text);
+    tu_run t = tu_memstub(dir, "compare", "o.csv", "r.csv", NULL);
+    ck_assert_msg(t.status == 2, "%s: exit %d: %s", scale[i][0], t.status, t.err);
+    snprintf(want, sizeof want, "memstub: error: r.csv:2:52: metadata 'transforms', field %s: '%s' "
+             "is not a scale as memstub writes one", scale[i][1], scale[i][0]);
+    ck_assert_msg(strstr(t.err, want), "%s: %s", want, t.err);
+    tu_run_free(&t);
+  }
+  // What memstub writes reads: an exponent (%g's 1e-05) too.
+  char text[2048];
+  snprintf(text, sizeof text,
+           "# memstub-trace 1\n# transforms: time x0.5, heap x0.5, stack x1, rss x1e-05, mapped "
+           "x0.5, cpu x1, churn x1\n%s",
+           body);
+  memstub_compare_options o = opts();
+  memstub_compare_report *r = compare(orig_wi, text, &o);
+  ck_assert(r->whatif.scales.rss == 1e-05);
+  memstub_compare_free(r);
+  tu_rmtree(dir);
+  free(dir);
+  free(po);
+  free(pr);
+}
+END_TEST
+
 START_TEST(test_cli_work_json) {
   char *dir = tu_mkdtemp();
   char *a = path_in(dir, "o.csv"), *b = path_in(dir, "r.csv");
@@ -1818,11 +1931,14 @@ static Suite *compare_suite(void) {
   tcase_add_test(tc, test_threads_from_stdin);
   tcase_add_test(tc, test_check_skipped_why);
   tcase_add_test(tc, test_whatif_heap_zero_no_resizes);
+  tcase_add_test(tc, test_whatif_churn_zero_no_inf);
+  tcase_add_test(tc, test_whatif_faults_scaled);
   tcase_add_test(tc, test_threads_missing_warned);
   tcase_add_test(tc, test_cli_work_json);
   tcase_add_test(tc, test_whatif_before_after);
   tcase_add_test(tc, test_fidelity_by_design_verdict);
   tcase_add_test(tc, test_whatif_transforms_lines);
+  tcase_add_test(tc, test_whatif_transforms_hex_refused);
   tcase_add_loop_test(tc, test_cli_bad_input, 0, (int)(sizeof bad / sizeof bad[0]));
   suite_add_tcase(s, tc);
   return s;

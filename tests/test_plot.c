@@ -417,6 +417,30 @@ START_TEST(test_resident_panel) {
 }
 END_TEST
 
+/* A replay with threads that misses points of a thread is warned about on
+ * stderr, per thread, as memstub compare warns (commit 0ad7f09); plot said
+ * nothing (to.csv, tr.csv: exit 0, no warning). */
+START_TEST(test_threads_missing_warned) {
+  fixture f = fx_make();
+  char *po = path_in(f.dir, "to.csv"), *pr = path_in(f.dir, "tr.csv");
+  tu_write_file(po, "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer\n"
+                    "0,0,0,0,start,-1\n1000,0,100,0,,\n2000,0,0,1,start,0\n3000,0,50,1,,\n"
+                    "3500,0,60,1,,\n4000,0,0,1,exit,\n5000,0,100,0,exit,\n");
+  tu_write_file(pr, "time_ns,stack_bytes,heap_bytes,point,thread,thread_event,thread_peer\n"
+                    "0,0,0,0,0,start,-1\n1000,0,100,1,0,,\n2000,0,0,0,1,start,0\n"
+                    "3000,0,50,1,1,,\n4000,0,0,3,1,exit,\n5000,0,100,2,0,exit,\n");
+  tu_run r = tu_memstub(f.dir, "plot", "to.csv", "tr.csv", "-o", "t.svg", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "warning: tr.csv (thread 1) measures 3 of to.csv (thread 1)'s 4 "
+                              "points: 1 missing (the first is point 2)"), "%s", r.err);
+  ck_assert_msg(!strstr(r.err, "(thread 0) measures"), "%s", r.err);
+  tu_run_free(&r);
+  free(po);
+  free(pr);
+  fx_free(&f);
+}
+END_TEST
+
 START_TEST(test_plot_original_only_and_size) {
   fixture f = fx_make();
   tu_run r = tu_memstub(f.dir, "plot", "orig.csv", "-o", "only.png", "--size", "640x480", NULL);
@@ -1044,6 +1068,7 @@ static Suite *plot_suite(void) {
   tcase_add_test(tc, test_text_rows);
   tcase_add_test(tc, test_svg_legend_below);
   tcase_add_test(tc, test_calibration_plot);
+  tcase_add_test(tc, test_threads_missing_warned);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -50,8 +50,25 @@ void ms__whatif_format(const ms__whatif *w, char *buf, size_t cap) {
   }
 }
 
-int ms__whatif_parse(const char *line, ms__whatif *w) {
+// Whether s[0..n) is a decimal number as %g writes one: 12, 0.5, 1e-05 (no sign, no hex, no "inf").
+static int is_decimal(const char *s, size_t n) {
+  size_t i = 0, d = 0;
+  while (i < n && s[i] >= '0' && s[i] <= '9') i++, d++;
+  if (i < n && s[i] == '.')
+    for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++) d++;
+  if (!d) return 0;
+  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+    if (++i < n && (s[i] == '+' || s[i] == '-')) i++;
+    if (i == n || s[i] < '0' || s[i] > '9') return 0;
+    while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+  }
+  return i == n;
+}
+
+int ms__whatif_parse_at(const char *line, ms__whatif *w, size_t *at, const char **field) {
   ms__whatif_init(w);
+  *at = 0;
+  *field = NULL;
   if (strcmp(line, "none") == 0) return 0;
   const char *p = line;
   if (!*p) goto bad;
@@ -60,19 +77,29 @@ int ms__whatif_parse(const char *line, ms__whatif *w) {
     char num[40];
     if (strncmp(p, names[k], l) != 0 || p[l] != ' ' || p[l + 1] != 'x') goto bad;
     p += l + 2;
-    if ((m = strcspn(p, ",")) == 0 || m >= sizeof num) goto bad;
+    // From here on what is wrong is scale k's value.
+    *field = names[k];
+    if ((m = strcspn(p, ",")) == 0 || m >= sizeof num || !is_decimal(p, m)) goto bad;
     memcpy(num, p, m);
     num[m] = '\0';
-    if (ms__parse_double(num, scale_at(w, k)) < 0 || *scale_at(w, k) < 0) goto bad;
+    if (ms__parse_double(num, scale_at(w, k)) < 0) goto bad;
     p += m;
+    *field = NULL;
     if (*p == ',' && p[1] == ' ' && p[2]) p += 2;
     else if (*p) goto bad;
     else if (k < 2) goto bad;  // time, heap and stack are always named
   }
   if (!*p) return 0;
 bad:
+  *at = (size_t)(p - line);
   ms__whatif_init(w);
   return -EINVAL;
+}
+
+int ms__whatif_parse(const char *line, ms__whatif *w) {
+  size_t at;
+  const char *field;
+  return ms__whatif_parse_at(line, w, &at, &field);
 }
 
 int ms__trace_dup(const memstub_trace *t, memstub_trace **out) {
@@ -153,8 +180,9 @@ int ms__whatif_apply(const memstub_trace *t, const ms__whatif *w, memstub_trace 
     const char *name = t->extra_names[k];
     int churn = strcmp(name, MEMSTUB_WORK_BYTES_COLUMN) == 0;
     for (int j = 0; j < MEMSTUB_WORK_CALLS && !churn; j++) churn = strcmp(name, calls[j]) == 0;
-    double f = strcmp(name, "rss_bytes") == 0      ? w->rss
-               : strcmp(name, "mapped_bytes") == 0 ? w->mapped
+    // The minor faults make pages resident: they follow the resident memory's scale.
+    double f = strcmp(name, "rss_bytes") == 0 || strcmp(name, "minor_faults") == 0 ? w->rss
+               : strcmp(name, "mapped_bytes") == 0                                 ? w->mapped
                : churn                             ? w->churn
                                                    : 1.0;
     double cum = 0;

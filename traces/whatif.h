@@ -31,6 +31,11 @@ void ms__whatif_format(const ms__whatif *w, char *buf, size_t cap);
  * then optionally rss, mapped, cpu and churn: a scale the line does not name
  * is 1.0) into *w. 0, or -EINVAL (*w all 1.0) for anything else. */
 int ms__whatif_parse(const char *line, ms__whatif *w);
+/* As ms__whatif_parse; on -EINVAL, *at is the offset in line of what is
+ * wrong and *field the scale whose value it is ("heap": not a decimal number
+ * as memstub writes one, such as 0x1p3 or +0.5), or NULL when the line's
+ * shape is. */
+int ms__whatif_parse_at(const char *line, ms__whatif *w, size_t *at, const char **field);
 
 /* A copy of t (columns, metadata, rows) into *out. 0 or -ENOMEM. */
 int ms__trace_dup(const memstub_trace *t, memstub_trace **out);
@@ -39,7 +44,8 @@ int ms__trace_dup(const memstub_trace *t, memstub_trace **out);
  * scales applied as memstub gen applies them: each row's CPU time times cpu
  * (the interval longer or shorter by the difference), then every time times
  * time, and the CPU time too; stack_bytes, heap_bytes, rss_bytes and
- * mapped_bytes times their scales (a negative value, unknown, stays);
+ * mapped_bytes times their scales, minor_faults (cumulative) times rss's,
+ * as the pages they make resident (a negative value, unknown, stays);
  * the call counts and churn_bytes times churn, the rounding carried from row
  * to row so the totals stay right. Rounded to the nearest integer, as the
  * generator rounds. 0, -EINVAL (a value leaves 64 bits: err names its row

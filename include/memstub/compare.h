@@ -420,6 +420,15 @@ size_t memstub_compare_checks_run(memstub_compare_checks *cs, const memstub_comp
 const char *memstub_compare_check_skip_why(const memstub_compare_check *c,
                                            const memstub_compare_report *r);
 
+/* Why c's value, judged on r, is no number: a relative error of a total
+ * ORIGINAL (a what-if's target) has none of, as "undefined, the target has
+ * none: REPLAYED 3 calls" (the check fails: any difference from nothing is
+ * beyond a limit in %), into buf; NULL when the value is a number or c was
+ * skipped. */
+const char *memstub_compare_check_undefined(const memstub_compare_check *c,
+                                            const memstub_compare_report *r, char *buf,
+                                            size_t cap);
+
 /* The goals a comparison is held to when no check is given (the verdict;
  * docs/compare-and-plot.md, "The verdict"), appended to cs: heap-exact=99%,
  * total-pct=1, rss-peak=5%, mapped-peak=5%, cpu-total-pct=5,

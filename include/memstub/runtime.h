@@ -246,8 +246,9 @@ typedef struct memstub_replay_info {
   int64_t heap_trims;      // mmapped blocks made a page smaller (docs/runtime.md)
   int64_t heap_baseline;   // mallinfo2 in use at the baseline, bytes
   memstub_replay_record entry;  // measured at the start, before point 0 (the "entry" of row 0)
-  int64_t cpu_ns;          // CPU time of the replay thread from T0 to the end (spinning,
-                           //   waking, the work and the measuring); -1 if unknown
+  int64_t cpu_ns;          // CPU time of the replay thread over duration_ns's span (spinning,
+                           //   waking, the work and the measuring before its end; not the
+                           //   measuring of the last point after it); -1 if unknown
   int64_t run_delay_ns;    // SCHED: the replay thread's run-queue wait from T0 to the end;
                            //   -1 if unknown or not measured
   int64_t run_delay_end;   // SCHED: its run-queue wait so far at the end (cumulative, as
