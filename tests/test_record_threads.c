@@ -703,49 +703,69 @@ START_TEST(test_blocked_worker_cpu) {
 }
 END_TEST
 
-/* Two workers sharing one CPU (threads crowd): each thread's run-queue wait
- * is in its rows (run_delay_ns, from the kernel's schedstat): about the
- * time it was off the CPU, at least half of it, never more than its span;
- * gen takes it out of each thread's waiting and says so. */
-START_TEST(test_run_queue_wait) {
-  char *dir = tu_mkdtemp();
-  const char *none[] = {NULL};
-  tu_run r = record_mode(dir, none, "crowd", "150");
-  ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
-  tu_run_free(&r);
+/* The last row of thread th (-1: the only one) of dir/t.csv: its span,
+ * CPU time and run-queue wait; the trace has run_delay_ns (0), or the
+ * kernel keeps no scheduler statistics (1: nothing to check). */
+static int run_delays(const char *dir, int th, int64_t *span, int64_t *used, int64_t *waited) {
   memstub_trace *t = read_t(dir);
   int c = memstub_trace_column(t, "thread"), cpu = memstub_trace_column(t, "cpu_ns"),
       q = memstub_trace_column(t, "run_delay_ns");
-  if (q < 0) {  // only where the kernel keeps no scheduler statistics
+  if (q < 0) {  // only where the kernel keeps none
     ck_assert_int_ne(access("/proc/thread-self/schedstat", R_OK), 0);
     memstub_trace_free(t);
-    tu_rmtree(dir);
-    free(dir);
-    return;
+    return 1;
   }
-  ck_assert_int_ge(c, 0);
-  for (int th = 1; th <= 2; th++) {
-    int64_t t0 = -1, t1 = 0, used = 0, waited = 0, prev = 0;
-    for (size_t i = 0; i < t->n; i++) {
-      const int64_t *e = memstub_trace_extra_row(t, i);
-      if (e[c] != th) continue;
-      if (t0 < 0) t0 = t->pts[i].time_ns;
-      ck_assert_int_ge(e[q], prev);  // a count since the thread's start
-      t1 = t->pts[i].time_ns, used = e[cpu], waited = prev = e[q];
-    }
-    int64_t off = t1 - t0 - used;
-    ck_assert_msg(used >= 140000000 && off >= 50000000 && 2 * waited >= off &&
-                      waited <= t1 - t0 - used + 5000000,
-                  "thread %d: span %lld ns, CPU %lld ns, run-queue wait %lld ns", th,
-                  (long long)(t1 - t0), (long long)used, (long long)waited);
+  ck_assert_int_eq(c >= 0, th >= 0);
+  int64_t t0 = -1, t1 = 0, prev = 0;
+  for (size_t i = 0; i < t->n; i++) {
+    const int64_t *e = memstub_trace_extra_row(t, i);
+    if (th >= 0 && e[c] != th) continue;
+    if (t0 < 0) t0 = t->pts[i].time_ns;
+    ck_assert_int_ge(e[q], prev);  // a count since the thread's start
+    t1 = t->pts[i].time_ns, *used = e[cpu], *waited = prev = e[q];
   }
+  *span = t1 - t0;
   memstub_trace_free(t);
-  char *argv[] = {getenv("MEMSTUB_EXE"), "gen", "t.csv", "-o", "t.h", NULL};
-  r = tu_exec(dir, argv);
-  ck_assert_msg(r.status == 0 && strstr(r.err, "thread 1: timeline: ") &&
-                    strstr(r.err, "of waiting for a CPU out"),
-                "status %d: %s", r.status, r.err);
-  tu_run_free(&r);
+  return 0;
+}
+
+/* A thread waiting for its CPU (threads crowd: a child process spins on
+ * it): its run-queue wait is in its rows (run_delay_ns, from the kernel's
+ * schedstat): about the time it was off the CPU, at least half of it,
+ * never more; gen takes it out of the stub's waiting and says so. Two
+ * threads of one process on one CPU (crowd2): their turns are the
+ * process's, kept, and said. */
+START_TEST(test_run_queue_wait) {
+  char *dir = tu_mkdtemp();
+  const char *none[] = {NULL};
+  static const struct {
+    const char *mode;
+    int threads;
+    const char *said;
+  } runs[] = {{"crowd", 1, "of waiting for a CPU out (runnable, not running"},
+              {"crowd2", 2, "of waiting for a CPU kept (the turns of its process's threads"}};
+  for (int k = 0; k < 2; k++) {
+    tu_run r = record_mode(dir, none, runs[k].mode, "150");
+    ck_assert_msg(r.status == 0, "%s: status %d: %s", runs[k].mode, r.status, r.err);
+    tu_run_free(&r);
+    // The one thread (-1: no thread column), or each worker.
+    int first = runs[k].threads > 1 ? 1 : -1, last = runs[k].threads > 1 ? runs[k].threads : -1;
+    for (int th = first; th <= last; th++) {
+      int64_t span = 0, used = 0, waited = 0;
+      if (run_delays(dir, th, &span, &used, &waited)) goto out;
+      int64_t off = span - used;
+      ck_assert_msg(used >= 140000000 && off >= 50000000 && 2 * waited >= off &&
+                        waited <= off + 5000000,
+                    "%s, thread %d: span %lld ns, CPU %lld ns, run-queue wait %lld ns",
+                    runs[k].mode, th, (long long)span, (long long)used, (long long)waited);
+    }
+    char *argv[] = {getenv("MEMSTUB_EXE"), "gen", "t.csv", "-o", "t.h", NULL};
+    r = tu_exec(dir, argv);
+    ck_assert_msg(r.status == 0 && strstr(r.err, "timeline: ") && strstr(r.err, runs[k].said),
+                  "%s: status %d: %s", runs[k].mode, r.status, r.err);
+    tu_run_free(&r);
+  }
+out:
   tu_rmtree(dir);
   free(dir);
 }

@@ -651,6 +651,18 @@ START_TEST(test_gen_run_delay_out) {
   for (int i = 0; i < 4; i++) ck_assert_int_eq(g->use[i].time, fit_dt[i]);
   ck_assert_msg(strstr(g->timeline, "; 400 µs of waiting for a CPU out"), "%s", g->timeline);
   memstub_gen_free(g);
+  /* A thread of a process of several: its turns are its process's threads',
+   * kept as recorded (the rows of OWN above), and said. */
+  ck_assert_msg(build(META_RECORD "# record.thread: all\n# record.threads: 2\n" ROWS_RUNQ, &g,
+                      &err) == 0,
+                "%s", err.msg);
+  static const int64_t kept_dt[4] = {997500, 997500, 997500, 997500};
+  for (int i = 0; i < 4; i++) ck_assert_int_eq(g->use[i].time, kept_dt[i]);
+  ck_assert_msg(strstr(g->timeline, "; 800 µs of waiting for a CPU kept (the turns of its "
+                                    "process's threads, as recorded)") &&
+                    !strstr(g->timeline, "CPU out"),
+                "%s", g->timeline);
+  memstub_gen_free(g);
   // Without the column: nothing said.
   g = fitted("");
   ck_assert_msg(!strstr(g->timeline, "waiting for a CPU"), "%s", g->timeline);
@@ -711,8 +723,9 @@ START_TEST(test_compare_run_delay_out) {
   memstub_trace_free(a);
   memstub_trace_free(b);
   /* Two threads: thread 0 waited 500 us for a CPU in its row 1 (of 600 us
-   * of waiting), so its target is 4.49999 ms; its replay ends 500 us later
-   * and says (thread.0) it waited that long for a CPU. */
+   * of waiting), its process's threads' turns: kept in its target (4.99999
+   * ms), so its replay's 500 us of waiting for a CPU (its thread.0 line,
+   * read as its own figures, as its CPU time) stay in too. */
   static const char orig[] =
       META_RECORD "# record.thread: all\n# record.threads: 2\n"
       "time_ns,stack_bytes,heap_bytes,thread,thread_event,thread_peer,cpu_ns,"
@@ -735,10 +748,12 @@ START_TEST(test_compare_run_delay_out) {
   memstub_compare_threads_report *tr = NULL;
   ck_assert_msg(memstub_compare_threads_traces(a, "o", b, "r", NULL, &tr, &err) == 0, "%s",
                 err.msg);
-  ck_assert_int_eq(tr->thread[0]->duration.original_ns, 4499990);
-  ck_assert_int_eq(tr->thread[0]->duration.off_cpu_ns, 500000);
+  ck_assert_int_eq(tr->thread[0]->duration.original_ns, 4999990);
+  ck_assert_int_eq(tr->thread[0]->timeline.runq_ns, 0);
+  ck_assert_int_eq(tr->thread[0]->duration.off_cpu_ns, 0);
   ck_assert_int_eq(tr->thread[0]->duration.error_ns, 0);
   ck_assert_int_eq(tr->thread[0]->replay_cpu_ns, 399990);
+  ck_assert_int_eq(tr->thread[0]->replay_off_cpu_ns, 500000);
   ck_assert_int_eq(tr->thread[1]->duration.off_cpu_ns, 0);
   memstub_compare_threads_free(tr);
   memstub_trace_free(a);

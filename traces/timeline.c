@@ -498,16 +498,18 @@ static int curve_rows(const memstub_trace *t, ms__timeline *tl, const int64_t *n
 /* The run-queue waits out of the rows' waiting (dt less cpu): the share of
  * each row's recorded waiting that its thread spent runnable without a CPU
  * (MEMSTUB_WORK_RUN_DELAY_COLUMN; at most its waiting), scaled as the row's
- * waiting was. The stub's thread waits for what the thread waited on; the
- * machine it replays on adds its own run-queue waits, as it did to the
- * program's. Kept in, they came twice to a process whose threads filled the
- * CPUs: bench/threads_pool's stub ran 1.09 of pool's wall time
- * (docs/recording.md, "Waiting for a CPU"). 0, or -EINVAL naming the row. */
+ * waiting was. A thread alone in its process waited for other processes or
+ * the recorder's own threads: the stub's thread waits for what it waited
+ * on, and the machine it replays on adds its own run-queue waits. A thread
+ * of a process of several waited mostly for its own process's threads:
+ * their turns stay as recorded (counted in runq_kept_ns), the slack in which
+ * a replay thread delayed otherwise catches up (docs/recording.md, "Waiting
+ * for a CPU"). 0, or -EINVAL naming the row. */
 static int runq_out(const memstub_trace *t, ms__timeline *tl, int64_t *dt, const int64_t *cpu,
                     memstub_error *err) {
   int qcol = memstub_trace_column(t, MEMSTUB_WORK_RUN_DELAY_COLUMN),
-      ccol = memstub_trace_column(t, MEMSTUB_WORK_CPU_COLUMN);
-  tl->runq_ns = 0;
+      ccol = memstub_trace_column(t, MEMSTUB_WORK_CPU_COLUMN), keep = process_threads(t) > 0;
+  tl->runq_ns = tl->runq_kept_ns = 0;
   if (qcol < 0 || t->n == 0) return 0;
   if (memstub_trace_extra_row(t, 0)[qcol] < 0)
     return memstub_error_set(err, -EINVAL, "row 1: %s: negative (%lld)",
@@ -525,6 +527,10 @@ static int runq_out(const memstub_trace *t, ms__timeline *tl, int64_t *dt, const
     if (q == 0 || w <= 0 || w2 <= 0) continue;
     int64_t out = rnd((double)(q < w ? q : w) * (double)w2 / (double)w);
     if (out > w2) out = w2;
+    if (keep) {
+      tl->runq_kept_ns = sadd(tl->runq_kept_ns, out);
+      continue;
+    }
     dt[i] -= out;
     tl->runq_ns = sadd(tl->runq_ns, out);
     tl->target_ns = ssub(tl->target_ns, out);
@@ -754,6 +760,12 @@ void ms__timeline_describe(const ms__timeline *tl, char *buf, size_t cap) {
                   "; %s of waiting for a CPU out (runnable, not running: the replay's machine "
                   "makes its own)",
                   ms__fmt_ns(tl->runq_ns, q, sizeof q));
+  } else if (n >= 0 && (size_t)n < cap && tl->runq_kept_ns > 0) {
+    char q[32];
+    n += snprintf(buf + n, cap - (size_t)n,
+                  "; %s of waiting for a CPU kept (the turns of its process's threads, as "
+                  "recorded)",
+                  ms__fmt_ns(tl->runq_kept_ns, q, sizeof q));
   }
   char pre[256];
   prestart_clause(tl, pre, sizeof pre);

@@ -116,8 +116,9 @@ typedef struct ms__timeline {
   int64_t thin_rows, thin_cpu_ns;
   /* The waiting taken out as time the thread was runnable without a CPU
    * (MEMSTUB_WORK_RUN_DELAY_COLUMN), scaled as its row's waiting was;
-   * ms__timeline_rows fills it; not in removed_ns, the recorder's cost. */
-  int64_t runq_ns;
+   * ms__timeline_rows fills it; not in removed_ns, the recorder's cost. A
+   * thread of a process of several keeps it: runq_kept_ns, runq_ns 0. */
+  int64_t runq_ns, runq_kept_ns;
   int64_t start_wall_ns, start_cpu_ns;  // MS__TL_START_WALL, MS__TL_START_CPU; -1 not given
 } ms__timeline;
 
