@@ -807,6 +807,13 @@ START_TEST(test_bad_metadata) {
       {"# outside.wall_ns: 5 ms\n# reference.wall_ns: 3000000\n",
        "metadata outside.wall_ns: '5 ms' is not a count of ns"},
       {"# outside.wall_ns: 5000000\n# reference.wall_ns: -3\n", "metadata reference.wall_ns"},
+      // The rows' figures of a process of threads (memstub record --repeat).
+      {"# record.thread: all\n# record.threads: 2\n" META_REFERENCE
+       "# recording.rows_wall_ns: 4 ms\n# recording.rows_cpu_ns: 2500000\n",
+       "metadata recording.rows_wall_ns: '4 ms' is not a count of ns"},
+      {"# record.thread: all\n# record.threads: 2\n" META_REFERENCE
+       "# recording.rows_wall_ns: 4000000\n# recording.rows_cpu_ns: -1\n",
+       "metadata recording.rows_cpu_ns"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     char text[2048];
