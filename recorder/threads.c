@@ -269,6 +269,17 @@ static size_t rows_of(const tstate *ts) {
   return n;
 }
 
+/* A thread's cumulative reading (CPU time, run-queue wait) from its first
+ * one (*base, set by the first reading there is): -1, not read, takes the
+ * thread's last row's (last; 0 for its first row); never falling. */
+static int64_t from_start(int64_t v, int64_t *base, int64_t last, int fresh) {
+  if (*base < 0 && v >= 0) *base = v;
+  if (v < 0) v = fresh ? 0 : last;
+  else v -= *base > 0 ? *base : 0;
+  if (!fresh && v < last) v = last;
+  return v < 0 ? 0 : v;
+}
+
 static arow blank(int thr) {
   arow a;
   memset(&a, 0, sizeof a);
@@ -479,21 +490,8 @@ int ms__rec_thr_assemble(struct assembled *A, int64_t raw_end, double scale) {
         r->x.m.majflt -= mjf0[th];
       if (r->x.m.minflt < 0) r->x.m.minflt = 0;
       if (r->x.m.majflt < 0) r->x.m.majflt = 0;
-      if (cpu0[th] < 0 && r->x.w.cpu >= 0) cpu0[th] = r->x.w.cpu;
-      if (r->x.w.cpu < 0)
-        r->x.w.cpu = fresh ? 0 : L->x.w.cpu;
-      else
-        r->x.w.cpu -= cpu0[th] > 0 ? cpu0[th] : 0;
-      if (!fresh && r->x.w.cpu < L->x.w.cpu) r->x.w.cpu = L->x.w.cpu;
-      if (r->x.w.cpu < 0) r->x.w.cpu = 0;
-      // The run-queue wait the same way.
-      if (rq0[th] < 0 && r->x.w.rq >= 0) rq0[th] = r->x.w.rq;
-      if (r->x.w.rq < 0)
-        r->x.w.rq = fresh ? 0 : L->x.w.rq;
-      else
-        r->x.w.rq -= rq0[th] > 0 ? rq0[th] : 0;
-      if (!fresh && r->x.w.rq < L->x.w.rq) r->x.w.rq = L->x.w.rq;
-      if (r->x.w.rq < 0) r->x.w.rq = 0;
+      r->x.w.cpu = from_start(r->x.w.cpu, &cpu0[th], L->x.w.cpu, fresh);
+      r->x.w.rq = from_start(r->x.w.rq, &rq0[th], L->x.w.rq, fresh);
       if (r->x.heap < 0) r->x.heap = 0;
       if (r->x.m.mapped < 0) r->x.m.mapped = 0;
       last_rss = r->x.m.rss + rss0;
