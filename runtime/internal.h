@@ -217,6 +217,7 @@ typedef struct ms__rt_work {
   const int64_t *cpu, *calls, *churn, *calltab;  // NULL: no work (layouts 1 and 2)
   int64_t ncalltab;
   double rate;    // the ALU loop's steps per ns of CPU (calibrated, or measured at the start)
+  int rate_own;   // rate measured at the start, no calibration's: no counted ALU work
   int64_t spun;   // CPU ns spun in all
   /* Work as work (docs/runtime.md, "Work as work"): the points' CPU times are
    * amounts of work, ns at the calibration's rates, a share of them memory

@@ -148,6 +148,7 @@ int memstub_work_share_meta(const memstub_trace *t, double *share, memstub_error
 
 void ms__rt_work_rates(ms__rt_work *w, const memstub_replay_options *o) {
   w->rate = o->work_rate > 0 ? o->work_rate : ms__rt_spin_rate();
+  w->rate_own = !(o->work_rate > 0);
   int given = 0;
   for (int k = 0; o->touch_ns && k < MEMSTUB_WORK_TOUCH_SIZES; k++) given |= o->touch_ns[k] > 0;
   for (int k = 0; k < MEMSTUB_WORK_TOUCH_SIZES; k++)
