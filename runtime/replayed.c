@@ -73,8 +73,13 @@ static int add_meta(memstub_trace *t, const memstub_replay *r, int64_t clamped) 
   if (!rc) rc = set_meta(t, "points", "%lld", (long long)in->points);
   // The work as work (work_loops.c); none counted when the stub's start took its CPU (call.c).
   if (!rc && s->abi >= MEMSTUB_STUB_ABI_WORK && s->cpu)
-    rc = set_meta(t, "work", "%.0f ns counted, memory share %g, run in %lld ns of CPU",
-                  in->work_ns, in->work_mem_share, (long long)in->work_cpu_ns);
+    rc = set_meta(t, "work", "%.0f ns counted, memory share %g, run in %lld ns of CPU%s",
+                  in->work_ns, in->work_mem_share, (long long)in->work_cpu_ns,
+                  in->work_ns > 0 ? ""
+                                  : " (none counted: a stub without a calibration's loop rate "
+                                    "or a memory share spins its recorded CPU time on the "
+                                    "thread's clock instead, docs/runtime.md, \"Work as "
+                                    "work\")");
   if (!rc) rc = set_meta(t, "stack_size", "%lld", (long long)in->stack_size);
   int calls = ms__rt_stub_calls(s);  // the call replay (call_replay.c)
   if (!rc && !calls && s->abi >= MEMSTUB_STUB_ABI_WORK && s->cpu)
