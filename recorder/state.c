@@ -315,7 +315,7 @@ static void init_clock(void) {
   ms__rec.grow_gap_raw = ms__rec.res_raw / 4;
   ms__rec.win_raw = (int64_t)(1e6 * ms__rec.raw_per_ns);
   ms__rec.cpu_gap_raw = (int64_t)(1e4 * ms__rec.raw_per_ns);
-  // 250 us: a read (2-7 us here) costs at most 3 % of the time it explains.
+  // 250 us: a read (about 7 us here, under load) costs at most 3 % of the time it explains.
   ms__rec.rq_gap_raw = ms__prim_thread_run_delay() >= 0 ? (int64_t)(2.5e5 * ms__rec.raw_per_ns) : 0;
   ms__rec.end_cpu = -1;
   ms__rec.origin_raw = ms__rec.raw0;  // until the recorded thread starts
