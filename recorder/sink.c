@@ -67,12 +67,12 @@ void ms__rec_push_row(tstate *ts, int64_t t, int64_t s, int64_t h, int64_t tag, 
 
 int64_t ms__rec_cpu_at(tstate *ts, int64_t t, int force) {
   if (!ts->is_rec) return -1;
+  double rpn = ms__rec.raw_per_ns > 0 ? ms__rec.raw_per_ns : 1.0;
   if (force || t - ts->cpu_t >= ms__rec.cpu_gap_raw || ts->cpu_v < 0) {
     int64_t v = ms__prim_thread_cpu_ns();
     if (v >= 0) {
       // Off the CPU long enough since the last read: how much of it was
       // waiting for one (docs/recording.md, "Waiting for a CPU").
-      double rpn = ms__rec.raw_per_ns > 0 ? ms__rec.raw_per_ns : 1.0;
       if (ms__rec.rq_gap_raw > 0 && ts->cpu_v >= 0 &&
           (double)(t - ts->cpu_t) - (double)(v - ts->cpu_v) * rpn >= (double)ms__rec.rq_gap_raw) {
         int64_t q = ms__prim_thread_run_delay();
@@ -83,7 +83,6 @@ int64_t ms__rec_cpu_at(tstate *ts, int64_t t, int force) {
     }
     return v;
   }
-  double rpn = ms__rec.raw_per_ns > 0 ? ms__rec.raw_per_ns : 1.0;
   return ts->cpu_v + (int64_t)((double)(t - ts->cpu_t) / rpn);
 }
 
